@@ -1,0 +1,355 @@
+// Package config resolves octet's effective configuration for one workspace:
+// built-in defaults, the global $OCTET_HOME/config.toml, environment
+// variables, command-line flags and, last, a project .octet/config.toml that
+// may tighten but never relax the authority profile. Every resolved setting
+// remembers where its value came from (default, config, project_config, env
+// or flag) so the EffectiveToolPolicy snapshot can show it.
+//
+// It also loads credentials (OPENAI_API_KEY or an owner-private credentials
+// file) and context files (AGENTS.md), and watches the latter for changes.
+// The package never writes to stdout; warnings are returned to the caller.
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Source names where a setting's value came from.
+type Source string
+
+// The sources, from weakest to strongest (a project config only tightens).
+const (
+	SourceDefault       Source = "default"
+	SourceConfig        Source = "config"
+	SourceEnv           Source = "env"
+	SourceFlag          Source = "flag"
+	SourceProjectConfig Source = "project_config"
+)
+
+// Setting is one resolved value with its source, serialised as
+// {"value": ..., "source": ...} in the EffectiveToolPolicy snapshot.
+type Setting[T any] struct {
+	Value  T      `json:"value"`
+	Source Source `json:"source"`
+}
+
+func set[T any](s *Setting[T], v T, src Source) { *s = Setting[T]{Value: v, Source: src} }
+
+// Default values documented in the README and the tools reference.
+const (
+	DefaultModel          = "gpt-5.1-codex"
+	DefaultReasoning      = "medium"
+	DefaultBaseURL        = "https://api.openai.com/v1"
+	DefaultBashTimeout    = 120 * time.Second
+	DefaultMaxOutputBytes = 1 << 20
+
+	// MaxBashTimeout is the product-level upper bound on bash_timeout_secs.
+	MaxBashTimeout = time.Hour
+	// MaxMaxOutputBytes is the product-level upper bound on max_output_bytes.
+	MaxMaxOutputBytes = 64 << 20
+	// MinMaxOutputBytes keeps a tool result large enough to be useful.
+	MinMaxOutputBytes = 1024
+)
+
+// BuiltinTools is the full built-in tool surface, in advertising order.
+var BuiltinTools = []string{"read", "search", "edit", "write", "bash"}
+
+// ReasoningEfforts lists the accepted reasoning values.
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// Config is the resolved configuration for one octet process and workspace.
+type Config struct {
+	// Home is $OCTET_HOME (default ~/.octet).
+	Home string
+	// Workspace is the absolute workspace root the project config came from.
+	Workspace string
+
+	Model     Setting[string]
+	Reasoning Setting[string]
+	BaseURL   Setting[string]
+
+	EffectPolicy       Setting[EffectPolicy]
+	AllowExternalPaths Setting[bool]
+	AllowEdit          Setting[bool]
+	AllowWrite         Setting[bool]
+	AllowProcess       Setting[bool]
+	AllowShell         Setting[bool]
+	// ShellPath is the configured shell; empty means "select automatically".
+	ShellPath      Setting[string]
+	BashTimeout    Setting[time.Duration]
+	MaxOutputBytes Setting[int64]
+	// Tools is the final allowlist of tool names, in BuiltinTools order.
+	Tools Setting[[]string]
+
+	// ContextFiles is false under --no-context-files.
+	ContextFiles Setting[bool]
+	// Offline skips optional discovery; inference still uses the provider.
+	Offline Setting[bool]
+
+	// Warnings are human-readable notes about ignored settings (a project
+	// config that tried to relax the profile, say). Callers log them.
+	Warnings []string
+}
+
+// SessionsDir is where session files live.
+func (c *Config) SessionsDir() string { return filepath.Join(c.Home, "sessions") }
+
+// ToolEnabled reports whether name is in the final allowlist.
+func (c *Config) ToolEnabled(name string) bool { return slices.Contains(c.Tools.Value, name) }
+
+// Flags are the command-line settings. Pointer fields are nil when the flag
+// was not given, so an explicit flag can be told from a default.
+type Flags struct {
+	SafeMode       bool
+	Yolo           bool
+	EffectPolicy   *string
+	Tools          *string
+	NoContextFiles bool
+	Offline        bool
+	ShellPath      *string
+	Model          *string
+	Reasoning      *string
+}
+
+// Options are the inputs of Load.
+type Options struct {
+	// Home overrides $OCTET_HOME; empty means HomeDir(LookupEnv).
+	Home string
+	// Workspace is the workspace root; empty means no project config.
+	Workspace string
+	// LookupEnv reads the environment; nil means os.LookupEnv.
+	LookupEnv func(string) (string, bool)
+	// Flags are the parsed command-line flags.
+	Flags Flags
+	// KnownTools are the tool names --tools and `tools` may name; nil means
+	// BuiltinTools.
+	KnownTools []string
+}
+
+// UsageError is a command-line or environment mistake (conflicting flags,
+// an unknown tool name). The message says how to fix it.
+type UsageError struct{ Msg string }
+
+func (e *UsageError) Error() string { return e.Msg }
+
+// HomeDir returns $OCTET_HOME, or ~/.octet when it is unset.
+func HomeDir(lookup func(string) (string, bool)) (string, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if h, ok := lookup("OCTET_HOME"); ok && h != "" {
+		return filepath.Abs(h)
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("find home directory (set OCTET_HOME): %w", err)
+	}
+	return filepath.Join(u, ".octet"), nil
+}
+
+// Defaults returns the built-in configuration before any file, environment
+// or flag is applied: full access (unsafe_host), every built-in tool.
+func Defaults() Config {
+	var c Config
+	set(&c.Model, DefaultModel, SourceDefault)
+	set(&c.Reasoning, DefaultReasoning, SourceDefault)
+	set(&c.BaseURL, DefaultBaseURL, SourceDefault)
+	set(&c.EffectPolicy, UnsafeHost, SourceDefault)
+	set(&c.AllowExternalPaths, true, SourceDefault)
+	set(&c.AllowEdit, true, SourceDefault)
+	set(&c.AllowWrite, true, SourceDefault)
+	set(&c.AllowProcess, true, SourceDefault)
+	set(&c.AllowShell, true, SourceDefault)
+	set(&c.ShellPath, "", SourceDefault)
+	set(&c.BashTimeout, DefaultBashTimeout, SourceDefault)
+	set(&c.MaxOutputBytes, int64(DefaultMaxOutputBytes), SourceDefault)
+	set(&c.Tools, slices.Clone(BuiltinTools), SourceDefault)
+	set(&c.ContextFiles, true, SourceDefault)
+	set(&c.Offline, false, SourceDefault)
+	return c
+}
+
+// Load resolves the configuration: defaults, then $OCTET_HOME/config.toml,
+// then the environment, then flags, then the workspace's
+// .octet/config.toml, which may only tighten the authority profile.
+// A configuration file error names the file and line; a flag error is a
+// *UsageError.
+func Load(opts Options) (*Config, error) {
+	lookup := opts.LookupEnv
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	known := opts.KnownTools
+	if known == nil {
+		known = BuiltinTools
+	}
+	home := opts.Home
+	if home == "" {
+		h, err := HomeDir(lookup)
+		if err != nil {
+			return nil, err
+		}
+		home = h
+	}
+	if err := checkFlags(opts.Flags, lookup); err != nil {
+		return nil, err
+	}
+	c := Defaults()
+	c.Home = home
+	global, err := readFile(filepath.Join(home, "config.toml"), known)
+	if err != nil {
+		return nil, err
+	}
+	if global != nil {
+		global.apply(&c, SourceConfig)
+	}
+	if err := applyEnv(&c, lookup); err != nil {
+		return nil, err
+	}
+	if err := applyFlags(&c, opts.Flags, known); err != nil {
+		return nil, err
+	}
+	if opts.Workspace != "" {
+		ws, err := filepath.Abs(opts.Workspace)
+		if err != nil {
+			return nil, fmt.Errorf("workspace %s: %w", opts.Workspace, err)
+		}
+		c.Workspace = ws
+		project, err := readFile(filepath.Join(ws, ".octet", "config.toml"), known)
+		if err != nil {
+			return nil, err
+		}
+		if project != nil {
+			project.tighten(&c)
+		}
+	}
+	enforceControlled(&c)
+	return &c, nil
+}
+
+// checkFlags rejects flag combinations and retired switches before anything
+// else is read.
+func checkFlags(f Flags, lookup func(string) (string, bool)) error {
+	if f.Yolo {
+		return &UsageError{Msg: "--yolo is no longer accepted: full access (--effect-policy unsafe_host) is already the default; use --safe-mode for confirmed bash"}
+	}
+	if _, ok := lookup("OCTET_YOLO"); ok {
+		return &UsageError{Msg: "OCTET_YOLO is no longer accepted: unset it; full access (unsafe_host) is already the default"}
+	}
+	if f.SafeMode && f.EffectPolicy != nil {
+		return &UsageError{Msg: "--safe-mode conflicts with --effect-policy: --safe-mode already selects controlled_bash_approval; pass only one of them"}
+	}
+	return nil
+}
+
+func applyEnv(c *Config, lookup func(string) (string, bool)) error {
+	if v, ok := lookup("OCTET_EFFECT_POLICY"); ok && v != "" {
+		p, err := ParseEffectPolicy(v)
+		if err != nil {
+			return &UsageError{Msg: fmt.Sprintf("OCTET_EFFECT_POLICY: %v", err)}
+		}
+		set(&c.EffectPolicy, p, SourceEnv)
+	}
+	if v, ok := lookup("OPENAI_BASE_URL"); ok && v != "" {
+		if err := validateBaseURL(v); err != nil {
+			return &UsageError{Msg: fmt.Sprintf("OPENAI_BASE_URL: %v", err)}
+		}
+		set(&c.BaseURL, strings.TrimRight(v, "/"), SourceEnv)
+	}
+	return nil
+}
+
+func applyFlags(c *Config, f Flags, known []string) error {
+	if f.SafeMode {
+		set(&c.EffectPolicy, ControlledBashApproval, SourceFlag)
+		set(&c.AllowExternalPaths, false, SourceFlag)
+	}
+	if f.EffectPolicy != nil {
+		p, err := ParseEffectPolicy(*f.EffectPolicy)
+		if err != nil {
+			return &UsageError{Msg: fmt.Sprintf("--effect-policy: %v", err)}
+		}
+		set(&c.EffectPolicy, p, SourceFlag)
+	}
+	if f.Tools != nil {
+		names, err := ParseTools(*f.Tools, known)
+		if err != nil {
+			return &UsageError{Msg: fmt.Sprintf("--tools: %v", err)}
+		}
+		set(&c.Tools, names, SourceFlag)
+	}
+	if f.NoContextFiles {
+		set(&c.ContextFiles, false, SourceFlag)
+	}
+	if f.Offline {
+		set(&c.Offline, true, SourceFlag)
+	}
+	if f.ShellPath != nil {
+		if !filepath.IsAbs(*f.ShellPath) {
+			return &UsageError{Msg: fmt.Sprintf("--shell-path %q: must be an absolute path", *f.ShellPath)}
+		}
+		set(&c.ShellPath, *f.ShellPath, SourceFlag)
+	}
+	if f.Model != nil {
+		if strings.TrimSpace(*f.Model) == "" {
+			return &UsageError{Msg: "--model: must not be empty"}
+		}
+		set(&c.Model, *f.Model, SourceFlag)
+	}
+	if f.Reasoning != nil {
+		if !slices.Contains(ReasoningEfforts, *f.Reasoning) {
+			return &UsageError{Msg: fmt.Sprintf("--reasoning %q: valid values are %s", *f.Reasoning, strings.Join(ReasoningEfforts, ", "))}
+		}
+		set(&c.Reasoning, *f.Reasoning, SourceFlag)
+	}
+	return nil
+}
+
+// enforceControlled applies the product rule that controlled policies never
+// reach outside the workspace with the built-in file tools.
+func enforceControlled(c *Config) {
+	if c.EffectPolicy.Value < UnsafeHost && c.AllowExternalPaths.Value {
+		set(&c.AllowExternalPaths, false, c.EffectPolicy.Source)
+	}
+}
+
+// ParseTools parses a comma-separated tool list against known names. It
+// returns the names in BuiltinTools order (then known order), deduplicated.
+func ParseTools(list string, known []string) ([]string, error) {
+	var names []string
+	for part := range strings.SplitSeq(list, ",") {
+		n := strings.TrimSpace(part)
+		if n == "" {
+			continue
+		}
+		names = append(names, n)
+	}
+	return normalizeTools(names, known)
+}
+
+func normalizeTools(names, known []string) ([]string, error) {
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown tool %q; valid tools are %s", n, strings.Join(known, ", "))
+		}
+	}
+	out := make([]string, 0, len(names))
+	for _, k := range known {
+		if slices.Contains(names, k) {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+func validateBaseURL(v string) error {
+	if !strings.HasPrefix(v, "http://") && !strings.HasPrefix(v, "https://") {
+		return fmt.Errorf("must start with http:// or https://")
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+package config
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+func TestLoadContextFiles(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	writeFile(t, filepath.Join(home, "AGENTS.md"), "global rule", 0o644)
+	big := strings.Repeat("é", MaxContextFileBytes) // 2 bytes per rune
+	writeFile(t, filepath.Join(ws, "AGENTS.md"), big, 0o644)
+	files, err := LoadContextFiles(ContextFilePaths(home, ws))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 || files[0].Text != "global rule" || files[0].Truncated {
+		t.Fatalf("files = %+v", files[0])
+	}
+	if !files[1].Truncated || len(files[1].Text) > MaxContextFileBytes || !utf8.ValidString(files[1].Text) {
+		t.Errorf("workspace file: truncated=%v len=%d valid=%v", files[1].Truncated, len(files[1].Text), utf8.ValidString(files[1].Text))
+	}
+	ins := Instructions(files)
+	if !strings.Contains(ins, "global rule") || !strings.Contains(ins, "[truncated at") || strings.Index(ins, home) > strings.Index(ins, ws) {
+		t.Errorf("instructions order/markers wrong")
+	}
+	// Missing files are skipped.
+	files, err = LoadContextFiles(ContextFilePaths(t.TempDir(), t.TempDir()))
+	if err != nil || len(files) != 0 {
+		t.Errorf("missing: %v %v", files, err)
+	}
+}
+
+func TestContextReloadOnChange(t *testing.T) {
+	ws := t.TempDir()
+	path := filepath.Join(ws, "AGENTS.md")
+	writeFile(t, path, "first", 0o644)
+	cs, err := NewContextSet([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewFSWatcher([]string{path}, 20*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { cs.Follow(ctx, w); close(done) }()
+	defer func() { cancel(); w.Close(); <-done }()
+
+	// An unrelated file in the same directory does not trigger a reload.
+	writeFile(t, filepath.Join(ws, "other.txt"), "x", 0o644)
+	// Editors save by writing a temporary file and renaming it over.
+	tmp := filepath.Join(ws, ".AGENTS.md.swp")
+	writeFile(t, tmp, "second", 0o644)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(cs.Instructions(), "second") {
+		if time.Now().After(deadline) {
+			t.Fatalf("context not reloaded: %q", cs.Instructions())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if strings.Contains(cs.Instructions(), "first") {
+		t.Error("old text still present")
+	}
+}
+
+func TestWatcherDebounces(t *testing.T) {
+	ws := t.TempDir()
+	path := filepath.Join(ws, "AGENTS.md")
+	w, err := NewFSWatcher([]string{path}, 300*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i := range 5 {
+		writeFile(t, path, strings.Repeat("x", i+1), 0o644)
+	}
+	select {
+	case <-w.Changes():
+	case <-time.After(10 * time.Second):
+		t.Fatal("no change reported")
+	}
+	select {
+	case <-w.Changes():
+		t.Error("a burst of writes produced more than one change")
+	case <-time.After(600 * time.Millisecond):
+	}
+	if err := w.Close(); err != nil {
+		t.Error(err)
+	}
+	if _, ok := <-w.Changes(); ok {
+		t.Error("Changes not closed after Close")
+	}
+}

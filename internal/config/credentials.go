@@ -1,0 +1,148 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/BurntSushi/toml"
+)
+
+// Secret holds a credential. Every formatting path (fmt verbs, JSON, text,
+// slog) prints "[redacted]"; only Reveal returns the value, for the one
+// place that sends it (the provider's Authorization header).
+type Secret struct{ v string }
+
+// NewSecret wraps a credential value.
+func NewSecret(v string) Secret { return Secret{v: v} }
+
+// Reveal returns the secret value. Never log or print it.
+func (s Secret) Reveal() string { return s.v }
+
+// IsZero reports whether the secret is empty.
+func (s Secret) IsZero() bool { return s.v == "" }
+
+// String redacts the secret.
+func (s Secret) String() string { return "[redacted]" }
+
+// GoString redacts the secret under %#v.
+func (s Secret) GoString() string { return "config.Secret([redacted])" }
+
+// Format redacts the secret under every verb.
+func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, "[redacted]") }
+
+// MarshalText redacts the secret in JSON and TOML.
+func (s Secret) MarshalText() ([]byte, error) { return []byte("[redacted]"), nil }
+
+// LogValue redacts the secret in slog output.
+func (s Secret) LogValue() slog.Value { return slog.StringValue("[redacted]") }
+
+var (
+	_ fmt.Formatter  = Secret{}
+	_ slog.LogValuer = Secret{}
+)
+
+// Credentials are the provider credentials and where they came from.
+type Credentials struct {
+	// APIKey is the OpenAI API key.
+	APIKey Secret
+	// From says where the key came from: "OPENAI_API_KEY" or the file path.
+	From string
+}
+
+// MaxCredentialsBytes bounds the credentials file.
+const MaxCredentialsBytes = 64 << 10
+
+// CredentialsPath is the credentials file inside home.
+func CredentialsPath(home string) string { return filepath.Join(home, "credentials") }
+
+// MissingKeyError says no API key was found and where octet looked.
+type MissingKeyError struct{ Path string }
+
+func (e *MissingKeyError) Error() string {
+	return fmt.Sprintf("no OpenAI API key: set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and run chmod 600 %s (octet demo needs no key)", e.Path, e.Path)
+}
+
+// ModeError refuses a credentials file that others can read or write.
+type ModeError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *ModeError) Error() string {
+	return fmt.Sprintf("credentials file %s has mode %04o; it must be private to you (0600): run chmod 600 %s", e.Path, e.Mode.Perm(), e.Path)
+}
+
+// LoadCredentials returns the API key from OPENAI_API_KEY, else from
+// $OCTET_HOME/credentials (TOML: openai_api_key = "..."), which must be a
+// regular file with mode 0600 (no group or other bits). Errors never
+// contain the key.
+func LoadCredentials(home string, lookup func(string) (string, bool)) (Credentials, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if v, ok := lookup("OPENAI_API_KEY"); ok && strings.TrimSpace(v) != "" {
+		return Credentials{APIKey: NewSecret(strings.TrimSpace(v)), From: "OPENAI_API_KEY"}, nil
+	}
+	path := CredentialsPath(home)
+	key, err := readCredentialsFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Credentials{}, &MissingKeyError{Path: path}
+	}
+	if err != nil {
+		return Credentials{}, err
+	}
+	return Credentials{APIKey: key, From: path}, nil
+}
+
+func readCredentialsFile(path string) (Secret, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return Secret{}, err
+		}
+		return Secret{}, fmt.Errorf("open credentials %s: %w", path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Secret{}, fmt.Errorf("stat credentials %s: %w", path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return Secret{}, fmt.Errorf("credentials %s is not a regular file", path)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return Secret{}, &ModeError{Path: path, Mode: fi.Mode()}
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxCredentialsBytes+1))
+	if err != nil {
+		return Secret{}, fmt.Errorf("read credentials %s: %w", path, err)
+	}
+	if len(data) > MaxCredentialsBytes {
+		return Secret{}, fmt.Errorf("credentials %s is larger than %d bytes", path, MaxCredentialsBytes)
+	}
+	var v struct {
+		OpenAIAPIKey string `toml:"openai_api_key"`
+	}
+	md, err := toml.Decode(string(data), &v)
+	if err != nil {
+		// Never echo the parser's message: it may quote the secret.
+		line := 0
+		if pe, ok := errors.AsType[toml.ParseError](err); ok {
+			line = pe.Position.Line
+		}
+		return Secret{}, &FileError{Path: path, Line: line, Msg: `not valid TOML; expected openai_api_key = "sk-..."`}
+	}
+	if und := md.Undecoded(); len(und) > 0 {
+		return Secret{}, &FileError{Path: path, Line: keyLine(data, und[0]), Msg: "unknown key (not echoed, it may be a secret); the only key is openai_api_key"}
+	}
+	if strings.TrimSpace(v.OpenAIAPIKey) == "" {
+		return Secret{}, &FileError{Path: path, Msg: `openai_api_key is missing or empty`}
+	}
+	return NewSecret(strings.TrimSpace(v.OpenAIAPIKey)), nil
+}

@@ -1,0 +1,252 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/BurntSushi/toml"
+)
+
+// MaxConfigBytes bounds a configuration file; larger files are refused.
+const MaxConfigBytes = 1 << 20
+
+// FileError is a problem in a configuration file, reported as
+// "path:line: message" (line 0 when the position is unknown).
+type FileError struct {
+	Path string
+	Line int
+	Msg  string
+}
+
+func (e *FileError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.Path, e.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Msg)
+}
+
+// fileConfig is one decoded config.toml. Nil fields were not set.
+type fileConfig struct {
+	path string
+	data []byte
+
+	Model              *string       `toml:"model"`
+	Reasoning          *string       `toml:"reasoning"`
+	EffectPolicy       *EffectPolicy `toml:"effect_policy"`
+	AllowExternalPaths *bool         `toml:"allow_external_paths"`
+	AllowEdit          *bool         `toml:"allow_edit"`
+	AllowWrite         *bool         `toml:"allow_write"`
+	AllowProcess       *bool         `toml:"allow_process"`
+	AllowShell         *bool         `toml:"allow_shell"`
+	ShellPath          *string       `toml:"shell_path"`
+	BashTimeoutSecs    *int64        `toml:"bash_timeout_secs"`
+	MaxOutputBytes     *int64        `toml:"max_output_bytes"`
+	Tools              *[]string     `toml:"tools"`
+	BaseURL            *string       `toml:"base_url"`
+}
+
+// readFile reads and validates one config file. A missing file is not an
+// error (nil, nil).
+func readFile(path string, known []string) (*fileConfig, error) {
+	data, err := readBounded(path, MaxConfigBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &FileError{Path: path, Msg: err.Error()}
+	}
+	return parseFile(path, data, known)
+}
+
+// readBounded reads a regular file of at most limit bytes.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return data, nil
+}
+
+var tomlLineRE = regexp.MustCompile(`^toml: line (\d+) (?:\(last key "([^"]*)"\): )?`)
+
+// parseFile decodes data strictly: syntax errors, wrong types, unknown keys
+// and out-of-range values are FileErrors with the line.
+func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
+	fc := &fileConfig{path: path, data: data}
+	md, err := toml.Decode(string(data), fc)
+	if err != nil {
+		return nil, decodeError(path, err)
+	}
+	var errs []error
+	for _, k := range md.Undecoded() {
+		if len(k) > 1 && slices.ContainsFunc(md.Undecoded(), func(o toml.Key) bool { return len(o) < len(k) && slices.Equal(o, k[:len(o)]) }) {
+			continue // reported through its table
+		}
+		msg := fmt.Sprintf("unknown key %q; valid keys are %s", k.String(), strings.Join(validKeys, ", "))
+		if k.String() == "yolo" {
+			msg = `"yolo" is no longer accepted; full access is effect_policy = "unsafe_host" (the default)`
+		}
+		errs = append(errs, &FileError{Path: path, Line: keyLine(data, k), Msg: msg})
+	}
+	if err := fc.validate(known); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return fc, nil
+}
+
+var validKeys = []string{
+	"model", "reasoning", "effect_policy", "allow_external_paths", "allow_edit",
+	"allow_write", "allow_process", "allow_shell", "shell_path",
+	"bash_timeout_secs", "max_output_bytes", "tools", "base_url",
+}
+
+func decodeError(path string, err error) error {
+	if pe, ok := errors.AsType[toml.ParseError](err); ok {
+		line := pe.Position.Line
+		if line == 0 {
+			line = pe.Line
+		}
+		msg := pe.Message
+		if pe.LastKey != "" {
+			msg = pe.LastKey + ": " + msg
+		}
+		return &FileError{Path: path, Line: line, Msg: msg}
+	}
+	msg := err.Error()
+	if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
+		line, _ := strconv.Atoi(m[1])
+		msg = strings.TrimPrefix(msg, m[0])
+		if m[2] != "" {
+			msg = m[2] + ": " + msg
+		}
+		return &FileError{Path: path, Line: line, Msg: msg}
+	}
+	return &FileError{Path: path, Msg: strings.TrimPrefix(msg, "toml: ")}
+}
+
+// keyLine finds the line where the top-level key key[0] is defined, or 0.
+// octet's config files are flat, so every key of interest is top-level:
+// "key = value", a dotted "key.x = value", or a [key] / [[key]] header.
+func keyLine(data []byte, key toml.Key) int {
+	if len(key) == 0 {
+		return 0
+	}
+	first := key[0]
+	inRoot := true
+	for i, raw := range strings.Split(string(data), "\n") {
+		line := strings.TrimSpace(raw)
+		if strings.HasPrefix(line, "[") {
+			inRoot = false
+			name := strings.TrimSpace(strings.Trim(strings.SplitN(line, "#", 2)[0], "[] \t"))
+			if matchesKey(name, first) {
+				return i + 1
+			}
+			continue
+		}
+		if !inRoot {
+			continue
+		}
+		if k, _, ok := strings.Cut(line, "="); ok && matchesKey(strings.TrimSpace(k), first) {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+func matchesKey(name, first string) bool {
+	name = strings.Trim(name, `"'`)
+	return name == first || strings.HasPrefix(name, first+".") || strings.HasPrefix(name, first+" .")
+}
+
+func (fc *fileConfig) errAt(key, format string, args ...any) error {
+	return &FileError{Path: fc.path, Line: keyLine(fc.data, toml.Key{key}), Msg: key + ": " + fmt.Sprintf(format, args...)}
+}
+
+// validate checks value ranges that TOML types cannot express.
+func (fc *fileConfig) validate(known []string) error {
+	var errs []error
+	if fc.Model != nil && strings.TrimSpace(*fc.Model) == "" {
+		errs = append(errs, fc.errAt("model", "must not be empty"))
+	}
+	if fc.Reasoning != nil && !slices.Contains(ReasoningEfforts, *fc.Reasoning) {
+		errs = append(errs, fc.errAt("reasoning", "%q is not one of %s", *fc.Reasoning, strings.Join(ReasoningEfforts, ", ")))
+	}
+	if fc.ShellPath != nil && !strings.HasPrefix(*fc.ShellPath, "/") {
+		errs = append(errs, fc.errAt("shell_path", "must be an absolute path"))
+	}
+	if fc.BashTimeoutSecs != nil && (*fc.BashTimeoutSecs < 1 || time.Duration(*fc.BashTimeoutSecs)*time.Second > MaxBashTimeout) {
+		errs = append(errs, fc.errAt("bash_timeout_secs", "%d is out of range 1..%d", *fc.BashTimeoutSecs, int(MaxBashTimeout.Seconds())))
+	}
+	if fc.MaxOutputBytes != nil && (*fc.MaxOutputBytes < MinMaxOutputBytes || *fc.MaxOutputBytes > MaxMaxOutputBytes) {
+		errs = append(errs, fc.errAt("max_output_bytes", "%d is out of range %d..%d", *fc.MaxOutputBytes, MinMaxOutputBytes, MaxMaxOutputBytes))
+	}
+	if fc.Tools != nil {
+		names, err := normalizeTools(*fc.Tools, known)
+		if err != nil {
+			errs = append(errs, fc.errAt("tools", "%v", err))
+		} else {
+			*fc.Tools = names
+		}
+	}
+	if fc.BaseURL != nil {
+		if err := validateBaseURL(*fc.BaseURL); err != nil {
+			errs = append(errs, fc.errAt("base_url", "%v", err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// apply overlays every set field onto c with the given source.
+func (fc *fileConfig) apply(c *Config, src Source) {
+	setIf(&c.Model, fc.Model, src)
+	setIf(&c.Reasoning, fc.Reasoning, src)
+	setIf(&c.EffectPolicy, fc.EffectPolicy, src)
+	setIf(&c.AllowExternalPaths, fc.AllowExternalPaths, src)
+	setIf(&c.AllowEdit, fc.AllowEdit, src)
+	setIf(&c.AllowWrite, fc.AllowWrite, src)
+	setIf(&c.AllowProcess, fc.AllowProcess, src)
+	setIf(&c.AllowShell, fc.AllowShell, src)
+	setIf(&c.ShellPath, fc.ShellPath, src)
+	if fc.BashTimeoutSecs != nil {
+		set(&c.BashTimeout, time.Duration(*fc.BashTimeoutSecs)*time.Second, src)
+	}
+	setIf(&c.MaxOutputBytes, fc.MaxOutputBytes, src)
+	if fc.Tools != nil {
+		set(&c.Tools, slices.Clone(*fc.Tools), src)
+	}
+	if fc.BaseURL != nil {
+		set(&c.BaseURL, strings.TrimRight(*fc.BaseURL, "/"), src)
+	}
+}
+
+func setIf[T any](s *Setting[T], v *T, src Source) {
+	if v != nil {
+		set(s, *v, src)
+	}
+}
