@@ -151,18 +151,18 @@ func TestProjectErrorsHaveFileAndLine(t *testing.T) {
 
 func TestProjectMayTightenNeverRelax(t *testing.T) {
 	type want struct {
-		policy     EffectPolicy
-		external   bool
-		shell      bool
-		timeout    time.Duration
-		maxOut     int64
-		tools      string
-		warnings   int
-		policySrc  Source
-		baseURL    string
-		shellPath  string
-		model      string
-		modelSrc   Source
+		policy    EffectPolicy
+		external  bool
+		shell     bool
+		timeout   time.Duration
+		maxOut    int64
+		tools     string
+		warnings  int
+		policySrc Source
+		baseURL   string
+		shellPath string
+		model     string
+		modelSrc  Source
 	}
 	tests := []struct {
 		name, global, project string
