@@ -1,0 +1,260 @@
+package tools
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+// Config configures the built-in tools. The zero values of the optional
+// fields select the documented defaults.
+type Config struct {
+	// Root is the absolute path of the workspace root. Required.
+	Root string
+	// AllowExternalPaths lets the file tools accept absolute paths outside
+	// the workspace. When it is on, read and search classify every call as
+	// HostRead and edit and write as HostMutation, even for workspace paths:
+	// a path-resolution race must not lower admission authority.
+	AllowExternalPaths bool
+	// MaxOutputBytes bounds the model-visible text of one result
+	// (DefaultResultTextBytes when zero).
+	MaxOutputBytes int
+	// BashTimeout is the default bash timeout (DefaultBashTimeout when zero,
+	// at most MaxBashTimeout).
+	BashTimeout time.Duration
+	// BashMaxOutputBytes bounds the in-memory capture of one bash command
+	// (DefaultBashMaxOutputBytes when zero).
+	BashMaxOutputBytes int
+	// ShellPath is an explicitly configured shell; empty selects /bin/bash,
+	// then bash on PATH, then sh (see ResolveShell).
+	ShellPath string
+	// SpillDir is where the bash tool creates its private spill directory
+	// (os.TempDir() when empty).
+	SpillDir string
+	// Files is the read-tracking state shared by read, edit and write.
+	// Builtins sets it; a tool constructed alone with a nil Files gets its
+	// own.
+	Files *FileTracker
+}
+
+// normalized validates c and fills in defaults.
+func (c Config) normalized() (Config, error) {
+	if c.Root == "" || !filepath.IsAbs(c.Root) {
+		return c, fmt.Errorf("tools config: workspace root %q must be an absolute path", c.Root)
+	}
+	c.Root = filepath.Clean(c.Root)
+	st, err := os.Stat(c.Root)
+	if err != nil {
+		return c, fmt.Errorf("tools config: workspace root: %w", err)
+	}
+	if !st.IsDir() {
+		return c, fmt.Errorf("tools config: workspace root %s is not a directory", c.Root)
+	}
+	if c.MaxOutputBytes <= 0 {
+		c.MaxOutputBytes = DefaultResultTextBytes
+	}
+	if c.BashTimeout <= 0 {
+		c.BashTimeout = DefaultBashTimeout
+	}
+	c.BashTimeout = min(c.BashTimeout, MaxBashTimeout)
+	if c.BashMaxOutputBytes <= 0 {
+		c.BashMaxOutputBytes = DefaultBashMaxOutputBytes
+	}
+	if c.Files == nil {
+		c.Files = NewFileTracker()
+	}
+	return c, nil
+}
+
+// Builtins constructs read, search, edit, write and bash over one shared
+// configuration and read-tracking state. The returned close function
+// removes the bash tool's retained spill files; call it when the host that
+// owns the tools shuts down.
+func Builtins(cfg Config) ([]Tool, func() error, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, nil, err
+	}
+	read, err := NewRead(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	edit, err := NewEdit(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	write, err := NewWrite(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []Tool{read, edit, write}, func() error { return nil }, nil
+}
+
+// FileTracker remembers, per file, the content hash the model last saw
+// (through read, or its own edit or write), so edit and write can refuse
+// to act on a file that changed since. It is safe for concurrent use.
+type FileTracker struct {
+	mu   sync.Mutex
+	seen map[string][32]byte
+}
+
+// maxTrackedFiles bounds the tracker; the oldest entries are not kept in
+// order, so when full the map is simply cleared (edits then behave as if
+// the file was never read, which only relaxes the staleness check).
+const maxTrackedFiles = 100_000
+
+// NewFileTracker returns an empty tracker.
+func NewFileTracker() *FileTracker { return &FileTracker{seen: map[string][32]byte{}} }
+
+func (t *FileTracker) record(key string, data []byte) {
+	sum := sha256.Sum256(data)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.seen) >= maxTrackedFiles {
+		clear(t.seen)
+	}
+	t.seen[key] = sum
+}
+
+// stale reports whether key was seen with content other than data.
+func (t *FileTracker) stale(key string, data []byte) bool {
+	t.mu.Lock()
+	sum, ok := t.seen[key]
+	t.mu.Unlock()
+	return ok && sum != sha256.Sum256(data)
+}
+
+// errChangedSinceRead is the model-visible refusal for stale edits.
+const errChangedSinceRead = "file changed since last read; read it again"
+
+// pathArg validates a model-supplied path for cfg without touching the
+// filesystem: workspace-relative shapes always, absolute paths only when
+// external paths are allowed, ".." never.
+func (c *Config) pathArg(p string) error {
+	if filepath.IsAbs(p) {
+		if !c.AllowExternalPaths {
+			return fmt.Errorf("path %q is absolute; external paths are disabled, use a path relative to the workspace root", p)
+		}
+		for _, part := range strings.Split(p, "/") {
+			if part == ".." {
+				return fmt.Errorf(`path %q contains a ".." component`, p)
+			}
+		}
+		if strings.IndexByte(p, 0) >= 0 {
+			return fmt.Errorf("path %q contains a NUL byte", p)
+		}
+		return nil
+	}
+	_, err := fsroot.CleanRel(p)
+	return err
+}
+
+// target is one resolved file-tool path: an opened fsroot.Root plus the
+// path relative to it.
+type target struct {
+	root    *fsroot.Root
+	rel     string
+	display string // what results show: workspace-relative or absolute
+	key     string // absolute path, the FileTracker key
+}
+
+// open resolves p (already validated by pathArg) to a target. Workspace
+// paths, including absolute ones under the root, resolve beneath the
+// workspace root; external absolute paths resolve their final component
+// with no-follow semantics beneath their (trusted) parent directory.
+// mkdirs creates a missing external parent directory.
+func (c *Config) open(p string, mkdirs bool) (*target, error) {
+	if err := c.pathArg(p); err != nil {
+		return nil, err
+	}
+	if filepath.IsAbs(p) {
+		abs := filepath.Clean(p)
+		if rel, ok := strings.CutPrefix(abs, c.Root+string(filepath.Separator)); ok {
+			p = rel
+		} else {
+			dir := filepath.Dir(abs)
+			if mkdirs {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					return nil, fmt.Errorf("create directory %s: %w", dir, err)
+				}
+			}
+			r, err := fsroot.Open(dir)
+			if err != nil {
+				return nil, err
+			}
+			return &target{root: r, rel: filepath.Base(abs), display: abs, key: abs}, nil
+		}
+	}
+	rel, err := fsroot.CleanRel(p)
+	if err != nil {
+		return nil, err
+	}
+	r, err := fsroot.Open(c.Root)
+	if err != nil {
+		return nil, err
+	}
+	return &target{root: r, rel: rel, display: rel, key: filepath.Join(c.Root, rel)}, nil
+}
+
+func (t *target) close() { t.root.Close() }
+
+// fileErrorText turns a filesystem error into a clear model-visible text.
+func fileErrorText(display string, err error) string {
+	var nr *fsroot.NotRegularError
+	var tl *fsroot.TooLargeError
+	var pe *fsroot.PathError
+	var ce *fsroot.ChangedError
+	switch {
+	case errors.As(err, &ce):
+		return errChangedSinceRead
+	case fsroot.IsNotExist(err):
+		return fmt.Sprintf("%s: no such file or directory", display)
+	case errors.As(err, &nr):
+		return fmt.Sprintf("%s is a %s, not a regular file", display, nr.Kind)
+	case errors.As(err, &tl):
+		return fmt.Sprintf("%s is larger than the %d MiB file limit", display, tl.Limit>>20)
+	case errors.As(err, &pe):
+		return pe.Error()
+	case errors.Is(err, fsroot.ErrSymlink):
+		return fmt.Sprintf("%s: a path component is a symbolic link; built-in file tools do not follow links", display)
+	case errors.Is(err, fsroot.ErrEscape):
+		return fmt.Sprintf("%s resolves outside the workspace", display)
+	}
+	return fmt.Sprintf("%s: %v", display, err)
+}
+
+// errorResult is a model-visible failure.
+func errorResult(text string) Result { return Result{Text: text, IsError: true} }
+
+// decodeBuiltinArgs strictly decodes a tool's JSON arguments: one object,
+// no unknown fields, no trailing data.
+func decodeBuiltinArgs(raw json.RawMessage, v any) error {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return errors.New("arguments are empty; expected a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("invalid arguments: trailing data after the JSON object")
+	}
+	return nil
+}
+
+// isBinary reports whether data looks binary: a NUL byte in its first
+// 8 KiB, the heuristic git and ripgrep use.
+func isBinary(data []byte) bool {
+	return bytes.IndexByte(data[:min(len(data), 8<<10)], 0) >= 0
+}

@@ -1,0 +1,202 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/aymanbagabas/go-udiff"
+
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+//go:embed edit.md
+var editDescription string
+
+var editSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "File path relative to the workspace root."},
+    "old_text": {"type": "string", "minLength": 1, "description": "Exact text to replace."},
+    "new_text": {"type": "string", "description": "Replacement text."},
+    "replace_all": {"type": "boolean", "description": "Replace every occurrence instead of exactly one."}
+  },
+  "required": ["path", "old_text", "new_text"],
+  "additionalProperties": false
+}`)
+
+// EditTool is the built-in edit tool: an exact, unique (unless replace_all)
+// text replacement committed through fsroot's compare-before-commit write.
+// It refuses when the file changed since the model last read it.
+type EditTool struct {
+	cfg Config
+}
+
+var (
+	_ Tool      = (*EditTool)(nil)
+	_ Previewer = (*EditTool)(nil)
+)
+
+// NewEdit constructs the edit tool.
+func NewEdit(cfg Config) (*EditTool, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	return &EditTool{cfg: cfg}, nil
+}
+
+type editArgs struct {
+	Path       *string `json:"path"`
+	OldText    *string `json:"old_text"`
+	NewText    *string `json:"new_text"`
+	ReplaceAll bool    `json:"replace_all"`
+}
+
+func (t *EditTool) parse(raw json.RawMessage) (editArgs, error) {
+	var a editArgs
+	if err := decodeBuiltinArgs(raw, &a); err != nil {
+		return a, err
+	}
+	switch {
+	case a.Path == nil:
+		return a, errors.New("missing required argument path")
+	case a.OldText == nil:
+		return a, errors.New("missing required argument old_text")
+	case a.NewText == nil:
+		return a, errors.New("missing required argument new_text")
+	case *a.OldText == "":
+		return a, errors.New("old_text must not be empty")
+	}
+	return a, t.cfg.pathArg(*a.Path)
+}
+
+// Name returns "edit".
+func (t *EditTool) Name() string { return "edit" }
+
+// Description returns the embedded edit.md.
+func (t *EditTool) Description() string { return editDescription }
+
+// Schema returns the edit argument schema.
+func (t *EditTool) Schema() json.RawMessage { return editSchema }
+
+// Concurrency reports Sequential: mutations are barriers.
+func (t *EditTool) Concurrency() Concurrency { return Sequential }
+
+// ReplaySafety reports ReplayUnsafe: an interrupted edit is indeterminate.
+func (t *EditTool) ReplaySafety() ReplaySafety { return ReplayUnsafe }
+
+// Classify returns WorkspaceMutation, or HostMutation for every call when
+// external paths are allowed.
+func (t *EditTool) Classify(args json.RawMessage) (Effect, error) {
+	if _, err := t.parse(args); err != nil {
+		return Unknown, err
+	}
+	if t.cfg.AllowExternalPaths {
+		return HostMutation, nil
+	}
+	return WorkspaceMutation, nil
+}
+
+// plan is a computed edit: the content it applies to and the result.
+type editPlan struct {
+	tg      *target
+	old     []byte
+	updated string
+	count   int
+}
+
+// plan reads the target and computes the replacement. A non-empty refusal
+// is the model-visible reason the edit cannot be made.
+func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
+	tg, err := t.cfg.open(*a.Path, false)
+	if err != nil {
+		return p, fileErrorText(*a.Path, err)
+	}
+	p.tg = tg
+	old, _, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
+	if err != nil {
+		return p, fileErrorText(tg.display, err)
+	}
+	p.old = old
+	if t.cfg.Files.stale(tg.key, old) {
+		return p, errChangedSinceRead
+	}
+	content := string(old)
+	p.count = strings.Count(content, *a.OldText)
+	switch {
+	case p.count == 0:
+		return p, fmt.Sprintf("old_text not found in %s; read the file and copy the text exactly (without line-number prefixes)", tg.display)
+	case p.count > 1 && !a.ReplaceAll:
+		return p, fmt.Sprintf("old_text matches %d times in %s; include more surrounding lines to make it unique, or set replace_all", p.count, tg.display)
+	}
+	if a.ReplaceAll {
+		p.updated = strings.ReplaceAll(content, *a.OldText, *a.NewText)
+	} else {
+		p.updated = strings.Replace(content, *a.OldText, *a.NewText, 1)
+	}
+	if len(p.updated) > MaxFileBytes {
+		return p, fmt.Sprintf("the edited %s would exceed the %d MiB file limit", tg.display, MaxFileBytes>>20)
+	}
+	return p, ""
+}
+
+// Execute applies the edit.
+func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) {
+	a, err := t.parse(inv.Arguments)
+	if err != nil {
+		return errorResult(err.Error()), nil
+	}
+	p, refusal := t.plan(a)
+	if p.tg != nil {
+		defer p.tg.close()
+	}
+	if refusal != "" {
+		return errorResult(refusal), nil
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	err = p.tg.root.WriteFile(p.tg.rel, []byte(p.updated), fsroot.PriorOf(p.old), fsroot.WriteOptions{})
+	if err != nil {
+		return errorResult(fileErrorText(p.tg.display, err)), nil
+	}
+	t.cfg.Files.record(p.tg.key, []byte(p.updated))
+	noun := "replacement"
+	if p.count != 1 {
+		noun += "s"
+	}
+	return Result{
+		Text:    fmt.Sprintf("Edited %s (%d %s).", p.tg.display, p.count, noun),
+		Details: map[string]any{"path": p.tg.display, "replacements": p.count},
+	}, nil
+}
+
+// Preview shows the unified diff the edit would apply, without applying it.
+func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
+	a, err := t.parse(args)
+	if err != nil {
+		return Preview{}, err
+	}
+	p, refusal := t.plan(a)
+	if p.tg != nil {
+		defer p.tg.close()
+	}
+	title := "edit " + *a.Path
+	if refusal != "" {
+		return Preview{Title: title, Detail: refusal}, nil
+	}
+	return Preview{Title: title, Diff: unifiedDiff(p.tg.display, string(p.old), p.updated)}, nil
+}
+
+// unifiedDiff renders old → new as a bounded unified diff.
+func unifiedDiff(name, old, updated string) string {
+	d := udiff.Unified("a/"+name, "b/"+name, old, updated)
+	if s, cut := clipUTF8(d, DefaultResultTextBytes); cut {
+		return s + "\n[diff truncated]\n"
+	}
+	return d
+}

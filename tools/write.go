@@ -1,0 +1,172 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+//go:embed write.md
+var writeDescription string
+
+var writeSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "path": {"type": "string", "description": "File path relative to the workspace root."},
+    "content": {"type": "string", "description": "The complete new file content."}
+  },
+  "required": ["path", "content"],
+  "additionalProperties": false
+}`)
+
+// WriteTool is the built-in write tool: create or replace a whole file
+// through fsroot's compare-before-commit write, creating missing parent
+// directories with the same no-follow walk.
+type WriteTool struct {
+	cfg Config
+}
+
+var (
+	_ Tool      = (*WriteTool)(nil)
+	_ Previewer = (*WriteTool)(nil)
+)
+
+// NewWrite constructs the write tool.
+func NewWrite(cfg Config) (*WriteTool, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	return &WriteTool{cfg: cfg}, nil
+}
+
+type writeArgs struct {
+	Path    *string `json:"path"`
+	Content *string `json:"content"`
+}
+
+func (t *WriteTool) parse(raw json.RawMessage) (writeArgs, error) {
+	var a writeArgs
+	if err := decodeBuiltinArgs(raw, &a); err != nil {
+		return a, err
+	}
+	switch {
+	case a.Path == nil:
+		return a, errors.New("missing required argument path")
+	case a.Content == nil:
+		return a, errors.New("missing required argument content")
+	case len(*a.Content) > MaxFileBytes:
+		return a, fmt.Errorf("content is larger than the %d MiB file limit", MaxFileBytes>>20)
+	}
+	return a, t.cfg.pathArg(*a.Path)
+}
+
+// Name returns "write".
+func (t *WriteTool) Name() string { return "write" }
+
+// Description returns the embedded write.md.
+func (t *WriteTool) Description() string { return writeDescription }
+
+// Schema returns the write argument schema.
+func (t *WriteTool) Schema() json.RawMessage { return writeSchema }
+
+// Concurrency reports Sequential: mutations are barriers.
+func (t *WriteTool) Concurrency() Concurrency { return Sequential }
+
+// ReplaySafety reports ReplayUnsafe: an interrupted write is indeterminate.
+func (t *WriteTool) ReplaySafety() ReplaySafety { return ReplayUnsafe }
+
+// Classify returns WorkspaceMutation, or HostMutation for every call when
+// external paths are allowed.
+func (t *WriteTool) Classify(args json.RawMessage) (Effect, error) {
+	if _, err := t.parse(args); err != nil {
+		return Unknown, err
+	}
+	if t.cfg.AllowExternalPaths {
+		return HostMutation, nil
+	}
+	return WorkspaceMutation, nil
+}
+
+// current reads the target's present content; exists is false when it is
+// absent (a missing parent directory counts as absent).
+func current(tg *target) (data []byte, exists bool, err error) {
+	data, _, err = tg.root.ReadFile(tg.rel, MaxFileBytes)
+	if fsroot.IsNotExist(err) {
+		return nil, false, nil
+	}
+	return data, err == nil, err
+}
+
+// Execute writes the file.
+func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error) {
+	a, err := t.parse(inv.Arguments)
+	if err != nil {
+		return errorResult(err.Error()), nil
+	}
+	tg, err := t.cfg.open(*a.Path, true)
+	if err != nil {
+		return errorResult(fileErrorText(*a.Path, err)), nil
+	}
+	defer tg.close()
+	old, exists, err := current(tg)
+	if err != nil {
+		return errorResult(fileErrorText(tg.display, err)), nil
+	}
+	prior := fsroot.Absent
+	if exists {
+		if t.cfg.Files.stale(tg.key, old) {
+			return errorResult(errChangedSinceRead), nil
+		}
+		prior = fsroot.PriorOf(old)
+	}
+	if err := ctx.Err(); err != nil {
+		return Result{}, err
+	}
+	content := []byte(*a.Content)
+	if err := tg.root.WriteFile(tg.rel, content, prior, fsroot.WriteOptions{CreateParents: true}); err != nil {
+		return errorResult(fileErrorText(tg.display, err)), nil
+	}
+	t.cfg.Files.record(tg.key, content)
+	verb := "Created"
+	if exists {
+		verb = "Replaced"
+	}
+	return Result{
+		Text:    fmt.Sprintf("%s %s (%d bytes).", verb, tg.display, len(content)),
+		Details: map[string]any{"path": tg.display, "bytes": len(content), "created": !exists},
+	}, nil
+}
+
+// Preview shows the diff between the current content (empty when absent)
+// and the new content, without writing.
+func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
+	a, err := t.parse(args)
+	if err != nil {
+		return Preview{}, err
+	}
+	title := "write " + *a.Path
+	tg, err := t.cfg.open(*a.Path, false)
+	if fsroot.IsNotExist(err) {
+		// An external parent directory that write would create.
+		return Preview{Title: title, Detail: fmt.Sprintf("create %s (%d bytes)", *a.Path, len(*a.Content)),
+			Diff: unifiedDiff(*a.Path, "", *a.Content)}, nil
+	}
+	if err != nil {
+		return Preview{Title: title, Detail: fileErrorText(*a.Path, err)}, nil
+	}
+	defer tg.close()
+	old, exists, err := current(tg)
+	if err != nil {
+		return Preview{Title: title, Detail: fileErrorText(tg.display, err)}, nil
+	}
+	detail := fmt.Sprintf("create %s (%d bytes)", tg.display, len(*a.Content))
+	if exists {
+		detail = fmt.Sprintf("replace %s (%d -> %d bytes)", tg.display, len(old), len(*a.Content))
+	}
+	return Preview{Title: title, Detail: detail, Diff: unifiedDiff(tg.display, string(old), *a.Content)}, nil
+}
