@@ -1,0 +1,533 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+	"unsafe"
+)
+
+// This file holds the small JSON encoder and decoder the ledger uses. The
+// ledger controls its own record shapes, so a hand-written scanner can read
+// the few fields opening needs without decoding whole records, and typed
+// decoding avoids reflection and per-string allocations. Records are still
+// plain JSON: any JSON tool can read the file, and the decoder accepts any
+// key order and unknown keys.
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string. Invalid UTF-8 becomes U+FFFD so
+// that every line the ledger writes is valid JSON.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		i += size
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
+}
+
+// appendKey appends `,"key":` (without the comma for the first member,
+// which callers write themselves as part of the opening brace).
+func appendKey(b []byte, key string) []byte {
+	b = append(b, ',', '"')
+	b = append(b, key...)
+	return append(b, '"', ':')
+}
+
+// appendStrField appends a string member unless s is empty.
+func appendStrField(b []byte, key, s string) []byte {
+	if s == "" {
+		return b
+	}
+	return appendString(appendKey(b, key), s)
+}
+
+// appendIntField appends an integer member unless v is zero.
+func appendIntField(b []byte, key string, v int64) []byte {
+	if v == 0 {
+		return b
+	}
+	return strconv.AppendInt(appendKey(b, key), v, 10)
+}
+
+// appendBoolField appends a true member; false is omitted.
+func appendBoolField(b []byte, key string, v bool) []byte {
+	if !v {
+		return b
+	}
+	return append(appendKey(b, key), "true"...)
+}
+
+// appendStrings appends a string array member unless ss is empty.
+func appendStrings(b []byte, key string, ss []string) []byte {
+	if len(ss) == 0 {
+		return b
+	}
+	b = append(appendKey(b, key), '[')
+	for i, s := range ss {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendString(b, s)
+	}
+	return append(b, ']')
+}
+
+// maxDepth bounds nesting while skipping values, so hostile input cannot
+// exhaust the stack.
+const maxDepth = 1000
+
+var errSyntax = errors.New("invalid JSON")
+
+// decoder reads JSON from a byte slice. The first error sticks; callers
+// check d.err once at the end. It never panics on any input.
+type decoder struct {
+	b       []byte
+	i       int
+	err     error
+	scratch []byte
+}
+
+func (d *decoder) fail(msg string) {
+	if d.err == nil {
+		d.err = &syntaxError{msg: msg, off: d.i}
+	}
+}
+
+// syntaxError locates a decoding failure within its line.
+type syntaxError struct {
+	msg string
+	off int
+}
+
+func (e *syntaxError) Error() string { return e.msg + " at column " + strconv.Itoa(e.off+1) }
+
+func (e *syntaxError) Unwrap() error { return errSyntax }
+
+func (d *decoder) ws() {
+	for d.i < len(d.b) {
+		switch d.b[d.i] {
+		case ' ', '\t', '\r', '\n':
+			d.i++
+		default:
+			return
+		}
+	}
+}
+
+func (d *decoder) peek() byte {
+	d.ws()
+	if d.i < len(d.b) {
+		return d.b[d.i]
+	}
+	return 0
+}
+
+func (d *decoder) eat(c byte) bool {
+	d.ws()
+	if d.i < len(d.b) && d.b[d.i] == c {
+		d.i++
+		return true
+	}
+	return false
+}
+
+// end checks that nothing but whitespace follows the value.
+func (d *decoder) end() {
+	d.ws()
+	if d.err == nil && d.i != len(d.b) {
+		d.fail("trailing data after record")
+	}
+}
+
+// obj iterates the members of an object; fn must consume each value. The
+// key slice is valid only during the call.
+func (d *decoder) obj(fn func(key []byte)) {
+	if d.err != nil {
+		return
+	}
+	if !d.eat('{') {
+		d.fail("expected object")
+		return
+	}
+	if d.eat('}') {
+		return
+	}
+	for d.err == nil {
+		if d.peek() != '"' {
+			d.fail("expected object key")
+			return
+		}
+		k := d.strBytes()
+		if !d.eat(':') {
+			d.fail("expected ':'")
+			return
+		}
+		if d.err != nil {
+			return
+		}
+		fn(k)
+		if d.eat(',') {
+			continue
+		}
+		if d.eat('}') {
+			return
+		}
+		d.fail("expected ',' or '}'")
+	}
+}
+
+// arr iterates the elements of an array; fn must consume each one. null
+// is an empty array.
+func (d *decoder) arr(fn func()) {
+	if d.err != nil || d.null() {
+		return
+	}
+	if !d.eat('[') {
+		d.fail("expected array")
+		return
+	}
+	if d.eat(']') {
+		return
+	}
+	for d.err == nil {
+		fn()
+		if d.eat(',') {
+			continue
+		}
+		if d.eat(']') {
+			return
+		}
+		d.fail("expected ',' or ']'")
+	}
+}
+
+// null consumes a null literal if one is next.
+func (d *decoder) null() bool {
+	d.ws()
+	if bytes.HasPrefix(d.b[d.i:], []byte("null")) {
+		d.i += 4
+		return true
+	}
+	return false
+}
+
+// stringEnd finds the closing quote of the string starting at d.b[i]
+// (which must be '"'). It returns the index of the closing quote and
+// whether the body contains escapes, or -1.
+func (d *decoder) stringEnd(i int) (int, bool) {
+	b := d.b
+	i++
+	escaped := false
+	for {
+		j := bytes.IndexByte(b[i:], '"')
+		if j < 0 {
+			return -1, false
+		}
+		k := bytes.IndexByte(b[i:i+j], '\\')
+		if k < 0 {
+			return i + j, escaped
+		}
+		escaped = true
+		i += k + 2 // skip the backslash and the escaped byte
+		if i > len(b) {
+			return -1, false
+		}
+	}
+}
+
+// strBytes decodes a string (null is ""). Without escapes the result
+// aliases the input; otherwise it lives in d.scratch until the next call.
+func (d *decoder) strBytes() []byte {
+	if d.err != nil || d.null() {
+		return nil
+	}
+	if d.peek() != '"' {
+		d.fail("expected string")
+		return nil
+	}
+	end, escaped := d.stringEnd(d.i)
+	if end < 0 {
+		d.fail("unterminated string")
+		return nil
+	}
+	body := d.b[d.i+1 : end]
+	if !escaped {
+		d.i = end + 1
+		return body
+	}
+	out, ok := unescape(d.scratch[:0], body)
+	if !ok {
+		d.fail("invalid escape in string")
+		return nil
+	}
+	d.scratch = out
+	d.i = end + 1
+	return out
+}
+
+// str decodes a string into memory owned by a.
+func (d *decoder) str(a *strAlloc) string { return a.str(d.strBytes()) }
+
+// unescape appends the decoded form of a JSON string body to dst.
+func unescape(dst, s []byte) ([]byte, bool) {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c != '\\' {
+			j := bytes.IndexByte(s[i:], '\\')
+			if j < 0 {
+				return append(dst, s[i:]...), true
+			}
+			dst = append(dst, s[i:i+j]...)
+			i += j
+			continue
+		}
+		if i+1 >= len(s) {
+			return dst, false
+		}
+		switch s[i+1] {
+		case '"', '\\', '/':
+			dst = append(dst, s[i+1])
+		case 'b':
+			dst = append(dst, '\b')
+		case 'f':
+			dst = append(dst, '\f')
+		case 'n':
+			dst = append(dst, '\n')
+		case 'r':
+			dst = append(dst, '\r')
+		case 't':
+			dst = append(dst, '\t')
+		case 'u':
+			r, ok := hex4(s[i+2:])
+			if !ok {
+				return dst, false
+			}
+			i += 6
+			if utf16.IsSurrogate(r) {
+				r2 := rune(-1)
+				if i+1 < len(s) && s[i] == '\\' && s[i+1] == 'u' {
+					if v, ok := hex4(s[i+2:]); ok {
+						r2 = v
+					}
+				}
+				if dec := utf16.DecodeRune(r, r2); dec != utf8.RuneError {
+					r = dec
+					i += 6
+				} else {
+					r = utf8.RuneError
+				}
+			}
+			dst = utf8.AppendRune(dst, r)
+			continue
+		default:
+			return dst, false
+		}
+		i += 2
+	}
+	return dst, true
+}
+
+func hex4(s []byte) (rune, bool) {
+	if len(s) < 4 {
+		return 0, false
+	}
+	var r rune
+	for _, c := range s[:4] {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		case 'A' <= c && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		r = r<<4 | rune(c)
+	}
+	return r, true
+}
+
+// int decodes an integer (null is 0).
+func (d *decoder) int() int64 {
+	if d.err != nil || d.null() {
+		return 0
+	}
+	d.ws()
+	start := d.i
+	if d.i < len(d.b) && d.b[d.i] == '-' {
+		d.i++
+	}
+	for d.i < len(d.b) && '0' <= d.b[d.i] && d.b[d.i] <= '9' {
+		d.i++
+	}
+	v, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(d.b[start:]), d.i-start), 10, 64)
+	if err != nil {
+		d.i = start
+		d.fail("expected integer")
+		return 0
+	}
+	return v
+}
+
+// bool decodes a boolean (null is false).
+func (d *decoder) bool() bool {
+	if d.err != nil || d.null() {
+		return false
+	}
+	d.ws()
+	switch {
+	case bytes.HasPrefix(d.b[d.i:], []byte("true")):
+		d.i += 4
+		return true
+	case bytes.HasPrefix(d.b[d.i:], []byte("false")):
+		d.i += 5
+		return false
+	}
+	d.fail("expected boolean")
+	return false
+}
+
+// raw consumes any value and returns its bytes.
+func (d *decoder) raw() []byte {
+	d.ws()
+	start := d.i
+	d.skip(0)
+	if d.err != nil {
+		return nil
+	}
+	return d.b[start:d.i]
+}
+
+// skip consumes any value, checking its structure.
+func (d *decoder) skip(depth int) {
+	if d.err != nil {
+		return
+	}
+	if depth > maxDepth {
+		d.fail("nesting too deep")
+		return
+	}
+	switch c := d.peek(); c {
+	case '"':
+		end, _ := d.stringEnd(d.i)
+		if end < 0 {
+			d.fail("unterminated string")
+			return
+		}
+		d.i = end + 1
+	case '{':
+		d.obj(func([]byte) { d.skip(depth + 1) })
+	case '[':
+		d.arr(func() { d.skip(depth + 1) })
+	case 't', 'f':
+		d.bool()
+	case 'n':
+		if !d.null() {
+			d.fail("invalid literal")
+		}
+	default:
+		d.number()
+	}
+}
+
+// number consumes a JSON number.
+func (d *decoder) number() {
+	b, i := d.b, d.i
+	if i < len(b) && b[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(b) && '0' <= b[i] && b[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if digits() == 0 {
+		d.fail("invalid value")
+		return
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if digits() == 0 {
+			d.fail("invalid number")
+			return
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			d.fail("invalid number")
+			return
+		}
+	}
+	d.i = i
+}
+
+// strAlloc hands out strings carved from large shared blocks, so decoding
+// a long branch costs a few allocations instead of one per string. A block
+// stays alive while any string in it does.
+type strAlloc struct {
+	buf []byte
+}
+
+const (
+	allocBlock = 256 << 10
+	allocSmall = 4 << 10
+)
+
+func (a *strAlloc) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > allocSmall {
+		return string(b)
+	}
+	if cap(a.buf)-len(a.buf) < len(b) {
+		a.buf = make([]byte, 0, allocBlock)
+	}
+	start := len(a.buf)
+	a.buf = append(a.buf, b...)
+	return unsafe.String(&a.buf[start], len(b))
+}

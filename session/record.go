@@ -1,0 +1,491 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Encoding puts "kind" first and, for entries, "id" and "parent" right
+// after it, so the opening scanner finds them at the start of each line.
+
+// appendHeader appends the header line (with its newline).
+func appendHeader(b []byte, h Header) []byte {
+	b = append(b, `{"kind":"header"`...)
+	b = strconv.AppendInt(appendKey(b, "version"), int64(h.Version), 10)
+	b = appendStrField(b, "id", h.ID)
+	b = appendTimeField(b, "created", h.Created)
+	b = appendStrField(b, "cwd", h.Cwd)
+	b = appendStrField(b, "title", h.Title)
+	return append(b, '}', '\n')
+}
+
+func appendTimeField(b []byte, key string, t time.Time) []byte {
+	if t.IsZero() {
+		return b
+	}
+	b = append(appendKey(b, key), '"')
+	b = t.UTC().AppendFormat(b, time.RFC3339Nano)
+	return append(b, '"')
+}
+
+// appendRecord appends one record line (with its newline). batch > 1
+// marks the first record of a batch of that many records: readers treat
+// the batch as one unit, so a torn batch is dropped as a whole.
+func appendRecord(b []byte, r Record, batch int) ([]byte, error) {
+	if err := r.validate(); err != nil {
+		return b, err
+	}
+	b = append(b, `{"kind":`...)
+	b = appendString(b, r.Kind)
+	if batch > 1 {
+		b = strconv.AppendInt(appendKey(b, "batch"), int64(batch), 10)
+	}
+	switch r.Kind {
+	case KindEntry:
+		return appendEntry(b, r.Entry)
+	case KindHead:
+		b = appendStrField(b, "head", r.Head)
+	case KindUsage:
+		b = appendUsage(b, r.Usage)
+	case KindUsageUncertain:
+		u := r.Uncertain
+		b = appendStrField(b, "run_id", u.RunID)
+		b = appendStrField(b, "operation", u.Operation)
+		b = appendStrField(b, "reason", u.Reason)
+		b = appendBoolField(b, "dispatched", u.Dispatched)
+		b = appendIntField(b, "attempt", int64(u.Attempt))
+	case KindCheckpoint:
+		c := r.Checkpoint
+		b = appendStrField(b, "run_id", c.RunID)
+		b = appendStrField(b, "outcome", c.Outcome)
+		b = appendStrField(b, "error", c.Error)
+	case KindDelegatedUsage:
+		dl := r.Delegated
+		b = appendStrField(b, "child_session", dl.ChildSession)
+		b = append(appendKey(b, "usage"), '{')
+		mark := len(b)
+		b = appendUsage(b, &dl.Usage)
+		if len(b) > mark {
+			// appendUsage writes a leading comma before each member.
+			b = append(b[:mark], b[mark+1:]...)
+		}
+		b = append(b, '}')
+		b = appendBoolField(b, "uncertain", dl.Uncertain)
+	}
+	return append(b, '}', '\n'), nil
+}
+
+func appendUsage(b []byte, u *Usage) []byte {
+	b = appendStrField(b, "run_id", u.RunID)
+	b = appendStrField(b, "request_id", u.RequestID)
+	b = appendStrField(b, "operation", u.Operation)
+	b = appendStrField(b, "model", u.Model)
+	b = appendIntField(b, "input", u.Input)
+	b = appendIntField(b, "cached_input", u.CachedInput)
+	b = appendIntField(b, "output", u.Output)
+	b = appendIntField(b, "reasoning", u.Reasoning)
+	b = appendIntField(b, "cost_picodollars", u.CostPicodollars)
+	return b
+}
+
+func appendEntry(b []byte, e *Entry) ([]byte, error) {
+	b = appendStrField(b, "id", e.ID)
+	b = appendStrField(b, "parent", e.Parent)
+	b = appendTimeField(b, "time", e.Time)
+	b = appendStrField(b, "type", string(e.Type))
+	b = appendStrField(b, "run_id", e.RunID)
+	b = appendStrField(b, "text", e.Text)
+	if len(e.Items) > 0 {
+		b = append(appendKey(b, "items"), '[')
+		for i := range e.Items {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendItem(b, &e.Items[i])
+		}
+		b = append(b, ']')
+	}
+	b = appendStrField(b, "stop_reason", e.StopReason)
+	if r := e.Result; r != nil {
+		b = append(appendKey(b, "result"), `{"call_id":`...)
+		b = appendString(b, r.CallID)
+		b = appendStrField(b, "tool", r.Tool)
+		b = appendStrField(b, "text", r.Text)
+		b = appendBoolField(b, "is_error", r.IsError)
+		if len(r.Details) > 0 {
+			raw, err := json.Marshal(r.Details)
+			if err != nil {
+				return b, fmt.Errorf("encode tool result details: %w", err)
+			}
+			b = append(appendKey(b, "details"), raw...)
+		}
+		b = append(b, '}')
+	}
+	if c := e.Compaction; c != nil {
+		b = append(appendKey(b, "compaction"), `{"summary":`...)
+		b = appendString(b, c.Summary)
+		b = appendStrField(b, "first_kept", c.FirstKept)
+		b = appendStrings(b, "skills", c.Skills)
+		b = appendStrings(b, "readFiles", c.ReadFiles)
+		b = appendStrings(b, "modifiedFiles", c.ModifiedFiles)
+		b = appendIntField(b, "tokens_before", c.TokensBefore)
+		b = append(b, '}')
+	}
+	return append(b, '}', '\n'), nil
+}
+
+func appendItem(b []byte, it *Item) []byte {
+	b = append(b, `{"type":`...)
+	b = appendString(b, it.Type)
+	b = appendStrField(b, "id", it.ID)
+	b = appendStrField(b, "text", it.Text)
+	b = appendStrField(b, "encrypted_content", it.EncryptedContent)
+	b = appendStrField(b, "call_id", it.CallID)
+	b = appendStrField(b, "name", it.Name)
+	b = appendStrField(b, "arguments", it.Arguments)
+	return append(b, '}')
+}
+
+// meta is what the opening scanner takes from a line. The slices alias the
+// line (or a copy when the value had escapes) and are valid until the next
+// scan.
+type meta struct {
+	kind, id, parent, head []byte
+	// batch is the size of the batch this record opens (0 or 1: none).
+	batch int64
+}
+
+// scanMeta checks the structure of one record line (without its newline)
+// and extracts the top-level kind, id, parent and head strings. It skips
+// every other value without decoding it.
+func scanMeta(line []byte, m *meta) error {
+	*m = meta{}
+	d := decoder{b: line}
+	d.obj(func(key []byte) {
+		var dst *[]byte
+		switch string(key) {
+		case "kind":
+			dst = &m.kind
+		case "id":
+			dst = &m.id
+		case "parent":
+			dst = &m.parent
+		case "head":
+			dst = &m.head
+		case "batch":
+			m.batch = d.int()
+			return
+		default:
+			d.skip(0)
+			return
+		}
+		v := d.strBytes()
+		if len(d.scratch) > 0 && len(v) > 0 && &v[0] == &d.scratch[0] {
+			v = append([]byte(nil), v...) // escaped: detach from scratch
+			d.scratch = nil
+		}
+		*dst = v
+	})
+	d.end()
+	if d.err != nil {
+		return d.err
+	}
+	if len(m.kind) == 0 {
+		return fmt.Errorf("record without kind")
+	}
+	if m.batch < 0 || m.batch > int64(MaxRecords) {
+		return fmt.Errorf("invalid batch size %d", m.batch)
+	}
+	return nil
+}
+
+// decodeHeader decodes a header line.
+func decodeHeader(line []byte) (Header, error) {
+	var h Header
+	var a strAlloc
+	kind := ""
+	d := decoder{b: line}
+	d.obj(func(key []byte) {
+		switch string(key) {
+		case "kind":
+			kind = d.str(&a)
+		case "version":
+			h.Version = int(d.int())
+		case "id":
+			h.ID = d.str(&a)
+		case "created":
+			h.Created = d.time()
+		case "cwd":
+			h.Cwd = d.str(&a)
+		case "title":
+			h.Title = d.str(&a)
+		default:
+			d.skip(0)
+		}
+	})
+	d.end()
+	if d.err != nil {
+		return h, d.err
+	}
+	if kind != KindHeader {
+		return h, fmt.Errorf("first record is %q, not a header", kind)
+	}
+	if h.ID == "" {
+		return h, fmt.Errorf("header without session id")
+	}
+	if h.Version < 1 {
+		return h, fmt.Errorf("header without valid format version")
+	}
+	return h, nil
+}
+
+func (d *decoder) time() time.Time {
+	s := d.strBytes()
+	if d.err != nil || len(s) == 0 {
+		return time.Time{}
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(s))
+	if err != nil {
+		d.fail("invalid time")
+		return time.Time{}
+	}
+	return t
+}
+
+// decodeRecord decodes one non-header line. A record of a kind this
+// version does not know yields a Record with only Kind set.
+func decodeRecord(line []byte, a *strAlloc) (Record, error) {
+	var m meta
+	if err := scanMeta(line, &m); err != nil {
+		return Record{}, err
+	}
+	r := Record{Kind: string(m.kind)}
+	d := decoder{b: line}
+	switch r.Kind {
+	case KindEntry:
+		e, err := decodeEntry(line, a)
+		if err != nil {
+			return Record{}, err
+		}
+		r.Entry = &e
+		return r, nil
+	case KindHead:
+		r.Head = string(m.head)
+		if r.Head == "" {
+			return Record{}, fmt.Errorf("head record without entry id")
+		}
+		return r, nil
+	case KindUsage:
+		r.Usage = new(Usage)
+		d.obj(func(key []byte) { d.usageField(key, r.Usage, a) })
+	case KindUsageUncertain:
+		u := new(UsageUncertain)
+		r.Uncertain = u
+		d.obj(func(key []byte) {
+			switch string(key) {
+			case "run_id":
+				u.RunID = d.str(a)
+			case "operation":
+				u.Operation = d.str(a)
+			case "reason":
+				u.Reason = d.str(a)
+			case "dispatched":
+				u.Dispatched = d.bool()
+			case "attempt":
+				u.Attempt = int(d.int())
+			default:
+				d.skip(0)
+			}
+		})
+	case KindCheckpoint:
+		c := new(Checkpoint)
+		r.Checkpoint = c
+		d.obj(func(key []byte) {
+			switch string(key) {
+			case "run_id":
+				c.RunID = d.str(a)
+			case "outcome":
+				c.Outcome = d.str(a)
+			case "error":
+				c.Error = d.str(a)
+			default:
+				d.skip(0)
+			}
+		})
+	case KindDelegatedUsage:
+		dl := new(DelegatedUsage)
+		r.Delegated = dl
+		d.obj(func(key []byte) {
+			switch string(key) {
+			case "child_session":
+				dl.ChildSession = d.str(a)
+			case "usage":
+				d.obj(func(key []byte) { d.usageField(key, &dl.Usage, a) })
+			case "uncertain":
+				dl.Uncertain = d.bool()
+			default:
+				d.skip(0)
+			}
+		})
+	case KindHeader:
+		return Record{}, fmt.Errorf("header record after the first line")
+	default:
+		return r, nil // a newer writer's kind: kept in the file, skipped
+	}
+	d.end()
+	if d.err != nil {
+		return Record{}, d.err
+	}
+	return r, nil
+}
+
+func (d *decoder) usageField(key []byte, u *Usage, a *strAlloc) {
+	switch string(key) {
+	case "run_id":
+		u.RunID = d.str(a)
+	case "request_id":
+		u.RequestID = d.str(a)
+	case "operation":
+		u.Operation = d.str(a)
+	case "model":
+		u.Model = d.str(a)
+	case "input":
+		u.Input = d.int()
+	case "cached_input":
+		u.CachedInput = d.int()
+	case "output":
+		u.Output = d.int()
+	case "reasoning":
+		u.Reasoning = d.int()
+	case "cost_picodollars":
+		u.CostPicodollars = d.int()
+	default:
+		d.skip(0)
+	}
+}
+
+// decodeEntry decodes an entry line into a typed Entry.
+func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
+	var e Entry
+	d := decoder{b: line}
+	d.obj(func(key []byte) {
+		switch string(key) {
+		case "id":
+			e.ID = d.str(a)
+		case "parent":
+			e.Parent = d.str(a)
+		case "time":
+			e.Time = d.time()
+		case "type":
+			e.Type = EntryType(d.str(a))
+		case "run_id":
+			e.RunID = d.str(a)
+		case "text":
+			e.Text = d.str(a)
+		case "items":
+			d.arr(func() {
+				e.Items = append(e.Items, Item{})
+				d.item(&e.Items[len(e.Items)-1], a)
+			})
+		case "stop_reason":
+			e.StopReason = d.str(a)
+		case "result":
+			if !d.null() {
+				e.Result = new(ToolResult)
+				d.result(e.Result, a)
+			}
+		case "compaction":
+			if !d.null() {
+				e.Compaction = new(Compaction)
+				d.compaction(e.Compaction, a)
+			}
+		default:
+			d.skip(0)
+		}
+	})
+	d.end()
+	if d.err != nil {
+		return Entry{}, d.err
+	}
+	if e.ID == "" {
+		return Entry{}, fmt.Errorf("entry without id")
+	}
+	if e.Type == "" {
+		return Entry{}, fmt.Errorf("entry %s without type", e.ID)
+	}
+	return e, nil
+}
+
+func (d *decoder) item(it *Item, a *strAlloc) {
+	d.obj(func(key []byte) {
+		switch string(key) {
+		case "type":
+			it.Type = d.str(a)
+		case "id":
+			it.ID = d.str(a)
+		case "text":
+			it.Text = d.str(a)
+		case "encrypted_content":
+			it.EncryptedContent = d.str(a)
+		case "call_id":
+			it.CallID = d.str(a)
+		case "name":
+			it.Name = d.str(a)
+		case "arguments":
+			it.Arguments = d.str(a)
+		default:
+			d.skip(0)
+		}
+	})
+}
+
+func (d *decoder) result(r *ToolResult, a *strAlloc) {
+	d.obj(func(key []byte) {
+		switch string(key) {
+		case "call_id":
+			r.CallID = d.str(a)
+		case "tool":
+			r.Tool = d.str(a)
+		case "text":
+			r.Text = d.str(a)
+		case "is_error":
+			r.IsError = d.bool()
+		case "details":
+			raw := d.raw()
+			if d.err != nil || string(raw) == "null" {
+				return
+			}
+			if err := json.Unmarshal(raw, &r.Details); err != nil {
+				d.fail("invalid tool result details: " + err.Error())
+			}
+		default:
+			d.skip(0)
+		}
+	})
+}
+
+func (d *decoder) compaction(c *Compaction, a *strAlloc) {
+	strs := func(dst *[]string) {
+		d.arr(func() { *dst = append(*dst, d.str(a)) })
+	}
+	d.obj(func(key []byte) {
+		switch string(key) {
+		case "summary":
+			c.Summary = d.str(a)
+		case "first_kept":
+			c.FirstKept = d.str(a)
+		case "skills":
+			strs(&c.Skills)
+		case "readFiles":
+			strs(&c.ReadFiles)
+		case "modifiedFiles":
+			strs(&c.ModifiedFiles)
+		case "tokens_before":
+			c.TokensBefore = d.int()
+		default:
+			d.skip(0)
+		}
+	})
+}

@@ -1,0 +1,609 @@
+package session
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// limits are the bounds in force; tests lower them to exercise the limit
+// errors cheaply.
+var limits = struct {
+	fileBytes   int64
+	records     int
+	recordBytes int
+}{MaxFileBytes, MaxRecords, MaxRecordBytes}
+
+// writeAt and syncData are the two durability steps of an append; tests
+// replace them to inject short writes and sync failures.
+var (
+	writeAt  = func(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b, off) }
+	syncData = func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+)
+
+// Session is an open session file. Methods are safe for concurrent use.
+type Session struct {
+	mu       sync.Mutex
+	path     string
+	f        *os.File
+	readOnly bool
+	closed   bool
+	hdr      Header
+	size     int64 // end of the last complete record folded
+	lines    int   // lines folded, header included
+	torn     int64 // bytes of an unrepaired torn tail (Inspect)
+	ix       *index
+	alloc    strAlloc
+	foreign  int64
+	hook     func(ForeignAppend)
+	sidecar  bool
+}
+
+// Home returns octet's state directory: $OCTET_HOME, or ~/.octet.
+func Home() string {
+	if h := os.Getenv("OCTET_HOME"); h != "" {
+		return h
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ".octet"
+	}
+	return filepath.Join(home, ".octet")
+}
+
+// Dir returns the sessions directory under home.
+func Dir(home string) string { return filepath.Join(home, "sessions") }
+
+// NewID returns a fresh random entry id (16 hex digits).
+func NewID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// newSessionID returns a sortable, unique session id.
+func newSessionID(now time.Time) string {
+	var b [6]byte
+	rand.Read(b[:])
+	return now.UTC().Format("20060102-150405-") + hex.EncodeToString(b[:])
+}
+
+func validID(id string) bool {
+	if id == "" || len(id) > 128 || id[0] == '.' {
+		return false
+	}
+	for _, c := range []byte(id) {
+		ok := c == '-' || c == '_' || c == '.' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z'
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// Create creates a new session file <dir>/<id>.jsonl (mode 0600, dir 0700)
+// holding only the header, and opens it for writing. An empty ID or
+// Created is assigned. The header is written to a temporary file, synced
+// and renamed into place, so a session file never lacks its header.
+func Create(dir string, h Header) (*Session, error) {
+	if h.Created.IsZero() {
+		h.Created = time.Now().UTC()
+	}
+	if h.ID == "" {
+		h.ID = newSessionID(h.Created)
+	}
+	if !validID(h.ID) {
+		return nil, fmt.Errorf("create session: invalid session id %q", h.ID)
+	}
+	h.Version = FormatVersion
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	buf := appendHeader(nil, h)
+	if len(buf) > limits.recordBytes {
+		return nil, &LimitError{Path: h.ID, Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(buf)), Line: 1}
+	}
+	final := filepath.Join(dir, h.ID+".jsonl")
+	if err := writeNew(dir, final, buf); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	return Open(final)
+}
+
+func ensureDir(dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		return nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(dir, 0o700)
+}
+
+// writeNew atomically creates final with content buf (mode 0600); it fails
+// if final exists.
+func writeNew(dir, final string, buf []byte) error {
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(final)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	_, err = tmp.Write(buf)
+	if err == nil {
+		err = syncData(tmp)
+	}
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("%s: %w", final, fs.ErrExist)
+		}
+	}
+	if err != nil {
+		os.Remove(name)
+		return err
+	}
+	return syncDir(dir)
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// Open opens a session file for reading and appending. Under the exclusive
+// lock it repairs a torn final record (or torn final batch) left by a
+// writer that died mid-append, truncating it; damage anywhere else is a
+// [CorruptError] naming the line, and the file is left untouched.
+func Open(path string) (*Session, error) { return open(path, false) }
+
+// Inspect opens a session read-only under a shared lock. It never repairs,
+// truncates or writes anything; a torn tail is ignored and reported by
+// [Session.TornBytes]. Append methods return [ErrReadOnly].
+func Inspect(path string) (*Session, error) { return open(path, true) }
+
+func open(path string, ro bool) (*Session, error) {
+	flag, how := os.O_RDWR, unix.LOCK_EX
+	if ro {
+		flag, how = os.O_RDONLY, unix.LOCK_SH
+	}
+	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex()}
+	err = s.withLock(how, func() error {
+		if _, err := s.catchUp(!ro); err != nil {
+			return err
+		}
+		return s.syncBranch()
+	})
+	if err == nil && !ro && s.ix.totals.Uncertain {
+		err = s.ensureSidecar()
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Session) withLock(how int, fn func() error) error {
+	fd := int(s.f.Fd())
+	for {
+		err := unix.Flock(fd, how)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("lock session %s: %w", s.path, err)
+		}
+	}
+	err := fn()
+	return errors.Join(err, unix.Flock(fd, unix.LOCK_UN))
+}
+
+// catchUp folds every complete record past s.size. The caller holds the
+// file lock.
+func (s *Session) catchUp(repair bool) (foldStats, error) {
+	fi, err := s.f.Stat()
+	if err != nil {
+		return foldStats{}, fmt.Errorf("stat session %s: %w", s.path, err)
+	}
+	size := fi.Size()
+	if size > limits.fileBytes {
+		return foldStats{}, &LimitError{Path: s.path, Limit: "file bytes", Max: limits.fileBytes, Got: size}
+	}
+	if size < s.size {
+		return foldStats{}, fmt.Errorf("session %s: file shrank from %d to %d bytes behind this writer", s.path, s.size, size)
+	}
+	if size == 0 {
+		return foldStats{}, &CorruptError{Path: s.path, Line: 1, Err: errors.New("empty file: no header")}
+	}
+	if size == s.size && s.torn == 0 {
+		return foldStats{}, nil
+	}
+	return s.fold(size, repair)
+}
+
+// pendingLine is a record of a batch that is not yet complete.
+type pendingLine struct {
+	line []byte
+	off  int64
+	no   int
+}
+
+// fold reads the records in [s.size, end) into memory. s.size and s.lines
+// advance record by record (batch by batch), so memory always matches a
+// prefix of the file. A torn final record or batch is truncated when
+// repair is set and otherwise remembered in s.torn.
+func (s *Session) fold(end int64, repair bool) (foldStats, error) {
+	var st foldStats
+	lr := lineReader{r: s.f.ReadAt, off: s.size, end: end, buf: make([]byte, 0, min(readChunk, end-s.size+1)), lineOff: s.size, maxRec: limits.recordBytes}
+	var pending []pendingLine
+	var want int64 // records still missing from the pending batch
+	lineNo := s.lines
+	s.torn = 0
+	for {
+		line, off, complete, ok, err := lr.next()
+		if errors.Is(err, errRecordTooBig) {
+			return st, &LimitError{Path: s.path, Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(line)), Line: lineNo + 1}
+		}
+		if err != nil {
+			return st, fmt.Errorf("read session %s: %w", s.path, err)
+		}
+		if !ok {
+			break
+		}
+		lineNo++
+		final := lr.lineOff == end
+		if lineNo > limits.records {
+			return st, &LimitError{Path: s.path, Limit: "records", Max: int64(limits.records), Got: int64(lineNo), Line: lineNo}
+		}
+		tornAt := off
+		if len(pending) > 0 {
+			tornAt = pending[0].off
+		}
+		if !complete {
+			if lineNo == 1 {
+				return st, &CorruptError{Path: s.path, Line: 1, Offset: off, Err: errors.New("header without newline")}
+			}
+			return st, s.tornTail(tornAt, end, repair, lineNo, "record without newline")
+		}
+		if lineNo == 1 {
+			if err := s.readHeader(line); err != nil {
+				return st, err
+			}
+			s.lines, s.size = 1, lr.lineOff
+			continue
+		}
+		var m meta
+		if err := scanMeta(line, &m); err != nil {
+			if final && errors.Is(err, errSyntax) {
+				return st, s.tornTail(tornAt, end, repair, lineNo, err.Error())
+			}
+			return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: err}
+		}
+		switch {
+		case len(pending) > 0:
+			if m.batch > 1 {
+				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: errors.New("batch starts inside another batch")}
+			}
+			pending = append(pending, pendingLine{slices.Clone(line), off, lineNo})
+			want--
+		case m.batch > 1:
+			pending = append(pending, pendingLine{slices.Clone(line), off, lineNo})
+			want = m.batch - 1
+		default:
+			if err := s.ix.add(line, off, lineNo, &s.alloc, &st); err != nil {
+				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: err}
+			}
+			s.lines, s.size = lineNo, lr.lineOff
+			continue
+		}
+		if want > 0 {
+			if final {
+				return st, s.tornTail(tornAt, end, repair, lineNo, "incomplete batch")
+			}
+			continue
+		}
+		for _, p := range pending {
+			if err := s.ix.add(p.line, p.off, p.no, &s.alloc, &st); err != nil {
+				return st, &CorruptError{Path: s.path, Line: p.no, Offset: p.off, Err: err}
+			}
+		}
+		pending = pending[:0]
+		s.lines, s.size = lineNo, lr.lineOff
+	}
+	return st, nil
+}
+
+func (s *Session) readHeader(line []byte) error {
+	h, err := decodeHeader(line)
+	if err != nil {
+		return &CorruptError{Path: s.path, Line: 1, Err: err}
+	}
+	if h.Version > FormatVersion {
+		return &VersionError{Path: s.path, Version: h.Version}
+	}
+	s.hdr = h
+	return nil
+}
+
+// tornTail handles an incomplete final record or batch starting at off.
+func (s *Session) tornTail(off, end int64, repair bool, lineNo int, why string) error {
+	if !repair {
+		s.torn = end - off
+		return nil
+	}
+	slog.Warn("session: repairing torn final record", "path", s.path, "line", lineNo, "offset", off, "bytes", end-off, "reason", why)
+	if err := s.f.Truncate(off); err != nil {
+		return fmt.Errorf("repair torn tail of session %s: %w", s.path, err)
+	}
+	if err := syncData(s.f); err != nil {
+		return fmt.Errorf("repair torn tail of session %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// syncBranch makes the cached typed branch match the head.
+func (s *Session) syncBranch() error {
+	b, idx, err := s.branchTo(s.ix.head)
+	if err != nil {
+		return err
+	}
+	s.ix.branch, s.ix.branchIdx, s.ix.branchOK = b, idx, true
+	return nil
+}
+
+// branchTo returns the typed branch root→x, reusing the cached branch. The
+// result never overwrites elements callers of Branch may hold.
+func (s *Session) branchTo(x int32) ([]Entry, []int32, error) {
+	ix := s.ix
+	var up []int32 // entries above the cached branch, head first
+	p := -1
+	for j := x; j >= 0; j = ix.ents[j].parent {
+		if k, found := slices.BinarySearch(ix.branchIdx, j); found {
+			p = k
+			break
+		}
+		up = append(up, j)
+	}
+	slices.Reverse(up)
+	typed, err := s.readEntries(up)
+	if err != nil {
+		return nil, nil, err
+	}
+	if p+1 == len(ix.branch) {
+		return append(ix.branch, typed...), append(ix.branchIdx, up...), nil
+	}
+	return slices.Concat(ix.branch[:p+1], typed), slices.Concat(ix.branchIdx[:p+1], up), nil
+}
+
+// readEntries decodes the entries at the given indices, which must be in
+// increasing order, reading the file sequentially in large chunks.
+func (s *Session) readEntries(idx []int32) ([]Entry, error) {
+	if len(idx) == 0 {
+		return nil, nil
+	}
+	out := make([]Entry, 0, len(idx))
+	var buf []byte
+	var bufOff int64
+	for _, i := range idx {
+		em := s.ix.ents[i]
+		if em.off < bufOff || em.off+int64(em.n) > bufOff+int64(len(buf)) {
+			n := max(int64(em.n), min(readChunk*4, s.size-em.off))
+			if int64(cap(buf)) < n {
+				buf = make([]byte, n)
+			}
+			buf = buf[:n]
+			got, err := s.f.ReadAt(buf, em.off)
+			if int64(got) < int64(em.n) {
+				return nil, fmt.Errorf("read session %s entry at line %d: %w", s.path, em.line, err)
+			}
+			buf, bufOff = buf[:got], em.off
+		}
+		line := buf[em.off-bufOff : em.off-bufOff+int64(em.n)]
+		e, err := decodeEntry(line, &s.alloc)
+		if err != nil {
+			return nil, &CorruptError{Path: s.path, Line: int(em.line), Offset: em.off, Err: err}
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// Path returns the session file path.
+func (s *Session) Path() string { return s.path }
+
+// Header returns the session header.
+func (s *Session) Header() Header { return s.hdr }
+
+// Head returns the active head entry id ("" for a session without entries).
+func (s *Session) Head() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.ix.branch); n > 0 {
+		return s.ix.branch[n-1].ID
+	}
+	return ""
+}
+
+// Branch returns the active branch from the root to the head. It is
+// maintained incrementally and costs nothing to call; callers must not
+// modify the returned entries.
+func (s *Session) Branch() []Entry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clip(s.ix.branch)
+}
+
+// Entry returns the entry with the given id.
+func (s *Session) Entry(id string) (Entry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, ok := s.ix.ids[id]
+	if !ok {
+		return Entry{}, false
+	}
+	if k, found := slices.BinarySearch(s.ix.branchIdx, i); found {
+		return s.ix.branch[k], true
+	}
+	es, err := s.readEntries([]int32{i})
+	if err != nil {
+		slog.Error("session: reading entry", "path", s.path, "id", id, "err", err)
+		return Entry{}, false
+	}
+	return es[0], true
+}
+
+// Len returns the number of entries in the tree (all branches).
+func (s *Session) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ix.ents)
+}
+
+// Records returns the number of lines folded, header included.
+func (s *Session) Records() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lines
+}
+
+// Size returns the byte length of the complete records folded.
+func (s *Session) Size() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.size
+}
+
+// UnknownRecords counts records of kinds this version does not know; they
+// stay in the file and are skipped.
+func (s *Session) UnknownRecords() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ix.unknown
+}
+
+// TornBytes reports the length of a torn tail that a read-only session
+// ignored (always 0 for writable sessions, which repair it).
+func (s *Session) TornBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.torn
+}
+
+// Totals returns the session's accounting totals.
+func (s *Session) Totals() Totals {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ix.totals
+}
+
+// Checkpoints returns every run checkpoint in file order.
+func (s *Session) Checkpoints() []Checkpoint {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.ix.checkpoints)
+}
+
+// SetForeignAppendHook installs fn to be told when another writer appended
+// to the file since this session last looked. It is called by the
+// appending goroutine after the append finished (successfully or not),
+// never while any lock is held, so fn may call back into the session.
+func (s *Session) SetForeignAppendHook(fn func(ForeignAppend)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hook = fn
+}
+
+// ForeignAppends counts the records other writers appended that this
+// session folded in since it was opened.
+func (s *Session) ForeignAppends() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.foreign
+}
+
+// Refresh folds records other writers appended, under a shared lock,
+// without repairing anything. It is how a reader follows a live session.
+func (s *Session) Refresh() (ForeignAppend, error) {
+	s.mu.Lock()
+	var fa ForeignAppend
+	if s.closed {
+		s.mu.Unlock()
+		return fa, ErrClosed
+	}
+	err := s.withLock(unix.LOCK_SH, func() error {
+		var err error
+		fa, err = s.catchUpForeign(false)
+		return err
+	})
+	s.mu.Unlock()
+	return fa, err
+}
+
+// catchUpForeign folds foreign records and resyncs the branch.
+func (s *Session) catchUpForeign(repair bool) (ForeignAppend, error) {
+	before := s.size
+	st, err := s.catchUp(repair)
+	fa := ForeignAppend{Records: st.records, Entries: st.entries, Bytes: s.size - before, HeadMoved: st.headMoved}
+	s.foreign += int64(st.records)
+	if st.records > 0 {
+		err = errors.Join(err, s.syncBranch())
+	}
+	return fa, err
+}
+
+// Close releases the file.
+func (s *Session) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	return s.f.Close()
+}
+
+// sidecarPath is the marker file that tells listings a session holds a
+// usage-uncertainty marker.
+func sidecarPath(path string) string {
+	return strings.TrimSuffix(path, ".jsonl") + ".uncertain"
+}
+
+// ensureSidecar creates the uncertainty marker file durably.
+func (s *Session) ensureSidecar() error {
+	if s.sidecar {
+		return nil
+	}
+	p := sidecarPath(s.path)
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return fmt.Errorf("session %s: create uncertainty marker: %w", s.path, err)
+	}
+	err = errors.Join(f.Sync(), f.Close(), syncDir(filepath.Dir(p)))
+	if err != nil {
+		return fmt.Errorf("session %s: create uncertainty marker: %w", s.path, err)
+	}
+	s.sidecar = true
+	return nil
+}
+
+var _ = sort.Strings
