@@ -1,0 +1,359 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"time"
+)
+
+// Approver asks a person (or a host policy) to confirm one exact intent.
+// The server, the CLI and tests implement it. Confirm should return when
+// ctx ends (its deadline is the request's ExpiresAt); an error is a denial.
+type Approver interface {
+	Confirm(ctx context.Context, req ConfirmRequest) (Approval, error)
+}
+
+// ConfirmRequest is what an approval prompt shows (octet/confirmEffect).
+// It carries the digest the answer must echo, never a grant.
+type ConfirmRequest struct {
+	Intent    EffectIntent
+	Digest    string
+	Title     string
+	Detail    string
+	Diff      string
+	ExpiresAt time.Time
+}
+
+// Approval is an approver's answer. An answer whose Digest differs from
+// the request's is a denial.
+type Approval struct {
+	Approved bool
+	Digest   string
+}
+
+// Hooks are trusted host callbacks around execution. BeforeToolCall runs
+// after admission is reserved and before commit; a non-nil error vetoes the
+// call (secondary_hook_denied) and its text never reaches the model.
+// AfterToolCall runs only for committed effects, with the tool's result.
+// Either may be nil.
+type Hooks struct {
+	BeforeToolCall func(ctx context.Context, in EffectIntent) error
+	AfterToolCall  func(ctx context.Context, in EffectIntent, r Result)
+}
+
+// ShellCommander is implemented by tools that pass one complete command
+// line to a shell: the Controlled process channel. Under Controlled a
+// HostProcess call is confirmable only from such a tool (other processes
+// are native processes and are denied), and it is auto-approved when
+// ShellCommand's exact command is on the read-only allowlist
+// (IsReadOnlyCommand). ShellCommand must not run anything.
+type ShellCommander interface {
+	ShellCommand(args json.RawMessage) (string, error)
+}
+
+// Default broker limits.
+const (
+	// DefaultApprovalTimeout bounds how long an approval prompt waits.
+	DefaultApprovalTimeout = 10 * time.Minute
+	// DefaultMaxResultBytes bounds the model-visible text of one result.
+	DefaultMaxResultBytes = 50 << 10
+	maxPreviewTitle       = 256
+	maxPreviewDetail      = 8 << 10
+	maxPreviewDiff        = 256 << 10
+	maxToolErrorText      = 1 << 10
+)
+
+// BrokerConfig configures a Broker. The zero value is a Controlled broker
+// with no approver (every confirmation is denied) and default limits.
+type BrokerConfig struct {
+	// Policy is the admission profile.
+	Policy Policy
+	// Approver confirms WorkspaceMutation and shell calls; nil denies them.
+	Approver Approver
+	// GrantTTL is how long an approval stays consumable (DefaultGrantTTL).
+	GrantTTL time.Duration
+	// ApprovalTimeout bounds one prompt (DefaultApprovalTimeout).
+	ApprovalTimeout time.Duration
+	// Hooks run in order around each execution.
+	Hooks []Hooks
+	// EffectivePolicy is the snapshot carried as evidence. When its
+	// effect_policy source is empty, DefaultToolPolicy(Policy, "unavailable")
+	// is used. Its effect_policy value is forced to Policy.
+	EffectivePolicy EffectiveToolPolicy
+	// MaxResultBytes bounds model-visible result text (DefaultMaxResultBytes).
+	MaxResultBytes int
+	// Principal is used for intents whose request leaves it empty.
+	Principal string
+	// Grants is a store shared with other brokers (a delegation clone);
+	// nil creates a private one.
+	Grants *GrantStore
+	// Logger receives debug diagnostics (hook errors, tool panics); nil is
+	// slog.Default(). Nothing secret is logged.
+	Logger *slog.Logger
+}
+
+// Broker is the deterministic admission reference monitor: it classifies,
+// decides, confirms, reserves and commits every tool call. It is not an OS
+// sandbox. A Broker is immutable after NewBroker and safe for concurrent
+// use.
+type Broker struct {
+	policy          Policy
+	approver        Approver
+	approvalTimeout time.Duration
+	hooks           []Hooks
+	effective       EffectiveToolPolicy
+	policyVersion   string
+	maxResult       int
+	principal       string
+	grants          *GrantStore
+	log             *slog.Logger
+}
+
+// NewBroker returns a broker for cfg (see BrokerConfig for defaults).
+// An invalid cfg.Policy is treated as Controlled.
+func NewBroker(cfg BrokerConfig) *Broker {
+	p := cfg.Policy
+	if !p.Valid() {
+		p = Controlled
+	}
+	eff := cfg.EffectivePolicy
+	if eff.EffectPolicy.Source == "" {
+		eff = DefaultToolPolicy(p, ShellSelectionUnavailable)
+	}
+	eff.EffectPolicy.Value = p
+	b := &Broker{
+		policy:          p,
+		approver:        cfg.Approver,
+		approvalTimeout: cfg.ApprovalTimeout,
+		hooks:           append([]Hooks(nil), cfg.Hooks...),
+		effective:       eff,
+		policyVersion:   eff.version(),
+		maxResult:       cfg.MaxResultBytes,
+		principal:       cfg.Principal,
+		grants:          cfg.Grants,
+		log:             cfg.Logger,
+	}
+	if b.approvalTimeout <= 0 {
+		b.approvalTimeout = DefaultApprovalTimeout
+	}
+	if b.maxResult <= 0 {
+		b.maxResult = DefaultMaxResultBytes
+	}
+	if b.grants == nil {
+		b.grants = NewGrantStore(cfg.GrantTTL)
+	}
+	if b.log == nil {
+		b.log = slog.Default()
+	}
+	return b
+}
+
+// Policy returns the admission profile.
+func (b *Broker) Policy() Policy { return b.policy }
+
+// EffectiveToolPolicy returns the evidence snapshot (octet/policy).
+func (b *Broker) EffectiveToolPolicy() EffectiveToolPolicy { return b.effective }
+
+// PolicyVersion returns the policy version recorded in every intent.
+func (b *Broker) PolicyVersion() string { return b.policyVersion }
+
+// Grants returns the grant store, to share it with a clone.
+func (b *Broker) Grants() *GrantStore { return b.grants }
+
+// DispatchRequest is one model-emitted call to admit.
+type DispatchRequest struct {
+	// Principal overrides BrokerConfig.Principal when non-empty.
+	Principal string
+	RunID     string
+	CallID    string
+	Tool      string
+	Arguments json.RawMessage
+}
+
+// DispatchObserver receives a call's evidence as it happens. Every field
+// may be nil.
+type DispatchObserver struct {
+	// OnConfirm is called just before the Approver with the request.
+	OnConfirm func(ConfirmRequest)
+	// OnDecision is called exactly once per call with the final decision,
+	// by whichever step finalizes it: Admit for a denial, Execute (after
+	// hooks and commit, before the tool runs) or Revoke otherwise. The
+	// caller emits tool_policy_decision from it.
+	OnDecision func(ToolPolicyDecision)
+	// OnProgress receives the tool's bounded incremental output.
+	OnProgress func(text string)
+}
+
+// Dispatch runs the whole pipeline for one call: Admit, then Execute. The
+// result of a denial is the static paired error (IsError set).
+func (b *Broker) Dispatch(ctx context.Context, host *Host, req DispatchRequest, obs DispatchObserver) (Result, ToolPolicyDecision) {
+	adm, d := b.Admit(ctx, host, req, obs)
+	if adm == nil {
+		return d.DenialResult(), d
+	}
+	return adm.Execute(ctx)
+}
+
+// Admit resolves, validates, classifies and decides one call, asking the
+// Approver when the policy requires confirmation, and reserves admission.
+// On denial it returns a nil Admission and the final denied decision
+// (already passed to obs.OnDecision); nothing else saw the call. On
+// success the returned decision is not final (its Decision is empty): the
+// caller runs Admission.Execute or Admission.Revoke.
+func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs DispatchObserver) (*Admission, ToolPolicyDecision) {
+	deny := func(reason string, eff Effect) (*Admission, ToolPolicyDecision) {
+		d := b.decision(req.CallID, DecisionDenied, reason, eff)
+		if obs.OnDecision != nil {
+			obs.OnDecision(d)
+		}
+		return nil, d
+	}
+	if ctx.Err() != nil {
+		return deny(ReasonCancelled, Unknown)
+	}
+	if host == nil {
+		return deny(ReasonUnknownTool, Unknown)
+	}
+	entry, ok := host.entry(req.Tool)
+	if !ok {
+		return deny(ReasonUnknownTool, Unknown)
+	}
+	tool := entry.tool
+	args, err := CanonicalArguments(req.Arguments)
+	if err == nil {
+		err = entry.validate(args)
+	}
+	var eff Effect
+	if err == nil {
+		eff, err = safeClassify(tool, args)
+	}
+	if err != nil {
+		b.log.Debug("tool call arguments rejected", "tool", req.Tool, "call_id", req.CallID, "err", err)
+		return deny(ReasonInvalidArguments, Unknown)
+	}
+	principal := req.Principal
+	if principal == "" {
+		principal = b.principal
+	}
+	intent, err := NewIntent(EffectIntent{
+		Principal:         principal,
+		RunID:             req.RunID,
+		CatalogGeneration: host.Generation(),
+		CallID:            req.CallID,
+		Tool:              tool.Name(),
+		Effect:            eff,
+		Arguments:         args,
+		PolicyVersion:     b.policyVersion,
+	})
+	if err != nil {
+		b.log.Debug("effect intent rejected", "tool", req.Tool, "err", err)
+		return deny(ReasonInvalidArguments, eff)
+	}
+	facts := b.facts(tool, eff, args)
+	if reason := b.capabilityGate(facts); reason != "" {
+		return deny(reason, eff)
+	}
+	v, reason := b.policy.decide(facts)
+	adm := &Admission{b: b, tool: tool, intent: intent, digest: intent.Digest(), obs: obs}
+	switch v {
+	case verdictAdmit:
+		adm.reason = reason
+	case verdictConfirm:
+		g, reason := b.confirm(ctx, tool, intent, adm.digest, obs)
+		if reason != ReasonApproved {
+			return deny(reason, eff)
+		}
+		adm.grant = &g
+		adm.reason = ReasonApproved
+	default:
+		return deny(reason, eff)
+	}
+	return adm, ToolPolicyDecision{CallID: req.CallID, Effect: eff, EffectiveToolPolicy: b.effective}
+}
+
+// facts derives the host-owned facts a policy decides on.
+func (b *Broker) facts(tool Tool, eff Effect, args json.RawMessage) callFacts {
+	f := callFacts{effect: eff}
+	sc, ok := tool.(ShellCommander)
+	if !ok || eff != HostProcess {
+		return f
+	}
+	f.shell = true
+	cmd, err := safeShellCommand(sc, args)
+	f.readOnly = err == nil && IsReadOnlyCommand(cmd)
+	return f
+}
+
+// capabilityGate applies the effective allow_process / allow_shell gates,
+// which no policy bypasses. It returns a denial reason or "".
+func (b *Broker) capabilityGate(f callFacts) string {
+	if f.effect != HostProcess {
+		return ""
+	}
+	if !b.effective.AllowProcess.Value || (f.shell && !b.effective.AllowShell.Value) {
+		return ReasonCapabilityDisabled
+	}
+	return ""
+}
+
+// confirm asks the approver and mints a grant bound to digest when the
+// exact digest is approved in time. It returns ReasonApproved with the
+// grant, or a denial reason.
+func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, obs DispatchObserver) (Grant, string) {
+	if b.approver == nil {
+		return Grant{}, ReasonApprovalUnavailable
+	}
+	expires := time.Now().Add(b.approvalTimeout)
+	actx, cancel := context.WithDeadline(ctx, expires)
+	defer cancel()
+	req := ConfirmRequest{Intent: intent, Digest: digest, ExpiresAt: expires}
+	req.Title, req.Detail, req.Diff = b.preview(actx, tool, intent)
+	if obs.OnConfirm != nil {
+		obs.OnConfirm(req)
+	}
+	ans, err := safeConfirm(b.approver, actx, req)
+	switch {
+	case ctx.Err() != nil:
+		return Grant{}, ReasonCancelled
+	case actx.Err() != nil || !time.Now().Before(expires):
+		return Grant{}, ReasonApprovalExpired
+	case err != nil:
+		b.log.Debug("approver failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
+		return Grant{}, ReasonApprovalDenied
+	case !ans.Approved || ans.Digest != digest:
+		return Grant{}, ReasonApprovalDenied
+	}
+	g, err := b.grants.Mint(digest)
+	if err != nil {
+		b.log.Debug("grant not minted", "call_id", intent.CallID, "err", err)
+		return Grant{}, ReasonApprovalDenied
+	}
+	return g, ReasonApproved
+}
+
+// preview builds the prompt text from the tool's Previewer, falling back
+// to the tool name and the bounded canonical arguments.
+func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (title, detail, diff string) {
+	if pv, ok := tool.(Previewer); ok {
+		p, err := safePreview(ctx, pv, intent.Arguments)
+		if err == nil {
+			return boundText(p.Title, maxPreviewTitle), boundText(p.Detail, maxPreviewDetail), boundText(p.Diff, maxPreviewDiff)
+		}
+		b.log.Debug("preview failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
+	}
+	title = fmt.Sprintf("%s (%s)", intent.Tool, intent.Effect)
+	return boundText(title, maxPreviewTitle), boundText(string(intent.Arguments), maxPreviewDetail), ""
+}
+
+// decision builds evidence for a call.
+func (b *Broker) decision(callID, decision, reason string, eff Effect) ToolPolicyDecision {
+	return ToolPolicyDecision{
+		CallID:              callID,
+		Decision:            decision,
+		Reason:              reason,
+		Effect:              eff,
+		EffectiveToolPolicy: b.effective,
+	}
+}

@@ -1,0 +1,122 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Policy is an effect admission profile. The zero value is Controlled, the
+// default for programs that embed the runtime; the coding product selects
+// UnsafeHost by default and ControlledBashApproval under --safe-mode.
+type Policy int
+
+const (
+	// Controlled admits Pure and WorkspaceRead; confirms WorkspaceMutation
+	// and shell-channel HostProcess calls, except that a conservative set of
+	// read-only shell commands is admitted without asking; denies every
+	// other effect (host reads and mutations, native processes, network,
+	// delegation, executable extensions, unknown).
+	Controlled Policy = iota
+	// ControlledBashApproval is Controlled except that every shell call is
+	// confirmed: nothing is auto-approved.
+	ControlledBashApproval
+	// UnsafeHost admits every classified effect with the process's ambient
+	// OS authority. It is not containment. Unknown is still denied.
+	UnsafeHost
+)
+
+var policyNames = [...]string{
+	Controlled:             "controlled",
+	ControlledBashApproval: "controlled_bash_approval",
+	UnsafeHost:             "unsafe_host",
+}
+
+// String returns the configuration name of p ("unsafe_host").
+func (p Policy) String() string {
+	if p < 0 || int(p) >= len(policyNames) {
+		return fmt.Sprintf("policy(%d)", int(p))
+	}
+	return policyNames[p]
+}
+
+// Valid reports whether p is one of the defined policies.
+func (p Policy) Valid() bool { return p >= 0 && int(p) < len(policyNames) }
+
+// ParsePolicy parses a configuration name: "controlled",
+// "controlled_bash_approval" or "unsafe_host" (surrounding space and case
+// are ignored). Anything else is an error naming the accepted values.
+func ParsePolicy(s string) (Policy, error) {
+	name := strings.ToLower(strings.TrimSpace(s))
+	for i, n := range policyNames {
+		if n == name {
+			return Policy(i), nil
+		}
+	}
+	return Controlled, fmt.Errorf("unknown effect policy %q (want controlled, controlled_bash_approval or unsafe_host)", truncateForError(s))
+}
+
+// MarshalText encodes p as its configuration name.
+func (p Policy) MarshalText() ([]byte, error) {
+	if !p.Valid() {
+		return nil, fmt.Errorf("marshal effect policy: invalid value %d", int(p))
+	}
+	return []byte(p.String()), nil
+}
+
+// UnmarshalText decodes a configuration name with ParsePolicy.
+func (p *Policy) UnmarshalText(b []byte) error {
+	v, err := ParsePolicy(string(b))
+	if err != nil {
+		return err
+	}
+	*p = v
+	return nil
+}
+
+// verdict is the policy's answer for one classified call.
+type verdict int
+
+const (
+	verdictDeny verdict = iota
+	verdictAdmit
+	verdictConfirm
+)
+
+// callFacts are the host-derived facts a policy decides on. None of them
+// comes from the model: the effect is the tool's classification, shell is a
+// static property of the tool, and readOnly is the allowlist parser's
+// verdict over the exact command.
+type callFacts struct {
+	effect   Effect
+	shell    bool // the call runs through the shell process channel
+	readOnly bool // the shell command is on the read-only allowlist
+}
+
+// decide maps facts to a verdict and, for a denial or an automatic
+// admission, the stable reason code.
+func (p Policy) decide(f callFacts) (verdict, string) {
+	if f.effect == Unknown || f.effect < 0 || int(f.effect) >= len(effectNames) {
+		return verdictDeny, ReasonUnknownEffect
+	}
+	switch p {
+	case UnsafeHost:
+		return verdictAdmit, ReasonPolicyAdmitted
+	case Controlled, ControlledBashApproval:
+		switch f.effect {
+		case Pure, WorkspaceRead:
+			return verdictAdmit, ReasonPolicyAdmitted
+		case WorkspaceMutation:
+			return verdictConfirm, ""
+		case HostProcess:
+			if !f.shell {
+				return verdictDeny, ReasonPolicyDenied // native process
+			}
+			if p == Controlled && f.readOnly {
+				return verdictAdmit, ReasonReadOnlyCommand
+			}
+			return verdictConfirm, ""
+		}
+		return verdictDeny, ReasonPolicyDenied
+	}
+	return verdictDeny, ReasonPolicyDenied
+}
