@@ -48,8 +48,9 @@ const (
 	DefaultBashTimeout    = 120 * time.Second
 	DefaultMaxOutputBytes = 1 << 20
 
-	// MaxBashTimeout is the product-level upper bound on bash_timeout_secs.
-	MaxBashTimeout = time.Hour
+	// MaxBashTimeout is the product-level upper bound on bash_timeout_secs
+	// (the bash tool's own ceiling).
+	MaxBashTimeout = 10 * time.Minute
 	// MaxMaxOutputBytes is the product-level upper bound on max_output_bytes.
 	MaxMaxOutputBytes = 64 << 20
 	// MinMaxOutputBytes keeps a tool result large enough to be useful.
