@@ -1,0 +1,459 @@
+// Package providertest is a scripted OpenAI Responses server for tests and
+// for `octet demo`. It is a real HTTP + WebSocket server on 127.0.0.1 that
+// plays scripted turns, plus an in-process [http.RoundTripper] that plays
+// the same scripts without sockets so tests can run under testing/synctest.
+//
+// Usage:
+//
+//	srv := providertest.New(t) // or New(nil) outside tests; then defer srv.Close()
+//	srv.Enqueue(
+//		providertest.Reply(providertest.Reasoning("enc", "thinking"), providertest.FunctionCall("call_1", "read", `{"path":"a.go"}`)),
+//		providertest.Status(503, "server_error", "", "overloaded").WithRetryAfter("2"),
+//		providertest.Text("done"),
+//	)
+//	tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL()})  // or NewWebSocket(WSConfig{BaseURL: srv.URL()})
+//	... srv.Requests() // every request, decoded, Authorization redacted
+//
+// Each request (an HTTP POST to …/responses or a WebSocket response.create
+// frame) consumes exactly one turn, in order, whichever transport sent it.
+// When no turn is left the server answers 500 with code "script_exhausted".
+// Turns are built with [Text], [Reply], [Status], [Failed], [Incomplete],
+// [Stall], [Refuse], [Events] and [FromJSONL], and refined with methods
+// such as [Turn.DropAfter], [Turn.EOFAfter], [Turn.StallAfter],
+// [Turn.MalformedAt], [Turn.InvalidUTF8At], [Turn.WithUsage] and
+// [Turn.WithRetryAfter]. [Server.RejectWebSocket] makes upgrade handshakes
+// fail with a status (426 asks the client to fall back to HTTP).
+//
+// A Server does not need a *testing.T; with nil it must be closed by the
+// caller. For virtual time, create it with [NewInProcess] inside the
+// synctest bubble and pass [Server.RoundTripper] to provider.HTTPConfig.
+package providertest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/gorilla/websocket"
+)
+
+// TB is the part of testing.TB the server uses (to register Close).
+type TB interface {
+	Cleanup(func())
+}
+
+// Request is one recorded request.
+type Request struct {
+	// Transport is "http", "websocket" or "inprocess".
+	Transport string
+	Method    string
+	Path      string
+	// Header has Authorization (and similar) replaced by "[REDACTED]";
+	// for WebSocket it is the upgrade handshake's header.
+	Header http.Header
+	// Raw is the request body or response.create frame as sent.
+	Raw json.RawMessage
+	// Body is Raw decoded (nil if it was not a JSON object).
+	Body map[string]any
+}
+
+// Input returns the request's input items (Body["input"]).
+func (r Request) Input() []any {
+	in, _ := r.Body["input"].([]any)
+	return in
+}
+
+// Server plays scripted turns. It is safe for concurrent use.
+type Server struct {
+	mu        sync.Mutex
+	turns     []Turn
+	reqs      []Request
+	wsReject  []int
+	wsConns   map[*websocket.Conn]bool
+	n         int
+	closed    chan struct{}
+	closeOnce sync.Once
+
+	ln  net.Listener
+	srv *http.Server
+	url string
+}
+
+// New starts a server on 127.0.0.1 (random port). With a non-nil tb the
+// server closes at the end of the test; otherwise call Close.
+func New(tb TB) *Server {
+	s := newServer()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(fmt.Sprintf("providertest: listen: %v", err))
+	}
+	s.ln = ln
+	s.url = "http://" + ln.Addr().String() + "/v1"
+	s.srv = &http.Server{Handler: s}
+	go s.srv.Serve(ln)
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
+	return s
+}
+
+// NewInProcess returns a server without sockets: only RoundTripper plays
+// its scripts. URL returns a loopback URL that nothing listens on.
+func NewInProcess(tb TB) *Server {
+	s := newServer()
+	s.url = "http://127.0.0.1:9/v1"
+	if tb != nil {
+		tb.Cleanup(s.Close)
+	}
+	return s
+}
+
+func newServer() *Server {
+	return &Server{closed: make(chan struct{}), wsConns: map[*websocket.Conn]bool{}}
+}
+
+// URL is the base URL to configure as the provider's BaseURL (…/v1).
+func (s *Server) URL() string { return s.url }
+
+// Enqueue appends turns to the script.
+func (s *Server) Enqueue(turns ...Turn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.turns = append(s.turns, turns...)
+}
+
+// RejectWebSocket makes the next upgrade handshake fail with status
+// (426 means "use HTTP"). Each call rejects one more handshake.
+func (s *Server) RejectWebSocket(status int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wsReject = append(s.wsReject, status)
+}
+
+// Pending is the number of turns not yet consumed.
+func (s *Server) Pending() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.turns)
+}
+
+// Requests returns a copy of every request recorded so far, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.reqs...)
+}
+
+// Close stops the server, ends stalled turns and closes WebSocket
+// connections. It is safe to call more than once.
+func (s *Server) Close() {
+	s.closeOnce.Do(func() {
+		close(s.closed)
+		s.mu.Lock()
+		for c := range s.wsConns {
+			c.NetConn().Close()
+		}
+		s.mu.Unlock()
+		if s.srv != nil {
+			s.srv.Close()
+		}
+	})
+}
+
+// next records a request and pops the next turn (nil when exhausted).
+func (s *Server) next(transport, method, path string, h http.Header, raw []byte) (*Turn, int) {
+	r := Request{Transport: transport, Method: method, Path: path, Header: redact(h), Raw: bytes.Clone(raw)}
+	var body map[string]any
+	if json.Unmarshal(raw, &body) == nil {
+		r.Body = body
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, r)
+	s.n++
+	if len(s.turns) == 0 {
+		return nil, s.n
+	}
+	t := s.turns[0]
+	s.turns = s.turns[1:]
+	return &t, s.n
+}
+
+var exhausted = Status(500, "server_error", "script_exhausted", "providertest: no scripted turn left")
+
+func redact(h http.Header) http.Header {
+	out := h.Clone()
+	if out == nil {
+		out = http.Header{}
+	}
+	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key"} {
+		if _, ok := out[k]; ok {
+			out[k] = []string{"[REDACTED]"}
+		}
+	}
+	return out
+}
+
+// ServeHTTP serves POST …/responses (SSE) and GET …/responses upgrades.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/responses") {
+		http.Error(w, "providertest: unknown path", http.StatusNotFound)
+		return
+	}
+	if websocket.IsWebSocketUpgrade(r) {
+		s.serveWebSocket(w, r)
+		return
+	}
+	if r.Method != http.MethodPost {
+		http.Error(w, "providertest: method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	raw, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+	if err != nil {
+		return
+	}
+	turn, n := s.next("http", r.Method, r.URL.Path, r.Header, raw)
+	if turn == nil {
+		turn = &exhausted
+	}
+	if turn.refuse {
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				c.Close()
+				return
+			}
+		}
+		panic(http.ErrAbortHandler)
+	}
+	for k, vs := range turn.header {
+		w.Header()[k] = vs
+	}
+	w.Header().Set("X-Request-Id", "req_"+strconv.Itoa(n))
+	if turn.status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(turn.status)
+		w.Write(turn.errBody)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	rc.Flush()
+	var buf bytes.Buffer
+	end := play(turn, func(f frame) error {
+		buf.Reset()
+		writeSSE(&buf, f)
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
+		}
+		return rc.Flush()
+	})
+	switch end {
+	case endDrop:
+		panic(http.ErrAbortHandler)
+	case endStall:
+		select {
+		case <-r.Context().Done():
+		case <-s.closed:
+		}
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// play writes the turn's frames up to its cut and returns how it ends.
+func play(t *Turn, write func(frame) error) ending {
+	frames := t.rendered()
+	n := len(frames)
+	if t.cut >= 0 && t.cut < n {
+		n = t.cut
+	}
+	for _, f := range frames[:n] {
+		if err := write(f); err != nil {
+			return endDrop
+		}
+	}
+	if t.cut < 0 {
+		return endComplete
+	}
+	return t.end
+}
+
+var upgrader = websocket.Upgrader{CheckOrigin: func(*http.Request) bool { return true }}
+
+func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	reject := 0
+	if len(s.wsReject) > 0 {
+		reject, s.wsReject = s.wsReject[0], s.wsReject[1:]
+	}
+	s.mu.Unlock()
+	if reject != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reject)
+		fmt.Fprintf(w, `{"error":{"type":"invalid_request_error","code":"websocket_rejected","message":"providertest: handshake rejected with %d"}}`, reject)
+		return
+	}
+	hdr := r.Header.Clone()
+	c, err := upgrader.Upgrade(w, r, http.Header{"X-Request-Id": {"req_ws"}})
+	if err != nil {
+		return
+	}
+	s.mu.Lock()
+	select {
+	case <-s.closed:
+		s.mu.Unlock()
+		c.Close()
+		return
+	default:
+	}
+	s.wsConns[c] = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.wsConns, c)
+		s.mu.Unlock()
+		c.Close()
+	}()
+	for {
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			return
+		}
+		turn, _ := s.next("websocket", "WS", r.URL.Path, hdr, msg)
+		if turn == nil {
+			turn = &exhausted
+		}
+		if turn.refuse {
+			return
+		}
+		if turn.status != 0 {
+			if c.WriteMessage(websocket.TextMessage, wsErrorFrame(turn)) != nil {
+				return
+			}
+			continue
+		}
+		switch play(turn, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
+		case endDrop:
+			return
+		case endEOF:
+			c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "scripted end"))
+			return
+		case endStall:
+			c.ReadMessage() // returns when the client closes or the server does
+			return
+		}
+	}
+}
+
+// wsErrorFrame is the WebSocket form of an HTTP error response.
+func wsErrorFrame(t *Turn) []byte {
+	frame := map[string]any{"type": "error", "status": t.status}
+	var body map[string]any
+	if json.Unmarshal(t.errBody, &body) == nil {
+		if e, ok := body["error"]; ok {
+			frame["error"] = e
+		}
+	} else {
+		frame["error"] = map[string]any{"message": string(t.errBody)}
+	}
+	if len(t.header) > 0 {
+		h := map[string]any{}
+		for k, vs := range t.header {
+			h[strings.ToLower(k)] = strings.Join(vs, ", ")
+		}
+		frame["headers"] = h
+	}
+	b, _ := json.Marshal(frame)
+	return b
+}
+
+// RoundTripper returns an in-process transport that plays the same script
+// without sockets. It fires httptrace WroteHeaders/WroteRequest when the
+// request is taken, honours the request context, and blocks stalled turns
+// on channels, so testing/synctest can advance virtual time through it.
+func (s *Server) RoundTripper() http.RoundTripper { return roundTripper{s} }
+
+type roundTripper struct{ s *Server }
+
+// RoundTrip plays one turn.
+func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	var raw []byte
+	if req.Body != nil {
+		b, err := io.ReadAll(io.LimitReader(req.Body, 64<<20))
+		req.Body.Close()
+		if err != nil {
+			return nil, fmt.Errorf("providertest: read request body: %w", err)
+		}
+		raw = b
+	}
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	if tr := httptrace.ContextClientTrace(req.Context()); tr != nil {
+		if tr.WroteHeaders != nil {
+			tr.WroteHeaders()
+		}
+		if tr.WroteRequest != nil {
+			tr.WroteRequest(httptrace.WroteRequestInfo{})
+		}
+	}
+	turn, n := rt.s.next("inprocess", req.Method, req.URL.Path, req.Header, raw)
+	if turn == nil {
+		turn = &exhausted
+	}
+	if turn.refuse {
+		return nil, fmt.Errorf("providertest: connection closed before response headers: %w", io.ErrUnexpectedEOF)
+	}
+	h := turn.header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Set("X-Request-Id", "req_"+strconv.Itoa(n))
+	resp := &http.Response{Status: http.StatusText(turn.status), StatusCode: turn.status, Header: h,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req}
+	if turn.status != 0 {
+		h.Set("Content-Type", "application/json")
+		resp.Body = io.NopCloser(bytes.NewReader(turn.errBody))
+		resp.ContentLength = int64(len(turn.errBody))
+		return resp, nil
+	}
+	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
+	h.Set("Content-Type", "text/event-stream")
+	resp.ContentLength = -1
+	pr, pw := io.Pipe()
+	resp.Body = pr
+	ctx := req.Context()
+	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+	go func() {
+		defer stop()
+		bw := bufio.NewWriterSize(pw, 4<<10)
+		var buf bytes.Buffer
+		end := play(turn, func(f frame) error {
+			buf.Reset()
+			writeSSE(&buf, f)
+			if _, err := bw.Write(buf.Bytes()); err != nil {
+				return err
+			}
+			return bw.Flush()
+		})
+		switch end {
+		case endDrop:
+			pw.CloseWithError(io.ErrUnexpectedEOF)
+		case endStall:
+			<-ctx.Done()
+			pw.CloseWithError(context.Cause(ctx))
+		default:
+			pw.Close()
+		}
+	}()
+	return resp, nil
+}

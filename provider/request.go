@@ -1,0 +1,293 @@
+package provider
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Request is a provider-neutral Responses request. The agent fills it from a
+// session; the transports encode it. Requests are always sent with
+// store:false (octet keeps its own ledger) and, over HTTP, stream:true.
+type Request struct {
+	// Model is the model name sent on the wire.
+	Model string
+	// Instructions is the system prompt.
+	Instructions string
+	// Input is the replayed conversation, oldest first.
+	Input []Item
+	// Tools are the function tools advertised to the model.
+	Tools []FunctionTool
+	// ToolChoice is "auto" or "none". Empty means "auto" when Tools is
+	// non-empty and "none" otherwise (tool-free requests).
+	ToolChoice string
+	// ParallelToolCalls lets the model emit several calls in one response.
+	ParallelToolCalls bool
+	// Reasoning, when set, selects reasoning effort and summaries and makes
+	// the request include "reasoning.encrypted_content" so reasoning can be
+	// replayed without server-side storage.
+	Reasoning *Reasoning
+	// PromptCacheKey groups requests that share a prefix for prompt caching.
+	PromptCacheKey string
+	// MaxOutputTokens bounds the response; zero omits the field.
+	MaxOutputTokens int
+}
+
+// FunctionTool is a function tool with a JSON-schema parameter object.
+type FunctionTool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON schema of the arguments object.
+	Parameters json.RawMessage
+	// Strict asks the provider to enforce the schema exactly.
+	Strict bool
+}
+
+// Reasoning selects reasoning effort ("minimal", "low", "medium", "high",
+// "xhigh") and summary mode ("auto", "concise", "detailed"); empty fields are
+// omitted.
+type Reasoning struct {
+	Effort  string
+	Summary string
+}
+
+// ItemType names the kind of an input or output item.
+type ItemType string
+
+// Item types octet sends and receives. Output items of any other type (for
+// example a provider-hosted tool call) are passed up with their wire type and
+// Raw JSON so the agent can fail closed on them; they cannot be sent back.
+const (
+	ItemMessage            ItemType = "message"
+	ItemReasoning          ItemType = "reasoning"
+	ItemFunctionCall       ItemType = "function_call"
+	ItemFunctionCallOutput ItemType = "function_call_output"
+	// ItemCustomToolCall is a free-form tool call whose Input is raw text.
+	ItemCustomToolCall ItemType = "custom_tool_call"
+	// ItemCustomToolCallOutput answers an ItemCustomToolCall.
+	ItemCustomToolCallOutput ItemType = "custom_tool_call_output"
+)
+
+// Item is one conversation item. Which fields are meaningful depends on Type.
+type Item struct {
+	Type ItemType
+	// ID is the provider's item id on output items. It is never sent back
+	// (requests use store:false, so the server keeps no items to refer to).
+	ID string
+	// Role is "user", "assistant" or "developer" for messages.
+	Role string
+	// Text is the message text (all output_text parts, concatenated).
+	Text string
+	// Refusal is the concatenated refusal parts of an assistant message.
+	Refusal string
+	// Phase is the assistant message phase the provider reported
+	// ("commentary", "final_answer"), if any.
+	Phase string
+	// Summary holds the reasoning summary texts, in order.
+	Summary []string
+	// EncryptedContent is the opaque reasoning state to replay.
+	EncryptedContent string
+	// CallID pairs a call with its output.
+	CallID string
+	// Name is the called tool's name.
+	Name string
+	// Arguments is the function call's arguments as a JSON string.
+	Arguments string
+	// Input is a custom tool call's free-form input.
+	Input string
+	// Output is a call output's text.
+	Output string
+	// Status is the provider's item status ("completed", "incomplete"), if any.
+	Status string
+	// Raw is the item's wire JSON on output items; nil on items built locally.
+	Raw json.RawMessage
+}
+
+// Known reports whether the item's type is one octet can replay.
+func (it *Item) Known() bool {
+	switch it.Type {
+	case ItemMessage, ItemReasoning, ItemFunctionCall, ItemFunctionCallOutput,
+		ItemCustomToolCall, ItemCustomToolCallOutput:
+		return true
+	}
+	return false
+}
+
+// errUnknownItem is wrapped when a request contains an item octet cannot send.
+var errUnknownItem = errors.New("item type cannot be sent")
+
+type wireContent struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type wireSummary struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+type wireInputItem struct {
+	Type             ItemType       `json:"type"`
+	Role             string         `json:"role,omitempty"`
+	Content          []wireContent  `json:"content,omitempty"`
+	Phase            string         `json:"phase,omitempty"`
+	Summary          *[]wireSummary `json:"summary,omitempty"`
+	EncryptedContent string         `json:"encrypted_content,omitempty"`
+	CallID           string         `json:"call_id,omitempty"`
+	Name             string         `json:"name,omitempty"`
+	Arguments        *string        `json:"arguments,omitempty"`
+	Input            *string        `json:"input,omitempty"`
+	Output           *string        `json:"output,omitempty"`
+}
+
+type wireTool struct {
+	Type        string          `json:"type"`
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+	Strict      bool            `json:"strict"`
+}
+
+type wireReasoning struct {
+	Effort  string `json:"effort,omitempty"`
+	Summary string `json:"summary,omitempty"`
+}
+
+type wireRequest struct {
+	Type              string          `json:"type,omitempty"`
+	Model             string          `json:"model"`
+	Instructions      string          `json:"instructions,omitempty"`
+	Input             []wireInputItem `json:"input"`
+	Tools             []wireTool      `json:"tools,omitempty"`
+	ToolChoice        string          `json:"tool_choice"`
+	ParallelToolCalls bool            `json:"parallel_tool_calls"`
+	Reasoning         *wireReasoning  `json:"reasoning,omitempty"`
+	Store             bool            `json:"store"`
+	Stream            *bool           `json:"stream,omitempty"`
+	Include           []string        `json:"include,omitempty"`
+	PromptCacheKey    string          `json:"prompt_cache_key,omitempty"`
+	MaxOutputTokens   int             `json:"max_output_tokens,omitempty"`
+}
+
+// EncodeHTTP returns the JSON body of a streaming HTTP request.
+func (r *Request) EncodeHTTP() ([]byte, error) {
+	w, err := r.wire()
+	if err != nil {
+		return nil, err
+	}
+	t := true
+	w.Stream = &t
+	return json.Marshal(w)
+}
+
+// EncodeWebSocket returns the response.create frame for the WebSocket
+// transport: the same body as [Request.EncodeHTTP] with "type" added and
+// "stream" omitted (streaming is implicit on the socket).
+func (r *Request) EncodeWebSocket() ([]byte, error) {
+	w, err := r.wire()
+	if err != nil {
+		return nil, err
+	}
+	w.Type = "response.create"
+	return json.Marshal(w)
+}
+
+func (r *Request) wire() (*wireRequest, error) {
+	if r.Model == "" {
+		return nil, errors.New("encode request: empty model")
+	}
+	w := &wireRequest{
+		Model:             r.Model,
+		Instructions:      r.Instructions,
+		Input:             make([]wireInputItem, 0, len(r.Input)),
+		ToolChoice:        r.ToolChoice,
+		ParallelToolCalls: r.ParallelToolCalls,
+		PromptCacheKey:    r.PromptCacheKey,
+		MaxOutputTokens:   r.MaxOutputTokens,
+	}
+	if w.ToolChoice == "" {
+		w.ToolChoice = "none"
+		if len(r.Tools) > 0 {
+			w.ToolChoice = "auto"
+		}
+	}
+	if w.ToolChoice != "auto" && w.ToolChoice != "none" {
+		return nil, fmt.Errorf("encode request: tool_choice %q is not auto or none", w.ToolChoice)
+	}
+	for i, it := range r.Input {
+		wi, err := wireItem(&it)
+		if err != nil {
+			return nil, fmt.Errorf("encode request: input %d: %w", i, err)
+		}
+		w.Input = append(w.Input, wi)
+	}
+	for i, t := range r.Tools {
+		if t.Name == "" {
+			return nil, fmt.Errorf("encode request: tool %d has no name", i)
+		}
+		params := t.Parameters
+		if len(params) == 0 {
+			params = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else if !json.Valid(params) {
+			return nil, fmt.Errorf("encode request: tool %s: parameters are not valid JSON", t.Name)
+		}
+		w.Tools = append(w.Tools, wireTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params, Strict: t.Strict})
+	}
+	if r.Reasoning != nil {
+		w.Reasoning = &wireReasoning{Effort: r.Reasoning.Effort, Summary: r.Reasoning.Summary}
+		w.Include = []string{"reasoning.encrypted_content"}
+	}
+	return w, nil
+}
+
+func wireItem(it *Item) (wireInputItem, error) {
+	w := wireInputItem{Type: it.Type}
+	switch it.Type {
+	case ItemMessage:
+		part := "input_text"
+		switch it.Role {
+		case "user", "developer":
+		case "assistant":
+			part = "output_text"
+			w.Phase = it.Phase
+		default:
+			return w, fmt.Errorf("message role %q is not user, assistant or developer", it.Role)
+		}
+		w.Role = it.Role
+		w.Content = []wireContent{{Type: part, Text: it.Text}}
+		if it.Role == "assistant" && it.Refusal != "" {
+			w.Content = append(w.Content, wireContent{Type: "refusal", Text: it.Refusal})
+		}
+	case ItemReasoning:
+		s := make([]wireSummary, 0, len(it.Summary))
+		for _, t := range it.Summary {
+			s = append(s, wireSummary{Type: "summary_text", Text: t})
+		}
+		w.Summary = &s
+		w.EncryptedContent = it.EncryptedContent
+	case ItemFunctionCall:
+		if it.CallID == "" || it.Name == "" {
+			return w, errors.New("function_call needs call_id and name")
+		}
+		w.CallID, w.Name = it.CallID, it.Name
+		args := it.Arguments
+		w.Arguments = &args
+	case ItemCustomToolCall:
+		if it.CallID == "" || it.Name == "" {
+			return w, errors.New("custom_tool_call needs call_id and name")
+		}
+		w.CallID, w.Name = it.CallID, it.Name
+		in := it.Input
+		w.Input = &in
+	case ItemFunctionCallOutput, ItemCustomToolCallOutput:
+		if it.CallID == "" {
+			return w, fmt.Errorf("%s needs call_id", it.Type)
+		}
+		w.CallID = it.CallID
+		out := it.Output
+		w.Output = &out
+	default:
+		return w, fmt.Errorf("%w: %q", errUnknownItem, it.Type)
+	}
+	return w, nil
+}

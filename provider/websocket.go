@@ -1,0 +1,543 @@
+package provider
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+)
+
+// WebSocketBeta is the OpenAI-Beta header value of the Responses WebSocket mode.
+const WebSocketBeta = "responses_websockets=2026-02-06"
+
+// Defaults for WSConfig.
+const (
+	DefaultConnectTimeout = 10 * time.Second
+	DefaultPingInterval   = 30 * time.Second
+)
+
+// ErrBusy is wrapped by Open when the WebSocket connection already carries a
+// stream: the Responses WebSocket mode runs one response at a time.
+var ErrBusy = errors.New("websocket transport already has an active stream")
+
+// WSConfig configures the WebSocket transport.
+type WSConfig struct {
+	// BaseURL is the API root; "https" becomes "wss" and "http" becomes
+	// "ws", and "/responses" is appended.
+	BaseURL string
+	// APIKey, Credential and NoAuth work as in HTTPConfig.
+	APIKey     string
+	Credential func(ctx context.Context) (string, error)
+	NoAuth     bool
+	// Headers are added to the upgrade request (never Authorization).
+	Headers http.Header
+	// MaxFrameBytes is the read limit per message (DefaultMaxFrameBytes).
+	MaxFrameBytes int64
+	// IdleTimeout bounds the gap between frames (DefaultIdleTimeout).
+	IdleTimeout time.Duration
+	// ConnectTimeout bounds dial plus handshake, and each write
+	// (DefaultConnectTimeout, 10 s).
+	ConnectTimeout time.Duration
+	// PingInterval is the keepalive ping period (DefaultPingInterval).
+	PingInterval time.Duration
+	// NetDialContext overrides the TCP dialer (tests inject faults here).
+	NetDialContext func(ctx context.Context, network, addr string) (net.Conn, error)
+	// TLSClientConfig is used for wss URLs.
+	TLSClientConfig *tls.Config
+	// Features are the endpoint side of Responses qualification.
+	Features ResponsesFeatures
+	// Logger receives debug records (never credentials); nil discards.
+	Logger *slog.Logger
+}
+
+// WebSocket is the Responses transport over one persistent WebSocket. It
+// reuses the connection across turns and carries one response at a time;
+// any failure or abandoned stream retires the connection and the next Open
+// dials a new one. It never retries or resends.
+type WebSocket struct {
+	cfg    WSConfig
+	url    string
+	noAuth bool
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	conn *wsConn
+	busy bool
+}
+
+var (
+	_ Transport       = (*WebSocket)(nil)
+	_ FeatureReporter = (*WebSocket)(nil)
+	_ Stream          = (*wsStream)(nil)
+)
+
+// NewWebSocket returns a WebSocket transport; it dials lazily on Open.
+func NewWebSocket(cfg WSConfig) *WebSocket {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if cfg.MaxFrameBytes <= 0 {
+		cfg.MaxFrameBytes = DefaultMaxFrameBytes
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = DefaultIdleTimeout
+	}
+	if cfg.ConnectTimeout <= 0 {
+		cfg.ConnectTimeout = DefaultConnectTimeout
+	}
+	if cfg.PingInterval <= 0 {
+		cfg.PingInterval = DefaultPingInterval
+	}
+	w := &WebSocket{cfg: cfg, url: WebSocketURL(cfg.BaseURL), noAuth: cfg.NoAuth || isLoopbackURL(cfg.BaseURL), log: cfg.Logger}
+	if w.log == nil {
+		w.log = slog.New(slog.DiscardHandler)
+	}
+	return w
+}
+
+// WebSocketURL derives the socket URL from an HTTP base URL.
+func WebSocketURL(base string) string {
+	u := strings.TrimRight(base, "/") + "/responses"
+	switch {
+	case strings.HasPrefix(u, "https://"):
+		return "wss://" + strings.TrimPrefix(u, "https://")
+	case strings.HasPrefix(u, "http://"):
+		return "ws://" + strings.TrimPrefix(u, "http://")
+	}
+	return u
+}
+
+// URL returns the socket URL (no credential).
+func (w *WebSocket) URL() string { return w.url }
+
+// EndpointFeatures returns the configured endpoint features.
+func (w *WebSocket) EndpointFeatures() ResponsesFeatures { return w.cfg.Features }
+
+// Close retires the idle connection, if any. An active stream keeps its
+// connection until the stream is closed.
+func (w *WebSocket) Close() error {
+	w.mu.Lock()
+	c := w.conn
+	if !w.busy {
+		w.conn = nil
+	} else {
+		c = nil
+	}
+	w.mu.Unlock()
+	if c != nil {
+		c.retire()
+	}
+	return nil
+}
+
+// Open sends one response.create frame, dialing first if no connection is
+// open. ctx bounds dialing and writing only.
+func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, canceledError(PreSend, false, err)
+	}
+	key, aerr := credential(ctx, w.cfg.APIKey, w.cfg.Credential, w.noAuth)
+	if aerr != nil {
+		return nil, aerr
+	}
+	frame, err := req.EncodeWebSocket()
+	if err != nil {
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}
+	}
+	w.mu.Lock()
+	if w.busy {
+		w.mu.Unlock()
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrBusy}
+	}
+	w.busy = true
+	c := w.conn
+	w.mu.Unlock()
+	if c == nil || c.dead.Load() {
+		var derr *Error
+		c, derr = w.dial(ctx, key)
+		if derr != nil {
+			w.setIdle(nil)
+			return nil, derr
+		}
+	}
+	before := c.counter.written.Load()
+	if err := c.write(ctx, frame); err != nil {
+		dispatched := c.counter.written.Load() > before
+		c.retire()
+		w.setIdle(nil)
+		if ctx.Err() != nil {
+			return nil, canceledError(Opening, true, ctx.Err())
+		}
+		if dispatched {
+			return nil, &Error{Phase: Opening, Class: ResponseHeaders, Dispatched: true, RequestID: c.requestID, Err: fmt.Errorf("write response.create: %w", err)}
+		}
+		return nil, &Error{Phase: Opening, Class: Connect, RequestID: c.requestID, Err: fmt.Errorf("write response.create: %w", err)}
+	}
+	w.mu.Lock()
+	w.conn = c
+	w.mu.Unlock()
+	w.log.Debug("provider websocket send", "url", w.url, "model", req.Model, "bytes", len(frame))
+	return &wsStream{w: w, c: c, idle: w.cfg.IdleTimeout}, nil
+}
+
+// setIdle ends the busy state, keeping c (nil retires) for the next Open.
+func (w *WebSocket) setIdle(c *wsConn) {
+	w.mu.Lock()
+	w.conn = c
+	w.busy = false
+	w.mu.Unlock()
+}
+
+// dial opens a connection and starts its writer goroutine.
+func (w *WebSocket) dial(ctx context.Context, key string) (*wsConn, *Error) {
+	counter := &countingConn{}
+	base := w.cfg.NetDialContext
+	if base == nil {
+		base = (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext
+	}
+	d := websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: w.cfg.ConnectTimeout,
+		TLSClientConfig:  w.cfg.TLSClientConfig,
+		NetDialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			nc, err := base(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			counter.Conn = nc
+			return counter, nil
+		},
+	}
+	h := http.Header{}
+	for k, vs := range w.cfg.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			continue
+		}
+		h[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	h.Set("OpenAI-Beta", WebSocketBeta)
+	if key != "" {
+		h.Set("Authorization", "Bearer "+key)
+	}
+	dctx, cancel := context.WithTimeout(ctx, w.cfg.ConnectTimeout)
+	defer cancel()
+	conn, resp, err := d.DialContext(dctx, w.url, h)
+	if err != nil {
+		return nil, w.dialError(ctx, resp, scrubErr(err, key), key)
+	}
+	if resp != nil && resp.Body != nil {
+		resp.Body.Close()
+	}
+	conn.SetReadLimit(w.cfg.MaxFrameBytes)
+	c := &wsConn{c: conn, counter: counter, send: make(chan wsWrite), pong: make(chan string, 1),
+		quit: make(chan struct{}), done: make(chan struct{}), writeTimeout: w.cfg.ConnectTimeout}
+	if resp != nil {
+		c.requestID = resp.Header.Get("X-Request-Id")
+		c.rl = ParseRateLimits(resp.Header)
+	}
+	conn.SetPingHandler(func(data string) error {
+		select {
+		case c.pong <- data:
+		default:
+		}
+		return nil
+	})
+	go c.writer(w.cfg.PingInterval)
+	return c, nil
+}
+
+// dialError classifies a failed dial or handshake. The response.create
+// frame was not sent, so nothing is dispatched.
+func (w *WebSocket) dialError(ctx context.Context, resp *http.Response, err error, key string) *Error {
+	if resp != nil {
+		if resp.StatusCode == http.StatusUpgradeRequired {
+			if resp.Body != nil {
+				resp.Body.Close()
+			}
+			return &Error{Phase: Opening, Class: FallbackToHTTP, Status: resp.StatusCode, Err: err}
+		}
+		e := statusError(resp, key)
+		e.Dispatched = false
+		e.Err = err
+		return e
+	}
+	switch {
+	case ctx.Err() != nil:
+		return canceledError(Opening, false, errors.Join(ctx.Err(), err))
+	case isNetUnreachable(err):
+		return &Error{Phase: PreSend, Class: NetworkUnavailable, Err: err}
+	}
+	return &Error{Phase: Opening, Class: Connect, Err: err}
+}
+
+// countingConn counts bytes written so a failed send can tell whether any
+// request byte left.
+type countingConn struct {
+	net.Conn
+	written atomic.Int64
+}
+
+// Write counts written bytes.
+func (c *countingConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
+}
+
+type wsWrite struct {
+	data   []byte
+	result chan error
+}
+
+// wsConn is one socket with its single writer goroutine.
+type wsConn struct {
+	c            *websocket.Conn
+	counter      *countingConn
+	send         chan wsWrite
+	pong         chan string
+	quit         chan struct{}
+	done         chan struct{}
+	retireOnce   sync.Once
+	dead         atomic.Bool
+	writeTimeout time.Duration
+	requestID    string
+	rl           RateLimits
+	buf          []byte
+}
+
+// writer is the only goroutine that writes to the socket: data frames,
+// pings and pongs.
+func (c *wsConn) writer(ping time.Duration) {
+	defer close(c.done)
+	t := time.NewTicker(ping)
+	defer t.Stop()
+	for {
+		select {
+		case wr := <-c.send:
+			c.c.SetWriteDeadline(time.Now().Add(c.writeTimeout))
+			err := c.c.WriteMessage(websocket.TextMessage, wr.data)
+			wr.result <- err
+			if err != nil {
+				c.retire()
+				return
+			}
+		case data := <-c.pong:
+			if c.c.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.writeTimeout)) != nil {
+				c.retire()
+				return
+			}
+		case <-t.C:
+			if c.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.writeTimeout)) != nil {
+				c.retire()
+				return
+			}
+		case <-c.quit:
+			c.c.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, ""), time.Now().Add(time.Second))
+			return
+		}
+	}
+}
+
+// write hands a frame to the writer goroutine and waits for the result.
+func (c *wsConn) write(ctx context.Context, data []byte) error {
+	res := make(chan error, 1)
+	select {
+	case c.send <- wsWrite{data: data, result: res}:
+	case <-c.done:
+		return net.ErrClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-res:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// retire closes the connection for good; safe to call repeatedly.
+func (c *wsConn) retire() {
+	c.retireOnce.Do(func() {
+		c.dead.Store(true)
+		close(c.quit)
+		select {
+		case <-c.done:
+		case <-time.After(time.Second):
+		}
+		c.c.Close()
+	})
+}
+
+// readFrame reads one whole message into the connection's reused buffer.
+func (c *wsConn) readFrame() ([]byte, error) {
+	_, r, err := c.c.NextReader()
+	if err != nil {
+		return nil, err
+	}
+	b := c.buf[:0]
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if err == io.EOF {
+			c.buf = b
+			return b, nil
+		}
+		if err != nil {
+			c.buf = b
+			return nil, err
+		}
+	}
+}
+
+// wsStream is one response on a WebSocket connection.
+type wsStream struct {
+	w        *WebSocket
+	c        *wsConn
+	idle     time.Duration
+	dec      decoder
+	err      error
+	finished bool
+	released atomic.Bool
+
+	watched  context.Context
+	mu       sync.Mutex
+	unwatch  func() bool
+	canceled atomic.Bool
+	closedBy atomic.Bool
+}
+
+// RequestID returns the handshake's x-request-id.
+func (s *wsStream) RequestID() string { return s.c.requestID }
+
+// RateLimits returns the handshake's rate-limit headers.
+func (s *wsStream) RateLimits() RateLimits { return s.c.rl }
+
+func (s *wsStream) watch(ctx context.Context) {
+	if ctx == s.watched {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.unwatch != nil {
+		s.unwatch()
+		s.unwatch = nil
+	}
+	s.watched = ctx
+	if ctx.Done() != nil {
+		s.unwatch = context.AfterFunc(ctx, func() {
+			s.canceled.Store(true)
+			s.c.c.NetConn().SetReadDeadline(time.Unix(1, 0))
+		})
+	}
+}
+
+// Next returns the next event; see [Stream].
+func (s *wsStream) Next(ctx context.Context) (Event, error) {
+	if s.err != nil {
+		return Event{}, s.err
+	}
+	if s.finished {
+		return Event{}, io.EOF
+	}
+	if err := ctx.Err(); err != nil {
+		return Event{}, s.fail(canceledError(Body, true, err))
+	}
+	s.watch(ctx)
+	for {
+		s.c.c.SetReadDeadline(time.Now().Add(s.idle))
+		if s.canceled.Load() {
+			// The cancel callback may have run between the two calls.
+			s.c.c.SetReadDeadline(time.Unix(1, 0))
+		}
+		data, err := s.c.readFrame()
+		if err != nil {
+			return Event{}, s.fail(s.readError(ctx, err))
+		}
+		ev, st, derr := s.dec.decode(data)
+		if derr != nil {
+			derr.RequestID = s.c.requestID
+			return Event{}, s.fail(derr)
+		}
+		if !st.emit {
+			continue
+		}
+		if st.final {
+			s.finished = true
+			s.release(true)
+		}
+		return ev, nil
+	}
+}
+
+// readError classifies a failed read.
+func (s *wsStream) readError(ctx context.Context, err error) *Error {
+	if s.canceled.Load() || s.closedBy.Load() {
+		c := ctx.Err()
+		if c == nil {
+			c = context.Canceled
+		}
+		return canceledError(Body, true, c)
+	}
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
+		return &Error{Phase: Body, Class: IdleTimeout, Dispatched: true, Err: errIdle}
+	}
+	if errors.Is(err, websocket.ErrReadLimit) {
+		return &Error{Phase: Body, Class: LimitExceeded, Dispatched: true, Err: err}
+	}
+	if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
+		return &Error{Phase: Body, Class: TerminalEOF, Dispatched: true, Message: "socket closed without response.completed", Err: err}
+	}
+	return &Error{Phase: Body, Class: BodyInterrupted, Dispatched: true, Err: err}
+}
+
+func (s *wsStream) fail(e *Error) error {
+	if e.RequestID == "" {
+		e.RequestID = s.c.requestID
+	}
+	s.err = e
+	s.release(false)
+	return e
+}
+
+// release ends the stream: a completed response keeps the connection for
+// the next turn, anything else retires it.
+func (s *wsStream) release(reuse bool) {
+	if !s.released.CompareAndSwap(false, true) {
+		return
+	}
+	s.mu.Lock()
+	if s.unwatch != nil {
+		s.unwatch()
+		s.unwatch = nil
+	}
+	s.mu.Unlock()
+	if reuse && !s.canceled.Load() && !s.c.dead.Load() {
+		s.w.setIdle(s.c)
+		return
+	}
+	s.c.retire()
+	s.w.setIdle(nil)
+}
+
+// Close releases the stream; before completion it retires the connection.
+func (s *wsStream) Close() error {
+	if !s.released.Load() {
+		s.closedBy.Store(true)
+	}
+	s.release(false)
+	return nil
+}
