@@ -97,7 +97,11 @@ func Builtins(cfg Config) ([]Tool, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return []Tool{read, edit, write}, func() error { return nil }, nil
+	bash, err := NewBash(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []Tool{read, edit, write, bash}, bash.Close, nil
 }
 
 // FileTracker remembers, per file, the content hash the model last saw

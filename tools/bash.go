@@ -1,0 +1,421 @@
+package tools
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+//go:embed bash.md
+var bashDescription string
+
+var bashSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "command": {"type": "string", "minLength": 1, "description": "The shell command to run."},
+    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, at most 600000)."}
+  },
+  "required": ["command"],
+  "additionalProperties": false
+}`)
+
+// BashTool is the built-in bash tool. It is stateful: it owns a spill store
+// whose budget is shared by every call for the tool's lifetime, so keep one
+// instance per host and Close it when the host shuts down.
+type BashTool struct {
+	cfg       Config
+	shell     string
+	selection ShellSelection
+	spills    *spillStore
+}
+
+var (
+	_ Tool      = (*BashTool)(nil)
+	_ Previewer = (*BashTool)(nil)
+)
+
+// NewBash constructs the bash tool, resolving its shell once (ResolveShell
+// of cfg.ShellPath). An unavailable shell is not a construction error:
+// every call then fails with a clear result.
+func NewBash(cfg Config) (*BashTool, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	shell, sel := ResolveShell(cfg.ShellPath)
+	return &BashTool{cfg: cfg, shell: shell, selection: sel, spills: newSpillStore(cfg.SpillDir)}, nil
+}
+
+// ShellSelection reports how the shell was chosen (never the path).
+func (t *BashTool) ShellSelection() ShellSelection { return t.selection }
+
+// Close removes every retained spill file and the private spill
+// directory. Paths in earlier results stop working.
+func (t *BashTool) Close() error { return t.spills.Close() }
+
+type bashArgs struct {
+	Command   *string `json:"command"`
+	TimeoutMS *int64  `json:"timeout_ms"`
+}
+
+func (t *BashTool) parse(raw json.RawMessage) (bashArgs, time.Duration, error) {
+	var a bashArgs
+	if err := decodeBuiltinArgs(raw, &a); err != nil {
+		return a, 0, err
+	}
+	if a.Command == nil {
+		return a, 0, errors.New("missing required argument command")
+	}
+	if strings.TrimSpace(*a.Command) == "" {
+		return a, 0, errors.New("command must not be empty")
+	}
+	if strings.IndexByte(*a.Command, 0) >= 0 {
+		return a, 0, errors.New("command contains a NUL byte")
+	}
+	timeout := t.cfg.BashTimeout
+	if a.TimeoutMS != nil {
+		if *a.TimeoutMS < 1 {
+			return a, 0, errors.New("timeout_ms must be >= 1")
+		}
+		timeout = time.Duration(min(*a.TimeoutMS, int64(MaxBashTimeout/time.Millisecond))) * time.Millisecond
+	}
+	return a, timeout, nil
+}
+
+// Name returns "bash".
+func (t *BashTool) Name() string { return "bash" }
+
+// Description returns the embedded bash.md.
+func (t *BashTool) Description() string { return bashDescription }
+
+// Schema returns the bash argument schema.
+func (t *BashTool) Schema() json.RawMessage { return bashSchema }
+
+// Concurrency reports Sequential: processes are barriers.
+func (t *BashTool) Concurrency() Concurrency { return Sequential }
+
+// ReplaySafety reports ReplayUnsafe: a command may have had effects.
+func (t *BashTool) ReplaySafety() ReplaySafety { return ReplayUnsafe }
+
+// Classify returns HostProcess for every valid call. (Whether a command is
+// a known-safe read-only one is the broker's decision, not the tool's.)
+func (t *BashTool) Classify(args json.RawMessage) (Effect, error) {
+	if _, _, err := t.parse(args); err != nil {
+		return Unknown, err
+	}
+	return HostProcess, nil
+}
+
+// Preview shows the exact command, with terminal controls neutralized so
+// it cannot spoof the approval prompt.
+func (t *BashTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
+	a, timeout, err := t.parse(args)
+	if err != nil {
+		return Preview{}, err
+	}
+	detail, cut := clipUTF8(neutralizeControls([]byte(*a.Command)), 8<<10)
+	if cut {
+		detail += "\n[command truncated in preview]"
+	}
+	title := "bash"
+	if timeout != t.cfg.BashTimeout {
+		title = fmt.Sprintf("bash (timeout %s)", timeout)
+	}
+	return Preview{Title: title, Detail: detail}, nil
+}
+
+// outcome is how a command ended.
+type outcome struct {
+	exitCode  int
+	signal    string
+	timedOut  bool
+	cancelled bool
+}
+
+// Execute runs the command and reports its bounded output.
+func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) {
+	a, timeout, err := t.parse(inv.Arguments)
+	if err != nil {
+		return errorResult(err.Error()), nil
+	}
+	if t.selection == ShellUnavailable {
+		return errorResult("no shell is available (configured shell_path is not an executable file, or no bash/sh found)"), nil
+	}
+	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
+	spillFrom := t.cfg.MaxOutputBytes
+	capt := newCapture(t.spills, headCap, headCap, spillFrom, inv.Progress != nil)
+	oc, runErr := t.run(ctx, *a.Command, timeout, capt, inv.Progress)
+	if runErr != nil {
+		capt.finish()
+		return errorResult(fmt.Sprintf("could not start the command: %v", runErr)), nil
+	}
+	return t.result(capt.finish(), oc, timeout), nil
+}
+
+// run starts the shell in its own process group with stdin on /dev/null,
+// drains stdout and stderr concurrently into capt, and kills the whole
+// group (SIGTERM, then SIGKILL after BashKillGrace) on timeout or
+// cancellation.
+func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, capt *capture, progress func(string)) (outcome, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return outcome{}, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return outcome{}, err
+	}
+	cmd := exec.Command(t.shell, "-c", command)
+	cmd.Dir = t.cfg.Root
+	cmd.Stdin = nil // /dev/null
+	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	startErr := cmd.Start()
+	outW.Close()
+	errW.Close()
+	if startErr != nil {
+		outR.Close()
+		errR.Close()
+		return outcome{}, startErr
+	}
+	pgid := cmd.Process.Pid
+
+	var drains sync.WaitGroup
+	for _, r := range []*os.File{outR, errR} {
+		drains.Go(func() { drain(r, capt) })
+	}
+	stopProgress := startProgress(capt, progress)
+
+	waitErr := make(chan error, 1)
+	go func() { waitErr <- cmd.Wait() }()
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+
+	var oc outcome
+	var werr error
+	exited := false
+	select {
+	case werr = <-waitErr:
+		exited = true
+	case <-timer.C:
+		oc.timedOut = true
+	case <-ctx.Done():
+		oc.cancelled = true
+	}
+	if !exited {
+		werr = killGroup(pgid, waitErr)
+	} else if oc.timedOut || oc.cancelled {
+		killGroup(pgid, nil)
+	}
+	// Background children may still hold the pipes; give them the grace
+	// period, then close our ends so draining stops.
+	drained := make(chan struct{})
+	go func() { drains.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(BashKillGrace):
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	outR.Close()
+	errR.Close()
+	stopProgress()
+
+	oc.exitCode = cmd.ProcessState.ExitCode()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		oc.signal = ws.Signal().String()
+	}
+	var exitErr *exec.ExitError
+	if werr != nil && !errors.As(werr, &exitErr) {
+		return oc, werr
+	}
+	return oc, nil
+}
+
+// drain copies r into capt until EOF or until r is closed.
+func drain(r *os.File, capt *capture) {
+	buf := make([]byte, 256<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			capt.Write(buf[:n])
+		}
+		if err != nil {
+			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
+				capt.Write([]byte(fmt.Sprintf("\n[output read error: %v]\n", err)))
+			}
+			return
+		}
+	}
+}
+
+// killGroup sends SIGTERM to the process group, waits up to BashKillGrace
+// for the shell (when waitErr is non-nil) and for every group member to
+// exit, then sends SIGKILL. It returns the shell's wait error.
+func killGroup(pgid int, waitErr <-chan error) error {
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	deadline := time.NewTimer(BashKillGrace)
+	defer deadline.Stop()
+	var werr error
+	if waitErr != nil {
+		select {
+		case werr = <-waitErr:
+			waitErr = nil
+		case <-deadline.C:
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			return <-waitErr
+		}
+	}
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for groupAlive(pgid) {
+		select {
+		case <-tick.C:
+		case <-deadline.C:
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			return werr
+		}
+	}
+	return werr
+}
+
+// startProgress forwards bounded, neutralized output chunks to progress
+// every 100 ms. The returned stop function flushes and stops it.
+func startProgress(capt *capture, progress func(string)) func() {
+	if progress == nil {
+		return func() {}
+	}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	flush := func() {
+		if p := capt.takeProgress(); len(p) > 0 {
+			progress(neutralizeControls(p))
+		}
+	}
+	go func() {
+		defer close(stopped)
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-tick.C:
+				flush()
+			case <-done:
+				flush()
+				return
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
+}
+
+// result builds the model-visible text and the Details.
+func (t *BashTool) result(c captured, oc outcome, timeout time.Duration) Result {
+	var footer []string
+	switch {
+	case oc.timedOut:
+		footer = append(footer, fmt.Sprintf("[timed out after %s; the process group was killed]", timeout))
+	case oc.cancelled:
+		footer = append(footer, "[cancelled; the process group was killed]")
+	case oc.signal != "":
+		footer = append(footer, fmt.Sprintf("[killed by signal: %s]", oc.signal))
+	default:
+		footer = append(footer, fmt.Sprintf("[exit code: %d]", oc.exitCode))
+	}
+	switch {
+	case c.fullPath != "":
+		footer = append(footer, fmt.Sprintf("[full output (%d bytes) saved to %s]", c.total, c.fullPath))
+	case c.partialPath != "":
+		footer = append(footer, fmt.Sprintf("[first %d of %d output bytes saved to %s]", c.spilledBytes, c.total, c.partialPath))
+	}
+	foot := strings.Join(footer, "\n")
+	body, truncated := t.body(c, t.cfg.MaxOutputBytes-len(foot)-1)
+	text := body + foot
+	if body != "" && !strings.HasSuffix(body, "\n") {
+		text = body + "\n" + foot
+	}
+	text, cut := clipUTF8(text, t.cfg.MaxOutputBytes)
+	details := map[string]any{
+		"exit_code":    oc.exitCode,
+		"timed_out":    oc.timedOut,
+		"cancelled":    oc.cancelled,
+		"truncated":    truncated || cut,
+		"output_bytes": c.total,
+	}
+	switch {
+	case c.fullPath != "":
+		details["full_output_path"] = c.fullPath
+	case c.partialPath != "":
+		details["partial_output_path"] = c.partialPath
+		details["spill_truncated"] = true
+	case c.spillTruncated:
+		details["spill_truncated"] = true
+	}
+	if c.spillError {
+		details["spill_error"] = true
+	}
+	if c.spillExpired {
+		details["spill_expired"] = true
+	}
+	return Result{
+		Text:    text,
+		IsError: oc.timedOut || oc.cancelled || oc.exitCode != 0,
+		Details: details,
+	}
+}
+
+// body renders the captured output within budget bytes: all of it when it
+// fits, else its head and tail around an omission marker.
+func (t *BashTool) body(c captured, budget int) (string, bool) {
+	budget = max(budget, 0)
+	if c.total == 0 {
+		return "(no output)\n", false
+	}
+	if c.omitted == 0 {
+		all := neutralizeControls(append(append([]byte(nil), c.head...), c.tail...))
+		if len(all) <= budget {
+			return all, false
+		}
+	}
+	half := max(budget/2-64, 0)
+	headRaw := c.head[:min(len(c.head), half)]
+	var tailRaw []byte
+	if len(c.tail) > 0 {
+		tailRaw = c.tail[max(0, len(c.tail)-half):]
+	} else {
+		tailRaw = c.head[max(len(headRaw), len(c.head)-half):]
+	}
+	head, _ := clipUTF8(neutralizeControls(headRaw), half)
+	tail := clipFrontUTF8(neutralizeControls(tailRaw), half)
+	omitted := max(c.total-int64(len(headRaw)+len(tailRaw)), 0)
+	marker := fmt.Sprintf("\n[... %d bytes of output omitted ...]\n", omitted)
+	return head + marker + tail, true
+}
+
+// clipFrontUTF8 keeps at most max bytes from the end of s, starting on a
+// rune boundary.
+func clipFrontUTF8(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	for i := 0; i < len(s) && i < utf8.UTFMax; i++ {
+		if utf8.RuneStart(s[i]) {
+			return s[i:]
+		}
+	}
+	return s
+}

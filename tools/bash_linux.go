@@ -1,0 +1,46 @@
+package tools
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// groupAlive reports whether process group pgid still has a member that
+// is not a zombie. Zombies are ignored because a reparented grandchild may
+// wait for an init process that reaps lazily; it no longer runs.
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	d, err := os.Open("/proc")
+	if err != nil {
+		return true
+	}
+	defer d.Close()
+	names, err := d.Readdirnames(-1)
+	if err != nil {
+		return true
+	}
+	want := []byte(strconv.Itoa(pgid))
+	for _, n := range names {
+		if n[0] < '0' || n[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + n + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := bytes.Fields(stat[i+1:])
+		if len(f) >= 3 && bytes.Equal(f[2], want) && f[0][0] != 'Z' {
+			return true
+		}
+	}
+	return false
+}

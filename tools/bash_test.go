@@ -1,0 +1,414 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+func newBash(t *testing.T, cfg Config) *BashTool {
+	t.Helper()
+	if cfg.Root == "" {
+		cfg.Root = t.TempDir()
+	}
+	if cfg.SpillDir == "" {
+		cfg.SpillDir = t.TempDir()
+	}
+	b, err := NewBash(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+func runBash(t *testing.T, b *BashTool, ctx context.Context, command string, timeoutMS int) Result {
+	t.Helper()
+	args := map[string]any{"command": command}
+	if timeoutMS > 0 {
+		args["timeout_ms"] = timeoutMS
+	}
+	raw := argsJSON(t, args)
+	if eff, err := b.Classify(raw); err != nil || eff != HostProcess {
+		t.Fatalf("Classify = %v, %v", eff, err)
+	}
+	res, err := b.Execute(ctx, Invocation{CallID: "c", Arguments: raw})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// processGone reports whether pid no longer runs (absent or a zombie).
+func processGone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !processGone(pid) {
+		if time.Now().After(deadline) {
+			syscallKill(pid)
+			t.Fatalf("grandchild %d still running", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func readPid(t *testing.T, p string) int {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(p)
+		if err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return pid
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pid file %s never written", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestBashRunsInWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	writeTestFile(t, filepath.Join(ws, "marker"), "")
+	b := newBash(t, Config{Root: ws})
+	res := runBash(t, b, context.Background(), "pwd; ls; echo err >&2; exit 3", 0)
+	if !res.IsError || res.Details["exit_code"] != 3 {
+		t.Errorf("exit 3: %+v", res)
+	}
+	for _, want := range []string{ws, "marker", "err", "[exit code: 3]"} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("text %q lacks %q", res.Text, want)
+		}
+	}
+	res = runBash(t, b, context.Background(), "true", 0)
+	if res.IsError || res.Details["exit_code"] != 0 || res.Details["truncated"] != false || res.Details["timed_out"] != false {
+		t.Errorf("true: %+v", res)
+	}
+}
+
+func TestBashStdinClosed(t *testing.T) {
+	b := newBash(t, Config{})
+	done := make(chan Result, 1)
+	go func() { done <- runBash(t, b, context.Background(), `cat; read x; echo "read=$?"`, 10_000) }()
+	select {
+	case res := <-done:
+		if !strings.Contains(res.Text, "read=1") || res.Details["timed_out"] != false {
+			t.Errorf("stdin not at EOF: %+v", res)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a command reading stdin hung")
+	}
+}
+
+func TestBashTimeoutKillsGrandchildren(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ws := t.TempDir()
+	b := newBash(t, Config{Root: ws})
+	// One grandchild exits on TERM, the other ignores it and needs KILL.
+	cmd := `sleep 300 & echo $! > a.pid; (trap '' TERM; sleep 300) & echo $! > b.pid; wait`
+	start := time.Now()
+	res := runBash(t, b, context.Background(), cmd, 300)
+	if res.Details["timed_out"] != true || !res.IsError || !strings.Contains(res.Text, "timed out") {
+		t.Fatalf("timeout result: %+v", res)
+	}
+	if elapsed := time.Since(start); elapsed > BashKillGrace+5*time.Second {
+		t.Errorf("timeout took %v", elapsed)
+	}
+	waitGone(t, readPid(t, filepath.Join(ws, "a.pid")))
+	waitGone(t, readPid(t, filepath.Join(ws, "b.pid")))
+}
+
+func TestBashCancelKillsGrandchildren(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ws := t.TempDir()
+	b := newBash(t, Config{Root: ws})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan Result, 1)
+	go func() { done <- runBash(t, b, ctx, `sh -c 'sleep 300 & echo $! > g.pid; wait'`, 0) }()
+	pid := readPid(t, filepath.Join(ws, "g.pid"))
+	cancel()
+	select {
+	case res := <-done:
+		if res.Details["cancelled"] != true || !res.IsError {
+			t.Errorf("cancel result: %+v", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("cancel did not end the command")
+	}
+	waitGone(t, pid)
+}
+
+func TestBashNeutralizesControls(t *testing.T) {
+	b := newBash(t, Config{})
+	res := runBash(t, b, context.Background(), `printf '\033[31mred\033[0m \033]0;evil title\007 bell\007 nul\001 cr\rline\r\n\302\233x\n'`, 0)
+	for _, bad := range []string{"\x1b", "\x07", "\x01", "\r", "evil title", "\u009b"} {
+		if strings.Contains(res.Text, bad) {
+			t.Errorf("text %q contains %q", res.Text, bad)
+		}
+	}
+	for _, want := range []string{"red", "bell^G", "nul^A", "cr\nline\n", "\uFFFDx"} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("text %q lacks %q", res.Text, want)
+		}
+	}
+	pv, err := b.Preview(context.Background(), json.RawMessage(`{"command":"echo \u001b[2Jhi"}`))
+	if err != nil || strings.Contains(pv.Detail, "\x1b") || !strings.Contains(pv.Detail, "echo hi") {
+		t.Errorf("preview = %+v, %v", pv, err)
+	}
+}
+
+func TestBashOutputOverLimits(t *testing.T) {
+	spill := t.TempDir()
+	b := newBash(t, Config{MaxOutputBytes: 4096, SpillDir: spill})
+	// Fits: no spill, nothing truncated.
+	res := runBash(t, b, context.Background(), "seq 1 100", 0)
+	if res.Details["truncated"] != false || res.Details["full_output_path"] != nil {
+		t.Errorf("small output: %+v", res.Details)
+	}
+	// 100 KB: truncated text, whole stream retained.
+	res = runBash(t, b, context.Background(), "seq 1 20000; echo LAST >&2", 0)
+	if len(res.Text) > 4096 || res.Details["truncated"] != true {
+		t.Errorf("text %d bytes, details %v", len(res.Text), res.Details)
+	}
+	if !strings.HasPrefix(res.Text, "1\n2\n") || !strings.Contains(res.Text, "LAST") || !strings.Contains(res.Text, "bytes of output omitted") {
+		t.Errorf("head/tail preview wrong: %q ... %q", res.Text[:20], res.Text[len(res.Text)-200:])
+	}
+	full, ok := res.Details["full_output_path"].(string)
+	if !ok || res.Details["partial_output_path"] != nil || res.Details["spill_truncated"] != nil {
+		t.Fatalf("details: %v", res.Details)
+	}
+	got, err := os.ReadFile(full)
+	if err != nil || int64(len(got)) != res.Details["output_bytes"] || !bytes.HasPrefix(got, []byte("1\n2\n")) || !bytes.HasSuffix(got, []byte("LAST\n")) {
+		t.Errorf("spill file: %d bytes, %v", len(got), err)
+	}
+	st, _ := os.Stat(full)
+	dst, _ := os.Stat(filepath.Dir(full))
+	if st.Mode().Perm() != 0o600 || dst.Mode().Perm() != 0o700 || filepath.Dir(filepath.Dir(full)) != spill {
+		t.Errorf("spill modes %v / %v in %s", st.Mode().Perm(), dst.Mode().Perm(), filepath.Dir(full))
+	}
+	// Over the per-stream limit: a partial file, never full_output_path.
+	res = runBash(t, b, context.Background(), fmt.Sprintf("head -c %d /dev/zero", SpillStreamBytes+100_000), 0)
+	partial, ok := res.Details["partial_output_path"].(string)
+	if !ok || res.Details["spill_truncated"] != true || res.Details["full_output_path"] != nil {
+		t.Fatalf("over stream limit: %v", res.Details)
+	}
+	if st, err := os.Stat(partial); err != nil || st.Size() != SpillStreamBytes {
+		t.Errorf("partial file: %v, %v", st, err)
+	}
+	if res.Details["output_bytes"] != int64(SpillStreamBytes+100_000) {
+		t.Errorf("output_bytes = %v: draining stopped early", res.Details["output_bytes"])
+	}
+	// Close removes everything.
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(spill); len(ents) != 0 {
+		t.Errorf("Close left %d entries in the spill dir", len(ents))
+	}
+}
+
+func TestBashSpillQuotaAndEviction(t *testing.T) {
+	b := newBash(t, Config{MaxOutputBytes: 1024})
+	b.spills.perFile, b.spills.total, b.spills.maxFiles = 50_000, 120_000, 3
+	var paths []string
+	for range 3 {
+		res := runBash(t, b, context.Background(), "head -c 40000 /dev/zero", 0)
+		p, ok := res.Details["full_output_path"].(string)
+		if !ok {
+			t.Fatalf("details: %v", res.Details)
+		}
+		paths = append(paths, p)
+	}
+	if n, used := b.spills.stats(); n != 3 || used != 120_000 {
+		t.Fatalf("store: %d files, %d bytes", n, used)
+	}
+	// A fourth file evicts the oldest retained one (file-count limit).
+	res := runBash(t, b, context.Background(), "head -c 40000 /dev/zero", 0)
+	if _, ok := res.Details["full_output_path"].(string); !ok {
+		t.Fatalf("fourth: %v", res.Details)
+	}
+	if _, err := os.Stat(paths[0]); !os.IsNotExist(err) {
+		t.Errorf("oldest spill not evicted: %v", err)
+	}
+	for _, p := range paths[1:] {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("newer spill evicted: %v", err)
+		}
+	}
+	// Larger than the per-file limit evicts for bytes and reports partial.
+	res = runBash(t, b, context.Background(), "head -c 60000 /dev/zero", 0)
+	if res.Details["spill_truncated"] != true || res.Details["partial_output_path"] == nil {
+		t.Errorf("partial: %v", res.Details)
+	}
+	if n, used := b.spills.stats(); n > 3 || used > 120_000 {
+		t.Errorf("budget exceeded: %d files, %d bytes", n, used)
+	}
+}
+
+func TestSpillActiveCapturesNeverEvicted(t *testing.T) {
+	s := newSpillStore(t.TempDir())
+	defer s.Close()
+	s.perFile, s.total, s.maxFiles = 1000, 1500, 2
+	a, err := s.create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.reserve(a, 1000); got != 1000 {
+		t.Fatalf("reserve a = %d", got)
+	}
+	b, err := s.create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := s.reserve(b, 1000); got != 500 {
+		t.Errorf("reserve b = %d, want the 500 left", got)
+	}
+	// Both active: a third file cannot get a slot, and nothing is evicted.
+	if _, err := s.create(); err != errSpillQuota {
+		t.Errorf("third create: %v", err)
+	}
+	if a.expired || b.expired {
+		t.Error("an active capture was evicted")
+	}
+	// Once a finishes it is the oldest retained file and goes first.
+	if fate, _ := s.finish(a, false); fate != spillKept {
+		t.Errorf("fate a = %v", fate)
+	}
+	c, err := s.create()
+	if err != nil || !a.expired || b.expired {
+		t.Errorf("after finish: err %v, a expired %v, b expired %v", err, a.expired, b.expired)
+	}
+	if got := s.reserve(c, 1000); got != 1000 {
+		t.Errorf("reserve c = %d", got)
+	}
+}
+
+func TestBashActiveCaptureHoldingAllowance(t *testing.T) {
+	b := newBash(t, Config{MaxOutputBytes: 1024})
+	b.spills.perFile, b.spills.total, b.spills.maxFiles = 100_000, 100_000, 4
+	hog, err := b.spills.create()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.spills.reserve(hog, 100_000)
+	res := runBash(t, b, context.Background(), "head -c 50000 /dev/zero", 0)
+	if res.Details["spill_truncated"] != true || res.Details["full_output_path"] != nil || res.Details["partial_output_path"] != nil {
+		t.Errorf("details: %v", res.Details)
+	}
+	if res.Details["output_bytes"] != int64(50000) {
+		t.Errorf("draining stopped: %v", res.Details["output_bytes"])
+	}
+	if hog.expired {
+		t.Error("active capture evicted")
+	}
+}
+
+func TestBashSpillExpiredAndError(t *testing.T) {
+	b := newBash(t, Config{MaxOutputBytes: 1024})
+	done := make(chan Result, 1)
+	go func() {
+		done <- runBash(t, b, context.Background(), "head -c 100000 /dev/zero; sleep 1; echo end", 0)
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if n, _ := b.spills.stats(); n > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("spill never started")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Close()
+	res := <-done
+	if res.Details["spill_expired"] != true || res.Details["full_output_path"] != nil || res.Details["partial_output_path"] != nil {
+		t.Errorf("expired: %v", res.Details)
+	}
+
+	notDir := filepath.Join(t.TempDir(), "file")
+	writeTestFile(t, notDir, "")
+	b2 := newBash(t, Config{MaxOutputBytes: 1024, SpillDir: notDir})
+	res = runBash(t, b2, context.Background(), "head -c 100000 /dev/zero", 0)
+	if res.Details["spill_error"] != true || res.Details["full_output_path"] != nil || res.Details["partial_output_path"] != nil {
+		t.Errorf("storage failure: %v", res.Details)
+	}
+}
+
+func TestBashProgress(t *testing.T) {
+	b := newBash(t, Config{})
+	var mu sync.Mutex
+	var got strings.Builder
+	raw := argsJSON(t, map[string]any{"command": "echo one; sleep 0.3; printf '\\033[1mtwo\\n'"})
+	_, err := b.Execute(context.Background(), Invocation{Arguments: raw, Progress: func(s string) {
+		mu.Lock()
+		got.WriteString(s)
+		mu.Unlock()
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != "one\ntwo\n" {
+		t.Errorf("progress = %q", got.String())
+	}
+}
+
+func TestBashArguments(t *testing.T) {
+	b := newBash(t, Config{})
+	for _, bad := range []string{`{}`, `{"command":""}`, `{"command":"  "}`, `{"command":1}`, `{"command":"ls","timeout_ms":0}`, `{"command":"ls","extra":1}`, `[]`} {
+		if eff, err := b.Classify(json.RawMessage(bad)); err == nil || eff != Unknown {
+			t.Errorf("Classify(%s) = %v, %v", bad, eff, err)
+		}
+	}
+	_, timeout, err := b.parse(json.RawMessage(`{"command":"ls","timeout_ms":99999999}`))
+	if err != nil || timeout != MaxBashTimeout {
+		t.Errorf("timeout clamp: %v, %v", timeout, err)
+	}
+}
+
+func TestResolveShell(t *testing.T) {
+	if p, sel := ResolveShell("/bin/sh"); sel != ShellConfigured || p != "/bin/sh" {
+		t.Errorf("configured: %q %q", p, sel)
+	}
+	if p, sel := ResolveShell("/nonexistent/shell"); sel != ShellUnavailable || p != "" {
+		t.Errorf("missing configured: %q %q", p, sel)
+	}
+	if _, sel := ResolveShell(t.TempDir()); sel != ShellUnavailable {
+		t.Errorf("directory as shell: %q", sel)
+	}
+	t.Setenv("SHELL", "/bin/sh")
+	p, sel := ResolveShell("")
+	if _, err := os.Stat("/bin/bash"); err == nil && (sel != ShellSystemBash || p != "/bin/bash") {
+		t.Errorf("default: %q %q ($SHELL must not be read)", p, sel)
+	}
+	b := newBash(t, Config{ShellPath: "/nonexistent"})
+	res := runBash(t, b, context.Background(), "echo hi", 0)
+	if !res.IsError || !strings.Contains(res.Text, "no shell") {
+		t.Errorf("unavailable shell: %+v", res)
+	}
+}
+
+func syscallKill(pid int) { syscall.Kill(pid, syscall.SIGKILL) }
