@@ -1,0 +1,212 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.lsp.dev/protocol"
+)
+
+// maxApprovalDetail bounds the detail shown in window/showMessageRequest.
+const maxApprovalDetail = 2000
+
+// confirmParams are the params of octet/confirmEffect.
+type confirmParams struct {
+	SessionID string    `json:"sessionId"`
+	RunID     string    `json:"runId"`
+	CallID    string    `json:"callId"`
+	Tool      string    `json:"tool"`
+	Effect    string    `json:"effect"`
+	Title     string    `json:"title"`
+	Detail    string    `json:"detail"`
+	Diff      string    `json:"diff,omitempty"`
+	Digest    string    `json:"digest"`
+	ExpiresAt time.Time `json:"expiresAt"`
+}
+
+// pendingApproval is one approval the editor has not answered yet. The
+// first answer wins: from the original request, a replayed one after
+// octet/session/resume, or an octet.approve / octet.deny command.
+type pendingApproval struct {
+	params  confirmParams
+	created time.Time
+	once    sync.Once
+	answer  chan bool // buffered 1; true = approved with the right digest
+}
+
+func (pa *pendingApproval) resolve(approved bool) {
+	pa.once.Do(func() { pa.answer <- approved })
+}
+
+// approverFor returns the session's approver: it asks the client and
+// waits for the first of an answer, the timeout, the expiry of the intent
+// or the cancellation of the run.
+func (s *Server) approverFor(ss *sessionState) approverFunc {
+	return func(ctx context.Context, req approvalRequest) (bool, string, error) {
+		pa := &pendingApproval{
+			params: confirmParams{
+				SessionID: ss.id, RunID: req.RunID, CallID: req.CallID, Tool: req.Tool,
+				Effect: req.Effect, Title: req.Title, Detail: req.Detail, Diff: req.Diff,
+				Digest: req.Digest, ExpiresAt: req.ExpiresAt.UTC(),
+			},
+			created: time.Now(),
+			answer:  make(chan bool, 1),
+		}
+		key := approvalKey(pa.params)
+		ss.mu.Lock()
+		ss.pending[key] = pa
+		run := ss.active
+		ss.mu.Unlock()
+		defer func() {
+			ss.mu.Lock()
+			delete(ss.pending, key)
+			ss.mu.Unlock()
+		}()
+
+		timeout := s.opts.ApprovalTimeout
+		if !req.ExpiresAt.IsZero() {
+			timeout = min(timeout, time.Until(req.ExpiresAt))
+		}
+		if timeout <= 0 {
+			s.log.Warn("approval expired before it could be asked; denied", "call", req.CallID)
+			return false, req.Digest, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		var cancelled <-chan struct{}
+		if run != nil {
+			cancelled = run.cancelled
+			run.report("Waiting for approval: " + truncate(firstLine(req.Title), 60))
+		}
+		go s.askApproval(ctx, ss, pa)
+
+		select {
+		case ok := <-pa.answer:
+			s.log.Info("approval answered", "session", ss.id, "call", req.CallID, "approved", ok)
+			if run != nil {
+				run.report("Thinking")
+			}
+			return ok, req.Digest, nil
+		case <-cancelled:
+			return false, req.Digest, context.Canceled
+		case <-ctx.Done():
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				s.log.Warn("approval timed out; denied", "session", ss.id, "call", req.CallID, "timeout", timeout)
+				return false, req.Digest, nil
+			}
+			return false, req.Digest, ctx.Err()
+		}
+	}
+}
+
+func approvalKey(p confirmParams) string { return p.RunID + "\x00" + p.CallID + "\x00" + p.Digest }
+
+// askApproval sends the request the client can show and resolves pa from
+// its answer. A failed or timed-out request resolves nothing (the
+// approver's own timeout decides).
+func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingApproval) {
+	s.mu.Lock()
+	confirm := s.caps.confirmEffect
+	s.mu.Unlock()
+	timeout := time.Until(pa.created.Add(s.opts.ApprovalTimeout))
+	if confirm {
+		raw, err := s.call(ctx, timeout, "octet/confirmEffect", mustJSON(pa.params))
+		if err != nil {
+			s.log.Warn("octet/confirmEffect failed", "call", pa.params.CallID, "error", err)
+			return
+		}
+		var ans struct {
+			Decision string `json:"decision"`
+			Digest   string `json:"digest"`
+		}
+		if err := json.Unmarshal(raw, &ans); err != nil {
+			s.log.Warn("undecodable octet/confirmEffect answer; denied", "error", err)
+			pa.resolve(false)
+			return
+		}
+		if ans.Decision == "approve" && ans.Digest != pa.params.Digest {
+			s.log.Warn("approval echoed a different digest; denied", "call", pa.params.CallID)
+		}
+		pa.resolve(ans.Decision == "approve" && ans.Digest == pa.params.Digest)
+		return
+	}
+	msg := pa.params.Title
+	if d := strings.TrimSpace(pa.params.Detail); d != "" {
+		msg += "\n\n" + truncate(d, maxApprovalDetail)
+	}
+	raw, err := s.call(ctx, timeout, "window/showMessageRequest", &protocol.ShowMessageRequestParams{
+		Type:    protocol.MessageTypeWarning,
+		Message: "octet wants to run " + pa.params.Tool + ": " + msg,
+		Actions: []protocol.MessageActionItem{{Title: "Approve"}, {Title: "Deny"}},
+	})
+	if err != nil {
+		s.log.Warn("window/showMessageRequest failed", "call", pa.params.CallID, "error", err)
+		return
+	}
+	var item *struct {
+		Title string `json:"title"`
+	}
+	if json.Unmarshal(raw, &item) != nil || item == nil {
+		pa.resolve(false)
+		return
+	}
+	pa.resolve(item.Title == "Approve")
+}
+
+// reaskApproval sends a pending approval again (after resume).
+func (s *Server) reaskApproval(ss *sessionState, pa *pendingApproval) {
+	ctx, cancel := context.WithTimeout(s.ctx, time.Until(pa.created.Add(s.opts.ApprovalTimeout)))
+	defer cancel()
+	s.askApproval(ctx, ss, pa)
+}
+
+// decideApproval resolves pending approvals from octet.approve/octet.deny.
+// With a digest or callId it resolves the matching one; with neither, the
+// oldest pending approval across sessions. An approve must name the
+// digest when more than one approval is pending.
+func (s *Server) decideApproval(approve bool, callID, digest string) (int, error) {
+	s.mu.Lock()
+	sessions := make([]*sessionState, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		sessions = append(sessions, ss)
+	}
+	s.mu.Unlock()
+	var all []*pendingApproval
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		for _, pa := range ss.pending {
+			if (digest == "" || pa.params.Digest == digest) && (callID == "" || pa.params.CallID == callID) {
+				all = append(all, pa)
+			}
+		}
+		ss.mu.Unlock()
+	}
+	switch {
+	case len(all) == 0:
+		return 0, invalidParams("no pending approval matches")
+	case len(all) > 1 && approve:
+		return 0, invalidParams("%d approvals are pending: name the digest to approve", len(all))
+	}
+	for _, pa := range all {
+		pa.resolve(approve)
+	}
+	return len(all), nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("encoding %T: %v", v, err))
+	}
+	return b
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}

@@ -1,0 +1,123 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+)
+
+// The server drives sessions through the small interfaces below; runtime.go
+// binds them to the session, agent and tools packages. Keeping the protocol
+// code on these seams keeps it readable and lets the wire mechanics be
+// tested without a model.
+
+// backend creates, opens and lists sessions.
+type backend interface {
+	// Create makes a new durable session and the agent that drives it.
+	Create(ctx context.Context, spec sessionSpec) (sessionHandle, error)
+	// Open reopens an existing session (writable) with a fresh agent.
+	Open(ctx context.Context, id string, approver approverFunc) (sessionHandle, error)
+	// List describes the sessions on disk without parsing whole files.
+	List(ctx context.Context) ([]sessionInfo, error)
+}
+
+// sessionSpec is what octet/session/new asks for.
+type sessionSpec struct {
+	Cwd       string
+	Title     string
+	Model     string
+	Reasoning string
+	Approver  approverFunc
+}
+
+// sessionInfo is one row of octet/session/list.
+type sessionInfo struct {
+	SessionID      string    `json:"sessionId"`
+	Title          string    `json:"title"`
+	Cwd            string    `json:"cwd"`
+	CreatedAt      time.Time `json:"createdAt"`
+	UpdatedAt      time.Time `json:"updatedAt"`
+	UsageUncertain bool      `json:"usageUncertain"`
+}
+
+// sessionHandle is one open session with its agent.
+type sessionHandle interface {
+	ID() string
+	Cwd() string
+	// Head is the active head entry id ("" for an empty session).
+	Head() string
+	// Transcript is the active branch, oldest first, as JSON-ready values.
+	Transcript() (any, error)
+	// Usage is the session's known usage totals and whether they are
+	// uncertain (a known subtotal rather than a complete total).
+	Usage() (usage any, uncertain bool)
+	// SetHead moves the active head to entryID (a durable head update).
+	SetHead(entryID string) error
+	// Prompt starts one run. It fails with errBusy when a run is active.
+	Prompt(ctx context.Context, text string, withoutTools bool) (runHandle, error)
+	// SetModel and SetReasoning apply a setting and return the effective one.
+	SetModel(model string) (string, error)
+	SetReasoning(effort string) (string, error)
+	// Policy is the EffectiveToolPolicy snapshot.
+	Policy() any
+	// Close releases the session file.
+	Close() error
+}
+
+// runHandle is one run.
+type runHandle interface {
+	ID() string
+	// Next blocks for the run's next event; ok is false once the event
+	// stream has ended (after run_finished).
+	Next() (ev wireEvent, ok bool)
+	Steer(text string) (messageID string, err error)
+	FollowUp(text string) (messageID string, err error)
+	FinishNow(text string) error
+	// Cancel is the level-triggered abort; it is idempotent.
+	Cancel()
+	// Wait blocks until the run has settled.
+	Wait() runResult
+}
+
+// wireEvent is one agent event ready for the wire.
+type wireEvent struct {
+	// Kind is the snake_case event kind.
+	Kind string
+	// Body is the event object, fields beside "kind".
+	Body json.RawMessage
+}
+
+// runResult is how a run ended.
+type runResult struct {
+	Outcome string
+	Usage   any
+	Err     error
+}
+
+// approverFunc asks the editor to confirm one effect; the server binds one
+// per session.
+type approverFunc func(ctx context.Context, req approvalRequest) (approved bool, digest string, err error)
+
+// approvalRequest is the editor-facing view of one effect confirmation.
+type approvalRequest struct {
+	RunID     string
+	CallID    string
+	Tool      string
+	Effect    string
+	Title     string
+	Detail    string
+	Diff      string
+	Digest    string
+	ExpiresAt time.Time
+}
+
+// Errors the backend reports for the server to map onto protocol errors.
+var (
+	// errBusy: a prompt while the session already has a run.
+	errBusy = errors.New("session already has an active run")
+	// errRunEnded: a control sent to a run that has ended.
+	errRunEnded = errors.New("run has ended")
+	// errNoSession: an unknown session id.
+	errNoSession = errors.New("no such session")
+)

@@ -1,0 +1,117 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// executeCommand handles workspace/executeCommand for plain LSP clients:
+//
+//   - octet.prompt [{sessionId?, text, withoutTools?}] or ["text"]: like
+//     octet/prompt; without a sessionId it uses this connection's default
+//     session, created in the workspace on first use.
+//   - octet.cancel [{runId?}]: cancels the run, or every active run.
+//   - octet.approve / octet.deny [{digest?, callId?}]: answers a pending
+//     approval (the only one, or the one named).
+func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
+	var p struct {
+		Command   string            `json:"command"`
+		Arguments []json.RawMessage `json:"arguments"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	var arg json.RawMessage
+	if len(p.Arguments) > 0 {
+		arg = p.Arguments[0]
+	}
+	switch p.Command {
+	case "octet.prompt":
+		return s.commandPrompt(ctx, req, arg)
+	case "octet.cancel":
+		var a struct {
+			RunID string `json:"runId"`
+		}
+		if err := decodeParams(arg, &a); err != nil {
+			return nil, err
+		}
+		if a.RunID != "" {
+			return s.cancelRun(ctx, req, jsonrpc2.RawMessage(mustJSON(a)))
+		}
+		s.mu.Lock()
+		runs := make([]*runState, 0, len(s.runs))
+		for _, r := range s.runs {
+			runs = append(runs, r)
+		}
+		s.mu.Unlock()
+		for _, r := range runs {
+			r.cancel("octet.cancel")
+		}
+		return rawResult(map[string]int{"cancelled": len(runs)})
+	case "octet.approve", "octet.deny":
+		var a struct {
+			Digest string `json:"digest"`
+			CallID string `json:"callId"`
+		}
+		if err := decodeParams(arg, &a); err != nil {
+			return nil, err
+		}
+		n, err := s.decideApproval(p.Command == "octet.approve", a.CallID, a.Digest)
+		if err != nil {
+			return nil, err
+		}
+		return rawResult(map[string]int{"resolved": n})
+	default:
+		return nil, invalidParams("unknown command %q (known: %v)", p.Command, commands)
+	}
+}
+
+func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg json.RawMessage) (any, error) {
+	var p promptParams
+	if len(arg) > 0 && arg[0] == '"' {
+		if err := json.Unmarshal(arg, &p.Text); err != nil {
+			return nil, invalidParams("octet.prompt: %v", err)
+		}
+	} else if err := decodeParams(arg, &p); err != nil {
+		return nil, err
+	}
+	var ss *sessionState
+	if p.SessionID != "" {
+		var err error
+		if ss, err = s.session(p.SessionID); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if ss, err = s.defaultSession(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return s.runPrompt(ctx, req.ID(), ss, p)
+}
+
+// defaultSession is the session octet.prompt uses without a sessionId.
+func (s *Server) defaultSession(ctx context.Context) (*sessionState, error) {
+	s.mu.Lock()
+	id := s.defaultID
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss != nil {
+		return ss, nil
+	}
+	cwd, err := s.resolveCwd("")
+	if err != nil {
+		return nil, fmt.Errorf("octet.prompt: %w", err)
+	}
+	ss, err = s.createSession(ctx, sessionSpec{Cwd: cwd, Title: "editor session"})
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.defaultID = ss.id
+	s.mu.Unlock()
+	return ss, nil
+}

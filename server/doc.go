@@ -1,0 +1,36 @@
+// Package server is octet's editor protocol server: the LSP base protocol
+// (Content-Length framed JSON-RPC 2.0 over stdio) carrying the standard
+// lifecycle plus the octet/* methods documented in docs/protocol.md. It is
+// the only package that knows JSON-RPC; it drives sessions and runs through
+// the agent package and never writes anything but protocol bytes to its
+// output stream.
+//
+// # Message order
+//
+// Incoming messages are handled in wire order on one reader. A long request
+// (octet/prompt, shutdown) first registers what later messages need (its
+// run, so that $/cancelRequest finds it), then releases the reader with
+// jsonrpc2.Async and continues on its own goroutine, which owns the run until
+// it ends. Notification handlers never fail: an error from one would end the
+// connection in jsonrpc2 v1.0.1, so they log instead.
+//
+// # Delivery contract of the streams the server emits
+//
+//   - octet/event and octet/recoveredOutput: every event of a run, in order,
+//     each with a per-session seq that grows by one for the life of the
+//     process. Delivery is must-deliver with back-pressure: a client that
+//     stops reading stalls the run rather than losing events. The last
+//     Options.EventBuffer events of each session are kept for
+//     octet/session/resume.
+//   - $/progress: begin at run start, human-level reports (coalesced: a
+//     report equal to the previous one is not repeated), end exactly once
+//     when the run ends, sent even when the request was cancelled.
+//   - Server→client requests (octet/confirmEffect, window/showMessageRequest,
+//     window/workDoneProgress/create) always carry a timeout; an approval
+//     that times out, fails or is answered with a different digest is a
+//     denial.
+//
+// Bad input — a malformed frame, invalid JSON, an unknown method, bad
+// params, a panic in a handler — is answered with a JSON-RPC error and
+// logged; it never ends the server.
+package server

@@ -1,0 +1,317 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// maxFrameBytes bounds one incoming message body. A larger Content-Length is
+// skipped (the bytes are drained, not buffered) and answered with an error.
+const maxFrameBytes = 64 << 20
+
+// maxHeaderLine bounds one header line; a longer line is treated as garbage.
+const maxHeaderLine = 8 << 10
+
+// errBadFrame marks a frame the tolerant stream answered with an error and
+// skipped; Read never returns it.
+var errBadFrame = errors.New("malformed frame")
+
+// tolerantStream is a jsonrpc2.Stream with LSP Content-Length framing that
+// never ends the connection because of what the peer sent: a malformed header,
+// an oversized body, invalid JSON or an invalid JSON-RPC envelope is answered
+// with a JSON-RPC error response (-32700 or -32600, id null when unknown) and
+// the stream resynchronizes on the next "Content-Length:" header. Only the
+// transport ending (EOF, a read error) ends Read.
+//
+// jsonrpc2 v1.0.1's own header framer returns ErrInvalidHeader or ErrParse
+// from Read for such input, which terminates the connection's read loop; this
+// type exists so that bad input from an editor never kills the server.
+type tolerantStream struct {
+	in    *bufio.Reader
+	out   jsonrpc2.Stream // jsonrpc2's header framer, used for writes only
+	log   *slog.Logger
+	limit int
+
+	endOnce sync.Once
+	endCh   chan struct{}
+}
+
+var _ jsonrpc2.Stream = (*tolerantStream)(nil)
+
+// newTolerantStream returns a tolerant LSP stream over rwc.
+func newTolerantStream(rwc io.ReadWriteCloser, log *slog.Logger) *tolerantStream {
+	return &tolerantStream{
+		in:    bufio.NewReaderSize(rwc, 64<<10),
+		out:   jsonrpc2.NewHeaderStream(rwc),
+		log:   log,
+		limit: maxFrameBytes,
+		endCh: make(chan struct{}),
+	}
+}
+
+// Read returns the next well-formed message, answering and skipping every
+// malformed one before it.
+func (s *tolerantStream) Read(ctx context.Context) (jsonrpc2.Message, int64, error) {
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, 0, err
+		}
+		body, n, err := s.readFrame()
+		if errors.Is(err, errBadFrame) {
+			continue
+		}
+		if err != nil {
+			s.endOnce.Do(func() { close(s.endCh) })
+			return nil, 0, err
+		}
+		msg, derr := jsonrpc2.DecodeMessage(body)
+		if derr == nil {
+			return msg, n, nil
+		}
+		s.answerInvalid(ctx, body, derr)
+	}
+}
+
+// ended is closed once Read has hit the end of the transport.
+func (s *tolerantStream) ended() <-chan struct{} { return s.endCh }
+
+// Write frames msg with the LSP header framing in one write.
+func (s *tolerantStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
+	return s.out.Write(ctx, msg)
+}
+
+// Close closes the underlying transport.
+func (s *tolerantStream) Close() error { return s.out.Close() }
+
+// readFrame reads one header block and its body. It returns errBadFrame after
+// answering a frame it had to skip, and a transport error otherwise.
+func (s *tolerantStream) readFrame() ([]byte, int64, error) {
+	length, consumed, err := s.readHeader()
+	if err != nil {
+		return nil, 0, err
+	}
+	if length > s.limit {
+		if _, err := io.CopyN(io.Discard, s.in, int64(length)); err != nil {
+			return nil, 0, unexpectedEOF(err)
+		}
+		s.reply(context.Background(), jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+			fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", length, s.limit)))
+		return nil, 0, errBadFrame
+	}
+	body := make([]byte, length)
+	if _, err := io.ReadFull(s.in, body); err != nil {
+		return nil, 0, unexpectedEOF(err)
+	}
+	return body, int64(consumed + length), nil
+}
+
+// readHeader parses one header block. A block without a usable
+// Content-Length is answered with a parse error; the stream then skips to
+// the next line that contains "Content-Length:" (which may follow a body
+// with no newline) and continues from there.
+func (s *tolerantStream) readHeader() (length, consumed int, err error) {
+	have := false
+	bad := ""
+	for {
+		line, err := s.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) && consumed > 0 {
+				err = io.ErrUnexpectedEOF
+			}
+			return 0, 0, err
+		}
+		consumed += len(line)
+		trimmed := strings.TrimRight(string(line), "\r\n")
+		if trimmed == "" {
+			if have && bad == "" {
+				return length, consumed, nil
+			}
+			if !have && bad == "" && consumed == len(line) {
+				// A stray blank line between frames: ignore it.
+				consumed = 0
+				continue
+			}
+			if bad == "" {
+				bad = "missing Content-Length header"
+			}
+			s.reply(context.Background(), jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
+			return 0, 0, errBadFrame
+		}
+		// Resynchronize: a header may follow garbage on the same line (a
+		// body that was shorter than its Content-Length said, say).
+		if i := indexFold(trimmed, "content-length:"); i > 0 || (i == 0 && bad != "") {
+			if bad == "" {
+				bad = "unexpected bytes before header"
+			}
+			s.reply(context.Background(), jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
+			trimmed = trimmed[i:]
+			have, bad, consumed = false, "", len(trimmed)
+		}
+		name, value, ok := strings.Cut(trimmed, ":")
+		if !ok {
+			if bad == "" {
+				bad = fmt.Sprintf("header line %q has no colon", truncate(trimmed, 40))
+			}
+			continue
+		}
+		if strings.EqualFold(strings.TrimSpace(name), "content-length") {
+			n, perr := strconv.Atoi(strings.TrimSpace(value))
+			if perr != nil || n <= 0 {
+				if bad == "" {
+					bad = fmt.Sprintf("bad Content-Length %q", truncate(strings.TrimSpace(value), 40))
+				}
+				continue
+			}
+			length, have = n, true
+		}
+	}
+}
+
+// readLine reads one line, bounding its length: a longer line is returned
+// truncated (the rest is discarded) so garbage cannot grow memory.
+func (s *tolerantStream) readLine() ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := s.in.ReadSlice('\n')
+		if len(line) < maxHeaderLine {
+			line = append(line, chunk[:min(len(chunk), maxHeaderLine-len(line))]...)
+		}
+		switch {
+		case err == nil:
+			if line[len(line)-1] != '\n' {
+				line = append(line, '\n')
+			}
+			return line, nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return nil, io.ErrUnexpectedEOF
+		default:
+			return nil, err
+		}
+	}
+}
+
+// answerInvalid replies to a body that is not a valid JSON-RPC message. A
+// malformed response (something without "method") is only logged: answering
+// a response would confuse the peer.
+func (s *tolerantStream) answerInvalid(ctx context.Context, body []byte, derr error) {
+	if !json.Valid(body) {
+		s.reply(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "parse error: message body is not valid JSON"))
+		return
+	}
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+		Result json.RawMessage `json:"result"`
+		Error  json.RawMessage `json:"error"`
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		s.reply(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: JSON-RPC batches are not supported by the LSP base protocol"))
+		return
+	}
+	if json.Unmarshal(body, &probe) != nil {
+		s.reply(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: message is not a JSON object"))
+		return
+	}
+	if probe.Method == nil && (probe.Result != nil || probe.Error != nil) {
+		s.log.Warn("dropping malformed response from client", "error", derr)
+		return
+	}
+	s.reply(ctx, probeID(probe.ID), jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: "+describeInvalid(body)))
+}
+
+// describeInvalid names what is wrong with a JSON object that is not a valid
+// JSON-RPC 2.0 request.
+func describeInvalid(body []byte) string {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return "not a JSON object"
+	}
+	if v, ok := m["jsonrpc"]; !ok || string(bytes.TrimSpace(v)) != `"2.0"` {
+		return `"jsonrpc" must be "2.0"`
+	}
+	var method string
+	if json.Unmarshal(m["method"], &method) != nil {
+		return `"method" must be a string`
+	}
+	if _, ok := m["result"]; ok {
+		return `a request must not carry "result" or "error"`
+	}
+	if id, ok := m["id"]; ok {
+		if _, valid := decodeIDValue(id); !valid {
+			return `"id" must be a string, an integer or null`
+		}
+	}
+	return "malformed envelope"
+}
+
+// probeID recovers a request id for an error reply, or the null id.
+func probeID(raw json.RawMessage) jsonrpc2.ID {
+	id, ok := decodeIDValue(raw)
+	if !ok {
+		return jsonrpc2.ID{}
+	}
+	return id
+}
+
+// decodeIDValue decodes a JSON-RPC id (integer or string). It reports false
+// for any other shape.
+func decodeIDValue(raw json.RawMessage) (jsonrpc2.ID, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		return jsonrpc2.ID{}, false
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			return jsonrpc2.ID{}, false
+		}
+		return jsonrpc2.NewStringID(s), true
+	}
+	n, err := strconv.ParseInt(string(raw), 10, 64)
+	if err != nil {
+		return jsonrpc2.ID{}, false
+	}
+	return jsonrpc2.NewNumberID(n), true
+}
+
+// reply writes an error response; a write failure is logged (the read side
+// will see the transport end on its own).
+func (s *tolerantStream) reply(ctx context.Context, id jsonrpc2.ID, e *jsonrpc2.Error) {
+	s.log.Warn("answering malformed input", "code", int(e.Code), "error", e.Message)
+	if _, err := s.out.Write(context.WithoutCancel(ctx), jsonrpc2.NewResponse(id, nil, e)); err != nil {
+		s.log.Debug("writing error response", "error", err)
+	}
+}
+
+func unexpectedEOF(err error) error {
+	if errors.Is(err, io.EOF) {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}
+
+// indexFold is strings.Index with ASCII case folding on s.
+func indexFold(s, substr string) int {
+	return strings.Index(strings.ToLower(s), substr)
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

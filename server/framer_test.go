@@ -1,0 +1,164 @@
+package server
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+)
+
+// rawClient speaks raw bytes to a server, for inputs a jsonrpc2 client
+// would never produce.
+type rawClient struct {
+	t    *testing.T
+	conn net.Conn
+	in   *bufio.Reader
+}
+
+func newRawClient(t *testing.T, opts Options) (*rawClient, chan error) {
+	t.Helper()
+	cli, srvEnd := net.Pipe()
+	if opts.Logger == nil {
+		opts.Logger = testLogger(t)
+	}
+	served := make(chan error, 1)
+	go func() { served <- New(opts).Serve(context.Background(), srvEnd) }()
+	t.Cleanup(func() {
+		_ = cli.Close()
+		select {
+		case <-served:
+		case <-time.After(editorTimeout):
+			t.Error("server did not stop")
+		}
+	})
+	return &rawClient{t: t, conn: cli, in: bufio.NewReader(cli)}, served
+}
+
+func frame(body string) string {
+	return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+func (c *rawClient) write(s string) {
+	c.t.Helper()
+	_ = c.conn.SetWriteDeadline(time.Now().Add(editorTimeout))
+	if _, err := io.WriteString(c.conn, s); err != nil {
+		c.t.Fatalf("write: %v", err)
+	}
+}
+
+// read returns the next server message.
+func (c *rawClient) read() map[string]any {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(editorTimeout))
+	n := -1
+	for {
+		line, err := c.in.ReadString('\n')
+		if err != nil {
+			c.t.Fatalf("read header: %v", err)
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+			fmt.Sscan(v, &n)
+		}
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(c.in, body); err != nil {
+		c.t.Fatalf("read body: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		c.t.Fatalf("server sent invalid JSON %q: %v", body, err)
+	}
+	return m
+}
+
+func errCode(m map[string]any) int {
+	e, _ := m["error"].(map[string]any)
+	if e == nil {
+		return 0
+	}
+	c, _ := e["code"].(float64)
+	return int(c)
+}
+
+// TestMalformedFrames sends every kind of broken input and checks each is
+// answered with the right JSON-RPC error while the server keeps serving.
+func TestMalformedFrames(t *testing.T) {
+	c, _ := newRawClient(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":null,"capabilities":{},"trace":null}}`
+	c.write(frame(init))
+	if m := c.read(); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	cases := []struct {
+		name  string
+		input string
+		code  int
+		id    any
+	}{
+		{"invalid JSON", frame(`{"jsonrpc":"2.0","id":2,"method":`), -32700, nil},
+		{"not an object", frame(`42`), -32600, nil},
+		{"batch", frame(`[{"jsonrpc":"2.0","id":3,"method":"octet/session/list"}]`), -32600, nil},
+		{"wrong version", frame(`{"jsonrpc":"1.0","id":4,"method":"octet/session/list"}`), -32600, float64(4)},
+		{"method not a string", frame(`{"jsonrpc":"2.0","id":5,"method":7}`), -32600, float64(5)},
+		{"bad id", frame(`{"jsonrpc":"2.0","id":{"a":1},"method":"octet/session/list"}`), -32600, nil},
+		{"no content-length", "Content-Type: application/json\r\n\r\n", -32700, nil},
+		{"bad content-length", "Content-Length: lots\r\n\r\n", -32700, nil},
+		{"negative content-length", "Content-Length: -5\r\n\r\n", -32700, nil},
+		{"garbage line", "hello there\r\n\r\n", -32700, nil},
+		{"short body then header", "Content-Length: 5\r\n\r\n{\"jsonrpc\"" + frame(`{"jsonrpc":"2.0","id":6,"method":"octet/nothing"}`), -32700, nil},
+	}
+	for _, tc := range cases {
+		c.write(tc.input)
+		m := c.read()
+		if errCode(m) != tc.code || fmt.Sprint(m["id"]) != fmt.Sprint(tc.id) {
+			t.Errorf("%s: got %v, want error %d with id %v", tc.name, m, tc.code, tc.id)
+		}
+		if tc.name == "short body then header" {
+			// The 5-byte body was invalid JSON; then the garbage before
+			// the next header; then the real request behind it.
+			m2 := c.read()
+			m3 := c.read()
+			if errCode(m2) != -32700 || errCode(m3) != -32601 || m3["id"] != float64(6) {
+				t.Errorf("resync: got %v then %v, want -32700 then -32601 for id 6", m2, m3)
+			}
+		}
+	}
+	// A frame larger than the limit is drained and refused.
+	c.write(fmt.Sprintf("Content-Length: %d\r\n\r\n", maxFrameBytes+1))
+	go func() {
+		chunk := strings.Repeat(" ", 1<<20)
+		for n := 0; n <= maxFrameBytes; n += len(chunk) {
+			_, _ = io.WriteString(c.conn, chunk[:min(len(chunk), maxFrameBytes+1-n)])
+		}
+	}()
+	if m := c.read(); errCode(m) != -32600 {
+		t.Errorf("oversized frame: got %v, want -32600", m)
+	}
+	// Still serving, in order.
+	c.write(frame(`{"jsonrpc":"2.0","id":9,"method":"octet/session/list","params":null}`))
+	if m := c.read(); m["id"] != float64(9) || m["error"] != nil {
+		t.Errorf("after malformed input: %v", m)
+	}
+}
+
+// TestMalformedResponseIgnored checks that a broken response from the
+// client is dropped without an answer.
+func TestMalformedResponseIgnored(t *testing.T) {
+	c, _ := newRawClient(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	c.write(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	c.read()
+	c.write(frame(`{"jsonrpc":"1.0","id":99,"result":{}}`))
+	c.write(frame(`{"jsonrpc":"2.0","id":2,"method":"shutdown"}`))
+	if m := c.read(); m["id"] != float64(2) || m["error"] != nil {
+		t.Errorf("after a malformed response: %v, want the shutdown answer", m)
+	}
+}

@@ -1,0 +1,265 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
+)
+
+// ProtocolVersion is the octet protocol version advertised under
+// capabilities.experimental.octet.version.
+const ProtocolVersion = 1
+
+// Commands offered through workspace/executeCommand for plain LSP clients.
+var commands = []string{"octet.prompt", "octet.cancel", "octet.approve", "octet.deny"}
+
+// clientCaps is what the client said it can do.
+type clientCaps struct {
+	confirmEffect    bool // experimental.octet.confirmEffect
+	recoveredOutput  bool // experimental.octet.recoveredOutput
+	events           bool // experimental.octet.events
+	workDoneProgress bool // window.workDoneProgress
+	logLevel         slog.Level
+	logToClient      bool // initializationOptions asked for window/logMessage
+}
+
+// initializeParams holds the fields of InitializeParams the server uses,
+// decoded leniently: "trace": null, a null rootUri and unknown or odd
+// capability values are all accepted.
+type initializeParams struct {
+	ProcessID json.RawMessage `json:"processId"`
+	RootURI   *string         `json:"rootUri"`
+	RootPath  *string         `json:"rootPath"`
+	Folders   []struct {
+		URI  string `json:"uri"`
+		Name string `json:"name"`
+	} `json:"workspaceFolders"`
+	Trace        *string `json:"trace"`
+	Capabilities struct {
+		Window *struct {
+			WorkDoneProgress *bool `json:"workDoneProgress"`
+		} `json:"window"`
+		Experimental *struct {
+			Octet *struct {
+				ConfirmEffect   bool `json:"confirmEffect"`
+				RecoveredOutput bool `json:"recoveredOutput"`
+				Events          bool `json:"events"`
+			} `json:"octet"`
+		} `json:"experimental"`
+	} `json:"capabilities"`
+	InitializationOptions *struct {
+		LogLevel string `json:"logLevel"`
+	} `json:"initializationOptions"`
+}
+
+// initialize records the client's capabilities and workspace and answers
+// with the server's.
+func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
+	var p initializeParams
+	if err := decodeLenient(raw, &p); err != nil {
+		return nil, err
+	}
+	caps := clientCaps{logLevel: slog.LevelInfo}
+	if w := p.Capabilities.Window; w != nil && w.WorkDoneProgress != nil {
+		caps.workDoneProgress = *w.WorkDoneProgress
+	}
+	if e := p.Capabilities.Experimental; e != nil && e.Octet != nil {
+		caps.confirmEffect = e.Octet.ConfirmEffect
+		caps.recoveredOutput = e.Octet.RecoveredOutput
+		caps.events = e.Octet.Events
+	}
+	if o := p.InitializationOptions; o != nil && o.LogLevel != "" {
+		var l slog.Level
+		if err := l.UnmarshalText([]byte(o.LogLevel)); err == nil {
+			caps.logLevel, caps.logToClient = l, true
+		} else {
+			s.log.Warn("ignoring bad initializationOptions.logLevel", "value", o.LogLevel)
+		}
+	}
+	ws := workspaceFromParams(p)
+
+	s.mu.Lock()
+	s.caps = caps
+	s.workspace = ws
+	if p.Trace != nil {
+		s.trace = normalizeTrace(*p.Trace)
+	}
+	s.state = stateInitialized
+	s.mu.Unlock()
+	s.log.Info("initialized", "workspace", ws, "confirmEffect", caps.confirmEffect, "workDoneProgress", caps.workDoneProgress)
+
+	experimental, err := json.Marshal(map[string]any{
+		"octet": map[string]any{
+			"version":         ProtocolVersion,
+			"events":          true,
+			"confirmEffect":   true,
+			"recoveredOutput": true,
+			"resume":          true,
+			"eventBuffer":     s.opts.EventBuffer,
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &protocol.InitializeResult{
+		Capabilities: protocol.ServerCapabilities{
+			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: commands},
+			Experimental:           jsontext.Value(experimental),
+		},
+		ServerInfo: protocol.ServerInfo{Name: "octet", Version: protocol.NewOptional(s.opts.Version)},
+	}, nil
+}
+
+// decodeLenient is decodeParams for initialize: it tolerates type
+// mismatches in fields the server does not rely on by retrying with the
+// offending capability sections dropped.
+func decodeLenient(raw []byte, v *initializeParams) error {
+	err := decodeParams(raw, v)
+	if err == nil {
+		return nil
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return err
+	}
+	for _, k := range []string{"trace", "initializationOptions", "processId", "rootPath"} {
+		var probe initializeParams
+		b, _ := json.Marshal(map[string]json.RawMessage{k: m[k]})
+		if json.Unmarshal(b, &probe) != nil {
+			delete(m, k)
+		}
+	}
+	b, _ := json.Marshal(m)
+	*v = initializeParams{}
+	if json.Unmarshal(b, v) == nil {
+		return nil
+	}
+	return err
+}
+
+// workspaceFromParams picks the workspace root: the first workspace folder,
+// else rootUri, else rootPath. It never falls back to the process cwd.
+func workspaceFromParams(p initializeParams) string {
+	for _, f := range p.Folders {
+		if path := uriToPath(f.URI); path != "" {
+			return path
+		}
+	}
+	if p.RootURI != nil {
+		if path := uriToPath(*p.RootURI); path != "" {
+			return path
+		}
+	}
+	if p.RootPath != nil && filepath.IsAbs(*p.RootPath) {
+		return filepath.Clean(*p.RootPath)
+	}
+	return ""
+}
+
+// uriToPath converts a file:// URI to an absolute path ("" otherwise).
+func uriToPath(u string) string {
+	parsed, err := url.Parse(u)
+	if err != nil || parsed.Scheme != "file" {
+		return ""
+	}
+	path := parsed.Path
+	if path == "" || !filepath.IsAbs(path) {
+		return ""
+	}
+	return filepath.Clean(path)
+}
+
+func normalizeTrace(v string) string {
+	switch v {
+	case "messages", "verbose":
+		return v
+	default:
+		return "off"
+	}
+}
+
+func (s *Server) setTrace(v string) {
+	s.mu.Lock()
+	s.trace = normalizeTrace(v)
+	s.mu.Unlock()
+}
+
+// clientLogLevel reports whether a record at l goes to window/logMessage.
+func (s *Server) clientLogLevel(l slog.Level) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state == stateNew {
+		return false
+	}
+	switch {
+	case s.caps.logToClient:
+		return l >= s.caps.logLevel
+	case s.trace == "verbose":
+		return true
+	case s.trace == "messages":
+		return l >= slog.LevelInfo
+	}
+	return false
+}
+
+// cancelRequest handles $/cancelRequest: a numeric or string id naming an
+// octet/prompt (or octet.prompt command) cancels that run. Unknown ids are
+// ignored, as LSP asks.
+func (s *Server) cancelRequest(raw jsonrpc2.RawMessage) {
+	var p struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		s.log.Warn("bad $/cancelRequest params", "error", err)
+		return
+	}
+	id, ok := decodeIDValue(p.ID)
+	if !ok {
+		s.log.Warn("bad $/cancelRequest id", "id", string(p.ID))
+		return
+	}
+	s.mu.Lock()
+	r := s.byRequest[id]
+	s.mu.Unlock()
+	if r != nil {
+		r.cancel(fmt.Sprintf("$/cancelRequest %v", id))
+	}
+}
+
+// cancelProgress handles window/workDoneProgress/cancel for a run's token.
+func (s *Server) cancelProgress(raw jsonrpc2.RawMessage) {
+	var p struct {
+		Token json.RawMessage `json:"token"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		s.log.Warn("bad window/workDoneProgress/cancel params", "error", err)
+		return
+	}
+	key := tokenKey(p.Token)
+	s.mu.Lock()
+	r := s.byToken[key]
+	s.mu.Unlock()
+	if r != nil {
+		r.cancel("window/workDoneProgress/cancel")
+	}
+}
+
+// tokenKey normalizes a progress token (number or string) for lookup.
+func tokenKey(raw json.RawMessage) string {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return "s:" + s
+		}
+	}
+	return "n:" + strings.TrimSpace(string(raw))
+}

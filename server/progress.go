@@ -1,0 +1,232 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.lsp.dev/protocol"
+)
+
+// maxCallArgs bounds the streamed arguments kept per call for progress
+// titles ("Running bash: go test").
+const maxCallArgs = 16 << 10
+
+// progress reports one run as $/progress begin/report/end on a work-done
+// token: the client's, or one the server created with
+// window/workDoneProgress/create. A zero progress (no token) does nothing.
+type progress struct {
+	s     *Server
+	token json.RawMessage
+
+	mu    sync.Mutex
+	last  string
+	ended bool
+	names map[string]string // callId → tool name
+	args  map[string]*bytes.Buffer
+}
+
+// startProgress picks the run's token and sends begin.
+func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progress {
+	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}}
+	switch {
+	case len(clientToken) > 0 && string(clientToken) != "null":
+		p.token = clientToken
+	default:
+		s.mu.Lock()
+		can := s.caps.workDoneProgress
+		s.tokenSeq++
+		tok := fmt.Sprintf("octet/run/%s/%d", r.id, s.tokenSeq)
+		s.mu.Unlock()
+		if !can {
+			return p
+		}
+		token, _ := json.Marshal(tok)
+		if _, err := s.call(s.ctx, s.opts.RequestTimeout, "window/workDoneProgress/create",
+			&protocol.WorkDoneProgressCreateParams{Token: protocol.String(tok)}); err != nil {
+			s.log.Warn("client refused a progress token; continuing without $/progress", "run", r.id, "error", err)
+			return p
+		}
+		p.token = token
+		s.mu.Lock()
+		r.token = tokenKey(token)
+		s.byToken[r.token] = r
+		s.mu.Unlock()
+	}
+	cancellable := true
+	msg := "Starting"
+	p.send(&protocol.WorkDoneProgressBegin{Kind: "begin", Title: "octet", Cancellable: &cancellable, Message: &msg})
+	p.last = msg
+	return p
+}
+
+// send writes one $/progress notification.
+func (p *progress) send(value any) {
+	if p.token == nil {
+		return
+	}
+	v, err := protocol.Marshal(value)
+	if err != nil {
+		p.s.log.Error("encoding progress", "error", err)
+		return
+	}
+	b := make([]byte, 0, len(v)+len(p.token)+24)
+	b = append(b, `{"token":`...)
+	b = append(b, p.token...)
+	b = append(b, `,"value":`...)
+	b = append(b, v...)
+	b = append(b, '}')
+	p.s.notify("$/progress", json.RawMessage(b))
+}
+
+// report sends a report unless it repeats the previous message.
+func (p *progress) report(msg string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.token == nil || p.ended || msg == "" || msg == p.last {
+		return
+	}
+	p.last = msg
+	p.send(&protocol.WorkDoneProgressReport{Kind: "report", Message: &msg})
+}
+
+// end sends end exactly once.
+func (p *progress) end(outcome string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.token == nil || p.ended {
+		return
+	}
+	p.ended = true
+	msg := outcomeMessage(outcome)
+	p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &msg})
+}
+
+func outcomeMessage(outcome string) string {
+	switch outcome {
+	case "completed":
+		return "Done"
+	case "cancelled":
+		return "Cancelled"
+	case "max_turns":
+		return "Stopped: turn limit reached"
+	default:
+		return "Failed"
+	}
+}
+
+// observe turns an event into a human-level report.
+func (p *progress) observe(ev wireEvent) {
+	if p.token == nil {
+		return
+	}
+	switch ev.Kind {
+	case "run_started":
+		p.report("Thinking")
+	case "output_delta":
+		var b struct {
+			Channel string `json:"channel"`
+		}
+		_ = json.Unmarshal(ev.Body, &b)
+		if b.Channel == "reasoning" {
+			p.report("Thinking")
+		} else {
+			p.report("Writing")
+		}
+	case "tool_call_started":
+		var b struct {
+			CallID, Name string
+		}
+		if json.Unmarshal(ev.Body, &b) == nil {
+			p.mu.Lock()
+			p.names[b.CallID] = b.Name
+			p.mu.Unlock()
+		}
+	case "tool_call_delta":
+		var b struct {
+			CallID, Delta string
+		}
+		if json.Unmarshal(ev.Body, &b) == nil {
+			p.mu.Lock()
+			buf := p.args[b.CallID]
+			if buf == nil {
+				buf = new(bytes.Buffer)
+				p.args[b.CallID] = buf
+			}
+			if buf.Len()+len(b.Delta) <= maxCallArgs {
+				buf.WriteString(b.Delta)
+			}
+			p.mu.Unlock()
+		}
+	case "tool_started":
+		var b struct {
+			CallID, Tool string
+		}
+		if json.Unmarshal(ev.Body, &b) == nil {
+			p.mu.Lock()
+			args := p.args[b.CallID]
+			delete(p.args, b.CallID)
+			p.mu.Unlock()
+			p.report(toolMessage(b.Tool, args))
+		}
+	case "tool_finished":
+		p.report("Thinking")
+	case "provider_retry":
+		p.report(retryMessage(ev.Body))
+	case "compaction_started":
+		p.report("Compacting context")
+	case "compaction_finished":
+		p.report("Thinking")
+	}
+}
+
+// toolMessage is "Running bash: go test" / "Running edit: main.go".
+func toolMessage(tool string, args *bytes.Buffer) string {
+	msg := "Running " + tool
+	if args == nil {
+		return msg
+	}
+	var a map[string]any
+	if json.Unmarshal(args.Bytes(), &a) != nil {
+		return msg
+	}
+	for _, k := range []string{"command", "path", "pattern"} {
+		if v, ok := a[k].(string); ok && v != "" {
+			line, _, _ := strings.Cut(v, "\n")
+			return msg + ": " + truncate(line, 60)
+		}
+	}
+	return msg
+}
+
+// retryMessage is "Reconnecting 3/12 in 5s" or "Waiting for network".
+func retryMessage(body json.RawMessage) string {
+	var b struct {
+		Attempt     int    `json:"attempt"`
+		MaxAttempts *int   `json:"maxAttempts"`
+		DelayMs     int64  `json:"delayMs"`
+		RetryKind   string `json:"retryKind"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return "Reconnecting"
+	}
+	if b.RetryKind == "waiting_for_network" || b.MaxAttempts == nil {
+		return "Waiting for network"
+	}
+	return fmt.Sprintf("Reconnecting %d/%d in %s", b.Attempt, *b.MaxAttempts, humanDelay(time.Duration(b.DelayMs)*time.Millisecond))
+}
+
+func humanDelay(d time.Duration) string {
+	switch {
+	case d >= time.Second && d%time.Second == 0:
+		return fmt.Sprintf("%ds", d/time.Second)
+	case d >= time.Second:
+		return fmt.Sprintf("%.1fs", d.Seconds())
+	default:
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	}
+}
+

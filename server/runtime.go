@@ -1,0 +1,358 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// Runtime is what the server needs from configuration: where sessions
+// live and how to build the agent for one session. The CLI fills it from
+// flags, config files and credentials; tests fill it with a loopback
+// provider.
+type Runtime struct {
+	// SessionsDir holds the session files ($OCTET_HOME/sessions).
+	SessionsDir string
+	// NewAgent builds the agent, its tools and broker for one open session.
+	// It must install spec.Approver as the broker's Approver. Required.
+	NewAgent func(ctx context.Context, spec AgentSpec) (*Built, error)
+	// ResolveModel maps a model name (octet/setModel, octet/session/new) to
+	// a provider model; nil uses provider.LookupModel and, for an unknown
+	// name, a model with only that name.
+	ResolveModel func(name string) (provider.Model, error)
+}
+
+// AgentSpec is what the server knows when it needs an agent.
+type AgentSpec struct {
+	// Session is the writable session the agent drives.
+	Session *session.Session
+	// Workspace is the session's absolute working directory.
+	Workspace string
+	// Model and Reasoning are what the client asked for ("" for the
+	// configured default).
+	Model, Reasoning string
+	// Approver asks the editor to confirm effects (octet/confirmEffect or
+	// window/showMessageRequest).
+	Approver tools.Approver
+	// Principal names the editor session the run acts for.
+	Principal string
+}
+
+// Built is an agent ready to drive a session.
+type Built struct {
+	Agent *agent.Agent
+	// Policy is the EffectiveToolPolicy snapshot reported to the client.
+	Policy tools.EffectiveToolPolicy
+	// Close releases the tools (bash spill files); it may be nil.
+	Close func() error
+}
+
+var _ backend = (*Runtime)(nil)
+
+// Create implements backend.
+func (rt *Runtime) Create(ctx context.Context, spec sessionSpec) (sessionHandle, error) {
+	if st, err := os.Stat(spec.Cwd); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("workspace %s is not a directory", spec.Cwd)
+	}
+	sess, err := session.Create(rt.SessionsDir, session.Header{Cwd: spec.Cwd, Title: spec.Title})
+	if err != nil {
+		return nil, err
+	}
+	h, err := rt.attach(ctx, sess, spec.Model, spec.Reasoning, spec.Approver)
+	if err != nil {
+		_ = sess.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// Open implements backend.
+func (rt *Runtime) Open(ctx context.Context, id string, approver approverFunc) (sessionHandle, error) {
+	if id == "" || filepath.Base(id) != id || id == "." || id == ".." {
+		return nil, fmt.Errorf("%w: invalid session id %q", errNoSession, id)
+	}
+	path := filepath.Join(rt.SessionsDir, id+".jsonl")
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", errNoSession, path)
+	}
+	sess, err := session.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	h, err := rt.attach(ctx, sess, "", "", approver)
+	if err != nil {
+		_ = sess.Close()
+		return nil, err
+	}
+	return h, nil
+}
+
+// List implements backend.
+func (rt *Runtime) List(context.Context) ([]sessionInfo, error) {
+	infos, err := session.List(rt.SessionsDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make([]sessionInfo, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, sessionInfo{
+			SessionID: in.ID, Title: in.Title, Cwd: in.Cwd,
+			CreatedAt: in.Created.UTC(), UpdatedAt: in.Updated.UTC(), UsageUncertain: in.UsageUncertain,
+		})
+	}
+	return out, nil
+}
+
+func (rt *Runtime) attach(ctx context.Context, sess *session.Session, model, reasoning string, approver approverFunc) (*runtimeSession, error) {
+	if rt.NewAgent == nil {
+		return nil, errors.New("server: Runtime.NewAgent is nil")
+	}
+	hdr := sess.Header()
+	b, err := rt.NewAgent(ctx, AgentSpec{
+		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
+		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("build agent: %w", err)
+	}
+	if b == nil || b.Agent == nil {
+		return nil, errors.New("build agent: factory returned no agent")
+	}
+	if reasoning != "" {
+		b.Agent.SetReasoning(reasoning)
+	}
+	return &runtimeSession{rt: rt, sess: sess, built: b}, nil
+}
+
+// toolsApprover adapts the server's approver to tools.Approver.
+type toolsApprover struct{ f approverFunc }
+
+var _ tools.Approver = toolsApprover{}
+
+// Confirm implements tools.Approver.
+func (a toolsApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
+	ok, digest, err := a.f(ctx, approvalRequest{
+		RunID: req.Intent.RunID, CallID: req.Intent.CallID, Tool: req.Intent.Tool,
+		Effect: req.Intent.Effect.String(), Title: req.Title, Detail: req.Detail, Diff: req.Diff,
+		Digest: req.Digest, ExpiresAt: req.ExpiresAt,
+	})
+	if err != nil {
+		return tools.Approval{}, err
+	}
+	return tools.Approval{Approved: ok, Digest: digest}, nil
+}
+
+// runtimeSession is one session with its agent.
+type runtimeSession struct {
+	rt    *Runtime
+	sess  *session.Session
+	built *Built
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ sessionHandle = (*runtimeSession)(nil)
+
+func (s *runtimeSession) ID() string   { return s.sess.Header().ID }
+func (s *runtimeSession) Cwd() string  { return s.sess.Header().Cwd }
+func (s *runtimeSession) Head() string { return s.sess.Head() }
+func (s *runtimeSession) Policy() any  { return s.built.Policy }
+
+func (s *runtimeSession) Transcript() (any, error) {
+	branch := s.sess.Branch()
+	out := make([]transcriptEntry, 0, len(branch))
+	for _, e := range branch {
+		out = append(out, toTranscript(e))
+	}
+	return out, nil
+}
+
+func (s *runtimeSession) Usage() (any, bool) {
+	t := s.sess.Totals()
+	return usageView{
+		Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output,
+		Reasoning: t.Known.Reasoning, CostMicros: t.Known.CostPicodollars / 1_000_000,
+		Requests: t.Requests, Complete: !t.Uncertain,
+	}, t.Uncertain
+}
+
+func (s *runtimeSession) SetHead(entryID string) error {
+	if _, ok := s.sess.Entry(entryID); !ok {
+		return fmt.Errorf("no entry %q in session %s", entryID, s.ID())
+	}
+	return s.sess.SetHead(entryID)
+}
+
+func (s *runtimeSession) Prompt(ctx context.Context, text string, withoutTools bool) (runHandle, error) {
+	r, err := s.built.Agent.Prompt(ctx, text, agent.PromptOptions{WithoutTools: withoutTools})
+	if errors.Is(err, agent.ErrBusy) {
+		return nil, errBusy
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &agentRun{r: r}, nil
+}
+
+func (s *runtimeSession) SetModel(name string) (string, error) {
+	resolve := s.rt.ResolveModel
+	if resolve == nil {
+		resolve = defaultResolveModel
+	}
+	m, err := resolve(name)
+	if err != nil {
+		return "", err
+	}
+	s.built.Agent.SetModel(m)
+	return s.built.Agent.Model().Name, nil
+}
+
+func (s *runtimeSession) SetReasoning(effort string) (string, error) {
+	switch effort {
+	case "", "minimal", "low", "medium", "high", "xhigh", "none":
+	default:
+		return "", fmt.Errorf("unknown reasoning effort %q (minimal, low, medium, high, xhigh, none)", effort)
+	}
+	return s.built.Agent.SetReasoning(effort), nil
+}
+
+func (s *runtimeSession) Close() error {
+	s.closeOnce.Do(func() {
+		var errs []error
+		if s.built.Close != nil {
+			errs = append(errs, s.built.Close())
+		}
+		errs = append(errs, s.sess.Close())
+		s.closeErr = errors.Join(errs...)
+	})
+	return s.closeErr
+}
+
+func defaultResolveModel(name string) (provider.Model, error) {
+	if m, ok := provider.LookupModel(name); ok {
+		return m, nil
+	}
+	return provider.Model{Name: name}, nil
+}
+
+// agentRun adapts *agent.Run to runHandle.
+type agentRun struct{ r *agent.Run }
+
+func (a *agentRun) ID() string { return a.r.ID() }
+
+func (a *agentRun) Next() (wireEvent, bool) {
+	for ev := range a.r.Events() {
+		body, err := agent.MarshalEvent(ev)
+		if err != nil {
+			// An event that cannot be encoded is a broken invariant: say so
+			// on the wire rather than dropping the run's stream.
+			body = mustJSON(map[string]string{"kind": ev.Kind(), "error": err.Error()})
+		}
+		return wireEvent{Kind: ev.Kind(), Body: body}, true
+	}
+	return wireEvent{}, false
+}
+
+func (a *agentRun) Steer(text string) (string, error) { return mapRunErr(a.r.Steer(text)) }
+
+func (a *agentRun) FollowUp(text string) (string, error) { return mapRunErr(a.r.FollowUp(text)) }
+
+func (a *agentRun) FinishNow(text string) error {
+	_, err := mapRunErr("", a.r.FinishNow(text))
+	return err
+}
+
+func (a *agentRun) Cancel() { a.r.Cancel() }
+
+func (a *agentRun) Wait() runResult {
+	res := a.r.Wait()
+	u := res.Usage
+	return runResult{
+		Outcome: string(res.Outcome),
+		Usage: usageView{
+			Input: u.Input, CachedInput: u.CachedInput, Output: u.Output, Reasoning: u.Reasoning,
+			CostMicros: u.CostPicodollars / 1_000_000, Requests: u.Requests, Complete: u.Complete,
+		},
+		Err: res.Err,
+	}
+}
+
+func mapRunErr(id string, err error) (string, error) {
+	if errors.Is(err, agent.ErrRunEnded) {
+		return "", errRunEnded
+	}
+	return id, err
+}
+
+// usageView is the wire form of usage in prompt results and resume.
+type usageView struct {
+	Input       int64 `json:"input"`
+	CachedInput int64 `json:"cachedInput"`
+	Output      int64 `json:"output"`
+	Reasoning   int64 `json:"reasoning"`
+	CostMicros  int64 `json:"costMicros"`
+	Requests    int   `json:"requests"`
+	Complete    bool  `json:"complete"`
+}
+
+// transcriptEntry is the wire form of one session entry.
+type transcriptEntry struct {
+	ID         string           `json:"id"`
+	Parent     string           `json:"parent,omitempty"`
+	Time       time.Time        `json:"time"`
+	Type       string           `json:"type"`
+	RunID      string           `json:"runId,omitempty"`
+	Text       string           `json:"text,omitempty"`
+	Items      []transcriptItem `json:"items,omitempty"`
+	StopReason string           `json:"stopReason,omitempty"`
+	Result     *transcriptTool  `json:"result,omitempty"`
+	Summary    string           `json:"summary,omitempty"`
+}
+
+type transcriptItem struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	CallID    string `json:"callId,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+type transcriptTool struct {
+	CallID  string         `json:"callId"`
+	Tool    string         `json:"tool"`
+	Text    string         `json:"text"`
+	IsError bool           `json:"isError"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// toTranscript converts an entry, leaving out opaque reasoning content.
+func toTranscript(e session.Entry) transcriptEntry {
+	t := transcriptEntry{
+		ID: e.ID, Parent: e.Parent, Time: e.Time.UTC(), Type: string(e.Type), RunID: e.RunID,
+		Text: e.Text, StopReason: e.StopReason,
+	}
+	for _, it := range e.Items {
+		t.Items = append(t.Items, transcriptItem{Type: it.Type, Text: it.Text, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+	}
+	if r := e.Result; r != nil {
+		t.Result = &transcriptTool{CallID: r.CallID, Tool: r.Tool, Text: r.Text, IsError: r.IsError, Details: r.Details}
+	}
+	if c := e.Compaction; c != nil {
+		t.Summary = c.Summary
+	}
+	return t
+}

@@ -1,0 +1,417 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// Default limits; Options fields override them.
+const (
+	// DefaultApprovalTimeout is how long an approval request waits for the
+	// editor before it counts as a denial.
+	DefaultApprovalTimeout = 5 * time.Minute
+	// DefaultRequestTimeout bounds every other server→client request.
+	DefaultRequestTimeout = 10 * time.Second
+	// DefaultEventBuffer is how many recent events each session keeps for
+	// octet/session/resume.
+	DefaultEventBuffer = 4096
+	// DefaultEventBufferBytes bounds the same buffer by encoded size.
+	DefaultEventBufferBytes = 16 << 20
+	// settleTimeout bounds how long shutdown and exit wait for cancelled runs.
+	settleTimeout = 30 * time.Second
+)
+
+// ErrExitWithoutShutdown is returned by Serve when the client sent exit
+// without a preceding shutdown (LSP asks for exit status 1 then).
+var ErrExitWithoutShutdown = errors.New("exit notification received before shutdown")
+
+// Options configures one server. Everything built from configuration and
+// flags arrives here; the server parses no flags and reads no environment.
+type Options struct {
+	// Runtime builds sessions and their agents. Required.
+	Runtime *Runtime
+	// Logger receives the server's logs (stderr in octet lsp). When the
+	// client asks for them, logs are also sent as window/logMessage.
+	Logger *slog.Logger
+	// ApprovalTimeout bounds each approval request (default 5 minutes).
+	ApprovalTimeout time.Duration
+	// RequestTimeout bounds other server→client requests (default 10 s).
+	RequestTimeout time.Duration
+	// EventBuffer and EventBufferBytes bound each session's replay buffer.
+	EventBuffer      int
+	EventBufferBytes int
+	// Version is reported in serverInfo.
+	Version string
+
+	// backend replaces Runtime in tests of the wire mechanics.
+	backend backend
+}
+
+func (o *Options) fill() {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.ApprovalTimeout <= 0 {
+		o.ApprovalTimeout = DefaultApprovalTimeout
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = DefaultRequestTimeout
+	}
+	if o.EventBuffer <= 0 {
+		o.EventBuffer = DefaultEventBuffer
+	}
+	if o.EventBufferBytes <= 0 {
+		o.EventBufferBytes = DefaultEventBufferBytes
+	}
+	if o.Version == "" {
+		o.Version = "devel"
+	}
+	if o.backend == nil && o.Runtime != nil {
+		o.backend = o.Runtime
+	}
+}
+
+// lifecycle is the LSP server state.
+type lifecycle int
+
+const (
+	stateNew          lifecycle = iota // before initialize
+	stateInitialized                   // initialize answered
+	stateShuttingDown                  // shutdown received
+)
+
+// Server is one editor connection. Create it with New and run it with
+// Serve; a Server serves exactly one connection.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	conn jsonrpc2.Conn
+
+	// ctx lives as long as the connection; runs derive from it.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	exitOnce sync.Once
+	exitCh   chan struct{}
+
+	runWG sync.WaitGroup
+
+	mu        sync.Mutex
+	state     lifecycle
+	sawShut   bool
+	caps      clientCaps
+	workspace string
+	trace     string
+	sessions  map[string]*sessionState
+	runs      map[string]*runState
+	byRequest map[jsonrpc2.ID]*runState
+	byToken   map[string]*runState
+	ended     *endedRuns
+	tokenSeq  int64
+	defaultID string
+}
+
+// New returns a server for one connection.
+func New(opts Options) *Server {
+	opts.fill()
+	s := &Server{
+		opts:      opts,
+		exitCh:    make(chan struct{}),
+		sessions:  make(map[string]*sessionState),
+		runs:      make(map[string]*runState),
+		byRequest: make(map[jsonrpc2.ID]*runState),
+		byToken:   make(map[string]*runState),
+		ended:     newEndedRuns(1024),
+		trace:     "off",
+	}
+	s.log = slog.New(&clientLogHandler{inner: opts.Logger.Handler(), srv: s})
+	return s
+}
+
+// Serve runs the protocol on in/out until the client sends exit, the input
+// ends or ctx is cancelled. It cancels and settles every run before it
+// returns. It returns nil after shutdown+exit or end of input,
+// ErrExitWithoutShutdown after an exit without shutdown, and ctx.Err()
+// when ctx was cancelled.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	return New(opts).Serve(ctx, rwc{in, out})
+}
+
+// Serve runs the protocol over conn; see the package function Serve.
+func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
+	if s.opts.backend == nil {
+		return errors.New("server: Options.Runtime is required")
+	}
+	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	defer s.cancel()
+
+	stream := newTolerantStream(conn, s.opts.Logger)
+	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
+	s.conn.Go(s.ctx, s.handle)
+
+	var err error
+	select {
+	case <-s.exitCh:
+		s.mu.Lock()
+		if !s.sawShut {
+			err = ErrExitWithoutShutdown
+		}
+		s.mu.Unlock()
+	case <-stream.ended():
+		s.log.Info("input ended; stopping")
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	s.settleRuns()
+	s.cancel()
+	_ = conn.Close()
+	closed := make(chan error, 1)
+	go func() { closed <- s.conn.Close() }()
+	t := time.NewTimer(2 * time.Second)
+	select {
+	case cerr := <-closed:
+		if cerr != nil && !isClosedErr(cerr) {
+			s.opts.Logger.Debug("closing connection", "error", cerr)
+		}
+	case <-t.C:
+		// A reader blocked in a read the transport cannot interrupt
+		// (a terminal, say) must not keep the process alive.
+		s.opts.Logger.Debug("connection close timed out")
+	}
+	t.Stop()
+	s.closeSessions()
+	return err
+}
+
+// handle is the root of the ordered handler chain: it recovers panics,
+// keeps notifications from ever failing, gates the lifecycle and dispatches.
+func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
+	method := req.Method()
+	isCall := req.IsCall()
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panicked", "method", method, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			if isCall {
+				result, err = nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "internal error handling %s: %v", method, r)
+			} else {
+				result, err = nil, nil
+			}
+		}
+	}()
+	if !isCall {
+		s.handleNotification(ctx, method, req.Params())
+		return nil, nil
+	}
+	res, herr := s.handleCall(ctx, req)
+	if herr != nil {
+		if !isWireError(herr) {
+			herr = jsonrpc2.NewError(jsonrpc2.InternalError, herr.Error())
+		}
+		s.log.Debug("request failed", "method", method, "error", herr)
+		return nil, herr
+	}
+	return res, nil
+}
+
+// handleNotification never returns an error: in jsonrpc2 v1.0.1 a failing
+// notification handler ends the connection.
+func (s *Server) handleNotification(ctx context.Context, method string, params jsonrpc2.RawMessage) {
+	switch method {
+	case "exit":
+		s.exitOnce.Do(func() { close(s.exitCh) })
+		return
+	case "$/cancelRequest":
+		s.cancelRequest(params)
+		return
+	}
+	s.mu.Lock()
+	st := s.state
+	s.mu.Unlock()
+	if st == stateNew {
+		s.log.Debug("dropping notification before initialize", "method", method)
+		return
+	}
+	switch method {
+	case "initialized":
+	case "$/setTrace":
+		var p struct {
+			Value string `json:"value"`
+		}
+		if err := decodeParams(params, &p); err != nil {
+			s.log.Warn("bad $/setTrace params", "error", err)
+			return
+		}
+		s.setTrace(p.Value)
+	case "window/workDoneProgress/cancel":
+		s.cancelProgress(params)
+	default:
+		if !strings.HasPrefix(method, "$/") {
+			s.log.Debug("ignoring unknown notification", "method", method)
+		}
+	}
+}
+
+// handleCall dispatches a request after the lifecycle gate.
+func (s *Server) handleCall(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	method := req.Method()
+	params := req.Params()
+	s.mu.Lock()
+	st := s.state
+	s.mu.Unlock()
+	switch {
+	case method == "initialize":
+		if st != stateNew {
+			return nil, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "initialize was already received")
+		}
+		return s.initialize(params)
+	case st == stateNew:
+		return nil, jsonrpc2.NewError(jsonrpc2.ServerNotInitialized, fmt.Sprintf("server not initialized: %s received before initialize", method))
+	case method == "shutdown":
+		return s.shutdown(ctx)
+	case st == stateShuttingDown:
+		return nil, jsonrpc2.NewError(jsonrpc2.InvalidRequest, fmt.Sprintf("%s received after shutdown", method))
+	}
+	h, ok := s.methods()[method]
+	if !ok {
+		return nil, jsonrpc2.NewError(jsonrpc2.MethodNotFound, fmt.Sprintf("method not found: %s", method))
+	}
+	return h(ctx, req, params)
+}
+
+type methodHandler func(ctx context.Context, req *jsonrpc2.Request, params jsonrpc2.RawMessage) (any, error)
+
+func (s *Server) methods() map[string]methodHandler {
+	return map[string]methodHandler{
+		"octet/session/new":       s.sessionNew,
+		"octet/session/list":      s.sessionList,
+		"octet/session/resume":    s.sessionResume,
+		"octet/session/branch":    s.sessionBranch,
+		"octet/prompt":            s.prompt,
+		"octet/cancel":            s.cancelRun,
+		"octet/steer":             s.steer,
+		"octet/followUp":          s.followUp,
+		"octet/finishNow":         s.finishNow,
+		"octet/setReasoning":      s.setReasoning,
+		"octet/setModel":          s.setModel,
+		"octet/policy":            s.policy,
+		"workspace/executeCommand": s.executeCommand,
+	}
+}
+
+// shutdown cancels every run, waits for them to settle and answers null.
+// It releases the reader first so that the answers the runs are still
+// waiting for (approvals, progress creation) can be read meanwhile.
+func (s *Server) shutdown(ctx context.Context) (any, error) {
+	s.mu.Lock()
+	s.state = stateShuttingDown
+	s.sawShut = true
+	s.mu.Unlock()
+	jsonrpc2.Async(ctx)
+	s.settleRuns()
+	return nil, nil
+}
+
+// settleRuns cancels every active run and waits (bounded) until each one
+// has ended and answered its prompt.
+func (s *Server) settleRuns() {
+	s.mu.Lock()
+	runs := make([]*runState, 0, len(s.runs))
+	for _, r := range s.runs {
+		runs = append(runs, r)
+	}
+	s.mu.Unlock()
+	for _, r := range runs {
+		r.cancel("server shutting down")
+	}
+	done := make(chan struct{})
+	go func() { s.runWG.Wait(); close(done) }()
+	t := time.NewTimer(settleTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+		s.log.Error("runs did not settle in time", "timeout", settleTimeout)
+	}
+}
+
+func (s *Server) closeSessions() {
+	s.mu.Lock()
+	sessions := s.sessions
+	s.sessions = map[string]*sessionState{}
+	s.mu.Unlock()
+	for _, ss := range sessions {
+		if err := ss.handle.Close(); err != nil {
+			s.opts.Logger.Warn("closing session", "session", ss.id, "error", err)
+		}
+	}
+}
+
+// notify sends a notification, logging (never returning) a failure.
+func (s *Server) notify(method string, params any) {
+	if err := s.conn.Notify(context.WithoutCancel(s.ctx), method, params); err != nil {
+		s.opts.Logger.Debug("notify failed", "method", method, "error", err)
+	}
+}
+
+// call sends a server→client request with a timeout. The result is
+// returned raw for the caller to decode leniently. When ctx ends first, a
+// $/cancelRequest is sent for the request.
+func (s *Server) call(ctx context.Context, timeout time.Duration, method string, params any) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var raw jsonrpc2.RawMessage
+	id, err := s.conn.Call(ctx, method, params, &raw)
+	if ctx.Err() != nil && id.IsValid() {
+		s.notify("$/cancelRequest", cancelParams(id))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", method, err)
+	}
+	return json.RawMessage(raw), nil
+}
+
+func cancelParams(id jsonrpc2.ID) json.RawMessage {
+	if n, ok := id.Number(); ok {
+		return json.RawMessage(fmt.Sprintf(`{"id":%d}`, n))
+	}
+	str, _ := id.StringValue()
+	b, _ := json.Marshal(map[string]string{"id": str})
+	return b
+}
+
+// rwc joins a reader and a writer into the ReadWriteCloser jsonrpc2 wants.
+type rwc struct {
+	io.Reader
+	io.Writer
+}
+
+// Close closes whichever halves are closable.
+func (c rwc) Close() error {
+	var errs []error
+	if cl, ok := c.Reader.(io.Closer); ok {
+		errs = append(errs, cl.Close())
+	}
+	if cl, ok := c.Writer.(io.Closer); ok && any(c.Writer) != any(c.Reader) {
+		errs = append(errs, cl.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func isWireError(err error) bool {
+	var w *jsonrpc2.Error
+	return errors.As(err, &w)
+}
+
+func isClosedErr(err error) bool {
+	return err == nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")
+}
