@@ -229,4 +229,3 @@ func humanDelay(d time.Duration) string {
 		return fmt.Sprintf("%dms", d/time.Millisecond)
 	}
 }
-

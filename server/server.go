@@ -292,18 +292,18 @@ type methodHandler func(ctx context.Context, req *jsonrpc2.Request, params jsonr
 
 func (s *Server) methods() map[string]methodHandler {
 	return map[string]methodHandler{
-		"octet/session/new":       s.sessionNew,
-		"octet/session/list":      s.sessionList,
-		"octet/session/resume":    s.sessionResume,
-		"octet/session/branch":    s.sessionBranch,
-		"octet/prompt":            s.prompt,
-		"octet/cancel":            s.cancelRun,
-		"octet/steer":             s.steer,
-		"octet/followUp":          s.followUp,
-		"octet/finishNow":         s.finishNow,
-		"octet/setReasoning":      s.setReasoning,
-		"octet/setModel":          s.setModel,
-		"octet/policy":            s.policy,
+		"octet/session/new":        s.sessionNew,
+		"octet/session/list":       s.sessionList,
+		"octet/session/resume":     s.sessionResume,
+		"octet/session/branch":     s.sessionBranch,
+		"octet/prompt":             s.prompt,
+		"octet/cancel":             s.cancelRun,
+		"octet/steer":              s.steer,
+		"octet/followUp":           s.followUp,
+		"octet/finishNow":          s.finishNow,
+		"octet/setReasoning":       s.setReasoning,
+		"octet/setModel":           s.setModel,
+		"octet/policy":             s.policy,
 		"workspace/executeCommand": s.executeCommand,
 	}
 }
