@@ -1,25 +1,136 @@
 // Command octet is the octet coding-agent runtime: an LSP-style server for
 // editors (octet lsp), a headless runner (octet exec), session inspection
-// (octet sessions) and a self-contained demo (octet demo).
+// (octet sessions), a self-contained demo (octet demo) and octet version.
+//
+// This package only parses flags and wires the library packages together.
+// Exit codes (documented in the README):
+//
+//	0    success; for exec, the run completed
+//	1    the run failed, or a runtime error (provider unreachable, I/O)
+//	2    usage or configuration error (bad flag, conflicting flags, unknown
+//	     tool, config file error, missing or unsafe credentials)
+//	3    exec: the run stopped at its turn limit (max_turns)
+//	130  exec: cancelled by SIGINT
 package main
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"syscall"
 )
 
+// Exit codes.
+const (
+	exitOK        = 0
+	exitFailed    = 1
+	exitUsage     = 2
+	exitMaxTurns  = 3
+	exitCancelled = 130
+)
+
+// env is the process environment the command runs in; tests substitute it.
+type env struct {
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	lookup func(string) (string, bool)
+	cwd    string
+	// tty opens the controlling terminal for approval prompts; nil or an
+	// error means "no terminal".
+	tty func() (io.ReadWriteCloser, error)
+	// stdinIsTerminal reports whether stdin is an interactive terminal.
+	stdinIsTerminal bool
+}
+
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: octet demo|version")
-		os.Exit(2)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	cwd, err := os.Getwd()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "octet: current directory: %v\n", err)
+		os.Exit(exitFailed)
 	}
-	switch os.Args[1] {
+	e := env{
+		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
+		lookup: os.LookupEnv, cwd: cwd, tty: openTTY,
+		stdinIsTerminal: isTerminal(os.Stdin),
+	}
+	code := run(ctx, os.Args[1:], e)
+	stop()
+	os.Exit(code)
+}
+
+const usageText = `usage: octet <command> [flags]
+
+commands:
+  demo                      run the whole stack against the built-in scripted provider
+  lsp [flags]               serve the editor protocol on stdin/stdout
+  exec [flags] "prompt"     run one prompt headless in the current directory
+  sessions list             list sessions
+  sessions show <id>        print a session's transcript
+  sessions export <id>      print a session as redacted JSONL
+  version                   print the version
+
+Run "octet <command> -h" for the flags of a command.
+`
+
+// run executes one command line and returns the process exit code.
+func run(ctx context.Context, args []string, e env) int {
+	if len(args) == 0 {
+		fmt.Fprint(e.stderr, usageText)
+		return exitUsage
+	}
+	var err error
+	switch cmd, rest := args[0], args[1:]; cmd {
 	case "demo":
-		fmt.Println("octet demo: the end-to-end demo arrives with the server issue (#7).")
-	case "version":
-		fmt.Println("octet (development)")
+		err = runDemo(ctx, rest, e)
+	case "lsp":
+		err = runLSP(ctx, rest, e)
+	case "exec":
+		err = runExec(ctx, rest, e)
+	case "sessions":
+		err = runSessions(ctx, rest, e)
+	case "version", "--version", "-version":
+		err = runVersion(rest, e)
+	case "help", "-h", "--help":
+		fmt.Fprint(e.stdout, usageText)
+		return exitOK
 	default:
-		fmt.Fprintf(os.Stderr, "octet: unknown command %q\n", os.Args[1])
-		os.Exit(2)
+		err = usageErrorf("unknown command %q; run octet help", cmd)
 	}
+	return report(err, e)
+}
+
+// exitError carries a specific exit code (and an optional message).
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+// report prints err (if any) and maps it to an exit code.
+func report(err error, e env) int {
+	if err == nil {
+		return exitOK
+	}
+	code := exitCode(err)
+	if xe, ok := errors.AsType[*exitError](err); !ok || xe.err != nil {
+		fmt.Fprintf(e.stderr, "octet: %v\n", err)
+	}
+	return code
 }

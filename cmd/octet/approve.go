@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/octet-agent/octet/tools"
+)
+
+// approvalMode is how the CLI answers effect confirmations.
+type approvalMode int
+
+const (
+	askTerminal approvalMode = iota // ask on /dev/tty; deny when there is none
+	approveAll                      // --approve (and the demo without a terminal)
+	denyAll                         // --deny
+)
+
+// maxShownDiff bounds the diff printed in a terminal prompt.
+const maxShownDiff = 8 << 10
+
+// termApprover is the CLI's tools.Approver: it prints the exact effect and
+// asks on the terminal, or decides by mode. Prompts go to the terminal (or
+// the notice writer), never to stdout, which carries the answer.
+type termApprover struct {
+	mode   approvalMode
+	open   func() (io.ReadWriteCloser, error)
+	notice io.Writer // where decisions are reported (stderr)
+	why    string    // why approveAll is on, e.g. "stdin is not a terminal"
+	mu     sync.Mutex
+}
+
+var _ tools.Approver = (*termApprover)(nil)
+
+// Confirm implements tools.Approver. The answer always echoes req.Digest:
+// the person saw exactly this request.
+func (a *termApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	switch a.mode {
+	case approveAll:
+		fmt.Fprintf(a.notice, "%s\n  approved automatically (%s)\n", describe(req), a.why)
+		return tools.Approval{Approved: true, Digest: req.Digest}, nil
+	case denyAll:
+		fmt.Fprintf(a.notice, "%s\n  denied (--deny)\n", describe(req))
+		return tools.Approval{Approved: false, Digest: req.Digest}, nil
+	}
+	var tty io.ReadWriteCloser
+	var err error
+	if a.open != nil {
+		tty, err = a.open()
+	}
+	if a.open == nil || err != nil {
+		fmt.Fprintf(a.notice, "%s\n  denied: no terminal to ask (pass --approve or --deny to decide without one)\n", describe(req))
+		return tools.Approval{Approved: false, Digest: req.Digest}, nil
+	}
+	defer tty.Close()
+	ok, err := askYesNo(ctx, tty, describe(req)+"\nApprove? [y/N] ")
+	if err != nil {
+		return tools.Approval{Approved: false, Digest: req.Digest}, err
+	}
+	return tools.Approval{Approved: ok, Digest: req.Digest}, nil
+}
+
+// describe renders one request for a person: title, detail, bounded diff.
+func describe(req tools.ConfirmRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "── approval needed: %s (%s)\n", neutralize(req.Title), req.Intent.Effect)
+	if req.Detail != "" {
+		fmt.Fprintf(&b, "%s\n", neutralize(req.Detail))
+	}
+	if req.Diff != "" {
+		d := req.Diff
+		if len(d) > maxShownDiff {
+			d = d[:maxShownDiff] + "\n… (diff truncated)"
+		}
+		b.WriteString(neutralize(d))
+		if !strings.HasSuffix(d, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	fmt.Fprintf(&b, "   digest %s", shortDigest(req.Digest))
+	return b.String()
+}
+
+func shortDigest(d string) string {
+	if len(d) > 16 {
+		return d[:16] + "…"
+	}
+	return d
+}
+
+// neutralize replaces terminal control characters (other than newline and
+// tab) so model-chosen text cannot drive the terminal.
+func neutralize(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' {
+			return r
+		}
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return '�'
+		}
+		return r
+	}, s)
+}
+
+// askYesNo writes prompt to tty and reads one line; only y/yes approves.
+// It returns when ctx ends (closing tty unblocks the read).
+func askYesNo(ctx context.Context, tty io.ReadWriteCloser, prompt string) (bool, error) {
+	if _, err := io.WriteString(tty, prompt); err != nil {
+		return false, fmt.Errorf("write approval prompt: %w", err)
+	}
+	type answer struct {
+		line string
+		err  error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		line, err := bufio.NewReader(tty).ReadString('\n')
+		ch <- answer{line, err}
+	}()
+	select {
+	case <-ctx.Done():
+		tty.Close()
+		<-ch
+		return false, ctx.Err()
+	case a := <-ch:
+		if a.err != nil && a.line == "" {
+			return false, nil // EOF: no answer is a denial
+		}
+		switch strings.ToLower(strings.TrimSpace(a.line)) {
+		case "y", "yes":
+			return true, nil
+		}
+		return false, nil
+	}
+}

@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
+)
+
+//go:embed testdata/demo
+var demoFiles embed.FS
+
+const demoUsage = "octet demo"
+
+// runDemo runs the real stack — scripted Responses server on loopback
+// HTTP, real tools, broker, agent loop and session file — on a temporary
+// copy of the demo workspace. It uses built-in defaults (not your config)
+// with the controlled policy so that the edit asks for approval.
+func runDemo(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("demo", demoUsage, e.stderr)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("demo takes no arguments")
+	}
+	start := time.Now()
+	log := newLogger(e.stderr, e.lookup)
+	home, err := demoHome(e)
+	if err != nil {
+		return err
+	}
+	ws, err := os.MkdirTemp("", "octet-demo-workspace-")
+	if err != nil {
+		return fmt.Errorf("demo workspace: %w", err)
+	}
+	if err := copyDemoWorkspace(ws); err != nil {
+		return err
+	}
+	srv := providertest.New(nil)
+	defer srv.Close()
+	srv.Enqueue(demoScript()...)
+
+	cfg := demoConfig(home, ws, srv.URL())
+	st, err := newStack(cfg, config.Secret{}, ws, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	// One stream for the demo: answer, tool activity and approvals stay in
+	// order on the terminal.
+	e.stderr = e.stdout
+	ap := &termApprover{mode: askTerminal, open: e.tty, notice: e.stdout}
+	if !e.stdinIsTerminal {
+		ap.mode, ap.why = approveAll, "stdin is not a terminal, so the demo approves by itself"
+	}
+	sess, err := session.Create(cfg.SessionsDir(), session.Header{Cwd: ws, Title: "octet demo"})
+	if err != nil {
+		return fmt.Errorf("create session: %w", err)
+	}
+	defer sess.Close()
+
+	fmt.Fprintf(e.stdout, "octet demo: the real runtime against a scripted model on %s (no network, no API key)\n", srv.URL())
+	fmt.Fprintf(e.stdout, "workspace: %s (a temporary copy of the demo project)\n", ws)
+	fmt.Fprintf(e.stdout, "policy:    %s — reads run freely, edits need your approval\n", cfg.EffectPolicy.Value)
+	if ap.mode == approveAll {
+		fmt.Fprintf(e.stdout, "approvals: automatic (%s)\n", ap.why)
+	}
+	fmt.Fprintf(e.stdout, "\n> %s\n\n", demoPrompt)
+
+	res, err := drive(ctx, st, sess, ap, demoPrompt, false, e, demoRetryPolicy())
+	if err != nil {
+		return err
+	}
+	after, _ := os.ReadFile(filepath.Join(ws, "greet.go"))
+	fmt.Fprintf(e.stdout, "\n── result: run %s in %.1fs\n", res.Outcome, time.Since(start).Seconds())
+	fmt.Fprintf(e.stdout, "greet.go:  %s\n", greetingLine(after))
+	fmt.Fprintf(e.stdout, "session:   %s\n", sess.Path())
+	envPrefix := ""
+	if _, set := e.lookup("OCTET_HOME"); !set {
+		envPrefix = "OCTET_HOME=" + home + " "
+	}
+	fmt.Fprintf(e.stdout, "inspect:   %soctet sessions show %s\n", envPrefix, sess.Header().ID)
+	fmt.Fprintf(e.stdout, "resume:    %soctet exec --session %s \"your next prompt\"   (with a real OPENAI_API_KEY), or octet/session/resume from an editor\n", envPrefix, sess.Header().ID)
+	if res.Outcome != agent.OutcomeCompleted {
+		return outcomeError(res, cfg)
+	}
+	return nil
+}
+
+// demoHome is $OCTET_HOME when set, else a fresh temporary home (kept so
+// the session can be inspected afterwards).
+func demoHome(e env) (string, error) {
+	if h, ok := e.lookup("OCTET_HOME"); ok && h != "" {
+		return filepath.Abs(h)
+	}
+	h, err := os.MkdirTemp("", "octet-demo-home-")
+	if err != nil {
+		return "", fmt.Errorf("demo home: %w", err)
+	}
+	return h, nil
+}
+
+// demoConfig is the built-in defaults with the controlled policy and the
+// scripted server as the provider.
+func demoConfig(home, ws, baseURL string) *config.Config {
+	c := config.Defaults()
+	c.Home, c.Workspace = home, ws
+	c.BaseURL = config.Setting[string]{Value: baseURL, Source: config.SourceFlag}
+	c.EffectPolicy = config.Setting[config.EffectPolicy]{Value: config.Controlled, Source: config.SourceFlag}
+	c.AllowExternalPaths = config.Setting[bool]{Value: false, Source: config.SourceFlag}
+	return &c
+}
+
+func copyDemoWorkspace(dst string) error {
+	const root = "testdata/demo"
+	return fs.WalkDir(demoFiles, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := demoFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
+}
+
+// greetingLine picks the return line of greeting() for the summary.
+func greetingLine(src []byte) string {
+	for l := range strings.Lines(string(src)) {
+		if strings.Contains(l, "return \"") {
+			return strings.TrimSpace(l)
+		}
+	}
+	return "(not found)"
+}

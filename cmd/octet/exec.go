@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/session"
+)
+
+const execUsage = `octet exec [flags] "prompt"`
+
+// execOptions are exec's own flags.
+type execOptions struct {
+	json, approve, deny bool
+	sessionID           string
+}
+
+func runExec(ctx context.Context, args []string, e env) error {
+	var flags config.Flags
+	var opts execOptions
+	fs := newFlagSet("exec", execUsage, e.stderr)
+	addPolicyFlags(fs, &flags)
+	fs.BoolVar(&opts.json, "json", false, "print events as JSON lines on stdout instead of the answer text")
+	fs.BoolVar(&opts.approve, "approve", false, "approve every effect confirmation without asking")
+	fs.BoolVar(&opts.deny, "deny", false, "deny every effect confirmation without asking")
+	fs.StringVar(&opts.sessionID, "session", "", "continue the session with this `id` instead of starting a new one")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
+		return usageErrorf("exec needs exactly one prompt argument: %s", execUsage)
+	}
+	if opts.approve && opts.deny {
+		return usageErrorf("--approve conflicts with --deny; pass at most one")
+	}
+	log := newLogger(e.stderr, e.lookup)
+	cfg, err := loadConfig(e, e.cwd, flags, log)
+	if err != nil {
+		return err
+	}
+	key, err := loadAPIKey(e, cfg)
+	if err != nil {
+		return err
+	}
+	st, err := newStack(cfg, key, e.cwd, log)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	ap := &termApprover{mode: askTerminal, open: e.tty, notice: e.stderr}
+	switch {
+	case opts.approve:
+		ap.mode, ap.why = approveAll, "--approve"
+	case opts.deny:
+		ap.mode = denyAll
+	}
+	sess, err := openOrCreateSession(cfg, opts.sessionID, e.cwd, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	res, err := drive(ctx, st, sess, ap, fs.Arg(0), opts.json, e, nil)
+	if err != nil {
+		return err
+	}
+	if !opts.json {
+		fmt.Fprintf(e.stderr, "session %s: %s\n", sess.Header().ID, sess.Path())
+	}
+	return outcomeError(res, cfg)
+}
+
+// openOrCreateSession continues id or creates a new session titled by the
+// prompt's first line.
+func openOrCreateSession(cfg *config.Config, id, cwd, prompt string) (*session.Session, error) {
+	dir := cfg.SessionsDir()
+	if id != "" {
+		path, err := sessionPath(dir, id)
+		if err != nil {
+			return nil, err
+		}
+		s, err := session.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("open session %s: %w", id, err)
+		}
+		return s, nil
+	}
+	s, err := session.Create(dir, session.Header{Cwd: cwd, Title: oneLine(prompt, 80)})
+	if err != nil {
+		return nil, fmt.Errorf("create session: %w", err)
+	}
+	return s, nil
+}
+
+// drive runs one prompt on sess and renders its events; each event is also
+// passed to observe when it is non-nil.
+func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env, retry agent.RetryPolicy) (agent.RunResult, error) {
+	a, err := st.newAgent(sess, ap, retry)
+	if err != nil {
+		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
+	}
+	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{})
+	if err != nil {
+		return agent.RunResult{}, fmt.Errorf("start run: %w", err)
+	}
+	var render func(agent.Event)
+	var jr *jsonRenderer
+	if asJSON {
+		jr = &jsonRenderer{out: e.stdout, sessionID: sess.Header().ID, runID: run.ID()}
+		render = jr.event
+	} else {
+		render = newTextRenderer(e.stdout, e.stderr).event
+	}
+	for ev := range run.Events() {
+		render(ev)
+	}
+	res := run.Wait()
+	if jr != nil && jr.err != nil {
+		st.log.Warn("write events", slog.Any("err", jr.err))
+	}
+	return res, nil
+}
+
+// outcomeError maps a run result to the documented exit status.
+func outcomeError(res agent.RunResult, cfg *config.Config) error {
+	switch res.Outcome {
+	case agent.OutcomeCompleted:
+		return nil
+	case agent.OutcomeCancelled:
+		return &exitError{code: exitCancelled, err: fmt.Errorf("run cancelled")}
+	case agent.OutcomeMaxTurns:
+		return &exitError{code: exitMaxTurns, err: fmt.Errorf("run stopped at its turn limit (max_turns)")}
+	}
+	msg := "run failed"
+	if res.Err != nil {
+		msg += ": " + res.Err.Error()
+	}
+	if hint := providerHint(res.Err, cfg.BaseURL.Value, cfg.Model.Value); hint != "" {
+		msg += "\n  " + hint
+	}
+	return &exitError{code: exitFailed, err: fmt.Errorf("%s", msg)}
+}

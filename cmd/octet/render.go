@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/octet-agent/octet/agent"
+)
+
+// textRenderer prints a run for a person: the answer text on out (stdout),
+// everything else (tool activity, retries, recovered output) on notes
+// (stderr), so `octet exec ... > answer.txt` captures only the answer.
+type textRenderer struct {
+	out, notes  io.Writer
+	atLineStart bool
+	// recovered counts recovered_output events shown.
+	recovered int
+	retries   int
+	// args collects the provisional arguments of streamed calls, shown
+	// when the call actually starts.
+	args map[string]*strings.Builder
+}
+
+func newTextRenderer(out, notes io.Writer) *textRenderer {
+	return &textRenderer{out: out, notes: notes, atLineStart: true, args: map[string]*strings.Builder{}}
+}
+
+func (r *textRenderer) text(s string) {
+	if s == "" {
+		return
+	}
+	io.WriteString(r.out, neutralize(s))
+	r.atLineStart = strings.HasSuffix(s, "\n")
+}
+
+// note ends the current answer line first so notes never interleave
+// mid-line when out and notes are the same terminal.
+func (r *textRenderer) note(format string, args ...any) {
+	if !r.atLineStart {
+		io.WriteString(r.out, "\n")
+		r.atLineStart = true
+	}
+	fmt.Fprintf(r.notes, format+"\n", args...)
+}
+
+// event renders one agent event.
+func (r *textRenderer) event(ev agent.Event) {
+	switch e := ev.(type) {
+	case *agent.OutputDelta:
+		if e.Channel == agent.ChannelText {
+			r.text(e.Text)
+		}
+	case *agent.ToolCallDelta:
+		b := r.args[e.CallID]
+		if b == nil {
+			b = &strings.Builder{}
+			r.args[e.CallID] = b
+		}
+		if b.Len() < 4096 {
+			b.WriteString(e.Delta)
+		}
+	case *agent.ToolStarted:
+		args := ""
+		if b := r.args[e.CallID]; b != nil {
+			args = " " + neutralize(oneLine(b.String(), 120))
+			delete(r.args, e.CallID)
+		}
+		r.note("▸ %s%s", e.Tool, args)
+	case *agent.ToolPolicyDecision:
+		if e.Decision != "allowed" {
+			reason := e.Reason
+			if reason == "" {
+				reason = e.Decision
+			}
+			r.note("  %s: %s", e.Decision, reason)
+		}
+	case *agent.ToolFinished:
+		if e.IsError {
+			r.note("  ✗ failed")
+		} else {
+			r.note("  ✓ done")
+		}
+	case *agent.ProviderRetry:
+		clear(r.args)
+		r.retries++
+		maxA := "∞"
+		if e.MaxAttempts != nil {
+			maxA = fmt.Sprint(*e.MaxAttempts)
+		}
+		if e.RetryKind == agent.RetryWaitingForNetwork {
+			r.note("↻ waiting for network (retry in %dms): %s", e.DelayMs, e.Reason)
+		} else {
+			r.note("↻ stream interrupted (%s); reconnecting %d/%s in %dms — output of the failed attempt is discarded", e.Reason, e.Attempt, maxA, e.DelayMs)
+		}
+	case *agent.RecoveredOutput:
+		r.recovered++
+		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
+	case *agent.ProviderUsageUncertain:
+		r.note("! usage is now uncertain: %s", e.Reason)
+	case *agent.RunFinished:
+		if !r.atLineStart {
+			io.WriteString(r.out, "\n")
+			r.atLineStart = true
+		}
+	}
+}
+
+// jsonRenderer prints every event as one JSON line on out, in the
+// octet/event envelope: {"sessionId","runId","seq","event":{"kind",...}}.
+type jsonRenderer struct {
+	out       io.Writer
+	sessionID string
+	runID     string
+	err       error
+}
+
+func (j *jsonRenderer) event(ev agent.Event) {
+	if j.err != nil {
+		return
+	}
+	body, err := agent.MarshalEvent(ev)
+	if err != nil {
+		j.err = err
+		return
+	}
+	line, err := json.Marshal(struct {
+		SessionID string          `json:"sessionId"`
+		RunID     string          `json:"runId"`
+		Seq       int64           `json:"seq"`
+		Event     json.RawMessage `json:"event"`
+	}{j.sessionID, j.runID, ev.Seq(), body})
+	if err != nil {
+		j.err = err
+		return
+	}
+	line = append(line, '\n')
+	if _, err := j.out.Write(line); err != nil {
+		j.err = err
+	}
+}
