@@ -246,6 +246,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
+	if turn.rawSSE != nil {
+		w.Write(turn.rawSSE)
+		return
+	}
 	rc := http.NewResponseController(w)
 	rc.Flush()
 	var buf bytes.Buffer
@@ -429,6 +433,10 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
 	h.Set("Content-Type", "text/event-stream")
 	resp.ContentLength = -1
+	if turn.rawSSE != nil {
+		resp.Body = io.NopCloser(bytes.NewReader(turn.rawSSE))
+		return resp, nil
+	}
 	pr, pw := io.Pipe()
 	resp.Body = pr
 	ctx := req.Context()

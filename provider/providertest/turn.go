@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -49,6 +50,7 @@ type Turn struct {
 	code    string
 	message string
 	raw     bool
+	rawSSE  []byte
 }
 
 // Output is one scripted output item; see [Message], [Reasoning],
@@ -133,6 +135,24 @@ func Events(payloads ...[]byte) Turn {
 		t.frames = append(t.frames, frame{typ: eventType(p), data: bytes.Clone(p)})
 	}
 	return t
+}
+
+// RawSSE is a turn whose HTTP body is exactly body (for example a recorded
+// .sse fixture). Over WebSocket each dispatched SSE event's data becomes one
+// frame. Cutting modifiers do not apply to the HTTP body.
+func RawSSE(body []byte) (Turn, error) {
+	t := Turn{cut: -1, raw: true, rawSSE: bytes.Clone(body)}
+	r := provider.NewSSEReader(bytes.NewReader(body), 0)
+	for {
+		ev, err := r.Next()
+		if err == io.EOF {
+			return t, nil
+		}
+		if err != nil {
+			return Turn{}, fmt.Errorf("parse sse: %w", err)
+		}
+		t.frames = append(t.frames, frame{typ: string(ev.Event), data: bytes.Clone(ev.Data)})
+	}
 }
 
 // FromJSONL is a turn replaying one JSON event per non-empty line (the
