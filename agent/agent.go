@@ -1,0 +1,275 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// Defaults and hard bounds of the loop.
+const (
+	// DefaultMaxToolCallsPerTurn is the per-response call limit; calls
+	// beyond it are paired with errors and never executed.
+	DefaultMaxToolCallsPerTurn = 32
+	// DefaultMaxTurns bounds the provider turns of one run when
+	// Config.MaxTurns is zero.
+	DefaultMaxTurns = 100
+	// DefaultOutputReserve is the fixed output reserve kept free of input
+	// before every provider turn (16K tokens).
+	DefaultOutputReserve = 16 * 1024
+	// MaxParallelWave is the largest number of calls that may overlap.
+	MaxParallelWave = 4
+	// eventBuffer is the capacity of a run's event channel.
+	eventBuffer = 256
+)
+
+// Errors callers branch on.
+var (
+	// ErrBusy is returned by Prompt while another run is active.
+	ErrBusy = errors.New("agent: a run is already active")
+	// ErrRunEnded is returned by a control submitted after the run closed.
+	ErrRunEnded = errors.New("agent: run ended")
+	// ErrEmptyInput is returned for an empty prompt or control text.
+	ErrEmptyInput = errors.New("agent: empty input")
+)
+
+// Outcome is how a run ended, as recorded in its checkpoint.
+type Outcome string
+
+// Run outcomes (the protocol's run_finished.outcome values).
+const (
+	OutcomeCompleted Outcome = session.OutcomeCompleted
+	OutcomeCancelled Outcome = session.OutcomeCancelled
+	OutcomeFailed    Outcome = session.OutcomeFailed
+	OutcomeMaxTurns  Outcome = session.OutcomeMaxTurns
+)
+
+// Config wires an Agent. Session, Transport, Model.Name, Host and Broker are
+// required; everything else has a default.
+type Config struct {
+	// Session is the mutable session the agent owns. The agent appends to
+	// it but does not close it.
+	Session *session.Session
+	// Transport opens provider streams (main requests and compaction).
+	Transport provider.Transport
+	// Model is the initial model; SetModel changes it between turns.
+	Model provider.Model
+	// Host is the tool catalog; its tools are advertised and executed.
+	Host *tools.Host
+	// Broker admits every call before any hook or tool sees it.
+	Broker *tools.Broker
+	// Instructions is the system prompt.
+	Instructions string
+	// Reasoning is the initial reasoning selection (nil: provider default).
+	Reasoning *provider.Reasoning
+	// MaxTurns bounds the provider turns of one run (0: DefaultMaxTurns).
+	MaxTurns int
+	// MaxToolCallsPerTurn bounds executed calls per response (0: 32; larger
+	// values are clamped to 32).
+	MaxToolCallsPerTurn int
+	// OutputReserve is the output space kept free before every turn
+	// (0: 16K). A larger explicit reasoning floor goes here.
+	OutputReserve int
+	// Retry decides whether a failed provider attempt is replaced
+	// (nil: never; the turn fails cleanly).
+	Retry RetryPolicy
+	// Telemetry, when set, observes coarse boundaries (no payloads).
+	Telemetry Observer
+	// Logger receives diagnostics (nil: discarded).
+	Logger *slog.Logger
+	// Principal names who runs act for (e.g. the session id); it goes into
+	// every effect intent.
+	Principal string
+}
+
+// PromptOptions modify one run.
+type PromptOptions struct {
+	// WithoutTools starts the run with the sticky tool-free policy: no tool
+	// schemas and tool_choice none on every request.
+	WithoutTools bool
+}
+
+// RunUsage is the known usage of one run.
+type RunUsage struct {
+	// Requests counts provider responses with known usage.
+	Requests int
+	// Token sums of those responses.
+	Input, CachedInput, Output, Reasoning int64
+	// CostPicodollars is the known cost (0 when the model has no prices).
+	CostPicodollars int64
+	// Complete is false when any attempt of the run (or earlier in the
+	// session) has unknown usage: the sums are then a known subtotal.
+	Complete bool
+}
+
+// RunResult is how a run ended.
+type RunResult struct {
+	// RunID identifies the run.
+	RunID string
+	// Outcome is completed, cancelled, failed or max_turns.
+	Outcome Outcome
+	// Usage is the run's known usage.
+	Usage RunUsage
+	// Err explains a failed run (nil otherwise).
+	Err error
+}
+
+// Agent drives runs on one session. At most one run is active at a time.
+type Agent struct {
+	cfg     Config
+	sess    *session.Session
+	log     *slog.Logger
+	retry   RetryPolicy
+	obs     Observer
+
+	mu        sync.Mutex
+	model     provider.Model
+	reasoning *provider.Reasoning
+	active    *Run
+	calib     calibration
+}
+
+// New returns an Agent for cfg.Session. Before returning it resolves crash
+// leftovers on the active branch: every function call without a result is
+// either replayed (its tool is ReplaySafe and the exact classification is
+// Pure or WorkspaceRead, and the broker admits it) or paired with a durable
+// "indeterminate" error and never executed. See docs/design.md.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Session == nil || cfg.Transport == nil || cfg.Host == nil || cfg.Broker == nil {
+		return nil, errors.New("agent: Session, Transport, Host and Broker are required")
+	}
+	if cfg.Model.Name == "" {
+		return nil, errors.New("agent: Model.Name is required")
+	}
+	if cfg.MaxTurns <= 0 {
+		cfg.MaxTurns = DefaultMaxTurns
+	}
+	if cfg.MaxToolCallsPerTurn <= 0 || cfg.MaxToolCallsPerTurn > DefaultMaxToolCallsPerTurn {
+		cfg.MaxToolCallsPerTurn = DefaultMaxToolCallsPerTurn
+	}
+	if cfg.OutputReserve <= 0 {
+		cfg.OutputReserve = DefaultOutputReserve
+	}
+	a := &Agent{cfg: cfg, sess: cfg.Session, log: cfg.Logger, retry: cfg.Retry, obs: cfg.Telemetry, model: cfg.Model}
+	if a.log == nil {
+		a.log = slog.New(slog.DiscardHandler)
+	}
+	if a.retry == nil {
+		a.retry = NoRetry{}
+	}
+	if a.obs == nil {
+		a.obs = nopObserver{}
+	}
+	if cfg.Reasoning != nil {
+		r := *cfg.Reasoning
+		a.reasoning = &r
+	}
+	if err := a.resolveLeftovers(context.Background()); err != nil {
+		return nil, fmt.Errorf("agent: resolve unresolved calls: %w", err)
+	}
+	return a, nil
+}
+
+// SetModel selects the model for subsequent provider requests (an active run
+// picks it up at its next request boundary).
+func (a *Agent) SetModel(m provider.Model) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if m.Name != "" {
+		a.model = m
+	}
+}
+
+// Model returns the current model.
+func (a *Agent) Model() provider.Model {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.model
+}
+
+// SetReasoning selects the reasoning effort for subsequent requests and
+// returns the effective effort. An empty effort clears the selection
+// (provider default) and returns "".
+func (a *Agent) SetReasoning(effort string) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if effort == "" {
+		a.reasoning = nil
+		return ""
+	}
+	r := provider.Reasoning{Effort: effort}
+	if a.reasoning != nil {
+		r.Summary = a.reasoning.Summary
+	}
+	a.reasoning = &r
+	return effort
+}
+
+// Active returns the active run, or nil.
+func (a *Agent) Active() *Run {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.active
+}
+
+// Prompt appends text as a user entry and starts a run that drives the
+// model until it answers without tool calls (and no follow-up is queued),
+// the turn limit, a failure or cancellation. ctx cancellation and
+// Run.Cancel both abort the run. It returns ErrBusy while another run is
+// active. The user entry is durable when Prompt returns without error.
+func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*Run, error) {
+	if text == "" {
+		return nil, ErrEmptyInput
+	}
+	a.mu.Lock()
+	if a.active != nil {
+		a.mu.Unlock()
+		return nil, ErrBusy
+	}
+	r := newRun(a, ctx, opts)
+	a.active = r
+	a.mu.Unlock()
+	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text}); err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, fmt.Errorf("agent: persist prompt: %w", err)
+	}
+	go r.drive()
+	return r, nil
+}
+
+// release clears the active run if it is r.
+func (a *Agent) release(r *Run) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.active == r {
+		a.active = nil
+	}
+}
+
+// snapshot returns the model and reasoning selection for one request.
+func (a *Agent) snapshot() (provider.Model, *provider.Reasoning) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var r *provider.Reasoning
+	if a.reasoning != nil {
+		c := *a.reasoning
+		r = &c
+	}
+	return a.model, r
+}
+
+// newID returns a random identifier with the given prefix.
+func newID(prefix string) string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

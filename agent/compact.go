@@ -1,0 +1,258 @@
+package agent
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
+)
+
+// Compaction parameters.
+const (
+	// keepFraction is the share of the window the verbatim tail may keep.
+	keepFraction = 5 // 1/5 of the window
+	// summaryMaxTokens bounds the summary response.
+	summaryMaxTokens = 8192
+	// minItemChars is the smallest per-item budget when shrinking the
+	// summarized part to fit the summary request into the window.
+	minItemChars = 256
+)
+
+// compactionInstructions is the system prompt of a summary request.
+const compactionInstructions = "You are compacting a coding-agent conversation so it can continue in a smaller context. " +
+	"Write a structured summary that preserves: the user's goals and constraints, decisions made, " +
+	"files read and modified with the relevant facts, commands run and their outcomes, errors still open, " +
+	"and the exact next steps. Be specific and concise; do not invent anything."
+
+// compactionRequestText closes the summarized conversation.
+const compactionRequestText = "Summarize the conversation above as instructed. Output only the summary."
+
+// compact replaces the context before a kept tail with a summary produced
+// by an auxiliary provider request. It reports whether a compaction entry
+// was persisted. Cancellation persists neither usage nor summary and
+// returns errCancelled; any other failure leaves the session unchanged and
+// the turn continues uncompacted.
+func (r *Run) compact(v view, est int) (bool, error) {
+	model := r.a.Model()
+	k := keepBoundary(v.entries, model.ContextWindow/keepFraction)
+	if k == 0 {
+		return false, nil // nothing to summarize: the tail alone is the context
+	}
+	r.emit(&CompactionStarted{TokensBefore: est})
+	t0 := time.Now()
+	entryID, summary, err := r.summarize(v, k, est)
+	info := CompactionInfo{RunID: r.id, TokensBefore: est, SummaryBytes: len(summary), OK: err == nil, Duration: time.Since(t0)}
+	r.a.obs.CompactionFinished(info)
+	if err != nil {
+		if errors.Is(err, errCancelled) {
+			r.emit(&CompactionFinished{Error: "cancelled"})
+			return false, errCancelled
+		}
+		r.a.log.Warn("agent: compaction failed; continuing uncompacted", "run", r.id, "err", err)
+		r.emit(&CompactionFinished{Error: boundedError(err)})
+		return false, nil
+	}
+	r.a.setCalibration(calibration{})
+	r.emit(&CompactionFinished{EntryID: entryID})
+	return true, nil
+}
+
+// keepBoundary returns the index of the first entry of the verbatim tail:
+// the smallest k whose tail fits budget tokens and starts at a message
+// boundary (never at a tool result). It returns len(entries) when no such
+// tail exists (everything is summarized).
+func keepBoundary(entries []session.Entry, budget int) int {
+	tail := 0
+	best := len(entries)
+	for k := len(entries) - 1; k >= 0; k-- {
+		tail += estimateItems(appendEntryItems(nil, &entries[k]))
+		if tail > budget {
+			break
+		}
+		switch entries[k].Type {
+		case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryAssistant:
+			best = k
+		}
+	}
+	return best
+}
+
+// summarize runs the summary request for v.entries[:k] (plus the previous
+// summary) and persists the compaction entry with the request's usage.
+func (r *Run) summarize(v view, k int, est int) (string, string, error) {
+	model := r.a.Model()
+	var input []provider.Item
+	if v.summary != nil {
+		input = append(input, userMessage(summaryPrefix+v.summary.Summary))
+	}
+	for i := 0; i < k; i++ {
+		input = appendEntryItems(input, &v.entries[i])
+	}
+	maxOut := summaryMaxTokens
+	if model.MaxOutputTokens > 0 && model.MaxOutputTokens < maxOut {
+		maxOut = model.MaxOutputTokens
+	}
+	if w := model.ContextWindow; w > 0 {
+		budget := w - maxOut - estimateText(compactionInstructions) - 2*perItemOverhead - estimateText(compactionRequestText)
+		input = shrinkItems(input, budget)
+	}
+	input = append(input, userMessage(compactionRequestText))
+	req := &provider.Request{Model: model.Name, Instructions: compactionInstructions, Input: input, ToolChoice: "none", MaxOutputTokens: maxOut}
+	ar, err := r.auxRequest(OperationCompaction, req)
+	if err != nil {
+		return "", "", err
+	}
+	var b strings.Builder
+	out := ar.resp.Output
+	if len(out) == 0 {
+		out = ar.items
+	}
+	for _, it := range out {
+		if it.Type == provider.ItemMessage && it.Text != "" {
+			if b.Len() > 0 {
+				b.WriteString("\n\n")
+			}
+			b.WriteString(it.Text)
+		}
+	}
+	summary := strings.TrimSpace(b.String())
+	if summary == "" {
+		return "", "", errors.New("compaction response had no summary text")
+	}
+	c := &session.Compaction{Summary: summary, TokensBefore: int64(est)}
+	if k < len(v.entries) {
+		c.FirstKept = v.entries[k].ID
+	}
+	c.ReadFiles, c.ModifiedFiles = fileSets(v, k)
+	recs := []session.Record{session.EntryRecord(session.Entry{Type: session.EntryCompaction, RunID: r.id, Compaction: c})}
+	if u := ar.resp.Usage; u != nil {
+		reqID := ar.requestID
+		if reqID == "" {
+			reqID = ar.resp.ID
+		}
+		recs = append(recs, session.UsageRecord(session.Usage{
+			RunID: r.id, RequestID: reqID, Operation: OperationCompaction, Model: model.Name,
+			Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens,
+		}))
+	}
+	if r.ctx.Err() != nil { // cancellation wins: nothing is persisted
+		return "", "", errCancelled
+	}
+	if err := r.a.sess.Append(recs...); err != nil {
+		return "", "", err
+	}
+	if u := ar.resp.Usage; u != nil {
+		r.usage.Requests++
+		r.usage.Input += u.InputTokens
+		r.usage.CachedInput += u.CachedTokens
+		r.usage.Output += u.OutputTokens
+		r.usage.Reasoning += u.ReasoningTokens
+		r.emitUsage()
+	}
+	return r.a.sess.Head(), summary, nil
+}
+
+// auxRequest performs an auxiliary request with the same retry seam as the
+// main request; it emits no output deltas and delivers no controls (they
+// stay queued for the next safe boundary).
+func (r *Run) auxRequest(op string, req *provider.Request) (*attemptResult, error) {
+	for attempt := 0; ; attempt++ {
+		if r.ctx.Err() != nil {
+			return nil, errCancelled
+		}
+		ar := &attemptResult{estimate: estimateFixed(req) + estimateItems(req.Input)}
+		t0 := time.Now()
+		err := r.attempt(req, false, ar)
+		r.observeRequest(op, attempt, req, ar, t0, err)
+		if err == nil && !ar.truncated {
+			return ar, nil
+		}
+		if err == nil { // a truncated summary is not a summary
+			err = &provider.Error{Phase: provider.Body, Class: provider.ResponsesIncomplete, Dispatched: true, IncompleteReason: "max_output_tokens"}
+		}
+		if err := r.handleFailure(op, ar, err, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// shrinkItems bounds the text of items so that their estimate fits budget
+// tokens, cutting the longest texts first (keeping each text's head).
+func shrinkItems(items []provider.Item, budget int) []provider.Item {
+	if budget <= 0 || estimateItems(items) <= budget || len(items) == 0 {
+		return items
+	}
+	per := max(budget*bytesPerToken/len(items), minItemChars)
+	out := slices.Clone(items)
+	for i := range out {
+		out[i].Text = cutText(out[i].Text, per)
+		out[i].Output = cutText(out[i].Output, per)
+		out[i].Arguments = cutText(out[i].Arguments, per)
+		out[i].EncryptedContent = ""
+		if out[i].Type == provider.ItemReasoning {
+			out[i] = provider.Item{Type: provider.ItemMessage, Role: "assistant", Text: cutText(strings.Join(out[i].Summary, "\n"), per)}
+		}
+	}
+	return out
+}
+
+// cutText keeps at most n bytes of s on a rune boundary, marking the cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "\n[… truncated for summarization]"
+}
+
+// fileSets returns the cumulative read and modified files: the previous
+// compaction's sets plus the paths of read/search and edit/write calls in
+// the summarized entries.
+func fileSets(v view, k int) (read, modified []string) {
+	seenR, seenM := map[string]bool{}, map[string]bool{}
+	add := func(list *[]string, seen map[string]bool, p string) {
+		if p != "" && !seen[p] {
+			seen[p] = true
+			*list = append(*list, p)
+		}
+	}
+	if v.summary != nil {
+		for _, p := range v.summary.ReadFiles {
+			add(&read, seenR, p)
+		}
+		for _, p := range v.summary.ModifiedFiles {
+			add(&modified, seenM, p)
+		}
+	}
+	for i := 0; i < k; i++ {
+		e := &v.entries[i]
+		if e.Type != session.EntryAssistant {
+			continue
+		}
+		for _, it := range e.Items {
+			if it.Type != session.ItemFunctionCall {
+				continue
+			}
+			var args struct {
+				Path string `json:"path"`
+			}
+			if json.Unmarshal([]byte(it.Arguments), &args) != nil {
+				continue
+			}
+			switch it.Name {
+			case "read":
+				add(&read, seenR, args.Path)
+			case "edit", "write":
+				add(&modified, seenM, args.Path)
+			}
+		}
+	}
+	return read, modified
+}

@@ -1,0 +1,188 @@
+package agent
+
+import (
+	"strings"
+
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
+)
+
+// summaryPrefix introduces a compaction summary in the rebuilt context.
+const summaryPrefix = "Summary of the earlier conversation (it replaces the messages before it; continue from here):\n\n"
+
+// view is the part of the active branch that forms the provider context:
+// an optional compaction summary followed by the entries replayed verbatim.
+type view struct {
+	summary    *session.Compaction // the latest compaction on the branch, if any
+	entries    []session.Entry     // replayed entries, oldest first
+	compaction int                 // index in the branch of the latest compaction entry, -1 if none
+}
+
+// contextView selects the replayed entries of branch: everything when there
+// is no compaction; otherwise the entries from the latest compaction's
+// FirstKept up to that compaction entry, then everything after it.
+func contextView(branch []session.Entry) view {
+	v := view{compaction: -1}
+	for i := len(branch) - 1; i >= 0; i-- {
+		if branch[i].Type == session.EntryCompaction && branch[i].Compaction != nil {
+			v.compaction = i
+			break
+		}
+	}
+	if v.compaction < 0 {
+		v.entries = branch
+		return v
+	}
+	c := branch[v.compaction]
+	v.summary = c.Compaction
+	start := v.compaction // keep nothing before the compaction by default
+	if c.Compaction.FirstKept != "" {
+		for i := 0; i < v.compaction; i++ {
+			if branch[i].ID == c.Compaction.FirstKept {
+				start = i
+				break
+			}
+		}
+	}
+	v.entries = make([]session.Entry, 0, len(branch)-start)
+	v.entries = append(v.entries, branch[start:v.compaction]...)
+	v.entries = append(v.entries, branch[v.compaction+1:]...)
+	return v
+}
+
+// items converts the view into provider input items.
+func (v view) items() []provider.Item {
+	out := make([]provider.Item, 0, len(v.entries)*2+1)
+	if v.summary != nil {
+		out = append(out, userMessage(summaryPrefix+v.summary.Summary))
+	}
+	for i := range v.entries {
+		out = appendEntryItems(out, &v.entries[i])
+	}
+	return out
+}
+
+// userMessage returns a user-role message item.
+func userMessage(text string) provider.Item {
+	return provider.Item{Type: provider.ItemMessage, Role: "user", Text: text}
+}
+
+// appendEntryItems appends the canonical provider items of one entry.
+// Entry types the agent does not replay (and compaction entries, which the
+// view handles) contribute nothing.
+func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
+	switch e.Type {
+	case session.EntryUser, session.EntrySteering, session.EntryFollowUp:
+		out = append(out, userMessage(e.Text))
+	case session.EntryAssistant:
+		for _, it := range e.Items {
+			switch it.Type {
+			case session.ItemText:
+				out = append(out, provider.Item{Type: provider.ItemMessage, Role: "assistant", Text: it.Text})
+			case session.ItemReasoning:
+				if it.EncryptedContent == "" {
+					continue // nothing replayable without the opaque state
+				}
+				var summary []string
+				if it.Text != "" {
+					summary = []string{it.Text}
+				}
+				out = append(out, provider.Item{Type: provider.ItemReasoning, Summary: summary, EncryptedContent: it.EncryptedContent})
+			case session.ItemFunctionCall:
+				out = append(out, provider.Item{Type: provider.ItemFunctionCall, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+			}
+		}
+	case session.EntryToolResult:
+		if e.Result != nil {
+			out = append(out, provider.Item{Type: provider.ItemFunctionCallOutput, CallID: e.Result.CallID, Output: e.Result.Text})
+		}
+	}
+	return out
+}
+
+// sessionItems converts a provider response's output into session items.
+// Items octet cannot replay (provider-hosted tools, custom tool calls) fail
+// closed: ok is false and name says which type was found.
+func sessionItems(out []provider.Item) (items []session.Item, bad string) {
+	items = make([]session.Item, 0, len(out))
+	for _, it := range out {
+		switch it.Type {
+		case provider.ItemMessage:
+			text := it.Text
+			if text == "" && it.Refusal != "" {
+				text = it.Refusal
+			}
+			items = append(items, session.Item{Type: session.ItemText, ID: it.ID, Text: text})
+		case provider.ItemReasoning:
+			items = append(items, session.Item{Type: session.ItemReasoning, ID: it.ID, Text: strings.Join(it.Summary, "\n\n"), EncryptedContent: it.EncryptedContent})
+		case provider.ItemFunctionCall:
+			items = append(items, session.Item{Type: session.ItemFunctionCall, ID: it.ID, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+		default:
+			return nil, string(it.Type)
+		}
+	}
+	return items, ""
+}
+
+// Token estimation. The estimate is deliberately simple and conservative:
+// four bytes of text per token plus a small per-item overhead. When the
+// provider reported usage for a response still on the branch (and no
+// compaction happened since), that exact figure replaces the estimate of
+// everything up to and including that response.
+const (
+	bytesPerToken   = 4
+	perItemOverhead = 8
+)
+
+// estimateText estimates the tokens of s.
+func estimateText(s string) int { return (len(s) + bytesPerToken - 1) / bytesPerToken }
+
+// estimateItems estimates the tokens of provider items.
+func estimateItems(items []provider.Item) int {
+	n := 0
+	for i := range items {
+		it := &items[i]
+		n += perItemOverhead + estimateText(it.Text) + estimateText(it.Arguments) + estimateText(it.Output) + estimateText(it.Name)
+		for _, s := range it.Summary {
+			n += estimateText(s)
+		}
+		// Encrypted reasoning is base64 of roughly the reasoning tokens.
+		n += len(it.EncryptedContent) / 8
+	}
+	return n
+}
+
+// estimateFixed estimates the instructions and tool schemas of req.
+func estimateFixed(req *provider.Request) int {
+	n := estimateText(req.Instructions)
+	for _, t := range req.Tools {
+		n += perItemOverhead + estimateText(t.Name) + estimateText(t.Description) + estimateText(string(t.Parameters))
+	}
+	return n
+}
+
+// calibration remembers the provider-reported size of the context as of
+// one committed assistant entry.
+type calibration struct {
+	entryID string
+	tokens  int // input + output tokens of that response
+}
+
+// estimate returns the estimated tokens of req, built from v. When cal's
+// entry is among v's entries, the provider-reported size replaces the
+// heuristic for everything up to that entry (the agent resets cal on
+// compaction, which changes that prefix).
+func estimate(req *provider.Request, v view, cal calibration) int {
+	if cal.entryID != "" {
+		for i := len(v.entries) - 1; i >= 0; i-- {
+			if v.entries[i].ID == cal.entryID {
+				var tail []provider.Item
+				for j := i + 1; j < len(v.entries); j++ {
+					tail = appendEntryItems(tail, &v.entries[j])
+				}
+				return cal.tokens + estimateItems(tail)
+			}
+		}
+	}
+	return estimateFixed(req) + estimateItems(req.Input)
+}

@@ -1,0 +1,114 @@
+package agent
+
+import (
+	"fmt"
+	"sync"
+)
+
+// controlKind says what a queued control asks for.
+type controlKind int
+
+const (
+	controlSteer controlKind = iota + 1
+	controlFollowUp
+	controlFinishNow
+)
+
+// control is one accepted, not yet delivered control input.
+type control struct {
+	kind controlKind
+	id   string
+	text string
+}
+
+// controls is a run's control inbox. Submissions and the owner's final
+// close decision are serialized by mu, so a control is either accepted
+// before the run closes (and then delivered by the owner) or refused with
+// ErrRunEnded: never lost. The owner is woken through wake.
+type controls struct {
+	mu       sync.Mutex
+	closed   bool
+	next     int
+	runID    string
+	steering []control // steering and FinishNow inputs, in submission order
+	follow   []control
+	finish   bool // a FinishNow was accepted (sticky)
+	wake     chan struct{}
+}
+
+func newControls(runID string) *controls {
+	return &controls{runID: runID, wake: make(chan struct{}, 1)}
+}
+
+// submit queues c or refuses it after closure.
+func (c *controls) submit(kind controlKind, text string) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return "", ErrRunEnded
+	}
+	c.next++
+	ctl := control{kind: kind, id: fmt.Sprintf("%s-m%d", c.runID, c.next), text: text}
+	switch kind {
+	case controlFollowUp:
+		c.follow = append(c.follow, ctl)
+	case controlFinishNow:
+		c.finish = true
+		c.steering = append(c.steering, ctl)
+	default:
+		c.steering = append(c.steering, ctl)
+	}
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return ctl.id, nil
+}
+
+// finishRequested reports whether FinishNow was accepted.
+func (c *controls) finishRequested() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.finish
+}
+
+// takeSteering removes and returns the queued steering/FinishNow inputs.
+func (c *controls) takeSteering() []control {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.steering
+	c.steering = nil
+	return s
+}
+
+// closeOrNext is the atomic final drain/close boundary of a run that would
+// otherwise end. Under the lock it returns queued steering first, then one
+// follow-up; only when nothing is queued does it close the inbox, after
+// which every submission is refused.
+func (c *controls) closeOrNext() ([]control, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.steering) > 0 {
+		s := c.steering
+		c.steering = nil
+		return s, false
+	}
+	if len(c.follow) > 0 {
+		f := c.follow[0]
+		c.follow = c.follow[1:]
+		return []control{f}, false
+	}
+	c.closed = true
+	return nil, true
+}
+
+// closeAll closes the inbox and returns everything still queued, in order
+// (steering first, then follow-ups). Used when a run ends early.
+func (c *controls) closeAll() []control {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	out := append(c.steering, c.follow...)
+	c.steering, c.follow = nil, nil
+	return out
+}

@@ -1,0 +1,431 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// Static model-visible texts of synthetic paired errors. They never echo
+// arguments, parser, broker, hook or approval details.
+const (
+	textTooManyCalls   = "Tool call not executed: the response contained more tool calls than the per-response limit."
+	textToolsDisabled  = "Tool call not executed: tools are disabled for the rest of this run."
+	textTruncatedCall  = "Tool call not executed: the response reached its output token limit while emitting tool calls, so the arguments may be incomplete."
+	textCorrective     = "Your previous response reached the output token limit while emitting tool calls, so none of them was executed. Reissue the tool calls you still need with complete arguments (split large content into smaller calls)."
+	textAbandoned      = "Tool call cancelled; it did not stop in time and its outcome is unknown."
+	textIndeterminate  = "Tool call outcome is indeterminate: the previous process ended before its result was recorded. It was not run again; check its effects before retrying."
+	textToolPanicked   = "Tool failed: internal error."
+	toolCancelGrace    = 10 * time.Second
+)
+
+// pendingCall is one function call of the last assistant entry.
+type pendingCall struct {
+	item   session.Item
+	done   bool   // its result entry is durable
+	denial string // the denial reason, once denied
+}
+
+// toolMsg is a decision or progress report from a dispatch, routed to the
+// owner goroutine, which alone emits events.
+type toolMsg struct {
+	callID   string
+	decision *tools.ToolPolicyDecision
+	progress string
+}
+
+// toolSink collects toolMsgs from any goroutine without blocking it.
+type toolSink struct {
+	mu     sync.Mutex
+	msgs   []toolMsg
+	notify chan struct{}
+	closed bool
+}
+
+func newToolSink() *toolSink { return &toolSink{notify: make(chan struct{}, 1)} }
+
+func (s *toolSink) put(m toolMsg) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
+	s.msgs = append(s.msgs, m)
+	s.mu.Unlock()
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (s *toolSink) take() []toolMsg {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.msgs
+	s.msgs = nil
+	return m
+}
+
+func (s *toolSink) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	s.msgs = nil
+}
+
+// observer returns the broker observer that routes callID's evidence.
+func (s *toolSink) observer(callID string) tools.DispatchObserver {
+	return tools.DispatchObserver{
+		OnDecision: func(d tools.ToolPolicyDecision) { s.put(toolMsg{callID: callID, decision: &d}) },
+		OnProgress: func(text string) { s.put(toolMsg{callID: callID, progress: text}) },
+	}
+}
+
+// drainSink emits every queued decision and progress report.
+func (r *Run) drainSink(s *toolSink) {
+	for _, m := range s.take() {
+		if m.decision != nil {
+			d := m.decision
+			r.emit(&ToolPolicyDecision{CallID: d.CallID, Decision: d.Decision, Reason: d.Reason, Effect: d.Effect, EffectiveToolPolicy: d.EffectiveToolPolicy})
+			continue
+		}
+		r.emit(&ToolOutput{CallID: m.callID, Text: m.progress})
+	}
+}
+
+// dispatch executes the calls of one committed assistant message in model
+// order and persists each result as soon as its outcome is committed.
+func (r *Run) dispatch(calls []session.Item, truncated bool) error {
+	r.pending = make([]pendingCall, len(calls))
+	for i, c := range calls {
+		r.pending[i] = pendingCall{item: c}
+	}
+	if truncated {
+		for i := range calls {
+			if err := r.syntheticResult(i, textTruncatedCall); err != nil {
+				return err
+			}
+		}
+		if _, err := r.a.sess.AppendEntry(session.Entry{Type: session.EntrySteering, RunID: r.id, Text: textCorrective}); err != nil {
+			return fmt.Errorf("persist corrective continuation: %w", err)
+		}
+		return nil
+	}
+	sink := newToolSink()
+	defer sink.close()
+	for i := 0; i < len(calls); {
+		if r.ctx.Err() != nil {
+			return errCancelled
+		}
+		switch {
+		case i >= r.a.cfg.MaxToolCallsPerTurn:
+			if err := r.syntheticResult(i, textTooManyCalls); err != nil {
+				return err
+			}
+			i++
+		case r.toolFree || r.ctl.finishRequested():
+			if err := r.syntheticResult(i, textToolsDisabled); err != nil {
+				return err
+			}
+			i++
+		default:
+			n, err := r.dispatchFrom(i, sink)
+			if err != nil {
+				return err
+			}
+			i += n
+		}
+	}
+	r.pending = nil
+	return nil
+}
+
+// admitted is one call that passed admission.
+type admitted struct {
+	idx   int
+	adm   *tools.Admission
+	start time.Time
+}
+
+// dispatchFrom handles call i and, when it can start a parallel wave, the
+// contiguous eligible calls after it. It returns how many calls it settled.
+func (r *Run) dispatchFrom(i int, sink *toolSink) (int, error) {
+	first, err := r.admit(i, sink)
+	if err != nil || first == nil {
+		return 1, err
+	}
+	if !first.adm.Parallel() {
+		return 1, r.executeWave([]admitted{*first}, sink)
+	}
+	wave := []admitted{*first}
+	j := i + 1
+	var denied bool
+	for j < len(r.pending) && len(wave) < MaxParallelWave && j < r.a.cfg.MaxToolCallsPerTurn &&
+		!r.ctl.finishRequested() && r.ctx.Err() == nil && r.staticParallel(r.pending[j].item) {
+		next, err := r.admitDeferred(j, sink)
+		if err != nil {
+			r.revoke(wave)
+			return j - i, err
+		}
+		if next == nil { // denied: settled after the wave, in call order
+			denied = true
+			break
+		}
+		if !next.adm.Parallel() {
+			// Classification changed between the static check and
+			// admission: run what we have, then this call alone.
+			if err := r.executeWave(wave, sink); err != nil {
+				next.adm.Revoke()
+				return j - i, err
+			}
+			return j - i + 1, r.executeWave([]admitted{*next}, sink)
+		}
+		wave = append(wave, *next)
+		j++
+	}
+	if err := r.executeWave(wave, sink); err != nil {
+		return j - i, err
+	}
+	if denied {
+		if err := r.persistDenial(j, sink); err != nil {
+			return j - i, err
+		}
+		j++
+	}
+	return j - i, nil
+}
+
+// staticParallel is the cheap pre-admission test for joining a wave: the
+// tool is statically Parallel and the exact call classifies as Pure,
+// WorkspaceRead or HostRead. Admission re-checks everything.
+func (r *Run) staticParallel(call session.Item) bool {
+	t, ok := r.a.cfg.Host.Lookup(call.Name)
+	if !ok || t.Concurrency() != tools.Parallel {
+		return false
+	}
+	if r.validate(call) != "" {
+		return false // invalid arguments never reach classification
+	}
+	eff, err := safeClassify(t, json.RawMessage(call.Arguments))
+	if err != nil {
+		return false
+	}
+	switch eff {
+	case tools.Pure, tools.WorkspaceRead, tools.HostRead:
+		return true
+	}
+	return false
+}
+
+// safeClassify classifies without letting a panicking tool crash the run.
+func safeClassify(t tools.Tool, args json.RawMessage) (eff tools.Effect, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			eff, err = tools.Unknown, fmt.Errorf("classify panicked: %v", p)
+		}
+	}()
+	return t.Classify(args)
+}
+
+// admit opens call i (tool_started), validates its arguments against the
+// tool's schema and asks the broker. A denial is persisted at once and
+// admit returns nil.
+func (r *Run) admit(i int, sink *toolSink) (*admitted, error) {
+	a, denied, err := r.admitCall(i, sink)
+	if err != nil || !denied {
+		return a, err
+	}
+	return nil, r.persistDenial(i, sink)
+}
+
+// admitDeferred is admit for a wave candidate: a denial is returned as nil
+// and persisted later by the caller, after the wave's results.
+func (r *Run) admitDeferred(i int, sink *toolSink) (*admitted, error) {
+	a, denied, err := r.admitCall(i, sink)
+	if err != nil || denied {
+		return nil, err
+	}
+	return a, nil
+}
+
+// admitCall emits tool_started, validates and admits call i. On denial it
+// records the denial for persistDenial.
+func (r *Run) admitCall(i int, sink *toolSink) (*admitted, bool, error) {
+	call := r.pending[i].item
+	r.emit(&ToolStarted{CallID: call.CallID, Tool: call.Name})
+	start := time.Now()
+	host := r.a.cfg.Host
+	if reason := r.validate(call); reason != "" {
+		d := tools.ToolPolicyDecision{CallID: call.CallID, Decision: tools.DecisionDenied, Reason: reason, EffectiveToolPolicy: r.a.cfg.Broker.EffectiveToolPolicy()}
+		sink.put(toolMsg{callID: call.CallID, decision: &d})
+		r.drainSink(sink)
+		r.pending[i].denial = d.Reason
+		return nil, true, nil
+	}
+	adm, d := r.a.cfg.Broker.Admit(r.ctx, host, tools.DispatchRequest{
+		Principal: r.a.cfg.Principal, RunID: r.id, CallID: call.CallID, Tool: call.Name, Arguments: json.RawMessage(call.Arguments),
+	}, sink.observer(call.CallID))
+	r.drainSink(sink)
+	if adm == nil {
+		r.pending[i].denial = d.Reason
+		return nil, true, nil
+	}
+	return &admitted{idx: i, adm: adm, start: start}, false, nil
+}
+
+// validate checks the call's arguments before anything classifies them:
+// canonical JSON object, then the tool's JSON schema. It returns a denial
+// reason or "".
+func (r *Run) validate(call session.Item) string {
+	host := r.a.cfg.Host
+	if _, ok := host.Lookup(call.Name); !ok {
+		return tools.ReasonUnknownTool
+	}
+	canon, err := tools.CanonicalArguments(json.RawMessage(call.Arguments))
+	if err != nil {
+		return tools.ReasonInvalidArguments
+	}
+	if err := host.ValidateArguments(call.Name, canon); err != nil {
+		r.a.log.Debug("agent: tool arguments failed schema validation", "tool", call.Name, "call", call.CallID)
+		return tools.ReasonInvalidArguments
+	}
+	return ""
+}
+
+// persistDenial persists the static paired error of denied call i.
+func (r *Run) persistDenial(i int, sink *toolSink) error {
+	d := tools.ToolPolicyDecision{Decision: tools.DecisionDenied, Reason: r.pending[i].denial}
+	return r.persistResult(i, d.DenialResult(), false, time.Now())
+}
+
+// revoke drops admissions that will not execute.
+func (r *Run) revoke(wave []admitted) {
+	for _, w := range wave {
+		w.adm.Revoke()
+	}
+}
+
+// outcome is one finished execution.
+type outcome struct {
+	idx int
+	res tools.Result
+}
+
+// executeWave runs the admitted calls concurrently (a single call is a
+// wave of one) and persists their results in call order, each as soon as it
+// and every earlier call of the wave are done. The owner goroutine keeps
+// emitting decisions and progress while it waits.
+func (r *Run) executeWave(wave []admitted, sink *toolSink) error {
+	results := make(chan outcome, len(wave))
+	for _, w := range wave {
+		go r.execute(w, results)
+	}
+	got := make(map[int]tools.Result, len(wave))
+	next := 0
+	var grace <-chan time.Time
+	ctxDone := r.ctx.Done()
+	for next < len(wave) {
+		select {
+		case <-sink.notify:
+			r.drainSink(sink)
+		case o := <-results:
+			got[o.idx] = o.res
+			r.drainSink(sink)
+			for next < len(wave) {
+				res, ok := got[wave[next].idx]
+				if !ok {
+					break
+				}
+				if err := r.persistResult(wave[next].idx, res, true, wave[next].start); err != nil {
+					return err
+				}
+				next++
+			}
+		case <-ctxDone:
+			ctxDone = nil
+			t := time.NewTimer(toolCancelGrace)
+			defer t.Stop()
+			grace = t.C
+		case <-grace:
+			// Tools ignored cancellation: record unknown outcomes and
+			// leave them behind rather than hang the run.
+			for ; next < len(wave); next++ {
+				r.a.log.Warn("agent: tool did not stop after cancellation", "tool", r.pending[wave[next].idx].item.Name)
+				if err := r.persistResult(wave[next].idx, tools.Result{Text: textAbandoned, IsError: true}, true, wave[next].start); err != nil {
+					return err
+				}
+			}
+			return errCancelled
+		}
+	}
+	return nil
+}
+
+// execute runs one admitted call, turning a panic into an error result.
+func (r *Run) execute(w admitted, out chan<- outcome) {
+	res := tools.Result{Text: textToolPanicked, IsError: true}
+	defer func() {
+		if p := recover(); p != nil {
+			r.a.log.Error("agent: tool dispatch panicked", "tool", w.adm.Tool().Name(), "panic", fmt.Sprint(p))
+		}
+		out <- outcome{idx: w.idx, res: res}
+	}()
+	res, _ = w.adm.Execute(r.ctx)
+}
+
+// syntheticResult pairs call i with a static error without executing it
+// (tool_started and tool_finished frame it; there is no policy decision).
+func (r *Run) syntheticResult(i int, text string) error {
+	call := r.pending[i].item
+	r.emit(&ToolStarted{CallID: call.CallID, Tool: call.Name})
+	return r.persistResult(i, tools.Result{Text: text, IsError: true}, false, time.Now())
+}
+
+// persistResult durably appends call i's result entry and emits
+// tool_finished.
+func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.Time) error {
+	call := r.pending[i].item
+	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
+		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: res.Details,
+	}}
+	if _, err := r.a.sess.AppendEntry(e); err != nil {
+		return fmt.Errorf("persist result of %s call: %w", call.Name, err)
+	}
+	r.pending[i].done = true
+	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError})
+	r.a.obs.ToolFinished(ToolInfo{
+		RunID: r.id, Tool: call.Name, ArgumentsHash: hashHex(call.Arguments), Executed: executed,
+		IsError: res.IsError, ResultBytes: len(res.Text), Duration: time.Since(start),
+	})
+	return nil
+}
+
+// settlePending pairs every call of the last assistant entry that has no
+// durable result with a static error, so the session stays replayable.
+func (r *Run) settlePending(text string) error {
+	for i := range r.pending {
+		if r.pending[i].done {
+			continue
+		}
+		if err := r.syntheticResult(i, text); err != nil {
+			return err
+		}
+	}
+	r.pending = nil
+	return nil
+}
+
+// toolDefs returns the host's tools as provider function tools.
+func (a *Agent) toolDefs() []provider.FunctionTool {
+	ts := a.cfg.Host.Tools()
+	out := make([]provider.FunctionTool, 0, len(ts))
+	for _, t := range ts {
+		out = append(out, provider.FunctionTool{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+	}
+	return out
+}

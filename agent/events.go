@@ -1,0 +1,356 @@
+package agent
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/octet-agent/octet/tools"
+)
+
+// Event kinds, exactly as the editor protocol names them.
+const (
+	KindRunStarted             = "run_started"
+	KindOutputDelta            = "output_delta"
+	KindToolCallStarted        = "tool_call_started"
+	KindToolCallDelta          = "tool_call_delta"
+	KindToolCallEnded          = "tool_call_ended"
+	KindAssistantCommitted     = "assistant_committed"
+	KindToolStarted            = "tool_started"
+	KindToolPolicyDecision     = "tool_policy_decision"
+	KindToolOutput             = "tool_output"
+	KindToolFinished           = "tool_finished"
+	KindProviderRetry          = "provider_retry"
+	KindProviderUsageUncertain = "provider_usage_uncertain"
+	KindUsage                  = "usage"
+	KindCompactionStarted      = "compaction_started"
+	KindCompactionFinished     = "compaction_finished"
+	KindTurnFinished           = "turn_finished"
+	KindRunFinished            = "run_finished"
+	KindRecoveredOutput        = "recovered_output"
+)
+
+// Output channels of [OutputDelta] and [RecoveredOutput].
+const (
+	ChannelText      = "text"
+	ChannelReasoning = "reasoning"
+)
+
+// Event is one frontend-neutral run event. Kind is the protocol's
+// snake_case kind; Seq numbers the events of one run from 1 without gaps.
+// [MarshalEvent] (and each type's MarshalJSON) encodes an event as one JSON
+// object whose fields sit directly beside "kind".
+type Event interface {
+	Kind() string
+	Seq() int64
+	setSeq(int64)
+}
+
+// header carries the per-run sequence number every event has.
+type header struct{ seq int64 }
+
+// Seq is the event's position in its run, starting at 1.
+func (h *header) Seq() int64 { return h.seq }
+
+func (h *header) setSeq(s int64) { h.seq = s }
+
+// MarshalEvent encodes e as {"kind": ..., fields...}. The sequence number is
+// not part of the object: the server carries it in its envelope.
+func MarshalEvent(e Event) ([]byte, error) { return json.Marshal(e) }
+
+// withKind splices "kind" into the JSON object encoding of v.
+func withKind(kind string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("marshal %s event: %w", kind, err)
+	}
+	out := make([]byte, 0, len(b)+len(kind)+12)
+	out = append(out, `{"kind":`...)
+	out = append(out, '"')
+	out = append(out, kind...)
+	out = append(out, '"')
+	if len(b) > 2 { // not "{}"
+		out = append(out, ',')
+		out = append(out, b[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// RunStarted is the first event of every run.
+type RunStarted struct {
+	header
+	// RunID repeats the run's identifier for consumers that see only events.
+	RunID string `json:"runId"`
+	// WithoutTools reports a run started tool-free.
+	WithoutTools bool `json:"withoutTools,omitempty"`
+}
+
+// OutputDelta is provisional streamed model output. It is never persisted;
+// the committed text arrives with the assistant entry.
+type OutputDelta struct {
+	header
+	Channel string `json:"channel"` // "text" or "reasoning"
+	Text    string `json:"text"`
+}
+
+// ToolCallStarted reports the provider began streaming a function call.
+// It is provisional: nothing is executed from streamed calls.
+type ToolCallStarted struct {
+	header
+	CallID string `json:"callId"`
+	Name   string `json:"name"`
+}
+
+// ToolCallDelta is a provisional fragment of a streamed call's arguments.
+type ToolCallDelta struct {
+	header
+	CallID string `json:"callId"`
+	Delta  string `json:"delta"`
+}
+
+// ToolCallEnded reports the provider finished streaming one call.
+type ToolCallEnded struct {
+	header
+	CallID string `json:"callId"`
+}
+
+// AssistantCommitted reports the complete assistant message is durable.
+// No tool of that message runs before this event.
+type AssistantCommitted struct {
+	header
+	EntryID string `json:"entryId"`
+}
+
+// ToolStarted opens the dispatch of one call (before admission).
+type ToolStarted struct {
+	header
+	CallID string `json:"callId"`
+	Tool   string `json:"tool"`
+}
+
+// ToolPolicyDecision is the secret-safe admission evidence of one call,
+// emitted after its ToolStarted and before its ToolFinished.
+type ToolPolicyDecision struct {
+	header
+	CallID              string                    `json:"callId"`
+	Decision            string                    `json:"decision"`
+	Reason              string                    `json:"reason,omitempty"`
+	Effect              tools.Effect              `json:"effect,omitempty"`
+	EffectiveToolPolicy tools.EffectiveToolPolicy `json:"effectiveToolPolicy"`
+}
+
+// ToolOutput is bounded incremental tool output for presentation only.
+type ToolOutput struct {
+	header
+	CallID string `json:"callId"`
+	Text   string `json:"text"`
+}
+
+// ToolFinished reports the call's result record is durable.
+type ToolFinished struct {
+	header
+	CallID  string `json:"callId"`
+	IsError bool   `json:"isError"`
+}
+
+// ProviderRetry reports that a failed provider attempt is being replaced.
+// It invalidates all provisional output of the failed attempt.
+type ProviderRetry struct {
+	header
+	Attempt     int     `json:"attempt"`
+	MaxAttempts *int    `json:"maxAttempts"` // null while waiting for the network
+	DelayMs     int64   `json:"delayMs"`
+	RetryKind   string  `json:"retryKind"` // "interrupted_inference" | "waiting_for_network"
+	Operation   *string `json:"operation"` // null for the main request
+	Reason      string  `json:"reason"`
+}
+
+// ProviderUsageUncertain reports that the session's usage totals are no
+// longer complete: a dispatched attempt failed with unknown usage. It is
+// emitted on the first observed uncertainty of a run and at run start for an
+// already-uncertain session.
+type ProviderUsageUncertain struct {
+	header
+	Operation string `json:"operation,omitempty"`
+	Reason    string `json:"reason"`
+}
+
+// Usage carries the run's known usage so far (a cumulative subtotal).
+// Complete is false once any attempt's usage is unknown.
+type Usage struct {
+	header
+	Input       int64  `json:"input"`
+	CachedInput int64  `json:"cachedInput"`
+	Output      int64  `json:"output"`
+	Reasoning   int64  `json:"reasoning"`
+	CostMicros  *int64 `json:"costMicros,omitempty"`
+	Complete    bool   `json:"complete"`
+}
+
+// CompactionStarted reports autonomous compaction began.
+type CompactionStarted struct {
+	header
+	TokensBefore int `json:"tokensBefore"`
+}
+
+// CompactionFinished reports compaction ended. EntryID is the durable
+// compaction entry, empty when it failed or was cancelled.
+type CompactionFinished struct {
+	header
+	EntryID string `json:"entryId,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// TurnFinished closes one provider turn and its tool results.
+type TurnFinished struct {
+	header
+	Turn int `json:"turn"`
+}
+
+// RunFinished is the last event of every run, emitted exactly once after
+// the run's checkpoint is durable (or failed to be written).
+type RunFinished struct {
+	header
+	Outcome Outcome `json:"outcome"`
+	Error   string  `json:"error,omitempty"`
+}
+
+// RecoveredOutput carries the partial text or reasoning of an interrupted
+// provider attempt. It is historical progress: consumers must never append
+// it to the current answer.
+type RecoveredOutput struct {
+	header
+	Channel string `json:"channel"`
+	Text    string `json:"text"`
+}
+
+// Kind methods and JSON encoders. Each MarshalJSON uses a local alias so
+// the fields sit beside "kind" without recursion.
+
+func (*RunStarted) Kind() string             { return KindRunStarted }
+func (*OutputDelta) Kind() string            { return KindOutputDelta }
+func (*ToolCallStarted) Kind() string        { return KindToolCallStarted }
+func (*ToolCallDelta) Kind() string          { return KindToolCallDelta }
+func (*ToolCallEnded) Kind() string          { return KindToolCallEnded }
+func (*AssistantCommitted) Kind() string     { return KindAssistantCommitted }
+func (*ToolStarted) Kind() string            { return KindToolStarted }
+func (*ToolPolicyDecision) Kind() string     { return KindToolPolicyDecision }
+func (*ToolOutput) Kind() string             { return KindToolOutput }
+func (*ToolFinished) Kind() string           { return KindToolFinished }
+func (*ProviderRetry) Kind() string          { return KindProviderRetry }
+func (*ProviderUsageUncertain) Kind() string { return KindProviderUsageUncertain }
+func (*Usage) Kind() string                  { return KindUsage }
+func (*CompactionStarted) Kind() string      { return KindCompactionStarted }
+func (*CompactionFinished) Kind() string     { return KindCompactionFinished }
+func (*TurnFinished) Kind() string           { return KindTurnFinished }
+func (*RunFinished) Kind() string            { return KindRunFinished }
+func (*RecoveredOutput) Kind() string        { return KindRecoveredOutput }
+
+// MarshalJSON encodes the event with its kind.
+func (e *RunStarted) MarshalJSON() ([]byte, error) {
+	type a RunStarted
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *OutputDelta) MarshalJSON() ([]byte, error) {
+	type a OutputDelta
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ToolCallStarted) MarshalJSON() ([]byte, error) {
+	type a ToolCallStarted
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ToolCallDelta) MarshalJSON() ([]byte, error) {
+	type a ToolCallDelta
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ToolCallEnded) MarshalJSON() ([]byte, error) {
+	type a ToolCallEnded
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *AssistantCommitted) MarshalJSON() ([]byte, error) {
+	type a AssistantCommitted
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ToolStarted) MarshalJSON() ([]byte, error) {
+	type a ToolStarted
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ToolPolicyDecision) MarshalJSON() ([]byte, error) {
+	type a ToolPolicyDecision
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ToolOutput) MarshalJSON() ([]byte, error) {
+	type a ToolOutput
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ToolFinished) MarshalJSON() ([]byte, error) {
+	type a ToolFinished
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ProviderRetry) MarshalJSON() ([]byte, error) {
+	type a ProviderRetry
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *ProviderUsageUncertain) MarshalJSON() ([]byte, error) {
+	type a ProviderUsageUncertain
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *Usage) MarshalJSON() ([]byte, error) {
+	type a Usage
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *CompactionStarted) MarshalJSON() ([]byte, error) {
+	type a CompactionStarted
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *CompactionFinished) MarshalJSON() ([]byte, error) {
+	type a CompactionFinished
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *TurnFinished) MarshalJSON() ([]byte, error) {
+	type a TurnFinished
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *RunFinished) MarshalJSON() ([]byte, error) {
+	type a RunFinished
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *RecoveredOutput) MarshalJSON() ([]byte, error) {
+	type a RecoveredOutput
+	return withKind(e.Kind(), (*a)(e))
+}

@@ -1,0 +1,406 @@
+package agent
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
+)
+
+// loop drives provider turns and tool batches until the run ends. It
+// returns errCancelled (or any error while the run context is done) for a
+// cancelled run.
+func (r *Run) loop() (Outcome, error) {
+	for {
+		if r.ctx.Err() != nil {
+			return OutcomeCancelled, errCancelled
+		}
+		if r.turn >= r.a.cfg.MaxTurns {
+			return OutcomeMaxTurns, nil
+		}
+		r.turn++
+		ar, err := r.mainTurn()
+		if err != nil {
+			return OutcomeFailed, err
+		}
+		calls, err := r.commitAssistant(ar)
+		if err != nil {
+			return OutcomeFailed, err
+		}
+		if len(calls) > 0 {
+			if err := r.dispatch(calls, ar.truncated); err != nil {
+				return OutcomeFailed, err
+			}
+			r.emit(&TurnFinished{Turn: r.turn})
+			continue
+		}
+		r.emit(&TurnFinished{Turn: r.turn})
+		// The atomic final drain/close boundary: queued steering, then one
+		// follow-up, continue the run; otherwise the inbox closes.
+		next, closed := r.ctl.closeOrNext()
+		if closed {
+			return OutcomeCompleted, nil
+		}
+		if err := r.deliver(next); err != nil {
+			return OutcomeFailed, err
+		}
+	}
+}
+
+// deliver persists accepted controls as entries, in order; a FinishNow
+// makes the run tool-free from here on.
+func (r *Run) deliver(ctls []control) error {
+	for _, c := range ctls {
+		if err := r.persistControl(c); err != nil {
+			return err
+		}
+		if c.kind == controlFinishNow {
+			r.toolFree = true
+		}
+	}
+	return nil
+}
+
+// attemptResult is what one provider attempt produced.
+type attemptResult struct {
+	resp      *provider.Response
+	requestID string
+	truncated bool // the response stopped at max_output_tokens
+	items     []provider.Item
+	text      strings.Builder // provisional text of this attempt
+	reasoning strings.Builder // provisional reasoning of this attempt
+	estimate  int
+}
+
+// mainTurn performs one main provider turn, replacing failed attempts as
+// the retry policy decides. Every attempt re-enters the preparation
+// boundary (steering delivery, sticky FinishNow, compaction, limits).
+func (r *Run) mainTurn() (*attemptResult, error) {
+	for attempt := 0; ; attempt++ {
+		req, est, err := r.prepareMain()
+		if err != nil {
+			return nil, err
+		}
+		ar := &attemptResult{estimate: est}
+		t0 := time.Now()
+		err = r.attempt(req, true, ar)
+		r.observeRequest("", attempt, req, ar, t0, err)
+		if err == nil {
+			r.a.retry.TurnCompleted()
+			return ar, nil
+		}
+		if err := r.handleFailure("", ar, err, attempt); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// handleFailure applies the retry seam to one failed attempt: cancellation
+// (with durable uncertainty when dispatched), or the policy's decision. It
+// returns nil when the attempt is to be replaced.
+func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int) error {
+	if r.ctx.Err() != nil || provider.IsCanceled(err) {
+		if dispatched(err) {
+			if uerr := r.markUncertain(op, "cancelled_after_dispatch", true, attempt); uerr != nil {
+				return errors.Join(errCancelled, uerr)
+			}
+		}
+		return errCancelled
+	}
+	f := Failure{Err: err, Operation: op, PartialText: ar.text.String(), PartialReasoning: ar.reasoning.String(), Dispatched: dispatched(err)}
+	dec := r.a.retry.Decide(f)
+	if dec.UsageUnknown {
+		reason := dec.Reason
+		if reason == "" {
+			reason = failureReason(err)
+		}
+		if uerr := r.markUncertain(op, reason, f.Dispatched, attempt); uerr != nil {
+			return uerr
+		}
+	}
+	if !dec.Retry {
+		if dec.Err != nil {
+			return dec.Err
+		}
+		if op != "" {
+			return fmt.Errorf("provider %s request failed: %w", op, err)
+		}
+		return fmt.Errorf("provider request failed: %w", err)
+	}
+	kind := dec.Kind
+	if kind == "" {
+		kind = RetryInterruptedInference
+	}
+	ev := &ProviderRetry{Attempt: dec.Attempt, MaxAttempts: dec.MaxAttempts, DelayMs: dec.Delay.Milliseconds(), RetryKind: kind, Reason: dec.Reason}
+	if op != "" {
+		o := op
+		ev.Operation = &o
+	}
+	r.emit(ev)
+	if op == "" {
+		if f.PartialReasoning != "" {
+			r.emit(&RecoveredOutput{Channel: ChannelReasoning, Text: f.PartialReasoning})
+		}
+		if f.PartialText != "" {
+			r.emit(&RecoveredOutput{Channel: ChannelText, Text: f.PartialText})
+		}
+	}
+	return r.sleep(dec.Delay)
+}
+
+// sleep waits d unless the run is cancelled first.
+func (r *Run) sleep(d time.Duration) error {
+	if d <= 0 {
+		return r.ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.ctx.Done():
+		return errCancelled
+	case <-t.C:
+		if r.ctx.Err() != nil { // cancellation wins a same-poll race
+			return errCancelled
+		}
+		return nil
+	}
+}
+
+// markUncertain durably records unknown usage and emits
+// provider_usage_uncertain the first time in a run.
+func (r *Run) markUncertain(op, reason string, dispatched bool, attempt int) error {
+	u := session.UsageUncertain{RunID: r.id, Operation: op, Reason: reason, Dispatched: dispatched, Attempt: attempt}
+	if err := r.a.sess.Append(session.UncertainRecord(u)); err != nil {
+		return fmt.Errorf("persist usage uncertainty: %w", err)
+	}
+	if !r.uncertainEmitted {
+		r.uncertainEmitted = true
+		r.emit(&ProviderUsageUncertain{Operation: op, Reason: reason})
+	}
+	return nil
+}
+
+// prepareMain is the safe preparation boundary before every main attempt:
+// it delivers queued steering (and FinishNow), builds the request from the
+// active branch, compacts when the estimate crosses the threshold, and
+// clamps max_output_tokens to the space that remains.
+func (r *Run) prepareMain() (*provider.Request, int, error) {
+	if r.ctx.Err() != nil {
+		return nil, 0, errCancelled
+	}
+	if err := r.deliver(r.ctl.takeSteering()); err != nil {
+		return nil, 0, err
+	}
+	req, v, est := r.buildRequest()
+	model := r.a.Model()
+	window := model.ContextWindow
+	if window > 0 && est+r.a.cfg.OutputReserve > window {
+		compacted, err := r.compact(v, est)
+		if err != nil {
+			return nil, 0, err
+		}
+		if compacted {
+			req, _, est = r.buildRequest()
+		}
+	}
+	maxOut := model.MaxOutputTokens
+	if window > 0 {
+		avail := window - est
+		if avail <= 0 {
+			return nil, 0, fmt.Errorf("context window exhausted: estimated %d tokens of %d", est, window)
+		}
+		if maxOut <= 0 || maxOut > avail {
+			maxOut = avail
+		}
+	}
+	req.MaxOutputTokens = max(maxOut, 0)
+	return req, est, nil
+}
+
+// buildRequest reconstructs the canonical provider request from the
+// active branch.
+func (r *Run) buildRequest() (*provider.Request, view, int) {
+	model, reasoning := r.a.snapshot()
+	v := contextView(r.a.sess.Branch())
+	req := &provider.Request{
+		Model:        model.Name,
+		Instructions: r.a.cfg.Instructions,
+		Input:        v.items(),
+	}
+	if reasoning != nil && model.Reasoning {
+		req.Reasoning = reasoning
+	}
+	if r.toolFree {
+		req.ToolChoice = "none"
+	} else {
+		req.Tools = r.a.toolDefs()
+		if len(req.Tools) > 0 {
+			req.ToolChoice = "auto"
+			req.ParallelToolCalls = model.Features.Has(provider.FeatureParallelToolCalls)
+		} else {
+			req.ToolChoice = "none"
+		}
+	}
+	return req, v, estimate(req, v, r.a.calibration())
+}
+
+// attempt opens one stream and consumes it to its terminal event. With
+// emitDeltas it forwards provisional output as events. A response that
+// stopped at max_output_tokens is a result (truncated), not a failure.
+func (r *Run) attempt(req *provider.Request, emitDeltas bool, ar *attemptResult) error {
+	stream, err := r.a.cfg.Transport.Open(r.ctx, req)
+	if err != nil {
+		return err
+	}
+	defer stream.Close()
+	for {
+		ev, err := stream.Next(r.ctx)
+		if r.ctx.Err() != nil { // cancellation wins a same-poll race
+			return &provider.Error{Phase: provider.Body, Class: provider.Canceled, Dispatched: true, Err: r.ctx.Err()}
+		}
+		if err != nil {
+			ar.requestID = stream.RequestID()
+			if errors.Is(err, io.EOF) {
+				return &provider.Error{Phase: provider.Body, Class: provider.TerminalEOF, Dispatched: true, Err: err}
+			}
+			if pe, ok := errors.AsType[*provider.Error](err); ok && pe.Class == provider.ResponsesIncomplete &&
+				pe.IncompleteReason == "max_output_tokens" && pe.Response != nil {
+				ar.resp, ar.truncated = pe.Response, true
+				return nil
+			}
+			return err
+		}
+		switch ev.Type {
+		case provider.EventTextDelta:
+			ar.text.WriteString(ev.Delta)
+			if emitDeltas {
+				r.emit(&OutputDelta{Channel: ChannelText, Text: ev.Delta})
+			}
+		case provider.EventReasoningDelta:
+			ar.reasoning.WriteString(ev.Delta)
+			if emitDeltas {
+				r.emit(&OutputDelta{Channel: ChannelReasoning, Text: ev.Delta})
+			}
+		case provider.EventToolCallStarted:
+			if emitDeltas {
+				r.emit(&ToolCallStarted{CallID: ev.CallID, Name: ev.Name})
+			}
+		case provider.EventToolCallDelta:
+			if emitDeltas {
+				r.emit(&ToolCallDelta{CallID: ev.CallID, Delta: ev.Delta})
+			}
+		case provider.EventItemDone:
+			if ev.Item != nil {
+				ar.items = append(ar.items, *ev.Item)
+				if emitDeltas && ev.Item.Type == provider.ItemFunctionCall {
+					r.emit(&ToolCallEnded{CallID: ev.Item.CallID})
+				}
+			}
+		case provider.EventCompleted:
+			if ev.Response == nil {
+				return &provider.Error{Phase: provider.Body, Class: provider.ProtocolViolation, Dispatched: true, Message: "completed without response"}
+			}
+			ar.resp = ev.Response
+			ar.requestID = stream.RequestID()
+			return nil
+		}
+	}
+}
+
+// commitAssistant persists the complete assistant message of ar together
+// with its known usage (one durable write), emits assistant_committed and
+// usage, and returns the message's function calls.
+func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
+	out := ar.resp.Output
+	if len(out) == 0 {
+		out = ar.items
+	}
+	items, bad := sessionItems(out)
+	if bad != "" {
+		return nil, fmt.Errorf("provider returned an output item octet cannot replay (type %q)", bad)
+	}
+	stop := "completed"
+	if ar.truncated {
+		stop = "max_output_tokens"
+	}
+	model := r.a.Model()
+	recs := []session.Record{session.EntryRecord(session.Entry{Type: session.EntryAssistant, RunID: r.id, Items: items, StopReason: stop})}
+	u := ar.resp.Usage
+	if u != nil {
+		reqID := ar.requestID
+		if reqID == "" {
+			reqID = ar.resp.ID
+		}
+		recs = append(recs, session.UsageRecord(session.Usage{
+			RunID: r.id, RequestID: reqID, Model: model.Name,
+			Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens,
+		}))
+	}
+	if err := r.a.sess.Append(recs...); err != nil {
+		return nil, fmt.Errorf("persist assistant message: %w", err)
+	}
+	id := r.a.sess.Head()
+	if u != nil {
+		r.a.setCalibration(calibration{entryID: id, tokens: int(u.InputTokens + u.OutputTokens)})
+	}
+	r.emit(&AssistantCommitted{EntryID: id})
+	if u != nil {
+		r.usage.Requests++
+		r.usage.Input += u.InputTokens
+		r.usage.CachedInput += u.CachedTokens
+		r.usage.Output += u.OutputTokens
+		r.usage.Reasoning += u.ReasoningTokens
+		r.emitUsage()
+	}
+	var calls []session.Item
+	for _, it := range items {
+		if it.Type == session.ItemFunctionCall {
+			calls = append(calls, it)
+		}
+	}
+	return calls, nil
+}
+
+// emitUsage emits the run's known usage subtotal.
+func (r *Run) emitUsage() {
+	r.emit(&Usage{
+		Input: r.usage.Input, CachedInput: r.usage.CachedInput, Output: r.usage.Output, Reasoning: r.usage.Reasoning,
+		Complete: !r.a.sess.Totals().Uncertain,
+	})
+}
+
+// observeRequest reports one attempt to the telemetry observer.
+func (r *Run) observeRequest(op string, attempt int, req *provider.Request, ar *attemptResult, t0 time.Time, err error) {
+	info := RequestInfo{
+		RunID: r.id, Operation: op, Turn: r.turn, Attempt: attempt, InputItems: len(req.Input),
+		EstimatedTokens: ar.estimate, Duration: time.Since(t0), OK: err == nil,
+	}
+	names := make([]string, 0, len(req.Tools)+1)
+	names = append(names, req.Instructions)
+	for _, t := range req.Tools {
+		names = append(names, t.Name)
+	}
+	info.InstructionsHash = hashHex(names...)
+	if err == nil && ar.resp != nil && ar.resp.Usage != nil {
+		info.Input, info.Output = ar.resp.Usage.InputTokens, ar.resp.Usage.OutputTokens
+	}
+	r.a.obs.RequestFinished(info)
+}
+
+// calibration returns the last provider-reported context size.
+func (a *Agent) calibration() calibration {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calib
+}
+
+// setCalibration records the provider-reported context size.
+func (a *Agent) setCalibration(c calibration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calib = c
+}

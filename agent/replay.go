@@ -1,0 +1,109 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// unresolvedCall is a function call on the active branch without a result.
+type unresolvedCall struct {
+	runID string
+	item  session.Item
+}
+
+// unresolvedCalls lists the branch's function calls that have no
+// tool_result entry on the branch, in emitted order.
+func unresolvedCalls(branch []session.Entry) []unresolvedCall {
+	answered := make(map[string]bool)
+	for _, e := range branch {
+		if e.Type == session.EntryToolResult && e.Result != nil {
+			answered[e.Result.CallID] = true
+		}
+	}
+	var out []unresolvedCall
+	for _, e := range branch {
+		if e.Type != session.EntryAssistant {
+			continue
+		}
+		for _, it := range e.Items {
+			if it.Type == session.ItemFunctionCall && !answered[it.CallID] {
+				answered[it.CallID] = true // a duplicated call id is resolved once
+				out = append(out, unresolvedCall{runID: e.RunID, item: it})
+			}
+		}
+	}
+	return out
+}
+
+// resolveLeftovers settles the calls a crashed process left without a
+// result. A call is executed again only when its tool is ReplaySafe, its
+// arguments are valid, its exact classification is Pure or WorkspaceRead,
+// and the broker admits it; every other call gets a durable indeterminate
+// paired error and never runs.
+func (a *Agent) resolveLeftovers(ctx context.Context) error {
+	for _, u := range unresolvedCalls(a.sess.Branch()) {
+		res, replayed := a.replay(ctx, u)
+		details := map[string]any{"crash_recovery": "indeterminate"}
+		if replayed {
+			details = map[string]any{"crash_recovery": "replayed"}
+			for k, v := range res.Details {
+				if k != "crash_recovery" {
+					details[k] = v
+				}
+			}
+		}
+		e := session.Entry{Type: session.EntryToolResult, RunID: u.runID, Result: &session.ToolResult{
+			CallID: u.item.CallID, Tool: u.item.Name, Text: res.Text, IsError: res.IsError, Details: details,
+		}}
+		if _, err := a.sess.AppendEntry(e); err != nil {
+			return fmt.Errorf("persist recovered result of call %s: %w", u.item.CallID, err)
+		}
+		a.log.Info("agent: resolved unfinished tool call", "tool", u.item.Name, "replayed", replayed)
+	}
+	return nil
+}
+
+// replay re-executes u when crash replay allows it, returning the result
+// and whether it ran; otherwise it returns the indeterminate error.
+func (a *Agent) replay(ctx context.Context, u unresolvedCall) (tools.Result, bool) {
+	indeterminate := tools.Result{Text: textIndeterminate, IsError: true}
+	t, ok := a.cfg.Host.Lookup(u.item.Name)
+	if !ok || t.ReplaySafety() != tools.ReplaySafe {
+		return indeterminate, false
+	}
+	args := json.RawMessage(u.item.Arguments)
+	canon, err := tools.CanonicalArguments(args)
+	if err != nil || a.cfg.Host.ValidateArguments(u.item.Name, canon) != nil {
+		return indeterminate, false
+	}
+	if eff, err := safeClassify(t, canon); err != nil || !replayable(eff) {
+		return indeterminate, false
+	}
+	runID := u.runID
+	if runID == "" {
+		runID = "recovery"
+	}
+	adm, _ := a.cfg.Broker.Admit(ctx, a.cfg.Host, tools.DispatchRequest{
+		Principal: a.cfg.Principal, RunID: runID, CallID: u.item.CallID, Tool: u.item.Name, Arguments: args,
+	}, tools.DispatchObserver{})
+	if adm == nil {
+		return indeterminate, false
+	}
+	if !replayable(adm.Effect()) {
+		adm.Revoke()
+		return indeterminate, false
+	}
+	res, d := adm.Execute(ctx)
+	if d.Decision != tools.DecisionAllowed {
+		return indeterminate, false
+	}
+	return res, true
+}
+
+// replayable reports the exact classifications crash replay permits.
+// HostRead is eligible for live parallel waves but never for replay.
+func replayable(e tools.Effect) bool { return e == tools.Pure || e == tools.WorkspaceRead }

@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/octet-agent/octet/session"
+)
+
+// errCancelled is the internal sentinel for a cancelled run.
+var errCancelled = errors.New("run cancelled")
+
+// Run is one driven prompt. Its owner goroutine alone touches the loop
+// state; other goroutines interact through controls, Cancel and Events.
+type Run struct {
+	a      *Agent
+	id     string
+	ctx    context.Context
+	cancel context.CancelFunc
+	opts   PromptOptions
+	ctl    *controls
+	events chan Event
+	done   chan struct{}
+	result RunResult
+
+	// Owner-goroutine state.
+	seq              int64
+	turn             int
+	toolFree         bool // sticky tool-free policy (WithoutTools / FinishNow)
+	uncertainEmitted bool
+	usage            RunUsage
+	pending          []pendingCall // calls of the last assistant entry without a durable result
+	started          time.Time
+}
+
+// newRun prepares a run; drive starts it.
+func newRun(a *Agent, parent context.Context, opts PromptOptions) *Run {
+	ctx, cancel := context.WithCancel(parent)
+	id := newID("run_")
+	return &Run{
+		a: a, id: id, ctx: ctx, cancel: cancel, opts: opts,
+		ctl:      newControls(id),
+		events:   make(chan Event, eventBuffer),
+		done:     make(chan struct{}),
+		toolFree: opts.WithoutTools,
+	}
+}
+
+// ID returns the run's identifier (also in every entry it writes).
+func (r *Run) ID() string { return r.id }
+
+// Events returns the run's event stream. Delivery is must-deliver and
+// ordered: every event, provisional deltas included, is delivered exactly
+// once with Seq increasing by one, and the channel is closed right after
+// the single RunFinished. The channel is buffered (256); when it is full
+// the run waits for the consumer, so a slow consumer paces the run but
+// never makes it drop an event. The consumer must drain the channel until
+// it is closed. Cancellation is not delayed by an unread buffer beyond the
+// events already in flight.
+func (r *Run) Events() <-chan Event { return r.events }
+
+// Steer queues text to be delivered to the model at the next safe boundary
+// (after the current tool results are durable). It returns the control's
+// message id, or ErrRunEnded once the run has closed.
+func (r *Run) Steer(text string) (string, error) {
+	if text == "" {
+		return "", ErrEmptyInput
+	}
+	return r.ctl.submit(controlSteer, text)
+}
+
+// FollowUp queues text to be delivered when the run would otherwise end;
+// the run then continues with it. It returns ErrRunEnded after closure.
+func (r *Run) FollowUp(text string) (string, error) {
+	if text == "" {
+		return "", ErrEmptyInput
+	}
+	return r.ctl.submit(controlFollowUp, text)
+}
+
+// FinishNow makes the rest of the run tool-free: at the next safe turn
+// boundary its text (if any) is persisted as steering input, and every
+// later request carries no tool schemas and tool_choice none. Calls of an
+// already-open response that have not started are paired with errors. It
+// returns ErrRunEnded after closure.
+func (r *Run) FinishNow(text string) error {
+	_, err := r.ctl.submit(controlFinishNow, text)
+	return err
+}
+
+// Cancel aborts the run (level-triggered; calling it again does nothing).
+// The run still emits RunFinished{cancelled} and writes its checkpoint.
+func (r *Run) Cancel() { r.cancel() }
+
+// Done is closed when the run's outcome is durable (checkpoint written).
+func (r *Run) Done() <-chan struct{} { return r.done }
+
+// Wait blocks until the run's checkpoint is written and returns its result.
+// It does not require the events to be drained.
+func (r *Run) Wait() RunResult {
+	<-r.done
+	return r.result
+}
+
+// emit numbers e and delivers it (owner goroutine only).
+func (r *Run) emit(e Event) {
+	r.seq++
+	e.setSeq(r.seq)
+	r.events <- e
+}
+
+// drive is the run's owner goroutine.
+func (r *Run) drive() {
+	r.started = time.Now()
+	r.a.obs.RunStarted(RunInfo{RunID: r.id})
+	r.emit(&RunStarted{RunID: r.id, WithoutTools: r.opts.WithoutTools})
+	if r.a.sess.Totals().Uncertain {
+		r.uncertainEmitted = true
+		r.emit(&ProviderUsageUncertain{Reason: "session_usage_uncertain"})
+	}
+	outcome, runErr := r.loopSafe()
+	outcome, runErr = r.finish(outcome, runErr)
+	r.result = RunResult{RunID: r.id, Outcome: outcome, Usage: r.usage, Err: runErr}
+	r.result.Usage.Complete = !r.a.sess.Totals().Uncertain
+	r.cancel()
+	r.a.release(r)
+	close(r.done)
+	r.a.obs.RunFinished(RunInfo{RunID: r.id, Outcome: outcome, Turns: r.turn, Duration: time.Since(r.started)})
+	fin := &RunFinished{Outcome: outcome}
+	if runErr != nil {
+		fin.Error = boundedError(runErr)
+	}
+	r.emit(fin)
+	close(r.events)
+}
+
+// loopSafe runs the loop, turning a panic into a failed outcome.
+func (r *Run) loopSafe() (outcome Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.a.log.Error("agent: run panicked", "run", r.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			outcome, err = OutcomeFailed, fmt.Errorf("internal error: run panicked: %v", p)
+		}
+	}()
+	outcome, err = r.loop()
+	if errors.Is(err, errCancelled) || (err != nil && r.ctx.Err() != nil) {
+		return OutcomeCancelled, nil
+	}
+	return outcome, err
+}
+
+// finish settles what an early ending leaves behind and writes the run's
+// single checkpoint: unresolved calls of the last assistant entry are paired
+// with errors, accepted but undelivered controls are persisted as entries
+// (so no accepted input is lost), then the checkpoint is appended.
+func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
+	var errs []error
+	if runErr != nil {
+		errs = append(errs, runErr)
+	}
+	if outcome != OutcomeCompleted {
+		if err := r.settlePending(settleText(outcome)); err != nil {
+			errs = append(errs, err)
+		}
+		for _, c := range r.ctl.closeAll() {
+			if err := r.persistControl(c); err != nil {
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	cp := session.Checkpoint{RunID: r.id, Outcome: string(outcome)}
+	if len(errs) > 0 {
+		cp.Error = boundedError(errors.Join(errs...))
+	}
+	if err := r.a.sess.Append(session.CheckpointRecord(cp)); err != nil {
+		r.a.log.Error("agent: checkpoint not written", "run", r.id, "err", err)
+		errs = append(errs, fmt.Errorf("write checkpoint: %w", err))
+	}
+	if len(errs) > 0 && outcome == OutcomeCompleted {
+		outcome = OutcomeFailed
+	}
+	return outcome, errors.Join(errs...)
+}
+
+// settleText is the paired error of a call left unresolved by an ending.
+func settleText(o Outcome) string {
+	if o == OutcomeCancelled {
+		return "Tool call cancelled before it ran."
+	}
+	return "Tool call not executed: the run ended first."
+}
+
+// persistControl writes an accepted control as its entry.
+func (r *Run) persistControl(c control) error {
+	typ := session.EntrySteering
+	if c.kind == controlFollowUp {
+		typ = session.EntryFollowUp
+	}
+	if c.text == "" {
+		return nil
+	}
+	if _, err := r.a.sess.AppendEntry(session.Entry{Type: typ, RunID: r.id, Text: c.text}); err != nil {
+		return fmt.Errorf("persist %s input: %w", typ, err)
+	}
+	return nil
+}
+
+// boundedError renders err for events and checkpoints, bounded in size.
+func boundedError(err error) string {
+	const max = 2048
+	s := err.Error()
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return s
+}

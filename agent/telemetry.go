@@ -1,0 +1,113 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+)
+
+// Observer receives optional telemetry from outside the session ledger. It
+// sees an opaque run-start hook and coarse request, tool and compaction
+// boundaries with hashes and bounded measurements only: never prompts,
+// arguments, results or provider payloads. Methods are called from the run
+// owner goroutine (ToolFinished also from parallel tool goroutines' owner
+// after they join) and must not block.
+type Observer interface {
+	// RunStarted is the opaque run-start hook.
+	RunStarted(RunInfo)
+	// RequestFinished closes one provider attempt (main or auxiliary).
+	RequestFinished(RequestInfo)
+	// ToolFinished closes one tool call dispatch.
+	ToolFinished(ToolInfo)
+	// CompactionFinished closes one compaction attempt.
+	CompactionFinished(CompactionInfo)
+	// RunFinished closes the run.
+	RunFinished(RunInfo)
+}
+
+// RunInfo identifies a run opaquely.
+type RunInfo struct {
+	// RunID is the run's random identifier.
+	RunID string
+	// Outcome is set on RunFinished.
+	Outcome Outcome
+	// Turns is the number of provider turns (RunFinished).
+	Turns int
+	// Duration is the run's wall time (RunFinished).
+	Duration time.Duration
+}
+
+// RequestInfo measures one provider attempt.
+type RequestInfo struct {
+	RunID string
+	// Operation is "" for the main request, else the auxiliary operation.
+	Operation string
+	// Turn is the turn number (1-based) within the run.
+	Turn int
+	// Attempt is the attempt number within the turn (0: first).
+	Attempt int
+	// InputItems counts the request's input items.
+	InputItems int
+	// EstimatedTokens is the local estimate of the request.
+	EstimatedTokens int
+	// InstructionsHash is the hex SHA-256 of the instructions and tool
+	// names (a cache-key fingerprint, not the text).
+	InstructionsHash string
+	// Duration spans opening through the last event.
+	Duration time.Duration
+	// OK reports a completed response.
+	OK bool
+	// Input and Output are the reported token counts (0 when unknown).
+	Input, Output int64
+}
+
+// ToolInfo measures one tool call.
+type ToolInfo struct {
+	RunID string
+	// Tool is the tool name (host-registered, not model text).
+	Tool string
+	// ArgumentsHash is the hex SHA-256 of the raw arguments.
+	ArgumentsHash string
+	// Executed reports the tool implementation ran.
+	Executed bool
+	// IsError reports an error result.
+	IsError bool
+	// ResultBytes is the length of the model-visible result.
+	ResultBytes int
+	// Duration spans admission through the durable result.
+	Duration time.Duration
+}
+
+// CompactionInfo measures one compaction attempt.
+type CompactionInfo struct {
+	RunID string
+	// TokensBefore is the estimate that triggered it.
+	TokensBefore int
+	// SummaryBytes is the length of the summary (0 on failure).
+	SummaryBytes int
+	// OK reports a durable compaction entry.
+	OK bool
+	// Duration is the attempt's wall time.
+	Duration time.Duration
+}
+
+// nopObserver is the default Observer.
+type nopObserver struct{}
+
+func (nopObserver) RunStarted(RunInfo)                { /* no telemetry installed */ }
+func (nopObserver) RequestFinished(RequestInfo)       { /* no telemetry installed */ }
+func (nopObserver) ToolFinished(ToolInfo)             { /* no telemetry installed */ }
+func (nopObserver) CompactionFinished(CompactionInfo) { /* no telemetry installed */ }
+func (nopObserver) RunFinished(RunInfo)               { /* no telemetry installed */ }
+
+var _ Observer = nopObserver{}
+
+// hashHex returns the hex SHA-256 of the concatenated parts.
+func hashHex(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
