@@ -122,7 +122,7 @@ func TestScriptedFailureClasses(t *testing.T) {
 			},
 			want: map[string]want{"*": body(provider.IdleTimeout)}},
 		{name: "frame over the size bound", turn: providertest.Text(strings.Repeat("x", 4000)),
-			cfg: func(h *provider.HTTPConfig, w *provider.WSConfig) { h.MaxFrameBytes, w.MaxFrameBytes = 1024, 1024 },
+			cfg:  func(h *provider.HTTPConfig, w *provider.WSConfig) { h.MaxFrameBytes, w.MaxFrameBytes = 1024, 1024 },
 			want: map[string]want{"*": body(provider.LimitExceeded)}},
 		{name: "body over the size bound", turn: providertest.Text(strings.Repeat("word ", 2000)),
 			cfg:  func(h *provider.HTTPConfig, w *provider.WSConfig) { h.MaxBodyBytes = 4096 },
@@ -266,8 +266,12 @@ func TestOpeningFailures(t *testing.T) {
 		want want
 	}{
 		{name: "no credential",
-			http: func(t *testing.T) provider.HTTPConfig { return provider.HTTPConfig{BaseURL: "https://api.example.invalid/v1"} },
-			ws:   func(t *testing.T) provider.WSConfig { return provider.WSConfig{BaseURL: "https://api.example.invalid/v1"} },
+			http: func(t *testing.T) provider.HTTPConfig {
+				return provider.HTTPConfig{BaseURL: "https://api.example.invalid/v1"}
+			},
+			ws: func(t *testing.T) provider.WSConfig {
+				return provider.WSConfig{BaseURL: "https://api.example.invalid/v1"}
+			},
 			want: want{phase: provider.PreSend, class: provider.AuthUnavailable}},
 		{name: "credential source fails",
 			http: func(t *testing.T) provider.HTTPConfig {
@@ -278,8 +282,12 @@ func TestOpeningFailures(t *testing.T) {
 			},
 			want: want{phase: provider.PreSend, class: provider.AuthUnavailable}},
 		{name: "connection refused",
-			http: func(t *testing.T) provider.HTTPConfig { return provider.HTTPConfig{BaseURL: "http://" + closedAddr(t) + "/v1", APIKey: testKey} },
-			ws:   func(t *testing.T) provider.WSConfig { return provider.WSConfig{BaseURL: "http://" + closedAddr(t) + "/v1", APIKey: testKey} },
+			http: func(t *testing.T) provider.HTTPConfig {
+				return provider.HTTPConfig{BaseURL: "http://" + closedAddr(t) + "/v1", APIKey: testKey}
+			},
+			ws: func(t *testing.T) provider.WSConfig {
+				return provider.WSConfig{BaseURL: "http://" + closedAddr(t) + "/v1", APIKey: testKey}
+			},
 			want: want{phase: provider.Opening, class: provider.Connect}},
 		{name: "TLS handshake against plain server",
 			http: func(t *testing.T) provider.HTTPConfig {
