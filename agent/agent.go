@@ -124,11 +124,11 @@ type RunResult struct {
 
 // Agent drives runs on one session. At most one run is active at a time.
 type Agent struct {
-	cfg     Config
-	sess    *session.Session
-	log     *slog.Logger
-	retry   RetryPolicy
-	obs     Observer
+	cfg   Config
+	sess  *session.Session
+	log   *slog.Logger
+	retry RetryPolicy
+	obs   Observer
 
 	mu        sync.Mutex
 	model     provider.Model

@@ -14,14 +14,14 @@ import (
 // Static model-visible texts of synthetic paired errors. They never echo
 // arguments, parser, broker, hook or approval details.
 const (
-	textTooManyCalls   = "Tool call not executed: the response contained more tool calls than the per-response limit."
-	textToolsDisabled  = "Tool call not executed: tools are disabled for the rest of this run."
-	textTruncatedCall  = "Tool call not executed: the response reached its output token limit while emitting tool calls, so the arguments may be incomplete."
-	textCorrective     = "Your previous response reached the output token limit while emitting tool calls, so none of them was executed. Reissue the tool calls you still need with complete arguments (split large content into smaller calls)."
-	textAbandoned      = "Tool call cancelled; it did not stop in time and its outcome is unknown."
-	textIndeterminate  = "Tool call outcome is indeterminate: the previous process ended before its result was recorded. It was not run again; check its effects before retrying."
-	textToolPanicked   = "Tool failed: internal error."
-	toolCancelGrace    = 10 * time.Second
+	textTooManyCalls  = "Tool call not executed: the response contained more tool calls than the per-response limit."
+	textToolsDisabled = "Tool call not executed: tools are disabled for the rest of this run."
+	textTruncatedCall = "Tool call not executed: the response reached its output token limit while emitting tool calls, so the arguments may be incomplete."
+	textCorrective    = "Your previous response reached the output token limit while emitting tool calls, so none of them was executed. Reissue the tool calls you still need with complete arguments (split large content into smaller calls)."
+	textAbandoned     = "Tool call cancelled; it did not stop in time and its outcome is unknown."
+	textIndeterminate = "Tool call outcome is indeterminate: the previous process ended before its result was recorded. It was not run again; check its effects before retrying."
+	textToolPanicked  = "Tool failed: internal error."
+	toolCancelGrace   = 10 * time.Second
 )
 
 // pendingCall is one function call of the last assistant entry.
