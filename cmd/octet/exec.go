@@ -17,6 +17,7 @@ const execUsage = `octet exec [flags] "prompt"`
 type execOptions struct {
 	json, approve, deny bool
 	sessionID           string
+	maxTurns            int
 }
 
 func runExec(ctx context.Context, args []string, e env) error {
@@ -27,12 +28,16 @@ func runExec(ctx context.Context, args []string, e env) error {
 	fs.BoolVar(&opts.json, "json", false, "print events as JSON lines on stdout instead of the answer text")
 	fs.BoolVar(&opts.approve, "approve", false, "approve every effect confirmation without asking")
 	fs.BoolVar(&opts.deny, "deny", false, "deny every effect confirmation without asking")
+	fs.IntVar(&opts.maxTurns, "max-turns", 0, "stop the run after `n` provider turns (default 100)")
 	fs.StringVar(&opts.sessionID, "session", "", "continue the session with this `id` instead of starting a new one")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
 		return usageErrorf("exec needs exactly one prompt argument: %s", execUsage)
+	}
+	if opts.maxTurns < 0 {
+		return usageErrorf("--max-turns must not be negative")
 	}
 	if opts.approve && opts.deny {
 		return usageErrorf("--approve conflicts with --deny; pass at most one")
@@ -63,6 +68,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer sess.Close()
+	st.maxTurns = opts.maxTurns
 	res, err := drive(ctx, st, sess, ap, fs.Arg(0), opts.json, e, nil)
 	if err != nil {
 		return err

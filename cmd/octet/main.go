@@ -20,6 +20,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"sync"
 	"syscall"
 )
 
@@ -83,6 +84,11 @@ func run(ctx context.Context, args []string, e env) int {
 		fmt.Fprint(e.stderr, usageText)
 		return exitUsage
 	}
+	// Approval notices come from the agent's goroutine while the renderer
+	// writes events: one lock orders every write to stdout and stderr.
+	var mu sync.Mutex
+	e.stdout = &lockedWriter{mu: &mu, w: e.stdout}
+	e.stderr = &lockedWriter{mu: &mu, w: e.stderr}
 	var err error
 	switch cmd, rest := args[0], args[1:]; cmd {
 	case "demo":
@@ -102,6 +108,18 @@ func run(ctx context.Context, args []string, e env) int {
 		err = usageErrorf("unknown command %q; run octet help", cmd)
 	}
 	return report(err, e)
+}
+
+// lockedWriter serialises writes to w under a lock shared by writers.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // exitError carries a specific exit code (and an optional message).

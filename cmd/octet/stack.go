@@ -34,6 +34,8 @@ type stack struct {
 	shellSelection tools.ShellSelection
 	context        *config.ContextSet
 	log            *slog.Logger
+	// maxTurns bounds each run (0: the agent's default).
+	maxTurns int
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -160,6 +162,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, retry 
 		Instructions: st.instructions(),
 		Reasoning:    reasoning,
 		Retry:        retry,
+		MaxTurns:     st.maxTurns,
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
 	})

@@ -1,0 +1,280 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// execEnv is a workspace, a home and a scripted provider for exec tests.
+type execEnv struct {
+	ws, home string
+	srv      *providertest.Server
+	vars     map[string]string
+}
+
+func newExecEnv(t *testing.T, turns ...providertest.Turn) *execEnv {
+	t.Helper()
+	x := &execEnv{ws: t.TempDir(), home: t.TempDir(), srv: providertest.New(t)}
+	x.srv.Enqueue(turns...)
+	x.vars = map[string]string{"OCTET_HOME": x.home, "OPENAI_BASE_URL": x.srv.URL(), "OPENAI_API_KEY": fakeKey}
+	if err := os.WriteFile(filepath.Join(x.ws, "notes.txt"), []byte("alpha\nbeta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func (x *execEnv) sessionFiles(t *testing.T) []string {
+	t.Helper()
+	m, _ := filepath.Glob(filepath.Join(x.home, "sessions", "*.jsonl"))
+	return m
+}
+
+type jsonLine struct {
+	SessionID string          `json:"sessionId"`
+	RunID     string          `json:"runId"`
+	Seq       int64           `json:"seq"`
+	Event     json.RawMessage `json:"event"`
+}
+
+func parseJSONLines(t *testing.T, out string) ([]jsonLine, []map[string]any) {
+	t.Helper()
+	var lines []jsonLine
+	var events []map[string]any
+	for l := range strings.Lines(out) {
+		var jl jsonLine
+		if err := json.Unmarshal([]byte(l), &jl); err != nil {
+			t.Fatalf("stdout line is not JSON: %q: %v", l, err)
+		}
+		var ev map[string]any
+		if err := json.Unmarshal(jl.Event, &ev); err != nil {
+			t.Fatalf("event is not an object: %s", jl.Event)
+		}
+		lines = append(lines, jl)
+		events = append(events, ev)
+	}
+	return lines, events
+}
+
+func TestExecJSON(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.Message("Reading."), providertest.FunctionCall("call_1", "read", `{"path":"notes.txt"}`)),
+		providertest.Text("The file lists alpha and beta."),
+	)
+	r := runCLI(t, x.ws, x.vars, "exec", "--json", "what is in notes.txt?")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	lines, events := parseJSONLines(t, r.stdout)
+	var kinds []string
+	for i, ev := range events {
+		kinds = append(kinds, ev["kind"].(string))
+		if lines[i].Seq != int64(i+1) || lines[i].RunID == "" || lines[i].SessionID == "" || lines[i].SessionID != lines[0].SessionID {
+			t.Errorf("line %d envelope = %+v", i, lines[i])
+		}
+	}
+	for _, want := range []string{"run_started", "output_delta", "assistant_committed", "tool_started", "tool_policy_decision", "tool_finished", "turn_finished", "run_finished"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("no %s event in %v", want, kinds)
+		}
+	}
+	if kinds[0] != "run_started" || kinds[len(kinds)-1] != "run_finished" || events[len(events)-1]["outcome"] != "completed" {
+		t.Errorf("first/last = %s/%v", kinds[0], events[len(events)-1])
+	}
+	var text strings.Builder
+	for _, ev := range events {
+		if ev["kind"] == "output_delta" && ev["channel"] == "text" {
+			text.WriteString(ev["text"].(string))
+		}
+		if ev["kind"] == "tool_policy_decision" {
+			if ev["decision"] != "allowed" {
+				t.Errorf("read not allowed: %v", ev)
+			}
+			pol := ev["effectiveToolPolicy"].(map[string]any)["effect_policy"].(map[string]any)
+			if pol["value"] != "unsafe_host" || pol["source"] != "default" {
+				t.Errorf("effect policy evidence = %v", pol)
+			}
+		}
+	}
+	if !strings.Contains(text.String(), "alpha and beta") {
+		t.Errorf("answer text = %q", text.String())
+	}
+	// The tool really ran: the second request carries the file's content.
+	reqs := x.srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d provider requests", len(reqs))
+	}
+	second, _ := json.Marshal(reqs[1].Input())
+	if !strings.Contains(string(second), "beta") {
+		t.Errorf("second request lacks the read result: %s", second)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files = %v", files)
+	}
+	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home, x.ws)
+	for _, req := range reqs {
+		b, _ := json.Marshal(req)
+		if strings.Contains(string(b), fakeKey) {
+			t.Error("recorded request shows the key")
+		}
+	}
+}
+
+func TestExecTextStreamsAnswerToStdout(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("Hello from the model."))
+	r := runCLI(t, x.ws, x.vars, "exec", "say hello")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r.stdout != "Hello from the model.\n" {
+		t.Errorf("stdout = %q (only the answer belongs there)", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "session ") {
+		t.Errorf("stderr lacks the session note: %q", r.stderr)
+	}
+	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
+}
+
+func editTurns() []providertest.Turn {
+	return []providertest.Turn{
+		providertest.Reply(providertest.FunctionCall("c1", "read", `{"path":"notes.txt"}`)),
+		providertest.Reply(providertest.FunctionCall("c2", "edit", `{"path":"notes.txt","old_text":"beta","new_text":"gamma"}`)),
+		providertest.Text("edited"),
+	}
+}
+
+func TestExecApproveAndDeny(t *testing.T) {
+	for _, tc := range []struct {
+		flag, want string
+	}{
+		{"--approve", "alpha\ngamma\n"},
+		{"--deny", "alpha\nbeta\n"},
+		{"", "alpha\nbeta\n"}, // no terminal to ask: denied
+	} {
+		t.Run(tc.flag, func(t *testing.T) {
+			x := newExecEnv(t, editTurns()...)
+			args := []string{"exec", "--effect-policy", "controlled"}
+			if tc.flag != "" {
+				args = append(args, tc.flag)
+			}
+			r := runCLI(t, x.ws, x.vars, append(args, "change beta")...)
+			if r.code != exitOK {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			got, _ := os.ReadFile(filepath.Join(x.ws, "notes.txt"))
+			if string(got) != tc.want {
+				t.Errorf("notes.txt = %q, want %q", got, tc.want)
+			}
+			if !strings.Contains(r.stderr, "approval needed: ") || !strings.Contains(r.stderr, "-beta") {
+				t.Errorf("stderr lacks the approval preview with diff:\n%s", r.stderr)
+			}
+		})
+	}
+}
+
+func TestExecOutcomeExitCodes(t *testing.T) {
+	t.Run("failed", func(t *testing.T) {
+		x := newExecEnv(t, providertest.Status(400, "invalid_request_error", "bad_request", "nope"))
+		r := runCLI(t, x.ws, x.vars, "exec", "hi")
+		if r.code != exitFailed || !strings.Contains(r.stderr, "run failed") {
+			t.Errorf("exit %d stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("max_turns", func(t *testing.T) {
+		x := newExecEnv(t,
+			providertest.Reply(providertest.FunctionCall("c1", "read", `{"path":"notes.txt"}`)),
+			providertest.Reply(providertest.FunctionCall("c2", "read", `{"path":"notes.txt"}`)),
+		)
+		r := runCLI(t, x.ws, x.vars, "exec", "--max-turns", "1", "loop")
+		if r.code != exitMaxTurns || !strings.Contains(r.stderr, "max_turns") {
+			t.Errorf("exit %d stderr %q", r.code, r.stderr)
+		}
+	})
+	t.Run("unreachable", func(t *testing.T) {
+		x := newExecEnv(t)
+		x.vars["OPENAI_BASE_URL"] = "http://127.0.0.1:1/v1"
+		r := runCLI(t, x.ws, x.vars, "exec", "hi")
+		if r.code != exitFailed || !strings.Contains(r.stderr, "cannot reach the provider at http://127.0.0.1:1/v1") {
+			t.Errorf("exit %d stderr %q", r.code, r.stderr)
+		}
+		assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
+	})
+	t.Run("refused key", func(t *testing.T) {
+		x := newExecEnv(t, providertest.Status(401, "invalid_request_error", "invalid_api_key", "Incorrect API key provided"))
+		r := runCLI(t, x.ws, x.vars, "exec", "hi")
+		if r.code != exitFailed || !strings.Contains(r.stderr, "refused the API key") {
+			t.Errorf("exit %d stderr %q", r.code, r.stderr)
+		}
+		assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
+	})
+}
+
+func TestExecToolsFlagLimitsAdvertisedTools(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"))
+	r := runCLI(t, x.ws, x.vars, "exec", "--tools", "read", "hi")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	b, _ := json.Marshal(x.srv.Requests()[0].Body["tools"])
+	if !strings.Contains(string(b), `"read"`) || strings.Contains(string(b), `"edit"`) {
+		t.Errorf("advertised tools = %s", b)
+	}
+}
+
+func TestSessionsListShowExport(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("c1", "read", `{"path":"notes.txt"}`)),
+		providertest.Text("token=abcdefghijklmnop is in the file"),
+	)
+	r := runCLI(t, x.ws, x.vars, "exec", "--json", "read notes.txt; my key is "+"sk-proj-"+strings.Repeat("Z", 40))
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines, _ := parseJSONLines(t, r.stdout)
+	id := lines[0].SessionID
+
+	r = runCLI(t, x.ws, x.vars, "sessions", "list")
+	if r.code != 0 || !strings.Contains(r.stdout, id) {
+		t.Errorf("list: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "show", id)
+	if r.code != 0 || !strings.Contains(r.stdout, "[user] read notes.txt") || !strings.Contains(r.stdout, "run ") || !strings.Contains(r.stdout, "completed") {
+		t.Errorf("show: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "export", id)
+	if r.code != 0 || !strings.Contains(r.stdout, `"kind":"header"`) {
+		t.Fatalf("export: %d %q %q", r.code, r.stdout, r.stderr)
+	}
+	if strings.Contains(r.stdout, strings.Repeat("Z", 40)) || strings.Contains(r.stdout, "abcdefghijklmnop") {
+		t.Errorf("export did not redact secrets:\n%s", r.stdout)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "show", "20990101-000000-000000000000")
+	if r.code != exitFailed {
+		t.Errorf("missing session: exit %d", r.code)
+	}
+	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
+}
+
+func TestExecContinuesSession(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("first"), providertest.Text("second"))
+	r := runCLI(t, x.ws, x.vars, "exec", "--json", "one")
+	lines, _ := parseJSONLines(t, r.stdout)
+	id := lines[0].SessionID
+	r = runCLI(t, x.ws, x.vars, "exec", "--session", id, "two")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if n := len(x.sessionFiles(t)); n != 1 {
+		t.Errorf("%d session files, want 1", n)
+	}
+	in, _ := json.Marshal(x.srv.Requests()[1].Input())
+	if !strings.Contains(string(in), "one") || !strings.Contains(string(in), "first") {
+		t.Errorf("second run lacks the first exchange: %s", in)
+	}
+}
