@@ -83,7 +83,7 @@ func (e *fakeEditor) respond(method string, f func(params json.RawMessage) (any,
 }
 
 func (e *fakeEditor) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-	n := note{Method: req.Method(), Params: append(json.RawMessage(nil), req.Params()...)}
+	n := note{Method: strings.Clone(req.Method()), Params: append(json.RawMessage(nil), req.Params()...)}
 	e.mu.Lock()
 	if req.IsCall() {
 		e.requests = append(e.requests, n)

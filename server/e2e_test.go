@@ -1,0 +1,364 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/tools"
+)
+
+// stack is the real runtime under a test: a loopback scripted provider,
+// real session files under a temporary OCTET_HOME, real tools in a
+// temporary workspace.
+type stack struct {
+	home, workspace string
+	provider        *providertest.Server
+	runtime         *Runtime
+}
+
+// newStack builds the real runtime with policy.
+func newStack(t *testing.T, policy tools.Policy) *stack {
+	t.Helper()
+	st := &stack{home: t.TempDir(), workspace: t.TempDir(), provider: providertest.New(t)}
+	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL()})
+	st.runtime = &Runtime{
+		SessionsDir: filepath.Join(st.home, "sessions"),
+		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
+			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace})
+			if err != nil {
+				return nil, err
+			}
+			host := tools.NewHost()
+			for _, tl := range builtins {
+				if err := host.Register(tl); err != nil {
+					return nil, err
+				}
+			}
+			eff := tools.DefaultToolPolicy(policy, "system_bash")
+			broker := tools.NewBroker(tools.BrokerConfig{
+				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal,
+			})
+			model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
+			a, err := agent.New(agent.Config{
+				Session: spec.Session, Transport: transport, Model: model, Host: host,
+				Broker: broker, Instructions: "You are a test agent.", Principal: spec.Principal,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools}, nil
+		},
+	}
+	return st
+}
+
+// editor starts a fake editor on the stack and initializes it.
+func (st *stack) editor(t *testing.T, opts Options, experimental map[string]any) *fakeEditor {
+	t.Helper()
+	opts.Runtime = st.runtime
+	e := newEditor(t, opts)
+	e.initialize(st.workspace, experimental)
+	return e
+}
+
+// newSession creates a session and returns its id.
+func (e *fakeEditor) newSession() string {
+	e.t.Helper()
+	var res struct {
+		SessionID           string         `json:"sessionId"`
+		EffectiveToolPolicy map[string]any `json:"effectiveToolPolicy"`
+	}
+	e.mustCall("octet/session/new", map[string]any{"title": "test"}, &res)
+	if res.SessionID == "" || res.EffectiveToolPolicy == nil {
+		e.t.Fatalf("session/new result %+v", res)
+	}
+	return res.SessionID
+}
+
+// promptResult is the decoded answer to octet/prompt.
+type promptAnswer struct {
+	RunID   string         `json:"runId"`
+	Outcome string         `json:"outcome"`
+	Usage   map[string]any `json:"usage"`
+	Error   string         `json:"error"`
+}
+
+// promptAsync sends octet/prompt and returns a channel with its answer.
+func (e *fakeEditor) promptAsync(params map[string]any) chan promptAnswer {
+	ch := make(chan promptAnswer, 1)
+	go func() {
+		var res promptAnswer
+		if err := e.call("octet/prompt", params, &res); err != nil {
+			res.Error = "call failed: " + err.Error()
+			res.Outcome = "call-error"
+		}
+		ch <- res
+	}()
+	return ch
+}
+
+func waitAnswer(t *testing.T, ch chan promptAnswer) promptAnswer {
+	t.Helper()
+	select {
+	case r := <-ch:
+		return r
+	case <-time.After(editorTimeout):
+		t.Fatal("octet/prompt never answered")
+		return promptAnswer{}
+	}
+}
+
+// runIDFromEvents returns the run id of the first run_started event.
+func (e *fakeEditor) awaitRunID(sessionID string) string {
+	e.t.Helper()
+	var id string
+	e.await("run_started", func(notes []note) bool {
+		for _, ev := range eventsIn(notes, "") {
+			if ev.SessionID == sessionID && ev.Event["kind"] == "run_started" {
+				id = ev.RunID
+			}
+		}
+		return id != ""
+	})
+	return id
+}
+
+// TestPromptStreamsEventsAndProgress drives one plain answer through the
+// whole stack and checks the events, their seq, progress and the answer.
+func TestPromptStreamsEventsAndProgress(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Reply(
+		providertest.Reasoning("enc-1", "considering the question"),
+		providertest.Message("Hello from the scripted model."),
+	))
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "say hello"}))
+	if ans.Outcome != "completed" || ans.RunID == "" || ans.Usage == nil {
+		t.Fatalf("prompt answer %+v", ans)
+	}
+	evs := e.eventsOf(ans.RunID)
+	if len(evs) < 4 {
+		t.Fatalf("only %d events: %s", len(evs), e.dump())
+	}
+	if evs[0].Event["kind"] != "run_started" || evs[0].Event["runId"] != ans.RunID {
+		t.Errorf("first event %v, want run_started with the run id", evs[0].Event)
+	}
+	if last := evs[len(evs)-1].Event; last["kind"] != "run_finished" || last["outcome"] != "completed" {
+		t.Errorf("last event %v, want run_finished completed", last)
+	}
+	var text strings.Builder
+	finished := 0
+	for i, ev := range evs {
+		if ev.Seq != int64(i+1) {
+			t.Errorf("event %d has seq %d, want %d", i, ev.Seq, i+1)
+		}
+		if ev.SessionID != sid {
+			t.Errorf("event %d sessionId %q", i, ev.SessionID)
+		}
+		if _, nested := ev.Event["event"]; nested {
+			t.Errorf("event %d nests its data: %v", i, ev.Event)
+		}
+		switch ev.Event["kind"] {
+		case "output_delta":
+			if ev.Event["channel"] == "text" {
+				text.WriteString(ev.Event["text"].(string))
+			}
+		case "run_finished":
+			finished++
+		}
+	}
+	if finished != 1 {
+		t.Errorf("%d run_finished events, want exactly 1", finished)
+	}
+	if text.String() != "Hello from the scripted model." {
+		t.Errorf("streamed text %q", text.String())
+	}
+	// Progress: created by the server, begin, reports, end.
+	create := e.awaitRequest("window/workDoneProgress/create")
+	var tok struct{ Token string }
+	_ = json.Unmarshal(create, &tok)
+	kinds, msgs := progressOf(e, tok.Token)
+	if len(kinds) < 3 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" || slices.Index(kinds, "report") < 0 {
+		t.Errorf("progress kinds %v for token %q", kinds, tok.Token)
+	}
+	if !slices.Contains(msgs, "Thinking") {
+		t.Errorf("progress messages %v lack Thinking", msgs)
+	}
+}
+
+// progressOf returns the $/progress kinds and messages sent on token.
+func progressOf(e *fakeEditor, token string) (kinds, msgs []string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range e.notes {
+		if n.Method != "$/progress" {
+			continue
+		}
+		var p struct {
+			Token any
+			Value struct{ Kind, Message string }
+		}
+		if json.Unmarshal(n.Params, &p) != nil || fmt.Sprint(p.Token) != token {
+			continue
+		}
+		kinds = append(kinds, p.Value.Kind)
+		msgs = append(msgs, p.Value.Message)
+	}
+	return kinds, msgs
+}
+
+// editScript enqueues an edit of a.txt followed by a final answer.
+func editScript(st *stack) {
+	st.provider.Enqueue(
+		providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`)),
+		providertest.Text("Edited."),
+	)
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// confirmAnswer answers octet/confirmEffect with decision, echoing the
+// digest unless digest overrides it.
+func confirmAnswer(decision, digest string) func(json.RawMessage) (any, error) {
+	return func(params json.RawMessage) (any, error) {
+		var p confirmParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, err
+		}
+		d := p.Digest
+		if digest != "" {
+			d = digest
+		}
+		return map[string]string{"decision": decision, "digest": d}, nil
+	}
+}
+
+// TestApproveAndDeny checks octet/confirmEffect end to end: approve
+// changes the file, deny and a wrong digest leave it unchanged.
+func TestApproveAndDeny(t *testing.T) {
+	for _, tc := range []struct {
+		name, decision, digest, want, decision2 string
+	}{
+		{"approve", "approve", "", "goodbye world\n", "allowed"},
+		{"deny", "deny", "", "hello world\n", "denied"},
+		{"wrong digest", "approve", strings.Repeat("0", 64), "hello world\n", "denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := newStack(t, tools.Controlled)
+			editScript(st)
+			file := filepath.Join(st.workspace, "a.txt")
+			writeFile(t, file, "hello world\n")
+			e := st.editor(t, Options{}, map[string]any{"confirmEffect": true})
+			e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+			e.respond("octet/confirmEffect", confirmAnswer(tc.decision, tc.digest))
+			sid := e.newSession()
+			ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"}))
+			if ans.Outcome != "completed" {
+				t.Fatalf("answer %+v\n%s", ans, e.dump())
+			}
+			if got := readFile(t, file); got != tc.want {
+				t.Errorf("a.txt = %q, want %q", got, tc.want)
+			}
+			var p confirmParams
+			if err := json.Unmarshal(e.awaitRequest("octet/confirmEffect"), &p); err != nil {
+				t.Fatal(err)
+			}
+			if p.SessionID != sid || p.RunID != ans.RunID || p.CallID != "call_1" || p.Tool != "edit" ||
+				len(p.Digest) != 64 || p.ExpiresAt.IsZero() || !strings.Contains(p.Diff, "+goodbye world") {
+				t.Errorf("confirmEffect params %+v", p)
+			}
+			var decision string
+			for _, ev := range e.eventsOf(ans.RunID) {
+				if ev.Event["kind"] == "tool_policy_decision" {
+					decision, _ = ev.Event["decision"].(string)
+				}
+			}
+			if decision != tc.decision2 {
+				t.Errorf("tool_policy_decision %q, want %q", decision, tc.decision2)
+			}
+		})
+	}
+}
+
+// TestShowMessageRequestFallback checks that a stock LSP client (no
+// experimental.octet) is asked with window/showMessageRequest, and that
+// octet.prompt works through workspace/executeCommand.
+func TestShowMessageRequestFallback(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	file := filepath.Join(st.workspace, "a.txt")
+	writeFile(t, file, "hello world\n")
+	e := st.editor(t, Options{}, nil)
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	e.respond("window/showMessageRequest", func(params json.RawMessage) (any, error) {
+		var p struct {
+			Message string
+			Actions []struct{ Title string }
+		}
+		_ = json.Unmarshal(params, &p)
+		if len(p.Actions) != 2 || p.Actions[0].Title != "Approve" || p.Actions[1].Title != "Deny" {
+			return nil, fmt.Errorf("unexpected actions %v", p.Actions)
+		}
+		return map[string]string{"title": "Approve"}, nil
+	})
+	var ans promptAnswer
+	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"edit a.txt"}}, &ans)
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if got := readFile(t, file); got != "goodbye world\n" {
+		t.Errorf("a.txt = %q after Approve", got)
+	}
+}
+
+// TestApprovalTimeoutDenies checks that a client that never answers an
+// approval gets a denial after the timeout, and the run still completes.
+func TestApprovalTimeoutDenies(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	file := filepath.Join(st.workspace, "a.txt")
+	writeFile(t, file, "hello world\n")
+	e := st.editor(t, Options{ApprovalTimeout: 300 * time.Millisecond}, map[string]any{"confirmEffect": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	e.respond("octet/confirmEffect", func(json.RawMessage) (any, error) { <-never; return nil, nil })
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if got := readFile(t, file); got != "hello world\n" {
+		t.Errorf("a.txt = %q, want unchanged after an unanswered approval", got)
+	}
+	// The server withdrew its request with $/cancelRequest.
+	e.await("$/cancelRequest for the approval", func(notes []note) bool {
+		return slices.ContainsFunc(notes, func(n note) bool { return n.Method == "$/cancelRequest" })
+	})
+}
