@@ -156,7 +156,9 @@ func repeatTurn(turn providertest.Turn, n int) []providertest.Turn {
 
 // eofTurn starts an answer and ends the body cleanly without
 // response.completed (terminal EOF).
-func eofTurn() providertest.Turn { return providertest.Text("partial answer that never completes").EOFAfter(4) }
+func eofTurn() providertest.Turn {
+	return providertest.Text("partial answer that never completes").EOFAfter(4)
+}
 
 func turn503() providertest.Turn {
 	return providertest.Status(503, "server_error", "", "The server is temporarily unavailable.")
