@@ -89,6 +89,10 @@ func Builtins(cfg Config) ([]Tool, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	search, err := NewSearch(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	edit, err := NewEdit(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -101,7 +105,7 @@ func Builtins(cfg Config) ([]Tool, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return []Tool{read, edit, write, bash}, bash.Close, nil
+	return []Tool{read, search, edit, write, bash}, bash.Close, nil
 }
 
 // FileTracker remembers, per file, the content hash the model last saw

@@ -46,7 +46,7 @@ func writeTestFile(t *testing.T, p, content string) {
 	}
 }
 
-func argsJSON(t *testing.T, v any) json.RawMessage {
+func argsJSON(t testing.TB, v any) json.RawMessage {
 	t.Helper()
 	b, err := json.Marshal(v)
 	if err != nil {

@@ -1,0 +1,804 @@
+package tools
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
+
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+//go:embed search.md
+var searchDescription string
+
+var searchSchema = json.RawMessage(`{
+  "type": "object",
+  "properties": {
+    "pattern": {"type": "string", "minLength": 1, "description": "Go RE2 regular expression (or plain text with literal)."},
+    "path": {"type": "string", "description": "File or directory to search, relative to the workspace root."},
+    "glob": {"type": "string", "description": "Only search files matching this glob (*.go, src/**/*.ts)."},
+    "literal": {"type": "boolean", "description": "Treat pattern as plain text."},
+    "max_results": {"type": "integer", "minimum": 1, "maximum": 1000, "description": "Maximum matching lines (default 100)."}
+  },
+  "required": ["pattern"],
+  "additionalProperties": false
+}`)
+
+// SearchTool is the built-in search tool: a parallel, gitignore-aware,
+// no-follow line search over the workspace.
+type SearchTool struct {
+	cfg Config
+}
+
+var _ Tool = (*SearchTool)(nil)
+
+// NewSearch constructs the search tool.
+func NewSearch(cfg Config) (*SearchTool, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return nil, err
+	}
+	return &SearchTool{cfg: cfg}, nil
+}
+
+type searchArgs struct {
+	Pattern    *string `json:"pattern"`
+	Path       *string `json:"path"`
+	Glob       *string `json:"glob"`
+	Literal    bool    `json:"literal"`
+	MaxResults *int    `json:"max_results"`
+}
+
+// searchQuery is a parsed, compiled search.
+type searchQuery struct {
+	path       string
+	matcher    *lineMatcher
+	glob       *regexp.Regexp
+	globOnBase bool
+	maxResults int
+}
+
+func (t *SearchTool) parse(raw json.RawMessage) (searchQuery, error) {
+	var a searchArgs
+	if err := decodeBuiltinArgs(raw, &a); err != nil {
+		return searchQuery{}, err
+	}
+	q := searchQuery{path: ".", maxResults: DefaultSearchResults}
+	if a.Pattern == nil {
+		return q, errors.New("missing required argument pattern")
+	}
+	if a.Path != nil && *a.Path != "" {
+		if err := t.cfg.pathArg(*a.Path); err != nil {
+			return q, err
+		}
+		q.path = *a.Path
+	}
+	if a.MaxResults != nil {
+		if *a.MaxResults < 1 || *a.MaxResults > MaxSearchResults {
+			return q, fmt.Errorf("max_results must be between 1 and %d", MaxSearchResults)
+		}
+		q.maxResults = *a.MaxResults
+	}
+	m, err := newLineMatcher(*a.Pattern, a.Literal)
+	if err != nil {
+		return q, err
+	}
+	q.matcher = m
+	if a.Glob != nil && *a.Glob != "" {
+		re, err := globRegexp(*a.Glob)
+		if err != nil {
+			return q, err
+		}
+		q.glob, q.globOnBase = re, !strings.Contains(strings.TrimPrefix(*a.Glob, "/"), "/")
+	}
+	return q, nil
+}
+
+// Name returns "search".
+func (t *SearchTool) Name() string { return "search" }
+
+// Description returns the embedded search.md.
+func (t *SearchTool) Description() string { return searchDescription }
+
+// Schema returns the search argument schema.
+func (t *SearchTool) Schema() json.RawMessage { return searchSchema }
+
+// Concurrency reports Parallel: searches only read.
+func (t *SearchTool) Concurrency() Concurrency { return Parallel }
+
+// ReplaySafety reports ReplaySafe: searching again is harmless.
+func (t *SearchTool) ReplaySafety() ReplaySafety { return ReplaySafe }
+
+// Classify returns WorkspaceRead, or HostRead for every call when external
+// paths are allowed. An invalid pattern or glob is an argument error.
+func (t *SearchTool) Classify(args json.RawMessage) (Effect, error) {
+	if _, err := t.parse(args); err != nil {
+		return Unknown, err
+	}
+	if t.cfg.AllowExternalPaths {
+		return HostRead, nil
+	}
+	return WorkspaceRead, nil
+}
+
+// Execute runs the search.
+func (t *SearchTool) Execute(ctx context.Context, inv Invocation) (Result, error) {
+	q, err := t.parse(inv.Arguments)
+	if err != nil {
+		return errorResult(err.Error()), nil
+	}
+	hits, stats, err := t.search(ctx, q)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		return errorResult(fileErrorText(q.path, err)), nil
+	}
+	return t.format(q, hits, stats), nil
+}
+
+// searchStats counts what a search did.
+type searchStats struct {
+	files, binary, large int64
+	limited              bool
+}
+
+// searchHit is one matching line.
+type searchHit struct {
+	path string
+	line int
+	text string
+}
+
+// search resolves q.path and walks it.
+func (t *SearchTool) search(ctx context.Context, q searchQuery) ([]searchHit, searchStats, error) {
+	var root *fsroot.Root
+	var start, prefix string
+	var err error
+	if filepath.IsAbs(q.path) && !strings.HasPrefix(filepath.Clean(q.path)+"/", t.cfg.Root+"/") {
+		// External directory or file (only reachable when allowed).
+		abs := filepath.Clean(q.path)
+		if root, err = fsroot.Open(abs); err == nil {
+			start, prefix = ".", abs
+		} else if errors.Is(err, unix.ENOTDIR) {
+			root, err = fsroot.Open(filepath.Dir(abs))
+			start, prefix = filepath.Base(abs), filepath.Dir(abs)
+		}
+		if err != nil {
+			return nil, searchStats{}, err
+		}
+	} else {
+		rel := q.path
+		if filepath.IsAbs(rel) {
+			rel = strings.TrimPrefix(strings.TrimPrefix(filepath.Clean(rel), t.cfg.Root), "/")
+			if rel == "" {
+				rel = "."
+			}
+		}
+		if start, err = fsroot.CleanRel(rel); err != nil {
+			return nil, searchStats{}, err
+		}
+		if root, err = fsroot.Open(t.cfg.Root); err != nil {
+			return nil, searchStats{}, err
+		}
+	}
+	defer root.Close()
+	w := newWalker(q, root, prefix)
+	return w.run(ctx, start)
+}
+
+// format renders hits as path:line:text within the output limit.
+func (t *SearchTool) format(q searchQuery, hits []searchHit, st searchStats) Result {
+	details := map[string]any{"matches": len(hits), "files_searched": st.files}
+	if st.binary > 0 {
+		details["skipped_binary"] = st.binary
+	}
+	if st.large > 0 {
+		details["skipped_large"] = st.large
+	}
+	if len(hits) == 0 {
+		details["truncated"] = false
+		return Result{Text: fmt.Sprintf("No matches (%d files searched).", st.files), Details: details}
+	}
+	var b strings.Builder
+	const noteRoom = 200
+	shown := 0
+	for _, h := range hits {
+		line := fmt.Sprintf("%s:%d:%s\n", h.path, h.line, h.text)
+		if b.Len()+len(line) > t.cfg.MaxOutputBytes-noteRoom {
+			break
+		}
+		b.WriteString(line)
+		shown++
+	}
+	truncated := st.limited || shown < len(hits)
+	if st.limited {
+		fmt.Fprintf(&b, "[results limited to %d matching lines; narrow the search with path or glob, or raise max_results]\n", q.maxResults)
+	}
+	if shown < len(hits) {
+		fmt.Fprintf(&b, "[output truncated: %d of %d matching lines shown]\n", shown, len(hits))
+	}
+	details["truncated"] = truncated
+	text, _ := clipUTF8(b.String(), t.cfg.MaxOutputBytes)
+	return Result{Text: text, Details: details}
+}
+
+// lineMatcher finds matching lines in a file's content.
+type lineMatcher struct {
+	literal []byte         // literal search, or the regexp's required literal
+	re      *regexp.Regexp // nil for literal search
+	reLines *regexp.Regexp // (?m) variant for whole-buffer scanning
+}
+
+func newLineMatcher(pattern string, literal bool) (*lineMatcher, error) {
+	if pattern == "" {
+		return nil, errors.New("pattern must not be empty")
+	}
+	if literal {
+		if strings.ContainsAny(pattern, "\n\r") {
+			return nil, errors.New("a literal pattern must not contain a line break (search matches single lines)")
+		}
+		return &lineMatcher{literal: []byte(pattern)}, nil
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("invalid regular expression: %w", err)
+	}
+	lines, err := regexp.Compile("(?m)" + pattern)
+	if err != nil {
+		return nil, fmt.Errorf("invalid regular expression: %w", err)
+	}
+	m := &lineMatcher{re: re, reLines: lines}
+	if parsed, err := syntax.Parse(pattern, syntax.Perl); err == nil {
+		if lit := requiredLiteral(parsed.Simplify()); len(lit) >= 2 {
+			m.literal = []byte(lit)
+		}
+	}
+	return m, nil
+}
+
+// requiredLiteral returns a literal string every match of re contains, or
+// "" (case-folded literals never qualify).
+func requiredLiteral(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return ""
+		}
+		return string(re.Rune)
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best, run := "", ""
+		for _, sub := range re.Sub {
+			if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
+				run += string(sub.Rune)
+				continue
+			}
+			best, run = longer(best, run), ""
+			best = longer(best, requiredLiteral(sub))
+		}
+		return longer(best, run)
+	}
+	return ""
+}
+
+func longer(a, b string) string {
+	if len(b) > len(a) {
+		return b
+	}
+	return a
+}
+
+// scan calls emit(lineNumber, line) for each matching line of data, in
+// order, until emit returns false.
+func (m *lineMatcher) scan(data []byte, emit func(int, []byte) bool) {
+	lineNo, counted, pos := 1, 0, 0
+	for pos < len(data) {
+		var start, end int
+		if m.literal != nil {
+			i := bytes.Index(data[pos:], m.literal)
+			if i < 0 {
+				return
+			}
+			start, end = pos+i, pos+i+len(m.literal)
+		} else {
+			loc := m.reLines.FindIndex(data[pos:])
+			if loc == nil {
+				return
+			}
+			start, end = pos+loc[0], pos+loc[1]
+			if start == len(data) && data[len(data)-1] == '\n' {
+				return // an empty match after the final line break is no line
+			}
+		}
+		ls := bytes.LastIndexByte(data[pos:start], '\n') + 1 + pos
+		le := len(data)
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			le = start + i
+		}
+		next := le + 1
+		line := data[ls:le]
+		ok := true
+		if m.re != nil && (m.literal != nil || end > le) {
+			// Prefiltered by a literal, or the buffer match crossed a line
+			// break: the line itself decides.
+			ok = m.re.Match(line)
+		}
+		if ok {
+			lineNo += bytes.Count(data[counted:ls], []byte{'\n'})
+			counted = ls
+			if !emit(lineNo, line) {
+				return
+			}
+		}
+		pos = next
+	}
+}
+
+// globRegexp compiles a glob: * and ? within a path component, ** across
+// components, [...] classes and {a,b} alternatives.
+func globRegexp(glob string) (*regexp.Regexp, error) {
+	g := strings.TrimPrefix(glob, "/")
+	var b strings.Builder
+	b.WriteString("^")
+	depth := 0
+	for i := 0; i < len(g); i++ {
+		c := g[i]
+		switch c {
+		case '*':
+			if i+1 < len(g) && g[i+1] == '*' {
+				i++
+				if i+1 < len(g) && g[i+1] == '/' {
+					i++
+					b.WriteString("(?:.*/)?")
+				} else {
+					b.WriteString(".*")
+				}
+			} else {
+				b.WriteString("[^/]*")
+			}
+		case '?':
+			b.WriteString("[^/]")
+		case '[':
+			j := strings.IndexByte(g[i+1:], ']')
+			if j < 0 {
+				return nil, fmt.Errorf("invalid glob %q: unterminated [", glob)
+			}
+			class := g[i+1 : i+1+j]
+			if strings.HasPrefix(class, "!") {
+				class = "^" + class[1:]
+			}
+			b.WriteString("[" + strings.ReplaceAll(class, `\`, `\\`) + "]")
+			i += j + 1
+		case '{':
+			depth++
+			b.WriteString("(?:")
+		case '}':
+			if depth == 0 {
+				return nil, fmt.Errorf("invalid glob %q: unmatched }", glob)
+			}
+			depth--
+			b.WriteString(")")
+		case ',':
+			if depth > 0 {
+				b.WriteString("|")
+			} else {
+				b.WriteString(",")
+			}
+		case '\\':
+			if i+1 < len(g) {
+				i++
+				b.WriteString(regexp.QuoteMeta(string(g[i])))
+			}
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
+	}
+	if depth != 0 {
+		return nil, fmt.Errorf("invalid glob %q: unmatched {", glob)
+	}
+	b.WriteString("$")
+	re, err := regexp.Compile(b.String())
+	if err != nil {
+		return nil, fmt.Errorf("invalid glob %q: %w", glob, err)
+	}
+	return re, nil
+}
+
+// dirRef is a shared, reference-counted directory descriptor: each queued
+// child directory holds a reference until it has been opened from it.
+type dirRef struct {
+	fd   int
+	refs atomic.Int32
+}
+
+func (d *dirRef) release() {
+	if d.refs.Add(-1) == 0 {
+		unix.Close(d.fd)
+	}
+}
+
+// dirJob is a directory waiting to be searched: name opened relative to
+// parent with O_NOFOLLOW, so no job can leave the tree.
+type dirJob struct {
+	parent   *dirRef
+	name     string
+	rel      string   // path relative to the search root's fsroot
+	parts    []string // rel split, for gitignore matching
+	patterns []gitignore.Pattern
+}
+
+// walker is one search: a bounded pool of workers taking directories from
+// a LIFO stack (depth-first keeps few descriptors open).
+type walker struct {
+	q      searchQuery
+	root   *fsroot.Root
+	prefix string // display prefix for external roots
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	stack   []dirJob
+	pending int // queued or in-progress jobs
+
+	stop    atomic.Bool
+	matches atomic.Int64
+	stats   struct{ files, binary, large atomic.Int64 }
+
+	resMu sync.Mutex
+	hits  []searchHit
+	err   error
+}
+
+func newWalker(q searchQuery, root *fsroot.Root, prefix string) *walker {
+	w := &walker{q: q, root: root, prefix: prefix}
+	w.cond = sync.NewCond(&w.mu)
+	return w
+}
+
+// run searches start (a directory or a file beneath the root).
+func (w *walker) run(ctx context.Context, start string) ([]searchHit, searchStats, error) {
+	dir, err := w.root.OpenDir(start)
+	if err != nil {
+		if !errors.Is(err, unix.ENOTDIR) {
+			return nil, searchStats{}, err
+		}
+		if err := w.searchOneFile(start); err != nil {
+			return nil, searchStats{}, err
+		}
+		return w.finish()
+	}
+	// The start directory is opened; hand its descriptor to a ref.
+	fd, err := unix.Dup(int(dir.Fd()))
+	dir.Close()
+	if err != nil {
+		return nil, searchStats{}, err
+	}
+	ref := &dirRef{fd: fd}
+	ref.refs.Store(1)
+	parts := splitParts(start)
+	w.stack = append(w.stack, dirJob{parent: ref, name: ".", rel: start, parts: parts, patterns: w.ancestorPatterns(parts)})
+	w.pending = 1
+
+	stopWatch := context.AfterFunc(ctx, func() {
+		w.stop.Store(true)
+		w.mu.Lock()
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	})
+	defer stopWatch()
+	var wg sync.WaitGroup
+	for range max(2, runtime.GOMAXPROCS(0)) {
+		wg.Go(w.work)
+	}
+	wg.Wait()
+	for _, j := range w.stack { // jobs abandoned after a stop
+		j.parent.release()
+	}
+	w.stack = nil
+	if err := ctx.Err(); err != nil {
+		return nil, searchStats{}, err
+	}
+	return w.finish()
+}
+
+func (w *walker) finish() ([]searchHit, searchStats, error) {
+	slices.SortFunc(w.hits, func(a, b searchHit) int {
+		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.line, b.line))
+	})
+	st := searchStats{files: w.stats.files.Load(), binary: w.stats.binary.Load(), large: w.stats.large.Load()}
+	if len(w.hits) > w.q.maxResults {
+		w.hits = w.hits[:w.q.maxResults]
+		st.limited = true
+	}
+	if w.stop.Load() {
+		st.limited = true
+	}
+	return w.hits, st, w.err
+}
+
+func splitParts(rel string) []string {
+	if rel == "." || rel == "" {
+		return nil
+	}
+	return strings.Split(rel, "/")
+}
+
+// ancestorPatterns loads the .gitignore files of the directories above
+// the search start (the start's own is loaded when it is searched).
+func (w *walker) ancestorPatterns(parts []string) []gitignore.Pattern {
+	var ps []gitignore.Pattern
+	for i := range parts {
+		dir := path.Join(append([]string{"."}, parts[:i]...)...)
+		data, _, err := w.root.ReadFile(path.Join(dir, ".gitignore"), 1<<20)
+		if err == nil {
+			ps = appendPatterns(ps, data, parts[:i])
+		}
+	}
+	return ps
+}
+
+// appendPatterns parses a .gitignore file's lines for directory domain.
+func appendPatterns(ps []gitignore.Pattern, data []byte, domain []string) []gitignore.Pattern {
+	for line := range strings.SplitSeq(string(data), "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern(line, domain))
+	}
+	return ps
+}
+
+func (w *walker) work() {
+	buf := make([]byte, 0, 256<<10)
+	var local []searchHit
+	for {
+		w.mu.Lock()
+		for len(w.stack) == 0 && w.pending > 0 && !w.stop.Load() {
+			w.cond.Wait()
+		}
+		if len(w.stack) == 0 || w.stop.Load() {
+			w.mu.Unlock()
+			break
+		}
+		job := w.stack[len(w.stack)-1]
+		w.stack = w.stack[:len(w.stack)-1]
+		w.mu.Unlock()
+
+		local, buf = w.searchDir(job, local, buf)
+
+		w.mu.Lock()
+		w.pending--
+		if w.pending == 0 {
+			w.cond.Broadcast()
+		}
+		w.mu.Unlock()
+	}
+	w.resMu.Lock()
+	w.hits = append(w.hits, local...)
+	w.resMu.Unlock()
+}
+
+// searchDir opens job's directory from its parent descriptor, queues its
+// subdirectories and searches its files.
+func (w *walker) searchDir(job dirJob, local []searchHit, buf []byte) ([]searchHit, []byte) {
+	fd, err := unix.Openat(job.parent.fd, job.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	job.parent.release()
+	if err != nil {
+		return local, buf // vanished or replaced by a link: skip
+	}
+	ref := &dirRef{fd: fd}
+	ref.refs.Store(1)
+	defer ref.release()
+
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return local, buf
+	}
+	f := os.NewFile(uintptr(dup), job.rel)
+	ents, _ := f.ReadDir(-1)
+	f.Close()
+
+	patterns := job.patterns
+	for _, e := range ents {
+		if e.Name() == ".gitignore" && e.Type().IsRegular() {
+			if data, _, err := readAt(fd, ".gitignore", buf[:0], 1<<20); err == nil {
+				patterns = appendPatterns(slices.Clip(patterns), data, job.parts)
+			}
+			break
+		}
+	}
+	var matcher gitignore.Matcher
+	if len(patterns) > 0 {
+		matcher = gitignore.NewMatcher(patterns)
+	}
+	var children []dirJob
+	for _, e := range ents {
+		if w.stop.Load() {
+			break
+		}
+		name := e.Name()
+		typ := e.Type()
+		isDir := typ.IsDir()
+		if isDir && name == ".git" {
+			continue
+		}
+		if !isDir && !typ.IsRegular() {
+			continue // links, FIFOs, devices, sockets: never followed or read
+		}
+		var parts []string
+		if matcher != nil || isDir {
+			parts = append(slices.Clip(job.parts), name)
+			if matcher != nil && matcher.Match(parts, isDir) {
+				continue
+			}
+		}
+		rel := name
+		if job.rel != "." {
+			rel = job.rel + "/" + name
+		}
+		if isDir {
+			ref.refs.Add(1)
+			children = append(children, dirJob{parent: ref, name: name, rel: rel, parts: parts, patterns: patterns})
+			continue
+		}
+		if w.q.glob != nil {
+			subject := rel
+			if w.q.globOnBase {
+				subject = name
+			}
+			if !w.q.glob.MatchString(subject) {
+				continue
+			}
+		}
+		local, buf = w.searchFile(fd, name, rel, local, buf)
+	}
+	if len(children) > 0 {
+		w.mu.Lock()
+		w.stack = append(w.stack, children...)
+		w.pending += len(children)
+		w.cond.Broadcast()
+		w.mu.Unlock()
+	}
+	return local, buf
+}
+
+// searchOneFile searches a single explicitly named file.
+func (w *walker) searchOneFile(rel string) error {
+	data, _, err := w.root.ReadFile(rel, MaxFileBytes)
+	if err != nil {
+		return err
+	}
+	w.stats.files.Add(1)
+	if isBinary(data) {
+		w.stats.binary.Add(1)
+		return nil
+	}
+	w.hits = w.collect(data, rel, nil)
+	return nil
+}
+
+// searchFile opens name relative to the directory descriptor (no-follow,
+// non-blocking), reads it into buf and collects matching lines.
+func (w *walker) searchFile(dirfd int, name, rel string, local []searchHit, buf []byte) ([]searchHit, []byte) {
+	data, large, err := readAt(dirfd, name, buf[:0], MaxFileBytes)
+	if cap(data) > cap(buf) && cap(data) <= 4<<20 {
+		buf = data[:0] // keep a grown buffer, within reason
+	}
+	if err != nil {
+		if large {
+			w.stats.large.Add(1)
+		}
+		return local, buf
+	}
+	w.stats.files.Add(1)
+	if isBinary(data) {
+		w.stats.binary.Add(1)
+		return local, buf
+	}
+	return w.collect(data, rel, local), buf
+}
+
+// collect appends data's matching lines to local, stopping the whole walk
+// once enough matches exist overall.
+func (w *walker) collect(data []byte, rel string, local []searchHit) []searchHit {
+	display := rel
+	if w.prefix != "" {
+		display = filepath.Join(w.prefix, rel)
+	}
+	w.q.matcher.scan(data, func(line int, text []byte) bool {
+		local = append(local, searchHit{path: display, line: line, text: displayLine(text)})
+		if w.matches.Add(1) > int64(w.q.maxResults) {
+			w.stop.Store(true)
+			return false
+		}
+		return !w.stop.Load()
+	})
+	return local
+}
+
+// displayLine bounds and neutralizes one matching line.
+func displayLine(line []byte) string {
+	cut := false
+	if len(line) > MaxSearchLineBytes {
+		line, cut = line[:MaxSearchLineBytes], true
+		for len(line) > 0 && !utf8.RuneStart(line[len(line)-1]) {
+			line = line[:len(line)-1]
+		}
+	}
+	s := neutralizeControls(bytes.TrimSuffix(line, []byte{'\r'}))
+	if cut {
+		s += " …"
+	}
+	return s
+}
+
+// readAt reads the regular file name (relative to dirfd, no-follow,
+// non-blocking) into buf, at most limit bytes. large reports a file over
+// the limit.
+func readAt(dirfd int, name string, buf []byte, limit int) (data []byte, large bool, err error) {
+	fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, false, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, false, errors.New("not a regular file")
+	}
+	if st.Size > int64(limit) {
+		return nil, true, errors.New("file too large")
+	}
+	if need := int(st.Size) + 1; cap(buf) < need {
+		buf = make([]byte, 0, need)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			if len(buf) > limit {
+				return nil, true, errors.New("file too large")
+			}
+			buf = slices.Grow(buf, len(buf))
+		}
+		n, err := unix.Read(fd, buf[len(buf):cap(buf)])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		if n == 0 {
+			break
+		}
+		buf = buf[:len(buf)+n]
+	}
+	if len(buf) > limit {
+		return nil, true, errors.New("file too large")
+	}
+	return buf, false, nil
+}
