@@ -42,6 +42,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gorilla/websocket"
 )
@@ -281,6 +282,9 @@ func play(t *Turn, write func(frame) error) ending {
 		n = t.cut
 	}
 	for _, f := range frames[:n] {
+		if t.pace > 0 {
+			time.Sleep(t.pace)
+		}
 		if err := write(f); err != nil {
 			return endDrop
 		}

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/octet-agent/octet/provider"
 )
@@ -51,6 +52,7 @@ type Turn struct {
 	message string
 	raw     bool
 	rawSSE  []byte
+	pace    time.Duration
 }
 
 // Output is one scripted output item; see [Message], [Reasoning],
@@ -210,6 +212,10 @@ func (t Turn) WithHeader(key, value string) Turn {
 
 // WithRetryAfter adds a Retry-After header (seconds or an HTTP-date).
 func (t Turn) WithRetryAfter(v string) Turn { return t.WithHeader("Retry-After", v) }
+
+// Pace waits d before each frame (virtual time under testing/synctest with
+// the in-process RoundTripper), for slow but healthy bodies.
+func (t Turn) Pace(d time.Duration) Turn { t.pace = d; return t }
 
 // DropAfter aborts the connection after n frames (no clean end).
 func (t Turn) DropAfter(n int) Turn { t.cut, t.end = n, endDrop; return t }

@@ -1,0 +1,70 @@
+package provider
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"testing/iotest"
+	"unicode/utf8"
+)
+
+// FuzzSSEReader checks that the parser never panics, never returns CR or LF
+// inside an event name, never returns CR inside data, and yields the same
+// events however the input is split into reads.
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("event: response.created\ndata: {\"type\":\"response.created\"}\n\n"))
+	f.Add([]byte("\xEF\xBB\xBFdata: a\r\ndata: b\r\r: c\nid: 1\nretry: 10\n\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		whole, errW := readAllSSE(bytes.NewReader(in), 4096)
+		split, errS := readAllSSE(iotest.OneByteReader(bytes.NewReader(in)), 4096)
+		if (errW == io.EOF) != (errS == io.EOF) {
+			t.Fatalf("whole err %v, split err %v", errW, errS)
+		}
+		if errW == io.EOF && len(whole) != len(split) {
+			t.Fatalf("whole %d events, split %d", len(whole), len(split))
+		}
+		for i, ev := range whole {
+			if bytes.ContainsAny([]byte(ev.Event), "\r\n") || bytes.ContainsRune([]byte(ev.Data), '\r') {
+				t.Fatalf("event %d has a line break: %q", i, ev)
+			}
+			if errW == io.EOF && ev != split[i] {
+				t.Fatalf("event %d differs: %q vs %q", i, ev, split[i])
+			}
+		}
+	})
+}
+
+// FuzzDecodeEvent checks that any payload either decodes or fails with a
+// typed body-phase error, never panics, and that emitted events are sane.
+func FuzzDecodeEvent(f *testing.F) {
+	f.Add([]byte(`{"type":"response.output_text.delta","item_id":"m","output_index":0,"delta":"hi"}`))
+	f.Add([]byte(`{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":1,"input_tokens_details":null}}}`))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var d decoder
+		for _, payload := range bytes.Split(in, []byte("\n")) {
+			ev, st, err := d.decode(payload)
+			if err != nil {
+				statusFrame := err.Class == HTTPStatus && err.Phase == Opening
+				if (err.Phase != Body && !statusFrame) || !err.Dispatched || err.Class == 0 {
+					t.Fatalf("untyped failure %+v", err)
+				}
+				if err.Class == StreamFailure && err.Decode == DecodeNone {
+					t.Fatalf("stream failure without decode kind")
+				}
+				if err.Decode == DecodeInvalidUTF8 && utf8.Valid(payload) {
+					t.Fatalf("valid UTF-8 reported invalid")
+				}
+				return
+			}
+			if st.emit && (ev.Type < EventCreated || ev.Type > EventCompleted) {
+				t.Fatalf("emitted bad event type %d", ev.Type)
+			}
+			if ev.Type == EventItemDone && ev.Item == nil || ev.Type == EventCompleted && ev.Response == nil {
+				t.Fatalf("event %v without payload", ev.Type)
+			}
+			if st.final {
+				return
+			}
+		}
+	})
+}
