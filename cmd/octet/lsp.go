@@ -2,8 +2,166 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/server"
 )
 
+const lspUsage = "octet lsp [flags]   (speaks LSP + octet/* on stdin/stdout)"
+
+// contextDebounce coalesces bursts of AGENTS.md writes.
+const contextDebounce = 200 * time.Millisecond
+
 func runLSP(ctx context.Context, args []string, e env) error {
-	return usageErrorf("octet lsp: not wired yet")
+	var flags config.Flags
+	fs := newFlagSet("lsp", lspUsage, e.stderr)
+	addPolicyFlags(fs, &flags)
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErrorf("lsp takes no arguments: %s", lspUsage)
+	}
+	log := newLogger(e.stderr, e.lookup)
+	// Resolve everything that does not depend on the workspace now, so a
+	// bad flag, config line or credential fails at startup with a clear
+	// message instead of at the first octet/session/new.
+	cfg, err := loadConfig(e, "", flags, log)
+	if err != nil {
+		return err
+	}
+	key, err := loadAPIKey(e, cfg)
+	if err != nil {
+		return err
+	}
+	w := &workspaces{e: e, flags: flags, key: key, log: log, contexts: map[string]*watchedContext{}}
+	defer w.close()
+	rt := &server.Runtime{
+		SessionsDir:  cfg.SessionsDir(),
+		NewAgent:     w.newAgent,
+		ResolveModel: resolveModel,
+	}
+	err = server.Serve(ctx, e.stdin, e.stdout, server.Options{Runtime: rt, Logger: log, Version: versionString()})
+	switch {
+	case errors.Is(err, server.ErrExitWithoutShutdown):
+		return &exitError{code: exitFailed}
+	case ctx.Err() != nil:
+		return &exitError{code: exitCancelled}
+	}
+	return err
+}
+
+// resolveModel maps a model name to the provider's model table; unknown
+// names get a conservative 128K window.
+func resolveModel(name string) (provider.Model, error) {
+	if name == "" {
+		return provider.Model{}, errors.New("empty model name")
+	}
+	if m, ok := provider.LookupModel(name); ok {
+		return m, nil
+	}
+	return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
+}
+
+// workspaces builds agents for the server, one configuration per
+// workspace (its project .octet/config.toml may tighten the profile) and
+// one watched set of context files per workspace.
+type workspaces struct {
+	e     env
+	flags config.Flags
+	key   config.Secret
+	log   *slog.Logger
+
+	mu       sync.Mutex
+	contexts map[string]*watchedContext
+}
+
+// watchedContext is a workspace's AGENTS.md set, reloaded on change.
+type watchedContext struct {
+	set    *config.ContextSet
+	cancel context.CancelFunc
+	done   chan struct{}
+	w      config.Watcher
+}
+
+func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
+	root, err := filepath.Abs(spec.Workspace)
+	if err != nil {
+		return nil, fmt.Errorf("workspace %s: %w", spec.Workspace, err)
+	}
+	cfg, err := loadConfig(ws.e, root, ws.flags, ws.log)
+	if err != nil {
+		return nil, err
+	}
+	st, err := newStack(cfg, ws.key, root, ws.log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.ContextFiles.Value {
+		st.context = ws.contextFor(cfg, root)
+	}
+	if spec.Model != "" {
+		m, err := resolveModel(spec.Model)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		st.model = m
+	}
+	a, err := st.newAgent(spec.Session, spec.Approver, nil)
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: st.Close}, nil
+}
+
+// contextFor returns the workspace's watched context set, starting the
+// watcher on first use. New sessions see the current AGENTS.md.
+func (ws *workspaces) contextFor(cfg *config.Config, root string) *config.ContextSet {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	if wc, ok := ws.contexts[root]; ok {
+		return wc.set
+	}
+	paths := config.ContextFilePaths(cfg.Home, root)
+	set, err := config.NewContextSet(paths)
+	if err != nil {
+		ws.log.Warn("context files", "err", err)
+	}
+	wc := &watchedContext{set: set, done: make(chan struct{})}
+	ws.contexts[root] = wc
+	w, err := config.NewFSWatcher(paths, contextDebounce)
+	if err != nil {
+		ws.log.Warn("context files will not reload on change", "err", err)
+		close(wc.done)
+		return set
+	}
+	var wctx context.Context
+	wctx, wc.cancel = context.WithCancel(context.Background())
+	wc.w = w
+	go func() {
+		defer close(wc.done)
+		set.Follow(wctx, w)
+	}()
+	return set
+}
+
+func (ws *workspaces) close() {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	for _, wc := range ws.contexts {
+		if wc.cancel != nil {
+			wc.cancel()
+			wc.w.Close()
+		}
+		<-wc.done
+	}
 }

@@ -145,7 +145,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, retry 
 	broker := tools.NewBroker(tools.BrokerConfig{
 		Policy:          st.cfg.ToolPolicy(),
 		Approver:        approver,
-		EffectivePolicy: st.cfg.EffectiveToolPolicy(string(st.shellSelection)),
+		EffectivePolicy: st.cfg.EffectiveToolPolicy(st.shellSelection),
 		Principal:       sess.Header().ID,
 		Logger:          st.log,
 	})

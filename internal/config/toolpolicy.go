@@ -27,7 +27,7 @@ func (c *Config) ToolPolicy() tools.Policy {
 // EffectiveToolPolicy returns the {value, source} evidence snapshot the
 // broker carries. shellSelection is the selection class the bash tool's
 // resolver reports (never a path).
-func (c *Config) EffectiveToolPolicy(shellSelection string) tools.EffectiveToolPolicy {
+func (c *Config) EffectiveToolPolicy(shellSelection tools.ShellSelection) tools.EffectiveToolPolicy {
 	shellSrc := toolsSource(c.ShellPath.Source)
 	return tools.EffectiveToolPolicy{
 		EffectPolicy: tools.Setting[tools.Policy]{Value: c.ToolPolicy(), Source: toolsSource(c.EffectPolicy.Source)},

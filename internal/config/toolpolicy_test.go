@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 func TestEffectiveToolPolicySnapshot(t *testing.T) {
@@ -14,7 +16,7 @@ func TestEffectiveToolPolicySnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := json.Marshal(c.EffectiveToolPolicy("configured"))
+	b, err := json.Marshal(c.EffectiveToolPolicy(tools.ShellConfigured))
 	if err != nil {
 		t.Fatal(err)
 	}

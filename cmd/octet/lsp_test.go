@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// lspClient speaks Content-Length framed JSON-RPC to a real octet lsp
+// process, as an editor does.
+type lspClient struct {
+	t    *testing.T
+	in   io.WriteCloser
+	out  *bufio.Reader
+	next int
+}
+
+func (c *lspClient) send(msg map[string]any) {
+	c.t.Helper()
+	msg["jsonrpc"] = "2.0"
+	b, err := json.Marshal(msg)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if _, err := fmt.Fprintf(c.in, "Content-Length: %d\r\n\r\n%s", len(b), b); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *lspClient) read() map[string]any {
+	c.t.Helper()
+	n := -1
+	for {
+		line, err := c.out.ReadString('\n')
+		if err != nil {
+			c.t.Fatalf("read header: %v", err)
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			break
+		}
+		if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+			n, _ = strconv.Atoi(v)
+		}
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(c.out, buf); err != nil {
+		c.t.Fatalf("read body: %v", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(buf, &m); err != nil {
+		c.t.Fatalf("stdout carried a non-JSON frame: %q", buf)
+	}
+	return m
+}
+
+// call sends a request and returns its result, answering server requests
+// with answer and collecting notifications on the way.
+func (c *lspClient) call(method string, params any, answer func(map[string]any) any, notes *[]map[string]any) map[string]any {
+	c.t.Helper()
+	c.next++
+	id := float64(c.next)
+	c.send(map[string]any{"id": c.next, "method": method, "params": params})
+	for {
+		m := c.read()
+		switch {
+		case m["id"] == id && m["method"] == nil:
+			if m["error"] != nil {
+				c.t.Fatalf("%s: error %v", method, m["error"])
+			}
+			res, _ := m["result"].(map[string]any)
+			return res
+		case m["method"] != nil && m["id"] != nil: // server → client request
+			var result any = nil
+			if answer != nil {
+				result = answer(m)
+			}
+			c.send(map[string]any{"id": m["id"], "result": result})
+		case m["method"] != nil && notes != nil:
+			*notes = append(*notes, m)
+		}
+	}
+}
+
+// TestLSPBinaryAgainstScriptedProvider starts the real octet lsp with
+// OPENAI_BASE_URL pointing at a scripted server (the Neovim test's setup)
+// and drives a prompt with an approved edit.
+func TestLSPBinaryAgainstScriptedProvider(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(editTurns()...)
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("alpha\nbeta\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, octetBin, "lsp", "--effect-policy", "controlled")
+	cmd.Dir = t.TempDir() // never the workspace: the server must use rootUri
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{
+		"experimental": map[string]any{"octet": map[string]any{"confirmEffect": true, "events": true}}}, "trace": nil}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
+	sid, _ := res["sessionId"].(string)
+	if sid == "" {
+		t.Fatalf("session/new = %v", res)
+	}
+	pol, _ := res["effectiveToolPolicy"].(map[string]any)
+	if ep, _ := pol["effect_policy"].(map[string]any); ep["value"] != "controlled" || ep["source"] != "flag" {
+		t.Errorf("effectiveToolPolicy.effect_policy = %v", pol["effect_policy"])
+	}
+	var notes []map[string]any
+	var confirms int
+	result := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "change beta"}, func(req map[string]any) any {
+		if req["method"] != "octet/confirmEffect" {
+			return nil
+		}
+		confirms++
+		p := req["params"].(map[string]any)
+		return map[string]any{"decision": "approve", "digest": p["digest"]}
+	}, &notes)
+	if result["outcome"] != "completed" || confirms != 1 {
+		t.Errorf("prompt result %v after %d confirmations\nstderr: %s", result, confirms, stderr.String())
+	}
+	got, _ := os.ReadFile(filepath.Join(ws, "notes.txt"))
+	if string(got) != "alpha\ngamma\n" {
+		t.Errorf("notes.txt = %q", got)
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("octet lsp exit: %v\nstderr: %s", err, stderr.String())
+	}
+	var all []string
+	for _, n := range notes {
+		b, _ := json.Marshal(n)
+		all = append(all, string(b))
+	}
+	assertNoSecret(t, append(all, stderr.String()), home, ws)
+}
