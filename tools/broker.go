@@ -79,8 +79,8 @@ type BrokerConfig struct {
 	// Hooks run in order around each execution.
 	Hooks []Hooks
 	// EffectivePolicy is the snapshot carried as evidence. When its
-	// effect_policy source is empty, DefaultToolPolicy(Policy, "unavailable")
-	// is used. Its effect_policy value is forced to Policy.
+	// effect_policy source is empty, DefaultToolPolicy(Policy, selection of
+	// ResolveShell("")) is used. Its effect_policy value is forced to Policy.
 	EffectivePolicy EffectiveToolPolicy
 	// MaxResultBytes bounds model-visible result text (DefaultMaxResultBytes).
 	MaxResultBytes int
@@ -120,7 +120,8 @@ func NewBroker(cfg BrokerConfig) *Broker {
 	}
 	eff := cfg.EffectivePolicy
 	if eff.EffectPolicy.Source == "" {
-		eff = DefaultToolPolicy(p, ShellSelectionUnavailable)
+		_, sel := ResolveShell("")
+		eff = DefaultToolPolicy(p, sel)
 	}
 	eff.EffectPolicy.Value = p
 	b := &Broker{

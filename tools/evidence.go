@@ -64,7 +64,7 @@ var denialTexts = map[string]string{
 	ReasonCapabilityDisabled:  "Tool call denied: this capability is disabled.",
 	ReasonApprovalDenied:      "Tool call was not approved.",
 	ReasonApprovalExpired:     "Tool call was not approved in time.",
-	ReasonApprovalUnavailable: "Tool call requires approval, and no approver is available.",
+	ReasonApprovalUnavailable: "Tool call requires approval, which is not available here.",
 	ReasonHookDenied:          "Tool call denied by the host.",
 	ReasonCommitDenied:        "Tool call denied: its admission could not be committed.",
 	ReasonCancelled:           "Tool call cancelled before it ran.",
@@ -133,20 +133,10 @@ type Setting[T any] struct {
 	Source Source `json:"source"`
 }
 
-// Shell selection names that shell_path evidence may carry. They never
-// include a path or a digest.
-const (
-	ShellSelectionConfigured  = "configured"
-	ShellSelectionSystemBash  = "system_bash"
-	ShellSelectionPathBash    = "path_bash"
-	ShellSelectionShFallback  = "sh_fallback"
-	ShellSelectionUnavailable = "unavailable"
-)
-
 // ShellPathValue is the value of the shell_path setting: only the selection
-// class, never the path.
+// class that ResolveShell reported, never the path.
 type ShellPathValue struct {
-	Selection string `json:"selection"`
+	Selection ShellSelection `json:"selection"`
 }
 
 // MarshalJSON encodes the selection, replacing anything that is not one of
@@ -154,13 +144,12 @@ type ShellPathValue struct {
 func (v ShellPathValue) MarshalJSON() ([]byte, error) {
 	sel := v.Selection
 	switch sel {
-	case ShellSelectionConfigured, ShellSelectionSystemBash, ShellSelectionPathBash,
-		ShellSelectionShFallback, ShellSelectionUnavailable:
+	case ShellConfigured, ShellSystemBash, ShellPathBash, ShellShFallback, ShellUnavailable:
 	default:
-		sel = ShellSelectionUnavailable
+		sel = ShellUnavailable
 	}
 	return json.Marshal(struct {
-		Selection string `json:"selection"`
+		Selection ShellSelection `json:"selection"`
 	}{sel})
 }
 
@@ -189,10 +178,9 @@ const (
 // DefaultToolPolicy returns the snapshot of built-in defaults for p, every
 // source "default". Workspace confinement is on except under UnsafeHost
 // (where the product allows external paths by default); edit, write,
-// process and shell are enabled; remote reads are off. shellSelection is
-// the selection name the bash tool's resolver reports; an unrecognised one
-// is recorded as "unavailable".
-func DefaultToolPolicy(p Policy, shellSelection string) EffectiveToolPolicy {
+// process and shell are enabled; remote reads are off. shell is what
+// ResolveShell (the bash tool's own resolver) reported.
+func DefaultToolPolicy(p Policy, shell ShellSelection) EffectiveToolPolicy {
 	def := func(b bool) Setting[bool] { return Setting[bool]{b, SourceDefault} }
 	return EffectiveToolPolicy{
 		EffectPolicy:         Setting[Policy]{p, SourceDefault},
@@ -201,7 +189,7 @@ func DefaultToolPolicy(p Policy, shellSelection string) EffectiveToolPolicy {
 		AllowWrite:           def(true),
 		AllowProcess:         def(true),
 		AllowShell:           def(true),
-		ShellPath:            Setting[ShellPathValue]{ShellPathValue{shellSelection}, SourceDefault},
+		ShellPath:            Setting[ShellPathValue]{ShellPathValue{shell}, SourceDefault},
 		BashTimeoutMs:        Setting[int64]{DefaultBashTimeoutMs, SourceDefault},
 		MaxOutputBytes:       Setting[int64]{DefaultMaxOutputBytes, SourceDefault},
 		AllowRemoteRead:      def(false),

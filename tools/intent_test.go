@@ -129,3 +129,38 @@ func TestNewIntentBounds(t *testing.T) {
 		t.Error("invalid UTF-8 tool accepted")
 	}
 }
+
+// FuzzCanonicalArguments checks that canonicalization never panics, is
+// idempotent, yields valid JSON, and preserves the decoded value.
+func FuzzCanonicalArguments(f *testing.F) {
+	for _, s := range []string{`{}`, `{"b":1,"a":[true,null,"x"]}`, `{"a":{"b":{"c":"\u003c"}}}`, `{"a":1,"a":2}`, `[1]`, `{"é":"\ud83d\ude00"}`, `{"n":-1.5e10}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c, err := CanonicalArguments(raw)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidArguments) {
+				t.Fatalf("error does not wrap ErrInvalidArguments: %v", err)
+			}
+			return
+		}
+		if !json.Valid(c) {
+			t.Fatalf("canonical form of %q is not JSON: %q", raw, c)
+		}
+		again, err := CanonicalArguments(c)
+		if err != nil || string(again) != string(c) {
+			t.Fatalf("not idempotent: %q -> %q (%v)", c, again, err)
+		}
+		var a, b any
+		if json.Unmarshal(raw, &a) == nil {
+			if err := json.Unmarshal(c, &b); err != nil {
+				t.Fatal(err)
+			}
+			ja, _ := json.Marshal(a)
+			jb, _ := json.Marshal(b)
+			if string(ja) != string(jb) {
+				t.Fatalf("value changed: %s vs %s", ja, jb)
+			}
+		}
+	})
+}
