@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -54,6 +55,10 @@ type RecoveryConfig struct {
 	// MaxNetworkWait bounds the elapsed time of one outage; zero means
 	// unbounded (cancellation still wins at once).
 	MaxNetworkWait time.Duration
+	// InitialBackoff is the first inference backoff (zero: 200 ms, as
+	// Codex); it doubles per replacement up to the cap. Tests on real
+	// sockets shorten it; Retry-After and hints still apply in full.
+	InitialBackoff time.Duration
 	// Seed makes the jitter run-specific; zero picks a random seed.
 	Seed uint64
 	// Now is the clock; nil means time.Now (virtual under testing/synctest).
@@ -67,7 +72,9 @@ type RecoveryConfig struct {
 // survive re-preparation, WebSocket→HTTP fallback and network waiting.
 // Unqualified routes never replay a body.
 //
-// A CodexRecovery belongs to one run; its methods are safe to call from
+// A CodexRecovery serves one agent, one run at a time (Config.Retry); a
+// refused replacement ends the logical turn and resets the budgets too, so
+// the next run starts a fresh turn. Its methods are safe to call from
 // several goroutines (an embedder may call SetMaxNetworkWait at any time).
 type CodexRecovery struct {
 	mu        sync.Mutex
@@ -78,6 +85,7 @@ type CodexRecovery struct {
 	qualErr   error
 	budget    *Budget
 	maxWait   time.Duration
+	backoff0  time.Duration // first inference backoff
 	rng       *rand.Rand
 	now       func() time.Time
 
@@ -110,6 +118,7 @@ func NewCodexRecovery(cfg RecoveryConfig) *CodexRecovery {
 		webSocket: cfg.WebSocket,
 		budget:    cfg.Budget,
 		maxWait:   max(cfg.MaxNetworkWait, 0),
+		backoff0:  cmp.Or(max(cfg.InitialBackoff, 0), inferenceBackoffInitial),
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		now:       now,
 	}
@@ -178,6 +187,10 @@ func (p *CodexRecovery) Spent() (stream, admission int) {
 func (p *CodexRecovery) TurnCompleted() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.resetTurn()
+}
+
+func (p *CodexRecovery) resetTurn() {
 	p.stream, p.admission = 0, 0
 	p.endOutage()
 }
@@ -217,6 +230,10 @@ func (p *CodexRecovery) Decide(f Failure) RetryDecision {
 		p.decideReplace(&d, c, f.Err)
 	default:
 		d.Err = f.Err
+	}
+	if !d.Retry {
+		// The refusal ends the logical turn (and the run).
+		p.resetTurn()
 	}
 	return d
 }
@@ -294,7 +311,7 @@ func (p *CodexRecovery) decideReplace(d *RetryDecision, c classified, err error)
 
 // inferenceBackoff is Codex's 200 ms·2^(n-1) with ±10 % jitter, capped.
 func (p *CodexRecovery) inferenceBackoff(n int) time.Duration {
-	return p.jitter(expBackoff(inferenceBackoffInitial, n, inferenceBackoffCap), inferenceBackoffCap)
+	return p.jitter(expBackoff(p.backoff0, n, inferenceBackoffCap), inferenceBackoffCap)
 }
 
 // networkBackoff starts near 5 s and doubles with jitter, capped at 60 s.

@@ -75,11 +75,11 @@ func classify(f Failure) classified {
 	var pe *provider.Error
 	if !errors.As(f.Err, &pe) {
 		switch {
-		case errors.Is(f.Err, context.Canceled):
-			c.class, c.reason = classCanceled, "canceled"
 		case errors.Is(f.Err, context.DeadlineExceeded):
 			c.reason, c.deadline = "deadline_exceeded", true
 			c.usageUnknown = f.Dispatched
+		case errors.Is(f.Err, context.Canceled):
+			c.class, c.reason = classCanceled, "canceled"
 		default:
 			c.reason = "local_error"
 			c.usageUnknown = f.Dispatched
@@ -95,7 +95,10 @@ func classify(f Failure) classified {
 		c.hint = h
 	}
 	if pe.Class == provider.Canceled {
-		if errors.Is(pe, context.DeadlineExceeded) && !errors.Is(pe, context.Canceled) {
+		// The loop handles the run's own cancellation before asking the
+		// policy; a deadline here is a derived bound (the outage deadline)
+		// and Decide judges it.
+		if errors.Is(pe, context.DeadlineExceeded) {
 			c.reason, c.deadline = "deadline_exceeded", true
 			return c
 		}

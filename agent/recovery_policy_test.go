@@ -640,3 +640,14 @@ func TestAuxiliaryOperationSharesBudget(t *testing.T) {
 		t.Fatalf("compaction permanent error: %v", d.Err)
 	}
 }
+
+func TestRefusalEndsTheLogicalTurn(t *testing.T) {
+	p, _ := newTestPolicy(t, nil)
+	if attempts, _ := drive(p, repeat(eofFailure(), 20)); attempts != 12 {
+		t.Fatalf("first turn: %d attempts", attempts)
+	}
+	// The run failed; the next run's turn has the whole envelope again.
+	if attempts, _ := drive(p, repeat(eofFailure(), 20)); attempts != 12 {
+		t.Fatalf("next turn after exhaustion: %d attempts, want 12", attempts)
+	}
+}
