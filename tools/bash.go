@@ -177,6 +177,8 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		outW.Close()
 		return outcome{}, err
 	}
+	growPipe(outW)
+	growPipe(errW)
 	cmd := exec.Command(t.shell, "-c", command)
 	cmd.Dir = t.cfg.Root
 	cmd.Stdin = nil // /dev/null

@@ -5,7 +5,17 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
+
+// growPipe enlarges a pipe's kernel buffer to 1 MiB (the unprivileged
+// maximum) so draining needs fewer wakeups; failure is harmless.
+func growPipe(f *os.File) {
+	if sc, err := f.SyscallConn(); err == nil {
+		sc.Control(func(fd uintptr) { unix.FcntlInt(fd, unix.F_SETPIPE_SZ, 1<<20) })
+	}
+}
 
 // groupAlive reports whether process group pgid still has a member that
 // is not a zombie. Zombies are ignored because a reparented grandchild may

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 )
@@ -412,3 +414,56 @@ func TestResolveShell(t *testing.T) {
 }
 
 func syscallKill(pid int) { syscall.Kill(pid, syscall.SIGKILL) }
+
+// BenchmarkBashDrain compares draining 1 GiB of command output through
+// the bash tool with `cat` copying the same stream to /dev/null, in the
+// same run. throughput-ratio = cat time / bash tool time (target >= 0.5).
+// Run: go test ./tools -run '^$' -bench BashDrain -benchtime 3x
+func BenchmarkBashDrain(b *testing.B) {
+	const size = 1 << 30
+	bt, err := NewBash(Config{Root: b.TempDir(), SpillDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bt.Close()
+	raw := json.RawMessage(fmt.Sprintf(`{"command":"head -c %d /dev/zero"}`, size))
+	catCmd := fmt.Sprintf("head -c %d /dev/zero | cat > /dev/null", size)
+	var ours, theirs time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := bt.Execute(context.Background(), Invocation{Arguments: raw})
+		ours += time.Since(start)
+		if err != nil || res.Details["output_bytes"] != int64(size) {
+			b.Fatalf("drain: %v %v", err, res.Details)
+		}
+		start = time.Now()
+		if err := exec.Command("/bin/sh", "-c", catCmd).Run(); err != nil {
+			b.Fatal(err)
+		}
+		theirs += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(size/(1<<20)/(ours.Seconds()/n), "octet-MiB/s")
+	b.ReportMetric(size/(1<<20)/(theirs.Seconds()/n), "cat-MiB/s")
+	b.ReportMetric(float64(theirs)/float64(ours), "throughput-ratio")
+}
+
+// FuzzNeutralizeControls checks that no terminal control survives: the
+// output is valid UTF-8 with no C0 control but \n and \t, no DEL and no C1
+// control.
+func FuzzNeutralizeControls(f *testing.F) {
+	f.Add([]byte("plain\ttext\n"))
+	f.Add([]byte("\x1b[31mred\x1b[0m \x1b]0;title\x07 \x1bP dcs \x1b\\ \r\n"))
+	f.Add([]byte("\xc2\x9b2J \xff\xfe \x1b"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out := neutralizeControls(in)
+		if !utf8.ValidString(out) {
+			t.Fatalf("invalid UTF-8 from %q", in)
+		}
+		for _, r := range out {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+				t.Fatalf("control %U survived in %q (from %q)", r, out, in)
+			}
+		}
+	})
+}

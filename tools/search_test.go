@@ -320,3 +320,86 @@ func BenchmarkSearchGOROOT(b *testing.B) {
 		})
 	}
 }
+
+// FuzzGlobRegexp checks that any glob either compiles or is rejected with
+// an error, never a panic, and that a compiled glob never matches across
+// a "/" with a single star.
+func FuzzGlobRegexp(f *testing.F) {
+	for _, s := range []string{"*.go", "src/**/*.ts", "{a,b}.txt", "[!x]?", "a\\*b", "[abc", "}{", "**"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, glob string) {
+		re, err := globRegexp(glob)
+		if err != nil {
+			return
+		}
+		if glob == "*" && re.MatchString("a/b") {
+			t.Fatal("* matched across /")
+		}
+	})
+}
+
+// FuzzLiteralScan compares the literal line scan with a naive split.
+func FuzzLiteralScan(f *testing.F) {
+	f.Add("ab", []byte("xxab\nab\n\nzab"))
+	f.Add("a", []byte("a"))
+	f.Add("\t", []byte("\t\n\t\t\n"))
+	f.Fuzz(func(t *testing.T, pattern string, data []byte) {
+		m, err := newLineMatcher(pattern, true)
+		if err != nil || len(data) == 0 {
+			return
+		}
+		var got []int
+		m.scan(data, func(n int, line []byte) bool {
+			got = append(got, n)
+			return true
+		})
+		var want []int
+		lines := strings.Split(string(data), "\n")
+		if strings.HasSuffix(string(data), "\n") {
+			lines = lines[:len(lines)-1]
+		}
+		for i, l := range lines {
+			if strings.Contains(l, pattern) {
+				want = append(want, i+1)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("scan(%q, %q) = %v, want %v", pattern, data, got, want)
+		}
+	})
+}
+
+// FuzzRegexScan compares the regexp line scan (prefilter or whole-buffer)
+// with a naive per-line match.
+func FuzzRegexScan(f *testing.F) {
+	f.Add(`a+b`, []byte("aab\nb\nab"))
+	f.Add(`^$`, []byte("\n\nx\n"))
+	f.Add(`x*`, []byte("a\nxx\n"))
+	f.Add(`\s+\n`, []byte("a \nb\n"))
+	f.Add(`foo\w*bar`, []byte("foo_bar foobar\nfoo\nbar"))
+	f.Fuzz(func(t *testing.T, pattern string, data []byte) {
+		m, err := newLineMatcher(pattern, false)
+		if err != nil || len(data) == 0 || len(pattern) > 64 {
+			return
+		}
+		var got []int
+		m.scan(data, func(n int, line []byte) bool {
+			got = append(got, n)
+			return true
+		})
+		var want []int
+		lines := bytes.Split(data, []byte("\n"))
+		if data[len(data)-1] == '\n' {
+			lines = lines[:len(lines)-1]
+		}
+		for i, l := range lines {
+			if m.re.Match(l) {
+				want = append(want, i+1)
+			}
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("scan(%q, %q) = %v, want %v", pattern, data, got, want)
+		}
+	})
+}

@@ -378,3 +378,28 @@ func TestOpenDirNoFollow(t *testing.T) {
 		}
 	})
 }
+
+// FuzzCleanRel checks that an accepted path is relative, has no ".."
+// component and stays accepted when cleaned again.
+func FuzzCleanRel(f *testing.F) {
+	for _, s := range []string{"a/b", "../x", "/abs", "a/../b", ".", "./a//b/", "..", "a/..b", "\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		c, err := CleanRel(p)
+		if err != nil {
+			return
+		}
+		if filepath.IsAbs(c) || c == "" {
+			t.Fatalf("CleanRel(%q) = %q", p, c)
+		}
+		for _, part := range strings.Split(c, "/") {
+			if part == ".." {
+				t.Fatalf("CleanRel(%q) = %q keeps ..", p, c)
+			}
+		}
+		if c2, err := CleanRel(c); err != nil || c2 != c {
+			t.Fatalf("CleanRel not idempotent: %q -> %q, %v", c, c2, err)
+		}
+	})
+}
