@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// policyEvidence runs one read under args and returns the
+// effectiveToolPolicy of its tool_policy_decision event.
+func policyEvidence(t *testing.T, x *execEnv, args ...string) (map[string]map[string]any, cliResult) {
+	t.Helper()
+	x.srv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("c1", "read", `{"path":"notes.txt"}`)),
+		providertest.Text("ok"),
+	)
+	r := runCLI(t, x.ws, x.vars, append(append([]string{"exec", "--json"}, args...), "read it")...)
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	_, events := parseJSONLines(t, r.stdout)
+	for _, ev := range events {
+		if ev["kind"] == "tool_policy_decision" {
+			b, _ := json.Marshal(ev["effectiveToolPolicy"])
+			var pol map[string]map[string]any
+			json.Unmarshal(b, &pol)
+			return pol, r
+		}
+	}
+	t.Fatalf("no tool_policy_decision in %s", r.stdout)
+	return nil, r
+}
+
+func TestPolicySourcesReachEvidence(t *testing.T) {
+	t.Run("safe-mode flag", func(t *testing.T) {
+		x := newExecEnv(t)
+		pol, _ := policyEvidence(t, x, "--safe-mode")
+		if pol["effect_policy"]["value"] != "controlled_bash_approval" || pol["effect_policy"]["source"] != "flag" {
+			t.Errorf("effect_policy = %v", pol["effect_policy"])
+		}
+		if pol["workspace_confinement"]["value"] != true || pol["workspace_confinement"]["source"] != "flag" {
+			t.Errorf("workspace_confinement = %v", pol["workspace_confinement"])
+		}
+	})
+	t.Run("env", func(t *testing.T) {
+		x := newExecEnv(t)
+		x.vars["OCTET_EFFECT_POLICY"] = "controlled"
+		pol, _ := policyEvidence(t, x)
+		if pol["effect_policy"]["value"] != "controlled" || pol["effect_policy"]["source"] != "env" {
+			t.Errorf("effect_policy = %v", pol["effect_policy"])
+		}
+	})
+	t.Run("project cannot relax, may tighten", func(t *testing.T) {
+		x := newExecEnv(t)
+		x.vars["OCTET_EFFECT_POLICY"] = "controlled_bash_approval"
+		os.MkdirAll(filepath.Join(x.ws, ".octet"), 0o755)
+		os.WriteFile(filepath.Join(x.ws, ".octet", "config.toml"), []byte("effect_policy = \"unsafe_host\"\nbash_timeout_secs = 5\n"), 0o644)
+		pol, r := policyEvidence(t, x)
+		if pol["effect_policy"]["value"] != "controlled_bash_approval" || pol["effect_policy"]["source"] != "env" {
+			t.Errorf("effect_policy = %v (the project relaxed it)", pol["effect_policy"])
+		}
+		if pol["bash_timeout_ms"]["value"] != 5000.0 || pol["bash_timeout_ms"]["source"] != "project_config" {
+			t.Errorf("bash_timeout_ms = %v", pol["bash_timeout_ms"])
+		}
+		if !strings.Contains(r.stderr, filepath.Join(".octet", "config.toml")+":1") || !strings.Contains(r.stderr, "ignored") {
+			t.Errorf("no warning naming the project file:line:\n%s", r.stderr)
+		}
+		if strings.Contains(r.stdout, "ignored") {
+			t.Error("warning written to stdout (the event stream)")
+		}
+	})
+}
+
+func TestContextFilesReachInstructions(t *testing.T) {
+	for _, off := range []bool{false, true} {
+		x := newExecEnv(t, providertest.Text("ok"))
+		os.WriteFile(filepath.Join(x.ws, "AGENTS.md"), []byte("Always answer in haiku."), 0o644)
+		os.WriteFile(filepath.Join(x.home, "AGENTS.md"), []byte("Global rule: be brief."), 0o644)
+		args := []string{"exec"}
+		if off {
+			args = append(args, "--no-context-files")
+		}
+		r := runCLI(t, x.ws, x.vars, append(args, "hi")...)
+		if r.code != 0 {
+			t.Fatalf("exit %d: %s", r.code, r.stderr)
+		}
+		b, _ := json.Marshal(x.srv.Requests()[0].Body)
+		has := strings.Contains(string(b), "Always answer in haiku.") && strings.Contains(string(b), "Global rule: be brief.")
+		if has == off {
+			t.Errorf("--no-context-files=%v: context in request = %v", off, has)
+		}
+	}
+}
