@@ -13,8 +13,9 @@ import (
 
 // Compaction parameters.
 const (
-	// keepFraction is the share of the window the verbatim tail may keep.
-	keepFraction = 5 // 1/5 of the window
+	// keepFraction bounds the verbatim tail to 1/5 of the window (and to
+	// half of the space left after the output reserve).
+	keepFraction = 5
 	// summaryMaxTokens bounds the summary response.
 	summaryMaxTokens = 8192
 	// minItemChars is the smallest per-item budget when shrinking the
@@ -38,7 +39,8 @@ const compactionRequestText = "Summarize the conversation above as instructed. O
 // the turn continues uncompacted.
 func (r *Run) compact(v view, est int) (bool, error) {
 	model := r.a.Model()
-	k := keepBoundary(v.entries, model.ContextWindow/keepFraction)
+	budget := min(model.ContextWindow/keepFraction, (model.ContextWindow-r.a.cfg.OutputReserve)/2)
+	k := keepBoundary(v.entries, budget)
 	if k == 0 {
 		return false, nil // nothing to summarize: the tail alone is the context
 	}
@@ -129,15 +131,12 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 	}
 	c.ReadFiles, c.ModifiedFiles = fileSets(v, k)
 	recs := []session.Record{session.EntryRecord(session.Entry{Type: session.EntryCompaction, RunID: r.id, Compaction: c})}
-	if u := ar.resp.Usage; u != nil {
-		reqID := ar.requestID
-		if reqID == "" {
-			reqID = ar.resp.ID
-		}
-		recs = append(recs, session.UsageRecord(session.Usage{
-			RunID: r.id, RequestID: reqID, Operation: OperationCompaction, Model: model.Name,
-			Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens,
-		}))
+	var cost int64
+	var priced bool
+	if ar.resp.Usage != nil {
+		var rec session.Record
+		rec, cost, priced = r.usageRecord(OperationCompaction, model.Name, ar)
+		recs = append(recs, rec)
 	}
 	if r.ctx.Err() != nil { // cancellation wins: nothing is persisted
 		return "", "", errCancelled
@@ -146,12 +145,7 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 		return "", "", err
 	}
 	if u := ar.resp.Usage; u != nil {
-		r.usage.Requests++
-		r.usage.Input += u.InputTokens
-		r.usage.CachedInput += u.CachedTokens
-		r.usage.Output += u.OutputTokens
-		r.usage.Reasoning += u.ReasoningTokens
-		r.emitUsage()
+		r.addUsage(u, cost, priced)
 	}
 	return r.a.sess.Head(), summary, nil
 }
@@ -163,6 +157,9 @@ func (r *Run) auxRequest(op string, req *provider.Request) (*attemptResult, erro
 	for attempt := 0; ; attempt++ {
 		if r.ctx.Err() != nil {
 			return nil, errCancelled
+		}
+		if err := r.gate(op, req); err != nil {
+			return nil, err
 		}
 		ar := &attemptResult{estimate: estimateFixed(req) + estimateItems(req.Input)}
 		t0 := time.Now()

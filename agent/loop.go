@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -85,6 +86,9 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 		if err != nil {
 			return nil, err
 		}
+		if err := r.gate("", req); err != nil {
+			return nil, err
+		}
 		ar := &attemptResult{estimate: est}
 		t0 := time.Now()
 		err = r.attempt(req, true, ar)
@@ -103,7 +107,7 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 // (with durable uncertainty when dispatched), or the policy's decision. It
 // returns nil when the attempt is to be replaced.
 func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int) error {
-	if r.ctx.Err() != nil || provider.IsCanceled(err) {
+	if r.ctx.Err() != nil {
 		if dispatched(err) {
 			if uerr := r.markUncertain(op, "cancelled_after_dispatch", true, attempt); uerr != nil {
 				return errors.Join(errCancelled, uerr)
@@ -141,6 +145,11 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 		ev.Operation = &o
 	}
 	r.emit(ev)
+	if dec.FallbackHTTP {
+		if fb, ok := r.a.cfg.Transport.(HTTPFallback); ok {
+			fb.FallbackToHTTP()
+		}
+	}
 	if op == "" {
 		if f.PartialReasoning != "" {
 			r.emit(&RecoveredOutput{Channel: ChannelReasoning, Text: f.PartialReasoning})
@@ -252,7 +261,15 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 // emitDeltas it forwards provisional output as events. A response that
 // stopped at max_output_tokens is a result (truncated), not a failure.
 func (r *Run) attempt(req *provider.Request, emitDeltas bool, ar *attemptResult) error {
-	stream, err := r.a.cfg.Transport.Open(r.ctx, req)
+	openCtx := r.ctx
+	if ob, ok := r.a.retry.(OutageBounder); ok {
+		if d, bounded := ob.OutageDeadline(); bounded {
+			c, cancel := context.WithDeadline(r.ctx, d)
+			defer cancel()
+			openCtx = c
+		}
+	}
+	stream, err := r.a.cfg.Transport.Open(openCtx, req)
 	if err != nil {
 		return err
 	}
@@ -330,15 +347,12 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 	model := r.a.Model()
 	recs := []session.Record{session.EntryRecord(session.Entry{Type: session.EntryAssistant, RunID: r.id, Items: items, StopReason: stop})}
 	u := ar.resp.Usage
+	var cost int64
+	var priced bool
 	if u != nil {
-		reqID := ar.requestID
-		if reqID == "" {
-			reqID = ar.resp.ID
-		}
-		recs = append(recs, session.UsageRecord(session.Usage{
-			RunID: r.id, RequestID: reqID, Model: model.Name,
-			Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens,
-		}))
+		var rec session.Record
+		rec, cost, priced = r.usageRecord("", model.Name, ar)
+		recs = append(recs, rec)
 	}
 	if err := r.a.sess.Append(recs...); err != nil {
 		return nil, fmt.Errorf("persist assistant message: %w", err)
@@ -349,12 +363,7 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 	}
 	r.emit(&AssistantCommitted{EntryID: id})
 	if u != nil {
-		r.usage.Requests++
-		r.usage.Input += u.InputTokens
-		r.usage.CachedInput += u.CachedTokens
-		r.usage.Output += u.OutputTokens
-		r.usage.Reasoning += u.ReasoningTokens
-		r.emitUsage()
+		r.addUsage(u, cost, priced)
 	}
 	var calls []session.Item
 	for _, it := range items {
@@ -365,12 +374,60 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 	return calls, nil
 }
 
-// emitUsage emits the run's known usage subtotal.
-func (r *Run) emitUsage() {
-	r.emit(&Usage{
+// usageRecord builds the usage record of a completed request, priced when
+// the retry policy is a UsagePricer.
+func (r *Run) usageRecord(op, model string, ar *attemptResult) (session.Record, int64, bool) {
+	u := ar.resp.Usage
+	reqID := ar.requestID
+	if reqID == "" {
+		reqID = ar.resp.ID
+	}
+	var cost int64
+	var priced bool
+	if p, ok := r.a.retry.(UsagePricer); ok {
+		cost, priced = p.PriceUsage(model, *u)
+	}
+	return session.UsageRecord(session.Usage{
+		RunID: r.id, RequestID: reqID, Operation: op, Model: model,
+		Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens,
+		CostPicodollars: cost,
+	}), cost, priced
+}
+
+// addUsage adds a durable request's usage to the run and emits the run's
+// known usage subtotal.
+func (r *Run) addUsage(u *provider.Usage, cost int64, priced bool) {
+	r.usage.Requests++
+	r.usage.Input += u.InputTokens
+	r.usage.CachedInput += u.CachedTokens
+	r.usage.Output += u.OutputTokens
+	r.usage.Reasoning += u.ReasoningTokens
+	r.usage.CostPicodollars += cost
+	if priced {
+		r.priced = true
+	}
+	ev := &Usage{
 		Input: r.usage.Input, CachedInput: r.usage.CachedInput, Output: r.usage.Output, Reasoning: r.usage.Reasoning,
 		Complete: !r.a.sess.Totals().Uncertain,
-	})
+	}
+	if r.priced {
+		micros := r.usage.CostPicodollars / 1_000_000
+		ev.CostMicros = &micros
+	}
+	r.emit(ev)
+}
+
+// gate lets a RequestGate policy refuse a prepared request before it is
+// opened (hard ceilings, route qualification).
+func (r *Run) gate(op string, req *provider.Request) error {
+	g, ok := r.a.retry.(RequestGate)
+	if !ok {
+		return nil
+	}
+	if err := g.BeforeRequest(op, r.a.Model(), req, r.a.sess.Totals()); err != nil {
+		return fmt.Errorf("request refused before sending: %w", err)
+	}
+	return nil
 }
 
 // observeRequest reports one attempt to the telemetry observer.

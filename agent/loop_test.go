@@ -450,7 +450,7 @@ func TestEventJSON(t *testing.T) {
 			t.Errorf("%s: got %s (%v), want %s", c.ev.Kind(), b, err, c.want)
 		}
 	}
-	d := &ToolPolicyDecision{CallID: "c", Decision: "allowed", EffectiveToolPolicy: tools.DefaultToolPolicy(tools.Controlled, tools.ShellSelectionSystemBash)}
+	d := &ToolPolicyDecision{CallID: "c", Decision: "allowed", EffectiveToolPolicy: tools.DefaultToolPolicy(tools.Controlled, tools.ShellSystemBash)}
 	b, _ := MarshalEvent(d)
 	var m map[string]any
 	if err := json.Unmarshal(b, &m); err != nil || m["kind"] != KindToolPolicyDecision || m["effectiveToolPolicy"] == nil {

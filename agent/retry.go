@@ -107,3 +107,10 @@ func dispatched(err error) bool {
 	}
 	return true
 }
+
+// HTTPFallback is implemented by transports that can move a run from the
+// Responses WebSocket to HTTP. The loop calls FallbackToHTTP when a
+// RetryDecision sets FallbackHTTP, before the replacement attempt.
+type HTTPFallback interface {
+	FallbackToHTTP()
+}

@@ -32,6 +32,7 @@ type Run struct {
 	toolFree         bool // sticky tool-free policy (WithoutTools / FinishNow)
 	uncertainEmitted bool
 	usage            RunUsage
+	priced           bool          // some request of the run had a known cost
 	pending          []pendingCall // calls of the last assistant entry without a durable result
 	started          time.Time
 }

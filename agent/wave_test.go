@@ -1,0 +1,220 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider"
+	pt "github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/tools"
+)
+
+// waitInside makes a probe call wait until n calls are inside at once (or
+// a deadline passes, which the test then sees as missing overlap).
+// Every n arrivals form a group that is released together, so a call can
+// only return early when n calls were inside at the same time.
+func waitInside(p *probeTool, n int32) func(ctx context.Context, inv tools.Invocation) (tools.Result, error) {
+	var mu sync.Mutex
+	waiting := 0
+	release := make(chan struct{})
+	return func(ctx context.Context, inv tools.Invocation) (tools.Result, error) {
+		mu.Lock()
+		waiting++
+		ch := release
+		if waiting >= int(n) {
+			close(release)
+			release = make(chan struct{})
+			waiting = 0
+		}
+		mu.Unlock()
+		select {
+		case <-ch:
+		case <-time.After(2 * time.Second):
+		case <-ctx.Done():
+		}
+		return tools.Result{Text: "read " + inv.CallID}, nil
+	}
+}
+
+// TestParallelWaveOverlaps: contiguous parallel workspace reads run four
+// at a time (observed: each waits until four are inside; never five), and
+// their results are persisted in call order.
+func TestParallelWaveOverlaps(t *testing.T) {
+	checkLeaks(t)
+	pr := &probeTool{name: "pread", conc: tools.Parallel, effect: tools.WorkspaceRead}
+	pr.onExec = waitInside(pr, 4)
+	h := newHarness(t, harnessOpt{extra: []tools.Tool{pr}})
+	var outs []pt.Output
+	for i := range 8 {
+		outs = append(outs, pt.FunctionCall(fmt.Sprintf("p%d", i), "pread", fmt.Sprintf(`{"n":%d}`, i)))
+	}
+	h.srv.Enqueue(pt.Reply(outs...), pt.Text("done"))
+	checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{})), OutcomeCompleted)
+	if got := pr.maxIn.Load(); got != 4 {
+		t.Fatalf("max overlap %d, want exactly 4 (waves of at most four)", got)
+	}
+	var order []string
+	for _, e := range entries(readFile(t, h.sess.Path())) {
+		if e.str("type") == "tool_result" {
+			order = append(order, e.result().str("call_id"))
+		}
+	}
+	if strings.Join(order, ",") != "p0,p1,p2,p3,p4,p5,p6,p7" {
+		t.Fatalf("result order %v", order)
+	}
+}
+
+// TestWaveBarrier: a mutation in the middle of reads is a barrier: the
+// reads before it overlap only with each other, it runs alone, then the
+// reads after it.
+func TestWaveBarrier(t *testing.T) {
+	checkLeaks(t)
+	pr := &probeTool{name: "pread", conc: tools.Parallel, effect: tools.WorkspaceRead}
+	pr.onExec = waitInside(pr, 2)
+	insideAtWrite := int32(-1)
+	wr := &probeTool{name: "pwrite", conc: tools.Parallel, effect: tools.WorkspaceMutation}
+	wr.onExec = func(ctx context.Context, inv tools.Invocation) (tools.Result, error) {
+		insideAtWrite = pr.inside.Load()
+		time.Sleep(20 * time.Millisecond)
+		if pr.inside.Load() != 0 {
+			insideAtWrite = 99
+		}
+		return tools.Result{Text: "wrote"}, nil
+	}
+	h := newHarness(t, harnessOpt{extra: []tools.Tool{pr, wr}, policy: tools.UnsafeHost})
+	h.srv.Enqueue(pt.Reply(
+		pt.FunctionCall("r1", "pread", `{"n":1}`),
+		pt.FunctionCall("r2", "pread", `{"n":2}`),
+		pt.FunctionCall("w", "pwrite", `{"n":3}`),
+		pt.FunctionCall("r3", "pread", `{"n":4}`),
+		pt.FunctionCall("r4", "pread", `{"n":5}`),
+	), pt.Text("done"))
+	checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{})), OutcomeCompleted)
+	if got := pr.maxIn.Load(); got != 2 {
+		t.Fatalf("max read overlap %d, want 2 (the write splits the reads)", got)
+	}
+	if insideAtWrite != 0 {
+		t.Fatalf("reads inside while the write ran: %d", insideAtWrite)
+	}
+	if got := wr.maxIn.Load(); got != 1 {
+		t.Fatalf("write overlap %d", got)
+	}
+	var order []string
+	for _, e := range entries(readFile(t, h.sess.Path())) {
+		if e.str("type") == "tool_result" {
+			order = append(order, e.result().str("call_id"))
+		}
+	}
+	if strings.Join(order, ",") != "r1,r2,w,r3,r4" {
+		t.Fatalf("result order %v", order)
+	}
+}
+
+// TestWaveRealReads runs the built-in read tool in a wave.
+func TestWaveRealReads(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{})
+	var outs []pt.Output
+	for i := range 4 {
+		name := fmt.Sprintf("f%d.txt", i)
+		h.writeFile(name, fmt.Sprintf("content %d\n", i))
+		outs = append(outs, pt.FunctionCall(fmt.Sprintf("c%d", i), "read", fmt.Sprintf(`{"path":%q}`, name)))
+	}
+	h.srv.Enqueue(pt.Reply(outs...), pt.Text("done"))
+	checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{})), OutcomeCompleted)
+	recs := readFile(t, h.sess.Path())
+	for i := range 4 {
+		res := resultFor(recs, fmt.Sprintf("c%d", i)).result()
+		if !strings.Contains(res.str("text"), fmt.Sprintf("content %d", i)) {
+			t.Fatalf("read %d: %v", i, res)
+		}
+	}
+}
+
+// TestCompactionAtThreshold: with a 20K window and the 16K output reserve
+// the threshold is an estimate above 3616 tokens. At exactly 3616 the
+// request goes out uncompacted with max_output_tokens clamped to what
+// remains; one token more triggers a summary request through the same
+// transport, a durable compaction entry, and a next request that starts
+// from the summary.
+func TestCompactionAtThreshold(t *testing.T) {
+	checkLeaks(t)
+	model := provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 100_000}
+	h := newHarness(t, harnessOpt{model: model})
+	first := "FIRSTPROMPT " + strings.Repeat("x ", 7000)
+	h.srv.Enqueue(pt.Text("ok one").WithUsage(provider.Usage{InputTokens: 3500, OutputTokens: 100}))
+	checkRunEvents(t, drain(t, h.prompt(first, PromptOptions{WithoutTools: true})), OutcomeCompleted)
+	// estimate = 3600 (calibrated) + 9 ("next") = 3609; add 7 via usage.
+	h.srv.Enqueue(pt.Text("ok two").WithUsage(provider.Usage{InputTokens: 3600, OutputTokens: 7}))
+	checkRunEvents(t, drain(t, h.prompt("next", PromptOptions{WithoutTools: true})), OutcomeCompleted)
+	reqs := h.srv.Requests()
+	if len(reqs) != 2 || reqs[1].Body["instructions"] == compactionInstructions {
+		t.Fatalf("compacted below the threshold: %d requests", len(reqs))
+	}
+	if got := reqs[1].Body["max_output_tokens"]; got != float64(20_000-3609) {
+		t.Fatalf("max_output_tokens %v, want %d", got, 20_000-3609)
+	}
+	// Now the calibrated size is 3607; "more" adds 9: 3616 = threshold.
+	h.srv.Enqueue(pt.Text("ok three").WithUsage(provider.Usage{InputTokens: 3608, OutputTokens: 0}))
+	checkRunEvents(t, drain(t, h.prompt("more", PromptOptions{WithoutTools: true})), OutcomeCompleted)
+	if reqs = h.srv.Requests(); len(reqs) != 3 || reqs[2].Body["max_output_tokens"] != float64(20_000-3616) {
+		t.Fatalf("at the threshold: %d requests, max_output_tokens %v", len(reqs), reqs[len(reqs)-1].Body["max_output_tokens"])
+	}
+	// 3608 + 10 ("again") = 3618: over the threshold.
+	h.srv.Enqueue(
+		pt.Text("SUMMARY-XYZ the user asked about x").WithUsage(provider.Usage{InputTokens: 3000, OutputTokens: 20}),
+		pt.Text("answer after compaction"),
+	)
+	r := h.prompt("again", PromptOptions{WithoutTools: true})
+	evs := drain(t, r)
+	checkRunEvents(t, evs, OutcomeCompleted)
+	if !kindSeen(evs, KindCompactionStarted) || !kindSeen(evs, KindCompactionFinished) {
+		t.Fatalf("no compaction events: %v", kindsOf(evs))
+	}
+	reqs = h.srv.Requests()
+	if len(reqs) != 5 {
+		t.Fatalf("%d requests, want 5", len(reqs))
+	}
+	sum, next := reqs[3], reqs[4]
+	if sum.Body["instructions"] != compactionInstructions || !strings.Contains(inputText(sum), "FIRSTPROMPT") {
+		t.Fatal("request 4 is not the summary request over the old context")
+	}
+	if _, ok := sum.Body["tools"]; ok {
+		t.Fatal("summary request advertised tools")
+	}
+	if !strings.Contains(inputText(next), "SUMMARY-XYZ") || strings.Contains(inputText(next), "FIRSTPROMPT") {
+		t.Fatalf("next request does not start from the summary: %s", inputText(next)[:200])
+	}
+	recs := readFile(t, h.sess.Path())
+	var comp record
+	var firstAssistant string
+	for _, e := range entries(recs) {
+		if e.str("type") == "assistant" && firstAssistant == "" {
+			firstAssistant = e.str("id")
+		}
+		if e.str("type") == "compaction" {
+			comp = e
+		}
+	}
+	c, _ := comp["compaction"].(map[string]any)
+	if c == nil || c["summary"] != "SUMMARY-XYZ the user asked about x" || c["first_kept"] != firstAssistant || c["tokens_before"] != float64(3618) {
+		t.Fatalf("compaction entry %v (first assistant %s)", comp, firstAssistant)
+	}
+	var compUsage int
+	for _, rec := range recs {
+		if rec.str("kind") == "usage" && rec.str("operation") == OperationCompaction {
+			compUsage++
+		}
+	}
+	if compUsage != 1 {
+		t.Fatalf("compaction usage records %d", compUsage)
+	}
+	// The kept tail is replayed verbatim after the summary.
+	if !strings.Contains(inputText(next), "ok one") || !strings.Contains(inputText(next), "again") {
+		t.Fatalf("kept tail missing: %s", inputText(next))
+	}
+}
