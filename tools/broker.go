@@ -238,7 +238,7 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 	if principal == "" {
 		principal = b.principal
 	}
-	intent, err := NewIntent(EffectIntent{
+	intent, err := newCanonicalIntent(EffectIntent{
 		Principal:         principal,
 		RunID:             req.RunID,
 		CatalogGeneration: host.Generation(),

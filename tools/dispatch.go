@@ -67,6 +67,18 @@ func (a *Admission) Parallel() bool {
 	return false
 }
 
+// ReplaySafe reports whether the call may be executed again by crash
+// recovery: the tool is statically ReplaySafe and the exact call is Pure or
+// WorkspaceRead. Recovery admits the unresolved call, executes it only
+// when this holds, and otherwise revokes it and pairs an indeterminate
+// error.
+func (a *Admission) ReplaySafe() bool {
+	if a.tool.ReplaySafety() != ReplaySafe {
+		return false
+	}
+	return a.intent.Effect == Pure || a.intent.Effect == WorkspaceRead
+}
+
 // String describes the admission without its grant.
 func (a *Admission) String() string {
 	return fmt.Sprintf("Admission{call %s, tool %s, effect %s}", strconv.Quote(a.intent.CallID), a.intent.Tool, a.intent.Effect)

@@ -334,7 +334,26 @@ func TestAdmissionParallel(t *testing.T) {
 		}
 		adm.Revoke()
 	}
+	for _, tc := range []struct {
+		eff  Effect
+		rs   ReplaySafety
+		want bool
+	}{{Pure, ReplaySafe, true}, {WorkspaceRead, ReplaySafe, true}, {HostRead, ReplaySafe, false}, {WorkspaceRead, ReplayUnsafe, false}, {WorkspaceMutation, ReplaySafe, false}} {
+		rt := &replayTool{newProbe("t", tc.eff), tc.rs}
+		adm, _ := b.Admit(context.Background(), mustHost(t, rt), req("t", `{}`), DispatchObserver{})
+		if adm.ReplaySafe() != tc.want {
+			t.Errorf("%s/%d: replay safe %v", tc.eff, tc.rs, adm.ReplaySafe())
+		}
+		adm.Revoke()
+	}
 }
+
+type replayTool struct {
+	*probeTool
+	rs ReplaySafety
+}
+
+func (t *replayTool) ReplaySafety() ReplaySafety { return t.rs }
 
 func TestDenialTextsAreStatic(t *testing.T) {
 	reasons := []string{ReasonUnknownTool, ReasonInvalidArguments, ReasonUnknownEffect, ReasonPolicyDenied,

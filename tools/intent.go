@@ -88,6 +88,19 @@ func NewIntent(draft EffectIntent) (EffectIntent, error) {
 	return draft, nil
 }
 
+// newCanonicalIntent is NewIntent for arguments that CanonicalArguments
+// already produced (the broker's path), skipping the second pass.
+func newCanonicalIntent(draft EffectIntent) (EffectIntent, error) {
+	args := draft.Arguments
+	draft.Arguments = json.RawMessage("{}")
+	in, err := NewIntent(draft)
+	if err != nil {
+		return EffectIntent{}, err
+	}
+	in.Arguments = args
+	return in, nil
+}
+
 // Digest returns the hex SHA-256 of the intent's canonical encoding. It is
 // what an approval answer must echo and what a grant is bound to.
 func (i EffectIntent) Digest() string {
@@ -274,6 +287,19 @@ func canonArray(dec *json.Decoder, out *bytes.Buffer, depth int) error {
 
 // writeJSONString writes s as a JSON string without HTML escaping.
 func writeJSONString(out *bytes.Buffer, s string) {
+	plain := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			plain = false
+			break
+		}
+	}
+	if plain { // the common case, byte-identical to the encoder's output
+		out.WriteByte('"')
+		out.WriteString(s)
+		out.WriteByte('"')
+		return
+	}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)           // a string always encodes

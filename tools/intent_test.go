@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"strings"
@@ -163,4 +164,18 @@ func FuzzCanonicalArguments(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestWriteJSONStringMatchesEncoder(t *testing.T) {
+	for _, s := range []string{"", "plain ascii", "<a&b>", "quote\"", "back\\slash", "tab\t", "nl\n", "\x7f", "é", "\u2028", "\x00", "ctrl\x1b[0m"} {
+		var fast bytes.Buffer
+		writeJSONString(&fast, s)
+		var enc bytes.Buffer
+		e := json.NewEncoder(&enc)
+		e.SetEscapeHTML(false)
+		_ = e.Encode(s)
+		if fast.String()+"\n" != enc.String() {
+			t.Errorf("%q: %s vs %s", s, fast.String(), enc.String())
+		}
+	}
 }
