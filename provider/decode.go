@@ -125,6 +125,10 @@ type decoder struct {
 	calls    []callInfo
 	nextIdx  int
 	sawFirst bool
+	// lastItemID interns repeated delta item ids.
+	lastItemID string
+	// noFast disables fastDelta (tests compare both paths).
+	noFast bool
 }
 
 // step is the outcome of decoding one payload.
@@ -140,6 +144,23 @@ func (d *decoder) decode(data []byte) (Event, step, *Error) {
 		return Event{}, step{}, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeInvalidUTF8, Dispatched: true,
 			Err: fmt.Errorf("frame of %d bytes is not valid UTF-8", len(data))}
 	}
+	if !d.noFast {
+		if ev, ok := d.fastDelta(data); ok {
+			d.sawFirst = true
+			return ev, step{emit: true}, nil
+		}
+	}
+	if !json.Valid(data) {
+		var v any
+		err := json.Unmarshal(data, &v)
+		return Event{}, step{}, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true,
+			Err: fmt.Errorf("decode frame: %w", err)}
+	}
+	return d.decodeSlow(data)
+}
+
+// decodeSlow decodes any valid JSON payload with encoding/json.
+func (d *decoder) decodeSlow(data []byte) (Event, step, *Error) {
 	d.ev = wireEvent{}
 	if err := json.Unmarshal(data, &d.ev); err != nil {
 		return Event{}, step{}, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true,

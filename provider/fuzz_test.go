@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"io"
+	"reflect"
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
@@ -41,8 +42,14 @@ func FuzzDecodeEvent(f *testing.F) {
 	f.Add([]byte(`{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":1,"input_tokens_details":null}}}`))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var d decoder
+		slow := decoder{noFast: true}
 		for _, payload := range bytes.Split(in, []byte("\n")) {
 			ev, st, err := d.decode(payload)
+			sev, sst, serr := slow.decode(payload)
+			if !reflect.DeepEqual(ev, sev) || st != sst || (err == nil) != (serr == nil) ||
+				err != nil && (err.Class != serr.Class || err.Decode != serr.Decode) {
+				t.Fatalf("fast and general decoders disagree on %q:\nfast %+v %+v %v\nslow %+v %+v %v", payload, ev, st, err, sev, sst, serr)
+			}
 			if err != nil {
 				statusFrame := err.Class == HTTPStatus && err.Phase == Opening
 				if (err.Phase != Body && !statusFrame) || !err.Dispatched || err.Class == 0 {
