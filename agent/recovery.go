@@ -91,7 +91,7 @@ type CodexRecovery struct {
 
 	stream    int  // stream replacements spent this logical turn
 	admission int  // opening/admission replacements spent this logical turn
-	wsFails   int  // failures observed on the WebSocket transport
+	wsFails   int  // WebSocket failures this logical turn
 	onWS      bool // the current request goes over the WebSocket
 	fellBack  bool // the run fell back to HTTP; it stays there
 
@@ -191,7 +191,7 @@ func (p *CodexRecovery) TurnCompleted() {
 }
 
 func (p *CodexRecovery) resetTurn() {
-	p.stream, p.admission = 0, 0
+	p.stream, p.admission, p.wsFails = 0, 0, 0
 	p.endOutage()
 }
 
