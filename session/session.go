@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -605,5 +604,3 @@ func (s *Session) ensureSidecar() error {
 	s.sidecar = true
 	return nil
 }
-
-var _ = sort.Strings

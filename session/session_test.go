@@ -218,5 +218,3 @@ func TestUnknownKindsKept(t *testing.T) {
 		t.Fatal("unknown record not kept in the file")
 	}
 }
-
-
