@@ -77,7 +77,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	}
 	fmt.Fprintf(e.stdout, "\n> %s\n\n", demoPrompt)
 
-	res, err := drive(ctx, st, sess, ap, demoPrompt, false, e, demoRetryPolicy())
+	res, err := drive(ctx, st, sess, ap, demoPrompt, false, e)
 	if err != nil {
 		return err
 	}
@@ -118,6 +118,9 @@ func demoConfig(home, ws, baseURL string) *config.Config {
 	c.BaseURL = config.Setting[string]{Value: baseURL, Source: config.SourceFlag}
 	c.EffectPolicy = config.Setting[config.EffectPolicy]{Value: config.Controlled, Source: config.SourceFlag}
 	c.AllowExternalPaths = config.Setting[bool]{Value: false, Source: config.SourceFlag}
+	// The scripted server plays the Codex route: local function tools over
+	// Responses, so the agent's recovery envelope applies.
+	c.RuntimeProfile = config.Setting[string]{Value: "codex", Source: config.SourceFlag}
 	return &c
 }
 

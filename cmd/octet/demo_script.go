@@ -15,9 +15,10 @@ const demoInterruptedText = "I can see the problem: the greeting says \"Helo\" i
 // provider request:
 //
 //  1. a short answer and a read of greet.go;
-//  2. an answer cut off mid-stream (the connection drops): the recovery
-//     policy replaces the attempt and its partial text is shown as
-//     recovered output;
+//  2. an answer cut off mid-stream (the connection drops): the agent's
+//     recovery envelope (agent.CodexRecovery; the demo asserts the Codex
+//     runtime profile) replaces the attempt, records its usage as unknown,
+//     and its partial text is shown as recovered output;
 //  3. the replacement answer proposing an edit (which needs approval);
 //  4. the closing answer.
 func demoScript() []providertest.Turn {

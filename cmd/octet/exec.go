@@ -69,7 +69,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 	}
 	defer sess.Close()
 	st.maxTurns = opts.maxTurns
-	res, err := drive(ctx, st, sess, ap, fs.Arg(0), opts.json, e, nil)
+	res, err := drive(ctx, st, sess, ap, fs.Arg(0), opts.json, e)
 	if err != nil {
 		return err
 	}
@@ -101,10 +101,10 @@ func openOrCreateSession(cfg *config.Config, id, cwd, prompt string) (*session.S
 	return s, nil
 }
 
-// drive runs one prompt on sess and renders its events; each event is also
-// passed to observe when it is non-nil.
-func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env, retry agent.RetryPolicy) (agent.RunResult, error) {
-	a, err := st.newAgent(sess, ap, retry)
+// drive runs one prompt on a fresh agent for sess and renders its events
+// (text, or JSON lines with asJSON) until the run has settled.
+func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env) (agent.RunResult, error) {
+	a, err := st.newAgent(sess, ap)
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
 	}

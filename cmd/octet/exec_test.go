@@ -278,3 +278,44 @@ func TestExecContinuesSession(t *testing.T) {
 		t.Errorf("second run lacks the first exchange: %s", in)
 	}
 }
+
+// TestExecRecoversOnCodexProfile: with runtime_profile = "codex" an
+// interrupted stream is replaced by the agent's recovery envelope; the
+// partial text arrives only as recovered_output, never as the answer.
+func TestExecRecoversOnCodexProfile(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.Message("partial words that will be cut off here")).DropAfter(4+3),
+		providertest.Text("the whole answer"),
+	)
+	if err := os.WriteFile(filepath.Join(x.home, "config.toml"), []byte("runtime_profile = \"codex\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, x.ws, x.vars, "exec", "--json", "hi")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	_, events := parseJSONLines(t, r.stdout)
+	var kinds []string
+	var recovered string
+	for _, ev := range events {
+		kinds = append(kinds, ev["kind"].(string))
+		if ev["kind"] == "recovered_output" {
+			recovered += ev["text"].(string)
+		}
+	}
+	for _, want := range []string{"provider_usage_uncertain", "provider_retry", "recovered_output"} {
+		if !slices.Contains(kinds, want) {
+			t.Errorf("no %s in %v", want, kinds)
+		}
+	}
+	if recovered != "partial words that" {
+		t.Errorf("recovered = %q", recovered)
+	}
+	// Without the profile (a loopback base URL defaults to none) the same
+	// interruption fails the run.
+	y := newExecEnv(t, providertest.Reply(providertest.Message("partial words that will be cut off here")).DropAfter(4+3))
+	r = runCLI(t, y.ws, y.vars, "exec", "hi")
+	if r.code != exitFailed {
+		t.Errorf("unqualified route: exit %d, want 1 (no replay)", r.code)
+	}
+}

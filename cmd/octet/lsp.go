@@ -115,7 +115,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 		}
 		st.model = m
 	}
-	a, err := st.newAgent(spec.Session, spec.Approver, nil)
+	a, err := st.newAgent(spec.Session, spec.Approver)
 	if err != nil {
 		st.Close()
 		return nil, err

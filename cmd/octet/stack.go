@@ -36,6 +36,8 @@ type stack struct {
 	log            *slog.Logger
 	// maxTurns bounds each run (0: the agent's default).
 	maxTurns int
+	// endpoint is the route's endpoint features (host configuration).
+	endpoint provider.ResponsesFeatures
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -75,10 +77,16 @@ func isLoopback(raw string) bool {
 // newStack builds the shared runtime for workspace (an absolute path).
 func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger) (*stack, error) {
 	st := &stack{cfg: cfg, workspace: workspace, log: log}
+	if cfg.RuntimeProfile.Value == "codex" {
+		// The host asserts the Codex route (configuration, never inferred
+		// from a name): the endpoint side of recovery qualification.
+		st.endpoint = provider.FeatureCodexProfile
+	}
 	st.transport = provider.NewHTTP(provider.HTTPConfig{
-		BaseURL: cfg.BaseURL.Value,
-		APIKey:  key.Reveal(),
-		Logger:  log,
+		BaseURL:  cfg.BaseURL.Value,
+		APIKey:   key.Reveal(),
+		Features: st.endpoint,
+		Logger:   log,
 	})
 	m, ok := provider.LookupModel(cfg.Model.Value)
 	if !ok {
@@ -140,8 +148,22 @@ func (st *stack) instructions() string {
 	return baseInstructions + "\n\n" + ctx
 }
 
+// retryPolicy is the agent's recovery envelope on the Codex runtime
+// profile, and no retry otherwise (an unqualified route never replays a
+// request body).
+func (st *stack) retryPolicy() agent.RetryPolicy {
+	if st.cfg.RuntimeProfile.Value != "codex" {
+		return agent.NoRetry{}
+	}
+	return agent.NewCodexRecovery(agent.RecoveryConfig{
+		Profile:  agent.ProfileCodex,
+		Model:    st.model,
+		Endpoint: st.endpoint,
+	})
+}
+
 // newAgent opens an agent on sess with approvals from approver.
-func (st *stack) newAgent(sess *session.Session, approver tools.Approver, retry agent.RetryPolicy) (*agent.Agent, error) {
+func (st *stack) newAgent(sess *session.Session, approver tools.Approver) (*agent.Agent, error) {
 	broker := tools.NewBroker(tools.BrokerConfig{
 		Policy:          st.cfg.ToolPolicy(),
 		Approver:        approver,
@@ -161,7 +183,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, retry 
 		Broker:       broker,
 		Instructions: st.instructions(),
 		Reasoning:    reasoning,
-		Retry:        retry,
+		Retry:        st.retryPolicy(),
 		MaxTurns:     st.maxTurns,
 		Logger:       st.log,
 		Principal:    sess.Header().ID,

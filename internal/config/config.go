@@ -60,6 +60,9 @@ const (
 // BuiltinTools is the full built-in tool surface, in advertising order.
 var BuiltinTools = []string{"read", "search", "edit", "write", "bash"}
 
+// RuntimeProfiles lists the accepted runtime_profile values.
+var RuntimeProfiles = []string{"codex", "none"}
+
 // ReasoningEfforts lists the accepted reasoning values.
 var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
@@ -86,6 +89,14 @@ type Config struct {
 	MaxOutputBytes Setting[int64]
 	// Tools is the final allowlist of tool names, in BuiltinTools order.
 	Tools Setting[[]string]
+
+	// RuntimeProfile is the host-selected runtime profile of the provider
+	// route: "codex" asserts an OpenAI Responses route generating with
+	// locally dispatched function tools, which is what qualifies in-process
+	// provider recovery; "none" never replays a request. Unset, it is
+	// "codex" for the default OpenAI endpoint and "none" for any other
+	// base URL (a compatible endpoint is not assumed to be that route).
+	RuntimeProfile Setting[string]
 
 	// ContextFiles is false under --no-context-files.
 	ContextFiles Setting[bool]
@@ -170,6 +181,7 @@ func Defaults() Config {
 	set(&c.BashTimeout, DefaultBashTimeout, SourceDefault)
 	set(&c.MaxOutputBytes, int64(DefaultMaxOutputBytes), SourceDefault)
 	set(&c.Tools, slices.Clone(BuiltinTools), SourceDefault)
+	set(&c.RuntimeProfile, "codex", SourceDefault)
 	set(&c.ContextFiles, true, SourceDefault)
 	set(&c.Offline, false, SourceDefault)
 	return c
@@ -230,6 +242,9 @@ func Load(opts Options) (*Config, error) {
 		}
 	}
 	enforceControlled(&c)
+	if c.RuntimeProfile.Source == SourceDefault && c.BaseURL.Value != DefaultBaseURL {
+		set(&c.RuntimeProfile, "none", SourceDefault)
+	}
 	return &c, nil
 }
 

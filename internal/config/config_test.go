@@ -293,3 +293,33 @@ func TestHomeDir(t *testing.T) {
 		t.Errorf("HomeDir default = %q, %v", h, err)
 	}
 }
+
+func TestRuntimeProfile(t *testing.T) {
+	tests := []struct {
+		name, global string
+		env          map[string]string
+		want         string
+		src          Source
+	}{
+		{"default endpoint", "", nil, "codex", SourceDefault},
+		{"other endpoint", "", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "none", SourceDefault},
+		{"explicit", "runtime_profile = \"codex\"", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "codex", SourceConfig},
+		{"explicit none", "runtime_profile = \"none\"", nil, "none", SourceConfig},
+	}
+	for _, tt := range tests {
+		c, err := load(t, tt.global, "runtime_profile = \"codex\"\n", tt.env, Flags{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.RuntimeProfile.Value != tt.want || c.RuntimeProfile.Source != tt.src {
+			t.Errorf("%s: %+v", tt.name, c.RuntimeProfile)
+		}
+		if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "runtime_profile ignored") {
+			t.Errorf("%s: project runtime_profile not ignored with a warning: %q", tt.name, c.Warnings)
+		}
+	}
+	_, err := load(t, "runtime_profile = \"turbo\"\n", "", nil, Flags{})
+	if fe, ok := errors.AsType[*FileError](err); !ok || fe.Line != 1 {
+		t.Errorf("bad runtime_profile: %v", err)
+	}
+}

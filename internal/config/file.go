@@ -51,6 +51,7 @@ type fileConfig struct {
 	MaxOutputBytes     *int64        `toml:"max_output_bytes"`
 	Tools              *[]string     `toml:"tools"`
 	BaseURL            *string       `toml:"base_url"`
+	RuntimeProfile     *string       `toml:"runtime_profile"`
 }
 
 // readFile reads and validates one config file. A missing file is not an
@@ -123,7 +124,7 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 var validKeys = []string{
 	"model", "reasoning", "effect_policy", "allow_external_paths", "allow_edit",
 	"allow_write", "allow_process", "allow_shell", "shell_path",
-	"bash_timeout_secs", "max_output_bytes", "tools", "base_url",
+	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
 }
 
 func decodeError(path string, err error) error {
@@ -214,6 +215,9 @@ func (fc *fileConfig) validate(known []string) error {
 			*fc.Tools = names
 		}
 	}
+	if fc.RuntimeProfile != nil && !slices.Contains(RuntimeProfiles, *fc.RuntimeProfile) {
+		errs = append(errs, fc.errAt("runtime_profile", "%q is not one of %s", *fc.RuntimeProfile, strings.Join(RuntimeProfiles, ", ")))
+	}
 	if fc.BaseURL != nil {
 		if err := validateBaseURL(*fc.BaseURL); err != nil {
 			errs = append(errs, fc.errAt("base_url", "%v", err))
@@ -243,6 +247,7 @@ func (fc *fileConfig) apply(c *Config, src Source) {
 	if fc.BaseURL != nil {
 		set(&c.BaseURL, strings.TrimRight(*fc.BaseURL, "/"), src)
 	}
+	setIf(&c.RuntimeProfile, fc.RuntimeProfile, src)
 }
 
 func setIf[T any](s *Setting[T], v *T, src Source) {

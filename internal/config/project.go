@@ -75,6 +75,9 @@ func (fc *fileConfig) tighten(c *Config) {
 	if fc.BaseURL != nil {
 		warn("base_url", "only the global config or OPENAI_BASE_URL may choose where the API key is sent")
 	}
+	if fc.RuntimeProfile != nil {
+		warn("runtime_profile", "only the global config may assert the provider route's runtime profile")
+	}
 	if fc.Model != nil && weakerThanProject(c.Model.Source) {
 		set(&c.Model, *fc.Model, src)
 	}
