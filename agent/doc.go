@@ -46,8 +46,8 @@
 // bounded buffer; when it is full the owner goroutine waits, so a slow
 // consumer paces the run but can never make it lose an event (terminal
 // events included). Consumers must drain the channel until it closes.
-// [Run.Wait] does not depend on draining: it returns once the checkpoint
-// is durable.
+// [Run.Wait] returns once the checkpoint is durable, without waiting for
+// the final RunFinished to be read.
 //
 // # Crash replay
 //
