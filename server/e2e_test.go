@@ -362,3 +362,22 @@ func TestApprovalTimeoutDenies(t *testing.T) {
 		return slices.ContainsFunc(notes, func(n note) bool { return n.Method == "$/cancelRequest" })
 	})
 }
+
+// TestRunFailureShownToStockClient checks a failed run is answered with
+// outcome failed and, for a client without octet events, shown with
+// window/showMessage.
+func TestRunFailureShownToStockClient(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Status(400, "invalid_request_error", "bad_request", "the request was bad"))
+	e := st.editor(t, Options{}, nil)
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"}))
+	if ans.Outcome != "failed" || ans.Error == "" {
+		t.Fatalf("answer %+v, want failed with an error", ans)
+	}
+	e.await("window/showMessage", func(notes []note) bool {
+		return slices.ContainsFunc(notes, func(n note) bool {
+			return n.Method == "window/showMessage" && strings.Contains(string(n.Params), "failed")
+		})
+	})
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 )
 
 // runState is one active run. Its owner is the goroutine that handles the
@@ -164,6 +165,15 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 		out.Outcome = "failed"
 	}
 	prog.end(out.Outcome)
+	s.mu.Lock()
+	events := s.caps.events
+	s.mu.Unlock()
+	if out.Outcome == "failed" && !events {
+		// A stock LSP client sees no octet/event; tell it why the run failed.
+		s.notify("window/showMessage", &protocol.ShowMessageParams{
+			Type: protocol.MessageTypeError, Message: "octet: the run failed: " + truncate(out.Error, 500),
+		})
+	}
 	s.log.Info("run finished", "session", r.session.id, "run", r.id, "outcome", out.Outcome)
 	return out
 }
