@@ -43,7 +43,22 @@ func runExec(ctx context.Context, args []string, e env) error {
 		return usageErrorf("--approve conflicts with --deny; pass at most one")
 	}
 	log := newLogger(e.stderr, e.lookup)
-	cfg, err := loadConfig(e, e.cwd, flags, log)
+	home, err := config.HomeDir(e.lookup)
+	if err != nil {
+		return err
+	}
+	// A continued session keeps its own workspace; a new one uses the
+	// current directory.
+	ws := e.cwd
+	var sess *session.Session
+	if opts.sessionID != "" {
+		if sess, err = openSession(session.Dir(home), opts.sessionID); err != nil {
+			return err
+		}
+		defer sess.Close()
+		ws = sess.Header().Cwd
+	}
+	cfg, err := loadConfig(e, ws, flags, log)
 	if err != nil {
 		return err
 	}
@@ -51,7 +66,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	st, err := newStack(cfg, key, e.cwd, log)
+	st, err := newStack(cfg, key, ws, log)
 	if err != nil {
 		return err
 	}
@@ -63,11 +78,13 @@ func runExec(ctx context.Context, args []string, e env) error {
 	case opts.deny:
 		ap.mode = denyAll
 	}
-	sess, err := openOrCreateSession(cfg, opts.sessionID, e.cwd, fs.Arg(0))
-	if err != nil {
-		return err
+	if sess == nil {
+		sess, err = session.Create(cfg.SessionsDir(), session.Header{Cwd: ws, Title: oneLine(fs.Arg(0), 80)})
+		if err != nil {
+			return fmt.Errorf("create session: %w", err)
+		}
+		defer sess.Close()
 	}
-	defer sess.Close()
 	st.maxTurns = opts.maxTurns
 	res, err := drive(ctx, st, sess, ap, fs.Arg(0), opts.json, e)
 	if err != nil {
@@ -79,24 +96,15 @@ func runExec(ctx context.Context, args []string, e env) error {
 	return outcomeError(res, cfg)
 }
 
-// openOrCreateSession continues id or creates a new session titled by the
-// prompt's first line.
-func openOrCreateSession(cfg *config.Config, id, cwd, prompt string) (*session.Session, error) {
-	dir := cfg.SessionsDir()
-	if id != "" {
-		path, err := sessionPath(dir, id)
-		if err != nil {
-			return nil, err
-		}
-		s, err := session.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("open session %s: %w", id, err)
-		}
-		return s, nil
-	}
-	s, err := session.Create(dir, session.Header{Cwd: cwd, Title: oneLine(prompt, 80)})
+// openSession opens session id in dir for appending.
+func openSession(dir, id string) (*session.Session, error) {
+	path, err := sessionPath(dir, id)
 	if err != nil {
-		return nil, fmt.Errorf("create session: %w", err)
+		return nil, err
+	}
+	s, err := session.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
 	return s, nil
 }

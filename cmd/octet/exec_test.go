@@ -262,13 +262,24 @@ func TestSessionsListShowExport(t *testing.T) {
 }
 
 func TestExecContinuesSession(t *testing.T) {
-	x := newExecEnv(t, providertest.Text("first"), providertest.Text("second"))
+	x := newExecEnv(t, providertest.Text("first"),
+		providertest.Reply(providertest.FunctionCall("c1", "read", `{"path":"notes.txt"}`)), providertest.Text("second"))
 	r := runCLI(t, x.ws, x.vars, "exec", "--json", "one")
 	lines, _ := parseJSONLines(t, r.stdout)
 	id := lines[0].SessionID
-	r = runCLI(t, x.ws, x.vars, "exec", "--session", id, "two")
+	// Run from another directory: the session keeps its own workspace.
+	r = runCLI(t, t.TempDir(), x.vars, "exec", "--json", "--session", id, "two")
 	if r.code != 0 {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	l2, ev2 := parseJSONLines(t, r.stdout)
+	if l2[0].SessionID != id {
+		t.Errorf("continued run reports session %s, want %s", l2[0].SessionID, id)
+	}
+	for _, ev := range ev2 {
+		if ev["kind"] == "tool_finished" && ev["isError"] != false {
+			t.Errorf("read in the session's workspace failed: %v", ev)
+		}
 	}
 	if n := len(x.sessionFiles(t)); n != 1 {
 		t.Errorf("%d session files, want 1", n)
