@@ -151,6 +151,13 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if t.selection == ShellUnavailable {
 		return errorResult("no shell is available (configured shell_path is not an executable file, or no bash/sh found)"), nil
 	}
+	if ctx.Err() != nil {
+		return Result{
+			Text:    "[cancelled before the command started]",
+			IsError: true,
+			Details: map[string]any{"exit_code": -1, "timed_out": false, "cancelled": true, "truncated": false, "output_bytes": int64(0)},
+		}, nil
+	}
 	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
 	spillFrom := t.cfg.MaxOutputBytes
 	capt := newCapture(t.spills, headCap, headCap, spillFrom, inv.Progress != nil)
@@ -181,6 +188,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	growPipe(errW)
 	cmd := exec.Command(t.shell, "-c", command)
 	cmd.Dir = t.cfg.Root
+	cmd.Env = commandEnv(os.Environ())
 	cmd.Stdin = nil // /dev/null
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -245,6 +253,27 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		return oc, werr
 	}
 	return oc, nil
+}
+
+// scrubbedEnv names environment variables the octet process may hold for
+// itself (provider credentials) and never passes to model-run commands:
+// their values would otherwise reach tool results and session files.
+var scrubbedEnv = map[string]bool{"OPENAI_API_KEY": true}
+
+// commandEnv returns env without scrubbed variables or any OCTET_*
+// variable whose name says it is a key, token or secret.
+func commandEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		upper := strings.ToUpper(name)
+		if scrubbedEnv[upper] || (strings.HasPrefix(upper, "OCTET_") &&
+			(strings.Contains(upper, "KEY") || strings.Contains(upper, "TOKEN") || strings.Contains(upper, "SECRET"))) {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
 }
 
 // drain copies r into capt until EOF or until r is closed.
