@@ -520,7 +520,17 @@ func (s *httpStream) fail(e *Error) error {
 	return e
 }
 
-// release aborts the request and closes the body.
+// drainLimit and drainTimeout bound reading the rest of a completed body so
+// its keep-alive connection can be reused.
+const (
+	drainLimit   = 64 << 10
+	drainTimeout = time.Second
+)
+
+// release closes the body. After response.completed the tail (normally
+// just the end of the chunked body) is drained in the background, bounded
+// in bytes and time, so the connection returns to the pool; otherwise the
+// request is aborted.
 func (s *httpStream) release() {
 	s.closeOnce.Do(func() {
 		s.idleTimer.Stop()
@@ -529,8 +539,18 @@ func (s *httpStream) release() {
 			s.unwatch()
 		}
 		s.mu.Unlock()
-		s.cancel(errClosed)
-		s.resp.Body.Close()
+		if !s.finished {
+			s.cancel(errClosed)
+			s.resp.Body.Close()
+			return
+		}
+		go func() {
+			t := time.AfterFunc(drainTimeout, func() { s.cancel(errClosed) })
+			io.Copy(io.Discard, io.LimitReader(s.resp.Body, drainLimit))
+			t.Stop()
+			s.resp.Body.Close()
+			s.cancel(errClosed)
+		}()
 	})
 }
 

@@ -65,6 +65,9 @@ type Request struct {
 	Raw json.RawMessage
 	// Body is Raw decoded (nil if it was not a JSON object).
 	Body map[string]any
+	// RemoteAddr is the client's address ("" in process); requests that
+	// share it came over one connection.
+	RemoteAddr string
 }
 
 // Input returns the request's input items (Body["input"]).
@@ -81,6 +84,7 @@ type Server struct {
 	wsReject  []int
 	wsConns   map[*websocket.Conn]bool
 	n         int
+	pings     int
 	closed    chan struct{}
 	closeOnce sync.Once
 
@@ -154,6 +158,13 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.reqs...)
 }
 
+// Pings is the number of WebSocket pings received from clients.
+func (s *Server) Pings() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pings
+}
+
 // Close stops the server, ends stalled turns and closes WebSocket
 // connections. It is safe to call more than once.
 func (s *Server) Close() {
@@ -171,8 +182,8 @@ func (s *Server) Close() {
 }
 
 // next records a request and pops the next turn (nil when exhausted).
-func (s *Server) next(transport, method, path string, h http.Header, raw []byte) (*Turn, int) {
-	r := Request{Transport: transport, Method: method, Path: path, Header: redact(h), Raw: bytes.Clone(raw)}
+func (s *Server) next(transport, method, path, remote string, h http.Header, raw []byte) (*Turn, int) {
+	r := Request{Transport: transport, Method: method, Path: path, Header: redact(h), Raw: bytes.Clone(raw), RemoteAddr: remote}
 	var body map[string]any
 	if json.Unmarshal(raw, &body) == nil {
 		r.Body = body
@@ -222,7 +233,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	turn, n := s.next("http", r.Method, r.URL.Path, r.Header, raw)
+	turn, n := s.next("http", r.Method, r.URL.Path, r.RemoteAddr, r.Header, raw)
 	if turn == nil {
 		turn = &exhausted
 	}
@@ -325,6 +336,14 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 	}
 	s.wsConns[c] = true
 	s.mu.Unlock()
+	c.SetPingHandler(func(data string) error {
+		s.mu.Lock()
+		s.pings++
+		s.mu.Unlock()
+		// The handler runs inside ReadMessage on the goroutine that also
+		// writes this connection's turn frames, so writes never overlap.
+		return c.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(time.Second))
+	})
 	defer func() {
 		s.mu.Lock()
 		delete(s.wsConns, c)
@@ -336,7 +355,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		turn, _ := s.next("websocket", "WS", r.URL.Path, hdr, msg)
+		turn, _ := s.next("websocket", "WS", r.URL.Path, r.RemoteAddr, hdr, msg)
 		if turn == nil {
 			turn = &exhausted
 		}
@@ -414,7 +433,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			tr.WroteRequest(httptrace.WroteRequestInfo{})
 		}
 	}
-	turn, n := rt.s.next("inprocess", req.Method, req.URL.Path, req.Header, raw)
+	turn, n := rt.s.next("inprocess", req.Method, req.URL.Path, "", req.Header, raw)
 	if turn == nil {
 		turn = &exhausted
 	}

@@ -1,0 +1,108 @@
+package provider_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// TestHTTPKeepAliveReuse checks that a completed body is drained so the
+// next request reuses the connection.
+func TestHTTPKeepAliveReuse(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.Text("one"), providertest.Text("two"), providertest.Text("three"))
+	tr := httpTransport(t, srv)
+	for range 3 {
+		if _, err := run(t, tr, simpleRequest()); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // let the background drain return the connection
+	}
+	reqs := srv.Requests()
+	if reqs[0].RemoteAddr == "" || reqs[0].RemoteAddr != reqs[1].RemoteAddr || reqs[1].RemoteAddr != reqs[2].RemoteAddr {
+		t.Fatalf("connections not reused: %s %s %s", reqs[0].RemoteAddr, reqs[1].RemoteAddr, reqs[2].RemoteAddr)
+	}
+}
+
+// TestRedirectNotFollowed checks that a redirect is reported, not followed.
+func TestRedirectNotFollowed(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.StatusBody(307, "").WithHeader("Location", srv.URL()+"/responses"), providertest.Text("must not be reached"))
+	_, err := run(t, httpTransport(t, srv), simpleRequest())
+	if e := asError(t, err); e.Class != provider.HTTPStatus || e.Status != 307 || !e.Dispatched {
+		t.Fatalf("got %v", e)
+	}
+	if len(srv.Requests()) != 1 {
+		t.Fatalf("%d requests: the redirect was followed", len(srv.Requests()))
+	}
+}
+
+// TestDNSFailureNotDispatched checks the resolver failure classification.
+func TestDNSFailureNotDispatched(t *testing.T) {
+	dnsFail := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		return nil, &net.OpError{Op: "dial", Net: network, Err: &net.DNSError{Err: "no such host", Name: "api.example.invalid", IsNotFound: true}}
+	}
+	h := provider.NewHTTP(provider.HTTPConfig{BaseURL: "https://api.example.invalid/v1", APIKey: testKey, Client: &http.Client{Transport: &http.Transport{DialContext: dnsFail}}})
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: "https://api.example.invalid/v1", APIKey: testKey, NetDialContext: dnsFail})
+	for _, tr := range []provider.Transport{h, ws} {
+		_, err := run(t, tr, simpleRequest())
+		if e := asError(t, err); e.Class != provider.Connect || e.Dispatched || e.Phase != provider.Opening {
+			t.Fatalf("%T: got %v", tr, e)
+		}
+	}
+}
+
+// TestWebSocketPings checks keepalive pings reach the server while a
+// response is slow.
+func TestWebSocketPings(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.Text("slow reply").Pace(30 * time.Millisecond))
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), APIKey: testKey, PingInterval: 10 * time.Millisecond})
+	defer ws.Close()
+	if _, err := run(t, ws, simpleRequest()); err != nil {
+		t.Fatal(err)
+	}
+	// The scripted server handles control frames when it next reads, i.e.
+	// after the turn; closing the socket makes it read them.
+	ws.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for srv.Pings() == 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if srv.Pings() == 0 {
+		t.Fatal("no pings seen by the server")
+	}
+}
+
+// TestNoGoroutineLeaks runs complete, failed and abandoned streams on both
+// transports and checks nothing of the provider is left running.
+func TestNoGoroutineLeaks(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreTopFunction("net/http.(*persistConn).writeLoop"),
+		goleak.IgnoreTopFunction("internal/poll.runtime_pollWait"))
+	srv := providertest.New(nil)
+	defer srv.Close()
+	srv.Enqueue(providertest.Text("a"), providertest.Text("b c").DropAfter(2), providertest.Stall(),
+		providertest.Text("d"), providertest.Text("e f").MalformedAt(2), providertest.Stall())
+	h := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), APIKey: testKey})
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), APIKey: testKey})
+	for _, tr := range []provider.Transport{h, ws} {
+		run(t, tr, simpleRequest())
+		run(t, tr, simpleRequest())
+		st, err := tr.Open(context.Background(), simpleRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Next(context.Background())
+		st.Close()
+	}
+	ws.Close()
+}
