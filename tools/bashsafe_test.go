@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"mvdan.cc/sh/v3/syntax"
 )
 
 var readOnlyAdmitted = []string{
@@ -301,4 +303,11 @@ func unquotedActive(cmd string) bool {
 		}
 	}
 	return false
+}
+
+// parseOnly parses cmd the way IsReadOnlyCommand does and nothing more: the
+// baseline of BenchmarkIsReadOnlyCommand.
+func parseOnly(cmd string) bool {
+	_, err := syntax.NewParser(syntax.KeepComments(true), syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(cmd), "")
+	return err == nil
 }

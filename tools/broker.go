@@ -78,9 +78,9 @@ type BrokerConfig struct {
 	ApprovalTimeout time.Duration
 	// Hooks run in order around each execution.
 	Hooks []Hooks
-	// EffectivePolicy is the snapshot carried as evidence. When its
-	// effect_policy source is empty, DefaultToolPolicy(Policy, selection of
-	// ResolveShell("")) is used. Its effect_policy value is forced to Policy.
+	// EffectivePolicy is the snapshot carried as evidence. When it is the
+	// zero value, DefaultToolPolicy(Policy, selection of ResolveShell(""))
+	// is used. Its effect_policy value is forced to Policy.
 	EffectivePolicy EffectiveToolPolicy
 	// MaxResultBytes bounds model-visible result text (DefaultMaxResultBytes).
 	MaxResultBytes int
@@ -119,7 +119,7 @@ func NewBroker(cfg BrokerConfig) *Broker {
 		p = Controlled
 	}
 	eff := cfg.EffectivePolicy
-	if eff.EffectPolicy.Source == "" {
+	if eff == (EffectiveToolPolicy{}) {
 		_, sel := ResolveShell("")
 		eff = DefaultToolPolicy(p, sel)
 	}
