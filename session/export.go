@@ -71,7 +71,7 @@ func (d *decoder) redact(out []byte, sensitive bool, depth int) []byte {
 		return out
 	}
 	if depth > maxDepth {
-		d.fail("nesting too deep")
+		d.err = &syntaxError{msg: "nesting too deep", off: d.i, kind: errSchema}
 		return out
 	}
 	switch d.peek() {

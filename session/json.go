@@ -50,7 +50,7 @@ func appendString(b []byte, s string) []byte {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		if r == utf8.RuneError && size == 1 {
 			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
+			b = append(b, "\uFFFD"...)
 			i++
 			start = i
 			continue
@@ -112,7 +112,12 @@ func appendStrings(b []byte, key string, ss []string) []byte {
 // exhaust the stack.
 const maxDepth = 1000
 
-var errSyntax = errors.New("invalid JSON")
+// errSyntax marks input that is not JSON at all (what a torn write leaves);
+// errSchema marks JSON whose shape does not fit the record.
+var (
+	errSyntax = errors.New("invalid JSON")
+	errSchema = errors.New("unexpected JSON type")
+)
 
 // decoder reads JSON from a byte slice. The first error sticks; callers
 // check d.err once at the end. It never panics on any input.
@@ -125,19 +130,34 @@ type decoder struct {
 
 func (d *decoder) fail(msg string) {
 	if d.err == nil {
-		d.err = &syntaxError{msg: msg, off: d.i}
+		d.err = &syntaxError{msg: msg, off: d.i, kind: errSyntax}
 	}
+}
+
+// mismatch reports that the next value is not of the wanted type: a
+// schema error when a JSON value starts there, a syntax error otherwise.
+func (d *decoder) mismatch(msg string) {
+	if d.err != nil {
+		return
+	}
+	kind := errSyntax
+	switch d.peek() {
+	case '{', '[', '"', 't', 'f', 'n', '-', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		kind = errSchema
+	}
+	d.err = &syntaxError{msg: msg, off: d.i, kind: kind}
 }
 
 // syntaxError locates a decoding failure within its line.
 type syntaxError struct {
-	msg string
-	off int
+	msg  string
+	off  int
+	kind error
 }
 
 func (e *syntaxError) Error() string { return e.msg + " at column " + strconv.Itoa(e.off+1) }
 
-func (e *syntaxError) Unwrap() error { return errSyntax }
+func (e *syntaxError) Unwrap() error { return e.kind }
 
 func (d *decoder) ws() {
 	for d.i < len(d.b) {
@@ -182,7 +202,7 @@ func (d *decoder) obj(fn func(key []byte)) {
 		return
 	}
 	if !d.eat('{') {
-		d.fail("expected object")
+		d.mismatch("expected object")
 		return
 	}
 	if d.eat('}') {
@@ -219,7 +239,7 @@ func (d *decoder) arr(fn func()) {
 		return
 	}
 	if !d.eat('[') {
-		d.fail("expected array")
+		d.mismatch("expected array")
 		return
 	}
 	if d.eat(']') {
@@ -278,7 +298,7 @@ func (d *decoder) strBytes() []byte {
 		return nil
 	}
 	if d.peek() != '"' {
-		d.fail("expected string")
+		d.mismatch("expected string")
 		return nil
 	}
 	end, escaped := d.stringEnd(d.i)
@@ -398,9 +418,9 @@ func (d *decoder) int() int64 {
 		d.i++
 	}
 	v, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(d.b[start:]), d.i-start), 10, 64)
-	if err != nil {
+	if err != nil || d.i < len(d.b) && (d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E') {
 		d.i = start
-		d.fail("expected integer")
+		d.mismatch("expected integer")
 		return 0
 	}
 	return v
@@ -420,7 +440,7 @@ func (d *decoder) bool() bool {
 		d.i += 5
 		return false
 	}
-	d.fail("expected boolean")
+	d.mismatch("expected boolean")
 	return false
 }
 
@@ -441,7 +461,7 @@ func (d *decoder) skip(depth int) {
 		return
 	}
 	if depth > maxDepth {
-		d.fail("nesting too deep")
+		d.err = &syntaxError{msg: "nesting too deep", off: d.i, kind: errSchema}
 		return
 	}
 	switch c := d.peek(); c {
