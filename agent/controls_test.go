@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -259,5 +260,58 @@ func TestSlowConsumerLosesNothing(t *testing.T) {
 	}
 	if res := r.Wait(); res.Outcome != OutcomeCompleted {
 		t.Fatalf("result %+v", res)
+	}
+}
+
+// recordingObserver keeps every telemetry record.
+type recordingObserver struct {
+	mu   sync.Mutex
+	recs []any
+}
+
+func (o *recordingObserver) add(v any) { o.mu.Lock(); o.recs = append(o.recs, v); o.mu.Unlock() }
+
+func (o *recordingObserver) RunStarted(i RunInfo)                { o.add(i) }
+func (o *recordingObserver) RequestFinished(i RequestInfo)       { o.add(i) }
+func (o *recordingObserver) ToolFinished(i ToolInfo)             { o.add(i) }
+func (o *recordingObserver) CompactionFinished(i CompactionInfo) { o.add(i) }
+func (o *recordingObserver) RunFinished(i RunInfo)               { o.add(i) }
+
+// TestTelemetryCarriesNoPayload: the observer sees coarse boundaries with
+// hashes and measurements, never the prompt, arguments or results.
+func TestTelemetryCarriesNoPayload(t *testing.T) {
+	checkLeaks(t)
+	obs := &recordingObserver{}
+	h := newHarness(t, harnessOpt{observer: obs})
+	h.writeFile("secret.txt", "RESULTSECRET\n")
+	h.srv.Enqueue(pt.Reply(pt.FunctionCall("c1", "read", `{"path":"secret.txt"}`)), pt.Text("ANSWERSECRET"))
+	checkRunEvents(t, drain(t, h.prompt("PROMPTSECRET", PromptOptions{})), OutcomeCompleted)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	raw, _ := json.Marshal(obs.recs)
+	for _, secret := range []string{"PROMPTSECRET", "RESULTSECRET", "ANSWERSECRET", "secret.txt"} {
+		if strings.Contains(string(raw), secret) {
+			t.Fatalf("telemetry contains %s: %s", secret, raw)
+		}
+	}
+	var reqs, toolsSeen, runs int
+	for _, r := range obs.recs {
+		switch r := r.(type) {
+		case RequestInfo:
+			reqs++
+			if len(r.InstructionsHash) != 64 || !r.OK || r.Input == 0 {
+				t.Fatalf("request info %+v", r)
+			}
+		case ToolInfo:
+			toolsSeen++
+			if r.Tool != "read" || len(r.ArgumentsHash) != 64 || !r.Executed || r.ResultBytes == 0 {
+				t.Fatalf("tool info %+v", r)
+			}
+		case RunInfo:
+			runs++
+		}
+	}
+	if reqs != 2 || toolsSeen != 1 || runs != 2 {
+		t.Fatalf("requests %d tools %d run hooks %d", reqs, toolsSeen, runs)
 	}
 }

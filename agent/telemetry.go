@@ -9,9 +9,8 @@ import (
 // Observer receives optional telemetry from outside the session ledger. It
 // sees an opaque run-start hook and coarse request, tool and compaction
 // boundaries with hashes and bounded measurements only: never prompts,
-// arguments, results or provider payloads. Methods are called from the run
-// owner goroutine (ToolFinished also from parallel tool goroutines' owner
-// after they join) and must not block.
+// arguments, results or provider payloads. Every method is called from the
+// run's owner goroutine and must return quickly.
 type Observer interface {
 	// RunStarted is the opaque run-start hook.
 	RunStarted(RunInfo)
