@@ -186,7 +186,7 @@ func (r *Root) openat2(rel string, flags int, mode uint32) (int, error) {
 		how.Mode = 0
 	}
 	for range 8 {
-		fd, err := unix.Openat2(r.fd, rel, &how)
+		fd, err := openat2(r.fd, rel, &how)
 		if err == unix.EAGAIN || err == unix.EINTR {
 			continue // a concurrent rename raced the lookup; retry
 		}
@@ -194,6 +194,10 @@ func (r *Root) openat2(rel string, flags int, mode uint32) (int, error) {
 	}
 	return -1, unix.EAGAIN
 }
+
+// openat2 is the openat2 system call; tests replace it to simulate a
+// kernel or seccomp filter that refuses it.
+var openat2 = unix.Openat2
 
 // openWalk opens rel relative to dirfd one component at a time: every
 // directory with O_NOFOLLOW|O_DIRECTORY from the previous directory

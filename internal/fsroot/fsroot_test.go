@@ -403,3 +403,33 @@ func FuzzCleanRel(f *testing.F) {
 		}
 	})
 }
+
+// TestFallbackOnRefusedOpenat2 simulates a kernel without openat2 (ENOSYS)
+// and a seccomp filter refusing it (EPERM): the Root must switch to the
+// component walk for good and keep refusing escapes.
+func TestFallbackOnRefusedOpenat2(t *testing.T) {
+	for _, errno := range []unix.Errno{unix.ENOSYS, unix.EPERM} {
+		t.Run(errno.Error(), func(t *testing.T) {
+			orig := openat2
+			t.Cleanup(func() { openat2 = orig })
+			openat2 = func(int, string, *unix.OpenHow) (int, error) { return -1, errno }
+			ws, _ := layout(t)
+			r, err := Open(ws)
+			must(t, err)
+			defer r.Close()
+			if r.UsesComponentWalk() {
+				t.Fatal("walk before any refusal")
+			}
+			got, _, err := r.ReadFile("dir/sub/deep.txt", 0)
+			if err != nil || string(got) != "deep\n" {
+				t.Fatalf("read after refusal: %q, %v", got, err)
+			}
+			if !r.UsesComponentWalk() {
+				t.Error("Root did not switch to the component walk")
+			}
+			if _, _, err := r.ReadFile("dir-link/secret.txt", 0); !isSymlink(err) {
+				t.Errorf("link after fallback: %v", err)
+			}
+		})
+	}
+}
