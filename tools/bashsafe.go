@@ -209,10 +209,7 @@ var readOnlyRules = map[string]readOnlyRule{
 	},
 	"echo": func([]string) bool { return true }, // prints its words; reads nothing
 	"tail": pathArgs(func(a string) bool {
-		if strings.HasPrefix(a, "--") {
-			return !strings.HasPrefix(a, "--follow") && !strings.HasPrefix(a, "--retry")
-		}
-		return !isShortOption(a) || !strings.ContainsAny(a, "fF")
+		return !longOptionMatches(a, "--follow", "--retry") && (!isShortOption(a) || !strings.ContainsAny(a, "fF"))
 	}),
 	"rg": pathArgs(func(a string) bool {
 		for _, bad := range []string{"--pre", "--search-zip", "--hostname-bin"} {
@@ -231,12 +228,8 @@ var readOnlyRules = map[string]readOnlyRule{
 		return true
 	}),
 	"sort": pathArgs(func(a string) bool {
-		for _, bad := range []string{"--output", "--compress-program", "--temporary-directory"} {
-			if strings.HasPrefix(a, bad) {
-				return false
-			}
-		}
-		return !isShortOption(a) || !strings.ContainsAny(a, "oT")
+		return !longOptionMatches(a, "--output", "--compress-program", "--temporary-directory") &&
+			(!isShortOption(a) || !strings.ContainsAny(a, "oT"))
 	}),
 	"uniq": uniqRule,
 	"sed":  sedRule,
@@ -255,6 +248,23 @@ func readOnlyArgv(argv []string) bool {
 // isShortOption reports whether a is a cluster of short options ("-rn").
 func isShortOption(a string) bool {
 	return len(a) > 1 && a[0] == '-' && a[1] != '-'
+}
+
+// longOptionMatches reports whether a is a long option ("--name" or
+// "--name=value") that is, extends, or abbreviates one of bad. GNU getopt
+// and git accept any unambiguous prefix of a long option, so "--out=x"
+// means "--output=x" to sort and to git diff.
+func longOptionMatches(a string, bad ...string) bool {
+	if !strings.HasPrefix(a, "--") || a == "--" {
+		return false
+	}
+	name, _, _ := strings.Cut(a, "=")
+	for _, b := range bad {
+		if strings.HasPrefix(b, name) || strings.HasPrefix(name, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // pathArgs returns a rule that applies hostPathFree to every argument and
@@ -352,10 +362,8 @@ func gitRule(args []string) bool {
 		if !hostPathFree(a) {
 			return false
 		}
-		for _, bad := range []string{"--output", "--ext-diff", "--textconv", "--exec", "--upload-pack", "--receive-pack", "--open-files-in-pager"} {
-			if strings.HasPrefix(a, bad) {
-				return false
-			}
+		if longOptionMatches(a, "--output", "--ext-diff", "--textconv", "--exec", "--upload-pack", "--receive-pack", "--open-files-in-pager") {
+			return false
 		}
 		if isShortOption(a) && strings.Contains(a, "o") && sub != "branch" {
 			return false // -o is an output option for some diff forms
