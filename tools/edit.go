@@ -126,7 +126,14 @@ func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 		return p, errChangedSinceRead
 	}
 	content := string(old)
-	p.count = strings.Count(content, *a.OldText)
+	oldText, newText := *a.OldText, *a.NewText
+	p.count = strings.Count(content, oldText)
+	if p.count == 0 && strings.Contains(content, "\r\n") && !strings.Contains(oldText, "\r") {
+		// A CRLF file edited with LF text: match and replace in CRLF.
+		crlf := strings.NewReplacer("\r\n", "\r\n", "\n", "\r\n")
+		oldText, newText = crlf.Replace(oldText), crlf.Replace(newText)
+		p.count = strings.Count(content, oldText)
+	}
 	switch {
 	case p.count == 0:
 		return p, fmt.Sprintf("old_text not found in %s; read the file and copy the text exactly (without line-number prefixes)", tg.display)
@@ -134,9 +141,9 @@ func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 		return p, fmt.Sprintf("old_text matches %d times in %s; include more surrounding lines to make it unique, or set replace_all", p.count, tg.display)
 	}
 	if a.ReplaceAll {
-		p.updated = strings.ReplaceAll(content, *a.OldText, *a.NewText)
+		p.updated = strings.ReplaceAll(content, oldText, newText)
 	} else {
-		p.updated = strings.Replace(content, *a.OldText, *a.NewText, 1)
+		p.updated = strings.Replace(content, oldText, newText, 1)
 	}
 	if len(p.updated) > MaxFileBytes {
 		return p, fmt.Sprintf("the edited %s would exceed the %d MiB file limit", tg.display, MaxFileBytes>>20)

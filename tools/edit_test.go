@@ -151,3 +151,17 @@ func TestPreviews(t *testing.T) {
 		t.Error("Preview accepted an absolute path with external paths off")
 	}
 }
+
+func TestEditCRLFFile(t *testing.T) {
+	ws, _ := fsWorkspace(t)
+	_, ed, _ := fileTools(t, Config{Root: ws})
+	p := filepath.Join(ws, "dos.txt")
+	writeTestFile(t, p, "one\r\ntwo\r\nthree\r\n")
+	res := run(t, ed, map[string]any{"path": "dos.txt", "old_text": "one\ntwo", "new_text": "1\n2\n2.5"})
+	if res.IsError {
+		t.Fatal(res.Text)
+	}
+	if got := readBack(t, p); got != "1\r\n2\r\n2.5\r\nthree\r\n" {
+		t.Errorf("file = %q", got)
+	}
+}

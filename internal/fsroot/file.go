@@ -30,6 +30,7 @@ type NotRegularError struct {
 	Kind string
 }
 
+// Error describes the non-regular file.
 func (e *NotRegularError) Error() string {
 	return fmt.Sprintf("%s is a %s, not a regular file", e.Path, e.Kind)
 }
@@ -40,6 +41,7 @@ type TooLargeError struct {
 	Limit int64
 }
 
+// Error describes the oversized file.
 func (e *TooLargeError) Error() string {
 	return fmt.Sprintf("%s is larger than the %d-byte limit", e.Path, e.Limit)
 }
@@ -50,6 +52,7 @@ type ChangedError struct {
 	Path string
 }
 
+// Error describes the changed target.
 func (e *ChangedError) Error() string {
 	return fmt.Sprintf("%s changed on disk before the write could be committed", e.Path)
 }

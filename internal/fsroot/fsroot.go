@@ -104,6 +104,7 @@ type PathError struct {
 	Reason string
 }
 
+// Error describes the rejected path.
 func (e *PathError) Error() string {
 	return fmt.Sprintf("invalid path %q: %s", e.Path, e.Reason)
 }
