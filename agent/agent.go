@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/octet-agent/octet/provider"
@@ -195,15 +196,26 @@ func (a *Agent) Model() provider.Model {
 	return a.model
 }
 
-// SetReasoning selects the reasoning effort for subsequent requests and
-// returns the effective effort. An empty effort clears the selection
-// (provider default) and returns "".
+// ReasoningEfforts are the effort names SetReasoning accepts.
+var ReasoningEfforts = []string{"minimal", "low", "medium", "high", "xhigh"}
+
+// SetReasoning selects the reasoning effort for subsequent requests (an
+// active run applies it at its next request boundary) and returns the
+// effective effort. An empty effort clears the selection (provider
+// default) and returns ""; an unknown effort changes nothing and returns
+// the current effective effort.
 func (a *Agent) SetReasoning(effort string) string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if effort == "" {
 		a.reasoning = nil
 		return ""
+	}
+	if !slices.Contains(ReasoningEfforts, effort) {
+		if a.reasoning == nil {
+			return ""
+		}
+		return a.reasoning.Effort
 	}
 	r := provider.Reasoning{Effort: effort}
 	if a.reasoning != nil {

@@ -243,6 +243,9 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 	if reasoning != nil && model.Reasoning {
 		req.Reasoning = reasoning
 	}
+	if model.Features.Has(provider.FeaturePromptCacheKey) {
+		req.PromptCacheKey = r.a.sess.Header().ID // one cache prefix per session
+	}
 	if r.toolFree {
 		req.ToolChoice = "none"
 	} else {

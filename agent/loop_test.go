@@ -457,3 +457,28 @@ func TestEventJSON(t *testing.T) {
 		t.Fatalf("decision JSON %s", b)
 	}
 }
+
+// TestSetModelAndReasoningApplyAtNextRequest: idle setters apply to the
+// next request; unknown efforts change nothing.
+func TestSetModelAndReasoningApplyAtNextRequest(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true, Features: provider.FeaturePromptCacheKey}})
+	if got := h.agent.SetReasoning("high"); got != "high" {
+		t.Fatalf("effective %q", got)
+	}
+	if got := h.agent.SetReasoning("turbo"); got != "high" {
+		t.Fatalf("unknown effort changed the selection to %q", got)
+	}
+	h.srv.Enqueue(pt.Text("a"), pt.Text("b"))
+	checkRunEvents(t, drain(t, h.prompt("one", PromptOptions{})), OutcomeCompleted)
+	h.agent.SetModel(provider.Model{Name: "m2"})
+	checkRunEvents(t, drain(t, h.prompt("two", PromptOptions{})), OutcomeCompleted)
+	reqs := h.srv.Requests()
+	r0, _ := reqs[0].Body["reasoning"].(map[string]any)
+	if reqs[0].Body["model"] != "m1" || r0["effort"] != "high" || reqs[0].Body["prompt_cache_key"] != h.sess.Header().ID {
+		t.Fatalf("first request %v", reqs[0].Body)
+	}
+	if _, ok := reqs[1].Body["reasoning"]; ok || reqs[1].Body["model"] != "m2" {
+		t.Fatalf("second request (model without reasoning) %v", reqs[1].Body)
+	}
+}
