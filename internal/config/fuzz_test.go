@@ -1,6 +1,10 @@
 package config
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 // FuzzParseConfig checks that no config text panics the strict decoder and
 // that every error it returns carries the file name.
@@ -17,5 +21,33 @@ func FuzzParseConfig(f *testing.F) {
 		c := Defaults()
 		fc.apply(&c, SourceConfig)
 		fc.tighten(&c)
+	})
+}
+
+// FuzzCredentials checks that no credentials file content panics the
+// reader and that no error ever quotes the file's content.
+func FuzzCredentials(f *testing.F) {
+	f.Add([]byte("openai_api_key = \"sk-abc\"\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		home := t.TempDir()
+		path := CredentialsPath(home)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		creds, err := LoadCredentials(home, func(string) (string, bool) { return "", false })
+		if err == nil {
+			if creds.APIKey.IsZero() {
+				t.Fatal("accepted an empty key")
+			}
+			return
+		}
+		msg := strings.ReplaceAll(err.Error(), path, "")
+		msg = strings.ReplaceAll(msg, "openai_api_key", "") // the one key name messages may name
+		for _, tok := range strings.Fields(string(data)) {
+			tok = strings.Trim(tok, "\"'=[]{},")
+			if len(tok) >= 12 && strings.Contains(msg, tok) {
+				t.Fatalf("error %q quotes file content %q", err, tok)
+			}
+		}
 	})
 }
