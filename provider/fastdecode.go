@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"bytes"
 	"encoding/json"
 	"strconv"
 	"unicode/utf16"
@@ -57,26 +56,26 @@ func (d *decoder) fastDelta(data []byte) (Event, bool) {
 		}
 		i = skipSpace(data, i+1)
 		var ok bool
-		switch {
-		case bytes.EqualFold(key, []byte("type")):
+		switch fieldOf(key) {
+		case fieldType:
 			typ, ok, i = stringValue(data, i, false)
-		case bytes.EqualFold(key, []byte("item_id")):
+		case fieldItemID:
 			itemID, ok, i = stringValue(data, i, false)
-		case bytes.EqualFold(key, []byte("delta")):
+		case fieldDelta:
 			if i < len(data) && data[i] == '"' {
 				var next int
 				delta, deltaEsc, next = scanString(data, i)
 				ok, i = next >= 0, next
 			}
-		case bytes.EqualFold(key, []byte("output_index")):
+		case fieldOutputIndex:
 			outIdx, ok, i = intValue(data, i)
-		case bytes.EqualFold(key, []byte("summary_index")):
+		case fieldSummaryIndex:
 			sumIdx, ok, i = intValue(data, i)
-		case isTypedField(key):
+		case fieldTyped:
 			return Event{}, false
 		default:
 			j := skipValue(data, i)
-			if j < 0 || !json.Valid(data[i:j]) {
+			if j < 0 || !validSkipped(data[i:j]) {
 				return Event{}, false
 			}
 			i, ok = j, true
@@ -124,18 +123,114 @@ func (d *decoder) fastDelta(data []byte) (Event, bool) {
 	return ev, true
 }
 
-// isTypedField reports keys the general decoder type-checks; a delta event
-// carrying one of them takes the general path so both agree on errors.
-func isTypedField(key []byte) bool {
-	if len(key) < 4 || len(key) > 8 {
+// Fields the fast decoder distinguishes.
+const (
+	fieldOther = iota
+	fieldType
+	fieldItemID
+	fieldDelta
+	fieldOutputIndex
+	fieldSummaryIndex
+	// fieldTyped marks keys the general decoder type-checks (item,
+	// response, code, message, error, status, headers); a delta event
+	// carrying one takes the general path so both agree on errors.
+	fieldTyped
+)
+
+// fieldOf classifies a key the way encoding/json matches struct fields:
+// exactly, else ASCII case-insensitively.
+func fieldOf(key []byte) int {
+	if f := fieldExact(string(key)); f != fieldOther || len(key) > 16 {
+		return f
+	}
+	var buf [16]byte
+	lower := buf[:len(key)]
+	changed := false
+	for i, c := range key {
+		if c >= 'A' && c <= 'Z' {
+			c += 'a' - 'A'
+			changed = true
+		}
+		lower[i] = c
+	}
+	if !changed {
+		return fieldOther
+	}
+	return fieldExact(string(lower))
+}
+
+func fieldExact(k string) int {
+	switch k {
+	case "type":
+		return fieldType
+	case "item_id":
+		return fieldItemID
+	case "delta":
+		return fieldDelta
+	case "output_index":
+		return fieldOutputIndex
+	case "summary_index":
+		return fieldSummaryIndex
+	case "item", "response", "code", "message", "error", "status", "headers":
+		return fieldTyped
+	}
+	return fieldOther
+}
+
+// validSkipped validates a skipped value cheaply for the common shapes
+// (escape-free strings, numbers, literals, empty containers) and with
+// json.Valid otherwise.
+func validSkipped(v []byte) bool {
+	switch {
+	case len(v) == 0:
+		return false
+	case v[0] == '"':
+		_, esc, next := scanString(v, 0)
+		return next == len(v) && (!esc || json.Valid(v))
+	case v[0] == '-' || v[0] >= '0' && v[0] <= '9':
+		return validNumber(v)
+	}
+	switch string(v) {
+	case "true", "false", "null", "[]", "{}":
+		return true
+	}
+	return json.Valid(v)
+}
+
+// validNumber checks the JSON number grammar.
+func validNumber(v []byte) bool {
+	i := 0
+	if v[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		s := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		return i - s
+	}
+	if i < len(v) && v[i] == '0' {
+		i++
+	} else if digits() == 0 {
 		return false
 	}
-	for _, k := range [...]string{"item", "response", "code", "message", "error", "status", "headers"} {
-		if len(k) == len(key) && bytes.EqualFold(key, []byte(k)) {
-			return true
+	if i < len(v) && v[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
 		}
 	}
-	return false
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(v)
 }
 
 // internItemID reuses the previous item id string when it repeats.
@@ -202,7 +297,7 @@ func intValue(b []byte, i int) (int, bool, int) {
 	if j == start || j-start > 15 {
 		return 0, false, i
 	}
-	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') {
+	if j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E') || !validNumber(b[i:j]) {
 		return 0, false, i
 	}
 	n, err := strconv.Atoi(string(b[i:j]))

@@ -328,17 +328,17 @@ func (c *wsConn) writer(ping time.Duration) {
 			err := c.c.WriteMessage(websocket.TextMessage, wr.data)
 			wr.result <- err
 			if err != nil {
-				c.retire()
+				c.fail()
 				return
 			}
 		case data := <-c.pong:
 			if c.c.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.writeTimeout)) != nil {
-				c.retire()
+				c.fail()
 				return
 			}
 		case <-t.C:
 			if c.c.WriteControl(websocket.PingMessage, nil, time.Now().Add(c.writeTimeout)) != nil {
-				c.retire()
+				c.fail()
 				return
 			}
 		case <-c.quit:
@@ -366,15 +366,28 @@ func (c *wsConn) write(ctx context.Context, data []byte) error {
 	}
 }
 
-// retire closes the connection for good; safe to call repeatedly.
+// retire closes the connection for good; safe to call repeatedly. It gives
+// the writer a moment to send a close frame, then closes the socket.
 func (c *wsConn) retire() {
 	c.retireOnce.Do(func() {
 		c.dead.Store(true)
 		close(c.quit)
+		t := time.NewTimer(100 * time.Millisecond)
 		select {
 		case <-c.done:
-		case <-time.After(time.Second):
+		case <-t.C:
 		}
+		t.Stop()
+		c.c.Close()
+	})
+}
+
+// fail marks the connection dead from the writer goroutine itself (which
+// must not wait for its own exit) and closes the socket.
+func (c *wsConn) fail() {
+	c.retireOnce.Do(func() {
+		c.dead.Store(true)
+		close(c.quit)
 		c.c.Close()
 	})
 }
