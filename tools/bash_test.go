@@ -132,14 +132,10 @@ func TestBashTimeoutKillsGrandchildren(t *testing.T) {
 	b := newBash(t, Config{Root: ws})
 	// One grandchild exits on TERM, the other ignores it and needs KILL.
 	cmd := `sleep 300 & echo $! > a.pid; (trap '' TERM; sleep 300) & echo $! > b.pid; wait`
-	start := time.Now()
 	// The timeout leaves time for the pid files even on a loaded machine.
 	res := runBash(t, b, context.Background(), cmd, 2500)
 	if res.Details["timed_out"] != true || !res.IsError || !strings.Contains(res.Text, "timed out") {
 		t.Fatalf("timeout result: %+v", res)
-	}
-	if elapsed := time.Since(start); elapsed > 2500*time.Millisecond+BashKillGrace+5*time.Second {
-		t.Errorf("timeout took %v", elapsed)
 	}
 	waitGone(t, readPid(t, filepath.Join(ws, "a.pid")))
 	waitGone(t, readPid(t, filepath.Join(ws, "b.pid")))

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 )
 
@@ -245,17 +246,34 @@ func TestRequiredLiteral(t *testing.T) {
 	}
 }
 
-func TestSearchCancel(t *testing.T) {
+func TestSearchCancelReleasesEverything(t *testing.T) {
 	root := filepath.Join(runtime.GOROOT(), "src")
 	if _, err := os.Stat(root); err != nil {
 		t.Skip("GOROOT source not available")
 	}
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	fds := func() int { ents, _ := os.ReadDir("/proc/self/fd"); return len(ents) }
+	before := fds()
 	s, _ := NewSearch(Config{Root: root})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Execute(ctx, Invocation{Arguments: json.RawMessage(`{"pattern":"zzzz_never_zzzz"}`)})
-	if err == nil {
+	if _, err := s.Execute(ctx, Invocation{Arguments: json.RawMessage(`{"pattern":"zzzz_never_zzzz"}`)}); err == nil {
 		t.Error("cancelled search returned no error")
+	}
+	// Cancel in the middle of a whole-tree walk.
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	// (A whole-tree walk of 11,000 files outlasts 30 ms by far.)
+	if _, err := s.Execute(ctx, Invocation{Arguments: json.RawMessage(`{"pattern":"zzzz_never_zzzz"}`)}); err == nil {
+		t.Error("mid-walk cancellation ignored")
+	}
+	// A limited search stops early, too; all leave no descriptor open.
+	res := run(t, s, map[string]any{"pattern": "func", "max_results": 5})
+	if res.Details["matches"] != 5 || res.Details["truncated"] != true {
+		t.Errorf("limited: %v", res.Details)
+	}
+	if after := fds(); after != before {
+		t.Errorf("descriptors: %d before, %d after", before, after)
 	}
 }
 
