@@ -314,7 +314,7 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 	if obs.OnConfirm != nil {
 		obs.OnConfirm(req)
 	}
-	ans, err := safeConfirm(b.approver, actx, req)
+	ans, err := b.ask(actx, req)
 	switch {
 	case ctx.Err() != nil:
 		return Grant{}, ReasonCancelled
@@ -332,6 +332,27 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 		return Grant{}, ReasonApprovalDenied
 	}
 	return g, ReasonApproved
+}
+
+// ask runs the approver in its own goroutine so that one which ignores
+// its context cannot hold the run past the request's deadline or a
+// cancellation; its late answer is discarded.
+func (b *Broker) ask(ctx context.Context, req ConfirmRequest) (Approval, error) {
+	type answer struct {
+		a   Approval
+		err error
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		a, err := safeConfirm(b.approver, ctx, req)
+		ch <- answer{a, err}
+	}()
+	select {
+	case ans := <-ch:
+		return ans.a, ans.err
+	case <-ctx.Done():
+		return Approval{}, ctx.Err()
+	}
 }
 
 // preview builds the prompt text from the tool's Previewer, falling back

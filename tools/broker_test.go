@@ -103,6 +103,13 @@ func (a *scriptedApprover) Confirm(ctx context.Context, req ConfirmRequest) (App
 	return a.answer(ctx, req)
 }
 
+// requests returns a copy of the requests seen so far.
+func (a *scriptedApprover) requests() []ConfirmRequest {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return append([]ConfirmRequest(nil), a.reqs...)
+}
+
 func (a *scriptedApprover) count() int {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -352,10 +359,10 @@ func TestConfirmPaths(t *testing.T) {
 			if got != tc.want {
 				t.Fatalf("outcome = %+v, want %+v", got, tc.want)
 			}
-			if len(confirmSeen) != 1 || len(ap.reqs) != 1 || confirmSeen[0].Digest != ap.reqs[0].Digest {
-				t.Fatalf("confirm observed %d, approver asked %d", len(confirmSeen), len(ap.reqs))
+			if len(confirmSeen) != 1 || len(ap.requests()) != 1 || confirmSeen[0].Digest != ap.requests()[0].Digest {
+				t.Fatalf("confirm observed %d, approver asked %d", len(confirmSeen), len(ap.requests()))
 			}
-			req := ap.reqs[0]
+			req := ap.requests()[0]
 			if req.Digest != req.Intent.Digest() || req.ExpiresAt.IsZero() || req.Intent.Tool != "edit" || req.Intent.Effect != WorkspaceMutation {
 				t.Errorf("confirm request = %+v", req)
 			}

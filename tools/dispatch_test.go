@@ -185,7 +185,7 @@ func TestHookSeesIntentBeforeTool(t *testing.T) {
 	}}}})
 	host := mustHost(t, pt)
 	b.Dispatch(context.Background(), host, req("edit", ` {"x": "v"} `), DispatchObserver{})
-	if seen.Digest() != ap.reqs[0].Digest || string(seen.Arguments) != `{"x":"v"}` || seen.CatalogGeneration != host.Generation() || seen.PolicyVersion != b.PolicyVersion() {
+	if seen.Digest() != ap.requests()[0].Digest || string(seen.Arguments) != `{"x":"v"}` || seen.CatalogGeneration != host.Generation() || seen.PolicyVersion != b.PolicyVersion() {
 		t.Fatalf("hook intent %+v", seen)
 	}
 }
@@ -310,11 +310,11 @@ func TestConfirmUsesPreview(t *testing.T) {
 	ap := approveAll()
 	b := NewBroker(BrokerConfig{Approver: ap})
 	b.Dispatch(context.Background(), mustHost(t, &previewTool{probeTool: newProbe("edit", WorkspaceMutation)}), req("edit", `{"x":"y"}`), DispatchObserver{})
-	if r := ap.reqs[0]; r.Title != "Edit a.go" || r.Detail != "detail" || r.Diff != "--- a\n+++ b\n" {
+	if r := ap.requests()[0]; r.Title != "Edit a.go" || r.Detail != "detail" || r.Diff != "--- a\n+++ b\n" {
 		t.Fatalf("preview not used: %+v", r)
 	}
 	b.Dispatch(context.Background(), mustHost(t, &previewTool{probeTool: newProbe("edit", WorkspaceMutation), err: errors.New("x")}), req("edit", `{"x":"y"}`), DispatchObserver{})
-	if r := ap.reqs[1]; r.Title != "edit (workspace_mutation)" || r.Detail != `{"x":"y"}` || r.Diff != "" {
+	if r := ap.requests()[1]; r.Title != "edit (workspace_mutation)" || r.Detail != `{"x":"y"}` || r.Diff != "" {
 		t.Fatalf("fallback preview: %+v", r)
 	}
 }
@@ -479,7 +479,7 @@ func TestRealBashThroughBroker(t *testing.T) {
 	if d.Reason != ReasonApprovalDenied || deny.count() != 1 {
 		t.Fatalf("mutating: %+v", d)
 	}
-	if r := deny.reqs[0]; !strings.Contains(r.Detail, "rm -f keep.txt") {
+	if r := deny.requests()[0]; !strings.Contains(r.Detail, "rm -f keep.txt") {
 		t.Fatalf("prompt does not show the command: %+v", r)
 	}
 	if _, err := os.Stat(dir + "/keep.txt"); err != nil {
@@ -489,5 +489,29 @@ func TestRealBashThroughBroker(t *testing.T) {
 	_, d = safe.Dispatch(context.Background(), host, req("bash", `{"command":"echo read-only ok"}`), DispatchObserver{})
 	if d.Reason != ReasonApprovalDenied || deny.count() != 2 {
 		t.Fatalf("safe mode read-only: %+v", d)
+	}
+}
+
+// TestApproverIgnoringContextCannotHang: an approver that never returns
+// does not hold the call past the approval deadline or a cancellation.
+func TestApproverIgnoringContextCannotHang(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	stuck := &scriptedApprover{answer: func(context.Context, ConfirmRequest) (Approval, error) {
+		<-release
+		return Approval{}, errors.New("late")
+	}}
+	pt := newProbe("edit", WorkspaceMutation)
+	b := NewBroker(BrokerConfig{Approver: stuck, ApprovalTimeout: 20 * time.Millisecond})
+	_, d := b.Dispatch(context.Background(), mustHost(t, pt), req("edit", `{}`), DispatchObserver{})
+	if d.Reason != ReasonApprovalExpired {
+		t.Fatalf("deadline: %+v", d)
+	}
+	b = NewBroker(BrokerConfig{Approver: stuck})
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(20*time.Millisecond, cancel)
+	_, d = b.Dispatch(ctx, mustHost(t, pt), req("edit", `{}`), DispatchObserver{})
+	if d.Reason != ReasonCancelled || pt.executed.Load() != 0 {
+		t.Fatalf("cancel: %+v", d)
 	}
 }
