@@ -2,10 +2,12 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"os"
 	"strings"
 	"sync"
@@ -45,6 +47,7 @@ type recRigOpt struct {
 	budget     *Budget
 	credential func(context.Context) (string, error)
 	dir        string
+	model      provider.Model // zero: codexModel
 }
 
 func newRecRig(t *testing.T, o recRigOpt) *recRig {
@@ -68,11 +71,14 @@ func newRecRig(t *testing.T, o recRigOpt) *recRig {
 		t.Fatalf("create session: %v", err)
 	}
 	t.Cleanup(func() { g.sess.Close() })
-	g.policy = NewCodexRecovery(RecoveryConfig{
-		Profile: ProfileCodex, Model: codexModel, Endpoint: cfg.Features, Budget: o.budget, Seed: 7,
-	})
+	model := cmp.Or(o.model, codexModel)
+	rc := RecoveryConfig{Profile: ProfileCodex, Model: model, Endpoint: cfg.Features, Budget: o.budget, Seed: 7}
+	if o.loopback {
+		rc.InitialBackoff = time.Millisecond // real time: keep the test fast
+	}
+	g.policy = NewCodexRecovery(rc)
 	g.agent, err = New(Config{
-		Session: g.sess, Transport: provider.NewHTTP(cfg), Model: codexModel,
+		Session: g.sess, Transport: provider.NewHTTP(cfg), Model: model,
 		Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}),
 		Instructions: "You are a test agent.", Retry: g.policy, Principal: "test",
 	})
@@ -518,4 +524,321 @@ func TestLoopLoopbackPermanentAfterHTTP(t *testing.T) {
 	if n := len(g.srv.Requests()); n != 2 {
 		t.Fatalf("%d requests, want 2", n)
 	}
+}
+
+func TestLoopHardCeilingWithUncertaintyRefuses(t *testing.T) {
+	dir := t.TempDir()
+	budget := &Budget{Ceilings: Ceilings{MaxTokens: 1_000_000}, Prices: DefaultPrices()}
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{dir: dir, budget: budget})
+		g.srv.Enqueue(eofTurn(), providertest.Text("never reached"))
+		res, _ := g.run(context.Background(), "first")
+		ce, ok := errors.AsType[*CeilingError](res.Err)
+		if res.Outcome != OutcomeFailed || !ok || !ce.Uncertain {
+			t.Fatalf("first run: outcome %s err %v, want failed with an uncertainty ceiling refusal", res.Outcome, res.Err)
+		}
+		if n := len(g.srv.Requests()); n != 1 {
+			t.Fatalf("%d requests: under a hard ceiling an uncertain failure stops after the first", n)
+		}
+		// The next run refuses before sending anything.
+		res, _ = g.run(context.Background(), "second")
+		if _, ok := errors.AsType[*CeilingError](res.Err); !ok || res.Outcome != OutcomeFailed {
+			t.Fatalf("second run: outcome %s err %v", res.Outcome, res.Err)
+		}
+		if n := len(g.srv.Requests()); n != 1 {
+			t.Fatalf("second run sent a request (%d total)", n)
+		}
+		g.sess.Close()
+	})
+	// Reopen the durable session with a fresh agent and policy: still refused.
+	path := onlySession(t, dir)
+	synctest.Test(t, func(t *testing.T) {
+		s, err := session.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		srv := providertest.NewInProcess(t)
+		srv.Enqueue(providertest.Text("never reached"))
+		tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), RoundTripper: srv.RoundTripper(), Features: provider.FeatureCodexProfile})
+		pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: provider.FeatureCodexProfile, Budget: budget})
+		a, err := New(Config{Session: s, Transport: tr, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := a.Prompt(context.Background(), "after reopen", PromptOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var uncertainAtStart bool
+		for e := range r.Events() {
+			if _, ok := e.(*ProviderUsageUncertain); ok && e.Seq() == 2 {
+				uncertainAtStart = true
+			}
+		}
+		res := r.Wait()
+		if _, ok := errors.AsType[*CeilingError](res.Err); !ok {
+			t.Fatalf("after reopen: outcome %s err %v, want a ceiling refusal", res.Outcome, res.Err)
+		}
+		if len(srv.Requests()) != 0 {
+			t.Fatal("after reopen a request was sent despite outstanding uncertainty")
+		}
+		if !uncertainAtStart {
+			t.Fatal("provider_usage_uncertain not emitted at the start of a run on an uncertain session")
+		}
+	})
+}
+
+func TestLoopNetworkWaitLimit(t *testing.T) {
+	t.Run("pre-send outage", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newRecRig(t, recRigOpt{})
+			g.policy.SetMaxNetworkWait(10 * time.Minute)
+			start := time.Now()
+			g.gate = func(*http.Request) error { return netUnreachable() }
+			res, _ := g.run(context.Background(), "hi")
+			nw, ok := errors.AsType[*NetworkWaitLimit](res.Err)
+			if !ok || nw.UsageUnknown {
+				t.Fatalf("err %v, want NetworkWaitLimit without unknown usage", res.Err)
+			}
+			if d := time.Since(start); d != 10*time.Minute {
+				t.Fatalf("gave up after %v, want exactly the 10m bound", d)
+			}
+			if g.sess.Totals().Uncertain {
+				t.Fatal("pre-send outage invented unknown usage")
+			}
+		})
+	})
+	t.Run("deadline cuts a dispatched opening", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newRecRig(t, recRigOpt{})
+			g.policy.SetMaxNetworkWait(time.Minute)
+			calls := 0
+			g.gate = func(req *http.Request) error {
+				calls++
+				if calls < 3 {
+					return netUnreachable()
+				}
+				// The network is back: the request is written, then the
+				// connection hangs until the outage deadline cuts it.
+				if tr := httptrace.ContextClientTrace(req.Context()); tr != nil && tr.WroteHeaders != nil {
+					tr.WroteHeaders()
+				}
+				<-req.Context().Done()
+				return req.Context().Err()
+			}
+			res, evs := g.run(context.Background(), "hi")
+			nw, ok := errors.AsType[*NetworkWaitLimit](res.Err)
+			if !ok || !nw.UsageUnknown {
+				t.Fatalf("err %v, want NetworkWaitLimit{UsageUnknown: true}", res.Err)
+			}
+			if tot := g.sess.Totals(); tot.UncertainMarkers != 1 {
+				t.Fatalf("durable markers %d, want 1 before returning", tot.UncertainMarkers)
+			}
+			if len(eventsOf[*ProviderUsageUncertain](evs)) != 1 {
+				t.Fatal("provider_usage_uncertain not emitted")
+			}
+		})
+	})
+}
+
+func TestLoopLoopbackWebSocketFallback(t *testing.T) {
+	srv := providertest.New(t)
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile | provider.FeatureWebSocket})
+	t.Cleanup(func() { ws.Close() })
+	fb := NewFallbackTransport(ws, provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile}))
+	dir := t.TempDir()
+	sess, err := session.Create(dir, session.Header{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
+	a, err := New(Config{Session: sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := providertest.Text("answer after fallback")
+	srv.Enqueue(repeatTurn(full.DropAfter(3), 7)...) // six over the WebSocket, one over HTTP
+	srv.Enqueue(full)
+	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	res := r.Wait()
+	if res.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	var transports []string
+	for _, q := range srv.Requests() {
+		transports = append(transports, q.Transport)
+	}
+	want := "websocket websocket websocket websocket websocket websocket http http"
+	if strings.Join(transports, " ") != want {
+		t.Fatalf("transports %v, want %s (fallback after five WebSocket retries, budget kept)", transports, want)
+	}
+	if s, _ := pol.Spent(); s != 0 {
+		t.Fatalf("completed turn left %d spent", s)
+	}
+	if sess.Totals().UncertainMarkers != 7 {
+		t.Fatalf("markers %d, want 7", sess.Totals().UncertainMarkers)
+	}
+}
+
+func TestLoopLoopbackHandshakeFallback(t *testing.T) {
+	srv := providertest.New(t)
+	srv.RejectWebSocket(426)
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile})
+	t.Cleanup(func() { ws.Close() })
+	fb := NewFallbackTransport(ws, provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile}))
+	dir := t.TempDir()
+	sess, err := session.Create(dir, session.Header{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
+	a, err := New(Config{Session: sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(providertest.Text("over http"))
+	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != OutcomeCompleted || !fb.OnHTTP() {
+		t.Fatalf("outcome %s (%v), on HTTP %v", res.Outcome, res.Err, fb.OnHTTP())
+	}
+	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Transport != "http" {
+		t.Fatalf("requests %+v", reqs)
+	}
+	if sess.Totals().Uncertain {
+		t.Fatal("a refused handshake invented unknown usage")
+	}
+}
+
+func TestLoopCompactionRetryIsOperationScoped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		small := provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 100_000, Features: provider.FeatureCodexProfile}
+		g := newRecRig(t, recRigOpt{model: small})
+		g.srv.Enqueue(providertest.Text("ok one").WithUsage(provider.Usage{InputTokens: 3700, OutputTokens: 10}))
+		if res, _ := g.run(context.Background(), "FIRSTPROMPT "+strings.Repeat("x ", 7000)); res.Outcome != OutcomeCompleted {
+			t.Fatalf("first run %s: %v", res.Outcome, res.Err)
+		}
+		g.srv.Enqueue(
+			providertest.Text("SUMMARY partial").EOFAfter(5), // the summary request is interrupted
+			providertest.Text("SUMMARY-XYZ the user asked about x").WithUsage(provider.Usage{InputTokens: 3000, OutputTokens: 20}),
+			providertest.Text("answer after compaction"),
+		)
+		res, evs := g.run(context.Background(), "again")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		retries := eventsOf[*ProviderRetry](evs)
+		if len(retries) != 1 || retries[0].Operation == nil || *retries[0].Operation != OperationCompaction || retries[0].RetryKind != RetryInterruptedInference {
+			t.Fatalf("retries %+v, want one compaction-scoped replacement", retries)
+		}
+		if n := len(eventsOf[*RecoveredOutput](evs)); n != 0 {
+			t.Fatalf("%d recovered_output events for an auxiliary request", n)
+		}
+		recs := readFile(t, g.sess.Path())
+		var compUsage, compUncertain, compEntries int
+		for _, r := range recs {
+			switch {
+			case r.str("kind") == "usage" && r.str("operation") == OperationCompaction:
+				compUsage++
+			case r.str("kind") == "usage_uncertain" && r.str("operation") == OperationCompaction:
+				compUncertain++
+			case r.str("kind") == "entry" && r.str("type") == "compaction":
+				compEntries++
+			}
+		}
+		if compUsage != 1 || compUncertain != 1 || compEntries != 1 {
+			t.Fatalf("compaction usage %d, uncertain %d, entries %d; want 1, 1, 1 (usage only on success)", compUsage, compUncertain, compEntries)
+		}
+	})
+}
+
+func TestLoopControlsDuringBackoffReachPreparation(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{})
+		start := time.Now()
+		g.gate = func(*http.Request) error {
+			if time.Since(start) < 3*time.Minute {
+				return netUnreachable()
+			}
+			return nil
+		}
+		g.srv.Enqueue(providertest.Text("final"))
+		r, err := g.agent.Prompt(context.Background(), "hi", PromptOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits := 0
+		for e := range r.Events() {
+			if _, ok := e.(*ProviderRetry); ok {
+				waits++
+				switch waits {
+				case 1:
+					if _, err := r.Steer("STEER-DURING-WAIT"); err != nil {
+						t.Errorf("steer during backoff: %v", err)
+					}
+				case 2:
+					if err := r.FinishNow("wrap up"); err != nil {
+						t.Errorf("finish now during backoff: %v", err)
+					}
+				}
+			}
+		}
+		if res := r.Wait(); res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		reqs := g.srv.Requests()
+		if len(reqs) != 1 {
+			t.Fatalf("%d requests", len(reqs))
+		}
+		body := string(reqs[0].Raw)
+		if !strings.Contains(body, "STEER-DURING-WAIT") || !strings.Contains(body, "wrap up") {
+			t.Fatalf("controls accepted during backoff are missing from the replacement: %s", body)
+		}
+		if reqs[0].Body["tool_choice"] != "none" {
+			t.Fatalf("FinishNow during backoff not sticky: tool_choice %v", reqs[0].Body["tool_choice"])
+		}
+	})
+}
+
+func TestLoopCredentialUnavailableWaits(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var asked int
+		cred := func(context.Context) (string, error) {
+			asked++
+			if asked <= 50 {
+				return "", errors.New("keychain locked")
+			}
+			return "sk-test-not-a-secret", nil
+		}
+		g := newRecRig(t, recRigOpt{credential: cred})
+		g.srv.Enqueue(providertest.Text("hello"))
+		res, evs := g.run(context.Background(), "hi")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		retries := eventsOf[*ProviderRetry](evs)
+		if len(retries) != 50 {
+			t.Fatalf("%d waits, want 50", len(retries))
+		}
+		for _, e := range retries {
+			if e.RetryKind != RetryWaitingForNetwork || e.MaxAttempts != nil || e.Reason != "auth_unavailable" {
+				t.Fatalf("credential wait %+v", e)
+			}
+		}
+		if g.sess.Totals().Uncertain || len(g.srv.Requests()) != 1 {
+			t.Fatalf("uncertain %v, requests %d", g.sess.Totals().Uncertain, len(g.srv.Requests()))
+		}
+	})
 }
