@@ -1,0 +1,80 @@
+package server
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/tools"
+)
+
+// TestSessionsConcurrentlyAndNoLeaks runs two sessions at once (each with
+// its own seq from 1), leaves a third run streaming, then shuts down and
+// checks that shutdown settled every run and no server goroutine outlives
+// Serve.
+func TestSessionsConcurrentlyAndNoLeaks(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	ignore := goleak.IgnoreCurrent()
+	st.provider.Enqueue(
+		providertest.Text("answer one"),
+		providertest.Text("answer two"),
+		providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5),
+	)
+	e := st.editor(t, Options{}, nil)
+	s1, s2 := e.newSession(), e.newSession()
+	c1 := e.promptAsync(map[string]any{"sessionId": s1, "text": "one"})
+	c2 := e.promptAsync(map[string]any{"sessionId": s2, "text": "two"})
+	a1, a2 := waitAnswer(t, c1), waitAnswer(t, c2)
+	if a1.Outcome != "completed" || a2.Outcome != "completed" {
+		t.Fatalf("answers %+v %+v", a1, a2)
+	}
+	for _, run := range []string{a1.RunID, a2.RunID} {
+		evs := e.eventsOf(run)
+		if len(evs) == 0 || evs[0].Seq != 1 || evs[len(evs)-1].Seq != int64(len(evs)) {
+			t.Errorf("run %s: seqs not 1..n per session: %d events", run, len(evs))
+		}
+	}
+	c3 := e.promptAsync(map[string]any{"sessionId": s1, "text": "three"})
+	e.await("streaming", func(notes []note) bool {
+		n := 0
+		for _, ev := range eventsIn(notes, "") {
+			if ev.SessionID == s1 && ev.Event["kind"] == "output_delta" {
+				n++
+			}
+		}
+		return n > 2
+	})
+	var out json.RawMessage
+	e.mustCall("shutdown", nil, &out)
+	// shutdown answers only after the run settled, so its answer is here.
+	select {
+	case a3 := <-c3:
+		if a3.Outcome != "cancelled" {
+			t.Errorf("run during shutdown: %+v, want cancelled", a3)
+		}
+	case <-time.After(time.Second):
+		t.Error("shutdown answered before the active run's prompt was answered")
+	}
+	e.notify("exit", nil)
+	select {
+	case err := <-e.served:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+		e.served <- err
+	case <-time.After(editorTimeout):
+		t.Fatal("Serve did not return")
+	}
+	_ = e.raw.Close()
+	_ = e.conn.Close()
+	goleak.VerifyNone(t, ignore,
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"),
+		// The loopback provider's own HTTP server connections.
+		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
+	)
+}
