@@ -257,7 +257,7 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 		return deny(reason, eff)
 	}
 	v, reason := b.policy.decide(facts)
-	adm := &Admission{b: b, tool: tool, intent: intent, digest: intent.Digest(), obs: obs}
+	adm := &Admission{b: b, host: host, tool: tool, intent: intent, digest: intent.Digest(), obs: obs}
 	switch v {
 	case verdictAdmit:
 		adm.reason = reason

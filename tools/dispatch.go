@@ -26,6 +26,7 @@ const (
 // and it formats as a redacted value.
 type Admission struct {
 	b      *Broker
+	host   *Host
 	tool   Tool
 	intent EffectIntent
 	digest string
@@ -217,6 +218,13 @@ func (a *Admission) commit(ctx context.Context) string {
 		a.state = stateRevoked
 		a.revokeGrantLocked()
 		return ReasonCancelled
+	}
+	if a.host.Generation() != a.intent.CatalogGeneration {
+		// The catalog changed since admission: the intent no longer
+		// names what would run.
+		a.state = stateRevoked
+		a.revokeGrantLocked()
+		return ReasonCommitDenied
 	}
 	if a.grant != nil {
 		g := *a.grant

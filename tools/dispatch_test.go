@@ -515,3 +515,21 @@ func TestApproverIgnoringContextCannotHang(t *testing.T) {
 		t.Fatalf("cancel: %+v", d)
 	}
 }
+
+// TestCatalogChangeBeforeCommitDenies: an admission is bound to the catalog
+// generation it was admitted in.
+func TestCatalogChangeBeforeCommitDenies(t *testing.T) {
+	pt := newProbe("edit", WorkspaceMutation)
+	host := mustHost(t, pt)
+	b := NewBroker(BrokerConfig{Approver: approveAll()})
+	adm, _ := b.Admit(context.Background(), host, req("edit", `{}`), DispatchObserver{})
+	if err := host.Register(newProbe("late", Pure)); err != nil {
+		t.Fatal(err)
+	}
+	if _, d := adm.Execute(context.Background()); d.Reason != ReasonCommitDenied || pt.executed.Load() != 0 {
+		t.Fatalf("decision %+v", d)
+	}
+	if b.Grants().Outstanding() != 0 {
+		t.Fatal("grant not revoked")
+	}
+}

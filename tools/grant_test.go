@@ -118,7 +118,7 @@ func TestGrantConcurrentAdmissionsOneCommit(t *testing.T) {
 	// 100 admissions sharing the one grant (as a replaying attacker would).
 	clones := make([]*Admission, 100)
 	for i := range clones {
-		clones[i] = &Admission{b: b, tool: pt, intent: adm.intent, digest: adm.digest, reason: ReasonApproved, grant: &g}
+		clones[i] = &Admission{b: b, host: host, tool: pt, intent: adm.intent, digest: adm.digest, reason: ReasonApproved, grant: &g}
 	}
 	var allowed atomic.Int32
 	var wg sync.WaitGroup
