@@ -432,7 +432,19 @@ func (t *BashTool) body(c captured, budget int) (string, bool) {
 	head, _ := clipUTF8(neutralizeControls(headRaw), half)
 	tail := clipFrontUTF8(neutralizeControls(tailRaw), half)
 	omitted := max(c.total-int64(len(headRaw)+len(tailRaw)), 0)
-	marker := fmt.Sprintf("\n[... %d bytes of output omitted ...]\n", omitted)
+	// Show whole lines around the marker when lines are not huge.
+	if i := strings.LastIndexByte(head, '\n'); i >= len(head)/2 {
+		omitted += int64(len(head) - i - 1)
+		head = head[:i+1]
+	}
+	if i := strings.IndexByte(tail, '\n'); i >= 0 && i < len(tail)/2 {
+		omitted += int64(i + 1)
+		tail = tail[i+1:]
+	}
+	marker := fmt.Sprintf("[... %d bytes of output omitted ...]\n", omitted)
+	if !strings.HasSuffix(head, "\n") {
+		marker = "\n" + marker
+	}
 	return head + marker + tail, true
 }
 

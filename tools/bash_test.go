@@ -197,6 +197,26 @@ func TestBashOutputOverLimits(t *testing.T) {
 	if !strings.Contains(res.Text[:100], "1\n2\n") || !strings.Contains(res.Text, "20000\nLAST\n") || !strings.Contains(res.Text, "bytes of output omitted") {
 		t.Errorf("head/tail preview wrong: %q ... %q", res.Text[:20], res.Text[len(res.Text)-200:])
 	}
+	// Whole lines around the omission marker: the tail counts up to 20000.
+	_, tailText, _ := strings.Cut(res.Text, "bytes of output omitted ...]\n")
+	tailLines := strings.Split(tailText, "\n")
+	prev := -1
+	for _, l := range tailLines {
+		if l == "ERR" { // stderr may arrive anywhere
+			continue
+		}
+		n, err := strconv.Atoi(l)
+		if err != nil {
+			break
+		}
+		if prev >= 0 && n != prev+1 {
+			t.Errorf("tail line %q follows %d: a line was cut", l, prev)
+		}
+		prev = n
+	}
+	if prev != 20000 {
+		t.Errorf("tail ends at %d", prev)
+	}
 	full, ok := res.Details["full_output_path"].(string)
 	if !ok || res.Details["partial_output_path"] != nil || res.Details["spill_truncated"] != nil {
 		t.Fatalf("details: %v", res.Details)
