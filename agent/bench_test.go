@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -55,11 +57,27 @@ func (n *noopTool) Execute(_ context.Context, inv tools.Invocation) (tools.Resul
 // measured cost of one durable append of a comparable record on the same
 // file system in the same run.
 //
-//	go test -run '^$' -bench BenchmarkToolRoundTrip -benchtime 20x -count 5 ./agent/
+// The "disk" case keeps the session on the test's temporary directory
+// (ext4 here); the "tmpfs" case on /dev/shm, where fdatasync is nearly free,
+// so loop-ms/trip there is the loop's own cost.
+//
+//	go test -run '^$' -bench BenchmarkToolRoundTrip -benchtime 20x -count 10 ./agent/
 func BenchmarkToolRoundTrip(b *testing.B) {
+	b.Run("disk", func(b *testing.B) { benchRoundTrip(b, b.TempDir()) })
+	b.Run("tmpfs", func(b *testing.B) {
+		dir, err := os.MkdirTemp("/dev/shm", "octet-bench-")
+		if err != nil {
+			b.Skip("no /dev/shm")
+		}
+		defer os.RemoveAll(dir)
+		benchRoundTrip(b, dir)
+	})
+}
+
+func benchRoundTrip(b *testing.B, dir string) {
 	const rounds = 10
 	srv := pt.New(b)
-	sess, err := session.Create(b.TempDir(), session.Header{Cwd: b.TempDir()})
+	sess, err := session.Create(filepath.Join(dir, "run"), session.Header{Cwd: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -78,7 +96,7 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	base, err := session.Create(b.TempDir(), session.Header{Cwd: "/"})
+	base, err := session.Create(filepath.Join(dir, "base"), session.Header{Cwd: "/"})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -106,7 +124,7 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 		// Baseline in the same iteration: the durable appends the run made
 		// (prompt, per trip assistant+usage and result, final answer,
 		// checkpoint), replayed against another session on the same disk.
-		n := 2*rounds + 3
+		n := appendsPerRun(rounds)
 		a0 := time.Now()
 		for i := range n {
 			e := session.Entry{Type: session.EntryToolResult, RunID: "run_bench", Result: &session.ToolResult{CallID: fmt.Sprint("c", i), Tool: "noop", Text: "ok"}}
@@ -123,8 +141,17 @@ func BenchmarkToolRoundTrip(b *testing.B) {
 	trips := float64(runs * rounds)
 	beyond := total - prov - time.Duration(noop.spent.Load())
 	perTrip := float64(beyond) / trips
+	appendMs := float64(appends) / float64(nAppends) / 1e6
+	perTripAppends := float64(appendsPerRun(rounds)) / rounds
 	b.ReportMetric(perTrip/1e6, "loop-ms/trip")
-	b.ReportMetric(float64(appends)/float64(nAppends)/1e6, "append-ms")
-	b.ReportMetric(float64(beyond-appends)/trips/1e6, "overhead-ms/trip")
+	b.ReportMetric(appendMs, "append-ms")
+	// The target: < 1 ms plus one durable append per record. A ratio
+	// below 1 meets it.
+	b.ReportMetric(perTrip/1e6/(1+perTripAppends*appendMs), "loop/target")
 	b.ReportMetric(float64(prov)/trips/1e6, "provider-ms/trip")
 }
+
+// appendsPerRun is the number of durable appends of one benchmark run:
+// the prompt, per round trip the assistant+usage batch and the result,
+// the final answer batch and the checkpoint.
+func appendsPerRun(rounds int) int { return 2*rounds + 3 }
