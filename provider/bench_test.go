@@ -116,8 +116,18 @@ func (rt bodyRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // BenchmarkStreamAllocsPerTextDelta runs the whole HTTP stream path
 // (Open, Next per event) over an in-memory body and reports heap
-// allocations and nanoseconds per text delta.
+// allocations and nanoseconds per text delta, for the fast delta decoder
+// and, as the baseline, the general encoding/json decoder.
 func BenchmarkStreamAllocsPerTextDelta(b *testing.B) {
+	for _, mode := range []struct {
+		name   string
+		noFast bool
+	}{{"fast", false}, {"general-json", true}} {
+		b.Run(mode.name, func(b *testing.B) { benchStream(b, mode.noFast) })
+	}
+}
+
+func benchStream(b *testing.B, noFast bool) {
 	const deltas = 5_000
 	body := syntheticStream(deltas)
 	tr := NewHTTP(HTTPConfig{BaseURL: "http://127.0.0.1:9/v1", RoundTripper: bodyRT{body}})
@@ -133,6 +143,7 @@ func BenchmarkStreamAllocsPerTextDelta(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
+		st.(*httpStream).dec.noFast = noFast
 		n := 0
 		for {
 			ev, err := st.Next(ctx)
