@@ -225,7 +225,7 @@ func (p *CodexRecovery) Decide(f Failure) RetryDecision {
 	case c.usageUnknown && p.budget.Active():
 		d.Err = &CeilingError{Uncertain: true, Err: f.Err}
 	case c.class == classNetworkWait:
-		p.decideWait(&d, c, now, f.Err)
+		p.decideWait(&d, c, now)
 	case c.class == classStream, c.class == classAdmission, c.class == classFallback:
 		p.decideReplace(&d, c, f.Err)
 	default:
@@ -251,7 +251,7 @@ func (p *CodexRecovery) waitLimit(now time.Time, unknown bool, err error) error 
 
 // decideWait handles a positively pre-send outage: unbounded count,
 // elapsed time bounded by MaxNetworkWait, no inference budget spent.
-func (p *CodexRecovery) decideWait(d *RetryDecision, c classified, now time.Time, err error) {
+func (p *CodexRecovery) decideWait(d *RetryDecision, c classified, now time.Time) {
 	if !p.inOutage {
 		p.inOutage, p.outageStart, p.waits = true, now, 0
 	}

@@ -46,7 +46,6 @@ type classified struct {
 	// retryAfter is a valid provider Retry-After, never shortened.
 	retryAfter    time.Duration
 	hasRetryAfter bool
-	deadline      bool // the opening was cut by a context deadline
 }
 
 // transientFailedCodes are response.failed / error-frame codes that name a
@@ -76,7 +75,7 @@ func classify(f Failure) classified {
 	if !errors.As(f.Err, &pe) {
 		switch {
 		case errors.Is(f.Err, context.DeadlineExceeded):
-			c.reason, c.deadline = "deadline_exceeded", true
+			c.reason = "deadline_exceeded"
 			c.usageUnknown = f.Dispatched
 		case errors.Is(f.Err, context.Canceled):
 			c.class, c.reason = classCanceled, "canceled"
@@ -99,7 +98,7 @@ func classify(f Failure) classified {
 		// policy; a deadline here is a derived bound (the outage deadline)
 		// and Decide judges it.
 		if errors.Is(pe, context.DeadlineExceeded) {
-			c.reason, c.deadline = "deadline_exceeded", true
+			c.reason = "deadline_exceeded"
 			return c
 		}
 		c.class, c.reason = classCanceled, "canceled"
