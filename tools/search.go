@@ -618,7 +618,9 @@ func (w *walker) searchDir(job dirJob, local []searchHit, buf []byte) ([]searchH
 	if err != nil {
 		return local, buf
 	}
-	f := os.NewFile(uintptr(dup), job.rel)
+	// The name matters only where the filesystem reports no entry types
+	// and ReadDir falls back to lstat by path.
+	f := os.NewFile(uintptr(dup), filepath.Join(w.root.Dir(), job.rel))
 	ents, _ := f.ReadDir(-1)
 	f.Close()
 

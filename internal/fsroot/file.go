@@ -235,7 +235,7 @@ func splitRel(rel string) []string {
 
 // commitAt performs the temp-write, compare and rename under pfd.
 func commitAt(pfd int, name, display string, data []byte, prior Prior) (err error) {
-	mode, err := targetMode(pfd, name, display)
+	mode, owner, err := targetMode(pfd, name, display)
 	if err != nil {
 		return err
 	}
@@ -254,6 +254,10 @@ func commitAt(pfd int, name, display string, data []byte, prior Prior) (err erro
 	}()
 	if err := writeAll(tfd, data); err != nil {
 		return fmt.Errorf("write temporary for %s: %w", display, err)
+	}
+	if owner != nil && (int(owner.Uid) != unix.Geteuid() || int(owner.Gid) != unix.Getegid()) {
+		// Keep the replaced file's owner where permitted (best effort).
+		unix.Fchown(tfd, int(owner.Uid), int(owner.Gid))
 	}
 	if err := unix.Fchmod(tfd, mode); err != nil {
 		return fmt.Errorf("chmod temporary for %s: %w", display, err)
@@ -276,21 +280,22 @@ func commitAt(pfd int, name, display string, data []byte, prior Prior) (err erro
 	return nil
 }
 
-// targetMode returns the permission bits of the existing target, or 0644.
-func targetMode(pfd int, name, display string) (uint32, error) {
+// targetMode returns the permission bits (and metadata) of the existing
+// target, or 0644 and nil when it does not exist.
+func targetMode(pfd int, name, display string) (uint32, *unix.Stat_t, error) {
 	var st unix.Stat_t
 	err := unix.Fstatat(pfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return 0o644, nil
+		return 0o644, nil, nil
 	case err != nil:
-		return 0, fmt.Errorf("stat %s: %w", display, err)
+		return 0, nil, fmt.Errorf("stat %s: %w", display, err)
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-		return 0, fmt.Errorf("%s: %w", display, ErrSymlink)
+		return 0, nil, fmt.Errorf("%s: %w", display, ErrSymlink)
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return 0, &NotRegularError{Path: display, Kind: kindOf(st.Mode)}
+		return 0, nil, &NotRegularError{Path: display, Kind: kindOf(st.Mode)}
 	}
-	return st.Mode & 0o7777, nil
+	return st.Mode & 0o7777, &st, nil
 }
 
 func createTemp(pfd int, name string) (string, int, error) {

@@ -433,3 +433,21 @@ func TestFallbackOnRefusedOpenat2(t *testing.T) {
 		})
 	}
 }
+
+func TestWriteKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("changing a file's owner needs root")
+	}
+	ws, _ := layout(t)
+	p := filepath.Join(ws, "file.txt")
+	must(t, os.Chown(p, 12345, 23456))
+	r, err := Open(ws)
+	must(t, err)
+	defer r.Close()
+	must(t, r.WriteFile("file.txt", []byte("v2"), PriorOf([]byte("inside\n")), WriteOptions{}))
+	var st unix.Stat_t
+	must(t, unix.Stat(p, &st))
+	if st.Uid != 12345 || st.Gid != 23456 {
+		t.Errorf("owner %d:%d, want 12345:23456", st.Uid, st.Gid)
+	}
+}
