@@ -15,9 +15,6 @@ import (
 type textRenderer struct {
 	out, notes  io.Writer
 	atLineStart bool
-	// recovered counts recovered_output events shown.
-	recovered int
-	retries   int
 	// args collects the provisional arguments of streamed calls, shown
 	// when the call actually starts.
 	args map[string]*strings.Builder
@@ -84,7 +81,6 @@ func (r *textRenderer) event(ev agent.Event) {
 		}
 	case *agent.ProviderRetry:
 		clear(r.args)
-		r.retries++
 		maxA := "∞"
 		if e.MaxAttempts != nil {
 			maxA = fmt.Sprint(*e.MaxAttempts)
@@ -95,7 +91,6 @@ func (r *textRenderer) event(ev agent.Event) {
 			r.note("↻ stream interrupted (%s); reconnecting %d/%s in %dms — output of the failed attempt is discarded", e.Reason, e.Attempt, maxA, e.DelayMs)
 		}
 	case *agent.RecoveredOutput:
-		r.recovered++
 		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
 	case *agent.ProviderUsageUncertain:
 		r.note("! usage is now uncertain: %s", e.Reason)
