@@ -106,3 +106,26 @@ func TestNoGoroutineLeaks(t *testing.T) {
 	}
 	ws.Close()
 }
+
+// TestCloseFromAnotherGoroutine checks that Close unblocks a pending Next,
+// which then reports Canceled, on every transport.
+func TestCloseFromAnotherGoroutine(t *testing.T) {
+	for _, tr := range transports {
+		t.Run(tr.name, func(t *testing.T) {
+			srv := providertest.New(t)
+			srv.Enqueue(providertest.Stall())
+			st, err := tr.make(t, srv).Open(context.Background(), simpleRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Next(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(30*time.Millisecond, func() { st.Close() })
+			_, err = st.Next(context.Background())
+			if e := asError(t, err); e.Class != provider.Canceled {
+				t.Fatalf("got %v", e)
+			}
+		})
+	}
+}

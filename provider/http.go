@@ -391,6 +391,7 @@ type limitedBody struct {
 	n int64
 }
 
+// Read reads at most the remaining bound and fails past it.
 func (l *limitedBody) Read(p []byte) (int, error) {
 	if l.n <= 0 {
 		return 0, errBodyTooLarge
@@ -423,7 +424,7 @@ type httpStream struct {
 
 	dec       decoder
 	err       error
-	finished  bool
+	finished  atomic.Bool // set by Next; read by a concurrent Close
 	requestID string
 	rl        RateLimits
 	closeOnce sync.Once
@@ -458,7 +459,7 @@ func (s *httpStream) Next(ctx context.Context) (Event, error) {
 	if s.err != nil {
 		return Event{}, s.err
 	}
-	if s.finished {
+	if s.finished.Load() {
 		return Event{}, io.EOF
 	}
 	if err := ctx.Err(); err != nil {
@@ -484,7 +485,7 @@ func (s *httpStream) Next(ctx context.Context) (Event, error) {
 			continue
 		}
 		if st.final {
-			s.finished = true
+			s.finished.Store(true)
 			s.release()
 		}
 		return ev, nil
@@ -539,7 +540,7 @@ func (s *httpStream) release() {
 			s.unwatch()
 		}
 		s.mu.Unlock()
-		if !s.finished {
+		if !s.finished.Load() {
 			s.cancel(errClosed)
 			s.resp.Body.Close()
 			return
