@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"strconv"
 	"strings"
 
 	"github.com/octet-agent/octet/provider"
@@ -101,11 +102,23 @@ func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
 }
 
 // sessionItems converts a provider response's output into session items.
-// Items octet cannot replay (provider-hosted tools, custom tool calls) fail
-// closed: ok is false and name says which type was found.
+// Items octet cannot replay fail closed and bad describes the first one:
+// provider-hosted tools and custom tool calls, and function calls without a
+// call id or name or with a call id used twice (they could never be paired
+// with exactly one result, and every later request would be rejected).
 func sessionItems(out []provider.Item) (items []session.Item, bad string) {
 	items = make([]session.Item, 0, len(out))
+	seen := make(map[string]bool)
 	for _, it := range out {
+		if it.Type == provider.ItemFunctionCall {
+			if it.CallID == "" || it.Name == "" {
+				return nil, "function_call without call_id or name"
+			}
+			if seen[it.CallID] {
+				return nil, "function_call with a duplicate call_id"
+			}
+			seen[it.CallID] = true
+		}
 		switch it.Type {
 		case provider.ItemMessage:
 			text := it.Text
@@ -118,7 +131,7 @@ func sessionItems(out []provider.Item) (items []session.Item, bad string) {
 		case provider.ItemFunctionCall:
 			items = append(items, session.Item{Type: session.ItemFunctionCall, ID: it.ID, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 		default:
-			return nil, string(it.Type)
+			return nil, "type " + strconv.Quote(string(it.Type))
 		}
 	}
 	return items, ""

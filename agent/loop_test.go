@@ -482,3 +482,67 @@ func TestSetModelAndReasoningApplyAtNextRequest(t *testing.T) {
 		t.Fatalf("second request (model without reasoning) %v", reqs[1].Body)
 	}
 }
+
+// TestUnreplayableOutputFailsClosed: a response octet could never replay
+// (a custom tool call, a duplicated call id) fails the run without
+// persisting the assistant message or running anything.
+func TestUnreplayableOutputFailsClosed(t *testing.T) {
+	checkLeaks(t)
+	probe := &probeTool{name: "probe", effect: tools.Pure}
+	h := newHarness(t, harnessOpt{extra: []tools.Tool{probe}})
+	h.srv.Enqueue(pt.Reply(pt.FunctionCall("d", "probe", `{"n":1}`), pt.FunctionCall("d", "probe", `{"n":2}`)))
+	checkRunEvents(t, drain(t, h.prompt("one", PromptOptions{})), OutcomeFailed)
+	h.srv.Enqueue(pt.Reply(pt.CustomToolCall("x", "probe", "raw")))
+	checkRunEvents(t, drain(t, h.prompt("two", PromptOptions{})), OutcomeFailed)
+	if probe.executed.Load() != 0 {
+		t.Fatal("a call of an unreplayable response ran")
+	}
+	for _, e := range entries(readFile(t, h.sess.Path())) {
+		if e.str("type") == "assistant" {
+			t.Fatalf("unreplayable response persisted: %v", e)
+		}
+	}
+	// The session is still usable.
+	h.srv.Enqueue(pt.Text("fine"))
+	checkRunEvents(t, drain(t, h.prompt("three", PromptOptions{})), OutcomeCompleted)
+}
+
+// TestPersistenceFailureFailsRun: when the session can no longer be
+// written the run fails, still emits exactly one run_finished, and Wait
+// reports the error.
+func TestPersistenceFailureFailsRun(t *testing.T) {
+	checkLeaks(t)
+	probe := &probeTool{name: "probe", effect: tools.Pure, gate: make(chan struct{})}
+	h := newHarness(t, harnessOpt{extra: []tools.Tool{probe}})
+	h.srv.Enqueue(pt.Reply(pt.FunctionCall("a", "probe", `{"n":1}`)), pt.Text("never"))
+	r := h.prompt("go", PromptOptions{})
+	waitFor(t, func() bool { return probe.inside.Load() == 1 })
+	if err := h.sess.Close(); err != nil {
+		t.Fatal(err)
+	}
+	close(probe.gate)
+	fin := checkRunEvents(t, drain(t, r), OutcomeFailed)
+	if res := r.Wait(); res.Err == nil || fin.Error == "" {
+		t.Fatalf("result %+v", res)
+	}
+}
+
+// TestCallerContextCancelsRun: cancelling Prompt's ctx is the same abort.
+func TestCallerContextCancelsRun(t *testing.T) {
+	checkLeaks(t)
+	probe := &probeTool{name: "probe", effect: tools.Pure, gate: make(chan struct{})}
+	h := newHarness(t, harnessOpt{extra: []tools.Tool{probe}})
+	h.srv.Enqueue(pt.Reply(pt.FunctionCall("a", "probe", `{"n":1}`)))
+	ctx, cancel := context.WithCancel(context.Background())
+	r, err := h.agent.Prompt(ctx, "go", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return probe.inside.Load() == 1 })
+	cancel()
+	checkRunEvents(t, drain(t, r), OutcomeCancelled)
+	recs := checkDurableEnd(t, h.sess.Path(), OutcomeCancelled)
+	if res := resultFor(recs, "a").result(); res.str("text") != "cancelled" {
+		t.Fatalf("running tool's own result %v", res)
+	}
+}
