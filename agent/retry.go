@@ -114,3 +114,10 @@ func dispatched(err error) bool {
 type HTTPFallback interface {
 	FallbackToHTTP()
 }
+
+// RunStarter is implemented by retry policies with per-run state. The loop
+// calls RunStarted at the start of every run of the Agent (one policy value
+// serves all of an Agent's runs, one at a time), before the first request.
+type RunStarter interface {
+	RunStarted(runID string)
+}

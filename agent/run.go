@@ -118,6 +118,9 @@ func (r *Run) emit(e Event) {
 // drive is the run's owner goroutine.
 func (r *Run) drive() {
 	r.started = time.Now()
+	if rs, ok := r.a.retry.(RunStarter); ok {
+		rs.RunStarted(r.id)
+	}
 	r.a.obs.RunStarted(RunInfo{RunID: r.id})
 	r.emit(&RunStarted{RunID: r.id, WithoutTools: r.opts.WithoutTools})
 	if r.a.sess.Totals().Uncertain {
