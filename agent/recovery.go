@@ -209,9 +209,10 @@ func (p *CodexRecovery) Decide(f Failure) RetryDecision {
 	c := classify(f)
 	d := RetryDecision{UsageUnknown: c.usageUnknown, Reason: c.reason}
 	now := p.now()
-	if c.class != classNetworkWait && c.class != classCanceled && f.Dispatched {
-		// The request left the host: whatever the outage was, it is over.
-		defer p.endOutage()
+	if f.Dispatched && !c.cut && c.class != classNetworkWait && c.class != classCanceled {
+		// The request left the host: whatever the outage was, it is over,
+		// and its deadline no longer applies to this failure.
+		p.endOutage()
 	}
 	switch {
 	case c.class == classCanceled:

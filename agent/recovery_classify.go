@@ -46,6 +46,9 @@ type classified struct {
 	// retryAfter is a valid provider Retry-After, never shortened.
 	retryAfter    time.Duration
 	hasRetryAfter bool
+	// cut is true when a context deadline (the outage bound) ended the
+	// attempt rather than the provider or the network.
+	cut bool
 }
 
 // transientFailedCodes are response.failed / error-frame codes that name a
@@ -75,7 +78,7 @@ func classify(f Failure) classified {
 	if !errors.As(f.Err, &pe) {
 		switch {
 		case errors.Is(f.Err, context.DeadlineExceeded):
-			c.reason = "deadline_exceeded"
+			c.reason, c.cut = "deadline_exceeded", true
 			c.usageUnknown = f.Dispatched
 		case errors.Is(f.Err, context.Canceled):
 			c.class, c.reason = classCanceled, "canceled"
@@ -98,7 +101,7 @@ func classify(f Failure) classified {
 		// policy; a deadline here is a derived bound (the outage deadline)
 		// and Decide judges it.
 		if errors.Is(pe, context.DeadlineExceeded) {
-			c.reason = "deadline_exceeded"
+			c.reason, c.cut = "deadline_exceeded", true
 			return c
 		}
 		c.class, c.reason = classCanceled, "canceled"

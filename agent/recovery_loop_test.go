@@ -842,3 +842,54 @@ func TestLoopCredentialUnavailableWaits(t *testing.T) {
 		}
 	})
 }
+
+func TestLoopOutageDeadlineSparesHealthyBody(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{})
+		g.policy.SetMaxNetworkWait(time.Minute)
+		start := time.Now()
+		g.gate = func(*http.Request) error {
+			if time.Since(start) < 30*time.Second {
+				return netUnreachable()
+			}
+			return nil
+		}
+		// The reconnected response streams for far longer than the outage
+		// allowance; only the opening was bounded by it.
+		g.srv.Enqueue(providertest.Text("a slow but healthy answer").Pace(10 * time.Second))
+		res, _ := g.run(context.Background(), "hi")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		if d := time.Since(start); d < 2*time.Minute {
+			t.Fatalf("the body finished after %v; the test wants it to outlive the 1m outage bound", d)
+		}
+	})
+}
+
+func TestLoopStreamFailureAfterOutageIsAReplacement(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{})
+		g.policy.SetMaxNetworkWait(time.Minute)
+		start := time.Now()
+		g.gate = func(*http.Request) error {
+			if time.Since(start) < 30*time.Second {
+				return netUnreachable()
+			}
+			return nil
+		}
+		// The network is back; the body then breaks after the outage bound
+		// has passed. That is a stream failure, not an outage.
+		slow := providertest.Text("one two three four five six seven").Pace(10 * time.Second)
+		g.srv.Enqueue(slow.DropAfter(slow.FrameCount()-2), providertest.Text("recovered"))
+		res, evs := g.run(context.Background(), "hi")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		retries := eventsOf[*ProviderRetry](evs)
+		last := retries[len(retries)-1]
+		if last.RetryKind != RetryInterruptedInference || last.Reason != "body_interrupted" {
+			t.Fatalf("last retry %+v, want a stream replacement", last)
+		}
+	})
+}
