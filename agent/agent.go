@@ -237,6 +237,8 @@ func (a *Agent) Active() *Run {
 // the turn limit, a failure or cancellation. ctx cancellation and
 // Run.Cancel both abort the run. It returns ErrBusy while another run is
 // active. The user entry is durable when Prompt returns without error.
+// Before it, calls on the active branch without a result are resolved as
+// New does (replayed or paired with an indeterminate error).
 func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*Run, error) {
 	if text == "" {
 		return nil, ErrEmptyInput
@@ -249,6 +251,14 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 	r := newRun(a, ctx, opts)
 	a.active = r
 	a.mu.Unlock()
+	// Calls left without a result since New (a branch moved into the
+	// middle of a batch, a run whose settlement could not be written) are
+	// resolved under the same rules as crash leftovers.
+	if err := a.resolveLeftovers(ctx); err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, fmt.Errorf("agent: resolve unresolved calls: %w", err)
+	}
 	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text}); err != nil {
 		r.cancel()
 		a.release(r)

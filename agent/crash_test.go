@@ -183,3 +183,41 @@ func TestCrashMidToolThenResume(t *testing.T) {
 	}
 	_ = time.Second
 }
+
+// TestBranchIntoBatchResolvesAtPrompt: moving the head into the middle of a
+// batch leaves calls without results on the active branch; the next Prompt
+// pairs them (replaying only the replay-safe read) before it sends anything.
+func TestBranchIntoBatchResolvesAtPrompt(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{policy: tools.UnsafeHost})
+	h.writeFile("a.txt", "alpha\n")
+	h.srv.Enqueue(pt.Reply(
+		pt.FunctionCall("w1", "write", `{"path":"b.txt","content":"beta\n"}`),
+		pt.FunctionCall("r1", "read", `{"path":"a.txt"}`),
+	), pt.Text("done"))
+	checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{})), OutcomeCompleted)
+	var asst string
+	for _, e := range h.sess.Branch() {
+		if e.Type == session.EntryAssistant && asst == "" {
+			asst = e.ID
+		}
+	}
+	if err := h.sess.SetHead(asst); err != nil {
+		t.Fatal(err)
+	}
+	h.srv.Enqueue(pt.Text("again"))
+	checkRunEvents(t, drain(t, h.prompt("retry from there", PromptOptions{})), OutcomeCompleted)
+	req := h.srv.Requests()[2]
+	if got := strings.Join(inputTypes(req), " "); got != "message:user function_call function_call function_call_output function_call_output message:user" {
+		t.Fatalf("request input %s", got)
+	}
+	var texts []string
+	for _, e := range h.sess.Branch() {
+		if e.Type == session.EntryToolResult {
+			texts = append(texts, e.Result.CallID+"="+e.Result.Details["crash_recovery"].(string))
+		}
+	}
+	if strings.Join(texts, " ") != "w1=indeterminate r1=replayed" {
+		t.Fatalf("resolved %v", texts)
+	}
+}
