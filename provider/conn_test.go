@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -127,5 +128,28 @@ func TestCloseFromAnotherGoroutine(t *testing.T) {
 				t.Fatalf("got %v", e)
 			}
 		})
+	}
+}
+
+// TestStalledErrorBody checks that a server sending an error status and
+// then stalling its body cannot hang Open: the open bound still applies.
+func TestStalledErrorBody(t *testing.T) {
+	release := make(chan struct{})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusBadGateway)
+		w.Write([]byte(`{"error":{"message":"upstream`))
+		w.(http.Flusher).Flush()
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer hs.Close()
+	defer close(release)
+	tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: hs.URL + "/v1", OpenTimeout: 200 * time.Millisecond})
+	// Without the bound, run's 20 s context would end Open as Canceled.
+	_, err := run(t, tr, simpleRequest())
+	if e := asError(t, err); e.Class != provider.HTTPStatus || e.Status != 502 || !e.Dispatched {
+		t.Fatalf("got %v", e)
 	}
 }

@@ -228,6 +228,17 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	}
 	h.log.Debug("provider http open", "url", h.url, "model", req.Model, "bytes", len(body))
 	resp, err := h.client.Do(hr)
+	if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
+		// Read the bounded error body while the opening bounds still run,
+		// so a server that stalls mid error body cannot hang Open.
+		e := statusError(resp, key)
+		if openTimer != nil {
+			openTimer.Stop()
+		}
+		stop()
+		cancel(nil)
+		return nil, e
+	}
 	if openTimer != nil {
 		openTimer.Stop()
 	}
@@ -245,10 +256,6 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 			return nil, &Error{Phase: Opening, Class: ResponseHeaders, Dispatched: true, Err: errOpenTimeout}
 		}
 		return nil, canceledError(Opening, true, ctx.Err())
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		defer cancel(nil)
-		return nil, statusError(resp, key)
 	}
 	s := &httpStream{
 		resp:      resp,
