@@ -533,3 +533,33 @@ func TestCatalogChangeBeforeCommitDenies(t *testing.T) {
 		t.Fatal("grant not revoked")
 	}
 }
+
+// FuzzDispatch drives arbitrary argument bytes through the whole pipeline:
+// it never panics, a denial never reaches hooks or the tool, and whatever
+// runs received exactly the canonical arguments the hook saw.
+func FuzzDispatch(f *testing.F) {
+	for _, s := range []string{`{}`, `{"x":"a"}`, `{"x":1}`, `{"invalid":true}`, `{"x":"a","x":"b"}`, `[]`, ``, `{"n":3,"x":"\u00e9"}`} {
+		f.Add([]byte(s), uint8(WorkspaceRead))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, effByte uint8) {
+		eff := Effect(int(effByte) % len(effectNames))
+		pt := newProbe("probe", eff)
+		var hookArgs json.RawMessage
+		hooks := Hooks{BeforeToolCall: func(_ context.Context, in EffectIntent) error {
+			hookArgs = in.Arguments
+			return nil
+		}}
+		b := NewBroker(BrokerConfig{Policy: UnsafeHost, Hooks: []Hooks{hooks}})
+		_, d := b.Dispatch(context.Background(), mustHost(t, pt), DispatchRequest{CallID: "c", Tool: "probe", Arguments: raw}, DispatchObserver{})
+		if d.Denied() {
+			if hookArgs != nil || pt.executed.Load() != 0 {
+				t.Fatalf("denied (%s) call reached the hook or tool", d.Reason)
+			}
+			return
+		}
+		canon, err := CanonicalArguments(raw)
+		if err != nil || string(pt.lastArgs) != string(canon) || string(hookArgs) != string(canon) || eff == Unknown {
+			t.Fatalf("ran with %q (hook %q), canonical %q, err %v, effect %s", pt.lastArgs, hookArgs, canon, err, eff)
+		}
+	})
+}
