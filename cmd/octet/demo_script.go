@@ -1,8 +1,14 @@
 package main
 
 import (
+	"time"
+
 	"github.com/octet-agent/octet/provider/providertest"
 )
+
+// demoPace spaces the scripted frames so the answer visibly streams while
+// the whole demo stays well under ten seconds.
+const demoPace = 10 * time.Millisecond
 
 // demoPrompt is the user prompt the demo sends.
 const demoPrompt = "The greeting in greet.go looks wrong. Please fix it."
@@ -26,7 +32,7 @@ func demoScript() []providertest.Turn {
 	// response.created, response.in_progress, output_item.added and
 	// content_part.added, then ten word deltas, then the connection drops.
 	interrupted = interrupted.DropAfter(4 + 10)
-	return []providertest.Turn{
+	turns := []providertest.Turn{
 		providertest.Reply(
 			providertest.Message("Let me look at the greeting code first."),
 			providertest.FunctionCall("call_read_greet", "read", `{"path":"greet.go"}`),
@@ -40,4 +46,8 @@ func demoScript() []providertest.Turn {
 		providertest.Text("Done: if you approved the edit, greeting() now returns \"Hello, world!\"; " +
 			"if you denied it, greet.go is unchanged and the session records the denial."),
 	}
+	for i := range turns {
+		turns[i] = turns[i].Pace(demoPace)
+	}
+	return turns
 }
