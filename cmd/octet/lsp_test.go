@@ -158,3 +158,76 @@ func TestLSPBinaryAgainstScriptedProvider(t *testing.T) {
 	}
 	assertNoSecret(t, append(all, stderr.String()), home, ws)
 }
+
+// TestLSPProjectConfigPerWorkspace: each session's policy comes from its
+// own workspace's .octet/config.toml, which can only tighten.
+func TestLSPProjectConfigPerWorkspace(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	os.MkdirAll(filepath.Join(ws, ".octet"), 0o755)
+	os.WriteFile(filepath.Join(ws, ".octet", "config.toml"), []byte("allow_write = false\neffect_policy = \"unsafe_host\"\n"), 0o644)
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, octetBin, "lsp", "--safe-mode")
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
+	pol, _ := res["effectiveToolPolicy"].(map[string]any)
+	check := func(key string, value any, source string) {
+		t.Helper()
+		got, _ := pol[key].(map[string]any)
+		if got["value"] != value || got["source"] != source {
+			t.Errorf("%s = %v, want %v from %s", key, got, value, source)
+		}
+	}
+	check("allow_write", false, "project_config")
+	check("effect_policy", "controlled_bash_approval", "flag") // the project's unsafe_host is ignored
+	check("workspace_confinement", true, "flag")
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v", err)
+	}
+	if !strings.Contains(stderr.String(), "effect_policy ignored") {
+		t.Errorf("stderr lacks the ignored-setting warning:\n%s", stderr.String())
+	}
+}
+
+// TestLSPStartupErrors: a bad config fails at startup with file:line on
+// stderr, exit 2, and not one byte on stdout (the protocol channel).
+func TestLSPStartupErrors(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, "config.toml"), []byte("tools = [\"read\", \"telnet\"]\n"), 0o644)
+	cmd := exec.Command(octetBin, "lsp")
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_API_KEY="+fakeKey)
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Run()
+	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
+		t.Errorf("exit %d, want 2", code)
+	}
+	if out.Len() != 0 {
+		t.Errorf("stdout carried non-protocol bytes: %q", out.String())
+	}
+	if !strings.Contains(errb.String(), filepath.Join(home, "config.toml")+":1:") || !strings.Contains(errb.String(), `"telnet"`) {
+		t.Errorf("stderr = %q", errb.String())
+	}
+	cmd = exec.Command(octetBin, "lsp", "--safe-mode", "--effect-policy", "controlled")
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+t.TempDir())
+	out.Reset()
+	errb.Reset()
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	cmd.Run()
+	if cmd.ProcessState.ExitCode() != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "conflicts") {
+		t.Errorf("conflict: exit %d stdout %q stderr %q", cmd.ProcessState.ExitCode(), out.String(), errb.String())
+	}
+}
