@@ -28,9 +28,19 @@ type stack struct {
 
 // newStack builds the real runtime with policy.
 func newStack(t *testing.T, policy tools.Policy) *stack {
+	return newStackWith(t, policy, false)
+}
+
+// newStackWith builds the real runtime; recovery selects the Codex
+// recovery envelope (a qualified model and endpoint, short backoff).
+func newStackWith(t *testing.T, policy tools.Policy, recovery bool) *stack {
 	t.Helper()
 	st := &stack{home: t.TempDir(), workspace: t.TempDir(), provider: providertest.New(t)}
-	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL()})
+	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
+	if recovery {
+		model, _ = provider.LookupModel("gpt-5.1-codex")
+	}
+	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL(), Features: model.Features})
 	st.runtime = &Runtime{
 		SessionsDir: filepath.Join(st.home, "sessions"),
 		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
@@ -48,10 +58,15 @@ func newStack(t *testing.T, policy tools.Policy) *stack {
 			broker := tools.NewBroker(tools.BrokerConfig{
 				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal,
 			})
-			model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
+			var retry agent.RetryPolicy
+			if recovery {
+				retry = agent.NewCodexRecovery(agent.RecoveryConfig{
+					Profile: agent.ProfileCodex, Model: model, Endpoint: model.Features, InitialBackoff: 20 * time.Millisecond,
+				})
+			}
 			a, err := agent.New(agent.Config{
 				Session: spec.Session, Transport: transport, Model: model, Host: host,
-				Broker: broker, Instructions: "You are a test agent.", Principal: spec.Principal,
+				Broker: broker, Instructions: "You are a test agent.", Principal: spec.Principal, Retry: retry,
 			})
 			if err != nil {
 				return nil, err
@@ -380,4 +395,60 @@ func TestRunFailureShownToStockClient(t *testing.T) {
 			return n.Method == "window/showMessage" && strings.Contains(string(n.Params), "failed")
 		})
 	})
+}
+
+// TestRecoveredOutputChannel interrupts a stream: the partial output must
+// arrive only as octet/recoveredOutput (never as an octet/event), the
+// retry as provider_retry with a "Reconnecting" progress report, and the
+// run must complete with the replacement's answer.
+func TestRecoveredOutputChannel(t *testing.T) {
+	st := newStackWith(t, tools.Controlled, true)
+	st.provider.Enqueue(
+		providertest.Text("partial words that never finish because the stream drops").DropAfter(7),
+		providertest.Text("Recovered answer."),
+	)
+	e := st.editor(t, Options{}, map[string]any{"recoveredOutput": true, "events": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v\n%s", ans, e.dump())
+	}
+	var recovered []map[string]any
+	seqs := map[float64]bool{}
+	e.mu.Lock()
+	for _, n := range e.notes {
+		var p map[string]any
+		_ = json.Unmarshal(n.Params, &p)
+		switch n.Method {
+		case "octet/recoveredOutput":
+			recovered = append(recovered, p)
+			seqs[p["seq"].(float64)] = true
+		case "octet/event":
+			if seqs[p["seq"].(float64)] {
+				t.Errorf("seq %v used twice", p["seq"])
+			}
+			seqs[p["seq"].(float64)] = true
+			if ev, _ := p["event"].(map[string]any); ev["kind"] == "recovered_output" {
+				t.Errorf("recovered_output leaked into octet/event: %v", p)
+			}
+		}
+	}
+	e.mu.Unlock()
+	if len(recovered) == 0 || recovered[0]["channel"] != "text" || !strings.HasPrefix(recovered[0]["text"].(string), "partial") ||
+		recovered[0]["runId"] != ans.RunID || recovered[0]["sessionId"] != sid {
+		t.Errorf("octet/recoveredOutput = %v", recovered)
+	}
+	for i := 1; i <= len(seqs); i++ {
+		if !seqs[float64(i)] {
+			t.Errorf("seq %d missing: event and recoveredOutput share one gap-free counter", i)
+		}
+	}
+	e.await("provider_retry", hasEvent("provider_retry", ans.RunID))
+	var tok struct{ Token string }
+	_ = json.Unmarshal(e.awaitRequest("window/workDoneProgress/create"), &tok)
+	_, msgs := progressOf(e, tok.Token)
+	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "Reconnecting 1/") }) {
+		t.Errorf("progress messages %v lack a Reconnecting report", msgs)
+	}
 }

@@ -1,0 +1,328 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/tools"
+)
+
+// pingPongSSE serves one scripted turn as SSE, one frame at a time: after
+// each output_text delta it waits until the receiver reports the delta
+// arrived, so each delta's latency is measured alone. sent receives the
+// time each delta frame was flushed.
+type pingPongSSE struct {
+	body []byte
+	sent atomic.Int64 // UnixNano of the last delta frame, set before writing it
+	ack  chan struct{}
+}
+
+func (p *pingPongSSE) since() time.Duration { return time.Since(time.Unix(0, p.sent.Load())) }
+
+func newPingPong(words int) *pingPongSSE {
+	text := strings.TrimSpace(strings.Repeat("w ", words))
+	return &pingPongSSE{
+		body: providertest.Text(text).SSE(),
+		ack:  make(chan struct{}, 1),
+	}
+}
+
+func (p *pingPongSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	_, _ = io.Copy(io.Discard, r.Body)
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	for _, fr := range bytes.SplitAfter(p.body, []byte("\n\n")) {
+		if len(fr) == 0 {
+			continue
+		}
+		delta := bytes.Contains(fr, []byte("response.output_text.delta"))
+		if delta {
+			p.sent.Store(time.Now().UnixNano())
+		}
+		_, _ = w.Write(fr)
+		fl.Flush()
+		if delta {
+			select {
+			case <-p.ack:
+			case <-r.Context().Done():
+				return
+			}
+		}
+	}
+}
+
+// BenchmarkDeltaToEvent measures the latency octet adds between a provider
+// text delta arriving on its loopback socket and the matching octet/event
+// reaching the editor (the real provider client, agent and server; a
+// fake editor over net.Pipe). The floor, measured in the same run, is the
+// same loopback SSE stream read by a bare HTTP client that forwards each
+// delta as a JSON-RPC notification over net.Pipe, without octet.
+func BenchmarkDeltaToEvent(b *testing.B) {
+	const words = 400
+	floor := deltaFloor(b, words)
+	var lat []time.Duration
+	pp := newPingPong(words)
+	hs := &http.Server{Handler: pp}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go hs.Serve(ln)
+	defer hs.Close()
+
+	rt := benchRuntime(b, "http://"+ln.Addr().String()+"/v1")
+	cli, srvEnd := net.Pipe()
+	go New(Options{Runtime: rt}).Serve(context.Background(), srvEnd)
+	var mu sync.Mutex
+	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(cli))
+	conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+		if req.Method() == "octet/event" && bytes.Contains(req.Params(), []byte(`"output_delta"`)) {
+			d := pp.since()
+			mu.Lock()
+			lat = append(lat, d)
+			mu.Unlock()
+			pp.ack <- struct{}{}
+		}
+		return nil, nil
+	})
+	defer cli.Close()
+	ctx := context.Background()
+	ws := b.TempDir()
+	if _, err := conn.Call(ctx, "initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil); err != nil {
+		b.Fatal(err)
+	}
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if _, err := conn.Call(ctx, "octet/session/new", map[string]any{}, &sess); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		var res promptAnswer
+		if _, err := conn.Call(ctx, "octet/prompt", map[string]any{"sessionId": sess.SessionID, "text": "go"}, &res); err != nil || res.Outcome != "completed" {
+			b.Fatalf("prompt: %v %+v", err, res)
+		}
+	}
+	mu.Lock()
+	p50, p99 := percentiles(lat)
+	mu.Unlock()
+	f50, f99 := percentiles(floor)
+	b.ReportMetric(float64(p50.Microseconds()), "p50-µs")
+	b.ReportMetric(float64(p99.Microseconds()), "p99-µs")
+	b.ReportMetric(float64(f50.Microseconds()), "floor-p50-µs")
+	b.ReportMetric(float64(f99.Microseconds()), "floor-p99-µs")
+	b.ReportMetric(float64((p99 - f99).Microseconds()), "added-p99-µs")
+}
+
+// deltaFloor is the transport floor of BenchmarkDeltaToEvent.
+func deltaFloor(b *testing.B, words int) []time.Duration {
+	pp := newPingPong(words)
+	hs := &http.Server{Handler: pp}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go hs.Serve(ln)
+	defer hs.Close()
+	a, z := net.Pipe()
+	defer a.Close()
+	var mu sync.Mutex
+	var lat []time.Duration
+	recv := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(z))
+	recv.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+		d := pp.since()
+		mu.Lock()
+		lat = append(lat, d)
+		mu.Unlock()
+		pp.ack <- struct{}{}
+		return nil, nil
+	})
+	send := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(a))
+	send.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
+	for range 5 {
+		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/responses", "application/json", strings.NewReader("{}"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.Contains(data, []byte("output_text.delta")) {
+				var ev struct{ Delta string }
+				_ = json.Unmarshal(data, &ev)
+				_ = send.Notify(context.Background(), "octet/event", map[string]any{"event": map[string]any{"kind": "output_delta", "text": ev.Delta}})
+			}
+		}
+		resp.Body.Close()
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	return slices.Clone(lat)
+}
+
+func percentiles(d []time.Duration) (p50, p99 time.Duration) {
+	if len(d) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[len(s)/2], s[min(len(s)-1, len(s)*99/100)]
+}
+
+// benchRuntime is the real runtime against a provider at baseURL.
+func benchRuntime(b *testing.B, baseURL string) *Runtime {
+	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: baseURL})
+	return &Runtime{
+		SessionsDir: filepath.Join(b.TempDir(), "sessions"),
+		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
+			host := tools.NewHost()
+			broker := tools.NewBroker(tools.BrokerConfig{Policy: tools.Controlled, Approver: spec.Approver})
+			a, err := agent.New(agent.Config{
+				Session: spec.Session, Transport: transport, Host: host, Broker: broker,
+				Model: provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000},
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy()}, nil
+		},
+	}
+}
+
+// BenchmarkInitializeInProcess is server construction plus one
+// initialize round trip over net.Pipe (no process start).
+func BenchmarkInitializeInProcess(b *testing.B) {
+	rt := &Runtime{SessionsDir: b.TempDir()}
+	for b.Loop() {
+		cli, srvEnd := net.Pipe()
+		done := make(chan struct{})
+		go func() { New(Options{Runtime: rt}).Serve(context.Background(), srvEnd); close(done) }()
+		conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(cli))
+		conn.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
+		if _, err := conn.Call(context.Background(), "initialize", map[string]any{"capabilities": map[string]any{}}, nil); err != nil {
+			b.Fatal(err)
+		}
+		cli.Close()
+		<-done
+	}
+}
+
+// BenchmarkProcessStartToInitialize measures `octet lsp` from exec to the
+// initialize answer, and its idle RSS after initialize. The baseline in the
+// same run is `octet version` (the same binary's process start and exit),
+// and gopls when it is installed.
+func BenchmarkProcessStartToInitialize(b *testing.B) {
+	bin := filepath.Join(b.TempDir(), "octet")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	home := b.TempDir()
+	env := append(os.Environ(), "OCTET_HOME="+home, "OPENAI_API_KEY=test-not-a-key", "OPENAI_BASE_URL=http://127.0.0.1:9/v1")
+	var base, lsp []time.Duration
+	var rss int
+	var gopls []time.Duration
+	goplsBin, _ := exec.LookPath("gopls")
+	for b.Loop() {
+		t0 := time.Now()
+		c := exec.Command(bin, "version")
+		c.Env = env
+		if err := c.Run(); err != nil {
+			b.Fatal(err)
+		}
+		base = append(base, time.Since(t0))
+		d, r := startToInit(b, bin, []string{"lsp"}, env, true)
+		lsp = append(lsp, d)
+		rss = r
+		if goplsBin != "" {
+			d, _ := startToInit(b, goplsBin, nil, env, false)
+			gopls = append(gopls, d)
+		}
+	}
+	m := func(d []time.Duration) float64 { p, _ := percentiles(d); return float64(p.Microseconds()) / 1000 }
+	b.ReportMetric(m(lsp), "lsp-init-ms")
+	b.ReportMetric(m(base), "version-ms")
+	b.ReportMetric(m(lsp)/m(base), "lsp/version")
+	b.ReportMetric(float64(rss), "idle-RSS-KB")
+	if len(gopls) > 0 {
+		b.ReportMetric(m(gopls), "gopls-init-ms")
+	}
+}
+
+// startToInit starts bin, sends initialize and returns the time to its
+// answer and (when rssToo) the process's VmRSS after a short idle.
+func startToInit(b *testing.B, bin string, args, env []string, rssToo bool) (time.Duration, int) {
+	ws := b.TempDir()
+	t0 := time.Now()
+	c := exec.Command(bin, args...)
+	c.Env = env
+	c.Dir = ws
+	stdin, _ := c.StdinPipe()
+	stdout, _ := c.StdoutPipe()
+	if err := c.Start(); err != nil {
+		b.Fatal(err)
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":"file://%s","capabilities":{}}}`, ws)
+	fmt.Fprintf(stdin, "Content-Length: %d\r\n\r\n%s", len(body), body)
+	r := bufio.NewReader(stdout)
+	n := 0
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			b.Fatalf("%s: %v", bin, err)
+		}
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "Content-Length: "); ok {
+			n, _ = strconv.Atoi(v)
+		}
+		if strings.TrimSpace(line) == "" {
+			break
+		}
+	}
+	if _, err := io.ReadFull(r, make([]byte, n)); err != nil {
+		b.Fatal(err)
+	}
+	d := time.Since(t0)
+	rss := 0
+	if rssToo {
+		time.Sleep(300 * time.Millisecond)
+		rss = vmRSS(c.Process.Pid)
+	}
+	stdin.Close()
+	_ = c.Process.Kill()
+	_ = c.Wait()
+	return d, rss
+}
+
+func vmRSS(pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return n
+		}
+	}
+	return 0
+}
