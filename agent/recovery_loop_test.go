@@ -893,3 +893,34 @@ func TestLoopStreamFailureAfterOutageIsAReplacement(t *testing.T) {
 		}
 	})
 }
+
+func TestLoopCostInPicodollarsAndCostCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// $1.25 / $0.125 / $10 per million tokens (gpt-5.1-codex list price).
+		budget := &Budget{Ceilings: Ceilings{MaxCost: 10_000_000_000}, Prices: DefaultPrices()} // one cent
+		g := newRecRig(t, recRigOpt{budget: budget})
+		g.srv.Enqueue(providertest.Text("priced").WithUsage(provider.Usage{InputTokens: 2000, CachedTokens: 1000, OutputTokens: 900, ReasoningTokens: 300}))
+		res, evs := g.run(context.Background(), "hi")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		want := int64(1000*1_250_000 + 1000*125_000 + 900*10_000_000) // $0.010375
+		if got := g.sess.Totals().Known.CostPicodollars; got != want {
+			t.Fatalf("durable cost %d picodollars, want %d", got, want)
+		}
+		usage := eventsOf[*Usage](evs)
+		if len(usage) != 1 || usage[0].CostMicros == nil || *usage[0].CostMicros != want/1_000_000 {
+			t.Fatalf("usage events %+v, want costMicros %d", usage, want/1_000_000)
+		}
+		// The spend is above the one-cent ceiling: the next run is refused
+		// before anything is sent.
+		g.srv.Enqueue(providertest.Text("never"))
+		res, _ = g.run(context.Background(), "again")
+		if ce, ok := errors.AsType[*CeilingError](res.Err); !ok || ce.Limit != "cost" || ce.Used != want {
+			t.Fatalf("second run: %v, want a cost ceiling refusal", res.Err)
+		}
+		if n := len(g.srv.Requests()); n != 1 {
+			t.Fatalf("%d requests, want 1", n)
+		}
+	})
+}
