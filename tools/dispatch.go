@@ -39,6 +39,12 @@ type Admission struct {
 	finalized bool
 }
 
+var (
+	_ fmt.Stringer   = (*Admission)(nil)
+	_ fmt.Formatter  = (*Admission)(nil)
+	_ json.Marshaler = (*Admission)(nil)
+)
+
 // Tool returns the admitted tool.
 func (a *Admission) Tool() Tool { return a.tool }
 

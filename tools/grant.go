@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -48,6 +50,16 @@ type Grant struct {
 	// while it prints a func only as an address.
 	tok func() *grantToken
 }
+
+// Every path that could print or encode a Grant is redacted.
+var (
+	_ fmt.Stringer           = Grant{}
+	_ fmt.GoStringer         = Grant{}
+	_ fmt.Formatter          = Grant{}
+	_ json.Marshaler         = Grant{}
+	_ encoding.TextMarshaler = Grant{}
+	_ slog.LogValuer         = Grant{}
+)
 
 // String implements fmt.Stringer with a redacted value.
 func (Grant) String() string { return redacted }

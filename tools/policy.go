@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding"
 	"fmt"
 	"strings"
 )
@@ -54,6 +55,11 @@ func ParsePolicy(s string) (Policy, error) {
 	}
 	return Controlled, fmt.Errorf("unknown effect policy %q (want controlled, controlled_bash_approval or unsafe_host)", truncateForError(s))
 }
+
+var (
+	_ encoding.TextMarshaler   = Policy(0)
+	_ encoding.TextUnmarshaler = (*Policy)(nil)
+)
 
 // MarshalText encodes p as its configuration name.
 func (p Policy) MarshalText() ([]byte, error) {
