@@ -1,10 +1,13 @@
 package provider_test
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -151,5 +154,30 @@ func TestStalledErrorBody(t *testing.T) {
 	_, err := run(t, tr, simpleRequest())
 	if e := asError(t, err); e.Class != provider.HTTPStatus || e.Status != 502 || !e.Dispatched {
 		t.Fatalf("got %v", e)
+	}
+}
+
+// TestDebugLogsCarryNoCredential runs requests with debug logging on and
+// checks that neither the key nor a URL password reaches the log.
+func TestDebugLogsCarryNoCredential(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.Text("a"), providertest.Text("b"))
+	var buf bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	base := strings.Replace(srv.URL(), "http://", "http://user:hunter2@", 1)
+	h := provider.NewHTTP(provider.HTTPConfig{BaseURL: base, APIKey: testKey, Logger: log})
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: base, APIKey: testKey, Logger: log})
+	defer ws.Close()
+	for _, tr := range []provider.Transport{h, ws} {
+		if _, err := run(t, tr, simpleRequest()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := buf.String()
+	if !strings.Contains(out, "provider http open") || !strings.Contains(out, "provider websocket send") {
+		t.Fatalf("no debug records: %s", out)
+	}
+	if strings.Contains(out, testKey) || strings.Contains(out, "hunter2") || strings.Contains(h.URL()+ws.URL(), "hunter2") {
+		t.Fatalf("credential in log or URL: %s", out)
 	}
 }

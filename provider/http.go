@@ -74,7 +74,8 @@ type HTTP struct {
 	cfg      HTTPConfig
 	url      string
 	client   *http.Client
-	reliable bool // the RoundTripper fires httptrace hooks faithfully
+	logURL   string // url without userinfo, for logs
+	reliable bool   // the RoundTripper fires httptrace hooks faithfully
 	noAuth   bool
 	log      *slog.Logger
 }
@@ -103,6 +104,7 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 		cfg.OpenTimeout = DefaultOpenTimeout
 	}
 	h := &HTTP{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/responses", log: cfg.Logger}
+	h.logURL = redactURL(h.url)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -154,8 +156,20 @@ func isLoopbackURL(raw string) bool {
 // EndpointFeatures returns the configured endpoint features.
 func (h *HTTP) EndpointFeatures() ResponsesFeatures { return h.cfg.Features }
 
-// URL returns the request URL (no credential).
-func (h *HTTP) URL() string { return h.url }
+// URL returns the request URL with any userinfo password redacted.
+func (h *HTTP) URL() string { return h.logURL }
+
+// CloseIdleConnections closes pooled keep-alive connections.
+func (h *HTTP) CloseIdleConnections() { h.client.CloseIdleConnections() }
+
+// redactURL hides a password in raw's userinfo.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "[unparsable URL]"
+	}
+	return u.Redacted()
+}
 
 // errOpenTimeout, errIdle, errClosed and errCallerCanceled are context
 // causes that tell the classifier why a request context ended.
@@ -226,7 +240,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	if key != "" {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
-	h.log.Debug("provider http open", "url", h.url, "model", req.Model, "bytes", len(body))
+	h.log.Debug("provider http open", "url", h.logURL, "model", req.Model, "bytes", len(body))
 	resp, err := h.client.Do(hr)
 	if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
 		// Read the bounded error body while the opening bounds still run,

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -105,9 +106,14 @@ func NewWebSocket(cfg WSConfig) *WebSocket {
 	return w
 }
 
-// WebSocketURL derives the socket URL from an HTTP base URL.
+// WebSocketURL derives the socket URL from an HTTP base URL. Userinfo is
+// dropped (the socket authenticates with the Authorization header only).
 func WebSocketURL(base string) string {
 	u := strings.TrimRight(base, "/") + "/responses"
+	if pu, err := url.Parse(u); err == nil && pu.User != nil {
+		pu.User = nil
+		u = pu.String()
+	}
 	switch {
 	case strings.HasPrefix(u, "https://"):
 		return "wss://" + strings.TrimPrefix(u, "https://")
@@ -117,8 +123,8 @@ func WebSocketURL(base string) string {
 	return u
 }
 
-// URL returns the socket URL (no credential).
-func (w *WebSocket) URL() string { return w.url }
+// URL returns the socket URL with any userinfo password redacted.
+func (w *WebSocket) URL() string { return redactURL(w.url) }
 
 // EndpointFeatures returns the configured endpoint features.
 func (w *WebSocket) EndpointFeatures() ResponsesFeatures { return w.cfg.Features }
@@ -186,7 +192,7 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 	w.mu.Lock()
 	w.conn = c
 	w.mu.Unlock()
-	w.log.Debug("provider websocket send", "url", w.url, "model", req.Model, "bytes", len(frame))
+	w.log.Debug("provider websocket send", "url", redactURL(w.url), "model", req.Model, "bytes", len(frame))
 	return &wsStream{w: w, c: c, idle: w.cfg.IdleTimeout}, nil
 }
 
