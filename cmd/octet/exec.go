@@ -126,7 +126,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		jr = &jsonRenderer{out: e.stdout, sessionID: sess.Header().ID, runID: run.ID()}
 		render = jr.event
 	} else {
-		render = newTextRenderer(e.stdout, e.stderr).event
+		render = newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal).event
 	}
 	for ev := range run.Events() {
 		render(ev)

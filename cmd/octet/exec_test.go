@@ -330,3 +330,26 @@ func TestExecRecoversOnCodexProfile(t *testing.T) {
 		t.Errorf("unqualified route: exit %d, want 1 (no replay)", r.code)
 	}
 }
+
+// TestExecTextOmitsFailedAttempt: written to a file or pipe, stdout holds
+// only committed answer text — never the text of an interrupted attempt,
+// which appears on stderr as recovered output instead.
+func TestExecTextOmitsFailedAttempt(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.Message("partial words that will be cut off here")).DropAfter(4+3),
+		providertest.Text("the whole answer"),
+	)
+	if err := os.WriteFile(filepath.Join(x.home, "config.toml"), []byte("runtime_profile = \"codex\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, x.ws, x.vars, "exec", "hi")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r.stdout != "the whole answer\n" {
+		t.Errorf("stdout = %q, want only the committed answer", r.stdout)
+	}
+	if !strings.Contains(r.stderr, "┆ partial words that") {
+		t.Errorf("stderr lacks the recovered output:\n%s", r.stderr)
+	}
+}

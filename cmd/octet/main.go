@@ -45,6 +45,9 @@ type env struct {
 	tty func() (io.ReadWriteCloser, error)
 	// stdinIsTerminal reports whether stdin is an interactive terminal.
 	stdinIsTerminal bool
+	// stdoutIsTerminal reports whether stdout is a terminal: answer text
+	// then streams live; otherwise only committed answer text is written.
+	stdoutIsTerminal bool
 }
 
 func main() {
@@ -57,7 +60,7 @@ func main() {
 	e := env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		lookup: os.LookupEnv, cwd: cwd, tty: openTTY,
-		stdinIsTerminal: isTerminal(os.Stdin),
+		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout),
 	}
 	code := run(ctx, os.Args[1:], e)
 	stop()

@@ -12,24 +12,46 @@ import (
 // textRenderer prints a run for a person: the answer text on out (stdout),
 // everything else (tool activity, retries, recovered output) on notes
 // (stderr), so `octet exec ... > answer.txt` captures only the answer.
+//
+// On a terminal (live) answer text streams as it arrives; a provider
+// retry then says the text above it is discarded. Otherwise deltas are
+// held until the assistant message is committed, so a pipe or file gets
+// only committed answer text, never the output of a failed attempt.
 type textRenderer struct {
 	out, notes  io.Writer
+	live        bool
+	pending     strings.Builder
 	atLineStart bool
 	// args collects the provisional arguments of streamed calls, shown
 	// when the call actually starts.
 	args map[string]*strings.Builder
 }
 
-func newTextRenderer(out, notes io.Writer) *textRenderer {
-	return &textRenderer{out: out, notes: notes, atLineStart: true, args: map[string]*strings.Builder{}}
+func newTextRenderer(out, notes io.Writer, live bool) *textRenderer {
+	return &textRenderer{out: out, notes: notes, live: live, atLineStart: true, args: map[string]*strings.Builder{}}
 }
 
+// text shows answer text now (live) or holds it until it is committed.
 func (r *textRenderer) text(s string) {
+	if !r.live {
+		r.pending.WriteString(s)
+		return
+	}
+	r.write(s)
+}
+
+func (r *textRenderer) write(s string) {
 	if s == "" {
 		return
 	}
 	io.WriteString(r.out, neutralize(s))
 	r.atLineStart = strings.HasSuffix(s, "\n")
+}
+
+// commit writes held text once its assistant message is durable.
+func (r *textRenderer) commit() {
+	r.write(r.pending.String())
+	r.pending.Reset()
 }
 
 // note ends the current answer line first so notes never interleave
@@ -49,6 +71,8 @@ func (r *textRenderer) event(ev agent.Event) {
 		if e.Channel == agent.ChannelText {
 			r.text(e.Text)
 		}
+	case *agent.AssistantCommitted:
+		r.commit()
 	case *agent.ToolCallDelta:
 		b := r.args[e.CallID]
 		if b == nil {
@@ -81,20 +105,29 @@ func (r *textRenderer) event(ev agent.Event) {
 		}
 	case *agent.ProviderRetry:
 		clear(r.args)
+		r.pending.Reset() // never committed: not part of the answer
 		maxA := "∞"
 		if e.MaxAttempts != nil {
 			maxA = fmt.Sprint(*e.MaxAttempts)
 		}
+		discarded := "output of the failed attempt is discarded"
+		if r.live {
+			discarded = "answer text above from the failed attempt is discarded"
+		}
 		if e.RetryKind == agent.RetryWaitingForNetwork {
 			r.note("↻ waiting for network (retry in %dms): %s", e.DelayMs, e.Reason)
 		} else {
-			r.note("↻ stream interrupted (%s); reconnecting %d/%s in %dms — output of the failed attempt is discarded", e.Reason, e.Attempt, maxA, e.DelayMs)
+			r.note("↻ stream interrupted (%s); reconnecting %d/%s in %dms — %s", e.Reason, e.Attempt, maxA, e.DelayMs, discarded)
 		}
 	case *agent.RecoveredOutput:
 		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
 	case *agent.ProviderUsageUncertain:
 		r.note("! usage is now uncertain: %s", e.Reason)
 	case *agent.RunFinished:
+		if r.pending.Len() > 0 {
+			r.note("(%d bytes of uncommitted answer text discarded: the run ended %s before the message was complete)", r.pending.Len(), e.Outcome)
+			r.pending.Reset()
+		}
 		if !r.atLineStart {
 			io.WriteString(r.out, "\n")
 			r.atLineStart = true
