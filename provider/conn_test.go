@@ -181,3 +181,22 @@ func TestDebugLogsCarryNoCredential(t *testing.T) {
 		t.Fatalf("credential in log or URL: %s", out)
 	}
 }
+
+// TestRealUnroutableAddress dials the IPv6 documentation prefix, which is
+// never routed. Where the OS reports no route (most containers and CI
+// hosts) the failure must be NetworkUnavailable and not dispatched; where
+// the packet is silently dropped the test is skipped.
+func TestRealUnroutableAddress(t *testing.T) {
+	tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: "http://[2001:db8::1]:443/v1", APIKey: testKey, OpenTimeout: 3 * time.Second})
+	_, err := run(t, tr, simpleRequest())
+	e := asError(t, err)
+	if e.Class != provider.NetworkUnavailable {
+		if e.Class == provider.Connect && !e.Dispatched {
+			t.Skipf("this host does not report no-route for 2001:db8::/32 (%v)", e)
+		}
+		t.Fatalf("got %v", e)
+	}
+	if e.Dispatched || e.Phase != provider.PreSend {
+		t.Fatalf("got %v", e)
+	}
+}
