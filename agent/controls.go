@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 )
 
@@ -88,6 +89,8 @@ func (c *controls) takeSteering() []control {
 func (c *controls) closeOrNext() ([]control, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A FinishNow without text asks for nothing a finished answer lacks.
+	c.steering = slices.DeleteFunc(c.steering, func(x control) bool { return x.kind == controlFinishNow && x.text == "" })
 	if len(c.steering) > 0 {
 		s := c.steering
 		c.steering = nil
