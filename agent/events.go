@@ -228,24 +228,59 @@ type RecoveredOutput struct {
 // Kind methods and JSON encoders. Each MarshalJSON uses a local alias so
 // the fields sit beside "kind" without recursion.
 
-func (*RunStarted) Kind() string             { return KindRunStarted }
-func (*OutputDelta) Kind() string            { return KindOutputDelta }
-func (*ToolCallStarted) Kind() string        { return KindToolCallStarted }
-func (*ToolCallDelta) Kind() string          { return KindToolCallDelta }
-func (*ToolCallEnded) Kind() string          { return KindToolCallEnded }
-func (*AssistantCommitted) Kind() string     { return KindAssistantCommitted }
-func (*ToolStarted) Kind() string            { return KindToolStarted }
-func (*ToolPolicyDecision) Kind() string     { return KindToolPolicyDecision }
-func (*ToolOutput) Kind() string             { return KindToolOutput }
-func (*ToolFinished) Kind() string           { return KindToolFinished }
-func (*ProviderRetry) Kind() string          { return KindProviderRetry }
+// Kind returns the protocol kind (KindRunStarted).
+func (*RunStarted) Kind() string { return KindRunStarted }
+
+// Kind returns the protocol kind (KindOutputDelta).
+func (*OutputDelta) Kind() string { return KindOutputDelta }
+
+// Kind returns the protocol kind (KindToolCallStarted).
+func (*ToolCallStarted) Kind() string { return KindToolCallStarted }
+
+// Kind returns the protocol kind (KindToolCallDelta).
+func (*ToolCallDelta) Kind() string { return KindToolCallDelta }
+
+// Kind returns the protocol kind (KindToolCallEnded).
+func (*ToolCallEnded) Kind() string { return KindToolCallEnded }
+
+// Kind returns the protocol kind (KindAssistantCommitted).
+func (*AssistantCommitted) Kind() string { return KindAssistantCommitted }
+
+// Kind returns the protocol kind (KindToolStarted).
+func (*ToolStarted) Kind() string { return KindToolStarted }
+
+// Kind returns the protocol kind (KindToolPolicyDecision).
+func (*ToolPolicyDecision) Kind() string { return KindToolPolicyDecision }
+
+// Kind returns the protocol kind (KindToolOutput).
+func (*ToolOutput) Kind() string { return KindToolOutput }
+
+// Kind returns the protocol kind (KindToolFinished).
+func (*ToolFinished) Kind() string { return KindToolFinished }
+
+// Kind returns the protocol kind (KindProviderRetry).
+func (*ProviderRetry) Kind() string { return KindProviderRetry }
+
+// Kind returns the protocol kind (KindProviderUsageUncertain).
 func (*ProviderUsageUncertain) Kind() string { return KindProviderUsageUncertain }
-func (*Usage) Kind() string                  { return KindUsage }
-func (*CompactionStarted) Kind() string      { return KindCompactionStarted }
-func (*CompactionFinished) Kind() string     { return KindCompactionFinished }
-func (*TurnFinished) Kind() string           { return KindTurnFinished }
-func (*RunFinished) Kind() string            { return KindRunFinished }
-func (*RecoveredOutput) Kind() string        { return KindRecoveredOutput }
+
+// Kind returns the protocol kind (KindUsage).
+func (*Usage) Kind() string { return KindUsage }
+
+// Kind returns the protocol kind (KindCompactionStarted).
+func (*CompactionStarted) Kind() string { return KindCompactionStarted }
+
+// Kind returns the protocol kind (KindCompactionFinished).
+func (*CompactionFinished) Kind() string { return KindCompactionFinished }
+
+// Kind returns the protocol kind (KindTurnFinished).
+func (*TurnFinished) Kind() string { return KindTurnFinished }
+
+// Kind returns the protocol kind (KindRunFinished).
+func (*RunFinished) Kind() string { return KindRunFinished }
+
+// Kind returns the protocol kind (KindRecoveredOutput).
+func (*RecoveredOutput) Kind() string { return KindRecoveredOutput }
 
 // MarshalJSON encodes the event with its kind.
 func (e *RunStarted) MarshalJSON() ([]byte, error) {
