@@ -11,6 +11,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 func req(tool, args string) DispatchRequest {
@@ -495,8 +497,9 @@ func TestRealBashThroughBroker(t *testing.T) {
 // TestApproverIgnoringContextCannotHang: an approver that never returns
 // does not hold the call past the approval deadline or a cancellation.
 func TestApproverIgnoringContextCannotHang(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	release := make(chan struct{})
-	defer close(release)
+	defer close(release) // runs before VerifyNone: the stuck approvers return
 	stuck := &scriptedApprover{answer: func(context.Context, ConfirmRequest) (Approval, error) {
 		<-release
 		return Approval{}, errors.New("late")
