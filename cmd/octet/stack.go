@@ -198,7 +198,18 @@ func newLogger(w io.Writer, lookup func(string) (string, bool)) *slog.Logger {
 	} else if strings.EqualFold(v, "info") {
 		level = slog.LevelInfo
 	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+	opts := &slog.HandlerOptions{Level: level}
+	if level > slog.LevelDebug {
+		// Plain "level=WARN msg=..." lines for people; timestamps only
+		// when debugging.
+		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) == 0 && a.Key == slog.TimeKey {
+				return slog.Attr{}
+			}
+			return a
+		}
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // providerHint turns a provider failure into an actionable sentence.
