@@ -197,7 +197,7 @@ func (a *Agent) Model() provider.Model {
 }
 
 // ReasoningEfforts are the effort names SetReasoning accepts.
-var ReasoningEfforts = []string{"minimal", "low", "medium", "high", "xhigh"}
+var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
 
 // SetReasoning selects the reasoning effort for subsequent requests (an
 // active run applies it at its next request boundary) and returns the
