@@ -218,3 +218,70 @@ func TestCompactionAtThreshold(t *testing.T) {
 		t.Fatalf("kept tail missing: %s", inputText(next))
 	}
 }
+
+// bigHistory is a first prompt that puts a 20K-window model over its
+// compaction threshold on the first request.
+func bigHistory() string { return "OLDHISTORY " + strings.Repeat("long history ", 2000) }
+
+// TestCompactionRetryAndFailure: the summary request goes through the same
+// retry seam as an auxiliary operation (provider_retry names it, nothing is
+// shown as recovered answer text); a compaction that finally fails is
+// reported and the turn continues uncompacted.
+func TestCompactionRetryAndFailure(t *testing.T) {
+	checkLeaks(t)
+	model := provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 8000}
+	t.Run("retried", func(t *testing.T) {
+		h := newHarness(t, harnessOpt{model: model, retry: &scriptedRetry{delay: time.Millisecond, max: 2}})
+		h.srv.Enqueue(pt.Text("SUMMARY partial words here").DropAfter(7), pt.Text("SUMMARY-OK"), pt.Text("answer"))
+		evs := drain(t, h.prompt(bigHistory(), PromptOptions{WithoutTools: true}))
+		checkRunEvents(t, evs, OutcomeCompleted)
+		var retry *ProviderRetry
+		for _, e := range evs {
+			switch e := e.(type) {
+			case *ProviderRetry:
+				retry = e
+			case *RecoveredOutput, *OutputDelta:
+				if d, ok := e.(*OutputDelta); ok && d.Text != "answer" {
+					t.Fatalf("summary text shown as output: %+v", e)
+				}
+				if _, ok := e.(*RecoveredOutput); ok {
+					t.Fatal("summary partial shown as recovered output")
+				}
+			}
+		}
+		if retry == nil || retry.Operation == nil || *retry.Operation != OperationCompaction {
+			t.Fatalf("retry %+v", retry)
+		}
+		recs := readFile(t, h.sess.Path())
+		if count(recs, "usage_uncertain") != 1 {
+			t.Fatal("the interrupted summary attempt left no uncertainty marker")
+		}
+		if !strings.Contains(inputText(h.srv.Requests()[2]), "SUMMARY-OK") {
+			t.Fatal("main request does not start from the summary")
+		}
+	})
+	t.Run("failed", func(t *testing.T) {
+		h := newHarness(t, harnessOpt{model: model})
+		h.srv.Enqueue(pt.Status(400, "invalid_request_error", "bad", "no"), pt.Text("answer"))
+		evs := drain(t, h.prompt(bigHistory(), PromptOptions{WithoutTools: true}))
+		checkRunEvents(t, evs, OutcomeCompleted)
+		var fin *CompactionFinished
+		for _, e := range evs {
+			if f, ok := e.(*CompactionFinished); ok {
+				fin = f
+			}
+		}
+		if fin == nil || fin.Error == "" || fin.EntryID != "" {
+			t.Fatalf("compaction_finished %+v", fin)
+		}
+		reqs := h.srv.Requests()
+		if len(reqs) != 2 || !strings.Contains(inputText(reqs[1]), "OLDHISTORY") {
+			t.Fatal("the turn did not continue uncompacted")
+		}
+		for _, e := range entries(readFile(t, h.sess.Path())) {
+			if e.str("type") == "compaction" {
+				t.Fatal("failed compaction persisted an entry")
+			}
+		}
+	})
+}
