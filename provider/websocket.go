@@ -177,12 +177,15 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 		}
 	}
 	before := c.counter.written.Load()
-	if err := c.write(ctx, frame); err != nil {
-		dispatched := c.counter.written.Load() > before
+	if handedOff, err := c.write(ctx, frame); err != nil {
+		// Not handed to the writer: nothing left. Handed off and failed:
+		// the byte counter knows. Handed off but abandoned on ctx: the write
+		// may still happen, so assume it did.
+		dispatched := handedOff && (ctx.Err() != nil || c.counter.written.Load() > before)
 		c.retire()
 		w.setIdle(nil)
 		if ctx.Err() != nil {
-			return nil, canceledError(Opening, true, ctx.Err())
+			return nil, canceledError(Opening, dispatched, ctx.Err())
 		}
 		if dispatched {
 			return nil, &Error{Phase: Opening, Class: ResponseHeaders, Dispatched: true, RequestID: c.requestID, Err: fmt.Errorf("write response.create: %w", err)}
@@ -355,20 +358,21 @@ func (c *wsConn) writer(ping time.Duration) {
 }
 
 // write hands a frame to the writer goroutine and waits for the result.
-func (c *wsConn) write(ctx context.Context, data []byte) error {
+// handedOff reports whether the writer took the frame.
+func (c *wsConn) write(ctx context.Context, data []byte) (handedOff bool, err error) {
 	res := make(chan error, 1)
 	select {
 	case c.send <- wsWrite{data: data, result: res}:
 	case <-c.done:
-		return net.ErrClosed
+		return false, net.ErrClosed
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	}
 	select {
 	case err := <-res:
-		return err
+		return true, err
 	case <-ctx.Done():
-		return ctx.Err()
+		return true, ctx.Err()
 	}
 }
 
