@@ -452,3 +452,34 @@ func TestRecoveredOutputChannel(t *testing.T) {
 		t.Errorf("progress messages %v lack a Reconnecting report", msgs)
 	}
 }
+
+// TestApproveCommand answers a pending approval with the octet.approve
+// command instead of the showMessageRequest it was asked with.
+func TestApproveCommand(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	file := filepath.Join(st.workspace, "a.txt")
+	writeFile(t, file, "hello world\n")
+	e := st.editor(t, Options{}, nil)
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	e.respond("window/showMessageRequest", func(json.RawMessage) (any, error) { <-never; return nil, nil })
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"})
+	e.awaitRequest("window/showMessageRequest")
+	if err := e.call("workspace/executeCommand", map[string]any{"command": "octet.approve", "arguments": []any{map[string]any{"callId": "nope"}}}, nil); codeOf(err) != -32602 {
+		t.Errorf("octet.approve for an unknown call: %v, want -32602", err)
+	}
+	var res struct{ Resolved int }
+	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.approve"}, &res)
+	if res.Resolved != 1 {
+		t.Errorf("resolved %d", res.Resolved)
+	}
+	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if got := readFile(t, file); got != "goodbye world\n" {
+		t.Errorf("a.txt = %q after octet.approve", got)
+	}
+}

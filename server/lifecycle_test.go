@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 // TestRequestsBeforeInitialize checks -32002 for every request before
@@ -127,4 +129,30 @@ func TestBadParamsAndUnknownMethods(t *testing.T) {
 	if list.Sessions == nil {
 		t.Errorf("session/list returned no sessions array")
 	}
+}
+
+// TestLogMessageWhenAsked checks logs reach window/logMessage only when the
+// client asks for them ($/setTrace or initializationOptions.logLevel).
+func TestLogMessageWhenAsked(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	e := newEditor(t, Options{Runtime: st.runtime})
+	e.mustCall("initialize", map[string]any{"rootUri": "file://" + st.workspace, "capabilities": map[string]any{}}, nil)
+	e.newSession()
+	logged := func(notes []note) bool {
+		for _, n := range notes {
+			if n.Method == "window/logMessage" && strings.Contains(string(n.Params), "session created") {
+				return true
+			}
+		}
+		return false
+	}
+	e.mu.Lock()
+	early := logged(e.notes)
+	e.mu.Unlock()
+	if early {
+		t.Errorf("window/logMessage sent although the client did not ask")
+	}
+	e.notify("$/setTrace", map[string]string{"value": "messages"})
+	e.newSession()
+	e.await("window/logMessage after $/setTrace messages", logged)
 }
