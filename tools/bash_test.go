@@ -446,24 +446,33 @@ func BenchmarkBashDrain(b *testing.B) {
 	defer bt.Close()
 	raw := json.RawMessage(fmt.Sprintf(`{"command":"head -c %d /dev/zero"}`, size))
 	catCmd := fmt.Sprintf("head -c %d /dev/zero | cat > /dev/null", size)
-	var ours, theirs time.Duration
+	var ours, theirs, oursCPU, theirsCPU time.Duration
 	for b.Loop() {
 		start := time.Now()
+		cpu0 := cpuTime(syscall.RUSAGE_SELF) + cpuTime(syscall.RUSAGE_CHILDREN)
 		res, err := bt.Execute(context.Background(), Invocation{Arguments: raw})
 		ours += time.Since(start)
+		oursCPU += cpuTime(syscall.RUSAGE_SELF) + cpuTime(syscall.RUSAGE_CHILDREN) - cpu0
 		if err != nil || res.Details["output_bytes"] != int64(size) {
 			b.Fatalf("drain: %v %v", err, res.Details)
 		}
 		start = time.Now()
-		if err := exec.Command("/bin/sh", "-c", catCmd).Run(); err != nil {
+		cmd := exec.Command("/bin/sh", "-c", catCmd)
+		if err := cmd.Run(); err != nil {
 			b.Fatal(err)
 		}
 		theirs += time.Since(start)
+		theirsCPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	}
 	n := float64(b.N)
 	b.ReportMetric(size/(1<<20)/(ours.Seconds()/n), "octet-MiB/s")
 	b.ReportMetric(size/(1<<20)/(theirs.Seconds()/n), "cat-MiB/s")
 	b.ReportMetric(float64(theirs)/float64(ours), "throughput-ratio")
+	// CPU seconds spent per GiB, the command's own (head) included on both
+	// sides; cpu-throughput-ratio = cat pipeline CPU / octet CPU.
+	b.ReportMetric(oursCPU.Seconds()/n, "octet-cpu-s/GiB")
+	b.ReportMetric(theirsCPU.Seconds()/n, "cat-cpu-s/GiB")
+	b.ReportMetric(float64(theirsCPU)/float64(oursCPU), "cpu-throughput-ratio")
 }
 
 // FuzzNeutralizeControls checks that no terminal control survives: the

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -241,11 +242,18 @@ func (t *SearchTool) format(q searchQuery, hits []searchHit, st searchStats) Res
 	return Result{Text: text, Details: details}
 }
 
-// lineMatcher finds matching lines in a file's content.
+// lineMatcher finds matching lines in a file's content. A regexp is
+// confirmed line by line, and only on candidate lines when a prefilter
+// exists: a literal every match contains (found with bytes.Index), or an
+// ASCII byte class every match contains a run of (found with a table scan).
+// Go's regexp runs short inputs on its backtracker, so matching single lines
+// beats one whole-buffer scan (the NFA) by an order of magnitude.
 type lineMatcher struct {
 	literal []byte         // literal search, or the regexp's required literal
+	set     *[256]bool     // required byte class (when no good literal)
+	run     int            // required run length of set bytes
+	also    [][]byte       // other required literals, checked before re
 	re      *regexp.Regexp // nil for literal search
-	reLines *regexp.Regexp // (?m) variant for whole-buffer scanning
 }
 
 func newLineMatcher(pattern string, literal bool) (*lineMatcher, error) {
@@ -262,99 +270,237 @@ func newLineMatcher(pattern string, literal bool) (*lineMatcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("invalid regular expression: %w", err)
 	}
-	lines, err := regexp.Compile("(?m)" + pattern)
-	if err != nil {
-		return nil, fmt.Errorf("invalid regular expression: %w", err)
-	}
-	m := &lineMatcher{re: re, reLines: lines}
+	m := &lineMatcher{re: re}
 	if parsed, err := syntax.Parse(pattern, syntax.Perl); err == nil {
-		if lit := requiredLiteral(parsed.Simplify()); len(lit) >= 2 {
-			m.literal = []byte(lit)
-		}
+		m.choosePrefilter(parsed)
 	}
 	return m, nil
 }
 
-// requiredLiteral returns a literal string every match of re contains, or
-// "" (case-folded literals never qualify).
-func requiredLiteral(re *syntax.Regexp) string {
+// prefilter is one thing every match must contain.
+type prefilter struct {
+	lit  string
+	set  *[256]bool
+	run  int
+	freq float64 // estimated share of positions where it occurs
+}
+
+// maxPrefilterFreq is the estimated frequency above which a byte-class
+// prefilter would confirm most lines anyway and is not worth it.
+const maxPrefilterFreq = 0.02
+
+// choosePrefilter picks the most selective required piece of re.
+func (m *lineMatcher) choosePrefilter(re *syntax.Regexp) {
+	var cands []prefilter
+	requiredPieces(re, &cands)
+	best := prefilter{freq: 1}
+	for _, c := range cands {
+		if len(c.lit) >= 2 {
+			// Long literals: bytes.Index is the fastest scan there is.
+			if best.lit == "" || len(best.lit) < 2 || len(c.lit) > len(best.lit) {
+				best = c
+			}
+			continue
+		}
+		if len(best.lit) < 2 && c.freq < best.freq {
+			best = c
+		}
+	}
+	for _, c := range cands {
+		if c.lit != "" && c.lit != best.lit && len(m.also) < 4 {
+			m.also = append(m.also, []byte(c.lit))
+		}
+	}
+	switch {
+	case len(best.lit) >= 2:
+		m.literal = []byte(best.lit)
+	case best.freq > maxPrefilterFreq:
+		// Nothing selective: match every line.
+	case best.lit != "":
+		m.literal = []byte(best.lit)
+	case best.set != nil:
+		m.set, m.run = best.set, best.run
+	}
+}
+
+// requiredPieces appends the literals and byte-class runs that every match
+// of re contains. Case-folded and non-ASCII pieces are left out.
+func requiredPieces(re *syntax.Regexp, out *[]prefilter) {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return ""
+		if re.Flags&syntax.FoldCase == 0 {
+			s := string(re.Rune)
+			*out = append(*out, prefilter{lit: s, freq: literalFreq(s)})
 		}
-		return string(re.Rune)
-	case syntax.OpCapture, syntax.OpPlus:
-		return requiredLiteral(re.Sub[0])
+	case syntax.OpCharClass:
+		if set, f, ok := asciiClass(re); ok {
+			*out = append(*out, prefilter{set: set, run: 1, freq: f})
+		}
+	case syntax.OpCapture:
+		requiredPieces(re.Sub[0], out)
+	case syntax.OpPlus:
+		requiredPieces(re.Sub[0], out)
 	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return requiredLiteral(re.Sub[0])
+		if re.Min < 1 {
+			return
 		}
+		sub := re.Sub[0]
+		if sub.Op == syntax.OpCharClass && re.Min >= 2 {
+			if set, f, ok := asciiClass(sub); ok {
+				*out = append(*out, prefilter{set: set, run: re.Min, freq: math.Pow(f, float64(re.Min))})
+				return
+			}
+		}
+		requiredPieces(sub, out)
 	case syntax.OpConcat:
-		best, run := "", ""
+		run := ""
+		flush := func() {
+			if run != "" {
+				*out = append(*out, prefilter{lit: run, freq: literalFreq(run)})
+				run = ""
+			}
+		}
 		for _, sub := range re.Sub {
 			if sub.Op == syntax.OpLiteral && sub.Flags&syntax.FoldCase == 0 {
 				run += string(sub.Rune)
 				continue
 			}
-			best, run = longer(best, run), ""
-			best = longer(best, requiredLiteral(sub))
+			flush()
+			requiredPieces(sub, out)
 		}
-		return longer(best, run)
+		flush()
 	}
-	return ""
 }
 
-func longer(a, b string) string {
-	if len(b) > len(a) {
-		return b
+// asciiClass turns an ASCII-only character class without a line break into
+// a byte table and its estimated frequency.
+func asciiClass(re *syntax.Regexp) (*[256]bool, float64, bool) {
+	var set [256]bool
+	f := 0.0
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		lo, hi := re.Rune[i], re.Rune[i+1]
+		if hi > 0x7e || lo <= '\n' && hi >= '\n' {
+			return nil, 0, false
+		}
+		for r := lo; r <= hi; r++ {
+			set[r] = true
+			f += byteFreq(byte(r))
+		}
 	}
-	return a
+	return &set, f, true
+}
+
+// byteRank orders printable ASCII from most to least frequent in source
+// code (measured over the Go tree; a heuristic, as in ripgrep).
+const byteRank = `et0rnaiso,xlcfdu1p./()2m:gh"=4bS3_6TAE{y}Rv8O\\CI5PD9M7kXLVFwNB-[]U*GH!W+Y&<;zK%|'Q>qj$Z` + "`" + `#J^?@~`
+
+// byteFreq estimates how often b occurs in text.
+func byteFreq(b byte) float64 {
+	switch b {
+	case ' ':
+		return 0.15
+	case '\t', '\n':
+		return 0.035
+	}
+	if i := strings.IndexByte(byteRank, b); i >= 0 {
+		return 0.05 * math.Exp(-float64(i)/14)
+	}
+	return 0.0005
+}
+
+// literalFreq estimates a literal's frequency by its rarest byte.
+func literalFreq(s string) float64 {
+	f := 1.0
+	for i := 0; i < len(s); i++ {
+		f = min(f, byteFreq(s[i]))
+	}
+	return f
 }
 
 // scan calls emit(lineNumber, line) for each matching line of data, in
 // order, until emit returns false.
 func (m *lineMatcher) scan(data []byte, emit func(int, []byte) bool) {
+	switch {
+	case m.literal != nil:
+		lit := m.literal
+		m.scanCandidates(data, emit, func(b []byte) int { return bytes.Index(b, lit) })
+	case m.set != nil:
+		set, run := m.set, m.run
+		m.scanCandidates(data, emit, func(b []byte) int { return findRun(b, set, run) })
+	default:
+		m.scanLines(data, emit)
+	}
+}
+
+// scanCandidates visits each line holding a candidate position (find
+// returns the first one in b, or -1) and confirms it with the regexp.
+func (m *lineMatcher) scanCandidates(data []byte, emit func(int, []byte) bool, find func([]byte) int) {
 	lineNo, counted, pos := 1, 0, 0
 	for pos < len(data) {
-		var start, end int
-		if m.literal != nil {
-			i := bytes.Index(data[pos:], m.literal)
-			if i < 0 {
-				return
-			}
-			start, end = pos+i, pos+i+len(m.literal)
-		} else {
-			loc := m.reLines.FindIndex(data[pos:])
-			if loc == nil {
-				return
-			}
-			start, end = pos+loc[0], pos+loc[1]
-			if start == len(data) && data[len(data)-1] == '\n' {
-				return // an empty match after the final line break is no line
-			}
+		i := find(data[pos:])
+		if i < 0 {
+			return
 		}
+		start := pos + i
 		ls := bytes.LastIndexByte(data[pos:start], '\n') + 1 + pos
 		le := len(data)
-		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
-			le = start + i
+		if j := bytes.IndexByte(data[start:], '\n'); j >= 0 {
+			le = start + j
 		}
-		next := le + 1
 		line := data[ls:le]
-		ok := true
-		if m.re != nil && (m.literal != nil || end > le) {
-			// Prefiltered by a literal, or the buffer match crossed a line
-			// break: the line itself decides.
-			ok = m.re.Match(line)
-		}
-		if ok {
+		if m.re == nil || (m.hasAlso(line) && m.re.Match(line)) {
 			lineNo += bytes.Count(data[counted:ls], []byte{'\n'})
 			counted = ls
 			if !emit(lineNo, line) {
 				return
 			}
 		}
-		pos = next
+		pos = le + 1
+	}
+}
+
+// hasAlso reports whether line holds every other required literal, a
+// cheap test that spares most regexp runs on candidate lines.
+func (m *lineMatcher) hasAlso(line []byte) bool {
+	for _, lit := range m.also {
+		if !bytes.Contains(line, lit) {
+			return false
+		}
+	}
+	return true
+}
+
+// findRun returns the index of the first run of at least n bytes of set
+// in b, or -1.
+func findRun(b []byte, set *[256]bool, n int) int {
+	count := 0
+	for i, c := range b {
+		if set[c] {
+			count++
+			if count >= n {
+				return i - n + 1
+			}
+		} else {
+			count = 0
+		}
+	}
+	return -1
+}
+
+// scanLines matches the regexp against every line on its own.
+func (m *lineMatcher) scanLines(data []byte, emit func(int, []byte) bool) {
+	lineNo := 0
+	for len(data) > 0 {
+		lineNo++
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		if m.hasAlso(line) && m.re.Match(line) && !emit(lineNo, line) {
+			return
+		}
 	}
 }
 
