@@ -17,16 +17,28 @@
 // Each request (an HTTP POST to …/responses or a WebSocket response.create
 // frame) consumes exactly one turn, in order, whichever transport sent it.
 // When no turn is left the server answers 500 with code "script_exhausted".
-// Turns are built with [Text], [Reply], [Status], [Failed], [Incomplete],
-// [Stall], [Refuse], [Events] and [FromJSONL], and refined with methods
-// such as [Turn.DropAfter], [Turn.EOFAfter], [Turn.StallAfter],
-// [Turn.MalformedAt], [Turn.InvalidUTF8At], [Turn.WithUsage] and
-// [Turn.WithRetryAfter]. [Server.RejectWebSocket] makes upgrade handshakes
-// fail with a status (426 asks the client to fall back to HTTP).
+//
+// Healthy turns: [Text], [Reply] with [Message], [Reasoning],
+// [FunctionCall] and [CustomToolCall] outputs (text streams as word deltas,
+// arguments in 8-byte pieces; usage defaults to 100 input tokens and one
+// output token per delta, see [Turn.WithUsage] and [Turn.WithoutUsage]).
+// Replayed turns: [Events], [FromJSONL] (recorded .jsonl fixtures),
+// [RawSSE] (recorded .sse bytes). Faults: [Status] and [StatusBody] (an HTTP
+// status with a JSON error body; over WebSocket an error frame carrying the
+// status and headers), [Failed] (error event + response.failed),
+// [Incomplete], [Stall], [Refuse] (close after reading the request), and
+// the modifiers [Turn.DropAfter] (abort the connection after n frames),
+// [Turn.EOFAfter] (clean end without completion), [Turn.StallAfter],
+// [Turn.MalformedAt], [Turn.InvalidUTF8At], [Turn.Pace] (a delay before
+// every frame), [Turn.WithHeader] and [Turn.WithRetryAfter].
+// [Server.RejectWebSocket] makes upgrade handshakes fail with a status (426
+// asks the client to fall back to HTTP); [Server.Pings] counts keepalive
+// pings.
 //
 // A Server does not need a *testing.T; with nil it must be closed by the
 // caller. For virtual time, create it with [NewInProcess] inside the
-// synctest bubble and pass [Server.RoundTripper] to provider.HTTPConfig.
+// synctest bubble and pass [Server.RoundTripper] to provider.HTTPConfig:
+// stalls then wait on the request context and Pace sleeps in virtual time.
 package providertest
 
 import (
