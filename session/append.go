@@ -184,7 +184,12 @@ func (s *Session) writeBatch(recs []Record) error {
 	start, off := 0, s.size
 	for i, end := range ends {
 		line := buf[start : end-1]
-		if err := ix.add(line, off, s.lines+i+1, &s.alloc, &st); err != nil {
+		var m meta
+		err := scanMeta(line, &m, false)
+		if err == nil {
+			err = ix.add(&m, line, off, s.lines+i+1, &s.alloc, &st)
+		}
+		if err != nil {
 			// Unreachable: the batch was validated above.
 			return fmt.Errorf("fold own record %d: %w", i, err)
 		}

@@ -37,7 +37,7 @@ func Export(path string, w io.Writer) error {
 	}
 	defer s.Close()
 	bw := bufio.NewWriterSize(w, 1<<16)
-	lr := lineReader{r: s.f.ReadAt, end: s.size, buf: make([]byte, 0, readChunk), maxRec: limits.recordBytes}
+	lr := newLineReader(s.f.ReadAt, 0, s.size, limits.recordBytes)
 	var out []byte
 	for n := 1; ; n++ {
 		line, off, _, ok, err := lr.next()

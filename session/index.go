@@ -15,14 +15,23 @@ type entMeta struct {
 	line   int32
 }
 
+// recLoc locates one record line.
+type recLoc struct {
+	off  int64
+	n    uint32
+	line int32
+}
+
 // index is the in-memory state of a session: offsets of entries, the id
 // map, the head, accounting, and the typed active branch.
 type index struct {
 	ents        []entMeta
 	ids         map[string]int32
 	head        int32
+	headID      string
+	scratch     bodyScratch
 	totals      Totals
-	checkpoints []Checkpoint
+	checkpoints []recLoc // decoded on demand
 	unknown     int
 	ids0        strAlloc // backing store for id map keys
 
@@ -44,16 +53,14 @@ type foldStats struct {
 	headMoved        bool
 }
 
-// add folds one complete, non-header record line into the index.
-func (ix *index) add(line []byte, off int64, lineNo int, a *strAlloc, st *foldStats) error {
-	var m meta
-	if err := scanMeta(line, &m); err != nil {
-		return err
-	}
-	st.records++
+// add folds one complete, non-header record line, already scanned into m,
+// into the index. On error the index is unchanged.
+func (ix *index) add(m *meta, line []byte, off int64, lineNo int, a *strAlloc, st *foldStats) error {
 	switch string(m.kind) {
 	case KindEntry:
-		return ix.addEntry(&m, line, off, lineNo, st)
+		if err := ix.addEntry(m, line, off, lineNo, st); err != nil {
+			return err
+		}
 	case KindHead:
 		if len(m.head) == 0 {
 			return fmt.Errorf("head record without entry id")
@@ -62,11 +69,17 @@ func (ix *index) add(line []byte, off int64, lineNo int, a *strAlloc, st *foldSt
 		if !ok {
 			return fmt.Errorf("head record names unknown entry %q", m.head)
 		}
-		ix.setHead(i, st)
+		ix.setHead(i, ix.ids0.str(m.head), st)
 	case KindUsage, KindUsageUncertain, KindCheckpoint, KindDelegatedUsage:
-		r, err := decodeRecord(line, a)
+		if string(m.kind) == KindCheckpoint {
+			a = nil // validate only: checkpoints are decoded on demand
+		}
+		r, err := decodeBody(string(m.kind), line, a, &ix.scratch)
 		if err != nil {
 			return err
+		}
+		if r.Kind == KindCheckpoint {
+			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
 		}
 		ix.account(r)
 	case KindHeader:
@@ -74,6 +87,7 @@ func (ix *index) add(line []byte, off int64, lineNo int, a *strAlloc, st *foldSt
 	default:
 		ix.unknown++
 	}
+	st.records++
 	return nil
 }
 
@@ -85,7 +99,9 @@ func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldS
 		return fmt.Errorf("duplicate entry id %q", m.id)
 	}
 	parent := int32(-1)
-	if len(m.parent) > 0 {
+	if len(m.parent) > 0 && ix.head >= 0 && string(m.parent) == ix.headID {
+		parent = ix.head // the common case: the entry follows the head
+	} else if len(m.parent) > 0 {
 		p, ok := ix.ids[string(m.parent)]
 		if !ok {
 			return fmt.Errorf("entry %q names unknown parent %q", m.id, m.parent)
@@ -94,16 +110,17 @@ func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldS
 	}
 	i := int32(len(ix.ents))
 	ix.ents = append(ix.ents, entMeta{off: off, n: uint32(len(line)), parent: parent, line: int32(lineNo)})
-	ix.ids[ix.ids0.str(m.id)] = i
+	id := ix.ids0.str(m.id)
+	ix.ids[id] = i
 	st.entries++
-	ix.setHead(i, st)
+	ix.setHead(i, id, st)
 	return nil
 }
 
-func (ix *index) setHead(i int32, st *foldStats) {
+func (ix *index) setHead(i int32, id string, st *foldStats) {
 	if ix.head != i {
 		st.headMoved = true
-		ix.head = i
+		ix.head, ix.headID = i, id
 		ix.branchOK = false
 	}
 }
@@ -127,8 +144,6 @@ func (ix *index) account(r Record) {
 			t.DelegatedUncertain++
 			t.Uncertain = true
 		}
-	case KindCheckpoint:
-		ix.checkpoints = append(ix.checkpoints, *r.Checkpoint)
 	}
 }
 
@@ -165,15 +180,29 @@ func commonPrefix(a, b []int32) int {
 	return n
 }
 
-// lineReader reads the records of a file region line by line through a
-// reusable buffer, enforcing the per-record limit.
+// lineReader reads the lines of a file region through a reusable buffer,
+// enforcing the per-record limit. Lines it returns stay valid until the
+// next call to next, or, while keep is set, as long as they are at or
+// after keep.
 type lineReader struct {
-	r        func(p []byte, off int64) (int, error)
-	off, end int64 // next unread file offset, end of region
-	buf      []byte
-	start    int // start of unconsumed data in buf
-	lineOff  int64
-	maxRec   int
+	r      func(p []byte, off int64) (int, error)
+	off    int64 // next unread file offset
+	end    int64 // end of the region
+	buf    []byte
+	base   int64 // file offset of buf[0]
+	pos    int64 // file offset of the next unconsumed byte
+	keep   int64 // data from this offset must stay buffered; -1: none
+	maxRec int
+}
+
+func newLineReader(r func([]byte, int64) (int, error), from, end int64, maxRec int) *lineReader {
+	return &lineReader{r: r, off: from, end: end, base: from, pos: from, keep: -1, maxRec: maxRec,
+		buf: make([]byte, 0, min(readChunk, end-from+1))}
+}
+
+// at returns the buffered bytes of a line returned earlier.
+func (lr *lineReader) at(off int64, n int) []byte {
+	return lr.buf[off-lr.base : off-lr.base+int64(n)]
 }
 
 // next returns the next line without its newline and its offset. complete
@@ -181,49 +210,57 @@ type lineReader struct {
 // at the end of the region.
 func (lr *lineReader) next() (line []byte, off int64, complete, ok bool, err error) {
 	for {
-		data := lr.buf[lr.start:]
+		data := lr.buf[lr.pos-lr.base:]
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line = data[:i]
-			off = lr.lineOff
-			lr.start += i + 1
-			lr.lineOff += int64(i + 1)
+			off = lr.pos
+			lr.pos += int64(i + 1)
 			if i+1 > lr.maxRec {
-				return line, off, true, true, errRecordTooBig
+				return data[:i], off, true, true, errRecordTooBig
 			}
-			return line, off, true, true, nil
+			return data[:i], off, true, true, nil
 		}
 		if lr.off >= lr.end {
 			if len(data) == 0 {
 				return nil, 0, false, false, nil
 			}
-			lr.start = len(lr.buf)
-			off = lr.lineOff
-			lr.lineOff += int64(len(data))
+			off = lr.pos
+			lr.pos += int64(len(data))
 			return data, off, false, true, nil
 		}
 		if len(data) >= lr.maxRec {
-			return data, lr.lineOff, false, true, errRecordTooBig
+			return data, lr.pos, false, true, errRecordTooBig
 		}
-		// Move the partial line to the front and read more.
-		n := copy(lr.buf, data)
-		lr.buf = lr.buf[:n]
-		lr.start = 0
-		if cap(lr.buf)-n < readChunk/2 {
-			nb := make([]byte, n, max(2*cap(lr.buf), n+readChunk))
-			copy(nb, lr.buf)
-			lr.buf = nb
-		}
-		want := min(int64(cap(lr.buf)-n), lr.end-lr.off)
-		got, rerr := lr.r(lr.buf[n:n+int(want)], lr.off)
-		lr.buf = lr.buf[:n+got]
-		lr.off += int64(got)
-		if got == 0 {
-			if rerr == nil || rerr == io.EOF {
-				rerr = io.ErrUnexpectedEOF
-			}
-			return nil, 0, false, false, rerr
+		if err := lr.fill(); err != nil {
+			return nil, 0, false, false, err
 		}
 	}
+}
+
+// fill drops consumed data (except what keep holds) and reads more.
+func (lr *lineReader) fill() error {
+	from := lr.pos
+	if lr.keep >= 0 && lr.keep < from {
+		from = lr.keep
+	}
+	n := copy(lr.buf, lr.buf[from-lr.base:])
+	lr.buf = lr.buf[:n]
+	lr.base = from
+	if cap(lr.buf)-n < readChunk/2 {
+		nb := make([]byte, n, max(2*cap(lr.buf), n+readChunk))
+		copy(nb, lr.buf)
+		lr.buf = nb
+	}
+	want := min(int64(cap(lr.buf)-n), lr.end-lr.off)
+	got, err := lr.r(lr.buf[n:n+int(want)], lr.off)
+	lr.buf = lr.buf[:n+got]
+	lr.off += int64(got)
+	if got == 0 {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	return nil
 }
 
 const readChunk = 1 << 20

@@ -294,11 +294,13 @@ func (d *decoder) stringEnd(i int) (int, bool) {
 // strBytes decodes a string (null is ""). Without escapes the result
 // aliases the input; otherwise it lives in d.scratch until the next call.
 func (d *decoder) strBytes() []byte {
-	if d.err != nil || d.null() {
+	if d.err != nil {
 		return nil
 	}
 	if d.peek() != '"' {
-		d.mismatch("expected string")
+		if !d.null() {
+			d.mismatch("expected string")
+		}
 		return nil
 	}
 	end, escaped := d.stringEnd(d.i)
@@ -530,6 +532,24 @@ func (d *decoder) number() {
 // stays alive while any string in it does.
 type strAlloc struct {
 	buf []byte
+	// items is scratch space for decoding; itemBlock backs the item
+	// slices handed out.
+	items     []Item
+	itemBlock []Item
+}
+
+// itemSlice copies items into a shared block and returns the copy.
+func (a *strAlloc) itemSlice(items []Item) []Item {
+	if len(items) == 0 {
+		return nil
+	}
+	if cap(a.itemBlock)-len(a.itemBlock) < len(items) {
+		a.itemBlock = make([]Item, 0, max(1024, len(items)))
+	}
+	start := len(a.itemBlock)
+	a.itemBlock = append(a.itemBlock, items...)
+	clear(items)
+	return a.itemBlock[start:len(a.itemBlock):len(a.itemBlock)]
 }
 
 const (
@@ -538,7 +558,7 @@ const (
 )
 
 func (a *strAlloc) str(b []byte) string {
-	if len(b) == 0 {
+	if len(b) == 0 || a == nil { // nil: validating only
 		return ""
 	}
 	if len(b) > allocSmall {

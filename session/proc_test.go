@@ -28,6 +28,8 @@ func TestMain(m *testing.M) {
 		os.Exit(m.Run())
 	case "crash":
 		crashChild(os.Getenv("OCTET_SESSION_PATH"))
+	case "open":
+		openChild(os.Getenv("OCTET_SESSION_PATH"))
 	case "writer":
 		n, _ := strconv.Atoi(os.Getenv("OCTET_SESSION_N"))
 		writerChild(os.Getenv("OCTET_SESSION_PATH"), os.Getenv("OCTET_SESSION_NAME"), n)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+	"unsafe"
 )
 
 // Encoding puts "kind" first and, for entries, "id" and "parent" right
@@ -157,16 +158,39 @@ type meta struct {
 	batch int64
 }
 
-// scanMeta checks the structure of one record line (without its newline)
-// and extracts the top-level kind, id, parent and head strings. It skips
-// every other value without decoding it.
-func scanMeta(line []byte, m *meta) error {
+// scanMeta extracts the top-level kind, id, parent, head and batch of one
+// record line (without its newline), skipping every other value without
+// decoding it. With full set it checks the structure of the whole line.
+// Otherwise, for an entry written in canonical order ("kind" first, then
+// "batch", "id" and "parent" before any other member, as the encoder
+// writes), it stops at the first other member: the rest of an entry is
+// checked when the entry is decoded, which opening does for the whole
+// active branch.
+func scanMeta(line []byte, m *meta, full bool) error {
 	*m = meta{}
 	d := decoder{b: line}
-	d.obj(func(key []byte) {
+	if !d.eat('{') {
+		d.mismatch("expected object")
+		return d.err
+	}
+	canonical := true
+	for first := true; d.err == nil; first = false {
+		if first && d.eat('}') {
+			break
+		}
+		if d.peek() != '"' {
+			d.fail("expected object key")
+			break
+		}
+		key := d.strBytes()
+		if !d.eat(':') {
+			d.fail("expected ':'")
+			break
+		}
 		var dst *[]byte
 		switch string(key) {
 		case "kind":
+			canonical = first
 			dst = &m.kind
 		case "id":
 			dst = &m.id
@@ -176,18 +200,28 @@ func scanMeta(line []byte, m *meta) error {
 			dst = &m.head
 		case "batch":
 			m.batch = d.int()
-			return
 		default:
+			if !full && canonical && string(m.kind) == KindEntry {
+				return nil
+			}
 			d.skip(0)
-			return
 		}
-		v := d.strBytes()
-		if len(d.scratch) > 0 && len(v) > 0 && &v[0] == &d.scratch[0] {
-			v = append([]byte(nil), v...) // escaped: detach from scratch
-			d.scratch = nil
+		if dst != nil {
+			v := d.strBytes()
+			if len(d.scratch) > 0 && len(v) > 0 && &v[0] == &d.scratch[0] {
+				v = append([]byte(nil), v...) // escaped: detach from scratch
+				d.scratch = nil
+			}
+			*dst = v
 		}
-		*dst = v
-	})
+		if d.eat(',') {
+			continue
+		}
+		if !d.eat('}') {
+			d.fail("expected ',' or '}'")
+		}
+		break
+	}
 	d.end()
 	if d.err != nil {
 		return d.err
@@ -246,7 +280,8 @@ func (d *decoder) time() time.Time {
 	if d.err != nil || len(s) == 0 {
 		return time.Time{}
 	}
-	t, err := time.Parse(time.RFC3339Nano, string(s))
+	// The string does not outlive the call: a parse error is dropped.
+	t, err := time.Parse(time.RFC3339Nano, unsafe.String(unsafe.SliceData(s), len(s)))
 	if err != nil {
 		d.fail("invalid time")
 		return time.Time{}
@@ -258,30 +293,50 @@ func (d *decoder) time() time.Time {
 // version does not know yields a Record with only Kind set.
 func decodeRecord(line []byte, a *strAlloc) (Record, error) {
 	var m meta
-	if err := scanMeta(line, &m); err != nil {
+	if err := scanMeta(line, &m, true); err != nil {
 		return Record{}, err
 	}
-	r := Record{Kind: string(m.kind)}
-	d := decoder{b: line}
-	switch r.Kind {
+	switch kind := string(m.kind); kind {
 	case KindEntry:
 		e, err := decodeEntry(line, a)
 		if err != nil {
 			return Record{}, err
 		}
-		r.Entry = &e
-		return r, nil
+		return Record{Kind: kind, Entry: &e}, nil
 	case KindHead:
-		r.Head = string(m.head)
-		if r.Head == "" {
+		if len(m.head) == 0 {
 			return Record{}, fmt.Errorf("head record without entry id")
 		}
-		return r, nil
+		return Record{Kind: kind, Head: string(m.head)}, nil
+	case KindHeader:
+		return Record{}, fmt.Errorf("header record after the first line")
+	default:
+		return decodeBody(kind, line, a, new(bodyScratch))
+	}
+}
+
+// bodyScratch holds the decoded fields of an accounting record, so that
+// folding many of them allocates nothing.
+type bodyScratch struct {
+	usage      Usage
+	uncertain  UsageUncertain
+	checkpoint Checkpoint
+	delegated  DelegatedUsage
+}
+
+// decodeBody decodes the fields of an accounting record (usage,
+// usage_uncertain, checkpoint, delegated_usage). Other kinds yield a Record
+// with only Kind set.
+func decodeBody(kind string, line []byte, a *strAlloc, sc *bodyScratch) (Record, error) {
+	r := Record{Kind: kind}
+	d := decoder{b: line}
+	*sc = bodyScratch{}
+	switch kind {
 	case KindUsage:
-		r.Usage = new(Usage)
+		r.Usage = &sc.usage
 		d.obj(func(key []byte) { d.usageField(key, r.Usage, a) })
 	case KindUsageUncertain:
-		u := new(UsageUncertain)
+		u := &sc.uncertain
 		r.Uncertain = u
 		d.obj(func(key []byte) {
 			switch string(key) {
@@ -300,7 +355,7 @@ func decodeRecord(line []byte, a *strAlloc) (Record, error) {
 			}
 		})
 	case KindCheckpoint:
-		c := new(Checkpoint)
+		c := &sc.checkpoint
 		r.Checkpoint = c
 		d.obj(func(key []byte) {
 			switch string(key) {
@@ -315,7 +370,7 @@ func decodeRecord(line []byte, a *strAlloc) (Record, error) {
 			}
 		})
 	case KindDelegatedUsage:
-		dl := new(DelegatedUsage)
+		dl := &sc.delegated
 		r.Delegated = dl
 		d.obj(func(key []byte) {
 			switch string(key) {
@@ -329,8 +384,6 @@ func decodeRecord(line []byte, a *strAlloc) (Record, error) {
 				d.skip(0)
 			}
 		})
-	case KindHeader:
-		return Record{}, fmt.Errorf("header record after the first line")
 	default:
 		return r, nil // a newer writer's kind: kept in the file, skipped
 	}
@@ -385,10 +438,13 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 		case "text":
 			e.Text = d.str(a)
 		case "items":
+			items := a.items[:0]
 			d.arr(func() {
-				e.Items = append(e.Items, Item{})
-				d.item(&e.Items[len(e.Items)-1], a)
+				items = append(items, Item{})
+				d.item(&items[len(items)-1], a)
 			})
+			a.items = items
+			e.Items = a.itemSlice(items)
 		case "stop_reason":
 			e.StopReason = d.str(a)
 		case "result":

@@ -240,24 +240,27 @@ func (s *Session) catchUp(repair bool) (foldStats, error) {
 	return s.fold(size, repair)
 }
 
-// pendingLine is a record of a batch that is not yet complete.
-type pendingLine struct {
-	line []byte
-	off  int64
-	no   int
-}
-
 // fold reads the records in [s.size, end) into memory. s.size and s.lines
 // advance record by record (batch by batch), so memory always matches a
 // prefix of the file. A torn final record or batch is truncated when
 // repair is set and otherwise remembered in s.torn.
 func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 	var st foldStats
-	lr := lineReader{r: s.f.ReadAt, off: s.size, end: end, buf: make([]byte, 0, min(readChunk, end-s.size+1)), lineOff: s.size, maxRec: limits.recordBytes}
-	var pending []pendingLine
-	var want int64 // records still missing from the pending batch
-	lineNo := s.lines
+	lr := newLineReader(s.f.ReadAt, s.size, end, limits.recordBytes)
+	if s.ix.ents == nil {
+		// Reserve for the whole file up front (records are rarely under
+		// 128 bytes); untouched capacity costs address space, not memory.
+		s.ix.ents = make([]entMeta, 0, (end-s.size)/128+16)
+	}
 	s.torn = 0
+	type pending struct {
+		off   int64
+		n, no int
+		m     meta
+	}
+	var batch []pending
+	var want int64 // records still missing from the batch
+	lineNo := s.lines
 	for {
 		line, off, complete, ok, err := lr.next()
 		if errors.Is(err, errRecordTooBig) {
@@ -270,13 +273,13 @@ func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 			break
 		}
 		lineNo++
-		final := lr.lineOff == end
+		final := lr.pos == end
 		if lineNo > limits.records {
 			return st, &LimitError{Path: s.path, Limit: "records", Max: int64(limits.records), Got: int64(lineNo), Line: lineNo}
 		}
 		tornAt := off
-		if len(pending) > 0 {
-			tornAt = pending[0].off
+		if len(batch) > 0 {
+			tornAt = batch[0].off
 		}
 		if !complete {
 			if lineNo == 1 {
@@ -288,31 +291,34 @@ func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 			if err := s.readHeader(line); err != nil {
 				return st, err
 			}
-			s.lines, s.size = 1, lr.lineOff
+			s.lines, s.size = 1, lr.pos
 			continue
 		}
 		var m meta
-		if err := scanMeta(line, &m); err != nil {
+		if err := scanMeta(line, &m, final); err != nil {
 			if final && errors.Is(err, errSyntax) {
 				return st, s.tornTail(tornAt, end, repair, lineNo, err.Error())
 			}
 			return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: err}
 		}
 		switch {
-		case len(pending) > 0:
+		case len(batch) > 0:
 			if m.batch > 1 {
 				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: errors.New("batch starts inside another batch")}
 			}
-			pending = append(pending, pendingLine{slices.Clone(line), off, lineNo})
+			batch = append(batch, pending{off: off, n: len(line), no: lineNo, m: m})
 			want--
 		case m.batch > 1:
-			pending = append(pending, pendingLine{slices.Clone(line), off, lineNo})
+			// Fold a batch only once all of it is in the file: keep its
+			// lines buffered until then.
+			lr.keep = off
+			batch = append(batch, pending{off: off, n: len(line), no: lineNo, m: m})
 			want = m.batch - 1
 		default:
-			if err := s.ix.add(line, off, lineNo, &s.alloc, &st); err != nil {
+			if err := s.ix.add(&m, line, off, lineNo, &s.alloc, &st); err != nil {
 				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: err}
 			}
-			s.lines, s.size = lineNo, lr.lineOff
+			s.lines, s.size = lineNo, lr.pos
 			continue
 		}
 		if want > 0 {
@@ -321,13 +327,20 @@ func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 			}
 			continue
 		}
-		for _, p := range pending {
-			if err := s.ix.add(p.line, p.off, p.no, &s.alloc, &st); err != nil {
+		for i := range batch {
+			p := &batch[i]
+			// Meta slices may point into the buffer, which may have moved:
+			// scan again from the kept bytes.
+			l := lr.at(p.off, p.n)
+			if err := scanMeta(l, &p.m, false); err != nil {
+				return st, &CorruptError{Path: s.path, Line: p.no, Offset: p.off, Err: err}
+			}
+			if err := s.ix.add(&p.m, l, p.off, p.no, &s.alloc, &st); err != nil {
 				return st, &CorruptError{Path: s.path, Line: p.no, Offset: p.off, Err: err}
 			}
 		}
-		pending = pending[:0]
-		s.lines, s.size = lineNo, lr.lineOff
+		batch, lr.keep = batch[:0], -1
+		s.lines, s.size = lineNo, lr.pos
 	}
 	return st, nil
 }
@@ -388,6 +401,9 @@ func (s *Session) branchTo(x int32) ([]Entry, []int32, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if p < 0 {
+		return typed, up, nil
+	}
 	if p+1 == len(ix.branch) {
 		return append(ix.branch, typed...), append(ix.branchIdx, up...), nil
 	}
@@ -421,6 +437,9 @@ func (s *Session) readEntries(idx []int32) ([]Entry, error) {
 		e, err := decodeEntry(line, &s.alloc)
 		if err != nil {
 			return nil, &CorruptError{Path: s.path, Line: int(em.line), Offset: em.off, Err: err}
+		}
+		if n := len(out); n > 0 && out[n-1].ID == e.Parent {
+			e.Parent = out[n-1].ID // share the string
 		}
 		out = append(out, e)
 	}
@@ -519,7 +538,24 @@ func (s *Session) Totals() Totals {
 func (s *Session) Checkpoints() []Checkpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return slices.Clone(s.ix.checkpoints)
+	out := make([]Checkpoint, 0, len(s.ix.checkpoints))
+	var sc bodyScratch
+	var buf []byte
+	for _, loc := range s.ix.checkpoints {
+		buf = slices.Grow(buf[:0], int(loc.n))[:loc.n]
+		_, err := s.f.ReadAt(buf, loc.off)
+		var r Record
+		if err == nil {
+			r, err = decodeBody(KindCheckpoint, buf, &s.alloc, &sc)
+		}
+		if err != nil {
+			// The line was checked when folded; only I/O can fail here.
+			slog.Error("session: reading checkpoint", "path", s.path, "line", loc.line, "err", err)
+			break
+		}
+		out = append(out, *r.Checkpoint)
+	}
+	return out
 }
 
 // SetForeignAppendHook installs fn to be told when another writer appended
