@@ -23,7 +23,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	octetBin = filepath.Join(dir, "octet")
-	build := exec.Command("go", "build", "-o", octetBin, ".")
+	args := []string{"build", "-o", octetBin}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	build := exec.Command("go", append(args, ".")...)
 	build.Stderr = os.Stderr
 	if err := build.Run(); err != nil {
 		os.RemoveAll(dir)
