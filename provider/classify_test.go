@@ -60,7 +60,6 @@ func TestScriptedFailureClasses(t *testing.T) {
 				if d, ok := provider.ParseRetryHint(e.Message); !ok || d != 1500*time.Millisecond {
 					t.Errorf("retry hint = %v %v", d, ok)
 				}
-			}}, "http": {phase: provider.Opening, class: provider.HTTPStatus, dispatched: true, check: func(t *testing.T, e *provider.Error) {
 				rl := e.RateLimits.Requests
 				if !rl.Present || rl.Limit != 500 || rl.Remaining != 0 || rl.Reset != 6*time.Minute {
 					t.Errorf("rate limits = %+v", rl)

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"slices"
+	"strconv"
 	"time"
 	"unicode/utf8"
 )
@@ -248,13 +250,10 @@ func (d *decoder) errorEvent(w *wireEvent, first bool) *Error {
 		if first {
 			e.Phase = Opening
 		}
-		if v, ok := w.Headers["retry-after"].(string); ok {
-			if dur, ok := ParseRetryAfter(v, nowFunc()); ok {
-				e.RetryAfter, e.HasRetryAfter = dur, true
-			}
-		} else if f, ok := w.Headers["retry-after"].(float64); ok && f >= 0 {
-			e.RetryAfter, e.HasRetryAfter = min(secondsToDuration(f), maxRetryAfter), true
-		}
+		h := frameHeaders(w.Headers)
+		e.RetryAfter, e.HasRetryAfter = RetryAfterFromHeader(h, nowFunc())
+		e.RateLimits = ParseRateLimits(h)
+		e.RequestID = h.Get("X-Request-Id")
 	}
 	return e
 }
@@ -371,8 +370,19 @@ func (d *decoder) assemble(w *wireResponse) *Response {
 	return r
 }
 
-func secondsToDuration(f float64) time.Duration {
-	return time.Duration(f * float64(time.Second))
+// frameHeaders converts a WebSocket error frame's headers object (string
+// or numeric values) into an http.Header.
+func frameHeaders(m map[string]any) http.Header {
+	h := http.Header{}
+	for k, v := range m {
+		switch v := v.(type) {
+		case string:
+			h.Set(k, v)
+		case float64:
+			h.Set(k, strconv.FormatFloat(v, 'f', -1, 64))
+		}
+	}
+	return h
 }
 
 // nowFunc is the clock used for HTTP-date Retry-After values.

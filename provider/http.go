@@ -499,7 +499,6 @@ func (s *httpStream) Next(ctx context.Context) (Event, error) {
 		}
 		ev, st, derr := s.dec.decode(frame.Data)
 		if derr != nil {
-			derr.RequestID = s.requestID
 			return Event{}, s.fail(derr)
 		}
 		if !st.emit {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -210,6 +211,13 @@ func TestParseHelpers(t *testing.T) {
 		if _, ok := ParseRetryAfter(v, now); ok {
 			t.Errorf("ParseRetryAfter(%q) accepted", v)
 		}
+	}
+	h := http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}
+	if d, ok := RetryAfterFromHeader(h, now); !ok || d != 250*time.Millisecond {
+		t.Errorf("retry-after-ms = %v %v", d, ok)
+	}
+	if d, ok := RetryAfterFromHeader(frameHeaders(map[string]any{"retry-after": 4.0}), now); !ok || d != 4*time.Second {
+		t.Errorf("numeric frame retry-after = %v %v", d, ok)
 	}
 	for _, c := range []string{"insufficient_quota", "usage_not_included", "invalid_prompt", "context_length_exceeded",
 		"server_is_overloaded", "slow_down", "cyber_policy", "bio_policy", "misalignment_policy_violation", "invalid_api_key"} {

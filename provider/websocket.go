@@ -492,7 +492,6 @@ func (s *wsStream) Next(ctx context.Context) (Event, error) {
 		}
 		ev, st, derr := s.dec.decode(data)
 		if derr != nil {
-			derr.RequestID = s.c.requestID
 			return Event{}, s.fail(derr)
 		}
 		if !st.emit {
