@@ -118,7 +118,7 @@ func (s *Session) writeBatch(recs []Record) error {
 	if ix.head >= 0 {
 		headID = s.ix.branch[len(s.ix.branch)-1].ID
 	}
-	newIdx := map[string]int32{}
+	var newIdx batchIDs
 	next := int32(len(ix.ents))
 	for i := range recs {
 		switch r := &recs[i]; r.Kind {
@@ -130,13 +130,13 @@ func (s *Session) writeBatch(recs []Record) error {
 			if _, dup := ix.ids[e.ID]; dup {
 				return fmt.Errorf("record %d: duplicate entry id %q", i, e.ID)
 			}
-			if _, dup := newIdx[e.ID]; dup {
+			if _, dup := newIdx.find(e.ID); dup {
 				return fmt.Errorf("record %d: duplicate entry id %q", i, e.ID)
 			}
 			if e.Parent != "" && !s.known(e.Parent, newIdx) {
 				return fmt.Errorf("record %d: parent %q: %w", i, e.Parent, ErrUnknownEntry)
 			}
-			newIdx[e.ID] = next
+			newIdx = append(newIdx, batchID{e.ID, next, e})
 			next++
 			headID = e.ID
 		case KindHead:
@@ -147,8 +147,13 @@ func (s *Session) writeBatch(recs []Record) error {
 		}
 	}
 
-	buf := make([]byte, 0, 512)
-	ends := make([]int, 0, len(recs))
+	buf := s.wbuf[:0]
+	ends := s.wends[:0]
+	defer func() {
+		if cap(buf) <= 1<<20 { // keep a small buffer for the next append
+			s.wbuf, s.wends = buf[:0], ends[:0]
+		}
+	}()
 	for i, r := range recs {
 		start := len(buf)
 		var err error
@@ -170,7 +175,7 @@ func (s *Session) writeBatch(recs []Record) error {
 
 	// The branch after the batch, computed before writing so that nothing
 	// can fail once the bytes are durable.
-	branch, branchIdx, err := s.prospectiveBranch(recs, headID, newIdx)
+	branch, branchIdx, err := s.prospectiveBranch(headID, newIdx)
 	if err != nil {
 		return err
 	}
@@ -209,8 +214,27 @@ func batchSize(i, n int) int {
 	return 0
 }
 
-func (s *Session) known(id string, newIdx map[string]int32) bool {
-	if _, ok := newIdx[id]; ok {
+// batchID is an entry of the batch being written.
+type batchID struct {
+	id    string
+	idx   int32
+	entry *Entry
+}
+
+// batchIDs is a batch's entries; batches are small, so a slice beats a map.
+type batchIDs []batchID
+
+func (b batchIDs) find(id string) (batchID, bool) {
+	for _, x := range b {
+		if x.id == id {
+			return x, true
+		}
+	}
+	return batchID{}, false
+}
+
+func (s *Session) known(id string, newIdx batchIDs) bool {
+	if _, ok := newIdx.find(id); ok {
 		return true
 	}
 	_, ok := s.ix.ids[id]
@@ -219,28 +243,22 @@ func (s *Session) known(id string, newIdx map[string]int32) bool {
 
 // prospectiveBranch computes the typed branch that will be active after
 // recs are folded.
-func (s *Session) prospectiveBranch(recs []Record, headID string, newIdx map[string]int32) ([]Entry, []int32, error) {
+func (s *Session) prospectiveBranch(headID string, newIdx batchIDs) ([]Entry, []int32, error) {
 	if headID == "" {
 		return nil, nil, nil
-	}
-	byID := map[string]*Entry{}
-	for _, r := range recs {
-		if r.Kind == KindEntry {
-			byID[r.Entry.ID] = r.Entry
-		}
 	}
 	// Walk up through the batch's own entries to an existing one.
 	var chain []Entry
 	var chainIdx []int32
 	id := headID
 	for {
-		e, ok := byID[id]
+		x, ok := newIdx.find(id)
 		if !ok {
 			break
 		}
-		chain = append(chain, *e)
-		chainIdx = append(chainIdx, newIdx[id])
-		id = e.Parent
+		chain = append(chain, *x.entry)
+		chainIdx = append(chainIdx, x.idx)
+		id = x.entry.Parent
 	}
 	slices.Reverse(chain)
 	slices.Reverse(chainIdx)

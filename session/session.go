@@ -48,6 +48,8 @@ type Session struct {
 	foreign  int64
 	hook     func(ForeignAppend)
 	sidecar  bool
+	wbuf     []byte // reused encoding buffer
+	wends    []int
 }
 
 // Home returns octet's state directory: $OCTET_HOME, or ~/.octet.
@@ -220,11 +222,11 @@ func (s *Session) withLock(how int, fn func() error) error {
 // catchUp folds every complete record past s.size. The caller holds the
 // file lock.
 func (s *Session) catchUp(repair bool) (foldStats, error) {
-	fi, err := s.f.Stat()
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(s.f.Fd()), &st); err != nil {
 		return foldStats{}, fmt.Errorf("stat session %s: %w", s.path, err)
 	}
-	size := fi.Size()
+	size := st.Size
 	if size > limits.fileBytes {
 		return foldStats{}, &LimitError{Path: s.path, Limit: "file bytes", Max: limits.fileBytes, Got: size}
 	}
