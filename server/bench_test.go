@@ -242,6 +242,7 @@ func BenchmarkProcessStartToInitialize(b *testing.B) {
 	var base, lsp []time.Duration
 	var rss int
 	var gopls []time.Duration
+	goplsRSS := 0
 	goplsBin, _ := exec.LookPath("gopls")
 	for b.Loop() {
 		t0 := time.Now()
@@ -255,8 +256,9 @@ func BenchmarkProcessStartToInitialize(b *testing.B) {
 		lsp = append(lsp, d)
 		rss = r
 		if goplsBin != "" {
-			d, _ := startToInit(b, goplsBin, nil, env, false)
+			d, r := startToInit(b, goplsBin, nil, env, true)
 			gopls = append(gopls, d)
+			goplsRSS = r
 		}
 	}
 	m := func(d []time.Duration) float64 { p, _ := percentiles(d); return float64(p.Microseconds()) / 1000 }
@@ -266,6 +268,8 @@ func BenchmarkProcessStartToInitialize(b *testing.B) {
 	b.ReportMetric(float64(rss), "idle-RSS-KB")
 	if len(gopls) > 0 {
 		b.ReportMetric(m(gopls), "gopls-init-ms")
+		b.ReportMetric(m(lsp)/m(gopls), "lsp/gopls")
+		b.ReportMetric(float64(goplsRSS), "gopls-idle-RSS-KB")
 	}
 }
 
