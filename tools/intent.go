@@ -7,8 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 )
@@ -155,134 +153,23 @@ func CanonicalArguments(raw json.RawMessage) (json.RawMessage, error) {
 	if !utf8.Valid(raw) {
 		return nil, fmt.Errorf("%w: not valid UTF-8", ErrInvalidArguments)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	tok, err := dec.Token()
+	c := canonicalizer{in: raw}
+	c.skipSpace()
+	if c.pos >= len(raw) || raw[c.pos] != '{' {
+		return nil, fmt.Errorf("%w: arguments must be a JSON object", ErrInvalidArguments)
+	}
+	out, err := c.value(make([]byte, 0, len(raw)), 0)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, fmt.Errorf("%w: arguments must be a JSON object", ErrInvalidArguments)
-	}
-	var out bytes.Buffer
-	out.Grow(len(raw))
-	if err := canonObject(dec, &out, 1); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidArguments, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+	c.skipSpace()
+	if c.pos != len(raw) {
 		return nil, fmt.Errorf("%w: trailing data after the arguments object", ErrInvalidArguments)
 	}
-	if out.Len() > MaxIntentArgumentBytes {
+	if len(out) > MaxIntentArgumentBytes {
 		return nil, fmt.Errorf("%w: canonical form exceeds the %d byte limit", ErrInvalidArguments, MaxIntentArgumentBytes)
 	}
-	return out.Bytes(), nil
-}
-
-// canonValue writes the canonical form of the value starting with tok.
-func canonValue(dec *json.Decoder, out *bytes.Buffer, tok json.Token, depth int) error {
-	switch v := tok.(type) {
-	case json.Delim:
-		if depth >= maxArgumentDepth {
-			return fmt.Errorf("nesting deeper than %d", maxArgumentDepth)
-		}
-		switch v {
-		case '{':
-			return canonObject(dec, out, depth+1)
-		case '[':
-			return canonArray(dec, out, depth+1)
-		}
-		return fmt.Errorf("unexpected %q", v)
-	case string:
-		writeJSONString(out, v)
-	case json.Number:
-		out.WriteString(v.String())
-	case bool:
-		out.WriteString(strconv.FormatBool(v))
-	case nil:
-		out.WriteString("null")
-	default:
-		return fmt.Errorf("unexpected token %T", tok)
-	}
-	return nil
-}
-
-type canonMember struct {
-	key string
-	val []byte
-}
-
-// canonObject reads the members of an object whose '{' was consumed.
-func canonObject(dec *json.Decoder, out *bytes.Buffer, depth int) error {
-	var members []canonMember
-	seen := make(map[string]struct{})
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return fmt.Errorf("object key is %T", tok)
-		}
-		if _, dup := seen[key]; dup {
-			return fmt.Errorf("duplicate key %q", truncateForError(key))
-		}
-		seen[key] = struct{}{}
-		vt, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		var val bytes.Buffer
-		if err := canonValue(dec, &val, vt, depth); err != nil {
-			return err
-		}
-		members = append(members, canonMember{key, val.Bytes()})
-	}
-	if _, err := dec.Token(); err != nil { // '}'
-		return err
-	}
-	slices.SortFunc(members, func(a, b canonMember) int {
-		switch {
-		case a.key < b.key:
-			return -1
-		case a.key > b.key:
-			return 1
-		}
-		return 0
-	})
-	out.WriteByte('{')
-	for i, m := range members {
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		writeJSONString(out, m.key)
-		out.WriteByte(':')
-		out.Write(m.val)
-	}
-	out.WriteByte('}')
-	return nil
-}
-
-// canonArray reads the elements of an array whose '[' was consumed.
-func canonArray(dec *json.Decoder, out *bytes.Buffer, depth int) error {
-	out.WriteByte('[')
-	for i := 0; dec.More(); i++ {
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		if err := canonValue(dec, out, tok, depth); err != nil {
-			return err
-		}
-	}
-	if _, err := dec.Token(); err != nil { // ']'
-		return err
-	}
-	out.WriteByte(']')
-	return nil
+	return out, nil
 }
 
 // writeJSONString writes s as a JSON string without HTML escaping.
