@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -34,13 +35,27 @@ func newStack(t *testing.T, policy tools.Policy) *stack {
 // newStackWith builds the real runtime; recovery selects the Codex
 // recovery envelope (a qualified model and endpoint, short backoff).
 func newStackWith(t *testing.T, policy tools.Policy, recovery bool) *stack {
+	return buildStack(t, policy, recovery, false)
+}
+
+// buildStack builds the real runtime; inProcess plays the provider script
+// through providertest's in-process RoundTripper (no sockets), for tests
+// that run inside a testing/synctest bubble.
+func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *stack {
 	t.Helper()
-	st := &stack{home: t.TempDir(), workspace: t.TempDir(), provider: providertest.New(t)}
+	st := &stack{home: t.TempDir(), workspace: t.TempDir()}
+	var rt http.RoundTripper
+	if inProcess {
+		st.provider = providertest.NewInProcess(t)
+		rt = st.provider.RoundTripper()
+	} else {
+		st.provider = providertest.New(t)
+	}
 	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
 	if recovery {
 		model, _ = provider.LookupModel("gpt-5.1-codex")
 	}
-	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL(), Features: model.Features})
+	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL(), Features: model.Features, RoundTripper: rt})
 	st.runtime = &Runtime{
 		SessionsDir: filepath.Join(st.home, "sessions"),
 		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/tools/txtar"
@@ -43,7 +44,10 @@ func TestWireTranscripts(t *testing.T) {
 			for _, f := range ar.Files {
 				sec[f.Name] = f.Data
 			}
-			got := replay(t, sec)
+			// Inside a synctest bubble: virtual time, the provider
+			// script played in process, the editor on net.Pipe.
+			var got []byte
+			synctest.Test(t, func(t *testing.T) { got = replay(t, sec) })
 			if *update {
 				for i := range ar.Files {
 					if ar.Files[i].Name == "server" {
@@ -67,7 +71,7 @@ func TestWireTranscripts(t *testing.T) {
 
 // replay runs one transcript and returns the normalized server messages.
 func replay(t *testing.T, sec map[string][]byte) []byte {
-	st := newStack(t, tools.Controlled)
+	st := buildStack(t, tools.Controlled, false, true)
 	for _, line := range lines(sec["turns"]) {
 		st.provider.Enqueue(providertest.Text(line))
 	}
