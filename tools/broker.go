@@ -18,19 +18,25 @@ type Approver interface {
 // ConfirmRequest is what an approval prompt shows (octet/confirmEffect).
 // It carries the digest the answer must echo, never a grant.
 type ConfirmRequest struct {
-	Intent    EffectIntent
-	Digest    string
-	Title     string
-	Detail    string
-	Diff      string
+	// Intent is the exact call (tool, effect, canonical arguments...).
+	Intent EffectIntent
+	// Digest is Intent.Digest(): what an approval must echo.
+	Digest string
+	// Title, Detail and Diff are the bounded preview to show.
+	Title  string
+	Detail string
+	Diff   string
+	// ExpiresAt is when an unanswered request becomes approval_expired.
 	ExpiresAt time.Time
 }
 
 // Approval is an approver's answer. An answer whose Digest differs from
 // the request's is a denial.
 type Approval struct {
+	// Approved is the person's answer.
 	Approved bool
-	Digest   string
+	// Digest echoes the request's Digest.
+	Digest string
 }
 
 // Hooks are trusted host callbacks around execution. BeforeToolCall runs
@@ -39,8 +45,10 @@ type Approval struct {
 // AfterToolCall runs only for committed effects, with the tool's result.
 // Either may be nil.
 type Hooks struct {
+	// BeforeToolCall may veto a reserved call; it must honour ctx.
 	BeforeToolCall func(ctx context.Context, in EffectIntent) error
-	AfterToolCall  func(ctx context.Context, in EffectIntent, r Result)
+	// AfterToolCall observes a committed call's result.
+	AfterToolCall func(ctx context.Context, in EffectIntent, r Result)
 }
 
 // ShellCommander is implemented by tools that pass one complete command
@@ -167,9 +175,13 @@ func (b *Broker) Grants() *GrantStore { return b.grants }
 type DispatchRequest struct {
 	// Principal overrides BrokerConfig.Principal when non-empty.
 	Principal string
-	RunID     string
-	CallID    string
-	Tool      string
+	// RunID identifies the driven run.
+	RunID string
+	// CallID is the provider call id.
+	CallID string
+	// Tool is the called tool's name.
+	Tool string
+	// Arguments are the raw JSON arguments the model emitted.
 	Arguments json.RawMessage
 }
 

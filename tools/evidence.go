@@ -50,8 +50,10 @@ const (
 
 // Decision values of a ToolPolicyDecision.
 const (
+	// DecisionAllowed: hooks passed and the reservation committed.
 	DecisionAllowed = "allowed"
-	DecisionDenied  = "denied"
+	// DecisionDenied: the call did not and will not run.
+	DecisionDenied = "denied"
 )
 
 // denialTexts are the only model-visible texts of a denial: static, short,
@@ -129,7 +131,9 @@ const (
 // Setting is one effective value and its source, encoded as
 // {"value": ..., "source": ...}.
 type Setting[T any] struct {
-	Value  T      `json:"value"`
+	// Value is the effective value.
+	Value T `json:"value"`
+	// Source is the layer that set it.
 	Source Source `json:"source"`
 }
 
@@ -157,16 +161,26 @@ func (v ShellPathValue) MarshalJSON() ([]byte, error) {
 // tool call may do, each with its source. It is secret-free and path-free:
 // it is sent to editors (octet/policy, tool_policy_decision) and persisted.
 type EffectiveToolPolicy struct {
-	EffectPolicy         Setting[Policy]         `json:"effect_policy"`
-	WorkspaceConfinement Setting[bool]           `json:"workspace_confinement"`
-	AllowEdit            Setting[bool]           `json:"allow_edit"`
-	AllowWrite           Setting[bool]           `json:"allow_write"`
-	AllowProcess         Setting[bool]           `json:"allow_process"`
-	AllowShell           Setting[bool]           `json:"allow_shell"`
-	ShellPath            Setting[ShellPathValue] `json:"shell_path"`
-	BashTimeoutMs        Setting[int64]          `json:"bash_timeout_ms"`
-	MaxOutputBytes       Setting[int64]          `json:"max_output_bytes"`
-	AllowRemoteRead      Setting[bool]           `json:"allow_remote_read"`
+	// EffectPolicy is the admission profile.
+	EffectPolicy Setting[Policy] `json:"effect_policy"`
+	// WorkspaceConfinement is true when file tools accept only
+	// workspace paths (allow_external_paths = false).
+	WorkspaceConfinement Setting[bool] `json:"workspace_confinement"`
+	// AllowEdit and AllowWrite say whether edit and write are in the host.
+	AllowEdit  Setting[bool] `json:"allow_edit"`
+	AllowWrite Setting[bool] `json:"allow_write"`
+	// AllowProcess and AllowShell gate HostProcess calls (the broker
+	// denies them with capability_disabled when off) and the bash tool.
+	AllowProcess Setting[bool] `json:"allow_process"`
+	AllowShell   Setting[bool] `json:"allow_shell"`
+	// ShellPath is how the bash shell was selected, never its path.
+	ShellPath Setting[ShellPathValue] `json:"shell_path"`
+	// BashTimeoutMs is the default bash timeout in milliseconds.
+	BashTimeoutMs Setting[int64] `json:"bash_timeout_ms"`
+	// MaxOutputBytes bounds one bash command's captured output.
+	MaxOutputBytes Setting[int64] `json:"max_output_bytes"`
+	// AllowRemoteRead says whether remote (network) reads are enabled.
+	AllowRemoteRead Setting[bool] `json:"allow_remote_read"`
 }
 
 // Product defaults recorded in a default snapshot.
