@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"os/exec"
 	"strings"
@@ -247,7 +248,7 @@ func TestPanicsFailClosed(t *testing.T) {
 	if d.Reason != ReasonHookDenied || pt.executed.Load() != 0 {
 		t.Fatalf("hook panic: %+v", d)
 	}
-	ab := NewBroker(BrokerConfig{Hooks: []Hooks{{
+	ab := NewBroker(BrokerConfig{Logger: slog.New(slog.DiscardHandler), Hooks: []Hooks{{
 		AfterToolCall: func(context.Context, EffectIntent, Result) { panic("after bug") },
 	}}})
 	if res, d := ab.Dispatch(context.Background(), mustHost(t, newProbe("t", Pure)), req("t", `{}`), DispatchObserver{}); d.Decision != DecisionAllowed || res.Text != "ok" {
