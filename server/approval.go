@@ -117,7 +117,7 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 	if confirm {
 		raw, err := s.call(ctx, timeout, "octet/confirmEffect", mustJSON(pa.params))
 		if err != nil {
-			s.log.Warn("octet/confirmEffect failed", "call", pa.params.CallID, "error", err)
+			s.approvalFailed(pa, "octet/confirmEffect", err)
 			return
 		}
 		var ans struct {
@@ -145,7 +145,7 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 		Actions: []protocol.MessageActionItem{{Title: "Approve"}, {Title: "Deny"}},
 	})
 	if err != nil {
-		s.log.Warn("window/showMessageRequest failed", "call", pa.params.CallID, "error", err)
+		s.approvalFailed(pa, "window/showMessageRequest", err)
 		return
 	}
 	var item *struct {
@@ -156,6 +156,18 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 		return
 	}
 	pa.resolve(item.Title == "Approve")
+}
+
+// approvalFailed handles a failed approval request: an error answer from
+// the client is a definite denial (no point waiting for the timeout); a
+// timeout or a withdrawn request decides nothing here.
+func (s *Server) approvalFailed(pa *pendingApproval, method string, err error) {
+	if isWireError(err) {
+		s.log.Warn("client answered the approval with an error; denied", "method", method, "call", pa.params.CallID, "error", err)
+		pa.resolve(false)
+		return
+	}
+	s.log.Warn("approval request got no answer", "method", method, "call", pa.params.CallID, "error", err)
 }
 
 // reaskApproval sends a pending approval again (after resume).

@@ -498,3 +498,26 @@ func TestApproveCommand(t *testing.T) {
 		t.Errorf("a.txt = %q after octet.approve", got)
 	}
 }
+
+// TestApprovalErrorAnswerDenies checks that a client answering the
+// approval request with an error is denied at once (not after the
+// approval timeout).
+func TestApprovalErrorAnswerDenies(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	file := filepath.Join(st.workspace, "a.txt")
+	writeFile(t, file, "hello world\n")
+	e := st.editor(t, Options{ApprovalTimeout: time.Hour}, map[string]any{"confirmEffect": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	e.respond("octet/confirmEffect", func(json.RawMessage) (any, error) {
+		return nil, fmt.Errorf("the editor could not show the prompt")
+	})
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if got := readFile(t, file); got != "hello world\n" {
+		t.Errorf("a.txt = %q after an error answer", got)
+	}
+}

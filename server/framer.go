@@ -145,6 +145,12 @@ func (s *tolerantStream) readHeader() (length, consumed int, err error) {
 			if bad == "" {
 				bad = "missing Content-Length header"
 			}
+			if have && length <= s.limit {
+				// The length is known: skip the body with the frame.
+				if _, err := io.CopyN(io.Discard, s.in, int64(length)); err != nil {
+					return 0, 0, unexpectedEOF(err)
+				}
+			}
 			s.reply(context.Background(), jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
 			return 0, 0, errBadFrame
 		}

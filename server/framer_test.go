@@ -114,6 +114,7 @@ func TestMalformedFrames(t *testing.T) {
 		{"bad content-length", "Content-Length: lots\r\n\r\n", -32700, nil},
 		{"negative content-length", "Content-Length: -5\r\n\r\n", -32700, nil},
 		{"garbage line", "hello there\r\n\r\n", -32700, nil},
+		{"bad header line, body skipped", "Content-Length: 2\r\nno colon here\r\n\r\n{}", -32700, nil},
 		{"short body then header", "Content-Length: 5\r\n\r\n{\"jsonrpc\"" + frame(`{"jsonrpc":"2.0","id":6,"method":"octet/nothing"}`), -32700, nil},
 	}
 	for _, tc := range cases {

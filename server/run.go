@@ -121,23 +121,40 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 	// Everything later messages need is registered: release the reader.
 	jsonrpc2.Async(ctx)
 
+	settled := false
+	defer func() {
+		if !settled {
+			// driveRun panicked (the panic goes on to the handler's
+			// recover, which answers with an error): stop the run and
+			// drain its events so it can settle and the session is free.
+			r.cancel("server error")
+			go func() {
+				for {
+					if _, ok := h.Next(); !ok {
+						break
+					}
+				}
+				h.Wait()
+			}()
+		}
+		s.mu.Lock()
+		delete(s.runs, r.id)
+		if reqID.IsValid() {
+			delete(s.byRequest, reqID)
+		}
+		if r.token != "" {
+			delete(s.byToken, r.token)
+		}
+		s.mu.Unlock()
+		s.ended.add(r.id)
+		ss.mu.Lock()
+		if ss.active == r {
+			ss.active = nil
+		}
+		ss.mu.Unlock()
+	}()
 	res := s.driveRun(r, p.WorkDoneToken)
-
-	s.mu.Lock()
-	delete(s.runs, r.id)
-	if reqID.IsValid() {
-		delete(s.byRequest, reqID)
-	}
-	if r.token != "" {
-		delete(s.byToken, r.token)
-	}
-	s.mu.Unlock()
-	s.ended.add(r.id)
-	ss.mu.Lock()
-	if ss.active == r {
-		ss.active = nil
-	}
-	ss.mu.Unlock()
+	settled = true
 	return rawResult(res)
 }
 
