@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -155,4 +156,22 @@ func TestLogMessageWhenAsked(t *testing.T) {
 	e.notify("$/setTrace", map[string]string{"value": "messages"})
 	e.newSession()
 	e.await("window/logMessage after $/setTrace messages", logged)
+}
+
+// panicBackend is a runtime with a broken invariant: every call panics.
+type panicBackend struct{ *Runtime }
+
+func (panicBackend) List(context.Context) ([]sessionInfo, error) { panic("broken invariant") }
+
+// TestHandlerPanicAnswered checks a panic inside a handler is answered
+// with -32603 and the server keeps serving.
+func TestHandlerPanicAnswered(t *testing.T) {
+	e := newEditor(t, Options{backend: panicBackend{&Runtime{SessionsDir: t.TempDir()}}})
+	e.initialize(t.TempDir(), nil)
+	err := e.call("octet/session/list", nil, nil)
+	if codeOf(err) != jsonrpc2.InternalError || !strings.Contains(err.Error(), "broken invariant") {
+		t.Errorf("panicking handler: %v, want -32603", err)
+	}
+	var out any
+	e.mustCall("shutdown", nil, &out)
 }
