@@ -31,57 +31,94 @@ type clientCaps struct {
 	logToClient      bool // initializationOptions asked for window/logMessage
 }
 
-// initializeParams holds the fields of InitializeParams the server uses,
-// decoded leniently: "trace": null, a null rootUri and unknown or odd
-// capability values are all accepted.
+// initializeParams holds the fields of InitializeParams the server uses.
+// They are decoded leniently, field by field: "trace": null, a null
+// rootUri, and unknown or mistyped values anywhere are ignored rather than
+// failing the handshake.
 type initializeParams struct {
-	ProcessID json.RawMessage `json:"processId"`
-	RootURI   *string         `json:"rootUri"`
-	RootPath  *string         `json:"rootPath"`
-	Folders   []struct {
-		URI  string `json:"uri"`
-		Name string `json:"name"`
-	} `json:"workspaceFolders"`
-	Trace        *string `json:"trace"`
-	Capabilities struct {
-		Window *struct {
-			WorkDoneProgress *bool `json:"workDoneProgress"`
-		} `json:"window"`
-		Experimental *struct {
-			Octet *struct {
-				ConfirmEffect   bool `json:"confirmEffect"`
-				RecoveredOutput bool `json:"recoveredOutput"`
-				Events          bool `json:"events"`
-			} `json:"octet"`
-		} `json:"experimental"`
-	} `json:"capabilities"`
-	InitializationOptions *struct {
-		LogLevel string `json:"logLevel"`
-	} `json:"initializationOptions"`
+	RootURI  string
+	RootPath string
+	Folders  []string // workspaceFolders[].uri
+	Trace    *string
+	// Capability bits.
+	WorkDoneProgress bool
+	ConfirmEffect    bool
+	RecoveredOutput  bool
+	Events           bool
+	LogLevel         string // initializationOptions.logLevel
+}
+
+// parseInitialize decodes raw leniently; only params that are not a JSON
+// object at all are refused.
+func parseInitialize(raw []byte) (initializeParams, error) {
+	var top map[string]json.RawMessage
+	if err := decodeParams(raw, &top); err != nil {
+		return initializeParams{}, err
+	}
+	var p initializeParams
+	_ = json.Unmarshal(top["rootUri"], &p.RootURI)
+	_ = json.Unmarshal(top["rootPath"], &p.RootPath)
+	var folders []struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(top["workspaceFolders"], &folders) == nil {
+		for _, f := range folders {
+			p.Folders = append(p.Folders, f.URI)
+		}
+	}
+	var trace string
+	if json.Unmarshal(top["trace"], &trace) == nil && trace != "" {
+		p.Trace = &trace
+	}
+	caps := top["capabilities"]
+	p.WorkDoneProgress = lookupBool(caps, "window", "workDoneProgress")
+	p.ConfirmEffect = lookupBool(caps, "experimental", "octet", "confirmEffect")
+	p.RecoveredOutput = lookupBool(caps, "experimental", "octet", "recoveredOutput")
+	p.Events = lookupBool(caps, "experimental", "octet", "events")
+	_ = json.Unmarshal(lookup(top["initializationOptions"], "logLevel"), &p.LogLevel)
+	return p, nil
+}
+
+// lookup follows path through nested JSON objects (nil when absent or
+// not an object on the way).
+func lookup(raw json.RawMessage, path ...string) json.RawMessage {
+	for _, k := range path {
+		var m map[string]json.RawMessage
+		if json.Unmarshal(raw, &m) != nil {
+			return nil
+		}
+		raw = m[k]
+	}
+	return raw
+}
+
+// lookupBool is lookup for a boolean (false unless it is literally true).
+func lookupBool(raw json.RawMessage, path ...string) bool {
+	var b bool
+	_ = json.Unmarshal(lookup(raw, path...), &b)
+	return b
 }
 
 // initialize records the client's capabilities and workspace and answers
 // with the server's.
 func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
-	var p initializeParams
-	if err := decodeLenient(raw, &p); err != nil {
+	p, err := parseInitialize(raw)
+	if err != nil {
 		return nil, err
 	}
-	caps := clientCaps{logLevel: slog.LevelInfo}
-	if w := p.Capabilities.Window; w != nil && w.WorkDoneProgress != nil {
-		caps.workDoneProgress = *w.WorkDoneProgress
+	caps := clientCaps{
+		logLevel:         slog.LevelInfo,
+		workDoneProgress: p.WorkDoneProgress,
+		confirmEffect:    p.ConfirmEffect,
+		recoveredOutput:  p.RecoveredOutput,
+		events:           p.Events,
 	}
-	if e := p.Capabilities.Experimental; e != nil && e.Octet != nil {
-		caps.confirmEffect = e.Octet.ConfirmEffect
-		caps.recoveredOutput = e.Octet.RecoveredOutput
-		caps.events = e.Octet.Events
-	}
-	if o := p.InitializationOptions; o != nil && o.LogLevel != "" {
+	if p.LogLevel != "" {
 		var l slog.Level
-		if err := l.UnmarshalText([]byte(o.LogLevel)); err == nil {
+		if err := l.UnmarshalText([]byte(p.LogLevel)); err == nil {
 			caps.logLevel, caps.logToClient = l, true
 		} else {
-			s.log.Warn("ignoring bad initializationOptions.logLevel", "value", o.LogLevel)
+			s.log.Warn("ignoring bad initializationOptions.logLevel", "value", p.LogLevel)
 		}
 	}
 	ws := workspaceFromParams(p)
@@ -118,48 +155,19 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 	}, nil
 }
 
-// decodeLenient is decodeParams for initialize: it tolerates type
-// mismatches in fields the server does not rely on by retrying with the
-// offending capability sections dropped.
-func decodeLenient(raw []byte, v *initializeParams) error {
-	err := decodeParams(raw, v)
-	if err == nil {
-		return nil
-	}
-	var m map[string]json.RawMessage
-	if json.Unmarshal(raw, &m) != nil {
-		return err
-	}
-	for _, k := range []string{"trace", "initializationOptions", "processId", "rootPath"} {
-		var probe initializeParams
-		b, _ := json.Marshal(map[string]json.RawMessage{k: m[k]})
-		if json.Unmarshal(b, &probe) != nil {
-			delete(m, k)
-		}
-	}
-	b, _ := json.Marshal(m)
-	*v = initializeParams{}
-	if json.Unmarshal(b, v) == nil {
-		return nil
-	}
-	return err
-}
-
 // workspaceFromParams picks the workspace root: the first workspace folder,
 // else rootUri, else rootPath. It never falls back to the process cwd.
 func workspaceFromParams(p initializeParams) string {
 	for _, f := range p.Folders {
-		if path := uriToPath(f.URI); path != "" {
+		if path := uriToPath(f); path != "" {
 			return path
 		}
 	}
-	if p.RootURI != nil {
-		if path := uriToPath(*p.RootURI); path != "" {
-			return path
-		}
+	if path := uriToPath(p.RootURI); path != "" {
+		return path
 	}
-	if p.RootPath != nil && filepath.IsAbs(*p.RootPath) {
-		return filepath.Clean(*p.RootPath)
+	if filepath.IsAbs(p.RootPath) {
+		return filepath.Clean(p.RootPath)
 	}
 	return ""
 }
