@@ -102,12 +102,12 @@ func readFD(fd int, name string, limit int64) ([]byte, FileInfo, error) {
 		return nil, FileInfo{}, fmt.Errorf("stat %s: %w", name, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, FileInfo{}, &NotRegularError{Path: name, Kind: kindOf(st.Mode)}
+		return nil, FileInfo{}, &NotRegularError{Path: name, Kind: kindOf(uint32(st.Mode))}
 	}
 	info := FileInfo{
 		Size:    st.Size,
-		Mode:    fs.FileMode(st.Mode & 0o777),
-		ModTime: time.Unix(st.Mtim.Unix()),
+		Mode:    fs.FileMode(uint32(st.Mode) & 0o777),
+		ModTime: modTime(&st),
 	}
 	if st.Size > limit {
 		return nil, info, &TooLargeError{Path: name, Limit: limit}
@@ -293,9 +293,9 @@ func targetMode(pfd int, name, display string) (uint32, *unix.Stat_t, error) {
 	case st.Mode&unix.S_IFMT == unix.S_IFLNK:
 		return 0, nil, fmt.Errorf("%s: %w", display, ErrSymlink)
 	case st.Mode&unix.S_IFMT != unix.S_IFREG:
-		return 0, nil, &NotRegularError{Path: display, Kind: kindOf(st.Mode)}
+		return 0, nil, &NotRegularError{Path: display, Kind: kindOf(uint32(st.Mode))}
 	}
-	return st.Mode & 0o7777, &st, nil
+	return uint32(st.Mode) & 0o7777, &st, nil
 }
 
 func createTemp(pfd int, name string) (string, int, error) {
@@ -371,7 +371,7 @@ func compareAt(pfd int, name, display string, prior Prior) error {
 // clobbered.
 func renameAt(pfd int, tmp, name, display string, prior Prior) error {
 	if !prior.Any && !prior.Exists {
-		err := unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE)
+		err := renameNoReplace(pfd, tmp, name)
 		switch {
 		case err == nil:
 			return nil

@@ -177,29 +177,6 @@ func (r *Root) explainNotDir(rel string, err error) error {
 	return err
 }
 
-func (r *Root) openat2(rel string, flags int, mode uint32) (int, error) {
-	how := unix.OpenHow{
-		Flags:   uint64(flags),
-		Mode:    uint64(mode),
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS,
-	}
-	if flags&unix.O_CREAT == 0 {
-		how.Mode = 0
-	}
-	for range 8 {
-		fd, err := openat2(r.fd, rel, &how)
-		if err == unix.EAGAIN || err == unix.EINTR {
-			continue // a concurrent rename raced the lookup; retry
-		}
-		return fd, err
-	}
-	return -1, unix.EAGAIN
-}
-
-// openat2 is the openat2 system call; tests replace it to simulate a
-// kernel or seccomp filter that refuses it.
-var openat2 = unix.Openat2
-
 // openWalk opens rel relative to dirfd one component at a time: every
 // directory with O_NOFOLLOW|O_DIRECTORY from the previous directory
 // descriptor, the final component with flags (which include O_NOFOLLOW).
