@@ -159,6 +159,7 @@ func (t *SearchTool) Execute(ctx context.Context, inv Invocation) (Result, error
 // searchStats counts what a search did.
 type searchStats struct {
 	files, binary, large int64
+	total                int64 // matching lines, shown or not
 	limited              bool
 }
 
@@ -208,7 +209,7 @@ func (t *SearchTool) search(ctx context.Context, q searchQuery) ([]searchHit, se
 
 // format renders hits as path:line:text within the output limit.
 func (t *SearchTool) format(q searchQuery, hits []searchHit, st searchStats) Result {
-	details := map[string]any{"matches": len(hits), "files_searched": st.files}
+	details := map[string]any{"matches": len(hits), "total_matches": st.total, "files_searched": st.files}
 	if st.binary > 0 {
 		details["skipped_binary"] = st.binary
 	}
@@ -232,7 +233,7 @@ func (t *SearchTool) format(q searchQuery, hits []searchHit, st searchStats) Res
 	}
 	truncated := st.limited || shown < len(hits)
 	if st.limited {
-		fmt.Fprintf(&b, "[results limited to %d matching lines; narrow the search with path or glob, or raise max_results]\n", q.maxResults)
+		fmt.Fprintf(&b, "[%d matching lines in total; showing the first %d by path and line; narrow the search with path or glob, or raise max_results]\n", st.total, min(len(hits), q.maxResults))
 	}
 	if shown < len(hits) {
 		fmt.Fprintf(&b, "[output truncated: %d of %d matching lines shown]\n", shown, len(hits))
@@ -609,7 +610,7 @@ type walker struct {
 	stack   []dirJob
 	pending int // queued or in-progress jobs
 
-	stop    atomic.Bool
+	stop    atomic.Bool // cancellation
 	matches atomic.Int64
 	stats   struct{ files, binary, large atomic.Int64 }
 
@@ -674,14 +675,11 @@ func (w *walker) finish() ([]searchHit, searchStats, error) {
 	slices.SortFunc(w.hits, func(a, b searchHit) int {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.line, b.line))
 	})
-	st := searchStats{files: w.stats.files.Load(), binary: w.stats.binary.Load(), large: w.stats.large.Load()}
+	st := searchStats{files: w.stats.files.Load(), binary: w.stats.binary.Load(), large: w.stats.large.Load(), total: w.matches.Load()}
 	if len(w.hits) > w.q.maxResults {
 		w.hits = w.hits[:w.q.maxResults]
-		st.limited = true
 	}
-	if w.stop.Load() {
-		st.limited = true
-	}
+	st.limited = st.total > int64(len(w.hits))
 	return w.hits, st, w.err
 }
 
@@ -720,7 +718,7 @@ func appendPatterns(ps []gitignore.Pattern, data []byte, domain []string) []giti
 
 func (w *walker) work() {
 	buf := make([]byte, 0, 256<<10)
-	var local []searchHit
+	local := &hitSet{max: w.q.maxResults}
 	for {
 		w.mu.Lock()
 		for len(w.stack) == 0 && w.pending > 0 && !w.stop.Load() {
@@ -744,13 +742,13 @@ func (w *walker) work() {
 		w.mu.Unlock()
 	}
 	w.resMu.Lock()
-	w.hits = append(w.hits, local...)
+	w.hits = append(w.hits, local.hits...)
 	w.resMu.Unlock()
 }
 
 // searchDir opens job's directory from its parent descriptor, queues its
 // subdirectories and searches its files.
-func (w *walker) searchDir(job dirJob, local []searchHit, buf []byte) ([]searchHit, []byte) {
+func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []byte) {
 	fd, err := unix.Openat(job.parent.fd, job.name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	job.parent.release()
 	if err != nil {
@@ -845,13 +843,13 @@ func (w *walker) searchOneFile(rel string) error {
 		w.stats.binary.Add(1)
 		return nil
 	}
-	w.hits = w.collect(data, rel, nil)
+	w.hits = w.collect(data, rel, &hitSet{max: w.q.maxResults}).hits
 	return nil
 }
 
 // searchFile opens name relative to the directory descriptor (no-follow,
 // non-blocking), reads it into buf and collects matching lines.
-func (w *walker) searchFile(dirfd int, name, rel string, local []searchHit, buf []byte) ([]searchHit, []byte) {
+func (w *walker) searchFile(dirfd int, name, rel string, local *hitSet, buf []byte) (*hitSet, []byte) {
 	data, large, err := readAt(dirfd, name, buf[:0], MaxFileBytes)
 	if cap(data) > cap(buf) && cap(data) <= 4<<20 {
 		buf = data[:0] // keep a grown buffer, within reason
@@ -870,22 +868,68 @@ func (w *walker) searchFile(dirfd int, name, rel string, local []searchHit, buf 
 	return w.collect(data, rel, local), buf
 }
 
-// collect appends data's matching lines to local, stopping the whole walk
-// once enough matches exist overall.
-func (w *walker) collect(data []byte, rel string, local []searchHit) []searchHit {
+// collect adds data's matching lines to local and counts every match.
+func (w *walker) collect(data []byte, rel string, local *hitSet) *hitSet {
 	display := rel
 	if w.prefix != "" {
 		display = filepath.Join(w.prefix, rel)
 	}
 	w.q.matcher.scan(data, func(line int, text []byte) bool {
-		local = append(local, searchHit{path: display, line: line, text: displayLine(text)})
-		if w.matches.Add(1) > int64(w.q.maxResults) {
-			w.stop.Store(true)
-			return false
+		w.matches.Add(1)
+		if local.wants(display, line) {
+			local.add(searchHit{path: display, line: line, text: displayLine(text)})
 		}
 		return !w.stop.Load()
 	})
 	return local
+}
+
+// hitSet keeps the first max hits in (path, line) order in a bounded
+// max-heap, so a limited result is the same whatever order the workers
+// visit files in, and memory stays bounded however many lines match.
+type hitSet struct {
+	max  int
+	hits []searchHit // max-heap: hits[0] is the last in order
+}
+
+func hitOrder(path string, line int, h searchHit) int {
+	return cmp.Or(strings.Compare(path, h.path), cmp.Compare(line, h.line))
+}
+
+// wants reports whether a hit at path:line would be kept.
+func (s *hitSet) wants(path string, line int) bool {
+	return len(s.hits) < s.max || hitOrder(path, line, s.hits[0]) < 0
+}
+
+// add keeps h, dropping the last hit when full. Call only when wants.
+func (s *hitSet) add(h searchHit) {
+	if len(s.hits) < s.max {
+		s.hits = append(s.hits, h)
+		for i := len(s.hits) - 1; i > 0; {
+			p := (i - 1) / 2
+			if hitOrder(s.hits[i].path, s.hits[i].line, s.hits[p]) <= 0 {
+				break
+			}
+			s.hits[i], s.hits[p] = s.hits[p], s.hits[i]
+			i = p
+		}
+		return
+	}
+	s.hits[0] = h
+	for i := 0; ; {
+		l, r, big := 2*i+1, 2*i+2, i
+		if l < len(s.hits) && hitOrder(s.hits[l].path, s.hits[l].line, s.hits[big]) > 0 {
+			big = l
+		}
+		if r < len(s.hits) && hitOrder(s.hits[r].path, s.hits[r].line, s.hits[big]) > 0 {
+			big = r
+		}
+		if big == i {
+			return
+		}
+		s.hits[i], s.hits[big] = s.hits[big], s.hits[i]
+		i = big
+	}
 }
 
 // displayLine bounds and neutralizes one matching line.

@@ -157,10 +157,28 @@ func TestSearchLimits(t *testing.T) {
 	}
 	s, _ := NewSearch(Config{Root: ws, MaxOutputBytes: 2048})
 	res := run(t, s, map[string]any{"pattern": "hit"})
-	if len(res.Text) > 2048 || res.Details["truncated"] != true || !strings.Contains(res.Text, "results limited to 100") {
+	if len(res.Text) > 2048 || res.Details["truncated"] != true || !strings.Contains(res.Text, "3000 matching lines in total; showing the first 100") {
 		t.Errorf("limited search: %d bytes, %v\n%s", len(res.Text), res.Details, res.Text[max(0, len(res.Text)-300):])
 	}
+	// A limited result is the first max_results lines in path order, the
+	// same on every run whatever order the workers visit files in.
 	s, _ = NewSearch(Config{Root: ws})
+	for range 3 {
+		res = run(t, s, map[string]any{"pattern": "hit", "max_results": 150})
+		got := searchLines(res)
+		if len(got) != 150 || res.Details["total_matches"] != int64(3000) {
+			t.Fatalf("max_results 150: %d lines, %v", len(got), res.Details)
+		}
+		for i, l := range got {
+			file, line := 0, i+1
+			if i >= 100 {
+				file, line = 1, i-99
+			}
+			if want := fmt.Sprintf("f%02d.txt:%d:hit %d %d", file, line, file, line-1); l != want {
+				t.Fatalf("line %d = %q, want %q", i, l, want)
+			}
+		}
+	}
 	res = run(t, s, map[string]any{"pattern": "hit", "max_results": 1000})
 	if res.Details["matches"] != 1000 {
 		t.Errorf("max_results 1000: %v", res.Details)
