@@ -902,21 +902,24 @@ func (s *hitSet) wants(path string, line int) bool {
 }
 
 // add keeps h, dropping the last hit when full. Call only when wants.
+// Hits are appended until the set is full and heap-ordered only then, so
+// an unlimited search pays nothing for the ordering.
 func (s *hitSet) add(h searchHit) {
 	if len(s.hits) < s.max {
 		s.hits = append(s.hits, h)
-		for i := len(s.hits) - 1; i > 0; {
-			p := (i - 1) / 2
-			if hitOrder(s.hits[i].path, s.hits[i].line, s.hits[p]) <= 0 {
-				break
+		if len(s.hits) == s.max {
+			for i := len(s.hits)/2 - 1; i >= 0; i-- {
+				s.siftDown(i)
 			}
-			s.hits[i], s.hits[p] = s.hits[p], s.hits[i]
-			i = p
 		}
 		return
 	}
 	s.hits[0] = h
-	for i := 0; ; {
+	s.siftDown(0)
+}
+
+func (s *hitSet) siftDown(i int) {
+	for {
 		l, r, big := 2*i+1, 2*i+2, i
 		if l < len(s.hits) && hitOrder(s.hits[l].path, s.hits[l].line, s.hits[big]) > 0 {
 			big = l

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -464,4 +465,33 @@ func FuzzRegexScan(f *testing.F) {
 			t.Fatalf("scan(%q, %q) = %v, want %v", pattern, data, got, want)
 		}
 	})
+}
+
+func TestHitSetKeepsFirstN(t *testing.T) {
+	var all []searchHit
+	for p := range 20 {
+		for l := range 25 {
+			all = append(all, searchHit{path: fmt.Sprintf("p%02d", p), line: l + 1})
+		}
+	}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	for _, max := range []int{1, 2, 7, 100, 499, 500, 1000} {
+		for range 20 {
+			rnd.Shuffle(len(all), func(i, j int) { all[i], all[j] = all[j], all[i] })
+			s := &hitSet{max: max}
+			for _, h := range all {
+				if s.wants(h.path, h.line) {
+					s.add(h)
+				}
+			}
+			got := slices.Clone(s.hits)
+			slices.SortFunc(got, func(a, b searchHit) int { return hitOrder(a.path, a.line, b) })
+			want := slices.Clone(all)
+			slices.SortFunc(want, func(a, b searchHit) int { return hitOrder(a.path, a.line, b) })
+			want = want[:min(max, len(want))]
+			if !slices.Equal(got, want) {
+				t.Fatalf("max %d: kept %d hits, not the first ones", max, len(got))
+			}
+		}
+	}
 }
