@@ -56,7 +56,7 @@ func TestCancelRequestMidStream(t *testing.T) {
 		providertest.Text(long).StallAfter(6),
 	)
 	c, _ := newRawClient(t, Options{Runtime: st.runtime})
-	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"rootUri":"file://%s","capabilities":{},"trace":null}}`, st.workspace)))
+	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"rootUri":"file://%s","capabilities":{"experimental":{"octet":{"events":true}}},"trace":null}}`, st.workspace)))
 	c.readUntil("initialize answer", isResponse("init"))
 	c.write(frame(`{"jsonrpc":"2.0","method":"initialized","params":{}}`))
 	c.write(frame(`{"jsonrpc":"2.0","id":"s","method":"octet/session/new","params":{}}`))
@@ -98,7 +98,7 @@ func TestCancelRequestMidStream(t *testing.T) {
 func TestWorkDoneProgressCancel(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	st.provider.Enqueue(providertest.Text(strings.Repeat("x ", 40)).StallAfter(5))
-	e := st.editor(t, Options{}, nil)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	sid := e.newSession()
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
@@ -119,7 +119,7 @@ func TestSteerFollowUpAndBusy(t *testing.T) {
 	editScript(st)
 	st.provider.Enqueue(providertest.Text("Follow-up handled."))
 	writeFile(t, st.workspace+"/a.txt", "hello world\n")
-	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true})
+	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	release := make(chan struct{})
 	e.respond("octet/confirmEffect", func(p json.RawMessage) (any, error) {

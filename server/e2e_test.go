@@ -304,7 +304,7 @@ func TestApproveAndDeny(t *testing.T) {
 			editScript(st)
 			file := filepath.Join(st.workspace, "a.txt")
 			writeFile(t, file, "hello world\n")
-			e := st.editor(t, Options{}, map[string]any{"confirmEffect": true})
+			e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 			e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 			e.respond("octet/confirmEffect", confirmAnswer(tc.decision, tc.digest))
 			sid := e.newSession()
@@ -364,6 +364,23 @@ func TestShowMessageRequestFallback(t *testing.T) {
 	}
 	if got := readFile(t, file); got != "goodbye world\n" {
 		t.Errorf("a.txt = %q after Approve", got)
+	}
+	// A stock client gets no octet/event, but the events are buffered.
+	e.mu.Lock()
+	n := len(eventsIn(e.notes, ""))
+	e.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d octet/event notifications sent to a client that did not advertise events", n)
+	}
+	var r struct {
+		SessionID string
+		Events    []bufferedEvent
+	}
+	var list struct{ Sessions []sessionInfo }
+	e.mustCall("octet/session/list", nil, &list)
+	e.mustCall("octet/session/resume", map[string]any{"sessionId": list.Sessions[0].SessionID, "afterSeq": 0}, &r)
+	if len(r.Events) < 5 {
+		t.Errorf("resume replayed %d events", len(r.Events))
 	}
 }
 

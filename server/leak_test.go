@@ -24,7 +24,7 @@ func TestSessionsConcurrentlyAndNoLeaks(t *testing.T) {
 		providertest.Text("answer two"),
 		providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5),
 	)
-	e := st.editor(t, Options{}, nil)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
 	s1, s2 := e.newSession(), e.newSession()
 	c1 := e.promptAsync(map[string]any{"sessionId": s1, "text": "one"})
 	c2 := e.promptAsync(map[string]any{"sessionId": s2, "text": "two"})

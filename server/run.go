@@ -196,9 +196,14 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 }
 
 // forward sends one event: recovered_output only as
-// octet/recoveredOutput, everything else as octet/event.
+// octet/recoveredOutput (to clients that advertised recoveredOutput),
+// everything else as octet/event (to clients that advertised events).
+// Both are buffered for octet/session/resume either way.
 func (s *Server) forward(r *runState, ev wireEvent) {
 	ss := r.session
+	s.mu.Lock()
+	caps := s.caps
+	s.mu.Unlock()
 	if ev.Kind == "recovered_output" {
 		var body struct {
 			Channel string `json:"channel"`
@@ -208,7 +213,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 			s.log.Error("undecodable recovered_output event", "run", r.id, "error", err)
 			return
 		}
-		s.emit(ss, "octet/recoveredOutput", func(seq int64) json.RawMessage {
+		s.emit(ss, "octet/recoveredOutput", caps.recoveredOutput, func(seq int64) json.RawMessage {
 			b, _ := json.Marshal(map[string]any{
 				"sessionId": ss.id, "runId": r.id, "seq": seq,
 				"channel": body.Channel, "text": body.Text,
@@ -217,7 +222,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		})
 		return
 	}
-	s.emit(ss, "octet/event", func(seq int64) json.RawMessage {
+	s.emit(ss, "octet/event", caps.events, func(seq int64) json.RawMessage {
 		return eventEnvelope(ss.id, r.id, seq, ev.Body)
 	})
 }

@@ -73,10 +73,11 @@ func (r *eventRing) after(after, last int64) ([]bufferedEvent, bool) {
 	return slices.Clone(r.evs[i:]), truncated
 }
 
-// emit assigns the next seq of the session, buffers the notification and
-// sends it. build receives the seq and returns the params. Emission for one
-// session is serialized, so seq order is wire order.
-func (s *Server) emit(ss *sessionState, method string, build func(seq int64) json.RawMessage) {
+// emit assigns the next seq of the session, buffers the notification and,
+// when send is true (the client advertised it can show it), sends it.
+// build receives the seq and returns the params. Emission for one session
+// is serialized, so seq order is wire order.
+func (s *Server) emit(ss *sessionState, method string, send bool, build func(seq int64) json.RawMessage) {
 	ss.mu.Lock()
 	ss.seq++
 	seq := ss.seq
@@ -84,7 +85,9 @@ func (s *Server) emit(ss *sessionState, method string, build func(seq int64) jso
 	ss.buf.add(bufferedEvent{Seq: seq, Method: method, Params: params})
 	// The notification is written under the session lock so that two
 	// emitters of one session can never reorder seq on the wire.
-	s.notify(method, params)
+	if send {
+		s.notify(method, params)
+	}
 	ss.mu.Unlock()
 }
 
