@@ -109,7 +109,8 @@ func BenchmarkDeltaToEvent(b *testing.B) {
 	defer cli.Close()
 	ctx := context.Background()
 	ws := b.TempDir()
-	if _, err := conn.Call(ctx, "initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil); err != nil {
+	caps := map[string]any{"experimental": map[string]any{"octet": map[string]any{"events": true}}}
+	if _, err := conn.Call(ctx, "initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": caps}, nil); err != nil {
 		b.Fatal(err)
 	}
 	var sess struct {
