@@ -127,7 +127,7 @@ func (s *Session) writeBatch(recs []Record) error {
 			if e.Parent == "" {
 				e.Parent = headID
 			}
-			if _, dup := ix.ids[e.ID]; dup {
+			if _, dup := ix.ids.getString(e.ID); dup {
 				return fmt.Errorf("record %d: duplicate entry id %q", i, e.ID)
 			}
 			if _, dup := newIdx.find(e.ID); dup {
@@ -237,7 +237,7 @@ func (s *Session) known(id string, newIdx batchIDs) bool {
 	if _, ok := newIdx.find(id); ok {
 		return true
 	}
-	_, ok := s.ix.ids[id]
+	_, ok := s.ix.ids.getString(id)
 	return ok
 }
 
@@ -264,7 +264,7 @@ func (s *Session) prospectiveBranch(headID string, newIdx batchIDs) ([]Entry, []
 	slices.Reverse(chainIdx)
 	x := int32(-1)
 	if id != "" {
-		x = s.ix.ids[id]
+		x, _ = s.ix.ids.getString(id)
 	}
 	branch, idx, err := s.branchTo(x)
 	if err != nil {

@@ -272,8 +272,15 @@ func BenchmarkOpenBranch(b *testing.B) {
 				b.Fatalf("child: %v %s", err, out)
 			}
 			d = append(d, time.Since(t))
+			// The child reports VmHWM (its own peak RSS since exec):
+			// rusage Maxrss would also count the parent's pages shared
+			// between vfork and exec.
+			var branch, hwmKiB int64
+			if _, err := fmt.Sscan(string(out), &branch, &hwmKiB); err != nil || branch != int64(branchLen) {
+				b.Fatalf("child output %q: %v", out, err)
+			}
 			ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-			peaks = append(peaks, float64(ru.Maxrss*1024))
+			peaks = append(peaks, float64(hwmKiB*1024))
 			cpu = append(cpu, time.Duration(syscall.TimevalToNsec(ru.Utime)+syscall.TimevalToNsec(ru.Stime)))
 		}
 		slices.Sort(peaks)
@@ -333,5 +340,22 @@ func openChild(path string) {
 		f.Close()
 	}
 	fmt.Fprintf(os.Stderr, "branch %d entries %d heapinuse %d MB heapsys %d MB sys %d MB numgc %d\n", len(s.Branch()), s.Len(), ms.HeapInuse>>20, ms.HeapSys>>20, ms.Sys>>20, ms.NumGC)
-	fmt.Println(len(s.Branch()))
+	fmt.Println(len(s.Branch()), peakRSSKiB())
+}
+
+// peakRSSKiB returns this process's VmHWM from /proc/self/status.
+func peakRSSKiB() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		childFatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			var kib int64
+			fmt.Sscan(rest, &kib)
+			return kib
+		}
+	}
+	childFatal(fmt.Errorf("no VmHWM in /proc/self/status"))
+	return 0
 }

@@ -31,7 +31,7 @@ const Redacted = "[REDACTED]"
 // Opaque reasoning content is kept: it is provider ciphertext, not a user
 // secret, and redacting it would break replay of an exported session.
 func Export(path string, w io.Writer) error {
-	s, err := Inspect(path)
+	s, err := open(path, true, false)
 	if err != nil {
 		return fmt.Errorf("export session: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"unsafe"
 )
 
 // entMeta locates one entry in the file. Parents always precede their
@@ -26,9 +27,9 @@ type recLoc struct {
 // map, the head, accounting, and the typed active branch.
 type index struct {
 	ents        []entMeta
-	ids         map[string]int32
+	ids         idMap
 	head        int32
-	headID      string
+	headID      []byte
 	scratch     bodyScratch
 	totals      Totals
 	checkpoints []recLoc // decoded on demand
@@ -44,7 +45,7 @@ type index struct {
 }
 
 func newIndex() *index {
-	return &index{ids: make(map[string]int32), head: -1}
+	return &index{ids: newIDMap(), head: -1}
 }
 
 // foldStats counts what add folded.
@@ -65,11 +66,11 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, a *strAlloc, s
 		if len(m.head) == 0 {
 			return fmt.Errorf("head record without entry id")
 		}
-		i, ok := ix.ids[string(m.head)]
+		i, ok := ix.ids.get(m.head)
 		if !ok {
 			return fmt.Errorf("head record names unknown entry %q", m.head)
 		}
-		ix.setHead(i, ix.ids0.str(m.head), st)
+		ix.setHead(i, m.head, st)
 	case KindUsage, KindUsageUncertain, KindCheckpoint, KindDelegatedUsage:
 		if string(m.kind) == KindCheckpoint {
 			a = nil // validate only: checkpoints are decoded on demand
@@ -95,14 +96,14 @@ func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldS
 	if len(m.id) == 0 {
 		return fmt.Errorf("entry without id")
 	}
-	if _, dup := ix.ids[string(m.id)]; dup {
+	if _, dup := ix.ids.get(m.id); dup {
 		return fmt.Errorf("duplicate entry id %q", m.id)
 	}
 	parent := int32(-1)
-	if len(m.parent) > 0 && ix.head >= 0 && string(m.parent) == ix.headID {
+	if len(m.parent) > 0 && ix.head >= 0 && bytes.Equal(m.parent, ix.headID) {
 		parent = ix.head // the common case: the entry follows the head
 	} else if len(m.parent) > 0 {
-		p, ok := ix.ids[string(m.parent)]
+		p, ok := ix.ids.get(m.parent)
 		if !ok {
 			return fmt.Errorf("entry %q names unknown parent %q", m.id, m.parent)
 		}
@@ -110,17 +111,17 @@ func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldS
 	}
 	i := int32(len(ix.ents))
 	ix.ents = append(ix.ents, entMeta{off: off, n: uint32(len(line)), parent: parent, line: int32(lineNo)})
-	id := ix.ids0.str(m.id)
-	ix.ids[id] = i
+	ix.ids.put(m.id, &ix.ids0, i)
 	st.entries++
-	ix.setHead(i, id, st)
+	ix.setHead(i, m.id, st)
 	return nil
 }
 
-func (ix *index) setHead(i int32, id string, st *foldStats) {
+func (ix *index) setHead(i int32, id []byte, st *foldStats) {
 	if ix.head != i {
 		st.headMoved = true
-		ix.head, ix.headID = i, id
+		ix.head = i
+		ix.headID = append(ix.headID[:0], id...)
 		ix.branchOK = false
 	}
 }
@@ -266,3 +267,58 @@ func (lr *lineReader) fill() error {
 const readChunk = 1 << 20
 
 var errRecordTooBig = fmt.Errorf("record too big")
+
+// idMap maps entry ids to entry indices. Ids in the form NewID makes (16
+// lower-case hex digits) are kept as integers: smaller and faster to hash
+// than strings, which matters for a million entries. Other ids use a
+// string map.
+type idMap struct {
+	hex map[uint64]int32
+	str map[string]int32
+}
+
+func newIDMap() idMap {
+	return idMap{hex: make(map[uint64]int32), str: make(map[string]int32)}
+}
+
+// hexID parses a NewID-shaped id.
+func hexID(b []byte) (uint64, bool) {
+	if len(b) != 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		v = v<<4 | uint64(c)
+	}
+	return v, true
+}
+
+func (m idMap) get(id []byte) (int32, bool) {
+	if k, ok := hexID(id); ok {
+		i, ok := m.hex[k]
+		return i, ok
+	}
+	i, ok := m.str[string(id)]
+	return i, ok
+}
+
+func (m idMap) getString(id string) (int32, bool) {
+	return m.get(unsafe.Slice(unsafe.StringData(id), len(id)))
+}
+
+// put records id at index i; a string key is carved from a.
+func (m idMap) put(id []byte, a *strAlloc, i int32) {
+	if k, ok := hexID(id); ok {
+		m.hex[k] = i
+		return
+	}
+	m.str[a.str(id)] = i
+}

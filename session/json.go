@@ -273,6 +273,15 @@ func (d *decoder) null() bool {
 func (d *decoder) stringEnd(i int) (int, bool) {
 	b := d.b
 	i++
+	// Short strings (kinds, ids): a plain loop beats two IndexByte calls.
+	for j := i; j < len(b) && j < i+24; j++ {
+		if b[j] == '"' {
+			return j, false
+		}
+		if b[j] == '\\' {
+			break
+		}
+	}
 	escaped := false
 	for {
 		j := bytes.IndexByte(b[i:], '"')
@@ -413,19 +422,32 @@ func (d *decoder) int() int64 {
 	}
 	d.ws()
 	start := d.i
-	if d.i < len(d.b) && d.b[d.i] == '-' {
+	neg := d.i < len(d.b) && d.b[d.i] == '-'
+	if neg {
 		d.i++
 	}
+	var v uint64
+	digits := 0
 	for d.i < len(d.b) && '0' <= d.b[d.i] && d.b[d.i] <= '9' {
+		v = v*10 + uint64(d.b[d.i]-'0')
 		d.i++
+		digits++
 	}
-	v, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(d.b[start:]), d.i-start), 10, 64)
-	if err != nil || d.i < len(d.b) && (d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E') {
+	limit := uint64(1<<63 - 1)
+	if neg {
+		limit++
+	}
+	bad := digits == 0 || digits > 19 || v > limit ||
+		d.i < len(d.b) && (d.b[d.i] == '.' || d.b[d.i] == 'e' || d.b[d.i] == 'E')
+	if bad {
 		d.i = start
 		d.mismatch("expected integer")
 		return 0
 	}
-	return v
+	if neg {
+		return -int64(v)
+	}
+	return int64(v)
 }
 
 // bool decodes a boolean (null is false).

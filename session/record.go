@@ -201,8 +201,12 @@ func scanMeta(line []byte, m *meta, full bool) error {
 		case "batch":
 			m.batch = d.int()
 		default:
-			if !full && canonical && string(m.kind) == KindEntry {
-				return nil
+			if !full && canonical {
+				switch string(m.kind) {
+				case KindEntry, KindUsage, KindUsageUncertain, KindCheckpoint, KindDelegatedUsage:
+					// The rest is checked when the record is decoded.
+					return nil
+				}
 			}
 			d.skip(0)
 		}

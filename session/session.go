@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -171,14 +172,16 @@ func syncDir(dir string) error {
 // lock it repairs a torn final record (or torn final batch) left by a
 // writer that died mid-append, truncating it; damage anywhere else is a
 // [CorruptError] naming the line, and the file is left untouched.
-func Open(path string) (*Session, error) { return open(path, false) }
+func Open(path string) (*Session, error) { return open(path, false, true) }
 
 // Inspect opens a session read-only under a shared lock. It never repairs,
 // truncates or writes anything; a torn tail is ignored and reported by
 // [Session.TornBytes]. Append methods return [ErrReadOnly].
-func Inspect(path string) (*Session, error) { return open(path, true) }
+func Inspect(path string) (*Session, error) { return open(path, true, true) }
 
-func open(path string, ro bool) (*Session, error) {
+// open opens a session; typed=false skips typing the active branch (for
+// callers that only stream the file, like Export).
+func open(path string, ro, typed bool) (*Session, error) {
 	flag, how := os.O_RDWR, unix.LOCK_EX
 	if ro {
 		flag, how = os.O_RDONLY, unix.LOCK_SH
@@ -191,6 +194,9 @@ func open(path string, ro bool) (*Session, error) {
 	err = s.withLock(how, func() error {
 		if _, err := s.catchUp(!ro); err != nil {
 			return err
+		}
+		if !typed {
+			return nil
 		}
 		return s.syncBranch()
 	})
@@ -418,10 +424,37 @@ func (s *Session) readEntries(idx []int32) ([]Entry, error) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
-	out := make([]Entry, 0, len(idx))
+	out := make([]Entry, len(idx))
+	workers := min(runtime.GOMAXPROCS(0), 4, len(idx)/parallelTypingMin)
+	if workers < 2 {
+		return out, s.typeEntries(idx, out, &s.alloc)
+	}
+	// Long branches (opening a big session) are typed by several
+	// goroutines, each over a contiguous part with its own allocator.
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := len(idx)*w/workers, len(idx)*(w+1)/workers
+		wg.Go(func() { errs[w] = s.typeEntries(idx[lo:hi], out[lo:hi], new(strAlloc)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// parallelTypingMin is the number of entries per goroutine below which
+// typing stays on one goroutine.
+const parallelTypingMin = 20000
+
+// typeEntries decodes the entries at idx (increasing) into out.
+func (s *Session) typeEntries(idx []int32, out []Entry, a *strAlloc) error {
 	var buf []byte
 	var bufOff int64
-	for _, i := range idx {
+	for k, i := range idx {
 		em := s.ix.ents[i]
 		if em.off < bufOff || em.off+int64(em.n) > bufOff+int64(len(buf)) {
 			n := max(int64(em.n), min(readChunk*4, s.size-em.off))
@@ -431,21 +464,21 @@ func (s *Session) readEntries(idx []int32) ([]Entry, error) {
 			buf = buf[:n]
 			got, err := s.f.ReadAt(buf, em.off)
 			if int64(got) < int64(em.n) {
-				return nil, fmt.Errorf("read session %s entry at line %d: %w", s.path, em.line, err)
+				return fmt.Errorf("read session %s entry at line %d: %w", s.path, em.line, err)
 			}
 			buf, bufOff = buf[:got], em.off
 		}
 		line := buf[em.off-bufOff : em.off-bufOff+int64(em.n)]
-		e, err := decodeEntry(line, &s.alloc)
+		e, err := decodeEntry(line, a)
 		if err != nil {
-			return nil, &CorruptError{Path: s.path, Line: int(em.line), Offset: em.off, Err: err}
+			return &CorruptError{Path: s.path, Line: int(em.line), Offset: em.off, Err: err}
 		}
-		if n := len(out); n > 0 && out[n-1].ID == e.Parent {
-			e.Parent = out[n-1].ID // share the string
+		if k > 0 && out[k-1].ID == e.Parent {
+			e.Parent = out[k-1].ID // share the string
 		}
-		out = append(out, e)
+		out[k] = e
 	}
-	return out, nil
+	return nil
 }
 
 // Path returns the session file path.
@@ -477,7 +510,7 @@ func (s *Session) Branch() []Entry {
 func (s *Session) Entry(id string) (Entry, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	i, ok := s.ix.ids[id]
+	i, ok := s.ix.ids.getString(id)
 	if !ok {
 		return Entry{}, false
 	}

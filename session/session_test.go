@@ -218,3 +218,43 @@ func TestUnknownKindsKept(t *testing.T) {
 		t.Fatal("unknown record not kept in the file")
 	}
 }
+
+func TestRefreshFollowsWriter(t *testing.T) {
+	w := newSession(t)
+	a := mustAppend(t, w, Entry{Type: EntryUser, Text: "a"})
+	r, err := Inspect(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if fa, err := r.Refresh(); err != nil || fa.Records != 0 {
+		t.Fatalf("idle Refresh = %+v, %v", fa, err)
+	}
+	b := mustAppend(t, w, Entry{Type: EntryUser, Text: "b"})
+	if err := w.Append(UsageRecord(Usage{Input: 7})); err != nil {
+		t.Fatal(err)
+	}
+	fa, err := r.Refresh()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fa.Records != 2 || fa.Entries != 1 || !fa.HeadMoved || fa.Bytes <= 0 {
+		t.Fatalf("Refresh = %+v", fa)
+	}
+	if got := branchIDs(r.Branch()); !cmp.Equal(got, []string{a.ID, b.ID}) || r.Totals().Own.Input != 7 || r.ForeignAppends() != 2 {
+		t.Fatalf("after Refresh: %v %+v", got, r.Totals())
+	}
+	// The writer is told about appends made through another handle.
+	w2, err := Open(w.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w2.Close()
+	var told []ForeignAppend
+	w.SetForeignAppendHook(func(fa ForeignAppend) { told = append(told, fa) })
+	c := mustAppend(t, w2, Entry{Type: EntryUser, Text: "c"})
+	d := mustAppend(t, w, Entry{Type: EntryUser, Text: "d"})
+	if len(told) != 1 || told[0].Records != 1 || d.Parent != c.ID {
+		t.Fatalf("told %+v, d.Parent %q want %q", told, d.Parent, c.ID)
+	}
+}
