@@ -27,15 +27,17 @@ const (
 //   - no redirections, assignments or env prefixes, no ;, &&, ||, &,
 //     negation, subshells, groups, functions or here-documents;
 //   - a command from a small set (ls, pwd, echo, cat, head, tail, wc,
-//     grep, rg, find, sed -n, sort, uniq, git status/log/diff/show/branch)
+//     grep, rg, find, sed -n, sort, uniq) — git is deliberately absent:
+//     repository configuration (core.fsmonitor, diff.external, textconv
+//     drivers, pagers) lets a hostile .git/config run programs from an
+//     innocent-looking git status, so every git command is confirmed)
 //     with each command's writing or executing options refused;
 //   - arguments that are not absolute, home-relative or ".." paths, so
 //     auto-approval stays a workspace observation.
 //
 // Everything else is refused, which only means the call needs
 // confirmation. The allowlist is not containment: a symlink inside the
-// workspace, or repository configuration honoured by git, is outside what
-// parsing a command line can see.
+// workspace is outside what parsing a command line can see.
 func IsReadOnlyCommand(command string) bool {
 	if len(command) == 0 || len(command) > maxReadOnlyCommandBytes {
 		return false
@@ -233,7 +235,6 @@ var readOnlyRules = map[string]readOnlyRule{
 	}),
 	"uniq": uniqRule,
 	"sed":  sedRule,
-	"git":  gitRule,
 }
 
 // readOnlyArgv checks one command of the pipeline.
@@ -334,59 +335,6 @@ func sedRule(args []string) bool {
 	}
 	for _, a := range args[2:] {
 		if strings.HasPrefix(a, "-") || !hostPathFree(a) {
-			return false
-		}
-	}
-	return true
-}
-
-// gitReadOnly are the git subcommands admitted, with no global options
-// before them (so no -c, -C, --git-dir, --exec-path, --work-tree).
-var gitReadOnly = map[string]bool{"status": true, "log": true, "diff": true, "show": true, "branch": true}
-
-// gitBranchListFlags are the only git branch options admitted: they list.
-var gitBranchListFlags = map[string]bool{
-	"-a": true, "--all": true, "-r": true, "--remotes": true, "-v": true, "-vv": true,
-	"--verbose": true, "--list": true, "-l": true, "--show-current": true,
-	"--no-color": true, "--no-column": true,
-}
-
-// gitRule admits read-only git subcommands without writing or executing
-// options (--output, --ext-diff, --textconv, --exec...).
-func gitRule(args []string) bool {
-	if len(args) == 0 || !gitReadOnly[args[0]] {
-		return false
-	}
-	sub, rest := args[0], args[1:]
-	for _, a := range rest {
-		if !hostPathFree(a) {
-			return false
-		}
-		if longOptionMatches(a, "--output", "--ext-diff", "--textconv", "--exec", "--upload-pack", "--receive-pack", "--open-files-in-pager") {
-			return false
-		}
-		if isShortOption(a) && strings.Contains(a, "o") && sub != "branch" {
-			return false // -o is an output option for some diff forms
-		}
-	}
-	if sub == "branch" {
-		return gitBranchRule(rest)
-	}
-	return true
-}
-
-// gitBranchRule admits listing only: known list flags, and patterns only
-// after --list / -l (without it an operand would create a branch).
-func gitBranchRule(args []string) bool {
-	listing := slices.Contains(args, "--list") || slices.Contains(args, "-l")
-	for _, a := range args {
-		if strings.HasPrefix(a, "-") {
-			if !gitBranchListFlags[a] {
-				return false
-			}
-			continue
-		}
-		if !listing {
 			return false
 		}
 	}

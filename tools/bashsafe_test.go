@@ -31,15 +31,29 @@ var readOnlyAdmitted = []string{
 	`find . -name '*.go'`,
 	`find src -type f -newer go.mod`,
 	`find . -maxdepth 2 -print`,
+	`sort --reverse --numeric-sort x`,
+	`tail --lines=5 x`,
+	`sort -- a b`,
+	`sed -n 1,20p main.go`,
+	`sed -n '5p' main.go`,
+	`sed -n '10,$p' a.txt`,
+	`sort names.txt`,
+	`sort -n -k2 data.txt`,
+	`uniq -c counts.txt`,
+	`grep -rn foo . | sort | uniq -c | head`,
+	`cat a.txt | wc -l`,
+	`ls ./x.y_z-1,2+3%4@5`,
+}
+
+var readOnlyRefused = []string{
+	// git honours repository configuration (core.fsmonitor, diff.external,
+	// textconv, pager) that can run programs: never auto-approved.
 	`git status`,
 	`git status --short`,
 	`git log --oneline -n 10`,
 	`git log -p -- main.go`,
 	`git diff --no-ext-diff --no-textconv`,
 	`git log --exit-code -- a`,
-	`sort --reverse --numeric-sort x`,
-	`tail --lines=5 x`,
-	`sort -- a b`,
 	`git diff`,
 	`git diff --stat HEAD~3..HEAD`,
 	`git diff main...feature -- src/a.go`,
@@ -49,19 +63,7 @@ var readOnlyAdmitted = []string{
 	`git branch -a -v`,
 	`git branch --list 'feat*'`,
 	`git branch --show-current`,
-	`sed -n 1,20p main.go`,
-	`sed -n '5p' main.go`,
-	`sed -n '10,$p' a.txt`,
-	`sort names.txt`,
-	`sort -n -k2 data.txt`,
-	`uniq -c counts.txt`,
 	`git log --oneline | head -n 5`,
-	`grep -rn foo . | sort | uniq -c | head`,
-	`cat a.txt | wc -l`,
-	`ls ./x.y_z-1,2+3%4@5`,
-}
-
-var readOnlyRefused = []string{
 	// redirections
 	`ls > out.txt`,
 	`ls >> out.txt`,

@@ -205,7 +205,7 @@ func TestBrokerPolicyTable(t *testing.T) {
 			sp := newShellProbe("bash")
 			cmd := `{"command":"rm -rf build"}`
 			if ro {
-				cmd = `{"command":"git status"}`
+				cmd = `{"command":"grep -rn TODO ."}`
 			}
 			cases = append(cases, tcase{fmt.Sprintf("%s/shell_readonly=%v", p, ro), p, sp, sp.probeTool, cmd, shellVerdict[p][ro], HostProcess})
 		}
