@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -89,7 +90,11 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		case ok := <-pa.answer:
 			s.log.Info("approval answered", "session", ss.id, "call", req.CallID, "approved", ok)
 			if run != nil {
-				run.report("Thinking")
+				if ok {
+					run.report(toolMessage(req.Tool, bytes.NewBuffer(req.Arguments)))
+				} else {
+					run.report("Thinking")
+				}
 			}
 			return ok, req.Digest, nil
 		case <-cancelled:

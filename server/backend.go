@@ -110,6 +110,9 @@ type approvalRequest struct {
 	Diff      string
 	Digest    string
 	ExpiresAt time.Time
+	// Arguments are the call's canonical arguments (for progress text only;
+	// never sent to the client beyond what title/detail/diff show).
+	Arguments json.RawMessage
 }
 
 // Errors the backend reports for the server to map onto protocol errors.

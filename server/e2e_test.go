@@ -538,3 +538,39 @@ func TestApprovalErrorAnswerDenies(t *testing.T) {
 		t.Errorf("a.txt = %q after an error answer", got)
 	}
 }
+
+// TestBashApproval checks a bash call under ControlledBashApproval: the
+// confirmation carries the command, approval runs it (a real process),
+// and progress names the command.
+func TestBashApproval(t *testing.T) {
+	st := newStack(t, tools.ControlledBashApproval)
+	st.provider.Enqueue(
+		providertest.Reply(providertest.FunctionCall("call_b", "bash", `{"command":"echo made > out.txt"}`)),
+		providertest.Text("Ran it."),
+	)
+	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	e.respond("octet/confirmEffect", confirmAnswer("approve", ""))
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "run it"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	var p confirmParams
+	_ = json.Unmarshal(e.awaitRequest("octet/confirmEffect"), &p)
+	if p.Tool != "bash" || p.Effect != "host_process" || !strings.Contains(p.Detail, "echo made > out.txt") {
+		t.Errorf("confirmEffect %+v", p)
+	}
+	if got := readFile(t, filepath.Join(st.workspace, "out.txt")); got != "made\n" {
+		t.Errorf("out.txt = %q", got)
+	}
+	var tok struct{ Token string }
+	_ = json.Unmarshal(e.awaitRequest("window/workDoneProgress/create"), &tok)
+	_, msgs := progressOf(e, tok.Token)
+	// The approval wait is reported, and the command is reported running
+	// after it (the pump's tool_started report may land on either side).
+	i := slices.Index(msgs, "Waiting for approval: bash")
+	if i < 0 || !slices.Contains(msgs[i:], "Running bash: echo made > out.txt") {
+		t.Errorf("progress messages %q", msgs)
+	}
+}

@@ -147,7 +147,7 @@ func (a toolsApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (t
 	ok, digest, err := a.f(ctx, approvalRequest{
 		RunID: req.Intent.RunID, CallID: req.Intent.CallID, Tool: req.Intent.Tool,
 		Effect: req.Intent.Effect.String(), Title: req.Title, Detail: req.Detail, Diff: req.Diff,
-		Digest: req.Digest, ExpiresAt: req.ExpiresAt,
+		Digest: req.Digest, ExpiresAt: req.ExpiresAt, Arguments: req.Intent.Arguments,
 	})
 	if err != nil {
 		return tools.Approval{}, err
