@@ -45,6 +45,12 @@ const editorTimeout = 20 * time.Second
 // on the other. It does not initialize.
 func newEditor(t *testing.T, opts Options) *fakeEditor {
 	t.Helper()
+	return newEditorCtx(t, context.Background(), opts)
+}
+
+// newEditorCtx is newEditor with the server's Serve context.
+func newEditorCtx(t *testing.T, ctx context.Context, opts Options) *fakeEditor {
+	t.Helper()
 	cli, srvEnd := net.Pipe()
 	e := &fakeEditor{
 		t: t, raw: cli, served: make(chan error, 1),
@@ -55,7 +61,7 @@ func newEditor(t *testing.T, opts Options) *fakeEditor {
 		opts.Logger = testLogger(t)
 	}
 	e.srv = New(opts)
-	go func() { e.served <- e.srv.Serve(context.Background(), srvEnd) }()
+	go func() { e.served <- e.srv.Serve(ctx, srvEnd) }()
 	e.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(cli))
 	e.conn.Go(context.Background(), e.handle)
 	t.Cleanup(func() {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -77,4 +78,31 @@ func TestSessionsConcurrentlyAndNoLeaks(t *testing.T) {
 		// The loopback provider's own HTTP server connections.
 		goleak.IgnoreAnyFunction("net/http.(*conn).serve"),
 	)
+}
+
+// TestServeContextCancelSettlesRuns cancels Serve's context (SIGTERM in
+// octet lsp) during a streaming run: the run is cancelled and its prompt
+// answered before Serve returns context.Canceled.
+func TestServeContextCancelSettlesRuns(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	ctx, cancel := context.WithCancel(context.Background())
+	e := newEditorCtx(t, ctx, Options{Runtime: st.runtime})
+	e.initialize(st.workspace, map[string]any{"events": true})
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
+	e.await("streaming", hasEvent("output_delta", ""))
+	cancel()
+	if ans := waitAnswer(t, ch); ans.Outcome != "cancelled" {
+		t.Errorf("answer %+v, want cancelled", ans)
+	}
+	select {
+	case err := <-e.served:
+		if err != context.Canceled {
+			t.Errorf("Serve = %v, want context.Canceled", err)
+		}
+		e.served <- err
+	case <-time.After(editorTimeout):
+		t.Fatal("Serve did not return")
+	}
 }
