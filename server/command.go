@@ -12,14 +12,16 @@ import (
 //
 //   - octet.prompt [{sessionId?, text, withoutTools?}] or ["text"]: like
 //     octet/prompt; without a sessionId it uses this connection's default
-//     session, created in the workspace on first use.
+//     session, created in the workspace on first use. The command's own
+//     workDoneToken (ExecuteCommandParams) carries its progress.
 //   - octet.cancel [{runId?}]: cancels the run, or every active run.
 //   - octet.approve / octet.deny [{digest?, callId?}]: answers a pending
 //     approval (the only one, or the one named).
 func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
 	var p struct {
-		Command   string            `json:"command"`
-		Arguments []json.RawMessage `json:"arguments"`
+		Command       string            `json:"command"`
+		Arguments     []json.RawMessage `json:"arguments"`
+		WorkDoneToken json.RawMessage   `json:"workDoneToken"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -30,7 +32,7 @@ func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw 
 	}
 	switch p.Command {
 	case "octet.prompt":
-		return s.commandPrompt(ctx, req, arg)
+		return s.commandPrompt(ctx, req, arg, p.WorkDoneToken)
 	case "octet.cancel":
 		var a struct {
 			RunID string `json:"runId"`
@@ -69,7 +71,7 @@ func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw 
 	}
 }
 
-func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg json.RawMessage) (any, error) {
+func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg, token json.RawMessage) (any, error) {
 	var p promptParams
 	if len(arg) > 0 && arg[0] == '"' {
 		if err := json.Unmarshal(arg, &p.Text); err != nil {
@@ -77,6 +79,10 @@ func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg j
 		}
 	} else if err := decodeParams(arg, &p); err != nil {
 		return nil, err
+	}
+	if len(p.WorkDoneToken) == 0 {
+		// ExecuteCommandParams carries the LSP work-done token itself.
+		p.WorkDoneToken = token
 	}
 	var ss *sessionState
 	if p.SessionID != "" {

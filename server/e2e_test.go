@@ -358,9 +358,12 @@ func TestShowMessageRequestFallback(t *testing.T) {
 		return map[string]string{"title": "Approve"}, nil
 	})
 	var ans promptAnswer
-	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"edit a.txt"}}, &ans)
+	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"edit a.txt"}, "workDoneToken": 42}, &ans)
 	if ans.Outcome != "completed" {
 		t.Fatalf("answer %+v", ans)
+	}
+	if kinds, _ := progressOf(e, "42"); len(kinds) < 2 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" {
+		t.Errorf("progress on the command's workDoneToken: %v", kinds)
 	}
 	if got := readFile(t, file); got != "goodbye world\n" {
 		t.Errorf("a.txt = %q after Approve", got)
