@@ -159,14 +159,14 @@ func TestLogMessageWhenAsked(t *testing.T) {
 }
 
 // panicBackend is a runtime with a broken invariant: every call panics.
-type panicBackend struct{ *Runtime }
+type panicBackend struct{ runtimeBackend }
 
 func (panicBackend) List(context.Context) ([]sessionInfo, error) { panic("broken invariant") }
 
 // TestHandlerPanicAnswered checks a panic inside a handler is answered
 // with -32603 and the server keeps serving.
 func TestHandlerPanicAnswered(t *testing.T) {
-	e := newEditor(t, Options{backend: panicBackend{&Runtime{SessionsDir: t.TempDir()}}})
+	e := newEditor(t, Options{backend: panicBackend{runtimeBackend{&Runtime{SessionsDir: t.TempDir()}}}})
 	e.initialize(t.TempDir(), nil)
 	err := e.call("octet/session/list", nil, nil)
 	if codeOf(err) != jsonrpc2.InternalError || !strings.Contains(err.Error(), "broken invariant") {

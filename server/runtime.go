@@ -50,6 +50,8 @@ type AgentSpec struct {
 
 // Built is an agent ready to drive a session.
 type Built struct {
+	// Agent drives the session; it must have been built on
+	// AgentSpec.Session with AgentSpec.Approver in its broker.
 	Agent *agent.Agent
 	// Policy is the EffectiveToolPolicy snapshot reported to the client.
 	Policy tools.EffectiveToolPolicy
@@ -57,18 +59,21 @@ type Built struct {
 	Close func() error
 }
 
-var _ backend = (*Runtime)(nil)
+// runtimeBackend adapts a Runtime to the server's backend seam.
+type runtimeBackend struct{ rt *Runtime }
+
+var _ backend = runtimeBackend{}
 
 // Create implements backend.
-func (rt *Runtime) Create(ctx context.Context, spec sessionSpec) (sessionHandle, error) {
+func (b runtimeBackend) Create(ctx context.Context, spec sessionSpec) (sessionHandle, error) {
 	if st, err := os.Stat(spec.Cwd); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", spec.Cwd)
 	}
-	sess, err := session.Create(rt.SessionsDir, session.Header{Cwd: spec.Cwd, Title: spec.Title})
+	sess, err := session.Create(b.rt.SessionsDir, session.Header{Cwd: spec.Cwd, Title: spec.Title})
 	if err != nil {
 		return nil, err
 	}
-	h, err := rt.attach(ctx, sess, spec.Model, spec.Reasoning, spec.Approver)
+	h, err := b.attach(ctx, sess, spec.Model, spec.Reasoning, spec.Approver)
 	if err != nil {
 		_ = sess.Close()
 		return nil, err
@@ -77,11 +82,11 @@ func (rt *Runtime) Create(ctx context.Context, spec sessionSpec) (sessionHandle,
 }
 
 // Open implements backend.
-func (rt *Runtime) Open(ctx context.Context, id string, approver approverFunc) (sessionHandle, error) {
+func (b runtimeBackend) Open(ctx context.Context, id string, approver approverFunc) (sessionHandle, error) {
 	if id == "" || filepath.Base(id) != id || id == "." || id == ".." {
 		return nil, fmt.Errorf("%w: invalid session id %q", errNoSession, id)
 	}
-	path := filepath.Join(rt.SessionsDir, id+".jsonl")
+	path := filepath.Join(b.rt.SessionsDir, id+".jsonl")
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("%w: %s", errNoSession, path)
 	}
@@ -89,7 +94,7 @@ func (rt *Runtime) Open(ctx context.Context, id string, approver approverFunc) (
 	if err != nil {
 		return nil, err
 	}
-	h, err := rt.attach(ctx, sess, "", "", approver)
+	h, err := b.attach(ctx, sess, "", "", approver)
 	if err != nil {
 		_ = sess.Close()
 		return nil, err
@@ -98,8 +103,8 @@ func (rt *Runtime) Open(ctx context.Context, id string, approver approverFunc) (
 }
 
 // List implements backend.
-func (rt *Runtime) List(context.Context) ([]sessionInfo, error) {
-	infos, err := session.List(rt.SessionsDir)
+func (b runtimeBackend) List(context.Context) ([]sessionInfo, error) {
+	infos, err := session.List(b.rt.SessionsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -116,25 +121,26 @@ func (rt *Runtime) List(context.Context) ([]sessionInfo, error) {
 	return out, nil
 }
 
-func (rt *Runtime) attach(ctx context.Context, sess *session.Session, model, reasoning string, approver approverFunc) (*runtimeSession, error) {
+func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model, reasoning string, approver approverFunc) (*runtimeSession, error) {
+	rt := b.rt
 	if rt.NewAgent == nil {
 		return nil, errors.New("server: Runtime.NewAgent is nil")
 	}
 	hdr := sess.Header()
-	b, err := rt.NewAgent(ctx, AgentSpec{
+	built, err := rt.NewAgent(ctx, AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
 		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build agent: %w", err)
 	}
-	if b == nil || b.Agent == nil {
+	if built == nil || built.Agent == nil {
 		return nil, errors.New("build agent: factory returned no agent")
 	}
 	if reasoning != "" {
-		b.Agent.SetReasoning(reasoning)
+		built.Agent.SetReasoning(reasoning)
 	}
-	return &runtimeSession{rt: rt, sess: sess, built: b}, nil
+	return &runtimeSession{rt: rt, sess: sess, built: built}, nil
 }
 
 // toolsApprover adapts the server's approver to tools.Approver.

@@ -77,7 +77,7 @@ func (o *Options) fill() {
 		o.Version = "devel"
 	}
 	if o.backend == nil && o.Runtime != nil {
-		o.backend = o.Runtime
+		o.backend = runtimeBackend{o.Runtime}
 	}
 }
 
