@@ -110,12 +110,17 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		r.token = tokenKey(p.WorkDoneToken)
 		s.byToken[r.token] = r
 	}
+	// settleRuns waits on runWG only after the state is shuttingDown (set
+	// under s.mu), so an Add here never races a Wait at zero.
 	shutting := s.state == stateShuttingDown
-	s.runWG.Add(1)
+	if !shutting {
+		s.runWG.Add(1)
+	}
 	s.mu.Unlock()
-	defer s.runWG.Done()
 	if shutting {
 		r.cancel("server shutting down")
+	} else {
+		defer s.runWG.Done()
 	}
 
 	// Everything later messages need is registered: release the reader.

@@ -172,6 +172,9 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
+	s.mu.Lock()
+	s.state = stateShuttingDown
+	s.mu.Unlock()
 	s.settleRuns()
 	s.cancel()
 	_ = conn.Close()
