@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
@@ -130,6 +131,9 @@ type Agent struct {
 	log   *slog.Logger
 	retry RetryPolicy
 	obs   Observer
+	// instructions overrides cfg.Instructions once SetInstructions is
+	// called; it is read once per request preparation.
+	instructions atomic.Pointer[string]
 
 	mu        sync.Mutex
 	model     provider.Model

@@ -237,7 +237,7 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 	v := contextView(r.a.sess.Branch())
 	req := &provider.Request{
 		Model:        model.Name,
-		Instructions: r.a.cfg.Instructions,
+		Instructions: r.a.Instructions(),
 		Input:        v.items(),
 	}
 	if reasoning != nil && model.Reasoning {
