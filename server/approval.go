@@ -38,6 +38,10 @@ type pendingApproval struct {
 	created time.Time
 	once    sync.Once
 	answer  chan bool // buffered 1; true = approved with the right digest
+
+	// ctx ends when the approver stops waiting (answer, timeout, run
+	// cancelled); every request asking for this approval is withdrawn then.
+	ctx context.Context
 }
 
 func (pa *pendingApproval) resolve(approved bool) {
@@ -58,6 +62,17 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			created: time.Now(),
 			answer:  make(chan bool, 1),
 		}
+		timeout := s.opts.ApprovalTimeout
+		if !req.ExpiresAt.IsZero() {
+			timeout = min(timeout, time.Until(req.ExpiresAt))
+		}
+		if timeout <= 0 {
+			s.log.Warn("approval expired before it could be asked; denied", "call", req.CallID)
+			return false, req.Digest, nil
+		}
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		pa.ctx = ctx
 		key := approvalKey(pa.params)
 		ss.mu.Lock()
 		ss.pending[key] = pa
@@ -69,16 +84,6 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			ss.mu.Unlock()
 		}()
 
-		timeout := s.opts.ApprovalTimeout
-		if !req.ExpiresAt.IsZero() {
-			timeout = min(timeout, time.Until(req.ExpiresAt))
-		}
-		if timeout <= 0 {
-			s.log.Warn("approval expired before it could be asked; denied", "call", req.CallID)
-			return false, req.Digest, nil
-		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
-		defer cancel()
 		var cancelled <-chan struct{}
 		if run != nil {
 			cancelled = run.cancelled
@@ -175,11 +180,10 @@ func (s *Server) approvalFailed(pa *pendingApproval, method string, err error) {
 	s.log.Warn("approval request got no answer", "method", method, "call", pa.params.CallID, "error", err)
 }
 
-// reaskApproval sends a pending approval again (after resume).
+// reaskApproval sends a pending approval again (after resume). The
+// request is withdrawn as soon as the approval is decided any other way.
 func (s *Server) reaskApproval(ss *sessionState, pa *pendingApproval) {
-	ctx, cancel := context.WithTimeout(s.ctx, time.Until(pa.created.Add(s.opts.ApprovalTimeout)))
-	defer cancel()
-	s.askApproval(ctx, ss, pa)
+	s.askApproval(pa.ctx, ss, pa)
 }
 
 // decideApproval resolves pending approvals from octet.approve/octet.deny.
