@@ -184,17 +184,11 @@ func (s *Session) writeBatch(recs []Record) error {
 		return err
 	}
 
-	// Fold our own records exactly as a reader would.
+	// Fold our own records into memory.
 	var st foldStats
 	start, off := 0, s.size
 	for i, end := range ends {
-		line := buf[start : end-1]
-		var m meta
-		err := scanMeta(line, &m, false)
-		if err == nil {
-			err = ix.add(&m, line, off, s.lines+i+1, &s.alloc, &st)
-		}
-		if err != nil {
+		if err := ix.addOwn(&recs[i], end-1-start, off, s.lines+i+1, &st); err != nil {
 			// Unreachable: the batch was validated above.
 			return fmt.Errorf("fold own record %d: %w", i, err)
 		}

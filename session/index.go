@@ -59,7 +59,7 @@ type foldStats struct {
 func (ix *index) add(m *meta, line []byte, off int64, lineNo int, a *strAlloc, st *foldStats) error {
 	switch string(m.kind) {
 	case KindEntry:
-		if err := ix.addEntry(m, line, off, lineNo, st); err != nil {
+		if err := ix.addEntry(m, len(line), off, lineNo, st); err != nil {
 			return err
 		}
 	case KindHead:
@@ -92,7 +92,7 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, a *strAlloc, s
 	return nil
 }
 
-func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldStats) error {
+func (ix *index) addEntry(m *meta, n int, off int64, lineNo int, st *foldStats) error {
 	if len(m.id) == 0 {
 		return fmt.Errorf("entry without id")
 	}
@@ -110,7 +110,7 @@ func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldS
 		parent = p
 	}
 	i := int32(len(ix.ents))
-	ix.ents = append(ix.ents, entMeta{off: off, n: uint32(len(line)), parent: parent, line: int32(lineNo)})
+	ix.ents = append(ix.ents, entMeta{off: off, n: uint32(n), parent: parent, line: int32(lineNo)})
 	ix.ids.put(m.id, &ix.ids0, i)
 	st.entries++
 	ix.setHead(i, m.id, st)
@@ -124,6 +124,33 @@ func (ix *index) setHead(i int32, id []byte, st *foldStats) {
 		ix.headID = append(ix.headID[:0], id...)
 		ix.branchOK = false
 	}
+}
+
+// addOwn folds a record this session has just written (n bytes at off,
+// without the newline) from its typed form, sparing a re-parse. The batch
+// was validated before writing.
+func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) error {
+	bs := func(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+	switch r.Kind {
+	case KindEntry:
+		m := meta{kind: bs(KindEntry), id: bs(r.Entry.ID), parent: bs(r.Entry.Parent)}
+		if err := ix.addEntry(&m, n, off, lineNo, st); err != nil {
+			return err
+		}
+	case KindHead:
+		i, ok := ix.ids.getString(r.Head)
+		if !ok {
+			return fmt.Errorf("head record names unknown entry %q", r.Head)
+		}
+		ix.setHead(i, bs(r.Head), st)
+	default:
+		if r.Kind == KindCheckpoint {
+			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
+		}
+		ix.account(*r)
+	}
+	st.records++
+	return nil
 }
 
 // account folds an accounting record into the totals.

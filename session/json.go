@@ -134,6 +134,13 @@ func (d *decoder) fail(msg string) {
 	}
 }
 
+// failSchema reports valid JSON that does not fit the record.
+func (d *decoder) failSchema(msg string) {
+	if d.err == nil {
+		d.err = &syntaxError{msg: msg, off: d.i, kind: errSchema}
+	}
+}
+
 // mismatch reports that the next value is not of the wanted type: a
 // schema error when a JSON value starts there, a syntax error otherwise.
 func (d *decoder) mismatch(msg string) {

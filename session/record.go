@@ -287,7 +287,7 @@ func (d *decoder) time() time.Time {
 	// The string does not outlive the call: a parse error is dropped.
 	t, err := time.Parse(time.RFC3339Nano, unsafe.String(unsafe.SliceData(s), len(s)))
 	if err != nil {
-		d.fail("invalid time")
+		d.failSchema("invalid time")
 		return time.Time{}
 	}
 	return t
@@ -518,7 +518,7 @@ func (d *decoder) result(r *ToolResult, a *strAlloc) {
 				return
 			}
 			if err := json.Unmarshal(raw, &r.Details); err != nil {
-				d.fail("invalid tool result details: " + err.Error())
+				d.failSchema("invalid tool result details: " + err.Error())
 			}
 		default:
 			d.skip(0)

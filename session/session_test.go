@@ -86,6 +86,9 @@ func TestCreateAppendReopen(t *testing.T) {
 		CheckpointRecord(Checkpoint{RunID: "run1", Outcome: OutcomeCompleted})); err != nil {
 		t.Fatal(err)
 	}
+	if d := cmp.Diff([]Checkpoint{{RunID: "run1", Outcome: OutcomeCompleted}}, s.Checkpoints()); d != "" {
+		t.Errorf("writer checkpoints: %s", d)
+	}
 	want := s.Branch()
 	if got := branchIDs(want); !cmp.Equal(got, []string{u.ID, "a1", tr.ID, comp.ID}) {
 		t.Fatalf("branch %v", got)
