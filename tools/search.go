@@ -590,13 +590,24 @@ func (d *dirRef) release() {
 
 // dirJob is a directory waiting to be searched: name opened relative to
 // parent with O_NOFOLLOW, so no job can leave the tree.
+//
+// A job with files set is instead a batch of regular files of the
+// directory parent, so one large directory is searched by every worker.
 type dirJob struct {
 	parent   *dirRef
 	name     string
 	rel      string   // path relative to the search root's fsroot
 	parts    []string // rel split, for gitignore matching
 	patterns []gitignore.Pattern
+	files    []fileEntry
 }
+
+// fileEntry is one file of a batch job.
+type fileEntry struct{ name, rel string }
+
+// fileBatch is how many files of one directory a worker searches before
+// the rest are offered to other workers.
+const fileBatch = 8
 
 // walker is one search: a bounded pool of workers taking directories from
 // a LIFO stack (depth-first keeps few descriptors open).
@@ -732,7 +743,17 @@ func (w *walker) work() {
 		w.stack = w.stack[:len(w.stack)-1]
 		w.mu.Unlock()
 
-		local, buf = w.searchDir(job, local, buf)
+		if job.files != nil {
+			for _, f := range job.files {
+				if w.stop.Load() {
+					break
+				}
+				local, buf = w.searchFile(job.parent.fd, f.name, f.rel, local, buf)
+			}
+			job.parent.release()
+		} else {
+			local, buf = w.searchDir(job, local, buf)
+		}
 
 		w.mu.Lock()
 		w.pending--
@@ -782,6 +803,7 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 		matcher = gitignore.NewMatcher(patterns)
 	}
 	var children []dirJob
+	var files []fileEntry
 	for _, e := range ents {
 		if w.stop.Load() {
 			break
@@ -820,7 +842,14 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 				continue
 			}
 		}
-		local, buf = w.searchFile(fd, name, rel, local, buf)
+		files = append(files, fileEntry{name: name, rel: rel})
+	}
+	// Offer all but the first batch of files to other workers.
+	for len(files) > fileBatch {
+		batch := files[len(files)-fileBatch:]
+		files = files[:len(files)-fileBatch]
+		ref.refs.Add(1)
+		children = append(children, dirJob{parent: ref, files: batch})
 	}
 	if len(children) > 0 {
 		w.mu.Lock()
@@ -828,6 +857,12 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 		w.pending += len(children)
 		w.cond.Broadcast()
 		w.mu.Unlock()
+	}
+	for _, f := range files {
+		if w.stop.Load() {
+			break
+		}
+		local, buf = w.searchFile(fd, f.name, f.rel, local, buf)
 	}
 	return local, buf
 }
