@@ -278,3 +278,97 @@ func TestResumeReplaysPendingApproval(t *testing.T) {
 		t.Errorf("a.txt = %q; the replayed approval should have approved it", got)
 	}
 }
+
+// TestSessionSettingsAndBranch covers octet/setModel, octet/setReasoning,
+// octet/policy and octet/session/branch.
+func TestSessionSettingsAndBranch(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Text("first"), providertest.Text("second"), providertest.Text("third"))
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	var eff struct{ Effective string }
+	e.mustCall("octet/setModel", map[string]any{"sessionId": sid, "model": "gpt-5.1-codex"}, &eff)
+	if eff.Effective != "gpt-5.1-codex" {
+		t.Errorf("setModel effective %q", eff.Effective)
+	}
+	e.mustCall("octet/setReasoning", map[string]any{"sessionId": sid, "effort": "high"}, &eff)
+	if eff.Effective != "high" {
+		t.Errorf("setReasoning effective %q", eff.Effective)
+	}
+	if err := e.call("octet/setReasoning", map[string]any{"sessionId": sid, "effort": "ludicrous"}, nil); codeOf(err) != -32602 {
+		t.Errorf("bad effort: %v", err)
+	}
+	var pol map[string]any
+	e.mustCall("octet/policy", map[string]any{"sessionId": sid}, &pol)
+	if ep, _ := pol["effect_policy"].(map[string]any); ep["value"] != "controlled" {
+		t.Errorf("policy %v", pol)
+	}
+	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "one"}))
+	reqs := st.provider.Requests()
+	if m := reqs[0].Body["model"]; m != "gpt-5.1-codex" {
+		t.Errorf("request model %v after setModel", m)
+	}
+	if r, _ := reqs[0].Body["reasoning"].(map[string]any); r["effort"] != "high" {
+		t.Errorf("request reasoning %v after setReasoning", reqs[0].Body["reasoning"])
+	}
+	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "two"}))
+	type resume struct {
+		Head       string
+		Transcript []map[string]any
+	}
+	var before resume
+	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &before)
+	if len(before.Transcript) != 4 {
+		t.Fatalf("transcript has %d entries, want 4", len(before.Transcript))
+	}
+	first := before.Transcript[1]["id"].(string) // the first answer
+	var br struct{ Head string }
+	e.mustCall("octet/session/branch", map[string]any{"sessionId": sid, "entryId": first}, &br)
+	if br.Head != first {
+		t.Errorf("branch head %q, want %q", br.Head, first)
+	}
+	if err := e.call("octet/session/branch", map[string]any{"sessionId": sid, "entryId": "nope"}, nil); codeOf(err) != -32602 {
+		t.Errorf("branch to an unknown entry: %v", err)
+	}
+	var after resume
+	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &after)
+	if after.Head != first || len(after.Transcript) != 2 {
+		t.Errorf("after branch: head %q, %d entries", after.Head, len(after.Transcript))
+	}
+	// The next prompt continues from the branch point.
+	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "three"}))
+	if in := string(st.provider.Requests()[2].Raw); strings.Contains(in, `"two"`) || !strings.Contains(in, "three") {
+		t.Errorf("third request should not contain the abandoned branch: %s", in)
+	}
+}
+
+// TestFinishNow makes a paused run tool-free: the next provider request
+// carries no tools.
+func TestFinishNow(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	writeFile(t, st.workspace+"/a.txt", "hello world\n")
+	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
+	release := make(chan struct{})
+	e.respond("octet/confirmEffect", func(p json.RawMessage) (any, error) {
+		<-release
+		return confirmAnswer("deny", "")(p)
+	})
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"})
+	runID := e.awaitRunID(sid)
+	e.awaitRequest("octet/confirmEffect")
+	var empty map[string]any
+	e.mustCall("octet/finishNow", map[string]any{"runId": runID, "text": "wrap up"}, &empty)
+	close(release)
+	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	reqs := st.provider.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if tl, _ := reqs[1].Body["tools"].([]any); len(tl) != 0 || !strings.Contains(string(reqs[1].Raw), "wrap up") {
+		t.Errorf("request after finishNow has %d tools / lacks the text: %s", len(tl), reqs[1].Raw)
+	}
+}
