@@ -18,10 +18,11 @@
 //
 //   - octet/event and octet/recoveredOutput: every event of a run, in order,
 //     each with a per-session seq that grows by one for the life of the
-//     process. Delivery is must-deliver with back-pressure: a client that
-//     stops reading stalls the run rather than losing events. The last
-//     Options.EventBuffer events of each session are kept for
-//     octet/session/resume.
+//     process, sent to clients that advertise experimental.octet.events
+//     (recoveredOutput respectively). Delivery is must-deliver with
+//     back-pressure: a client that stops reading stalls the run rather than
+//     losing events. The last Options.EventBuffer events of each session
+//     are kept for octet/session/resume whether or not they were sent.
 //   - $/progress: begin at run start, human-level reports (coalesced: a
 //     report equal to the previous one is not repeated), end exactly once
 //     when the run ends, sent even when the request was cancelled.
