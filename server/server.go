@@ -176,8 +176,9 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.state = stateShuttingDown
 	s.mu.Unlock()
 	s.settleRuns()
-	s.cancel()
-	_ = conn.Close()
+	// Close gracefully first: it waits for in-flight handlers, so the
+	// answers of the settled prompts are written before the stream closes.
+	// s.ctx stays alive until then (a cancelled context drops writes).
 	closed := make(chan error, 1)
 	go func() { closed <- s.conn.Close() }()
 	t := time.NewTimer(2 * time.Second)
@@ -192,6 +193,8 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		s.opts.Logger.Debug("connection close timed out")
 	}
 	t.Stop()
+	s.cancel()
+	_ = conn.Close()
 	s.closeSessions()
 	return err
 }
