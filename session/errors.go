@@ -31,6 +31,7 @@ type LimitError struct {
 	Line int
 }
 
+// Error names the file, the line if known, and the limit crossed.
 func (e *LimitError) Error() string {
 	where := e.Path
 	if e.Line > 0 {
@@ -63,18 +64,23 @@ type CorruptError struct {
 	Err error
 }
 
+// Error names the file, line and offset of the damage.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("session %s:%d (offset %d): corrupt record: %v", e.Path, e.Line, e.Offset, e.Err)
 }
 
+// Unwrap returns what is wrong with the record.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
 // VersionError reports a session written by an incompatible newer format.
 type VersionError struct {
-	Path    string
+	// Path is the session file.
+	Path string
+	// Version is the version its header declares.
 	Version int
 }
 
+// Error names the file and both versions.
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("session %s: format version %d is newer than supported version %d", e.Path, e.Version, FormatVersion)
 }

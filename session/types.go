@@ -62,8 +62,11 @@ const (
 
 // Item types of an assistant [Item].
 const (
-	ItemText         = "text"
-	ItemReasoning    = "reasoning"
+	// ItemText is visible assistant text.
+	ItemText = "text"
+	// ItemReasoning is a reasoning item: summary text plus opaque content.
+	ItemReasoning = "reasoning"
+	// ItemFunctionCall is a tool call.
 	ItemFunctionCall = "function_call"
 )
 
@@ -317,6 +320,7 @@ type Totals struct {
 
 // Info describes a session in a listing.
 type Info struct {
+	// ID, Title and Cwd come from the header.
 	ID, Title, Cwd string
 	// Created comes from the header, Updated from the file's mtime.
 	Created, Updated time.Time
