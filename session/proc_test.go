@@ -59,6 +59,7 @@ func crashChild(path string) {
 		e := Entry{ID: NewID(), Type: EntryAssistant, RunID: "crash", Items: []Item{{Type: ItemText, Text: strings.Repeat("z", size)}}}
 		var err error
 		if rng.IntN(2) == 0 {
+			e.StopReason = "batched" // written with its usage record
 			err = s.Append(EntryRecord(e), UsageRecord(Usage{RunID: "crash", RequestID: e.ID, Input: 1}))
 		} else {
 			_, err = s.AppendEntry(e)
@@ -206,6 +207,9 @@ func killLoop(t *testing.T, n int, seed uint64) (total, torn int) {
 			torn++
 		}
 		err = checkAcked(k-base, s.Branch(), acked)
+		if err == nil {
+			err = checkBatches(s)
+		}
 		s.Close()
 		if err != nil {
 			t.Errorf("kill %d: %v", k, err)
@@ -229,6 +233,21 @@ func checkAcked(killsHere int, branch []Entry, acked []string) error {
 	}
 	if extra := len(branch) - len(acked); extra > killsHere+1 {
 		return fmt.Errorf("%d unacknowledged entries in the branch after %d kills", extra, killsHere+1)
+	}
+	return nil
+}
+
+// checkBatches verifies that no entry survived a crash without the usage
+// record written in the same batch, nor a usage record without its entry.
+func checkBatches(s *Session) error {
+	batched := 0
+	for _, e := range s.Branch() {
+		if e.StopReason == "batched" {
+			batched++
+		}
+	}
+	if got := s.Totals().Requests; got != batched {
+		return fmt.Errorf("%d usage records for %d batched entries: a batch was split", got, batched)
 	}
 	return nil
 }
