@@ -39,9 +39,17 @@ var errBadFrame = errors.New("malformed frame")
 // type exists so that bad input from an editor never kills the server.
 type tolerantStream struct {
 	in    *bufio.Reader
-	out   jsonrpc2.Stream // jsonrpc2's header framer, used for writes only
+	w     io.Writer
+	c     io.Closer
 	log   *slog.Logger
 	limit int
+
+	wmu  sync.Mutex // serializes frames
+	wbuf []byte
+
+	// onResponse, when set, is called after each response frame is
+	// written (or failed to be written) with the id it answers.
+	onResponse func(id jsonrpc2.ID)
 
 	endOnce sync.Once
 	endCh   chan struct{}
@@ -53,7 +61,8 @@ var _ jsonrpc2.Stream = (*tolerantStream)(nil)
 func newTolerantStream(rwc io.ReadWriteCloser, log *slog.Logger) *tolerantStream {
 	return &tolerantStream{
 		in:    bufio.NewReaderSize(rwc, 64<<10),
-		out:   jsonrpc2.NewHeaderStream(rwc),
+		w:     rwc,
+		c:     rwc,
 		log:   log,
 		limit: maxFrameBytes,
 		endCh: make(chan struct{}),
@@ -88,11 +97,53 @@ func (s *tolerantStream) ended() <-chan struct{} { return s.endCh }
 
 // Write frames msg with the LSP header framing in one write.
 func (s *tolerantStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64, error) {
-	return s.out.Write(ctx, msg)
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	body := jsonrpc2.AppendMessage(nil, msg)
+	n, err := s.writeFrame(body)
+	if s.onResponse != nil {
+		if id, ok := responseID(body); ok {
+			s.onResponse(id)
+		}
+	}
+	return n, err
+}
+
+// writeFrame writes header and body with one Write.
+func (s *tolerantStream) writeFrame(body []byte) (int64, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	b := append(s.wbuf[:0], "Content-Length: "...)
+	b = strconv.AppendInt(b, int64(len(body)), 10)
+	b = append(b, "\r\n\r\n"...)
+	b = append(b, body...)
+	s.wbuf = b
+	n, err := s.w.Write(b)
+	return int64(n), err
+}
+
+// responsePrefix starts every response jsonrpc2 encodes.
+const responsePrefix = `{"jsonrpc":"2.0","id":`
+
+// responseID extracts the id of an encoded response ("" for calls and
+// notifications, whose "method" comes right after the version).
+func responseID(body []byte) (jsonrpc2.ID, bool) {
+	rest, ok := bytes.CutPrefix(body, []byte(responsePrefix))
+	if !ok {
+		return jsonrpc2.ID{}, false
+	}
+	// A comma followed by a quote cannot occur inside the id: quotes in a
+	// JSON string are escaped.
+	end := bytes.Index(rest, []byte(`,"`))
+	if end < 0 {
+		return jsonrpc2.ID{}, false
+	}
+	return decodeIDValue(rest[:end])
 }
 
 // Close closes the underlying transport.
-func (s *tolerantStream) Close() error { return s.out.Close() }
+func (s *tolerantStream) Close() error { return s.c.Close() }
 
 // readFrame reads one header block and its body. It returns errBadFrame after
 // answering a frame it had to skip, and a transport error otherwise.
@@ -298,7 +349,7 @@ func decodeIDValue(raw json.RawMessage) (jsonrpc2.ID, bool) {
 // will see the transport end on its own).
 func (s *tolerantStream) reply(ctx context.Context, id jsonrpc2.ID, e *jsonrpc2.Error) {
 	s.log.Warn("answering malformed input", "code", int(e.Code), "error", e.Message)
-	if _, err := s.out.Write(context.WithoutCancel(ctx), jsonrpc2.NewResponse(id, nil, e)); err != nil {
+	if _, err := s.writeFrame(jsonrpc2.AppendMessage(nil, jsonrpc2.NewResponse(id, nil, e))); err != nil {
 		s.log.Debug("writing error response", "error", err)
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -104,5 +106,41 @@ func TestServeContextCancelSettlesRuns(t *testing.T) {
 		e.served <- err
 	case <-time.After(editorTimeout):
 		t.Fatal("Serve did not return")
+	}
+}
+
+// TestClientDiesMidRun closes the editor's end during a streaming run: the
+// server cancels and settles the run and Serve returns promptly (it does
+// not wait for an answer nobody can read).
+func TestClientDiesMidRun(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
+	e.await("streaming", hasEvent("output_delta", ""))
+	start := time.Now()
+	_ = e.raw.Close()
+	select {
+	case err := <-e.served:
+		if err != nil {
+			t.Errorf("Serve = %v after the client went away", err)
+		}
+		e.served <- err
+	case <-time.After(editorTimeout):
+		t.Fatal("Serve did not return after the client went away")
+	}
+	if d := time.Since(start); d > replyTimeout {
+		t.Errorf("Serve took %v to notice the client was gone", d)
+	}
+	// The run was settled: its durable checkpoint says cancelled.
+	sess, err := session.Inspect(filepath.Join(st.runtime.SessionsDir, sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	cps := sess.Checkpoints()
+	if len(cps) != 1 || cps[0].Outcome != "cancelled" {
+		t.Errorf("checkpoints %+v, want one cancelled", cps)
 	}
 }

@@ -110,17 +110,22 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		r.token = tokenKey(p.WorkDoneToken)
 		s.byToken[r.token] = r
 	}
-	// settleRuns waits on runWG only after the state is shuttingDown (set
+	// settleRuns waits on handlerWG/replyWG only after the state is shuttingDown (set
 	// under s.mu), so an Add here never races a Wait at zero.
 	shutting := s.state == stateShuttingDown
 	if !shutting {
-		s.runWG.Add(1)
+		s.handlerWG.Add(1)
+		if reqID.IsValid() && !s.awaitingReply[reqID] {
+			// Done when the answer has been written (replyWritten).
+			s.awaitingReply[reqID] = true
+			s.replyWG.Add(1)
+		}
 	}
 	s.mu.Unlock()
 	if shutting {
 		r.cancel("server shutting down")
 	} else {
-		defer s.runWG.Done()
+		defer s.handlerWG.Done()
 	}
 
 	// Everything later messages need is registered: release the reader.

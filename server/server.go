@@ -29,6 +29,8 @@ const (
 	DefaultEventBufferBytes = 16 << 20
 	// settleTimeout bounds how long shutdown and exit wait for cancelled runs.
 	settleTimeout = 30 * time.Second
+	// replyTimeout bounds how long settled runs' answers may take to write.
+	replyTimeout = 5 * time.Second
 )
 
 // ErrExitWithoutShutdown is returned by Serve when the client sent exit
@@ -104,7 +106,11 @@ type Server struct {
 	exitOnce sync.Once
 	exitCh   chan struct{}
 
-	runWG sync.WaitGroup
+	// handlerWG counts prompt handlers still driving a run; replyWG counts
+	// their answers not yet written.
+	handlerWG sync.WaitGroup
+	replyWG   sync.WaitGroup
+	stream    *tolerantStream
 
 	mu        sync.Mutex
 	state     lifecycle
@@ -118,7 +124,10 @@ type Server struct {
 	byToken   map[string]*runState
 	ended     *endedRuns
 	tokenSeq  int64
-	defaultID string
+	// awaitingReply holds the request ids of long requests (prompts) whose
+	// answer has not been written yet; replyWG counts them.
+	awaitingReply map[jsonrpc2.ID]bool
+	defaultID     string
 }
 
 // New returns a server for one connection.
@@ -131,8 +140,10 @@ func New(opts Options) *Server {
 		runs:      make(map[string]*runState),
 		byRequest: make(map[jsonrpc2.ID]*runState),
 		byToken:   make(map[string]*runState),
-		ended:     newEndedRuns(1024),
-		trace:     "off",
+
+		awaitingReply: make(map[jsonrpc2.ID]bool),
+		ended:         newEndedRuns(1024),
+		trace:         "off",
 	}
 	s.log = slog.New(&clientLogHandler{inner: opts.Logger.Handler(), srv: s})
 	return s
@@ -156,6 +167,8 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	defer s.cancel()
 
 	stream := newTolerantStream(conn, s.opts.Logger)
+	stream.onResponse = s.replyWritten
+	s.stream = stream
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
 	s.conn.Go(s.ctx, s.handle)
 
@@ -327,8 +340,23 @@ func (s *Server) shutdown(ctx context.Context) (any, error) {
 	return nil, nil
 }
 
+// replyWritten is called by the stream after each response frame: a
+// long request's run counts as settled only once its answer is on the
+// wire (jsonrpc2 writes the answer after the handler returns, and refuses
+// to write once Close has begun).
+func (s *Server) replyWritten(id jsonrpc2.ID) {
+	s.mu.Lock()
+	waiting := s.awaitingReply[id]
+	delete(s.awaitingReply, id)
+	s.mu.Unlock()
+	if waiting {
+		s.replyWG.Done()
+	}
+}
+
 // settleRuns cancels every active run and waits (bounded) until each one
-// has ended and answered its prompt.
+// has ended and its prompt's answer has been written (or the client is
+// gone, so it never will be).
 func (s *Server) settleRuns() {
 	s.mu.Lock()
 	runs := make([]*runState, 0, len(s.runs))
@@ -339,14 +367,29 @@ func (s *Server) settleRuns() {
 	for _, r := range runs {
 		r.cancel("server shutting down")
 	}
+	if !waitGroup(&s.handlerWG, nil, settleTimeout) {
+		s.log.Error("runs did not settle in time", "timeout", settleTimeout)
+		return
+	}
+	if !waitGroup(&s.replyWG, s.stream.ended(), replyTimeout) {
+		s.log.Warn("prompt answers were not written in time", "timeout", replyTimeout)
+	}
+}
+
+// waitGroup waits for wg, for stop to close, or for timeout; it reports
+// false only on timeout.
+func waitGroup(wg *sync.WaitGroup, stop <-chan struct{}, timeout time.Duration) bool {
 	done := make(chan struct{})
-	go func() { s.runWG.Wait(); close(done) }()
-	t := time.NewTimer(settleTimeout)
+	go func() { wg.Wait(); close(done) }()
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-done:
+		return true
+	case <-stop:
+		return true
 	case <-t.C:
-		s.log.Error("runs did not settle in time", "timeout", settleTimeout)
+		return false
 	}
 }
 
