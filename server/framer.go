@@ -88,7 +88,7 @@ func (s *tolerantStream) Read(ctx context.Context) (jsonrpc2.Message, int64, err
 		if derr == nil {
 			return msg, n, nil
 		}
-		s.answerInvalid(ctx, body, derr)
+		s.answerInvalid(body, derr)
 	}
 }
 
@@ -156,7 +156,7 @@ func (s *tolerantStream) readFrame() ([]byte, int64, error) {
 		if _, err := io.CopyN(io.Discard, s.in, int64(length)); err != nil {
 			return nil, 0, unexpectedEOF(err)
 		}
-		s.reply(context.Background(), jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+		s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest,
 			fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", length, s.limit)))
 		return nil, 0, errBadFrame
 	}
@@ -202,7 +202,7 @@ func (s *tolerantStream) readHeader() (length, consumed int, err error) {
 					return 0, 0, unexpectedEOF(err)
 				}
 			}
-			s.reply(context.Background(), jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
+			s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
 			return 0, 0, errBadFrame
 		}
 		// Resynchronize: a header may follow garbage on the same line (a
@@ -211,7 +211,7 @@ func (s *tolerantStream) readHeader() (length, consumed int, err error) {
 			if bad == "" {
 				bad = "unexpected bytes before header"
 			}
-			s.reply(context.Background(), jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
+			s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
 			trimmed = trimmed[i:]
 			have, bad, consumed = false, "", len(trimmed)
 		}
@@ -263,9 +263,9 @@ func (s *tolerantStream) readLine() ([]byte, error) {
 // answerInvalid replies to a body that is not a valid JSON-RPC message. A
 // malformed response (something without "method") is only logged: answering
 // a response would confuse the peer.
-func (s *tolerantStream) answerInvalid(ctx context.Context, body []byte, derr error) {
+func (s *tolerantStream) answerInvalid(body []byte, derr error) {
 	if !json.Valid(body) {
-		s.reply(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "parse error: message body is not valid JSON"))
+		s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "parse error: message body is not valid JSON"))
 		return
 	}
 	var probe struct {
@@ -276,18 +276,18 @@ func (s *tolerantStream) answerInvalid(ctx context.Context, body []byte, derr er
 	}
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
-		s.reply(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: JSON-RPC batches are not supported by the LSP base protocol"))
+		s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: JSON-RPC batches are not supported by the LSP base protocol"))
 		return
 	}
 	if json.Unmarshal(body, &probe) != nil {
-		s.reply(ctx, jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: message is not a JSON object"))
+		s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: message is not a JSON object"))
 		return
 	}
 	if probe.Method == nil && (probe.Result != nil || probe.Error != nil) {
 		s.log.Warn("dropping malformed response from client", "error", derr)
 		return
 	}
-	s.reply(ctx, probeID(probe.ID), jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: "+describeInvalid(body)))
+	s.reply(probeID(probe.ID), jsonrpc2.NewError(jsonrpc2.InvalidRequest, "invalid request: "+describeInvalid(body)))
 }
 
 // describeInvalid names what is wrong with a JSON object that is not a valid
@@ -347,7 +347,7 @@ func decodeIDValue(raw json.RawMessage) (jsonrpc2.ID, bool) {
 
 // reply writes an error response; a write failure is logged (the read side
 // will see the transport end on its own).
-func (s *tolerantStream) reply(ctx context.Context, id jsonrpc2.ID, e *jsonrpc2.Error) {
+func (s *tolerantStream) reply(id jsonrpc2.ID, e *jsonrpc2.Error) {
 	s.log.Warn("answering malformed input", "code", int(e.Code), "error", e.Message)
 	if _, err := s.writeFrame(jsonrpc2.AppendMessage(nil, jsonrpc2.NewResponse(id, nil, e))); err != nil {
 		s.log.Debug("writing error response", "error", err)
