@@ -112,10 +112,11 @@ func openSession(dir, id string) (*session.Session, error) {
 // drive runs one prompt on a fresh agent for sess and renders its events
 // (text, or JSON lines with asJSON) until the run has settled.
 func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env) (agent.RunResult, error) {
-	a, err := st.newAgent(sess, ap)
+	a, release, err := st.newAgent(sess, ap)
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
 	}
+	defer release()
 	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{})
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start run: %w", err)

@@ -115,12 +115,18 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 		}
 		st.model = m
 	}
-	a, err := st.newAgent(spec.Session, spec.Approver)
+	a, release, err := st.newAgent(spec.Session, spec.Approver)
 	if err != nil {
 		st.Close()
 		return nil, err
 	}
-	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: st.Close}, nil
+	// The agent follows its workspace's AGENTS.md (the watched set calls
+	// SetInstructions on reload) until the server closes the session.
+	closeAgent := func() error {
+		release()
+		return st.Close()
+	}
+	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent}, nil
 }
 
 // contextFor returns the workspace's watched context set, starting the

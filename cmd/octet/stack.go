@@ -38,6 +38,10 @@ type stack struct {
 	maxTurns int
 	// endpoint is the route's endpoint features (host configuration).
 	endpoint provider.ResponsesFeatures
+	// key is the provider credential (for each agent's WebSocket).
+	key config.Secret
+	// webSocket is true when agents start on the Responses WebSocket.
+	webSocket bool
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -76,11 +80,20 @@ func isLoopback(raw string) bool {
 
 // newStack builds the shared runtime for workspace (an absolute path).
 func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger) (*stack, error) {
-	st := &stack{cfg: cfg, workspace: workspace, log: log}
+	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key}
 	if cfg.RuntimeProfile.Value == "codex" {
 		// The host asserts the Codex route (configuration, never inferred
 		// from a name): the endpoint side of recovery qualification.
 		st.endpoint = provider.FeatureCodexProfile
+	}
+	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
+	if st.webSocket && cfg.RuntimeProfile.Value != "codex" {
+		// The WebSocket→HTTP fallback (a 426 handshake, repeated socket
+		// failures) is a decision of the recovery policy, which only the
+		// Codex route has; without it a refused handshake would fail the
+		// turn. Stay on HTTP rather than fail.
+		log.Warn("transport = websocket needs runtime_profile = codex (the WebSocket-to-HTTP fallback is part of provider recovery); using http")
+		st.webSocket = false
 	}
 	st.transport = provider.NewHTTP(provider.HTTPConfig{
 		BaseURL:  cfg.BaseURL.Value,
@@ -148,22 +161,54 @@ func (st *stack) instructions() string {
 	return baseInstructions + "\n\n" + ctx
 }
 
-// retryPolicy is the agent's recovery envelope on the Codex runtime
-// profile, and no retry otherwise (an unqualified route never replays a
-// request body).
-func (st *stack) retryPolicy() agent.RetryPolicy {
-	if st.cfg.RuntimeProfile.Value != "codex" {
-		return agent.NoRetry{}
+// budget is the accounting of every agent: the price table that turns
+// known usage into integer picodollars, and the hard session ceilings.
+func (st *stack) budget() *agent.Budget {
+	return &agent.Budget{
+		Prices:   st.cfg.Prices.Value,
+		Ceilings: agent.Ceilings{MaxTokens: st.cfg.MaxSessionTokens.Value, MaxCost: st.cfg.MaxSessionCost.Value},
 	}
-	return agent.NewCodexRecovery(agent.RecoveryConfig{
-		Profile:  agent.ProfileCodex,
-		Model:    st.model,
-		Endpoint: st.endpoint,
-	})
 }
 
-// newAgent opens an agent on sess with approvals from approver.
-func (st *stack) newAgent(sess *session.Session, approver tools.Approver) (*agent.Agent, error) {
+// retryPolicy is the agent's recovery envelope on the Codex runtime
+// profile, and no retry otherwise (an unqualified route never replays a
+// request body). Both price usage and enforce the hard ceilings.
+func (st *stack) retryPolicy() agent.RetryPolicy {
+	if st.cfg.RuntimeProfile.Value != "codex" {
+		return meteredNoRetry{budget: st.budget()}
+	}
+	p := agent.NewCodexRecovery(agent.RecoveryConfig{
+		Profile:   agent.ProfileCodex,
+		Model:     st.model,
+		Endpoint:  st.endpoint,
+		WebSocket: st.webSocket,
+		Budget:    st.budget(),
+	})
+	p.SetMaxNetworkWait(st.cfg.MaxNetworkWait.Value)
+	return p
+}
+
+// agentTransport is the transport of one agent: the shared HTTP transport,
+// or with transport = "websocket" the agent's own Responses WebSocket (it
+// carries one response at a time) that falls back to HTTP when the
+// recovery policy decides so. close releases the socket.
+func (st *stack) agentTransport() (tr provider.Transport, close func()) {
+	if !st.webSocket {
+		return st.transport, func() {}
+	}
+	ws := provider.NewWebSocket(provider.WSConfig{
+		BaseURL:  st.cfg.BaseURL.Value,
+		APIKey:   st.key.Reveal(),
+		Features: st.endpoint,
+		Logger:   st.log,
+	})
+	return agent.NewFallbackTransport(ws, st.transport), func() { _ = ws.Close() }
+}
+
+// newAgent opens an agent on sess with approvals from approver. The agent
+// follows context file reloads (SetInstructions) until release is called;
+// release also closes its WebSocket, if any.
+func (st *stack) newAgent(sess *session.Session, approver tools.Approver) (a *agent.Agent, release func(), err error) {
 	broker := tools.NewBroker(tools.BrokerConfig{
 		Policy:          st.cfg.ToolPolicy(),
 		Approver:        approver,
@@ -175,9 +220,10 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver) (*agen
 	if st.model.Reasoning && st.cfg.Reasoning.Value != "" {
 		reasoning = &provider.Reasoning{Effort: st.cfg.Reasoning.Value}
 	}
-	return agent.New(agent.Config{
+	tr, closeTransport := st.agentTransport()
+	a, err = agent.New(agent.Config{
 		Session:      sess,
-		Transport:    st.transport,
+		Transport:    tr,
 		Model:        st.model,
 		Host:         st.host,
 		Broker:       broker,
@@ -188,6 +234,14 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver) (*agen
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
 	})
+	if err != nil {
+		closeTransport()
+		return nil, nil, err
+	}
+	unsubscribe := st.context.Subscribe(func(string) { a.SetInstructions(st.instructions()) })
+	// A reload between agent.New and Subscribe would otherwise be missed.
+	a.SetInstructions(st.instructions())
+	return a, func() { unsubscribe(); closeTransport() }, nil
 }
 
 // newLogger logs to w at warn level (debug with OCTET_LOG=debug).

@@ -17,6 +17,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/octet-agent/octet/agent"
 )
 
 // Source names where a setting's value came from.
@@ -98,9 +100,32 @@ type Config struct {
 	// base URL (a compatible endpoint is not assumed to be that route).
 	RuntimeProfile Setting[string]
 
+	// Transport is the provider transport: "http" (server-sent events) or
+	// "websocket" (the Responses WebSocket, falling back to HTTP when the
+	// server asks for it or the socket keeps failing). Global config only.
+	Transport Setting[string]
+	// Prices turn known usage into exact cost: agent.DefaultPrices with
+	// every [prices.<model>] table of the global config replacing that
+	// model's price.
+	Prices Setting[agent.PriceTable]
+	// MaxSessionTokens is a hard ceiling on a session's cumulative input
+	// plus output tokens (0: none). Like every hard ceiling it also
+	// refuses further requests while the session has outstanding usage
+	// uncertainty.
+	MaxSessionTokens Setting[int64]
+	// MaxSessionCost is a hard ceiling on a session's cumulative known
+	// cost (0: none); max_session_cost_usd in the config file.
+	MaxSessionCost Setting[agent.Picodollars]
+	// MaxNetworkWait bounds how long one network outage is waited out
+	// before the run fails (0: unbounded; cancellation always wins).
+	MaxNetworkWait Setting[time.Duration]
+
 	// ContextFiles is false under --no-context-files.
 	ContextFiles Setting[bool]
-	// Offline skips optional discovery; inference still uses the provider.
+	// Offline is --offline: it turns off optional discovery. octet has no
+	// optional discovery today, so it changes nothing: inference still
+	// contacts the configured provider and nothing else is contacted
+	// either way.
 	Offline Setting[bool]
 
 	// Warnings are human-readable notes about ignored settings (a project
@@ -182,6 +207,11 @@ func Defaults() Config {
 	set(&c.MaxOutputBytes, int64(DefaultMaxOutputBytes), SourceDefault)
 	set(&c.Tools, slices.Clone(BuiltinTools), SourceDefault)
 	set(&c.RuntimeProfile, "codex", SourceDefault)
+	set(&c.Transport, TransportHTTP, SourceDefault)
+	set(&c.Prices, agent.DefaultPrices(), SourceDefault)
+	set(&c.MaxSessionTokens, 0, SourceDefault)
+	set(&c.MaxSessionCost, 0, SourceDefault)
+	set(&c.MaxNetworkWait, 0, SourceDefault)
 	set(&c.ContextFiles, true, SourceDefault)
 	set(&c.Offline, false, SourceDefault)
 	return c

@@ -201,10 +201,15 @@ func (fw *FSWatcher) loop(debounce time.Duration) {
 // It is safe for concurrent use.
 type ContextSet struct {
 	paths []string
-	mu    sync.Mutex
-	files []ContextFile
-	gen   uint64
+	// reload serialises Reload, so subscribers see reloads in order.
+	reload sync.Mutex
+	mu     sync.Mutex
+	files  []ContextFile
+	gen    uint64
+	subs   map[*subscriber]struct{}
 }
+
+type subscriber struct{ fn func(instructions string) }
 
 // NewContextSet loads paths once. A load error is returned with whatever
 // could be loaded; the set is still usable.
@@ -213,14 +218,46 @@ func NewContextSet(paths []string) (*ContextSet, error) {
 	return cs, cs.Reload()
 }
 
-// Reload reads the files again.
+// Reload reads the files again and then hands every subscriber the new
+// rendered instructions. Reloads are serialised, so subscribers see them
+// in order.
 func (cs *ContextSet) Reload() error {
+	cs.reload.Lock()
+	defer cs.reload.Unlock()
 	files, err := LoadContextFiles(cs.paths)
 	cs.mu.Lock()
 	cs.files = files
 	cs.gen++
+	text := Instructions(files)
+	subs := make([]*subscriber, 0, len(cs.subs))
+	for s := range cs.subs {
+		subs = append(subs, s)
+	}
 	cs.mu.Unlock()
+	for _, s := range subs {
+		s.fn(text)
+	}
 	return err
+}
+
+// Subscribe calls fn with the rendered instructions after every later
+// Reload (on the reloading goroutine, outside the set's lock, so fn may
+// read the set) until the returned cancel is called. Hosts use it to
+// hand the new text to agents that are already running (their
+// SetInstructions), not only to sessions opened afterwards.
+func (cs *ContextSet) Subscribe(fn func(instructions string)) (cancel func()) {
+	s := &subscriber{fn: fn}
+	cs.mu.Lock()
+	if cs.subs == nil {
+		cs.subs = map[*subscriber]struct{}{}
+	}
+	cs.subs[s] = struct{}{}
+	cs.mu.Unlock()
+	return func() {
+		cs.mu.Lock()
+		delete(cs.subs, s)
+		cs.mu.Unlock()
+	}
 }
 
 // Instructions returns the current rendered instructions.

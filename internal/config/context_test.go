@@ -112,3 +112,39 @@ func TestWatcherDebounces(t *testing.T) {
 		t.Error("Changes not closed after Close")
 	}
 }
+
+// TestContextSetSubscribe: subscribers get the rendered instructions after
+// every Reload until they cancel; they may read the set from the callback.
+func TestContextSetSubscribe(t *testing.T) {
+	path := filepath.Join(t.TempDir(), ContextFileName)
+	if err := os.WriteFile(path, []byte("v1"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := NewContextSet([]string{path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	cancel := cs.Subscribe(func(text string) {
+		if text != cs.Instructions() { // reading the set must not deadlock
+			t.Errorf("callback text %q differs from the set's %q", text, cs.Instructions())
+		}
+		got = append(got, text)
+	})
+	if err := os.WriteFile(path, []byte("v2"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	if err := os.WriteFile(path, []byte("v3"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || !strings.HasSuffix(got[0], "v2") {
+		t.Fatalf("subscriber saw %q, want one reload ending in v2", got)
+	}
+}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/octet-agent/octet/agent"
 )
 
 // MaxConfigBytes bounds a configuration file; larger files are refused.
@@ -52,6 +54,16 @@ type fileConfig struct {
 	Tools              *[]string     `toml:"tools"`
 	BaseURL            *string       `toml:"base_url"`
 	RuntimeProfile     *string       `toml:"runtime_profile"`
+
+	Transport          *string                    `toml:"transport"`
+	Prices             map[string]agent.PriceSpec `toml:"prices"`
+	MaxSessionTokens   *int64                     `toml:"max_session_tokens"`
+	MaxSessionCostUSD  *string                    `toml:"max_session_cost_usd"`
+	MaxNetworkWaitSecs *int64                     `toml:"max_network_wait_secs"`
+
+	// Parsed by validate.
+	prices  agent.PriceTable
+	maxCost agent.Picodollars
 }
 
 // readFile reads and validates one config file. A missing file is not an
@@ -107,6 +119,9 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 			continue // reported through its table
 		}
 		msg := fmt.Sprintf("unknown key %q; valid keys are %s", k.String(), strings.Join(validKeys, ", "))
+		if len(k) == 3 && k[0] == "prices" {
+			msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output", k.String())
+		}
 		if k.String() == "yolo" {
 			msg = `"yolo" is no longer accepted; full access is effect_policy = "unsafe_host" (the default)`
 		}
@@ -125,6 +140,7 @@ var validKeys = []string{
 	"model", "reasoning", "effect_policy", "allow_external_paths", "allow_edit",
 	"allow_write", "allow_process", "allow_shell", "shell_path",
 	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
+	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
 }
 
 func decodeError(path string, err error) error {
@@ -223,6 +239,7 @@ func (fc *fileConfig) validate(known []string) error {
 			errs = append(errs, fc.errAt("base_url", "%v", err))
 		}
 	}
+	errs = append(errs, fc.validateAccounting()...)
 	return errors.Join(errs...)
 }
 
@@ -248,6 +265,7 @@ func (fc *fileConfig) apply(c *Config, src Source) {
 		set(&c.BaseURL, strings.TrimRight(*fc.BaseURL, "/"), src)
 	}
 	setIf(&c.RuntimeProfile, fc.RuntimeProfile, src)
+	fc.applyAccounting(c, src)
 }
 
 func setIf[T any](s *Setting[T], v *T, src Source) {

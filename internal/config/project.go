@@ -78,6 +78,7 @@ func (fc *fileConfig) tighten(c *Config) {
 	if fc.RuntimeProfile != nil {
 		warn("runtime_profile", "only the global config may assert the provider route's runtime profile")
 	}
+	fc.tightenAccounting(c, warn)
 	if fc.Model != nil && weakerThanProject(c.Model.Source) {
 		set(&c.Model, *fc.Model, src)
 	}
