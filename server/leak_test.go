@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -142,5 +143,32 @@ func TestClientDiesMidRun(t *testing.T) {
 	cps := sess.Checkpoints()
 	if len(cps) != 1 || cps[0].Outcome != "cancelled" {
 		t.Errorf("checkpoints %+v, want one cancelled", cps)
+	}
+}
+
+// TestParentProcessGone starts the server for a "parent" process, kills
+// that process, and checks the server stops by itself.
+func TestParentProcessGone(t *testing.T) {
+	parent := exec.Command("sleep", "60")
+	if err := parent.Start(); err != nil {
+		t.Skip("no sleep binary:", err)
+	}
+	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}, parentPoll: 20 * time.Millisecond})
+	e.mustCall("initialize", map[string]any{"processId": parent.Process.Pid, "capabilities": map[string]any{}}, nil)
+	select {
+	case <-e.served:
+		t.Fatal("server stopped while its parent was alive")
+	case <-time.After(100 * time.Millisecond):
+	}
+	_ = parent.Process.Kill()
+	_ = parent.Wait()
+	select {
+	case err := <-e.served:
+		if err != nil {
+			t.Errorf("Serve = %v", err)
+		}
+		e.served <- err
+	case <-time.After(editorTimeout):
+		t.Fatal("server kept running after its parent died")
 	}
 }

@@ -3,11 +3,15 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/go-json-experiment/json/jsontext"
 	"go.lsp.dev/jsonrpc2"
@@ -36,10 +40,11 @@ type clientCaps struct {
 // rootUri, and unknown or mistyped values anywhere are ignored rather than
 // failing the handshake.
 type initializeParams struct {
-	RootURI  string
-	RootPath string
-	Folders  []string // workspaceFolders[].uri
-	Trace    *string
+	ProcessID int // 0 when absent or null
+	RootURI   string
+	RootPath  string
+	Folders   []string // workspaceFolders[].uri
+	Trace     *string
 	// Capability bits.
 	WorkDoneProgress bool
 	ConfirmEffect    bool
@@ -56,6 +61,7 @@ func parseInitialize(raw []byte) (initializeParams, error) {
 		return initializeParams{}, err
 	}
 	var p initializeParams
+	_ = json.Unmarshal(top["processId"], &p.ProcessID)
 	_ = json.Unmarshal(top["rootUri"], &p.RootURI)
 	_ = json.Unmarshal(top["rootPath"], &p.RootPath)
 	var folders []struct {
@@ -132,6 +138,9 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 	s.state = stateInitialized
 	s.mu.Unlock()
 	s.log.Info("initialized", "workspace", ws, "confirmEffect", caps.confirmEffect, "workDoneProgress", caps.workDoneProgress)
+	if p.ProcessID > 0 {
+		go s.watchParent(p.ProcessID)
+	}
 
 	experimental, err := json.Marshal(map[string]any{
 		"octet": map[string]any{
@@ -270,4 +279,41 @@ func tokenKey(raw json.RawMessage) string {
 		}
 	}
 	return "n:" + strings.TrimSpace(string(raw))
+}
+
+// watchParent ends the server when the editor process that started it is
+// gone (LSP: "If the parent process is not alive then the server should
+// exit"), as if its input had ended: runs are cancelled and settled.
+func (s *Server) watchParent(pid int) {
+	if !processAlive(pid) {
+		// Not visible from here (another pid namespace, a wrapper):
+		// watching it would stop a healthy server.
+		s.log.Debug("client processId is not visible; not watching it", "pid", pid)
+		return
+	}
+	t := time.NewTicker(s.opts.parentPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !processAlive(pid) {
+			s.log.Warn("the editor process is gone; stopping", "pid", pid)
+			s.parentGoneOnce.Do(func() { close(s.parentGone) })
+			return
+		}
+	}
+}
+
+// processAlive reports whether pid exists (signal 0 probes without
+// delivering anything).
+func processAlive(pid int) bool {
+	p, err := os.FindProcess(pid)
+	if err != nil {
+		return false
+	}
+	err = p.Signal(syscall.Signal(0))
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

@@ -57,6 +57,8 @@ type Options struct {
 
 	// backend replaces Runtime in tests of the wire mechanics.
 	backend backend
+	// parentPoll is how often the editor's processId is checked.
+	parentPoll time.Duration
 }
 
 func (o *Options) fill() {
@@ -74,6 +76,9 @@ func (o *Options) fill() {
 	}
 	if o.EventBufferBytes <= 0 {
 		o.EventBufferBytes = DefaultEventBufferBytes
+	}
+	if o.parentPoll <= 0 {
+		o.parentPoll = 2 * time.Second
 	}
 	if o.Version == "" {
 		o.Version = "devel"
@@ -106,6 +111,9 @@ type Server struct {
 	exitOnce sync.Once
 	exitCh   chan struct{}
 
+	parentGoneOnce sync.Once
+	parentGone     chan struct{}
+
 	// handlerWG counts prompt handlers still driving a run; replyWG counts
 	// their answers not yet written.
 	handlerWG sync.WaitGroup
@@ -134,12 +142,14 @@ type Server struct {
 func New(opts Options) *Server {
 	opts.fill()
 	s := &Server{
-		opts:      opts,
-		exitCh:    make(chan struct{}),
-		sessions:  make(map[string]*sessionState),
-		runs:      make(map[string]*runState),
-		byRequest: make(map[jsonrpc2.ID]*runState),
-		byToken:   make(map[string]*runState),
+		opts:   opts,
+		exitCh: make(chan struct{}),
+
+		parentGone: make(chan struct{}),
+		sessions:   make(map[string]*sessionState),
+		runs:       make(map[string]*runState),
+		byRequest:  make(map[jsonrpc2.ID]*runState),
+		byToken:    make(map[string]*runState),
 
 		awaitingReply: make(map[jsonrpc2.ID]bool),
 		ended:         newEndedRuns(1024),
@@ -182,6 +192,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		s.mu.Unlock()
 	case <-stream.ended():
 		s.log.Info("input ended; stopping")
+	case <-s.parentGone:
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
