@@ -372,3 +372,36 @@ func TestFinishNow(t *testing.T) {
 		t.Errorf("request after finishNow has %d tools / lacks the text: %s", len(tl), reqs[1].Raw)
 	}
 }
+
+// TestSessionListPages checks limit/cursor paging and the cwd filter.
+func TestSessionListPages(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	e := st.editor(t, Options{}, nil)
+	ids := map[string]bool{e.newSession(): true, e.newSession(): true, e.newSession(): true}
+	type page struct {
+		Sessions   []sessionInfo
+		NextCursor string
+	}
+	var p1, p2, other page
+	e.mustCall("octet/session/list", map[string]any{"limit": 2}, &p1)
+	e.mustCall("octet/session/list", map[string]any{"limit": 2, "cursor": p1.NextCursor}, &p2)
+	if len(p1.Sessions) != 2 || p1.NextCursor == "" || len(p2.Sessions) != 1 || p2.NextCursor != "" {
+		t.Fatalf("pages %+v / %+v", p1, p2)
+	}
+	for _, s := range append(p1.Sessions, p2.Sessions...) {
+		if !ids[s.SessionID] || s.Cwd != st.workspace || s.CreatedAt.IsZero() {
+			t.Errorf("listed %+v", s)
+		}
+		delete(ids, s.SessionID)
+	}
+	if len(ids) != 0 {
+		t.Errorf("not listed: %v", ids)
+	}
+	e.mustCall("octet/session/list", map[string]any{"cwd": t.TempDir()}, &other)
+	if len(other.Sessions) != 0 {
+		t.Errorf("cwd filter kept %d sessions", len(other.Sessions))
+	}
+	if err := e.call("octet/session/list", map[string]any{"cursor": "x"}, nil); codeOf(err) != -32602 {
+		t.Errorf("bad cursor: %v", err)
+	}
+}
