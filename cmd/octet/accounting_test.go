@@ -192,3 +192,18 @@ func TestStackMaxNetworkWait(t *testing.T) {
 		st.Close()
 	}
 }
+
+// TestExecCostCeilingUnpricedModel: under a cost ceiling a model without a
+// price is refused before anything is sent, since its cost could not be
+// counted.
+func TestExecCostCeilingUnpricedModel(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("never sent"))
+	x.writeGlobalConfig(t, "max_session_cost_usd = \"1\"\n")
+	r := runCLI(t, x.ws, x.vars, "exec", "--model", "local-model", "hi")
+	if r.code != exitFailed || len(x.srv.Requests()) != 0 {
+		t.Fatalf("exit %d, %d requests\nstderr: %s", r.code, len(x.srv.Requests()), r.stderr)
+	}
+	if !strings.Contains(r.stderr, "hard cost ceiling: some usage has no known price") {
+		t.Errorf("stderr = %s", r.stderr)
+	}
+}

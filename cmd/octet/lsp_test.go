@@ -231,3 +231,77 @@ func TestLSPStartupErrors(t *testing.T) {
 		t.Errorf("conflict: exit %d stdout %q stderr %q", cmd.ProcessState.ExitCode(), out.String(), errb.String())
 	}
 }
+
+// TestLSPBinaryWebSocketAndContextReload runs the real octet lsp with
+// transport = "websocket": a session's prompts go over one Responses
+// WebSocket connection, and after AGENTS.md changes the same open session
+// sends the new text without being reopened.
+func TestLSPBinaryWebSocketAndContextReload(t *testing.T) {
+	srv := providertest.New(t)
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("transport = \"websocket\"\nruntime_profile = \"codex\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	agentsMD := filepath.Join(ws, "AGENTS.md")
+	if err := os.WriteFile(agentsMD, []byte("rule one\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
+	prompt := func(text string) {
+		t.Helper()
+		srv.Enqueue(providertest.Text("ok"))
+		if res := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": text}, nil, nil); res["outcome"] != "completed" {
+			t.Fatalf("prompt %q: %v\nstderr: %s", text, res, stderr.String())
+		}
+	}
+	instructions := func(i int) string { s, _ := srv.Requests()[i].Body["instructions"].(string); return s }
+	prompt("first")
+	if !strings.Contains(instructions(0), "rule one") {
+		t.Fatalf("first request instructions = %q", instructions(0))
+	}
+	if err := os.WriteFile(agentsMD, []byte("rule two\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The watcher debounces; prompt the same open session until a request
+	// carries the new rule (the reload is asynchronous, never lost).
+	deadline := time.Now().Add(15 * time.Second)
+	for n := 1; ; n++ {
+		prompt(fmt.Sprintf("again %d", n))
+		if got := instructions(n); strings.Contains(got, "rule two") {
+			if strings.Contains(got, "rule one") {
+				t.Errorf("reloaded instructions still hold the old rule: %q", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("AGENTS.md change never reached the open session: %q", instructions(n))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	reqs := srv.Requests()
+	for i, r := range reqs {
+		if r.Transport != "websocket" || r.RemoteAddr != reqs[0].RemoteAddr {
+			t.Errorf("request %d went over %s from %s, want the session's one websocket (%s)", i, r.Transport, r.RemoteAddr, reqs[0].RemoteAddr)
+		}
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("octet lsp exit: %v\nstderr: %s", err, stderr.String())
+	}
+}
