@@ -170,9 +170,10 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 }
 
 // run starts the shell in its own process group with stdin on /dev/null,
-// drains stdout and stderr concurrently into capt, and kills the whole
-// group (SIGTERM, then SIGKILL after BashKillGrace) on timeout or
-// cancellation.
+// drains stdout and stderr concurrently into capt, and stops the whole
+// group (SIGTERM, then SIGKILL after BashKillGrace) when the shell exits,
+// the timeout fires or ctx is cancelled, so background children never
+// outlive the call.
 func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, capt *capture, progress func(string)) (outcome, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -201,6 +202,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		return outcome{}, startErr
 	}
 	pgid := cmd.Process.Pid
+	shellExited, reap := watchExit(cmd)
 
 	var drains sync.WaitGroup
 	for _, r := range []*os.File{outR, errR} {
@@ -208,29 +210,25 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	}
 	stopProgress := startProgress(capt, progress)
 
-	waitErr := make(chan error, 1)
-	go func() { waitErr <- cmd.Wait() }()
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 
 	var oc outcome
-	var werr error
-	exited := false
 	select {
-	case werr = <-waitErr:
-		exited = true
+	case <-shellExited:
 	case <-timer.C:
 		oc.timedOut = true
 	case <-ctx.Done():
 		oc.cancelled = true
 	}
-	if !exited {
-		werr = killGroup(pgid, waitErr)
-	} else if oc.timedOut || oc.cancelled {
-		killGroup(pgid, nil)
-	}
-	// Background children may still hold the pipes; give them the grace
-	// period, then close our ends so draining stops.
+	// Nothing the command started outlives the call: whether the shell
+	// exited by itself or not, the group is stopped, background children
+	// included. On Linux the shell is still unreaped here, so its pid
+	// cannot have been reused as another group's id.
+	stopGroup(pgid, shellExited)
+	werr := reap()
+	// A process that left the group (setsid) may still hold the pipes;
+	// give it the grace period, then close our ends so draining stops.
 	drained := make(chan struct{})
 	go func() { drains.Wait(); close(drained) }()
 	select {
@@ -244,9 +242,11 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	errR.Close()
 	stopProgress()
 
-	oc.exitCode = cmd.ProcessState.ExitCode()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-		oc.signal = ws.Signal().String()
+	oc.exitCode = cmd.ProcessState.ExitCode() // -1 when wait failed
+	if cmd.ProcessState != nil {
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			oc.signal = ws.Signal().String()
+		}
 	}
 	var exitErr *exec.ExitError
 	if werr != nil && !errors.As(werr, &exitErr) {
@@ -293,23 +293,14 @@ func drain(r *os.File, capt *capture) {
 	}
 }
 
-// killGroup sends SIGTERM to the process group, waits up to BashKillGrace
-// for the shell (when waitErr is non-nil) and for every group member to
-// exit, then sends SIGKILL. It returns the shell's wait error.
-func killGroup(pgid int, waitErr <-chan error) error {
+// stopGroup sends SIGTERM to the process group and waits up to
+// BashKillGrace for every member (the shell included) to exit, then sends
+// SIGKILL. It returns once the shell has exited. shellExited must not reap
+// the shell (see watchExit), so the group id stays reserved meanwhile.
+func stopGroup(pgid int, shellExited <-chan struct{}) {
 	syscall.Kill(-pgid, syscall.SIGTERM)
 	deadline := time.NewTimer(BashKillGrace)
 	defer deadline.Stop()
-	var werr error
-	if waitErr != nil {
-		select {
-		case werr = <-waitErr:
-			waitErr = nil
-		case <-deadline.C:
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			return <-waitErr
-		}
-	}
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for groupAlive(pgid) {
@@ -317,10 +308,11 @@ func killGroup(pgid int, waitErr <-chan error) error {
 		case <-tick.C:
 		case <-deadline.C:
 			syscall.Kill(-pgid, syscall.SIGKILL)
-			return werr
+			<-shellExited
+			return
 		}
 	}
-	return werr
+	<-shellExited
 }
 
 // startProgress forwards bounded, neutralized output chunks to progress

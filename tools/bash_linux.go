@@ -2,7 +2,9 @@ package tools
 
 import (
 	"bytes"
+	"errors"
 	"os"
+	"os/exec"
 	"strconv"
 	"syscall"
 
@@ -53,4 +55,39 @@ func groupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// watchExit closes the returned channel when the started shell exits,
+// without reaping it (waitid with WNOWAIT): until reap (cmd.Wait) runs,
+// the zombie keeps its pid, so the process group id cannot be reused by
+// an unrelated group while stopGroup signals it. If waitid itself fails,
+// the watcher falls back to reaping with cmd.Wait.
+func watchExit(cmd *exec.Cmd) (<-chan struct{}, func() error) {
+	done := make(chan struct{})
+	pid := cmd.Process.Pid
+	var (
+		reaped  bool
+		waitErr error
+	)
+	go func() {
+		defer close(done)
+		var info unix.Siginfo
+		for {
+			err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				reaped, waitErr = true, cmd.Wait()
+			}
+			return
+		}
+	}()
+	return done, func() error {
+		<-done
+		if reaped {
+			return waitErr
+		}
+		return cmd.Wait()
+	}
 }

@@ -161,6 +161,44 @@ func TestBashCancelKillsGrandchildren(t *testing.T) {
 	waitGone(t, pid)
 }
 
+// TestBashExitStopsBackgroundChildren: when the shell exits, whatever it
+// left running in its process group is stopped, whether it holds the
+// output pipes, redirected them away, or ignores SIGTERM; the shell's own
+// exit status and output are kept.
+func TestBashExitStopsBackgroundChildren(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ws := t.TempDir()
+	b := newBash(t, Config{Root: ws})
+
+	// A child holding the pipes no longer delays the result by the grace
+	// period: it is stopped as soon as the shell exits.
+	start := time.Now()
+	res := runBash(t, b, context.Background(), `sleep 300 & echo $! > a.pid; echo started; exit 7`, 0)
+	if elapsed := time.Since(start); elapsed >= BashKillGrace {
+		t.Errorf("a background child holding the pipes delayed the result by %s", elapsed)
+	}
+	if res.Details["exit_code"] != 7 || !strings.Contains(res.Text, "started") || !strings.Contains(res.Text, "[exit code: 7]") {
+		t.Errorf("result: %+v", res)
+	}
+	waitGone(t, readPid(t, filepath.Join(ws, "a.pid")))
+
+	// Children that redirected their output away, and one that ignores
+	// SIGTERM (it needs the SIGKILL after the grace period).
+	res = runBash(t, b, context.Background(),
+		`nohup sleep 300 >/dev/null 2>&1 & echo $! > b.pid; (trap '' TERM; sleep 300) >/dev/null 2>&1 & echo $! > c.pid; echo done`, 0)
+	if res.IsError || res.Details["exit_code"] != 0 || !strings.Contains(res.Text, "done") {
+		t.Errorf("result: %+v", res)
+	}
+	waitGone(t, readPid(t, filepath.Join(ws, "b.pid")))
+	waitGone(t, readPid(t, filepath.Join(ws, "c.pid")))
+
+	// Background work the command waits for still completes normally.
+	res = runBash(t, b, context.Background(), `(sleep 0.2; echo late) & wait; echo after`, 0)
+	if res.IsError || !strings.Contains(res.Text, "late\nafter") {
+		t.Errorf("waited background output: %+v", res)
+	}
+}
+
 func TestBashNeutralizesControls(t *testing.T) {
 	b := newBash(t, Config{})
 	res := runBash(t, b, context.Background(), `printf '\033[31mred\033[0m \033]0;evil title\007 bell\007 nul\001 cr\rline\r\n\302\233x\n'`, 0)

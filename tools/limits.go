@@ -23,7 +23,7 @@ const (
 	// command (head and tail previews of its combined output).
 	DefaultBashMaxOutputBytes = 1 << 20
 	// BashKillGrace is how long a process group gets between SIGTERM and
-	// SIGKILL after a timeout or cancellation.
+	// SIGKILL once the shell exited, timed out or was cancelled.
 	BashKillGrace = 2 * time.Second
 	// SpillStreamBytes bounds one bash spill file.
 	SpillStreamBytes = 16 << 20
