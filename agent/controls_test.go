@@ -315,3 +315,34 @@ func TestTelemetryCarriesNoPayload(t *testing.T) {
 		t.Fatalf("requests %d tools %d run hooks %d", reqs, toolsSeen, runs)
 	}
 }
+
+// TestUndrainedCancelledRunStillCheckpoints: a consumer that stops reading
+// (the buffer is full and the run is paced) and then cancels does not keep
+// the run from finishing: the checkpoint is durable, Done closes and the
+// agent is released without anyone reading; the events that did not fit
+// are delivered afterwards, in order, with the single run_finished last.
+func TestUndrainedCancelledRunStillCheckpoints(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{})
+	h.srv.Enqueue(pt.Text(strings.Repeat("word ", 2000)))
+	r := h.prompt("talk", PromptOptions{})
+	waitFor(t, func() bool { return len(r.Events()) == cap(r.Events()) })
+	r.Cancel()
+	select {
+	case <-r.Done():
+	case <-time.After(30 * time.Second):
+		t.Fatal("a cancelled run with an undrained event stream did not finish")
+	}
+	checkDurableEnd(t, h.sess.Path(), OutcomeCancelled)
+	if h.agent.Active() != nil {
+		t.Fatal("agent still busy after the run's checkpoint")
+	}
+	if res := r.Wait(); res.Outcome != OutcomeCancelled {
+		t.Fatalf("result %+v", res)
+	}
+	evs := drain(t, r)
+	checkRunEvents(t, evs, OutcomeCancelled)
+	if len(evs) <= eventBuffer {
+		t.Fatalf("only %d events; the test needs more than the buffer", len(evs))
+	}
+}

@@ -34,6 +34,7 @@ type Run struct {
 	usage            RunUsage
 	priced           bool          // some request of the run had a known cost
 	pending          []pendingCall // calls of the last assistant entry without a durable result
+	backlog          []Event       // events of a cancelled run the consumer has not made room for
 	started          time.Time
 }
 
@@ -57,10 +58,14 @@ func (r *Run) ID() string { return r.id }
 // ordered: every event, provisional deltas included, is delivered exactly
 // once with Seq increasing by one, and the channel is closed right after
 // the single RunFinished. The channel is buffered (256); when it is full
-// the run waits for the consumer, so a slow consumer paces the run but
-// never makes it drop an event. The consumer must drain the channel until
-// it is closed. Cancellation is not delayed by an unread buffer beyond the
-// events already in flight.
+// the live run waits for the consumer, so a slow consumer paces the run but
+// never makes it drop an event. A consumer that stops draining must cancel
+// the run (Cancel, or the context given to Prompt): a cancelled run never
+// waits for the consumer, so it still settles its calls, writes its single
+// checkpoint, closes Done and releases the agent; the events the channel
+// had no room for (run_finished included) are kept in order and delivered
+// when the consumer reads again. A run that is neither drained nor
+// cancelled stays paced (and the agent busy) indefinitely.
 func (r *Run) Events() <-chan Event { return r.events }
 
 // Steer queues text to be delivered to the model at the next safe boundary
@@ -108,11 +113,38 @@ func (r *Run) Wait() RunResult {
 	return r.result
 }
 
-// emit numbers e and delivers it (owner goroutine only).
+// emit numbers e and delivers it (owner goroutine only). While the run is
+// live a full channel paces the run. Once the run is cancelled the owner
+// never blocks on the consumer: an event that does not fit is held in the
+// backlog, in order, and delivered by flush after the checkpoint is
+// durable, so an undrained or abandoned stream cannot keep a cancelled run
+// from finishing.
 func (r *Run) emit(e Event) {
 	r.seq++
 	e.setSeq(r.seq)
-	r.events <- e
+	if len(r.backlog) == 0 {
+		select {
+		case r.events <- e:
+			return
+		case <-r.ctx.Done():
+		}
+		select {
+		case r.events <- e:
+			return
+		default:
+		}
+	}
+	r.backlog = append(r.backlog, e)
+}
+
+// flush delivers the backlog (the consumer's pace, after the run's outcome
+// is durable and the agent released) and closes the channel.
+func (r *Run) flush() {
+	for _, e := range r.backlog {
+		r.events <- e
+	}
+	r.backlog = nil
+	close(r.events)
 }
 
 // drive is the run's owner goroutine.
@@ -140,7 +172,7 @@ func (r *Run) drive() {
 		fin.Error = boundedError(runErr)
 	}
 	r.emit(fin)
-	close(r.events)
+	r.flush()
 }
 
 // loopSafe runs the loop, turning a panic into a failed outcome.
