@@ -157,7 +157,7 @@ func (s *Session) writeBatch(recs []Record) error {
 	for i, r := range recs {
 		start := len(buf)
 		var err error
-		buf, err = appendRecord(buf, r, batchSize(i, len(recs)))
+		buf, err = appendRecord(buf, r, i, len(recs))
 		if err != nil {
 			return fmt.Errorf("record %d: %w", i, err)
 		}
@@ -199,13 +199,6 @@ func (s *Session) writeBatch(recs []Record) error {
 	s.lines += len(recs)
 	ix.branch, ix.branchIdx, ix.branchOK = branch, branchIdx, true
 	return nil
-}
-
-func batchSize(i, n int) int {
-	if i == 0 && n > 1 {
-		return n
-	}
-	return 0
 }
 
 // batchID is an entry of the batch being written.

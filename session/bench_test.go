@@ -43,8 +43,8 @@ func BenchmarkAppendSync(b *testing.B) {
 		e.ID, e.Time, e.Parent = NewID(), time.Now().UTC(), s.Head()
 		u := Usage{RunID: "run", RequestID: "resp_" + e.ID, Model: "gpt-5", Input: 1000, Output: 200, CostPicodollars: 123456}
 		// The exact bytes Append writes, for the baseline.
-		buf, _ := appendRecord(nil, EntryRecord(e), 2)
-		buf, _ = appendRecord(buf, UsageRecord(u), 0)
+		buf, _ := appendRecord(nil, EntryRecord(e), 0, 2)
+		buf, _ = appendRecord(buf, UsageRecord(u), 1, 2)
 
 		rawWrite := func() time.Duration {
 			t := time.Now()
@@ -157,13 +157,13 @@ func genLarge(tb testing.TB, path string, records int, size int64) int {
 		clock = clock.Add(time.Second)
 		e.ID, e.Parent, e.Time = NewID(), head, clock
 		batch := 1 + len(extra)
-		buf, err := appendRecord(nil, EntryRecord(e), batch)
+		buf, err := appendRecord(nil, EntryRecord(e), 0, batch)
 		if err != nil {
 			tb.Fatal(err)
 		}
 		emit(buf)
-		for _, r := range extra {
-			b, _ := appendRecord(nil, r, 0)
+		for i, r := range extra {
+			b, _ := appendRecord(nil, r, i+1, batch)
 			emit(b)
 		}
 		head = e.ID
@@ -182,7 +182,7 @@ func genLarge(tb testing.TB, path string, records int, size int64) int {
 			for branch[i] != target {
 				i--
 			}
-			b, _ := appendRecord(nil, HeadRecord(target), 0)
+			b, _ := appendRecord(nil, HeadRecord(target), 0, 1)
 			emit(b)
 			head = target
 			branch = branch[:i+1]
@@ -209,7 +209,7 @@ func genLarge(tb testing.TB, path string, records int, size int64) int {
 				{Type: ItemText, ID: "msg_" + NewID(), Text: randText(rng, 80)},
 			}}
 			entry(final, usage())
-			b, _ := appendRecord(nil, CheckpointRecord(Checkpoint{RunID: runID, Outcome: OutcomeCompleted}), 0)
+			b, _ := appendRecord(nil, CheckpointRecord(Checkpoint{RunID: runID, Outcome: OutcomeCompleted}), 0, 1)
 			emit(b)
 		default:
 			entry(Entry{Type: EntryUser, Text: randText(rng, pad(120, 1))})

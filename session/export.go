@@ -24,6 +24,8 @@ const Redacted = "[REDACTED]"
 //   - inside every string (message text, tool arguments and results): API
 //     keys shaped like OpenAI "sk-…", GitHub "ghp_…"/"github_pat_…", Slack
 //     "xox?-…", AWS "AKIA…" and Google "AIza…" keys, "Bearer …" credentials,
+//     the credential of any "Authorization:"/"Proxy-Authorization:" header
+//     text (with or without a scheme such as "Basic"),
 //     PEM private key blocks, and the value in "name=value" or "name: value"
 //     text whose name contains api_key, apikey, secret, token, password or
 //     authorization (values of at least 8 characters).
@@ -142,6 +144,7 @@ var secretPatterns = []struct {
 	{regexp.MustCompile(`\bAKIA[0-9A-Z]{16}\b`), Redacted},
 	{regexp.MustCompile(`\bAIza[0-9A-Za-z_\-]{35}`), Redacted},
 	{regexp.MustCompile(`(?i)\bbearer\s+[A-Za-z0-9._~+/\-]+=*`), "Bearer " + Redacted},
+	{regexp.MustCompile(`(?i)\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?)([A-Za-z][A-Za-z0-9_\-]*\s+)?[^\s"',;&]+`), "${1}${2}" + Redacted},
 	{regexp.MustCompile(`(?i)\b([A-Za-z0-9_\-]*(?:api[_\-]?key|secret|token|password|passwd|authorization)[A-Za-z0-9_\-]*)(["']?\s*[:=]\s*["']?)([^\s"',;&]{8,})`), "${1}${2}" + Redacted},
 }
 

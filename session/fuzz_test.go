@@ -26,7 +26,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		CheckpointRecord(Checkpoint{RunID: "r", Outcome: OutcomeFailed, Error: "boom"}),
 		DelegatedRecord(DelegatedUsage{ChildSession: "c", Usage: Usage{Input: 9}, Uncertain: true}),
 	} {
-		line, err := appendRecord(nil, r, 0)
+		line, err := appendRecord(nil, r, 0, 1)
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -47,7 +47,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if r.validate() != nil {
 			return // unknown kind or incomplete: skipped by readers
 		}
-		enc, err := appendRecord(nil, r, 0)
+		enc, err := appendRecord(nil, r, 0, 1)
 		if err != nil {
 			return // e.g. tool result details that cannot be re-encoded
 		}
@@ -58,7 +58,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("re-encoded record does not decode: %v\n%q", err, enc)
 		}
-		enc2, err := appendRecord(nil, r2, 0)
+		enc2, err := appendRecord(nil, r2, 0, 1)
 		if err != nil || !bytes.Equal(enc, enc2) {
 			t.Fatalf("encoding not stable:\n%q\n%q", enc, enc2)
 		}

@@ -76,6 +76,7 @@ func describe(path string) (Info, error) {
 		Created: h.Created, Updated: fi.ModTime(),
 		UsageUncertain: serr == nil,
 		Path:           path,
+		Version:        h.Version,
 	}, nil
 }
 

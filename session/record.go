@@ -31,17 +31,25 @@ func appendTimeField(b []byte, key string, t time.Time) []byte {
 	return append(b, '"')
 }
 
-// appendRecord appends one record line (with its newline). batch > 1
-// marks the first record of a batch of that many records: readers treat
-// the batch as one unit, so a torn batch is dropped as a whole.
-func appendRecord(b []byte, r Record, batch int) ([]byte, error) {
+// appendRecord appends one record line (with its newline): the record at
+// 0-based position at of a batch of n records written with one write. For
+// n > 1 the first record carries "batch":n and every later one
+// "batch_of":n,"batch_index":at+1. Readers treat the batch as one unit, so
+// a torn batch is dropped as a whole; the members' own marks let them tell
+// a batch cut short by a crash from a damaged "batch" mark, so damage can
+// never pass for a torn tail and discard complete records.
+func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 	if err := r.validate(); err != nil {
 		return b, err
 	}
 	b = append(b, `{"kind":`...)
 	b = appendString(b, r.Kind)
-	if batch > 1 {
-		b = strconv.AppendInt(appendKey(b, "batch"), int64(batch), 10)
+	switch {
+	case n > 1 && at == 0:
+		b = strconv.AppendInt(appendKey(b, "batch"), int64(n), 10)
+	case n > 1:
+		b = strconv.AppendInt(appendKey(b, "batch_of"), int64(n), 10)
+		b = strconv.AppendInt(appendKey(b, "batch_index"), int64(at+1), 10)
 	}
 	switch r.Kind {
 	case KindEntry:
@@ -156,6 +164,9 @@ type meta struct {
 	kind, id, parent, head []byte
 	// batch is the size of the batch this record opens (0 or 1: none).
 	batch int64
+	// batchOf and batchIndex place a later member of a batch: its size and
+	// the member's 1-based position (2..batchOf); 0 outside a batch.
+	batchOf, batchIndex int64
 }
 
 // scanMeta extracts the top-level kind, id, parent, head and batch of one
@@ -200,6 +211,10 @@ func scanMeta(line []byte, m *meta, full bool) error {
 			dst = &m.head
 		case "batch":
 			m.batch = d.int()
+		case "batch_of":
+			m.batchOf = d.int()
+		case "batch_index":
+			m.batchIndex = d.int()
 		default:
 			if !full && canonical {
 				switch string(m.kind) {
@@ -235,6 +250,11 @@ func scanMeta(line []byte, m *meta, full bool) error {
 	}
 	if m.batch < 0 || m.batch > int64(MaxRecords) {
 		return fmt.Errorf("invalid batch size %d", m.batch)
+	}
+	if m.batchOf != 0 || m.batchIndex != 0 {
+		if m.batch != 0 || m.batchOf < 2 || m.batchOf > int64(MaxRecords) || m.batchIndex < 2 || m.batchIndex > m.batchOf {
+			return fmt.Errorf("invalid batch member mark %d of %d", m.batchIndex, m.batchOf)
+		}
 	}
 	return nil
 }

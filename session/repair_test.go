@@ -46,12 +46,12 @@ func readFile(t *testing.T, path string) []byte {
 }
 
 func TestTornTailRepairedByOpenNotInspect(t *testing.T) {
-	full, err := appendRecord(nil, EntryRecord(Entry{ID: "torn", Type: EntryUser, Text: strings.Repeat("x", 200)}), 0)
+	full, err := appendRecord(nil, EntryRecord(Entry{ID: "torn", Type: EntryUser, Text: strings.Repeat("x", 200)}), 0, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	batch, _ := appendRecord(nil, EntryRecord(Entry{ID: "b1", Type: EntryAssistant, Items: []Item{{Type: ItemText, Text: "hi"}}}), 2)
-	batch2, _ := appendRecord(nil, UsageRecord(Usage{Input: 1}), 0)
+	batch, _ := appendRecord(nil, EntryRecord(Entry{ID: "b1", Type: EntryAssistant, Items: []Item{{Type: ItemText, Text: "hi"}}}), 0, 2)
+	batch2, _ := appendRecord(nil, UsageRecord(Usage{Input: 1}), 1, 2)
 	tails := map[string][]byte{
 		"prefix without newline": full[:len(full)/2],
 		"nul bytes":              bytes.Repeat([]byte{0}, 64),
@@ -59,6 +59,11 @@ func TestTornTailRepairedByOpenNotInspect(t *testing.T) {
 		"garbage line":           []byte("{\"kind\":\"entry\",\"id\n"),
 		"torn batch":             append(append([]byte{}, batch...), batch2[:10]...),
 		"batch missing records":  batch,
+		"batch cut at a line boundary": func() []byte {
+			b, _ := appendRecord(nil, EntryRecord(Entry{ID: "b1", Type: EntryUser, Text: "x"}), 0, 3)
+			b, _ = appendRecord(b, UsageRecord(Usage{Input: 1}), 1, 3)
+			return b
+		}(),
 	}
 	for name, tail := range tails {
 		t.Run(name, func(t *testing.T) {
@@ -154,6 +159,61 @@ func TestDamageInTheMiddleRefused(t *testing.T) {
 	}
 	if !bytes.Equal(readFile(t, path), before) {
 		t.Fatal("Open truncated a complete final record")
+	}
+}
+
+// TestDamagedBatchMarkRefused checks that a damaged batch mark cannot pass
+// for a torn final batch: complete, acknowledged records after (or inside)
+// the batch are never truncated; Open and Inspect refuse with the line.
+func TestDamagedBatchMarkRefused(t *testing.T) {
+	cases := []struct {
+		name string
+		// from, to rewrite the file; more: whether a single record follows
+		// the batch.
+		from, to string
+		more     bool
+		line     int
+	}{
+		{"mark grown, batch in the middle", `"batch":2`, `"batch":9`, true, 5},
+		{"mark grown, final batch", `"batch":2`, `"batch":3`, false, 5},
+		{"mark lost", `"batch":2`, `"batch":1`, true, 5},
+		{"member mark damaged, final batch", `"batch_of":2`, `"batch_of":7`, false, 5},
+		{"member index damaged", `"batch_index":2`, `"batch_index":3`, false, 5},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSession(t)
+			mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+			mustAppend(t, s, Entry{Type: EntryUser, Text: "b"})
+			if err := s.Append(EntryRecord(Entry{Type: EntryAssistant, Items: []Item{{Type: ItemText, Text: "c"}}}), UsageRecord(Usage{Input: 3})); err != nil {
+				t.Fatal(err)
+			}
+			if c.more {
+				mustAppend(t, s, Entry{Type: EntryUser, Text: "d"})
+			}
+			s.Close()
+			data := readFile(t, s.Path())
+			if bytes.Count(data, []byte(c.from)) != 1 {
+				t.Fatalf("file does not hold %s once:\n%s", c.from, data)
+			}
+			bad := bytes.Replace(data, []byte(c.from), []byte(c.to), 1)
+			if err := os.WriteFile(s.Path(), bad, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			for opener, open := range map[string]func(string) (*Session, error){"Open": Open, "Inspect": Inspect} {
+				r, err := open(s.Path())
+				var ce *CorruptError
+				if !errors.As(err, &ce) || ce.Line != c.line {
+					if err == nil {
+						r.Close()
+					}
+					t.Fatalf("%s = %v, want CorruptError at line %d", opener, err, c.line)
+				}
+				if !bytes.Equal(readFile(t, s.Path()), bad) {
+					t.Fatalf("%s modified the file", opener)
+				}
+			}
+		})
 	}
 }
 

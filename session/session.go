@@ -311,11 +311,17 @@ func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 		}
 		switch {
 		case len(batch) > 0:
-			if m.batch > 1 {
-				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: errors.New("batch starts inside another batch")}
+			// Every later member names its batch and place: a record that
+			// does not means the batch mark is damaged (or a member is
+			// missing), which is refused rather than taken for a torn tail.
+			n := batch[0].m.batch
+			if m.batchOf != n || m.batchIndex != int64(len(batch))+1 {
+				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: fmt.Errorf("not record %d of the batch of %d opened at line %d", len(batch)+1, n, batch[0].no)}
 			}
 			batch = append(batch, pending{off: off, n: len(line), no: lineNo, m: m})
 			want--
+		case m.batchOf > 0:
+			return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: fmt.Errorf("record %d of a batch of %d without the batch's first record", m.batchIndex, m.batchOf)}
 		case m.batch > 1:
 			// Fold a batch only once all of it is in the file: keep its
 			// lines buffered until then.

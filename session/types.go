@@ -329,6 +329,10 @@ type Info struct {
 	UsageUncertain bool
 	// Path is the session file.
 	Path string
+	// Version is the header's format version; a session with a version
+	// above [FormatVersion] is listed but refuses [Open] and [Inspect] with
+	// a [VersionError].
+	Version int
 }
 
 // ForeignAppend tells a writer that another writer appended to the file

@@ -1,0 +1,144 @@
+package session
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestInspectNeverWrites checks that read-only inspection leaves a session
+// byte-identical with its mtime unchanged, even with a torn tail and a
+// usage-uncertainty marker whose listing sidecar is missing, and that a
+// writable open then recreates the sidecar with mode 0600.
+func TestInspectNeverWrites(t *testing.T) {
+	s := newSession(t)
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+	if err := s.Append(UncertainRecord(UsageUncertain{RunID: "r", Operation: "main", Reason: "http_5xx", Dispatched: true})); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	side := sidecarPath(s.Path())
+	if fi, err := os.Stat(side); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("sidecar after a marker: %v, %v (want mode 0600)", fi, err)
+	}
+	if err := os.Remove(side); err != nil {
+		t.Fatal(err)
+	}
+	appendRaw(t, s.Path(), []byte(`{"kind":"entry","id":"half`))
+	old := time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC)
+	if err := os.Chtimes(s.Path(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, s.Path())
+
+	r, err := Inspect(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.Totals().Uncertain || r.TornBytes() == 0 || len(r.Branch()) != 1 {
+		t.Fatalf("Inspect: totals %+v torn %d branch %d", r.Totals(), r.TornBytes(), len(r.Branch()))
+	}
+	r.Entry(r.Head())
+	r.Checkpoints()
+	if _, err := r.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetHead(r.Head()); !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only SetHead = %v", err)
+	}
+	r.Close()
+	var out bytes.Buffer
+	if err := Export(s.Path(), &out); err != nil {
+		t.Fatal(err)
+	}
+
+	fi, err := os.Stat(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.ModTime().Equal(old) {
+		t.Errorf("mtime changed by read-only use: %v", fi.ModTime())
+	}
+	if !bytes.Equal(readFile(t, s.Path()), before) {
+		t.Error("read-only use changed the file")
+	}
+	if _, err := os.Lstat(side); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("read-only use created the sidecar: %v", err)
+	}
+
+	w, err := Open(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if fi, err := os.Stat(side); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("sidecar after Open: %v, %v (want mode 0600)", fi, err)
+	}
+}
+
+// TestNewerFormatVersionRefused checks the contract for a header from a
+// newer, incompatible writer: Open, Inspect and Export refuse with a
+// VersionError that names both versions and never touch the file (not even
+// its torn tail); List still lists the session with its version.
+func TestNewerFormatVersionRefused(t *testing.T) {
+	path, _ := sessionWith(t, 2)
+	data := readFile(t, path)
+	v2 := bytes.Replace(data, []byte(`"version":1,`), []byte(`"version":2,"new_field":{"x":1},`), 1)
+	if bytes.Equal(v2, data) {
+		t.Fatal("header has no version 1 field")
+	}
+	v2 = append(v2, `{"kind":"entry","id":"to`...) // torn tail
+	if err := os.WriteFile(path, v2, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func(string) (*Session, error){"Open": Open, "Inspect": Inspect} {
+		s, err := open(path)
+		var ve *VersionError
+		if !errors.As(err, &ve) || ve.Version != 2 {
+			if err == nil {
+				s.Close()
+			}
+			t.Fatalf("%s = %v, want VersionError for version 2", name, err)
+		}
+		if msg := err.Error(); !strings.Contains(msg, "version 2") || !strings.Contains(msg, "supported version 1") {
+			t.Errorf("%s error does not name both versions: %v", name, msg)
+		}
+	}
+	var ve *VersionError
+	if err := Export(path, &bytes.Buffer{}); !errors.As(err, &ve) {
+		t.Errorf("Export = %v, want VersionError", err)
+	}
+	if !bytes.Equal(readFile(t, path), v2) {
+		t.Fatal("a newer-version session was modified")
+	}
+	infos, err := List(Dir(strings.TrimSuffix(path, "/sessions/"+infosName(path))))
+	if err != nil || len(infos) != 1 || infos[0].Version != 2 {
+		t.Fatalf("List = %+v, %v; want the session listed with version 2", infos, err)
+	}
+}
+
+func infosName(path string) string { return path[strings.LastIndexByte(path, '/')+1:] }
+
+// TestExportRedactsHeaderCredentials checks credentials in HTTP header text
+// other than bearer tokens.
+func TestExportRedactsHeaderCredentials(t *testing.T) {
+	s := newSession(t)
+	secrets := []string{"dXNlcjpwYXNzd29yZA==", "c2VjcmV0OnBhc3M=", "sk-ant-api03-abcdefghijklmnopqrstuvwxyz"}
+	mustAppend(t, s, Entry{Type: EntryUser, Text: `curl -H "Authorization: Basic ` + secrets[0] + `" -H 'Proxy-Authorization: Basic ` + secrets[1] + `' -H "x-api-key: ` + secrets[2] + `" https://example.com`})
+	s.Close()
+	var out bytes.Buffer
+	if err := Export(s.Path(), &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range secrets {
+		if strings.Contains(out.String(), sec) {
+			t.Errorf("export leaks %q:\n%s", sec, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "https://example.com") {
+		t.Errorf("export lost the url:\n%s", out.String())
+	}
+}
