@@ -284,12 +284,12 @@ func TestTelemetryCarriesNoPayload(t *testing.T) {
 	obs := &recordingObserver{}
 	h := newHarness(t, harnessOpt{observer: obs})
 	h.writeFile("secret.txt", "RESULTSECRET\n")
-	h.srv.Enqueue(pt.Reply(pt.FunctionCall("c1", "read", `{"path":"secret.txt"}`)), pt.Text("ANSWERSECRET"))
+	h.srv.Enqueue(pt.Reply(pt.FunctionCall("c1", "read", `{"path":"secret.txt"}`), pt.FunctionCall("c2", "TOOLNAMESECRET", `{}`)), pt.Text("ANSWERSECRET"))
 	checkRunEvents(t, drain(t, h.prompt("PROMPTSECRET", PromptOptions{})), OutcomeCompleted)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	raw, _ := json.Marshal(obs.recs)
-	for _, secret := range []string{"PROMPTSECRET", "RESULTSECRET", "ANSWERSECRET", "secret.txt"} {
+	for _, secret := range []string{"PROMPTSECRET", "RESULTSECRET", "ANSWERSECRET", "secret.txt", "TOOLNAMESECRET"} {
 		if strings.Contains(string(raw), secret) {
 			t.Fatalf("telemetry contains %s: %s", secret, raw)
 		}
@@ -304,14 +304,17 @@ func TestTelemetryCarriesNoPayload(t *testing.T) {
 			}
 		case ToolInfo:
 			toolsSeen++
-			if r.Tool != "read" || len(r.ArgumentsHash) != 64 || !r.Executed || r.ResultBytes == 0 {
+			if len(r.ArgumentsHash) != 64 || r.Executed != (r.Tool == "read") || r.ResultBytes == 0 {
 				t.Fatalf("tool info %+v", r)
+			}
+			if r.Tool != "read" && r.Tool != "" { // a model-chosen unknown name is payload
+				t.Fatalf("tool info names an unregistered tool: %+v", r)
 			}
 		case RunInfo:
 			runs++
 		}
 	}
-	if reqs != 2 || toolsSeen != 1 || runs != 2 {
+	if reqs != 2 || toolsSeen != 2 || runs != 2 {
 		t.Fatalf("requests %d tools %d run hooks %d", reqs, toolsSeen, runs)
 	}
 }

@@ -398,8 +398,12 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 	}
 	r.pending[i].done = true
 	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError})
+	name := call.Name
+	if _, ok := r.a.cfg.Host.Lookup(name); !ok {
+		name = "" // a name no tool has is model text, not a host name
+	}
 	r.a.obs.ToolFinished(ToolInfo{
-		RunID: r.id, Tool: call.Name, ArgumentsHash: hashHex(call.Arguments), Executed: executed,
+		RunID: r.id, Tool: name, ArgumentsHash: hashHex(call.Arguments), Executed: executed,
 		IsError: res.IsError, ResultBytes: len(res.Text), Duration: time.Since(start),
 	})
 	return nil

@@ -546,3 +546,63 @@ func TestCallerContextCancelsRun(t *testing.T) {
 		t.Fatalf("running tool's own result %v", res)
 	}
 }
+
+// TestReplayedRequestMatchesResponsesWire checks the next request's input
+// item by item as the Responses API needs it with store:false: the
+// reasoning item with its encrypted_content before the function calls it
+// produced, the assistant text as an output_text part, a
+// function_call_output for every call, and a tool result bounded to the
+// broker's model-visible limit however large the tool's output.
+func TestReplayedRequestMatchesResponsesWire(t *testing.T) {
+	checkLeaks(t)
+	huge := strings.Repeat("x", 3*tools.DefaultMaxResultBytes)
+	probe := &probeTool{name: "probe", effect: tools.Pure, onExec: func(context.Context, tools.Invocation) (tools.Result, error) {
+		return tools.Result{Text: huge}, nil
+	}}
+	h := newHarness(t, harnessOpt{extra: []tools.Tool{probe}, policy: tools.UnsafeHost, model: provider.Model{
+		Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true,
+		Features: provider.FeatureParallelToolCalls | provider.FeatureEncryptedReasoning,
+	}})
+	h.agent.SetReasoning("high")
+	h.srv.Enqueue(
+		pt.Reply(pt.Reasoning("enc-r1", "plan the calls"), pt.Message("checking"),
+			pt.FunctionCall("c1", "probe", `{"n":1}`), pt.FunctionCall("c2", "nosuchtool", `{}`)),
+		pt.Text("done"),
+	)
+	checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{})), OutcomeCompleted)
+	reqs := h.srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	if inc, _ := json.Marshal(reqs[1].Body["include"]); string(inc) != `["reasoning.encrypted_content"]` || reqs[1].Body["store"] != false {
+		t.Fatalf("include %s store %v", inc, reqs[1].Body["store"])
+	}
+	in := reqs[1].Input()
+	if got := strings.Join(inputTypes(reqs[1]), " "); got != "message:user reasoning message:assistant function_call function_call function_call_output function_call_output" {
+		t.Fatalf("input %s", got)
+	}
+	item := func(i int) map[string]any { return in[i].(map[string]any) }
+	rs := item(1)
+	sum, _ := rs["summary"].([]any)
+	if rs["encrypted_content"] != "enc-r1" || len(sum) != 1 || sum[0].(map[string]any)["type"] != "summary_text" || sum[0].(map[string]any)["text"] != "plan the calls" {
+		t.Fatalf("reasoning item %v", rs)
+	}
+	content, _ := item(2)["content"].([]any)
+	if len(content) != 1 || content[0].(map[string]any)["type"] != "output_text" || content[0].(map[string]any)["text"] != "checking" {
+		t.Fatalf("assistant message %v", item(2))
+	}
+	if c := item(3); c["call_id"] != "c1" || c["name"] != "probe" || c["arguments"] != `{"n":1}` {
+		t.Fatalf("function_call %v", c)
+	}
+	out1, out2 := item(5), item(6)
+	if out1["call_id"] != "c1" || out2["call_id"] != "c2" {
+		t.Fatalf("outputs %v %v", out1["call_id"], out2["call_id"])
+	}
+	text, _ := out1["output"].(string)
+	if len(text) > tools.DefaultMaxResultBytes+1024 || !strings.HasPrefix(text, "xxxx") {
+		t.Fatalf("tool result not bounded: %d bytes", len(text))
+	}
+	if s, _ := out2["output"].(string); s == "" || strings.Contains(s, "nosuchtool") {
+		t.Fatalf("unknown tool output %q", s)
+	}
+}

@@ -63,7 +63,8 @@ type RequestInfo struct {
 // ToolInfo measures one tool call.
 type ToolInfo struct {
 	RunID string
-	// Tool is the tool name (host-registered, not model text).
+	// Tool is the registered tool's name; "" when the model named a tool
+	// the host does not have (that name is model text).
 	Tool string
 	// ArgumentsHash is the hex SHA-256 of the raw arguments.
 	ArgumentsHash string
