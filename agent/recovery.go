@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -86,6 +87,7 @@ type CodexRecovery struct {
 	budget    *Budget
 	maxWait   time.Duration
 	backoff0  time.Duration // first inference backoff
+	seed      uint64        // the configured (or random) seed; runs mix in their id
 	rng       *rand.Rand
 	now       func() time.Time
 
@@ -100,7 +102,10 @@ type CodexRecovery struct {
 	outageStart time.Time
 }
 
-var _ RetryPolicy = (*CodexRecovery)(nil)
+var (
+	_ RetryPolicy = (*CodexRecovery)(nil)
+	_ RunStarter  = (*CodexRecovery)(nil)
+)
 
 // NewCodexRecovery returns the policy for one run.
 func NewCodexRecovery(cfg RecoveryConfig) *CodexRecovery {
@@ -119,6 +124,7 @@ func NewCodexRecovery(cfg RecoveryConfig) *CodexRecovery {
 		budget:    cfg.Budget,
 		maxWait:   max(cfg.MaxNetworkWait, 0),
 		backoff0:  cmp.Or(max(cfg.InitialBackoff, 0), inferenceBackoffInitial),
+		seed:      seed,
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		now:       now,
 	}
@@ -179,6 +185,21 @@ func (p *CodexRecovery) Spent() (stream, admission int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.stream, p.admission
+}
+
+// RunStarted starts a new logical turn for a new run of the agent: a run
+// that ended without a completed response and without a refusal (it was
+// cancelled, or refused before sending) must not hand its spent budgets or
+// its outage deadline to the next prompt. It also reseeds the jitter from
+// the run id, so concurrent agents' runs do not wait in lockstep.
+func (p *CodexRecovery) RunStarted(runID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.resetTurn()
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(runID))
+	s := p.seed ^ h.Sum64()
+	p.rng = rand.New(rand.NewPCG(s, s^0x9e3779b97f4a7c15))
 }
 
 // TurnCompleted resets the per-turn budgets after a completed assistant

@@ -48,6 +48,7 @@ type recRigOpt struct {
 	credential func(context.Context) (string, error)
 	dir        string
 	model      provider.Model // zero: codexModel
+	noProfile  bool           // the host did not select the Codex runtime profile
 }
 
 func newRecRig(t *testing.T, o recRigOpt) *recRig {
@@ -73,6 +74,9 @@ func newRecRig(t *testing.T, o recRigOpt) *recRig {
 	t.Cleanup(func() { g.sess.Close() })
 	model := cmp.Or(o.model, codexModel)
 	rc := RecoveryConfig{Profile: ProfileCodex, Model: model, Endpoint: cfg.Features, Budget: o.budget, Seed: 7}
+	if o.noProfile {
+		rc.Profile = ""
+	}
 	if o.loopback {
 		rc.InitialBackoff = time.Millisecond // real time: keep the test fast
 	}

@@ -1,0 +1,279 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// TestLoopCancelledRunLeavesNoRecoveryState cancels runs in the middle of
+// a bounded network outage and of a stream-failure streak; the next run of
+// the same agent (a new logical turn) must start with a fresh envelope and
+// no stale outage deadline.
+func TestLoopCancelledRunLeavesNoRecoveryState(t *testing.T) {
+	t.Run("outage", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newRecRig(t, recRigOpt{})
+			g.policy.SetMaxNetworkWait(time.Minute)
+			down := true
+			g.gate = func(*http.Request) error {
+				if down {
+					return netUnreachable()
+				}
+				return nil
+			}
+			cancelAfterRetries(t, g, 2)
+			// Long after the first outage's deadline the network is back.
+			time.Sleep(time.Hour)
+			down = false
+			g.srv.Enqueue(providertest.Text("back"))
+			res, _ := g.run(context.Background(), "again")
+			if res.Outcome != OutcomeCompleted {
+				t.Fatalf("run after a cancelled outage: outcome %s: %v (stale outage deadline)", res.Outcome, res.Err)
+			}
+		})
+	})
+	t.Run("stream budget", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			g := newRecRig(t, recRigOpt{})
+			g.srv.Enqueue(repeatTurn(eofTurn(), 9)...)
+			cancelAfterRetries(t, g, 9) // nine failed requests, cancelled in the ninth backoff
+			if g.srv.Pending() != 0 {
+				t.Fatalf("%d scripted turns left", g.srv.Pending())
+			}
+			// A fresh turn allows eleven replacements again.
+			g.srv.Enqueue(repeatTurn(eofTurn(), 11)...)
+			g.srv.Enqueue(providertest.Text("recovered"))
+			res, evs := g.run(context.Background(), "again")
+			if res.Outcome != OutcomeCompleted {
+				t.Fatalf("new run after a cancelled streak: outcome %s: %v", res.Outcome, res.Err)
+			}
+			if r := eventsOf[*ProviderRetry](evs); len(r) != 11 || r[0].Attempt != 1 || *r[0].MaxAttempts != 11 {
+				t.Fatalf("retries of the new run %d, first %+v; want 11 from a fresh envelope", len(r), r[0])
+			}
+		})
+	})
+}
+
+// cancelAfterRetries prompts, cancels the run during the backoff after
+// the n-th provider_retry and drains it.
+func cancelAfterRetries(t *testing.T, g *recRig, n int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r, err := g.agent.Prompt(ctx, "hi", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for e := range r.Events() {
+		if _, ok := e.(*ProviderRetry); ok {
+			if seen++; seen == n {
+				cancel()
+			}
+		}
+	}
+	if res := r.Wait(); res.Outcome != OutcomeCancelled {
+		t.Fatalf("outcome %s: %v, want cancelled", res.Outcome, res.Err)
+	}
+}
+
+// TestLoopMisalignmentKeepsCompletedEffects: a turn whose tool already ran
+// is followed by a misalignment_policy_violation with a retry-sounding
+// message. The run fails at once with the typed permanent error, after
+// exactly one request for that turn, and nothing completed is undone: the
+// tool's workspace effect and its durable result stay, and the run is
+// settled with one failed checkpoint.
+func TestLoopMisalignmentKeepsCompletedEffects(t *testing.T) {
+	probe := &probeTool{name: "probe", effect: tools.Pure}
+	var h *harness
+	probe.onExec = func(ctx context.Context, inv tools.Invocation) (tools.Result, error) {
+		if err := os.WriteFile(filepath.Join(h.root, "effect.txt"), []byte("done"), 0o644); err != nil {
+			return tools.Result{}, err
+		}
+		return tools.Result{Text: "wrote effect.txt"}, nil
+	}
+	srv := providertest.New(t)
+	tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile})
+	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: provider.FeatureCodexProfile, InitialBackoff: time.Millisecond})
+	h = newHarness(t, harnessOpt{extra: []tools.Tool{probe}, retry: pol, transport: tr, model: codexModel})
+	srv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("call_1", "probe", `{"n":1}`)),
+		providertest.Failed("misalignment_policy_violation", "Temporary issue, please try again in 1s"),
+		providertest.Text("never"),
+	)
+	r := h.prompt("do it", PromptOptions{})
+	evs := drain(t, r)
+	res := r.Wait()
+	pe, ok := errors.AsType[*PermanentError](res.Err)
+	if res.Outcome != OutcomeFailed || !ok || pe.Code != "misalignment_policy_violation" {
+		t.Fatalf("outcome %s err %v, want failed with *PermanentError{misalignment_policy_violation}", res.Outcome, res.Err)
+	}
+	if n := len(srv.Requests()); n != 2 {
+		t.Fatalf("%d requests, want 2 (no retry of the refused turn)", n)
+	}
+	if n := len(eventsOf[*ProviderRetry](evs)); n != 0 {
+		t.Fatalf("%d provider_retry events", n)
+	}
+	if b, err := os.ReadFile(filepath.Join(h.root, "effect.txt")); err != nil || string(b) != "done" {
+		t.Fatalf("completed effect lost: %q, %v", b, err)
+	}
+	recs := checkDurableEnd(t, h.sess.Path(), OutcomeFailed)
+	if resultFor(recs, "call_1") == nil {
+		t.Fatal("the completed tool result is not durable")
+	}
+	if probe.executed.Load() != 1 {
+		t.Fatalf("tool executed %d times", probe.executed.Load())
+	}
+}
+
+// TestRunStartedReseedsJitter: one policy serves all runs of an agent; each
+// run's network-wait jitter is seeded from its run id, so two runs with the
+// same configured seed do not wait in lockstep, and the same run id
+// reproduces its delays.
+func TestRunStartedReseedsJitter(t *testing.T) {
+	p, _ := newTestPolicy(t, nil)
+	delays := func(run string) []time.Duration {
+		p.RunStarted(run)
+		var out []time.Duration
+		for range 5 {
+			out = append(out, p.Decide(netDown()).Delay)
+		}
+		return out
+	}
+	a, b, a2 := delays("run-a"), delays("run-b"), delays("run-a")
+	if slices.Equal(a, b) {
+		t.Fatalf("runs a and b waited the same jittered delays %v", a)
+	}
+	if !slices.Equal(a, a2) {
+		t.Fatalf("run a's delays %v then %v: RunStarted did not restart the outage", a, a2)
+	}
+}
+
+// TestNetworkWaitMidTurnKeepsSpentBudget: an outage in the middle of a
+// streak of stream failures neither resets nor spends the envelope.
+func TestNetworkWaitMidTurnKeepsSpentBudget(t *testing.T) {
+	p, clk := newTestPolicy(t, nil)
+	for range 5 {
+		if d := p.Decide(eofFailure()); !d.Retry {
+			t.Fatal(d.Err)
+		}
+	}
+	for range 100 {
+		d := p.Decide(netDown())
+		if !d.Retry {
+			t.Fatal(d.Err)
+		}
+		clk.advance(d.Delay)
+	}
+	if s, a := p.Spent(); s != 5 || a != 0 {
+		t.Fatalf("spent %d/%d after the outage, want 5/0", s, a)
+	}
+	if attempts, _ := drive(p, repeat(eofFailure(), 20)); attempts != 7 {
+		t.Fatalf("after the outage %d more attempts, want 7 (6 replacements left)", attempts)
+	}
+}
+
+// TestLoopUnqualifiedRouteNeverReplays drives the real loop on routes
+// that lack one qualification (the model does not grant the Codex profile;
+// the host did not select the Codex runtime profile): an interrupted
+// stream and a pre-send outage each end the run after the one request,
+// the error names the disqualification, and the dispatched failure's
+// usage stays durably unknown.
+func TestLoopUnqualifiedRouteNeverReplays(t *testing.T) {
+	plain := provider.Model{Name: "gpt-5.1", ContextWindow: 400_000, MaxOutputTokens: 128_000}
+	tests := []struct {
+		name      string
+		model     provider.Model
+		noProfile bool
+		outage    bool
+	}{
+		{"model lacks codex profile", plain, false, false},
+		{"host profile not codex", codexModel, true, false},
+		{"pre-send outage", plain, false, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				g := newRecRig(t, recRigOpt{model: tt.model, noProfile: tt.noProfile})
+				if tt.outage {
+					g.gate = func(*http.Request) error { return netUnreachable() }
+				}
+				g.srv.Enqueue(eofTurn(), providertest.Text("never"))
+				res, evs := g.run(context.Background(), "hi")
+				if res.Outcome != OutcomeFailed || !errors.Is(res.Err, ErrUnqualifiedRoute) {
+					t.Fatalf("outcome %s err %v, want failed wrapping ErrUnqualifiedRoute", res.Outcome, res.Err)
+				}
+				if n := len(eventsOf[*ProviderRetry](evs)); n != 0 {
+					t.Fatalf("%d provider_retry events on an unqualified route", n)
+				}
+				sent, wantSent := len(g.srv.Requests()), 1
+				if tt.outage {
+					wantSent = 0
+				}
+				if sent != wantSent {
+					t.Fatalf("%d requests reached the server, want %d (no replay)", sent, wantSent)
+				}
+				if got := g.sess.Totals().Uncertain; got != !tt.outage {
+					t.Fatalf("durable uncertainty %v, want %v", got, !tt.outage)
+				}
+			})
+		})
+	}
+}
+
+// TestLoopLoopbackFallbackKeepsStreamBudget: over real sockets, twelve
+// interrupted streams exhaust the turn although six of them went over the
+// WebSocket and six over HTTP: the fallback did not reset the envelope.
+func TestLoopLoopbackFallbackKeepsStreamBudget(t *testing.T) {
+	srv := providertest.New(t)
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile | provider.FeatureWebSocket})
+	t.Cleanup(func() { ws.Close() })
+	fb := NewFallbackTransport(ws, provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile}))
+	dir := t.TempDir()
+	sess, err := session.Create(dir, session.Header{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
+	a, err := New(Config{Session: sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := providertest.Text("never completes")
+	srv.Enqueue(repeatTurn(full.DropAfter(3), 13)...)
+	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	res := r.Wait()
+	if ex, ok := errors.AsType[*ExhaustedError](res.Err); !ok || ex.Budget != "stream" || ex.Attempts != 12 {
+		t.Fatalf("outcome %s err %v, want stream exhaustion after 12 attempts", res.Outcome, res.Err)
+	}
+	var transports []string
+	for _, q := range srv.Requests() {
+		transports = append(transports, q.Transport)
+	}
+	want := strings.TrimSpace(strings.Repeat("websocket ", 6) + strings.Repeat("http ", 6))
+	if strings.Join(transports, " ") != want {
+		t.Fatalf("transports %v, want %s", transports, want)
+	}
+	if sess.Totals().UncertainMarkers != 12 {
+		t.Fatalf("markers %d, want 12", sess.Totals().UncertainMarkers)
+	}
+}
