@@ -87,7 +87,7 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		var cancelled <-chan struct{}
 		if run != nil {
 			cancelled = run.cancelled
-			run.report("Waiting for approval: " + truncate(firstLine(req.Title), 60))
+			run.awaitApproval(req.CallID, "Waiting for approval: "+truncate(firstLine(req.Title), 60))
 		}
 		go s.askApproval(ctx, ss, pa)
 
@@ -96,9 +96,9 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			s.log.Info("approval answered", "session", ss.id, "call", req.CallID, "approved", ok)
 			if run != nil {
 				if ok {
-					run.report(toolMessage(req.Tool, bytes.NewBuffer(req.Arguments)))
+					run.approvalDone(req.CallID, toolMessage(req.Tool, bytes.NewBuffer(req.Arguments)))
 				} else {
-					run.report("Thinking")
+					run.approvalDone(req.CallID, "Thinking")
 				}
 			}
 			return ok, req.Digest, nil
@@ -107,6 +107,9 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				s.log.Warn("approval timed out; denied", "session", ss.id, "call", req.CallID, "timeout", timeout)
+				if run != nil {
+					run.approvalDone(req.CallID, "Thinking")
+				}
 				return false, req.Digest, nil
 			}
 			return false, req.Digest, ctx.Err()
@@ -145,9 +148,17 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 		pa.resolve(ans.Decision == "approve" && ans.Digest == pa.params.Digest)
 		return
 	}
+	// A stock client shows only this message: it must carry what will
+	// change (the command in detail, the diff of an edit or write).
 	msg := pa.params.Title
-	if d := strings.TrimSpace(pa.params.Detail); d != "" {
-		msg += "\n\n" + truncate(d, maxApprovalDetail)
+	var body []string
+	for _, part := range []string{pa.params.Detail, pa.params.Diff} {
+		if p := strings.TrimSpace(part); p != "" {
+			body = append(body, p)
+		}
+	}
+	if len(body) > 0 {
+		msg += "\n\n" + truncate(strings.Join(body, "\n\n"), maxApprovalDetail)
 	}
 	raw, err := s.call(ctx, timeout, "window/showMessageRequest", &protocol.ShowMessageRequestParams{
 		Type:    protocol.MessageTypeWarning,

@@ -18,8 +18,9 @@
 //
 //   - octet/event and octet/recoveredOutput: every event of a run, in order,
 //     each with a per-session seq that grows by one for the life of the
-//     process, sent to clients that advertise experimental.octet.events
-//     (recoveredOutput respectively). Delivery is must-deliver with
+//     process, sent to every client except one that sets
+//     experimental.octet.events (recoveredOutput respectively) to false
+//     (run_started is how a client learns the runId). Delivery is must-deliver with
 //     back-pressure: a client that stops reading stalls the run rather than
 //     losing events. The last Options.EventBuffer events of each session
 //     are kept for octet/session/resume whether or not they were sent.

@@ -368,12 +368,19 @@ func TestShowMessageRequestFallback(t *testing.T) {
 	if got := readFile(t, file); got != "goodbye world\n" {
 		t.Errorf("a.txt = %q after Approve", got)
 	}
-	// A stock client gets no octet/event, but the events are buffered.
+	// A stock client gets octet/event too (it learns the runId from
+	// run_started; it ignores what it does not know), and the message it
+	// shows for the approval carries the diff.
 	e.mu.Lock()
-	n := len(eventsIn(e.notes, ""))
+	evs := eventsIn(e.notes, "")
 	e.mu.Unlock()
-	if n != 0 {
-		t.Errorf("%d octet/event notifications sent to a client that did not advertise events", n)
+	if len(evs) == 0 || evs[0].Event["kind"] != "run_started" || evs[0].RunID != ans.RunID {
+		t.Errorf("a client that advertised nothing got events %v, want run_started of %s first", evs, ans.RunID)
+	}
+	var smr struct{ Message string }
+	_ = json.Unmarshal(e.awaitRequest("window/showMessageRequest"), &smr)
+	if !strings.Contains(smr.Message, "edit a.txt") || !strings.Contains(smr.Message, "-hello world\n+goodbye world") {
+		t.Errorf("showMessageRequest message %q lacks the title or the diff", smr.Message)
 	}
 	var r struct {
 		SessionID string
@@ -575,5 +582,70 @@ func TestBashApproval(t *testing.T) {
 	i := slices.Index(msgs, "Waiting for approval: bash")
 	if i < 0 || !slices.Contains(msgs[i:], "Running bash: echo made > out.txt") {
 		t.Errorf("progress messages %q", msgs)
+	}
+}
+
+// TestProgressKeepsWaitingForApproval checks that while an approval is
+// open, progress stays at "Waiting for approval" (the pump's tool_started,
+// emitted before the approval was asked, must not report the tool as
+// running), and that the tool is reported running once approved.
+func TestProgressKeepsWaitingForApproval(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	release := make(chan struct{})
+	e.respond("octet/confirmEffect", func(p json.RawMessage) (any, error) {
+		<-release
+		return confirmAnswer("approve", "")(p)
+	})
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"})
+	e.awaitRequest("octet/confirmEffect")
+	runID := e.awaitRunID(sid)
+	e.await("tool_started", hasEvent("tool_started", runID))
+	var tok struct{ Token string }
+	_ = json.Unmarshal(e.awaitRequest("window/workDoneProgress/create"), &tok)
+	// The pump observes tool_started right after forwarding it; give it
+	// time to (wrongly) report before looking.
+	time.Sleep(200 * time.Millisecond)
+	_, held := progressOf(e, tok.Token)
+	close(release)
+	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	i := slices.Index(held, "Waiting for approval: edit a.txt")
+	if i < 0 {
+		t.Fatalf("progress while the approval was open %q: no waiting report", held)
+	}
+	if slices.ContainsFunc(held[i:], func(m string) bool { return strings.HasPrefix(m, "Running") }) {
+		t.Errorf("progress while the approval was open %q: reported running before approval", held)
+	}
+	_, all := progressOf(e, tok.Token)
+	if !slices.Contains(all[i:], "Running edit: a.txt") {
+		t.Errorf("progress %q: the approved edit was never reported running", all)
+	}
+}
+
+// TestEventsTurnedOff checks that a client that sets
+// experimental.octet.events to false gets no octet/event, while the events
+// stay buffered for octet/session/resume.
+func TestEventsTurnedOff(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Text("Hello."))
+	e := st.editor(t, Options{}, map[string]any{"events": false})
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if evs := e.eventsOf(""); len(evs) != 0 {
+		t.Errorf("%d octet/event notifications sent to a client that set events to false", len(evs))
+	}
+	var r struct{ Events []bufferedEvent }
+	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid, "afterSeq": 0}, &r)
+	if len(r.Events) < 3 || r.Events[0].Method != "octet/event" {
+		t.Errorf("resume replayed %+v", r.Events)
 	}
 }

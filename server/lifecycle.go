@@ -27,9 +27,14 @@ var commands = []string{"octet.prompt", "octet.cancel", "octet.approve", "octet.
 
 // clientCaps is what the client said it can do.
 type clientCaps struct {
-	confirmEffect    bool // experimental.octet.confirmEffect
-	recoveredOutput  bool // experimental.octet.recoveredOutput
-	events           bool // experimental.octet.events
+	confirmEffect bool // experimental.octet.confirmEffect
+	events        bool // experimental.octet.events is literally true
+	// sendEvents and sendRecovered: octet/event and octet/recoveredOutput
+	// go to every client except one that set the flag to false. The
+	// contract delivers run_started (the runId) through octet/event, and a
+	// stock client ignores notifications it does not know.
+	sendEvents       bool
+	sendRecovered    bool
 	workDoneProgress bool // window.workDoneProgress
 	logLevel         slog.Level
 	logToClient      bool // initializationOptions asked for window/logMessage
@@ -48,9 +53,11 @@ type initializeParams struct {
 	// Capability bits.
 	WorkDoneProgress bool
 	ConfirmEffect    bool
-	RecoveredOutput  bool
 	Events           bool
-	LogLevel         string // initializationOptions.logLevel
+	// EventsOff and RecoveredOff: the client set the flag literally false.
+	EventsOff    bool
+	RecoveredOff bool
+	LogLevel     string // initializationOptions.logLevel
 }
 
 // parseInitialize decodes raw leniently; only params that are not a JSON
@@ -79,8 +86,9 @@ func parseInitialize(raw []byte) (initializeParams, error) {
 	caps := top["capabilities"]
 	p.WorkDoneProgress = lookupBool(caps, "window", "workDoneProgress")
 	p.ConfirmEffect = lookupBool(caps, "experimental", "octet", "confirmEffect")
-	p.RecoveredOutput = lookupBool(caps, "experimental", "octet", "recoveredOutput")
 	p.Events = lookupBool(caps, "experimental", "octet", "events")
+	p.EventsOff = lookupFalse(caps, "experimental", "octet", "events")
+	p.RecoveredOff = lookupFalse(caps, "experimental", "octet", "recoveredOutput")
 	_ = json.Unmarshal(lookup(top["initializationOptions"], "logLevel"), &p.LogLevel)
 	return p, nil
 }
@@ -105,6 +113,13 @@ func lookupBool(raw json.RawMessage, path ...string) bool {
 	return b
 }
 
+// lookupFalse reports whether the value at path is literally false.
+func lookupFalse(raw json.RawMessage, path ...string) bool {
+	b := true
+	_ = json.Unmarshal(lookup(raw, path...), &b)
+	return !b
+}
+
 // initialize records the client's capabilities and workspace and answers
 // with the server's.
 func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
@@ -116,8 +131,9 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 		logLevel:         slog.LevelInfo,
 		workDoneProgress: p.WorkDoneProgress,
 		confirmEffect:    p.ConfirmEffect,
-		recoveredOutput:  p.RecoveredOutput,
 		events:           p.Events,
+		sendEvents:       !p.EventsOff,
+		sendRecovered:    !p.RecoveredOff,
 	}
 	if p.LogLevel != "" {
 		var l slog.Level

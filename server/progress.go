@@ -27,11 +27,15 @@ type progress struct {
 	ended bool
 	names map[string]string // callId → tool name
 	args  map[string]*bytes.Buffer
+	// awaiting holds the calls whose approval is being asked: their
+	// tool_started (emitted before the approval, but pumped concurrently)
+	// must not replace "Waiting for approval" with "Running …".
+	awaiting map[string]bool
 }
 
 // startProgress picks the run's token and sends begin.
 func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progress {
-	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}}
+	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}}
 	switch {
 	case len(clientToken) > 0 && string(clientToken) != "null":
 		p.token = clientToken
@@ -91,6 +95,23 @@ func (p *progress) report(msg string) {
 	}
 	p.last = msg
 	p.send(&protocol.WorkDoneProgressReport{Kind: "report", Message: &msg})
+}
+
+// awaitApproval reports msg while callID's approval is asked; reports for
+// that call's tool_started are held back until approvalDone.
+func (p *progress) awaitApproval(callID, msg string) {
+	p.mu.Lock()
+	p.awaiting[callID] = true
+	p.mu.Unlock()
+	p.report(msg)
+}
+
+// approvalDone ends the wait for callID's approval and reports msg.
+func (p *progress) approvalDone(callID, msg string) {
+	p.mu.Lock()
+	delete(p.awaiting, callID)
+	p.mu.Unlock()
+	p.report(msg)
 }
 
 // end sends end exactly once.
@@ -169,8 +190,11 @@ func (p *progress) observe(ev wireEvent) {
 			p.mu.Lock()
 			args := p.args[b.CallID]
 			delete(p.args, b.CallID)
+			waiting := p.awaiting[b.CallID]
 			p.mu.Unlock()
-			p.report(toolMessage(b.Tool, args))
+			if !waiting {
+				p.report(toolMessage(b.Tool, args))
+			}
 		}
 	case "tool_finished":
 		p.report("Thinking")

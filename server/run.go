@@ -48,6 +48,27 @@ func (r *runState) report(msg string) {
 	}
 }
 
+// awaitApproval reports that callID waits for a person (see
+// progress.awaitApproval).
+func (r *runState) awaitApproval(callID, msg string) {
+	r.progMu.Lock()
+	p := r.prog
+	r.progMu.Unlock()
+	if p != nil {
+		p.awaitApproval(callID, msg)
+	}
+}
+
+// approvalDone reports the state after callID's approval was decided.
+func (r *runState) approvalDone(callID, msg string) {
+	r.progMu.Lock()
+	p := r.prog
+	r.progMu.Unlock()
+	if p != nil {
+		p.approvalDone(callID, msg)
+	}
+}
+
 // promptParams are the params of octet/prompt.
 type promptParams struct {
 	SessionID     string          `json:"sessionId"`
@@ -196,7 +217,7 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 	events := s.caps.events
 	s.mu.Unlock()
 	if out.Outcome == "failed" && !events {
-		// A stock LSP client sees no octet/event; tell it why the run failed.
+		// A stock LSP client shows no octet/event; tell it why the run failed.
 		s.notify("window/showMessage", &protocol.ShowMessageParams{
 			Type: protocol.MessageTypeError, Message: "octet: the run failed: " + truncate(out.Error, 500),
 		})
@@ -206,9 +227,9 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 }
 
 // forward sends one event: recovered_output only as
-// octet/recoveredOutput (to clients that advertised recoveredOutput),
-// everything else as octet/event (to clients that advertised events).
-// Both are buffered for octet/session/resume either way.
+// octet/recoveredOutput, everything else as octet/event (each to every
+// client that did not turn it off with false). Both are buffered for
+// octet/session/resume either way.
 func (s *Server) forward(r *runState, ev wireEvent) {
 	ss := r.session
 	s.mu.Lock()
@@ -223,7 +244,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 			s.log.Error("undecodable recovered_output event", "run", r.id, "error", err)
 			return
 		}
-		s.emit(ss, "octet/recoveredOutput", caps.recoveredOutput, func(seq int64) json.RawMessage {
+		s.emit(ss, "octet/recoveredOutput", caps.sendRecovered, func(seq int64) json.RawMessage {
 			b, _ := json.Marshal(map[string]any{
 				"sessionId": ss.id, "runId": r.id, "seq": seq,
 				"channel": body.Channel, "text": body.Text,
@@ -232,7 +253,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		})
 		return
 	}
-	s.emit(ss, "octet/event", caps.events, func(seq int64) json.RawMessage {
+	s.emit(ss, "octet/event", caps.sendEvents, func(seq int64) json.RawMessage {
 		return eventEnvelope(ss.id, r.id, seq, ev.Body)
 	})
 }
