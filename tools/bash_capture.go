@@ -180,7 +180,7 @@ func (c *capture) finish() captured {
 	}
 	fate, size := c.store.finish(c.spill, c.spillErr)
 	switch {
-	case c.spillErr:
+	case c.spillErr || fate == spillFailed:
 		out.spillError = true
 	case fate == spillExpired:
 		out.spillExpired = true

@@ -554,3 +554,52 @@ func TestBashScrubsCredentialsAndHonoursEarlyCancel(t *testing.T) {
 		t.Error("a command ran after its context was cancelled")
 	}
 }
+
+// TestLimitsMatchContract pins the product limits the seeds state: 16 MiB
+// per spill stream, 64 MiB / 32 files per tool instance, 50 KiB of
+// model-visible text per result, 32 MiB per local file, 120 s and 1 MiB
+// bash defaults.
+func TestLimitsMatchContract(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"SpillStreamBytes", SpillStreamBytes, 16 << 20},
+		{"SpillTotalBytes", SpillTotalBytes, 64 << 20},
+		{"SpillMaxFiles", SpillMaxFiles, 32},
+		{"DefaultResultTextBytes", DefaultResultTextBytes, 50 << 10},
+		{"DefaultMaxResultBytes", DefaultMaxResultBytes, 50 << 10},
+		{"MaxFileBytes", MaxFileBytes, 32 << 20},
+		{"DefaultBashTimeout", int64(DefaultBashTimeout), int64(120 * time.Second)},
+		{"DefaultBashMaxOutputBytes", DefaultBashMaxOutputBytes, 1 << 20},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %d, want %d", c.name, c.got, c.want)
+		}
+	}
+	s := newSpillStore(t.TempDir())
+	defer s.Close()
+	if s.perFile != SpillStreamBytes || s.total != SpillTotalBytes || s.maxFiles != SpillMaxFiles {
+		t.Errorf("new store limits %d / %d / %d", s.perFile, s.total, s.maxFiles)
+	}
+}
+
+// TestSpillCloseFailureIsSpillError: a spill file that cannot be closed
+// (its data may not be on disk) is a storage failure: spill_error, no path.
+func TestSpillCloseFailureIsSpillError(t *testing.T) {
+	s := newSpillStore(t.TempDir())
+	defer s.Close()
+	c := newCapture(s, 1000, 1000, 100, false)
+	c.Write(bytes.Repeat([]byte("x"), 500))
+	if c.spill == nil {
+		t.Fatal("no spill file after exceeding spillFrom")
+	}
+	c.spill.f.Close() // the store's own close now fails
+	out := c.finish()
+	if !out.spillError || out.fullPath != "" || out.partialPath != "" || out.spillTruncated {
+		t.Errorf("captured = %+v, want spill_error without a path", out)
+	}
+	if n, used := s.stats(); n != 0 || used != 0 {
+		t.Errorf("store keeps %d files / %d bytes after the failure", n, used)
+	}
+}

@@ -151,12 +151,13 @@ type spillFate int
 const (
 	spillKept    spillFate = iota // retained; its path may be advertised
 	spillExpired                  // evicted or removed by Close during capture
-	spillDropped                  // removed: empty, failed, or discarded
+	spillDropped                  // removed: empty or discarded
+	spillFailed                   // removed: closing the file failed
 )
 
 // finish ends sf's capture: the file becomes retained (evictable), or is
-// removed when discard is set, it holds nothing or closing failed. It
-// returns the file's fate and final size.
+// removed when discard is set, it holds nothing or closing failed (a
+// storage failure: spillFailed). It returns the file's fate and final size.
 func (s *spillStore) finish(sf *spillFile, discard bool) (spillFate, int64) {
 	closeErr := sf.close()
 	s.mu.Lock()
@@ -171,6 +172,9 @@ func (s *spillStore) finish(sf *spillFile, discard bool) (spillFate, int64) {
 				s.removeLocked(i)
 				break
 			}
+		}
+		if closeErr != nil && !discard {
+			return spillFailed, 0
 		}
 		return spillDropped, 0
 	}
