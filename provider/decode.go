@@ -98,11 +98,13 @@ type wireEvent struct {
 	// The error event: either flat {code, message} (documented) or nested
 	// {error:{type, code, message}} (observed live; also the WebSocket
 	// error frame, which adds status and headers).
-	Code    flexString     `json:"code"`
-	Message flexString     `json:"message"`
-	Error   *wireError     `json:"error"`
-	Status  int            `json:"status"`
-	Headers map[string]any `json:"headers"`
+	Code    flexString `json:"code"`
+	Message flexString `json:"message"`
+	Error   *wireError `json:"error"`
+	Status  int        `json:"status"`
+	// StatusCode is the alias some servers use for Status (Codex accepts both).
+	StatusCode int            `json:"status_code"`
+	Headers    map[string]any `json:"headers"`
 }
 
 // doneItem is an output item with its output index.
@@ -230,8 +232,9 @@ func violation(msg string) *Error {
 	return &Error{Phase: Body, Class: ProtocolViolation, Dispatched: true, Message: msg}
 }
 
-// errorEvent maps an error event. A WebSocket error frame with a status is
-// the socket's form of an HTTP error response and maps like one.
+// errorEvent maps an error event. A WebSocket error frame with an error
+// status ("status", or "status_code") is the socket's form of an HTTP error
+// response and maps like one; without one it is a ResponsesFailed.
 func (d *decoder) errorEvent(w *wireEvent, first bool) *Error {
 	e := &Error{Phase: Body, Class: ResponsesFailed, Dispatched: true,
 		Code: string(w.Code), Message: string(w.Message)}
@@ -244,9 +247,13 @@ func (d *decoder) errorEvent(w *wireEvent, first bool) *Error {
 			e.Message = string(w.Error.Message)
 		}
 	}
-	if w.Status != 0 {
+	status := w.Status
+	if status == 0 {
+		status = w.StatusCode
+	}
+	if status >= 400 && status <= 599 {
 		e.Class = HTTPStatus
-		e.Status = w.Status
+		e.Status = status
 		if first {
 			e.Phase = Opening
 		}

@@ -216,40 +216,65 @@ func (e *Error) Permanent() bool {
 	return IsPermanentCode(e.Code) || IsPermanentCode(e.Type)
 }
 
-// permanentCodes are provider codes that no retry can fix: policy, auth,
-// quota and request-shape denials. They outrank retry-sounding messages.
+// permanentCodes are provider codes that no retry can fix. They outrank
+// retry- or context-sounding messages. The table holds the codes
+// and spells out what its "policy" and "auth" groups mean:
+//
+//   - policy: cyber_policy, bio_policy, misalignment_policy_violation, and the
+//     generic content_policy_violation / policy_violation;
+//   - auth: invalid_api_key, invalid_authentication, authentication_error,
+//     permission_denied, account_deactivated and
+//     unsupported_country_region_territory (a credential or account the
+//     server refuses; a missing credential is [AuthUnavailable] instead);
+//   - quota: insufficient_quota, usage_not_included, billing_hard_limit_reached,
+//     billing_not_active;
+//   - request: invalid_prompt, context_length_exceeded;
+//   - capacity denials: server_is_overloaded, slow_down.
 var permanentCodes = map[string]bool{
-	"insufficient_quota":                   true,
-	"usage_not_included":                   true,
-	"invalid_prompt":                       true,
-	"context_length_exceeded":              true,
-	"server_is_overloaded":                 true,
-	"slow_down":                            true,
-	"cyber_policy":                         true,
-	"bio_policy":                           true,
-	"misalignment_policy_violation":        true,
-	"content_policy_violation":             true,
-	"policy_violation":                     true,
+	// policy
+	"cyber_policy":                  true,
+	"bio_policy":                    true,
+	"misalignment_policy_violation": true,
+	"content_policy_violation":      true,
+	"policy_violation":              true,
+	// auth
 	"invalid_api_key":                      true,
 	"invalid_authentication":               true,
 	"authentication_error":                 true,
 	"permission_denied":                    true,
 	"account_deactivated":                  true,
-	"billing_hard_limit_reached":           true,
-	"billing_not_active":                   true,
 	"unsupported_country_region_territory": true,
+	// quota
+	"insufficient_quota":         true,
+	"usage_not_included":         true,
+	"billing_hard_limit_reached": true,
+	"billing_not_active":         true,
+	// request
+	"invalid_prompt":          true,
+	"context_length_exceeded": true,
+	// capacity denials
+	"server_is_overloaded": true,
+	"slow_down":            true,
 }
 
 // IsPermanentCode reports whether a provider error code (or type) is
 // permanent: policy, auth, quota (insufficient_quota, usage_not_included),
 // invalid_prompt, context_length_exceeded, server_is_overloaded, slow_down,
 // cyber_policy, bio_policy and misalignment_policy_violation among them.
+// Matching ignores ASCII case and surrounding space.
 func IsPermanentCode(code string) bool {
+	code = strings.TrimSpace(code)
 	return code != "" && permanentCodes[strings.ToLower(code)]
 }
 
-// ParseRetryHint finds a "try again in 1.5s", "try again in 250ms" or
-// "try again in 3 seconds" hint in a provider message.
+// maxRetryHint bounds a "try again in" hint, like Retry-After.
+const maxRetryHint = maxRetryAfter
+
+// ParseRetryHint finds a "try again in …" hint in a provider message and
+// returns its delay: Go-style durations as OpenAI writes them ("1.898s",
+// "250ms", "20ms", "1m30s", "6m0s") and a number followed by a unit word
+// ("3 seconds", "1 second", "2 minutes", "12.5 milliseconds", "1 hour").
+// Hints beyond a day are clamped to a day.
 func ParseRetryHint(message string) (time.Duration, bool) {
 	lower := strings.ToLower(message)
 	const key = "try again in"
@@ -258,28 +283,88 @@ func ParseRetryHint(message string) (time.Duration, bool) {
 		return 0, false
 	}
 	rest := strings.TrimLeft(lower[i+len(key):], " \t")
+	d, ok := compactDuration(rest)
+	if !ok {
+		d, ok = wordDuration(rest)
+	}
+	if !ok || d < 0 {
+		return 0, false
+	}
+	return min(d, maxRetryHint), true
+}
+
+// compactDuration parses a leading Go-style duration token ("1.5s",
+// "1m30s") that ends at a space, a sentence mark or the end of s.
+func compactDuration(s string) (time.Duration, bool) {
 	n := 0
-	for n < len(rest) && (rest[n] >= '0' && rest[n] <= '9' || rest[n] == '.') {
+	for n < len(s) && (s[n] >= '0' && s[n] <= '9' || s[n] == '.' || s[n] >= 'a' && s[n] <= 'z') {
 		n++
 	}
+	tok := strings.TrimRight(s[:n], ".")
+	if tok == "" || tok[0] < '0' || tok[0] > '9' {
+		return 0, false
+	}
+	d, err := time.ParseDuration(tok)
+	return d, err == nil
+}
+
+// hintUnits maps the unit words of a spelled-out hint to their scale.
+var hintUnits = map[string]time.Duration{
+	"ms": time.Millisecond, "msec": time.Millisecond, "msecs": time.Millisecond,
+	"millisecond": time.Millisecond, "milliseconds": time.Millisecond,
+	"s": time.Second, "sec": time.Second, "secs": time.Second, "second": time.Second, "seconds": time.Second,
+	"m": time.Minute, "min": time.Minute, "mins": time.Minute, "minute": time.Minute, "minutes": time.Minute,
+	"h": time.Hour, "hr": time.Hour, "hrs": time.Hour, "hour": time.Hour, "hours": time.Hour,
+}
+
+// wordDuration parses "<decimal> <unit word>" at the start of s.
+func wordDuration(s string) (time.Duration, bool) {
+	n := decimalPrefix(s)
 	if n == 0 {
 		return 0, false
 	}
-	v, err := strconv.ParseFloat(rest[:n], 64)
-	if err != nil || v < 0 || v > 1e7 {
+	v, err := strconv.ParseFloat(s[:n], 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
 		return 0, false
 	}
-	unit := strings.TrimLeft(rest[n:], " \t")
-	var scale time.Duration
-	switch {
-	case strings.HasPrefix(unit, "ms"), strings.HasPrefix(unit, "millisecond"):
-		scale = time.Millisecond
-	case strings.HasPrefix(unit, "s"):
-		scale = time.Second
-	case strings.HasPrefix(unit, "m"):
-		scale = time.Minute
-	default:
+	rest := strings.TrimLeft(s[n:], " \t")
+	w := 0
+	for w < len(rest) && rest[w] >= 'a' && rest[w] <= 'z' {
+		w++
+	}
+	scale, ok := hintUnits[rest[:w]]
+	if !ok {
 		return 0, false
+	}
+	return scaleDuration(v, scale)
+}
+
+// decimalPrefix returns the length of the leading "digits[.digits]" of s.
+func decimalPrefix(s string) int {
+	n := 0
+	for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	if n+1 < len(s) && s[n] == '.' && s[n+1] >= '0' && s[n+1] <= '9' {
+		n++
+		for n < len(s) && s[n] >= '0' && s[n] <= '9' {
+			n++
+		}
+	}
+	return n
+}
+
+// scaleDuration multiplies v by scale, clamping to a day so huge values
+// never overflow into a negative duration.
+func scaleDuration(v float64, scale time.Duration) (time.Duration, bool) {
+	if v < 0 || v != v {
+		return 0, false
+	}
+	if v*float64(scale) >= float64(maxRetryAfter) {
+		return maxRetryAfter, true
 	}
 	return time.Duration(v * float64(scale)), true
 }

@@ -132,16 +132,27 @@ const (
 	fieldOutputIndex
 	fieldSummaryIndex
 	// fieldTyped marks keys the general decoder type-checks (item,
-	// response, code, message, error, status, headers); a delta event
-	// carrying one takes the general path so both agree on errors.
+	// response, code, message, error, status, status_code, headers) and
+	// non-ASCII keys it may fold onto them; a delta event carrying one
+	// takes the general path so both agree on errors.
 	fieldTyped
 )
 
 // fieldOf classifies a key the way encoding/json matches struct fields:
 // exactly, else ASCII case-insensitively.
 func fieldOf(key []byte) int {
-	if f := fieldExact(string(key)); f != fieldOther || len(key) > 16 {
+	if f := fieldExact(string(key)); f != fieldOther {
 		return f
+	}
+	for _, c := range key {
+		if c >= 0x80 {
+			// encoding/json also folds non-ASCII runes ("ſ" matches "s",
+			// "K" matches "k"); leave such keys to the general decoder.
+			return fieldTyped
+		}
+	}
+	if len(key) > 16 {
+		return fieldOther
 	}
 	var buf [16]byte
 	lower := buf[:len(key)]
@@ -171,7 +182,7 @@ func fieldExact(k string) int {
 		return fieldOutputIndex
 	case "summary_index":
 		return fieldSummaryIndex
-	case "item", "response", "code", "message", "error", "status", "headers":
+	case "item", "response", "code", "message", "error", "status", "status_code", "headers":
 		return fieldTyped
 	}
 	return fieldOther

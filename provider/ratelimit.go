@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,8 +48,8 @@ func parseWindow(h http.Header, kind string) RateLimitWindow {
 	if v := h.Get("X-Ratelimit-Reset-" + kind); v != "" {
 		if d, err := time.ParseDuration(strings.TrimSpace(v)); err == nil && d >= 0 {
 			w.Reset, w.Present = d, true
-		} else if f, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && f >= 0 {
-			w.Reset, w.Present = time.Duration(f*float64(time.Second)), true
+		} else if d, ok := parseDecimal(strings.TrimSpace(v), time.Second); ok {
+			w.Reset, w.Present = d, true
 		}
 	}
 	return w
@@ -65,12 +66,8 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 	if v == "" {
 		return 0, false
 	}
-	if f, err := strconv.ParseFloat(v, 64); err == nil {
-		if f < 0 {
-			return 0, false
-		}
-		d := time.Duration(f * float64(time.Second))
-		return min(d, maxRetryAfter), true
+	if d, ok := parseDecimal(v, time.Second); ok {
+		return d, true
 	}
 	t, err := http.ParseTime(v)
 	if err != nil {
@@ -85,10 +82,21 @@ func ParseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // RetryAfterFromHeader reads retry-after-ms, then Retry-After.
 func RetryAfterFromHeader(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if f, err := strconv.ParseFloat(v, 64); err == nil && f >= 0 {
-			return min(time.Duration(f*float64(time.Millisecond)), maxRetryAfter), true
-		}
+	if d, ok := parseDecimal(strings.TrimSpace(h.Get("Retry-After-Ms")), time.Millisecond); ok {
+		return d, true
 	}
 	return ParseRetryAfter(h.Get("Retry-After"), now)
+}
+
+// parseDecimal reads a plain non-negative decimal ("5", "1.5"; no sign,
+// exponent, hex, NaN or Inf) as a count of unit, clamped to a day.
+func parseDecimal(v string, unit time.Duration) (time.Duration, bool) {
+	if v == "" || decimalPrefix(v) != len(v) {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, false
+	}
+	return scaleDuration(f, unit)
 }

@@ -116,9 +116,12 @@ func (it *Item) Known() bool {
 // errUnknownItem is wrapped when a request contains an item octet cannot send.
 var errUnknownItem = errors.New("item type cannot be sent")
 
+// wireContent is one content part of an input message: input_text and
+// output_text parts carry "text", a refusal part carries "refusal".
 type wireContent struct {
-	Type string `json:"type"`
-	Text string `json:"text"`
+	Type    string  `json:"type"`
+	Text    *string `json:"text,omitempty"`
+	Refusal *string `json:"refusal,omitempty"`
 }
 
 type wireSummary struct {
@@ -254,9 +257,12 @@ func wireItem(it *Item) (wireInputItem, error) {
 			return w, fmt.Errorf("message role %q is not user, assistant or developer", it.Role)
 		}
 		w.Role = it.Role
-		w.Content = []wireContent{{Type: part, Text: it.Text}}
-		if it.Role == "assistant" && it.Refusal != "" {
-			w.Content = append(w.Content, wireContent{Type: "refusal", Text: it.Refusal})
+		text, refusal := it.Text, it.Refusal
+		if it.Role != "assistant" || text != "" || refusal == "" {
+			w.Content = []wireContent{{Type: part, Text: &text}}
+		}
+		if it.Role == "assistant" && refusal != "" {
+			w.Content = append(w.Content, wireContent{Type: "refusal", Refusal: &refusal})
 		}
 	case ItemReasoning:
 		s := make([]wireSummary, 0, len(it.Summary))

@@ -183,12 +183,15 @@ func (s *SSEReader) readLine() ([]byte, error) {
 			limit = i
 		}
 		if j := bytes.IndexByte(b[:limit], '\r'); j >= 0 {
-			line := b[:j]
-			s.off += j + 1
+			limit = j
 			s.skipLF = true
-			return line, nil
 		}
 		if limit < len(b) {
+			// The bound holds however the bytes arrived: a long line
+			// delivered in one read fails like one delivered in pieces.
+			if limit > s.maxFrame {
+				return nil, errFrameTooLarge
+			}
 			s.off += limit + 1
 			return b[:limit], nil
 		}

@@ -184,13 +184,23 @@ func TestParseHelpers(t *testing.T) {
 		"please TRY AGAIN IN 1 second":                    time.Second,
 		"try again in 2 minutes":                          2 * time.Minute,
 		"Please try again in 12.345 milliseconds, thanks": 12345 * time.Microsecond,
+		// Real OpenAI rate-limit message forms.
+		"Rate limit reached for gpt-5 in organization org-x on tokens per min (TPM): Limit 30000, Used 29000, Requested 1500. Please try again in 1.898s. Visit https://platform.openai.com/account/rate-limits to learn more.": 1898 * time.Millisecond,
+		"Rate limit reached for requests. Please try again in 20ms.":                                    20 * time.Millisecond,
+		"Please try again in 1m30s.":                                                                    90 * time.Second,
+		"You exceeded your current limit, please try again in 6m0s. Contact us through our help center": 6 * time.Minute,
+		"try again in 1.5 s":                                     1500 * time.Millisecond,
+		"try again in 1.5s.Thanks":                               1500 * time.Millisecond,
+		"try again in 1 hour":                                    time.Hour,
+		"try again in 99999999999h":                              24 * time.Hour,
+		"try again in 1" + strings.Repeat("0", 400) + " seconds": 24 * time.Hour,
 	}
 	for msg, want := range hints {
 		if d, ok := ParseRetryHint(msg); !ok || d != want {
 			t.Errorf("ParseRetryHint(%q) = %v %v, want %v", msg, d, ok, want)
 		}
 	}
-	for _, msg := range []string{"", "try again later", "try again in a bit", "try again in 5 parsecs", "try again in -1s"} {
+	for _, msg := range []string{"", "try again later", "try again in a bit", "try again in 5 parsecs", "try again in -1s", "try again in NaNs", "try again in 1e3s", "try again in .5s"} {
 		if d, ok := ParseRetryHint(msg); ok {
 			t.Errorf("ParseRetryHint(%q) = %v, want none", msg, d)
 		}
@@ -201,16 +211,29 @@ func TestParseHelpers(t *testing.T) {
 		"Sun, 29 Nov 2026 20:00:30 GMT": 30 * time.Second,
 		"Sun, 29 Nov 2026 19:00:00 GMT": 0,
 		"99999999":                      24 * time.Hour,
+		"1" + strings.Repeat("0", 400):  24 * time.Hour,
+		"100000000000000000000":         24 * time.Hour, // would overflow a Duration
 	}
 	for v, want := range ra {
 		if d, ok := ParseRetryAfter(v, now); !ok || d != want {
 			t.Errorf("ParseRetryAfter(%q) = %v %v, want %v", v, d, ok, want)
 		}
 	}
-	for _, v := range []string{"", "-3", "soon", "Sun, 99 Nov"} {
+	for _, v := range []string{"", "-3", "soon", "Sun, 99 Nov", "NaN", "Inf", "+Inf", "+5", "1e3", "0x10", "1_0", "5.", ".5"} {
 		if _, ok := ParseRetryAfter(v, now); ok {
 			t.Errorf("ParseRetryAfter(%q) accepted", v)
 		}
+	}
+	for _, v := range []string{"NaN", "Inf", "-5", "1e9"} {
+		if d, ok := RetryAfterFromHeader(http.Header{"Retry-After-Ms": {v}}, now); ok {
+			t.Errorf("retry-after-ms %q accepted as %v", v, d)
+		}
+	}
+	if rl := ParseRateLimits(http.Header{"X-Ratelimit-Reset-Tokens": {"NaN"}}); rl.Tokens.Present {
+		t.Errorf("NaN reset accepted: %+v", rl.Tokens)
+	}
+	if rl := ParseRateLimits(http.Header{"X-Ratelimit-Reset-Tokens": {"2.5"}}); rl.Tokens.Reset != 2500*time.Millisecond {
+		t.Errorf("decimal reset = %+v", rl.Tokens)
 	}
 	h := http.Header{"Retry-After-Ms": {"250"}, "Retry-After": {"9"}}
 	if d, ok := RetryAfterFromHeader(h, now); !ok || d != 250*time.Millisecond {
@@ -275,5 +298,58 @@ func TestModelsAndQualification(t *testing.T) {
 	}
 	if got := WebSocketURL("http://127.0.0.1:8080/v1"); got != "ws://127.0.0.1:8080/v1/responses" {
 		t.Errorf("ws url %q", got)
+	}
+}
+
+// TestDecoderFoldedKeys checks that the fast delta path and the general
+// decoder agree on keys encoding/json folds onto typed fields ("ſ" is a
+// case fold of "s").
+func TestDecoderFoldedKeys(t *testing.T) {
+	for _, p := range []string{
+		`{"type":"response.output_text.delta","delta":"x","ſtatus":"not a number"}`,
+		`{"type":"response.output_text.delta","delta":"x","ſtatus_code":"nan"}`,
+		`{"type":"response.reasoning_summary_text.delta","delta":"x","ſummary_index":"one"}`,
+		`{"type":"response.output_text.delta","delta":"x","héaders":1}`,
+	} {
+		var fast decoder
+		slow := decoder{noFast: true}
+		ev, st, err := fast.decode([]byte(p))
+		sev, sst, serr := slow.decode([]byte(p))
+		if (err == nil) != (serr == nil) || st != sst || ev.Delta != sev.Delta {
+			t.Errorf("%s: fast %+v %v, general %+v %v", p, ev, err, sev, serr)
+		}
+	}
+}
+
+// TestDecoderErrorFrames checks the WebSocket error frame forms: an error
+// status under "status" or "status_code" maps like an HTTP status (with
+// its headers), a frame without an error status is a ResponsesFailed.
+func TestDecoderErrorFrames(t *testing.T) {
+	cases := []struct {
+		frame  string
+		class  Class
+		status int
+		code   string
+	}{
+		{`{"type":"error","status":429,"error":{"type":"usage_limit_reached","code":"rate_limit_exceeded","message":"Please try again in 20ms."},"headers":{"retry-after-ms":"20","x-request-id":"req_1"}}`, HTTPStatus, 429, "rate_limit_exceeded"},
+		{`{"type":"error","status_code":503,"error":{"code":"server_is_overloaded","message":"busy"}}`, HTTPStatus, 503, "server_is_overloaded"},
+		{`{"type":"error","error":{"code":"websocket_connection_limit_reached","message":"limit"}}`, ResponsesFailed, 0, "websocket_connection_limit_reached"},
+		{`{"type":"error","status":200,"code":"odd","message":"not an error status"}`, ResponsesFailed, 0, "odd"},
+	}
+	for _, c := range cases {
+		var d decoder
+		_, _, err := d.decode([]byte(c.frame))
+		if err == nil || err.Class != c.class || err.Status != c.status || err.Code != c.code || !err.Dispatched {
+			t.Errorf("%s: got %+v", c.frame, err)
+			continue
+		}
+		if c.class == HTTPStatus && err.Phase != Opening {
+			t.Errorf("%s: a first-frame status error is phase %v, want opening", c.frame, err.Phase)
+		}
+	}
+	var d decoder
+	_, _, err := d.decode([]byte(cases[0].frame))
+	if !err.HasRetryAfter || err.RetryAfter != 20*time.Millisecond || err.RequestID != "req_1" {
+		t.Errorf("frame headers not read: %+v", err)
 	}
 }

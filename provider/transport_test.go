@@ -146,6 +146,8 @@ func TestRequestsRecorded(t *testing.T) {
 			{Type: provider.ItemMessage, Role: "assistant", Text: "reading", Phase: "commentary", ID: "msg_1"},
 			{Type: provider.ItemFunctionCall, ID: "fc_1", CallID: "c1", Name: "read", Arguments: `{"path":"a"}`},
 			{Type: provider.ItemFunctionCallOutput, CallID: "c1", Output: "contents"},
+			{Type: provider.ItemMessage, Role: "assistant", Refusal: "I can't help with that."},
+			{Type: provider.ItemReasoning, EncryptedContent: "ENC2"},
 		},
 		Tools:             []provider.FunctionTool{{Name: "read", Description: "Read a file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`), Strict: true}},
 		ParallelToolCalls: true,
@@ -159,7 +161,9 @@ func TestRequestsRecorded(t *testing.T) {
 		{"type":"reasoning","summary":[{"type":"summary_text","text":"s1"}],"encrypted_content":"ENC"},
 		{"type":"message","role":"assistant","content":[{"type":"output_text","text":"reading"}],"phase":"commentary"},
 		{"type":"function_call","call_id":"c1","name":"read","arguments":"{\"path\":\"a\"}"},
-		{"type":"function_call_output","call_id":"c1","output":"contents"}]`
+		{"type":"function_call_output","call_id":"c1","output":"contents"},
+		{"type":"message","role":"assistant","content":[{"type":"refusal","refusal":"I can't help with that."}]},
+		{"type":"reasoning","summary":[],"encrypted_content":"ENC2"}]`
 	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			srv := providertest.New(t)
