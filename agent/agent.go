@@ -172,6 +172,8 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if a.obs == nil {
 		a.obs = nopObserver{}
+	} else {
+		a.obs = safeObserver{o: a.obs, log: a.log}
 	}
 	if cfg.Reasoning != nil {
 		r := *cfg.Reasoning

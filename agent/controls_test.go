@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -347,5 +348,35 @@ func TestUndrainedCancelledRunStillCheckpoints(t *testing.T) {
 	checkRunEvents(t, evs, OutcomeCancelled)
 	if len(evs) <= eventBuffer {
 		t.Fatalf("only %d events; the test needs more than the buffer", len(evs))
+	}
+}
+
+// panickingObserver panics in every hook.
+type panickingObserver struct{ calls atomic.Int32 }
+
+func (o *panickingObserver) hit()                              { o.calls.Add(1); panic("observer bug") }
+func (o *panickingObserver) RunStarted(RunInfo)                { o.hit() }
+func (o *panickingObserver) RequestFinished(RequestInfo)       { o.hit() }
+func (o *panickingObserver) ToolFinished(ToolInfo)             { o.hit() }
+func (o *panickingObserver) CompactionFinished(CompactionInfo) { o.hit() }
+func (o *panickingObserver) RunFinished(RunInfo)               { o.hit() }
+
+// TestPanickingObserverIsIgnored: telemetry is outside the ledger; a
+// panicking observer neither fails the run nor crashes the process (its
+// RunStarted and RunFinished hooks run outside the loop's recovery).
+func TestPanickingObserverIsIgnored(t *testing.T) {
+	checkLeaks(t)
+	obs := &panickingObserver{}
+	h := newHarness(t, harnessOpt{observer: obs})
+	h.writeFile("a.txt", "alpha\n")
+	h.srv.Enqueue(pt.Reply(pt.FunctionCall("c1", "read", `{"path":"a.txt"}`)), pt.Text("done"))
+	r := h.prompt("go", PromptOptions{})
+	checkRunEvents(t, drain(t, r), OutcomeCompleted)
+	checkDurableEnd(t, h.sess.Path(), OutcomeCompleted)
+	if res := r.Wait(); res.Err != nil {
+		t.Fatalf("run error %v", res.Err)
+	}
+	if n := obs.calls.Load(); n != 5 { // start, 2 requests, 1 tool, finish
+		t.Fatalf("observer called %d times", n)
 	}
 }

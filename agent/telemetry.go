@@ -3,6 +3,8 @@ package agent
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"log/slog"
 	"time"
 )
 
@@ -89,6 +91,47 @@ type CompactionInfo struct {
 	OK bool
 	// Duration is the attempt's wall time.
 	Duration time.Duration
+}
+
+// safeObserver shields the run from its observer: a panicking hook is
+// logged and ignored, so telemetry can neither fail a run nor crash the
+// process between the run's checkpoint and its run_finished.
+type safeObserver struct {
+	o   Observer
+	log *slog.Logger
+}
+
+var _ Observer = safeObserver{}
+
+func (s safeObserver) guard(hook string) {
+	if p := recover(); p != nil {
+		s.log.Error("agent: telemetry observer panicked", "hook", hook, "panic", fmt.Sprint(p))
+	}
+}
+
+func (s safeObserver) RunStarted(i RunInfo) {
+	defer s.guard("RunStarted")
+	s.o.RunStarted(i)
+}
+
+func (s safeObserver) RequestFinished(i RequestInfo) {
+	defer s.guard("RequestFinished")
+	s.o.RequestFinished(i)
+}
+
+func (s safeObserver) ToolFinished(i ToolInfo) {
+	defer s.guard("ToolFinished")
+	s.o.ToolFinished(i)
+}
+
+func (s safeObserver) CompactionFinished(i CompactionInfo) {
+	defer s.guard("CompactionFinished")
+	s.o.CompactionFinished(i)
+}
+
+func (s safeObserver) RunFinished(i RunInfo) {
+	defer s.guard("RunFinished")
+	s.o.RunFinished(i)
 }
 
 // nopObserver is the default Observer.
