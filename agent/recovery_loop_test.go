@@ -258,9 +258,26 @@ func TestLoopFourEOFsThenSuccessKeepUnknownUsage(t *testing.T) {
 		g := newRecRig(t, recRigOpt{dir: dir})
 		g.srv.Enqueue(repeatTurn(eofTurn(), 4)...)
 		g.srv.Enqueue(providertest.Text("done"))
-		res, _ := g.run(context.Background(), "hello")
+		// Each failed attempt's uncertainty is durable in the file before
+		// its replacement is sent.
+		sends := 0
+		g.gate = func(*http.Request) error {
+			if n := bytes.Count(g.fileBytes(), []byte(`"kind":"usage_uncertain"`)); n != sends {
+				t.Errorf("send %d: %d durable usage_uncertain records, want %d", sends+1, n, sends)
+			}
+			sends++
+			return nil
+		}
+		res, evs := g.run(context.Background(), "hello")
 		if res.Outcome != OutcomeCompleted || res.Usage.Complete {
 			t.Fatalf("outcome %s complete %v (%v)", res.Outcome, res.Usage.Complete, res.Err)
+		}
+		// The later number is labelled a known subtotal.
+		if u := eventsOf[*Usage](evs); len(u) != 1 || u[0].Complete || u[0].Input != 100 {
+			t.Fatalf("usage events %+v, want one known subtotal (complete false)", u)
+		}
+		if n := len(eventsOf[*ProviderUsageUncertain](evs)); n != 1 {
+			t.Fatalf("%d provider_usage_uncertain events, want 1", n)
 		}
 		if res.Usage.Requests != 1 || res.Usage.Input != 100 {
 			t.Fatalf("known usage %+v: only the successful response counts", res.Usage)

@@ -333,6 +333,8 @@ func TestClassification(t *testing.T) {
 		{"failed unknown", pe(provider.Error{Phase: provider.Body, Class: provider.ResponsesFailed, Dispatched: true}), want{true, true, "response_failed:unknown"}},
 		{"failed server_error", pe(provider.Error{Phase: provider.Body, Class: provider.ResponsesFailed, Code: "server_error", Dispatched: true}), want{true, true, "response_failed:server_error"}},
 		{"failed rate limit", pe(provider.Error{Phase: provider.Body, Class: provider.ResponsesFailed, Code: "rate_limit_exceeded", Dispatched: true}), want{true, true, "response_failed:rate_limit_exceeded"}},
+		{"ws error frame 429 after generation", pe(provider.Error{Phase: provider.Body, Class: provider.HTTPStatus, Status: 429, Code: "rate_limit_exceeded", Dispatched: true}), want{true, true, "http_429:rate_limit_exceeded"}},
+		{"ws error frame 429 before generation", pe(provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 429, Code: "rate_limit_exceeded", Dispatched: true}), want{false, false, "http_429"}},
 		{"failed request code", pe(provider.Error{Phase: provider.Body, Class: provider.ResponsesFailed, Code: "invalid_image", Dispatched: true}), want{false, true, "response_failed:invalid_image"}},
 		{"incomplete unknown", pe(provider.Error{Phase: provider.Body, Class: provider.ResponsesIncomplete, IncompleteReason: "server_hiccup", Dispatched: true}), want{true, true, "response_incomplete:server_hiccup"}},
 		{"incomplete max tokens", pe(provider.Error{Phase: provider.Body, Class: provider.ResponsesIncomplete, IncompleteReason: "max_output_tokens", Dispatched: true}), want{false, true, "response_incomplete:max_output_tokens"}},
