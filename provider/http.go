@@ -406,16 +406,21 @@ func parseErrorBody(e *Error, b []byte) {
 	}
 }
 
-// limitedBody fails with errBodyTooLarge after n bytes.
+// limitedBody fails with errBodyTooLarge once more than n bytes arrive; a
+// body of exactly n bytes ends normally.
 type limitedBody struct {
 	r io.Reader
 	n int64
 }
 
-// Read reads at most the remaining bound and fails past it.
+// Read reads at most one byte past the remaining bound, so a body that ends
+// exactly at the bound reports its own end and a longer one fails.
 func (l *limitedBody) Read(p []byte) (int, error) {
-	if l.n <= 0 {
+	if l.n < 0 {
 		return 0, errBodyTooLarge
+	}
+	if len(p) == 0 {
+		return 0, nil
 	}
 	if int64(len(p)) > l.n {
 		p = p[:l.n+1]

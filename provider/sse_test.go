@@ -353,3 +353,17 @@ func TestDecoderErrorFrames(t *testing.T) {
 		t.Errorf("frame headers not read: %+v", err)
 	}
 }
+
+// TestLimitedBody checks the body bound: exactly n bytes end normally, one
+// more fails with errBodyTooLarge.
+func TestLimitedBody(t *testing.T) {
+	if b, err := io.ReadAll(&limitedBody{r: strings.NewReader("abc"), n: 3}); err != nil || string(b) != "abc" {
+		t.Errorf("body at the bound: %q %v", b, err)
+	}
+	if _, err := io.ReadAll(iotest.OneByteReader(&limitedBody{r: strings.NewReader("abc"), n: 3})); err != nil {
+		t.Errorf("body at the bound, byte by byte: %v", err)
+	}
+	if _, err := io.ReadAll(&limitedBody{r: strings.NewReader("abcd"), n: 3}); err != errBodyTooLarge {
+		t.Errorf("body over the bound: %v", err)
+	}
+}
