@@ -213,6 +213,12 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 			return nil, 0, err
 		}
 		if compacted {
+			// The compaction's settlement is a safe boundary: steering
+			// accepted while the summary request was pending goes into
+			// this request, after the summary.
+			if err := r.deliver(r.ctl.takeSteering()); err != nil {
+				return nil, 0, err
+			}
 			req, _, est = r.buildRequest()
 		}
 	}

@@ -285,3 +285,39 @@ func TestCompactionRetryAndFailure(t *testing.T) {
 		}
 	})
 }
+
+// TestSteeringDuringCompactionReachesNextRequest: steering accepted while
+// the summary request is pending is delivered at the compaction's
+// settlement, so the main request that follows it already carries it
+// (after the summary).
+func TestSteeringDuringCompactionReachesNextRequest(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{model: provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 8000}})
+	h.srv.Enqueue(
+		pt.Text("SUMMARY of the long history so far").Pace(40*time.Millisecond),
+		pt.Text("answer"),
+	)
+	r := h.prompt(bigHistory(), PromptOptions{})
+	evs := waitEvent(t, r, KindCompactionStarted)
+	waitFor(t, func() bool { return len(h.srv.Requests()) == 1 })
+	if _, err := r.Steer("STEER-DURING-COMPACTION"); err != nil {
+		t.Fatal(err)
+	}
+	evs = append(evs, drain(t, r)...)
+	checkRunEvents(t, evs, OutcomeCompleted)
+	reqs := h.srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want the summary and one main request", len(reqs))
+	}
+	in := inputText(reqs[1])
+	sum, steer := strings.Index(in, "SUMMARY of the long"), strings.Index(in, "STEER-DURING-COMPACTION")
+	if sum < 0 || steer < sum {
+		t.Fatalf("main request after compaction: summary at %d, steering at %d: %s", sum, steer, in)
+	}
+	for _, e := range entries(readFile(t, h.sess.Path())) {
+		if e.str("type") == "steering" && e.str("text") == "STEER-DURING-COMPACTION" {
+			return
+		}
+	}
+	t.Fatal("steering not persisted as its entry")
+}
