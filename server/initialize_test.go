@@ -37,3 +37,22 @@ func TestParseInitializeLenient(t *testing.T) {
 		t.Errorf("array params: %v, want InvalidParams", err)
 	}
 }
+
+// TestEmptyArrayParams checks that [] params (Neovim encodes an empty Lua
+// table {} as []) mean "all defaults", like absent params, while other
+// non-object params are still refused.
+func TestEmptyArrayParams(t *testing.T) {
+	for _, raw := range []string{`[]`, `[ ]`, ` [
+] `} {
+		var p struct{ Cwd string }
+		if err := decodeParams([]byte(raw), &p); err != nil {
+			t.Errorf("decodeParams(%q): %v", raw, err)
+		}
+	}
+	for _, raw := range []string{`[1]`, `["x"]`, `7`, `"s"`, `[`} {
+		var p struct{ Cwd string }
+		if err := decodeParams([]byte(raw), &p); codeOf(err) != jsonrpc2.InvalidParams {
+			t.Errorf("decodeParams(%q): %v, want InvalidParams", raw, err)
+		}
+	}
+}

@@ -73,3 +73,101 @@ func TestNeovimClient(t *testing.T) {
 		t.Errorf("%d session files under OCTET_HOME, want 1", len(sessions))
 	}
 }
+
+// TestNeovimReadmeSnippet runs the README's Neovim snippet verbatim in
+// headless Neovim (0.7+ API): `octet` is found on PATH, the workspace is
+// Neovim's cwd, and `:Octet edit a.txt` must end with the approved edit
+// applied. vim.fn.confirm (a dialog) answers "Approve" and records what it
+// was shown; vim.notify records the outcome.
+func TestNeovimReadmeSnippet(t *testing.T) {
+	nvim, err := exec.LookPath("nvim")
+	if err != nil {
+		t.Skip("nvim not installed")
+	}
+	if testing.Short() {
+		t.Skip("builds the octet binary")
+	}
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snippet := readmeLua(t, string(readme), "### Neovim")
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "bin")
+	if err := os.Mkdir(bin, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	build := exec.Command("go", "build", "-o", filepath.Join(bin, "octet"), "github.com/octet-agent/octet/cmd/octet")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build octet: %v\n%s", err, out)
+	}
+	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\n")
+	prov := providertest.New(t)
+	editScript(&stack{provider: prov})
+	result := filepath.Join(tmp, "result.txt")
+	init := filepath.Join(tmp, "init.lua")
+	writeFile(t, init, snippet)
+	prelude := `local out = os.getenv("OCTET_TEST_RESULT")
+local shown = {}
+vim.fn.confirm = function(msg) table.insert(shown, msg) return 1 end
+vim.notify = function(msg)
+  local f = io.open(out, "w")
+  f:write(msg .. "\n" .. table.concat(shown, "\n---\n") .. "\n")
+  f:close()
+  vim.cmd("qa!")
+end
+vim.defer_fn(function() vim.notify("timed out") end, 60000)`
+	pre := filepath.Join(tmp, "prelude.lua")
+	writeFile(t, pre, prelude)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--noplugin",
+		"-c", "luafile "+pre, "-c", "luafile "+init,
+		"-c", "lua vim.defer_fn(function() vim.cmd('Octet edit a.txt') end, 500)")
+	cmd.Dir = ws
+	cmd.Env = append(os.Environ(),
+		"PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"OCTET_TEST_RESULT="+result,
+		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"OCTET_EFFECT_POLICY=controlled",
+		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp,
+	)
+	out, err := cmd.CombinedOutput()
+	res, rerr := os.ReadFile(result)
+	if rerr != nil {
+		t.Fatalf("the snippet reported nothing (nvim err %v): %s", err, out)
+	}
+	if !strings.HasPrefix(string(res), "octet: completed\n") {
+		t.Fatalf("README snippet run:\n%s\nnvim output: %s", res, out)
+	}
+	if !strings.Contains(string(res), "edit a.txt\n--- a/a.txt") || !strings.Contains(string(res), "+goodbye world") {
+		t.Errorf("the confirm dialog showed %q, want the title and the diff", res)
+	}
+	if got := readFile(t, filepath.Join(ws, "a.txt")); got != "goodbye world\n" {
+		t.Errorf("a.txt = %q after the approved edit", got)
+	}
+}
+
+// readmeLua returns the first ```lua block after heading in readme.
+func readmeLua(t *testing.T, readme, heading string) string {
+	t.Helper()
+	_, rest, ok := strings.Cut(readme, "\n"+heading)
+	if !ok {
+		t.Fatalf("README has no %q section", heading)
+	}
+	_, rest, ok = strings.Cut(rest, "```lua\n")
+	if !ok {
+		t.Fatalf("README %q section has no lua block", heading)
+	}
+	code, _, ok := strings.Cut(rest, "\n```")
+	if !ok {
+		t.Fatalf("README %q lua block is not closed", heading)
+	}
+	return code + "\n"
+}

@@ -66,12 +66,13 @@ func (lspCodec) Unmarshal(data []byte, v any) error {
 	return protocol.Unmarshal(data, v)
 }
 
-// decodeParams decodes custom params leniently: absent, empty or null
+// decodeParams decodes custom params leniently: absent, empty, null or []
 // params leave v at its zero value; anything else must be a JSON object
 // that decodes into v.
 func decodeParams(raw []byte, v any) error {
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) || isEmptyArray(raw) {
+		// Neovim encodes an empty Lua table ({}) as [], so [] means {}.
 		return nil
 	}
 	if raw[0] != '{' {
@@ -81,6 +82,11 @@ func decodeParams(raw []byte, v any) error {
 		return jsonrpc2.NewError(jsonrpc2.InvalidParams, "invalid params: "+err.Error())
 	}
 	return nil
+}
+
+// isEmptyArray reports whether raw is [] (with any inner whitespace).
+func isEmptyArray(raw []byte) bool {
+	return len(raw) >= 2 && raw[0] == '[' && raw[len(raw)-1] == ']' && len(bytes.TrimSpace(raw[1:len(raw)-1])) == 0
 }
 
 // rawResult encodes a result with encoding/json (octet's own payloads).
