@@ -3,6 +3,7 @@ package provider_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -198,5 +199,29 @@ func TestRealUnroutableAddress(t *testing.T) {
 	}
 	if e.Dispatched || e.Phase != provider.PreSend {
 		t.Fatalf("got %v", e)
+	}
+}
+
+// TestPrintedConfigsCarryNoCredential checks that printing or logging a
+// transport or its configuration (a stray debug print) never shows the key.
+func TestPrintedConfigsCarryNoCredential(t *testing.T) {
+	hc := provider.HTTPConfig{BaseURL: "https://user:hunter2@api.example.com/v1", APIKey: testKey}
+	wc := provider.WSConfig{BaseURL: hc.BaseURL, APIKey: testKey}
+	h, ws := provider.NewHTTP(hc), provider.NewWebSocket(wc)
+	defer ws.Close()
+	var buf bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&buf, nil))
+	for _, v := range []any{hc, &hc, wc, &wc, h, ws} {
+		out := fmt.Sprintf("%v %+v %#v %s", v, v, v, v)
+		log.Info("dump", "v", v)
+		if strings.Contains(out, testKey) || strings.Contains(out, "hunter2") {
+			t.Errorf("%T printed the credential: %s", v, out)
+		}
+		if !strings.Contains(out, "api.example.com") {
+			t.Errorf("%T printed nothing useful: %s", v, out)
+		}
+	}
+	if strings.Contains(buf.String(), testKey) || strings.Contains(buf.String(), "hunter2") {
+		t.Errorf("slog printed the credential: %s", buf.String())
 	}
 }
