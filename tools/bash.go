@@ -116,14 +116,15 @@ func (t *BashTool) Classify(args json.RawMessage) (Effect, error) {
 	return HostProcess, nil
 }
 
-// Preview shows the exact command, with terminal controls neutralized so
-// it cannot spoof the approval prompt.
+// Preview shows the exact command with every control character made
+// visible, not removed (visibleControls): stripping an escape sequence
+// would hide the commands inside it from the person approving.
 func (t *BashTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
 	a, timeout, err := t.parse(args)
 	if err != nil {
 		return Preview{}, err
 	}
-	detail, cut := clipUTF8(neutralizeControls([]byte(*a.Command)), 8<<10)
+	detail, cut := clipUTF8(visibleControls(*a.Command), 8<<10)
 	if cut {
 		detail += "\n[command truncated in preview]"
 	}

@@ -213,8 +213,53 @@ func TestBashNeutralizesControls(t *testing.T) {
 		}
 	}
 	pv, err := b.Preview(context.Background(), json.RawMessage(`{"command":"echo \u001b[2Jhi"}`))
-	if err != nil || strings.Contains(pv.Detail, "\x1b") || !strings.Contains(pv.Detail, "echo hi") {
+	if err != nil || strings.Contains(pv.Detail, "\x1b") || !strings.Contains(pv.Detail, "echo ^[[2Jhi") {
 		t.Errorf("preview = %+v, %v", pv, err)
+	}
+}
+
+// TestApprovalPreviewHidesNothing: a command that hides "rm -rf build"
+// inside an OSC title sequence (which a terminal would swallow) shows it
+// in the approval request, through the real broker and bash tool, with no
+// control character left; bidi overrides are spelled out too.
+func TestApprovalPreviewHidesNothing(t *testing.T) {
+	b := newBash(t, Config{})
+	ap := &scriptedApprover{answer: func(_ context.Context, r ConfirmRequest) (Approval, error) {
+		return Approval{Approved: false, Digest: r.Digest}, nil
+	}}
+	br := NewBroker(BrokerConfig{Policy: ControlledBashApproval, Approver: ap})
+	host := mustHost(t, b)
+	cmd := "echo hi\u001b]0; rm -rf build ;\u0007 \u202eevil\r"
+	_, d := br.Dispatch(context.Background(), host, DispatchRequest{CallID: "c", Tool: "bash",
+		Arguments: argsJSON(t, map[string]any{"command": cmd})}, DispatchObserver{})
+	if d.Reason != ReasonApprovalDenied {
+		t.Fatalf("decision %+v", d)
+	}
+	reqs := ap.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("%d approval requests", len(reqs))
+	}
+	detail := reqs[0].Detail
+	if want := "echo hi^[]0; rm -rf build ;^G <U+202E>evil^M"; detail != want {
+		t.Errorf("detail %q, want %q", detail, want)
+	}
+	for _, r := range detail {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
+			t.Errorf("detail %q keeps control %U", detail, r)
+		}
+	}
+	// The broker applies the same to any tool's preview: an edit's diff.
+	ws := t.TempDir()
+	writeTestFile(t, filepath.Join(ws, "a.txt"), "one\n")
+	ed, err := NewEdit(Config{Root: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Dispatch(context.Background(), mustHost(t, ed), DispatchRequest{CallID: "e", Tool: "edit",
+		Arguments: json.RawMessage(`{"path":"a.txt","old_text":"one","new_text":"\u001b[2Ktwo"}`)}, DispatchObserver{})
+	reqs = ap.requests()
+	if len(reqs) != 2 || !strings.Contains(reqs[1].Diff, "+^[[2Ktwo") || strings.Contains(reqs[1].Diff, "\x1b") {
+		t.Errorf("edit approval diff: %+v", reqs[len(reqs)-1])
 	}
 }
 
@@ -529,6 +574,29 @@ func FuzzNeutralizeControls(f *testing.F) {
 			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
 				t.Fatalf("control %U survived in %q (from %q)", r, out, in)
 			}
+		}
+	})
+}
+
+// FuzzVisibleControls checks that approval text keeps every input byte
+// visible (it never gets shorter: nothing is removed) and holds no
+// terminal, C1 or bidirectional control, in valid UTF-8.
+func FuzzVisibleControls(f *testing.F) {
+	f.Add("plain\ttext\n")
+	f.Add("echo hi\x1b]0; rm -rf x ;\x07 \u202e \r\n")
+	f.Add("\xc2\x9b2J \xff\xfe \x1b\u2066")
+	f.Fuzz(func(t *testing.T, in string) {
+		out := visibleControls(in)
+		if !utf8.ValidString(out) || len(out) < len(in) {
+			t.Fatalf("visibleControls(%q) = %q", in, out)
+		}
+		for _, r := range out {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
+				t.Fatalf("control %U survived in %q (from %q)", r, out, in)
+			}
+		}
+		if visibleControls(out) != out {
+			t.Fatalf("not idempotent on %q", out)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"fmt"
 	"strings"
 	"unicode/utf8"
 )
@@ -79,4 +80,57 @@ func skipEscape(b []byte, i int) int {
 		return i + 3
 	}
 	return i + 2
+}
+
+// visibleControls renders text for a person who must approve it: nothing
+// is removed, so no part of a command can be hidden from the prompt, and
+// nothing can drive a terminal or reorder the display. ESC and the other
+// C0 controls but newline and tab (CR included) become caret notation
+// (^[, ^M), DEL ^?, C1 controls and the Unicode bidirectional controls
+// (Trojan Source) <U+XXXX>, invalid UTF-8 bytes \xNN.
+func visibleControls(s string) string {
+	var out strings.Builder
+	out.Grow(len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '\n' || c == '\t':
+			out.WriteByte(c)
+		case c < 0x20:
+			out.WriteByte('^')
+			out.WriteByte(c + '@')
+		case c == 0x7f:
+			out.WriteString("^?")
+		case c < utf8.RuneSelf:
+			out.WriteByte(c)
+		default:
+			r, size := utf8.DecodeRuneInString(s[i:])
+			switch {
+			case r == utf8.RuneError && size == 1:
+				fmt.Fprintf(&out, `\x%02X`, c)
+			case (r >= 0x80 && r <= 0x9f) || isBidiControl(r):
+				fmt.Fprintf(&out, "<U+%04X>", r)
+			default:
+				out.WriteString(s[i : i+size])
+			}
+			i += size
+			continue
+		}
+		i++
+	}
+	return out.String()
+}
+
+// isBidiControl reports whether r is a Unicode bidirectional formatting
+// character, which can make displayed text differ from what runs.
+func isBidiControl(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f:
+		return true
+	case r >= 0x202a && r <= 0x202e:
+		return true
+	case r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
 }

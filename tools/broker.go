@@ -368,17 +368,25 @@ func (b *Broker) ask(ctx context.Context, req ConfirmRequest) (Approval, error) 
 }
 
 // preview builds the prompt text from the tool's Previewer, falling back
-// to the tool name and the bounded canonical arguments.
+// to the tool name and the bounded canonical arguments. Control and
+// bidirectional characters are made visible (never removed), so the text
+// can neither drive the approver's terminal nor hide part of what runs.
 func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (title, detail, diff string) {
 	if pv, ok := tool.(Previewer); ok {
 		p, err := safePreview(ctx, pv, intent.Arguments)
 		if err == nil {
-			return boundText(p.Title, maxPreviewTitle), boundText(p.Detail, maxPreviewDetail), boundText(p.Diff, maxPreviewDiff)
+			return visibleBounded(p.Title, maxPreviewTitle), visibleBounded(p.Detail, maxPreviewDetail), visibleBounded(p.Diff, maxPreviewDiff)
 		}
 		b.log.Debug("preview failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
 	}
 	title = fmt.Sprintf("%s (%s)", intent.Tool, intent.Effect)
-	return boundText(title, maxPreviewTitle), boundText(string(intent.Arguments), maxPreviewDetail), ""
+	return visibleBounded(title, maxPreviewTitle), visibleBounded(string(intent.Arguments), maxPreviewDetail), ""
+}
+
+// visibleBounded bounds s to n bytes, then makes its controls visible and
+// bounds the (possibly longer) result again.
+func visibleBounded(s string, n int) string {
+	return boundText(visibleControls(boundText(s, n)), n)
 }
 
 // decision builds evidence for a call.
