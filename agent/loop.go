@@ -283,6 +283,9 @@ func (r *Run) attempt(req *provider.Request, emitDeltas bool, ar *attemptResult)
 		return err
 	}
 	defer stream.Close()
+	if oo, ok := r.a.retry.(OpenObserver); ok {
+		oo.Opened() // an outage in progress is over
+	}
 	for {
 		ev, err := stream.Next(r.ctx)
 		if r.ctx.Err() != nil { // cancellation wins a same-poll race

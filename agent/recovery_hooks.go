@@ -38,11 +38,29 @@ type OutageBounder interface {
 	OutageDeadline() (time.Time, bool)
 }
 
+// OpenObserver is implemented by policies that must know when a request
+// opened (the transport returned a stream): the network evidently works,
+// so an outage in progress is over. The loop calls Opened after every
+// successful opening, main and auxiliary; without it an auxiliary call
+// that succeeds after an outage would leave the outage's deadline to cut
+// the next request's opening.
+type OpenObserver interface {
+	Opened()
+}
+
 var (
 	_ RequestGate   = (*CodexRecovery)(nil)
 	_ UsagePricer   = (*CodexRecovery)(nil)
 	_ OutageBounder = (*CodexRecovery)(nil)
+	_ OpenObserver  = (*CodexRecovery)(nil)
 )
+
+// Opened ends the outage in progress, if any: a request got through.
+func (p *CodexRecovery) Opened() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.endOutage()
+}
 
 // BeforeRequest re-qualifies the route for the prepared request and
 // refuses it under a hard ceiling that is reached or that outstanding

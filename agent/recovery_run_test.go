@@ -277,3 +277,41 @@ func TestLoopLoopbackFallbackKeepsStreamBudget(t *testing.T) {
 		t.Fatalf("markers %d, want 12", sess.Totals().UncertainMarkers)
 	}
 }
+
+// TestLoopOutageEndsWhenAuxiliaryOpens: an outage met by the compaction
+// request ends when that request opens; its healthy body may outlive the
+// outage bound, and the main request after it is not cut by the stale
+// deadline.
+func TestLoopOutageEndsWhenAuxiliaryOpens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		small := provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 100_000, Features: provider.FeatureCodexProfile}
+		g := newRecRig(t, recRigOpt{model: small})
+		g.srv.Enqueue(providertest.Text("ok one").WithUsage(provider.Usage{InputTokens: 3700, OutputTokens: 10}))
+		if res, _ := g.run(context.Background(), "FIRSTPROMPT "+strings.Repeat("x ", 7000)); res.Outcome != OutcomeCompleted {
+			t.Fatalf("first run %s: %v", res.Outcome, res.Err)
+		}
+		g.policy.SetMaxNetworkWait(time.Minute)
+		start := time.Now()
+		g.gate = func(*http.Request) error {
+			if time.Since(start) < 30*time.Second {
+				return netUnreachable()
+			}
+			return nil
+		}
+		g.srv.Enqueue(
+			providertest.Text("SUMMARY of a slow but healthy compaction").Pace(10*time.Second),
+			providertest.Text("answer after compaction"),
+		)
+		res, evs := g.run(context.Background(), "again")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		if time.Since(start) < 2*time.Minute {
+			t.Fatal("the compaction body did not outlive the outage bound; the test proves nothing")
+		}
+		waits := eventsOf[*ProviderRetry](evs)
+		if len(waits) == 0 || waits[0].Operation == nil || *waits[0].Operation != OperationCompaction || waits[0].RetryKind != RetryWaitingForNetwork {
+			t.Fatalf("retries %+v, want compaction-scoped network waits", waits)
+		}
+	})
+}
