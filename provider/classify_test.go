@@ -27,6 +27,14 @@ type want struct {
 // transport and checks the typed failure.
 func TestScriptedFailureClasses(t *testing.T) {
 	body := func(c provider.Class) want { return want{phase: provider.Body, class: c, dispatched: true} }
+	// limit is a LimitExceeded whose message names the bound it hit.
+	limit := func(bound string) want {
+		return want{phase: provider.Body, class: provider.LimitExceeded, dispatched: true, check: func(t *testing.T, e *provider.Error) {
+			if !strings.Contains(e.Error(), bound) {
+				t.Errorf("limit error %q does not name %q", e.Error(), bound)
+			}
+		}}
+	}
 	status503 := want{phase: provider.Opening, class: provider.HTTPStatus, dispatched: true, check: func(t *testing.T, e *provider.Error) {
 		if e.Status != 503 || e.Code != "server_error" || e.Type != "server_error" || e.Message != "try later" {
 			t.Errorf("status error fields: %+v", e)
@@ -122,10 +130,10 @@ func TestScriptedFailureClasses(t *testing.T) {
 			want: map[string]want{"*": body(provider.IdleTimeout)}},
 		{name: "frame over the size bound", turn: providertest.Text(strings.Repeat("x", 4000)),
 			cfg:  func(h *provider.HTTPConfig, w *provider.WSConfig) { h.MaxFrameBytes, w.MaxFrameBytes = 1024, 1024 },
-			want: map[string]want{"*": body(provider.LimitExceeded)}},
+			want: map[string]want{"*": limit("MaxFrameBytes 1024")}},
 		{name: "body over the size bound", turn: providertest.Text(strings.Repeat("word ", 2000)),
 			cfg:  func(h *provider.HTTPConfig, w *provider.WSConfig) { h.MaxBodyBytes = 4096 },
-			want: map[string]want{"http": body(provider.LimitExceeded), "inprocess": body(provider.LimitExceeded), "websocket": {}}},
+			want: map[string]want{"http": limit("MaxBodyBytes 4096"), "inprocess": limit("MaxBodyBytes 4096"), "websocket": {}}},
 		{name: "completed without response object", turn: providertest.Events([]byte(`{"type":"response.completed"}`)),
 			want: map[string]want{"*": body(provider.ProtocolViolation)}},
 		{name: "[DONE] before completion", turn: providertest.Events([]byte(`{"type":"response.created","response":{"id":"r"}}`), []byte(`[DONE]`)),

@@ -529,8 +529,10 @@ func (s *httpStream) bodyError(ctx context.Context, err error) *Error {
 			c = context.Canceled
 		}
 		return canceledError(Body, true, c)
-	case errors.Is(err, errFrameTooLarge) || errors.Is(err, errBodyTooLarge):
-		return &Error{Phase: Body, Class: LimitExceeded, Dispatched: true, Err: err}
+	case errors.Is(err, errFrameTooLarge):
+		return &Error{Phase: Body, Class: LimitExceeded, Dispatched: true, Err: fmt.Errorf("%w (MaxFrameBytes %d)", err, s.sse.maxFrame)}
+	case errors.Is(err, errBodyTooLarge):
+		return &Error{Phase: Body, Class: LimitExceeded, Dispatched: true, Err: fmt.Errorf("%w (MaxBodyBytes %d)", err, s.maxBody)}
 	case err == io.EOF:
 		return &Error{Phase: Body, Class: TerminalEOF, Dispatched: true, Message: "stream ended without response.completed"}
 	}

@@ -518,7 +518,7 @@ func (s *wsStream) readError(ctx context.Context, err error) *Error {
 		return &Error{Phase: Body, Class: IdleTimeout, Dispatched: true, Err: errIdle}
 	}
 	if errors.Is(err, websocket.ErrReadLimit) {
-		return &Error{Phase: Body, Class: LimitExceeded, Dispatched: true, Err: err}
+		return &Error{Phase: Body, Class: LimitExceeded, Dispatched: true, Err: fmt.Errorf("%w (MaxFrameBytes %d)", err, s.w.cfg.MaxFrameBytes)}
 	}
 	if websocket.IsCloseError(err, websocket.CloseNormalClosure, websocket.CloseGoingAway) {
 		return &Error{Phase: Body, Class: TerminalEOF, Dispatched: true, Message: "socket closed without response.completed", Err: err}
