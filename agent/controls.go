@@ -33,13 +33,17 @@ type controls struct {
 	runID    string
 	steering []control // steering and FinishNow inputs, in submission order
 	follow   []control
-	finish   bool // a FinishNow was accepted (sticky)
+	finish   bool          // a FinishNow was accepted (sticky)
+	finishCh chan struct{} // closed when the first FinishNow is accepted
 	wake     chan struct{}
 }
 
 func newControls(runID string) *controls {
-	return &controls{runID: runID, wake: make(chan struct{}, 1)}
+	return &controls{runID: runID, wake: make(chan struct{}, 1), finishCh: make(chan struct{})}
 }
+
+// finished returns a channel closed once FinishNow is accepted.
+func (c *controls) finished() <-chan struct{} { return c.finishCh }
 
 // submit queues c or refuses it after closure.
 func (c *controls) submit(kind controlKind, text string) (string, error) {
@@ -54,6 +58,9 @@ func (c *controls) submit(kind controlKind, text string) (string, error) {
 	case controlFollowUp:
 		c.follow = append(c.follow, ctl)
 	case controlFinishNow:
+		if !c.finish {
+			close(c.finishCh)
+		}
 		c.finish = true
 		c.steering = append(c.steering, ctl)
 	default:

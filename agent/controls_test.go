@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -378,5 +380,36 @@ func TestPanickingObserverIsIgnored(t *testing.T) {
 	}
 	if n := obs.calls.Load(); n != 5 { // start, 2 requests, 1 tool, finish
 		t.Fatalf("observer called %d times", n)
+	}
+}
+
+// TestFinishNowWithdrawsPendingApproval: a call still waiting for approval
+// when FinishNow arrives is not admitted yet; it is withdrawn (the
+// approval's context ends) and paired with the tools-disabled error, never
+// executed, and the run finishes tool-free instead of being cancelled.
+func TestFinishNowWithdrawsPendingApproval(t *testing.T) {
+	checkLeaks(t)
+	ap := &blockingApprover{entered: make(chan struct{}, 1)}
+	h := newHarness(t, harnessOpt{policy: tools.Controlled, approver: ap})
+	h.srv.Enqueue(
+		pt.Reply(pt.FunctionCall("w", "write", `{"path":"x.txt","content":"x"}`)),
+		pt.Text("final"),
+	)
+	r := h.prompt("hi", PromptOptions{})
+	<-ap.entered
+	if err := r.FinishNow("stop editing"); err != nil {
+		t.Fatal(err)
+	}
+	checkRunEvents(t, drain(t, r), OutcomeCompleted)
+	if _, err := os.Stat(filepath.Join(h.root, "x.txt")); !os.IsNotExist(err) {
+		t.Fatal("the withdrawn write happened")
+	}
+	recs := checkDurableEnd(t, h.sess.Path(), OutcomeCompleted)
+	if res := resultFor(recs, "w").result(); res.str("text") != textToolsDisabled || res["is_error"] != true {
+		t.Fatalf("withdrawn call %v", res)
+	}
+	reqs := h.srv.Requests()
+	if len(reqs) != 2 || reqs[1].Body["tool_choice"] != "none" || !strings.Contains(inputText(reqs[1]), "stop editing") {
+		t.Fatalf("requests %d, last %v", len(reqs), reqs[len(reqs)-1].Body["tool_choice"])
 	}
 }

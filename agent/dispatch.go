@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -29,6 +30,10 @@ type pendingCall struct {
 	item   session.Item
 	done   bool   // its result entry is durable
 	denial string // the denial reason, once denied
+	// withdrawn is set when FinishNow arrived before the call was
+	// admitted (an approval still pending, say): it gets the static
+	// tools-disabled error instead of its denial.
+	withdrawn bool
 }
 
 // toolMsg is a decision or progress report from a dispatch, routed to the
@@ -267,10 +272,28 @@ func (r *Run) admitCall(i int, sink *toolSink) (*admitted, bool, error) {
 		r.pending[i].denial = d.Reason
 		return nil, true, nil
 	}
-	adm, d := r.a.cfg.Broker.Admit(r.ctx, host, tools.DispatchRequest{
+	// FinishNow withdraws a call that is not admitted yet (an approval
+	// may be pending): it is paired with an error, never executed.
+	actx, stop := context.WithCancel(r.ctx)
+	go func() {
+		select {
+		case <-r.ctl.finished():
+			stop()
+		case <-actx.Done():
+		}
+	}()
+	adm, d := r.a.cfg.Broker.Admit(actx, host, tools.DispatchRequest{
 		Principal: r.a.cfg.Principal, RunID: r.id, CallID: call.CallID, Tool: call.Name, Arguments: json.RawMessage(call.Arguments),
 	}, sink.observer(call.CallID))
+	stop()
 	r.drainSink(sink)
+	if r.ctx.Err() == nil && r.ctl.finishRequested() {
+		if adm != nil {
+			adm.Revoke()
+		}
+		r.pending[i].withdrawn = true
+		return nil, true, nil
+	}
 	if adm == nil {
 		r.pending[i].denial = d.Reason
 		return nil, true, nil
@@ -299,6 +322,9 @@ func (r *Run) validate(call session.Item) string {
 
 // persistDenial persists the static paired error of denied call i.
 func (r *Run) persistDenial(i int, sink *toolSink) error {
+	if r.pending[i].withdrawn {
+		return r.persistResult(i, tools.Result{Text: textToolsDisabled, IsError: true}, false, time.Now())
+	}
 	d := tools.ToolPolicyDecision{Decision: tools.DecisionDenied, Reason: r.pending[i].denial}
 	return r.persistResult(i, d.DenialResult(), false, time.Now())
 }
