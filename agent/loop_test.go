@@ -606,3 +606,27 @@ func TestReplayedRequestMatchesResponsesWire(t *testing.T) {
 		t.Fatalf("unknown tool output %q", s)
 	}
 }
+
+// panickingRetry is a retry policy with a bug: Decide panics.
+type panickingRetry struct{}
+
+func (panickingRetry) Decide(Failure) RetryDecision { panic("policy bug") }
+func (panickingRetry) TurnCompleted()               {}
+
+// TestLoopPanicFailsWithCheckpoint: a panic inside the loop itself (here
+// the retry seam) ends the run failed, with its one checkpoint and one
+// run_finished, and releases the agent.
+func TestLoopPanicFailsWithCheckpoint(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{retry: panickingRetry{}})
+	h.srv.Enqueue(pt.Text("cut short").DropAfter(4), pt.Text("fine"))
+	r := h.prompt("go", PromptOptions{})
+	fin := checkRunEvents(t, drain(t, r), OutcomeFailed)
+	if !strings.Contains(fin.Error, "panicked") {
+		t.Fatalf("run_finished error %q", fin.Error)
+	}
+	checkDurableEnd(t, h.sess.Path(), OutcomeFailed)
+	if h.agent.Active() != nil {
+		t.Fatal("agent still busy")
+	}
+}
