@@ -315,3 +315,45 @@ func TestLoopOutageEndsWhenAuxiliaryOpens(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopLaterCeilingActivationFailsClosed: a session whose uncertainty
+// arose with no ceiling (the run recovered and completed) is refused before
+// sending once it is reopened under a hard token ceiling.
+func TestLoopLaterCeilingActivationFailsClosed(t *testing.T) {
+	dir := t.TempDir()
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{dir: dir})
+		g.srv.Enqueue(eofTurn(), providertest.Text("recovered"))
+		if res, _ := g.run(context.Background(), "first"); res.Outcome != OutcomeCompleted || res.Usage.Complete {
+			t.Fatalf("first run: outcome %s complete %v (%v)", res.Outcome, res.Usage.Complete, res.Err)
+		}
+		g.sess.Close()
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{dir: t.TempDir(), budget: &Budget{Ceilings: Ceilings{MaxTokens: 1_000_000}}})
+		s, err := session.Open(onlySession(t, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		a, err := New(Config{Session: s, Transport: g.agent.cfg.Transport, Model: codexModel, Host: tools.NewHost(),
+			Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: g.policy, Principal: "test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.srv.Enqueue(providertest.Text("never"))
+		r, err := a.Prompt(context.Background(), "after activation", PromptOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range r.Events() {
+		}
+		res := r.Wait()
+		if ce, ok := errors.AsType[*CeilingError](res.Err); !ok || !ce.Uncertain || res.Outcome != OutcomeFailed {
+			t.Fatalf("outcome %s err %v, want an uncertainty ceiling refusal", res.Outcome, res.Err)
+		}
+		if n := len(g.srv.Requests()); n != 0 {
+			t.Fatalf("%d requests sent despite outstanding uncertainty", n)
+		}
+	})
+}
