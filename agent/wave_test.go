@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -320,4 +321,40 @@ func TestSteeringDuringCompactionReachesNextRequest(t *testing.T) {
 		}
 	}
 	t.Fatal("steering not persisted as its entry")
+}
+
+// TestCompactionRecordsFileSets: the compaction entry carries the
+// cumulative files read and modified by the summarized calls, and a
+// second compaction keeps the first one's sets.
+func TestCompactionRecordsFileSets(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{policy: tools.UnsafeHost, model: provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 8000}})
+	h.writeFile("a.txt", "alpha\n")
+	h.srv.Enqueue(
+		pt.Reply(pt.FunctionCall("r", "read", `{"path":"a.txt"}`), pt.FunctionCall("w", "write", `{"path":"b.txt","content":"beta\n"}`)),
+		pt.Text("done"),
+		pt.Text("SUMMARY one"), pt.Text("after one"),
+		pt.Reply(pt.FunctionCall("w2", "write", `{"path":"c.txt","content":"gamma\n"}`)), pt.Text("done two"),
+		pt.Text("SUMMARY two"), pt.Text("after two"),
+	)
+	checkRunEvents(t, drain(t, h.prompt("work", PromptOptions{})), OutcomeCompleted)
+	checkRunEvents(t, drain(t, h.prompt(bigHistory(), PromptOptions{})), OutcomeCompleted)
+	checkRunEvents(t, drain(t, h.prompt("more work", PromptOptions{})), OutcomeCompleted)
+	checkRunEvents(t, drain(t, h.prompt(bigHistory(), PromptOptions{})), OutcomeCompleted)
+	var comps []map[string]any
+	for _, e := range entries(readFile(t, h.sess.Path())) {
+		if e.str("type") == "compaction" {
+			comps = append(comps, e["compaction"].(map[string]any))
+		}
+	}
+	if len(comps) != 2 {
+		t.Fatalf("%d compactions", len(comps))
+	}
+	str := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	if str(comps[0]["readFiles"]) != `["a.txt"]` || str(comps[0]["modifiedFiles"]) != `["b.txt"]` {
+		t.Fatalf("first compaction %v", comps[0])
+	}
+	if str(comps[1]["readFiles"]) != `["a.txt"]` || str(comps[1]["modifiedFiles"]) != `["b.txt","c.txt"]` {
+		t.Fatalf("second compaction %v", comps[1])
+	}
 }
