@@ -48,7 +48,7 @@ func runLSP(ctx context.Context, args []string, e env) error {
 		NewAgent:     w.newAgent,
 		ResolveModel: resolveModel,
 	}
-	err = server.Serve(ctx, e.stdin, e.stdout, server.Options{Runtime: rt, Logger: log, Version: versionString()})
+	err = server.Serve(ctx, interruptibleStdin(e.stdin), e.stdout, server.Options{Runtime: rt, Logger: log, Version: versionString()})
 	switch {
 	case errors.Is(err, server.ErrExitWithoutShutdown):
 		return &exitError{code: exitFailed}

@@ -305,3 +305,36 @@ func TestLSPBinaryWebSocketAndContextReload(t *testing.T) {
 		t.Errorf("octet lsp exit: %v\nstderr: %s", err, stderr.String())
 	}
 }
+
+// TestLSPExitWithPipeOpen: after shutdown and exit the process ends at
+// once, even though the editor keeps its end of stdin open (Neovim and
+// VS Code wait for the process, then kill it).
+func TestLSPExitWithPipeOpen(t *testing.T) {
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_API_KEY="+fakeKey, "OCTET_LOG=debug",
+		"GORACE=atexit_sleep_ms=0") // the race runtime otherwise sleeps 1 s at exit
+	stdin, _ := cmd.StdinPipe()
+	defer stdin.Close()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c.call("initialize", map[string]any{"rootUri": "file://" + t.TempDir(), "capabilities": map[string]any{}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c.call("shutdown", nil, nil, nil)
+	start := time.Now()
+	c.send(map[string]any{"method": "exit"})
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("octet lsp exit: %v\nstderr: %s", err, stderr.String())
+	}
+	// The server's close timeout is 2 s; a prompt exit is far below it.
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("octet lsp took %v to exit after exit with stdin still open\nstderr: %s", d, stderr.String())
+	}
+}
