@@ -142,3 +142,29 @@ func TestExportRedactsHeaderCredentials(t *testing.T) {
 		t.Errorf("export lost the url:\n%s", out.String())
 	}
 }
+
+// TestNonCanonicalEntryRefused checks that an entry whose parent comes
+// after other members (the opening scanner reads only the leading ones) is
+// not silently put in the tree as a root: typing the branch finds its body
+// contradicting the index and refuses the file with the line.
+func TestNonCanonicalEntryRefused(t *testing.T) {
+	path, ids := sessionWith(t, 2)
+	line := `{"kind":"entry","id":"late","time":"2026-01-01T00:00:00Z","type":"user","text":"x","parent":"` + ids[1] + `"}` + "\n"
+	// Not the final line, which is scanned in full.
+	appendRaw(t, path, []byte(line+`{"kind":"usage","input":1}`+"\n"))
+	before := readFile(t, path)
+	for name, open := range map[string]func(string) (*Session, error){"Open": Open, "Inspect": Inspect} {
+		s, err := open(path)
+		var ce *CorruptError
+		if !errors.As(err, &ce) || ce.Line != 4 {
+			if err == nil {
+				t.Errorf("%s: branch %v", name, branchIDs(s.Branch()))
+				s.Close()
+			}
+			t.Fatalf("%s = %v, want CorruptError at line 4", name, err)
+		}
+	}
+	if !bytes.Equal(readFile(t, path), before) {
+		t.Fatal("file modified")
+	}
+}

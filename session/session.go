@@ -476,13 +476,41 @@ func (s *Session) typeEntries(idx []int32, out []Entry, a *strAlloc) error {
 		}
 		line := buf[em.off-bufOff : em.off-bufOff+int64(em.n)]
 		e, err := decodeEntry(line, a)
+		if err == nil {
+			err = s.checkLinks(&e, i, idx, out, k)
+		}
 		if err != nil {
 			return &CorruptError{Path: s.path, Line: int(em.line), Offset: em.off, Err: err}
 		}
-		if k > 0 && out[k-1].ID == e.Parent {
-			e.Parent = out[k-1].ID // share the string
-		}
 		out[k] = e
+	}
+	return nil
+}
+
+// checkLinks checks that the typed entry e (index i, out[k] to be) has the
+// id and parent the opening scanner indexed it under. The scanner reads only
+// the first members of a canonical line; a line whose id or parent come
+// later (or twice) would otherwise sit in the tree under links its body
+// contradicts. On success e.Parent shares the parent's string.
+func (s *Session) checkLinks(e *Entry, i int32, idx []int32, out []Entry, k int) error {
+	if j, ok := s.ix.ids.getString(e.ID); !ok || j != i {
+		return fmt.Errorf("entry id %q differs from the id indexed for the line (members out of canonical order)", e.ID)
+	}
+	p := s.ix.ents[i].parent
+	switch {
+	case p < 0:
+		if e.Parent != "" {
+			return fmt.Errorf("entry %q: parent %q differs from the indexed root (members out of canonical order)", e.ID, e.Parent)
+		}
+	case k > 0 && idx[k-1] == p:
+		if e.Parent != out[k-1].ID {
+			return fmt.Errorf("entry %q: parent %q differs from the indexed parent %q (members out of canonical order)", e.ID, e.Parent, out[k-1].ID)
+		}
+		e.Parent = out[k-1].ID // share the string
+	default:
+		if j, ok := s.ix.ids.getString(e.Parent); !ok || j != p {
+			return fmt.Errorf("entry %q: parent %q differs from the indexed parent (members out of canonical order)", e.ID, e.Parent)
+		}
 	}
 	return nil
 }
