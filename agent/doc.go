@@ -29,7 +29,8 @@
 //
 // [Run.Steer] input is delivered at the next safe boundary (after the
 // current tool results), [Run.FollowUp] input when the run would otherwise
-// end, and [Run.FinishNow] makes the rest of the run tool-free. The final
+// end, and [Run.FinishNow] makes the rest of the run tool-free (calls of
+// the open response not yet admitted are paired with errors). The final
 // drain/close decision and control submission are serialized, so a
 // control is either delivered (persisted as an entry) or refused with
 // [ErrRunEnded]; accepted input of a run that ends early (cancelled,
@@ -45,9 +46,12 @@
 // channel closes right after the single [RunFinished]. The channel has a
 // bounded buffer; when it is full the owner goroutine waits, so a slow
 // consumer paces the run but can never make it lose an event (terminal
-// events included). Consumers must drain the channel until it closes.
-// [Run.Wait] returns once the checkpoint is durable, without waiting for
-// the final RunFinished to be read.
+// events included). Consumers must drain the channel until it closes, or
+// cancel the run: a cancelled run never waits for the consumer, so it
+// still settles, checkpoints and releases the agent with nobody reading,
+// and keeps the events that did not fit for a later reader. [Run.Wait]
+// returns once the checkpoint is durable, without waiting for the final
+// RunFinished to be read.
 //
 // # Crash replay
 //
