@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -46,6 +48,9 @@ func runSessions(_ context.Context, args []string, e env) error {
 		path, err := sessionPath(dir, args[1])
 		if err != nil {
 			return err
+		}
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			return usageErrorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", args[1], dir)
 		}
 		if args[0] == "export" {
 			return session.Export(path, e.stdout)
