@@ -110,7 +110,9 @@ func (r *Run) dispatch(calls []session.Item, truncated bool) error {
 	for i, c := range calls {
 		r.pending[i] = pendingCall{item: c}
 	}
-	if truncated {
+	// A tool-free run asks for no reissue: its calls get the
+	// tools-disabled error below instead.
+	if truncated && !r.toolFree && !r.ctl.finishRequested() {
 		for i := range calls {
 			if err := r.syntheticResult(i, textTruncatedCall); err != nil {
 				return err

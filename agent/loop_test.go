@@ -630,3 +630,24 @@ func TestLoopPanicFailsWithCheckpoint(t *testing.T) {
 		t.Fatal("agent still busy")
 	}
 }
+
+// TestTruncatedCallsInToolFreeRun: a tool-free run whose response stops at
+// the output limit while emitting a call gets the tools-disabled error and
+// no corrective continuation (it must not be asked to reissue tool calls).
+func TestTruncatedCallsInToolFreeRun(t *testing.T) {
+	checkLeaks(t)
+	probe := &probeTool{name: "probe", effect: tools.Pure}
+	h := newHarness(t, harnessOpt{extra: []tools.Tool{probe}})
+	h.srv.Enqueue(pt.Incomplete("max_output_tokens", pt.FunctionCall("t1", "probe", `{"n":1}`)), pt.Text("done"))
+	checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{WithoutTools: true})), OutcomeCompleted)
+	if probe.executed.Load() != 0 {
+		t.Fatal("a tool ran in a tool-free run")
+	}
+	recs := readFile(t, h.sess.Path())
+	if res := resultFor(recs, "t1").result(); res.str("text") != textToolsDisabled {
+		t.Fatalf("t1: %v", res)
+	}
+	if in := inputText(h.srv.Requests()[1]); strings.Contains(in, "Reissue the tool calls") {
+		t.Fatalf("tool-free run asked to reissue calls: %s", in)
+	}
+}
