@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -295,7 +298,7 @@ func (b *Broker) facts(tool Tool, eff Effect, args json.RawMessage) callFacts {
 	}
 	f.shell = true
 	cmd, err := safeShellCommand(sc, args)
-	f.readOnly = err == nil && IsReadOnlyCommand(cmd)
+	f.readOnly = err == nil && IsReadOnlyCommand(cmd) && commandLookupFixed(os.Getenv)
 	return f
 }
 
@@ -398,4 +401,25 @@ func (b *Broker) decision(callID, decision, reason string, eff Effect) ToolPolic
 		Effect:              eff,
 		EffectiveToolPolicy: b.effective,
 	}
+}
+
+// commandLookupFixed reports whether the environment that commands inherit
+// resolves an allowlisted command name to the same program whatever the
+// working directory holds: every PATH entry is absolute (an empty or
+// relative entry would find a workspace file called "ls" first), and
+// BASH_ENV and ENV, which a shell sources before the command, are unset
+// or absolute. Otherwise no command is auto-approved: a repository could
+// supply the program that runs.
+func commandLookupFixed(getenv func(string) string) bool {
+	for _, dir := range strings.Split(getenv("PATH"), string(os.PathListSeparator)) {
+		if !filepath.IsAbs(dir) {
+			return false
+		}
+	}
+	for _, name := range []string{"BASH_ENV", "ENV"} {
+		if v := getenv(name); v != "" && !filepath.IsAbs(v) {
+			return false
+		}
+	}
+	return true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -492,6 +493,52 @@ func TestRealBashThroughBroker(t *testing.T) {
 	_, d = safe.Dispatch(context.Background(), host, req("bash", `{"command":"echo read-only ok"}`), DispatchObserver{})
 	if d.Reason != ReasonApprovalDenied || deny.count() != 2 {
 		t.Fatalf("safe mode read-only: %+v", d)
+	}
+}
+
+// TestReadOnlyBashNeedsFixedCommandLookup: with an empty (current
+// directory) PATH entry a repository file named "ls" would be the program
+// an auto-approved "ls" runs, so Controlled asks instead; the same for a
+// relative BASH_ENV, which the shell sources first.
+func TestReadOnlyBashNeedsFixedCommandLookup(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/ls", []byte("#!/bin/sh\ntouch pwned\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bash, err := NewBash(Config{Root: dir, SpillDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bash.Close()
+	host := mustHost(t, bash)
+	deny := &scriptedApprover{answer: func(_ context.Context, r ConfirmRequest) (Approval, error) {
+		return Approval{Approved: false, Digest: r.Digest}, nil
+	}}
+	b := NewBroker(BrokerConfig{Policy: Controlled, Approver: deny})
+	path := os.Getenv("PATH")
+	for i, env := range []map[string]string{
+		{"PATH": ":" + path},
+		{"PATH": path + ":."},
+		{"PATH": "bin:" + path},
+		{"BASH_ENV": "setup.sh"},
+		{"ENV": "./setup.sh"},
+	} {
+		t.Run(fmt.Sprint(env), func(t *testing.T) {
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			_, d := b.Dispatch(context.Background(), host, req("bash", `{"command":"ls"}`), DispatchObserver{})
+			if d.Reason != ReasonApprovalDenied || deny.count() != i+1 {
+				t.Errorf("decision %+v after %d prompts", d, deny.count())
+			}
+			if _, err := os.Stat(dir + "/pwned"); err == nil {
+				t.Fatal("the workspace's ls ran")
+			}
+		})
+	}
+	t.Setenv("BASH_ENV", "/etc/octet-test-not-there")
+	if _, d := b.Dispatch(context.Background(), host, req("bash", `{"command":"ls"}`), DispatchObserver{}); d.Reason != ReasonReadOnlyCommand {
+		t.Errorf("absolute PATH and BASH_ENV: %+v", d)
 	}
 }
 
