@@ -357,3 +357,52 @@ func TestLoopLaterCeilingActivationFailsClosed(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopInterruptedReasoningAndTextRecovered: an attempt interrupted
+// after streaming reasoning and text yields one recovered_output per
+// channel (reasoning first), each exactly the provisional prefix that
+// provider_retry invalidated; neither reaches the committed answer, the
+// replacement request or the usage.
+func TestLoopInterruptedReasoningAndTextRecovered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{})
+		full := providertest.Reply(providertest.Reasoning("enc-1", "weighing the options carefully"), providertest.Message("the final answer text"))
+		g.srv.Enqueue(full.DropAfter(full.FrameCount()-3), full)
+		res, evs := g.run(context.Background(), "q")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		prov := map[string]string{}
+		var retried bool
+		var recovered []*RecoveredOutput
+		for _, e := range evs {
+			switch e := e.(type) {
+			case *OutputDelta:
+				if !retried {
+					prov[e.Channel] += e.Text
+				}
+			case *ProviderRetry:
+				retried = true
+			case *RecoveredOutput:
+				if !retried {
+					t.Fatal("recovered_output before provider_retry")
+				}
+				recovered = append(recovered, e)
+			}
+		}
+		if prov[ChannelReasoning] == "" || prov[ChannelText] == "" {
+			t.Fatalf("the interrupted attempt streamed %q; the test needs both channels", prov)
+		}
+		if len(recovered) != 2 || recovered[0].Channel != ChannelReasoning || recovered[0].Text != prov[ChannelReasoning] ||
+			recovered[1].Channel != ChannelText || recovered[1].Text != prov[ChannelText] {
+			t.Fatalf("recovered %+v, want reasoning %q then text %q", recovered, prov[ChannelReasoning], prov[ChannelText])
+		}
+		reqs := g.srv.Requests()
+		if len(reqs) != 2 || strings.Contains(string(reqs[1].Raw), recovered[1].Text) || strings.Contains(string(reqs[1].Raw), recovered[0].Text) {
+			t.Fatalf("the replacement request replays recovered output: %s", reqs[1].Raw)
+		}
+		if u := eventsOf[*Usage](evs); len(u) != 1 || u[0].Input != 100 || u[0].Complete {
+			t.Fatalf("usage %+v, want only the successful response, as a known subtotal", u)
+		}
+	})
+}
