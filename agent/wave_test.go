@@ -358,3 +358,67 @@ func TestCompactionRecordsFileSets(t *testing.T) {
 		t.Fatalf("second compaction %v", comps[1])
 	}
 }
+
+// TestWaveEligibility: only statically Parallel calls that are exactly
+// Pure/WorkspaceRead/HostRead and admitted join a wave. A denied HostRead
+// (Controlled) ends the wave and is paired after it in call order, never
+// executed; a statically Sequential read runs alone; admitted HostReads
+// (UnsafeHost) overlap like workspace reads.
+func TestWaveEligibility(t *testing.T) {
+	t.Run("denied and sequential are barriers", func(t *testing.T) {
+		checkLeaks(t)
+		pr := &probeTool{name: "pread", conc: tools.Parallel, effect: tools.WorkspaceRead}
+		pr.onExec = waitInside(pr, 2)
+		hr := &probeTool{name: "hread", conc: tools.Parallel, effect: tools.HostRead}
+		insideAtSeq := int32(-1)
+		sq := &probeTool{name: "sread", conc: tools.Sequential, effect: tools.WorkspaceRead}
+		sq.onExec = func(context.Context, tools.Invocation) (tools.Result, error) {
+			insideAtSeq = pr.inside.Load()
+			return tools.Result{Text: "seq"}, nil
+		}
+		h := newHarness(t, harnessOpt{extra: []tools.Tool{pr, hr, sq}, policy: tools.Controlled})
+		h.srv.Enqueue(pt.Reply(
+			pt.FunctionCall("r1", "pread", `{"n":1}`),
+			pt.FunctionCall("r2", "pread", `{"n":2}`),
+			pt.FunctionCall("h1", "hread", `{"n":3}`),
+			pt.FunctionCall("r3", "pread", `{"n":4}`),
+			pt.FunctionCall("r4", "pread", `{"n":5}`),
+			pt.FunctionCall("s1", "sread", `{"n":6}`),
+		), pt.Text("done"))
+		checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{})), OutcomeCompleted)
+		if got := pr.maxIn.Load(); got != 2 {
+			t.Fatalf("max read overlap %d, want 2", got)
+		}
+		if hr.executed.Load() != 0 || insideAtSeq != 0 || sq.executed.Load() != 1 {
+			t.Fatalf("host read executed %d, reads inside the sequential call %d", hr.executed.Load(), insideAtSeq)
+		}
+		recs := readFile(t, h.sess.Path())
+		var order []string
+		for _, e := range entries(recs) {
+			if e.str("type") == "tool_result" {
+				order = append(order, e.result().str("call_id"))
+			}
+		}
+		if strings.Join(order, ",") != "r1,r2,h1,r3,r4,s1" {
+			t.Fatalf("result order %v", order)
+		}
+		if res := resultFor(recs, "h1").result(); res["is_error"] != true {
+			t.Fatalf("denied host read %v", res)
+		}
+	})
+	t.Run("admitted host reads overlap", func(t *testing.T) {
+		checkLeaks(t)
+		hr := &probeTool{name: "hread", conc: tools.Parallel, effect: tools.HostRead}
+		hr.onExec = waitInside(hr, 4)
+		h := newHarness(t, harnessOpt{extra: []tools.Tool{hr}, policy: tools.UnsafeHost})
+		var outs []pt.Output
+		for i := range 4 {
+			outs = append(outs, pt.FunctionCall(fmt.Sprintf("h%d", i), "hread", fmt.Sprintf(`{"n":%d}`, i)))
+		}
+		h.srv.Enqueue(pt.Reply(outs...), pt.Text("done"))
+		checkRunEvents(t, drain(t, h.prompt("go", PromptOptions{})), OutcomeCompleted)
+		if got := hr.maxIn.Load(); got != 4 {
+			t.Fatalf("max host-read overlap %d, want 4", got)
+		}
+	})
+}
