@@ -221,3 +221,71 @@ func TestBranchIntoBatchResolvesAtPrompt(t *testing.T) {
 		t.Fatalf("resolved %v", texts)
 	}
 }
+
+// TestReplayRuleIsExact: crash replay needs ReplaySafe AND an exact Pure or
+// WorkspaceRead classification AND valid arguments. A ReplaySafe HostRead,
+// a replay-unsafe WorkspaceRead and a ReplaySafe call with invalid
+// arguments all become indeterminate and never run; only the ReplaySafe
+// Pure and WorkspaceRead calls are executed again.
+func TestReplayRuleIsExact(t *testing.T) {
+	checkLeaks(t)
+	dir := t.TempDir()
+	sess, err := session.Create(dir, session.Header{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.AppendEntry(session.Entry{Type: session.EntryUser, Text: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	call := func(id, name, args string) session.Item {
+		return session.Item{Type: session.ItemFunctionCall, CallID: id, Name: name, Arguments: args}
+	}
+	if _, err := sess.AppendEntry(session.Entry{Type: session.EntryAssistant, Items: []session.Item{
+		call("hr", "hread", `{"n":1}`), call("wu", "wunsafe", `{"n":2}`), call("bad", "pure", `{"n":"x"}`),
+		call("pp", "pure", `{"n":3}`), call("ws", "wsafe", `{"n":4}`),
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	sess.Close()
+	sess, err = session.Open(sess.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	probes := map[string]*probeTool{
+		"hread":   {name: "hread", effect: tools.HostRead, replay: tools.ReplaySafe},
+		"wunsafe": {name: "wunsafe", effect: tools.WorkspaceRead, replay: tools.ReplayUnsafe},
+		"pure":    {name: "pure", effect: tools.Pure, replay: tools.ReplaySafe},
+		"wsafe":   {name: "wsafe", effect: tools.WorkspaceRead, replay: tools.ReplaySafe},
+	}
+	host := tools.NewHost()
+	for _, p := range probes {
+		if err := host.Register(p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv := pt.New(t)
+	if _, err := New(Config{
+		Session: sess, Transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL()}),
+		Model: provider.Model{Name: "scripted"}, Host: host,
+		Broker: tools.NewBroker(tools.BrokerConfig{Policy: tools.UnsafeHost}),
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, e := range sess.Branch() {
+		if e.Type == session.EntryToolResult {
+			got[e.Result.CallID], _ = e.Result.Details["crash_recovery"].(string)
+		}
+	}
+	want := map[string]string{"hr": "indeterminate", "wu": "indeterminate", "bad": "indeterminate", "pp": "replayed", "ws": "replayed"}
+	for id, w := range want {
+		if got[id] != w {
+			t.Fatalf("%s: %q, want %q (all %v)", id, got[id], w, got)
+		}
+	}
+	if probes["hread"].executed.Load() != 0 || probes["wunsafe"].executed.Load() != 0 ||
+		probes["pure"].executed.Load() != 1 || probes["wsafe"].executed.Load() != 1 {
+		t.Fatal("replay executed the wrong calls")
+	}
+}
