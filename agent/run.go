@@ -105,9 +105,9 @@ func (r *Run) Cancel() { r.cancel() }
 func (r *Run) Done() <-chan struct{} { return r.done }
 
 // Wait blocks until the run's checkpoint is written and returns its result.
-// The run is paced by its event consumer, so Events must be drained
-// concurrently (or before calling Wait); Wait itself does not wait for the
-// final RunFinished to be read.
+// A live run is paced by its event consumer, so Events must be drained
+// concurrently (or before calling Wait) unless the run is cancelled; Wait
+// itself does not wait for the final RunFinished to be read.
 func (r *Run) Wait() RunResult {
 	<-r.done
 	return r.result
