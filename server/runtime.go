@@ -75,7 +75,10 @@ func (b runtimeBackend) Create(ctx context.Context, spec sessionSpec) (sessionHa
 	}
 	h, err := b.attach(ctx, sess, spec.Model, spec.Reasoning, spec.Approver)
 	if err != nil {
+		// The file was created by this call and holds no entry: a
+		// refused session/new leaves nothing behind.
 		_ = sess.Close()
+		_ = os.Remove(sess.Path())
 		return nil, err
 	}
 	return h, nil

@@ -255,8 +255,11 @@ func TestSessionsListShowExport(t *testing.T) {
 		t.Errorf("export did not redact secrets:\n%s", r.stdout)
 	}
 	r = runCLI(t, x.ws, x.vars, "sessions", "show", "20990101-000000-000000000000")
-	if r.code != exitFailed {
-		t.Errorf("missing session: exit %d", r.code)
+	if r.code != exitFailed || !strings.Contains(r.stderr, `no session "20990101-000000-000000000000" in `) || !strings.Contains(r.stderr, "octet sessions list") {
+		t.Errorf("missing session: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if r = runCLI(t, x.ws, x.vars, "sessions", "export", "nope"); r.code != exitFailed || !strings.Contains(r.stderr, `no session "nope"`) {
+		t.Errorf("export of a missing session: exit %d, stderr %q", r.code, r.stderr)
 	}
 	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
 }

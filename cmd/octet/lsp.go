@@ -37,11 +37,17 @@ func runLSP(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	key, err := loadAPIKey(e, cfg)
-	if err != nil {
-		return err
+	key, keyErr := loadAPIKey(e, cfg)
+	if keyErr != nil {
+		if !isCredentialError(keyErr) {
+			return keyErr
+		}
+		// Serve anyway: the editor gets its handshake and a clear error
+		// from octet/session/new, instead of a server that died at start
+		// with the reason only in its stderr log.
+		log.Error(keyErr.Error())
 	}
-	w := &workspaces{e: e, flags: flags, key: key, log: log, contexts: map[string]*watchedContext{}}
+	w := &workspaces{e: e, flags: flags, key: key, keyErr: keyErr, log: log, contexts: map[string]*watchedContext{}}
 	defer w.close()
 	rt := &server.Runtime{
 		SessionsDir:  cfg.SessionsDir(),
@@ -56,6 +62,16 @@ func runLSP(ctx context.Context, args []string, e env) error {
 		return &exitError{code: exitCancelled}
 	}
 	return err
+}
+
+// isCredentialError reports whether err is a missing key or an unsafe
+// credentials file (errors octet lsp reports per request, not at start).
+func isCredentialError(err error) bool {
+	if _, ok := errors.AsType[*config.MissingKeyError](err); ok {
+		return true
+	}
+	_, ok := errors.AsType[*config.ModeError](err)
+	return ok
 }
 
 // resolveModel maps a model name to the provider's model table; unknown
@@ -77,7 +93,10 @@ type workspaces struct {
 	e     env
 	flags config.Flags
 	key   config.Secret
-	log   *slog.Logger
+	// keyErr is why there is no usable key (missing, or an unsafe
+	// credentials file); every session creation reports it.
+	keyErr error
+	log    *slog.Logger
 
 	mu       sync.Mutex
 	contexts map[string]*watchedContext
@@ -92,6 +111,9 @@ type watchedContext struct {
 }
 
 func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
+	if ws.keyErr != nil {
+		return nil, ws.keyErr
+	}
 	root, err := filepath.Abs(spec.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", spec.Workspace, err)

@@ -338,3 +338,50 @@ func TestLSPExitWithPipeOpen(t *testing.T) {
 		t.Errorf("octet lsp took %v to exit after exit with stdin still open\nstderr: %s", d, stderr.String())
 	}
 }
+
+// TestLSPWithoutKey: octet lsp without any API key still serves the
+// protocol (an editor gets its handshake), and octet/session/new answers
+// with the actionable credentials message; no session file is left.
+func TestLSPWithoutKey(t *testing.T) {
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "OCTET_") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "OCTET_HOME="+home, "GORACE=atexit_sleep_ms=0")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	init := c.call("initialize", map[string]any{"rootUri": "file://" + t.TempDir(), "capabilities": map[string]any{}}, nil, nil)
+	if init["capabilities"] == nil {
+		t.Fatalf("initialize = %v", init)
+	}
+	c.send(map[string]any{"id": 99, "method": "octet/session/new", "params": map[string]any{}})
+	m := c.read()
+	e, _ := m["error"].(map[string]any)
+	msg, _ := e["message"].(string)
+	if m["id"] != float64(99) || e["code"] != float64(-32013) || !strings.Contains(msg, "OPENAI_API_KEY") || !strings.Contains(msg, filepath.Join(home, "credentials")) {
+		t.Errorf("session/new without a key = %v", m)
+	}
+	if files, _ := filepath.Glob(filepath.Join(home, "sessions", "*")); len(files) != 0 {
+		t.Errorf("session files left after the refusal: %v", files)
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "no OpenAI API key") {
+		t.Errorf("stderr does not say why: %s", stderr.String())
+	}
+}

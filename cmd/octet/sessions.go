@@ -50,7 +50,7 @@ func runSessions(_ context.Context, args []string, e env) error {
 			return err
 		}
 		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return usageErrorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", args[1], dir)
+			return fmt.Errorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", args[1], dir)
 		}
 		if args[0] == "export" {
 			return session.Export(path, e.stdout)
