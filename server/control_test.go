@@ -389,7 +389,7 @@ func TestSessionListPages(t *testing.T) {
 		t.Fatalf("pages %+v / %+v", p1, p2)
 	}
 	for _, s := range append(p1.Sessions, p2.Sessions...) {
-		if !ids[s.SessionID] || s.Cwd != st.workspace || s.CreatedAt.IsZero() {
+		if !ids[s.SessionID] || s.Cwd != st.workspace || s.CreatedAt.IsZero() || s.UpdatedAt.Before(s.CreatedAt) {
 			t.Errorf("listed %+v", s)
 		}
 		delete(ids, s.SessionID)

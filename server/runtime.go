@@ -116,9 +116,15 @@ func (b runtimeBackend) List(context.Context) ([]sessionInfo, error) {
 	}
 	out := make([]sessionInfo, 0, len(infos))
 	for _, in := range infos {
+		// The file's mtime comes from the kernel's coarse clock and can
+		// read a few ms before the header's creation time.
+		updated := in.Updated
+		if updated.Before(in.Created) {
+			updated = in.Created
+		}
 		out = append(out, sessionInfo{
 			SessionID: in.ID, Title: in.Title, Cwd: in.Cwd,
-			CreatedAt: in.Created.UTC(), UpdatedAt: in.Updated.UTC(), UsageUncertain: in.UsageUncertain,
+			CreatedAt: in.Created.UTC(), UpdatedAt: updated.UTC(), UsageUncertain: in.UsageUncertain,
 		})
 	}
 	return out, nil
