@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -306,5 +307,57 @@ func TestRetrySeamReplacesAttempt(t *testing.T) {
 	}
 	if res := r.Wait(); res.Usage.Complete {
 		t.Fatal("usage complete after an uncertain attempt")
+	}
+}
+
+// cancelOnResponse cancels the run (optionally after queueing a follow-up)
+// the moment its first response completes, before the loop reaches the
+// final drain.
+type cancelOnResponse struct {
+	nopObserver
+	runs   chan *Run
+	follow bool
+}
+
+func (o *cancelOnResponse) RequestFinished(RequestInfo) {
+	r := <-o.runs
+	if o.follow {
+		if _, err := r.FollowUp("QUEUED-FOLLOW-UP"); err != nil {
+			panic(err)
+		}
+	}
+	r.Cancel()
+}
+
+// TestCancelWinsOverFinalDrain: a cancellation that lands together with the
+// final answer wins over the final drain: the answer is durable and the run
+// is cancelled (not completed, not continued with a queued follow-up); an
+// accepted follow-up is persisted rather than lost.
+func TestCancelWinsOverFinalDrain(t *testing.T) {
+	for _, follow := range []bool{false, true} {
+		t.Run(fmt.Sprintf("follow-up=%v", follow), func(t *testing.T) {
+			checkLeaks(t)
+			obs := &cancelOnResponse{runs: make(chan *Run, 1), follow: follow}
+			h := newHarness(t, harnessOpt{observer: obs})
+			h.srv.Enqueue(pt.Text("the answer"), pt.Text("never requested"))
+			r := h.prompt("go", PromptOptions{})
+			obs.runs <- r
+			checkRunEvents(t, drain(t, r), OutcomeCancelled)
+			recs := checkDurableEnd(t, h.sess.Path(), OutcomeCancelled)
+			var types []string
+			for _, e := range entries(recs) {
+				types = append(types, e.str("type"))
+			}
+			want := "user assistant"
+			if follow {
+				want += " follow_up"
+			}
+			if strings.Join(types, " ") != want {
+				t.Fatalf("entries %v, want %s", types, want)
+			}
+			if n := len(h.srv.Requests()); n != 1 {
+				t.Fatalf("%d requests after cancellation", n)
+			}
+		})
 	}
 }

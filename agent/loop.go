@@ -40,6 +40,9 @@ func (r *Run) loop() (Outcome, error) {
 			continue
 		}
 		r.emit(&TurnFinished{Turn: r.turn})
+		if r.ctx.Err() != nil { // cancellation has priority over the final drain
+			return OutcomeCancelled, errCancelled
+		}
 		// The atomic final drain/close boundary: queued steering, then one
 		// follow-up, continue the run; otherwise the inbox closes.
 		next, closed := r.ctl.closeOrNext()
