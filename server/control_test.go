@@ -405,3 +405,56 @@ func TestSessionListPages(t *testing.T) {
 		t.Errorf("bad cursor: %v", err)
 	}
 }
+
+// TestBareClientGetsProgress: a client that advertises no capabilities
+// at all and sends no workDoneToken still gets $/progress begin … end for
+// its run (on a server token, without window/workDoneProgress/create,
+// which it did not allow), and can cancel through that token.
+func TestBareClientGetsProgress(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Text("Hello."), providertest.Text(strings.Repeat("word ", 50)).StallAfter(4))
+	c, _ := newRawClient(t, Options{Runtime: st.runtime})
+	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"rootUri":"file://%s","capabilities":{}}}`, st.workspace)))
+	c.readUntil("initialize answer", isResponse(1))
+	c.write(frame(`{"jsonrpc":"2.0","id":2,"method":"octet/session/new","params":{}}`))
+	msgs := c.readUntil("session/new answer", isResponse(2))
+	sid := msgs[len(msgs)-1]["result"].(map[string]any)["sessionId"].(string)
+
+	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":3,"method":"octet/prompt","params":{"sessionId":%q,"text":"hi"}}`, sid)))
+	msgs = c.readUntil("prompt answer", isResponse(3))
+	var kinds []string
+	var token any
+	for _, m := range msgs {
+		if m["method"] == "window/workDoneProgress/create" {
+			t.Errorf("asked a client without window.workDoneProgress for a token: %v", m)
+		}
+		if m["method"] == "$/progress" {
+			p := m["params"].(map[string]any)
+			if token == nil {
+				token = p["token"]
+			} else if p["token"] != token {
+				t.Errorf("progress token changed from %v to %v", token, p["token"])
+			}
+			kinds = append(kinds, p["value"].(map[string]any)["kind"].(string))
+		}
+	}
+	if len(kinds) < 2 || kinds[0] != "begin" || kinds[len(kinds)-1] != "end" || slices.Index(kinds, "end") != len(kinds)-1 {
+		t.Fatalf("progress kinds %v, want begin … end", kinds)
+	}
+
+	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":4,"method":"octet/prompt","params":{"sessionId":%q,"text":"go on"}}`, sid)))
+	var tok any
+	c.readUntil("progress begin", func(m map[string]any) bool {
+		if m["method"] != "$/progress" {
+			return false
+		}
+		tok = m["params"].(map[string]any)["token"]
+		return true
+	})
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "window/workDoneProgress/cancel", "params": map[string]any{"token": tok}})
+	c.write(frame(string(b)))
+	msgs = c.readUntil("cancelled answer", isResponse(4))
+	if res, _ := msgs[len(msgs)-1]["result"].(map[string]any); res["outcome"] != "cancelled" {
+		t.Errorf("answer %v, want cancelled through the server's progress token", msgs[len(msgs)-1])
+	}
+}

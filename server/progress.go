@@ -45,10 +45,19 @@ func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progre
 		s.tokenSeq++
 		tok := fmt.Sprintf("octet/run/%s/%d", r.id, s.tokenSeq)
 		s.mu.Unlock()
-		if !can {
-			return p
-		}
 		token, _ := json.Marshal(tok)
+		if !can {
+			// The contract gives every client progress, also one that
+			// advertised nothing; without window.workDoneProgress the
+			// server may not ask for a token, so it reports on its own
+			// (a client ignores a token it does not know).
+			p.token = token
+			s.mu.Lock()
+			r.token = tokenKey(token)
+			s.byToken[r.token] = r
+			s.mu.Unlock()
+			break
+		}
 		if _, err := s.call(s.ctx, s.opts.RequestTimeout, "window/workDoneProgress/create",
 			&protocol.WorkDoneProgressCreateParams{Token: protocol.String(tok)}); err != nil {
 			s.log.Warn("client refused a progress token; continuing without $/progress", "run", r.id, "error", err)
