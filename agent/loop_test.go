@@ -582,6 +582,11 @@ func TestReplayedRequestMatchesResponsesWire(t *testing.T) {
 		t.Fatalf("input %s", got)
 	}
 	item := func(i int) map[string]any { return in[i].(map[string]any) }
+	for i := range in {
+		if _, ok := item(i)["id"]; ok { // store:false: an item id is "not found"
+			t.Fatalf("input item %d carries an id: %v", i, item(i))
+		}
+	}
 	rs := item(1)
 	sum, _ := rs["summary"].([]any)
 	if rs["encrypted_content"] != "enc-r1" || len(sum) != 1 || sum[0].(map[string]any)["type"] != "summary_text" || sum[0].(map[string]any)["text"] != "plan the calls" {
