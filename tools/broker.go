@@ -376,7 +376,9 @@ func (b *Broker) ask(ctx context.Context, req ConfirmRequest) (Approval, error) 
 // can neither drive the approver's terminal nor hide part of what runs.
 func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (title, detail, diff string) {
 	if pv, ok := tool.(Previewer); ok {
-		p, err := safePreview(ctx, pv, intent.Arguments)
+		// The call id lets a file tool bind what it shows to the call
+		// that executes (see shownPriors).
+		p, err := safePreview(withPreviewCall(ctx, intent.CallID), pv, intent.Arguments)
 		if err == nil {
 			return visibleBounded(p.Title, maxPreviewTitle), visibleBounded(p.Detail, maxPreviewDetail), visibleBounded(p.Diff, maxPreviewDiff)
 		}

@@ -32,7 +32,8 @@ var editSchema = json.RawMessage(`{
 // text replacement committed through fsroot's compare-before-commit write.
 // It refuses when the file changed since the model last read it.
 type EditTool struct {
-	cfg Config
+	cfg   Config
+	shown *shownPriors
 }
 
 var (
@@ -46,7 +47,7 @@ func NewEdit(cfg Config) (*EditTool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &EditTool{cfg: cfg}, nil
+	return &EditTool{cfg: cfg, shown: newShownPriors()}, nil
 }
 
 type editArgs struct {
@@ -105,6 +106,7 @@ func (t *EditTool) Classify(args json.RawMessage) (Effect, error) {
 type editPlan struct {
 	tg      *target
 	old     []byte
+	state   fileState // what the target held when planned
 	updated string
 	count   int
 }
@@ -114,10 +116,12 @@ type editPlan struct {
 func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 	tg, err := t.cfg.open(*a.Path, false)
 	if err != nil {
+		p.state = stateOf(nil, err)
 		return p, fileErrorText(*a.Path, err)
 	}
 	p.tg = tg
 	old, _, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
+	p.state = stateOf(old, err)
 	if err != nil {
 		return p, fileErrorText(tg.display, err)
 	}
@@ -151,8 +155,12 @@ func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 	return p, ""
 }
 
-// Execute applies the edit.
+// Execute applies the edit. When an approval preview was shown for this
+// exact call, the file must still hold what that diff was computed
+// against, up to the final compare-before-commit; otherwise nothing is
+// written.
 func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) {
+	shown, bound := t.shown.take(inv.CallID, inv.Arguments)
 	a, err := t.parse(inv.Arguments)
 	if err != nil {
 		return errorResult(err.Error()), nil
@@ -161,15 +169,22 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if p.tg != nil {
 		defer p.tg.close()
 	}
+	if bound && shown.changedFrom(p.state) {
+		return errorResult(errChangedSinceShown), nil
+	}
 	if refusal != "" {
 		return errorResult(refusal), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	err = p.tg.root.WriteFile(p.tg.rel, []byte(p.updated), fsroot.PriorOf(p.old), fsroot.WriteOptions{})
+	prior := fsroot.PriorOf(p.old)
+	if bound {
+		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
+	}
+	err = p.tg.root.WriteFile(p.tg.rel, []byte(p.updated), prior, fsroot.WriteOptions{})
 	if err != nil {
-		return errorResult(fileErrorText(p.tg.display, err)), nil
+		return errorResult(commitErrorText(p.tg.display, err, bound)), nil
 	}
 	t.cfg.Files.record(p.tg.key, []byte(p.updated))
 	noun := "replacement"
@@ -182,7 +197,10 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	}, nil
 }
 
-// Preview shows the unified diff the edit would apply, without applying it.
+// Preview shows the unified diff the edit would apply, without applying
+// it. Called for an approval (the broker puts the call id in ctx), it
+// remembers the file state the diff was computed against, so Execute of
+// the same call applies exactly this diff or refuses.
 func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
 	a, err := t.parse(args)
 	if err != nil {
@@ -192,6 +210,7 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 	if p.tg != nil {
 		defer p.tg.close()
 	}
+	t.shown.remember(previewCallID(ctx), args, p.state)
 	title := "edit " + *a.Path
 	if refusal != "" {
 		return Preview{Title: title, Detail: refusal}, nil

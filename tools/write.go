@@ -27,7 +27,8 @@ var writeSchema = json.RawMessage(`{
 // through fsroot's compare-before-commit write, creating missing parent
 // directories with the same no-follow walk.
 type WriteTool struct {
-	cfg Config
+	cfg   Config
+	shown *shownPriors
 }
 
 var (
@@ -41,7 +42,7 @@ func NewWrite(cfg Config) (*WriteTool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &WriteTool{cfg: cfg}, nil
+	return &WriteTool{cfg: cfg, shown: newShownPriors()}, nil
 }
 
 type writeArgs struct {
@@ -102,11 +103,18 @@ func current(tg *target) (data []byte, exists bool, err error) {
 	return data, err == nil, err
 }
 
-// Execute writes the file.
+// Execute writes the file. When an approval preview was shown for this
+// exact call, the file must still hold what that diff was computed
+// against (absent stays absent), up to the final compare-before-commit;
+// otherwise nothing is written.
 func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error) {
+	shown, bound := t.shown.take(inv.CallID, inv.Arguments)
 	a, err := t.parse(inv.Arguments)
 	if err != nil {
 		return errorResult(err.Error()), nil
+	}
+	if bound && t.parentChanged(*a.Path, shown) {
+		return errorResult(errChangedSinceShown), nil
 	}
 	tg, err := t.cfg.open(*a.Path, true)
 	if err != nil {
@@ -119,17 +127,23 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	}
 	prior := fsroot.Absent
 	if exists {
-		if t.cfg.Files.stale(tg.key, old) {
-			return errorResult(errChangedSinceRead), nil
-		}
 		prior = fsroot.PriorOf(old)
+	}
+	if bound && shown.changedFrom(fileState{prior: prior, readable: true}) {
+		return errorResult(errChangedSinceShown), nil
+	}
+	if exists && t.cfg.Files.stale(tg.key, old) {
+		return errorResult(errChangedSinceRead), nil
 	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
+	if bound {
+		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
+	}
 	content := []byte(*a.Content)
 	if err := tg.root.WriteFile(tg.rel, content, prior, fsroot.WriteOptions{CreateParents: true}); err != nil {
-		return errorResult(fileErrorText(tg.display, err)), nil
+		return errorResult(commitErrorText(tg.display, err, bound)), nil
 	}
 	t.cfg.Files.record(tg.key, content)
 	verb := "Created"
@@ -142,15 +156,34 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	}, nil
 }
 
+// parentChanged reports whether p's parent directory is now missing
+// although the preview found the file (or could not read it); it runs
+// before open creates a missing external parent directory.
+func (t *WriteTool) parentChanged(p string, shown fileState) bool {
+	tg, err := t.cfg.open(p, false)
+	if err == nil {
+		tg.close()
+		return false
+	}
+	return fsroot.IsNotExist(err) && shown.changedFrom(stateOf(nil, err))
+}
+
 // Preview shows the diff between the current content (empty when absent)
-// and the new content, without writing.
+// and the new content, without writing. Called for an approval (the
+// broker puts the call id in ctx), it remembers the file state the diff
+// was computed against, so Execute of the same call writes exactly over
+// that state or refuses.
 func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
 	a, err := t.parse(args)
 	if err != nil {
 		return Preview{}, err
 	}
 	title := "write " + *a.Path
+	callID := previewCallID(ctx)
 	tg, err := t.cfg.open(*a.Path, false)
+	if err != nil {
+		t.shown.remember(callID, args, stateOf(nil, err))
+	}
 	if fsroot.IsNotExist(err) {
 		// An external parent directory that write would create.
 		return Preview{Title: title, Detail: fmt.Sprintf("create %s (%d bytes)", *a.Path, len(*a.Content)),
@@ -162,8 +195,14 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 	defer tg.close()
 	old, exists, err := current(tg)
 	if err != nil {
+		t.shown.remember(callID, args, fileState{})
 		return Preview{Title: title, Detail: fileErrorText(tg.display, err)}, nil
 	}
+	st := fileState{prior: fsroot.Absent, readable: true}
+	if exists {
+		st.prior = fsroot.PriorOf(old)
+	}
+	t.shown.remember(callID, args, st)
 	detail := fmt.Sprintf("create %s (%d bytes)", tg.display, len(*a.Content))
 	if exists {
 		detail = fmt.Sprintf("replace %s (%d -> %d bytes)", tg.display, len(old), len(*a.Content))

@@ -1,0 +1,153 @@
+package tools
+
+import (
+	"container/list"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+// errChangedSinceShown is the model-visible refusal when the file an edit
+// or write targets no longer holds what the approval prompt's diff was
+// computed against.
+const errChangedSinceShown = "file changed after the change was shown for approval; nothing was written"
+
+// maxShownPriors bounds the previews a tool remembers. An entry is dropped
+// when its call executes; only previews whose call never executes (denied,
+// expired, cancelled) linger, and the least recently recorded goes first.
+const maxShownPriors = 256
+
+// previewCallKey is the context key under which the broker passes the
+// provider call id to Previewer.Preview.
+type previewCallKey struct{}
+
+// withPreviewCall returns ctx carrying callID for a Preview call, so a
+// tool can bind what it shows to the call that later executes.
+func withPreviewCall(ctx context.Context, callID string) context.Context {
+	return context.WithValue(ctx, previewCallKey{}, callID)
+}
+
+// previewCallID returns the call id the broker attached to a Preview
+// context, or "" when Preview was called outside an approval.
+func previewCallID(ctx context.Context) string {
+	id, _ := ctx.Value(previewCallKey{}).(string)
+	return id
+}
+
+// fileState is what a file tool observed of its target: its content hash
+// (or absence) as an fsroot.Prior, or readable false when it could not be
+// read for another reason (a directory, a symlink, too large, no access).
+type fileState struct {
+	prior    fsroot.Prior
+	readable bool
+}
+
+// stateOf classifies the outcome of reading a target.
+func stateOf(data []byte, err error) fileState {
+	switch {
+	case err == nil:
+		return fileState{prior: fsroot.PriorOf(data), readable: true}
+	case fsroot.IsNotExist(err):
+		return fileState{prior: fsroot.Absent, readable: true}
+	}
+	return fileState{}
+}
+
+// changedFrom reports whether the current state cur differs from the
+// shown state. An unreadable current state is not reported here: the tool
+// refuses it with its own file error and writes nothing.
+func (shown fileState) changedFrom(cur fileState) bool {
+	if !cur.readable {
+		return false
+	}
+	return !shown.readable || shown.prior != cur.prior
+}
+
+// shownPriors remembers, per call (provider call id plus a hash of the
+// canonical arguments), the target state the approval preview's diff was
+// computed against, so Execute applies exactly the approved change or
+// nothing. It is bounded (LRU) and safe for concurrent use.
+type shownPriors struct {
+	mu      sync.Mutex
+	entries map[shownKey]*list.Element
+	order   list.List // of *shownEntry, most recent at the front
+}
+
+type shownKey struct {
+	callID string
+	args   [32]byte
+}
+
+type shownEntry struct {
+	key   shownKey
+	state fileState
+}
+
+func newShownPriors() *shownPriors {
+	return &shownPriors{entries: map[shownKey]*list.Element{}}
+}
+
+func makeShownKey(callID string, args json.RawMessage) shownKey {
+	return shownKey{callID: callID, args: sha256.Sum256(args)}
+}
+
+// remember records st as what the preview for (callID, args) showed. It
+// does nothing for an empty call id (a preview outside an approval).
+func (s *shownPriors) remember(callID string, args json.RawMessage, st fileState) {
+	if callID == "" {
+		return
+	}
+	k := makeShownKey(callID, args)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if el, ok := s.entries[k]; ok {
+		el.Value.(*shownEntry).state = st
+		s.order.MoveToFront(el)
+		return
+	}
+	s.entries[k] = s.order.PushFront(&shownEntry{key: k, state: st})
+	for s.order.Len() > maxShownPriors {
+		oldest := s.order.Back()
+		s.order.Remove(oldest)
+		delete(s.entries, oldest.Value.(*shownEntry).key)
+	}
+}
+
+// take removes and returns the state recorded for (callID, args); ok is
+// false when no preview was recorded for exactly this call.
+func (s *shownPriors) take(callID string, args json.RawMessage) (st fileState, ok bool) {
+	if callID == "" {
+		return fileState{}, false
+	}
+	k := makeShownKey(callID, args)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	el, ok := s.entries[k]
+	if !ok {
+		return fileState{}, false
+	}
+	s.order.Remove(el)
+	delete(s.entries, k)
+	return el.Value.(*shownEntry).state, true
+}
+
+// len returns the number of remembered previews.
+func (s *shownPriors) len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.entries)
+}
+
+// commitErrorText maps a WriteFile error for a call bound to a preview:
+// a compare-before-commit mismatch means the file changed after approval.
+func commitErrorText(display string, err error, bound bool) string {
+	var ce *fsroot.ChangedError
+	if bound && errors.As(err, &ce) {
+		return errChangedSinceShown
+	}
+	return fileErrorText(display, err)
+}
