@@ -168,3 +168,23 @@ func TestNonCanonicalEntryRefused(t *testing.T) {
 		t.Fatal("file modified")
 	}
 }
+
+// TestDeliveryEntriesRoundTrip checks that steering and follow-up
+// deliveries are durable entries on the branch, in order, after reopening.
+func TestDeliveryEntriesRoundTrip(t *testing.T) {
+	s := newSession(t)
+	u := mustAppend(t, s, Entry{Type: EntryUser, RunID: "r1", Text: "start"})
+	st := mustAppend(t, s, Entry{Type: EntrySteering, RunID: "r1", Text: "use tabs"})
+	fu := mustAppend(t, s, Entry{Type: EntryFollowUp, RunID: "r1", Text: "then run tests"})
+	s.Close()
+	r, err := Inspect(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b := r.Branch()
+	if len(b) != 3 || b[1].ID != st.ID || b[1].Type != EntrySteering || b[1].Text != "use tabs" || b[1].Parent != u.ID ||
+		b[2].ID != fu.ID || b[2].Type != EntryFollowUp || b[2].Text != "then run tests" || b[2].RunID != "r1" {
+		t.Fatalf("branch %+v", b)
+	}
+}
