@@ -649,3 +649,34 @@ func TestEventsTurnedOff(t *testing.T) {
 		t.Errorf("resume replayed %+v", r.Events)
 	}
 }
+
+// TestProgressCreateNeverAnswered: a client that advertises
+// window.workDoneProgress but never answers window/workDoneProgress/create
+// still gets the run's events as they happen (they do not wait for the
+// token), and its prompt is answered once the create request times out.
+func TestProgressCreateNeverAnswered(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Text("Hello there."))
+	e := st.editor(t, Options{RequestTimeout: 3 * time.Second}, map[string]any{"events": true})
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { <-never; return nil, nil })
+	sid := e.newSession()
+	start := time.Now()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"})
+	runID := e.awaitRunID(sid)
+	e.await("run_finished", hasEvent("run_finished", runID))
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("events waited %v for the unanswered progress token", d)
+	}
+	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, n := range e.notes {
+		if n.Method == "$/progress" {
+			t.Errorf("progress on a token the client never accepted: %s", n.Params)
+		}
+	}
+}

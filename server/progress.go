@@ -25,55 +25,107 @@ type progress struct {
 	mu    sync.Mutex
 	last  string
 	ended bool
-	names map[string]string // callId → tool name
-	args  map[string]*bytes.Buffer
+	// pending: window/workDoneProgress/create is in flight; reports only
+	// update last, which begin then carries. created is closed when the
+	// request has been settled either way.
+	pending bool
+	created chan struct{}
+	names   map[string]string // callId → tool name
+	args    map[string]*bytes.Buffer
 	// awaiting holds the calls whose approval is being asked: their
 	// tool_started (emitted before the approval, but pumped concurrently)
 	// must not replace "Waiting for approval" with "Running …".
 	awaiting map[string]bool
 }
 
-// startProgress picks the run's token and sends begin.
+// startProgress picks the run's token and sends begin. A token the
+// server must first create is asked for in the background and waited for
+// at most createGrace: the run's events never wait for a client that does
+// not answer (they would otherwise be held for the request timeout);
+// begin, with the latest state, follows once the client has accepted the
+// token, and end waits for that.
 func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progress {
 	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}}
-	switch {
-	case len(clientToken) > 0 && string(clientToken) != "null":
-		p.token = clientToken
-	default:
-		s.mu.Lock()
-		can := s.caps.workDoneProgress
-		s.tokenSeq++
-		tok := fmt.Sprintf("octet/run/%s/%d", r.id, s.tokenSeq)
-		s.mu.Unlock()
-		token, _ := json.Marshal(tok)
-		if !can {
-			// The contract gives every client progress, also one that
-			// advertised nothing; without window.workDoneProgress the
-			// server may not ask for a token, so it reports on its own
-			// (a client ignores a token it does not know).
-			p.token = token
-			s.mu.Lock()
-			r.token = tokenKey(token)
-			s.byToken[r.token] = r
-			s.mu.Unlock()
-			break
-		}
-		if _, err := s.call(s.ctx, s.opts.RequestTimeout, "window/workDoneProgress/create",
-			&protocol.WorkDoneProgressCreateParams{Token: protocol.String(tok)}); err != nil {
-			s.log.Warn("client refused a progress token; continuing without $/progress", "run", r.id, "error", err)
-			return p
-		}
-		p.token = token
-		s.mu.Lock()
-		r.token = tokenKey(token)
-		s.byToken[r.token] = r
-		s.mu.Unlock()
+	p.last = "Starting"
+	if len(clientToken) > 0 && string(clientToken) != "null" {
+		p.mu.Lock()
+		p.begin(clientToken)
+		p.mu.Unlock()
+		return p
 	}
-	cancellable := true
-	msg := "Starting"
-	p.send(&protocol.WorkDoneProgressBegin{Kind: "begin", Title: "octet", Cancellable: &cancellable, Message: &msg})
-	p.last = msg
+	s.mu.Lock()
+	can := s.caps.workDoneProgress
+	s.tokenSeq++
+	tok := fmt.Sprintf("octet/run/%s/%d", r.id, s.tokenSeq)
+	s.mu.Unlock()
+	token, _ := json.Marshal(tok)
+	if !can {
+		// The contract gives every client progress, also one that
+		// advertised nothing; without window.workDoneProgress the server
+		// may not ask for a token, so it reports on its own (a client
+		// ignores a token it does not know).
+		p.mu.Lock()
+		p.adopt(r, token)
+		p.mu.Unlock()
+		return p
+	}
+	p.pending = true
+	p.created = make(chan struct{})
+	go func() {
+		defer close(p.created)
+		_, err := s.call(s.ctx, s.opts.RequestTimeout, "window/workDoneProgress/create",
+			&protocol.WorkDoneProgressCreateParams{Token: protocol.String(tok)})
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.pending = false
+		if err != nil {
+			s.log.Warn("client refused a progress token; continuing without $/progress", "run", r.id, "error", err)
+			return
+		}
+		if !p.ended {
+			p.adopt(r, token)
+		}
+	}()
+	// An editor answers at once: wait a little so begin precedes the
+	// run's first event, but never hold the events longer than that.
+	t := time.NewTimer(createGrace)
+	defer t.Stop()
+	select {
+	case <-p.created:
+	case <-t.C:
+		s.log.Warn("client has not answered window/workDoneProgress/create; streaming without waiting", "run", r.id)
+	}
 	return p
+}
+
+// createGrace is how long a run's events wait for the client to accept
+// the progress token before they stream anyway.
+const createGrace = 250 * time.Millisecond
+
+// adopt registers token as the run's (so window/workDoneProgress/cancel
+// finds it) and sends begin. The caller holds p.mu and the run has not
+// ended, so runPrompt's cleanup, which runs after end, removes it.
+func (p *progress) adopt(r *runState, token json.RawMessage) {
+	p.s.mu.Lock()
+	r.token = tokenKey(token)
+	p.s.byToken[r.token] = r
+	p.s.mu.Unlock()
+	p.begin(token)
+}
+
+// begin sends begin on token with the latest state. The caller holds p.mu.
+func (p *progress) begin(token json.RawMessage) {
+	p.token = token
+	cancellable := true
+	msg := p.last
+	p.send(&protocol.WorkDoneProgressBegin{Kind: "begin", Title: "octet", Cancellable: &cancellable, Message: &msg})
+}
+
+// off reports whether the run has no progress (no token and none coming).
+func (p *progress) off() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.token == nil && !p.pending
 }
 
 // send writes one $/progress notification.
@@ -99,10 +151,18 @@ func (p *progress) send(value any) {
 func (p *progress) report(msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.token == nil || p.ended || msg == "" || msg == p.last {
+	p.reportLocked(msg)
+}
+
+// reportLocked is report with p.mu held.
+func (p *progress) reportLocked(msg string) {
+	if p.ended || msg == "" || msg == p.last {
 		return
 	}
 	p.last = msg
+	if p.token == nil {
+		return // none, or begin (carrying last) is still to come
+	}
 	p.send(&protocol.WorkDoneProgressReport{Kind: "report", Message: &msg})
 }
 
@@ -110,27 +170,36 @@ func (p *progress) report(msg string) {
 // that call's tool_started are held back until approvalDone.
 func (p *progress) awaitApproval(callID, msg string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	p.awaiting[callID] = true
-	p.mu.Unlock()
-	p.report(msg)
+	p.reportLocked(msg)
 }
 
 // approvalDone ends the wait for callID's approval and reports msg.
 func (p *progress) approvalDone(callID, msg string) {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	delete(p.awaiting, callID)
-	p.mu.Unlock()
-	p.report(msg)
+	p.reportLocked(msg)
 }
 
 // end sends end exactly once.
 func (p *progress) end(outcome string) {
+	if p.created != nil {
+		// begin must precede end: wait for the token (bounded by the
+		// create request's timeout; a client that answers at once, as
+		// editors do, costs nothing here).
+		<-p.created
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.token == nil || p.ended {
+	if p.ended {
 		return
 	}
 	p.ended = true
+	if p.token == nil {
+		return // no progress, or the client never accepted the token
+	}
 	msg := outcomeMessage(outcome)
 	p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &msg})
 }
@@ -150,7 +219,7 @@ func outcomeMessage(outcome string) string {
 
 // observe turns an event into a human-level report.
 func (p *progress) observe(ev wireEvent) {
-	if p.token == nil {
+	if p.off() {
 		return
 	}
 	switch ev.Kind {
@@ -196,14 +265,15 @@ func (p *progress) observe(ev wireEvent) {
 			CallID, Tool string
 		}
 		if json.Unmarshal(ev.Body, &b) == nil {
+			// Checked and reported under one lock: an approval asked
+			// in between must not be overwritten.
 			p.mu.Lock()
 			args := p.args[b.CallID]
 			delete(p.args, b.CallID)
-			waiting := p.awaiting[b.CallID]
-			p.mu.Unlock()
-			if !waiting {
-				p.report(toolMessage(b.Tool, args))
+			if !p.awaiting[b.CallID] {
+				p.reportLocked(toolMessage(b.Tool, args))
 			}
+			p.mu.Unlock()
 		}
 	case "tool_finished":
 		p.report("Thinking")
