@@ -101,7 +101,12 @@ func (s *Session) appendLocked(recs []Record, uncertain bool, fa *ForeignAppend)
 	}
 	return s.withLock(unix.LOCK_EX, func() error {
 		var err error
-		*fa, err = s.catchUpForeign(true)
+		*fa, err = s.catchUpForeign()
+		if err == nil {
+			// A dead writer's torn tail is cut before our batch goes
+			// where it began.
+			err = s.repairTail()
+		}
 		if err != nil {
 			return err
 		}

@@ -188,3 +188,21 @@ func TestDeliveryEntriesRoundTrip(t *testing.T) {
 		t.Fatalf("branch %+v", b)
 	}
 }
+
+// TestDamageFoundWhileTypingLeavesTornTail checks that a torn tail is cut
+// only after the whole file validated: damage found while typing the
+// branch (an entry body that breaks the schema) fails Open with the file,
+// torn tail included, untouched.
+func TestDamageFoundWhileTypingLeavesTornTail(t *testing.T) {
+	path, ids := sessionWith(t, 2)
+	appendRaw(t, path, []byte(`{"kind":"entry","id":"q","parent":"`+ids[1]+`","time":"yesterday","type":"user"}`+"\n"+
+		`{"kind":"entry","id":"r","parent":"q","type":"user"}`+"\n"+`{"kind":"entry","id":"to`))
+	before := readFile(t, path)
+	var ce *CorruptError
+	if _, err := Open(path); !errors.As(err, &ce) || ce.Line != 4 {
+		t.Fatalf("Open = %v, want CorruptError at line 4", err)
+	}
+	if !bytes.Equal(readFile(t, path), before) {
+		t.Fatal("Open cut the torn tail of a file it refused")
+	}
+}

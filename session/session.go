@@ -43,7 +43,9 @@ type Session struct {
 	hdr      Header
 	size     int64 // end of the last complete record folded
 	lines    int   // lines folded, header included
-	torn     int64 // bytes of an unrepaired torn tail (Inspect)
+	torn     int64 // bytes of an unrepaired torn tail at size (Inspect)
+	tornLine int   // its first line, for the repair's log
+	tornWhy  string
 	ix       *index
 	alloc    strAlloc
 	foreign  int64
@@ -192,13 +194,21 @@ func open(path string, ro, typed bool) (*Session, error) {
 	}
 	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex()}
 	err = s.withLock(how, func() error {
-		if _, err := s.catchUp(!ro); err != nil {
+		if _, err := s.catchUp(); err != nil {
 			return err
 		}
-		if !typed {
+		if typed {
+			if err := s.syncBranch(); err != nil {
+				return err
+			}
+		}
+		if ro {
 			return nil
 		}
-		return s.syncBranch()
+		// Only once everything before the tail has been validated (and the
+		// branch typed) may the torn tail be cut: a damaged file is left
+		// untouched.
+		return s.repairTail()
 	})
 	if err == nil && !ro && s.ix.totals.Uncertain {
 		err = s.ensureSidecar()
@@ -227,7 +237,7 @@ func (s *Session) withLock(how int, fn func() error) error {
 
 // catchUp folds every complete record past s.size. The caller holds the
 // file lock.
-func (s *Session) catchUp(repair bool) (foldStats, error) {
+func (s *Session) catchUp() (foldStats, error) {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(s.f.Fd()), &st); err != nil {
 		return foldStats{}, fmt.Errorf("stat session %s: %w", s.path, err)
@@ -245,14 +255,14 @@ func (s *Session) catchUp(repair bool) (foldStats, error) {
 	if size == s.size && s.torn == 0 {
 		return foldStats{}, nil
 	}
-	return s.fold(size, repair)
+	return s.fold(size)
 }
 
 // fold reads the records in [s.size, end) into memory. s.size and s.lines
 // advance record by record (batch by batch), so memory always matches a
-// prefix of the file. A torn final record or batch is truncated when
-// repair is set and otherwise remembered in s.torn.
-func (s *Session) fold(end int64, repair bool) (foldStats, error) {
+// prefix of the file. A torn final record or batch is remembered in s.torn
+// (never cut here: see repairTail).
+func (s *Session) fold(end int64) (foldStats, error) {
 	var st foldStats
 	lr := newLineReader(s.f.ReadAt, s.size, end, limits.recordBytes)
 	if s.ix.ents == nil {
@@ -293,7 +303,7 @@ func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 			if lineNo == 1 {
 				return st, &CorruptError{Path: s.path, Line: 1, Offset: off, Err: errors.New("header without newline")}
 			}
-			return st, s.tornTail(tornAt, end, repair, lineNo, "record without newline")
+			return st, s.tornTail(tornAt, end, lineNo, "record without newline")
 		}
 		if lineNo == 1 {
 			if err := s.readHeader(line); err != nil {
@@ -305,7 +315,7 @@ func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 		var m meta
 		if err := scanMeta(line, &m, final); err != nil {
 			if final && errors.Is(err, errSyntax) {
-				return st, s.tornTail(tornAt, end, repair, lineNo, err.Error())
+				return st, s.tornTail(tornAt, end, lineNo, err.Error())
 			}
 			return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: err}
 		}
@@ -337,7 +347,7 @@ func (s *Session) fold(end int64, repair bool) (foldStats, error) {
 		}
 		if want > 0 {
 			if final {
-				return st, s.tornTail(tornAt, end, repair, lineNo, "incomplete batch")
+				return st, s.tornTail(tornAt, end, lineNo, "incomplete batch")
 			}
 			continue
 		}
@@ -371,19 +381,30 @@ func (s *Session) readHeader(line []byte) error {
 	return nil
 }
 
-// tornTail handles an incomplete final record or batch starting at off.
-func (s *Session) tornTail(off, end int64, repair bool, lineNo int, why string) error {
-	if !repair {
-		s.torn = end - off
+// tornTail notes an incomplete final record or batch starting at off,
+// which is where the folded prefix ends.
+func (s *Session) tornTail(off, end int64, lineNo int, why string) error {
+	if off != s.size {
+		return fmt.Errorf("session %s: torn tail at %d does not follow the folded prefix ending at %d", s.path, off, s.size)
+	}
+	s.torn, s.tornLine, s.tornWhy = end-off, lineNo, why
+	return nil
+}
+
+// repairTail truncates a torn tail noted by fold and syncs. The caller holds
+// the exclusive lock and has validated everything before the tail.
+func (s *Session) repairTail() error {
+	if s.torn == 0 {
 		return nil
 	}
-	slog.Warn("session: repairing torn final record", "path", s.path, "line", lineNo, "offset", off, "bytes", end-off, "reason", why)
-	if err := s.f.Truncate(off); err != nil {
+	slog.Warn("session: repairing torn final record", "path", s.path, "line", s.tornLine, "offset", s.size, "bytes", s.torn, "reason", s.tornWhy)
+	if err := s.f.Truncate(s.size); err != nil {
 		return fmt.Errorf("repair torn tail of session %s: %w", s.path, err)
 	}
 	if err := syncData(s.f); err != nil {
 		return fmt.Errorf("repair torn tail of session %s: %w", s.path, err)
 	}
+	s.torn = 0
 	return nil
 }
 
@@ -656,17 +677,18 @@ func (s *Session) Refresh() (ForeignAppend, error) {
 	}
 	err := s.withLock(unix.LOCK_SH, func() error {
 		var err error
-		fa, err = s.catchUpForeign(false)
+		fa, err = s.catchUpForeign()
 		return err
 	})
 	s.mu.Unlock()
 	return fa, err
 }
 
-// catchUpForeign folds foreign records and resyncs the branch.
-func (s *Session) catchUpForeign(repair bool) (ForeignAppend, error) {
+// catchUpForeign folds foreign records and resyncs the branch. A torn tail
+// is noted, not cut.
+func (s *Session) catchUpForeign() (ForeignAppend, error) {
 	before := s.size
-	st, err := s.catchUp(repair)
+	st, err := s.catchUp()
 	fa := ForeignAppend{Records: st.records, Entries: st.entries, Bytes: s.size - before, HeadMoved: st.headMoved}
 	s.foreign += int64(st.records)
 	if st.records > 0 {
