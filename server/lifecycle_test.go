@@ -111,6 +111,7 @@ func TestBadParamsAndUnknownMethods(t *testing.T) {
 		{"octet/session/resume", map[string]any{"sessionId": "../../etc/passwd"}, CodeNoSession},
 		{"octet/nothing", nil, jsonrpc2.MethodNotFound},
 		{"workspace/executeCommand", map[string]any{"command": "rm -rf"}, jsonrpc2.InvalidParams},
+		{"octet/session/new", map[string]any{"reasoning": "maximum"}, jsonrpc2.InvalidParams},
 	}
 	for _, c := range cases {
 		err := e.call(c.method, c.params, nil)

@@ -237,12 +237,19 @@ func (s *runtimeSession) SetModel(name string) (string, error) {
 }
 
 func (s *runtimeSession) SetReasoning(effort string) (string, error) {
-	switch effort {
-	case "", "minimal", "low", "medium", "high", "xhigh", "none":
-	default:
-		return "", fmt.Errorf("unknown reasoning effort %q (minimal, low, medium, high, xhigh, none)", effort)
+	if err := checkReasoning(effort); err != nil {
+		return "", err
 	}
 	return s.built.Agent.SetReasoning(effort), nil
+}
+
+// checkReasoning refuses an effort the Responses API does not know.
+func checkReasoning(effort string) error {
+	switch effort {
+	case "", "minimal", "low", "medium", "high", "xhigh", "none":
+		return nil
+	}
+	return fmt.Errorf("unknown reasoning effort %q (minimal, low, medium, high, xhigh, none)", effort)
 }
 
 func (s *runtimeSession) Close() error {

@@ -146,6 +146,9 @@ func (s *Server) sessionNew(ctx context.Context, _ *jsonrpc2.Request, raw jsonrp
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
+	if err := checkReasoning(p.Reasoning); err != nil {
+		return nil, invalidParams("%v", err)
+	}
 	cwd, err := s.resolveCwd(p.Cwd)
 	if err != nil {
 		return nil, err
