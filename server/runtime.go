@@ -30,6 +30,11 @@ type Runtime struct {
 	// a provider model; nil uses provider.LookupModel and, for an unknown
 	// name, a model with only that name.
 	ResolveModel func(name string) (provider.Model, error)
+	// ExplainError, when set, turns a run's failure into an actionable
+	// sentence ("cannot reach the provider at …: check your network and
+	// OPENAI_BASE_URL"), or "" when it has none. The sentence is added to
+	// the octet/prompt error and to the window/showMessage text.
+	ExplainError func(err error) string
 }
 
 // AgentSpec is what the server knows when it needs an agent.
@@ -220,7 +225,7 @@ func (s *runtimeSession) Prompt(ctx context.Context, text string, withoutTools b
 	if err != nil {
 		return nil, err
 	}
-	return &agentRun{r: r}, nil
+	return &agentRun{r: r, explain: s.rt.ExplainError}, nil
 }
 
 func (s *runtimeSession) SetModel(name string) (string, error) {
@@ -272,7 +277,10 @@ func defaultResolveModel(name string) (provider.Model, error) {
 }
 
 // agentRun adapts *agent.Run to runHandle.
-type agentRun struct{ r *agent.Run }
+type agentRun struct {
+	r       *agent.Run
+	explain func(error) string
+}
 
 func (a *agentRun) ID() string { return a.r.ID() }
 
@@ -309,8 +317,20 @@ func (a *agentRun) Wait() runResult {
 			Input: u.Input, CachedInput: u.CachedInput, Output: u.Output, Reasoning: u.Reasoning,
 			CostMicros: u.CostPicodollars / 1_000_000, Requests: u.Requests, Complete: u.Complete,
 		},
-		Err: res.Err,
+		Err: explained(res.Err, a.explain),
 	}
+}
+
+// explained puts explain's sentence before err (first, so a shortened
+// message keeps it; err itself stays in the chain).
+func explained(err error, explain func(error) string) error {
+	if err == nil || explain == nil {
+		return err
+	}
+	if hint := explain(err); hint != "" {
+		return fmt.Errorf("%s (%w)", hint, err)
+	}
+	return err
 }
 
 func mapRunErr(id string, err error) (string, error) {

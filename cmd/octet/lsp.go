@@ -53,6 +53,7 @@ func runLSP(ctx context.Context, args []string, e env) error {
 		SessionsDir:  cfg.SessionsDir(),
 		NewAgent:     w.newAgent,
 		ResolveModel: resolveModel,
+		ExplainError: func(err error) string { return providerHint(err, cfg.BaseURL.Value, cfg.Model.Value) },
 	}
 	err = server.Serve(ctx, interruptibleStdin(e.stdin), e.stdout, server.Options{Runtime: rt, Logger: log, Version: versionString()})
 	switch {

@@ -385,3 +385,45 @@ func TestLSPWithoutKey(t *testing.T) {
 		t.Errorf("stderr does not say why: %s", stderr.String())
 	}
 }
+
+// TestLSPUnreachableProviderExplained: a prompt against a provider nobody
+// listens on fails with the actionable sentence in the octet/prompt error
+// and in the window/showMessage a stock client is shown.
+func TestLSPUnreachableProviderExplained(t *testing.T) {
+	home := t.TempDir()
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_API_KEY="+fakeKey, "GORACE=atexit_sleep_ms=0")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c.call("initialize", map[string]any{"rootUri": "file://" + t.TempDir(), "capabilities": map[string]any{}}, nil, nil)
+	sid, _ := c.call("octet/session/new", map[string]any{}, nil, nil)["sessionId"].(string)
+	var notes []map[string]any
+	res := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "hi"}, nil, &notes)
+	const hint = "cannot reach the provider at http://127.0.0.1:9/v1: check your network and OPENAI_BASE_URL"
+	if msg, _ := res["error"].(string); res["outcome"] != "failed" || !strings.Contains(msg, hint) {
+		t.Errorf("prompt result %v, want failed with %q", res, hint)
+	}
+	shown := false
+	for _, n := range notes {
+		if n["method"] == "window/showMessage" {
+			msg, _ := n["params"].(map[string]any)["message"].(string)
+			shown = shown || strings.Contains(msg, hint)
+		}
+	}
+	if !shown {
+		t.Errorf("no window/showMessage with the hint; notifications: %v", notes)
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+}
