@@ -206,3 +206,28 @@ func TestDamageFoundWhileTypingLeavesTornTail(t *testing.T) {
 		t.Fatal("Open cut the torn tail of a file it refused")
 	}
 }
+
+// TestAppendCutsForeignTornTail checks that a writer whose session was
+// already open when another writer died mid-append cuts the dead writer's
+// torn batch under the lock before appending, and is not told of any
+// foreign record.
+func TestAppendCutsForeignTornTail(t *testing.T) {
+	s := newSession(t)
+	a := mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+	good := readFile(t, s.Path())
+	b1, _ := appendRecord(nil, EntryRecord(Entry{ID: "dead", Parent: a.ID, Type: EntryUser, Text: "x"}), 0, 2)
+	appendRaw(t, s.Path(), b1) // the batch's second record never arrived
+	var told []ForeignAppend
+	s.SetForeignAppendHook(func(fa ForeignAppend) { told = append(told, fa) })
+	b := mustAppend(t, s, Entry{Type: EntryUser, Text: "b"})
+	want, _ := appendRecord(good, EntryRecord(b), 0, 1)
+	if got := readFile(t, s.Path()); !bytes.Equal(got, want) {
+		t.Fatalf("file after append:\n%s\nwant:\n%s", got, want)
+	}
+	if len(told) != 0 || s.ForeignAppends() != 0 {
+		t.Fatalf("told of foreign appends %+v", told)
+	}
+	if b.Parent != a.ID {
+		t.Fatalf("parent %q want %q", b.Parent, a.ID)
+	}
+}
