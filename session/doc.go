@@ -6,7 +6,10 @@
 // # File format
 //
 // The first line is a versioned header ({"kind":"header","version":1,...}).
-// Every further line is one record whose "kind" names its type. Entries
+// Every further line is one record whose "kind" names its type; the records
+// of one multi-record append carry batch marks ("batch" on the first,
+// "batch_of" and "batch_index" on the others) so a reader folds the batch
+// whole or, if a crash cut it short, not at all. Entries
 // form a parent-linked tree; the latest durable head (an appended entry or a
 // head record) selects the active branch, so branching at any entry is just
 // a head update and nothing is ever deleted. Compaction adds a summary entry
