@@ -680,3 +680,38 @@ func TestProgressCreateNeverAnswered(t *testing.T) {
 		}
 	}
 }
+
+// TestApprovalWhileProgressTokenPending: the run reaches an approval
+// before the client has accepted the progress token; the wait is not lost:
+// begin, sent once the token is accepted, says "Waiting for approval".
+func TestApprovalWhileProgressTokenPending(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
+	asked, release := make(chan struct{}), make(chan struct{})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) {
+		<-asked // accept the token only once the approval is open
+		return nil, nil
+	})
+	e.respond("octet/confirmEffect", func(p json.RawMessage) (any, error) {
+		close(asked)
+		<-release
+		return confirmAnswer("approve", "")(p)
+	})
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"})
+	var tok struct{ Token string }
+	_ = json.Unmarshal(e.awaitRequest("window/workDoneProgress/create"), &tok)
+	e.await("progress begin", func(notes []note) bool {
+		return slices.ContainsFunc(notes, func(n note) bool { return n.Method == "$/progress" })
+	})
+	_, msgs := progressOf(e, tok.Token)
+	close(release)
+	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if len(msgs) == 0 || msgs[0] != "Waiting for approval: edit a.txt" {
+		t.Errorf("progress while the approval was open %q, want begin with the approval wait", msgs)
+	}
+}

@@ -47,6 +47,11 @@ type progress struct {
 func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progress {
 	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}}
 	p.last = "Starting"
+	// The run is already going: an approval asked while the token is
+	// being created must find the progress to report to.
+	r.progMu.Lock()
+	r.prog = p
+	r.progMu.Unlock()
 	if len(clientToken) > 0 && string(clientToken) != "null" {
 		p.mu.Lock()
 		p.begin(clientToken)

@@ -192,10 +192,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 // driveRun pumps the run's events to the client, keeps progress, and
 // returns the final answer once the run has settled.
 func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult {
-	prog := s.startProgress(r, clientToken)
-	r.progMu.Lock()
-	r.prog = prog
-	r.progMu.Unlock()
+	prog := s.startProgress(r, clientToken) // also sets r.prog
 	for {
 		ev, ok := r.handle.Next()
 		if !ok {
