@@ -79,7 +79,7 @@ func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
 		for _, it := range e.Items {
 			switch it.Type {
 			case session.ItemText:
-				out = append(out, provider.Item{Type: provider.ItemMessage, Role: "assistant", Text: it.Text})
+				out = append(out, provider.Item{Type: provider.ItemMessage, Role: "assistant", Text: it.Text, Phase: it.Phase})
 			case session.ItemReasoning:
 				if it.EncryptedContent == "" {
 					continue // nothing replayable without the opaque state
@@ -125,7 +125,7 @@ func sessionItems(out []provider.Item) (items []session.Item, bad string) {
 			if text == "" && it.Refusal != "" {
 				text = it.Refusal
 			}
-			items = append(items, session.Item{Type: session.ItemText, ID: it.ID, Text: text})
+			items = append(items, session.Item{Type: session.ItemText, ID: it.ID, Text: text, Phase: it.Phase})
 		case provider.ItemReasoning:
 			items = append(items, session.Item{Type: session.ItemReasoning, ID: it.ID, Text: strings.Join(it.Summary, "\n\n"), EncryptedContent: it.EncryptedContent})
 		case provider.ItemFunctionCall:

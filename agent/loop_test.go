@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"github.com/octet-agent/octet/provider"
 	pt "github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -654,5 +656,49 @@ func TestTruncatedCallsInToolFreeRun(t *testing.T) {
 	}
 	if in := inputText(h.srv.Requests()[1]); strings.Contains(in, "Reissue the tool calls") {
 		t.Fatalf("tool-free run asked to reissue calls: %s", in)
+	}
+}
+
+// TestAssistantPhaseReplayed checks that the phase the provider put on an
+// assistant message ("commentary", "final_answer") is persisted with the
+// message and sent back with it, using the recorded gpt-5.3-codex stream.
+func TestAssistantPhaseReplayed(t *testing.T) {
+	checkLeaks(t)
+	data, err := os.ReadFile("../provider/testdata/responses/vercel-ai__openai-phase.1.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded, err := pt.FromJSONL(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, harnessOpt{})
+	h.srv.Enqueue(recorded, pt.Text("ok"))
+	checkRunEvents(t, drain(t, h.prompt("first", PromptOptions{})), OutcomeCompleted)
+	checkRunEvents(t, drain(t, h.prompt("second", PromptOptions{})), OutcomeCompleted)
+
+	var phases []string
+	for _, e := range h.agent.cfg.Session.Branch() {
+		for _, it := range e.Items {
+			if it.Type == session.ItemText {
+				phases = append(phases, it.Phase)
+			}
+		}
+	}
+	want := []string{"commentary", "final_answer", ""}
+	if strings.Join(phases, ",") != strings.Join(want, ",") {
+		t.Fatalf("persisted phases %q, want %q", phases, want)
+	}
+	reqs := h.srv.Requests()
+	var sent []string
+	for _, it := range reqs[1].Input() {
+		m := it.(map[string]any)
+		if m["role"] == "assistant" {
+			p, _ := m["phase"].(string)
+			sent = append(sent, p)
+		}
+	}
+	if strings.Join(sent, ",") != "commentary,final_answer" {
+		t.Fatalf("replayed assistant phases %q", sent)
 	}
 }

@@ -150,6 +150,7 @@ func appendItem(b []byte, it *Item) []byte {
 	b = appendString(b, it.Type)
 	b = appendStrField(b, "id", it.ID)
 	b = appendStrField(b, "text", it.Text)
+	b = appendStrField(b, "phase", it.Phase)
 	b = appendStrField(b, "encrypted_content", it.EncryptedContent)
 	b = appendStrField(b, "call_id", it.CallID)
 	b = appendStrField(b, "name", it.Name)
@@ -507,6 +508,8 @@ func (d *decoder) item(it *Item, a *strAlloc) {
 			it.ID = d.str(a)
 		case "text":
 			it.Text = d.str(a)
+		case "phase":
+			it.Phase = d.str(a)
 		case "encrypted_content":
 			it.EncryptedContent = d.str(a)
 		case "call_id":

@@ -78,6 +78,10 @@ type Item struct {
 	ID string
 	// Text is the text, or the reasoning summary text.
 	Text string
+	// Phase is an assistant text item's phase as the provider labelled it
+	// ("commentary", "final_answer"); replayed so the model sees its own
+	// labels again.
+	Phase string
 	// EncryptedContent is the opaque reasoning content; it is replayed
 	// verbatim to the provider and never shown.
 	EncryptedContent string
