@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// TestVSCodeJSONRPCClient drives the built `octet lsp` with vscode-jsonrpc,
+// the JSON-RPC stack under VS Code's vscode-languageclient
+// (testdata/vscode/client.js): handshake, a prompt whose edit is approved
+// through octet/confirmEffect, a second prompt cancelled through a
+// CancellationToken ($/cancelRequest), resume, shutdown and exit. It is
+// skipped unless node is installed and `npm install` has been run in
+// testdata/vscode (.ci/run does both when npm is available).
+func TestVSCodeJSONRPCClient(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	dir, err := filepath.Abs("testdata/vscode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "vscode-jsonrpc")); err != nil {
+		t.Skip("vscode-jsonrpc not installed: run npm install in server/testdata/vscode")
+	}
+	if testing.Short() {
+		t.Skip("builds the octet binary")
+	}
+	tmp := t.TempDir()
+	bin := filepath.Join(tmp, "octet")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet").CombinedOutput(); err != nil {
+		t.Fatalf("build octet: %v\n%s", err, out)
+	}
+	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\n")
+	prov := providertest.New(t)
+	editScript(&stack{provider: prov})
+	prov.Enqueue(providertest.Text(strings.Repeat("word ", 200)).StallAfter(8))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws,
+		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"OCTET_EFFECT_POLICY=controlled")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client: %v\nstdout: %s\nstderr (octet's logs): %s", err, stdout, stderr.String())
+	}
+	var got struct {
+		Failed   string
+		Version  int
+		Commands []string
+		Confirms []struct {
+			Tool, Title, Diff string
+			DigestLen         int
+		}
+		Progress []string
+		Events   []struct {
+			Seq         int64
+			RunID, Kind string
+		}
+		Unhandled []string
+		Errors    []string
+		First     promptAnswer
+		Second    promptAnswer
+		Resume    struct{ Events, LastSeq, Transcript int }
+		ExitCode  int
+	}
+	if err := json.Unmarshal(stdout, &got); err != nil || got.Failed != "" {
+		t.Fatalf("client output %s (%v)\nstderr: %s", stdout, err, stderr.String())
+	}
+	if got.Version != 1 || strings.Join(got.Commands, ",") != "octet.prompt,octet.cancel,octet.approve,octet.deny" {
+		t.Errorf("capabilities: version %d, commands %v", got.Version, got.Commands)
+	}
+	if got.First.Outcome != "completed" || got.Second.Outcome != "cancelled" || got.Second.RunID == "" {
+		t.Errorf("prompts: first %+v, second %+v", got.First, got.Second)
+	}
+	if readFile(t, filepath.Join(ws, "a.txt")) != "goodbye world\n" {
+		t.Errorf("a.txt not changed by the approved edit")
+	}
+	if len(got.Confirms) != 1 || got.Confirms[0].Tool != "edit" || got.Confirms[0].DigestLen != 64 || !strings.Contains(got.Confirms[0].Diff, "+goodbye world") {
+		t.Errorf("confirmations %+v", got.Confirms)
+	}
+	var begins, ends int
+	for _, k := range got.Progress {
+		switch k {
+		case "begin":
+			begins++
+		case "end":
+			ends++
+		}
+	}
+	if begins != 2 || ends != 2 {
+		t.Errorf("progress kinds %v, want a begin and an end per run", got.Progress)
+	}
+	for i, ev := range got.Events {
+		if ev.Seq != int64(i+1) {
+			t.Fatalf("event %d has seq %d (events %+v)", i, ev.Seq, got.Events)
+		}
+	}
+	if n := len(got.Events); n == 0 || got.Events[n-1].Kind != "run_finished" || got.Resume.LastSeq != n || got.Resume.Events != n {
+		t.Errorf("%d events (last %+v); resume %+v", n, got.Events[len(got.Events)-1], got.Resume)
+	}
+	if len(got.Unhandled) != 0 || len(got.Errors) != 0 {
+		t.Errorf("unhandled notifications %v, connection errors %v", got.Unhandled, got.Errors)
+	}
+	if got.ExitCode != 0 {
+		t.Errorf("octet lsp exited %d after shutdown and exit", got.ExitCode)
+	}
+}
