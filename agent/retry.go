@@ -74,9 +74,11 @@ type RetryPolicy interface {
 // run) as failed, with durable usage uncertainty when it was dispatched.
 type NoRetry struct{}
 
-// Decide never retries.
+// Decide never retries. Usage is judged as the recovery policy judges it:
+// unknown after possible acceptance, but not for a definite refusal status
+// (401, 400, …), which is not billed.
 func (NoRetry) Decide(f Failure) RetryDecision {
-	return RetryDecision{UsageUnknown: f.Dispatched, Reason: failureReason(f.Err)}
+	return RetryDecision{UsageUnknown: classify(f).usageUnknown, Reason: failureReason(f.Err)}
 }
 
 // TurnCompleted does nothing.
