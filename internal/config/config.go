@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/tools"
 )
 
 // Source names where a setting's value came from.
@@ -79,7 +80,7 @@ type Config struct {
 	Reasoning Setting[string]
 	BaseURL   Setting[string]
 
-	EffectPolicy       Setting[EffectPolicy]
+	EffectPolicy       Setting[tools.Policy]
 	AllowExternalPaths Setting[bool]
 	AllowEdit          Setting[bool]
 	AllowWrite         Setting[bool]
@@ -196,7 +197,7 @@ func Defaults() Config {
 	set(&c.Model, DefaultModel, SourceDefault)
 	set(&c.Reasoning, DefaultReasoning, SourceDefault)
 	set(&c.BaseURL, DefaultBaseURL, SourceDefault)
-	set(&c.EffectPolicy, UnsafeHost, SourceDefault)
+	set(&c.EffectPolicy, tools.UnsafeHost, SourceDefault)
 	set(&c.AllowExternalPaths, true, SourceDefault)
 	set(&c.AllowEdit, true, SourceDefault)
 	set(&c.AllowWrite, true, SourceDefault)
@@ -295,7 +296,7 @@ func checkFlags(f Flags, lookup func(string) (string, bool)) error {
 
 func applyEnv(c *Config, lookup func(string) (string, bool)) error {
 	if v, ok := lookup("OCTET_EFFECT_POLICY"); ok && v != "" {
-		p, err := ParseEffectPolicy(v)
+		p, err := parseEffectPolicy(v)
 		if err != nil {
 			return &UsageError{Msg: fmt.Sprintf("OCTET_EFFECT_POLICY: %v", err)}
 		}
@@ -312,11 +313,11 @@ func applyEnv(c *Config, lookup func(string) (string, bool)) error {
 
 func applyFlags(c *Config, f Flags, known []string) error {
 	if f.SafeMode {
-		set(&c.EffectPolicy, ControlledBashApproval, SourceFlag)
+		set(&c.EffectPolicy, tools.ControlledBashApproval, SourceFlag)
 		set(&c.AllowExternalPaths, false, SourceFlag)
 	}
 	if f.EffectPolicy != nil {
-		p, err := ParseEffectPolicy(*f.EffectPolicy)
+		p, err := parseEffectPolicy(*f.EffectPolicy)
 		if err != nil {
 			return &UsageError{Msg: fmt.Sprintf("--effect-policy: %v", err)}
 		}
@@ -359,7 +360,7 @@ func applyFlags(c *Config, f Flags, known []string) error {
 // enforceControlled applies the product rule that controlled policies never
 // reach outside the workspace with the built-in file tools.
 func enforceControlled(c *Config) {
-	if c.EffectPolicy.Value < UnsafeHost && c.AllowExternalPaths.Value {
+	if c.EffectPolicy.Value != tools.UnsafeHost && c.AllowExternalPaths.Value {
 		set(&c.AllowExternalPaths, false, c.EffectPolicy.Source)
 	}
 }

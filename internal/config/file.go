@@ -15,6 +15,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/tools"
 )
 
 // MaxConfigBytes bounds a configuration file; larger files are refused.
@@ -40,20 +41,20 @@ type fileConfig struct {
 	path string
 	data []byte
 
-	Model              *string       `toml:"model"`
-	Reasoning          *string       `toml:"reasoning"`
-	EffectPolicy       *EffectPolicy `toml:"effect_policy"`
-	AllowExternalPaths *bool         `toml:"allow_external_paths"`
-	AllowEdit          *bool         `toml:"allow_edit"`
-	AllowWrite         *bool         `toml:"allow_write"`
-	AllowProcess       *bool         `toml:"allow_process"`
-	AllowShell         *bool         `toml:"allow_shell"`
-	ShellPath          *string       `toml:"shell_path"`
-	BashTimeoutSecs    *int64        `toml:"bash_timeout_secs"`
-	MaxOutputBytes     *int64        `toml:"max_output_bytes"`
-	Tools              *[]string     `toml:"tools"`
-	BaseURL            *string       `toml:"base_url"`
-	RuntimeProfile     *string       `toml:"runtime_profile"`
+	Model              *string   `toml:"model"`
+	Reasoning          *string   `toml:"reasoning"`
+	EffectPolicy       *string   `toml:"effect_policy"`
+	AllowExternalPaths *bool     `toml:"allow_external_paths"`
+	AllowEdit          *bool     `toml:"allow_edit"`
+	AllowWrite         *bool     `toml:"allow_write"`
+	AllowProcess       *bool     `toml:"allow_process"`
+	AllowShell         *bool     `toml:"allow_shell"`
+	ShellPath          *string   `toml:"shell_path"`
+	BashTimeoutSecs    *int64    `toml:"bash_timeout_secs"`
+	MaxOutputBytes     *int64    `toml:"max_output_bytes"`
+	Tools              *[]string `toml:"tools"`
+	BaseURL            *string   `toml:"base_url"`
+	RuntimeProfile     *string   `toml:"runtime_profile"`
 
 	Transport          *string                    `toml:"transport"`
 	Prices             map[string]agent.PriceSpec `toml:"prices"`
@@ -62,6 +63,7 @@ type fileConfig struct {
 	MaxNetworkWaitSecs *int64                     `toml:"max_network_wait_secs"`
 
 	// Parsed by validate.
+	policy  *tools.Policy
 	prices  agent.PriceTable
 	maxCost agent.Picodollars
 }
@@ -211,6 +213,13 @@ func (fc *fileConfig) validate(known []string) error {
 	if fc.Model != nil && strings.TrimSpace(*fc.Model) == "" {
 		errs = append(errs, fc.errAt("model", "must not be empty"))
 	}
+	if fc.EffectPolicy != nil {
+		if p, err := parseEffectPolicy(*fc.EffectPolicy); err != nil {
+			errs = append(errs, fc.errAt("effect_policy", "%v", err))
+		} else {
+			fc.policy = &p
+		}
+	}
 	if fc.Reasoning != nil && !slices.Contains(ReasoningEfforts, *fc.Reasoning) {
 		errs = append(errs, fc.errAt("reasoning", "%q is not one of %s", *fc.Reasoning, strings.Join(ReasoningEfforts, ", ")))
 	}
@@ -247,7 +256,7 @@ func (fc *fileConfig) validate(known []string) error {
 func (fc *fileConfig) apply(c *Config, src Source) {
 	setIf(&c.Model, fc.Model, src)
 	setIf(&c.Reasoning, fc.Reasoning, src)
-	setIf(&c.EffectPolicy, fc.EffectPolicy, src)
+	setIf(&c.EffectPolicy, fc.policy, src)
 	setIf(&c.AllowExternalPaths, fc.AllowExternalPaths, src)
 	setIf(&c.AllowEdit, fc.AllowEdit, src)
 	setIf(&c.AllowWrite, fc.AllowWrite, src)

@@ -3,63 +3,33 @@ package config
 import (
 	"fmt"
 	"strings"
+
+	"github.com/octet-agent/octet/tools"
 )
 
-// EffectPolicy is the authority profile. Values are ordered by authority:
-// a larger value admits more, so "tightening" means moving down.
-type EffectPolicy int
-
-// The authority profiles of the tools reference.
-const (
-	// Controlled admits pure and workspace reads, confirms workspace
-	// mutations and unknown bash, auto-approves known read-only bash.
-	Controlled EffectPolicy = iota
-	// ControlledBashApproval is Controlled with every bash call confirmed
-	// (selected by --safe-mode).
-	ControlledBashApproval
-	// UnsafeHost admits classified effects with the user's authority; the
-	// coding product's default. It is not containment.
-	UnsafeHost
-)
-
-var policyNames = [...]string{
-	Controlled:             "controlled",
-	ControlledBashApproval: "controlled_bash_approval",
-	UnsafeHost:             "unsafe_host",
+// parseEffectPolicy parses an effect_policy value from a config file,
+// OCTET_EFFECT_POLICY or --effect-policy into the broker's tools.Policy,
+// the single definition of the authority profiles. On top of
+// tools.ParsePolicy it refuses the retired "yolo" spelling with a hint
+// naming its replacement.
+func parseEffectPolicy(s string) (tools.Policy, error) {
+	if strings.EqualFold(strings.TrimSpace(s), "yolo") {
+		return tools.Controlled, fmt.Errorf("%q is no longer accepted; full access is unsafe_host (the default)", s)
+	}
+	return tools.ParsePolicy(s)
 }
 
-// String returns the snake_case name ("unsafe_host").
-func (p EffectPolicy) String() string {
-	if p < 0 || int(p) >= len(policyNames) {
-		return fmt.Sprintf("EffectPolicy(%d)", int(p))
+// authority ranks p for "tighten only": a larger rank admits more
+// (unsafe_host > controlled_bash_approval > controlled), so a project may
+// move only to a lower rank. The ranking is config's own product rule and
+// does not depend on the numeric values of tools.Policy.
+func authority(p tools.Policy) int {
+	switch p {
+	case tools.UnsafeHost:
+		return 2
+	case tools.ControlledBashApproval:
+		return 1
+	default: // tools.Controlled; parsing never yields another value
+		return 0
 	}
-	return policyNames[p]
-}
-
-// MarshalText encodes p as its snake_case name.
-func (p EffectPolicy) MarshalText() ([]byte, error) { return []byte(p.String()), nil }
-
-// UnmarshalText decodes a snake_case policy name, so a TOML value error
-// carries the file position.
-func (p *EffectPolicy) UnmarshalText(b []byte) error {
-	v, err := ParseEffectPolicy(string(b))
-	if err != nil {
-		return err
-	}
-	*p = v
-	return nil
-}
-
-// ParseEffectPolicy parses "controlled", "controlled_bash_approval" or
-// "unsafe_host". Retired spellings ("yolo") are refused with a hint.
-func ParseEffectPolicy(s string) (EffectPolicy, error) {
-	for i, n := range policyNames {
-		if s == n {
-			return EffectPolicy(i), nil
-		}
-	}
-	if strings.EqualFold(s, "yolo") {
-		return 0, fmt.Errorf("%q is no longer accepted; full access is unsafe_host (the default)", s)
-	}
-	return 0, fmt.Errorf("unknown effect policy %q; valid policies are controlled, controlled_bash_approval, unsafe_host", s)
 }

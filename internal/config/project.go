@@ -22,11 +22,11 @@ func (fc *fileConfig) tighten(c *Config) {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s ignored: %s", loc, key, fmt.Sprintf(format, args...)))
 	}
 	const src = SourceProjectConfig
-	if fc.EffectPolicy != nil {
-		switch p := *fc.EffectPolicy; {
-		case p < c.EffectPolicy.Value:
+	if fc.policy != nil {
+		switch p := *fc.policy; {
+		case authority(p) < authority(c.EffectPolicy.Value):
 			set(&c.EffectPolicy, p, src)
-		case p > c.EffectPolicy.Value:
+		case authority(p) > authority(c.EffectPolicy.Value):
 			warn("effect_policy", "a project may not relax %s (from %s) to %s", c.EffectPolicy.Value, c.EffectPolicy.Source, p)
 		}
 	}
