@@ -146,7 +146,7 @@ type Agent struct {
 // leftovers on the active branch: every function call without a result is
 // either replayed (its tool is ReplaySafe and the exact classification is
 // Pure or WorkspaceRead, and the broker admits it) or paired with a durable
-// "indeterminate" error and never executed. See docs/design.md.
+// "indeterminate" error and never executed. See docs/design/agent.md.
 func New(cfg Config) (*Agent, error) {
 	if cfg.Session == nil || cfg.Transport == nil || cfg.Host == nil || cfg.Broker == nil {
 		return nil, errors.New("agent: Session, Transport, Host and Broker are required")
