@@ -10,10 +10,15 @@ import (
 // entMeta locates one entry in the file. Parents always precede their
 // children in the file, so parent indices are smaller than the entry's.
 type entMeta struct {
-	off    int64
+	off int64
+	// key is the entry's id as an integer when hex is set (see idMap),
+	// so that typing can check a decoded id against the indexed one
+	// without a map lookup.
+	key    uint64
 	n      uint32 // line length without the newline
 	parent int32  // index into index.ents, or -1 for a root
 	line   int32
+	hex    bool
 }
 
 // recLoc locates one record line.
@@ -96,25 +101,55 @@ func (ix *index) addEntry(m *meta, n int, off int64, lineNo int, st *foldStats) 
 	if len(m.id) == 0 {
 		return fmt.Errorf("entry without id")
 	}
-	if _, dup := ix.ids.get(m.id); dup {
-		return fmt.Errorf("duplicate entry id %q", m.id)
-	}
 	parent := int32(-1)
 	if len(m.parent) > 0 && ix.head >= 0 && bytes.Equal(m.parent, ix.headID) {
 		parent = ix.head // the common case: the entry follows the head
 	} else if len(m.parent) > 0 {
 		p, ok := ix.ids.get(m.parent)
 		if !ok {
+			if _, dup := ix.ids.get(m.id); dup {
+				return fmt.Errorf("duplicate entry id %q", m.id)
+			}
 			return fmt.Errorf("entry %q names unknown parent %q", m.id, m.parent)
 		}
 		parent = p
 	}
 	i := int32(len(ix.ents))
-	ix.ents = append(ix.ents, entMeta{off: off, n: uint32(n), parent: parent, line: int32(lineNo)})
-	ix.ids.put(m.id, &ix.ids0, i)
+	key, hex := hexID(m.id)
+	// One map operation both checks for a duplicate and inserts.
+	if ix.ids.insert(m.id, key, hex, &ix.ids0, i) {
+		ix.undoDup(key, hex)
+		return fmt.Errorf("duplicate entry id %q", m.id)
+	}
+	ix.ents = append(ix.ents, entMeta{off: off, key: key, n: uint32(n), parent: parent, line: int32(lineNo), hex: hex})
 	st.entries++
 	ix.setHead(i, m.id, st)
 	return nil
+}
+
+// undoDup puts back the map slot of a duplicate hex id that insert
+// overwrote. It runs only on the error path, so a linear search is fine.
+func (ix *index) undoDup(key uint64, hex bool) {
+	if !hex {
+		return
+	}
+	for j := range ix.ents {
+		if em := &ix.ents[j]; em.hex && em.key == key {
+			ix.ids.hex[key] = int32(j)
+			return
+		}
+	}
+}
+
+// sameID reports whether id is the id entry i was indexed under.
+func (ix *index) sameID(i int32, id string) bool {
+	em := &ix.ents[i]
+	if em.hex {
+		k, ok := hexID(unsafe.Slice(unsafe.StringData(id), len(id)))
+		return ok && k == em.key
+	}
+	j, ok := ix.ids.getString(id)
+	return ok && j == i
 }
 
 func (ix *index) setHead(i int32, id []byte, st *foldStats) {
@@ -341,11 +376,20 @@ func (m idMap) getString(id string) (int32, bool) {
 	return m.get(unsafe.Slice(unsafe.StringData(id), len(id)))
 }
 
-// put records id at index i; a string key is carved from a.
-func (m idMap) put(id []byte, a *strAlloc, i int32) {
-	if k, ok := hexID(id); ok {
-		m.hex[k] = i
-		return
+// insert records id (with its hexID result key, hex) at index i unless
+// it is present, and reports whether it was. A hex id takes one map
+// operation: a duplicate overwrites the earlier index, which the caller
+// must put back (see index.undoDup). A string key is carved from a only
+// when inserted.
+func (m idMap) insert(id []byte, key uint64, hex bool, a *strAlloc, i int32) (dup bool) {
+	if hex {
+		n := len(m.hex)
+		m.hex[key] = i
+		return len(m.hex) == n
+	}
+	if _, ok := m.str[string(id)]; ok {
+		return true
 	}
 	m.str[a.str(id)] = i
+	return false
 }

@@ -565,6 +565,20 @@ type strAlloc struct {
 	// slices handed out.
 	items     []Item
 	itemBlock []Item
+	// results backs the tool results handed out.
+	results []ToolResult
+}
+
+// result returns a zero ToolResult carved from a shared block.
+func (a *strAlloc) result() *ToolResult {
+	if a == nil {
+		return new(ToolResult)
+	}
+	if len(a.results) == cap(a.results) {
+		a.results = make([]ToolResult, 0, 256)
+	}
+	a.results = a.results[:len(a.results)+1]
+	return &a.results[len(a.results)-1]
 }
 
 // itemSlice copies items into a shared block and returns the copy.

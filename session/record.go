@@ -474,7 +474,7 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 			e.StopReason = d.str(a)
 		case "result":
 			if !d.null() {
-				e.Result = new(ToolResult)
+				e.Result = a.result()
 				d.result(e.Result, a)
 			}
 		case "compaction":

@@ -514,7 +514,7 @@ func (s *Session) typeEntries(idx []int32, out []Entry, a *strAlloc) error {
 // later (or twice) would otherwise sit in the tree under links its body
 // contradicts. On success e.Parent shares the parent's string.
 func (s *Session) checkLinks(e *Entry, i int32, idx []int32, out []Entry, k int) error {
-	if j, ok := s.ix.ids.getString(e.ID); !ok || j != i {
+	if !s.ix.sameID(i, e.ID) {
 		return fmt.Errorf("entry id %q differs from the id indexed for the line (members out of canonical order)", e.ID)
 	}
 	p := s.ix.ents[i].parent
@@ -529,7 +529,7 @@ func (s *Session) checkLinks(e *Entry, i int32, idx []int32, out []Entry, k int)
 		}
 		e.Parent = out[k-1].ID // share the string
 	default:
-		if j, ok := s.ix.ids.getString(e.Parent); !ok || j != p {
+		if !s.ix.sameID(p, e.Parent) {
 			return fmt.Errorf("entry %q: parent %q differs from the indexed parent (members out of canonical order)", e.ID, e.Parent)
 		}
 	}
