@@ -567,6 +567,29 @@ type strAlloc struct {
 	itemBlock []Item
 	// results backs the tool results handed out.
 	results []ToolResult
+	// scratch is decodeEntry's reusable unescaping buffer.
+	scratch []byte
+	// recent caches short strings that repeat from entry to entry (types,
+	// run ids, tool names), so a long branch holds one copy of each.
+	recent [64]string
+}
+
+// intern returns b as a string, shared with an earlier equal one when
+// the small cache still holds it.
+func (a *strAlloc) intern(b []byte) string {
+	if a == nil || len(b) == 0 || len(b) > 32 {
+		return a.str(b)
+	}
+	h := uint(len(b))
+	for _, c := range b {
+		h = h*31 + uint(c)
+	}
+	slot := &a.recent[h%uint(len(a.recent))]
+	if *slot == string(b) {
+		return *slot
+	}
+	*slot = a.str(b)
+	return *slot
 }
 
 // result returns a zero ToolResult carved from a shared block.

@@ -448,6 +448,12 @@ func (d *decoder) usageField(key []byte, u *Usage, a *strAlloc) {
 func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 	var e Entry
 	d := decoder{b: line}
+	if a != nil {
+		// Reuse the unescaping buffer: every string read here is copied
+		// out before the next one is decoded.
+		d.scratch = a.scratch[:0]
+		defer func() { a.scratch = d.scratch }()
+	}
 	d.obj(func(key []byte) {
 		switch string(key) {
 		case "id":
@@ -457,9 +463,9 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 		case "time":
 			e.Time = d.time()
 		case "type":
-			e.Type = EntryType(d.str(a))
+			e.Type = EntryType(a.intern(d.strBytes()))
 		case "run_id":
-			e.RunID = d.str(a)
+			e.RunID = a.intern(d.strBytes())
 		case "text":
 			e.Text = d.str(a)
 		case "items":
@@ -471,7 +477,7 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 			a.items = items
 			e.Items = a.itemSlice(items)
 		case "stop_reason":
-			e.StopReason = d.str(a)
+			e.StopReason = a.intern(d.strBytes())
 		case "result":
 			if !d.null() {
 				e.Result = a.result()
@@ -503,19 +509,19 @@ func (d *decoder) item(it *Item, a *strAlloc) {
 	d.obj(func(key []byte) {
 		switch string(key) {
 		case "type":
-			it.Type = d.str(a)
+			it.Type = a.intern(d.strBytes())
 		case "id":
 			it.ID = d.str(a)
 		case "text":
 			it.Text = d.str(a)
 		case "phase":
-			it.Phase = d.str(a)
+			it.Phase = a.intern(d.strBytes())
 		case "encrypted_content":
 			it.EncryptedContent = d.str(a)
 		case "call_id":
 			it.CallID = d.str(a)
 		case "name":
-			it.Name = d.str(a)
+			it.Name = a.intern(d.strBytes())
 		case "arguments":
 			it.Arguments = d.str(a)
 		default:
@@ -530,7 +536,7 @@ func (d *decoder) result(r *ToolResult, a *strAlloc) {
 		case "call_id":
 			r.CallID = d.str(a)
 		case "tool":
-			r.Tool = d.str(a)
+			r.Tool = a.intern(d.strBytes())
 		case "text":
 			r.Text = d.str(a)
 		case "is_error":

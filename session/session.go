@@ -53,6 +53,10 @@ type Session struct {
 	sidecar  bool
 	wbuf     []byte // reused encoding buffer
 	wends    []int
+	// specOK lets the first fold type entries speculatively (spec) while
+	// it indexes them; only open sets it.
+	specOK bool
+	spec   *specTyper
 }
 
 // Home returns octet's state directory: $OCTET_HOME, or ~/.octet.
@@ -192,13 +196,19 @@ func open(path string, ro, typed bool) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex()}
+	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex(), specOK: typed}
 	err = s.withLock(how, func() error {
-		if _, err := s.catchUp(); err != nil {
+		_, err := s.catchUp()
+		sp := s.spec
+		s.spec, s.specOK = nil, false
+		if sp != nil {
+			sp.finish(s.ix.ents)
+		}
+		if err != nil {
 			return err
 		}
 		if typed {
-			if err := s.syncBranch(); err != nil {
+			if err := s.syncBranchFrom(sp); err != nil {
 				return err
 			}
 		}
@@ -269,6 +279,9 @@ func (s *Session) fold(end int64) (foldStats, error) {
 		// Reserve for the whole file up front (records are rarely under
 		// 128 bytes); untouched capacity costs address space, not memory.
 		s.ix.ents = make([]entMeta, 0, (end-s.size)/128+16)
+		if s.specOK && end-s.size >= specMinBytes {
+			s.spec = newSpecTyper(s, end-s.size)
+		}
 	}
 	s.torn = 0
 	type pending struct {
@@ -343,6 +356,9 @@ func (s *Session) fold(end int64) (foldStats, error) {
 				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: err}
 			}
 			s.lines, s.size = lineNo, lr.pos
+			if s.spec != nil {
+				s.spec.offer(s.ix.ents)
+			}
 			continue
 		}
 		if want > 0 {
@@ -365,6 +381,9 @@ func (s *Session) fold(end int64) (foldStats, error) {
 		}
 		batch, lr.keep = batch[:0], -1
 		s.lines, s.size = lineNo, lr.pos
+		if s.spec != nil {
+			s.spec.offer(s.ix.ents)
+		}
 	}
 	return st, nil
 }
@@ -406,6 +425,18 @@ func (s *Session) repairTail() error {
 	}
 	s.torn = 0
 	return nil
+}
+
+// syncBranchFrom makes the cached typed branch match the head, taking the
+// entries sp typed speculatively if it has all of them.
+func (s *Session) syncBranchFrom(sp *specTyper) error {
+	if sp != nil {
+		if b, idx, ok := sp.branch(s.ix, s.ix.head); ok {
+			s.ix.branch, s.ix.branchIdx, s.ix.branchOK = b, idx, true
+			return nil
+		}
+	}
+	return s.syncBranch()
 }
 
 // syncBranch makes the cached typed branch match the head.
