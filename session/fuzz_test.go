@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,6 +38,9 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte("\x00\x00\x00"))
 	f.Add([]byte(`{"kind":"usage","batch_of":2,"batch_index":2,"input":1}`))
 	f.Add([]byte(`{"kind":"entry","batch":3,"id":"a","type":"user"}`))
+	f.Add([]byte(`{"kind":"entry","batch":2,"id":"0123456789abcdef","parent":"fedcba9876543210","time":"2026-01-01T00:00:00Z","type":"assistant"}`))
+	f.Add([]byte(`{"kind":"entry","id":"0123456789abcdef","time":"2026-01-01T00:00:00Z","type":"user","id":"0000000000000000"}`))
+	f.Add([]byte(`{"kind":"usage","batch_of":2,"batch_index":2,"request_id":"r","input":1}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var a strAlloc
 		// The opening scanner's fast mode never panics; on canonical lines
@@ -45,6 +49,14 @@ func FuzzDecodeRecord(f *testing.F) {
 		// links against the index (checkLinks).
 		var fast meta
 		scanMeta(line, &fast, false)
+		// The shortcut for the encoder's own shapes reads what the
+		// general scanner reads.
+		if scanMetaFast(line, &fast) {
+			var general meta
+			if err := scanMetaGeneral(line, &general, false); err != nil || !reflect.DeepEqual(fast, general) {
+				t.Fatalf("scanMetaFast %+v, general scan %+v (%v)", fast, general, err)
+			}
+		}
 		r, err := decodeRecord(line, &a)
 		if err != nil {
 			if errors.Is(err, errSyntax) && json.Valid(line) {

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -179,6 +180,14 @@ type meta struct {
 // checked when the entry is decoded, which opening does for the whole
 // active branch.
 func scanMeta(line []byte, m *meta, full bool) error {
+	if !full && scanMetaFast(line, m) {
+		return nil
+	}
+	return scanMetaGeneral(line, m, full)
+}
+
+// scanMetaGeneral is scanMeta for any line.
+func scanMetaGeneral(line []byte, m *meta, full bool) error {
 	*m = meta{}
 	d := decoder{b: line}
 	if !d.eat('{') {
@@ -258,6 +267,85 @@ func scanMeta(line []byte, m *meta, full bool) error {
 		}
 	}
 	return nil
+}
+
+// scanMetaFast is scanMeta without full for the exact shapes the encoder
+// writes for entries and usage records (no whitespace, ids in NewID's
+// form, the members scanMeta reads first and then a member it stops at).
+// It yields what scanMeta would and reports false for anything else,
+// which scanMeta then reads the general way.
+func scanMetaFast(line []byte, m *meta) bool {
+	const kindAt = len(`{"kind":"`)
+	b, ok := bytes.CutPrefix(line, []byte(`{"kind":"entry",`))
+	if ok {
+		var batch int64
+		if rest, ok := bytes.CutPrefix(b, []byte(`"batch":`)); ok {
+			if batch, b, ok = fastInt(rest); !ok {
+				return false
+			}
+		}
+		var id, parent []byte
+		if id, b, ok = fastHexMember(b, `"id":"`); !ok {
+			return false
+		}
+		if rest, ok := bytes.CutPrefix(b, []byte(`"parent":"`)); ok {
+			if parent, b, ok = fastHexMember(rest, ``); !ok {
+				return false
+			}
+		}
+		if !bytes.HasPrefix(b, []byte(`"time":`)) {
+			return false
+		}
+		*m = meta{kind: line[kindAt : kindAt+len(KindEntry)], id: id, parent: parent, batch: batch}
+		return true
+	}
+	b, ok = bytes.CutPrefix(line, []byte(`{"kind":"usage",`))
+	if !ok {
+		return false
+	}
+	var of, index int64
+	if rest, ok := bytes.CutPrefix(b, []byte(`"batch_of":`)); ok {
+		if of, rest, ok = fastInt(rest); !ok {
+			return false
+		}
+		if rest, ok = bytes.CutPrefix(rest, []byte(`"batch_index":`)); !ok {
+			return false
+		}
+		if index, b, ok = fastInt(rest); !ok {
+			return false
+		}
+	}
+	if !bytes.HasPrefix(b, []byte(`"request_id":`)) && !bytes.HasPrefix(b, []byte(`"run_id":`)) {
+		return false
+	}
+	*m = meta{kind: line[kindAt : kindAt+len(KindUsage)], batchOf: of, batchIndex: index}
+	return true
+}
+
+// fastInt reads 1-9 decimal digits and the comma after them.
+func fastInt(b []byte) (int64, []byte, bool) {
+	var v int64
+	n := 0
+	for n < len(b) && n < 9 && '0' <= b[n] && b[n] <= '9' {
+		v = v*10 + int64(b[n]-'0')
+		n++
+	}
+	if n == 0 || n >= len(b) || b[n] != ',' {
+		return 0, nil, false
+	}
+	return v, b[n+1:], true
+}
+
+// fastHexMember reads prefix, a 16-digit lower-case hex string and `",`.
+func fastHexMember(b []byte, prefix string) (id, rest []byte, ok bool) {
+	b, ok = bytes.CutPrefix(b, []byte(prefix))
+	if !ok || len(b) < 18 || b[16] != '"' || b[17] != ',' {
+		return nil, nil, false
+	}
+	if _, ok := hexID(b[:16]); !ok {
+		return nil, nil, false
+	}
+	return b[:16], b[18:], true
 }
 
 // decodeHeader decodes a header line.

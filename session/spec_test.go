@@ -124,3 +124,41 @@ func TestSpeculativeTyping(t *testing.T) {
 		})
 	}
 }
+
+// TestScanMetaFast checks the opening scanner's shortcut against the
+// general scan on every line of a generated session and on near misses.
+func TestScanMetaFast(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "gen.jsonl")
+	genLarge(t, path, 5000, 2<<20)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")[1:]
+	const id, parent = "0123456789abcdef", "fedcba9876543210"
+	lines = append(lines,
+		`{"kind":"entry","batch":012,"id":"`+id+`","time":"x"}`,
+		`{"kind":"entry","batch":1234567890,"id":"`+id+`","time":"x"}`,
+		`{"kind":"entry","batch":-1,"id":"`+id+`","time":"x"}`,
+		`{"kind":"entry","id":"`+id+`","parent":"FEDCBA9876543210","time":"x"}`,
+		`{"kind":"entry","id":"`+id+`","parent":"`+parent+`","id":"`+parent+`","time":"x"}`,
+		`{"kind":"entry","id":"`+id+`", "time":"x"}`,
+		`{"kind":"entry","id":"`+id+`","head":"`+parent+`","time":"x"}`,
+		`{"kind":"usage","batch_of":2,"run_id":"r"}`,
+		`{"kind":"usage","batch_of":2,"batch_index":2,"batch":3,"run_id":"r"}`,
+	)
+	fast := 0
+	for _, line := range lines {
+		var m1, m2 meta
+		if !scanMetaFast([]byte(line), &m1) {
+			continue
+		}
+		fast++
+		if err := scanMetaGeneral([]byte(line), &m2, false); err != nil || !reflect.DeepEqual(m1, m2) {
+			t.Fatalf("line %s:\nfast    %+v\ngeneral %+v (%v)", line, m1, m2, err)
+		}
+	}
+	if fast < len(lines)/2 {
+		t.Fatalf("shortcut taken for only %d of %d lines", fast, len(lines))
+	}
+}
