@@ -349,19 +349,26 @@ func hexID(b []byte) (uint64, bool) {
 		return 0, false
 	}
 	var v uint64
+	var bad byte
 	for _, c := range b {
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		default:
-			return 0, false
-		}
-		v = v<<4 | uint64(c)
+		d := hexVal[c]
+		bad |= d
+		v = v<<4 | uint64(d&0xf)
 	}
-	return v, true
+	return v, bad&0x80 == 0
 }
+
+// hexVal maps a lower-case hex digit to its value and every other byte
+// to 0xff.
+var hexVal = func() (t [256]byte) {
+	for i := range t {
+		t[i] = 0xff
+	}
+	for i, c := range hexDigits {
+		t[c] = byte(i)
+	}
+	return t
+}()
 
 func (m idMap) get(id []byte) (int32, bool) {
 	if k, ok := hexID(id); ok {

@@ -162,3 +162,15 @@ func TestScanMetaFast(t *testing.T) {
 		t.Fatalf("shortcut taken for only %d of %d lines", fast, len(lines))
 	}
 }
+
+// TestHexID checks the table-driven id parser against strconv.
+func TestHexID(t *testing.T) {
+	for _, id := range []string{"0123456789abcdef", "ffffffffffffffff", "0000000000000000", NewID(), "0123456789ABCDEF", "0123456789abcde", "0123456789abcdefa", "0123456789abcdeg", "-123456789abcdef", "+123456789abcdef", "0123456789abcde\x80", "0123456789abcde/", "0123456789abcde:", "0123456789abcde`"} {
+		want, err := strconv.ParseUint(id, 16, 64)
+		wantOK := err == nil && len(id) == 16 && strings.ToLower(id) == id && !strings.ContainsAny(id, "+-")
+		got, ok := hexID([]byte(id))
+		if ok != wantOK || ok && got != want {
+			t.Errorf("hexID(%q) = %x, %v; want %x, %v", id, got, ok, want, wantOK)
+		}
+	}
+}
