@@ -41,6 +41,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	f.Add([]byte(`{"kind":"entry","batch":2,"id":"0123456789abcdef","parent":"fedcba9876543210","time":"2026-01-01T00:00:00Z","type":"assistant"}`))
 	f.Add([]byte(`{"kind":"entry","id":"0123456789abcdef","time":"2026-01-01T00:00:00Z","type":"user","id":"0000000000000000"}`))
 	f.Add([]byte(`{"kind":"usage","batch_of":2,"batch_index":2,"request_id":"r","input":1}`))
+	f.Add([]byte(`{"kind":"usage","run_id":"a","request_id":"r","operation":"o","model":"m","input":1,"cached_input":2,"output":3,"reasoning":4,"cost_picodollars":5}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		var a strAlloc
 		// The opening scanner's fast mode never panics; on canonical lines
@@ -57,6 +58,7 @@ func FuzzDecodeRecord(f *testing.F) {
 				t.Fatalf("scanMetaFast %+v, general scan %+v (%v)", fast, general, err)
 			}
 		}
+		checkUsageFast(t, line)
 		r, err := decodeRecord(line, &a)
 		if err != nil {
 			if errors.Is(err, errSyntax) && json.Valid(line) {
@@ -109,4 +111,20 @@ func mustDecode(t *testing.T, line []byte, a *strAlloc) Record {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// checkUsageFast checks that the usage shortcut, where it accepts a line,
+// decodes it as the general decoder does.
+func checkUsageFast(t *testing.T, line []byte) {
+	var a strAlloc
+	var fast, general Usage
+	if !decodeUsageFast(line, &fast, &a) {
+		return
+	}
+	d := decoder{b: line}
+	d.obj(func(key []byte) { d.usageField(key, &general, &a) })
+	d.end()
+	if d.err != nil || fast != general {
+		t.Fatalf("decodeUsageFast %+v, general %+v (%v) for %s", fast, general, d.err, line)
+	}
 }

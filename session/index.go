@@ -77,10 +77,9 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, a *strAlloc, s
 		}
 		ix.setHead(i, m.head, st)
 	case KindUsage, KindUsageUncertain, KindCheckpoint, KindDelegatedUsage:
-		if string(m.kind) == KindCheckpoint {
-			a = nil // validate only: checkpoints are decoded on demand
-		}
-		r, err := decodeBody(string(m.kind), line, a, &ix.scratch)
+		// Validate only (a nil allocator keeps no strings): the totals
+		// take only numbers, and checkpoints are decoded on demand.
+		r, err := decodeBody(string(m.kind), line, nil, &ix.scratch)
 		if err != nil {
 			return err
 		}

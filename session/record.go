@@ -447,6 +447,10 @@ func decodeBody(kind string, line []byte, a *strAlloc, sc *bodyScratch) (Record,
 	switch kind {
 	case KindUsage:
 		r.Usage = &sc.usage
+		if decodeUsageFast(line, r.Usage, a) {
+			return r, nil
+		}
+		sc.usage = Usage{}
 		d.obj(func(key []byte) { d.usageField(key, r.Usage, a) })
 	case KindUsageUncertain:
 		u := &sc.uncertain
@@ -505,6 +509,99 @@ func decodeBody(kind string, line []byte, a *strAlloc, sc *bodyScratch) (Record,
 		return Record{}, d.err
 	}
 	return r, nil
+}
+
+// decodeUsageFast decodes a usage line of exactly the shape the encoder
+// writes (members in its order, no whitespace, strings without escapes,
+// non-negative integers) and reports false for anything else, which the
+// general decoder then reads. For the lines it accepts it yields what the
+// general decoder would.
+func decodeUsageFast(line []byte, u *Usage, a *strAlloc) bool {
+	f := fastDec{b: line}
+	if !f.lit(`{"kind":"usage"`) {
+		return false
+	}
+	if f.key("batch") {
+		f.num()
+	}
+	if f.key("batch_of") {
+		f.num()
+	}
+	if f.key("batch_index") {
+		f.num()
+	}
+	for _, fld := range [...]struct {
+		key string
+		dst *string
+	}{{"run_id", &u.RunID}, {"request_id", &u.RequestID}, {"operation", &u.Operation}, {"model", &u.Model}} {
+		if f.key(fld.key) {
+			*fld.dst = a.str(f.str())
+		}
+	}
+	for _, fld := range [...]struct {
+		key string
+		dst *int64
+	}{{"input", &u.Input}, {"cached_input", &u.CachedInput}, {"output", &u.Output}, {"reasoning", &u.Reasoning}, {"cost_picodollars", &u.CostPicodollars}} {
+		if f.key(fld.key) {
+			*fld.dst = f.num()
+		}
+	}
+	return f.ok && string(f.b) == "}"
+}
+
+// fastDec reads a line of a fixed shape; any surprise clears ok.
+type fastDec struct {
+	b  []byte
+	ok bool
+}
+
+// lit consumes s, which must come next.
+func (f *fastDec) lit(s string) bool {
+	b, ok := bytes.CutPrefix(f.b, []byte(s))
+	f.b, f.ok = b, ok
+	return ok
+}
+
+// key consumes `,"k":` if it comes next.
+func (f *fastDec) key(k string) bool {
+	if !f.ok || len(f.b) < len(k)+4 || f.b[0] != ',' || f.b[1] != '"' ||
+		string(f.b[2:2+len(k)]) != k || f.b[2+len(k)] != '"' || f.b[3+len(k)] != ':' {
+		return false
+	}
+	f.b = f.b[len(k)+4:]
+	return true
+}
+
+// str consumes a string without escapes and returns its body.
+func (f *fastDec) str() []byte {
+	if len(f.b) == 0 || f.b[0] != '"' {
+		f.ok = false
+		return nil
+	}
+	end := bytes.IndexByte(f.b[1:], '"')
+	if end < 0 || bytes.IndexByte(f.b[1:1+end], '\\') >= 0 {
+		f.ok = false
+		return nil
+	}
+	body := f.b[1 : 1+end]
+	f.b = f.b[end+2:]
+	return body
+}
+
+// num consumes 1-18 decimal digits followed by ',' or '}'.
+func (f *fastDec) num() int64 {
+	var v int64
+	n := 0
+	for n < len(f.b) && n < 18 && '0' <= f.b[n] && f.b[n] <= '9' {
+		v = v*10 + int64(f.b[n]-'0')
+		n++
+	}
+	if n == 0 || n >= len(f.b) || f.b[n] != ',' && f.b[n] != '}' {
+		f.ok = false
+		return 0
+	}
+	f.b = f.b[n:]
+	return v
 }
 
 func (d *decoder) usageField(key []byte, u *Usage, a *strAlloc) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -147,6 +148,24 @@ func TestScanMetaFast(t *testing.T) {
 		`{"kind":"usage","batch_of":2,"run_id":"r"}`,
 		`{"kind":"usage","batch_of":2,"batch_index":2,"batch":3,"run_id":"r"}`,
 	)
+	usage := 0
+	for _, line := range append(slices.Clone(lines),
+		`{"kind":"usage","input":1,"input":2}`,
+		`{"kind":"usage","request_id":"a\\"b","input":1}`,
+		`{"kind":"usage","request_id":"a","input":-1}`,
+		`{"kind":"usage","request_id":"a","input":1.5}`,
+		`{"kind":"usage","request_id":"a","input":1} `,
+		`{"kind":"usage","request_id":null,"input":1}`,
+		`{"kind":"usage","input":0123}`,
+	) {
+		if strings.HasPrefix(line, `{"kind":"usage"`) && decodeUsageFast([]byte(line), new(Usage), nil) {
+			usage++
+		}
+		checkUsageFast(t, []byte(line))
+	}
+	if usage == 0 {
+		t.Fatal("usage shortcut never taken")
+	}
 	fast := 0
 	for _, line := range lines {
 		var m1, m2 meta
