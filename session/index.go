@@ -61,7 +61,7 @@ type foldStats struct {
 
 // add folds one complete, non-header record line, already scanned into m,
 // into the index. On error the index is unchanged.
-func (ix *index) add(m *meta, line []byte, off int64, lineNo int, a *strAlloc, st *foldStats) error {
+func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats) error {
 	switch string(m.kind) {
 	case KindEntry:
 		if err := ix.addEntry(m, len(line), off, lineNo, st); err != nil {

@@ -352,7 +352,7 @@ func (s *Session) fold(end int64) (foldStats, error) {
 			batch = append(batch, pending{off: off, n: len(line), no: lineNo, m: m})
 			want = m.batch - 1
 		default:
-			if err := s.ix.add(&m, line, off, lineNo, &s.alloc, &st); err != nil {
+			if err := s.ix.add(&m, line, off, lineNo, &st); err != nil {
 				return st, &CorruptError{Path: s.path, Line: lineNo, Offset: off, Err: err}
 			}
 			s.lines, s.size = lineNo, lr.pos
@@ -375,7 +375,7 @@ func (s *Session) fold(end int64) (foldStats, error) {
 			if err := scanMeta(l, &p.m, false); err != nil {
 				return st, &CorruptError{Path: s.path, Line: p.no, Offset: p.off, Err: err}
 			}
-			if err := s.ix.add(&p.m, l, p.off, p.no, &s.alloc, &st); err != nil {
+			if err := s.ix.add(&p.m, l, p.off, p.no, &st); err != nil {
 				return st, &CorruptError{Path: s.path, Line: p.no, Offset: p.off, Err: err}
 			}
 		}

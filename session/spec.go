@@ -57,8 +57,8 @@ type specTyper struct {
 // newSpecTyper starts typing goroutines for a first fold of n bytes.
 func newSpecTyper(s *Session, n int64) *specTyper {
 	workers := runtime.GOMAXPROCS(0)
-	max := min(int64(limits.records), n/minEntryLine+1)
-	t := &specTyper{s: s, store: make([]Entry, max), work: make(chan specChunk, 2*workers)}
+	most := min(int64(limits.records), n/minEntryLine+1)
+	t := &specTyper{s: s, store: make([]Entry, most), work: make(chan specChunk, 2*workers)}
 	for range workers {
 		t.wg.Go(t.run)
 	}
