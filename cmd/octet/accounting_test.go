@@ -83,10 +83,10 @@ func TestExecCeilingRefusesUncertainSession(t *testing.T) {
 		name, config string
 		ceiling      bool
 	}{
-		{"unqualified route", "max_session_tokens = 1000000\n", true},
+		{"unqualified route", "runtime_profile = \"none\"\nmax_session_tokens = 1000000\n", true},
 		{"codex route", "runtime_profile = \"codex\"\nmax_session_tokens = 1000000\n", true},
-		{"cost ceiling", "max_session_cost_usd = \"10\"\n", true},
-		{"no ceiling", "", false},
+		{"cost ceiling", "runtime_profile = \"none\"\nmax_session_cost_usd = \"10\"\n", true},
+		{"no ceiling", "runtime_profile = \"none\"\n", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x := newExecEnv(t, providertest.Text("a partial answer that never completes").EOFAfter(4))

@@ -199,6 +199,9 @@ func TestExecOutcomeExitCodes(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		x := newExecEnv(t)
 		x.vars["OPENAI_BASE_URL"] = "http://127.0.0.1:1/v1"
+		// Without recovery authority the refused connection ends the run
+		// at once (the Codex route would spend its opening allowance).
+		x.writeGlobalConfig(t, "runtime_profile = \"none\"\n")
 		r := runCLI(t, x.ws, x.vars, "exec", "hi")
 		if r.code != exitFailed || !strings.Contains(r.stderr, "cannot reach the provider at http://127.0.0.1:1/v1") {
 			t.Errorf("exit %d stderr %q", r.code, r.stderr)
@@ -325,9 +328,9 @@ func TestExecRecoversOnCodexProfile(t *testing.T) {
 	if recovered != "partial words that" {
 		t.Errorf("recovered = %q", recovered)
 	}
-	// Without the profile (a loopback base URL defaults to none) the same
-	// interruption fails the run.
+	// Declared without the profile, the same interruption fails the run.
 	y := newExecEnv(t, providertest.Reply(providertest.Message("partial words that will be cut off here")).DropAfter(4+3))
+	y.writeGlobalConfig(t, "runtime_profile = \"none\"\n")
 	r = runCLI(t, y.ws, y.vars, "exec", "hi")
 	if r.code != exitFailed {
 		t.Errorf("unqualified route: exit %d, want 1 (no replay)", r.code)

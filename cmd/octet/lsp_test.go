@@ -391,6 +391,11 @@ func TestLSPWithoutKey(t *testing.T) {
 // and in the window/showMessage a stock client is shown.
 func TestLSPUnreachableProviderExplained(t *testing.T) {
 	home := t.TempDir()
+	// Declared without recovery authority, so the refused connection ends
+	// the run at once instead of spending the opening allowance.
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("runtime_profile = \"none\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, octetBin, "lsp")

@@ -74,7 +74,7 @@ func TestExecWebSocketFallsBackToHTTP(t *testing.T) {
 // no fallback, so octet stays on HTTP and says why.
 func TestExecWebSocketNeedsCodexRoute(t *testing.T) {
 	x := newExecEnv(t, providertest.Text("ok"))
-	x.writeGlobalConfig(t, "transport = \"websocket\"\n")
+	x.writeGlobalConfig(t, "transport = \"websocket\"\nruntime_profile = \"none\"\n")
 	r := runCLI(t, x.ws, x.vars, "exec", "hello")
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)

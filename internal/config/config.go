@@ -96,9 +96,12 @@ type Config struct {
 	// RuntimeProfile is the host-selected runtime profile of the provider
 	// route: "codex" asserts an OpenAI Responses route generating with
 	// locally dispatched function tools, which is what qualifies in-process
-	// provider recovery; "none" never replays a request. Unset, it is
-	// "codex" for the default OpenAI endpoint and "none" for any other
-	// base URL (a compatible endpoint is not assumed to be that route).
+	// provider recovery; "none" never replays a request. It defaults to
+	// "codex" whatever the base URL: octet's only provider is the OpenAI
+	// Responses API (OPENAI_BASE_URL names a Responses endpoint: the API,
+	// a gateway in front of it, a test server) and octet itself always
+	// generates with locally dispatched function tools. An endpoint that is
+	// not that route is declared with "none".
 	RuntimeProfile Setting[string]
 
 	// Transport is the provider transport: "http" (server-sent events) or
@@ -273,9 +276,6 @@ func Load(opts Options) (*Config, error) {
 		}
 	}
 	enforceControlled(&c)
-	if c.RuntimeProfile.Source == SourceDefault && c.BaseURL.Value != DefaultBaseURL {
-		set(&c.RuntimeProfile, "none", SourceDefault)
-	}
 	return &c, nil
 }
 

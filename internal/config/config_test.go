@@ -304,7 +304,8 @@ func TestRuntimeProfile(t *testing.T) {
 		src          Source
 	}{
 		{"default endpoint", "", nil, "codex", SourceDefault},
-		{"other endpoint", "", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "none", SourceDefault},
+		{"other endpoint", "", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "codex", SourceDefault},
+		{"other endpoint, declared none", "runtime_profile = \"none\"", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "none", SourceConfig},
 		{"explicit", "runtime_profile = \"codex\"", map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:9/v1"}, "codex", SourceConfig},
 		{"explicit none", "runtime_profile = \"none\"", nil, "none", SourceConfig},
 	}
