@@ -90,8 +90,10 @@ const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParall
 	FeatureAsyncTools | FeatureWebSocket | FeatureNativeSteering | FeatureNativeCompaction |
 	FeaturePromptCacheKey | FeatureCodexProfile
 
+// gpt5Family also carries the model side of the Codex runtime profile:
+// Codex generates with these models and locally dispatched function tools.
 const gpt5Family = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureWebSocket | FeaturePromptCacheKey
+	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
 
 var models = []Model{
 	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily},

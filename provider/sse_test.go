@@ -367,3 +367,21 @@ func TestLimitedBody(t *testing.T) {
 		t.Errorf("body over the bound: %v", err)
 	}
 }
+
+// TestModelTableCodexProfile checks the model side of recovery
+// qualification: the GPT-5 family Codex generates with carries the Codex
+// runtime profile, a model outside it does not, and an unknown name is
+// not found (a name never grants anything).
+func TestModelTableCodexProfile(t *testing.T) {
+	for _, name := range []string{"gpt-5.3-codex", "gpt-5.1-codex", "gpt-5.2", "gpt-5", "gpt-5-mini", "gpt-5-nano-2025-08-07"} {
+		if m, ok := LookupModel(name); !ok || !m.Features.Has(FeatureCodexProfile) {
+			t.Errorf("%s: found %v, features %b; want the Codex profile", name, ok, m.Features)
+		}
+	}
+	if m, ok := LookupModel("gpt-4.1"); !ok || m.Features.Has(FeatureCodexProfile) {
+		t.Errorf("gpt-4.1: found %v, Codex profile %v; want found without it", ok, m.Features.Has(FeatureCodexProfile))
+	}
+	if _, ok := LookupModel("my-local-model"); ok {
+		t.Error("an unknown name was found")
+	}
+}
