@@ -234,10 +234,7 @@ func BenchmarkInitializeInProcess(b *testing.B) {
 // same run is `octet version` (the same binary's process start and exit),
 // and gopls when it is installed.
 func BenchmarkProcessStartToInitialize(b *testing.B) {
-	bin := filepath.Join(b.TempDir(), "octet")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildOctet(b)
 	home := b.TempDir()
 	env := append(os.Environ(), "OCTET_HOME="+home, "OPENAI_API_KEY=test-not-a-key", "OPENAI_BASE_URL=http://127.0.0.1:9/v1")
 	var base, lsp []time.Duration

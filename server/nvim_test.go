@@ -25,11 +25,7 @@ func TestNeovimClient(t *testing.T) {
 		t.Skip("builds the octet binary")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "octet")
-	build := exec.Command("go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build octet: %v\n%s", err, out)
-	}
+	bin := buildOctet(t)
 	ws := filepath.Join(tmp, "ws")
 	home := filepath.Join(tmp, "home")
 	for _, d := range []string{ws, home} {
@@ -93,14 +89,7 @@ func TestNeovimReadmeSnippet(t *testing.T) {
 	}
 	snippet := readmeLua(t, string(readme), "### Neovim")
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "bin")
-	if err := os.Mkdir(bin, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "octet"), "github.com/octet-agent/octet/cmd/octet")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build octet: %v\n%s", err, out)
-	}
+	bin := filepath.Dir(buildOctet(t)) // a directory holding only octet, for PATH
 	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
 	for _, d := range []string{ws, home} {
 		if err := os.Mkdir(d, 0o700); err != nil {

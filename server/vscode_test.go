@@ -36,10 +36,7 @@ func TestVSCodeJSONRPCClient(t *testing.T) {
 		t.Skip("builds the octet binary")
 	}
 	tmp := t.TempDir()
-	bin := filepath.Join(tmp, "octet")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet").CombinedOutput(); err != nil {
-		t.Fatalf("build octet: %v\n%s", err, out)
-	}
+	bin := buildOctet(t)
 	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
 	for _, d := range []string{ws, home} {
 		if err := os.Mkdir(d, 0o700); err != nil {
