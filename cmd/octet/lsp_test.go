@@ -19,6 +19,28 @@ import (
 
 // lspClient speaks Content-Length framed JSON-RPC to a real octet lsp
 // process, as an editor does.
+// lspCommand returns an `octet lsp` command bounded by timeout (killed when
+// the test ends); callers set its environment before startLSP.
+func lspCommand(t *testing.T, timeout time.Duration, flags ...string) *exec.Cmd {
+	ctx, cancel := context.WithTimeout(t.Context(), timeout)
+	t.Cleanup(cancel)
+	return exec.CommandContext(ctx, octetBin, append([]string{"lsp"}, flags...)...)
+}
+
+// startLSP starts cmd with piped stdin/stdout, capturing stderr, and
+// returns a client on its pipes.
+func startLSP(t *testing.T, cmd *exec.Cmd) (*lspClient, io.WriteCloser, *strings.Builder) {
+	t.Helper()
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}, stdin, stderr
+}
+
 type lspClient struct {
 	t    *testing.T
 	in   io.WriteCloser
@@ -103,19 +125,10 @@ func TestLSPBinaryAgainstScriptedProvider(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("alpha\nbeta\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, octetBin, "lsp", "--effect-policy", "controlled")
+	cmd := lspCommand(t, 60*time.Second, "--effect-policy", "controlled")
 	cmd.Dir = t.TempDir() // never the workspace: the server must use rootUri
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c, stdin, stderr := startLSP(t, cmd)
 	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{
 		"experimental": map[string]any{"octet": map[string]any{"confirmEffect": true, "events": true}}}, "trace": nil}, nil, nil)
 	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
@@ -165,18 +178,9 @@ func TestLSPProjectConfigPerWorkspace(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
 	os.MkdirAll(filepath.Join(ws, ".octet"), 0o755)
 	os.WriteFile(filepath.Join(ws, ".octet", "config.toml"), []byte("allow_write = false\neffect_policy = \"unsafe_host\"\n"), 0o644)
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, octetBin, "lsp", "--safe-mode")
+	cmd := lspCommand(t, 60*time.Second, "--safe-mode")
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c, stdin, stderr := startLSP(t, cmd)
 	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
 	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
 	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
@@ -246,18 +250,9 @@ func TestLSPBinaryWebSocketAndContextReload(t *testing.T) {
 	if err := os.WriteFile(agentsMD, []byte("rule one\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	cmd := lspCommand(t, 60*time.Second)
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c, stdin, stderr := startLSP(t, cmd)
 	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
 	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
 	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
@@ -311,20 +306,11 @@ func TestLSPBinaryWebSocketAndContextReload(t *testing.T) {
 // VS Code wait for the process, then kill it).
 func TestLSPExitWithPipeOpen(t *testing.T) {
 	home := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	cmd := lspCommand(t, 30*time.Second)
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_API_KEY="+fakeKey, "OCTET_LOG=debug",
 		"GORACE=atexit_sleep_ms=0") // the race runtime otherwise sleeps 1 s at exit
-	stdin, _ := cmd.StdinPipe()
+	c, stdin, stderr := startLSP(t, cmd)
 	defer stdin.Close()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
 	c.call("initialize", map[string]any{"rootUri": "file://" + t.TempDir(), "capabilities": map[string]any{}}, nil, nil)
 	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
 	c.call("shutdown", nil, nil, nil)
@@ -344,23 +330,14 @@ func TestLSPExitWithPipeOpen(t *testing.T) {
 // with the actionable credentials message; no session file is left.
 func TestLSPWithoutKey(t *testing.T) {
 	home := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	cmd := lspCommand(t, 30*time.Second)
 	for _, kv := range os.Environ() {
 		if !strings.HasPrefix(kv, "OPENAI_") && !strings.HasPrefix(kv, "OCTET_") {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
 	cmd.Env = append(cmd.Env, "OCTET_HOME="+home, "GORACE=atexit_sleep_ms=0")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c, stdin, stderr := startLSP(t, cmd)
 	init := c.call("initialize", map[string]any{"rootUri": "file://" + t.TempDir(), "capabilities": map[string]any{}}, nil, nil)
 	if init["capabilities"] == nil {
 		t.Fatalf("initialize = %v", init)
@@ -396,18 +373,9 @@ func TestLSPUnreachableProviderExplained(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("runtime_profile = \"none\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, octetBin, "lsp")
+	cmd := lspCommand(t, 60*time.Second)
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_API_KEY="+fakeKey, "GORACE=atexit_sleep_ms=0")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c, _, stderr := startLSP(t, cmd)
 	c.call("initialize", map[string]any{"rootUri": "file://" + t.TempDir(), "capabilities": map[string]any{}}, nil, nil)
 	sid, _ := c.call("octet/session/new", map[string]any{}, nil, nil)["sessionId"].(string)
 	var notes []map[string]any
