@@ -663,9 +663,17 @@ func TestLoopNetworkWaitLimit(t *testing.T) {
 	})
 }
 
-func TestLoopLoopbackWebSocketFallback(t *testing.T) {
+// newLoopbackFallback builds an agent on a real loopback scripted server
+// whose WebSocket transport (with wsFeatures) falls back to HTTP, under the
+// Codex recovery policy with a millisecond backoff. rejectWS makes the
+// server refuse the WebSocket handshake with 426.
+func newLoopbackFallback(t *testing.T, wsFeatures provider.ResponsesFeatures, rejectWS bool) (*providertest.Server, *Agent, *session.Session, *CodexRecovery, *FallbackTransport) {
+	t.Helper()
 	srv := providertest.New(t)
-	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile | provider.FeatureWebSocket})
+	if rejectWS {
+		srv.RejectWebSocket(426)
+	}
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: wsFeatures})
 	t.Cleanup(func() { ws.Close() })
 	fb := NewFallbackTransport(ws, provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile}))
 	dir := t.TempDir()
@@ -673,12 +681,17 @@ func TestLoopLoopbackWebSocketFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer sess.Close()
+	t.Cleanup(func() { sess.Close() })
 	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
 	a, err := New(Config{Session: sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return srv, a, sess, pol, fb
+}
+
+func TestLoopLoopbackWebSocketFallback(t *testing.T) {
+	srv, a, sess, pol, _ := newLoopbackFallback(t, provider.FeatureCodexProfile|provider.FeatureWebSocket, false)
 	full := providertest.Text("answer after fallback")
 	srv.Enqueue(repeatTurn(full.DropAfter(3), 7)...) // six over the WebSocket, one over HTTP
 	srv.Enqueue(full)
@@ -709,22 +722,7 @@ func TestLoopLoopbackWebSocketFallback(t *testing.T) {
 }
 
 func TestLoopLoopbackHandshakeFallback(t *testing.T) {
-	srv := providertest.New(t)
-	srv.RejectWebSocket(426)
-	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile})
-	t.Cleanup(func() { ws.Close() })
-	fb := NewFallbackTransport(ws, provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile}))
-	dir := t.TempDir()
-	sess, err := session.Create(dir, session.Header{Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
-	a, err := New(Config{Session: sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, a, sess, _, fb := newLoopbackFallback(t, provider.FeatureCodexProfile, true)
 	srv.Enqueue(providertest.Text("over http"))
 	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
 	if err != nil {

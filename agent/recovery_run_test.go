@@ -238,21 +238,7 @@ func TestLoopUnqualifiedRouteNeverReplays(t *testing.T) {
 // interrupted streams exhaust the turn although six of them went over the
 // WebSocket and six over HTTP: the fallback did not reset the envelope.
 func TestLoopLoopbackFallbackKeepsStreamBudget(t *testing.T) {
-	srv := providertest.New(t)
-	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile | provider.FeatureWebSocket})
-	t.Cleanup(func() { ws.Close() })
-	fb := NewFallbackTransport(ws, provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile}))
-	dir := t.TempDir()
-	sess, err := session.Create(dir, session.Header{Cwd: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sess.Close()
-	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
-	a, err := New(Config{Session: sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	srv, a, sess, _, _ := newLoopbackFallback(t, provider.FeatureCodexProfile|provider.FeatureWebSocket, false)
 	full := providertest.Text("never completes")
 	srv.Enqueue(repeatTurn(full.DropAfter(3), 13)...)
 	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
