@@ -43,16 +43,7 @@ func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw 
 		if a.RunID != "" {
 			return s.cancelRun(ctx, req, jsonrpc2.RawMessage(mustJSON(a)))
 		}
-		s.mu.Lock()
-		runs := make([]*runState, 0, len(s.runs))
-		for _, r := range s.runs {
-			runs = append(runs, r)
-		}
-		s.mu.Unlock()
-		for _, r := range runs {
-			r.cancel("octet.cancel")
-		}
-		return rawResult(map[string]int{"cancelled": len(runs)})
+		return rawResult(map[string]int{"cancelled": s.cancelAllRuns("octet.cancel")})
 	case "octet.approve", "octet.deny":
 		var a struct {
 			Digest string `json:"digest"`

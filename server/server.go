@@ -369,15 +369,7 @@ func (s *Server) replyWritten(id jsonrpc2.ID) {
 // has ended and its prompt's answer has been written (or the client is
 // gone, so it never will be).
 func (s *Server) settleRuns() {
-	s.mu.Lock()
-	runs := make([]*runState, 0, len(s.runs))
-	for _, r := range s.runs {
-		runs = append(runs, r)
-	}
-	s.mu.Unlock()
-	for _, r := range runs {
-		r.cancel("server shutting down")
-	}
+	s.cancelAllRuns("server shutting down")
 	if !waitGroup(&s.handlerWG, nil, settleTimeout) {
 		s.log.Error("runs did not settle in time", "timeout", settleTimeout)
 		return
@@ -474,4 +466,20 @@ func isWireError(err error) bool {
 
 func isClosedErr(err error) bool {
 	return err == nil || errors.Is(err, io.EOF) || strings.Contains(err.Error(), "closed")
+}
+
+// cancelAllRuns cancels every active run with reason and reports how many
+// there were. The set is snapshotted under the lock and cancelled outside
+// it, since a cancel may call back into the server.
+func (s *Server) cancelAllRuns(reason string) int {
+	s.mu.Lock()
+	runs := make([]*runState, 0, len(s.runs))
+	for _, r := range s.runs {
+		runs = append(runs, r)
+	}
+	s.mu.Unlock()
+	for _, r := range runs {
+		r.cancel(reason)
+	}
+	return len(runs)
 }
