@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,21 +20,25 @@ import (
 //go:embed bash.md
 var bashDescription string
 
-var bashSchema = json.RawMessage(`{
+// bashSchemaFormat is the argument schema; %d is the configured timeout
+// in milliseconds, which is both the default and the maximum.
+const bashSchemaFormat = `{
   "type": "object",
   "properties": {
     "command": {"type": "string", "minLength": 1, "description": "The shell command to run."},
-    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default 120000, at most 600000)."}
+    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default and maximum %d; a larger value is lowered to it)."}
   },
   "required": ["command"],
   "additionalProperties": false
-}`)
+}`
 
 // BashTool is the built-in bash tool. It is stateful: it owns a spill store
 // whose budget is shared by every call for the tool's lifetime, so keep one
 // instance per host and Close it when the host shuts down.
 type BashTool struct {
 	cfg       Config
+	schema    json.RawMessage
+	desc      string
 	shell     string
 	selection ShellSelection
 	spills    *spillStore
@@ -53,7 +58,15 @@ func NewBash(cfg Config) (*BashTool, error) {
 		return nil, err
 	}
 	shell, sel := ResolveShell(cfg.ShellPath)
-	return &BashTool{cfg: cfg, shell: shell, selection: sel, spills: newSpillStore(cfg.SpillDir)}, nil
+	ms := cfg.BashTimeout.Milliseconds()
+	return &BashTool{
+		cfg:       cfg,
+		schema:    json.RawMessage(fmt.Sprintf(bashSchemaFormat, ms)),
+		desc:      strings.ReplaceAll(bashDescription, "{{timeout_ms}}", strconv.FormatInt(ms, 10)),
+		shell:     shell,
+		selection: sel,
+		spills:    newSpillStore(cfg.SpillDir),
+	}, nil
 }
 
 // ShellSelection reports how the shell was chosen (never the path).
@@ -87,7 +100,9 @@ func (t *BashTool) parse(raw json.RawMessage) (bashArgs, time.Duration, error) {
 		if *a.TimeoutMS < 1 {
 			return a, 0, errors.New("timeout_ms must be >= 1")
 		}
-		timeout = time.Duration(min(*a.TimeoutMS, int64(MaxBashTimeout/time.Millisecond))) * time.Millisecond
+		// The model may only shorten the configured timeout (which the
+		// user or a tightening project config chose), never extend it.
+		timeout = min(time.Duration(min(*a.TimeoutMS, int64(MaxBashTimeout/time.Millisecond)))*time.Millisecond, t.cfg.BashTimeout)
 	}
 	return a, timeout, nil
 }
@@ -95,11 +110,12 @@ func (t *BashTool) parse(raw json.RawMessage) (bashArgs, time.Duration, error) {
 // Name returns "bash".
 func (t *BashTool) Name() string { return "bash" }
 
-// Description returns the embedded bash.md.
-func (t *BashTool) Description() string { return bashDescription }
+// Description returns the embedded bash.md with the configured timeout.
+func (t *BashTool) Description() string { return t.desc }
 
-// Schema returns the bash argument schema.
-func (t *BashTool) Schema() json.RawMessage { return bashSchema }
+// Schema returns the bash argument schema, which states the configured
+// timeout as the default and the maximum.
+func (t *BashTool) Schema() json.RawMessage { return t.schema }
 
 // Concurrency reports Sequential: processes are barriers.
 func (t *BashTool) Concurrency() Concurrency { return Sequential }
@@ -116,18 +132,16 @@ func (t *BashTool) Classify(args json.RawMessage) (Effect, error) {
 	return HostProcess, nil
 }
 
-// Preview shows the exact command with every control character made
-// visible, not removed (visibleControls): stripping an escape sequence
-// would hide the commands inside it from the person approving.
+// Preview shows the exact, whole command. The broker makes its controls
+// and invisible characters visible and refuses to ask for approval when
+// the result does not fit the prompt whole: an approval never shows less
+// than what will run.
 func (t *BashTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
 	a, timeout, err := t.parse(args)
 	if err != nil {
 		return Preview{}, err
 	}
-	detail, cut := clipUTF8(visibleControls(*a.Command), 8<<10)
-	if cut {
-		detail += "\n[command truncated in preview]"
-	}
+	detail := *a.Command
 	title := "bash"
 	if timeout != t.cfg.BashTimeout {
 		title = fmt.Sprintf("bash (timeout %s)", timeout)

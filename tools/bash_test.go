@@ -212,8 +212,10 @@ func TestBashNeutralizesControls(t *testing.T) {
 			t.Errorf("text %q lacks %q", res.Text, want)
 		}
 	}
+	// The preview is the exact command; the broker renders it for the
+	// approval prompt (TestApprovalPreviewHidesNothing).
 	pv, err := b.Preview(context.Background(), json.RawMessage(`{"command":"echo \u001b[2Jhi"}`))
-	if err != nil || strings.Contains(pv.Detail, "\x1b") || !strings.Contains(pv.Detail, "echo ^[[2Jhi") {
+	if err != nil || pv.Detail != "echo \x1b[2Jhi" {
 		t.Errorf("preview = %+v, %v", pv, err)
 	}
 }
@@ -487,8 +489,30 @@ func TestBashArguments(t *testing.T) {
 		}
 	}
 	_, timeout, err := b.parse(json.RawMessage(`{"command":"ls","timeout_ms":99999999}`))
-	if err != nil || timeout != MaxBashTimeout {
+	if err != nil || timeout != DefaultBashTimeout {
 		t.Errorf("timeout clamp: %v, %v", timeout, err)
+	}
+	_, timeout, err = b.parse(json.RawMessage(`{"command":"ls","timeout_ms":1500}`))
+	if err != nil || timeout != 1500*time.Millisecond {
+		t.Errorf("a shorter timeout is the model's to choose: %v, %v", timeout, err)
+	}
+}
+
+// TestBashModelCannotExtendConfiguredTimeout: with bash_timeout_secs = 1
+// a call asking for 600 s is still stopped after 1 s (a real process),
+// and the schema the model sees states the configured maximum.
+func TestBashModelCannotExtendConfiguredTimeout(t *testing.T) {
+	b := newBash(t, Config{BashTimeout: time.Second})
+	start := time.Now()
+	res := runBash(t, b, context.Background(), "sleep 30", 600000)
+	if res.Details["timed_out"] != true || !strings.Contains(res.Text, "timed out after 1s") {
+		t.Fatalf("result %+v", res)
+	}
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s with a 1 s configured timeout", took)
+	}
+	if !strings.Contains(string(b.Schema()), "default and maximum 1000") || !strings.Contains(b.Description(), "1000") {
+		t.Errorf("schema/description do not state the configured timeout:\n%s\n%s", b.Schema(), b.Description())
 	}
 }
 

@@ -103,6 +103,10 @@ type BrokerConfig struct {
 	// Logger receives debug diagnostics (hook errors, tool panics); nil is
 	// slog.Default(). Nothing secret is logged.
 	Logger *slog.Logger
+	// Redactor replaces the host's known secret values (the provider API
+	// key) in every tool result and progress chunk before anything else
+	// sees them; nil redacts nothing.
+	Redactor *Redactor
 }
 
 // Broker is the deterministic admission reference monitor: it classifies,
@@ -120,6 +124,7 @@ type Broker struct {
 	principal       string
 	grants          *GrantStore
 	log             *slog.Logger
+	redact          *Redactor
 }
 
 // NewBroker returns a broker for cfg (see BrokerConfig for defaults).
@@ -146,6 +151,7 @@ func NewBroker(cfg BrokerConfig) *Broker {
 		principal:       cfg.Principal,
 		grants:          cfg.Grants,
 		log:             cfg.Logger,
+		redact:          cfg.Redactor,
 	}
 	if b.approvalTimeout <= 0 {
 		b.approvalTimeout = DefaultApprovalTimeout

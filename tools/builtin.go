@@ -41,6 +41,10 @@ type Config struct {
 	// SpillDir is where the bash tool creates its private spill directory
 	// (os.TempDir() when empty).
 	SpillDir string
+	// Redactor replaces the host's known secret values in what bash
+	// writes to its spill files; nil redacts nothing. (The broker redacts
+	// results and progress of every tool.)
+	Redactor *Redactor
 	// Files is the read-tracking state shared by read, edit and write.
 	// Builtins sets it; a tool constructed alone with a nil Files gets its
 	// own.

@@ -245,15 +245,25 @@ func (a *Admission) commit(ctx context.Context) string {
 	return ""
 }
 
-// run calls the tool and bounds its result.
+// run calls the tool, redacts known secret values from its progress and
+// result, and bounds the result.
 func (a *Admission) run(ctx context.Context) Result {
-	inv := Invocation{CallID: a.intent.CallID, Arguments: a.intent.Arguments, Progress: a.obs.OnProgress}
+	inv := Invocation{CallID: a.intent.CallID, Arguments: a.intent.Arguments}
+	var progress *RedactStream
+	if a.obs.OnProgress != nil {
+		emit := a.obs.OnProgress
+		progress = a.b.redact.Stream(func(b []byte) { emit(string(b)) })
+		inv.Progress = func(text string) { progress.Write([]byte(text)) }
+	}
 	res, err := safeExecute(ctx, a.tool, inv)
+	if progress != nil {
+		progress.Flush()
+	}
 	if err != nil {
 		a.b.log.Debug("tool failed", "tool", a.intent.Tool, "call_id", a.intent.CallID, "err", err)
 		res = Result{Text: "Tool failed: " + boundText(err.Error(), maxToolErrorText), IsError: true}
 	}
-	return boundResult(res, a.b.maxResult)
+	return boundResult(a.b.redact.Result(res), a.b.maxResult)
 }
 
 func (a *Admission) safeAfter(ctx context.Context, f func(context.Context, EffectIntent, Result), r Result) {
@@ -265,16 +275,23 @@ func (a *Admission) safeAfter(ctx context.Context, f func(context.Context, Effec
 	f(ctx, a.intent, r)
 }
 
-// boundResult truncates r.Text to limit bytes on a rune boundary and
-// records the truncation in Details.
+// boundResult truncates r.Text on a rune boundary so that it, with the
+// truncation marker, fits in limit bytes, and records the truncation in
+// Details.
 func boundResult(r Result, limit int) Result {
 	if len(r.Text) <= limit {
 		return r
 	}
-	omitted := len(r.Text)
-	r.Text = boundText(r.Text, limit)
-	omitted -= len(r.Text)
-	r.Text += fmt.Sprintf("\n[output truncated: %d bytes omitted]", omitted)
+	// The marker's digits depend on how much is cut; size it for the
+	// worst case (everything omitted), then cut.
+	// A limit too small for the marker keeps just the text.
+	marker := func(n int) string { return fmt.Sprintf("\n[output truncated: %d bytes omitted]", n) }
+	if keep := limit - len(marker(len(r.Text))); keep > 0 {
+		kept := boundText(r.Text, keep)
+		r.Text = kept + marker(len(r.Text)-len(kept))
+	} else {
+		r.Text = boundText(r.Text, limit)
+	}
 	details := make(map[string]any, len(r.Details)+1)
 	maps.Copy(details, r.Details)
 	details["result_truncated"] = true

@@ -42,6 +42,8 @@ type stack struct {
 	key config.Secret
 	// webSocket is true when agents start on the Responses WebSocket.
 	webSocket bool
+	// redactor replaces the key's value in everything tools produce.
+	redactor *tools.Redactor
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -108,7 +110,12 @@ func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog
 	}
 	st.model = m
 	_, st.shellSelection = tools.ResolveShell(cfg.ShellPath.Value)
-	builtins, closeTools, err := tools.Builtins(cfg.ToolsConfig(workspace))
+	// Tool output never carries the key on: results, progress and bash
+	// spill files are redacted of its exact value.
+	st.redactor = tools.NewRedactor(key.Reveal())
+	tc := cfg.ToolsConfig(workspace)
+	tc.Redactor = st.redactor
+	builtins, closeTools, err := tools.Builtins(tc)
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
@@ -215,6 +222,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver) (a *ag
 		EffectivePolicy: st.cfg.EffectiveToolPolicy(st.shellSelection),
 		Principal:       sess.Header().ID,
 		Logger:          st.log,
+		Redactor:        st.redactor,
 	})
 	var reasoning *provider.Reasoning
 	if st.model.Reasoning && st.cfg.Reasoning.Value != "" {
