@@ -126,3 +126,28 @@ func (p Policy) decide(f callFacts) (verdict, string) {
 	}
 	return verdictDeny, ReasonPolicyDenied
 }
+
+// verdictRank orders verdicts by how much they let through without a
+// person: deny < confirm < admit.
+var verdictRank = [...]int{verdictDeny: 0, verdictConfirm: 1, verdictAdmit: 2}
+
+// NoLooserThan reports whether p admits at most what q admits: for every
+// kind of call, p's verdict lets no more through than q's (deny, then
+// confirm, then admit). It is computed from the same decision table the
+// broker uses, over every effect with and without the shell channel and
+// the read-only allowlist, so it cannot drift from what the policies do.
+// ControlledBashApproval is no looser than Controlled (it confirms the
+// shell calls Controlled auto-approves), which is no looser than
+// UnsafeHost. A project configuration may only move to such a policy.
+func (p Policy) NoLooserThan(q Policy) bool {
+	for e := Effect(0); int(e) < len(effectNames); e++ {
+		for _, f := range []callFacts{{effect: e}, {effect: e, shell: true}, {effect: e, shell: true, readOnly: true}} {
+			vp, _ := p.decide(f)
+			vq, _ := q.decide(f)
+			if verdictRank[vp] > verdictRank[vq] {
+				return false
+			}
+		}
+	}
+	return true
+}

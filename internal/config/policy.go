@@ -18,18 +18,3 @@ func parseEffectPolicy(s string) (tools.Policy, error) {
 	}
 	return tools.ParsePolicy(s)
 }
-
-// authority ranks p for "tighten only": a larger rank admits more
-// (unsafe_host > controlled_bash_approval > controlled), so a project may
-// move only to a lower rank. The ranking is config's own product rule and
-// does not depend on the numeric values of tools.Policy.
-func authority(p tools.Policy) int {
-	switch p {
-	case tools.UnsafeHost:
-		return 2
-	case tools.ControlledBashApproval:
-		return 1
-	default: // tools.Controlled; parsing never yields another value
-		return 0
-	}
-}

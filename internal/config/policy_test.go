@@ -42,52 +42,75 @@ func TestRetiredPolicyEverywhere(t *testing.T) {
 	}
 }
 
-func TestAuthorityOrder(t *testing.T) {
-	if !(authority(tools.UnsafeHost) > authority(tools.ControlledBashApproval) &&
-		authority(tools.ControlledBashApproval) > authority(tools.Controlled)) {
-		t.Errorf("authority ranks: unsafe_host %d, controlled_bash_approval %d, controlled %d",
-			authority(tools.UnsafeHost), authority(tools.ControlledBashApproval), authority(tools.Controlled))
+// looseness is the ground truth the tighten-only rule is checked against,
+// written from what each policy admits rather than from the code:
+// controlled_bash_approval confirms every bash call; controlled also
+// auto-approves read-only bash; unsafe_host admits every classified effect.
+var looseness = map[tools.Policy]int{tools.ControlledBashApproval: 0, tools.Controlled: 1, tools.UnsafeHost: 2}
+
+// TestProjectPolicyTightenOnly covers every (launch policy, project policy)
+// pair, with the launch policy coming from each place it can come from
+// (the global config, OCTET_EFFECT_POLICY, --effect-policy, --safe-mode):
+// the project value applies exactly when it admits less, and is otherwise
+// ignored with a warning. The regression: a project's "controlled" used to
+// turn --safe-mode into auto-approved bash.
+func TestProjectPolicyTightenOnly(t *testing.T) {
+	all := []tools.Policy{tools.ControlledBashApproval, tools.Controlled, tools.UnsafeHost}
+	type launch struct {
+		name   string
+		src    Source
+		global string
+		env    map[string]string
+		flags  Flags
+	}
+	launches := func(p tools.Policy) []launch {
+		l := []launch{
+			{"config", SourceConfig, "effect_policy = \"" + p.String() + "\"\n", nil, Flags{}},
+			{"env", SourceEnv, "", map[string]string{"OCTET_EFFECT_POLICY": p.String()}, Flags{}},
+			{"flag", SourceFlag, "", nil, Flags{EffectPolicy: ptr(p.String())}},
+		}
+		if p == tools.ControlledBashApproval {
+			l = append(l, launch{"safe-mode", SourceFlag, "", nil, Flags{SafeMode: true}})
+		}
+		return l
+	}
+	for _, lp := range all {
+		for _, l := range launches(lp) {
+			for _, pp := range all {
+				name := l.name + ":" + lp.String() + "<-" + pp.String()
+				t.Run(name, func(t *testing.T) {
+					cfg, err := load(t, l.global, "effect_policy = \""+pp.String()+"\"\n", l.env, l.flags)
+					if err != nil {
+						t.Fatal(err)
+					}
+					want, src, warned := lp, l.src, false
+					switch {
+					case looseness[pp] < looseness[lp]:
+						want, src = pp, SourceProjectConfig
+					case looseness[pp] > looseness[lp]:
+						warned = true
+					}
+					if cfg.EffectPolicy != (Setting[tools.Policy]{want, src}) {
+						t.Errorf("policy = %+v, want {%v %s}", cfg.EffectPolicy, want, src)
+					}
+					got := len(cfg.Warnings) == 1 && strings.Contains(cfg.Warnings[0], "effect_policy ignored: a project may not relax")
+					if got != warned || (!warned && len(cfg.Warnings) != 0) {
+						t.Errorf("warnings = %q, want relax warning %v", cfg.Warnings, warned)
+					}
+				})
+			}
+		}
 	}
 }
 
-// TestProjectPolicyTightenOnly covers every (global, project) pair: the
-// project value applies only when it admits less.
-func TestProjectPolicyTightenOnly(t *testing.T) {
-	const (
-		c   = tools.Controlled
-		cba = tools.ControlledBashApproval
-		uh  = tools.UnsafeHost
-	)
-	tests := []struct {
-		global, project tools.Policy
-		want            tools.Policy
-		src             Source
-		warned          bool
-	}{
-		{uh, uh, uh, SourceConfig, false},
-		{uh, cba, cba, SourceProjectConfig, false},
-		{uh, c, c, SourceProjectConfig, false},
-		{cba, uh, cba, SourceConfig, true},
-		{cba, cba, cba, SourceConfig, false},
-		{cba, c, c, SourceProjectConfig, false},
-		{c, uh, c, SourceConfig, true},
-		{c, cba, c, SourceConfig, true},
-		{c, c, c, SourceConfig, false},
-	}
-	for _, tt := range tests {
-		name := tt.global.String() + "<-" + tt.project.String()
-		t.Run(name, func(t *testing.T) {
-			cfg, err := load(t, "effect_policy = \""+tt.global.String()+"\"\n", "effect_policy = \""+tt.project.String()+"\"\n", nil, Flags{})
-			if err != nil {
-				t.Fatal(err)
+// TestNoLooserThanMatchesGroundTruth: the broker-derived order is the
+// documented one.
+func TestNoLooserThanMatchesGroundTruth(t *testing.T) {
+	for p, lp := range looseness {
+		for q, lq := range looseness {
+			if got := p.NoLooserThan(q); got != (lp <= lq) {
+				t.Errorf("%v.NoLooserThan(%v) = %v", p, q, got)
 			}
-			if cfg.EffectPolicy != (Setting[tools.Policy]{tt.want, tt.src}) {
-				t.Errorf("policy = %+v, want {%v %s}", cfg.EffectPolicy, tt.want, tt.src)
-			}
-			warned := len(cfg.Warnings) == 1 && strings.Contains(cfg.Warnings[0], "effect_policy ignored: a project may not relax")
-			if warned != tt.warned || (!tt.warned && len(cfg.Warnings) != 0) {
-				t.Errorf("warnings = %q, want relax warning %v", cfg.Warnings, tt.warned)
-			}
-		})
+		}
 	}
 }

@@ -22,12 +22,13 @@ func (fc *fileConfig) tighten(c *Config) {
 		c.Warnings = append(c.Warnings, fmt.Sprintf("%s: %s ignored: %s", loc, key, fmt.Sprintf(format, args...)))
 	}
 	const src = SourceProjectConfig
-	if fc.policy != nil {
-		switch p := *fc.policy; {
-		case authority(p) < authority(c.EffectPolicy.Value):
-			set(&c.EffectPolicy, p, src)
-		case authority(p) > authority(c.EffectPolicy.Value):
-			warn("effect_policy", "a project may not relax %s (from %s) to %s", c.EffectPolicy.Value, c.EffectPolicy.Source, p)
+	if p := fc.policy; p != nil && *p != c.EffectPolicy.Value {
+		// Ranked by what each policy admits (tools.Policy.NoLooserThan):
+		// controlled_bash_approval < controlled < unsafe_host.
+		if p.NoLooserThan(c.EffectPolicy.Value) {
+			set(&c.EffectPolicy, *p, src)
+		} else {
+			warn("effect_policy", "a project may not relax %s (from %s) to %s", c.EffectPolicy.Value, c.EffectPolicy.Source, *p)
 		}
 	}
 	tightenBool(&c.AllowExternalPaths, fc.AllowExternalPaths, "allow_external_paths", warn)
