@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/octet-agent/octet/internal/config"
@@ -44,8 +45,32 @@ func addPolicyFlags(fs *flag.FlagSet, f *config.Flags) {
 	fs.BoolVar(&f.NoContextFiles, "no-context-files", false, "do not load AGENTS.md into the instructions")
 	fs.BoolVar(&f.Offline, "offline", false, "turn off optional discovery; octet has none today, so this changes nothing: model requests still go to the provider (it is not a network sandbox)")
 	fs.Func("shell-path", "absolute `path` of the shell bash runs commands with", str(&f.ShellPath))
+	fs.Var(&boolFlag{dst: &f.AllowShell}, "allow-shell", "allow_shell: --allow-shell=false removes bash; true does not bypass allow_process, the effect policy or its approvals")
 	fs.Func("model", "model `name` (default "+config.DefaultModel+")", str(&f.Model))
 	fs.Func("reasoning", "reasoning `effort`: "+strings.Join(config.ReasoningEfforts, ", "), str(&f.Reasoning))
+}
+
+// boolFlag is a boolean flag that records whether it was given at all
+// (--name, --name=true, --name=false), so it can override configuration
+// only when present.
+type boolFlag struct{ dst **bool }
+
+func (b *boolFlag) IsBoolFlag() bool { return true }
+
+func (b *boolFlag) String() string {
+	if b.dst == nil || *b.dst == nil {
+		return ""
+	}
+	return strconv.FormatBool(**b.dst)
+}
+
+func (b *boolFlag) Set(s string) error {
+	v, err := strconv.ParseBool(s)
+	if err != nil {
+		return fmt.Errorf("want true or false, not %q", s)
+	}
+	*b.dst = &v
+	return nil
 }
 
 // parseFlags parses args; -h prints usage and returns errHelp.

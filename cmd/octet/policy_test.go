@@ -75,6 +75,46 @@ func TestPolicySourcesReachEvidence(t *testing.T) {
 	})
 }
 
+// TestAllowShellFlag: --allow-shell mirrors the allow_shell key. =false
+// removes bash from what the model sees; true does not bypass an
+// independent gate (allow_process = false still removes it).
+func TestAllowShellFlag(t *testing.T) {
+	advertised := func(x *execEnv) string {
+		b, _ := json.Marshal(x.srv.Requests()[0].Body["tools"])
+		return string(b)
+	}
+	t.Run("off", func(t *testing.T) {
+		x := newExecEnv(t)
+		pol, _ := policyEvidence(t, x, "--allow-shell=false")
+		if pol["allow_shell"]["value"] != false || pol["allow_shell"]["source"] != "flag" {
+			t.Errorf("allow_shell = %v", pol["allow_shell"])
+		}
+		if tl := advertised(x); strings.Contains(tl, `"bash"`) || !strings.Contains(tl, `"read"`) {
+			t.Errorf("advertised tools %s", tl)
+		}
+	})
+	t.Run("on does not bypass allow_process", func(t *testing.T) {
+		x := newExecEnv(t)
+		os.WriteFile(filepath.Join(x.home, "config.toml"), []byte("allow_shell = false\nallow_process = false\n"), 0o644)
+		pol, _ := policyEvidence(t, x, "--allow-shell")
+		// The evidence reports the effective gate: off, from the
+		// process gate that removed bash.
+		if pol["allow_shell"]["value"] != false || pol["allow_process"]["value"] != false || pol["allow_process"]["source"] != "config" {
+			t.Errorf("allow_shell = %v, allow_process = %v", pol["allow_shell"], pol["allow_process"])
+		}
+		if tl := advertised(x); strings.Contains(tl, `"bash"`) {
+			t.Errorf("bash advertised with allow_process = false: %s", tl)
+		}
+	})
+	t.Run("bad value", func(t *testing.T) {
+		x := newExecEnv(t)
+		r := runCLI(t, x.ws, x.vars, "exec", "--allow-shell=maybe", "hi")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "allow-shell") {
+			t.Errorf("exit %d: %s", r.code, r.stderr)
+		}
+	})
+}
+
 func TestContextFilesReachInstructions(t *testing.T) {
 	for _, off := range []bool{false, true} {
 		x := newExecEnv(t, providertest.Text("ok"))

@@ -155,6 +155,10 @@ type Flags struct {
 	ShellPath      *string
 	Model          *string
 	Reasoning      *string
+	// AllowShell is --allow-shell[=false], the allow_shell key as a flag.
+	// It gates the shell channel only: true never bypasses allow_process,
+	// the effect policy or its approvals.
+	AllowShell *bool
 }
 
 // Options are the inputs of Load.
@@ -322,6 +326,9 @@ func applyFlags(c *Config, f Flags, known []string) error {
 			return &UsageError{Msg: fmt.Sprintf("--effect-policy: %v", err)}
 		}
 		set(&c.EffectPolicy, p, SourceFlag)
+	}
+	if f.AllowShell != nil {
+		set(&c.AllowShell, *f.AllowShell, SourceFlag)
 	}
 	if f.Tools != nil {
 		names, err := ParseTools(*f.Tools, known)

@@ -114,3 +114,22 @@ func TestNoLooserThanMatchesGroundTruth(t *testing.T) {
 		}
 	}
 }
+
+// TestAllowShellFlagPrecedence: --allow-shell is a flag like the others
+// (it wins over the global config and the environment), and a project
+// config may still only turn it off.
+func TestAllowShellFlagPrecedence(t *testing.T) {
+	on, off := true, false
+	cfg, err := load(t, "allow_shell = false\n", "", nil, Flags{AllowShell: &on})
+	if err != nil || cfg.AllowShell != (Setting[bool]{true, SourceFlag}) {
+		t.Errorf("flag over config: %+v, %v", cfg.AllowShell, err)
+	}
+	cfg, err = load(t, "", "allow_shell = false\n", nil, Flags{AllowShell: &on})
+	if err != nil || cfg.AllowShell != (Setting[bool]{false, SourceProjectConfig}) {
+		t.Errorf("project tightens a flag: %+v, %v", cfg.AllowShell, err)
+	}
+	cfg, err = load(t, "", "allow_shell = true\n", nil, Flags{AllowShell: &off})
+	if err != nil || cfg.AllowShell != (Setting[bool]{false, SourceFlag}) || len(cfg.Warnings) != 1 {
+		t.Errorf("project relaxes a flag: %+v, %v, %q", cfg.AllowShell, err, cfg.Warnings)
+	}
+}
