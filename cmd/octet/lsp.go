@@ -104,7 +104,9 @@ type workspaces struct {
 }
 
 // watchedContext is a workspace's AGENTS.md set, reloaded on change.
+// ready is closed once set is loaded; the other fields are set before.
 type watchedContext struct {
+	ready  chan struct{}
 	set    *config.ContextSet
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -123,12 +125,13 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	if err != nil {
 		return nil, err
 	}
-	st, err := newStack(cfg, ws.key, root, ws.log)
+	var contextSet *config.ContextSet
+	if cfg.ContextFiles.Value {
+		contextSet = ws.contextFor(cfg, root)
+	}
+	st, err := newStackWith(cfg, ws.key, root, ws.log, contextSet)
 	if err != nil {
 		return nil, err
-	}
-	if cfg.ContextFiles.Value {
-		st.context = ws.contextFor(cfg, root)
 	}
 	if spec.Model != "" {
 		m, err := resolveModel(spec.Model)
@@ -152,22 +155,30 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent}, nil
 }
 
-// contextFor returns the workspace's watched context set, starting the
-// watcher on first use. New sessions see the current AGENTS.md.
+// contextFor returns the workspace's watched context set, loading it and
+// starting the watcher on first use. New sessions see the current
+// AGENTS.md. The files are read outside ws.mu, so a workspace whose
+// files are slow to read delays only its own sessions.
 func (ws *workspaces) contextFor(cfg *config.Config, root string) *config.ContextSet {
 	ws.mu.Lock()
-	defer ws.mu.Unlock()
-	if wc, ok := ws.contexts[root]; ok {
+	wc, ok := ws.contexts[root]
+	if !ok {
+		wc = &watchedContext{ready: make(chan struct{}), done: make(chan struct{})}
+		ws.contexts[root] = wc
+	}
+	ws.mu.Unlock()
+	if ok {
+		<-wc.ready
 		return wc.set
 	}
+	defer close(wc.ready)
 	paths := config.ContextFilePaths(cfg.Home, root)
 	set, err := config.NewContextSet(paths)
 	if err != nil {
 		ws.log.Warn("context files", "err", err)
 	}
-	wc := &watchedContext{set: set, done: make(chan struct{})}
-	ws.contexts[root] = wc
-	w, err := config.NewFSWatcher(paths, contextDebounce)
+	wc.set = set
+	w, err := config.NewFSWatcher(config.WatchPaths(paths), contextDebounce)
 	if err != nil {
 		ws.log.Warn("context files will not reload on change", "err", err)
 		close(wc.done)
@@ -187,6 +198,7 @@ func (ws *workspaces) close() {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	for _, wc := range ws.contexts {
+		<-wc.ready
 		if wc.cancel != nil {
 			wc.cancel()
 			wc.w.Close()

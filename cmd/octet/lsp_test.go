@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -203,6 +204,51 @@ func TestLSPProjectConfigPerWorkspace(t *testing.T) {
 	}
 	if !strings.Contains(stderr.String(), "effect_policy ignored") {
 		t.Errorf("stderr lacks the ignored-setting warning:\n%s", stderr.String())
+	}
+}
+
+// TestLSPHostileWorkspaceFiles: a workspace whose AGENTS.md and
+// .octet/config.toml are FIFOs (which nobody will ever write) neither
+// hangs its own octet/session/new nor another workspace's, and a
+// workspace AGENTS.md that links to a file outside is not loaded; each
+// skipped file is named in a warning on stderr.
+func TestLSPHostileWorkspaceFiles(t *testing.T) {
+	home, hostile, other := t.TempDir(), t.TempDir(), t.TempDir()
+	outside := filepath.Join(t.TempDir(), "secret.md")
+	os.WriteFile(outside, []byte("OUTSIDE-SECRET"), 0o600)
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(hostile, ".octet"), 0o755))
+	must(syscall.Mkfifo(filepath.Join(hostile, ".octet", "config.toml"), 0o644))
+	must(syscall.Mkfifo(filepath.Join(hostile, "AGENTS.md"), 0o644))
+	must(os.Symlink(outside, filepath.Join(other, "AGENTS.md")))
+	// A hang shows as the process killed at this deadline (read: EOF).
+	cmd := lspCommand(t, 20*time.Second)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
+	c, stdin, stderr := startLSP(t, cmd)
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + hostile, "capabilities": map[string]any{}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	for _, ws := range []string{hostile, other} {
+		if res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil); res["sessionId"] == nil {
+			t.Errorf("session/new in %s: %v", ws, res)
+		}
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	cmd.Wait()
+	for _, want := range []string{
+		filepath.Join(hostile, ".octet", "config.toml") + ": skipped: it is a FIFO",
+		filepath.Join(hostile, "AGENTS.md") + ": skipped: it is a FIFO",
+		filepath.Join(other, "AGENTS.md") + ": skipped: it (or a directory above it) is a symbolic link",
+	} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
 	}
 }
 

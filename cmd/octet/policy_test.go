@@ -135,3 +135,26 @@ func TestContextFilesReachInstructions(t *testing.T) {
 		}
 	}
 }
+
+// TestContextFileLinkNotLoaded: a workspace AGENTS.md that links to a
+// file outside the workspace is not loaded into the instructions (in safe
+// mode too) and the warning names it.
+func TestContextFileLinkNotLoaded(t *testing.T) {
+	for _, args := range [][]string{{"exec"}, {"exec", "--safe-mode"}} {
+		x := newExecEnv(t, providertest.Text("ok"))
+		outside := filepath.Join(t.TempDir(), "id_ed25519")
+		os.WriteFile(outside, []byte("OUTSIDE-PRIVATE-KEY"), 0o600)
+		os.Symlink(outside, filepath.Join(x.ws, "AGENTS.md"))
+		r := runCLI(t, x.ws, x.vars, append(args, "hi")...)
+		if r.code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, r.code, r.stderr)
+		}
+		b, _ := json.Marshal(x.srv.Requests()[0].Body)
+		if strings.Contains(string(b), "OUTSIDE-PRIVATE-KEY") {
+			t.Errorf("%v: the link target reached the instructions", args)
+		}
+		if !strings.Contains(r.stderr, filepath.Join(x.ws, "AGENTS.md")) || !strings.Contains(r.stderr, "symbolic link") {
+			t.Errorf("%v: no warning naming the file:\n%s", args, r.stderr)
+		}
+	}
+}

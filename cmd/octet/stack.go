@@ -80,9 +80,16 @@ func isLoopback(raw string) bool {
 	return h == "localhost" || h == "127.0.0.1" || h == "::1"
 }
 
-// newStack builds the shared runtime for workspace (an absolute path).
+// newStack builds the shared runtime for workspace (an absolute path),
+// loading its context files.
 func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger) (*stack, error) {
-	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key}
+	return newStackWith(cfg, key, workspace, log, nil)
+}
+
+// newStackWith is newStack with the context files already loaded (and
+// watched) by the caller; a nil contextSet loads them.
+func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet) (*stack, error) {
+	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
 	if cfg.RuntimeProfile.Value == "codex" {
 		// The host asserts the Codex route (configuration, never inferred
 		// from a name): the endpoint side of recovery qualification.
@@ -140,7 +147,10 @@ func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog
 		closeTools()
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
-	var paths []string
+	if st.context != nil {
+		return st, nil
+	}
+	var paths []config.ContextPath
 	if cfg.ContextFiles.Value {
 		paths = config.ContextFilePaths(cfg.Home, workspace)
 	}

@@ -271,9 +271,12 @@ func Load(opts Options) (*Config, error) {
 			return nil, fmt.Errorf("workspace %s: %w", opts.Workspace, err)
 		}
 		c.Workspace = ws
-		project, err := readFile(filepath.Join(ws, ".octet", "config.toml"), known)
+		project, skipped, err := readProjectFile(ws, known)
 		if err != nil {
 			return nil, err
+		}
+		if skipped != "" {
+			c.Warnings = append(c.Warnings, skipped)
 		}
 		if project != nil {
 			project.tighten(&c)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -15,6 +13,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/octet-agent/octet/internal/fsroot"
 )
 
 // ContextFileName is the context file octet loads into instructions.
@@ -31,31 +31,57 @@ type ContextFile struct {
 	Truncated bool
 }
 
+// ContextPath is one context file octet reads.
+type ContextPath struct {
+	// Path is the file's absolute path.
+	Path string
+	// Workspace, when set, is the workspace root the file lies in
+	// directly. Such a file is read with the file tools' no-follow
+	// resolution beneath the root: a symbolic link (even one pointing
+	// inside) or a special file is skipped with a warning, so a
+	// repository cannot make octet load another file into the model's
+	// instructions or hang on a FIFO. Files without a workspace are the
+	// user's own ($OCTET_HOME): links are followed, special files are
+	// still refused without blocking.
+	Workspace string
+}
+
 // ContextFilePaths returns the context files octet reads, global first:
 // $OCTET_HOME/AGENTS.md, then <workspace>/AGENTS.md.
-func ContextFilePaths(home, workspace string) []string {
-	var paths []string
+func ContextFilePaths(home, workspace string) []ContextPath {
+	var paths []ContextPath
 	if home != "" {
-		paths = append(paths, filepath.Join(home, ContextFileName))
+		paths = append(paths, ContextPath{Path: filepath.Join(home, ContextFileName)})
 	}
 	if workspace != "" {
-		paths = append(paths, filepath.Join(workspace, ContextFileName))
+		paths = append(paths, ContextPath{Path: filepath.Join(workspace, ContextFileName), Workspace: workspace})
 	}
 	return paths
 }
 
+// WatchPaths returns the file paths of ps, for a Watcher.
+func WatchPaths(ps []ContextPath) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Path
+	}
+	return out
+}
+
 // LoadContextFiles reads each existing path, bounded by MaxContextFileBytes.
-// Missing files are skipped; unreadable or non-regular ones are errors.
-func LoadContextFiles(paths []string) ([]ContextFile, error) {
+// Missing files are skipped silently; a skipped link or special file and
+// an unreadable file are reported in the joined error (callers log it as
+// a warning) and the other files are still returned.
+func LoadContextFiles(paths []ContextPath) ([]ContextFile, error) {
 	var files []ContextFile
 	var errs []error
 	for _, p := range paths {
 		f, err := loadContextFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
+		if fsroot.IsNotExist(err) {
 			continue
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("context file %s: %w", p, err))
+			errs = append(errs, fmt.Errorf("context file %s: %w", p.Path, err))
 			continue
 		}
 		files = append(files, f)
@@ -63,31 +89,69 @@ func LoadContextFiles(paths []string) ([]ContextFile, error) {
 	return files, errors.Join(errs...)
 }
 
-func loadContextFile(path string) (ContextFile, error) {
-	f, err := os.Open(path)
+func loadContextFile(p ContextPath) (ContextFile, error) {
+	data, truncated, err := readConfined(p.Path, p.Workspace, MaxContextFileBytes)
 	if err != nil {
 		return ContextFile{}, err
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	if !truncated {
+		return ContextFile{Path: p.Path, Text: string(data)}, nil
+	}
+	return ContextFile{Path: p.Path, Text: string(data[:utf8Cut(data)]), Truncated: true}, nil
+}
+
+// utf8Cut returns the length of data without a trailing partial UTF-8
+// sequence.
+func utf8Cut(data []byte) int {
+	for i := len(data) - 1; i >= 0 && i >= len(data)-utf8.UTFMax; i-- {
+		if utf8.RuneStart(data[i]) {
+			if utf8.FullRune(data[i:]) {
+				return len(data)
+			}
+			return i
+		}
+	}
+	return len(data)
+}
+
+// readConfined reads at most limit bytes of path. With a workspace it
+// reads path relative to it through fsroot's no-follow, regular-file-only,
+// non-blocking path and names a link or special file in its error;
+// without one it reads the user's own file non-blocking.
+func readConfined(path, workspace string, limit int64) ([]byte, bool, error) {
+	if workspace == "" {
+		return fsroot.ReadHostPrefix(path, limit)
+	}
+	rel, err := filepath.Rel(workspace, path)
 	if err != nil {
-		return ContextFile{}, err
+		return nil, false, err
 	}
-	if !fi.Mode().IsRegular() {
-		return ContextFile{}, fmt.Errorf("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxContextFileBytes+1))
+	root, err := fsroot.Open(workspace)
 	if err != nil {
-		return ContextFile{}, err
+		return nil, false, err
 	}
-	if len(data) <= MaxContextFileBytes {
-		return ContextFile{Path: path, Text: string(data)}, nil
+	defer root.Close()
+	data, truncated, err := root.ReadPrefix(rel, limit)
+	return data, truncated, explainConfined(err)
+}
+
+// skippedError is a workspace file octet does not read: a symbolic link
+// or a special file. It is a warning, not a configuration error.
+type skippedError struct{ reason string }
+
+func (e *skippedError) Error() string { return "skipped: " + e.reason }
+
+// explainConfined turns the refusals of a workspace file into a
+// *skippedError worded for a warning.
+func explainConfined(err error) error {
+	var nr *fsroot.NotRegularError
+	switch {
+	case errors.Is(err, fsroot.ErrSymlink):
+		return &skippedError{"it (or a directory above it) is a symbolic link; octet reads workspace files only as regular files inside the workspace, so replace the link with the file"}
+	case errors.As(err, &nr):
+		return &skippedError{fmt.Sprintf("it is a %s, not a regular file", nr.Kind)}
 	}
-	cut := MaxContextFileBytes
-	for cut > 0 && !utf8.RuneStart(data[cut]) {
-		cut--
-	}
-	return ContextFile{Path: path, Text: string(data[:cut]), Truncated: true}, nil
+	return err
 }
 
 // Instructions renders context files as one instruction block for the
@@ -200,7 +264,7 @@ func (fw *FSWatcher) loop(debounce time.Duration) {
 // ContextSet holds the current context files and reloads them on change.
 // It is safe for concurrent use.
 type ContextSet struct {
-	paths []string
+	paths []ContextPath
 	// reload serialises Reload, so subscribers see reloads in order.
 	reload sync.Mutex
 	mu     sync.Mutex
@@ -213,7 +277,7 @@ type subscriber struct{ fn func(instructions string) }
 
 // NewContextSet loads paths once. A load error is returned with whatever
 // could be loaded; the set is still usable.
-func NewContextSet(paths []string) (*ContextSet, error) {
+func NewContextSet(paths []ContextPath) (*ContextSet, error) {
 	cs := &ContextSet{paths: paths}
 	return cs, cs.Reload()
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
@@ -36,11 +37,62 @@ func TestLoadContextFiles(t *testing.T) {
 	}
 }
 
+// TestWorkspaceContextFileNoFollow: a workspace AGENTS.md that is a
+// symbolic link (to a file outside, or inside) or lies behind one, or is a
+// FIFO, is skipped with a warning naming it, quickly, and never loaded —
+// also when the global file is there to load. $OCTET_HOME/AGENTS.md is the
+// user's own: a link there is followed.
+func TestWorkspaceContextFileNoFollow(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "id_ed25519")
+	writeFile(t, outside, "-----BEGIN OPENSSH PRIVATE KEY-----", 0o600)
+	for _, tt := range []struct {
+		name  string
+		setup func(ws string)
+		want  string
+	}{
+		{"link outside", func(ws string) { os.Symlink(outside, filepath.Join(ws, "AGENTS.md")) }, "symbolic link"},
+		{"link inside", func(ws string) {
+			writeFile(t, filepath.Join(ws, "real.md"), "inside text", 0o644)
+			os.Symlink("real.md", filepath.Join(ws, "AGENTS.md"))
+		}, "symbolic link"},
+		{"fifo", func(ws string) { mkfifo(t, filepath.Join(ws, "AGENTS.md")) }, "FIFO"},
+		{"directory", func(ws string) { os.Mkdir(filepath.Join(ws, "AGENTS.md"), 0o755) }, "directory"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			home, ws := t.TempDir(), t.TempDir()
+			writeFile(t, filepath.Join(home, "real-global.md"), "global rule", 0o644)
+			os.Symlink(filepath.Join(home, "real-global.md"), filepath.Join(home, "AGENTS.md"))
+			tt.setup(ws)
+			type loaded struct {
+				files []ContextFile
+				err   error
+			}
+			done := make(chan loaded, 1)
+			go func() { f, err := LoadContextFiles(ContextFilePaths(home, ws)); done <- loaded{f, err} }()
+			var got loaded
+			select {
+			case got = <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("loading context files hangs")
+			}
+			if len(got.files) != 1 || got.files[0].Text != "global rule" {
+				t.Errorf("files = %+v; want only the global file", got.files)
+			}
+			if got.err == nil || !strings.Contains(got.err.Error(), filepath.Join(ws, "AGENTS.md")) || !strings.Contains(got.err.Error(), tt.want) {
+				t.Errorf("warning = %v; want it to name the file and say %q", got.err, tt.want)
+			}
+			if ins := Instructions(got.files); strings.Contains(ins, "PRIVATE KEY") || strings.Contains(ins, "inside text") {
+				t.Errorf("instructions loaded the link target:\n%s", ins)
+			}
+		})
+	}
+}
+
 func TestContextReloadOnChange(t *testing.T) {
 	ws := t.TempDir()
 	path := filepath.Join(ws, "AGENTS.md")
 	writeFile(t, path, "first", 0o644)
-	cs, err := NewContextSet([]string{path})
+	cs, err := NewContextSet(ContextFilePaths("", filepath.Dir(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +172,7 @@ func TestContextSetSubscribe(t *testing.T) {
 	if err := os.WriteFile(path, []byte("v1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cs, err := NewContextSet([]string{path})
+	cs, err := NewContextSet(ContextFilePaths("", filepath.Dir(path)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,5 +198,12 @@ func TestContextSetSubscribe(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.HasSuffix(got[0], "v2") {
 		t.Fatalf("subscriber saw %q, want one reload ending in v2", got)
+	}
+}
+
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }

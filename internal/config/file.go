@@ -3,9 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
-	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -15,6 +13,7 @@ import (
 	"github.com/BurntSushi/toml"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/fsroot"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -68,41 +67,44 @@ type fileConfig struct {
 	maxCost agent.Picodollars
 }
 
-// readFile reads and validates one config file. A missing file is not an
-// error (nil, nil).
+// readFile reads and validates the user's own config file (the global
+// $OCTET_HOME/config.toml). A missing file is not an error (nil, nil).
 func readFile(path string, known []string) (*fileConfig, error) {
-	data, err := readBounded(path, MaxConfigBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, &FileError{Path: path, Msg: err.Error()}
-	}
-	return parseFile(path, data, known)
+	data, truncated, err := fsroot.ReadHostPrefix(path, MaxConfigBytes)
+	return parseRead(path, data, truncated, err, known)
 }
 
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+// ProjectConfigPath is the project configuration's path inside a
+// workspace.
+const ProjectConfigPath = ".octet/config.toml"
+
+// readProjectFile reads and validates the workspace's .octet/config.toml
+// through the file tools' no-follow, regular-file-only, non-blocking path
+// beneath the workspace root. A missing file is (nil, "", nil); a file
+// that is a symbolic link (or lies behind one) or is not a regular file
+// is skipped, returned as a warning naming it.
+func readProjectFile(workspace string, known []string) (*fileConfig, string, error) {
+	path := filepath.Join(workspace, ProjectConfigPath)
+	data, truncated, err := readConfined(path, workspace, MaxConfigBytes)
+	if _, skipped := errors.AsType[*skippedError](err); skipped {
+		return nil, fmt.Sprintf("%s: %v", path, err), nil
 	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
+	fc, err := parseRead(path, data, truncated, err, known)
+	return fc, "", err
+}
+
+// parseRead turns the outcome of reading a config file into a parsed
+// file, nothing (missing) or a FileError.
+func parseRead(path string, data []byte, truncated bool, err error, known []string) (*fileConfig, error) {
+	switch {
+	case fsroot.IsNotExist(err):
+		return nil, nil
+	case err != nil:
+		return nil, &FileError{Path: path, Msg: err.Error()}
+	case truncated:
+		return nil, &FileError{Path: path, Msg: fmt.Sprintf("larger than %d bytes", MaxConfigBytes)}
 	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("larger than %d bytes", limit)
-	}
-	return data, nil
+	return parseFile(path, data, known)
 }
 
 var tomlLineRE = regexp.MustCompile(`^toml: line (\d+) (?:\(last key "([^"]*)"\): )?`)

@@ -2,8 +2,11 @@ package config
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/tools"
 )
@@ -131,5 +134,51 @@ func TestAllowShellFlagPrecedence(t *testing.T) {
 	cfg, err = load(t, "", "allow_shell = true\n", nil, Flags{AllowShell: &off})
 	if err != nil || cfg.AllowShell != (Setting[bool]{false, SourceFlag}) || len(cfg.Warnings) != 1 {
 		t.Errorf("project relaxes a flag: %+v, %v, %q", cfg.AllowShell, err, cfg.Warnings)
+	}
+}
+
+// TestProjectConfigNoFollow: a project config that is a symbolic link
+// (or behind one: .octet itself a link), or a FIFO, is skipped with a
+// warning naming it, at once, and none of its settings applies.
+func TestProjectConfigNoFollow(t *testing.T) {
+	target := filepath.Join(t.TempDir(), "config.toml")
+	writeFile(t, target, "allow_write = false\n", 0o644)
+	for _, tt := range []struct {
+		name  string
+		setup func(ws string)
+		want  string
+	}{
+		{"file link", func(ws string) {
+			os.MkdirAll(filepath.Join(ws, ".octet"), 0o755)
+			os.Symlink(target, filepath.Join(ws, ".octet", "config.toml"))
+		}, "symbolic link"},
+		{"directory link", func(ws string) { os.Symlink(filepath.Dir(target), filepath.Join(ws, ".octet")) }, "symbolic link"},
+		{"fifo", func(ws string) {
+			os.MkdirAll(filepath.Join(ws, ".octet"), 0o755)
+			mkfifo(t, filepath.Join(ws, ".octet", "config.toml"))
+		}, "FIFO"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			home, ws := t.TempDir(), t.TempDir()
+			tt.setup(ws)
+			done := make(chan struct{})
+			var cfg *Config
+			var err error
+			go func() { cfg, err = Load(Options{Home: home, Workspace: ws, LookupEnv: envMap(nil)}); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Load hangs")
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.AllowWrite.Source != SourceDefault {
+				t.Errorf("allow_write = %+v: the skipped file applied", cfg.AllowWrite)
+			}
+			if len(cfg.Warnings) != 1 || !strings.Contains(cfg.Warnings[0], filepath.Join(ws, ".octet", "config.toml")) || !strings.Contains(cfg.Warnings[0], tt.want) {
+				t.Errorf("warnings = %q", cfg.Warnings)
+			}
+		})
 	}
 }
