@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/BurntSushi/toml"
 )
@@ -101,7 +102,8 @@ func LoadCredentials(home string, lookup func(string) (string, bool)) (Credentia
 }
 
 func readCredentialsFile(path string) (Secret, error) {
-	f, err := os.Open(path)
+	// Non-blocking, so a FIFO is refused below instead of hanging.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return Secret{}, err

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const fakeKey = "sk-test-DO-NOT-LEAK-4f1c2a"
@@ -131,5 +132,39 @@ func TestCredentialsNotRegular(t *testing.T) {
 	}
 	if _, err := LoadCredentials(home, envMap(nil)); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestCredentialsFIFODoesNotHang: a FIFO at the credentials path is
+// refused at once (it used to block opening it for reading).
+func TestCredentialsFIFODoesNotHang(t *testing.T) {
+	home := t.TempDir()
+	mkfifo(t, filepath.Join(home, "credentials"))
+	done := make(chan error, 1)
+	go func() { _, err := LoadCredentials(home, envMap(nil)); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Errorf("err = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("LoadCredentials blocks on a FIFO")
+	}
+}
+
+// TestGlobalConfigFIFODoesNotHang: likewise for $OCTET_HOME/config.toml,
+// which is a configuration error naming the file.
+func TestGlobalConfigFIFODoesNotHang(t *testing.T) {
+	home := t.TempDir()
+	mkfifo(t, filepath.Join(home, "config.toml"))
+	done := make(chan error, 1)
+	go func() { _, err := Load(Options{Home: home, LookupEnv: envMap(nil)}); done <- err }()
+	select {
+	case err := <-done:
+		if fe, ok := errors.AsType[*FileError](err); !ok || !strings.Contains(fe.Error(), "config.toml") || !strings.Contains(fe.Error(), "FIFO") {
+			t.Errorf("err = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Load blocks on a FIFO")
 	}
 }
