@@ -11,10 +11,15 @@ import (
 	"time"
 
 	"go.lsp.dev/protocol"
+
+	"github.com/octet-agent/octet/tools"
 )
 
-// maxApprovalDetail bounds the detail shown in window/showMessageRequest.
-const maxApprovalDetail = 2000
+// maxApprovalMessage bounds the window/showMessageRequest fallback: a
+// stock client shows the message as plain text, and octet sends only a
+// request that fits whole. A larger one is refused (preview_too_large),
+// never cut: an approval never shows less than what will run.
+const maxApprovalMessage = 2000
 
 // confirmParams are the params of octet/confirmEffect.
 type confirmParams struct {
@@ -42,10 +47,19 @@ type pendingApproval struct {
 	// ctx ends when the approver stops waiting (answer, timeout, run
 	// cancelled); every request asking for this approval is withdrawn then.
 	ctx context.Context
+
+	// refusal, set before a refusing answer is sent, is why the request
+	// could not be put to the person at all (tools.ErrPreviewTooLarge).
+	refusal error
 }
 
 func (pa *pendingApproval) resolve(approved bool) {
 	pa.once.Do(func() { pa.answer <- approved })
+}
+
+// refuse answers "no" because the request cannot be shown; err says why.
+func (pa *pendingApproval) refuse(err error) {
+	pa.once.Do(func() { pa.refusal = err; pa.answer <- false })
 }
 
 // approverFor returns the session's approver: it asks the client and
@@ -93,6 +107,12 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 
 		select {
 		case ok := <-pa.answer:
+			if pa.refusal != nil {
+				if run != nil {
+					run.approvalDone(req.CallID, "Thinking")
+				}
+				return false, req.Digest, pa.refusal
+			}
 			s.log.Info("approval answered", "session", ss.id, "call", req.CallID, "approved", ok)
 			if run != nil {
 				if ok {
@@ -149,20 +169,21 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 		return
 	}
 	// A stock client shows only this message: it must carry what will
-	// change (the command in detail, the diff of an edit or write).
-	msg := pa.params.Title
-	var body []string
-	for _, part := range []string{pa.params.Detail, pa.params.Diff} {
-		if p := strings.TrimSpace(part); p != "" {
-			body = append(body, p)
-		}
-	}
-	if len(body) > 0 {
-		msg += "\n\n" + truncate(strings.Join(body, "\n\n"), maxApprovalDetail)
+	// change (the command in detail, the diff of an edit or write), whole.
+	msg := fallbackApprovalMessage(pa.params)
+	if len(msg) > maxApprovalMessage {
+		s.log.Warn("approval too large for window/showMessageRequest; refused", "call", pa.params.CallID, "bytes", len(msg))
+		s.notify("window/showMessage", &protocol.ShowMessageParams{
+			Type: protocol.MessageTypeWarning,
+			Message: fmt.Sprintf("octet refused %s without asking: it is %d bytes, more than this editor's approval prompt shows whole (%d). "+
+				"The model was told to split it; an octet editor plugin (octet/confirmEffect) shows large changes whole.", pa.params.Title, len(msg), maxApprovalMessage),
+		})
+		pa.refuse(fmt.Errorf("window/showMessageRequest holds %d bytes, the request needs %d: %w", maxApprovalMessage, len(msg), tools.ErrPreviewTooLarge))
+		return
 	}
 	raw, err := s.call(ctx, timeout, "window/showMessageRequest", &protocol.ShowMessageRequestParams{
 		Type:    protocol.MessageTypeWarning,
-		Message: "octet wants to run " + pa.params.Tool + ": " + msg,
+		Message: msg,
 		Actions: []protocol.MessageActionItem{{Title: "Approve"}, {Title: "Deny"}},
 	})
 	if err != nil {
@@ -177,6 +198,18 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 		return
 	}
 	pa.resolve(item.Title == "Approve")
+}
+
+// fallbackApprovalMessage is the whole window/showMessageRequest text of
+// an approval: the title, then the detail and the diff.
+func fallbackApprovalMessage(p confirmParams) string {
+	msg := "octet wants to run " + p.Tool + ": " + p.Title
+	for _, part := range []string{p.Detail, p.Diff} {
+		if part != "" {
+			msg += "\n\n" + part
+		}
+	}
+	return msg
 }
 
 // approvalFailed handles a failed approval request: an error answer from

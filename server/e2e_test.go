@@ -394,6 +394,69 @@ func TestShowMessageRequestFallback(t *testing.T) {
 	}
 }
 
+// TestShowMessageRequestFallbackNeverCuts: a stock client's approval
+// message used to be cut at 2,000 bytes, hiding the rest of the diff. An
+// edit whose message cannot be shown whole is refused without asking
+// (preview_too_large, the model is told to split it), the editor is told
+// why with window/showMessage, and the file is unchanged.
+func TestShowMessageRequestFallbackNeverCuts(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	long := strings.Repeat("goodbye world, ", 200) // 3,000 bytes of diff
+	st.provider.Enqueue(
+		providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"`+long+`"}`)),
+		providertest.Text("Could not edit."),
+	)
+	file := filepath.Join(st.workspace, "a.txt")
+	writeFile(t, file, "hello world\n")
+	e := st.editor(t, Options{}, nil)
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	e.respond("window/showMessageRequest", func(json.RawMessage) (any, error) {
+		return map[string]string{"title": "Approve"}, nil
+	})
+	var ans promptAnswer
+	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"edit a.txt"}}, &ans)
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if got := readFile(t, file); got != "hello world\n" {
+		t.Errorf("a.txt changed to %d bytes without a whole approval", len(got))
+	}
+	e.mu.Lock()
+	asked := len(e.requests)
+	var shown []string
+	for _, r := range e.requests {
+		if r.Method == "window/showMessageRequest" {
+			asked = -1
+		}
+	}
+	for _, n := range e.notes {
+		if n.Method == "window/showMessage" {
+			shown = append(shown, string(n.Params))
+		}
+	}
+	evs := eventsIn(e.notes, ans.RunID)
+	e.mu.Unlock()
+	if asked < 0 {
+		t.Error("a cut approval message was sent")
+	}
+	if len(shown) != 1 || !strings.Contains(shown[0], "refused edit a.txt without asking") {
+		t.Errorf("window/showMessage = %q", shown)
+	}
+	var reason string
+	for _, ev := range evs {
+		if ev.Event["kind"] == "tool_policy_decision" {
+			reason, _ = ev.Event["reason"].(string)
+		}
+	}
+	if reason != tools.ReasonPreviewTooLarge {
+		t.Errorf("decision reason %q; events %v", reason, evs)
+	}
+	body, _ := json.Marshal(st.provider.Requests()[1].Body)
+	if !strings.Contains(string(body), "Split it into smaller calls") {
+		t.Errorf("the model was not told to split the call: %s", body)
+	}
+}
+
 // TestApprovalTimeoutDenies checks that a client that never answers an
 // approval gets a denial after the timeout, and the run still completes.
 func TestApprovalTimeoutDenies(t *testing.T) {

@@ -242,7 +242,7 @@ func TestApprovalPreviewHidesNothing(t *testing.T) {
 		t.Fatalf("%d approval requests", len(reqs))
 	}
 	detail := reqs[0].Detail
-	if want := "echo hi^[]0; rm -rf build ;^G <U+202E>evil^M"; detail != want {
+	if want := "echo hi^[]0; rm -rf build ;^G ⟨U+202E⟩evil^M"; detail != want {
 		t.Errorf("detail %q, want %q", detail, want)
 	}
 	for _, r := range detail {
@@ -595,32 +595,9 @@ func FuzzNeutralizeControls(f *testing.F) {
 			t.Fatalf("invalid UTF-8 from %q", in)
 		}
 		for _, r := range out {
-			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) || isTagChar(r) {
 				t.Fatalf("control %U survived in %q (from %q)", r, out, in)
 			}
-		}
-	})
-}
-
-// FuzzVisibleControls checks that approval text keeps every input byte
-// visible (it never gets shorter: nothing is removed) and holds no
-// terminal, C1 or bidirectional control, in valid UTF-8.
-func FuzzVisibleControls(f *testing.F) {
-	f.Add("plain\ttext\n")
-	f.Add("echo hi\x1b]0; rm -rf x ;\x07 \u202e \r\n")
-	f.Add("\xc2\x9b2J \xff\xfe \x1b\u2066")
-	f.Fuzz(func(t *testing.T, in string) {
-		out := visibleControls(in)
-		if !utf8.ValidString(out) || len(out) < len(in) {
-			t.Fatalf("visibleControls(%q) = %q", in, out)
-		}
-		for _, r := range out {
-			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || (r >= 0x80 && r <= 0x9f) || isBidiControl(r) {
-				t.Fatalf("control %U survived in %q (from %q)", r, out, in)
-			}
-		}
-		if visibleControls(out) != out {
-			t.Fatalf("not idempotent on %q", out)
 		}
 	})
 }

@@ -10,7 +10,10 @@ import (
 // terminal: escape sequences (CSI, OSC, DCS/SOS/PM/APC strings and
 // two-byte ESC sequences) are removed, CR LF becomes LF and a lone CR a
 // LF, other C0 controls and DEL become caret notation (^G), C1 controls
-// and invalid UTF-8 become U+FFFD. Newlines and tabs are kept.
+// and invalid UTF-8 become U+FFFD. Unicode bidirectional controls (which
+// reorder what an editor displays, "Trojan Source") and tag characters
+// (invisible text a model still reads) become a visible ⟨U+XXXX⟩.
+// Newlines and tabs are kept.
 func neutralizeControls(b []byte) string {
 	var out strings.Builder
 	out.Grow(len(b))
@@ -37,9 +40,12 @@ func neutralizeControls(b []byte) string {
 			out.WriteByte(c)
 		default:
 			r, size := utf8.DecodeRune(b[i:])
-			if r == utf8.RuneError || (r >= 0x80 && r <= 0x9f) {
+			switch {
+			case r == utf8.RuneError || (r >= 0x80 && r <= 0x9f):
 				out.WriteRune(utf8.RuneError)
-			} else {
+			case isBidiControl(r) || isTagChar(r):
+				fmt.Fprintf(&out, "⟨U+%04X⟩", r)
+			default:
 				out.Write(b[i : i+size])
 			}
 			i += size
@@ -82,55 +88,6 @@ func skipEscape(b []byte, i int) int {
 	return i + 2
 }
 
-// visibleControls renders text for a person who must approve it: nothing
-// is removed, so no part of a command can be hidden from the prompt, and
-// nothing can drive a terminal or reorder the display. ESC and the other
-// C0 controls but newline and tab (CR included) become caret notation
-// (^[, ^M), DEL ^?, C1 controls and the Unicode bidirectional controls
-// (Trojan Source) <U+XXXX>, invalid UTF-8 bytes \xNN.
-func visibleControls(s string) string {
-	var out strings.Builder
-	out.Grow(len(s))
-	for i := 0; i < len(s); {
-		c := s[i]
-		switch {
-		case c == '\n' || c == '\t':
-			out.WriteByte(c)
-		case c < 0x20:
-			out.WriteByte('^')
-			out.WriteByte(c + '@')
-		case c == 0x7f:
-			out.WriteString("^?")
-		case c < utf8.RuneSelf:
-			out.WriteByte(c)
-		default:
-			r, size := utf8.DecodeRuneInString(s[i:])
-			switch {
-			case r == utf8.RuneError && size == 1:
-				fmt.Fprintf(&out, `\x%02X`, c)
-			case (r >= 0x80 && r <= 0x9f) || isBidiControl(r):
-				fmt.Fprintf(&out, "<U+%04X>", r)
-			default:
-				out.WriteString(s[i : i+size])
-			}
-			i += size
-			continue
-		}
-		i++
-	}
-	return out.String()
-}
-
-// isBidiControl reports whether r is a Unicode bidirectional formatting
-// character, which can make displayed text differ from what runs.
-func isBidiControl(r rune) bool {
-	switch {
-	case r == 0x061c, r == 0x200e, r == 0x200f:
-		return true
-	case r >= 0x202a && r <= 0x202e:
-		return true
-	case r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
-}
+// isTagChar reports whether r is a Unicode tag character (U+E0000 to
+// U+E007F): invisible in every display, yet read by a model as text.
+func isTagChar(r rune) bool { return r >= 0xe0000 && r <= 0xe007f }

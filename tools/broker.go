@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -70,10 +71,13 @@ const (
 	DefaultApprovalTimeout = 10 * time.Minute
 	// DefaultMaxResultBytes bounds the model-visible text of one result.
 	DefaultMaxResultBytes = 50 << 10
-	maxPreviewTitle       = 256
-	maxPreviewDetail      = 8 << 10
-	maxPreviewDiff        = 256 << 10
-	maxToolErrorText      = 1 << 10
+	// MaxPreviewTitle, MaxPreviewDetail and MaxPreviewDiff bound the
+	// rendered fields of an approval prompt; a call whose rendering does
+	// not fit whole is refused before approval (preview_too_large).
+	MaxPreviewTitle  = 256
+	MaxPreviewDetail = 8 << 10
+	MaxPreviewDiff   = 256 << 10
+	maxToolErrorText = 1 << 10
 )
 
 // BrokerConfig configures a Broker. The zero value is a Controlled broker
@@ -331,7 +335,12 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 	actx, cancel := context.WithDeadline(ctx, expires)
 	defer cancel()
 	req := ConfirmRequest{Intent: intent, Digest: digest, ExpiresAt: expires}
-	req.Title, req.Detail, req.Diff = b.preview(actx, tool, intent)
+	var whole bool
+	req.Title, req.Detail, req.Diff, whole = b.preview(actx, tool, intent)
+	if !whole {
+		// An approval never shows less than what will run.
+		return Grant{}, ReasonPreviewTooLarge
+	}
 	if obs.OnConfirm != nil {
 		obs.OnConfirm(req)
 	}
@@ -341,6 +350,9 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 		return Grant{}, ReasonCancelled
 	case actx.Err() != nil || !time.Now().Before(expires):
 		return Grant{}, ReasonApprovalExpired
+	case errors.Is(err, ErrPreviewTooLarge):
+		b.log.Debug("approver cannot show the call whole", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
+		return Grant{}, ReasonPreviewTooLarge
 	case err != nil:
 		b.log.Debug("approver failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
 		return Grant{}, ReasonApprovalDenied
@@ -377,27 +389,33 @@ func (b *Broker) ask(ctx context.Context, req ConfirmRequest) (Approval, error) 
 }
 
 // preview builds the prompt text from the tool's Previewer, falling back
-// to the tool name and the bounded canonical arguments. Control and
-// bidirectional characters are made visible (never removed), so the text
-// can neither drive the approver's terminal nor hide part of what runs.
-func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (title, detail, diff string) {
+// to the tool name and the canonical arguments, rendered with
+// approvalText: controls, invisible characters and long blank runs are
+// made visible, nothing is removed. whole is false when a field's
+// rendering exceeds its bound (or the Previewer says the call is too
+// large to show): the call must then not be put to a person at all.
+func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (title, detail, diff string, whole bool) {
 	if pv, ok := tool.(Previewer); ok {
 		// The call id lets a file tool bind what it shows to the call
 		// that executes (see shownPriors).
 		p, err := safePreview(withPreviewCall(ctx, intent.CallID), pv, intent.Arguments)
+		if errors.Is(err, ErrPreviewTooLarge) {
+			return "", "", "", false
+		}
 		if err == nil {
-			return visibleBounded(p.Title, maxPreviewTitle), visibleBounded(p.Detail, maxPreviewDetail), visibleBounded(p.Diff, maxPreviewDiff)
+			return renderPreview(p.Title, p.Detail, p.Diff)
 		}
 		b.log.Debug("preview failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
 	}
-	title = fmt.Sprintf("%s (%s)", intent.Tool, intent.Effect)
-	return visibleBounded(title, maxPreviewTitle), visibleBounded(string(intent.Arguments), maxPreviewDetail), ""
+	return renderPreview(fmt.Sprintf("%s (%s)", intent.Tool, intent.Effect), string(intent.Arguments), "")
 }
 
-// visibleBounded bounds s to n bytes, then makes its controls visible and
-// bounds the (possibly longer) result again.
-func visibleBounded(s string, n int) string {
-	return boundText(visibleControls(boundText(s, n)), n)
+// renderPreview renders the three fields for a prompt and reports whether
+// each fits its bound whole.
+func renderPreview(title, detail, diff string) (string, string, string, bool) {
+	title, detail, diff = approvalText(title), approvalText(detail), approvalText(diff)
+	whole := len(title) <= MaxPreviewTitle && len(detail) <= MaxPreviewDetail && len(diff) <= MaxPreviewDiff
+	return title, detail, diff, whole
 }
 
 // decision builds evidence for a call.

@@ -215,14 +215,23 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 	if refusal != "" {
 		return Preview{Title: title, Detail: refusal}, nil
 	}
+	if diffTooLarge(string(p.old), p.updated) {
+		return Preview{}, fmt.Errorf("edit %s: %w", *a.Path, ErrPreviewTooLarge)
+	}
 	return Preview{Title: title, Diff: unifiedDiff(p.tg.display, string(p.old), p.updated)}, nil
 }
 
-// unifiedDiff renders old → new as a bounded unified diff.
+// unifiedDiff renders old → new as a whole unified diff: the broker, not
+// the tool, decides whether it is small enough to show (an approval never
+// shows a cut diff).
 func unifiedDiff(name, old, updated string) string {
-	d := udiff.Unified("a/"+name, "b/"+name, old, updated)
-	if s, cut := clipUTF8(d, DefaultResultTextBytes); cut {
-		return s + "\n[diff truncated]\n"
-	}
-	return d
+	return udiff.Unified("a/"+name, "b/"+name, old, updated)
+}
+
+// diffTooLarge reports that the diff of old → updated cannot fit an
+// approval prompt whatever its shape: every added byte appears in it, so
+// growth beyond MaxPreviewDiff alone is enough. It spares computing a
+// diff of tens of megabytes only to refuse it.
+func diffTooLarge(old, updated string) bool {
+	return len(updated)-len(old) > MaxPreviewDiff || len(old)-len(updated) > MaxPreviewDiff
 }

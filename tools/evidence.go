@@ -44,6 +44,11 @@ const (
 	// ReasonCommitDenied: the reservation could not be committed (grant
 	// expired, replayed, revoked, or the admission already used).
 	ReasonCommitDenied = "effect_reservation_commit_denied"
+	// ReasonPreviewTooLarge: the call needs approval but cannot be shown
+	// whole (a bash command or diff over the prompt's bounds, or more than
+	// the approver's display can hold); it was refused before anyone was
+	// asked, because an approval never shows less than what will run.
+	ReasonPreviewTooLarge = "preview_too_large"
 	// ReasonCancelled: the run was cancelled before the effect committed.
 	ReasonCancelled = "cancelled"
 )
@@ -70,6 +75,7 @@ var denialTexts = map[string]string{
 	ReasonHookDenied:          "Tool call denied by the host.",
 	ReasonCommitDenied:        "Tool call denied: its admission could not be committed.",
 	ReasonCancelled:           "Tool call cancelled before it ran.",
+	ReasonPreviewTooLarge:     "Tool call refused before approval: it is too long to be shown whole for review (a bash command over 8 KiB or a diff over 256 KiB as displayed, or more than this editor's approval prompt can show). Split it into smaller calls.",
 }
 
 // DenialText returns the static model-visible text for a denial reason.

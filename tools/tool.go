@@ -13,6 +13,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"errors"
 )
 
 // Effect is the authoritative classification of one exact tool call.
@@ -134,6 +135,12 @@ type Previewer interface {
 	// detail (the bash command, say) and, for file changes, a unified diff.
 	Preview(ctx context.Context, args json.RawMessage) (Preview, error)
 }
+
+// ErrPreviewTooLarge is returned (possibly wrapped) by a Previewer whose
+// call cannot be shown whole, or by an Approver whose display cannot hold
+// the whole request. The broker then refuses the call with
+// ReasonPreviewTooLarge: an approval never shows less than what will run.
+var ErrPreviewTooLarge = errors.New("the call is too large to be shown whole for approval")
 
 // Preview is what an approval prompt shows for one call.
 type Preview struct {

@@ -186,6 +186,9 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 	}
 	if fsroot.IsNotExist(err) {
 		// An external parent directory that write would create.
+		if diffTooLarge("", *a.Content) {
+			return Preview{}, fmt.Errorf("write %s: %w", *a.Path, ErrPreviewTooLarge)
+		}
 		return Preview{Title: title, Detail: fmt.Sprintf("create %s (%d bytes)", *a.Path, len(*a.Content)),
 			Diff: unifiedDiff(*a.Path, "", *a.Content)}, nil
 	}
@@ -206,6 +209,9 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 	detail := fmt.Sprintf("create %s (%d bytes)", tg.display, len(*a.Content))
 	if exists {
 		detail = fmt.Sprintf("replace %s (%d -> %d bytes)", tg.display, len(old), len(*a.Content))
+	}
+	if diffTooLarge(string(old), *a.Content) {
+		return Preview{}, fmt.Errorf("write %s: %w", tg.display, ErrPreviewTooLarge)
 	}
 	return Preview{Title: title, Detail: detail, Diff: unifiedDiff(tg.display, string(old), *a.Content)}, nil
 }

@@ -1,0 +1,177 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Rendering text for a person who must approve it. The rule is that an
+// approval never shows less than what will run, so approvalText removes
+// nothing: it rewrites every character that a display would hide, move or
+// reinterpret into a visible notation, and the broker refuses a call whose
+// rendering does not fit its prompt whole (preview_too_large).
+//
+// Notation (everything octet adds is inside ⟨ ⟩, and a literal ⟨ in the
+// text is itself escaped, so the reader can tell octet's marks from the
+// text's own):
+//
+//   - C0 controls but newline and tab, CR included: caret notation (^[, ^M);
+//     DEL: ^?; invalid UTF-8: \xNN.
+//   - C1 controls, Unicode format characters (bidirectional controls,
+//     zero-width spaces and joiners, the byte-order mark, tag characters),
+//     separators other than the ASCII space (no-break and other-width
+//     spaces, line and paragraph separators), variation selectors and
+//     other invisible fillers: ⟨U+XXXX⟩.
+//   - Four or more of the same escaped character in a row: ⟨N × U+XXXX⟩.
+//   - A run of spaces and tabs at least 32 columns wide (a tab counts 8):
+//     ⟨N spaces⟩, ⟨N tabs⟩ or ⟨N spaces and tabs⟩, so nothing can be
+//     pushed out of sight to the right.
+//   - Three or more newlines in a row (two or more blank lines):
+//     ⟨N blank lines⟩ on a line of its own, so nothing can be pushed out of
+//     sight below.
+const (
+	wideBlankColumns = 32
+	minEscapedRun    = 4
+	minBlankLines    = 2
+)
+
+// approvalText renders s for an approval prompt (see above).
+func approvalText(s string) string {
+	var out strings.Builder
+	out.Grow(len(s) + len(s)/8)
+	for i := 0; i < len(s); {
+		switch c := s[i]; {
+		case c == ' ' || c == '\t':
+			i = writeBlankRun(&out, s, i)
+			continue
+		case c == '\n':
+			i = writeNewlineRun(&out, s, i)
+			continue
+		case c < 0x20:
+			out.WriteByte('^')
+			out.WriteByte(c + '@')
+		case c == 0x7f:
+			out.WriteString("^?")
+		case c < utf8.RuneSelf:
+			out.WriteByte(c)
+		default:
+			i = writeRune(&out, s, i)
+			continue
+		}
+		i++
+	}
+	return out.String()
+}
+
+// writeBlankRun writes the run of spaces and tabs starting at s[i] and
+// returns the index after it.
+func writeBlankRun(out *strings.Builder, s string, i int) int {
+	j, spaces, tabs := i, 0, 0
+	for ; j < len(s) && (s[j] == ' ' || s[j] == '\t'); j++ {
+		if s[j] == ' ' {
+			spaces++
+		} else {
+			tabs++
+		}
+	}
+	if spaces+8*tabs < wideBlankColumns {
+		out.WriteString(s[i:j])
+		return j
+	}
+	switch {
+	case tabs == 0:
+		fmt.Fprintf(out, "⟨%d spaces⟩", spaces)
+	case spaces == 0:
+		fmt.Fprintf(out, "⟨%d tabs⟩", tabs)
+	default:
+		fmt.Fprintf(out, "⟨%d spaces and tabs⟩", spaces+tabs)
+	}
+	return j
+}
+
+// writeNewlineRun writes the run of newlines starting at s[i] and returns
+// the index after it.
+func writeNewlineRun(out *strings.Builder, s string, i int) int {
+	j := i
+	for j < len(s) && s[j] == '\n' {
+		j++
+	}
+	if blank := j - i - 1; blank >= minBlankLines {
+		fmt.Fprintf(out, "\n⟨%d blank lines⟩\n", blank)
+	} else {
+		out.WriteString(s[i:j])
+	}
+	return j
+}
+
+// writeRune writes the non-ASCII character at s[i], escaped when a display
+// would hide it, collapsing a run of the same escaped character; it
+// returns the index after what it wrote.
+func writeRune(out *strings.Builder, s string, i int) int {
+	r, size := utf8.DecodeRuneInString(s[i:])
+	if r == utf8.RuneError && size == 1 {
+		fmt.Fprintf(out, `\x%02X`, s[i])
+		return i + 1
+	}
+	if !hiddenRune(r) {
+		out.WriteString(s[i : i+size])
+		return i + size
+	}
+	j, n := i+size, 1
+	for j < len(s) {
+		r2, size2 := utf8.DecodeRuneInString(s[j:])
+		if r2 != r || size2 != size {
+			break
+		}
+		j += size2
+		n++
+	}
+	if n >= minEscapedRun {
+		fmt.Fprintf(out, "⟨%d × U+%04X⟩", n, r)
+		return j
+	}
+	fmt.Fprintf(out, "⟨U+%04X⟩", r)
+	return i + size
+}
+
+// hiddenRune reports whether a display could hide r, show it as something
+// else, or let it reorder or re-space the text around it.
+func hiddenRune(r rune) bool {
+	switch {
+	case r == '⟨': // octet's own notation starts with it
+		return true
+	case r >= 0x80 && r <= 0x9f: // C1 controls
+		return true
+	case r == ' ':
+		return false
+	case unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Zs): // format characters, separators, other spaces
+		return true
+	case unicode.Is(unicode.Variation_Selector, r):
+		return true
+	}
+	switch r {
+	case 0x034f, // combining grapheme joiner
+		0x115f, 0x1160, 0x3164, 0xffa0, // Hangul fillers
+		0x2800,         // braille pattern blank
+		0x17b4, 0x17b5, // Khmer inherent vowels
+		0x180e: // Mongolian vowel separator
+		return true
+	}
+	return false
+}
+
+// isBidiControl reports whether r is a Unicode bidirectional formatting
+// character, which can make displayed text differ from what runs.
+func isBidiControl(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f:
+		return true
+	case r >= 0x202a && r <= 0x202e:
+		return true
+	case r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
