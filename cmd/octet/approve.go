@@ -20,9 +20,6 @@ const (
 	denyAll                         // --deny
 )
 
-// maxShownDiff bounds the diff printed in a terminal prompt.
-const maxShownDiff = 8 << 10
-
 // termApprover is the CLI's tools.Approver: it prints the exact effect and
 // asks on the terminal, or decides by mode. Prompts go to the terminal (or
 // the notice writer), never to stdout, which carries the answer.
@@ -66,18 +63,16 @@ func (a *termApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (t
 	return tools.Approval{Approved: ok, Digest: req.Digest}, nil
 }
 
-// describe renders one request for a person: title, detail, bounded diff.
+// describe renders one request for a person: title, detail, whole diff.
 func describe(req tools.ConfirmRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "── approval needed: %s (%s)\n", neutralize(req.Title), req.Intent.Effect)
 	if req.Detail != "" {
 		fmt.Fprintf(&b, "%s\n", neutralize(req.Detail))
 	}
-	if req.Diff != "" {
-		d := req.Diff
-		if len(d) > maxShownDiff {
-			d = d[:maxShownDiff] + "\n… (diff truncated)"
-		}
+	if d := req.Diff; d != "" {
+		// Whole: the broker already refused what cannot be shown whole
+		// (an approval never shows less than what runs).
 		b.WriteString(neutralize(d))
 		if !strings.HasSuffix(d, "\n") {
 			b.WriteByte('\n')

@@ -96,3 +96,13 @@ func TestTermApproverNoTerminalDenies(t *testing.T) {
 		t.Error("terminal escape passed through to the terminal")
 	}
 }
+
+// TestDescribeShowsWholeDiff: the terminal prompt used to cut diffs at
+// 8 KiB; it now prints what the broker admitted for review, whole.
+func TestDescribeShowsWholeDiff(t *testing.T) {
+	diff := strings.Repeat("+line\n", 4<<10) + "+LAST\n"
+	out := describe(tools.ConfirmRequest{Title: "write big.txt", Diff: diff, Digest: "abc"})
+	if !strings.Contains(out, "+LAST\n") || strings.Contains(out, "truncated") || strings.Count(out, "+line") != 4<<10 {
+		t.Errorf("diff not whole (%d bytes)", len(out))
+	}
+}
