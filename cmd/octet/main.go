@@ -51,6 +51,12 @@ type env struct {
 }
 
 func main() {
+	// Before anything reads a credential: the tools octet runs must not
+	// be able to read this process's environment or memory.
+	if err := hardenProcess(); err != nil {
+		fmt.Fprintf(os.Stderr, "octet: %v\n", err)
+		os.Exit(exitFailed)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	cwd, err := os.Getwd()
 	if err != nil {
