@@ -495,9 +495,15 @@ func (p *readOnlyProgram) refusedWord(a string) (string, bool) {
 			}
 		case strings.HasPrefix(r, "--"):
 			name, _, _ := strings.Cut(a, "=")
-			if len(name) > 2 && strings.HasPrefix(r, name) {
-				return r, true
+			if len(name) <= 2 || !strings.HasPrefix(r, name) {
+				continue
 			}
+			// An exact match of an allowed option is that option, not an
+			// abbreviation ("--exclude" is not "--exclude-from").
+			if _, exact := p.opts.long[name]; exact && name != r {
+				continue
+			}
+			return r, true
 		default: // "-x"
 			if len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a[1:], r[1]) >= 0 {
 				return r, true
@@ -981,12 +987,15 @@ func openWorkspace(dir string) (workspace, error) {
 }
 
 // contains reports whether p names the workspace or something beneath
-// it: p (which must be absolute without "." or ".." components) is
-// resolved with every symbolic link followed (for a path that does not
-// exist yet, its deepest existing ancestor), then each ancestor of the
-// result is compared by device and inode with the workspace (so a link
-// or a bind mount of it is recognised too). Any error answers true: what
-// cannot be told apart from the workspace is treated as inside it.
+// it, comparing files (device and inode), not spellings, so that a link
+// to the workspace or a bind mount of it is recognised too. p must be
+// absolute without "." or ".." components. It is inside when any lexical
+// ancestor of p (each stat'ed, following links) is the workspace, because
+// then what p resolves to depends on the workspace's content; or when p,
+// resolved with every link followed (for a path that does not exist yet,
+// its deepest existing ancestor), is the workspace or has it as an
+// ancestor. Any error answers true: what cannot be told apart from the
+// workspace is treated as inside it.
 func (w workspace) contains(p string) bool {
 	if !filepath.IsAbs(p) {
 		return true
@@ -997,6 +1006,14 @@ func (w workspace) contains(p string) bool {
 		}
 	}
 	p = filepath.Clean(p)
+	for q := p; ; q = filepath.Dir(q) {
+		if st, err := os.Stat(q); err == nil && os.SameFile(st, w.st) {
+			return true
+		}
+		if q == filepath.Dir(q) {
+			break
+		}
+	}
 	for {
 		r, err := filepath.EvalSymlinks(p)
 		if err == nil {
