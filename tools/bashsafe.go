@@ -3,8 +3,10 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -304,6 +306,10 @@ const (
 	reqArg
 	// optArg: "-xVAL" or "--name=VAL" only; a following word is an operand.
 	optArg
+	// attachedArg: a GNU optional argument that the table requires: only
+	// "--name=VAL" is accepted (bare "--name" has a default the table
+	// refuses, and a following word would be an operand anyway).
+	attachedArg
 )
 
 // optSpec is one allowed option.
@@ -379,6 +385,10 @@ func (t *optTable) parse(args []string) (opts []parsedOpt, operands []string, er
 					}
 					i++
 					val, hasVal = args[i], true
+				}
+			case attachedArg:
+				if !hasVal {
+					return nil, nil, fmt.Errorf("option %s needs an attached argument (%s=VALUE)", name, name)
 				}
 			}
 			if hasVal && s.valid != nil && !s.valid(val) {
@@ -478,6 +488,10 @@ type readOnlyProgram struct {
 	exactWords bool
 	// env names variables that must be absent when this program runs.
 	env []string
+	// ignoreFiles marks a program (rg) that reads ignore files in the
+	// directories it searches and their parents, opening them with links
+	// followed: checkIgnoreFiles inspects them.
+	ignoreFiles bool
 	// check parses the arguments (without the program name) and returns
 	// the paths to inspect.
 	check func(p *readOnlyProgram, args []string) ([]string, error)
@@ -664,7 +678,7 @@ var (
 	findNumber = matches(`^[+-]?[0-9]{1,18}$`)
 	findOneArg = map[string]optSpec{
 		"-name": anyArg, "-iname": anyArg, "-path": anyArg, "-ipath": anyArg, "-wholename": anyArg, "-iwholename": anyArg,
-		"-regex": anyArg, "-iregex": anyArg, "-lname": anyArg, "-ilname": anyArg, "-printf": anyArg,
+		"-regex": anyArg, "-iregex": anyArg, "-lname": anyArg, "-ilname": anyArg,
 		"-regextype": {kind: reqArg, valid: matches(`^[a-z0-9-]{1,32}$`)},
 		"-type":      {kind: reqArg, valid: matches(`^[bcdpflsD](,[bcdpflsD]){0,7}$`)},
 		"-size":      {kind: reqArg, valid: matches(`^[+-]?[0-9]{1,18}[bcwkMG]?$`)},
@@ -738,9 +752,9 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 	"echo": {builtin: true, check: echoCheck},
 	"pwd":  {builtin: true, check: pwdCheck},
 	"ls": {
-		opts: newOpts("abcdfghiklmnopqrstuvxABCFGNQRSUXZ1",
+		opts: newOpts("abcdfghiklmnopqrstuvxABCGNQRSUXZ1",
 			[]string{"--all", "--almost-all", "--author", "--escape", "--ignore-backups", "--directory",
-				"--file-type", "--full-time", "--group-directories-first", "--no-group", "--human-readable",
+				"--full-time", "--group-directories-first", "--no-group", "--human-readable",
 				"--si", "--inode", "--kibibytes", "--literal", "--numeric-uid-gid", "--hide-control-chars",
 				"--show-control-chars", "--quote-name", "--reverse", "--recursive", "--size", "--context",
 				"--zero", "--help", "--version"},
@@ -751,15 +765,18 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 				"--sort":            {kind: reqArg, valid: oneOf("none", "size", "time", "version", "extension", "width")},
 				"--time":            {kind: reqArg, valid: oneOf("atime", "access", "use", "ctime", "status", "mtime", "modification", "birth", "creation")},
 				"--format":          {kind: reqArg, valid: oneOf("across", "commas", "horizontal", "long", "single-column", "verbose", "vertical")},
-				"--indicator-style": {kind: reqArg, valid: oneOf("none", "slash", "file-type", "classify")},
+				"--indicator-style": {kind: reqArg, valid: oneOf("none", "slash")},
 				"--quoting-style": {kind: reqArg, valid: oneOf("literal", "locale", "shell", "shell-always",
 					"shell-escape", "shell-escape-always", "c", "c-maybe", "escape")},
-				"--color":    {kind: optArg, valid: colorWhen},
-				"--colour":   {kind: optArg, valid: colorWhen},
-				"--classify": {kind: optArg, valid: colorWhen},
+				// Colouring stats link targets (orphans); output is a
+				// pipe, so auto means never.
+				"--color":  {kind: attachedArg, valid: oneOf("never", "no", "none", "auto", "tty", "if-tty")},
+				"--colour": {kind: attachedArg, valid: oneOf("never", "no", "none", "auto", "tty", "if-tty")},
 			}),
+		// -F, --classify and --file-type stat what each symbolic link
+		// points to (an outside path's existence and type).
 		refused: []string{"-L", "--dereference", "-H", "--dereference-command-line",
-			"--dereference-command-line-symlink-to-dir"},
+			"--dereference-command-line-symlink-to-dir", "-F", "--classify", "--file-type"},
 		check: filesCheck(true),
 	},
 	"cat": {
@@ -817,10 +834,10 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 		check:   patternCheck("-e", "--regexp"),
 	},
 	"rg": {
-		opts: newOpts("abcFHhIilNnopqSsUuvVwx0.",
+		opts: newOpts("abcFHhIilNnopPqSsUuvVwx0.",
 			[]string{"--text", "--byte-offset", "--binary", "--no-binary", "--block-buffered",
 				"--no-block-buffered", "--count", "--count-matches", "--column", "--no-column",
-				"--no-context-separator", "--crlf", "--no-crlf", "--debug", "--trace", "--no-encoding",
+				"--no-context-separator", "--crlf", "--no-crlf", "--no-encoding",
 				"--files", "--files-with-matches", "--files-without-match", "--fixed-strings",
 				"--no-fixed-strings", "--no-follow", "--glob-case-insensitive", "--no-glob-case-insensitive",
 				"--heading", "--no-heading", "--help", "--hidden", "--no-hidden", "--ignore-case",
@@ -866,8 +883,9 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 			}),
 		refused: []string{"--pre", "--pre-glob", "-z", "--search-zip", "--hostname-bin", "-L", "--follow",
 			"-f", "--file", "--ignore-file"},
-		env:   []string{"RIPGREP_CONFIG_PATH"},
-		check: patternCheck("-e", "--regexp"),
+		env:         []string{"RIPGREP_CONFIG_PATH"},
+		ignoreFiles: true,
+		check:       patternCheck("-e", "--regexp"),
 	},
 	"find": {
 		refused: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
@@ -932,6 +950,9 @@ func checkOperands(dir string, cmds []plannedCommand) error {
 	n := 0
 	for _, c := range cmds {
 		n += len(c.paths)
+		if readOnlyPrograms[c.name].ignoreFiles {
+			n++
+		}
 	}
 	if n == 0 {
 		return nil
@@ -957,6 +978,121 @@ func checkOperands(dir string, cmds []plannedCommand) error {
 				return fmt.Errorf("%s: operand %q is a %s", c.name, p, kind)
 			}
 		}
+		if readOnlyPrograms[c.name].ignoreFiles {
+			roots := c.paths
+			if len(roots) == 0 {
+				roots = []string{"."}
+			}
+			if err := checkIgnoreFiles(root, roots); err != nil {
+				return fmt.Errorf("%s: %w", c.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// rgIgnoreNames are the ignore files ripgrep reads in every directory it
+// searches and in each search path's parents.
+var rgIgnoreNames = []string{".gitignore", ".ignore", ".rgignore"}
+
+// maxIgnoreWalkEntries bounds the directory entries checkIgnoreFiles will
+// read; a larger tree needs confirmation. (A variable for tests.)
+var maxIgnoreWalkEntries = 50000
+
+// checkIgnoreFiles proves that every ignore file ripgrep could read for
+// the search roots is a regular single-link file (or absent) reached
+// without links: in each root's parent directories within the workspace
+// and in every directory beneath each root (links to directories are not
+// entered, as ripgrep does not follow them). A ".git" must be absent or a
+// directory whose info/exclude is absent or a regular single-link file: a
+// ".git" file (a worktree's pointer) names another directory ripgrep
+// would read, so it needs confirmation. Ripgrep opens these files with
+// links followed and reports the lines it cannot parse, so a link to an
+// outside file would show it.
+func checkIgnoreFiles(root *fsroot.Root, roots []string) error {
+	checked := map[string]bool{}
+	checkDir := func(dir string) error {
+		if checked[dir] {
+			return nil
+		}
+		checked[dir] = true
+		for _, name := range rgIgnoreNames {
+			if err := absentOrPlainFile(root, path.Join(dir, name)); err != nil {
+				return err
+			}
+		}
+		kind, _, err := root.Inspect(path.Join(dir, ".git"))
+		switch {
+		case fsroot.IsNotExist(err):
+			return nil
+		case err != nil:
+			return err
+		case kind != fsroot.KindDirectory:
+			return fmt.Errorf("%s is a %s, not a directory", path.Join(dir, ".git"), kind)
+		}
+		return absentOrPlainFile(root, path.Join(dir, ".git", "info", "exclude"))
+	}
+	budget := maxIgnoreWalkEntries
+	for _, r := range roots {
+		start := path.Clean(r)
+		kind, _, err := root.Inspect(start)
+		if err != nil {
+			return err
+		}
+		if kind != fsroot.KindDirectory {
+			start = path.Dir(start)
+		}
+		for d := start; ; d = path.Dir(d) {
+			if err := checkDir(d); err != nil {
+				return err
+			}
+			if d == "." {
+				break
+			}
+		}
+		if kind != fsroot.KindDirectory {
+			continue
+		}
+		stack := []string{start}
+		for len(stack) > 0 {
+			dir := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			if err := checkDir(dir); err != nil {
+				return err
+			}
+			f, err := root.OpenDir(dir)
+			if err != nil {
+				return err
+			}
+			ents, err := f.ReadDir(budget + 1)
+			f.Close()
+			if err != nil && !errors.Is(err, io.EOF) {
+				return err
+			}
+			if budget -= len(ents); budget < 0 {
+				return errors.New("the tree is too large to check its ignore files")
+			}
+			for _, e := range ents {
+				if e.Type().IsDir() {
+					stack = append(stack, path.Join(dir, e.Name()))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// absentOrPlainFile accepts an absent path or a regular file with one
+// hard link, reached without links.
+func absentOrPlainFile(root *fsroot.Root, rel string) error {
+	kind, links, err := root.Inspect(rel)
+	switch {
+	case fsroot.IsNotExist(err):
+		return nil
+	case err != nil:
+		return err
+	case kind != fsroot.KindRegular || links != 1:
+		return fmt.Errorf("%s is a %s with %d links, not a plain file", rel, kind, links)
 	}
 	return nil
 }
@@ -1147,9 +1283,20 @@ func checkEnv(env map[string]string, cmds []plannedCommand, ws workspace) error 
 		}
 	}
 	for _, c := range cmds {
-		for _, name := range readOnlyPrograms[c.name].env {
+		prog := readOnlyPrograms[c.name]
+		for _, name := range prog.env {
 			if _, ok := env[name]; ok {
 				return fmt.Errorf("%s is set (it changes what %s does)", name, c.name)
+			}
+		}
+		if !prog.ignoreFiles {
+			continue
+		}
+		// rg also reads the global git ignore file beneath these, links
+		// followed; it must not be the repository's.
+		for _, name := range []string{"HOME", "XDG_CONFIG_HOME"} {
+			if v, ok := env[name]; ok && v != "" && ws.contains(v) {
+				return fmt.Errorf("%s is inside the workspace (or not an absolute plain path), and %s reads ignore files beneath it", name, c.name)
 			}
 		}
 	}

@@ -561,7 +561,13 @@ func TestReadOnlyOperandStructure(t *testing.T) {
 		{`find . -size +10k -mtime -2 -perm -u+x`, true},
 		{`find . -maxdepth x`, false},
 		{`find . -name`, false},
-		{`find . -printf '%p %l\n'`, true},
+		{`find . -printf '%p'`, false}, // %Y follows links
+		{`ls --color=auto -l`, true},
+		{`ls --color=always`, false},
+		{`ls --color`, false},
+		{`ls --color never`, false},
+		{`ls -p --indicator-style=slash`, true},
+		{`ls --indicator-style=classify`, false},
 		{`find . -fstype nfs`, false},
 		{`find -- .`, false},
 		// uniq: at most one operand.
@@ -641,7 +647,7 @@ func TestReadOnlyOperandStructure(t *testing.T) {
 		{`cat --number=3 a`, false},
 		{`cat --numbe a`, false},
 		{`ls --color=bogus`, false},
-		{`ls --color=auto -la`, true},
+		{`ls --color=never -la`, true},
 		{`ls --sort=size -R src`, true},
 		{`ls -w 80 -T4 -I '*.o'`, true},
 		{`ls --hyperlink`, false},
@@ -825,6 +831,76 @@ func TestCheckReadOnlyFilesystem(t *testing.T) {
 	}
 }
 
+// TestCheckReadOnlyRipgrepIgnoreFiles: ripgrep opens the ignore files of
+// every directory it searches (and of the search paths' parents) with
+// links followed, and prints the lines it cannot parse; each must be a
+// plain file or absent, ".git" a directory, and the tree small enough to
+// check.
+func TestCheckReadOnlyRipgrepIgnoreFiles(t *testing.T) {
+	f := newROFixture(t)
+	mk := func(rel string, link string) {
+		t.Helper()
+		p := filepath.Join(f.ws, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if link != "" {
+			err = os.Symlink(link, p)
+		} else {
+			err = os.WriteFile(p, []byte("*.o\n"), 0o644)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret := filepath.Join(f.out, "secret.txt")
+	mk("ok/.gitignore", "")
+	mk("ok/.git/info/exclude", "")
+	mk("ok/deep/er/.rgignore", "")
+	mk("bad/deep/.ignore", secret)
+	mk("bad2/.gitignore", secret)
+	mk("gitfile/.git", "")
+	mk("gitinfo/.git/info", f.out)
+	mk("gitlink/.git", f.out)
+	mk("under/.rgignore", secret)
+	mk("under/clean/x.txt", "")
+	mk("hl/x.txt", "")
+	if err := os.Link(filepath.Join(f.ws, "hl", "x.txt"), filepath.Join(f.ws, "hl", ".ignore")); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		cmd  string
+		want bool
+	}{
+		{"rg x src", true},
+		{"rg x ok/deep/er", true},
+		{"rg --files ok/deep/er", true},
+		{"rg x ok", true},
+		{"rg x hl", false}, // a hard-linked .ignore
+		{"rg x bad", false},
+		{"rg x bad/deep", false},
+		{"rg -n x bad2", false},
+		{"rg x gitfile", false},
+		{"rg x gitinfo", false},
+		{"rg x gitlink", false},
+		{"rg x under/clean", false}, // a parent's ignore file
+		{"rg x under/clean/x.txt", false},
+		{"rg x", false}, // searches the whole workspace
+		{"rg x src a.txt", true},
+	} {
+		if err := CheckReadOnly(f.with(c.cmd)); (err == nil) != c.want {
+			t.Errorf("CheckReadOnly(%q) = %v, want ok=%v", c.cmd, err, c.want)
+		}
+	}
+	old := maxIgnoreWalkEntries
+	t.Cleanup(func() { maxIgnoreWalkEntries = old })
+	maxIgnoreWalkEntries = 2
+	if err := CheckReadOnly(f.with("rg x src")); err == nil {
+		t.Error("a tree over the walk bound was accepted")
+	}
+}
+
 // TestCheckReadOnlyEnvironment: variables that change which code runs or
 // how programs parse their words refuse; ordinary ones do not.
 func TestCheckReadOnlyEnvironment(t *testing.T) {
@@ -903,6 +979,10 @@ func TestCheckReadOnlyEnvironment(t *testing.T) {
 		{"rg x", []string{"RIPGREP_CONFIG_PATH=/etc/rgrc"}, false},
 		{"ls | rg x", []string{"RIPGREP_CONFIG_PATH=/etc/rgrc"}, false},
 		{"ls", []string{"RIPGREP_CONFIG_PATH=/etc/rgrc"}, true},
+		{"rg x", []string{"HOME=" + f.ws}, false},
+		{"rg x", []string{"XDG_CONFIG_HOME=" + filepath.Join(f.ws, "cfg")}, false},
+		{"rg x", []string{"XDG_CONFIG_HOME=cfg"}, false},
+		{"ls", []string{"HOME=" + f.ws}, true},
 		// bash sources ~/.bashrc for a top-level "bash -c" under sshd
 		{"ls", []string{"SSH_CLIENT=1 2 3", "SHLVL=1"}, true},
 		{"ls", []string{"SSH_CLIENT=1 2 3", "-SHLVL"}, false},
