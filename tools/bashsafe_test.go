@@ -402,6 +402,7 @@ func TestReadOnlyRefusesEveryRefusedOption(t *testing.T) {
 	if n < 500 {
 		t.Fatalf("only %d refusal forms tried", n)
 	}
+	t.Logf("%d refusal forms tried", n)
 }
 
 // TestReadOnlyTablesExcludeRefused: no refused option is in its program's
@@ -1173,4 +1174,67 @@ func ExampleCheckReadOnly() {
 	// Output:
 	// head -n 1 go.mod: auto-approved=true
 	// cat notes.txt: auto-approved=false
+}
+
+// TestReadOnlyDocListsEveryOption keeps docs/readonly-commands.md in step
+// with the tables: every allowed and refused option of every program (and
+// find's grammar) is named in its program's section.
+func TestReadOnlyDocListsEveryOption(t *testing.T) {
+	doc, err := os.ReadFile("../docs/readonly-commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := func(prog string) string {
+		s := string(doc)
+		i := strings.Index(s, "### `"+prog+"`")
+		if i < 0 {
+			t.Fatalf("no section for %s", prog)
+		}
+		s = s[i+1:]
+		if j := strings.Index(s, "\n## "); j >= 0 {
+			s = s[:j]
+		}
+		if j := strings.Index(s, "\n### "); j >= 0 {
+			s = s[:j]
+		}
+		return s
+	}
+	named := func(prog, sec, opt string) {
+		if !strings.Contains(sec, "`"+opt+"`") {
+			t.Errorf("docs: %s section does not name `%s`", prog, opt)
+		}
+	}
+	for prog, p := range readOnlyPrograms {
+		sec := section(prog)
+		for _, r := range p.refused {
+			named(prog, sec, r)
+		}
+		if p.opts == nil {
+			continue
+		}
+		_, cluster, _ := strings.Cut(sec, "Short flags: `")
+		cluster, _, _ = strings.Cut(cluster, "`")
+		for c, s := range p.opts.short {
+			if s.kind == noArg {
+				if strings.IndexByte(cluster, c) < 0 {
+					t.Errorf("docs: %s short flags do not list -%c", prog, c)
+				}
+				continue
+			}
+			named(prog, sec, "-"+string(c))
+		}
+		for l := range p.opts.long {
+			named(prog, sec, l)
+		}
+	}
+	sec := section("find")
+	for w := range findOperators {
+		named("find", sec, w)
+	}
+	for w := range findNoArg {
+		named("find", sec, w)
+	}
+	for w := range findOneArg {
+		named("find", sec, w)
+	}
 }
