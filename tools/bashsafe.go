@@ -514,8 +514,10 @@ func (p *readOnlyProgram) refusedWord(a string) (string, bool) {
 			}
 			// An exact match of an allowed option is that option, not an
 			// abbreviation ("--exclude" is not "--exclude-from").
-			if _, exact := p.opts.long[name]; exact && name != r {
-				continue
+			if p.opts != nil {
+				if _, exact := p.opts.long[name]; exact && name != r {
+					continue
+				}
 			}
 			return r, true
 		default: // "-x"

@@ -1238,3 +1238,23 @@ func TestReadOnlyDocListsEveryOption(t *testing.T) {
 		named("find", sec, w)
 	}
 }
+
+// BenchmarkCheckReadOnly measures the whole check (parse, environment,
+// PATH lookup, operand inspection) for typical commands in a fixture
+// workspace, with the test process's real PATH.
+func BenchmarkCheckReadOnly(b *testing.B) {
+	f := newROFixture(b)
+	cmds := []string{"ls -la", "grep -rn x src", "cat a.txt b.txt | wc -l", "sed -n 1,20p src/main.go"}
+	calls := make([]ShellCall, len(cmds))
+	for i, c := range cmds {
+		calls[i] = f.with(c, "PATH="+os.Getenv("PATH"))
+		if err := CheckReadOnly(calls[i]); err != nil {
+			b.Fatalf("%s: %v", c, err)
+		}
+	}
+	i := 0
+	for b.Loop() {
+		CheckReadOnly(calls[i%len(calls)])
+		i++
+	}
+}
