@@ -354,7 +354,7 @@ func TestReadOnlyAllowlistStaysUseful(t *testing.T) {
 		{"sort -u data.txt | uniq -c", "1 a"},
 		{"sort data.txt | uniq -c | sort -rn | head -n 1", "2 b"},
 		{"find . -name '*.go' -type f", "./src/main.go"},
-		{"find src -type f -newer notes.txt -o -name '*.go' -print", "main.go"},
+		{"find src -type f -name '*.go' -print -o -newer notes.txt -print", "main.go"},
 		{"find . -maxdepth 1 -type d", "./src"},
 		{"cat notes.txt | grep -c hello", "1"},
 	}

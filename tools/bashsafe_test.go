@@ -1,7 +1,10 @@
 package tools
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,6 +19,8 @@ import (
 
 var readOnlyAdmitted = []string{
 	`ls`,
+	`wc -l a b`,
+	`sort -u x | uniq -c`,
 	`ls -la`,
 	`ls -la src/internal`,
 	`pwd`,
@@ -776,6 +781,15 @@ func TestCheckReadOnlyFilesystem(t *testing.T) {
 		cmd  string
 		want bool
 	}{
+		// The everyday forms the allowlist exists for.
+		{"ls -la", true},
+		{"grep -rn foo .", true},
+		{"rg -n foo src", true},
+		{"find . -name '*.go' -type f", true},
+		{"head -n 20 src/main.go", true},
+		{"sed -n '1,20p' src/main.go", true},
+		{"wc -l a.txt b.txt", true},
+		{"sort -u a.txt | uniq -c", true},
 		{"cat a.txt", true},
 		{"cat a.txt b.txt src/main.go", true},
 		{"cat ./src//sub/x.go", true},
@@ -1256,5 +1270,33 @@ func BenchmarkCheckReadOnly(b *testing.B) {
 	for b.Loop() {
 		CheckReadOnly(calls[i%len(calls)])
 		i++
+	}
+}
+
+// TestReadOnlyReasonOnlyInDebugLog: why a shell call was not auto-approved
+// reaches the broker's debug log (naming variables, never their values)
+// and nothing the model sees.
+func TestReadOnlyReasonOnlyInDebugLog(t *testing.T) {
+	w := newROWorld(t)
+	t.Setenv("BASH_FUNC_ls%%", "() {  echo VALUE-NOT-LOGGED\n}")
+	var logs bytes.Buffer
+	deny := &scriptedApprover{answer: func(_ context.Context, r ConfirmRequest) (Approval, error) {
+		return Approval{Approved: false, Digest: r.Digest}, nil
+	}}
+	b := NewBroker(BrokerConfig{Policy: Controlled, Approver: deny,
+		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	res, d := b.Dispatch(context.Background(), mustHost(t, w.bash), req("bash", `{"command":"ls"}`), DispatchObserver{})
+	if d.Reason != ReasonApprovalDenied || deny.count() != 1 {
+		t.Fatalf("decision %+v", d)
+	}
+	got := logs.String()
+	if !strings.Contains(got, "shell call needs confirmation") || !strings.Contains(got, "BASH_FUNC_ls%%") {
+		t.Errorf("debug log lacks the reason: %q", got)
+	}
+	if strings.Contains(got, "VALUE-NOT-LOGGED") {
+		t.Errorf("debug log shows an environment value: %q", got)
+	}
+	if strings.Contains(res.Text, "BASH_FUNC") || strings.Contains(res.Text, "confirmation") || res.Text != DenialText(ReasonApprovalDenied) {
+		t.Errorf("model-visible result %q is not the static denial", res.Text)
 	}
 }

@@ -430,10 +430,11 @@ func (b *Broker) decision(callID, decision, reason string, eff Effect) ToolPolic
 
 // commandLookupFixed reports (nil) whether the environment a command
 // gets resolves each program name to the same program whatever the
-// workspace holds: PATH is set, and every entry is absolute and, after
-// resolving symbolic links, neither the workspace nor beneath it (an
-// empty or relative entry, or an activated in-repository virtualenv,
-// would find a repository's own "ls" first); and every file named like
+// workspace holds: PATH is set, and every entry is absolute and neither
+// the workspace nor beneath it, compared by file identity both as spelled
+// and after resolving symbolic links (workspace.contains: an empty or
+// relative entry, or an activated in-repository virtualenv, would find a
+// repository's own "ls" first); and every file named like
 // one of programs in any PATH directory resolves outside the workspace,
 // with at least one executable regular file among them (a PATH directory
 // outside the workspace may still hold a link into it). Otherwise no
