@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -59,10 +61,11 @@ type Hooks struct {
 // line to a shell: the Controlled process channel. Under Controlled a
 // HostProcess call is confirmable only from such a tool (other processes
 // are native processes and are denied), and it is auto-approved when
-// ShellCommand's exact command is on the read-only allowlist
-// (IsReadOnlyCommand). ShellCommand must not run anything.
+// CheckReadOnly accepts the ShellCall that ShellCommand reports: the exact
+// command, the directory it runs in, the environment it gets and the
+// shell that runs it. ShellCommand must not run anything.
 type ShellCommander interface {
-	ShellCommand(args json.RawMessage) (string, error)
+	ShellCommand(args json.RawMessage) (ShellCall, error)
 }
 
 // Default broker limits.
@@ -299,7 +302,11 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 	return adm, ToolPolicyDecision{CallID: req.CallID, Effect: eff, EffectiveToolPolicy: b.effective}
 }
 
-// facts derives the host-owned facts a policy decides on.
+// facts derives the host-owned facts a policy decides on. The read-only
+// check only matters, and only runs, under Controlled: it parses the
+// command first (cheap, syntactic) and looks at the environment and the
+// filesystem only for a command that passes. Why a call is not
+// auto-approved goes to the debug log, never to the model.
 func (b *Broker) facts(tool Tool, eff Effect, args json.RawMessage) callFacts {
 	f := callFacts{effect: eff}
 	sc, ok := tool.(ShellCommander)
@@ -307,8 +314,17 @@ func (b *Broker) facts(tool Tool, eff Effect, args json.RawMessage) callFacts {
 		return f
 	}
 	f.shell = true
-	cmd, err := safeShellCommand(sc, args)
-	f.readOnly = err == nil && IsReadOnlyCommand(cmd) && commandLookupFixed(os.Getenv)
+	if b.policy != Controlled {
+		return f
+	}
+	call, err := safeShellCommand(sc, args)
+	if err == nil {
+		err = CheckReadOnly(call)
+	}
+	if err != nil {
+		b.log.Debug("shell call needs confirmation", "tool", tool.Name(), "reason", err)
+	}
+	f.readOnly = err == nil
 	return f
 }
 
@@ -429,23 +445,47 @@ func (b *Broker) decision(callID, decision, reason string, eff Effect) ToolPolic
 	}
 }
 
-// commandLookupFixed reports whether the environment that commands inherit
-// resolves an allowlisted command name to the same program whatever the
-// working directory holds: every PATH entry is absolute (an empty or
-// relative entry would find a workspace file called "ls" first), and
-// BASH_ENV and ENV, which a shell sources before the command, are unset
-// or absolute. Otherwise no command is auto-approved: a repository could
-// supply the program that runs.
-func commandLookupFixed(getenv func(string) string) bool {
-	for _, dir := range strings.Split(getenv("PATH"), string(os.PathListSeparator)) {
-		if !filepath.IsAbs(dir) {
-			return false
+// commandLookupFixed reports (nil) whether the environment a command
+// gets resolves each program name to the same program whatever the
+// workspace holds: PATH is set, and every entry is absolute and neither
+// the workspace nor beneath it, compared by file identity both as spelled
+// and after resolving symbolic links (workspace.contains: an empty or
+// relative entry, or an activated in-repository virtualenv, would find a
+// repository's own "ls" first); and every file named like
+// one of programs in any PATH directory resolves outside the workspace,
+// with at least one executable regular file among them (a PATH directory
+// outside the workspace may still hold a link into it). Otherwise no
+// command is auto-approved: a repository could supply the program that
+// runs.
+func commandLookupFixed(env map[string]string, ws workspace, programs []string) error {
+	path, ok := env["PATH"]
+	if !ok {
+		return errors.New("PATH is unset (the shell would use its built-in default)")
+	}
+	if err := checkSearchPath("PATH", path, ws, false); err != nil {
+		return err
+	}
+	dirs := strings.Split(path, string(os.PathListSeparator))
+	for _, name := range programs {
+		found := false
+		for _, dir := range dirs {
+			cand := filepath.Join(dir, name)
+			if _, err := os.Lstat(cand); err != nil {
+				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+					continue
+				}
+				return fmt.Errorf("look up %s: %w", name, err)
+			}
+			if ws.contains(cand) {
+				return fmt.Errorf("%s on PATH resolves inside the workspace", name)
+			}
+			if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("%s is not an executable file on PATH", name)
 		}
 	}
-	for _, name := range []string{"BASH_ENV", "ENV"} {
-		if v := getenv(name); v != "" && !filepath.IsAbs(v) {
-			return false
-		}
-	}
-	return true
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,12 +81,13 @@ func (t shellProbe) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}`)
 }
 
-func (t shellProbe) ShellCommand(args json.RawMessage) (string, error) {
+func (t shellProbe) ShellCommand(args json.RawMessage) (ShellCall, error) {
 	var a struct {
 		Command string `json:"command"`
 	}
 	err := json.Unmarshal(args, &a)
-	return a.Command, err
+	shell, _ := ResolveShell("")
+	return ShellCall{Command: a.Command, Dir: os.TempDir(), Env: commandEnv(os.Environ()), Shell: shell}, err
 }
 
 // scriptedApprover answers every request with a function of it and

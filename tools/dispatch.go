@@ -330,10 +330,10 @@ func safeClassify(t Tool, args json.RawMessage) (eff Effect, err error) {
 	return eff, nil
 }
 
-func safeShellCommand(sc ShellCommander, args json.RawMessage) (cmd string, err error) {
+func safeShellCommand(sc ShellCommander, args json.RawMessage) (call ShellCall, err error) {
 	defer func() {
 		if p := recover(); p != nil {
-			cmd, err = "", fmt.Errorf("shell command panicked: %v", p)
+			call, err = ShellCall{}, fmt.Errorf("shell command panicked: %v", p)
 		}
 	}()
 	return sc.ShellCommand(args)
