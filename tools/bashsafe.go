@@ -17,7 +17,7 @@ import (
 )
 
 // This file is the read-only allowlist that Controlled auto-approves
-// shell calls with. docs/readonly-commands.md describes every table below
+// shell calls with. docs/security.md (its appendix) describes every table below
 // and what each check proves; keep the two in step.
 
 // Bounds of a command line the read-only allowlist will even look at.
@@ -57,7 +57,7 @@ const (
 // What it cannot see is refused, never allowed. What it does not cover
 // (races with a concurrently running process, entries met while a program
 // recurses into a checked directory, mount points) is documented in
-// docs/readonly-commands.md.
+// docs/security.md.
 func CheckReadOnly(call ShellCall) error {
 	cmds, err := parseReadOnly(call.Command)
 	if err != nil {

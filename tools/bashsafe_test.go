@@ -1190,11 +1190,11 @@ func ExampleCheckReadOnly() {
 	// cat notes.txt: auto-approved=false
 }
 
-// TestReadOnlyDocListsEveryOption keeps docs/readonly-commands.md in step
+// TestReadOnlyDocListsEveryOption keeps docs/security.md in step
 // with the tables: every allowed and refused option of every program (and
 // find's grammar) is named in its program's section.
 func TestReadOnlyDocListsEveryOption(t *testing.T) {
-	doc, err := os.ReadFile("../docs/readonly-commands.md")
+	doc, err := os.ReadFile("../docs/security.md")
 	if err != nil {
 		t.Fatal(err)
 	}
