@@ -162,7 +162,6 @@ func TestBashSpillRedactsSecrets(t *testing.T) {
 	}
 }
 
-
 // TestBashSpillWriterBlocked: while one stream's spill worker is stuck on
 // the disk, the other stream keeps draining and progress keeps flowing —
 // nothing holding the capture's lock waits for file I/O — and once the
