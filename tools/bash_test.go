@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -778,4 +779,66 @@ func readString(t *testing.T, p string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// BenchmarkBashTrue measures one bash `true` call through the tool (under
+// its process guard) against starting the same shell directly with
+// os/exec — its own process group, stdout and stderr on pipes drained to
+// the end, then Wait — in the same loop. guard-ratio = tool time / direct
+// time.
+// Run: go test ./tools -run '^$' -bench BashTrue -count 8
+func BenchmarkBashTrue(b *testing.B) {
+	bt, err := NewBash(Config{Root: b.TempDir(), SpillDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bt.Close()
+	raw := json.RawMessage(`{"command":"true"}`)
+	var ours, direct time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := bt.Execute(context.Background(), Invocation{Arguments: raw})
+		ours += time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("true: %v %+v", err, res)
+		}
+		start = time.Now()
+		if err := runDirect(bt.shell, "true"); err != nil {
+			b.Fatal(err)
+		}
+		direct += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ours.Microseconds())/n, "tool-µs/call")
+	b.ReportMetric(float64(direct.Microseconds())/n, "direct-µs/call")
+	b.ReportMetric(float64(ours)/float64(direct), "guard-ratio")
+}
+
+// runDirect starts shell -c command without a guard, as the bash tool did
+// before it had one, and drains both pipes.
+func runDirect(shell, command string) error {
+	cmd := exec.Command(shell, "-c", command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err == nil {
+		var wg sync.WaitGroup
+		wg.Go(func() { io.Copy(io.Discard, outR) })
+		wg.Go(func() { io.Copy(io.Discard, errR) })
+		wg.Wait()
+		err = cmd.Wait()
+	}
+	outR.Close()
+	errR.Close()
+	return err
 }
