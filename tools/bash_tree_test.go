@@ -49,8 +49,10 @@ echo started
 // called setsid (which a process-group kill misses), not a double fork.
 func TestBashCallKillsWholeTree(t *testing.T) {
 	setsid := setsidPrefix(t)
+	t.Parallel()
 	for _, end := range []string{"exit", "timeout", "cancel"} {
 		t.Run(end, func(t *testing.T) {
+			t.Parallel()
 			ws := t.TempDir()
 			b := newBash(t, Config{Root: ws})
 			script := escapeScript(setsid)
@@ -62,7 +64,7 @@ func TestBashCallKillsWholeTree(t *testing.T) {
 				script += "exit 4"
 			case "timeout":
 				script += "sleep 300"
-				timeoutMS = 4000
+				timeoutMS = 3000
 			case "cancel":
 				script += "touch ready; sleep 300"
 				go func() {

@@ -2,7 +2,10 @@ package proc
 
 import (
 	"bufio"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"strconv"
@@ -25,7 +28,7 @@ func init() {
 		os.Unsetenv(markerEnv)
 		return
 	}
-	code := runGuard(os.Args)
+	code := runGuard()
 	// syscall.Exit, not os.Exit: no exit hooks run, and a
 	// race-instrumented binary skips its one-second exit sleep.
 	syscall.Exit(code)
@@ -46,6 +49,7 @@ type guard struct {
 	shell int // the command's pid and process group id
 	grace time.Duration
 	conn  *os.File
+	r     *bufio.Reader // reads conn
 	// events carries, in order, what the reaper, the socket reader and
 	// the signal catcher observed.
 	events chan event
@@ -64,34 +68,29 @@ type event struct {
 	status unix.WaitStatus
 }
 
-// runGuard is the guard's main: args are os.Args (argv0, grace in
-// nanoseconds, path, the command's argv). It returns the exit code.
-func runGuard(args []string) int {
+// runGuard is the guard's main. It returns the exit code.
+func runGuard() int {
 	unix.CloseOnExec(guardFD)
 	conn := os.NewFile(guardFD, "octet")
-	g := &guard{self: os.Getpid(), conn: conn, events: make(chan event, 16)}
-	if len(args) < 4 {
-		g.send("failed", "process guard: bad arguments")
+	g := &guard{self: os.Getpid(), conn: conn, r: bufio.NewReaderSize(conn, maxLine), events: make(chan event, 16)}
+	spec, err := g.readSpec()
+	if err != nil {
+		g.send("failed", fmt.Sprintf("process guard: %v", err))
 		return 2
 	}
-	grace, err := strconv.ParseInt(args[1], 10, 64)
-	if err != nil || grace < 0 {
-		g.send("failed", "process guard: bad grace period")
-		return 2
-	}
-	g.grace = time.Duration(grace)
+	g.grace = spec.Grace
 	catchStopSignals()
 	if err := prepareGuard(); err != nil {
 		g.send("failed", fmt.Sprintf("process guard: %v", err))
 		return 1
 	}
-	pid, err := syscall.ForkExec(args[2], args[3:], &syscall.ProcAttr{
-		Env:   withoutMarker(os.Environ()),
+	pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{
+		Env:   spec.Env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true},
 	})
 	if err != nil {
-		g.send("failed", fmt.Sprintf("%s: %v", args[2], err))
+		g.send("failed", fmt.Sprintf("%s: %v", spec.Path, err))
 		return 1
 	}
 	g.shell = pid
@@ -101,6 +100,31 @@ func runGuard(args []string) int {
 	go g.listen()
 	g.supervise()
 	return 0
+}
+
+// readSpec reads the command octet sends first: "spec N\n" and N bytes
+// of JSON.
+func (g *guard) readSpec() (guardSpec, error) {
+	var spec guardSpec
+	verb, arg, err := readLine(g.r)
+	if err != nil {
+		return spec, fmt.Errorf("read command: %w", err)
+	}
+	n, err := strconv.Atoi(arg)
+	if verb != "spec" || err != nil || n < 0 || n > maxSpec {
+		return spec, fmt.Errorf("bad command header %q", verb)
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(g.r, buf); err != nil {
+		return spec, fmt.Errorf("read command: %w", err)
+	}
+	if err := json.Unmarshal(buf, &spec); err != nil {
+		return spec, fmt.Errorf("decode command: %w", err)
+	}
+	if spec.Path == "" || len(spec.Args) == 0 || spec.Grace < 0 {
+		return spec, errors.New("incomplete command")
+	}
+	return spec, nil
 }
 
 // catchStopSignals catches and drops the signals a terminal, an editor
@@ -169,9 +193,8 @@ func (g *guard) reap() {
 
 // listen turns octet's requests into events; EOF means octet died.
 func (g *guard) listen() {
-	r := bufio.NewReaderSize(g.conn, maxLine)
 	for {
-		verb, _, err := readLine(r)
+		verb, _, err := readLine(g.r)
 		if err != nil {
 			g.events <- event{kind: evParentGone}
 			return

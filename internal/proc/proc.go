@@ -44,10 +44,12 @@ package proc
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,7 +75,25 @@ const (
 	guardSlack = 5 * time.Second
 	// maxLine bounds one protocol line.
 	maxLine = 4096
+	// maxSpec bounds the command description octet sends its guard.
+	maxSpec = 16 << 20
 )
+
+// guardSpec is what octet sends a new guard: the command to start.
+type guardSpec struct {
+	Path  string        `json:"path"`
+	Args  []string      `json:"args"`
+	Env   []string      `json:"env"`
+	Grace time.Duration `json:"grace"`
+}
+
+// runtimeEnv names the Go runtime's own settings. The guard is a Go
+// program started with the command's environment (never octet's, which
+// may hold credentials: the command can read its guard's
+// /proc/PID/environ), minus these, so a user's GODEBUG=inittrace=1 cannot
+// make the guard write into the command's output. The command itself gets
+// its environment exactly as given, over the socket.
+var runtimeEnv = []string{"GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK", "GORACE"}
 
 // ErrGuardLost reports that the guard ended without reporting that the
 // command's process tree was gone (it was killed, or stopped answering and
@@ -152,17 +172,24 @@ func Start(c Command) (*Process, error) {
 	if c.Path == "" || len(c.Args) == 0 {
 		return nil, errors.New("start process guard: no command")
 	}
+	spec, err := json.Marshal(guardSpec{Path: c.Path, Args: c.Args, Env: withoutMarker(c.Env), Grace: c.Grace})
+	if err != nil || len(spec) > maxSpec {
+		return nil, fmt.Errorf("start process guard: command description too large (%d bytes)", len(spec))
+	}
 	fds, err := socketPair()
 	if err != nil {
 		return nil, fmt.Errorf("start process guard: socketpair: %w", err)
 	}
+	// Our end is non-blocking, so the runtime poller serves it and read
+	// deadlines work; the guard's end is a separate open file, unaffected.
+	unix.SetNonblock(fds[0], true)
 	ours := os.NewFile(uintptr(fds[0]), "proc-guard")
 	theirs := os.NewFile(uintptr(fds[1]), "proc-guard-peer")
 	guard := &exec.Cmd{
 		Path:       exe,
-		Args:       append([]string{guardArgv0, strconv.FormatInt(int64(c.Grace), 10), c.Path}, c.Args...),
+		Args:       []string{guardArgv0},
 		Dir:        c.Dir,
-		Env:        append(withoutMarker(c.Env), markerEnv+"="+markerValue),
+		Env:        append(guardEnv(c.Env), markerEnv+"="+markerValue),
 		ExtraFiles: []*os.File{theirs},
 	}
 	// Leaving a field nil gives the guard /dev/null; a nil *os.File
@@ -187,7 +214,7 @@ func Start(c Command) (*Process, error) {
 		exited: make(chan struct{}), done: make(chan struct{}), terminating: make(chan struct{}),
 	}
 	lines := bufio.NewReaderSize(ours, maxLine)
-	pid, err := p.hello(lines)
+	pid, err := p.hello(spec, lines)
 	if err != nil {
 		guard.Process.Kill()
 		ours.Close()
@@ -201,11 +228,15 @@ func Start(c Command) (*Process, error) {
 	return p, nil
 }
 
-// hello reads the guard's first report: the command's pid, or why it
-// could not be started.
-func (p *Process) hello(lines *bufio.Reader) (int, error) {
-	p.conn.SetReadDeadline(time.Now().Add(startTimeout))
-	defer p.conn.SetReadDeadline(time.Time{})
+// hello sends the guard its command and reads its first report: the
+// command's pid, or why it could not be started.
+func (p *Process) hello(spec []byte, lines *bufio.Reader) (int, error) {
+	p.conn.SetDeadline(time.Now().Add(startTimeout))
+	defer p.conn.SetDeadline(time.Time{})
+	msg := append([]byte("spec "+strconv.Itoa(len(spec))+"\n"), spec...)
+	if _, err := p.conn.Write(msg); err != nil {
+		return 0, fmt.Errorf("process guard: send command: %w", err)
+	}
 	verb, arg, err := readLine(lines)
 	if err != nil {
 		return 0, fmt.Errorf("process guard did not start the command: %w", err)
@@ -334,8 +365,8 @@ func (p *Process) Wait() (Status, error) {
 	return p.status, p.waitErr
 }
 
-// withoutMarker returns env without the guard marker, so a command's own
-// environment can never turn its guard's behaviour.
+// withoutMarker returns env without the guard marker, so nothing the
+// command runs is turned into a guard.
 func withoutMarker(env []string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
@@ -344,4 +375,14 @@ func withoutMarker(env []string) []string {
 		}
 	}
 	return out
+}
+
+// guardEnv is the guard's own environment: the command's, without the
+// marker and the Go runtime's settings (see runtimeEnv).
+func guardEnv(env []string) []string {
+	out := withoutMarker(env)
+	return slices.DeleteFunc(out, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(runtimeEnv, name)
+	})
 }

@@ -290,6 +290,37 @@ func TestMarkerAndSocketNotInherited(t *testing.T) {
 	}
 }
 
+// TestEnvironments: the command gets exactly the environment it was given
+// (Go runtime settings included), while its guard runs with that
+// environment minus those settings — so GODEBUG=inittrace=1 adds nothing
+// to the command's output — and holds nothing octet did not give the
+// command (octet's own credentials stay out of /proc/GUARD/environ).
+func TestEnvironments(t *testing.T) {
+	t.Setenv("OCTET_TEST_OCTET_ONLY", "octet-only")
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Start(Command{
+		Path: "/bin/sh", Args: []string{"sh", "-c", `echo "$FOO|$GODEBUG"; tr '\0' '\n' < /proc/$PPID/environ | sort`},
+		Env:    []string{"PATH=" + os.Getenv("PATH"), "FOO=bar", "GODEBUG=inittrace=1", markerEnv + "=spoofed"},
+		Stdout: pw, Stderr: pw,
+	})
+	pw.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := io.ReadAll(pr)
+	pr.Close()
+	if _, err := p.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	want := "bar|inittrace=1\nFOO=bar\n" + markerEnv + "=" + markerValue + "\nPATH=" + os.Getenv("PATH") + "\n"
+	if string(out) != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out, want)
+	}
+}
+
 // TestMarkerWithoutSocketIsIgnored: a binary started with the marker set
 // by hand but no guard socket on fd 3 runs normally, with the marker
 // removed.
