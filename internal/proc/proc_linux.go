@@ -45,9 +45,10 @@ func (g *guard) treeGone() bool {
 }
 
 // signalTree sends sig to every living descendant of the guard, found by
-// following parent links in /proc. With once non-nil a process that was
-// already signalled (same pid and start time) is skipped and the others
-// are recorded.
+// following parent links in /proc; SIGTERM is followed by SIGCONT, so a
+// stopped process gets to handle it too. With once non-nil a process that
+// was already signalled (same pid and start time) is skipped and the
+// others are recorded.
 func (g *guard) signalTree(sig unix.Signal, once map[procKey]bool) {
 	for _, p := range descendants(g.self) {
 		if p.zombie {
@@ -61,6 +62,9 @@ func (g *guard) signalTree(sig unix.Signal, once map[procKey]bool) {
 			once[k] = true
 		}
 		signalProcess(k, sig)
+		if sig == unix.SIGTERM {
+			signalProcess(k, unix.SIGCONT)
+		}
 	}
 }
 

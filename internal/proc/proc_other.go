@@ -38,8 +38,9 @@ func (g *guard) treeGone() bool {
 	return unix.Kill(-g.shell, 0) == unix.ESRCH
 }
 
-// signalTree sends sig to the command's process group; with once non-nil
-// only the first time.
+// signalTree sends sig to the command's process group (SIGTERM followed
+// by SIGCONT, so stopped members handle it too); with once non-nil only
+// the first time.
 func (g *guard) signalTree(sig unix.Signal, once map[procKey]bool) {
 	k := procKey{pid: -g.shell}
 	if once != nil {
@@ -49,4 +50,7 @@ func (g *guard) signalTree(sig unix.Signal, once map[procKey]bool) {
 		once[k] = true
 	}
 	unix.Kill(-g.shell, sig)
+	if sig == unix.SIGTERM {
+		unix.Kill(-g.shell, unix.SIGCONT)
+	}
 }

@@ -226,6 +226,24 @@ func TestTerminate(t *testing.T) {
 	}
 }
 
+// TestTerminateReachesStoppedProcesses: a stopped process is continued
+// after SIGTERM, so it handles the signal (here: dies of it) within the
+// grace period instead of waiting for SIGKILL.
+func TestTerminateReachesStoppedProcesses(t *testing.T) {
+	const tag = "308.1"
+	defer killTagged(tag)
+	r := start(t, fmt.Sprintf(`sleep %s & echo $! > a.pid; kill -STOP $!; wait`, tag), 10*time.Second)
+	pidFile(t, r.dir, "a.pid")
+	begin := time.Now()
+	r.p.Terminate()
+	if _, err := r.wait(t); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(begin); took > 5*time.Second {
+		t.Errorf("a stopped process needed SIGKILL: %s", took)
+	}
+}
+
 // TestTerminateEscalatesToKill: processes that ignore SIGTERM are killed
 // after the grace period.
 func TestTerminateEscalatesToKill(t *testing.T) {
