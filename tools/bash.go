@@ -182,6 +182,9 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	oc, runErr := t.run(ctx, *a.Command, timeout, capt, inv.Progress)
 	if runErr != nil {
 		capt.finish()
+		if errors.Is(runErr, proc.ErrGuardLost) {
+			return errorResult(fmt.Sprintf("the command's supervision failed: %v", runErr)), nil
+		}
 		return errorResult(fmt.Sprintf("could not start the command: %v", runErr)), nil
 	}
 	return t.result(capt.finish(), oc, timeout), nil

@@ -69,7 +69,7 @@ func TestBashSpillWholeStreams(t *testing.T) {
 		}
 	}
 
-	res = runBash(t, b, context.Background(), "seq 1 20000; echo late >&2", 0)
+	res = runBash(t, b, context.Background(), "seq 1 20000; sleep 0.2; echo late >&2", 0)
 	if d := streamOf(t, res, "stderr"); d["full_output_path"] == nil || readString(t, d["full_output_path"].(string)) != "late\n" {
 		t.Errorf("late stderr: %v", d)
 	}

@@ -87,7 +87,7 @@ func runGuard() int {
 	pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{
 		Env:   spec.Env,
 		Files: []uintptr{0, 1, 2},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pgid: commandGroup(g.self)},
 	})
 	if err != nil {
 		g.send("failed", fmt.Sprintf("%s: %v", spec.Path, err))
@@ -127,14 +127,20 @@ func (g *guard) readSpec() (guardSpec, error) {
 	return spec, nil
 }
 
-// catchStopSignals catches and drops the signals a terminal, an editor
-// or a command's kill of its group may send, so the guard outlives them
-// and still cleans up. A signal octet itself ignored stays ignored (the
-// command inherits that, as it would without a guard); a caught one is
-// reset to its default in the command by exec.
+// catchStopSignals catches and drops the signals that would otherwise
+// end or stop the guard and that a terminal, an editor or a command's kill
+// of its group (kill 0, kill -USR1 0, ...) may send, so the guard outlives
+// them and still cleans up. A signal octet itself ignored stays ignored
+// (the command inherits that, as it would without a guard); a caught one
+// is reset to its default in the command by exec. SIGKILL and SIGSTOP
+// cannot be caught (see the package comment).
 func catchStopSignals() {
 	ch := make(chan os.Signal, 4)
-	for _, s := range []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
+	for _, s := range []os.Signal{
+		syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGVTALRM,
+		syscall.SIGXCPU, syscall.SIGXFSZ, syscall.SIGTSTP, syscall.SIGTTIN, syscall.SIGTTOU,
+	} {
 		if !signal.Ignored(s) {
 			signal.Notify(ch, s)
 		}

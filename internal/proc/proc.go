@@ -163,7 +163,9 @@ type Process struct {
 
 // Start starts a guard for c and, through it, the command. It returns
 // once the command runs, or an error when either could not be started
-// (it never starts the command unguarded).
+// (it never starts the command unguarded). An error wrapping ErrGuardLost
+// means the guard ended before reporting the start, so the command may
+// have run; its process group has been killed.
 func Start(c Command) (*Process, error) {
 	exe, err := guardExecutable()
 	if err != nil {
@@ -191,6 +193,9 @@ func Start(c Command) (*Process, error) {
 		Dir:        c.Dir,
 		Env:        append(guardEnv(c.Env), markerEnv+"="+markerValue),
 		ExtraFiles: []*os.File{theirs},
+		// The guard leads a process group of its own (on Linux the
+		// command joins it): octet's fallback kill needs no report.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 	}
 	// Leaving a field nil gives the guard /dev/null; a nil *os.File
 	// stored in the io.Reader/io.Writer fields would not.
@@ -216,6 +221,7 @@ func Start(c Command) (*Process, error) {
 	lines := bufio.NewReaderSize(ours, maxLine)
 	pid, err := p.hello(spec, lines)
 	if err != nil {
+		p.killGroup()
 		guard.Process.Kill()
 		ours.Close()
 		guard.Wait()
@@ -239,7 +245,9 @@ func (p *Process) hello(spec []byte, lines *bufio.Reader) (int, error) {
 	}
 	verb, arg, err := readLine(lines)
 	if err != nil {
-		return 0, fmt.Errorf("process guard did not start the command: %w", err)
+		// The guard may have started the command and died (or been
+		// stopped) before reporting it: the command may have run.
+		return 0, fmt.Errorf("%w before reporting the command's start (%v): the command may have run", ErrGuardLost, err)
 	}
 	switch verb {
 	case "started":
@@ -354,15 +362,26 @@ func (p *Process) Wait() (Status, error) {
 		<-p.done
 		p.helpers.Wait()
 		p.conn.Close()
+		if !p.clean {
+			p.killGroup() // before the guard is reaped: see killGroup
+		}
 		gerr := p.guard.Wait()
 		if !p.clean {
-			// Best effort: the group is still reserved while any member
-			// lives, so this reaches only the command's own processes.
-			unix.Kill(-p.pid, unix.SIGKILL)
 			p.waitErr = fmt.Errorf("%w (%v)", ErrGuardLost, gerr)
 		}
 	})
 	return p.status, p.waitErr
+}
+
+// killGroup SIGKILLs the command's process group when its guard is lost.
+// On Linux that group is the guard's own, whose id cannot be reused while
+// the guard is not reaped (the id is the guard's pid); elsewhere it is
+// the command's group, signalled only if it still exists.
+func (p *Process) killGroup() {
+	pgid := fallbackGroup(p.guard.Process.Pid, p.pid)
+	if pgid > 0 && unix.Kill(-pgid, 0) == nil {
+		unix.Kill(-pgid, unix.SIGKILL)
+	}
 }
 
 // withoutMarker returns env without the guard marker, so nothing the

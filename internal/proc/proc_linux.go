@@ -20,6 +20,16 @@ func socketPair() ([2]int, error) {
 	return unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 }
 
+// commandGroup is the process group the command joins: the guard's own
+// (octet made the guard its leader). Octet can then kill the command's
+// group when the guard is lost without having heard the command's pid,
+// and the group id stays reserved until octet reaps the guard. A
+// command's kill 0 reaches the guard too, which catches such signals.
+func commandGroup(self int) int { return self }
+
+// fallbackGroup is the group octet kills when the guard is lost.
+func fallbackGroup(guard, command int) int { return guard }
+
 // prepareGuard makes the guard a child subreaper: descendants orphaned by
 // their parent's exit (double forks, setsid'd daemons) become its children
 // instead of init's, so it can find, kill and reap them.

@@ -28,6 +28,14 @@ func socketPair() ([2]int, error) {
 	return fds, nil
 }
 
+// commandGroup is 0: the command leads a new process group, the one the
+// guard stops (it must not signal itself).
+func commandGroup(self int) int { return 0 }
+
+// fallbackGroup is the group octet kills when the guard is lost: the
+// command's, once its pid was reported.
+func fallbackGroup(guard, command int) int { return command }
+
 // prepareGuard does nothing: without a child subreaper, orphans go to
 // init and only the command's process group can be stopped.
 func prepareGuard() error { return nil }
@@ -43,6 +51,9 @@ func (g *guard) treeGone() bool {
 // the first time.
 func (g *guard) signalTree(sig unix.Signal, once map[procKey]bool) {
 	k := procKey{pid: -g.shell}
+	if unix.Kill(-g.shell, 0) == unix.ESRCH {
+		return // never signal an emptied group's id: it may be reused
+	}
 	if once != nil {
 		if once[k] {
 			return

@@ -267,10 +267,11 @@ func TestTerminateEscalatesToKill(t *testing.T) {
 }
 
 // TestGuardSurvivesStopSignals: a command that signals its guard with
-// SIGTERM/SIGINT/SIGHUP/SIGQUIT and then kills its own process group does
-// not take the guard with it: the status is reported, the guard confirms
-// the tree gone (no ErrGuardLost), and the setsid'd process, which only
-// the guard can reach, is dead.
+// SIGTERM/SIGINT/SIGHUP/SIGQUIT and then signals its own process group
+// (which holds the guard) with kill 0 does not take the guard with it:
+// the status is reported, the guard confirms the tree gone (no
+// ErrGuardLost), and the setsid'd process, which only the guard can
+// reach, is dead.
 func TestGuardSurvivesStopSignals(t *testing.T) {
 	requireSetsid(t)
 	const tag = "304.1"
@@ -278,12 +279,15 @@ func TestGuardSurvivesStopSignals(t *testing.T) {
 	r := start(t, fmt.Sprintf(`for s in TERM INT HUP QUIT; do kill -$s $PPID; done
 setsid sleep %s & echo $! > a.pid
 sleep 0.3
-kill -TERM 0
 kill -TERM -$$
+trap '' HUP TERM
+kill -HUP 0
+kill -TERM 0
+kill -USR1 0
 sleep 5`, tag), 5*time.Second)
 	st, err := r.wait(t)
-	if err != nil || st.Signal != syscall.SIGTERM {
-		t.Errorf("status %+v (%v), want the shell killed by its own SIGTERM", st, err)
+	if err != nil || st.Signal != syscall.SIGUSR1 {
+		t.Errorf("status %+v (%v), want the shell killed by its own SIGUSR1", st, err)
 	}
 	pidFile(t, r.dir, "a.pid")
 	if left := running(tag); len(left) > 0 {
@@ -362,17 +366,32 @@ func TestMarkerWithoutSocketIsIgnored(t *testing.T) {
 }
 
 // TestGuardKilledByCommand: a command that SIGKILLs its own guard (out of
-// scope for the guarantee) still loses its process group: Wait reports
-// ErrGuardLost and kills the group.
+// scope for the guarantee) still loses its process group: Wait — or Start,
+// when the guard died before reporting the start — reports ErrGuardLost,
+// and the group is killed.
 func TestGuardKilledByCommand(t *testing.T) {
-	const tag = "305.1"
-	defer killTagged(tag)
-	r := start(t, fmt.Sprintf(`sleep %s & echo $! > a.pid; kill -KILL $PPID; sleep %s`, tag, tag), time.Second)
-	st, err := r.wait(t)
-	if !errors.Is(err, ErrGuardLost) || st.Code != -1 {
-		t.Errorf("status %+v, err %v; want ErrGuardLost", st, err)
+	for _, delay := range []string{"0", "0.2"} {
+		tag := "305." + delay[len(delay)-1:]
+		defer killTagged(tag)
+		script := fmt.Sprintf(`sleep %s & sleep %s; kill -KILL $PPID; sleep %s`, tag, delay, tag)
+		pw, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Start(Command{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: t.TempDir(), Env: os.Environ(), Stdout: pw, Grace: time.Second})
+		pw.Close()
+		if err == nil {
+			var st Status
+			st, err = p.Wait()
+			if st.Code != -1 {
+				t.Errorf("delay %s: status %+v", delay, st)
+			}
+		}
+		if !errors.Is(err, ErrGuardLost) {
+			t.Errorf("delay %s: err %v; want ErrGuardLost", delay, err)
+		}
+		waitNone(t, tag, 2*time.Second)
 	}
-	waitNone(t, tag, 2*time.Second)
 }
 
 // TestStoppedGuardIsKilled: a guard the command stopped (SIGSTOP) cannot
@@ -382,7 +401,9 @@ func TestStoppedGuardIsKilled(t *testing.T) {
 	t.Parallel()
 	const tag = "306.1"
 	defer killTagged(tag)
-	r := start(t, fmt.Sprintf(`kill -STOP $PPID; sleep %s & echo $! > a.pid; wait`, tag), 100*time.Millisecond)
+	// (The pause lets the guard report the start first: a guard stopped
+	// before that makes Start wait for its 30 s report timeout.)
+	r := start(t, fmt.Sprintf(`sleep 0.2; kill -STOP $PPID; sleep %s & echo $! > a.pid; wait`, tag), 100*time.Millisecond)
 	pidFile(t, r.dir, "a.pid")
 	begin := time.Now()
 	r.p.Terminate()
