@@ -280,14 +280,14 @@ func TestGuardSurvivesStopSignals(t *testing.T) {
 setsid sleep %s & echo $! > a.pid
 sleep 0.3
 kill -TERM -$$
-trap '' HUP TERM
+trap '' HUP INT
 kill -HUP 0
+kill -INT 0
 kill -TERM 0
-kill -USR1 0
 sleep 5`, tag), 5*time.Second)
 	st, err := r.wait(t)
-	if err != nil || st.Signal != syscall.SIGUSR1 {
-		t.Errorf("status %+v (%v), want the shell killed by its own SIGUSR1", st, err)
+	if err != nil || st.Signal != syscall.SIGTERM {
+		t.Errorf("status %+v (%v), want the shell killed by its own SIGTERM", st, err)
 	}
 	pidFile(t, r.dir, "a.pid")
 	if left := running(tag); len(left) > 0 {
