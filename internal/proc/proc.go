@@ -3,12 +3,13 @@
 //
 // Every command runs under a guard: octet re-executes its own binary
 // (/proc/self/exe on Linux, which works even after the file on disk was
-// replaced) in guard mode, one guard per command. The guard makes itself
-// a child subreaper (so orphaned descendants, including ones that called
-// setsid or double-forked, are reparented to it rather than to init),
-// starts the command in a process group of its own and talks to octet
-// over a socket inherited on file descriptor 3 and closed on exec, so the
-// command never sees it:
+// replaced) in guard mode, one guard per command, as the leader of a new
+// process group. The guard reads the command from a socket inherited on
+// file descriptor 3 (closed on exec, so the command never sees it), makes
+// itself a child subreaper (so orphaned descendants, including ones that
+// called setsid or double-forked, are reparented to it rather than to
+// init), starts the command in its own process group and, over the same
+// socket:
 //
 //   - it reports the command's start and its exit status (code or
 //     signal);
@@ -20,9 +21,9 @@
 //     SIGKILLs every descendant at once, reaps them and exits.
 //
 // The guard catches (and drops) SIGTERM, SIGINT, SIGHUP and SIGQUIT, so a
-// terminal hangup or a command's kill of its own group cannot stop it
-// before it has cleaned up; it does not ignore them, because ignored
-// dispositions would be inherited by the command. A command that
+// terminal hangup or a command's kill of its own group (which holds the
+// guard) cannot stop it before it has cleaned up; it does not ignore
+// them, because ignored dispositions would be inherited by the command. A command that
 // deliberately kills its guard (kill -9 $PPID) has the user's authority
 // and could equally escape through systemd-run or at(1): that is out of
 // scope, but octet still kills the command's process group when it sees
@@ -37,9 +38,10 @@
 // marker before starting the command, so nothing the command runs is
 // turned into a guard.
 //
-// Outside Linux there is no subreaper and no /proc: the guard stops the
-// command's process group instead of its tree, so processes that left the
-// group (setsid) escape. See docs/design/tools-builtins.md.
+// Outside Linux there is no subreaper and no /proc: the command leads a
+// process group of its own, which the guard stops instead of its tree, so
+// processes that left the group (setsid) escape. See
+// docs/design/tools-builtins.md.
 package proc
 
 import (
