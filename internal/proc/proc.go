@@ -8,7 +8,7 @@
 // file descriptor 3 (closed on exec, so the command never sees it), makes
 // itself a child subreaper (so orphaned descendants, including ones that
 // called setsid or double-forked, are reparented to it rather than to
-// init), starts the command in its own process group and, over the same
+// init), starts the command in the guard's process group and, over the same
 // socket:
 //
 //   - it reports the command's start and its exit status (code or
