@@ -1,10 +1,13 @@
 package agent
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,8 +27,8 @@ const (
 
 // TestCrashChild is the child half of TestCrashMidToolThenResume: it runs a
 // real agent whose first response asks for bash (which appends a line,
-// marks that it started and sleeps), then edit, then read. The parent
-// SIGKILLs it while bash sleeps.
+// records its pid, marks that it started and becomes a sleep), then edit,
+// then read. The parent SIGKILLs it while bash sleeps.
 func TestCrashChild(t *testing.T) {
 	if os.Getenv(envCrashChild) == "" {
 		t.Skip("child process of TestCrashMidToolThenResume")
@@ -33,7 +36,7 @@ func TestCrashChild(t *testing.T) {
 	ws, sessDir := os.Getenv(envCrashWS), os.Getenv(envCrashSess)
 	srv := pt.New(t)
 	srv.Enqueue(pt.Reply(
-		pt.FunctionCall("b1", "bash", `{"command":"echo run >> log.txt && touch started && sleep 60"}`),
+		pt.FunctionCall("b1", "bash", `{"command":"echo run >> log.txt && echo $$ > sleep.pid && touch started && exec sleep 60"}`),
 		pt.FunctionCall("e1", "edit", `{"path":"note.txt","old_text":"one","new_text":"one one"}`),
 		pt.FunctionCall("r1", "read", `{"path":"note.txt"}`),
 	))
@@ -93,14 +96,31 @@ func TestCrashMidToolThenResume(t *testing.T) {
 		}
 	}()
 	waitFor(t, func() bool { _, err := os.Stat(filepath.Join(ws, "started")); return err == nil })
-	// Kill the agent process only: its bash child is left to the test's
-	// cleanup below so the crash is exactly "agent died mid-tool".
+	pidText, err := os.ReadFile(filepath.Join(ws, "sleep.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleepPid, err := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Kill the agent process only, so the crash is exactly "agent died
+	// mid-tool".
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // the orphaned sleep
 	killed = true
+	// The bash call's process guard kills the orphaned sleep (within 2 s
+	// of the agent's death): the unresolved call cannot complete later.
+	deadline := time.Now().Add(3 * time.Second)
+	for !processGone(sleepPid) {
+		if time.Now().After(deadline) {
+			syscall.Kill(sleepPid, syscall.SIGKILL)
+			t.Fatalf("the bash command (pid %d) outlived the killed agent", sleepPid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 
 	matches, _ := filepath.Glob(filepath.Join(sessDir, "*.jsonl"))
 	if len(matches) != 1 {
@@ -181,7 +201,16 @@ func TestCrashMidToolThenResume(t *testing.T) {
 	if outputs != 3 {
 		t.Fatalf("request input %v", in)
 	}
-	_ = time.Second
+}
+
+// processGone reports whether pid no longer runs (absent or a zombie).
+func processGone(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // TestBranchIntoBatchResolvesAtPrompt: moving the head into the middle of a

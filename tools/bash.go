@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 	"unicode/utf8"
+
+	"github.com/octet-agent/octet/internal/proc"
 )
 
 //go:embed bash.md
@@ -155,6 +155,9 @@ type outcome struct {
 	signal    string
 	timedOut  bool
 	cancelled bool
+	// supervision is set when the process guard was lost: processes the
+	// command started may survive.
+	supervision error
 }
 
 // Execute runs the command and reports its bounded output.
@@ -179,16 +182,21 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	oc, runErr := t.run(ctx, *a.Command, timeout, capt, inv.Progress)
 	if runErr != nil {
 		capt.finish()
+		if errors.Is(runErr, proc.ErrGuardLost) {
+			return errorResult(fmt.Sprintf("the command's supervision failed: %v", runErr)), nil
+		}
 		return errorResult(fmt.Sprintf("could not start the command: %v", runErr)), nil
 	}
 	return t.result(capt.finish(), oc, timeout), nil
 }
 
-// run starts the shell in its own process group with stdin on /dev/null,
-// drains stdout and stderr concurrently into capt, and stops the whole
-// group (SIGTERM, then SIGKILL after BashKillGrace) when the shell exits,
-// the timeout fires or ctx is cancelled, so background children never
-// outlive the call.
+// run starts the shell under a process guard (internal/proc) with stdin on
+// /dev/null, drains stdout and stderr concurrently into capt, and has the
+// guard stop the command's whole process tree (SIGTERM, then SIGKILL after
+// BashKillGrace) when the shell exits, the timeout fires or ctx is
+// cancelled, so nothing the command started outlives the call — nor
+// octet, should octet die meanwhile. Without a guard nothing runs: a
+// guard that cannot be started is an error.
 func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, capt *capture, progress func(string)) (outcome, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
@@ -202,13 +210,11 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	}
 	growPipe(outW)
 	growPipe(errW)
-	cmd := exec.Command(t.shell, "-c", command)
-	cmd.Dir = t.cfg.Root
-	cmd.Env = commandEnv(os.Environ())
-	cmd.Stdin = nil // /dev/null
-	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	startErr := cmd.Start()
+	p, startErr := proc.Start(proc.Command{
+		Path: t.shell, Args: []string{t.shell, "-c", command},
+		Dir: t.cfg.Root, Env: commandEnv(os.Environ()),
+		Stdout: outW, Stderr: errW, Grace: BashKillGrace,
+	})
 	outW.Close()
 	errW.Close()
 	if startErr != nil {
@@ -216,13 +222,10 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 		errR.Close()
 		return outcome{}, startErr
 	}
-	pgid := cmd.Process.Pid
-	shellExited, reap := watchExit(cmd)
 
 	var drains sync.WaitGroup
-	for _, r := range []*os.File{outR, errR} {
-		drains.Go(func() { drain(r, capt) })
-	}
+	drains.Go(func() { drain(outR, capt, stdoutStream, t.cfg.Redactor) })
+	drains.Go(func() { drain(errR, capt, stderrStream, t.cfg.Redactor) })
 	stopProgress := startProgress(capt, progress)
 
 	timer := time.NewTimer(timeout)
@@ -230,19 +233,19 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 
 	var oc outcome
 	select {
-	case <-shellExited:
+	case <-p.Exited():
 	case <-timer.C:
 		oc.timedOut = true
+		p.Terminate()
 	case <-ctx.Done():
 		oc.cancelled = true
+		p.Terminate()
 	}
-	// Nothing the command started outlives the call: whether the shell
-	// exited by itself or not, the group is stopped, background children
-	// included. On Linux the shell is still unreaped here, so its pid
-	// cannot have been reused as another group's id.
-	stopGroup(pgid, shellExited)
-	werr := reap()
-	// A process that left the group (setsid) may still hold the pipes;
+	// Whether the shell exited by itself or not, the guard stops the
+	// tree; Wait returns once it is gone.
+	st, werr := p.Wait()
+	// Something outside the tree may still hold the pipes (a process
+	// that was handed them over a socket, or survivors of a lost guard);
 	// give it the grace period, then close our ends so draining stops.
 	drained := make(chan struct{})
 	go func() { drains.Wait(); close(drained) }()
@@ -257,16 +260,11 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	errR.Close()
 	stopProgress()
 
-	oc.exitCode = cmd.ProcessState.ExitCode() // -1 when wait failed
-	if cmd.ProcessState != nil {
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			oc.signal = ws.Signal().String()
-		}
+	oc.exitCode = st.Code
+	if st.Signal != 0 {
+		oc.signal = st.Signal.String()
 	}
-	var exitErr *exec.ExitError
-	if werr != nil && !errors.As(werr, &exitErr) {
-		return oc, werr
-	}
+	oc.supervision = werr
 	return oc, nil
 }
 
@@ -291,43 +289,26 @@ func commandEnv(env []string) []string {
 	return out
 }
 
-// drain copies r into capt until EOF or until r is closed.
-func drain(r *os.File, capt *capture) {
+// drain copies r, stream id of the command, into capt until EOF or until
+// r is closed. Every byte passes red first (a nil Redactor passes it
+// unchanged), so a secret the command prints reaches neither the preview
+// nor a spill file; a secret split across reads is still caught.
+func drain(r *os.File, capt *capture, id streamID, red *Redactor) {
+	out := red.Stream(func(b []byte) { capt.write(id, b) })
+	defer out.Flush()
 	buf := make([]byte, 256<<10)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 {
-			capt.Write(buf[:n])
+			out.Write(buf[:n])
 		}
 		if err != nil {
 			if err != io.EOF && !errors.Is(err, os.ErrClosed) {
-				capt.Write([]byte(fmt.Sprintf("\n[output read error: %v]\n", err)))
+				out.Write([]byte(fmt.Sprintf("\n[output read error: %v]\n", err)))
 			}
 			return
 		}
 	}
-}
-
-// stopGroup sends SIGTERM to the process group and waits up to
-// BashKillGrace for every member (the shell included) to exit, then sends
-// SIGKILL. It returns once the shell has exited. shellExited must not reap
-// the shell (see watchExit), so the group id stays reserved meanwhile.
-func stopGroup(pgid int, shellExited <-chan struct{}) {
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	deadline := time.NewTimer(BashKillGrace)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for groupAlive(pgid) {
-		select {
-		case <-tick.C:
-		case <-deadline.C:
-			syscall.Kill(-pgid, syscall.SIGKILL)
-			<-shellExited
-			return
-		}
-	}
-	<-shellExited
 }
 
 // startProgress forwards bounded, neutralized output chunks to progress
@@ -365,19 +346,32 @@ func (t *BashTool) result(c captured, oc outcome, timeout time.Duration) Result 
 	var footer []string
 	switch {
 	case oc.timedOut:
-		footer = append(footer, fmt.Sprintf("[timed out after %s; the process group was killed]", timeout))
+		footer = append(footer, fmt.Sprintf("[timed out after %s; the process tree was killed]", timeout))
 	case oc.cancelled:
-		footer = append(footer, "[cancelled; the process group was killed]")
+		footer = append(footer, "[cancelled; the process tree was killed]")
 	case oc.signal != "":
 		footer = append(footer, fmt.Sprintf("[killed by signal: %s]", oc.signal))
 	default:
 		footer = append(footer, fmt.Sprintf("[exit code: %d]", oc.exitCode))
 	}
-	switch {
-	case c.fullPath != "":
-		footer = append(footer, fmt.Sprintf("[full output (%d bytes) saved to %s]", c.total, c.fullPath))
-	case c.partialPath != "":
-		footer = append(footer, fmt.Sprintf("[first %d of %d output bytes saved to %s]", c.spilledBytes, c.total, c.partialPath))
+	if oc.supervision != nil {
+		footer = append(footer, fmt.Sprintf("[%v: processes the command started may still run]", oc.supervision))
+	}
+	details := map[string]any{
+		"exit_code":    oc.exitCode,
+		"timed_out":    oc.timedOut,
+		"cancelled":    oc.cancelled,
+		"output_bytes": c.total,
+	}
+	for id := range numStreams {
+		r := c.streams[id]
+		switch {
+		case r.fullPath != "":
+			footer = append(footer, fmt.Sprintf("[%s (%d bytes) saved to %s]", id, r.bytes, r.fullPath))
+		case r.partialPath != "":
+			footer = append(footer, fmt.Sprintf("[first %d of %d %s bytes saved to %s]", r.spilledBytes, r.bytes, id, r.partialPath))
+		}
+		details[id.String()] = streamDetails(r)
 	}
 	foot := strings.Join(footer, "\n")
 	body, truncated := t.body(c, t.cfg.MaxOutputBytes-len(foot)-1)
@@ -386,33 +380,36 @@ func (t *BashTool) result(c captured, oc outcome, timeout time.Duration) Result 
 		text = body + "\n" + foot
 	}
 	text, cut := clipUTF8(text, t.cfg.MaxOutputBytes)
-	details := map[string]any{
-		"exit_code":    oc.exitCode,
-		"timed_out":    oc.timedOut,
-		"cancelled":    oc.cancelled,
-		"truncated":    truncated || cut,
-		"output_bytes": c.total,
-	}
-	switch {
-	case c.fullPath != "":
-		details["full_output_path"] = c.fullPath
-	case c.partialPath != "":
-		details["partial_output_path"] = c.partialPath
-		details["spill_truncated"] = true
-	case c.spillTruncated:
-		details["spill_truncated"] = true
-	}
-	if c.spillError {
-		details["spill_error"] = true
-	}
-	if c.spillExpired {
-		details["spill_expired"] = true
-	}
+	details["truncated"] = truncated || cut
 	return Result{
 		Text:    text,
-		IsError: oc.timedOut || oc.cancelled || oc.exitCode != 0,
+		IsError: oc.timedOut || oc.cancelled || oc.exitCode != 0 || oc.supervision != nil,
 		Details: details,
 	}
+}
+
+// streamDetails is one stream's entry in Details: its byte count and, when
+// it was spilled, exactly one of full_output_path (the entire stream was
+// kept), partial_output_path with spill_truncated (limits cut it), or
+// spill_truncated / spill_error / spill_expired without a path.
+func streamDetails(r streamResult) map[string]any {
+	d := map[string]any{"bytes": r.bytes}
+	switch {
+	case r.fullPath != "":
+		d["full_output_path"] = r.fullPath
+	case r.partialPath != "":
+		d["partial_output_path"] = r.partialPath
+		d["spill_truncated"] = true
+	case r.spillTruncated:
+		d["spill_truncated"] = true
+	}
+	if r.spillError {
+		d["spill_error"] = true
+	}
+	if r.spillExpired {
+		d["spill_expired"] = true
+	}
+	return d
 }
 
 // body renders the captured output within budget bytes: all of it when it

@@ -1,17 +1,49 @@
 package tools
 
 import (
+	"errors"
 	"sync"
 )
 
-// capture collects one command's combined stdout and stderr: a head
-// preview, a tail ring buffer, and a spill file once the output outgrows
-// what the model can be shown. Writers are the two drain goroutines; it
-// never blocks them on anything but a local disk write, and keeps
-// accepting (and counting) bytes after every limit so pipes keep draining.
+// streamID names one of a command's two output streams.
+type streamID int
+
+const (
+	stdoutStream streamID = iota
+	stderrStream
+	numStreams
+)
+
+// String returns "stdout" or "stderr" (the Details key and the spill
+// file name prefix).
+func (id streamID) String() string {
+	if id == stderrStream {
+		return "stderr"
+	}
+	return "stdout"
+}
+
+// spillQueueBytes bounds how far one stream's spill worker may fall
+// behind its drain before the drain waits for it.
+const spillQueueBytes = 2 << 20
+
+// capture collects one command's output: a head preview and a tail ring
+// buffer of both streams combined in arrival order (what the model is
+// shown), and, once the output outgrows what the model can be shown, one
+// spill file per stream holding that stream from its first byte.
+//
+// The writers are the two drain goroutines, one per stream. Under mu they
+// touch memory only: the previews, the counters and the stream's bounded
+// spill queue. Disk work — creating a spill file, writing it, removing
+// files evicted for it — is done by one spill worker goroutine per spilled
+// stream, outside mu. A drain blocks on the disk only through its own
+// stream's queue: when its worker is spillQueueBytes behind, the drain
+// waits (mu released) for room, while the other stream and progress carry
+// on. Bytes beyond every limit are counted and discarded, so pipes keep
+// draining.
 type capture struct {
 	store     *spillStore
-	spillFrom int // spill once the stream exceeds this many bytes
+	spillFrom int // spill once the output exceeds this many bytes
 
 	mu       sync.Mutex
 	head     []byte
@@ -21,11 +53,38 @@ type capture struct {
 	tailPos  int
 	tailLen  int
 	total    int64
-	spill    *spillFile
-	spillErr bool // storage failure: nothing advertised
-	quota    bool // storage limits cut the spill (or prevented it)
+	spilling bool // the result will be cut: every stream is spilled
+	streams  [numStreams]streamState
 	pending  []byte
 	progress bool
+
+	workers sync.WaitGroup
+}
+
+// streamState is one stream's share of a capture, guarded by capture.mu.
+type streamState struct {
+	bytes  int64
+	prefix []byte       // the stream's bytes before spilling started
+	spill  *streamSpill // nil until the stream is spilled
+}
+
+// streamSpill is one stream's spill: a queue the stream's drain fills
+// under capture.mu and the stream's worker empties. queue, spare, closed
+// and stopped are guarded by capture.mu; the rest belong to the worker and
+// are read only after it ended.
+type streamSpill struct {
+	id      streamID
+	cond    sync.Cond // L is &capture.mu: the queue, closed or stopped changed
+	queue   []byte
+	spare   []byte
+	closed  bool // the capture finished: the worker ends once the queue is empty
+	stopped bool // the worker stores nothing more; new bytes are discarded
+
+	file    *spillFile
+	written int64
+	quota   bool // limits cut the spill or prevented it
+	failed  bool // storage failure: nothing is advertised
+	expired bool // the store was closed before the file existed
 }
 
 const progressChunkBytes = 4 << 10
@@ -41,30 +100,144 @@ func newCapture(store *spillStore, headCap, tailCap, spillFrom int, progress boo
 	}
 }
 
-// Write records p. It always reports len(p), nil: limits discard bytes but
-// never stall the pipe.
-func (c *capture) Write(p []byte) (int, error) {
+// write records p, read from stream id. It never fails: limits discard
+// bytes but never stall the pipe, except that a spilled stream waits for
+// room in its bounded queue.
+func (c *capture) write(id streamID, p []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	n := len(p)
+	c.preview(p)
+	s := &c.streams[id]
+	s.bytes += int64(len(p))
+	if c.store == nil {
+		return
+	}
+	if !c.spilling {
+		s.prefix = append(s.prefix, p...)
+		if c.total > int64(c.spillFrom) {
+			c.startSpilling()
+		}
+		return
+	}
+	sp := s.spill
+	if sp == nil {
+		sp = c.startSpill(id, nil) // the stream's first byte came after the cut
+	}
+	for !sp.stopped && len(sp.queue) > 0 && len(sp.queue)+len(p) > spillQueueBytes {
+		sp.cond.Wait()
+	}
+	if sp.stopped {
+		return
+	}
+	sp.queue = append(sp.queue, p...)
+	sp.cond.Broadcast()
+}
+
+// preview adds p to the combined head, tail, count and progress.
+func (c *capture) preview(p []byte) {
 	rest := p
 	if room := c.headCap - len(c.head); room > 0 {
 		k := min(room, len(rest))
 		c.head = append(c.head, rest[:k]...)
 		rest = rest[k:]
 	}
-	before := c.total
-	c.total += int64(n)
+	c.total += int64(len(p))
 	if len(rest) > 0 {
 		c.writeTail(rest)
-	}
-	if c.total > int64(c.spillFrom) {
-		c.writeSpill(p, before)
 	}
 	if c.progress && len(c.pending) < progressChunkBytes {
 		c.pending = append(c.pending, p[:min(len(p), progressChunkBytes-len(c.pending))]...)
 	}
-	return n, nil
+}
+
+// startSpilling marks the result as cut and hands every stream's bytes so
+// far to a new spill worker for that stream.
+func (c *capture) startSpilling() {
+	c.spilling = true
+	for i := range c.streams {
+		s := &c.streams[i]
+		if len(s.prefix) > 0 {
+			c.startSpill(streamID(i), s.prefix)
+			s.prefix = nil
+		}
+	}
+}
+
+// startSpill starts stream id's spill worker with first queued.
+func (c *capture) startSpill(id streamID, first []byte) *streamSpill {
+	sp := &streamSpill{id: id, queue: first}
+	sp.cond.L = &c.mu
+	c.streams[id].spill = sp
+	c.workers.Add(1)
+	go c.runSpill(sp)
+	return sp
+}
+
+// runSpill is a stream's spill worker: it takes the queued bytes under mu
+// and stores them with mu released, until the capture finished.
+func (c *capture) runSpill(sp *streamSpill) {
+	defer c.workers.Done()
+	for {
+		c.mu.Lock()
+		for len(sp.queue) == 0 && !sp.closed {
+			sp.cond.Wait()
+		}
+		if len(sp.queue) == 0 {
+			c.mu.Unlock()
+			return
+		}
+		buf := sp.queue
+		sp.queue, sp.spare = sp.spare[:0], nil
+		c.mu.Unlock()
+
+		ok := sp.store(c.store, buf)
+
+		c.mu.Lock()
+		sp.spare = buf[:0]
+		if !ok {
+			sp.stopped = true
+			sp.queue, sp.spare = nil, nil
+		}
+		sp.cond.Broadcast()
+		c.mu.Unlock()
+	}
+}
+
+// store writes b to the stream's file, creating it on first use, as far as
+// the budget allows. It reports false once the spill stopped.
+func (sp *streamSpill) store(s *spillStore, b []byte) bool {
+	if sp.file == nil {
+		sf, err := s.create(sp.id)
+		switch {
+		case errors.Is(err, errSpillQuota):
+			sp.quota = true
+			return false
+		case errors.Is(err, errSpillClosed):
+			sp.expired = true
+			return false
+		case err != nil:
+			sp.failed = true
+			return false
+		}
+		sp.file = sf
+	}
+	granted := s.reserve(sp.file, int64(len(b)))
+	if granted > 0 {
+		if s.writeHook != nil {
+			s.writeHook(sp.id)
+		}
+		if _, err := sp.file.f.Write(b[:granted]); err != nil {
+			s.unreserve(sp.file, granted)
+			sp.failed = true
+			return false
+		}
+		sp.written += granted
+	}
+	if granted < int64(len(b)) {
+		sp.quota = true
+		return false
+	}
+	return true
 }
 
 // writeTail keeps the last tailCap bytes that did not fit in the head.
@@ -88,53 +261,6 @@ func (c *capture) writeTail(p []byte) {
 	c.tailLen = min(c.tailLen+len(p), c.tailCap)
 }
 
-// writeSpill stores p (which starts at stream offset before) in the spill
-// file, creating it (with the head bytes written so far) on first use.
-func (c *capture) writeSpill(p []byte, before int64) {
-	if c.spillErr || c.quota || c.store == nil {
-		return
-	}
-	if c.spill == nil {
-		sf, err := c.store.create()
-		switch {
-		case err == errSpillQuota:
-			c.quota = true
-			return
-		case err != nil:
-			c.spillErr = true
-			return
-		}
-		c.spill = sf
-		// The head holds the whole stream before p (spillFrom <= headCap).
-		prefix := c.head[:before]
-		if !c.spillBytes(prefix) {
-			return
-		}
-	}
-	c.spillBytes(p)
-}
-
-// spillBytes writes as much of b as the budget allows; it reports false
-// once the spill stopped (quota or error).
-func (c *capture) spillBytes(b []byte) bool {
-	if len(b) == 0 {
-		return true
-	}
-	granted := c.store.reserve(c.spill, int64(len(b)))
-	if granted > 0 {
-		if _, err := c.spill.f.Write(b[:granted]); err != nil {
-			c.store.unreserve(c.spill, granted)
-			c.spillErr = true
-			return false
-		}
-	}
-	if granted < int64(len(b)) {
-		c.quota = true
-		return false
-	}
-	return true
-}
-
 // takeProgress returns and clears the pending progress bytes.
 func (c *capture) takeProgress() []byte {
 	c.mu.Lock()
@@ -149,18 +275,24 @@ type captured struct {
 	head, tail []byte // tail: bytes after the head, possibly with a gap
 	total      int64
 	omitted    int64 // bytes between head and tail that were not kept
+	streams    [numStreams]streamResult
+}
 
+// streamResult is what became of one stream.
+type streamResult struct {
+	bytes                 int64
 	fullPath, partialPath string
+	spilledBytes          int64
 	spillTruncated        bool
 	spillError            bool
 	spillExpired          bool
-	spilledBytes          int64
 }
 
-// finish ends the capture and settles the spill file's fate.
+// finish ends the capture (the drains have returned): it lets the spill
+// workers store what is queued, then settles each file's fate, with mu
+// released for all of the file I/O.
 func (c *capture) finish() captured {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	out := captured{head: c.head, total: c.total}
 	if c.tailLen > 0 {
 		out.tail = make([]byte, 0, c.tailLen)
@@ -173,26 +305,47 @@ func (c *capture) finish() captured {
 		}
 	}
 	out.omitted = c.total - int64(len(out.head)) - int64(len(out.tail))
-	if c.spill == nil {
-		out.spillTruncated = c.quota
-		out.spillError = c.spillErr
-		return out
+	var spills [numStreams]*streamSpill
+	for i := range c.streams {
+		out.streams[i].bytes = c.streams[i].bytes
+		if sp := c.streams[i].spill; sp != nil {
+			spills[i] = sp
+			sp.closed = true
+			sp.cond.Broadcast()
+		}
 	}
-	fate, size := c.store.finish(c.spill, c.spillErr)
-	switch {
-	case c.spillErr || fate == spillFailed:
-		out.spillError = true
-	case fate == spillExpired:
-		out.spillExpired = true
-	case fate == spillDropped:
-		out.spillTruncated = c.quota
-	case c.quota || size < c.total:
-		out.spillTruncated = true
-		out.partialPath = c.spill.path
-		out.spilledBytes = size
-	default:
-		out.fullPath = c.spill.path
-		out.spilledBytes = size
+	c.mu.Unlock()
+	c.workers.Wait()
+	for i, sp := range spills {
+		if sp != nil {
+			c.settle(&out.streams[i], sp)
+		}
 	}
 	return out
+}
+
+// settle records the fate of one stream's spill in r.
+func (c *capture) settle(r *streamResult, sp *streamSpill) {
+	if sp.file == nil {
+		r.spillTruncated = sp.quota
+		r.spillError = sp.failed
+		r.spillExpired = sp.expired
+		return
+	}
+	fate, size := c.store.finish(sp.file, sp.failed)
+	switch {
+	case sp.failed || fate == spillFailed:
+		r.spillError = true
+	case fate == spillExpired:
+		r.spillExpired = true
+	case fate == spillDropped:
+		r.spillTruncated = sp.quota
+	case sp.quota || size < r.bytes:
+		r.spillTruncated = true
+		r.partialPath = sp.file.path
+		r.spilledBytes = size
+	default:
+		r.fullPath = sp.file.path
+		r.spilledBytes = size
+	}
 }

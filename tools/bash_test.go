@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -302,13 +303,27 @@ func TestBashOutputOverLimits(t *testing.T) {
 	if prev != 20000 {
 		t.Errorf("tail ends at %d", prev)
 	}
-	full, ok := res.Details["full_output_path"].(string)
-	if !ok || res.Details["partial_output_path"] != nil || res.Details["spill_truncated"] != nil {
-		t.Fatalf("details: %v", res.Details)
+	// Each stream has its own file, holding that stream whole.
+	if res.Details["full_output_path"] != nil || res.Details["partial_output_path"] != nil {
+		t.Errorf("a path outside the per-stream details: %v", res.Details)
+	}
+	out, errs := streamOf(t, res, "stdout"), streamOf(t, res, "stderr")
+	full, ok := out["full_output_path"].(string)
+	if !ok || out["partial_output_path"] != nil || out["spill_truncated"] != nil {
+		t.Fatalf("stdout details: %v", out)
 	}
 	got, err := os.ReadFile(full)
-	if err != nil || int64(len(got)) != res.Details["output_bytes"] || !bytes.Contains(got, []byte("ERR\n")) || !bytes.Contains(got, []byte("20000\nLAST\n")) {
-		t.Errorf("spill file: %d bytes, %v", len(got), err)
+	if err != nil || int64(len(got)) != out["bytes"] || bytes.Contains(got, []byte("ERR")) || !bytes.HasPrefix(got, []byte("1\n2\n")) || !bytes.HasSuffix(got, []byte("20000\nLAST\n")) {
+		t.Errorf("stdout spill file: %d bytes, %v", len(got), err)
+	}
+	if errFile, _ := errs["full_output_path"].(string); errFile == "" || readString(t, errFile) != "ERR\n" || errs["bytes"] != int64(4) {
+		t.Errorf("stderr details %v", errs)
+	}
+	if out["bytes"].(int64)+errs["bytes"].(int64) != res.Details["output_bytes"] {
+		t.Errorf("stream bytes %v + %v != output_bytes %v", out["bytes"], errs["bytes"], res.Details["output_bytes"])
+	}
+	if !strings.Contains(res.Text, fmt.Sprintf("[stdout (%d bytes) saved to %s]", out["bytes"], full)) || !strings.Contains(res.Text, "[stderr (4 bytes) saved to ") {
+		t.Errorf("footer lacks the spill lines: %q", res.Text[len(res.Text)-300:])
 	}
 	st, _ := os.Stat(full)
 	dst, _ := os.Stat(filepath.Dir(full))
@@ -317,15 +332,19 @@ func TestBashOutputOverLimits(t *testing.T) {
 	}
 	// Over the per-stream limit: a partial file, never full_output_path.
 	res = runBash(t, b, context.Background(), fmt.Sprintf("head -c %d /dev/zero", SpillStreamBytes+100_000), 0)
-	partial, ok := res.Details["partial_output_path"].(string)
-	if !ok || res.Details["spill_truncated"] != true || res.Details["full_output_path"] != nil {
+	out = streamOf(t, res, "stdout")
+	partial, ok := out["partial_output_path"].(string)
+	if !ok || out["spill_truncated"] != true || out["full_output_path"] != nil {
 		t.Fatalf("over stream limit: %v", res.Details)
 	}
 	if st, err := os.Stat(partial); err != nil || st.Size() != SpillStreamBytes {
 		t.Errorf("partial file: %v, %v", st, err)
 	}
-	if res.Details["output_bytes"] != int64(SpillStreamBytes+100_000) {
+	if res.Details["output_bytes"] != int64(SpillStreamBytes+100_000) || out["bytes"] != int64(SpillStreamBytes+100_000) {
 		t.Errorf("output_bytes = %v: draining stopped early", res.Details["output_bytes"])
+	}
+	if errs := streamOf(t, res, "stderr"); len(errs) != 1 || errs["bytes"] != int64(0) {
+		t.Errorf("an empty stderr is not spilled: %v", errs)
 	}
 	// Close removes everything.
 	if err := b.Close(); err != nil {
@@ -342,7 +361,7 @@ func TestBashSpillQuotaAndEviction(t *testing.T) {
 	var paths []string
 	for range 3 {
 		res := runBash(t, b, context.Background(), "head -c 40000 /dev/zero", 0)
-		p, ok := res.Details["full_output_path"].(string)
+		p, ok := streamOf(t, res, "stdout")["full_output_path"].(string)
 		if !ok {
 			t.Fatalf("details: %v", res.Details)
 		}
@@ -353,7 +372,7 @@ func TestBashSpillQuotaAndEviction(t *testing.T) {
 	}
 	// A fourth file evicts the oldest retained one (file-count limit).
 	res := runBash(t, b, context.Background(), "head -c 40000 /dev/zero", 0)
-	if _, ok := res.Details["full_output_path"].(string); !ok {
+	if _, ok := streamOf(t, res, "stdout")["full_output_path"].(string); !ok {
 		t.Fatalf("fourth: %v", res.Details)
 	}
 	if _, err := os.Stat(paths[0]); !os.IsNotExist(err) {
@@ -366,7 +385,7 @@ func TestBashSpillQuotaAndEviction(t *testing.T) {
 	}
 	// Larger than the per-file limit evicts for bytes and reports partial.
 	res = runBash(t, b, context.Background(), "head -c 60000 /dev/zero", 0)
-	if res.Details["spill_truncated"] != true || res.Details["partial_output_path"] == nil {
+	if out := streamOf(t, res, "stdout"); out["spill_truncated"] != true || out["partial_output_path"] == nil {
 		t.Errorf("partial: %v", res.Details)
 	}
 	if n, used := b.spills.stats(); n > 3 || used > 120_000 {
@@ -378,14 +397,14 @@ func TestSpillActiveCapturesNeverEvicted(t *testing.T) {
 	s := newSpillStore(t.TempDir())
 	defer s.Close()
 	s.perFile, s.total, s.maxFiles = 1000, 1500, 2
-	a, err := s.create()
+	a, err := s.create(stdoutStream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if got := s.reserve(a, 1000); got != 1000 {
 		t.Fatalf("reserve a = %d", got)
 	}
-	b, err := s.create()
+	b, err := s.create(stderrStream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +412,7 @@ func TestSpillActiveCapturesNeverEvicted(t *testing.T) {
 		t.Errorf("reserve b = %d, want the 500 left", got)
 	}
 	// Both active: a third file cannot get a slot, and nothing is evicted.
-	if _, err := s.create(); err != errSpillQuota {
+	if _, err := s.create(stdoutStream); err != errSpillQuota {
 		t.Errorf("third create: %v", err)
 	}
 	if a.expired || b.expired {
@@ -403,7 +422,7 @@ func TestSpillActiveCapturesNeverEvicted(t *testing.T) {
 	if fate, _ := s.finish(a, false); fate != spillKept {
 		t.Errorf("fate a = %v", fate)
 	}
-	c, err := s.create()
+	c, err := s.create(stdoutStream)
 	if err != nil || !a.expired || b.expired {
 		t.Errorf("after finish: err %v, a expired %v, b expired %v", err, a.expired, b.expired)
 	}
@@ -415,13 +434,13 @@ func TestSpillActiveCapturesNeverEvicted(t *testing.T) {
 func TestBashActiveCaptureHoldingAllowance(t *testing.T) {
 	b := newBash(t, Config{MaxOutputBytes: 1024})
 	b.spills.perFile, b.spills.total, b.spills.maxFiles = 100_000, 100_000, 4
-	hog, err := b.spills.create()
+	hog, err := b.spills.create(stdoutStream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	b.spills.reserve(hog, 100_000)
 	res := runBash(t, b, context.Background(), "head -c 50000 /dev/zero", 0)
-	if res.Details["spill_truncated"] != true || res.Details["full_output_path"] != nil || res.Details["partial_output_path"] != nil {
+	if out := streamOf(t, res, "stdout"); out["spill_truncated"] != true || out["full_output_path"] != nil || out["partial_output_path"] != nil {
 		t.Errorf("details: %v", res.Details)
 	}
 	if res.Details["output_bytes"] != int64(50000) {
@@ -450,16 +469,21 @@ func TestBashSpillExpiredAndError(t *testing.T) {
 	}
 	b.Close()
 	res := <-done
-	if res.Details["spill_expired"] != true || res.Details["full_output_path"] != nil || res.Details["partial_output_path"] != nil {
+	if out := streamOf(t, res, "stdout"); out["spill_expired"] != true || out["full_output_path"] != nil || out["partial_output_path"] != nil {
 		t.Errorf("expired: %v", res.Details)
 	}
 
 	notDir := filepath.Join(t.TempDir(), "file")
 	writeTestFile(t, notDir, "")
 	b2 := newBash(t, Config{MaxOutputBytes: 1024, SpillDir: notDir})
-	res = runBash(t, b2, context.Background(), "head -c 100000 /dev/zero", 0)
-	if res.Details["spill_error"] != true || res.Details["full_output_path"] != nil || res.Details["partial_output_path"] != nil {
-		t.Errorf("storage failure: %v", res.Details)
+	res = runBash(t, b2, context.Background(), "head -c 100000 /dev/zero; head -c 100 /dev/zero >&2", 0)
+	for _, name := range []string{"stdout", "stderr"} {
+		if d := streamOf(t, res, name); d["spill_error"] != true || d["full_output_path"] != nil || d["partial_output_path"] != nil {
+			t.Errorf("storage failure, %s: %v", name, d)
+		}
+	}
+	if strings.Contains(res.Text, "saved to") {
+		t.Errorf("a failed spill is advertised: %q", res.Text)
 	}
 }
 
@@ -654,21 +678,144 @@ func TestLimitsMatchContract(t *testing.T) {
 }
 
 // TestSpillCloseFailureIsSpillError: a spill file that cannot be closed
-// (its data may not be on disk) is a storage failure: spill_error, no path.
+// (its data may not be on disk) is a storage failure: spillFailed, the
+// file is removed and its bytes return to the budget.
 func TestSpillCloseFailureIsSpillError(t *testing.T) {
 	s := newSpillStore(t.TempDir())
 	defer s.Close()
-	c := newCapture(s, 1000, 1000, 100, false)
-	c.Write(bytes.Repeat([]byte("x"), 500))
-	if c.spill == nil {
-		t.Fatal("no spill file after exceeding spillFrom")
+	sf, err := s.create(stdoutStream)
+	if err != nil {
+		t.Fatal(err)
 	}
-	c.spill.f.Close() // the store's own close now fails
-	out := c.finish()
-	if !out.spillError || out.fullPath != "" || out.partialPath != "" || out.spillTruncated {
-		t.Errorf("captured = %+v, want spill_error without a path", out)
+	if n := s.reserve(sf, 500); n != 500 {
+		t.Fatalf("reserve = %d", n)
+	}
+	if _, err := sf.f.Write(bytes.Repeat([]byte("x"), 500)); err != nil {
+		t.Fatal(err)
+	}
+	sf.f.Close() // the store's own close now fails
+	if fate, _ := s.finish(sf, false); fate != spillFailed {
+		t.Errorf("fate = %v, want spillFailed", fate)
+	}
+	if _, err := os.Stat(sf.path); !os.IsNotExist(err) {
+		t.Errorf("failed spill file kept: %v", err)
 	}
 	if n, used := s.stats(); n != 0 || used != 0 {
 		t.Errorf("store keeps %d files / %d bytes after the failure", n, used)
 	}
+}
+
+// TestSpillWriteFailureIsSpillError: a write that fails during capture
+// ends that stream's spill with spill_error and no path; the other stream
+// is unaffected and draining continues.
+func TestSpillWriteFailureIsSpillError(t *testing.T) {
+	b := newBash(t, Config{MaxOutputBytes: 1024})
+	ro, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	b.spills.writeHook = func(id streamID) {
+		if id != stdoutStream {
+			return
+		}
+		b.spills.mu.Lock()
+		defer b.spills.mu.Unlock()
+		for _, sf := range b.spills.files {
+			if strings.HasPrefix(filepath.Base(sf.path), "stdout-") {
+				// The descriptor now reads /dev/null: the worker's
+				// write fails with EBADF.
+				syscall.Dup2(int(ro.Fd()), int(sf.f.Fd()))
+			}
+		}
+	}
+	res := runBash(t, b, context.Background(), "head -c 100000 /dev/zero; seq 1 1000 >&2", 0)
+	out, errs := streamOf(t, res, "stdout"), streamOf(t, res, "stderr")
+	if out["spill_error"] != true || out["full_output_path"] != nil || out["partial_output_path"] != nil || out["bytes"] != int64(100000) {
+		t.Errorf("stdout: %v", out)
+	}
+	if p, _ := errs["full_output_path"].(string); p == "" || errs["spill_error"] != nil {
+		t.Errorf("stderr: %v", errs)
+	}
+}
+
+// streamOf returns the per-stream Details entry name of res.
+func streamOf(t *testing.T, res Result, name string) map[string]any {
+	t.Helper()
+	d, ok := res.Details[name].(map[string]any)
+	if !ok {
+		t.Fatalf("no %s details: %v", name, res.Details)
+	}
+	return d
+}
+
+func readString(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// BenchmarkBashTrue measures one bash `true` call through the tool (under
+// its process guard) against starting the same shell directly with
+// os/exec — its own process group, stdout and stderr on pipes drained to
+// the end, then Wait — in the same loop. guard-ratio = tool time / direct
+// time.
+// Run: go test ./tools -run '^$' -bench BashTrue -count 8
+func BenchmarkBashTrue(b *testing.B) {
+	bt, err := NewBash(Config{Root: b.TempDir(), SpillDir: b.TempDir()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer bt.Close()
+	raw := json.RawMessage(`{"command":"true"}`)
+	var ours, direct time.Duration
+	for b.Loop() {
+		start := time.Now()
+		res, err := bt.Execute(context.Background(), Invocation{Arguments: raw})
+		ours += time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("true: %v %+v", err, res)
+		}
+		start = time.Now()
+		if err := runDirect(bt.shell, "true"); err != nil {
+			b.Fatal(err)
+		}
+		direct += time.Since(start)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ours.Microseconds())/n, "tool-µs/call")
+	b.ReportMetric(float64(direct.Microseconds())/n, "direct-µs/call")
+	b.ReportMetric(float64(ours)/float64(direct), "guard-ratio")
+}
+
+// runDirect starts shell -c command without a guard, as the bash tool did
+// before it had one, and drains both pipes.
+func runDirect(shell, command string) error {
+	cmd := exec.Command(shell, "-c", command)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = outW, errW
+	err = cmd.Start()
+	outW.Close()
+	errW.Close()
+	if err == nil {
+		var wg sync.WaitGroup
+		wg.Go(func() { io.Copy(io.Discard, outR) })
+		wg.Go(func() { io.Copy(io.Discard, errR) })
+		wg.Wait()
+		err = cmd.Wait()
+	}
+	outR.Close()
+	errR.Close()
+	return err
 }

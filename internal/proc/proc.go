@@ -1,0 +1,409 @@
+// Package proc supervises the processes octet's tools start, so that
+// nothing a tool call started outlives the call or octet itself.
+//
+// Every command runs under a guard: octet re-executes its own binary
+// (/proc/self/exe on Linux, which works even after the file on disk was
+// replaced) in guard mode, one guard per command, as the leader of a new
+// process group. The guard reads the command from a socket inherited on
+// file descriptor 3 (closed on exec, so the command never sees it), makes
+// itself a child subreaper (so orphaned descendants, including ones that
+// called setsid or double-forked, are reparented to it rather than to
+// init), starts the command in the guard's process group and, over the same
+// socket:
+//
+//   - it reports the command's start and its exit status (code or
+//     signal);
+//   - when the command exits, or octet asks it to terminate (timeout,
+//     cancellation), it sends SIGTERM to every process whose parent chain
+//     leads to it, then SIGKILL after the grace period, and reports that
+//     the tree is gone;
+//   - when the socket reaches EOF — octet died, by any signal — it
+//     SIGKILLs every descendant at once, reaps them and exits.
+//
+// The guard catches (and drops) SIGTERM, SIGINT, SIGHUP and SIGQUIT, so a
+// terminal hangup or a command's kill of its own group (which holds the
+// guard) cannot stop it before it has cleaned up; it does not ignore
+// them, because ignored dispositions would be inherited by the command. A command that
+// deliberately kills its guard (kill -9 $PPID) has the user's authority
+// and could equally escape through systemd-run or at(1): that is out of
+// scope, but octet still kills the command's process group when it sees
+// its guard die, and kills a guard that stops answering.
+//
+// Guard mode is entered from this package's init when the environment
+// holds the guard marker, so every binary that imports the package —
+// octet, its test binaries, programs embedding octet's tools — serves as
+// its own guard with no extra call. The package imports only the standard
+// library and golang.org/x/sys, so its init runs before any octet
+// package's, and in guard mode it never returns. The guard removes the
+// marker before starting the command, so nothing the command runs is
+// turned into a guard.
+//
+// Outside Linux there is no subreaper and no /proc: the command leads a
+// process group of its own, which the guard stops instead of its tree, so
+// processes that left the group (setsid) escape. See
+// docs/design/tools-builtins.md.
+package proc
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// markerEnv and markerValue put a process into guard mode.
+	markerEnv   = "OCTET_PROC_GUARD"
+	markerValue = "v1"
+	// guardFD is the descriptor on which the guard finds its socket.
+	guardFD = 3
+	// guardArgv0 is how a guard shows in ps.
+	guardArgv0 = "octet-guard"
+	// startTimeout bounds how long Start waits for the guard's first
+	// report (a race-instrumented binary on a loaded machine is slow).
+	startTimeout = 30 * time.Second
+	// guardSlack is how long, beyond the grace period, octet waits for a
+	// stopping guard to report the tree gone before it kills the guard.
+	guardSlack = 5 * time.Second
+	// maxLine bounds one protocol line.
+	maxLine = 4096
+	// maxSpec bounds the command description octet sends its guard.
+	maxSpec = 16 << 20
+)
+
+// guardSpec is what octet sends a new guard: the command to start.
+type guardSpec struct {
+	Path  string        `json:"path"`
+	Args  []string      `json:"args"`
+	Env   []string      `json:"env"`
+	Grace time.Duration `json:"grace"`
+}
+
+// runtimeEnv names the Go runtime's own settings. The guard is a Go
+// program started with the command's environment (never octet's, which
+// may hold credentials: the command can read its guard's
+// /proc/PID/environ), minus these, so a user's GODEBUG=inittrace=1 cannot
+// make the guard write into the command's output. The command itself gets
+// its environment exactly as given, over the socket.
+var runtimeEnv = []string{"GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK", "GORACE"}
+
+// ErrGuardLost reports that the guard ended without reporting that the
+// command's process tree was gone (it was killed, or stopped answering and
+// was killed by octet). The command's process group has been killed; a
+// process that left the group may survive.
+var ErrGuardLost = errors.New("process guard lost")
+
+// Command describes a command to run under a guard.
+type Command struct {
+	// Path is the program to execute (an absolute path; PATH is not
+	// searched).
+	Path string
+	// Args is the complete argument vector, Args[0] included.
+	Args []string
+	// Dir is the working directory ("" = octet's).
+	Dir string
+	// Env is the command's environment.
+	Env []string
+	// Stdin, Stdout and Stderr are handed to the command; nil means
+	// /dev/null. The caller keeps its copies and should close them after
+	// Start.
+	Stdin, Stdout, Stderr *os.File
+	// Grace is how long the process tree gets between SIGTERM and
+	// SIGKILL when it is stopped.
+	Grace time.Duration
+}
+
+// Status is how a command ended.
+type Status struct {
+	// Code is the exit code, or -1 when the command was killed by a
+	// signal or its status is unknown.
+	Code int
+	// Signal is the signal that killed the command, or 0.
+	Signal syscall.Signal
+}
+
+// String describes the status ("exit code 3", "signal killed").
+func (s Status) String() string {
+	if s.Signal != 0 {
+		return "signal " + s.Signal.String()
+	}
+	return "exit code " + strconv.Itoa(s.Code)
+}
+
+// Process is a command running under its guard. Its methods are safe for
+// concurrent use.
+type Process struct {
+	guard *exec.Cmd
+	conn  *os.File
+	pid   int
+	grace time.Duration
+
+	exited      chan struct{} // closed when the command exited (or the guard was lost)
+	done        chan struct{} // closed when the guard's socket closed
+	terminating chan struct{}
+	termOnce    sync.Once
+	helpers     sync.WaitGroup
+
+	// Written by the reader before it closes exited / done.
+	status Status
+	known  bool // an exit status was reported
+	clean  bool // the guard reported the tree gone
+
+	waitOnce sync.Once
+	waitErr  error
+}
+
+// Start starts a guard for c and, through it, the command. It returns
+// once the command runs, or an error when either could not be started
+// (it never starts the command unguarded). An error wrapping ErrGuardLost
+// means the guard ended before reporting the start, so the command may
+// have run; its process group has been killed.
+func Start(c Command) (*Process, error) {
+	exe, err := guardExecutable()
+	if err != nil {
+		return nil, fmt.Errorf("start process guard: %w", err)
+	}
+	if c.Path == "" || len(c.Args) == 0 {
+		return nil, errors.New("start process guard: no command")
+	}
+	spec, err := json.Marshal(guardSpec{Path: c.Path, Args: c.Args, Env: withoutMarker(c.Env), Grace: c.Grace})
+	if err != nil || len(spec) > maxSpec {
+		return nil, fmt.Errorf("start process guard: command description too large (%d bytes)", len(spec))
+	}
+	fds, err := socketPair()
+	if err != nil {
+		return nil, fmt.Errorf("start process guard: socketpair: %w", err)
+	}
+	// Our end is non-blocking, so the runtime poller serves it and read
+	// deadlines work; the guard's end is a separate open file, unaffected.
+	unix.SetNonblock(fds[0], true)
+	ours := os.NewFile(uintptr(fds[0]), "proc-guard")
+	theirs := os.NewFile(uintptr(fds[1]), "proc-guard-peer")
+	guard := &exec.Cmd{
+		Path:       exe,
+		Args:       []string{guardArgv0},
+		Dir:        c.Dir,
+		Env:        append(guardEnv(c.Env), markerEnv+"="+markerValue),
+		ExtraFiles: []*os.File{theirs},
+		// The guard leads a process group of its own (on Linux the
+		// command joins it): octet's fallback kill needs no report.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	// Leaving a field nil gives the guard /dev/null; a nil *os.File
+	// stored in the io.Reader/io.Writer fields would not.
+	if c.Stdin != nil {
+		guard.Stdin = c.Stdin
+	}
+	if c.Stdout != nil {
+		guard.Stdout = c.Stdout
+	}
+	if c.Stderr != nil {
+		guard.Stderr = c.Stderr
+	}
+	err = guard.Start()
+	theirs.Close()
+	if err != nil {
+		ours.Close()
+		return nil, fmt.Errorf("start process guard: %w", err)
+	}
+	p := &Process{
+		guard: guard, conn: ours, grace: c.Grace,
+		exited: make(chan struct{}), done: make(chan struct{}), terminating: make(chan struct{}),
+	}
+	lines := bufio.NewReaderSize(ours, maxLine)
+	pid, err := p.hello(spec, lines)
+	if err != nil {
+		p.killGroup()
+		guard.Process.Kill()
+		ours.Close()
+		guard.Wait()
+		return nil, err
+	}
+	p.pid = pid
+	p.helpers.Add(2)
+	go p.read(lines)
+	go p.watchdog()
+	return p, nil
+}
+
+// hello sends the guard its command and reads its first report: the
+// command's pid, or why it could not be started.
+func (p *Process) hello(spec []byte, lines *bufio.Reader) (int, error) {
+	p.conn.SetDeadline(time.Now().Add(startTimeout))
+	defer p.conn.SetDeadline(time.Time{})
+	msg := append([]byte("spec "+strconv.Itoa(len(spec))+"\n"), spec...)
+	if _, err := p.conn.Write(msg); err != nil {
+		return 0, fmt.Errorf("process guard: send command: %w", err)
+	}
+	verb, arg, err := readLine(lines)
+	if err != nil {
+		// The guard may have started the command and died (or been
+		// stopped) before reporting it: the command may have run.
+		return 0, fmt.Errorf("%w before reporting the command's start (%v): the command may have run", ErrGuardLost, err)
+	}
+	switch verb {
+	case "started":
+		pid, err := strconv.Atoi(arg)
+		if err != nil || pid <= 0 {
+			return 0, fmt.Errorf("process guard: bad report %q", verb+" "+arg)
+		}
+		return pid, nil
+	case "failed":
+		return 0, errors.New(arg)
+	}
+	return 0, fmt.Errorf("process guard: unexpected report %q", verb)
+}
+
+// readLine reads one protocol line and splits off its verb.
+func readLine(r *bufio.Reader) (verb, arg string, err error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return "", "", errors.New("protocol line too long")
+		}
+		return "", "", err
+	}
+	verb, arg, _ = strings.Cut(strings.TrimSuffix(string(line), "\n"), " ")
+	return verb, arg, nil
+}
+
+// read consumes the guard's reports until its socket closes.
+func (p *Process) read(lines *bufio.Reader) {
+	defer p.helpers.Done()
+	exitedClosed := false
+	for {
+		verb, arg, err := readLine(lines)
+		if err != nil {
+			break
+		}
+		switch verb {
+		case "exited":
+			if st, ok := parseStatus(arg); ok && !exitedClosed {
+				p.status, p.known = st, true
+				close(p.exited)
+				exitedClosed = true
+			}
+		case "done":
+			p.clean = p.known
+		}
+	}
+	if !exitedClosed {
+		p.status = Status{Code: -1}
+		close(p.exited)
+	}
+	close(p.done)
+}
+
+// parseStatus decodes "CODE SIGNAL".
+func parseStatus(s string) (Status, bool) {
+	a, b, ok := strings.Cut(s, " ")
+	code, err1 := strconv.Atoi(a)
+	sig, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || sig < 0 {
+		return Status{}, false
+	}
+	return Status{Code: code, Signal: syscall.Signal(sig)}, true
+}
+
+// watchdog kills a guard that has been asked to stop the tree (or whose
+// command exited) but has not reported the tree gone within the grace
+// period and a slack: a guard the command stopped (kill -STOP $PPID) must
+// not hang octet.
+func (p *Process) watchdog() {
+	defer p.helpers.Done()
+	select {
+	case <-p.exited:
+	case <-p.terminating:
+	case <-p.done:
+		return
+	}
+	t := time.NewTimer(p.grace + guardSlack)
+	defer t.Stop()
+	select {
+	case <-p.done:
+	case <-t.C:
+		p.guard.Process.Kill()
+	}
+}
+
+// Pid returns the command's process id (also its process group id).
+func (p *Process) Pid() int { return p.pid }
+
+// Exited is closed when the command has exited (its descendants may still
+// run until the guard has stopped them; see Wait), or when the guard was
+// lost.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Terminate asks the guard to stop the command's whole process tree:
+// SIGTERM to every process, SIGKILL after the grace period. It does not
+// wait; call Wait. Calling it again has no further effect.
+func (p *Process) Terminate() {
+	p.termOnce.Do(func() {
+		close(p.terminating)
+		p.conn.Write([]byte("terminate\n")) // EPIPE: the guard is gone already
+	})
+}
+
+// Wait waits until the command has exited and the guard has stopped every
+// process the command left behind (after the command exits by itself the
+// guard stops them too: nothing outlives the call), then reaps the guard.
+// It returns the command's status; an error wrapping ErrGuardLost means
+// the guard ended without confirming that (see ErrGuardLost).
+func (p *Process) Wait() (Status, error) {
+	p.waitOnce.Do(func() {
+		<-p.done
+		p.helpers.Wait()
+		p.conn.Close()
+		if !p.clean {
+			p.killGroup() // before the guard is reaped: see killGroup
+		}
+		gerr := p.guard.Wait()
+		if !p.clean {
+			p.waitErr = fmt.Errorf("%w (%v)", ErrGuardLost, gerr)
+		}
+	})
+	return p.status, p.waitErr
+}
+
+// killGroup SIGKILLs the command's process group when its guard is lost.
+// On Linux that group is the guard's own, whose id cannot be reused while
+// the guard is not reaped (the id is the guard's pid); elsewhere it is
+// the command's group, signalled only if it still exists.
+func (p *Process) killGroup() {
+	pgid := fallbackGroup(p.guard.Process.Pid, p.pid)
+	if pgid > 0 && unix.Kill(-pgid, 0) == nil {
+		unix.Kill(-pgid, unix.SIGKILL)
+	}
+}
+
+// withoutMarker returns env without the guard marker, so nothing the
+// command runs is turned into a guard.
+func withoutMarker(env []string) []string {
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, markerEnv+"=") {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// guardEnv is the guard's own environment: the command's, without the
+// marker and the Go runtime's settings (see runtimeEnv).
+func guardEnv(env []string) []string {
+	out := withoutMarker(env)
+	return slices.DeleteFunc(out, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(runtimeEnv, name)
+	})
+}
