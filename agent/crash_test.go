@@ -1,9 +1,7 @@
 package agent
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/proc/proctest"
 	"github.com/octet-agent/octet/provider"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
@@ -114,7 +113,7 @@ func TestCrashMidToolThenResume(t *testing.T) {
 	// The bash call's process guard kills the orphaned sleep (within 2 s
 	// of the agent's death): the unresolved call cannot complete later.
 	deadline := time.Now().Add(3 * time.Second)
-	for !processGone(sleepPid) {
+	for !proctest.Gone(sleepPid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(sleepPid, syscall.SIGKILL)
 			t.Fatalf("the bash command (pid %d) outlived the killed agent", sleepPid)
@@ -201,16 +200,6 @@ func TestCrashMidToolThenResume(t *testing.T) {
 	if outputs != 3 {
 		t.Fatalf("request input %v", in)
 	}
-}
-
-// processGone reports whether pid no longer runs (absent or a zombie).
-func processGone(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
 
 // TestBranchIntoBatchResolvesAtPrompt: moving the head into the middle of a

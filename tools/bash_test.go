@@ -18,6 +18,8 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
+
+	"github.com/octet-agent/octet/internal/proc/proctest"
 )
 
 func newBash(t *testing.T, cfg Config) *BashTool {
@@ -53,20 +55,10 @@ func runBash(t *testing.T, b *BashTool, ctx context.Context, command string, tim
 	return res
 }
 
-// processGone reports whether pid no longer runs (absent or a zombie).
-func processGone(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
-}
-
 func waitGone(t *testing.T, pid int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for !processGone(pid) {
+	for !proctest.Gone(pid) {
 		if time.Now().After(deadline) {
 			syscallKill(pid)
 			t.Fatalf("grandchild %d still running", pid)

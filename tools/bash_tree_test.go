@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/octet-agent/octet/internal/proc/proctest"
 )
 
 // setsidPrefix returns a command prefix that runs its arguments in a new
@@ -100,7 +102,7 @@ func TestBashCallKillsWholeTree(t *testing.T) {
 				}
 			}
 			for i, pid := range pids {
-				if !processGone(pid) {
+				if !proctest.Gone(pid) {
 					t.Errorf("%c.pid (%d) still runs after the call returned", 'a'+i, pid)
 				}
 			}

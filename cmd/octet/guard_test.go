@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/proc/proctest"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -90,7 +91,7 @@ touch started; sleep 60`
 	for {
 		var alive []string
 		for i, pid := range pids {
-			if !processGone(pid) {
+			if !proctest.Gone(pid) {
 				alive = append(alive, fmt.Sprintf("%c (pid %d)", 'a'+i, pid))
 			}
 		}
@@ -107,14 +108,4 @@ touch started; sleep 60`
 	if len(markers) > 0 {
 		t.Errorf("the command completed after octet died: %v", markers)
 	}
-}
-
-// processGone reports whether pid no longer runs (absent or a zombie).
-func processGone(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return true
-	}
-	i := bytes.LastIndexByte(stat, ')')
-	return i > 0 && i+2 < len(stat) && stat[i+2] == 'Z'
 }
