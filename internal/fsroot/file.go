@@ -92,17 +92,15 @@ func (r *Root) ReadFile(rel string, limit int64) ([]byte, FileInfo, error) {
 	return readFD(fd, clean, limit)
 }
 
-// readFD checks that fd is a regular file and reads at most limit+1 bytes.
+// readFD checks that fd is a regular file of at most limit bytes and
+// reads it.
 func readFD(fd int, name string, limit int64) ([]byte, FileInfo, error) {
 	if limit <= 0 {
 		limit = MaxFileBytes
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, FileInfo{}, fmt.Errorf("stat %s: %w", name, err)
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, FileInfo{}, &NotRegularError{Path: name, Kind: kindOf(uint32(st.Mode))}
+	st, err := regularStat(fd, name)
+	if err != nil {
+		return nil, FileInfo{}, err
 	}
 	info := FileInfo{
 		Size:    st.Size,
@@ -112,9 +110,36 @@ func readFD(fd int, name string, limit int64) ([]byte, FileInfo, error) {
 	if st.Size > limit {
 		return nil, info, &TooLargeError{Path: name, Limit: limit}
 	}
-	// Regular files never block; O_NONBLOCK only guarded the open. Read
-	// at most limit+1 bytes whatever the size said: files can grow.
-	buf := make([]byte, 0, min(st.Size, limit)+1)
+	buf, err := readUpTo(fd, name, limit, st.Size)
+	if err != nil {
+		return nil, info, err
+	}
+	if int64(len(buf)) > limit {
+		return nil, info, &TooLargeError{Path: name, Limit: limit}
+	}
+	info.Size = int64(len(buf))
+	return buf, info, nil
+}
+
+// regularStat returns fd's metadata, or a *NotRegularError for anything
+// but a regular file (decided by the descriptor, so opening never blocked).
+func regularStat(fd int, name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return st, fmt.Errorf("stat %s: %w", name, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return st, &NotRegularError{Path: name, Kind: kindOf(uint32(st.Mode))}
+	}
+	return st, nil
+}
+
+// readUpTo reads at most limit+1 bytes of the regular file fd, whatever
+// its size said (size only sizes the first buffer: files can grow), so a
+// result longer than limit means the file is.
+func readUpTo(fd int, name string, limit, size int64) ([]byte, error) {
+	// Regular files never block; O_NONBLOCK only guarded the open.
+	buf := make([]byte, 0, min(size, limit)+1)
 	for int64(len(buf)) <= limit {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]
@@ -125,18 +150,14 @@ func readFD(fd int, name string, limit int64) ([]byte, FileInfo, error) {
 			continue
 		}
 		if err != nil {
-			return nil, info, fmt.Errorf("read %s: %w", name, err)
+			return nil, fmt.Errorf("read %s: %w", name, err)
 		}
 		if n == 0 {
 			break
 		}
 		buf = buf[:len(buf)+n]
 	}
-	if int64(len(buf)) > limit {
-		return nil, info, &TooLargeError{Path: name, Limit: limit}
-	}
-	info.Size = int64(len(buf))
-	return buf, info, nil
+	return buf, nil
 }
 
 // Prior is the state a mutation expects its target to be in immediately

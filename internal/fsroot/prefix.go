@@ -50,34 +50,16 @@ func readPrefixFD(fd int, name string, limit int64) ([]byte, bool, error) {
 	if limit <= 0 {
 		limit = MaxFileBytes
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, false, fmt.Errorf("stat %s: %w", name, err)
+	st, err := regularStat(fd, name)
+	if err != nil {
+		return nil, false, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, false, &NotRegularError{Path: name, Kind: kindOf(uint32(st.Mode))}
+	buf, err := readUpTo(fd, name, limit, st.Size)
+	if err != nil {
+		return nil, false, err
 	}
-	// Read one byte more than kept, to know whether the file is longer.
-	buf := make([]byte, min(st.Size, limit)+1)
-	n := 0
-	for int64(n) <= limit && n < len(buf) {
-		m, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR || err == unix.EAGAIN {
-			continue
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("read %s: %w", name, err)
-		}
-		if m == 0 {
-			break
-		}
-		n += m
-		if n == len(buf) && int64(n) <= limit {
-			buf = append(buf, make([]byte, min(int64(len(buf)), limit+1-int64(len(buf))))...)
-		}
-	}
-	if int64(n) > limit {
+	if int64(len(buf)) > limit {
 		return buf[:limit], true, nil
 	}
-	return buf[:n], false, nil
+	return buf, false, nil
 }
