@@ -133,6 +133,7 @@ type RedactStream struct {
 	r    *Redactor
 	emit func([]byte)
 	held []byte
+	buf  []byte // reused for held+p when something was held back
 }
 
 // Write redacts p together with the bytes held back from earlier writes
@@ -145,16 +146,20 @@ func (s *RedactStream) Write(p []byte) (int, error) {
 		}
 		return len(p), nil
 	}
-	buf := append(s.held, p...)
-	buf = s.r.Bytes(buf)
-	keep := min(len(buf), s.r.maxLen-1)
+	// Usually nothing is held back: redact p where it is, without a copy.
+	buf := p
+	if len(s.held) > 0 {
+		s.buf = append(append(s.buf[:0], s.held...), p...)
+		buf = s.buf
+	}
+	buf = s.r.Bytes(buf) // buf itself unless a secret was replaced
 	// Hold back only a suffix that is a prefix of some secret; anything
 	// before it is final.
-	keep = s.partialSuffix(buf, keep)
+	keep := s.partialSuffix(buf, min(len(buf), s.r.maxLen-1))
 	if out := buf[:len(buf)-keep]; len(out) > 0 {
 		s.emit(out)
 	}
-	s.held = append(s.held[:0:0], buf[len(buf)-keep:]...)
+	s.held = append(s.held[:0], buf[len(buf)-keep:]...)
 	return len(p), nil
 }
 
