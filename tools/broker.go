@@ -5,12 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 )
 
@@ -443,49 +438,4 @@ func (b *Broker) decision(callID, decision, reason string, eff Effect) ToolPolic
 		Effect:              eff,
 		EffectiveToolPolicy: b.effective,
 	}
-}
-
-// commandLookupFixed reports (nil) whether the environment a command
-// gets resolves each program name to the same program whatever the
-// workspace holds: PATH is set, and every entry is absolute and neither
-// the workspace nor beneath it, compared by file identity both as spelled
-// and after resolving symbolic links (workspace.contains: an empty or
-// relative entry, or an activated in-repository virtualenv, would find a
-// repository's own "ls" first); and every file named like
-// one of programs in any PATH directory resolves outside the workspace,
-// with at least one executable regular file among them (a PATH directory
-// outside the workspace may still hold a link into it). Otherwise no
-// command is auto-approved: a repository could supply the program that
-// runs.
-func commandLookupFixed(env map[string]string, ws workspace, programs []string) error {
-	path, ok := env["PATH"]
-	if !ok {
-		return errors.New("PATH is unset (the shell would use its built-in default)")
-	}
-	if err := checkSearchPath("PATH", path, ws, false); err != nil {
-		return err
-	}
-	dirs := strings.Split(path, string(os.PathListSeparator))
-	for _, name := range programs {
-		found := false
-		for _, dir := range dirs {
-			cand := filepath.Join(dir, name)
-			if _, err := os.Lstat(cand); err != nil {
-				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
-					continue
-				}
-				return fmt.Errorf("look up %s: %w", name, err)
-			}
-			if ws.contains(cand) {
-				return fmt.Errorf("%s on PATH resolves inside the workspace", name)
-			}
-			if st, err := os.Stat(cand); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-				found = true
-			}
-		}
-		if !found {
-			return fmt.Errorf("%s is not an executable file on PATH", name)
-		}
-	}
-	return nil
 }
