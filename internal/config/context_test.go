@@ -63,18 +63,11 @@ func TestWorkspaceContextFileNoFollow(t *testing.T) {
 			writeFile(t, filepath.Join(home, "real-global.md"), "global rule", 0o644)
 			os.Symlink(filepath.Join(home, "real-global.md"), filepath.Join(home, "AGENTS.md"))
 			tt.setup(ws)
-			type loaded struct {
+			var got struct {
 				files []ContextFile
 				err   error
 			}
-			done := make(chan loaded, 1)
-			go func() { f, err := LoadContextFiles(ContextFilePaths(home, ws)); done <- loaded{f, err} }()
-			var got loaded
-			select {
-			case got = <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("loading context files hangs")
-			}
+			noHang(t, "loading context files", func() { got.files, got.err = LoadContextFiles(ContextFilePaths(home, ws)) })
 			if len(got.files) != 1 || got.files[0].Text != "global rule" {
 				t.Errorf("files = %+v; want only the global file", got.files)
 			}
@@ -198,6 +191,19 @@ func TestContextSetSubscribe(t *testing.T) {
 	}
 	if len(got) != 1 || !strings.HasSuffix(got[0], "v2") {
 		t.Fatalf("subscriber saw %q, want one reload ending in v2", got)
+	}
+}
+
+// noHang runs f and fails the test when it has not returned within 10 s:
+// a read that blocks on a FIFO never would.
+func noHang(t *testing.T, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s hangs", what)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/octet-agent/octet/tools"
 )
@@ -161,15 +160,9 @@ func TestProjectConfigNoFollow(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			home, ws := t.TempDir(), t.TempDir()
 			tt.setup(ws)
-			done := make(chan struct{})
 			var cfg *Config
 			var err error
-			go func() { cfg, err = Load(Options{Home: home, Workspace: ws, LookupEnv: envMap(nil)}); close(done) }()
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				t.Fatal("Load hangs")
-			}
+			noHang(t, "Load", func() { cfg, err = Load(Options{Home: home, Workspace: ws, LookupEnv: envMap(nil)}) })
 			if err != nil {
 				t.Fatal(err)
 			}
