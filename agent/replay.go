@@ -13,6 +13,13 @@ import (
 type unresolvedCall struct {
 	runID string
 	item  session.Item
+	// index is the call's position among its message's function calls;
+	// truncated is set when the message stopped at the output limit. The
+	// live loop's admission rules depend on both.
+	index     int
+	truncated bool
+	// last marks the message's last unresolved call.
+	last bool
 }
 
 // unresolvedCalls lists the branch's function calls that have no
@@ -29,27 +36,38 @@ func unresolvedCalls(branch []session.Entry) []unresolvedCall {
 		if e.Type != session.EntryAssistant {
 			continue
 		}
+		n, first := 0, len(out)
 		for _, it := range e.Items {
-			if it.Type == session.ItemFunctionCall && !answered[it.CallID] {
-				answered[it.CallID] = true // a duplicated call id is resolved once
-				out = append(out, unresolvedCall{runID: e.RunID, item: it})
+			if it.Type != session.ItemFunctionCall {
+				continue
 			}
+			if !answered[it.CallID] {
+				answered[it.CallID] = true // a duplicated call id is resolved once
+				out = append(out, unresolvedCall{runID: e.RunID, item: it, index: n, truncated: e.StopReason == "max_output_tokens"})
+			}
+			n++
+		}
+		if len(out) > first {
+			out[len(out)-1].last = true
 		}
 	}
 	return out
 }
 
 // resolveLeftovers settles the calls a crashed process left without a
-// result. A call is executed again only when its tool is ReplaySafe, its
-// arguments are valid, its exact classification is Pure or WorkspaceRead,
-// and the broker admits it; every other call gets a durable indeterminate
-// paired error and never runs.
+// result, under exactly the live loop's admission rules: a call of a
+// message that stopped at the output limit, or beyond the per-response
+// call limit, never ran live and gets the live loop's static error (and a
+// truncated message its corrective continuation). Any other call is
+// executed again only when its tool is ReplaySafe, its arguments are
+// valid, its exact classification is Pure or WorkspaceRead, and the
+// broker admits it; every other call gets a durable indeterminate paired
+// error and never runs.
 func (a *Agent) resolveLeftovers(ctx context.Context) error {
 	for _, u := range unresolvedCalls(a.sess.Branch()) {
-		res, replayed := a.replay(ctx, u)
-		details := map[string]any{"crash_recovery": "indeterminate"}
-		if replayed {
-			details = map[string]any{"crash_recovery": "replayed"}
+		res, state := a.settleLeftover(ctx, u)
+		details := map[string]any{"crash_recovery": state}
+		if state == "replayed" {
 			for k, v := range res.Details {
 				if k != "crash_recovery" {
 					details[k] = v
@@ -62,9 +80,30 @@ func (a *Agent) resolveLeftovers(ctx context.Context) error {
 		if _, err := a.sess.AppendEntry(e); err != nil {
 			return fmt.Errorf("persist recovered result of call %s: %w", u.item.CallID, err)
 		}
-		a.log.Info("agent: resolved unfinished tool call", "tool", u.item.Name, "replayed", replayed)
+		a.log.Info("agent: resolved unfinished tool call", "tool", u.item.Name, "state", state)
+		if u.truncated && u.last {
+			if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntrySteering, RunID: u.runID, Text: textCorrective}); err != nil {
+				return fmt.Errorf("persist corrective continuation: %w", err)
+			}
+		}
 	}
 	return nil
+}
+
+// settleLeftover returns the result of one unresolved call and its
+// crash_recovery state: "not_executed" (the live loop would never have
+// run it), "replayed" or "indeterminate".
+func (a *Agent) settleLeftover(ctx context.Context, u unresolvedCall) (tools.Result, string) {
+	switch {
+	case u.truncated:
+		return tools.Result{Text: textTruncatedCall, IsError: true}, "not_executed"
+	case u.index >= a.cfg.MaxToolCallsPerTurn:
+		return tools.Result{Text: textTooManyCalls, IsError: true}, "not_executed"
+	}
+	if res, ok := a.replay(ctx, u); ok {
+		return res, "replayed"
+	}
+	return tools.Result{Text: textIndeterminate, IsError: true}, "indeterminate"
 }
 
 // replay re-executes u when crash replay allows it, returning the result
