@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -23,6 +24,10 @@ const (
 	minItemChars = 256
 )
 
+// errPersist marks a failure to persist a record; a run never continues
+// past one.
+var errPersist = errors.New("persist")
+
 // compactionInstructions is the system prompt of a summary request.
 const compactionInstructions = "You are compacting a coding-agent conversation so it can continue in a smaller context. " +
 	"Write a structured summary that preserves: the user's goals and constraints, decisions made, " +
@@ -35,8 +40,13 @@ const compactionRequestText = "Summarize the conversation above as instructed. O
 // compact replaces the context before a kept tail with a summary produced
 // by an auxiliary provider request. It reports whether a compaction entry
 // was persisted. Cancellation persists neither usage nor summary and
-// returns errCancelled; any other failure leaves the session unchanged and
-// the turn continues uncompacted.
+// returns errCancelled. A terminal failure of the recovery envelope
+// (exhausted budget, outage limit, permanent code, hard ceiling) or of
+// persistence ends the run with that failure: the summary shares the main
+// request's budgets and outage, so the main request could not do better.
+// Any other failure (a refused or empty summary) leaves the session
+// unchanged, the turn continues uncompacted and is not compacted again
+// before its main response completes.
 func (r *Run) compact(v view, est int) (bool, error) {
 	model := r.a.Model()
 	budget := min(model.ContextWindow/keepFraction, (model.ContextWindow-r.a.cfg.OutputReserve)/2)
@@ -54,8 +64,12 @@ func (r *Run) compact(v view, est int) (bool, error) {
 			r.emit(&CompactionFinished{Error: "cancelled"})
 			return false, errCancelled
 		}
-		r.a.log.Warn("agent: compaction failed; continuing uncompacted", "run", r.id, "err", err)
 		r.emit(&CompactionFinished{Error: boundedError(err)})
+		if IsRecoveryTerminal(err) || errors.Is(err, errPersist) {
+			return false, fmt.Errorf("compact the context: %w", err)
+		}
+		r.a.log.Warn("agent: compaction failed; continuing uncompacted", "run", r.id, "err", err)
+		r.compactionFailed = true
 		return false, nil
 	}
 	r.a.setCalibration(calibration{})
@@ -142,7 +156,7 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 		return "", "", errCancelled
 	}
 	if err := r.a.sess.Append(recs...); err != nil {
-		return "", "", err
+		return "", "", fmt.Errorf("%w compaction: %w", errPersist, err)
 	}
 	if u := ar.resp.Usage; u != nil {
 		r.addUsage(u, cost, priced)

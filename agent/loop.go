@@ -98,6 +98,7 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 		r.observeRequest("", attempt, req, ar, t0, err)
 		if err == nil {
 			r.a.retry.TurnCompleted()
+			r.compactionFailed = false
 			return ar, nil
 		}
 		if err := r.handleFailure("", ar, err, attempt); err != nil {
@@ -107,11 +108,13 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 }
 
 // handleFailure applies the retry seam to one failed attempt: cancellation
-// (with durable uncertainty when dispatched), or the policy's decision. It
-// returns nil when the attempt is to be replaced.
+// (with durable uncertainty when a main request was dispatched; a
+// cancelled compaction persists neither usage nor summary, as the
+// contract states), or the policy's decision. It returns nil when the
+// attempt is to be replaced.
 func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int) error {
 	if r.ctx.Err() != nil {
-		if dispatched(err) {
+		if dispatched(err) && op != OperationCompaction {
 			if uerr := r.markUncertain(op, "cancelled_after_dispatch", true, attempt); uerr != nil {
 				return errors.Join(errCancelled, uerr)
 			}
@@ -187,7 +190,7 @@ func (r *Run) sleep(d time.Duration) error {
 func (r *Run) markUncertain(op, reason string, dispatched bool, attempt int) error {
 	u := session.UsageUncertain{RunID: r.id, Operation: op, Reason: reason, Dispatched: dispatched, Attempt: attempt}
 	if err := r.a.sess.Append(session.UncertainRecord(u)); err != nil {
-		return fmt.Errorf("persist usage uncertainty: %w", err)
+		return fmt.Errorf("%w usage uncertainty: %w", errPersist, err)
 	}
 	if !r.uncertainEmitted {
 		r.uncertainEmitted = true
@@ -210,7 +213,7 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 	req, v, est := r.buildRequest()
 	model := r.a.Model()
 	window := model.ContextWindow
-	if window > 0 && est+r.a.cfg.OutputReserve > window {
+	if window > 0 && est+r.a.cfg.OutputReserve > window && !r.compactionFailed {
 		compacted, err := r.compact(v, est)
 		if err != nil {
 			return nil, 0, err

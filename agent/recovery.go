@@ -73,9 +73,11 @@ type RecoveryConfig struct {
 // survive re-preparation, WebSocket→HTTP fallback and network waiting.
 // Unqualified routes never replay a body.
 //
-// A CodexRecovery serves one agent, one run at a time (Config.Retry); a
-// refused replacement ends the logical turn and resets the budgets too, so
-// the next run starts a fresh turn. Its methods are safe to call from
+// A CodexRecovery serves one agent, one run at a time (Config.Retry);
+// every run starts a fresh logical turn ([CodexRecovery.RunStarted]). A
+// refusal resets nothing: the budgets and the outage are shared by the
+// main request and its auxiliary (compaction) requests until a completed
+// main response. Its methods are safe to call from
 // several goroutines (an embedder may call SetMaxNetworkWait at any time).
 type CodexRecovery struct {
 	mu        sync.Mutex
@@ -188,9 +190,9 @@ func (p *CodexRecovery) Spent() (stream, admission int) {
 }
 
 // RunStarted starts a new logical turn for a new run of the agent: a run
-// that ended without a completed response and without a refusal (it was
-// cancelled, or refused before sending) must not hand its spent budgets or
-// its outage deadline to the next prompt. It also reseeds the jitter from
+// that ended without a completed response (refused, cancelled, or refused
+// before sending) must not hand its spent budgets or its outage deadline
+// to the next prompt. It also reseeds the jitter from
 // the run id, so concurrent agents' runs do not wait in lockstep.
 func (p *CodexRecovery) RunStarted(runID string) {
 	p.mu.Lock()
@@ -253,10 +255,9 @@ func (p *CodexRecovery) Decide(f Failure) RetryDecision {
 	default:
 		d.Err = f.Err
 	}
-	if !d.Retry {
-		// The refusal ends the logical turn (and the run).
-		p.resetTurn()
-	}
+	// A refusal resets nothing: a main refusal ends the run (the next run
+	// starts a fresh turn, RunStarted), and an auxiliary one must not hand
+	// the main request a fresh envelope or a fresh outage.
 	return d
 }
 

@@ -643,13 +643,20 @@ func TestAuxiliaryOperationSharesBudget(t *testing.T) {
 	}
 }
 
-func TestRefusalEndsTheLogicalTurn(t *testing.T) {
+// TestRefusalResetsNothing: a refusal (exhaustion here) keeps the spent
+// envelope, so an auxiliary refusal cannot hand the main request a fresh
+// one; only the next run (RunStarted) or a completed response starts a
+// fresh turn.
+func TestRefusalResetsNothing(t *testing.T) {
 	p, _ := newTestPolicy(t, nil)
 	if attempts, _ := drive(p, repeat(eofFailure(), 20)); attempts != 12 {
 		t.Fatalf("first turn: %d attempts", attempts)
 	}
-	// The run failed; the next run's turn has the whole envelope again.
+	if attempts, _ := drive(p, repeat(eofFailure(), 20)); attempts != 1 {
+		t.Fatalf("same turn after exhaustion: %d attempts, want 1 (refused at once)", attempts)
+	}
+	p.RunStarted("run_next")
 	if attempts, _ := drive(p, repeat(eofFailure(), 20)); attempts != 12 {
-		t.Fatalf("next turn after exhaustion: %d attempts, want 12", attempts)
+		t.Fatalf("next run after exhaustion: %d attempts, want 12", attempts)
 	}
 }

@@ -36,6 +36,10 @@ type Run struct {
 	pending          []pendingCall // calls of the last assistant entry without a durable result
 	backlog          []Event       // events of a cancelled run the consumer has not made room for
 	started          time.Time
+	// compactionFailed suppresses autonomous compaction for the rest of
+	// the logical turn after a failed summary the turn survives, so every
+	// replacement does not pay for (and reset nothing with) another one.
+	compactionFailed bool
 }
 
 // newRun prepares a run; drive starts it.
