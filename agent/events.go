@@ -164,6 +164,9 @@ type ProviderRetry struct {
 	RetryKind   string  `json:"retryKind"` // "interrupted_inference" | "waiting_for_network"
 	Operation   *string `json:"operation"` // null for the main request
 	Reason      string  `json:"reason"`
+	// Cause names the failure as it is, for people ("cannot connect to
+	// the provider: connection refused"); bounded and secret-free.
+	Cause string `json:"cause"`
 }
 
 // ProviderUsageUncertain reports that the session's usage totals are no

@@ -145,7 +145,7 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 	if kind == "" {
 		kind = RetryInterruptedInference
 	}
-	ev := &ProviderRetry{Attempt: dec.Attempt, MaxAttempts: dec.MaxAttempts, DelayMs: dec.Delay.Milliseconds(), RetryKind: kind, Reason: dec.Reason}
+	ev := &ProviderRetry{Attempt: dec.Attempt, MaxAttempts: dec.MaxAttempts, DelayMs: dec.Delay.Milliseconds(), RetryKind: kind, Reason: dec.Reason, Cause: describeFailure(err)}
 	if op != "" {
 		o := op
 		ev.Operation = &o

@@ -44,7 +44,7 @@ func TestDemoBinary(t *testing.T) {
 		"approved automatically (stdin is not a terminal",
 		"approval needed: edit greet.go",
 		"recovered output of the interrupted attempt",
-		"reconnecting 1/11",
+		"; retrying 1/11 in ",
 		"run completed",
 		"octet sessions show ",
 	} {

@@ -25,6 +25,9 @@ type textRenderer struct {
 	// args collects the provisional arguments of streamed calls, shown
 	// when the call actually starts.
 	args map[string]*strings.Builder
+	// lastCause is the cause of the previous provider retry: a repeated
+	// cause is not printed again.
+	lastCause string
 }
 
 func newTextRenderer(out, notes io.Writer, live bool) *textRenderer {
@@ -104,21 +107,7 @@ func (r *textRenderer) event(ev agent.Event) {
 			r.note("  ✓ done")
 		}
 	case *agent.ProviderRetry:
-		clear(r.args)
-		r.pending.Reset() // never committed: not part of the answer
-		maxA := "∞"
-		if e.MaxAttempts != nil {
-			maxA = fmt.Sprint(*e.MaxAttempts)
-		}
-		discarded := "output of the failed attempt is discarded"
-		if r.live {
-			discarded = "answer text above from the failed attempt is discarded"
-		}
-		if e.RetryKind == agent.RetryWaitingForNetwork {
-			r.note("↻ waiting for network (retry in %dms): %s", e.DelayMs, e.Reason)
-		} else {
-			r.note("↻ stream interrupted (%s); reconnecting %d/%s in %dms — %s", e.Reason, e.Attempt, maxA, e.DelayMs, discarded)
-		}
+		r.retry(e)
 	case *agent.RecoveredOutput:
 		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
 	case *agent.ProviderUsageUncertain:
@@ -167,4 +156,42 @@ func (j *jsonRenderer) event(ev agent.Event) {
 	if _, err := j.out.Write(line); err != nil {
 		j.err = err
 	}
+}
+
+// retry reports a provider retry. The failure is named as it is ("cannot
+// connect to the provider: connection refused") at the first retry and
+// whenever it changes; a repetition says only that it persists.
+func (r *textRenderer) retry(e *agent.ProviderRetry) {
+	cause := e.Cause
+	if cause == "" {
+		cause = e.Reason
+	}
+	what := neutralize(cause)
+	if cause == r.lastCause {
+		what = "still failing"
+	}
+	r.lastCause = cause
+	if e.Operation != nil {
+		what = *e.Operation + " request: " + what
+	} else {
+		clear(r.args)
+		r.pending.Reset() // never committed: not part of the answer
+	}
+	if e.RetryKind == agent.RetryWaitingForNetwork {
+		r.note("↻ %s; waiting for the network, next try in %dms", what, e.DelayMs)
+		return
+	}
+	maxA := "∞"
+	if e.MaxAttempts != nil {
+		maxA = fmt.Sprint(*e.MaxAttempts)
+	}
+	if e.Operation != nil {
+		r.note("↻ %s; retrying %d/%s in %dms", what, e.Attempt, maxA, e.DelayMs)
+		return
+	}
+	discarded := "output of the failed attempt is discarded"
+	if r.live {
+		discarded = "answer text above from the failed attempt is discarded"
+	}
+	r.note("↻ %s; retrying %d/%s in %dms — %s", what, e.Attempt, maxA, e.DelayMs, discarded)
 }

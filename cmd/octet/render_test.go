@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// cancelOnWrite is a stderr that cancels the command once a line
+// containing marker was written.
+type cancelOnWrite struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	marker string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOnWrite) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.marker) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+func (w *cancelOnWrite) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
+
+// TestExecNamesConnectionFailureAtFirstRetry: with the provider unreachable
+// (a closed loopback port) `octet exec` names the failure as it is at the
+// very first retry, not as a stream interruption, and the --json
+// provider_retry event carries the same cause.
+func TestExecNamesConnectionFailureAtFirstRetry(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now: connection refused
+	const want = "cannot connect to the provider: connection refused"
+	for _, jsonOut := range []bool{false, true} {
+		x := newExecEnv(t)
+		x.vars["OPENAI_BASE_URL"] = "http://" + addr + "/v1"
+		x.writeGlobalConfig(t, "runtime_profile = \"codex\"\n")
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		stdout := &cancelOnWrite{marker: "\x00never", cancel: cancel}
+		stderr := &cancelOnWrite{marker: "↻", cancel: cancel}
+		args := []string{"exec", "hi"}
+		if jsonOut {
+			args = []string{"exec", "--json", "hi"}
+			stdout.marker, stderr.marker = `"kind":"provider_retry"`, "\x00never"
+		}
+		run(ctx, args, env{
+			stdin: strings.NewReader(""), stdout: stdout, stderr: stderr,
+			lookup: func(k string) (string, bool) { v, ok := x.vars[k]; return v, ok },
+			cwd:    x.ws,
+		})
+		cancel()
+		if jsonOut {
+			line := firstLineWith(stdout.String(), `"kind":"provider_retry"`)
+			if !strings.Contains(line, `"cause":"`+want+`"`) || !strings.Contains(line, `"attempt":1`) {
+				t.Fatalf("first provider_retry event %s lacks the cause %q", line, want)
+			}
+			continue
+		}
+		line := firstLineWith(stderr.String(), "↻")
+		if !strings.Contains(line, want) || !strings.Contains(line, "retrying 1/") || strings.Contains(line, "stream interrupted") {
+			t.Fatalf("first retry line %q, want the cause %q\nstderr:\n%s", line, want, stderr.String())
+		}
+	}
+}
+
+func firstLineWith(text, sub string) string {
+	for l := range strings.SplitSeq(text, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}
