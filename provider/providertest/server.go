@@ -26,6 +26,7 @@
 // [RawSSE] (recorded .sse bytes). Faults: [Status] and [StatusBody] (an HTTP
 // status with a JSON error body; over WebSocket an error frame carrying the
 // status and headers), [Failed] (error event + response.failed),
+// [FailedAfter] (the same after partial generation),
 // [Incomplete], [Stall], [Refuse] (close after reading the request), and
 // the modifiers [Turn.DropAfter] (abort the connection after n frames),
 // [Turn.EOFAfter] (clean end without completion), [Turn.StallAfter],

@@ -115,6 +115,14 @@ func Failed(code, message string) Turn {
 	return Turn{cut: -1, final: "failed", code: code, message: message}
 }
 
+// FailedAfter is a turn that streams outputs (partial generation) and then
+// emits the live error event and response.failed carrying {code, message}.
+func FailedAfter(code, message string, outputs ...Output) Turn {
+	t := Failed(code, message)
+	t.items = outputs
+	return t
+}
+
 // Incomplete is a turn that streams outputs and ends with
 // response.incomplete whose incomplete_details.reason is reason.
 func Incomplete(reason string, outputs ...Output) Turn {
