@@ -107,20 +107,19 @@ func (a *Agent) settleLeftover(ctx context.Context, u unresolvedCall) (tools.Res
 }
 
 // replay re-executes u when crash replay allows it, returning the result
-// and whether it ran; otherwise it returns the indeterminate error.
+// and whether it ran.
 func (a *Agent) replay(ctx context.Context, u unresolvedCall) (tools.Result, bool) {
-	indeterminate := tools.Result{Text: textIndeterminate, IsError: true}
 	t, ok := a.cfg.Host.Lookup(u.item.Name)
 	if !ok || t.ReplaySafety() != tools.ReplaySafe {
-		return indeterminate, false
+		return tools.Result{}, false
 	}
 	args := json.RawMessage(u.item.Arguments)
 	canon, err := tools.CanonicalArguments(args)
 	if err != nil || a.cfg.Host.ValidateArguments(u.item.Name, canon) != nil {
-		return indeterminate, false
+		return tools.Result{}, false
 	}
 	if eff, err := safeClassify(t, canon); err != nil || !replayable(eff) {
-		return indeterminate, false
+		return tools.Result{}, false
 	}
 	runID := u.runID
 	if runID == "" {
@@ -130,15 +129,15 @@ func (a *Agent) replay(ctx context.Context, u unresolvedCall) (tools.Result, boo
 		Principal: a.cfg.Principal, RunID: runID, CallID: u.item.CallID, Tool: u.item.Name, Arguments: args,
 	}, tools.DispatchObserver{})
 	if adm == nil {
-		return indeterminate, false
+		return tools.Result{}, false
 	}
 	if !replayable(adm.Effect()) {
 		adm.Revoke()
-		return indeterminate, false
+		return tools.Result{}, false
 	}
 	res, d := adm.Execute(ctx)
 	if d.Decision != tools.DecisionAllowed {
-		return indeterminate, false
+		return tools.Result{}, false
 	}
 	return res, true
 }
