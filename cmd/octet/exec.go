@@ -110,8 +110,13 @@ func openSession(dir, id string) (*session.Session, error) {
 }
 
 // drive runs one prompt on a fresh agent for sess and renders its events
-// (text, or JSON lines with asJSON) until the run has settled.
+// (text, or JSON lines with asJSON) until the run has settled. The loop
+// that renders is the only writer of the terminal: ap's notices and
+// prompts are written by it, after the events that came before them.
 func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env) (agent.RunResult, error) {
+	term := newTerminal()
+	defer term.stop()
+	ap.term = term
 	a, release, err := st.newAgent(sess, ap)
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
@@ -122,21 +127,77 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		return agent.RunResult{}, fmt.Errorf("start run: %w", err)
 	}
 	var render func(agent.Event)
+	endLine := func() {}
 	var jr *jsonRenderer
 	if asJSON {
 		jr = &jsonRenderer{out: e.stdout, sessionID: sess.Header().ID, runID: run.ID()}
 		render = jr.event
 	} else {
-		render = newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal).event
+		tr := newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal)
+		tr.result = func(callID string) *session.ToolResult { return findResult(sess, callID) }
+		render, endLine = tr.event, tr.endLine
 	}
-	for ev := range run.Events() {
-		render(ev)
-	}
+	ownTerminal(run.Events(), term, render, endLine)
 	res := run.Wait()
 	if jr != nil && jr.err != nil {
 		st.log.Warn("write events", slog.Any("err", jr.err))
 	}
 	return res, nil
+}
+
+// ownTerminal renders events until the stream closes and runs term's
+// tasks in between: a task (an approval prompt) runs after every event
+// already emitted, since the run emitted them before it asked, and on a
+// line of its own.
+func ownTerminal(events <-chan agent.Event, term *terminal, render func(agent.Event), endLine func()) {
+	defer term.stop()
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			render(ev)
+		case task := <-term.asks:
+			if !renderReady(events, render) {
+				events = nil // closed: only tasks are left until stop
+			}
+			endLine()
+			task.fn()
+			close(task.done)
+			if events == nil {
+				return
+			}
+		}
+	}
+}
+
+// renderReady renders the events already waiting in events; it reports
+// false when the stream has closed.
+func renderReady(events <-chan agent.Event, render func(agent.Event)) bool {
+	for {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				return false
+			}
+			render(ev)
+		default:
+			return true
+		}
+	}
+}
+
+// findResult returns the durable result of callID, searched from the end
+// of sess's branch (a result is appended before its tool_finished).
+func findResult(sess *session.Session, callID string) *session.ToolResult {
+	br := sess.Branch()
+	for i := len(br) - 1; i >= 0; i-- {
+		if r := br[i].Result; r != nil && r.CallID == callID {
+			return r
+		}
+	}
+	return nil
 }
 
 // outcomeError maps a run result to the documented exit status.

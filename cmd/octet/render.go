@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/session"
 )
 
 // textRenderer prints a run for a person: the answer text on out (stdout),
@@ -25,10 +26,20 @@ type textRenderer struct {
 	// args collects the provisional arguments of streamed calls, shown
 	// when the call actually starts.
 	args map[string]*strings.Builder
+	// output holds each running call's last unfinished line of
+	// tool_output, shown when its line ends or the call finishes.
+	output map[string]string
+	// result looks up a finished call's durable result (nil: unknown).
+	result func(callID string) *session.ToolResult
+	// usage is the run's latest known usage subtotal; uncertain records
+	// that some of the run's usage is unknown.
+	usage     *agent.Usage
+	uncertain bool
 }
 
 func newTextRenderer(out, notes io.Writer, live bool) *textRenderer {
-	return &textRenderer{out: out, notes: notes, live: live, atLineStart: true, args: map[string]*strings.Builder{}}
+	return &textRenderer{out: out, notes: notes, live: live, atLineStart: true,
+		args: map[string]*strings.Builder{}, output: map[string]string{}}
 }
 
 // text shows answer text now (live) or holds it until it is committed.
@@ -54,13 +65,19 @@ func (r *textRenderer) commit() {
 	r.pending.Reset()
 }
 
-// note ends the current answer line first so notes never interleave
-// mid-line when out and notes are the same terminal.
-func (r *textRenderer) note(format string, args ...any) {
+// endLine ends the current answer line, so what is written next to the
+// same terminal starts on a line of its own.
+func (r *textRenderer) endLine() {
 	if !r.atLineStart {
 		io.WriteString(r.out, "\n")
 		r.atLineStart = true
 	}
+}
+
+// note ends the current answer line first so notes never interleave
+// mid-line when out and notes are the same terminal.
+func (r *textRenderer) note(format string, args ...any) {
+	r.endLine()
 	fmt.Fprintf(r.notes, format+"\n", args...)
 }
 
@@ -97,9 +114,12 @@ func (r *textRenderer) event(ev agent.Event) {
 			}
 			r.note("  %s: %s", e.Decision, reason)
 		}
+	case *agent.ToolOutput:
+		r.toolOutput(e.CallID, e.Text)
 	case *agent.ToolFinished:
+		r.flushOutput(e.CallID)
 		if e.IsError {
-			r.note("  ✗ failed")
+			r.note("  ✗ failed%s", r.failure(e.CallID))
 		} else {
 			r.note("  ✓ done")
 		}
@@ -122,17 +142,123 @@ func (r *textRenderer) event(ev agent.Event) {
 	case *agent.RecoveredOutput:
 		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
 	case *agent.ProviderUsageUncertain:
+		r.uncertain = true
 		r.note("! usage is now uncertain: %s", e.Reason)
+	case *agent.Usage:
+		r.usage = e
 	case *agent.RunFinished:
 		if r.pending.Len() > 0 {
 			r.note("(%d bytes of uncommitted answer text discarded: the run ended %s before the message was complete)", r.pending.Len(), e.Outcome)
 			r.pending.Reset()
 		}
-		if !r.atLineStart {
-			io.WriteString(r.out, "\n")
-			r.atLineStart = true
+		r.endLine()
+		if line := r.usageLine(); line != "" {
+			r.note("%s", line)
 		}
 	}
+}
+
+// toolOutput shows a call's output on notes, line by line, each line
+// marked as tool output; a line's unfinished end waits for the rest.
+func (r *textRenderer) toolOutput(callID, text string) {
+	buf := r.output[callID] + neutralize(text)
+	for {
+		line, rest, ok := strings.Cut(buf, "\n")
+		if !ok {
+			break
+		}
+		r.note("  │ %s", line)
+		buf = rest
+	}
+	r.output[callID] = buf
+}
+
+// flushOutput shows the unfinished last line of a call's output.
+func (r *textRenderer) flushOutput(callID string) {
+	if rest := r.output[callID]; rest != "" {
+		r.note("  │ %s", rest)
+	}
+	delete(r.output, callID)
+}
+
+// failure says how a failed call failed: a command's exit status, or the
+// first line of the tool's error.
+func (r *textRenderer) failure(callID string) string {
+	if r.result == nil {
+		return ""
+	}
+	res := r.result(callID)
+	if res == nil {
+		return ""
+	}
+	if why := commandStatus(res.Details); why != "" {
+		return ": " + why
+	}
+	if res.Tool == "bash" {
+		return ""
+	}
+	first, _, _ := strings.Cut(strings.TrimSpace(res.Text), "\n")
+	if first == "" {
+		return ""
+	}
+	return ": " + neutralize(clip(first, 200))
+}
+
+// commandStatus describes a bash result's failure from its details:
+// "exit code 2", "timed out", "cancelled"; "" for anything else.
+func commandStatus(d map[string]any) string {
+	switch {
+	case d == nil:
+		return ""
+	case d["timed_out"] == true:
+		return "timed out"
+	case d["cancelled"] == true:
+		return "cancelled"
+	}
+	var code int64
+	switch v := d["exit_code"].(type) {
+	case int:
+		code = int64(v)
+	case int64:
+		code = v
+	case float64:
+		code = int64(v)
+	case json.Number:
+		code, _ = v.Int64()
+	default:
+		return ""
+	}
+	if code == 0 {
+		return ""
+	}
+	return fmt.Sprintf("exit code %d", code)
+}
+
+// usageLine summarizes the run's known usage and cost, or "" when the run
+// made no request with known usage and none with unknown usage.
+func (r *textRenderer) usageLine() string {
+	u := r.usage
+	if u == nil {
+		if r.uncertain {
+			return "usage: unknown (an interrupted request may have been billed)"
+		}
+		return ""
+	}
+	line := fmt.Sprintf("usage: input %d (cached %d), output %d (reasoning %d) tokens, cost %s",
+		u.Input, u.CachedInput, u.Output, u.Reasoning, formatCostMicros(u.CostMicros))
+	if !u.Complete || r.uncertain {
+		line += " — a known subtotal: some usage is unknown"
+	}
+	return line
+}
+
+// formatCostMicros formats a cost in micro-dollars as exact dollars, or
+// says it is unknown (the model has no price).
+func formatCostMicros(micros *int64) string {
+	if micros == nil {
+		return "unknown (no price for the model)"
+	}
+	return agent.Picodollars(*micros * 1_000_000).String()
 }
 
 // jsonRenderer prints every event as one JSON line on out, in the
