@@ -3,15 +3,21 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
+	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/session"
 )
 
-const execUsage = `octet exec [flags] "prompt"`
+const execUsage = `octet exec [flags] "prompt"   (or - to read the prompt from stdin)`
+
+// maxStdinPrompt bounds a prompt read from stdin (octet exec -).
+const maxStdinPrompt = 1 << 20
 
 // execOptions are exec's own flags.
 type execOptions struct {
@@ -29,8 +35,9 @@ func runExec(ctx context.Context, args []string, e env) error {
 	fs.BoolVar(&opts.approve, "approve", false, "approve every effect confirmation without asking")
 	fs.BoolVar(&opts.deny, "deny", false, "deny every effect confirmation without asking")
 	fs.IntVar(&opts.maxTurns, "max-turns", 0, "stop the run after `n` provider turns (default 100)")
-	fs.StringVar(&opts.sessionID, "session", "", "continue the session with this `id` instead of starting a new one")
-	if err := parseFlags(fs, args); err != nil {
+	fs.StringVar(&opts.sessionID, "session", "", "continue the session with this `id` (or an unambiguous prefix of it) instead of starting a new one")
+	err := parseFlags(fs, args)
+	if err != nil {
 		return err
 	}
 	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
@@ -41,6 +48,12 @@ func runExec(ctx context.Context, args []string, e env) error {
 	}
 	if opts.approve && opts.deny {
 		return usageErrorf("--approve conflicts with --deny; pass at most one")
+	}
+	prompt := fs.Arg(0)
+	if prompt == "-" {
+		if prompt, err = readPrompt(e.stdin); err != nil {
+			return err
+		}
 	}
 	log := newLogger(e.stderr, e.lookup)
 	home, err := config.HomeDir(e.lookup)
@@ -79,14 +92,14 @@ func runExec(ctx context.Context, args []string, e env) error {
 		ap.mode = denyAll
 	}
 	if sess == nil {
-		sess, err = session.Create(cfg.SessionsDir(), session.Header{Cwd: ws, Title: oneLine(fs.Arg(0), 80)})
+		sess, err = session.Create(cfg.SessionsDir(), session.Header{Cwd: ws, Title: oneLine(prompt, 80)})
 		if err != nil {
 			return fmt.Errorf("create session: %w", err)
 		}
 		defer sess.Close()
 	}
 	st.maxTurns = opts.maxTurns
-	res, err := drive(ctx, st, sess, ap, fs.Arg(0), opts.json, e)
+	res, err := drive(ctx, st, sess, ap, prompt, opts.json, e)
 	if err != nil {
 		return err
 	}
@@ -96,15 +109,31 @@ func runExec(ctx context.Context, args []string, e env) error {
 	return outcomeError(res, cfg)
 }
 
+// readPrompt reads the whole prompt from in (octet exec -).
+func readPrompt(in io.Reader) (string, error) {
+	b, err := io.ReadAll(io.LimitReader(in, maxStdinPrompt+1))
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("read the prompt from stdin: %w", err)
+	case len(b) > maxStdinPrompt:
+		return "", usageErrorf("the prompt on stdin is larger than %d bytes", maxStdinPrompt)
+	case !utf8.Valid(b):
+		return "", usageErrorf("the prompt on stdin is not valid UTF-8 text")
+	case strings.TrimSpace(string(b)) == "":
+		return "", usageErrorf("the prompt on stdin is empty (octet exec - reads the prompt from stdin until end of file)")
+	}
+	return string(b), nil
+}
+
 // openSession opens session id in dir for appending.
 func openSession(dir, id string) (*session.Session, error) {
-	path, err := sessionPath(dir, id)
+	path, err := resolveSession(dir, id)
 	if err != nil {
 		return nil, err
 	}
 	s, err := session.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open session %s: %w", id, err)
+		return nil, fmt.Errorf("open session %s: %w", strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
 	}
 	return s, nil
 }

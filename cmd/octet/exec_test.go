@@ -258,10 +258,10 @@ func TestSessionsListShowExport(t *testing.T) {
 		t.Errorf("export did not redact secrets:\n%s", r.stdout)
 	}
 	r = runCLI(t, x.ws, x.vars, "sessions", "show", "20990101-000000-000000000000")
-	if r.code != exitFailed || !strings.Contains(r.stderr, `no session "20990101-000000-000000000000" in `) || !strings.Contains(r.stderr, "octet sessions list") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, `no session "20990101-000000-000000000000" in `) || !strings.Contains(r.stderr, "octet sessions list") {
 		t.Errorf("missing session: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if r = runCLI(t, x.ws, x.vars, "sessions", "export", "nope"); r.code != exitFailed || !strings.Contains(r.stderr, `no session "nope"`) {
+	if r = runCLI(t, x.ws, x.vars, "sessions", "export", "nope"); r.code != exitUsage || !strings.Contains(r.stderr, `no session "nope"`) {
 		t.Errorf("export of a missing session: exit %d, stderr %q", r.code, r.stderr)
 	}
 	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
@@ -357,5 +357,77 @@ func TestExecTextOmitsFailedAttempt(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "┆ partial words that") {
 		t.Errorf("stderr lacks the recovered output:\n%s", r.stderr)
+	}
+}
+
+// TestExecReadsPromptFromStdin: "octet exec -" takes the whole of stdin as
+// the prompt; an empty stdin is a usage error.
+func TestExecReadsPromptFromStdin(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"))
+	prompt := "first line of the prompt\nsecond line: what is in notes.txt?\n"
+	r := runCLIStdin(t, x.ws, x.vars, prompt, "exec", "-")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	in, _ := json.Marshal(x.srv.Requests()[0].Input())
+	want, _ := json.Marshal(prompt)
+	if !strings.Contains(string(in), strings.Trim(string(want), `"`)) {
+		t.Fatalf("request input lacks the stdin prompt: %s", in)
+	}
+	r = runCLIStdin(t, x.ws, x.vars, " \n", "exec", "-")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "the prompt on stdin is empty") {
+		t.Errorf("empty stdin: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// TestSessionIDPrefixes: every command taking a session id accepts an
+// unambiguous prefix; an ambiguous one lists the candidates and an unknown
+// one is a usage error (exit 2), on exec as on sessions show.
+func TestSessionIDPrefixes(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("first"), providertest.Text("second"), providertest.Text("third"))
+	var ids []string
+	for _, p := range []string{"one", "two"} {
+		r := runCLI(t, x.ws, x.vars, "exec", "--json", p)
+		lines, _ := parseJSONLines(t, r.stdout)
+		ids = append(ids, lines[0].SessionID)
+	}
+	common := 0
+	for common < len(ids[0]) && ids[0][common] == ids[1][common] {
+		common++
+	}
+	unique := ids[1][:common+1]
+
+	r := runCLI(t, x.ws, x.vars, "sessions", "show", unique)
+	if r.code != exitOK || !strings.Contains(r.stdout, "session "+ids[1]) || !strings.Contains(r.stdout, "[user] two") {
+		t.Errorf("show %s: exit %d\n%s%s", unique, r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, x.ws, x.vars, "sessions", "export", unique); r.code != exitOK || !strings.Contains(r.stdout, ids[1]) {
+		t.Errorf("export %s: exit %d %s", unique, r.code, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "exec", "--json", "--session", unique, "three")
+	if l, _ := parseJSONLines(t, r.stdout); r.code != exitOK || l[0].SessionID != ids[1] {
+		t.Errorf("exec --session %s: exit %d %s", unique, r.code, r.stderr)
+	}
+	if n := len(x.sessionFiles(t)); n != 2 {
+		t.Errorf("%d session files, want 2", n)
+	}
+
+	ambiguous := ids[0][:common]
+	for _, args := range [][]string{{"sessions", "show", ambiguous}, {"exec", "--session", ambiguous, "four"}} {
+		r = runCLI(t, x.ws, x.vars, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "is ambiguous: it matches 2 sessions") ||
+			!strings.Contains(r.stderr, ids[0]) || !strings.Contains(r.stderr, ids[1]) {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	r = runCLI(t, x.ws, x.vars, "exec", "--session", "20990101-nope", "five")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `no session "20990101-nope" in `) || !strings.Contains(r.stderr, "octet sessions list shows the sessions there") {
+		t.Errorf("exec with an unknown session: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 3 {
+		t.Errorf("%d provider requests, want 3 (none for refused ids)", n)
 	}
 }

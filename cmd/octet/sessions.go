@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -45,12 +46,9 @@ func runSessions(_ context.Context, args []string, e env) error {
 		if len(args) != 2 {
 			return usageErrorf("usage: octet sessions %s <id>", args[0])
 		}
-		path, err := sessionPath(dir, args[1])
+		path, err := resolveSession(dir, args[1])
 		if err != nil {
 			return err
-		}
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", args[1], dir)
 		}
 		if args[0] == "export" {
 			return session.Export(path, e.stdout)
@@ -61,12 +59,61 @@ func runSessions(_ context.Context, args []string, e env) error {
 	}
 }
 
-// sessionPath maps an id to its file, refusing anything path-like.
-func sessionPath(dir, id string) (string, error) {
+// maxCandidates bounds the sessions an ambiguous-prefix error lists.
+const maxCandidates = 10
+
+// resolveSession maps a session id, or an unambiguous prefix of one, to
+// its file in dir. Anything path-like, an unknown id and an ambiguous
+// prefix are usage errors that say how to find the right id.
+func resolveSession(dir, id string) (string, error) {
+	id = strings.TrimSuffix(id, ".jsonl")
 	if id == "" || id != filepath.Base(id) || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\`) {
-		return "", usageErrorf("invalid session id %q (see octet sessions list)", id)
+		return "", usageErrorf("invalid session id %q (octet sessions list shows the ids)", id)
 	}
-	return filepath.Join(dir, strings.TrimSuffix(id, ".jsonl")+".jsonl"), nil
+	path := filepath.Join(dir, id+".jsonl")
+	if _, err := os.Lstat(path); err == nil {
+		return path, nil
+	}
+	ids, err := sessionIDs(dir)
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, cand := range ids {
+		if strings.HasPrefix(cand, id) {
+			matches = append(matches, cand)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", usageErrorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", id, dir)
+	case 1:
+		return filepath.Join(dir, matches[0]+".jsonl"), nil
+	}
+	shown := matches[:min(len(matches), maxCandidates)]
+	more := ""
+	if n := len(matches) - len(shown); n > 0 {
+		more = fmt.Sprintf("\n  … and %d more", n)
+	}
+	return "", usageErrorf("session id prefix %q is ambiguous: it matches %d sessions; give more of the id:\n  %s%s",
+		id, len(matches), strings.Join(shown, "\n  "), more)
+}
+
+// sessionIDs lists the ids of the session files in dir, sorted.
+func sessionIDs(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read sessions directory: %w", err)
+	}
+	var ids []string
+	for _, de := range des {
+		name := de.Name()
+		if id, ok := strings.CutSuffix(name, ".jsonl"); ok && !strings.HasPrefix(name, ".") && de.Type().IsRegular() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 func listSessions(dir string, out io.Writer) error {
