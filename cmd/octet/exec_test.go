@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -429,5 +430,61 @@ func TestSessionIDPrefixes(t *testing.T) {
 	}
 	if n := len(x.srv.Requests()); n != 3 {
 		t.Errorf("%d provider requests, want 3 (none for refused ids)", n)
+	}
+}
+
+// TestExecShowsWhatRan: the text output shows a command's output
+// (tool_output), why calls failed (a command's exit code, a tool's error),
+// and the run's usage and cost at its end; sessions list and show give
+// the recorded cost too.
+func TestExecShowsWhatRan(t *testing.T) {
+	usage := provider.Usage{InputTokens: 1000, CachedTokens: 200, OutputTokens: 2000, ReasoningTokens: 500}
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("c1", "bash", `{"command":"echo hello from bash; echo second line; exit 3"}`)).WithUsage(usage),
+		providertest.Reply(providertest.FunctionCall("c2", "read", `{"path":"missing.txt"}`)).WithUsage(usage),
+		providertest.Text("done").WithUsage(usage),
+	)
+	r := runCLI(t, x.ws, x.vars, "exec", "run it")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// gpt-5.1-codex list price, three times: 3 × $0.021025.
+	for _, want := range []string{
+		"▸ bash", "  │ hello from bash\n  │ second line\n", "  ✗ failed: exit code 3\n",
+		"▸ read", "  ✗ failed: ",
+		"usage: input 3000 (cached 600), output 6000 (reasoning 1500) tokens, cost $0.063075\n",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.stdout != "done\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	if strings.Contains(r.stderr, "read\n  ✗ failed\n") {
+		t.Errorf("the read failure does not say why:\n%s", r.stderr)
+	}
+
+	r = runCLI(t, x.ws, x.vars, "sessions", "list")
+	if r.code != exitOK || !strings.Contains(r.stdout, "COST") || !strings.Contains(r.stdout, "$0.063075") {
+		t.Errorf("list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "show", filepath.Base(strings.TrimSuffix(x.sessionFiles(t)[0], ".jsonl")))
+	if r.code != exitOK || !strings.Contains(r.stdout, "usage: 3 requests, input 3000 (cached 600), output 6000 (reasoning 1500), cost $0.063075 — complete") {
+		t.Errorf("show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestExecUnpricedCost: a model without a price says its cost is unknown,
+// in exec and in the session listing, never $0.
+func TestExecUnpricedCost(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok").WithUsage(provider.Usage{InputTokens: 10, OutputTokens: 5}))
+	r := runCLI(t, x.ws, x.vars, "exec", "--model", "local-model", "hi")
+	if r.code != exitOK || !strings.Contains(r.stderr, "cost unknown (no price for the model)") {
+		t.Errorf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "list")
+	if !strings.Contains(r.stdout, "unpriced") || strings.Contains(r.stdout, "$0") {
+		t.Errorf("list:\n%s", r.stdout)
 	}
 }

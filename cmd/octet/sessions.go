@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/session"
 )
@@ -123,14 +124,14 @@ func listSessions(dir string, out io.Writer) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tCWD\tUSAGE")
+	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tCWD\tUSAGE\tCOST")
 	for _, in := range infos {
 		usage := "known"
 		if in.UsageUncertain {
 			usage = "uncertain"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.ID, in.Updated.Local().Format(time.DateTime),
-			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Updated.Local().Format(time.DateTime),
+			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage, listedCost(in.Path))
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
@@ -160,8 +161,8 @@ func showSession(path string, out io.Writer) error {
 	if t.Uncertain {
 		state = "a known subtotal (some usage is unknown)"
 	}
-	fmt.Fprintf(out, "\nusage: %d requests, input %d (cached %d), output %d (reasoning %d) — %s\n",
-		t.Requests, t.Known.Input, t.Known.CachedInput, t.Known.Output, t.Known.Reasoning, state)
+	fmt.Fprintf(out, "\nusage: %d requests, input %d (cached %d), output %d (reasoning %d), cost %s — %s\n",
+		t.Requests, t.Known.Input, t.Known.CachedInput, t.Known.Output, t.Known.Reasoning, shownCost(t), state)
 	for _, c := range s.Checkpoints() {
 		line := fmt.Sprintf("run %s: %s", c.RunID, c.Outcome)
 		if c.Error != "" {
@@ -173,6 +174,47 @@ func showSession(path string, out io.Writer) error {
 		fmt.Fprintf(out, "note: the file ends with %d bytes of an unfinished record (repaired when the session is next opened for writing)\n", n)
 	}
 	return nil
+}
+
+// listedCost is a session's known cost for the listing: "$0.02", "-" for
+// no known usage, "?" when the file cannot be read, "unpriced" when its
+// usage has no price.
+func listedCost(path string) string {
+	s, err := session.Inspect(path)
+	if err != nil {
+		return "?"
+	}
+	defer s.Close()
+	t := s.Totals()
+	if t.Requests == 0 && t.DelegatedRecords == 0 {
+		return "-"
+	}
+	c, ok := knownCost(t)
+	switch {
+	case !ok:
+		return "unpriced"
+	case t.Uncertain:
+		return "≥" + c
+	}
+	return c
+}
+
+// knownCost formats the known cost of a session's totals; ok is false when
+// its usage was recorded without any cost (no price for the model).
+func knownCost(t session.Totals) (string, bool) {
+	k := t.Known
+	if k.CostPicodollars == 0 && k.Input+k.Output > 0 {
+		return "", false
+	}
+	return agent.Picodollars(k.CostPicodollars).String(), true
+}
+
+// shownCost is knownCost for sessions show.
+func shownCost(t session.Totals) string {
+	if c, ok := knownCost(t); ok {
+		return c
+	}
+	return "unknown (no price for the model)"
 }
 
 func showEntry(out io.Writer, en session.Entry) {
