@@ -470,7 +470,8 @@ func TestExecShowsWhatRan(t *testing.T) {
 		t.Errorf("list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 	r = runCLI(t, x.ws, x.vars, "sessions", "show", filepath.Base(strings.TrimSuffix(x.sessionFiles(t)[0], ".jsonl")))
-	if r.code != exitOK || !strings.Contains(r.stdout, "usage: 3 requests, input 3000 (cached 600), output 6000 (reasoning 1500), cost $0.063075 — complete") {
+	if r.code != exitOK || !strings.Contains(r.stdout, "usage: 3 requests, input 3000 (cached 600), output 6000 (reasoning 1500), cost $0.063075 — complete") ||
+		!strings.Contains(r.stdout, "[result c1 error, exit code 3] hello from bash") {
 		t.Errorf("show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }

@@ -235,6 +235,9 @@ func showEntry(out io.Writer, en session.Entry) {
 			status := "ok"
 			if r.IsError {
 				status = "error"
+				if why := commandStatus(r.Details); why != "" {
+					status += ", " + why
+				}
 			}
 			fmt.Fprintf(out, "[result %s %s] %s\n", r.CallID, status, neutralize(oneLine(r.Text, 300)))
 		}
