@@ -28,7 +28,10 @@ type termApprover struct {
 	open   func() (io.ReadWriteCloser, error)
 	notice io.Writer // where decisions are reported (stderr)
 	why    string    // why approveAll is on, e.g. "stdin is not a terminal"
-	mu     sync.Mutex
+	// term, when set, owns the terminal: every notice and prompt is
+	// written by its goroutine, after the run's earlier events.
+	term *terminal
+	mu   sync.Mutex
 }
 
 var _ tools.Approver = (*termApprover)(nil)
@@ -38,6 +41,17 @@ var _ tools.Approver = (*termApprover)(nil)
 func (a *termApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
+	ap := tools.Approval{Approved: false, Digest: req.Digest}
+	var err error
+	if terr := a.term.do(ctx, func() { ap, err = a.decide(ctx, req) }); terr != nil {
+		return ap, terr
+	}
+	return ap, err
+}
+
+// decide prints req and decides it by mode, asking on the terminal when
+// the mode says so.
+func (a *termApprover) decide(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
 	switch a.mode {
 	case approveAll:
 		fmt.Fprintf(a.notice, "%s\n  approved automatically (%s)\n", describe(req), a.why)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -258,10 +259,10 @@ func TestSessionsListShowExport(t *testing.T) {
 		t.Errorf("export did not redact secrets:\n%s", r.stdout)
 	}
 	r = runCLI(t, x.ws, x.vars, "sessions", "show", "20990101-000000-000000000000")
-	if r.code != exitFailed || !strings.Contains(r.stderr, `no session "20990101-000000-000000000000" in `) || !strings.Contains(r.stderr, "octet sessions list") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, `no session "20990101-000000-000000000000" in `) || !strings.Contains(r.stderr, "octet sessions list") {
 		t.Errorf("missing session: exit %d, stderr %q", r.code, r.stderr)
 	}
-	if r = runCLI(t, x.ws, x.vars, "sessions", "export", "nope"); r.code != exitFailed || !strings.Contains(r.stderr, `no session "nope"`) {
+	if r = runCLI(t, x.ws, x.vars, "sessions", "export", "nope"); r.code != exitUsage || !strings.Contains(r.stderr, `no session "nope"`) {
 		t.Errorf("export of a missing session: exit %d, stderr %q", r.code, r.stderr)
 	}
 	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
@@ -357,5 +358,134 @@ func TestExecTextOmitsFailedAttempt(t *testing.T) {
 	}
 	if !strings.Contains(r.stderr, "┆ partial words that") {
 		t.Errorf("stderr lacks the recovered output:\n%s", r.stderr)
+	}
+}
+
+// TestExecReadsPromptFromStdin: "octet exec -" takes the whole of stdin as
+// the prompt; an empty stdin is a usage error.
+func TestExecReadsPromptFromStdin(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"))
+	prompt := "first line of the prompt\nsecond line: what is in notes.txt?\n"
+	r := runCLIStdin(t, x.ws, x.vars, prompt, "exec", "-")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	in, _ := json.Marshal(x.srv.Requests()[0].Input())
+	want, _ := json.Marshal(prompt)
+	if !strings.Contains(string(in), strings.Trim(string(want), `"`)) {
+		t.Fatalf("request input lacks the stdin prompt: %s", in)
+	}
+	r = runCLIStdin(t, x.ws, x.vars, " \n", "exec", "-")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "the prompt on stdin is empty") {
+		t.Errorf("empty stdin: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// TestSessionIDPrefixes: every command taking a session id accepts an
+// unambiguous prefix; an ambiguous one lists the candidates and an unknown
+// one is a usage error (exit 2), on exec as on sessions show.
+func TestSessionIDPrefixes(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("first"), providertest.Text("second"), providertest.Text("third"))
+	var ids []string
+	for _, p := range []string{"one", "two"} {
+		r := runCLI(t, x.ws, x.vars, "exec", "--json", p)
+		lines, _ := parseJSONLines(t, r.stdout)
+		ids = append(ids, lines[0].SessionID)
+	}
+	common := 0
+	for common < len(ids[0]) && ids[0][common] == ids[1][common] {
+		common++
+	}
+	unique := ids[1][:common+1]
+
+	r := runCLI(t, x.ws, x.vars, "sessions", "show", unique)
+	if r.code != exitOK || !strings.Contains(r.stdout, "session "+ids[1]) || !strings.Contains(r.stdout, "[user] two") {
+		t.Errorf("show %s: exit %d\n%s%s", unique, r.code, r.stdout, r.stderr)
+	}
+	if r = runCLI(t, x.ws, x.vars, "sessions", "export", unique); r.code != exitOK || !strings.Contains(r.stdout, ids[1]) {
+		t.Errorf("export %s: exit %d %s", unique, r.code, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "exec", "--json", "--session", unique, "three")
+	if l, _ := parseJSONLines(t, r.stdout); r.code != exitOK || l[0].SessionID != ids[1] {
+		t.Errorf("exec --session %s: exit %d %s", unique, r.code, r.stderr)
+	}
+	if n := len(x.sessionFiles(t)); n != 2 {
+		t.Errorf("%d session files, want 2", n)
+	}
+
+	ambiguous := ids[0][:common]
+	for _, args := range [][]string{{"sessions", "show", ambiguous}, {"exec", "--session", ambiguous, "four"}} {
+		r = runCLI(t, x.ws, x.vars, args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "is ambiguous: it matches 2 sessions") ||
+			!strings.Contains(r.stderr, ids[0]) || !strings.Contains(r.stderr, ids[1]) {
+			t.Errorf("%v: exit %d, stderr %q", args, r.code, r.stderr)
+		}
+	}
+	r = runCLI(t, x.ws, x.vars, "exec", "--session", "20990101-nope", "five")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `no session "20990101-nope" in `) || !strings.Contains(r.stderr, "octet sessions list shows the sessions there") {
+		t.Errorf("exec with an unknown session: exit %d, stderr %q", r.code, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 3 {
+		t.Errorf("%d provider requests, want 3 (none for refused ids)", n)
+	}
+}
+
+// TestExecShowsWhatRan: the text output shows a command's output
+// (tool_output), why calls failed (a command's exit code, a tool's error),
+// and the run's usage and cost at its end; sessions list and show give
+// the recorded cost too.
+func TestExecShowsWhatRan(t *testing.T) {
+	usage := provider.Usage{InputTokens: 1000, CachedTokens: 200, OutputTokens: 2000, ReasoningTokens: 500}
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("c1", "bash", `{"command":"echo hello from bash; echo second line; exit 3"}`)).WithUsage(usage),
+		providertest.Reply(providertest.FunctionCall("c2", "read", `{"path":"missing.txt"}`)).WithUsage(usage),
+		providertest.Text("done").WithUsage(usage),
+	)
+	r := runCLI(t, x.ws, x.vars, "exec", "run it")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	// gpt-5.1-codex list price, three times: 3 × $0.021025.
+	for _, want := range []string{
+		"▸ bash", "  │ hello from bash\n  │ second line\n", "  ✗ failed: exit code 3\n",
+		"▸ read", "  ✗ failed: ",
+		"usage: input 3000 (cached 600), output 6000 (reasoning 1500) tokens, cost $0.063075\n",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if r.stdout != "done\n" {
+		t.Errorf("stdout = %q", r.stdout)
+	}
+	if strings.Contains(r.stderr, "read\n  ✗ failed\n") {
+		t.Errorf("the read failure does not say why:\n%s", r.stderr)
+	}
+
+	r = runCLI(t, x.ws, x.vars, "sessions", "list")
+	if r.code != exitOK || !strings.Contains(r.stdout, "COST") || !strings.Contains(r.stdout, "$0.063075") {
+		t.Errorf("list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "show", filepath.Base(strings.TrimSuffix(x.sessionFiles(t)[0], ".jsonl")))
+	if r.code != exitOK || !strings.Contains(r.stdout, "usage: 3 requests, input 3000 (cached 600), output 6000 (reasoning 1500), cost $0.063075 — complete") ||
+		!strings.Contains(r.stdout, "[result c1 error, exit code 3] hello from bash") {
+		t.Errorf("show: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestExecUnpricedCost: a model without a price says its cost is unknown,
+// in exec and in the session listing, never $0.
+func TestExecUnpricedCost(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok").WithUsage(provider.Usage{InputTokens: 10, OutputTokens: 5}))
+	r := runCLI(t, x.ws, x.vars, "exec", "--model", "local-model", "hi")
+	if r.code != exitOK || !strings.Contains(r.stderr, "cost unknown (no price for the model)") {
+		t.Errorf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "list")
+	if !strings.Contains(r.stdout, "unpriced") || strings.Contains(r.stdout, "$0") {
+		t.Errorf("list:\n%s", r.stdout)
 	}
 }

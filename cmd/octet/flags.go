@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -73,16 +74,98 @@ func (b *boolFlag) Set(s string) error {
 	return nil
 }
 
-// parseFlags parses args; -h prints usage and returns errHelp.
+// parseFlags parses args; -h prints usage and returns an exitError with
+// code 0. A bad flag is a usage error in GNU spelling (--name) with the
+// closest flag as a suggestion, not the whole usage.
 func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
 	if errors.Is(err, flag.ErrHelp) {
+		usage()
 		return &exitError{code: exitOK}
 	}
 	if err != nil {
-		return &exitError{code: exitUsage} // the flag package already printed it
+		return &exitError{code: exitUsage, err: flagError(fs, err)}
 	}
 	return nil
+}
+
+var (
+	unknownFlagRE = regexp.MustCompile(`^flag provided but not defined: -(.*)$`)
+	// singleDashRE finds the flag package's "-name" spellings.
+	singleDashRE = regexp.MustCompile(`(^|[ :]|for )-([A-Za-z][\w-]*)`)
+)
+
+// flagError rewrites a flag package error for a person: GNU spelling, a
+// suggestion for an unknown flag, and where the flags are listed.
+func flagError(fs *flag.FlagSet, err error) error {
+	help := fmt.Sprintf("octet %s -h lists the flags", fs.Name())
+	if m := unknownFlagRE.FindStringSubmatch(err.Error()); m != nil {
+		name := strings.TrimLeft(m[1], "-")
+		if s := closestFlag(fs, name); s != "" {
+			return fmt.Errorf("%s: unknown flag --%s; did you mean --%s? (%s)", fs.Name(), name, s, help)
+		}
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) {
+			if !hiddenFlags[f.Name] {
+				names = append(names, "--"+f.Name)
+			}
+		})
+		if len(names) == 0 {
+			return fmt.Errorf("%s: unknown flag --%s (%s takes no flags)", fs.Name(), name, fs.Name())
+		}
+		return fmt.Errorf("%s: unknown flag --%s; the flags are %s (%s)", fs.Name(), name, strings.Join(names, ", "), help)
+	}
+	msg := singleDashRE.ReplaceAllString(err.Error(), "${1}--${2}")
+	return fmt.Errorf("%s: %s (%s)", fs.Name(), msg, help)
+}
+
+// closestFlag returns the listed flag of fs most like name, or "" when
+// none is close: within a third of the name's length in edits, or one
+// name containing the other.
+func closestFlag(fs *flag.FlagSet, name string) string {
+	best, bestDist := "", 0
+	fs.VisitAll(func(f *flag.Flag) {
+		if hiddenFlags[f.Name] {
+			return
+		}
+		d := editDistance(strings.ToLower(name), f.Name)
+		if len(name) >= 3 && (strings.Contains(f.Name, name) || strings.Contains(name, f.Name)) {
+			d = min(d, 1)
+		}
+		if best == "" || d < bestDist {
+			best, bestDist = f.Name, d
+		}
+	})
+	if best == "" || bestDist > max(1, len(name)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // exitCode maps an error to the documented exit codes.

@@ -79,9 +79,11 @@ commands:
   demo                      run the whole stack against the built-in scripted provider
   lsp [flags]               serve the editor protocol on stdin/stdout
   exec [flags] "prompt"     run one prompt headless in the current directory
-  sessions list             list sessions
-  sessions show <id>        print a session's transcript
+                            ("-" reads the prompt from stdin)
+  sessions list             list sessions with their cost
+  sessions show <id>        print a session's transcript, usage and cost
   sessions export <id>      print a session as redacted JSONL
+                            (<id> may be an unambiguous prefix of the id)
   version                   print the version
 
 Run "octet <command> -h" for the flags of a command.

@@ -48,9 +48,15 @@ type cliResult struct {
 // terminal, the given variables only, cwd as the working directory.
 func runCLI(t *testing.T, cwd string, vars map[string]string, args ...string) cliResult {
 	t.Helper()
+	return runCLIStdin(t, cwd, vars, "", args...)
+}
+
+// runCLIStdin is runCLI with stdin holding the given text.
+func runCLIStdin(t *testing.T, cwd string, vars map[string]string, stdin string, args ...string) cliResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	e := env{
-		stdin: strings.NewReader(""), stdout: &out, stderr: &errb,
+		stdin: strings.NewReader(stdin), stdout: &out, stderr: &errb,
 		lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok },
 		cwd:    cwd,
 	}
@@ -103,7 +109,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad policy", []string{"exec", "--effect-policy", "everything", "hi"}, []string{"unknown effect policy", "unsafe_host"}},
 		{"approve and deny", []string{"exec", "--approve", "--deny", "hi"}, []string{"--approve conflicts with --deny"}},
 		{"no prompt", []string{"exec"}, []string{"exactly one prompt"}},
-		{"bad flag", []string{"exec", "--frobnicate", "hi"}, []string{"flag provided but not defined"}},
+		{"bad flag", []string{"exec", "--frobnicate", "hi"}, []string{"unknown flag --frobnicate; the flags are --allow-shell, --approve,", "octet exec -h lists the flags"}},
 		{"sessions without command", []string{"sessions"}, []string{"usage: octet sessions"}},
 		{"session id with path", []string{"sessions", "show", "../x"}, []string{"invalid session id"}},
 	}
@@ -123,6 +129,36 @@ func TestUsageErrors(t *testing.T) {
 			}
 			assertNoSecret(t, []string{r.stdout, r.stderr}, home)
 		})
+	}
+}
+
+// TestBadFlagsSpeakGNU: a bad flag is named as the user would write it
+// (--name, even when typed -name), with the closest flag suggested, in one
+// line instead of the whole usage.
+func TestBadFlagsSpeakGNU(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"exec", "-bogus", "hi"}, "octet: exec: unknown flag --bogus; the flags are --allow-shell,"},
+		{[]string{"exec", "--aprove", "hi"}, "octet: exec: unknown flag --aprove; did you mean --approve? (octet exec -h lists the flags)\n"},
+		{[]string{"exec", "--sesion", "x", "hi"}, "did you mean --session?"},
+		{[]string{"exec", "--turns", "3", "hi"}, "did you mean --max-turns?"},
+		{[]string{"exec", "--max-turns", "many", "hi"}, `invalid value "many" for flag --max-turns`},
+		{[]string{"exec", "--allow-shell=maybe", "hi"}, `invalid boolean value "maybe" for --allow-shell`},
+		{[]string{"lsp", "--saf-mode"}, "did you mean --safe-mode?"},
+		{[]string{"sessions", "--all", "list"}, "unknown flag --all (sessions takes no flags)"},
+	} {
+		r := runCLI(t, t.TempDir(), map[string]string{"OCTET_HOME": t.TempDir()}, tc.args...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tc.args, r.code, r.stderr, tc.want)
+		}
+		if strings.Contains(r.stderr, "flags:\n") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%v: more than one line:\n%s", tc.args, r.stderr)
+		}
+		if strings.Contains(r.stderr, "--yolo") || strings.Contains(r.stderr, "--safe,") {
+			t.Errorf("%v: suggests a hidden flag:\n%s", tc.args, r.stderr)
+		}
 	}
 }
 

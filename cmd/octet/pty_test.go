@@ -8,11 +8,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octet-agent/octet/provider/providertest"
 )
 
 // openPTY returns a pseudo-terminal pair (Linux /dev/ptmx).
@@ -36,6 +39,39 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 	return m, s
 }
 
+// runOnPTY runs cmd with a pseudo-terminal as its controlling terminal and
+// its stdin, stdout and stderr, answers the first approval prompt with
+// answer, and returns everything the terminal showed ("\r\n" as "\n"),
+// whether the prompt came, and how cmd ended.
+func runOnPTY(t *testing.T, cmd *exec.Cmd, answer string) (*bytes.Buffer, bool, error) {
+	t.Helper()
+	master, slave := openPTY(t)
+	defer master.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var out bytes.Buffer
+	buf := make([]byte, 4096)
+	answered := false
+	for {
+		n, err := master.Read(buf)
+		out.Write(buf[:n])
+		if !answered && bytes.Contains(out.Bytes(), []byte("Approve? [y/N]")) {
+			master.WriteString(answer)
+			answered = true
+		}
+		if err != nil { // EIO once the child closed the terminal
+			break
+		}
+	}
+	err := cmd.Wait()
+	shown := bytes.NewBuffer(bytes.ReplaceAll(out.Bytes(), []byte("\r\n"), []byte("\n")))
+	return shown, answered, err
+}
+
 // TestDemoAsksOnTerminal runs the real demo binary on a pseudo-terminal
 // (its controlling terminal, so /dev/tty is the pty) and answers the
 // approval prompt like a person.
@@ -44,33 +80,12 @@ func TestDemoAsksOnTerminal(t *testing.T) {
 		answer, want string
 	}{{"y\n", `"Hello, "`}, {"n\n", `"Helo, "`}} {
 		t.Run(tc.answer[:1], func(t *testing.T) {
-			master, slave := openPTY(t)
-			defer master.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
 			cmd := exec.CommandContext(ctx, octetBin, "demo")
 			cmd.Env = append(os.Environ(), "OCTET_HOME="+t.TempDir())
-			cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			slave.Close()
-			var out bytes.Buffer
-			buf := make([]byte, 4096)
-			answered := false
-			for {
-				n, err := master.Read(buf)
-				out.Write(buf[:n])
-				if !answered && bytes.Contains(out.Bytes(), []byte("Approve? [y/N]")) {
-					master.WriteString(tc.answer)
-					answered = true
-				}
-				if err != nil { // EIO once the child closed the terminal
-					break
-				}
-			}
-			if err := cmd.Wait(); err != nil {
+			out, answered, err := runOnPTY(t, cmd, tc.answer)
+			if err != nil {
 				t.Fatalf("demo: %v\n%s", err, out.String())
 			}
 			if !answered {
@@ -87,6 +102,48 @@ func TestDemoAsksOnTerminal(t *testing.T) {
 			got, _ := os.ReadFile(filepath.Join(string(m[1]), "greet.go"))
 			if !bytes.Contains(got, []byte("return "+tc.want)) {
 				t.Errorf("greet.go after answering %q:\n%s", tc.answer, got)
+			}
+		})
+	}
+}
+
+// TestExecApprovalPromptOwnsItsLines runs the real exec binary on a
+// pseudo-terminal: the answer text streamed before a confirmed edit, the
+// edit's tool line and the approval prompt appear in that order, each on
+// its own line (the prompt was written by the agent's goroutine while the
+// renderer still held earlier events, and glued to the answer text).
+func TestExecApprovalPromptOwnsItsLines(t *testing.T) {
+	for i := range 3 { // the old race showed itself on most, not all, runs
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			x := newExecEnv(t,
+				providertest.Reply(providertest.Message("I will change beta now."),
+					providertest.FunctionCall("c1", "edit", `{"path":"notes.txt","old_text":"beta","new_text":"gamma"}`)),
+				providertest.Text("edited"),
+			)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, octetBin, "exec", "--effect-policy", "controlled", "change beta")
+			cmd.Dir = x.ws
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+			for k, v := range x.vars {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			out, answered, err := runOnPTY(t, cmd, "y\n")
+			shown := out.String()
+			if err != nil || !answered {
+				t.Fatalf("exec: %v, prompt shown %v\n%s", err, answered, shown)
+			}
+			text := strings.Index(shown, "I will change beta now.")
+			tool := strings.Index(shown, "▸ edit")
+			prompt := strings.Index(shown, "── approval needed")
+			if text < 0 || tool < 0 || prompt < 0 || !(text < tool && tool < prompt) {
+				t.Errorf("answer text at %d, tool line at %d, prompt at %d; want them in that order:\n%s", text, tool, prompt, shown)
+			}
+			if prompt > 0 && shown[prompt-1] != '\n' {
+				t.Errorf("the approval prompt does not start its own line:\n%s", shown)
+			}
+			if got, _ := os.ReadFile(filepath.Join(x.ws, "notes.txt")); string(got) != "alpha\ngamma\n" {
+				t.Errorf("notes.txt = %q after approving", got)
 			}
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/session"
 )
 
 // textRenderer prints a run for a person: the answer text on out (stdout),
@@ -28,10 +29,20 @@ type textRenderer struct {
 	// lastCause is the cause of the previous provider retry: a repeated
 	// cause is not printed again.
 	lastCause string
+	// output holds each running call's last unfinished line of
+	// tool_output, shown when its line ends or the call finishes.
+	output map[string]string
+	// result looks up a finished call's durable result (nil: unknown).
+	result func(callID string) *session.ToolResult
+	// usage is the run's latest known usage subtotal; uncertain records
+	// that some of the run's usage is unknown.
+	usage     *agent.Usage
+	uncertain bool
 }
 
 func newTextRenderer(out, notes io.Writer, live bool) *textRenderer {
-	return &textRenderer{out: out, notes: notes, live: live, atLineStart: true, args: map[string]*strings.Builder{}}
+	return &textRenderer{out: out, notes: notes, live: live, atLineStart: true,
+		args: map[string]*strings.Builder{}, output: map[string]string{}}
 }
 
 // text shows answer text now (live) or holds it until it is committed.
@@ -57,13 +68,19 @@ func (r *textRenderer) commit() {
 	r.pending.Reset()
 }
 
-// note ends the current answer line first so notes never interleave
-// mid-line when out and notes are the same terminal.
-func (r *textRenderer) note(format string, args ...any) {
+// endLine ends the current answer line, so what is written next to the
+// same terminal starts on a line of its own.
+func (r *textRenderer) endLine() {
 	if !r.atLineStart {
 		io.WriteString(r.out, "\n")
 		r.atLineStart = true
 	}
+}
+
+// note ends the current answer line first so notes never interleave
+// mid-line when out and notes are the same terminal.
+func (r *textRenderer) note(format string, args ...any) {
+	r.endLine()
 	fmt.Fprintf(r.notes, format+"\n", args...)
 }
 
@@ -100,9 +117,12 @@ func (r *textRenderer) event(ev agent.Event) {
 			}
 			r.note("  %s: %s", e.Decision, reason)
 		}
+	case *agent.ToolOutput:
+		r.toolOutput(e.CallID, e.Text)
 	case *agent.ToolFinished:
+		r.flushOutput(e.CallID)
 		if e.IsError {
-			r.note("  ✗ failed")
+			r.note("  ✗ failed%s", r.failure(e.CallID))
 		} else {
 			r.note("  ✓ done")
 		}
@@ -111,15 +131,18 @@ func (r *textRenderer) event(ev agent.Event) {
 	case *agent.RecoveredOutput:
 		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
 	case *agent.ProviderUsageUncertain:
+		r.uncertain = true
 		r.note("! usage is now uncertain: %s", e.Reason)
+	case *agent.Usage:
+		r.usage = e
 	case *agent.RunFinished:
 		if r.pending.Len() > 0 {
 			r.note("(%d bytes of uncommitted answer text discarded: the run ended %s before the message was complete)", r.pending.Len(), e.Outcome)
 			r.pending.Reset()
 		}
-		if !r.atLineStart {
-			io.WriteString(r.out, "\n")
-			r.atLineStart = true
+		r.endLine()
+		if line := r.usageLine(); line != "" {
+			r.note("%s", line)
 		}
 	}
 }

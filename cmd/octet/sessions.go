@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/session"
 )
@@ -45,12 +47,9 @@ func runSessions(_ context.Context, args []string, e env) error {
 		if len(args) != 2 {
 			return usageErrorf("usage: octet sessions %s <id>", args[0])
 		}
-		path, err := sessionPath(dir, args[1])
+		path, err := resolveSession(dir, args[1])
 		if err != nil {
 			return err
-		}
-		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", args[1], dir)
 		}
 		if args[0] == "export" {
 			return session.Export(path, e.stdout)
@@ -61,12 +60,61 @@ func runSessions(_ context.Context, args []string, e env) error {
 	}
 }
 
-// sessionPath maps an id to its file, refusing anything path-like.
-func sessionPath(dir, id string) (string, error) {
+// maxCandidates bounds the sessions an ambiguous-prefix error lists.
+const maxCandidates = 10
+
+// resolveSession maps a session id, or an unambiguous prefix of one, to
+// its file in dir. Anything path-like, an unknown id and an ambiguous
+// prefix are usage errors that say how to find the right id.
+func resolveSession(dir, id string) (string, error) {
+	id = strings.TrimSuffix(id, ".jsonl")
 	if id == "" || id != filepath.Base(id) || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `/\`) {
-		return "", usageErrorf("invalid session id %q (see octet sessions list)", id)
+		return "", usageErrorf("invalid session id %q (octet sessions list shows the ids)", id)
 	}
-	return filepath.Join(dir, strings.TrimSuffix(id, ".jsonl")+".jsonl"), nil
+	path := filepath.Join(dir, id+".jsonl")
+	if _, err := os.Lstat(path); err == nil {
+		return path, nil
+	}
+	ids, err := sessionIDs(dir)
+	if err != nil {
+		return "", err
+	}
+	var matches []string
+	for _, cand := range ids {
+		if strings.HasPrefix(cand, id) {
+			matches = append(matches, cand)
+		}
+	}
+	switch len(matches) {
+	case 0:
+		return "", usageErrorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", id, dir)
+	case 1:
+		return filepath.Join(dir, matches[0]+".jsonl"), nil
+	}
+	shown := matches[:min(len(matches), maxCandidates)]
+	more := ""
+	if n := len(matches) - len(shown); n > 0 {
+		more = fmt.Sprintf("\n  … and %d more", n)
+	}
+	return "", usageErrorf("session id prefix %q is ambiguous: it matches %d sessions; give more of the id:\n  %s%s",
+		id, len(matches), strings.Join(shown, "\n  "), more)
+}
+
+// sessionIDs lists the ids of the session files in dir, sorted.
+func sessionIDs(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("read sessions directory: %w", err)
+	}
+	var ids []string
+	for _, de := range des {
+		name := de.Name()
+		if id, ok := strings.CutSuffix(name, ".jsonl"); ok && !strings.HasPrefix(name, ".") && de.Type().IsRegular() {
+			ids = append(ids, id)
+		}
+	}
+	slices.Sort(ids)
+	return ids, nil
 }
 
 func listSessions(dir string, out io.Writer) error {
@@ -76,14 +124,14 @@ func listSessions(dir string, out io.Writer) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tCWD\tUSAGE")
+	fmt.Fprintln(tw, "ID\tUPDATED\tTITLE\tCWD\tUSAGE\tCOST")
 	for _, in := range infos {
 		usage := "known"
 		if in.UsageUncertain {
 			usage = "uncertain"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", in.ID, in.Updated.Local().Format(time.DateTime),
-			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Updated.Local().Format(time.DateTime),
+			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage, listedCost(in.Path))
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
@@ -113,8 +161,8 @@ func showSession(path string, out io.Writer) error {
 	if t.Uncertain {
 		state = "a known subtotal (some usage is unknown)"
 	}
-	fmt.Fprintf(out, "\nusage: %d requests, input %d (cached %d), output %d (reasoning %d) — %s\n",
-		t.Requests, t.Known.Input, t.Known.CachedInput, t.Known.Output, t.Known.Reasoning, state)
+	fmt.Fprintf(out, "\nusage: %d requests, input %d (cached %d), output %d (reasoning %d), cost %s — %s\n",
+		t.Requests, t.Known.Input, t.Known.CachedInput, t.Known.Output, t.Known.Reasoning, shownCost(t), state)
 	for _, c := range s.Checkpoints() {
 		line := fmt.Sprintf("run %s: %s", c.RunID, c.Outcome)
 		if c.Error != "" {
@@ -126,6 +174,47 @@ func showSession(path string, out io.Writer) error {
 		fmt.Fprintf(out, "note: the file ends with %d bytes of an unfinished record (repaired when the session is next opened for writing)\n", n)
 	}
 	return nil
+}
+
+// listedCost is a session's known cost for the listing: "$0.02", "-" for
+// no known usage, "?" when the file cannot be read, "unpriced" when its
+// usage has no price.
+func listedCost(path string) string {
+	s, err := session.Inspect(path)
+	if err != nil {
+		return "?"
+	}
+	defer s.Close()
+	t := s.Totals()
+	if t.Requests == 0 && t.DelegatedRecords == 0 {
+		return "-"
+	}
+	c, ok := knownCost(t)
+	switch {
+	case !ok:
+		return "unpriced"
+	case t.Uncertain:
+		return "≥" + c
+	}
+	return c
+}
+
+// knownCost formats the known cost of a session's totals; ok is false when
+// its usage was recorded without any cost (no price for the model).
+func knownCost(t session.Totals) (string, bool) {
+	k := t.Known
+	if k.CostPicodollars == 0 && k.Input+k.Output > 0 {
+		return "", false
+	}
+	return agent.Picodollars(k.CostPicodollars).String(), true
+}
+
+// shownCost is knownCost for sessions show.
+func shownCost(t session.Totals) string {
+	if c, ok := knownCost(t); ok {
+		return c
+	}
+	return "unknown (no price for the model)"
 }
 
 func showEntry(out io.Writer, en session.Entry) {
@@ -146,6 +235,9 @@ func showEntry(out io.Writer, en session.Entry) {
 			status := "ok"
 			if r.IsError {
 				status = "error"
+				if why := commandStatus(r.Details); why != "" {
+					status += ", " + why
+				}
 			}
 			fmt.Fprintf(out, "[result %s %s] %s\n", r.CallID, status, neutralize(oneLine(r.Text, 300)))
 		}

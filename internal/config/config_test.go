@@ -330,3 +330,33 @@ func TestRuntimeProfile(t *testing.T) {
 		t.Errorf("bad runtime_profile: %v", err)
 	}
 }
+
+// TestTypeErrorsSayWhatToWrite: a value of the wrong TOML type names the
+// file and line, what the key holds and what to write instead.
+func TestTypeErrorsSayWhatToWrite(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"model = \"x\"\nmax_session_cost_usd = 5\n", `/h/config.toml:2: max_session_cost_usd is an exact decimal amount of US dollars, written as a string, not a number: quote it: "5"`},
+		{"max_session_cost_usd = 2.50 # dollars\n", `quote it: "2.50"`},
+		{"[prices.\"gpt-5\"]\ninput = 1.25\n", `/h/config.toml:2: prices.gpt-5.input is an exact decimal price in US dollars per million tokens, written as a string, not a decimal number: quote it: "1.25"`},
+		{"allow_shell = \"false\"\n", "allow_shell is true or false, not a string: write it without quotes: allow_shell = false"},
+		{"allow_edit = \"no\"\n", "write allow_edit = true or allow_edit = false, without quotes"},
+		{"bash_timeout_secs = \"30\"\n", "bash_timeout_secs is a whole number of seconds, not a string: write it without quotes: bash_timeout_secs = 30"},
+		{"max_session_tokens = 1.5\n", "max_session_tokens is a whole number of tokens, not a decimal number: for example max_session_tokens = 1000000"},
+		{"tools = \"read, bash\"\n", `tools is a list of tool names, not a string: write it as a list: tools = ["read", "bash"]`},
+		{"model = [\"a\"]\n", "model is a model name, not a list: for example model = \"gpt-5.1-codex\""},
+	} {
+		_, err := parseFile("/h/config.toml", []byte(tc.in), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v\nwant it to contain %s", tc.in, err, tc.want)
+		}
+	}
+}
+
+// TestEveryKeyHasTypeAdvice: type advice covers every config key.
+func TestEveryKeyHasTypeAdvice(t *testing.T) {
+	for _, k := range validKeys {
+		if _, ok := keySpecs[k]; !ok && k != "prices" {
+			t.Errorf("no keySpec for %q", k)
+		}
+	}
+}

@@ -115,7 +115,7 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 	fc := &fileConfig{path: path, data: data}
 	md, err := toml.Decode(string(data), fc)
 	if err != nil {
-		return nil, decodeError(path, err)
+		return nil, decodeError(path, data, err)
 	}
 	var errs []error
 	for _, k := range md.Undecoded() {
@@ -147,28 +147,44 @@ var validKeys = []string{
 	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
 }
 
-func decodeError(path string, err error) error {
+// decodeError turns a decoder error into a FileError with its line; a
+// value of the wrong type says what the key holds and what to write.
+func decodeError(path string, data []byte, err error) error {
 	if pe, ok := errors.AsType[toml.ParseError](err); ok {
 		line := pe.Position.Line
 		if line == 0 {
 			line = pe.Line
 		}
-		msg := pe.Message
-		if pe.LastKey != "" {
-			msg = pe.LastKey + ": " + msg
-		}
-		return &FileError{Path: path, Line: line, Msg: msg}
+		return &FileError{Path: path, Line: line, Msg: keyMessage(data, line, pe.LastKey, pe.Message)}
 	}
 	msg := err.Error()
 	if m := tomlLineRE.FindStringSubmatch(msg); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		msg = strings.TrimPrefix(msg, m[0])
-		if m[2] != "" {
-			msg = m[2] + ": " + msg
-		}
-		return &FileError{Path: path, Line: line, Msg: msg}
+		return &FileError{Path: path, Line: line, Msg: keyMessage(data, line, m[2], strings.TrimPrefix(msg, m[0]))}
 	}
 	return &FileError{Path: path, Msg: strings.TrimPrefix(msg, "toml: ")}
+}
+
+// keyMessage prefixes msg with the key it is about, or replaces it with
+// advice when the key's value has the wrong type.
+func keyMessage(data []byte, line int, key, msg string) string {
+	if key == "" {
+		return msg
+	}
+	if advice := typeAdvice(key, msg, lineText(data, line)); advice != "" {
+		return advice
+	}
+	return key + ": " + msg
+}
+
+// lineText returns line n (from 1) of data, or "".
+func lineText(data []byte, n int) string {
+	for i, l := range strings.Split(string(data), "\n") {
+		if i+1 == n {
+			return l
+		}
+	}
+	return ""
 }
 
 // keyLine finds the line where the top-level key key[0] is defined, or 0.

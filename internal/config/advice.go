@@ -1,0 +1,167 @@
+package config
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// keyKind is the TOML type a config key expects.
+type keyKind int
+
+const (
+	kindText keyKind = iota
+	kindBool
+	kindInt
+	kindList
+)
+
+// keySpec says what a key holds, for advice on a value of the wrong type.
+type keySpec struct {
+	kind keyKind
+	what string // what the value is, e.g. "a model name"
+	// example is a valid value, shown when the given one cannot be turned
+	// into one.
+	example string
+}
+
+// keySpecs describes every top-level key of config.toml (validKeys);
+// price fields are described by priceFieldSpec.
+var keySpecs = map[string]keySpec{
+	"model":                 {kindText, "a model name", `"gpt-5.1-codex"`},
+	"reasoning":             {kindText, "a reasoning effort", `"medium"`},
+	"effect_policy":         {kindText, "an effect policy name", `"controlled"`},
+	"allow_external_paths":  {kindBool, "true or false", "false"},
+	"allow_edit":            {kindBool, "true or false", "true"},
+	"allow_write":           {kindBool, "true or false", "true"},
+	"allow_process":         {kindBool, "true or false", "true"},
+	"allow_shell":           {kindBool, "true or false", "true"},
+	"shell_path":            {kindText, "an absolute path", `"/bin/bash"`},
+	"bash_timeout_secs":     {kindInt, "a whole number of seconds", "120"},
+	"max_output_bytes":      {kindInt, "a whole number of bytes", "51200"},
+	"tools":                 {kindList, "a list of tool names", `["read", "search"]`},
+	"base_url":              {kindText, "a URL", `"https://api.openai.com/v1"`},
+	"runtime_profile":       {kindText, "a runtime profile name", `"codex"`},
+	"transport":             {kindText, "a transport name", `"http"`},
+	"max_session_tokens":    {kindInt, "a whole number of tokens", "1000000"},
+	"max_session_cost_usd":  {kindText, "an exact decimal amount of US dollars, written as a string", `"5"`},
+	"max_network_wait_secs": {kindInt, "a whole number of seconds", "600"},
+}
+
+// priceFieldSpec describes input, cached_input and output of [prices.<model>].
+var priceFieldSpec = keySpec{kindText, "an exact decimal price in US dollars per million tokens, written as a string", `"1.25"`}
+
+var incompatibleRE = regexp.MustCompile(`^incompatible types: TOML value has type (\S+); destination has type (\w+)$`)
+
+// typeAdvice rewrites the decoder's "incompatible types" message for key
+// (as the decoder names it, e.g. "prices.gpt-5.input") into what the key
+// holds and what to write instead; line is the offending line's text. It
+// returns "" for any other message.
+func typeAdvice(key, msg, line string) string {
+	m := incompatibleRE.FindStringSubmatch(msg)
+	if m == nil {
+		return ""
+	}
+	spec, name, ok := specOf(key)
+	if !ok {
+		return ""
+	}
+	got := tomlTypeName(m[1])
+	value := valueText(line)
+	head := fmt.Sprintf("%s is %s, not %s", name, spec.what, got)
+	switch spec.kind {
+	case kindText:
+		if m[1] == "int64" || m[1] == "float64" || m[1] == "bool" {
+			return fmt.Sprintf("%s: quote it: %q", head, value)
+		}
+	case kindBool:
+		if s, err := strconv.Unquote(value); err == nil && (s == "true" || s == "false") {
+			return fmt.Sprintf("%s: write it without quotes: %s = %s", head, name, s)
+		}
+		return fmt.Sprintf("%s: write %s = true or %s = false, without quotes", head, name, name)
+	case kindInt:
+		if s, err := strconv.Unquote(value); err == nil {
+			if _, err := strconv.ParseInt(strings.TrimSpace(s), 10, 64); err == nil {
+				return fmt.Sprintf("%s: write it without quotes: %s = %s", head, name, strings.TrimSpace(s))
+			}
+		}
+	case kindList:
+		if s, err := strconv.Unquote(value); err == nil {
+			var items []string
+			for _, f := range strings.Split(s, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					items = append(items, strconv.Quote(f))
+				}
+			}
+			if len(items) > 0 {
+				return fmt.Sprintf("%s: write it as a list: %s = [%s]", head, name, strings.Join(items, ", "))
+			}
+		}
+		if m[2] == "string" {
+			return fmt.Sprintf("%s: quote each name: %s = %s", head, name, spec.example)
+		}
+	}
+	return fmt.Sprintf("%s: for example %s = %s", head, name, spec.example)
+}
+
+// specOf finds the spec of a decoder key path and the name to show: the
+// key itself, or the field of a [prices.<model>] table.
+func specOf(key string) (keySpec, string, bool) {
+	if spec, ok := keySpecs[key]; ok {
+		return spec, key, true
+	}
+	if rest, ok := strings.CutPrefix(key, "prices."); ok {
+		for _, f := range []string{"input", "cached_input", "output"} {
+			if strings.HasSuffix(rest, "."+f) {
+				return priceFieldSpec, key, true
+			}
+		}
+	}
+	return keySpec{}, "", false
+}
+
+// tomlTypeName names a decoded TOML value's Go type as a person would.
+func tomlTypeName(t string) string {
+	switch t {
+	case "int64":
+		return "a number"
+	case "float64":
+		return "a decimal number"
+	case "bool":
+		return "true or false"
+	case "string":
+		return "a string"
+	}
+	if strings.HasPrefix(t, "[]") {
+		return "a list"
+	}
+	if strings.HasPrefix(t, "map[") {
+		return "a table"
+	}
+	return "a " + t
+}
+
+// valueText is the value written on a "key = value" line, without a
+// trailing comment outside quotes; numbers and booleans as written.
+func valueText(line string) string {
+	_, v, ok := strings.Cut(line, "=")
+	if !ok {
+		return ""
+	}
+	v = strings.TrimSpace(v)
+	inQuote := byte(0)
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case inQuote != 0 && c == '\\' && inQuote == '"':
+			i++
+		case inQuote != 0 && c == inQuote:
+			inQuote = 0
+		case inQuote == 0 && (c == '"' || c == '\''):
+			inQuote = c
+		case inQuote == 0 && c == '#':
+			return strings.TrimSpace(v[:i])
+		}
+	}
+	return v
+}
