@@ -3,6 +3,7 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -283,8 +284,12 @@ func (s *Session) durableWrite(buf []byte) error {
 	if err == nil {
 		return nil
 	}
-	if terr := s.f.Truncate(s.size); terr != nil {
-		return errors.Join(fmt.Errorf("write: %w", err), fmt.Errorf("truncate back to %d: %w", s.size, terr))
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		err = pe.Err // the caller names the file once
 	}
-	return fmt.Errorf("write: %w", err)
+	err = fmt.Errorf("write %d bytes at offset %d: %w", len(buf), s.size, err)
+	if terr := s.f.Truncate(s.size); terr != nil {
+		return errors.Join(err, fmt.Errorf("truncate back to %d: %w", s.size, terr))
+	}
+	return err
 }
