@@ -53,7 +53,6 @@ func (s *Session) append(in []Record) ([]Record, error) {
 	}
 	recs := make([]Record, len(in))
 	now := time.Now().UTC()
-	uncertain := false
 	for i, r := range in {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("append to session: record %d: %w", i, err)
@@ -68,13 +67,12 @@ func (s *Session) append(in []Record) ([]Record, error) {
 			}
 			r.Entry = &e
 		}
-		uncertain = uncertain || r.Kind == KindUsageUncertain || r.Kind == KindDelegatedUsage && r.Delegated.Uncertain
 		recs[i] = r
 	}
 
 	s.mu.Lock()
 	var fa ForeignAppend
-	err := s.appendLocked(recs, uncertain, &fa)
+	err := s.appendLocked(recs, &fa)
 	hook := s.hook
 	s.mu.Unlock()
 	if fa.Records > 0 && hook != nil {
@@ -86,21 +84,14 @@ func (s *Session) append(in []Record) ([]Record, error) {
 	return recs, nil
 }
 
-func (s *Session) appendLocked(recs []Record, uncertain bool, fa *ForeignAppend) error {
+func (s *Session) appendLocked(recs []Record, fa *ForeignAppend) error {
 	if s.closed {
 		return ErrClosed
 	}
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	if uncertain {
-		// The listing flag goes first: if the append then fails, the flag
-		// is conservatively set; it can never be missing for a marker.
-		if err := s.ensureSidecar(); err != nil {
-			return err
-		}
-	}
-	return s.withLock(unix.LOCK_EX, func() error {
+	err := s.withLock(unix.LOCK_EX, func() error {
 		var err error
 		*fa, err = s.catchUpForeign()
 		if err == nil {
@@ -113,6 +104,11 @@ func (s *Session) appendLocked(recs []Record, uncertain bool, fa *ForeignAppend)
 		}
 		return s.writeBatch(recs)
 	})
+	if err == nil && s.listingDue() {
+		// The ledger holds the truth; the listing cache follows it.
+		s.writeListing()
+	}
+	return err
 }
 
 // writeBatch validates and writes recs at s.size; the caller holds the
