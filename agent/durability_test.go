@@ -314,3 +314,37 @@ func TestUnsavedResultUnderCancellationFailsTheRun(t *testing.T) {
 	os.Remove(filler)
 	checkUnresolvedThenIndeterminate(t, h.sess.Path(), h.host, "c1")
 }
+
+// TestUncertaintyReachesLedgerWhenListingCacheBlocked: a dispatched
+// request that failed with unknown usage is recorded as uncertain in the
+// ledger even when the listing cache next to the session cannot be
+// written (its path, and the older marker file's, taken by directories,
+// which stops root too); listings read the marker from the ledger.
+func TestUncertaintyReachesLedgerWhenListingCacheBlocked(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{})
+	stem := strings.TrimSuffix(h.sess.Path(), ".jsonl")
+	for _, p := range []string{stem + ".listing", stem + ".uncertain"} {
+		os.Remove(p)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.srv.Enqueue(pt.Status(503, "server_error", "", "overloaded"))
+	r := h.prompt("hi", PromptOptions{})
+	fin := checkRunEvents(t, drain(t, r), OutcomeFailed)
+	if strings.Contains(fin.Error, "uncertain") || !strings.Contains(fin.Error, "503") {
+		t.Fatalf("run error %q, want the provider's failure only", fin.Error)
+	}
+	if n := count(readFile(t, h.sess.Path()), "usage_uncertain"); n != 1 {
+		t.Fatalf("%d usage_uncertain records in the ledger, want 1", n)
+	}
+	if !h.sess.Totals().Uncertain || r.Wait().Usage.Complete {
+		t.Fatal("the session's usage is not uncertain")
+	}
+	os.Remove(stem + ".uncertain") // an older version's flag would answer for the ledger
+	infos, err := session.List(filepath.Dir(h.sess.Path()))
+	if err != nil || len(infos) != 1 || !infos[0].UsageUncertain {
+		t.Fatalf("List = %+v, %v; want the session usage-uncertain", infos, err)
+	}
+}
