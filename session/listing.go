@@ -18,7 +18,8 @@ import (
 // first Size bytes of the file with inode Ino hold (or do not hold) an
 // uncertainty marker". Writers rewrite it, best effort, on a writable
 // Open, when the session becomes uncertain, once listingEvery bytes were
-// appended since the last rewrite, and on Close; it is never a reason for
+// appended since the last rewrite, and on Close if anything was appended
+// (Create writes none); it is never a reason for
 // an append (or Open) to fail. Because the file is append-only, a cache
 // that is older than the file is still true of its prefix, so List reads
 // only the bytes after it; a missing, unreadable or foreign cache makes

@@ -213,15 +213,28 @@ func TestListReadsOnlyWhatTheCacheDoesNotCover(t *testing.T) {
 	}
 }
 
-// TestListingCacheFollowsLiveWriter: the cache is rewritten when the
-// session becomes uncertain and once listingEvery bytes were appended, so
-// List never reads more than that of a live session.
+// TestListingCacheFollowsLiveWriter: Create writes no cache; a writable
+// Open does, and it is rewritten when the session becomes uncertain and
+// once listingEvery bytes were appended, so List never reads more than
+// that of a live session.
 func TestListingCacheFollowsLiveWriter(t *testing.T) {
+	var err error
 	s := newSession(t)
-	defer s.Close()
+	defer func() { s.Close() }()
+	if _, err := os.Lstat(listingPath(s.Path())); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Create wrote a listing cache (%v); a header-only file needs none", err)
+	}
+	if listedUncertainty(t, s.Path()) {
+		t.Fatal("a new session listed uncertain")
+	}
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+	s.Close()
+	if s, err = Open(s.Path()); err != nil {
+		t.Fatal(err)
+	}
 	start := readListing(t, s.Path())
 	if start.size != s.Size() || start.uncertain {
-		t.Fatalf("cache after Create %+v, want clean at %d", start, s.Size())
+		t.Fatalf("cache after Open %+v, want clean at %d", start, s.Size())
 	}
 	big := Entry{Type: EntryUser, Text: string(make([]byte, listingEvery/4))}
 	for s.Size()-start.size < listingEvery {

@@ -130,7 +130,14 @@ func Create(dir string, h Header) (*Session, error) {
 	if err := writeNew(dir, final, buf); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
-	return Open(final)
+	s, err := openFile(final, false, true)
+	if err != nil {
+		return nil, err
+	}
+	// No listing cache yet: List reads a file this small itself, and a
+	// session removed before anything was appended leaves nothing behind.
+	s.listed = listing{ino: s.ino, size: s.size}
+	return s, nil
 }
 
 func ensureDir(dir string) error {
@@ -189,8 +196,19 @@ func Open(path string) (*Session, error) { return open(path, false, true) }
 func Inspect(path string) (*Session, error) { return open(path, true, true) }
 
 // open opens a session; typed=false skips typing the active branch (for
-// callers that only stream the file, like Export).
+// callers that only stream the file, like Export). A writer rebuilds the
+// listing cache from the ledger just read (it may be missing, stale or
+// another file's).
 func open(path string, ro, typed bool) (*Session, error) {
+	s, err := openFile(path, ro, typed)
+	if err == nil && !ro {
+		s.writeListing()
+	}
+	return s, err
+}
+
+// openFile is open without touching the listing cache.
+func openFile(path string, ro, typed bool) (*Session, error) {
 	flag, how := os.O_RDWR, unix.LOCK_EX
 	if ro {
 		flag, how = os.O_RDONLY, unix.LOCK_SH
@@ -232,11 +250,6 @@ func open(path string, ro, typed bool) (*Session, error) {
 	if err != nil {
 		f.Close()
 		return nil, err
-	}
-	if !ro {
-		// Rebuild the listing cache from the ledger just read (it may be
-		// missing, stale or another file's).
-		s.writeListing()
 	}
 	return s, nil
 }
