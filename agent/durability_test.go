@@ -152,8 +152,9 @@ func TestUnsavedResultOnFullDiskLeavesCallUnresolved(t *testing.T) {
 	if !errors.As(res.Err, &unsaved) || unsaved.CallID != "c1" || !errors.Is(res.Err, unix.ENOSPC) {
 		t.Fatalf("run error %v, want a ResultNotSavedError for c1 wrapping ENOSPC", res.Err)
 	}
-	if n := strings.Count(fin.Error, "no space left on device"); n != 1 || !strings.Contains(fin.Error, "indeterminate") {
-		t.Fatalf("run_finished error %q: want the cause once and what resume will do", fin.Error)
+	if strings.Count(fin.Error, "no space left on device") != 1 || strings.Count(fin.Error, h.sess.Path()) != 1 ||
+		!strings.Contains(fin.Error, "indeterminate") {
+		t.Fatalf("run_finished error %q: want the cause and the session named once, and what resume will do", fin.Error)
 	}
 	if got := toolEvents(evs, "c1"); strings.Join(got, ",") != "started,finished-unrecorded" {
 		t.Fatalf("c1 events %v, want one tool_started and one unrecorded tool_finished", got)
@@ -221,8 +222,8 @@ func TestUnsavedResultAtSessionLimits(t *testing.T) {
 			if !errors.As(res.Err, &unsaved) || unsaved.CallID != "c1" || !isLimit || lim.Limit != c.limit {
 				t.Fatalf("run error %v, want a ResultNotSavedError for c1 over the %s limit", res.Err, c.limit)
 			}
-			if n := strings.Count(fin.Error, "limit"); n != 1 {
-				t.Fatalf("run_finished error %q names a limit %d times, want once", fin.Error, n)
+			if strings.Count(fin.Error, "limit") != 1 || strings.Count(fin.Error, path) != 1 {
+				t.Fatalf("run_finished error %q: want the limit and the session named once", fin.Error)
 			}
 			if got := toolEvents(evs, "c1"); strings.Join(got, ",") != "started,finished-unrecorded" {
 				t.Fatalf("c1 events %v, want one tool_started and one unrecorded tool_finished", got)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -79,6 +80,9 @@ func (s *Session) append(in []Record) ([]Record, error) {
 		hook(fa)
 	}
 	if err != nil {
+		if strings.Contains(err.Error(), s.path) { // named once is enough
+			return nil, fmt.Errorf("append to session: %w", err)
+		}
 		return nil, fmt.Errorf("append to session %s: %w", s.path, err)
 	}
 	return recs, nil

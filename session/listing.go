@@ -19,11 +19,11 @@ import (
 // uncertainty marker". Writers rewrite it, best effort, on a writable
 // Open, when the session becomes uncertain, once listingEvery bytes were
 // appended since the last rewrite, and on Close if anything was appended
-// (Create writes none); it is never a reason for
-// an append (or Open) to fail. Because the file is append-only, a cache
-// that is older than the file is still true of its prefix, so List reads
-// only the bytes after it; a missing, unreadable or foreign cache makes
-// List read the whole file.
+// (Create writes none); it is never a reason for an append (or Open) to
+// fail. Because the file is append-only, a cache that is older than the
+// file is still true of its prefix, so List reads only the bytes after
+// it; a missing, unreadable or foreign cache makes List read the whole
+// file.
 
 // listingEvery bounds how much of a live session List has to read past
 // its cache.
