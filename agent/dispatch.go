@@ -52,7 +52,9 @@ type ResultNotSavedError struct {
 }
 
 func (e *ResultNotSavedError) Error() string {
-	return fmt.Sprintf("%s call %s ran but its result could not be saved: %v; the call stays unresolved and is marked indeterminate (its effects may have happened) when the session is resumed", e.Tool, e.CallID, e.Err)
+	return fmt.Sprintf("%s call %s ran but its result could not be saved: %v; the call stays unresolved: "+
+		"once the session can be written again (free disk space; a session at a size limit needs a new session), "+
+		"resuming records it as indeterminate, since its effects may have happened", e.Tool, e.CallID, e.Err)
 }
 
 func (e *ResultNotSavedError) Unwrap() error { return e.Err }
