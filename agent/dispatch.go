@@ -53,7 +53,7 @@ type ResultNotSavedError struct {
 
 func (e *ResultNotSavedError) Error() string {
 	return fmt.Sprintf("%s call %s ran but its result could not be saved: %v; the call stays unresolved: "+
-		"once the session can be written again (free disk space; a session at a size limit needs a new session), "+
+		"once the session can be written again (free disk space; a full session needs a new one), "+
 		"resuming records it as indeterminate, since its effects may have happened", e.Tool, e.CallID, e.Err)
 }
 
