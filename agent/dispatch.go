@@ -453,19 +453,18 @@ func (r *Run) syntheticResult(i int, text string) error {
 }
 
 // persistResult durably appends call i's result entry and emits
-// tool_finished. The result of a call that ran (executed) and cannot be
-// saved is a *ResultNotSavedError, and its tool_finished is marked
-// unrecorded.
+// tool_finished, marked unrecorded when the append fails. The error for a
+// call that ran (executed) is a *ResultNotSavedError.
 func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.Time) error {
 	call := r.pending[i].item
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
 		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: res.Details,
 	}}
 	if _, err := r.a.sess.AppendEntry(e); err != nil {
+		r.callFinished(i, res, executed, start, false) // every tool_started is closed
 		if !executed {
 			return fmt.Errorf("persist result of %s call %s: %w", call.Name, call.CallID, err)
 		}
-		r.callFinished(i, res, executed, start, false)
 		return &ResultNotSavedError{Tool: call.Name, CallID: call.CallID, Err: err}
 	}
 	r.pending[i].done = true

@@ -228,6 +228,11 @@ func TestUnsavedResultAtSessionLimits(t *testing.T) {
 			if got := toolEvents(evs, "c1"); strings.Join(got, ",") != "started,finished-unrecorded" {
 				t.Fatalf("c1 events %v, want one tool_started and one unrecorded tool_finished", got)
 			}
+			// c2 never ran; its "not executed" error did not fit either,
+			// and its tool_started is still closed.
+			if got := toolEvents(evs, "c2"); c.limit == "records" && strings.Join(got, ",") != "started,finished-unrecorded" {
+				t.Fatalf("c2 events %v, want one tool_started and one unrecorded tool_finished", got)
+			}
 			if tool.executed.Load() != 1 {
 				t.Fatalf("executed %d calls, want 1", tool.executed.Load())
 			}

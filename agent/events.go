@@ -148,8 +148,8 @@ type ToolOutput struct {
 }
 
 // ToolFinished closes the call: its result record is durable, or, with
-// Unrecorded, the call ran but its result could not be saved (the run then
-// fails, and the call is indeterminate when the session is resumed).
+// Unrecorded, its result could not be saved (the run then fails, and the
+// call is indeterminate when the session is resumed).
 type ToolFinished struct {
 	header
 	CallID     string `json:"callId"`
