@@ -34,7 +34,30 @@ type pendingCall struct {
 	// admitted (an approval still pending, say): it gets the static
 	// tools-disabled error instead of its denial.
 	withdrawn bool
+	// started is set once the call is committed to execution. From then
+	// on only its own outcome may resolve it: if that cannot be saved the
+	// call stays unresolved (indeterminate on resume), never "not
+	// executed".
+	started bool
 }
+
+// ResultNotSavedError is the run error when a call ran but its result
+// could not be persisted (disk full, a session limit). The call is left
+// without a result, so resuming the session pairs it with the
+// indeterminate crash-recovery error: its effects may have happened.
+type ResultNotSavedError struct {
+	Tool   string // the tool the model called
+	CallID string
+	Err    error // the session's append error
+}
+
+func (e *ResultNotSavedError) Error() string {
+	return fmt.Sprintf("%s call %s ran but its result could not be saved: %v; the call stays unresolved: "+
+		"once the session can be written again (free disk space; a full session needs a new one), "+
+		"resuming records it as indeterminate, since its effects may have happened", e.Tool, e.CallID, e.Err)
+}
+
+func (e *ResultNotSavedError) Unwrap() error { return e.Err }
 
 // toolMsg is a decision or progress report from a dispatch, routed to the
 // owner goroutine, which alone emits events.
@@ -347,16 +370,33 @@ type outcome struct {
 // executeWave runs the admitted calls concurrently (a single call is a
 // wave of one) and persists their results in call order, each as soon as it
 // and every earlier call of the wave are done. The owner goroutine keeps
-// emitting decisions and progress while it waits.
+// emitting decisions and progress while it waits. Once a result cannot be
+// saved, the rest of the wave is cancelled and no later result is
+// persisted: each call still gets its tool_finished, marked unrecorded,
+// and the first ResultNotSavedError is returned.
 func (r *Run) executeWave(wave []admitted, sink *toolSink) error {
+	wctx, cancel := context.WithCancel(r.ctx)
+	defer cancel()
 	results := make(chan outcome, len(wave))
 	for _, w := range wave {
-		go r.execute(w, results)
+		r.pending[w.idx].started = true
+		go r.execute(wctx, w, results)
 	}
 	got := make(map[int]tools.Result, len(wave))
 	next := 0
+	var failed error
+	settle := func(w admitted, res tools.Result) {
+		if failed != nil {
+			r.callFinished(w.idx, res, true, w.start, false)
+			return
+		}
+		if err := r.persistResult(w.idx, res, true, w.start); err != nil {
+			failed = err
+			cancel()
+		}
+	}
 	var grace <-chan time.Time
-	ctxDone := r.ctx.Done()
+	ctxDone := wctx.Done()
 	for next < len(wave) {
 		select {
 		case <-sink.notify:
@@ -364,15 +404,12 @@ func (r *Run) executeWave(wave []admitted, sink *toolSink) error {
 		case o := <-results:
 			got[o.idx] = o.res
 			r.drainSink(sink)
-			for next < len(wave) {
+			for ; next < len(wave); next++ {
 				res, ok := got[wave[next].idx]
 				if !ok {
 					break
 				}
-				if err := r.persistResult(wave[next].idx, res, true, wave[next].start); err != nil {
-					return err
-				}
-				next++
+				settle(wave[next], res)
 			}
 		case <-ctxDone:
 			ctxDone = nil
@@ -384,18 +421,19 @@ func (r *Run) executeWave(wave []admitted, sink *toolSink) error {
 			// leave them behind rather than hang the run.
 			for ; next < len(wave); next++ {
 				r.a.log.Warn("agent: tool did not stop after cancellation", "tool", r.pending[wave[next].idx].item.Name)
-				if err := r.persistResult(wave[next].idx, tools.Result{Text: textAbandoned, IsError: true}, true, wave[next].start); err != nil {
-					return err
-				}
+				settle(wave[next], tools.Result{Text: textAbandoned, IsError: true})
+			}
+			if failed != nil {
+				return failed
 			}
 			return errCancelled
 		}
 	}
-	return nil
+	return failed
 }
 
 // execute runs one admitted call, turning a panic into an error result.
-func (r *Run) execute(w admitted, out chan<- outcome) {
+func (r *Run) execute(ctx context.Context, w admitted, out chan<- outcome) {
 	res := tools.Result{Text: textToolPanicked, IsError: true}
 	defer func() {
 		if p := recover(); p != nil {
@@ -403,7 +441,7 @@ func (r *Run) execute(w admitted, out chan<- outcome) {
 		}
 		out <- outcome{idx: w.idx, res: res}
 	}()
-	res, _ = w.adm.Execute(r.ctx)
+	res, _ = w.adm.Execute(ctx)
 }
 
 // syntheticResult pairs call i with a static error without executing it
@@ -415,17 +453,30 @@ func (r *Run) syntheticResult(i int, text string) error {
 }
 
 // persistResult durably appends call i's result entry and emits
-// tool_finished.
+// tool_finished, marked unrecorded when the append fails. The error for a
+// call that ran (executed) is a *ResultNotSavedError.
 func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.Time) error {
 	call := r.pending[i].item
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
 		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: res.Details,
 	}}
 	if _, err := r.a.sess.AppendEntry(e); err != nil {
-		return fmt.Errorf("persist result of %s call: %w", call.Name, err)
+		r.callFinished(i, res, executed, start, false) // every tool_started is closed
+		if !executed {
+			return fmt.Errorf("persist result of %s call %s: %w", call.Name, call.CallID, err)
+		}
+		return &ResultNotSavedError{Tool: call.Name, CallID: call.CallID, Err: err}
 	}
 	r.pending[i].done = true
-	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError})
+	r.callFinished(i, res, executed, start, true)
+	return nil
+}
+
+// callFinished emits call i's tool_finished (unrecorded when its result is
+// not durable) and reports it to the observer.
+func (r *Run) callFinished(i int, res tools.Result, executed bool, start time.Time, recorded bool) {
+	call := r.pending[i].item
+	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded})
 	name := call.Name
 	if _, ok := r.a.cfg.Host.Lookup(name); !ok {
 		name = "" // a name no tool has is model text, not a host name
@@ -434,14 +485,16 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 		RunID: r.id, Tool: name, ArgumentsHash: hashHex(call.Arguments), Executed: executed,
 		IsError: res.IsError, ResultBytes: len(res.Text), Duration: time.Since(start),
 	})
-	return nil
 }
 
 // settlePending pairs every call of the last assistant entry that has no
-// durable result with a static error, so the session stays replayable.
+// durable result and never started with a static error, so the session
+// stays replayable. A call that started keeps no synthetic result: it was
+// resolved by its own outcome, or (that outcome unsaved) stays unresolved
+// for crash recovery to mark indeterminate.
 func (r *Run) settlePending(text string) error {
 	for i := range r.pending {
-		if r.pending[i].done {
+		if r.pending[i].done || r.pending[i].started {
 			continue
 		}
 		if err := r.syntheticResult(i, text); err != nil {

@@ -147,11 +147,14 @@ type ToolOutput struct {
 	Text   string `json:"text"`
 }
 
-// ToolFinished reports the call's result record is durable.
+// ToolFinished closes the call: its result record is durable, or, with
+// Unrecorded, its result could not be saved (the run then fails, and the
+// call is indeterminate when the session is resumed).
 type ToolFinished struct {
 	header
-	CallID  string `json:"callId"`
-	IsError bool   `json:"isError"`
+	CallID     string `json:"callId"`
+	IsError    bool   `json:"isError"`
+	Unrecorded bool   `json:"unrecorded,omitempty"`
 }
 
 // ProviderRetry reports that a failed provider attempt is being replaced.

@@ -44,6 +44,7 @@ type harnessOpt struct {
 	maxTurns  int
 	sessDir   string
 	transport provider.Transport
+	maxResult int // the broker's MaxResultBytes (0: default)
 }
 
 // checkLeaks verifies at the very end of the test (after every other
@@ -80,7 +81,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 			t.Fatalf("register %s: %v", tl.Name(), err)
 		}
 	}
-	h.broker = tools.NewBroker(tools.BrokerConfig{Policy: o.policy, Approver: o.approver})
+	h.broker = tools.NewBroker(tools.BrokerConfig{Policy: o.policy, Approver: o.approver, MaxResultBytes: o.maxResult})
 	h.model = o.model
 	if h.model.Name == "" {
 		h.model = provider.Model{Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000, Features: provider.FeatureParallelToolCalls}

@@ -188,6 +188,11 @@ func (r *Run) loopSafe() (outcome Outcome, err error) {
 		}
 	}()
 	outcome, err = r.loop()
+	if _, unsaved := errors.AsType[*ResultNotSavedError](err); unsaved {
+		// Even under cancellation: a result that could not be saved
+		// fails the run, and says so.
+		return OutcomeFailed, err
+	}
 	if errors.Is(err, errCancelled) || (err != nil && r.ctx.Err() != nil) {
 		return OutcomeCancelled, nil
 	}
@@ -195,14 +200,14 @@ func (r *Run) loopSafe() (outcome Outcome, err error) {
 }
 
 // finish settles what an early ending leaves behind and writes the run's
-// single checkpoint: unresolved calls of the last assistant entry are paired
-// with errors, accepted but undelivered controls are persisted as entries
-// (so no accepted input is lost), then the checkpoint is appended.
+// single checkpoint: calls of the last assistant entry that never started
+// are paired with errors, accepted but undelivered controls are persisted
+// as entries (so no accepted input is lost), then the checkpoint is
+// appended. When the run already failed, a failure of these writes (most
+// often the same full disk) is logged, not added to the run error, which
+// names its first cause once.
 func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 	var errs []error
-	if runErr != nil {
-		errs = append(errs, runErr)
-	}
 	if outcome != OutcomeCompleted {
 		if err := r.settlePending(settleText(outcome)); err != nil {
 			errs = append(errs, err)
@@ -215,15 +220,23 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 		}
 	}
 	cp := session.Checkpoint{RunID: r.id, Outcome: string(outcome)}
-	if len(errs) > 0 {
-		cp.Error = boundedError(errors.Join(errs...))
+	if runErr != nil || len(errs) > 0 {
+		cp.Error = boundedError(errors.Join(append([]error{runErr}, errs...)...))
 	}
 	if err := r.a.sess.Append(session.CheckpointRecord(cp)); err != nil {
-		r.a.log.Error("agent: checkpoint not written", "run", r.id, "err", err)
 		errs = append(errs, fmt.Errorf("write checkpoint: %w", err))
+	}
+	if runErr != nil {
+		for _, err := range errs {
+			r.a.log.Error("agent: run not settled after its failure", "run", r.id, "err", err)
+		}
+		return outcome, runErr
 	}
 	if len(errs) > 0 && outcome == OutcomeCompleted {
 		outcome = OutcomeFailed
+	}
+	if len(errs) > 0 {
+		r.a.log.Error("agent: run not settled", "run", r.id, "err", errors.Join(errs...))
 	}
 	return outcome, errors.Join(errs...)
 }

@@ -3,7 +3,9 @@ package session
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -52,7 +54,6 @@ func (s *Session) append(in []Record) ([]Record, error) {
 	}
 	recs := make([]Record, len(in))
 	now := time.Now().UTC()
-	uncertain := false
 	for i, r := range in {
 		if err := r.validate(); err != nil {
 			return nil, fmt.Errorf("append to session: record %d: %w", i, err)
@@ -67,39 +68,34 @@ func (s *Session) append(in []Record) ([]Record, error) {
 			}
 			r.Entry = &e
 		}
-		uncertain = uncertain || r.Kind == KindUsageUncertain || r.Kind == KindDelegatedUsage && r.Delegated.Uncertain
 		recs[i] = r
 	}
 
 	s.mu.Lock()
 	var fa ForeignAppend
-	err := s.appendLocked(recs, uncertain, &fa)
+	err := s.appendLocked(recs, &fa)
 	hook := s.hook
 	s.mu.Unlock()
 	if fa.Records > 0 && hook != nil {
 		hook(fa)
 	}
 	if err != nil {
+		if strings.Contains(err.Error(), s.path) { // named once is enough
+			return nil, fmt.Errorf("append to session: %w", err)
+		}
 		return nil, fmt.Errorf("append to session %s: %w", s.path, err)
 	}
 	return recs, nil
 }
 
-func (s *Session) appendLocked(recs []Record, uncertain bool, fa *ForeignAppend) error {
+func (s *Session) appendLocked(recs []Record, fa *ForeignAppend) error {
 	if s.closed {
 		return ErrClosed
 	}
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	if uncertain {
-		// The listing flag goes first: if the append then fails, the flag
-		// is conservatively set; it can never be missing for a marker.
-		if err := s.ensureSidecar(); err != nil {
-			return err
-		}
-	}
-	return s.withLock(unix.LOCK_EX, func() error {
+	err := s.withLock(unix.LOCK_EX, func() error {
 		var err error
 		*fa, err = s.catchUpForeign()
 		if err == nil {
@@ -112,6 +108,11 @@ func (s *Session) appendLocked(recs []Record, uncertain bool, fa *ForeignAppend)
 		}
 		return s.writeBatch(recs)
 	})
+	if err == nil && s.listingDue() {
+		// The ledger holds the truth; the listing cache follows it.
+		s.writeListing()
+	}
+	return err
 }
 
 // writeBatch validates and writes recs at s.size; the caller holds the
@@ -283,8 +284,12 @@ func (s *Session) durableWrite(buf []byte) error {
 	if err == nil {
 		return nil
 	}
-	if terr := s.f.Truncate(s.size); terr != nil {
-		return errors.Join(fmt.Errorf("write: %w", err), fmt.Errorf("truncate back to %d: %w", s.size, terr))
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		err = pe.Err // the caller names the file once
 	}
-	return fmt.Errorf("write: %w", err)
+	err = fmt.Errorf("write %d bytes at offset %d: %w", len(buf), s.size, err)
+	if terr := s.f.Truncate(s.size); terr != nil {
+		return errors.Join(err, fmt.Errorf("truncate back to %d: %w", s.size, terr))
+	}
+	return err
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -17,8 +18,9 @@ import (
 const maxListHeader = 1 << 20
 
 // List describes the sessions in dir, most recently updated first. It reads
-// only each file's header line, its metadata and the uncertainty sidecar,
-// never whole files. Files that cannot be described are skipped and
+// each file's header line and metadata, and its listing cache for usage
+// uncertainty: only the records the cache does not vouch for are read (all
+// of them when the cache is missing or could not be written). Files that cannot be described are skipped and
 // reported in the joined error next to the sessions that could be.
 func List(dir string) ([]Info, error) {
 	des, err := os.ReadDir(dir)
@@ -70,11 +72,18 @@ func describe(path string) (Info, error) {
 	if err != nil {
 		return Info{}, &CorruptError{Path: path, Line: 1, Err: err}
 	}
-	_, serr := os.Lstat(sidecarPath(path))
+	var ino uint64
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		ino = st.Ino
+	}
+	uncertain, err := listedUncertain(path, f, ino, fi.Size())
+	if err != nil {
+		return Info{}, fmt.Errorf("list session %s: %w", path, err)
+	}
 	return Info{
 		ID: h.ID, Title: h.Title, Cwd: h.Cwd,
 		Created: h.Created, Updated: fi.ModTime(),
-		UsageUncertain: serr == nil,
+		UsageUncertain: uncertain,
 		Path:           path,
 		Version:        h.Version,
 	}, nil

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -50,9 +49,13 @@ type Session struct {
 	alloc    strAlloc
 	foreign  int64
 	hook     func(ForeignAppend)
-	sidecar  bool
-	wbuf     []byte // reused encoding buffer
-	wends    []int
+	ino      uint64  // the file's inode, named in the listing cache
+	listed   listing // what this writer last wrote to the listing cache
+	// listingWarned is set once a listing cache write failed (logged
+	// once, cleared by the next success).
+	listingWarned bool
+	wbuf          []byte // reused encoding buffer
+	wends         []int
 	// specOK lets the first fold type entries speculatively (spec) while
 	// it indexes them; only open sets it.
 	specOK bool
@@ -127,7 +130,14 @@ func Create(dir string, h Header) (*Session, error) {
 	if err := writeNew(dir, final, buf); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
-	return Open(final)
+	s, err := openFile(final, false, true)
+	if err != nil {
+		return nil, err
+	}
+	// No listing cache yet: List reads a file this small itself, and a
+	// session removed before anything was appended leaves nothing behind.
+	s.listed = listing{ino: s.ino, size: s.size}
+	return s, nil
 }
 
 func ensureDir(dir string) error {
@@ -186,8 +196,19 @@ func Open(path string) (*Session, error) { return open(path, false, true) }
 func Inspect(path string) (*Session, error) { return open(path, true, true) }
 
 // open opens a session; typed=false skips typing the active branch (for
-// callers that only stream the file, like Export).
+// callers that only stream the file, like Export). A writer rebuilds the
+// listing cache from the ledger just read (it may be missing, stale or
+// another file's).
 func open(path string, ro, typed bool) (*Session, error) {
+	s, err := openFile(path, ro, typed)
+	if err == nil && !ro {
+		s.writeListing()
+	}
+	return s, err
+}
+
+// openFile is open without touching the listing cache.
+func openFile(path string, ro, typed bool) (*Session, error) {
 	flag, how := os.O_RDWR, unix.LOCK_EX
 	if ro {
 		flag, how = os.O_RDONLY, unix.LOCK_SH
@@ -197,6 +218,12 @@ func open(path string, ro, typed bool) (*Session, error) {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
 	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex(), specOK: typed}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	s.ino = st.Ino
 	err = s.withLock(how, func() error {
 		_, err := s.catchUp()
 		sp := s.spec
@@ -220,9 +247,6 @@ func open(path string, ro, typed bool) (*Session, error) {
 		// untouched.
 		return s.repairTail()
 	})
-	if err == nil && !ro && s.ix.totals.Uncertain {
-		err = s.ensureSidecar()
-	}
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -736,29 +760,8 @@ func (s *Session) Close() error {
 		return nil
 	}
 	s.closed = true
+	if !s.readOnly && s.listed.size != s.size {
+		s.writeListing()
+	}
 	return s.f.Close()
-}
-
-// sidecarPath is the marker file that tells listings a session holds a
-// usage-uncertainty marker.
-func sidecarPath(path string) string {
-	return strings.TrimSuffix(path, ".jsonl") + ".uncertain"
-}
-
-// ensureSidecar creates the uncertainty marker file durably.
-func (s *Session) ensureSidecar() error {
-	if s.sidecar {
-		return nil
-	}
-	p := sidecarPath(s.path)
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
-	if err != nil {
-		return fmt.Errorf("session %s: create uncertainty marker: %w", s.path, err)
-	}
-	err = errors.Join(f.Sync(), f.Close(), syncDir(filepath.Dir(p)))
-	if err != nil {
-		return fmt.Errorf("session %s: create uncertainty marker: %w", s.path, err)
-	}
-	s.sidecar = true
-	return nil
 }

@@ -106,8 +106,8 @@ func TestCreateAppendReopen(t *testing.T) {
 	if d := cmp.Diff(wantTotals, s.Totals()); d != "" {
 		t.Errorf("totals (-want +got):\n%s", d)
 	}
-	if _, err := os.Stat(sidecarPath(s.Path())); err != nil {
-		t.Errorf("uncertainty sidecar missing: %v", err)
+	if l := readListing(t, s.Path()); !l.uncertain || l.size != s.Size() {
+		t.Errorf("listing cache %+v, want uncertain at size %d", l, s.Size())
 	}
 	s.Close()
 

@@ -328,8 +328,9 @@ type Info struct {
 	ID, Title, Cwd string
 	// Created comes from the header, Updated from the file's mtime.
 	Created, Updated time.Time
-	// UsageUncertain is conservative: it may be true for a session whose
-	// marker append failed, never false for one holding a marker.
+	// UsageUncertain reports an uncertainty marker in the ledger (read
+	// through its listing cache). It is conservative: a marker in a torn
+	// final batch counts too.
 	UsageUncertain bool
 	// Path is the session file.
 	Path string

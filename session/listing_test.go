@@ -1,0 +1,255 @@
+package session
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// readListing decodes the listing cache of the session at path, checking
+// that it is a valid cache file of mode 0600.
+func readListing(t *testing.T, path string) listing {
+	t.Helper()
+	p := listingPath(path)
+	fi, err := os.Lstat(p)
+	if err != nil || fi.Mode() != 0o600 {
+		t.Fatalf("listing cache %s: %v, %v (want a regular file, mode 0600)", p, fi, err)
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, ok := decodeListing(b)
+	if !ok {
+		t.Fatalf("listing cache %q does not decode", b)
+	}
+	return l
+}
+
+// listedUncertainty returns List's UsageUncertain for the session at path.
+func listedUncertainty(t *testing.T, path string) bool {
+	t.Helper()
+	infos, err := List(filepath.Dir(path))
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, in := range infos {
+		if in.Path == path {
+			return in.UsageUncertain
+		}
+	}
+	t.Fatalf("List does not show %s (%+v)", path, infos)
+	return false
+}
+
+var marker = UncertainRecord(UsageUncertain{RunID: "r", Operation: "main", Reason: "cancelled_after_dispatch", Dispatched: true})
+
+// TestUncertaintySurvivesUnwritableSessionsDir: the sessions directory is
+// read-only while the session file is writable (a read-only bind mount of
+// the directory with the file bind-mounted writable over it, which denies
+// even root). The marker still reaches the ledger, Open still opens the
+// file, and List reads the uncertainty from the ledger; once the file is
+// back in a writable directory whose cache is stale, List still says so
+// and a writable Open rebuilds the cache.
+func TestUncertaintySurvivesUnwritableSessionsDir(t *testing.T) {
+	home := t.TempDir()
+	s, err := Create(home, Header{Title: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+	real := s.Path()
+	s.Close()
+
+	ro := t.TempDir()
+	path := filepath.Join(ro, filepath.Base(real))
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(ro, ro, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mounts need CAP_SYS_ADMIN (root in CI): %v", err)
+	}
+	mounted := []string{ro}
+	t.Cleanup(func() {
+		for i := len(mounted) - 1; i >= 0; i-- {
+			if err := unix.Unmount(mounted[i], unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", mounted[i], err)
+			}
+		}
+	})
+	if err := unix.Mount("", ro, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	if err := unix.Mount(real, path, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind the session file: %v", err)
+	}
+	mounted = append(mounted, path)
+	if err := os.WriteFile(filepath.Join(ro, "probe"), nil, 0o600); !errors.Is(err, unix.EROFS) {
+		t.Fatalf("the sessions directory is writable (%v); the test needs it read-only", err)
+	}
+
+	w, err := Open(path)
+	if err != nil {
+		t.Fatalf("Open with an unwritable sessions directory: %v", err)
+	}
+	if err := w.Append(marker); err != nil {
+		t.Fatalf("the marker did not reach the ledger: %v", err)
+	}
+	if !w.Totals().Uncertain {
+		t.Fatal("totals not uncertain after the marker")
+	}
+	w.Close()
+	if !listedUncertainty(t, path) {
+		t.Fatal("List lost the uncertainty the ledger holds")
+	}
+	r, err := Open(path) // a writer reopening it (resume)
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	if !r.Totals().Uncertain {
+		t.Fatal("reopened totals not uncertain")
+	}
+	r.Close()
+
+	// The file back where it was: its cache is from before the marker.
+	for i := len(mounted) - 1; i >= 0; i-- {
+		if err := unix.Unmount(mounted[i], 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mounted = nil
+	if l := readListing(t, real); l.uncertain {
+		t.Fatalf("cache %+v already uncertain; the test needs a stale one", l)
+	}
+	if !listedUncertainty(t, real) {
+		t.Fatal("List trusted a stale cache over the ledger")
+	}
+	if w, err = Open(real); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if l := readListing(t, real); !l.uncertain {
+		t.Fatalf("writable Open did not rebuild the cache: %+v", l)
+	}
+}
+
+// TestUncertaintySurvivesBlockedCache: the cache's path is taken by a
+// directory (so is the older marker file's), which fails for root too.
+// Appends and Open succeed, List reads the ledger, and once the obstacle
+// is gone the writer rebuilds the cache (at the latest on Close).
+func TestUncertaintySurvivesBlockedCache(t *testing.T) {
+	s := newSession(t)
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+	for _, p := range []string{listingPath(s.Path()), legacySidecarPath(s.Path())} {
+		os.Remove(p)
+		if err := os.Mkdir(p, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Append(marker); err != nil {
+		t.Fatalf("the marker did not reach the ledger: %v", err)
+	}
+	s.Close()
+	// The legacy marker path is a directory, which List would take as
+	// "uncertain"; leave only the cache blocked for List's check.
+	os.Remove(legacySidecarPath(s.Path()))
+	if !listedUncertainty(t, s.Path()) {
+		t.Fatal("List lost the uncertainty the ledger holds")
+	}
+	w, err := Open(s.Path())
+	if err != nil {
+		t.Fatalf("Open with a blocked cache: %v", err)
+	}
+	if !w.Totals().Uncertain {
+		t.Fatal("totals not uncertain")
+	}
+	if err := os.Remove(listingPath(s.Path())); err != nil {
+		t.Fatal(err)
+	}
+	mustAppend(t, w, Entry{Type: EntryUser, Text: "b"})
+	w.Close()
+	if l := readListing(t, s.Path()); !l.uncertain || l.size != w.Size() {
+		t.Fatalf("cache after the obstacle went: %+v", l)
+	}
+}
+
+// TestListReadsOnlyWhatTheCacheDoesNotCover: a cache that vouches for the
+// whole file decides alone; one that covers a prefix is completed from the
+// ledger; a cache of another file (inode) or a damaged one is ignored.
+func TestListReadsOnlyWhatTheCacheDoesNotCover(t *testing.T) {
+	s := newSession(t)
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+	clean := s.Size()
+	if err := s.Append(marker); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	ino := readListing(t, s.Path()).ino
+	cases := []struct {
+		name string
+		l    []byte
+		want bool
+	}{
+		{"current", listing{ino: ino, size: s.Size(), uncertain: true}.encode(), true},
+		{"prefix", listing{ino: ino, size: clean}.encode(), true},
+		// A clean cache for the whole file is believed: List reads
+		// nothing after it.
+		{"whole file clean", listing{ino: ino, size: s.Size()}.encode(), false},
+		{"other inode", listing{ino: ino + 1, size: s.Size()}.encode(), true},
+		{"longer than the file", listing{ino: ino, size: s.Size() + 1}.encode(), true},
+		{"damaged", append(listing{ino: ino, size: s.Size()}.encode()[:listingLen-2], 'x', '\n'), true},
+		{"empty", nil, true},
+	}
+	for _, c := range cases {
+		if err := os.WriteFile(listingPath(s.Path()), c.l, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := listedUncertainty(t, s.Path()); got != c.want {
+			t.Errorf("%s: listed uncertain %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// TestListingCacheFollowsLiveWriter: Create writes no cache; a writable
+// Open does, and it is rewritten when the session becomes uncertain and
+// once listingEvery bytes were appended, so List never reads more than
+// that of a live session.
+func TestListingCacheFollowsLiveWriter(t *testing.T) {
+	var err error
+	s := newSession(t)
+	defer func() { s.Close() }()
+	if _, err := os.Lstat(listingPath(s.Path())); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("Create wrote a listing cache (%v); a header-only file needs none", err)
+	}
+	if listedUncertainty(t, s.Path()) {
+		t.Fatal("a new session listed uncertain")
+	}
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "a"})
+	s.Close()
+	if s, err = Open(s.Path()); err != nil {
+		t.Fatal(err)
+	}
+	start := readListing(t, s.Path())
+	if start.size != s.Size() || start.uncertain {
+		t.Fatalf("cache after Open %+v, want clean at %d", start, s.Size())
+	}
+	big := Entry{Type: EntryUser, Text: string(make([]byte, listingEvery/4))}
+	for s.Size()-start.size < listingEvery {
+		if got := readListing(t, s.Path()); got != start {
+			t.Fatalf("cache rewritten after %d bytes: %+v", s.Size()-start.size, got)
+		}
+		mustAppend(t, s, big)
+	}
+	if got := readListing(t, s.Path()); got.size != s.Size() {
+		t.Fatalf("cache %+v not rewritten after %d bytes", got, s.Size()-start.size)
+	}
+	if err := s.Append(marker); err != nil {
+		t.Fatal(err)
+	}
+	if got := readListing(t, s.Path()); !got.uncertain || got.size != s.Size() {
+		t.Fatalf("cache %+v not rewritten when the session became uncertain", got)
+	}
+}
