@@ -218,7 +218,10 @@ func open(path string, ro, typed bool) (*Session, error) {
 		// Only once everything before the tail has been validated (and the
 		// branch typed) may the torn tail be cut: a damaged file is left
 		// untouched.
-		return s.repairTail()
+		if err := s.repairTail(); err != nil {
+			return err
+		}
+		return s.settleUnsettled()
 	})
 	if err == nil && !ro && s.ix.totals.Uncertain {
 		err = s.ensureSidecar()
@@ -652,7 +655,7 @@ func (s *Session) TornBytes() int64 {
 func (s *Session) Totals() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ix.totals
+	return s.totalsLocked()
 }
 
 // Checkpoints returns every run checkpoint in file order.
