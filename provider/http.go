@@ -178,6 +178,7 @@ var (
 	errIdle           = errors.New("no stream event within the idle timeout")
 	errClosed         = errors.New("stream closed")
 	errCallerCanceled = errors.New("caller canceled")
+	errBeforeSend     = errors.New("before-send hook failed")
 	errBodyTooLarge   = errors.New("response body exceeds the size bound")
 )
 
@@ -217,9 +218,21 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		openTimer = time.AfterFunc(h.cfg.OpenTimeout, func() { cancel(errOpenTimeout) })
 	}
 	var wrote atomic.Bool
+	hook := beforeSendOf(ctx)
 	trace := &httptrace.ClientTrace{
 		WroteHeaders: func() { wrote.Store(true) },
 		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	}
+	if hook != nil {
+		// GotConn runs on the calling goroutine after the connection is
+		// made and before the request is written (HTTP/1 and HTTP/2).
+		// Closing the connection is what keeps the request unwritten.
+		trace.GotConn = func(info httptrace.GotConnInfo) {
+			if hook.call() != nil {
+				cancel(errBeforeSend)
+				info.Conn.Close()
+			}
+		}
 	}
 	hr, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
@@ -257,6 +270,13 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		openTimer.Stop()
 	}
 	callerDone := !stop()
+	if herr := hook.failed(); herr != nil {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, beforeSendError(herr)
+	}
 	if err != nil {
 		cause := context.Cause(reqCtx)
 		cancel(nil)
