@@ -1,0 +1,142 @@
+package agent
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/octet-agent/octet/provider"
+	pt "github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+const (
+	envDispatchChild = "OCTET_AGENT_DISPATCH_CHILD"
+	envDispatchURL   = "OCTET_AGENT_DISPATCH_URL"
+)
+
+// ceilingGate is NoRetry with a hard token ceiling.
+type ceilingGate struct {
+	NoRetry
+	budget *Budget
+}
+
+func (g ceilingGate) BeforeRequest(_ string, m provider.Model, _ *provider.Request, t session.Totals) error {
+	return g.budget.Check(m.Name, t)
+}
+
+// TestDispatchCrashChild is the child half of
+// TestCrashAfterDispatchIsUncertain: one completed prompt, then a second
+// whose response stalls until the parent kills this process.
+func TestDispatchCrashChild(t *testing.T) {
+	if os.Getenv(envDispatchChild) == "" {
+		t.Skip("child process of TestCrashAfterDispatchIsUncertain")
+	}
+	sess, err := session.Create(os.Getenv(envDispatchChild), session.Header{Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{
+		Session: sess, Transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: os.Getenv(envDispatchURL)}),
+		Model: provider.Model{Name: "scripted"}, Host: tools.NewHost(),
+		Broker: tools.NewBroker(tools.BrokerConfig{Policy: tools.UnsafeHost}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"first", "second"} {
+		r, err := a.Prompt(context.Background(), p, PromptOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range r.Events() {
+		}
+	}
+	t.Fatal("the child was supposed to be killed during the second request")
+}
+
+// TestCrashAfterDispatchIsUncertain SIGKILLs a real agent process while
+// the provider holds its second request: the dispatch was durable before
+// the request was sent, so the reopened session knows the request may
+// have been billed — its usage is uncertain (durably, with the cause),
+// and under a hard ceiling the next prompt is refused without a request,
+// saying why and what to do. The completed first request stays settled.
+func TestCrashAfterDispatchIsUncertain(t *testing.T) {
+	if os.Getenv(envDispatchChild) != "" {
+		t.Skip("parent only")
+	}
+	srv := pt.New(t)
+	srv.Enqueue(pt.Text("one").WithUsage(provider.Usage{InputTokens: 10, OutputTokens: 2}), pt.Stall())
+	sessDir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDispatchCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envDispatchChild+"="+sessDir, envDispatchURL+"="+srv.URL())
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	waitFor(t, func() bool { return len(srv.Requests()) == 2 })
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+
+	matches, _ := filepath.Glob(filepath.Join(sessDir, "*.jsonl"))
+	if len(matches) != 1 {
+		t.Fatalf("session files %v", matches)
+	}
+	path := matches[0]
+	ro, err := session.Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := ro.Totals()
+	ro.Close()
+	if !tot.Uncertain || tot.UnsettledDispatches != 1 || tot.Requests != 1 || tot.Cause.Reason != session.ReasonUnsettledDispatch {
+		t.Fatalf("after the crash, Inspect totals = %+v; want the second request unsettled, usage uncertain", tot)
+	}
+
+	sess, err := session.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	if tot := sess.Totals(); !tot.Uncertain || tot.UncertainMarkers != 1 || tot.UnsettledDispatches != 0 {
+		t.Fatalf("reopened totals = %+v; want the unsettled dispatch recorded as a marker", tot)
+	}
+	a, err := New(Config{
+		Session: sess, Transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL()}),
+		Model: provider.Model{Name: "scripted"}, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}),
+		Retry: ceilingGate{budget: &Budget{Ceilings: Ceilings{MaxTokens: 1_000_000}}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(pt.Text("never sent"))
+	r, err := a.Prompt(context.Background(), "third", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := drain(t, r)
+	res := r.Wait()
+	if res.Outcome != OutcomeFailed || res.Err == nil || len(srv.Requests()) != 2 {
+		t.Fatalf("under a hard ceiling: outcome %s, err %v, %d requests; want a refusal without a request", res.Outcome, res.Err, len(srv.Requests()))
+	}
+	for _, want := range []string{"in flight when octet stopped", "start a new session", "remove the hard ceiling"} {
+		if !strings.Contains(res.Err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", res.Err, want)
+		}
+	}
+	uncertain := false
+	for _, e := range evs {
+		_, ok := e.(*ProviderUsageUncertain)
+		uncertain = uncertain || ok
+	}
+	if !uncertain {
+		t.Error("the run on the uncertain session did not say so")
+	}
+}
