@@ -97,3 +97,28 @@ func settledOutcome(u *provider.Usage) string {
 	}
 	return session.SettledUsage
 }
+
+// recoverOutput makes the partial reasoning and text of a replaced main
+// attempt durable (session recovered_output records: never replayed to the
+// provider, never usage) and then emits them as RecoveredOutput events.
+func (r *Run) recoverOutput(f Failure, attempt int) error {
+	var recs []session.Record
+	var evs []Event
+	for _, p := range []struct{ channel, text string }{{ChannelReasoning, f.PartialReasoning}, {ChannelText, f.PartialText}} {
+		if p.text == "" {
+			continue
+		}
+		recs = append(recs, session.RecoveredRecord(session.RecoveredOutput{RunID: r.id, Channel: p.channel, Text: p.text, Attempt: attempt}))
+		evs = append(evs, &RecoveredOutput{Channel: p.channel, Text: p.text})
+	}
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := r.a.sess.Append(recs...); err != nil {
+		return fmt.Errorf("persist recovered output: %w", err)
+	}
+	for _, e := range evs {
+		r.emit(e)
+	}
+	return nil
+}

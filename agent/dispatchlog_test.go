@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"testing/synctest"
 
 	"github.com/octet-agent/octet/provider"
 	pt "github.com/octet-agent/octet/provider/providertest"
@@ -139,4 +140,43 @@ func TestCrashAfterDispatchIsUncertain(t *testing.T) {
 	if !uncertain {
 		t.Error("the run on the uncertain session did not say so")
 	}
+}
+
+// TestRecoveredOutputIsDurable: the partial text of a replaced attempt is
+// a durable recovered_output record, outside the conversation (not on the
+// branch, not sent again) and outside usage; a reopened session returns it
+// as the RecoveredOutput event carried it.
+func TestRecoveredOutputIsDurable(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{})
+		full := pt.Text("The answer is forty two and nothing else")
+		g.srv.Enqueue(full.DropAfter(full.FrameCount()/2), full)
+		res, evs := g.run(context.Background(), "question")
+		if res.Outcome != OutcomeCompleted {
+			t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+		}
+		rec := eventsOf[*RecoveredOutput](evs)
+		if len(rec) != 1 || rec[0].Text == "" {
+			t.Fatalf("recovered output events %+v", rec)
+		}
+		ro, err := session.Inspect(g.sess.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		got := ro.RecoveredOutputs()
+		if len(got) != 1 || got[0].Text != rec[0].Text || got[0].Channel != ChannelText || got[0].RunID != res.RunID {
+			t.Fatalf("durable recovered output %+v, want the event's %+v", got, rec[0])
+		}
+		if tot := ro.Totals(); tot.Requests != 1 || tot.UnsettledDispatches != 0 {
+			t.Fatalf("totals %+v: recovered output must not count as usage, every dispatch settled", tot)
+		}
+		for _, e := range ro.Branch() {
+			for _, it := range e.Items {
+				if it.Text == got[0].Text {
+					t.Fatalf("recovered output is on the branch: %+v", e)
+				}
+			}
+		}
+	})
 }

@@ -161,11 +161,8 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 		}
 	}
 	if op == "" {
-		if f.PartialReasoning != "" {
-			r.emit(&RecoveredOutput{Channel: ChannelReasoning, Text: f.PartialReasoning})
-		}
-		if f.PartialText != "" {
-			r.emit(&RecoveredOutput{Channel: ChannelText, Text: f.PartialText})
+		if err := r.recoverOutput(f, attempt); err != nil {
+			return err
 		}
 	}
 	return r.sleep(dec.Delay)
