@@ -133,3 +133,29 @@ func DescribeUncertainty(u session.UsageUncertain) string {
 
 // Unwrap returns the provider failure, if any.
 func (e *CeilingError) Unwrap() error { return e.Err }
+
+// CeilingChecker is implemented by retry policies that enforce hard
+// ceilings; CheckCeiling is RequestGate's ceiling check without preparing
+// a request.
+type CeilingChecker interface {
+	CheckCeiling(model string, totals session.Totals) error
+}
+
+// CheckCeiling reports the ceiling refusal the next request would get.
+func (p *CodexRecovery) CheckCeiling(model string, totals session.Totals) error {
+	p.mu.Lock()
+	b := p.budget
+	p.mu.Unlock()
+	return b.Check(model, totals)
+}
+
+// CeilingRefusal returns the error (a *CeilingError) with which a hard
+// ceiling refuses the session's next request as things stand, or nil; a
+// client shows it before the user types a prompt that would fail.
+func (a *Agent) CeilingRefusal() error {
+	c, ok := a.retry.(CeilingChecker)
+	if !ok {
+		return nil
+	}
+	return c.CheckCeiling(a.Model().Name, a.sess.Totals())
+}
