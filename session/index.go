@@ -41,8 +41,8 @@ type index struct {
 	// dispatches are the dispatches not yet settled, by id.
 	dispatches map[string]pendingDispatch
 	recovered  []recLoc // recovered output, decoded on demand
-	unknown     int
-	ids0        strAlloc // backing store for id map keys
+	unknown    int
+	ids0       strAlloc // backing store for id map keys
 
 	// branch is the typed active branch, root→head; branchIdx holds the
 	// matching entry indices.
