@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -177,6 +178,95 @@ func TestRecoveredOutputIsDurable(t *testing.T) {
 					t.Fatalf("recovered output is on the branch: %+v", e)
 				}
 			}
+		}
+	})
+}
+
+// closingTransport closes the session when a request is opened, so the
+// dispatch record cannot be written; it reports the before-send hook like
+// the transport it wraps.
+type closingTransport struct {
+	provider.Transport
+	sess *session.Session
+}
+
+func (c closingTransport) Open(ctx context.Context, req *provider.Request) (provider.Stream, error) {
+	c.sess.Close()
+	return c.Transport.Open(ctx, req)
+}
+
+func (c closingTransport) NotifiesBeforeSend() bool { return true }
+
+// TestDispatchRecordFailureSendsNothing: when the dispatch record cannot
+// be written the request is not sent and the run fails saying so.
+func TestDispatchRecordFailureSendsNothing(t *testing.T) {
+	srv := pt.New(t)
+	srv.Enqueue(pt.Text("never"))
+	sess, err := session.Create(t.TempDir(), session.Header{Cwd: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{
+		Session: sess, Transport: closingTransport{provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL()}), sess},
+		Model: provider.Model{Name: "scripted"}, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}),
+		Retry: NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: provider.Model{Name: "scripted"}}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := a.Prompt(context.Background(), "go", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drain(t, r)
+	res := r.Wait()
+	if res.Outcome != OutcomeFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "record the provider request before sending it (nothing was sent)") {
+		t.Fatalf("outcome %s, err %v; want a failed run saying nothing was sent", res.Outcome, res.Err)
+	}
+	if n := len(srv.Requests()); n != 0 {
+		t.Fatalf("%d requests reached the provider without a dispatch record", n)
+	}
+}
+
+// TestDispatchSettledOnEveryPath: a refused connection writes no dispatch
+// record, and a request cancelled mid-stream is settled by its marker, so
+// nothing is left for a reopen to find.
+func TestDispatchSettledOnEveryPath(t *testing.T) {
+	t.Run("refused", func(t *testing.T) {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		url := "http://" + l.Addr().String() + "/v1"
+		l.Close()
+		h := newHarness(t, harnessOpt{transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: url})})
+		r := h.prompt("go", PromptOptions{})
+		drain(t, r)
+		if res := r.Wait(); res.Outcome != OutcomeFailed {
+			t.Fatalf("outcome %s", res.Outcome)
+		}
+		if n := count(readFile(t, h.sess.Path()), "dispatch"); n != 0 {
+			t.Fatalf("%d dispatch records for a request that was never sent", n)
+		}
+	})
+	t.Run("cancelled", func(t *testing.T) {
+		h := newHarness(t, harnessOpt{})
+		h.srv.Enqueue(pt.Stall())
+		r := h.prompt("go", PromptOptions{})
+		waitFor(t, func() bool { return len(h.srv.Requests()) == 1 })
+		r.Cancel()
+		drain(t, r)
+		recs := readFile(t, h.sess.Path())
+		if count(recs, "dispatch") != 1 || count(recs, "dispatch_settled") != 1 || count(recs, "usage_uncertain") != 1 {
+			t.Fatalf("dispatch %d, settled %d, markers %d; want 1 each", count(recs, "dispatch"), count(recs, "dispatch_settled"), count(recs, "usage_uncertain"))
+		}
+		ro, err := session.Inspect(h.sess.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		if tot := ro.Totals(); tot.UnsettledDispatches != 0 || tot.Cause.Reason != "cancelled_after_dispatch" {
+			t.Fatalf("totals %+v", tot)
 		}
 	})
 }
