@@ -242,8 +242,12 @@ func TestDispatchSettledOnEveryPath(t *testing.T) {
 		h := newHarness(t, harnessOpt{transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: url})})
 		r := h.prompt("go", PromptOptions{})
 		drain(t, r)
-		if res := r.Wait(); res.Outcome != OutcomeFailed {
+		res := r.Wait()
+		if res.Outcome != OutcomeFailed {
 			t.Fatalf("outcome %s", res.Outcome)
+		}
+		if !strings.Contains(res.Err.Error(), "connection refused") {
+			t.Skipf("the closed port was taken by another process meanwhile: %v", res.Err)
 		}
 		if n := count(readFile(t, h.sess.Path()), "dispatch"); n != 0 {
 			t.Fatalf("%d dispatch records for a request that was never sent", n)
