@@ -172,6 +172,9 @@ func TestRecoveredOutputIsDurable(t *testing.T) {
 		if tot := ro.Totals(); tot.Requests != 1 || tot.UnsettledDispatches != 0 {
 			t.Fatalf("totals %+v: recovered output must not count as usage, every dispatch settled", tot)
 		}
+		if recs := readFile(t, g.sess.Path()); count(recs, "dispatch") != 2 || count(recs, "dispatch_settled") != 2 {
+			t.Fatalf("%d dispatch and %d dispatch_settled records for two requests", count(recs, "dispatch"), count(recs, "dispatch_settled"))
+		}
 		for _, e := range ro.Branch() {
 			for _, it := range e.Items {
 				if it.Text == got[0].Text {

@@ -165,6 +165,9 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 			return err
 		}
 	}
+	if err := r.settleFailed(nil); err != nil { // settled before the wait
+		return err
+	}
 	return r.sleep(dec.Delay)
 }
 

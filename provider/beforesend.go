@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"sync"
@@ -78,3 +79,19 @@ func (h *HTTP) NotifiesBeforeSend() bool { return true }
 
 // NotifiesBeforeSend reports that WebSocket honours [WithBeforeSend].
 func (w *WebSocket) NotifiesBeforeSend() bool { return true }
+
+// hookedBody is a request body that runs the before-send hook on its first
+// read and fails the read (so nothing of the body is sent) if it fails.
+type hookedBody struct {
+	r    *bytes.Reader
+	hook *beforeSend
+}
+
+func (b *hookedBody) Read(p []byte) (int, error) {
+	if err := b.hook.call(); err != nil {
+		return 0, err
+	}
+	return b.r.Read(p)
+}
+
+func (b *hookedBody) Close() error { return nil }

@@ -11,12 +11,13 @@ import (
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
-// TestBeforeSend: on both socket transports the hook runs once per Open
+// TestBeforeSend: on every transport (both sockets and a custom
+// RoundTripper, which never reports GotConn) the hook runs once per Open
 // before the request is written (twice over one kept connection), a failing
 // hook keeps the request from being sent at all, and a refused connection
 // never calls it.
 func TestBeforeSend(t *testing.T) {
-	for _, tr := range socketTransports {
+	for _, tr := range transports {
 		t.Run(tr.name, func(t *testing.T) {
 			srv := providertest.New(t)
 			transport := tr.make(t, srv)

@@ -223,7 +223,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		WroteHeaders: func() { wrote.Store(true) },
 		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
 	}
-	if hook != nil {
+	if hook != nil && h.reliable {
 		// GotConn runs on the calling goroutine after the connection is
 		// made and before the request is written (HTTP/1 and HTTP/2).
 		// Closing the connection is what keeps the request unwritten.
@@ -254,6 +254,13 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
 	h.log.Debug("provider http open", "url", h.logURL, "model", req.Model, "bytes", len(body))
+	if hook != nil && !h.reliable {
+		// A custom RoundTripper may never report GotConn: the hook runs
+		// when it first reads the body, which it must to send the request
+		// (and which one that fails before sending never does).
+		hr.Body = &hookedBody{r: bytes.NewReader(body), hook: hook}
+		hr.GetBody = func() (io.ReadCloser, error) { return &hookedBody{r: bytes.NewReader(body), hook: hook}, nil }
+	}
 	resp, err := h.client.Do(hr)
 	if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
 		// Read the bounded error body while the opening bounds still run,

@@ -116,3 +116,33 @@ func TestDispatchRecordsRoundTrip(t *testing.T) {
 		t.Fatal("a duplicate pending dispatch id was accepted")
 	}
 }
+
+// TestOpenFileWrittenBeforeDispatchLog: a session written by the code
+// before the dispatch log (testdata/before-dispatch-log.jsonl, generated
+// by that code) opens for reading and writing without a byte changed and
+// with the same totals and cause.
+func TestOpenFileWrittenBeforeDispatchLog(t *testing.T) {
+	orig, err := os.ReadFile("testdata/before-dispatch-log.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := t.TempDir() + "/20261201-204523-dccaa80ada3a.jsonl"
+	if err := os.WriteFile(path, orig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	want := UsageUncertain{RunID: "run1", Reason: "cancelled_after_dispatch", Dispatched: true, Attempt: 1}
+	for _, open := range []func(string) (*Session, error){Inspect, Open} {
+		s, err := open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tot, n, rec := s.Totals(), len(s.Branch()), s.RecoveredOutputs()
+		s.Close()
+		if n != 2 || tot.Requests != 1 || tot.Known.Input != 10 || !tot.Uncertain || tot.UnsettledDispatches != 0 || tot.Cause != want || len(rec) != 0 {
+			t.Fatalf("branch %d, totals %+v, recovered %v", n, tot, rec)
+		}
+		if got, _ := os.ReadFile(path); string(got) != string(orig) {
+			t.Fatal("opening an old session changed it")
+		}
+	}
+}
