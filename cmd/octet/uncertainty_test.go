@@ -2,7 +2,10 @@ package main
 
 import (
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,5 +75,59 @@ func TestUncertainSessionUnderCeilingExplained(t *testing.T) {
 		if !strings.Contains(show.stdout, want) {
 			t.Errorf("sessions show lacks %q:\n%s", want, show.stdout)
 		}
+	}
+}
+
+// TestExecKilledMidRequest SIGKILLs a real octet exec while the provider
+// holds its request: `octet sessions show` then says a request was in
+// flight when octet stopped, and continuing the session under a hard
+// ceiling is refused without a request, with the cause and what to do.
+func TestExecKilledMidRequest(t *testing.T) {
+	x := newExecEnv(t, providertest.Stall())
+	cmd := exec.CommandContext(t.Context(), octetBin, "exec", "--json", "wait forever")
+	cmd.Dir = x.ws
+	cmd.Env = os.Environ()
+	for k, v := range x.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(x.srv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatal("no provider request")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+
+	show := runCLI(t, x.ws, x.vars, "sessions", "show", sid)
+	for _, want := range []string{"usage uncertain since a request was in flight when octet stopped", "1 request(s) dispatched and never settled"} {
+		if !strings.Contains(show.stdout, want) {
+			t.Errorf("sessions show lacks %q:\n%s", want, show.stdout)
+		}
+	}
+	x.writeGlobalConfig(t, "max_session_tokens = 1000000\n")
+	again := runCLI(t, x.ws, x.vars, "exec", "--session", sid, "continue")
+	if again.code != exitFailed || len(x.srv.Requests()) != 1 {
+		t.Fatalf("continuing under a ceiling: exit %d, %d requests\nstderr: %s", again.code, len(x.srv.Requests()), again.stderr)
+	}
+	for _, want := range []string{"in flight when octet stopped", "start a new session", "remove the hard ceiling"} {
+		if !strings.Contains(again.stderr, want) {
+			t.Errorf("refusal lacks %q:\n%s", want, again.stderr)
+		}
+	}
+	// The reopen recorded the uncertainty: the listing shows it too.
+	list := runCLI(t, x.ws, x.vars, "sessions", "list")
+	if !strings.Contains(list.stdout, "uncertain") {
+		t.Errorf("sessions list after the reopen:\n%s", list.stdout)
 	}
 }
