@@ -54,7 +54,7 @@ func (r *Run) logDispatch(req *provider.Request, ar *attemptResult) error {
 		ar.logErr = &dispatchLogError{err: err}
 		return ar.logErr
 	}
-	r.dispatchID = d.ID
+	r.inflight = &d
 	return nil
 }
 
@@ -62,14 +62,14 @@ func (r *Run) logDispatch(req *provider.Request, ar *attemptResult) error {
 // outcome, to be appended in the same batch as what settles it (none when
 // nothing is pending). Call settled after that append succeeded.
 func (r *Run) settlement(outcome string) []session.Record {
-	if r.dispatchID == "" {
+	if r.inflight == nil {
 		return nil
 	}
-	return []session.Record{session.SettledRecord(session.DispatchSettled{ID: r.dispatchID, RunID: r.id, Outcome: outcome})}
+	return []session.Record{session.SettledRecord(session.DispatchSettled{ID: r.inflight.ID, RunID: r.id, Outcome: outcome})}
 }
 
 // settled forgets the pending dispatch once its settlement is durable.
-func (r *Run) settled() { r.dispatchID = "" }
+func (r *Run) settled() { r.inflight = nil }
 
 // settleFailed settles a still-pending dispatch of a failed attempt whose
 // usage is known not to be billed (or, cancelled, is not recorded as the
@@ -92,10 +92,10 @@ func (r *Run) settleFailed(err error) error {
 // settleAtEnd records a dispatch the run leaves unsettled (its response
 // could not be committed) as uncertain usage: it may have been billed.
 func (r *Run) settleAtEnd() error {
-	if r.dispatchID == "" {
+	if r.inflight == nil {
 		return nil
 	}
-	return r.markUncertain("", "usage_not_recorded", true, 0)
+	return r.markUncertain(r.inflight.Operation, "usage_not_recorded", true, r.inflight.Attempt)
 }
 
 // settledOutcome is the settlement of a completed response with usage u.

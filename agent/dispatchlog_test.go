@@ -277,3 +277,24 @@ func TestDispatchSettledOnEveryPath(t *testing.T) {
 		}
 	})
 }
+
+// TestUncommittedResponseIsUncertain: a completed response the loop cannot
+// commit (an output item octet cannot replay) was billed but its usage is
+// not recorded: the run ends with a durable marker settling its dispatch.
+func TestUncommittedResponseIsUncertain(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	h.srv.Enqueue(pt.Reply(pt.CustomToolCall("c1", "apply_patch", "*** Begin Patch")))
+	r := h.prompt("go", PromptOptions{})
+	drain(t, r)
+	if res := r.Wait(); res.Outcome != OutcomeFailed {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	ro, err := session.Inspect(h.sess.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if tot := ro.Totals(); tot.UnsettledDispatches != 0 || tot.UncertainMarkers != 1 || tot.Cause.Reason != "usage_not_recorded" {
+		t.Fatalf("totals %+v; want the uncommitted response recorded as uncertain", tot)
+	}
+}

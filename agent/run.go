@@ -31,7 +31,7 @@ type Run struct {
 	turn             int
 	toolFree         bool // sticky tool-free policy (WithoutTools / FinishNow)
 	uncertainEmitted bool
-	dispatchID       string // the pending dispatch of the attempt in flight
+	inflight         *session.Dispatch // the pending dispatch of the attempt in flight
 	usage            RunUsage
 	priced           bool          // some request of the run had a known cost
 	pending          []pendingCall // calls of the last assistant entry without a durable result
