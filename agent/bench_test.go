@@ -155,3 +155,68 @@ func benchRoundTrip(b *testing.B, dir string) {
 // the prompt, per round trip the assistant+usage batch and the result,
 // the final answer batch and the checkpoint.
 func appendsPerRun(rounds int) int { return 2*rounds + 3 }
+
+// BenchmarkDispatchLog measures what the dispatch write-ahead record costs
+// per provider request: each iteration runs one single-request prompt with
+// the record and one without it (the baseline, same process, same file
+// system, same scripted server), and reports both and their difference.
+// The record is one extra durable append (fdatasync) before the request is
+// sent; its settlement travels in the batch that already carries the
+// response's usage.
+//
+//	go test -run '^$' -bench BenchmarkDispatchLog -benchtime 200x -count 5 ./agent/
+func BenchmarkDispatchLog(b *testing.B) {
+	b.Run("disk", func(b *testing.B) { benchDispatchLog(b, b.TempDir()) })
+	b.Run("tmpfs", func(b *testing.B) {
+		dir, err := os.MkdirTemp("/dev/shm", "octet-bench-")
+		if err != nil {
+			b.Skip("no /dev/shm")
+		}
+		defer os.RemoveAll(dir)
+		benchDispatchLog(b, dir)
+	})
+}
+
+func benchDispatchLog(b *testing.B, dir string) {
+	srv := pt.New(b)
+	agents := make([]*Agent, 2)
+	for i := range agents {
+		sess, err := session.Create(filepath.Join(dir, fmt.Sprint(i)), session.Header{Cwd: "/"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer sess.Close()
+		agents[i], err = New(Config{
+			Session: sess, Transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL()}),
+			Model: provider.Model{Name: "scripted"}, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	defer benchNoDispatchLog.Store(false)
+	var spent [2]time.Duration
+	n := 0
+	for b.Loop() {
+		for i, a := range agents {
+			benchNoDispatchLog.Store(i == 1)
+			srv.Enqueue(pt.Text("ok"))
+			t0 := time.Now()
+			r, err := a.Prompt(context.Background(), "go", PromptOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for range r.Events() {
+			}
+			if res := r.Wait(); res.Outcome != OutcomeCompleted {
+				b.Fatalf("run %s: %v", res.Outcome, res.Err)
+			}
+			spent[i] += time.Since(t0)
+		}
+		n++
+	}
+	with, without := float64(spent[0])/float64(n)/1e6, float64(spent[1])/float64(n)/1e6
+	b.ReportMetric(with, "record-ms/req")
+	b.ReportMetric(without, "baseline-ms/req")
+	b.ReportMetric(with-without, "cost-ms/req")
+}

@@ -43,6 +43,7 @@ func (b *Budget) Check(model string, t session.Totals) error {
 		Known:     TokenUsage{Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output, Reasoning: t.Known.Reasoning},
 		Cost:      Picodollars(t.Known.CostPicodollars),
 		Uncertain: t.Uncertain,
+		Cause:     t.Cause,
 	}
 	if b.Ceilings.MaxCost > 0 {
 		if _, err := b.Prices.Cost(model, TokenUsage{}); errors.Is(err, ErrPriceUnknown) {

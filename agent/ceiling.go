@@ -2,6 +2,8 @@ package agent
 
 import (
 	"fmt"
+
+	"github.com/octet-agent/octet/session"
 )
 
 // Ceilings are hard cumulative limits on a session's provider usage. A zero
@@ -32,6 +34,8 @@ type UsageState struct {
 	// Uncertain is true when the session records usage uncertainty: a
 	// failed attempt that may have been billed. It is sticky.
 	Uncertain bool
+	// Cause is the first reason usage became uncertain, if known.
+	Cause session.UsageUncertain
 }
 
 // Check returns nil when another request may be made, or a *CeilingError.
@@ -40,7 +44,7 @@ func (c Ceilings) Check(s UsageState) error {
 		return nil
 	}
 	if s.Uncertain {
-		return &CeilingError{Uncertain: true}
+		return &CeilingError{Uncertain: true, Cause: s.Cause}
 	}
 	if c.MaxTokens > 0 {
 		if used := s.Known.Input + s.Known.Output; used >= c.MaxTokens {
@@ -73,21 +77,85 @@ type CeilingError struct {
 	// Err is the provider failure that made usage uncertain, if the
 	// refusal happened while deciding a retry.
 	Err error
+	// Cause is the session's first usage uncertainty, for a refusal at a
+	// request (Err nil) because of it.
+	Cause session.UsageUncertain
 }
+
+// What a user can do about a refusal: the ceilings are per session, and
+// unknown usage could exceed any ceiling.
+const (
+	adviceUncertain = "start a new session, or remove the hard ceiling (max_session_tokens, max_session_cost_usd) to continue this one; raising it does not help, because unknown usage could exceed any ceiling"
+	adviceReached   = "start a new session, or raise or remove the ceiling (max_session_tokens, max_session_cost_usd)"
+)
 
 func (e *CeilingError) Error() string {
 	switch {
 	case e.Uncertain && e.Err != nil:
-		return fmt.Sprintf("hard usage ceiling: usage of a failed attempt is unknown, no further request: %v", e.Err)
+		return fmt.Sprintf("hard usage ceiling: a failed request may have been billed, so this session's usage is unknown and it makes no further request under the ceiling (%v); %s", e.Err, adviceUncertain)
 	case e.Uncertain:
-		return "hard usage ceiling: the session has outstanding usage uncertainty, no further request"
+		return fmt.Sprintf("hard usage ceiling: this session's usage is not completely known since %s, so it makes no further request under the ceiling; %s", DescribeUncertainty(e.Cause), adviceUncertain)
 	case e.CostUnknown:
-		return "hard cost ceiling: some usage has no known price, no further request"
+		return "hard cost ceiling: some usage has no known price, no further request; add a price for the model or remove max_session_cost_usd"
 	case e.Limit == "cost":
-		return fmt.Sprintf("hard cost ceiling reached: %s of %s", Picodollars(e.Used), Picodollars(e.Max))
+		return fmt.Sprintf("hard cost ceiling reached: %s of %s; %s", Picodollars(e.Used), Picodollars(e.Max), adviceReached)
 	}
-	return fmt.Sprintf("hard %s ceiling reached: %d of %d", e.Limit, e.Used, e.Max)
+	return fmt.Sprintf("hard %s ceiling reached: %d of %d; %s", e.Limit, e.Used, e.Max, adviceReached)
+}
+
+// DescribeUncertainty says in words why usage became uncertain, for
+// refusals and session displays: "a request was cancelled after it was
+// sent (run …)".
+func DescribeUncertainty(u session.UsageUncertain) string {
+	var what string
+	switch u.Reason {
+	case "":
+		return "an earlier request failed after it may have been sent"
+	case "cancelled_after_dispatch":
+		what = "a request was cancelled after it was sent"
+	case session.ReasonUnsettledDispatch:
+		what = "a request was in flight when octet stopped (crash or kill), so it may have been billed unrecorded"
+	case "usage_not_recorded":
+		what = "a completed response's usage could not be recorded"
+	case "delegated_uncertain":
+		return "a delegated agent's usage is unknown"
+	default:
+		what = fmt.Sprintf("a request failed after it may have been sent (%s)", u.Reason)
+	}
+	if u.Operation != "" && u.Operation != "main" {
+		what += " during " + u.Operation
+	}
+	if u.RunID != "" {
+		what += " in run " + u.RunID
+	}
+	return what
 }
 
 // Unwrap returns the provider failure, if any.
 func (e *CeilingError) Unwrap() error { return e.Err }
+
+// CeilingChecker is implemented by retry policies that enforce hard
+// ceilings; CheckCeiling is RequestGate's ceiling check without preparing
+// a request.
+type CeilingChecker interface {
+	CheckCeiling(model string, totals session.Totals) error
+}
+
+// CheckCeiling reports the ceiling refusal the next request would get.
+func (p *CodexRecovery) CheckCeiling(model string, totals session.Totals) error {
+	p.mu.Lock()
+	b := p.budget
+	p.mu.Unlock()
+	return b.Check(model, totals)
+}
+
+// CeilingRefusal returns the error (a *CeilingError) with which a hard
+// ceiling refuses the session's next request as things stand, or nil; a
+// client shows it before the user types a prompt that would fail.
+func (a *Agent) CeilingRefusal() error {
+	c, ok := a.retry.(CeilingChecker)
+	if !ok {
+		return nil
+	}
+	return c.CheckCeiling(a.Model().Name, a.sess.Totals())
+}

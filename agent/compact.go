@@ -153,11 +153,13 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 		recs = append(recs, rec)
 	}
 	if r.ctx.Err() != nil { // cancellation wins: nothing is persisted
-		return "", "", errCancelled
+		return "", "", r.settleFailed(errCancelled)
 	}
+	recs = append(recs, r.settlement(settledOutcome(ar.resp.Usage))...)
 	if err := r.a.sess.Append(recs...); err != nil {
 		return "", "", fmt.Errorf("%w compaction: %w", errPersist, err)
 	}
+	r.settled()
 	if u := ar.resp.Usage; u != nil {
 		r.addUsage(u, cost, priced)
 	}
@@ -175,7 +177,7 @@ func (r *Run) auxRequest(op string, req *provider.Request) (*attemptResult, erro
 		if err := r.gate(op, req); err != nil {
 			return nil, err
 		}
-		ar := &attemptResult{estimate: estimateFixed(req) + estimateItems(req.Input)}
+		ar := &attemptResult{estimate: estimateFixed(req) + estimateItems(req.Input), op: op, n: attempt}
 		t0 := time.Now()
 		err := r.attempt(req, false, ar)
 		r.observeRequest(op, attempt, req, ar, t0, err)

@@ -78,6 +78,9 @@ type attemptResult struct {
 	text      strings.Builder // provisional text of this attempt
 	reasoning strings.Builder // provisional reasoning of this attempt
 	estimate  int
+	op        string // the typed operation ("" for the main request)
+	n         int    // the attempt number within the turn
+	logErr    error  // recording the dispatch failed: nothing was sent
 }
 
 // mainTurn performs one main provider turn, replacing failed attempts as
@@ -92,7 +95,7 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 		if err := r.gate("", req); err != nil {
 			return nil, err
 		}
-		ar := &attemptResult{estimate: est}
+		ar := &attemptResult{estimate: est, n: attempt}
 		t0 := time.Now()
 		err = r.attempt(req, true, ar)
 		r.observeRequest("", attempt, req, ar, t0, err)
@@ -112,7 +115,11 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 // cancelled compaction persists neither usage nor summary, as the
 // contract states), or the policy's decision. It returns nil when the
 // attempt is to be replaced.
-func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int) error {
+func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int) (ferr error) {
+	if ar.logErr != nil {
+		return ar.logErr
+	}
+	defer func() { ferr = r.settleFailed(ferr) }()
 	if r.ctx.Err() != nil {
 		if dispatched(err) && op != OperationCompaction {
 			if uerr := r.markUncertain(op, "cancelled_after_dispatch", true, attempt); uerr != nil {
@@ -157,12 +164,12 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 		}
 	}
 	if op == "" {
-		if f.PartialReasoning != "" {
-			r.emit(&RecoveredOutput{Channel: ChannelReasoning, Text: f.PartialReasoning})
+		if err := r.recoverOutput(f, attempt); err != nil {
+			return err
 		}
-		if f.PartialText != "" {
-			r.emit(&RecoveredOutput{Channel: ChannelText, Text: f.PartialText})
-		}
+	}
+	if err := r.settleFailed(nil); err != nil { // settled before the wait
+		return err
 	}
 	return r.sleep(dec.Delay)
 }
@@ -189,9 +196,10 @@ func (r *Run) sleep(d time.Duration) error {
 // provider_usage_uncertain the first time in a run.
 func (r *Run) markUncertain(op, reason string, dispatched bool, attempt int) error {
 	u := session.UsageUncertain{RunID: r.id, Operation: op, Reason: reason, Dispatched: dispatched, Attempt: attempt}
-	if err := r.a.sess.Append(session.UncertainRecord(u)); err != nil {
+	if err := r.a.sess.Append(append([]session.Record{session.UncertainRecord(u)}, r.settlement(session.SettledUncertain)...)...); err != nil {
 		return fmt.Errorf("%w usage uncertainty: %w", errPersist, err)
 	}
+	r.settled()
 	if !r.uncertainEmitted {
 		r.uncertainEmitted = true
 		r.emit(&ProviderUsageUncertain{Operation: op, Reason: reason})
@@ -284,8 +292,16 @@ func (r *Run) attempt(req *provider.Request, emitDeltas bool, ar *attemptResult)
 			openCtx = c
 		}
 	}
+	if notifiesBeforeSend(r.a.cfg.Transport) {
+		openCtx = provider.WithBeforeSend(openCtx, func() error { return r.logDispatch(req, ar) })
+	} else if err := r.logDispatch(req, ar); err != nil {
+		return err
+	}
 	stream, err := r.a.cfg.Transport.Open(openCtx, req)
 	if err != nil {
+		if ar.logErr != nil {
+			return ar.logErr
+		}
 		return err
 	}
 	defer stream.Close()
@@ -372,9 +388,11 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 		rec, cost, priced = r.usageRecord("", model.Name, ar)
 		recs = append(recs, rec)
 	}
+	recs = append(recs, r.settlement(settledOutcome(u))...)
 	if err := r.a.sess.Append(recs...); err != nil {
 		return nil, fmt.Errorf("persist assistant message: %w", err)
 	}
+	r.settled()
 	id := r.a.sess.Head()
 	if u != nil {
 		r.a.setCalibration(calibration{entryID: id, tokens: int(u.InputTokens + u.OutputTokens)})

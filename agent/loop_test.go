@@ -154,7 +154,7 @@ func TestOrderingReadsFileAtEachStep(t *testing.T) {
 	// Deltas never reach the file: every line is a known record kind.
 	for _, rec := range recs {
 		switch rec.str("kind") {
-		case "header", "entry", "usage", "checkpoint":
+		case "header", "entry", "usage", "checkpoint", "dispatch", "dispatch_settled":
 		default:
 			t.Fatalf("unexpected record %v", rec)
 		}

@@ -31,6 +31,7 @@ type Run struct {
 	turn             int
 	toolFree         bool // sticky tool-free policy (WithoutTools / FinishNow)
 	uncertainEmitted bool
+	inflight         *session.Dispatch // the pending dispatch of the attempt in flight
 	usage            RunUsage
 	priced           bool          // some request of the run had a known cost
 	pending          []pendingCall // calls of the last assistant entry without a durable result
@@ -208,6 +209,9 @@ func (r *Run) loopSafe() (outcome Outcome, err error) {
 // names its first cause once.
 func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 	var errs []error
+	if err := r.settleAtEnd(); err != nil {
+		errs = append(errs, err)
+	}
 	if outcome != OutcomeCompleted {
 		if err := r.settlePending(settleText(outcome)); err != nil {
 			errs = append(errs, err)

@@ -178,6 +178,7 @@ var (
 	errIdle           = errors.New("no stream event within the idle timeout")
 	errClosed         = errors.New("stream closed")
 	errCallerCanceled = errors.New("caller canceled")
+	errBeforeSend     = errors.New("before-send hook failed")
 	errBodyTooLarge   = errors.New("response body exceeds the size bound")
 )
 
@@ -217,9 +218,21 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		openTimer = time.AfterFunc(h.cfg.OpenTimeout, func() { cancel(errOpenTimeout) })
 	}
 	var wrote atomic.Bool
+	hook := beforeSendOf(ctx)
 	trace := &httptrace.ClientTrace{
 		WroteHeaders: func() { wrote.Store(true) },
 		WroteRequest: func(httptrace.WroteRequestInfo) { wrote.Store(true) },
+	}
+	if hook != nil && h.reliable {
+		// GotConn runs on the calling goroutine after the connection is
+		// made and before the request is written (HTTP/1 and HTTP/2).
+		// Closing the connection is what keeps the request unwritten.
+		trace.GotConn = func(info httptrace.GotConnInfo) {
+			if hook.call() != nil {
+				cancel(errBeforeSend)
+				info.Conn.Close()
+			}
+		}
 	}
 	hr, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, h.url, bytes.NewReader(body))
 	if err != nil {
@@ -241,6 +254,13 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		hr.Header.Set("Authorization", "Bearer "+key)
 	}
 	h.log.Debug("provider http open", "url", h.logURL, "model", req.Model, "bytes", len(body))
+	if hook != nil && !h.reliable {
+		// A custom RoundTripper may never report GotConn: the hook runs
+		// when it first reads the body, which it must to send the request
+		// (and which one that fails before sending never does).
+		hr.Body = &hookedBody{r: bytes.NewReader(body), hook: hook}
+		hr.GetBody = func() (io.ReadCloser, error) { return &hookedBody{r: bytes.NewReader(body), hook: hook}, nil }
+	}
 	resp, err := h.client.Do(hr)
 	if err == nil && (resp.StatusCode < 200 || resp.StatusCode > 299) {
 		// Read the bounded error body while the opening bounds still run,
@@ -257,6 +277,13 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		openTimer.Stop()
 	}
 	callerDone := !stop()
+	if herr := hook.failed(); herr != nil {
+		if err == nil {
+			resp.Body.Close()
+		}
+		cancel(nil)
+		return nil, beforeSendError(herr)
+	}
 	if err != nil {
 		cause := context.Cause(reqCtx)
 		cancel(nil)

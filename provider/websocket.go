@@ -176,6 +176,10 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 			return nil, derr
 		}
 	}
+	if herr := beforeSendOf(ctx).call(); herr != nil {
+		w.setIdle(c) // the connection is healthy; nothing was written
+		return nil, beforeSendError(herr)
+	}
 	before := c.counter.written.Load()
 	if handedOff, err := c.write(ctx, frame); err != nil {
 		// Not handed to the writer: nothing left. Handed off and failed:

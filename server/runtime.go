@@ -203,11 +203,41 @@ func (s *runtimeSession) Transcript() (any, error) {
 
 func (s *runtimeSession) Usage() (any, bool) {
 	t := s.sess.Totals()
-	return usageView{
+	v := usageView{
 		Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output,
 		Reasoning: t.Known.Reasoning, CostMicros: t.Known.CostPicodollars / 1_000_000,
 		Requests: t.Requests, Complete: !t.Uncertain,
-	}, t.Uncertain
+	}
+	if t.Uncertain {
+		v.Uncertainty = agent.DescribeUncertainty(t.Cause)
+	}
+	if err := s.built.Agent.CeilingRefusal(); err != nil {
+		v.Refusal = err.Error()
+	}
+	return v, t.Uncertain
+}
+
+// maxRecoveredShown bounds the recovered outputs a resume returns.
+const maxRecoveredShown = 8
+
+// RecoveredOutput returns the session's last recovered outputs (partial
+// text or reasoning of replaced attempts), oldest first.
+func (s *runtimeSession) RecoveredOutput() any {
+	all := s.sess.RecoveredOutputs()
+	all = all[max(0, len(all)-maxRecoveredShown):]
+	out := make([]recoveredView, 0, len(all))
+	for _, o := range all {
+		out = append(out, recoveredView{RunID: o.RunID, Channel: o.Channel, Text: o.Text, Attempt: o.Attempt})
+	}
+	return out
+}
+
+// recoveredView is the wire form of one recovered output.
+type recoveredView struct {
+	RunID   string `json:"runId"`
+	Channel string `json:"channel"`
+	Text    string `json:"text"`
+	Attempt int    `json:"attempt"`
 }
 
 func (s *runtimeSession) SetHead(entryID string) error {
@@ -349,6 +379,10 @@ type usageView struct {
 	CostMicros  int64 `json:"costMicros"`
 	Requests    int   `json:"requests"`
 	Complete    bool  `json:"complete"`
+	// Uncertainty says why usage is not complete; Refusal is the error a
+	// hard ceiling gives the next prompt (both omitted when empty).
+	Uncertainty string `json:"uncertainty,omitempty"`
+	Refusal     string `json:"refusal,omitempty"`
 }
 
 // transcriptEntry is the wire form of one session entry.

@@ -295,6 +295,9 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		"usage":          usage,
 		"usageUncertain": uncertain,
 	}
+	if ro, ok := ss.handle.(interface{ RecoveredOutput() any }); ok {
+		res["recoveredOutput"] = ro.RecoveredOutput()
+	}
 	ss.mu.Lock()
 	pending := make([]*pendingApproval, 0, len(ss.pending))
 	for _, pa := range ss.pending {

@@ -150,6 +150,10 @@ func (s *Session) writeBatch(recs []Record) error {
 				return fmt.Errorf("head %q: %w", r.Head, ErrUnknownEntry)
 			}
 			headID = r.Head
+		case KindDispatch:
+			if err := ix.checkNewDispatch(r.Dispatch.ID, recs[:i]); err != nil {
+				return fmt.Errorf("record %d: %w", i, err)
+			}
 		}
 	}
 

@@ -26,6 +26,9 @@ func FuzzDecodeRecord(f *testing.F) {
 		UncertainRecord(UsageUncertain{RunID: "r", Operation: "compaction", Reason: "http_5xx", Dispatched: true, Attempt: 3}),
 		CheckpointRecord(Checkpoint{RunID: "r", Outcome: OutcomeFailed, Error: "boom"}),
 		DelegatedRecord(DelegatedUsage{ChildSession: "c", Usage: Usage{Input: 9}, Uncertain: true}),
+		DispatchRecord(Dispatch{ID: "0123456789abcdef", RunID: "r", Operation: "compaction", Model: "m", Attempt: 2}),
+		SettledRecord(DispatchSettled{ID: "0123456789abcdef", RunID: "r", Outcome: SettledUncertain}),
+		RecoveredRecord(RecoveredOutput{RunID: "r", Channel: "text", Text: "part\n\"ial\"", Attempt: 1}),
 	} {
 		line, err := appendRecord(nil, r, 0, 1)
 		if err != nil {

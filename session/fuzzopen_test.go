@@ -12,7 +12,9 @@ import (
 // FuzzOpen feeds arbitrary bytes after a valid header to Inspect and Open.
 // Neither may panic; Inspect never changes the file; Open either fails and
 // leaves the file untouched, or succeeds having at most cut a torn tail (the
-// file is a prefix of what it was), and then agrees with Inspect.
+// file is a prefix of what it was) and recorded unsettled dispatches (one
+// batch of markers and settlements after that prefix), and then agrees
+// with Inspect.
 func FuzzOpen(f *testing.F) {
 	hdr := appendHeader(nil, Header{ID: "fuzz", Version: FormatVersion, Cwd: "/w"})
 	e1, _ := appendRecord(nil, EntryRecord(Entry{ID: "a", Type: EntryUser, Text: "hi"}), 0, 1)
@@ -26,6 +28,8 @@ func FuzzOpen(f *testing.F) {
 	f.Add(bytes.Replace(body, []byte(`"batch":2`), []byte(`"batch":3`), 1))
 	f.Add([]byte(`{"kind":"future","batch":2}` + "\n" + `{"kind":"future2","batch_of":2,"batch_index":2}` + "\n"))
 	f.Add([]byte("\x00\x00\n"))
+	d, _ := appendRecord(nil, DispatchRecord(Dispatch{ID: "d1", RunID: "r"}), 0, 1)
+	f.Add(bytes.Join([][]byte{e1, d}, nil))
 	f.Fuzz(func(t *testing.T, tail []byte) {
 		path := filepath.Join(t.TempDir(), "s.jsonl")
 		orig := append(append([]byte{}, hdr...), tail...)
@@ -49,6 +53,7 @@ func FuzzOpen(f *testing.F) {
 			return
 		}
 		defer w.Close()
+		got = withoutSettlement(got)
 		if !bytes.HasPrefix(orig, got) || len(got) < len(hdr) {
 			t.Fatalf("Open left %q, not a prefix of %q", got, orig)
 		}
@@ -56,4 +61,18 @@ func FuzzOpen(f *testing.F) {
 			t.Fatalf("Open branch %v, Inspect branch %v", ids, inspected)
 		}
 	})
+}
+
+// withoutSettlement drops the batch Open appends for unsettled dispatches
+// (usage_uncertain markers and dispatch_settled lines at the end).
+func withoutSettlement(b []byte) []byte {
+	for len(b) > 0 {
+		i := bytes.LastIndexByte(b[:len(b)-1], '\n')
+		line := b[i+1:]
+		if !bytes.Contains(line, []byte(`"reason":"unsettled_dispatch"`)) && !bytes.HasPrefix(line, []byte(`{"kind":"dispatch_settled"`)) {
+			return b
+		}
+		b = b[:i+1]
+	}
+	return b
 }

@@ -38,8 +38,11 @@ type index struct {
 	scratch     bodyScratch
 	totals      Totals
 	checkpoints []recLoc // decoded on demand
-	unknown     int
-	ids0        strAlloc // backing store for id map keys
+	// dispatches are the dispatches not yet settled, by id.
+	dispatches map[string]pendingDispatch
+	recovered  []recLoc // recovered output, decoded on demand
+	unknown    int
+	ids0       strAlloc // backing store for id map keys
 
 	// branch is the typed active branch, root→head; branchIdx holds the
 	// matching entry indices.
@@ -83,10 +86,32 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 		if err != nil {
 			return err
 		}
+		if r.Kind == KindUsageUncertain && !ix.totals.Uncertain {
+			// The first marker is the cause: keep its strings.
+			if r, err = decodeBody(KindUsageUncertain, line, new(strAlloc), &ix.scratch); err != nil {
+				return err
+			}
+		}
 		if r.Kind == KindCheckpoint {
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
 		}
 		ix.account(r)
+	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
+		r, err := decodeBody(string(m.kind), line, nil, &ix.scratch)
+		if err != nil {
+			return err
+		}
+		id := m.id
+		if len(id) == 0 && r.Kind != KindRecoveredOutput {
+			var full meta // "id" after other members: read the whole line
+			if err := scanMeta(line, &full, true); err != nil {
+				return err
+			}
+			id = full.id
+		}
+		if err := ix.addDispatchLog(&r, string(id), recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)}, false); err != nil {
+			return err
+		}
 	case KindHeader:
 		return fmt.Errorf("header record after the first line")
 	default:
@@ -177,6 +202,17 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 			return fmt.Errorf("head record names unknown entry %q", r.Head)
 		}
 		ix.setHead(i, bs(r.Head), st)
+	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
+		id := ""
+		switch {
+		case r.Dispatch != nil:
+			id = r.Dispatch.ID
+		case r.Settled != nil:
+			id = r.Settled.ID
+		}
+		if err := ix.addDispatchLog(r, id, recLoc{off: off, n: uint32(n), line: int32(lineNo)}, true); err != nil {
+			return err
+		}
 	default:
 		if r.Kind == KindCheckpoint {
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
@@ -197,6 +233,9 @@ func (ix *index) account(r Record) {
 		t.Requests++
 	case KindUsageUncertain:
 		t.UncertainMarkers++
+		if !t.Uncertain {
+			t.Cause = *r.Uncertain
+		}
 		t.Uncertain = true
 	case KindDelegatedUsage:
 		addUsage(&t.Delegated, &r.Delegated.Usage)
@@ -204,6 +243,9 @@ func (ix *index) account(r Record) {
 		t.DelegatedRecords++
 		if r.Delegated.Uncertain {
 			t.DelegatedUncertain++
+			if !t.Uncertain {
+				t.Cause = UsageUncertain{Reason: "delegated_uncertain"}
+			}
 			t.Uncertain = true
 		}
 	}

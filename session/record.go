@@ -83,6 +83,8 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 		}
 		b = append(b, '}')
 		b = appendBoolField(b, "uncertain", dl.Uncertain)
+	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
+		b = appendDispatchBody(b, r)
 	}
 	return append(b, '}', '\n'), nil
 }
@@ -228,7 +230,8 @@ func scanMetaGeneral(line []byte, m *meta, full bool) error {
 		default:
 			if !full && canonical {
 				switch string(m.kind) {
-				case KindEntry, KindUsage, KindUsageUncertain, KindCheckpoint, KindDelegatedUsage:
+				case KindEntry, KindUsage, KindUsageUncertain, KindCheckpoint, KindDelegatedUsage,
+					KindDispatch, KindDispatchSettled, KindRecoveredOutput:
 					// The rest is checked when the record is decoded.
 					return nil
 				}
@@ -435,6 +438,9 @@ type bodyScratch struct {
 	uncertain  UsageUncertain
 	checkpoint Checkpoint
 	delegated  DelegatedUsage
+	dispatch   Dispatch
+	settled    DispatchSettled
+	recovered  RecoveredOutput
 }
 
 // decodeBody decodes the fields of an accounting record (usage,
@@ -501,6 +507,8 @@ func decodeBody(kind string, line []byte, a *strAlloc, sc *bodyScratch) (Record,
 				d.skip(0)
 			}
 		})
+	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
+		d.decodeDispatchBody(kind, &r, a, sc)
 	default:
 		return r, nil // a newer writer's kind: kept in the file, skipped
 	}

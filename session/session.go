@@ -245,7 +245,10 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		// Only once everything before the tail has been validated (and the
 		// branch typed) may the torn tail be cut: a damaged file is left
 		// untouched.
-		return s.repairTail()
+		if err := s.repairTail(); err != nil {
+			return err
+		}
+		return s.settleUnsettled()
 	})
 	if err != nil {
 		f.Close()
@@ -676,7 +679,7 @@ func (s *Session) TornBytes() int64 {
 func (s *Session) Totals() Totals {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ix.totals
+	return s.totalsLocked()
 }
 
 // Checkpoints returns every run checkpoint in file order.

@@ -102,6 +102,7 @@ func TestCreateAppendReopen(t *testing.T) {
 		Requests:  1,
 		Delegated: Usage{Input: 5, Output: 6, CostPicodollars: 7}, DelegatedRecords: 1,
 		Uncertain: true, UncertainMarkers: 1,
+		Cause: UsageUncertain{RunID: "run1", Operation: "compaction", Reason: "http_5xx", Dispatched: true, Attempt: 2},
 	}
 	if d := cmp.Diff(wantTotals, s.Totals()); d != "" {
 		t.Errorf("totals (-want +got):\n%s", d)

@@ -239,6 +239,12 @@ type Record struct {
 	Checkpoint *Checkpoint
 	// Delegated is set for KindDelegatedUsage.
 	Delegated *DelegatedUsage
+	// Dispatch is set for KindDispatch.
+	Dispatch *Dispatch
+	// Settled is set for KindDispatchSettled.
+	Settled *DispatchSettled
+	// Recovered is set for KindRecoveredOutput.
+	Recovered *RecoveredOutput
 }
 
 // EntryRecord returns a record appending e.
@@ -265,6 +271,9 @@ func DelegatedRecord(d DelegatedUsage) Record {
 
 // validate reports a record that cannot be encoded.
 func (r Record) validate() error {
+	if err, ok := r.validateDispatch(); ok {
+		return err
+	}
 	switch r.Kind {
 	case KindEntry:
 		if r.Entry == nil {
@@ -320,6 +329,15 @@ type Totals struct {
 	UncertainMarkers int
 	// DelegatedUncertain counts uncertain delegated child records.
 	DelegatedUncertain int
+	// UnsettledDispatches counts requests another writer dispatched and
+	// never settled: in flight elsewhere, or lost in a crash. They make
+	// Uncertain true; a writable [Open] records them as markers.
+	UnsettledDispatches int
+	// Cause is the first reason usage became uncertain: the first own
+	// marker, a delegated child's uncertainty (Reason
+	// "delegated_uncertain"), or the first unsettled dispatch (Reason
+	// [ReasonUnsettledDispatch]). It is zero when Uncertain is false.
+	Cause UsageUncertain
 }
 
 // Info describes a session in a listing.

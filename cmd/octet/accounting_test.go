@@ -114,8 +114,12 @@ func TestExecCeilingRefusesUncertainSession(t *testing.T) {
 			if second.code != exitFailed || reqs != 1 {
 				t.Fatalf("under a ceiling: exit %d, %d requests (want %d, 1)\nstderr: %s", second.code, reqs, exitFailed, second.stderr)
 			}
-			if !strings.Contains(second.stderr, "hard usage ceiling: the session has outstanding usage uncertainty") {
-				t.Errorf("stderr does not explain the refusal:\n%s", second.stderr)
+			// The refusal says what happened and what the user can do.
+			for _, want := range []string{"hard usage ceiling", "a request failed after it may have been sent (terminal", "in run " + lines[0].RunID,
+				"start a new session", "remove the hard ceiling (max_session_tokens, max_session_cost_usd)"} {
+				if !strings.Contains(second.stderr, want) {
+					t.Errorf("stderr does not explain the refusal (%q missing):\n%s", want, second.stderr)
+				}
 			}
 			_, events = parseJSONLines(t, second.stdout)
 			if len(eventsOfKind(events, "provider_usage_uncertain")) != 1 {

@@ -33,3 +33,8 @@ func (p meteredNoRetry) PriceUsage(model string, u provider.Usage) (int64, bool)
 	c, ok := p.budget.Cost(model, u)
 	return int64(c), ok
 }
+
+// CheckCeiling reports the ceiling refusal the next request would get.
+func (p meteredNoRetry) CheckCeiling(model string, totals session.Totals) error {
+	return p.budget.Check(model, totals)
+}

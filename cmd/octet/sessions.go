@@ -163,6 +163,7 @@ func showSession(path string, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "\nusage: %d requests, input %d (cached %d), output %d (reasoning %d), cost %s — %s\n",
 		t.Requests, t.Known.Input, t.Known.CachedInput, t.Known.Output, t.Known.Reasoning, shownCost(t), state)
+	showUncertainty(out, s, t)
 	for _, c := range s.Checkpoints() {
 		line := fmt.Sprintf("run %s: %s", c.RunID, c.Outcome)
 		if c.Error != "" {
@@ -215,6 +216,26 @@ func shownCost(t session.Totals) string {
 		return c
 	}
 	return "unknown (no price for the model)"
+}
+
+// showUncertainty prints why usage is uncertain and the recovered output
+// (partial output of replaced attempts), each in its own place after the
+// conversation.
+func showUncertainty(out io.Writer, s *session.Session, t session.Totals) {
+	if t.Uncertain {
+		fmt.Fprintln(out, neutralize("usage uncertain since "+agent.DescribeUncertainty(t.Cause)))
+		if t.UnsettledDispatches > 0 {
+			fmt.Fprintf(out, "  %d request(s) dispatched and never settled (recorded when the session is next opened for writing)\n", t.UnsettledDispatches)
+		}
+	}
+	rec := s.RecoveredOutputs()
+	if len(rec) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "\nrecovered output (partial output of interrupted attempts that were replaced; not part of the conversation):")
+	for _, o := range rec {
+		fmt.Fprintf(out, "  [run %s, attempt %d, %s] %s\n", neutralize(o.RunID), o.Attempt, neutralize(o.Channel), neutralize(clip(o.Text, maxShownText)))
+	}
 }
 
 func showEntry(out io.Writer, en session.Entry) {
