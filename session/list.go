@@ -19,7 +19,7 @@ const maxListHeader = 1 << 20
 
 // List describes the sessions in dir, most recently updated first. It reads
 // each file's header line and metadata, and its listing cache for usage
-// uncertainty: only the records the cache does not vouch for are read (all
+// uncertainty and known usage: only the records the cache does not vouch for are read (all
 // of them when the cache is missing or could not be written). Files that cannot be described are skipped and
 // reported in the joined error next to the sessions that could be.
 func List(dir string) ([]Info, error) {
@@ -76,14 +76,16 @@ func describe(path string) (Info, error) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		ino = st.Ino
 	}
-	uncertain, err := listedUncertain(path, f, ino, fi.Size())
+	l, err := listed(path, f, ino, fi.Size())
 	if err != nil {
 		return Info{}, fmt.Errorf("list session %s: %w", path, err)
 	}
 	return Info{
 		ID: h.ID, Title: h.Title, Cwd: h.Cwd,
 		Created: h.Created, Updated: fi.ModTime(),
-		UsageUncertain: uncertain,
+		UsageUncertain: l.uncertain,
+		UsageRecords:   int(l.records),
+		Known:          l.known,
 		Path:           path,
 		Version:        h.Version,
 	}, nil

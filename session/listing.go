@@ -13,26 +13,32 @@ import (
 )
 
 // The listing cache lets List say whether a session holds usage
-// uncertainty without reading the whole file. The ledger is the source of
-// truth; the cache, <id>.listing next to the file, only records "the
-// first Size bytes of the file with inode Ino hold (or do not hold) an
-// uncertainty marker". Writers rewrite it, best effort, on a writable
-// Open, when the session becomes uncertain, once listingEvery bytes were
-// appended since the last rewrite, and on Close if anything was appended
-// (Create writes none); it is never a reason for an append (or Open) to
-// fail. Because the file is append-only, a cache that is older than the
-// file is still true of its prefix, so List reads only the bytes after
-// it; a missing, unreadable or foreign cache makes List read the whole
-// file.
+// uncertainty, and what its known usage adds up to, without reading the
+// whole file. The ledger is the source of truth; the cache, <id>.listing
+// next to the file, only records "the first Size bytes of the file with
+// inode Ino hold (or do not hold) an uncertainty marker, and these usage
+// records". Writers rewrite it, best effort, on a writable Open, when the
+// session becomes uncertain, once listingEvery bytes were appended since
+// the last rewrite, and on Close if anything was appended (Create writes
+// none); it is never a reason for an append (or Open) to fail. Because
+// the file is append-only, a cache that is older than the file is still
+// true of its prefix, so List reads only the bytes after it and adds what
+// it finds; a missing, unreadable or foreign cache makes List read the
+// whole file.
 
 // listingEvery bounds how much of a live session List has to read past
 // its cache.
 const listingEvery = 1 << 20
 
-// listingLen is the fixed length of the cache line: "v1 ino size u crc\n"
-// with fixed-width numbers, so a rewrite in place never leaves a stale
-// tail.
-const listingLen = len("v1 ") + 20 + 1 + 20 + 1 + 1 + 1 + 8 + 1
+// listingFields is the number of fixed-width numbers after the version:
+// inode, size, the uncertainty flag, usage records and the five known
+// usage sums.
+const listingFields = 9
+
+// listingLen is the fixed length of the cache line: "v2" and
+// listingFields numbers of 20 digits, a CRC of 8 hex digits and a
+// newline, so a rewrite in place never leaves a stale tail.
+const listingLen = len("v2") + listingFields*(1+20) + 1 + 8 + 1
 
 // legacySidecarPath is the marker file older writers created for a session
 // holding a marker (its existence means "uncertain"); List still honours it.
@@ -50,38 +56,53 @@ type listing struct {
 	ino       uint64
 	size      int64
 	uncertain bool
+	// records counts the usage records (own and delegated) in the
+	// prefix, known sums their known usage.
+	records int64
+	known   Usage
 }
 
 func (l listing) encode() []byte {
-	u := byte('0')
+	u := int64(0)
 	if l.uncertain {
-		u = '1'
+		u = 1
 	}
-	body := fmt.Sprintf("v1 %020d %020d %c", l.ino, l.size, u)
+	k := l.known
+	body := fmt.Sprintf("v2 %020d %020d %020d %020d %020d %020d %020d %020d %020d",
+		l.ino, l.size, u, l.records, k.Input, k.CachedInput, k.Output, k.Reasoning, k.CostPicodollars)
 	return fmt.Appendf(nil, "%s %08x\n", body, crc32.ChecksumIEEE([]byte(body)))
 }
 
 // decodeListing parses a cache line; ok is false for anything else (a
-// torn or foreign file).
+// torn or foreign file, another version).
 func decodeListing(b []byte) (l listing, ok bool) {
 	if len(b) != listingLen || b[len(b)-1] != '\n' {
 		return l, false
 	}
 	f := strings.Fields(string(b))
-	if len(f) != 5 || f[0] != "v1" || (f[3] != "0" && f[3] != "1") {
+	if len(f) != listingFields+2 || f[0] != "v2" {
 		return l, false
 	}
-	body := strings.Join(f[:4], " ")
-	crc, err := strconv.ParseUint(f[4], 16, 32)
+	body := strings.Join(f[:listingFields+1], " ")
+	crc, err := strconv.ParseUint(f[listingFields+1], 16, 32)
 	if err != nil || uint32(crc) != crc32.ChecksumIEEE([]byte(body)) {
 		return l, false
 	}
-	ino, err1 := strconv.ParseUint(f[1], 10, 64)
-	size, err2 := strconv.ParseInt(f[2], 10, 64)
-	if err1 != nil || err2 != nil {
+	ino, err := strconv.ParseUint(f[1], 10, 64)
+	if err != nil {
 		return l, false
 	}
-	return listing{ino: ino, size: size, uncertain: f[3] == "1"}, true
+	var n [listingFields - 1]int64
+	for i := range n {
+		if n[i], err = strconv.ParseInt(f[i+2], 10, 64); err != nil || n[i] < 0 {
+			return l, false
+		}
+	}
+	if n[1] > 1 {
+		return l, false
+	}
+	return listing{ino: ino, size: n[0], uncertain: n[1] == 1, records: n[2],
+		known: Usage{Input: n[3], CachedInput: n[4], Output: n[5], Reasoning: n[6], CostPicodollars: n[7]}}, true
 }
 
 // listingDue reports whether the listing cache should be rewritten after
@@ -95,7 +116,9 @@ func (s *Session) listingDue() bool {
 // ignored: List then reads the ledger itself. It is not synced: a cache
 // lost in a crash is only older than the file, which List detects.
 func (s *Session) writeListing() {
-	l := listing{ino: s.ino, size: s.size, uncertain: s.ix.totals.Uncertain}
+	t := &s.ix.totals
+	l := listing{ino: s.ino, size: s.size, uncertain: t.Uncertain,
+		records: int64(t.Requests + t.DelegatedRecords), known: t.Known}
 	s.listed = l // on failure too: retried when due again, not per append
 	err := writeListingFile(listingPath(s.path), l.encode())
 	if err == nil {
@@ -117,58 +140,65 @@ func writeListingFile(path string, b []byte) error {
 	return errors.Join(err, f.Close())
 }
 
-// listedUncertain reports whether the session file f (at path, with inode
-// ino and size bytes) holds an uncertainty marker, from the listing cache
-// where it vouches for the file and from the ledger for the rest.
-func listedUncertain(path string, f *os.File, ino uint64, size int64) (bool, error) {
-	if _, err := os.Lstat(legacySidecarPath(path)); err == nil {
-		return true, nil
-	}
-	from := int64(0)
+// listed summarizes the session file f (at path, with inode ino and size
+// bytes): whether it holds an uncertainty marker and its known usage,
+// from the listing cache where it vouches for the file and from the
+// ledger for the rest.
+func listed(path string, f *os.File, ino uint64, size int64) (listing, error) {
+	var l listing
 	if b, err := os.ReadFile(listingPath(path)); err == nil {
-		if l, ok := decodeListing(b); ok && l.ino == ino && l.size <= size {
-			if l.uncertain {
-				return true, nil
-			}
-			from = l.size
+		if c, ok := decodeListing(b); ok && c.ino == ino && c.size <= size {
+			l = c
 		}
 	}
-	if from == size {
-		return false, nil
+	if l.size < size {
+		if err := scanListing(f, &l, size); err != nil {
+			return listing{}, err
+		}
 	}
-	return scanUncertain(f, from, size)
+	if _, err := os.Lstat(legacySidecarPath(path)); err == nil {
+		l.uncertain = true
+	}
+	return l, nil
 }
 
-// scanUncertain reads the complete records in [from, end) of f and reports
-// whether one is an uncertainty marker (an own usage_uncertain, or
-// delegated usage marked uncertain). It is conservative: a marker in a
-// torn batch counts. Lines it cannot read are skipped (the header, damage
-// that Open reports).
-func scanUncertain(f *os.File, from, end int64) (bool, error) {
-	lr := newLineReader(f.ReadAt, from, end, limits.recordBytes)
+// scanListing folds the complete records in [l.size, end) of f into l:
+// uncertainty markers (an own usage_uncertain, or delegated usage marked
+// uncertain) and usage records, as the index accounts them. It is
+// conservative about uncertainty: a marker in a torn batch counts. Lines
+// it cannot read are skipped (the header, damage that Open reports).
+func scanListing(f *os.File, l *listing, end int64) error {
+	lr := newLineReader(f.ReadAt, l.size, end, limits.recordBytes)
 	var m meta
 	var a strAlloc
+	var ix index
 	for {
 		line, off, complete, ok, err := lr.next()
 		if errors.Is(err, errRecordTooBig) {
-			return false, &LimitError{Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(line)), Line: 0, Path: fmt.Sprintf("%s at offset %d", f.Name(), off)}
+			return &LimitError{Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(line)), Line: 0, Path: fmt.Sprintf("%s at offset %d", f.Name(), off)}
 		}
 		if err != nil {
-			return false, err
+			return err
 		}
 		if !ok {
-			return false, nil
+			break
 		}
 		if !complete || scanMeta(line, &m, false) != nil {
 			continue
 		}
 		switch string(m.kind) {
-		case KindUsageUncertain:
-			return true, nil
-		case KindDelegatedUsage:
-			if r, err := decodeRecord(line, &a); err == nil && r.Delegated != nil && r.Delegated.Uncertain {
-				return true, nil
+		case KindUsage, KindUsageUncertain, KindDelegatedUsage:
+			if r, err := decodeRecord(line, &a); err == nil {
+				ix.account(r)
+			} else if string(m.kind) == KindUsageUncertain {
+				ix.totals.Uncertain = true
 			}
 		}
 	}
+	t := ix.totals
+	l.size = end
+	l.uncertain = l.uncertain || t.Uncertain
+	l.records += int64(t.Requests + t.DelegatedRecords)
+	addUsage(&l.known, &t.Known)
+	return nil
 }

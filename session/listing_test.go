@@ -253,3 +253,59 @@ func TestListingCacheFollowsLiveWriter(t *testing.T) {
 		t.Fatalf("cache %+v not rewritten when the session became uncertain", got)
 	}
 }
+
+// listedInfo returns List's Info for the session at path.
+func listedInfo(t *testing.T, path string) Info {
+	t.Helper()
+	infos, err := List(filepath.Dir(path))
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	for _, in := range infos {
+		if in.Path == path {
+			return in
+		}
+	}
+	t.Fatalf("List does not show %s (%+v)", path, infos)
+	return Info{}
+}
+
+// TestListSumsUsageThroughTheCache: List's usage is Totals' (own and
+// delegated), taken from the cache for the prefix it covers and from the
+// ledger after it, so listing costs no full read of a long session.
+func TestListSumsUsageThroughTheCache(t *testing.T) {
+	s := newSession(t)
+	u := Usage{RunID: "r", Operation: "main", Model: "m", Input: 10, CachedInput: 4, Output: 3, Reasoning: 1, CostPicodollars: 7}
+	if err := s.Append(UsageRecord(u), UsageRecord(u)); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	w, err := Open(s.Path()) // writes the cache for the two records
+	if err != nil {
+		t.Fatal(err)
+	}
+	covered := readListing(t, s.Path())
+	if err := w.Append(DelegatedRecord(DelegatedUsage{ChildSession: "c", Usage: u})); err != nil {
+		t.Fatal(err)
+	}
+	want := w.Totals()
+	path := w.Path()
+	w.Close()
+	if err := os.WriteFile(listingPath(path), covered.encode(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := listedInfo(t, path)
+	if in.UsageRecords != want.Requests+want.DelegatedRecords || in.Known != want.Known || in.UsageRecords != 3 {
+		t.Fatalf("List: %d records, known %+v; Totals: %d+%d, known %+v", in.UsageRecords, in.Known, want.Requests, want.DelegatedRecords, want.Known)
+	}
+	// The cache is believed for its prefix: a cache claiming more usage
+	// there shows in the listing, so List did not re-read those records.
+	forged := covered
+	forged.records, forged.known.Input = 100, 1000
+	if err := os.WriteFile(listingPath(path), forged.encode(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if in := listedInfo(t, path); in.UsageRecords != 101 || in.Known.Input != 1010 {
+		t.Fatalf("List with a prefix cache: %d records, input %d; want the cache's 100/1000 plus the tail's 1/10", in.UsageRecords, in.Known.Input)
+	}
+}

@@ -350,6 +350,12 @@ type Info struct {
 	// through its listing cache). It is conservative: a marker in a torn
 	// final batch counts too.
 	UsageUncertain bool
+	// UsageRecords counts the session's usage records, own and
+	// delegated; Known sums their known usage (a subtotal when
+	// UsageUncertain), as [Totals.Known] does. Both are read through the
+	// listing cache like UsageUncertain.
+	UsageRecords int
+	Known        Usage
 	// Path is the session file.
 	Path string
 	// Version is the header's format version; a session with a version

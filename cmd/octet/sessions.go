@@ -131,7 +131,7 @@ func listSessions(dir string, out io.Writer) error {
 			usage = "uncertain"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Updated.Local().Format(time.DateTime),
-			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage, listedCost(in.Path))
+			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage, listedCost(in))
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
@@ -177,24 +177,19 @@ func showSession(path string, out io.Writer) error {
 	return nil
 }
 
-// listedCost is a session's known cost for the listing: "$0.02", "-" for
-// no known usage, "?" when the file cannot be read, "unpriced" when its
-// usage has no price.
-func listedCost(path string) string {
-	s, err := session.Inspect(path)
-	if err != nil {
-		return "?"
-	}
-	defer s.Close()
-	t := s.Totals()
-	if t.Requests == 0 && t.DelegatedRecords == 0 {
+// listedCost is a session's known cost for the listing, from its listing
+// summary (no session file is read in full): "$0.02", "-" for no known
+// usage, "unpriced" when its usage has no price, "≥$0.02" for a known
+// subtotal.
+func listedCost(in session.Info) string {
+	if in.UsageRecords == 0 {
 		return "-"
 	}
-	c, ok := knownCost(t)
+	c, ok := knownCost(in.Known)
 	switch {
 	case !ok:
 		return "unpriced"
-	case t.Uncertain:
+	case in.UsageUncertain:
 		return "≥" + c
 	}
 	return c
@@ -202,8 +197,7 @@ func listedCost(path string) string {
 
 // knownCost formats the known cost of a session's totals; ok is false when
 // its usage was recorded without any cost (no price for the model).
-func knownCost(t session.Totals) (string, bool) {
-	k := t.Known
+func knownCost(k session.Usage) (string, bool) {
 	if k.CostPicodollars == 0 && k.Input+k.Output > 0 {
 		return "", false
 	}
@@ -212,7 +206,7 @@ func knownCost(t session.Totals) (string, bool) {
 
 // shownCost is knownCost for sessions show.
 func shownCost(t session.Totals) string {
-	if c, ok := knownCost(t); ok {
+	if c, ok := knownCost(t.Known); ok {
 		return c
 	}
 	return "unknown (no price for the model)"
