@@ -71,20 +71,19 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			params: confirmParams{
 				SessionID: ss.id, RunID: req.RunID, CallID: req.CallID, Tool: req.Tool,
 				Effect: req.Effect, Title: req.Title, Detail: req.Detail, Diff: req.Diff,
-				Digest: req.Digest, ExpiresAt: req.ExpiresAt.UTC(),
+				Digest: req.Digest, ExpiresAt: approvalDeadline(time.Now(), s.opts.ApprovalTimeout, req.ExpiresAt),
 			},
 			created: time.Now(),
 			answer:  make(chan bool, 1),
 		}
-		timeout := s.opts.ApprovalTimeout
-		if !req.ExpiresAt.IsZero() {
-			timeout = min(timeout, time.Until(req.ExpiresAt))
+		// One deadline: the sooner of the server's approval timeout and the
+		// broker's expiry, stated to the client as expiresAt and recorded
+		// as approval_expired when it passes.
+		if !time.Now().Before(pa.params.ExpiresAt) {
+			s.log.Warn("approval expired before it could be asked", "call", req.CallID)
+			return false, req.Digest, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
 		}
-		if timeout <= 0 {
-			s.log.Warn("approval expired before it could be asked; denied", "call", req.CallID)
-			return false, req.Digest, nil
-		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := context.WithDeadline(ctx, pa.params.ExpiresAt)
 		defer cancel()
 		pa.ctx = ctx
 		key := approvalKey(pa.params)
@@ -126,15 +125,25 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			return false, req.Digest, context.Canceled
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				s.log.Warn("approval timed out; denied", "session", ss.id, "call", req.CallID, "timeout", timeout)
+				s.log.Warn("approval expired unanswered", "session", ss.id, "call", req.CallID, "expiresAt", pa.params.ExpiresAt)
 				if run != nil {
 					run.approvalDone(req.CallID, "Thinking")
 				}
-				return false, req.Digest, nil
+				return false, req.Digest, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
 			}
 			return false, req.Digest, ctx.Err()
 		}
 	}
+}
+
+// approvalDeadline is the one deadline of an approval asked at now: the
+// sooner of now+timeout and the broker's expiry (when it has one).
+func approvalDeadline(now time.Time, timeout time.Duration, brokerExpiry time.Time) time.Time {
+	d := now.Add(timeout)
+	if !brokerExpiry.IsZero() && brokerExpiry.Before(d) {
+		d = brokerExpiry
+	}
+	return d.UTC()
 }
 
 func approvalKey(p confirmParams) string { return p.RunID + "\x00" + p.CallID + "\x00" + p.Digest }
@@ -146,7 +155,7 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 	s.mu.Lock()
 	confirm := s.caps.confirmEffect
 	s.mu.Unlock()
-	timeout := time.Until(pa.created.Add(s.opts.ApprovalTimeout))
+	timeout := time.Until(pa.params.ExpiresAt)
 	if confirm {
 		raw, err := s.call(ctx, timeout, "octet/confirmEffect", mustJSON(pa.params))
 		if err != nil {

@@ -483,6 +483,46 @@ func TestApprovalTimeoutDenies(t *testing.T) {
 	})
 }
 
+// TestApprovalDeadlineIsExpiresAt: the server used to deny at its own
+// 5-minute timeout while expiresAt said the broker's 10 minutes, and the
+// timeout was recorded as approval_denied. There is one deadline, stated
+// in expiresAt, and passing it is recorded as approval_expired.
+func TestApprovalDeadlineIsExpiresAt(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+	const timeout = 400 * time.Millisecond
+	e := st.editor(t, Options{ApprovalTimeout: timeout}, map[string]any{"confirmEffect": true, "events": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	askedAt := make(chan time.Time, 1)
+	e.respond("octet/confirmEffect", func(json.RawMessage) (any, error) { askedAt <- time.Now(); <-never; return nil, nil })
+	sid := e.newSession()
+	before := time.Now()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	var p confirmParams
+	if err := json.Unmarshal(e.awaitRequest("octet/confirmEffect"), &p); err != nil {
+		t.Fatal(err)
+	}
+	asked := <-askedAt
+	if p.ExpiresAt.Before(before.Add(timeout)) || p.ExpiresAt.After(asked.Add(timeout)) {
+		t.Errorf("expiresAt %v, want the server's deadline %v after the request (asked at %v)", p.ExpiresAt, timeout, asked)
+	}
+	var reason string
+	for _, ev := range e.eventsOf(ans.RunID) {
+		if ev.Event["kind"] == "tool_policy_decision" {
+			reason, _ = ev.Event["reason"].(string)
+		}
+	}
+	if reason != tools.ReasonApprovalExpired {
+		t.Errorf("decision reason %q, want %q", reason, tools.ReasonApprovalExpired)
+	}
+}
+
 // TestRunFailureShownToStockClient checks a failed run is answered with
 // outcome failed and, for a client without octet events, shown with
 // window/showMessage.
