@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,10 @@ type pendingApproval struct {
 	// cancelled); every request asking for this approval is withdrawn then.
 	ctx context.Context
 
+	// path is the absolute file the call changes ("" for none), named in
+	// the stock client's message.
+	path string
+
 	// refusal, set before a refusing answer is sent, is why the request
 	// could not be put to the person at all (tools.ErrPreviewTooLarge).
 	refusal error
@@ -75,6 +80,7 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			},
 			created: time.Now(),
 			answer:  make(chan bool, 1),
+			path:    callPath(req.Arguments, ss.handle.Cwd()),
 		}
 		// One deadline: the sooner of the server's approval timeout and the
 		// broker's expiry, stated to the client as expiresAt and recorded
@@ -146,6 +152,24 @@ func approvalDeadline(now time.Time, timeout time.Duration, brokerExpiry time.Ti
 	return d.UTC()
 }
 
+// sameDigest compares two hex digests; hex is case-insensitive.
+func sameDigest(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
+
+// callPath is the absolute path a call's "path" argument names, resolved
+// against cwd ("" when it has none).
+func callPath(args json.RawMessage, cwd string) string {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Path == "" {
+		return ""
+	}
+	if filepath.IsAbs(a.Path) {
+		return filepath.Clean(a.Path)
+	}
+	return filepath.Join(cwd, a.Path)
+}
+
 func approvalKey(p confirmParams) string { return p.RunID + "\x00" + p.CallID + "\x00" + p.Digest }
 
 // askApproval sends the request the client can show and resolves pa from
@@ -171,15 +195,16 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 			pa.resolve(false)
 			return
 		}
-		if ans.Decision == "approve" && ans.Digest != pa.params.Digest {
+		same := sameDigest(ans.Digest, pa.params.Digest)
+		if ans.Decision == "approve" && !same {
 			s.log.Warn("approval echoed a different digest; denied", "call", pa.params.CallID)
 		}
-		pa.resolve(ans.Decision == "approve" && ans.Digest == pa.params.Digest)
+		pa.resolve(ans.Decision == "approve" && same)
 		return
 	}
 	// A stock client shows only this message: it must carry what will
 	// change (the command in detail, the diff of an edit or write), whole.
-	msg := fallbackApprovalMessage(pa.params)
+	msg := fallbackApprovalMessage(pa.params, ss.handle, pa.path)
 	if len(msg) > maxApprovalMessage {
 		s.log.Warn("approval too large for window/showMessageRequest; refused", "call", pa.params.CallID, "bytes", len(msg))
 		s.notify("window/showMessage", &protocol.ShowMessageParams{
@@ -210,9 +235,18 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 }
 
 // fallbackApprovalMessage is the whole window/showMessageRequest text of
-// an approval: the title, then the detail and the diff.
-func fallbackApprovalMessage(p confirmParams) string {
-	msg := "octet wants to run " + p.Tool + ": " + p.Title
+// an approval: which session asks (title, id, directory), the title, the
+// file the call changes (absolute), then the detail and the diff. A stock
+// client shows nothing else, and an editor may run several sessions.
+func fallbackApprovalMessage(p confirmParams, sess sessionHandle, path string) string {
+	who := "octet session " + p.SessionID
+	if title := sess.Title(); title != "" {
+		who = fmt.Sprintf("octet session %q (%s)", title, p.SessionID)
+	}
+	msg := who + " in " + sess.Cwd() + " wants to run " + p.Tool + ": " + p.Title
+	if path != "" {
+		msg += "\nFile: " + path
+	}
 	for _, part := range []string{p.Detail, p.Diff} {
 		if part != "" {
 			msg += "\n\n" + part
@@ -254,13 +288,15 @@ func (s *Server) decideApproval(approve bool, callID, digest string) (int, error
 	for _, ss := range sessions {
 		ss.mu.Lock()
 		for _, pa := range ss.pending {
-			if (digest == "" || pa.params.Digest == digest) && (callID == "" || pa.params.CallID == callID) {
+			if (digest == "" || sameDigest(pa.params.Digest, digest)) && (callID == "" || pa.params.CallID == callID) {
 				all = append(all, pa)
 			}
 		}
 		ss.mu.Unlock()
 	}
 	switch {
+	case len(all) == 0 && !approve:
+		return 0, nil // nothing to deny: done
 	case len(all) == 0:
 		return 0, invalidParams("no pending approval matches")
 	case len(all) > 1 && approve:

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -187,10 +188,11 @@ type runtimeSession struct {
 
 var _ sessionHandle = (*runtimeSession)(nil)
 
-func (s *runtimeSession) ID() string   { return s.sess.Header().ID }
-func (s *runtimeSession) Cwd() string  { return s.sess.Header().Cwd }
-func (s *runtimeSession) Head() string { return s.sess.Head() }
-func (s *runtimeSession) Policy() any  { return s.built.Policy }
+func (s *runtimeSession) ID() string    { return s.sess.Header().ID }
+func (s *runtimeSession) Cwd() string   { return s.sess.Header().Cwd }
+func (s *runtimeSession) Title() string { return s.sess.Header().Title }
+func (s *runtimeSession) Head() string  { return s.sess.Head() }
+func (s *runtimeSession) Policy() any   { return s.built.Policy }
 
 func (s *runtimeSession) Transcript() (any, error) {
 	branch := s.sess.Branch()
@@ -229,6 +231,9 @@ func (s *runtimeSession) Prompt(ctx context.Context, text string, withoutTools b
 }
 
 func (s *runtimeSession) SetModel(name string) (string, error) {
+	if name == s.built.Agent.Model().Name {
+		return name, nil // the session's own model is always allowed
+	}
 	resolve := s.rt.ResolveModel
 	if resolve == nil {
 		resolve = defaultResolveModel
@@ -269,11 +274,21 @@ func (s *runtimeSession) Close() error {
 	return s.closeErr
 }
 
+// defaultResolveModel knows the provider's model table only: a name the
+// run could not be qualified for is refused now, not at the first retry.
 func defaultResolveModel(name string) (provider.Model, error) {
 	if m, ok := provider.LookupModel(name); ok {
 		return m, nil
 	}
-	return provider.Model{Name: name}, nil
+	return provider.Model{}, UnknownModelError(name)
+}
+
+// UnknownModelError is the error for a model name octet does not know; it
+// lists the names it does, plus extra (such as the configured model).
+func UnknownModelError(name string, extra ...string) error {
+	known := append(provider.ModelNames(), extra...)
+	return fmt.Errorf("unknown model %q: use one of %s (or a dated snapshot of one, such as gpt-5-2025-08-07)",
+		name, strings.Join(known, ", "))
 }
 
 // agentRun adapts *agent.Run to runHandle.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
 )
@@ -247,6 +248,7 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 		if !isWireError(herr) {
 			herr = jsonrpc2.NewError(jsonrpc2.InternalError, herr.Error())
 		}
+		herr = validUTF8Error(herr)
 		s.log.Debug("request failed", "method", method, "error", herr)
 		return nil, herr
 	}
@@ -457,6 +459,16 @@ func (c rwc) Close() error {
 		errs = append(errs, cl.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// validUTF8Error returns err with its message made valid UTF-8: jsonrpc2
+// writes error messages as they are, and stdout must carry valid JSON.
+func validUTF8Error(err error) error {
+	w, ok := errors.AsType[*jsonrpc2.Error](err)
+	if !ok || utf8.ValidString(w.Message) {
+		return err
+	}
+	return &jsonrpc2.Error{Code: w.Code, Message: strings.ToValidUTF8(w.Message, "\uFFFD"), Data: w.Data}
 }
 
 func isWireError(err error) bool {

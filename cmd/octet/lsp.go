@@ -75,16 +75,28 @@ func isCredentialError(err error) bool {
 	return ok
 }
 
-// resolveModel maps a model name to the provider's model table; unknown
-// names get a conservative 128K window.
-func resolveModel(name string) (provider.Model, error) {
-	if name == "" {
-		return provider.Model{}, errors.New("empty model name")
+// modelResolver maps a model name (octet/setModel, octet/session/new) to
+// the provider's model table. The configured model is allowed whatever its
+// name (with a conservative 128K window when the table does not know it);
+// any other unknown name is refused with the list of known ones, at the
+// call rather than at the run's first provider request.
+func modelResolver(configured string) func(string) (provider.Model, error) {
+	return func(name string) (provider.Model, error) {
+		if name == "" {
+			return provider.Model{}, errors.New("empty model name")
+		}
+		if m, ok := provider.LookupModel(name); ok {
+			return m, nil
+		}
+		if name != configured {
+			var extra []string
+			if configured != "" {
+				extra = append(extra, configured+" (configured)")
+			}
+			return provider.Model{}, server.UnknownModelError(name, extra...)
+		}
+		return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
 	}
-	if m, ok := provider.LookupModel(name); ok {
-		return m, nil
-	}
-	return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
 }
 
 // workspaces builds agents for the server, one configuration per
