@@ -54,6 +54,10 @@ type tolerantStream struct {
 
 	endOnce sync.Once
 	endCh   chan struct{}
+
+	brokenOnce sync.Once
+	brokenCh   chan struct{}
+	brokenErr  error // set before brokenCh closes
 }
 
 var _ jsonrpc2.Stream = (*tolerantStream)(nil)
@@ -61,12 +65,13 @@ var _ jsonrpc2.Stream = (*tolerantStream)(nil)
 // newTolerantStream returns a tolerant LSP stream over rwc.
 func newTolerantStream(rwc io.ReadWriteCloser, log *slog.Logger) *tolerantStream {
 	return &tolerantStream{
-		in:    bufio.NewReaderSize(rwc, 64<<10),
-		w:     rwc,
-		c:     rwc,
-		log:   log,
-		limit: maxFrameBytes,
-		endCh: make(chan struct{}),
+		in:       bufio.NewReaderSize(rwc, 64<<10),
+		w:        rwc,
+		c:        rwc,
+		log:      log,
+		limit:    maxFrameBytes,
+		endCh:    make(chan struct{}),
+		brokenCh: make(chan struct{}),
 	}
 }
 
@@ -163,8 +168,15 @@ func (s *tolerantStream) writeFrame(body []byte) (int64, error) {
 	b = append(b, body...)
 	s.wbuf = b
 	n, err := s.w.Write(b)
+	if err != nil {
+		s.brokenOnce.Do(func() { s.brokenErr = err; close(s.brokenCh) })
+	}
 	return int64(n), err
 }
+
+// broken is closed once a write has failed: the client no longer reads
+// (a closed stdout is EPIPE, SIGPIPE being ignored), so it is gone.
+func (s *tolerantStream) broken() <-chan struct{} { return s.brokenCh }
 
 // responsePrefix starts every response jsonrpc2 encodes.
 const responsePrefix = `{"jsonrpc":"2.0","id":`

@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 )
 
 // Default limits; Options fields override them.
@@ -55,6 +56,13 @@ type Options struct {
 	EventBufferBytes int
 	// Version is reported in serverInfo.
 	Version string
+	// ConfigError, when set, is a configuration problem found before
+	// serving (a config.toml mistake, unusable credentials). The server
+	// serves anyway, so the editor gets its handshake, and shows the error
+	// with window/showMessage once the client is initialized; the requests
+	// that need the configuration report it themselves (Runtime.NewAgent
+	// fails with it).
+	ConfigError error
 
 	// backend replaces Runtime in tests of the wire mechanics.
 	backend backend
@@ -193,6 +201,10 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		s.mu.Unlock()
 	case <-stream.ended():
 		s.log.Info("input ended; stopping")
+	case <-stream.broken():
+		// The client is gone as surely as when its input ends: cancel
+		// and settle the runs (their records reach the session files).
+		s.opts.Logger.Warn("the client stopped reading; stopping", "error", stream.brokenErr)
 	case <-s.parentGone:
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -275,6 +287,12 @@ func (s *Server) handleNotification(ctx context.Context, method string, params j
 	}
 	switch method {
 	case "initialized":
+		if err := s.opts.ConfigError; err != nil {
+			s.notify("window/showMessage", &protocol.ShowMessageParams{
+				Type:    protocol.MessageTypeError,
+				Message: "octet cannot start sessions: " + err.Error() + " (fix it; the next octet/session/new reads it again)",
+			})
+		}
 	case "$/setTrace":
 		var p struct {
 			Value string `json:"value"`
@@ -376,9 +394,23 @@ func (s *Server) settleRuns() {
 		s.log.Error("runs did not settle in time", "timeout", settleTimeout)
 		return
 	}
-	if !waitGroup(&s.replyWG, s.stream.ended(), replyTimeout) {
+	if !waitGroup(&s.replyWG, s.clientGone(), replyTimeout) {
 		s.log.Warn("prompt answers were not written in time", "timeout", replyTimeout)
 	}
+}
+
+// clientGone is closed once the client can no longer receive answers:
+// its input ended or a write to it failed.
+func (s *Server) clientGone() <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		select {
+		case <-s.stream.ended():
+		case <-s.stream.broken():
+		}
+		close(gone)
+	}()
+	return gone
 }
 
 // waitGroup waits for wg, for stop to close, or for timeout; it reports
