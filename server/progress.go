@@ -22,9 +22,10 @@ type progress struct {
 	s     *Server
 	token json.RawMessage
 
-	mu    sync.Mutex
-	last  string
-	ended bool
+	mu     sync.Mutex
+	last   string
+	ended  bool
+	endMsg string // set when ended
 	// pending: window/workDoneProgress/create is in flight; reports only
 	// update last, which begin then carries. created is closed when the
 	// request has been settled either way.
@@ -43,7 +44,7 @@ type progress struct {
 // at most createGrace: the run's events never wait for a client that does
 // not answer (they would otherwise be held for the request timeout);
 // begin, with the latest state, follows once the client has accepted the
-// token, and end waits for that.
+// token, and neither end nor the prompt's answer waits for that.
 func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progress {
 	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}}
 	p.last = "Starting"
@@ -89,7 +90,12 @@ func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progre
 		}
 		if !p.ended {
 			p.adopt(r, token)
+			return
 		}
+		// The run ended before the client accepted the token: close the
+		// progress the client now expects at once.
+		p.begin(token)
+		p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &p.endMsg})
 	}()
 	// An editor answers at once: wait a little so begin precedes the
 	// run's first event, but never hold the events longer than that.
@@ -188,25 +194,21 @@ func (p *progress) approvalDone(callID, msg string) {
 	p.reportLocked(msg)
 }
 
-// end sends end exactly once.
+// end sends end exactly once. It never waits for the client: when the
+// token the server asked for is still unanswered, the token's begin and end
+// follow together if the client accepts it later (see startProgress).
 func (p *progress) end(outcome string) {
-	if p.created != nil {
-		// begin must precede end: wait for the token (bounded by the
-		// create request's timeout; a client that answers at once, as
-		// editors do, costs nothing here).
-		<-p.created
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ended {
 		return
 	}
 	p.ended = true
+	p.endMsg = outcomeMessage(outcome)
 	if p.token == nil {
-		return // no progress, or the client never accepted the token
+		return // no progress, the client never accepted the token, or it has not answered yet
 	}
-	msg := outcomeMessage(outcome)
-	p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &msg})
+	p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &p.endMsg})
 }
 
 func outcomeMessage(outcome string) string {
