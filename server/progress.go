@@ -37,6 +37,10 @@ type progress struct {
 	// tool_started (emitted before the approval, but pumped concurrently)
 	// must not replace "Waiting for approval" with "Running …".
 	awaiting map[string]bool
+	// decided holds the calls whose approval was decided: a tool_started
+	// the pump observes only afterwards must not report a denied call as
+	// running (an approved one was reported by approvalDone already).
+	decided map[string]bool
 }
 
 // startProgress picks the run's token and sends begin. A token the
@@ -46,7 +50,7 @@ type progress struct {
 // begin, with the latest state, follows once the client has accepted the
 // token, and neither end nor the prompt's answer waits for that.
 func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progress {
-	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}}
+	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}, decided: map[string]bool{}}
 	p.last = "Starting"
 	// The run is already going: an approval asked while the token is
 	// being created must find the progress to report to.
@@ -191,6 +195,7 @@ func (p *progress) approvalDone(callID, msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.awaiting, callID)
+	p.decided[callID] = true
 	p.reportLocked(msg)
 }
 
@@ -277,13 +282,18 @@ func (p *progress) observe(ev wireEvent) {
 			p.mu.Lock()
 			args := p.args[b.CallID]
 			delete(p.args, b.CallID)
-			if !p.awaiting[b.CallID] {
+			if !p.awaiting[b.CallID] && !p.decided[b.CallID] {
 				p.reportLocked(toolMessage(b.Tool, args))
 			}
 			p.mu.Unlock()
 		}
 	case "tool_finished":
-		p.report("Thinking")
+		var b struct{ CallID string }
+		_ = json.Unmarshal(ev.Body, &b)
+		p.mu.Lock()
+		delete(p.decided, b.CallID)
+		p.reportLocked("Thinking")
+		p.mu.Unlock()
 	case "provider_retry":
 		p.report(retryMessage(ev.Body))
 	case "compaction_started":

@@ -155,7 +155,7 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	if reasoning != "" {
 		built.Agent.SetReasoning(reasoning)
 	}
-	return &runtimeSession{rt: rt, sess: sess, built: built}, nil
+	return &runtimeSession{rt: rt, sess: sess, built: built, startModel: built.Agent.Model()}, nil
 }
 
 // toolsApprover adapts the server's approver to tools.Approver.
@@ -181,6 +181,10 @@ type runtimeSession struct {
 	rt    *Runtime
 	sess  *session.Session
 	built *Built
+	// startModel is the model the session was built with (configured or
+	// asked for at octet/session/new): octet/setModel allows it besides
+	// the model table.
+	startModel provider.Model
 
 	closeOnce sync.Once
 	closeErr  error
@@ -231,8 +235,10 @@ func (s *runtimeSession) Prompt(ctx context.Context, text string, withoutTools b
 }
 
 func (s *runtimeSession) SetModel(name string) (string, error) {
-	if name == s.built.Agent.Model().Name {
-		return name, nil // the session's own model is always allowed
+	if name == s.startModel.Name {
+		// The model the session was built with is always allowed.
+		s.built.Agent.SetModel(s.startModel)
+		return name, nil
 	}
 	resolve := s.rt.ResolveModel
 	if resolve == nil {
