@@ -53,6 +53,12 @@ type pendingApproval struct {
 	// the stock client's message.
 	path string
 
+	// inFlight counts the requests for this approval the client has not
+	// answered, resent whether a resume has sent it again; both are
+	// guarded by the session's mu (see resendable).
+	inFlight int
+	resent   bool
+
 	// refusal, set before a refusing answer is sent, is why the request
 	// could not be put to the person at all (tools.ErrPreviewTooLarge).
 	refusal error
@@ -95,6 +101,7 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		key := approvalKey(pa.params)
 		ss.mu.Lock()
 		ss.pending[key] = pa
+		pa.inFlight++ // askApproval below sends it
 		run := ss.active
 		ss.mu.Unlock()
 		defer func() {
@@ -174,8 +181,14 @@ func approvalKey(p confirmParams) string { return p.RunID + "\x00" + p.CallID + 
 
 // askApproval sends the request the client can show and resolves pa from
 // its answer. A failed or timed-out request resolves nothing (the
-// approver's own timeout decides).
+// approver's own deadline decides). The caller has counted the request in
+// pa.inFlight.
 func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingApproval) {
+	defer func() {
+		ss.mu.Lock()
+		pa.inFlight--
+		ss.mu.Unlock()
+	}()
 	s.mu.Lock()
 	confirm := s.caps.confirmEffect
 	s.mu.Unlock()
@@ -256,8 +269,8 @@ func fallbackApprovalMessage(p confirmParams, sess sessionHandle, path string) s
 }
 
 // approvalFailed handles a failed approval request: an error answer from
-// the client is a definite denial (no point waiting for the timeout); a
-// timeout or a withdrawn request decides nothing here.
+// the client is a definite denial (no point waiting for the deadline); a
+// request that got no answer decides nothing here.
 func (s *Server) approvalFailed(pa *pendingApproval, method string, err error) {
 	if isWireError(err) {
 		s.log.Warn("client answered the approval with an error; denied", "method", method, "call", pa.params.CallID, "error", err)
@@ -267,10 +280,17 @@ func (s *Server) approvalFailed(pa *pendingApproval, method string, err error) {
 	s.log.Warn("approval request got no answer", "method", method, "call", pa.params.CallID, "error", err)
 }
 
-// reaskApproval sends a pending approval again (after resume). The
-// request is withdrawn as soon as the approval is decided any other way.
-func (s *Server) reaskApproval(ss *sessionState, pa *pendingApproval) {
-	s.askApproval(pa.ctx, ss, pa)
+// resendable reports whether octet/session/resume sends pa again, and
+// counts the request it will send: once, for a client that reattached and
+// may have lost its prompt, and again only when no request for it is
+// outstanding, never once per resume. The caller holds the session's mu.
+func (pa *pendingApproval) resendable() bool {
+	if pa.resent && pa.inFlight > 0 {
+		return false
+	}
+	pa.resent = true
+	pa.inFlight++
+	return true
 }
 
 // decideApproval resolves pending approvals from octet.approve/octet.deny.

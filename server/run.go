@@ -243,7 +243,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		}
 		s.emit(ss, "octet/recoveredOutput", caps.sendRecovered, func(seq int64) json.RawMessage {
 			b, _ := json.Marshal(map[string]any{
-				"sessionId": ss.id, "runId": r.id, "seq": seq,
+				"sessionId": ss.id, "runId": r.id, "epoch": ss.epoch, "seq": seq,
 				"channel": body.Channel, "text": body.Text,
 			})
 			return b
@@ -251,18 +251,20 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		return
 	}
 	s.emit(ss, "octet/event", caps.sendEvents, func(seq int64) json.RawMessage {
-		return eventEnvelope(ss.id, r.id, seq, ev.Body)
+		return eventEnvelope(ss.id, r.id, ss.epoch, seq, ev.Body)
 	})
 }
 
-// eventEnvelope builds {"sessionId","runId","seq","event"} without
+// eventEnvelope builds {"sessionId","runId","epoch","seq","event"} without
 // re-encoding the event body (this is the hot path for output deltas).
-func eventEnvelope(sessionID, runID string, seq int64, body json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(body)+len(sessionID)+len(runID)+64)
+func eventEnvelope(sessionID, runID, epoch string, seq int64, body json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(body)+len(sessionID)+len(runID)+len(epoch)+80)
 	b = append(b, `{"sessionId":`...)
 	b = appendJSONString(b, sessionID)
 	b = append(b, `,"runId":`...)
 	b = appendJSONString(b, runID)
+	b = append(b, `,"epoch":`...)
+	b = appendJSONString(b, epoch)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `,"event":`...)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +19,9 @@ import (
 type sessionState struct {
 	id     string
 	handle sessionHandle
+	// epoch names this opening of the session in this process: seq
+	// counts from 1 in each epoch, so a cursor is (epoch, seq).
+	epoch string
 
 	mu       sync.Mutex
 	seq      int64
@@ -73,6 +77,28 @@ func (r *eventRing) after(after, last int64) ([]bufferedEvent, bool) {
 	return slices.Clone(r.evs[i:]), truncated
 }
 
+// replay returns the buffered events after the cursor (epoch, afterSeq)
+// and whether some events after it are missing. A cursor of another epoch
+// (another process, or the session closed and opened again) gets every
+// buffered event of this one, and is truncated: what came after it in its
+// own epoch is only in the transcript. Without an epoch (a v1 client) the
+// cursor is taken to be of this epoch; a negative afterSeq means "from the
+// start". The caller holds ss.mu.
+func (ss *sessionState) replay(epoch string, afterSeq int64) ([]bufferedEvent, bool) {
+	var evs []bufferedEvent
+	var truncated bool
+	if epoch != "" && epoch != ss.epoch {
+		evs, _ = ss.buf.after(0, ss.seq)
+		truncated = true
+	} else {
+		evs, truncated = ss.buf.after(max(afterSeq, 0), ss.seq)
+	}
+	if evs == nil {
+		evs = []bufferedEvent{}
+	}
+	return evs, truncated
+}
+
 // emit assigns the next seq of the session, buffers the notification and,
 // when send is true (the client advertised it can show it), sends it.
 // build receives the seq and returns the params. Emission for one session
@@ -109,6 +135,7 @@ func (s *Server) newSessionState(h sessionHandle, approver approverFunc) *sessio
 	return &sessionState{
 		id:       h.ID(),
 		handle:   h,
+		epoch:    rand.Text(),
 		buf:      eventRing{maxN: s.opts.EventBuffer, maxBytes: s.opts.EventBufferBytes},
 		pending:  make(map[string]*pendingApproval),
 		approver: approver,
@@ -261,12 +288,13 @@ func compareStrings(a, b string) int {
 // sessionResume handles octet/session/resume: it loads the session when
 // this process has not opened it yet, and answers with the durable
 // transcript, usage, pending approvals, the active run and the buffered
-// events after afterSeq. Pending approvals are also sent again as
-// requests, so the resuming client can answer them.
+// events after the cursor (epoch, afterSeq). Pending approvals are sent
+// again, once (see pendingApproval.resendable).
 func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		AfterSeq  *int64 `json:"afterSeq"`
+		Epoch     string `json:"epoch"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -310,17 +338,21 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		res["activeRunId"] = ss.active.id
 	}
 	if p.AfterSeq != nil {
-		evs, truncated := ss.buf.after(*p.AfterSeq, ss.seq)
-		if evs == nil {
-			evs = []bufferedEvent{}
-		}
+		evs, truncated := ss.replay(p.Epoch, *p.AfterSeq)
 		res["events"] = evs
 		res["replayTruncated"] = truncated
 	}
+	res["epoch"] = ss.epoch
 	res["lastSeq"] = ss.seq
-	ss.mu.Unlock()
+	var resend []*pendingApproval
 	for _, pa := range pending {
-		go s.reaskApproval(ss, pa)
+		if pa.resendable() {
+			resend = append(resend, pa)
+		}
+	}
+	ss.mu.Unlock()
+	for _, pa := range resend {
+		go s.askApproval(pa.ctx, ss, pa)
 	}
 	return rawResult(res)
 }
