@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
@@ -26,6 +27,7 @@ type runState struct {
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by cancel
+	done       chan struct{} // closed once the run has settled and left its session
 }
 
 // cancel is the one cancel path for $/cancelRequest,
@@ -105,6 +107,10 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		return nil, invalidParams("text is required")
 	}
 	ss.mu.Lock()
+	if ss.closing {
+		ss.mu.Unlock()
+		return nil, closedError(ss.id)
+	}
 	if ss.active != nil {
 		active := ss.active.id
 		ss.mu.Unlock()
@@ -118,7 +124,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("start run: %v", err))
 	}
-	r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{})}
+	r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{}), done: make(chan struct{})}
 	ss.active = r
 	ss.mu.Unlock()
 
@@ -182,7 +188,9 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		if ss.active == r {
 			ss.active = nil
 		}
+		ss.lastUsed = time.Now()
 		ss.mu.Unlock()
+		close(r.done)
 	}()
 	res := s.driveRun(r, p.WorkDoneToken)
 	settled = true

@@ -29,6 +29,11 @@ const (
 	DefaultEventBuffer = 4096
 	// DefaultEventBufferBytes bounds the same buffer by encoded size.
 	DefaultEventBufferBytes = 16 << 20
+	// DefaultSessionIdleTimeout is how long an open session without a run
+	// and without requests stays open before it is released.
+	DefaultSessionIdleTimeout = 15 * time.Minute
+	// DefaultMaxSessions bounds the sessions one server keeps open.
+	DefaultMaxSessions = 32
 	// settleTimeout bounds how long shutdown and exit wait for cancelled runs.
 	settleTimeout = 30 * time.Second
 	// replyTimeout bounds how long settled runs' answers may take to write.
@@ -54,6 +59,14 @@ type Options struct {
 	// EventBuffer and EventBufferBytes bound each session's replay buffer.
 	EventBuffer      int
 	EventBufferBytes int
+	// SessionIdleTimeout releases an open session that has had no run,
+	// no pending approval and no request naming it for this long (default
+	// 15 minutes); octet/session/resume opens it again.
+	SessionIdleTimeout time.Duration
+	// MaxSessions bounds the open sessions (default 32): opening one more
+	// releases the least recently used idle session, or is refused when
+	// every open session has a run.
+	MaxSessions int
 	// Version is reported in serverInfo.
 	Version string
 	// ConfigError, when set, is a configuration problem found before
@@ -85,6 +98,12 @@ func (o *Options) fill() {
 	}
 	if o.EventBufferBytes <= 0 {
 		o.EventBufferBytes = DefaultEventBufferBytes
+	}
+	if o.SessionIdleTimeout <= 0 {
+		o.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
 	}
 	if o.parentPoll <= 0 {
 		o.parentPoll = 2 * time.Second
@@ -190,6 +209,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.stream = stream
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
 	s.conn.Go(s.ctx, s.handle)
+	go s.releaseIdleSessions()
 
 	var err error
 	select {
@@ -346,6 +366,7 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/list":       s.sessionList,
 		"octet/session/resume":     s.sessionResume,
 		"octet/session/branch":     s.sessionBranch,
+		"octet/session/close":      s.sessionClose,
 		"octet/prompt":             s.prompt,
 		"octet/cancel":             s.cancelRun,
 		"octet/steer":              s.steer,
