@@ -105,6 +105,19 @@ func TestIdleSessionReleased(t *testing.T) {
 	awaitClosed(t, e.srv, busy)
 	var r resumeResult
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": busy}, &r)
+
+	// octet.prompt's default session, released, comes back as itself.
+	st.provider.Enqueue(providertest.Text("one"), providertest.Text("two"))
+	var first, second promptAnswer
+	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"one"}}, &first)
+	e.srv.mu.Lock()
+	def := e.srv.defaultID
+	e.srv.mu.Unlock()
+	awaitClosed(t, e.srv, def)
+	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"two"}}, &second)
+	if evs := e.eventsOf(second.RunID); second.Outcome != "completed" || len(evs) == 0 || evs[0].SessionID != def {
+		t.Errorf("octet.prompt after the default session was released: %+v in %v, want session %s", second, evs, def)
+	}
 }
 
 // TestOpenSessionBound: opening one session more than MaxSessions releases
