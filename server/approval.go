@@ -54,8 +54,8 @@ type pendingApproval struct {
 	path string
 
 	// inFlight counts the requests for this approval the client has not
-	// answered, resent whether a resume has sent it again; both are
-	// guarded by the session's mu (see resendable).
+	// answered yet; resent records that a resume has sent it again. Both
+	// are guarded by the session's mu (see resendable).
 	inFlight int
 	resent   bool
 
