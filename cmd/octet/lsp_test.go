@@ -528,3 +528,19 @@ func TestLSPUnreachableProviderExplained(t *testing.T) {
 		t.Errorf("exit: %v\nstderr: %s", err, stderr.String())
 	}
 }
+
+// TestModelResolver: octet lsp allows the model table and the configured
+// model (a proxy's own name, say); any other name is refused with the list.
+func TestModelResolver(t *testing.T) {
+	resolve := modelResolver("my-proxy-model")
+	if m, err := resolve("my-proxy-model"); err != nil || m.ContextWindow == 0 {
+		t.Errorf("configured model: %+v, %v", m, err)
+	}
+	if m, err := resolve("gpt-5"); err != nil || m.Name != "gpt-5" {
+		t.Errorf("gpt-5: %+v, %v", m, err)
+	}
+	_, err := resolve("gpt-nope")
+	if err == nil || !strings.Contains(err.Error(), "gpt-5.1-codex") || !strings.Contains(err.Error(), "my-proxy-model (configured)") {
+		t.Errorf("gpt-nope: %v, want a refusal listing the allowed names", err)
+	}
+}
