@@ -110,6 +110,16 @@ var models = []Model{
 	{Name: "gpt-4.1", ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Features: FeatureParallelToolCalls | FeaturePromptCacheKey},
 }
 
+// ModelNames returns the names of the built-in model table, newest family
+// first: the names LookupModel knows (besides their dated snapshots).
+func ModelNames() []string {
+	names := make([]string, len(models))
+	for i, m := range models {
+		names[i] = m.Name
+	}
+	return names
+}
+
 // LookupModel finds a model in the built-in table by exact name or by a
 // dated snapshot of it ("gpt-5-nano-2025-08-07").
 func LookupModel(name string) (Model, bool) {

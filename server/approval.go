@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -48,6 +49,16 @@ type pendingApproval struct {
 	// cancelled); every request asking for this approval is withdrawn then.
 	ctx context.Context
 
+	// path is the absolute file the call changes ("" for none), named in
+	// the stock client's message.
+	path string
+
+	// inFlight counts the requests for this approval the client has not
+	// answered yet; resent records that a resume has sent it again. Both
+	// are guarded by the session's mu (see resendable).
+	inFlight int
+	resent   bool
+
 	// refusal, set before a refusing answer is sent, is why the request
 	// could not be put to the person at all (tools.ErrPreviewTooLarge).
 	refusal error
@@ -71,25 +82,26 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			params: confirmParams{
 				SessionID: ss.id, RunID: req.RunID, CallID: req.CallID, Tool: req.Tool,
 				Effect: req.Effect, Title: req.Title, Detail: req.Detail, Diff: req.Diff,
-				Digest: req.Digest, ExpiresAt: req.ExpiresAt.UTC(),
+				Digest: req.Digest, ExpiresAt: approvalDeadline(time.Now(), s.opts.ApprovalTimeout, req.ExpiresAt),
 			},
 			created: time.Now(),
 			answer:  make(chan bool, 1),
+			path:    callPath(req.Arguments, ss.handle.Cwd()),
 		}
-		timeout := s.opts.ApprovalTimeout
-		if !req.ExpiresAt.IsZero() {
-			timeout = min(timeout, time.Until(req.ExpiresAt))
+		// One deadline: the sooner of the server's approval timeout and the
+		// broker's expiry, stated to the client as expiresAt and recorded
+		// as approval_expired when it passes.
+		if !time.Now().Before(pa.params.ExpiresAt) {
+			s.log.Warn("approval expired before it could be asked", "call", req.CallID)
+			return false, req.Digest, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
 		}
-		if timeout <= 0 {
-			s.log.Warn("approval expired before it could be asked; denied", "call", req.CallID)
-			return false, req.Digest, nil
-		}
-		ctx, cancel := context.WithTimeout(ctx, timeout)
+		ctx, cancel := context.WithDeadline(ctx, pa.params.ExpiresAt)
 		defer cancel()
 		pa.ctx = ctx
 		key := approvalKey(pa.params)
 		ss.mu.Lock()
 		ss.pending[key] = pa
+		pa.inFlight++ // askApproval below sends it
 		run := ss.active
 		ss.mu.Unlock()
 		defer func() {
@@ -126,27 +138,61 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 			return false, req.Digest, context.Canceled
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-				s.log.Warn("approval timed out; denied", "session", ss.id, "call", req.CallID, "timeout", timeout)
+				s.log.Warn("approval expired unanswered", "session", ss.id, "call", req.CallID, "expiresAt", pa.params.ExpiresAt)
 				if run != nil {
 					run.approvalDone(req.CallID, "Thinking")
 				}
-				return false, req.Digest, nil
+				return false, req.Digest, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
 			}
 			return false, req.Digest, ctx.Err()
 		}
 	}
 }
 
+// approvalDeadline is the one deadline of an approval asked at now: the
+// sooner of now+timeout and the broker's expiry (when it has one).
+func approvalDeadline(now time.Time, timeout time.Duration, brokerExpiry time.Time) time.Time {
+	d := now.Add(timeout)
+	if !brokerExpiry.IsZero() && brokerExpiry.Before(d) {
+		d = brokerExpiry
+	}
+	return d.UTC()
+}
+
+// sameDigest compares two hex digests; hex is case-insensitive.
+func sameDigest(a, b string) bool { return a != "" && strings.EqualFold(a, b) }
+
+// callPath is the absolute path a call's "path" argument names, resolved
+// against cwd ("" when it has none).
+func callPath(args json.RawMessage, cwd string) string {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Path == "" {
+		return ""
+	}
+	if filepath.IsAbs(a.Path) {
+		return filepath.Clean(a.Path)
+	}
+	return filepath.Join(cwd, a.Path)
+}
+
 func approvalKey(p confirmParams) string { return p.RunID + "\x00" + p.CallID + "\x00" + p.Digest }
 
 // askApproval sends the request the client can show and resolves pa from
 // its answer. A failed or timed-out request resolves nothing (the
-// approver's own timeout decides).
+// approver's own deadline decides). The caller has counted the request in
+// pa.inFlight.
 func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingApproval) {
+	defer func() {
+		ss.mu.Lock()
+		pa.inFlight--
+		ss.mu.Unlock()
+	}()
 	s.mu.Lock()
 	confirm := s.caps.confirmEffect
 	s.mu.Unlock()
-	timeout := time.Until(pa.created.Add(s.opts.ApprovalTimeout))
+	timeout := time.Until(pa.params.ExpiresAt)
 	if confirm {
 		raw, err := s.call(ctx, timeout, "octet/confirmEffect", mustJSON(pa.params))
 		if err != nil {
@@ -162,15 +208,16 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 			pa.resolve(false)
 			return
 		}
-		if ans.Decision == "approve" && ans.Digest != pa.params.Digest {
+		same := sameDigest(ans.Digest, pa.params.Digest)
+		if ans.Decision == "approve" && !same {
 			s.log.Warn("approval echoed a different digest; denied", "call", pa.params.CallID)
 		}
-		pa.resolve(ans.Decision == "approve" && ans.Digest == pa.params.Digest)
+		pa.resolve(ans.Decision == "approve" && same)
 		return
 	}
 	// A stock client shows only this message: it must carry what will
 	// change (the command in detail, the diff of an edit or write), whole.
-	msg := fallbackApprovalMessage(pa.params)
+	msg := fallbackApprovalMessage(pa.params, ss.handle, pa.path)
 	if len(msg) > maxApprovalMessage {
 		s.log.Warn("approval too large for window/showMessageRequest; refused", "call", pa.params.CallID, "bytes", len(msg))
 		s.notify("window/showMessage", &protocol.ShowMessageParams{
@@ -201,9 +248,18 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 }
 
 // fallbackApprovalMessage is the whole window/showMessageRequest text of
-// an approval: the title, then the detail and the diff.
-func fallbackApprovalMessage(p confirmParams) string {
-	msg := "octet wants to run " + p.Tool + ": " + p.Title
+// an approval: which session asks (title, id, directory), the title, the
+// file the call changes (absolute), then the detail and the diff. A stock
+// client shows nothing else, and an editor may run several sessions.
+func fallbackApprovalMessage(p confirmParams, sess sessionHandle, path string) string {
+	who := "octet session " + p.SessionID
+	if title := sess.Title(); title != "" {
+		who = fmt.Sprintf("octet session %q (%s)", title, p.SessionID)
+	}
+	msg := who + " in " + sess.Cwd() + " wants to run " + p.Tool + ": " + p.Title
+	if path != "" {
+		msg += "\nFile: " + path
+	}
 	for _, part := range []string{p.Detail, p.Diff} {
 		if part != "" {
 			msg += "\n\n" + part
@@ -213,8 +269,8 @@ func fallbackApprovalMessage(p confirmParams) string {
 }
 
 // approvalFailed handles a failed approval request: an error answer from
-// the client is a definite denial (no point waiting for the timeout); a
-// timeout or a withdrawn request decides nothing here.
+// the client is a definite denial (no point waiting for the deadline); a
+// request that got no answer decides nothing here.
 func (s *Server) approvalFailed(pa *pendingApproval, method string, err error) {
 	if isWireError(err) {
 		s.log.Warn("client answered the approval with an error; denied", "method", method, "call", pa.params.CallID, "error", err)
@@ -224,10 +280,17 @@ func (s *Server) approvalFailed(pa *pendingApproval, method string, err error) {
 	s.log.Warn("approval request got no answer", "method", method, "call", pa.params.CallID, "error", err)
 }
 
-// reaskApproval sends a pending approval again (after resume). The
-// request is withdrawn as soon as the approval is decided any other way.
-func (s *Server) reaskApproval(ss *sessionState, pa *pendingApproval) {
-	s.askApproval(pa.ctx, ss, pa)
+// resendable reports whether octet/session/resume sends pa again, and
+// counts the request it will send: once, for a client that reattached and
+// may have lost its prompt, and again only when no request for it is
+// outstanding, never once per resume. The caller holds the session's mu.
+func (pa *pendingApproval) resendable() bool {
+	if pa.resent && pa.inFlight > 0 {
+		return false
+	}
+	pa.resent = true
+	pa.inFlight++
+	return true
 }
 
 // decideApproval resolves pending approvals from octet.approve/octet.deny.
@@ -245,13 +308,15 @@ func (s *Server) decideApproval(approve bool, callID, digest string) (int, error
 	for _, ss := range sessions {
 		ss.mu.Lock()
 		for _, pa := range ss.pending {
-			if (digest == "" || pa.params.Digest == digest) && (callID == "" || pa.params.CallID == callID) {
+			if (digest == "" || sameDigest(pa.params.Digest, digest)) && (callID == "" || pa.params.CallID == callID) {
 				all = append(all, pa)
 			}
 		}
 		ss.mu.Unlock()
 	}
 	switch {
+	case len(all) == 0 && !approve:
+		return 0, nil // nothing to deny: done
 	case len(all) == 0:
 		return 0, invalidParams("no pending approval matches")
 	case len(all) > 1 && approve:

@@ -45,6 +45,8 @@ type sessionInfo struct {
 type sessionHandle interface {
 	ID() string
 	Cwd() string
+	// Title is the session's title ("" when it has none).
+	Title() string
 	// Head is the active head entry id ("" for an empty session).
 	Head() string
 	// Transcript is the active branch, oldest first, as JSON-ready values.

@@ -94,16 +94,16 @@ func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg, 
 func (s *Server) defaultSession(ctx context.Context) (*sessionState, error) {
 	s.mu.Lock()
 	id := s.defaultID
-	ss := s.sessions[id]
 	s.mu.Unlock()
-	if ss != nil {
-		return ss, nil
+	if id != "" {
+		// Released (idle, closed)? The same session, opened again.
+		return s.openOrReuse(ctx, id)
 	}
 	cwd, err := s.resolveCwd("")
 	if err != nil {
 		return nil, fmt.Errorf("octet.prompt: %w", err)
 	}
-	ss, err = s.createSession(ctx, sessionSpec{Cwd: cwd, Title: "editor session"})
+	ss, err := s.createSession(ctx, sessionSpec{Cwd: cwd, Title: "editor session"})
 	if err != nil {
 		return nil, err
 	}

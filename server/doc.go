@@ -18,7 +18,8 @@
 //
 //   - octet/event and octet/recoveredOutput: every event of a run, in order,
 //     each with a per-session seq that grows by one for the life of the
-//     process, sent to every client except one that sets
+//     session's opening in this process, named by its epoch, sent to every
+//     client except one that sets
 //     experimental.octet.events (recoveredOutput respectively) to false
 //     (run_started is how a client learns the runId). Delivery is must-deliver with
 //     back-pressure: a client that stops reading stalls the run rather than
@@ -28,9 +29,13 @@
 //     report equal to the previous one is not repeated), end exactly once
 //     when the run ends, sent even when the request was cancelled.
 //   - Server→client requests (octet/confirmEffect, window/showMessageRequest,
-//     window/workDoneProgress/create) always carry a timeout; an approval
-//     that times out, fails or is answered with a different digest is a
-//     denial.
+//     window/workDoneProgress/create) always carry a timeout, and a run's
+//     end never waits for one; an approval that fails or is answered with a
+//     different digest is a denial, one unanswered at its expiresAt expires.
+//
+// A write to the client that fails means the client is gone, as when its
+// input ends: runs are cancelled and settled, then Serve returns. Open
+// sessions are bounded (octet/session/close, an idle release, MaxSessions).
 //
 // Bad input — a malformed frame, invalid JSON, an unknown method, bad
 // params, a panic in a handler — is answered with a JSON-RPC error and

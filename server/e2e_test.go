@@ -483,6 +483,46 @@ func TestApprovalTimeoutDenies(t *testing.T) {
 	})
 }
 
+// TestApprovalDeadlineIsExpiresAt: the server used to deny at its own
+// 5-minute timeout while expiresAt said the broker's 10 minutes, and the
+// timeout was recorded as approval_denied. There is one deadline, stated
+// in expiresAt, and passing it is recorded as approval_expired.
+func TestApprovalDeadlineIsExpiresAt(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	editScript(st)
+	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+	const timeout = 400 * time.Millisecond
+	e := st.editor(t, Options{ApprovalTimeout: timeout}, map[string]any{"confirmEffect": true, "events": true})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	never := make(chan struct{})
+	t.Cleanup(func() { close(never) })
+	askedAt := make(chan time.Time, 1)
+	e.respond("octet/confirmEffect", func(json.RawMessage) (any, error) { askedAt <- time.Now(); <-never; return nil, nil })
+	sid := e.newSession()
+	before := time.Now()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	var p confirmParams
+	if err := json.Unmarshal(e.awaitRequest("octet/confirmEffect"), &p); err != nil {
+		t.Fatal(err)
+	}
+	asked := <-askedAt
+	if p.ExpiresAt.Before(before.Add(timeout)) || p.ExpiresAt.After(asked.Add(timeout)) {
+		t.Errorf("expiresAt %v, want the server's deadline %v after the request (asked at %v)", p.ExpiresAt, timeout, asked)
+	}
+	var reason string
+	for _, ev := range e.eventsOf(ans.RunID) {
+		if ev.Event["kind"] == "tool_policy_decision" {
+			reason, _ = ev.Event["reason"].(string)
+		}
+	}
+	if reason != tools.ReasonApprovalExpired {
+		t.Errorf("decision reason %q, want %q", reason, tools.ReasonApprovalExpired)
+	}
+}
+
 // TestRunFailureShownToStockClient checks a failed run is answered with
 // outcome failed and, for a client without octet events, shown with
 // window/showMessage.
@@ -715,25 +755,22 @@ func TestEventsTurnedOff(t *testing.T) {
 
 // TestProgressCreateNeverAnswered: a client that advertises
 // window.workDoneProgress but never answers window/workDoneProgress/create
-// still gets the run's events as they happen (they do not wait for the
-// token), and its prompt is answered once the create request times out.
+// still gets the run's events as they happen, its prompt is answered when
+// the run ends (it used to wait for the create request's timeout), and the
+// next prompt on the session runs (it used to fail with -32010 meanwhile).
 func TestProgressCreateNeverAnswered(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("Hello there."))
-	e := st.editor(t, Options{RequestTimeout: 3 * time.Second}, map[string]any{"events": true})
+	st.provider.Enqueue(providertest.Text("Hello there."), providertest.Text("Again."))
+	e := st.editor(t, Options{RequestTimeout: time.Hour}, map[string]any{"events": true})
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { <-never; return nil, nil })
 	sid := e.newSession()
-	start := time.Now()
-	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"})
-	runID := e.awaitRunID(sid)
-	e.await("run_finished", hasEvent("run_finished", runID))
-	if d := time.Since(start); d > 2*time.Second {
-		t.Errorf("events waited %v for the unanswered progress token", d)
-	}
-	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
-		t.Fatalf("answer %+v", ans)
+	for _, text := range []string{"hi", "again"} {
+		ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": text}))
+		if ans.Outcome != "completed" {
+			t.Fatalf("prompt %q answer %+v", text, ans)
+		}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -741,6 +778,32 @@ func TestProgressCreateNeverAnswered(t *testing.T) {
 		if n.Method == "$/progress" {
 			t.Errorf("progress on a token the client never accepted: %s", n.Params)
 		}
+	}
+}
+
+// TestProgressCreateAnsweredLate: a token the client accepts after the
+// run ended gets its begin and end at once (its progress UI does not wait
+// forever), and is not registered for the ended run.
+func TestProgressCreateAnsweredLate(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(providertest.Text("Hello there."))
+	e := st.editor(t, Options{RequestTimeout: time.Hour}, map[string]any{"events": true})
+	release := make(chan struct{})
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { <-release; return nil, nil })
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"})); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	close(release)
+	var tok struct{ Token string }
+	_ = json.Unmarshal(e.awaitRequest("window/workDoneProgress/create"), &tok)
+	e.await("progress end", func(notes []note) bool {
+		return slices.ContainsFunc(notes, func(n note) bool {
+			return n.Method == "$/progress" && strings.Contains(string(n.Params), `"end"`)
+		})
+	})
+	if kinds, msgs := progressOf(e, tok.Token); !slices.Equal(kinds, []string{"begin", "end"}) || msgs[1] != "Done" {
+		t.Errorf("late token progress %v %v, want begin then end Done", kinds, msgs)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
 )
@@ -53,6 +54,10 @@ type tolerantStream struct {
 
 	endOnce sync.Once
 	endCh   chan struct{}
+
+	brokenOnce sync.Once
+	brokenCh   chan struct{}
+	brokenErr  error // set before brokenCh closes
 }
 
 var _ jsonrpc2.Stream = (*tolerantStream)(nil)
@@ -60,12 +65,13 @@ var _ jsonrpc2.Stream = (*tolerantStream)(nil)
 // newTolerantStream returns a tolerant LSP stream over rwc.
 func newTolerantStream(rwc io.ReadWriteCloser, log *slog.Logger) *tolerantStream {
 	return &tolerantStream{
-		in:    bufio.NewReaderSize(rwc, 64<<10),
-		w:     rwc,
-		c:     rwc,
-		log:   log,
-		limit: maxFrameBytes,
-		endCh: make(chan struct{}),
+		in:       bufio.NewReaderSize(rwc, 64<<10),
+		w:        rwc,
+		c:        rwc,
+		log:      log,
+		limit:    maxFrameBytes,
+		endCh:    make(chan struct{}),
+		brokenCh: make(chan struct{}),
 	}
 }
 
@@ -85,11 +91,53 @@ func (s *tolerantStream) Read(ctx context.Context) (jsonrpc2.Message, int64, err
 			return nil, 0, err
 		}
 		msg, derr := jsonrpc2.DecodeMessage(body)
-		if derr == nil {
-			return msg, n, nil
+		if derr != nil {
+			s.answerInvalid(body, derr)
+			continue
 		}
-		s.answerInvalid(body, derr)
+		if s.refused(msg, body) {
+			continue
+		}
+		return msg, n, nil
 	}
+}
+
+// refused answers (or, for a notification, drops) a decoded message the
+// server must not handle: a method that is not valid UTF-8 (it would be
+// echoed in replies and logs) and a request with "id": null, which jsonrpc2
+// decodes as a notification and would leave unanswered.
+func (s *tolerantStream) refused(msg jsonrpc2.Message, body []byte) bool {
+	switch m := msg.(type) {
+	case *jsonrpc2.Call:
+		if !utf8.ValidString(m.Method()) {
+			s.reply(m.ID(), jsonrpc2.NewError(jsonrpc2.InvalidRequest, `invalid request: "method" is not valid UTF-8`))
+			return true
+		}
+	case *jsonrpc2.Notification:
+		if !utf8.ValidString(m.Method()) {
+			s.log.Warn("dropping a notification whose method is not valid UTF-8")
+			return true
+		}
+		if hasIDMember(body) {
+			s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+				`invalid request: "id" is null; a request needs a string or integer id, a notification has no "id"`))
+			return true
+		}
+	}
+	return false
+}
+
+// hasIDMember reports whether the JSON object body has a top-level "id".
+func hasIDMember(body []byte) bool {
+	if !bytes.Contains(body, []byte(`"id"`)) {
+		return false
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return false
+	}
+	_, ok := m["id"]
+	return ok
 }
 
 // ended is closed once Read has hit the end of the transport.
@@ -120,8 +168,15 @@ func (s *tolerantStream) writeFrame(body []byte) (int64, error) {
 	b = append(b, body...)
 	s.wbuf = b
 	n, err := s.w.Write(b)
+	if err != nil {
+		s.brokenOnce.Do(func() { s.brokenErr = err; close(s.brokenCh) })
+	}
 	return int64(n), err
 }
+
+// broken is closed once a write has failed: the client no longer reads
+// (a closed stdout is EPIPE, SIGPIPE being ignored), so it is gone.
+func (s *tolerantStream) broken() <-chan struct{} { return s.brokenCh }
 
 // responsePrefix starts every response jsonrpc2 encodes.
 const responsePrefix = `{"jsonrpc":"2.0","id":`
@@ -147,24 +202,133 @@ func (s *tolerantStream) Close() error { return s.c.Close() }
 
 // readFrame reads one header block and its body. It returns errBadFrame after
 // answering a frame it had to skip, and a transport error otherwise.
+//
+// An oversized Content-Length is refused as soon as the header is read, not
+// after the body has arrived, and a body that ends early — the next frame's
+// header arrives before the announced length is complete — is cut there, so
+// the frame behind it is read, never swallowed (see readBody).
 func (s *tolerantStream) readFrame() ([]byte, int64, error) {
 	length, consumed, err := s.readHeader()
 	if err != nil {
 		return nil, 0, err
 	}
 	if length > s.limit {
-		if _, err := io.CopyN(io.Discard, s.in, int64(length)); err != nil {
-			return nil, 0, unexpectedEOF(err)
-		}
 		s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest,
-			fmt.Sprintf("message of %d bytes exceeds the %d-byte limit", length, s.limit)))
+			fmt.Sprintf("message of %d bytes exceeds the %d-byte limit; its body is skipped", length, s.limit)))
+		if _, _, err := s.readBody(length, false); err != nil {
+			return nil, 0, err
+		}
 		return nil, 0, errBadFrame
 	}
-	body := make([]byte, length)
-	if _, err := io.ReadFull(s.in, body); err != nil {
-		return nil, 0, unexpectedEOF(err)
+	body, complete, err := s.readBody(length, true)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !complete {
+		s.answerShort(body, length)
+		return nil, 0, errBadFrame
 	}
 	return body, int64(consumed + length), nil
+}
+
+// maxHeaderMatch bounds a "Content-Length: N" line readBody recognizes.
+const maxHeaderMatch = 64
+
+// readBody reads (keep) or discards the n bytes of a body. It stops early,
+// before the bytes of a line that ends in a Content-Length header, and then
+// reports complete == false: such a line cannot occur in a JSON body (the
+// header name would have to sit in a string, and a JSON string holds no raw
+// line break), so it is the next frame, and the peer's length was wrong.
+// It never waits for more input than the body still needs.
+func (s *tolerantStream) readBody(n int, keep bool) (body []byte, complete bool, err error) {
+	if keep {
+		body = make([]byte, 0, min(n, 1<<20))
+	}
+	take := func(k int) {
+		if keep {
+			b, _ := s.in.Peek(k)
+			body = append(body, b...)
+		}
+		_, _ = s.in.Discard(k)
+		n -= k
+	}
+	for n > 0 {
+		if s.in.Buffered() == 0 {
+			if _, err := s.in.Peek(1); err != nil {
+				return nil, false, unexpectedEOF(err)
+			}
+		}
+		w, _ := s.in.Peek(s.in.Buffered())
+		if i := bytes.IndexByte(w, '\n'); i >= 0 {
+			if at, ok := headerAt(w[:i+1]); ok && at < n {
+				take(at)
+				return body, false, nil
+			}
+			take(min(i+1, n))
+			continue
+		}
+		if len(w) >= n {
+			take(n)
+			break
+		}
+		// No line end yet: keep the last bytes, which may begin a header.
+		if len(w) >= maxHeaderMatch {
+			take(len(w) - (maxHeaderMatch - 1))
+			continue
+		}
+		if _, err := s.in.Peek(len(w) + 1); err != nil {
+			return nil, false, unexpectedEOF(err)
+		}
+	}
+	return body, true, nil
+}
+
+// headerAt reports where a trailing "Content-Length: N" header starts in
+// line, which ends with '\n'.
+func headerAt(line []byte) (int, bool) {
+	const name = "content-length:"
+	end := len(line) - 1 // the '\n'
+	if end > 0 && line[end-1] == '\r' {
+		end--
+	}
+	i := end
+	for i > 0 && (line[i-1] == ' ' || line[i-1] == '\t') {
+		i--
+	}
+	digits := i
+	for i > 0 && line[i-1] >= '0' && line[i-1] <= '9' {
+		i--
+	}
+	if i == digits {
+		return 0, false
+	}
+	for i > 0 && (line[i-1] == ' ' || line[i-1] == '\t') {
+		i--
+	}
+	if i < len(name) || !strings.EqualFold(string(line[i-len(name):i]), name) {
+		return 0, false
+	}
+	at := i - len(name)
+	if len(line)-at > maxHeaderMatch {
+		return 0, false
+	}
+	return at, true
+}
+
+// answerShort answers a body that the next frame's header cut short: with
+// the request's id when the bytes that came are a request, so the client's
+// call is answered rather than left waiting.
+func (s *tolerantStream) answerShort(body []byte, length int) {
+	var probe struct {
+		ID     json.RawMessage `json:"id"`
+		Method json.RawMessage `json:"method"`
+	}
+	id := jsonrpc2.ID{}
+	if json.Unmarshal(body, &probe) == nil && probe.Method != nil {
+		id = probeID(probe.ID)
+	}
+	s.reply(id, jsonrpc2.NewError(jsonrpc2.ParseError,
+		fmt.Sprintf("invalid message: the body is %d bytes, not the %d its Content-Length says (the next header followed early)", len(body), length)))
 }
 
 // readHeader parses one header block. A block without a usable
@@ -196,10 +360,11 @@ func (s *tolerantStream) readHeader() (length, consumed int, err error) {
 			if bad == "" {
 				bad = "missing Content-Length header"
 			}
-			if have && length <= s.limit {
-				// The length is known: skip the body with the frame.
-				if _, err := io.CopyN(io.Discard, s.in, int64(length)); err != nil {
-					return 0, 0, unexpectedEOF(err)
+			if have {
+				// The length is known: skip the body with the frame
+				// (up to the next header, if one comes first).
+				if _, _, err := s.readBody(length, false); err != nil {
+					return 0, 0, err
 				}
 			}
 			s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
@@ -361,14 +526,25 @@ func unexpectedEOF(err error) error {
 	return err
 }
 
-// indexFold is strings.Index with ASCII case folding on s.
+// indexFold is strings.Index with ASCII case folding on s; substr is
+// lower-case ASCII. (strings.ToLower would change the length of invalid
+// UTF-8, and so the index.)
 func indexFold(s, substr string) int {
-	return strings.Index(strings.ToLower(s), substr)
+	for i := 0; i+len(substr) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(substr)], substr) {
+			return i
+		}
+	}
+	return -1
 }
 
+// truncate cuts s to at most n bytes, on a rune boundary.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

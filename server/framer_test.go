@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // rawClient speaks raw bytes to a server, for inputs a jsonrpc2 client
@@ -54,7 +55,24 @@ func (c *rawClient) write(s string) {
 // read returns the next server message.
 func (c *rawClient) read() map[string]any {
 	c.t.Helper()
-	_ = c.conn.SetReadDeadline(time.Now().Add(editorTimeout))
+	return c.readWithin(editorTimeout)
+}
+
+// readWithin is read with its own deadline.
+func (c *rawClient) readWithin(d time.Duration) map[string]any {
+	c.t.Helper()
+	body := c.readRaw(d)
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		c.t.Fatalf("server sent invalid JSON %q: %v", body, err)
+	}
+	return m
+}
+
+// readRaw returns the body of the next server frame.
+func (c *rawClient) readRaw(d time.Duration) []byte {
+	c.t.Helper()
+	_ = c.conn.SetReadDeadline(time.Now().Add(d))
 	n := -1
 	for {
 		line, err := c.in.ReadString('\n')
@@ -73,11 +91,7 @@ func (c *rawClient) read() map[string]any {
 	if _, err := io.ReadFull(c.in, body); err != nil {
 		c.t.Fatalf("read body: %v", err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(body, &m); err != nil {
-		c.t.Fatalf("server sent invalid JSON %q: %v", body, err)
-	}
-	return m
+	return body
 }
 
 func errCode(m map[string]any) int {
@@ -161,5 +175,85 @@ func TestMalformedResponseIgnored(t *testing.T) {
 	c.write(frame(`{"jsonrpc":"2.0","id":2,"method":"shutdown"}`))
 	if m := c.read(); m["id"] != float64(2) || m["error"] != nil {
 		t.Errorf("after a malformed response: %v, want the shutdown answer", m)
+	}
+}
+
+// initializedRawClient is a raw client past initialize.
+func initializedRawClient(t *testing.T) *rawClient {
+	t.Helper()
+	c, _ := newRawClient(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	c.write(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+	if m := c.read(); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	return c
+}
+
+// TestOversizedFrameRefusedAtHeader: a 1 GB Content-Length used to be
+// answered only after 1 GB had arrived, and every request sent meanwhile
+// was lost. It is refused at header time, and the frame the client sends
+// next (it never sent the body) is served.
+func TestOversizedFrameRefusedAtHeader(t *testing.T) {
+	c := initializedRawClient(t)
+	c.write("Content-Length: 1000000000\r\n\r\n")
+	if m := c.readWithin(5 * time.Second); errCode(m) != -32600 || m["id"] != nil {
+		t.Fatalf("oversized header: got %v, want -32600 with id null at once", m)
+	}
+	c.write(frame(`{"jsonrpc":"2.0","id":2,"method":"octet/session/list"}`))
+	if m := c.readWithin(5 * time.Second); m["id"] != float64(2) || m["error"] != nil {
+		t.Errorf("the request after an oversized header: got %v, want its answer", m)
+	}
+}
+
+// TestFrameOverrunKeepsNextFrame: a body shorter than its Content-Length
+// used to swallow the start of the next frame, whose request then went
+// unanswered. The short frame is answered (with its id) and the next one is
+// served.
+func TestFrameOverrunKeepsNextFrame(t *testing.T) {
+	c := initializedRawClient(t)
+	short := `{"jsonrpc":"2.0","id":2,"method":"octet/session/list"}`
+	c.write(fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(short)+40, short) +
+		frame(`{"jsonrpc":"2.0","id":3,"method":"octet/session/list"}`))
+	m := c.readWithin(5 * time.Second)
+	if errCode(m) != -32700 || m["id"] != float64(2) {
+		t.Errorf("short frame: got %v, want -32700 for id 2", m)
+	}
+	if m := c.readWithin(5 * time.Second); m["id"] != float64(3) || m["error"] != nil {
+		t.Errorf("the frame after a short one: got %v, want the answer to id 3", m)
+	}
+}
+
+// TestInvalidUTF8MethodNotEchoed: an unknown method with invalid UTF-8 was
+// echoed raw in the error, putting invalid JSON on stdout.
+func TestInvalidUTF8MethodNotEchoed(t *testing.T) {
+	c := initializedRawClient(t)
+	c.write(frame("{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"octet/\xff\xfe\"}"))
+	body := c.readRaw(5 * time.Second)
+	if !utf8.Valid(body) {
+		t.Fatalf("reply is not valid UTF-8: %q", body)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil || errCode(m) != -32600 || m["id"] != float64(2) {
+		t.Errorf("reply %s, want -32600 for id 2", body)
+	}
+	// A well-formed unknown method with invalid UTF-8 in a param is
+	// answered normally (only the method is checked at read time).
+	c.write(frame("{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"workspace/executeCommand\",\"params\":{\"command\":\"x\xff\"}}"))
+	if body := c.readRaw(5 * time.Second); !utf8.Valid(body) {
+		t.Errorf("reply is not valid UTF-8: %q", body)
+	}
+}
+
+// TestNullIDRequestAnswered: {"id": null, "method": …} was taken for a
+// notification and never answered.
+func TestNullIDRequestAnswered(t *testing.T) {
+	c := initializedRawClient(t)
+	c.write(frame(`{"jsonrpc":"2.0","id":null,"method":"octet/session/list"}`))
+	if m := c.readWithin(5 * time.Second); errCode(m) != -32600 || m["id"] != nil {
+		t.Errorf("id null: got %v, want -32600 with id null", m)
+	}
+	c.write(frame(`{"jsonrpc":"2.0","id":4,"method":"octet/session/list"}`))
+	if m := c.readWithin(5 * time.Second); m["id"] != float64(4) {
+		t.Errorf("after id null: got %v", m)
 	}
 }

@@ -35,6 +35,10 @@ func FuzzTolerantStream(f *testing.F) {
 	f.Add([]byte("garbage\r\n\r\nContent-Length: 2\r\n\r\n{}"))
 	f.Add([]byte("Content-Length: 99999999999999999999\r\n\r\n"))
 	f.Add([]byte(frame(`[{"jsonrpc":"2.0","id":1,"method":"a"}]`)))
+	f.Add([]byte("Content-Length: 1000000000\r\n\r\n" + frame(`{"jsonrpc":"2.0","id":2,"method":"b"}`)))
+	f.Add([]byte("Content-Length: 90\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"c\"}" + frame(`{"jsonrpc":"2.0","id":4,"method":"d"}`)))
+	f.Add([]byte(frame("{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"\xff\"}")))
+	f.Add([]byte(frame(`{"jsonrpc":"2.0","id":null,"method":"e"}`)))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rwc := &pipeRWC{in: bytes.NewReader(data)}
 		s := newTolerantStream(rwc, slog.New(slog.DiscardHandler))
@@ -74,5 +78,32 @@ func FuzzTolerantStream(f *testing.F) {
 			}
 			out = rest[n:]
 		}
+	})
+}
+
+// FuzzFrameAfterGarbage: whatever precedes it (a lying Content-Length, a
+// short body, an oversized header, garbage), a well-formed frame that
+// starts on a new line is read, never swallowed.
+func FuzzFrameAfterGarbage(f *testing.F) {
+	f.Add([]byte("Content-Length: 1000000000\r\n\r\n"))
+	f.Add([]byte("Content-Length: 90\r\n\r\n{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"c\"}"))
+	f.Add([]byte("Content-Length: 5\r\n"))
+	f.Add([]byte("garbage"))
+	f.Add([]byte(frame(`{"jsonrpc":"2.0","id":1,"method":"a"}`)))
+	f.Fuzz(func(t *testing.T, garbage []byte) {
+		const sentinel = "octet/sentinel"
+		data := append(append(garbage, "\r\n"...), frame(`{"jsonrpc":"2.0","id":"s","method":"`+sentinel+`"}`)...)
+		s := newTolerantStream(&pipeRWC{in: bytes.NewReader(data)}, slog.New(slog.DiscardHandler))
+		s.limit = 1 << 16
+		for range 1000 {
+			msg, _, err := s.Read(context.Background())
+			if err != nil {
+				t.Fatalf("the frame after %q was swallowed (%v)", garbage, err)
+			}
+			if c, ok := msg.(*jsonrpc2.Call); ok && c.Method() == sentinel {
+				return
+			}
+		}
+		t.Fatalf("the frame after %q never arrived", garbage)
 	})
 }

@@ -142,6 +142,7 @@ func lines(b []byte) []string {
 var volatileKeys = map[string]bool{
 	"sessionId": true, "runId": true, "entryId": true, "messageId": true, "digest": true,
 	"expiresAt": true, "createdAt": true, "updatedAt": true, "time": true, "activeRunId": true,
+	"epoch": true,
 }
 
 var idPattern = regexp.MustCompile(`\brun_[0-9a-f]{8,}\b`)

@@ -19,8 +19,13 @@ import (
 )
 
 // ProtocolVersion is the octet protocol version advertised under
-// capabilities.experimental.octet.version.
-const ProtocolVersion = 1
+// capabilities.experimental.octet.version: 2 once any v1.1 addition is
+// implemented, with the names implemented in features (v1 clients keep
+// working).
+const ProtocolVersion = 2
+
+// features are the v1.1 additions this server implements.
+var features = []string{"octet/session/close"}
 
 // Commands offered through workspace/executeCommand for plain LSP clients.
 var commands = []string{"octet.prompt", "octet.cancel", "octet.approve", "octet.deny"}
@@ -161,6 +166,7 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 	experimental, err := json.Marshal(map[string]any{
 		"octet": map[string]any{
 			"version":         ProtocolVersion,
+			"features":        features,
 			"events":          true,
 			"confirmEffect":   true,
 			"recoveredOutput": true,

@@ -42,8 +42,8 @@ func TestHandshake(t *testing.T) {
 	caps, _ := res["capabilities"].(map[string]any)
 	exp, _ := caps["experimental"].(map[string]any)
 	octet, _ := exp["octet"].(map[string]any)
-	if octet["version"] != float64(1) {
-		t.Errorf("experimental.octet.version = %v, want 1 (caps %v)", octet["version"], caps)
+	if octet["version"] != float64(2) || !strings.Contains(fmt.Sprint(octet["features"]), "octet/session/close") {
+		t.Errorf("experimental.octet version %v features %v, want 2 with octet/session/close (caps %v)", octet["version"], octet["features"], caps)
 	}
 	ecp, _ := caps["executeCommandProvider"].(map[string]any)
 	got := fmt.Sprint(ecp["commands"])

@@ -22,9 +22,10 @@ type progress struct {
 	s     *Server
 	token json.RawMessage
 
-	mu    sync.Mutex
-	last  string
-	ended bool
+	mu     sync.Mutex
+	last   string
+	ended  bool
+	endMsg string // set when ended
 	// pending: window/workDoneProgress/create is in flight; reports only
 	// update last, which begin then carries. created is closed when the
 	// request has been settled either way.
@@ -36,6 +37,10 @@ type progress struct {
 	// tool_started (emitted before the approval, but pumped concurrently)
 	// must not replace "Waiting for approval" with "Running …".
 	awaiting map[string]bool
+	// decided holds the calls whose approval was decided: a tool_started
+	// the pump observes only afterwards must not report a denied call as
+	// running (an approved one was reported by approvalDone already).
+	decided map[string]bool
 }
 
 // startProgress picks the run's token and sends begin. A token the
@@ -43,9 +48,9 @@ type progress struct {
 // at most createGrace: the run's events never wait for a client that does
 // not answer (they would otherwise be held for the request timeout);
 // begin, with the latest state, follows once the client has accepted the
-// token, and end waits for that.
+// token, and neither end nor the prompt's answer waits for that.
 func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progress {
-	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}}
+	p := &progress{s: s, names: map[string]string{}, args: map[string]*bytes.Buffer{}, awaiting: map[string]bool{}, decided: map[string]bool{}}
 	p.last = "Starting"
 	// The run is already going: an approval asked while the token is
 	// being created must find the progress to report to.
@@ -89,7 +94,12 @@ func (s *Server) startProgress(r *runState, clientToken json.RawMessage) *progre
 		}
 		if !p.ended {
 			p.adopt(r, token)
+			return
 		}
+		// The run ended before the client accepted the token: close the
+		// progress the client now expects at once.
+		p.begin(token)
+		p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &p.endMsg})
 	}()
 	// An editor answers at once: wait a little so begin precedes the
 	// run's first event, but never hold the events longer than that.
@@ -185,28 +195,25 @@ func (p *progress) approvalDone(callID, msg string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.awaiting, callID)
+	p.decided[callID] = true
 	p.reportLocked(msg)
 }
 
-// end sends end exactly once.
+// end sends end exactly once. It never waits for the client: when the
+// token the server asked for is still unanswered, the token's begin and end
+// follow together if the client accepts it later (see startProgress).
 func (p *progress) end(outcome string) {
-	if p.created != nil {
-		// begin must precede end: wait for the token (bounded by the
-		// create request's timeout; a client that answers at once, as
-		// editors do, costs nothing here).
-		<-p.created
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ended {
 		return
 	}
 	p.ended = true
+	p.endMsg = outcomeMessage(outcome)
 	if p.token == nil {
-		return // no progress, or the client never accepted the token
+		return // no progress, the client never accepted the token, or it has not answered yet
 	}
-	msg := outcomeMessage(outcome)
-	p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &msg})
+	p.send(&protocol.WorkDoneProgressEnd{Kind: "end", Message: &p.endMsg})
 }
 
 func outcomeMessage(outcome string) string {
@@ -275,13 +282,18 @@ func (p *progress) observe(ev wireEvent) {
 			p.mu.Lock()
 			args := p.args[b.CallID]
 			delete(p.args, b.CallID)
-			if !p.awaiting[b.CallID] {
+			if !p.awaiting[b.CallID] && !p.decided[b.CallID] {
 				p.reportLocked(toolMessage(b.Tool, args))
 			}
 			p.mu.Unlock()
 		}
 	case "tool_finished":
-		p.report("Thinking")
+		var b struct{ CallID string }
+		_ = json.Unmarshal(ev.Body, &b)
+		p.mu.Lock()
+		delete(p.decided, b.CallID)
+		p.reportLocked("Thinking")
+		p.mu.Unlock()
 	case "provider_retry":
 		p.report(retryMessage(ev.Body))
 	case "compaction_started":

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
@@ -26,6 +27,7 @@ type runState struct {
 
 	cancelOnce sync.Once
 	cancelled  chan struct{} // closed by cancel
+	done       chan struct{} // closed once the run has settled and left its session
 }
 
 // cancel is the one cancel path for $/cancelRequest,
@@ -105,6 +107,10 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		return nil, invalidParams("text is required")
 	}
 	ss.mu.Lock()
+	if ss.closing {
+		ss.mu.Unlock()
+		return nil, closedError(ss.id)
+	}
 	if ss.active != nil {
 		active := ss.active.id
 		ss.mu.Unlock()
@@ -118,7 +124,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("start run: %v", err))
 	}
-	r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{})}
+	r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{}), done: make(chan struct{})}
 	ss.active = r
 	ss.mu.Unlock()
 
@@ -182,7 +188,9 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		if ss.active == r {
 			ss.active = nil
 		}
+		ss.lastUsed = time.Now()
 		ss.mu.Unlock()
+		close(r.done)
 	}()
 	res := s.driveRun(r, p.WorkDoneToken)
 	settled = true
@@ -243,7 +251,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		}
 		s.emit(ss, "octet/recoveredOutput", caps.sendRecovered, func(seq int64) json.RawMessage {
 			b, _ := json.Marshal(map[string]any{
-				"sessionId": ss.id, "runId": r.id, "seq": seq,
+				"sessionId": ss.id, "runId": r.id, "epoch": ss.epoch, "seq": seq,
 				"channel": body.Channel, "text": body.Text,
 			})
 			return b
@@ -251,18 +259,20 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		return
 	}
 	s.emit(ss, "octet/event", caps.sendEvents, func(seq int64) json.RawMessage {
-		return eventEnvelope(ss.id, r.id, seq, ev.Body)
+		return eventEnvelope(ss.id, r.id, ss.epoch, seq, ev.Body)
 	})
 }
 
-// eventEnvelope builds {"sessionId","runId","seq","event"} without
+// eventEnvelope builds {"sessionId","runId","epoch","seq","event"} without
 // re-encoding the event body (this is the hot path for output deltas).
-func eventEnvelope(sessionID, runID string, seq int64, body json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(body)+len(sessionID)+len(runID)+64)
+func eventEnvelope(sessionID, runID, epoch string, seq int64, body json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(body)+len(sessionID)+len(runID)+len(epoch)+80)
 	b = append(b, `{"sessionId":`...)
 	b = appendJSONString(b, sessionID)
 	b = append(b, `,"runId":`...)
 	b = appendJSONString(b, runID)
+	b = append(b, `,"epoch":`...)
+	b = appendJSONString(b, epoch)
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `,"event":`...)

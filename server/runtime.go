@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,7 +155,7 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	if reasoning != "" {
 		built.Agent.SetReasoning(reasoning)
 	}
-	return &runtimeSession{rt: rt, sess: sess, built: built}, nil
+	return &runtimeSession{rt: rt, sess: sess, built: built, startModel: built.Agent.Model()}, nil
 }
 
 // toolsApprover adapts the server's approver to tools.Approver.
@@ -180,6 +181,10 @@ type runtimeSession struct {
 	rt    *Runtime
 	sess  *session.Session
 	built *Built
+	// startModel is the model the session was built with (configured or
+	// asked for at octet/session/new): octet/setModel allows it besides
+	// the model table.
+	startModel provider.Model
 
 	closeOnce sync.Once
 	closeErr  error
@@ -187,10 +192,11 @@ type runtimeSession struct {
 
 var _ sessionHandle = (*runtimeSession)(nil)
 
-func (s *runtimeSession) ID() string   { return s.sess.Header().ID }
-func (s *runtimeSession) Cwd() string  { return s.sess.Header().Cwd }
-func (s *runtimeSession) Head() string { return s.sess.Head() }
-func (s *runtimeSession) Policy() any  { return s.built.Policy }
+func (s *runtimeSession) ID() string    { return s.sess.Header().ID }
+func (s *runtimeSession) Cwd() string   { return s.sess.Header().Cwd }
+func (s *runtimeSession) Title() string { return s.sess.Header().Title }
+func (s *runtimeSession) Head() string  { return s.sess.Head() }
+func (s *runtimeSession) Policy() any   { return s.built.Policy }
 
 func (s *runtimeSession) Transcript() (any, error) {
 	branch := s.sess.Branch()
@@ -259,6 +265,11 @@ func (s *runtimeSession) Prompt(ctx context.Context, text string, withoutTools b
 }
 
 func (s *runtimeSession) SetModel(name string) (string, error) {
+	if name == s.startModel.Name {
+		// The model the session was built with is always allowed.
+		s.built.Agent.SetModel(s.startModel)
+		return name, nil
+	}
 	resolve := s.rt.ResolveModel
 	if resolve == nil {
 		resolve = defaultResolveModel
@@ -299,11 +310,21 @@ func (s *runtimeSession) Close() error {
 	return s.closeErr
 }
 
+// defaultResolveModel knows the provider's model table only: a name the
+// run could not be qualified for is refused now, not at the first retry.
 func defaultResolveModel(name string) (provider.Model, error) {
 	if m, ok := provider.LookupModel(name); ok {
 		return m, nil
 	}
-	return provider.Model{Name: name}, nil
+	return provider.Model{}, UnknownModelError(name)
+}
+
+// UnknownModelError is the error for a model name octet does not know; it
+// lists the names it does, plus extra (such as the configured model).
+func UnknownModelError(name string, extra ...string) error {
+	known := append(provider.ModelNames(), extra...)
+	return fmt.Errorf("unknown model %q: use one of %s (or a dated snapshot of one, such as gpt-5-2025-08-07)",
+		name, strings.Join(known, ", "))
 }
 
 // agentRun adapts *agent.Run to runHandle.

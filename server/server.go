@@ -11,8 +11,10 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
+	"go.lsp.dev/protocol"
 )
 
 // Default limits; Options fields override them.
@@ -27,6 +29,11 @@ const (
 	DefaultEventBuffer = 4096
 	// DefaultEventBufferBytes bounds the same buffer by encoded size.
 	DefaultEventBufferBytes = 16 << 20
+	// DefaultSessionIdleTimeout is how long an open session without a run
+	// and without requests stays open before it is released.
+	DefaultSessionIdleTimeout = 15 * time.Minute
+	// DefaultMaxSessions bounds the sessions one server keeps open.
+	DefaultMaxSessions = 32
 	// settleTimeout bounds how long shutdown and exit wait for cancelled runs.
 	settleTimeout = 30 * time.Second
 	// replyTimeout bounds how long settled runs' answers may take to write.
@@ -52,8 +59,23 @@ type Options struct {
 	// EventBuffer and EventBufferBytes bound each session's replay buffer.
 	EventBuffer      int
 	EventBufferBytes int
+	// SessionIdleTimeout releases an open session that has had no run,
+	// no pending approval and no request naming it for this long (default
+	// 15 minutes); octet/session/resume opens it again.
+	SessionIdleTimeout time.Duration
+	// MaxSessions bounds the open sessions (default 32): opening one more
+	// releases the least recently used idle session, or is refused when
+	// every open session has a run.
+	MaxSessions int
 	// Version is reported in serverInfo.
 	Version string
+	// ConfigError, when set, is a configuration problem found before
+	// serving (a config.toml mistake, unusable credentials). The server
+	// serves anyway, so the editor gets its handshake, and shows the error
+	// with window/showMessage once the client is initialized; the requests
+	// that need the configuration report it themselves (Runtime.NewAgent
+	// fails with it).
+	ConfigError error
 
 	// backend replaces Runtime in tests of the wire mechanics.
 	backend backend
@@ -76,6 +98,12 @@ func (o *Options) fill() {
 	}
 	if o.EventBufferBytes <= 0 {
 		o.EventBufferBytes = DefaultEventBufferBytes
+	}
+	if o.SessionIdleTimeout <= 0 {
+		o.SessionIdleTimeout = DefaultSessionIdleTimeout
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
 	}
 	if o.parentPoll <= 0 {
 		o.parentPoll = 2 * time.Second
@@ -181,6 +209,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.stream = stream
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
 	s.conn.Go(s.ctx, s.handle)
+	go s.releaseIdleSessions()
 
 	var err error
 	select {
@@ -192,6 +221,10 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 		s.mu.Unlock()
 	case <-stream.ended():
 		s.log.Info("input ended; stopping")
+	case <-stream.broken():
+		// The client is gone as surely as when its input ends: cancel
+		// and settle the runs (their records reach the session files).
+		s.opts.Logger.Warn("the client stopped reading; stopping", "error", stream.brokenErr)
 	case <-s.parentGone:
 	case <-ctx.Done():
 		err = ctx.Err()
@@ -247,6 +280,7 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 		if !isWireError(herr) {
 			herr = jsonrpc2.NewError(jsonrpc2.InternalError, herr.Error())
 		}
+		herr = validUTF8Error(herr)
 		s.log.Debug("request failed", "method", method, "error", herr)
 		return nil, herr
 	}
@@ -273,6 +307,12 @@ func (s *Server) handleNotification(ctx context.Context, method string, params j
 	}
 	switch method {
 	case "initialized":
+		if err := s.opts.ConfigError; err != nil {
+			s.notify("window/showMessage", &protocol.ShowMessageParams{
+				Type:    protocol.MessageTypeError,
+				Message: "octet cannot start sessions: " + err.Error() + " (fix it; the next octet/session/new reads it again)",
+			})
+		}
 	case "$/setTrace":
 		var p struct {
 			Value string `json:"value"`
@@ -326,6 +366,7 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/list":       s.sessionList,
 		"octet/session/resume":     s.sessionResume,
 		"octet/session/branch":     s.sessionBranch,
+		"octet/session/close":      s.sessionClose,
 		"octet/prompt":             s.prompt,
 		"octet/cancel":             s.cancelRun,
 		"octet/steer":              s.steer,
@@ -374,9 +415,23 @@ func (s *Server) settleRuns() {
 		s.log.Error("runs did not settle in time", "timeout", settleTimeout)
 		return
 	}
-	if !waitGroup(&s.replyWG, s.stream.ended(), replyTimeout) {
+	if !waitGroup(&s.replyWG, s.clientGone(), replyTimeout) {
 		s.log.Warn("prompt answers were not written in time", "timeout", replyTimeout)
 	}
+}
+
+// clientGone is closed once the client can no longer receive answers:
+// its input ended or a write to it failed.
+func (s *Server) clientGone() <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		select {
+		case <-s.stream.ended():
+		case <-s.stream.broken():
+		}
+		close(gone)
+	}()
+	return gone
 }
 
 // waitGroup waits for wg, for stop to close, or for timeout; it reports
@@ -457,6 +512,16 @@ func (c rwc) Close() error {
 		errs = append(errs, cl.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// validUTF8Error returns err with its message made valid UTF-8: jsonrpc2
+// writes error messages as they are, and stdout must carry valid JSON.
+func validUTF8Error(err error) error {
+	w, ok := errors.AsType[*jsonrpc2.Error](err)
+	if !ok || utf8.ValidString(w.Message) {
+		return err
+	}
+	return &jsonrpc2.Error{Code: w.Code, Message: strings.ToValidUTF8(w.Message, "\uFFFD"), Data: w.Data}
 }
 
 func isWireError(err error) bool {

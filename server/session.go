@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 )
@@ -18,6 +20,9 @@ import (
 type sessionState struct {
 	id     string
 	handle sessionHandle
+	// epoch names this opening of the session in this process: seq
+	// counts from 1 in each epoch, so a cursor is (epoch, seq).
+	epoch string
 
 	mu       sync.Mutex
 	seq      int64
@@ -25,6 +30,13 @@ type sessionState struct {
 	active   *runState
 	pending  map[string]*pendingApproval // by approval key (callId/digest)
 	approver approverFunc
+	// lastUsed is when a request last named the session or its last run
+	// ended; an idle session is released after Options.SessionIdleTimeout.
+	lastUsed time.Time
+	// closing is set once the session is being released; closed is
+	// closed when its file and agent have been.
+	closing bool
+	closed  chan struct{}
 }
 
 // bufferedEvent is one emitted notification kept for replay.
@@ -73,6 +85,28 @@ func (r *eventRing) after(after, last int64) ([]bufferedEvent, bool) {
 	return slices.Clone(r.evs[i:]), truncated
 }
 
+// replay returns the buffered events after the cursor (epoch, afterSeq)
+// and whether some events after it are missing. A cursor of another epoch
+// (another process, or the session closed and opened again) gets every
+// buffered event of this one, and is truncated: what came after it in its
+// own epoch is only in the transcript. Without an epoch (a v1 client) the
+// cursor is taken to be of this epoch; a negative afterSeq means "from the
+// start". The caller holds ss.mu.
+func (ss *sessionState) replay(epoch string, afterSeq int64) ([]bufferedEvent, bool) {
+	var evs []bufferedEvent
+	var truncated bool
+	if epoch != "" && epoch != ss.epoch {
+		evs, _ = ss.buf.after(0, ss.seq)
+		truncated = true
+	} else {
+		evs, truncated = ss.buf.after(max(afterSeq, 0), ss.seq)
+	}
+	if evs == nil {
+		evs = []bufferedEvent{}
+	}
+	return evs, truncated
+}
+
 // emit assigns the next seq of the session, buffers the notification and,
 // when send is true (the client advertised it can show it), sends it.
 // build receives the seq and returns the params. Emission for one session
@@ -91,7 +125,7 @@ func (s *Server) emit(ss *sessionState, method string, send bool, build func(seq
 	ss.mu.Unlock()
 }
 
-// session looks up an open session.
+// session looks up an open session and marks it used.
 func (s *Server) session(id string) (*sessionState, error) {
 	if id == "" {
 		return nil, invalidParams("sessionId is required")
@@ -102,16 +136,182 @@ func (s *Server) session(id string) (*sessionState, error) {
 	if ss == nil {
 		return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: create it with octet/session/new or load it with octet/session/resume", id))
 	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closing {
+		return nil, closedError(id)
+	}
+	ss.lastUsed = time.Now()
 	return ss, nil
+}
+
+func closedError(id string) error {
+	return jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("session %s is closed: load it again with octet/session/resume", id))
 }
 
 func (s *Server) newSessionState(h sessionHandle, approver approverFunc) *sessionState {
 	return &sessionState{
 		id:       h.ID(),
 		handle:   h,
+		epoch:    rand.Text(),
 		buf:      eventRing{maxN: s.opts.EventBuffer, maxBytes: s.opts.EventBufferBytes},
 		pending:  make(map[string]*pendingApproval),
 		approver: approver,
+		lastUsed: time.Now(),
+		closed:   make(chan struct{}),
+	}
+}
+
+// register adds a newly opened session, keeping at most
+// Options.MaxSessions open: the least recently used idle session is
+// released to make room, and without one the new session is refused. It
+// returns the session already registered under the same id, if any (the
+// caller then closes its own handle).
+func (s *Server) register(ss *sessionState) (*sessionState, error) {
+	for {
+		s.mu.Lock()
+		if existing := s.sessions[ss.id]; existing != nil {
+			s.mu.Unlock()
+			return existing, nil
+		}
+		if len(s.sessions) < s.opts.MaxSessions {
+			s.sessions[ss.id] = ss
+			s.mu.Unlock()
+			return ss, nil
+		}
+		open := s.openSessions()
+		s.mu.Unlock()
+		victim := leastRecentlyUsedIdle(open)
+		if victim == nil {
+			return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf(
+				"%d sessions are open and every one has a run: cancel a run, or close a session with octet/session/close", len(open)))
+		}
+		s.closeIf(victim, "released for another session (open-session bound)", (*sessionState).idle)
+	}
+}
+
+// openSessions snapshots the open sessions. The caller holds s.mu.
+func (s *Server) openSessions() []*sessionState {
+	out := make([]*sessionState, 0, len(s.sessions))
+	for _, ss := range s.sessions {
+		out = append(out, ss)
+	}
+	return out
+}
+
+// leastRecentlyUsedIdle returns the idle session used longest ago, or nil.
+func leastRecentlyUsedIdle(sessions []*sessionState) *sessionState {
+	var lru *sessionState
+	var lruAt time.Time
+	for _, ss := range sessions {
+		ss.mu.Lock()
+		idle, at := ss.idle(), ss.lastUsed
+		ss.mu.Unlock()
+		if idle && (lru == nil || at.Before(lruAt)) {
+			lru, lruAt = ss, at
+		}
+	}
+	return lru
+}
+
+// idle reports whether the session has no run, no pending approval and is
+// not closing. The caller holds ss.mu.
+func (ss *sessionState) idle() bool {
+	return ss.active == nil && len(ss.pending) == 0 && !ss.closing
+}
+
+// closeSession releases ss: new requests naming it are refused at once,
+// its run (if any) is cancelled and waited for (bounded), then its file
+// and agent are closed. Closing a session twice waits for the first close.
+func (s *Server) closeSession(ss *sessionState, why string) {
+	s.closeIf(ss, why, nil)
+}
+
+// closeIf is closeSession when cond, checked under ss.mu as the close
+// begins, holds (nil: always); it reports whether it closed ss. A session
+// released for being idle is thus never one whose run just started.
+func (s *Server) closeIf(ss *sessionState, why string, cond func(*sessionState) bool) bool {
+	ss.mu.Lock()
+	if ss.closing {
+		ss.mu.Unlock()
+		<-ss.closed
+		return cond == nil
+	}
+	if cond != nil && !cond(ss) {
+		ss.mu.Unlock()
+		return false
+	}
+	ss.closing = true
+	run := ss.active
+	ss.mu.Unlock()
+	if run != nil {
+		run.cancel(why)
+		t := time.NewTimer(settleTimeout)
+		select {
+		case <-run.done:
+		case <-t.C:
+			s.log.Error("run did not settle before its session was closed", "session", ss.id, "run", run.id)
+		}
+		t.Stop()
+	}
+	s.mu.Lock()
+	if s.sessions[ss.id] == ss {
+		delete(s.sessions, ss.id)
+	}
+	s.mu.Unlock()
+	if err := ss.handle.Close(); err != nil {
+		s.opts.Logger.Warn("closing session", "session", ss.id, "error", err)
+	}
+	close(ss.closed)
+	s.log.Info("session closed", "session", ss.id, "why", why)
+	return true
+}
+
+// sessionClose handles octet/session/close: the session's run, if any, is
+// cancelled and settled (its octet/prompt answers cancelled), then the
+// session's file, agent and replay buffer are released. A session this
+// server does not have open has nothing to release: {} as well.
+func (s *Server) sessionClose(ctx context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.SessionID == "" {
+		return nil, invalidParams("sessionId is required")
+	}
+	s.mu.Lock()
+	ss := s.sessions[p.SessionID]
+	s.mu.Unlock()
+	if ss != nil {
+		// The run may take a moment to settle: let later messages in.
+		jsonrpc2.Async(ctx)
+		s.closeSession(ss, "octet/session/close")
+	}
+	return json.RawMessage(`{}`), nil
+}
+
+// releaseIdleSessions closes, until the connection ends, every session
+// that has stayed idle for Options.SessionIdleTimeout.
+func (s *Server) releaseIdleSessions() {
+	every := max(s.opts.SessionIdleTimeout/4, 10*time.Millisecond)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.mu.Lock()
+		open := s.openSessions()
+		s.mu.Unlock()
+		for _, ss := range open {
+			s.closeIf(ss, "idle", func(ss *sessionState) bool {
+				return ss.idle() && time.Since(ss.lastUsed) >= s.opts.SessionIdleTimeout
+			})
+		}
 	}
 }
 
@@ -169,9 +369,10 @@ func (s *Server) createSession(ctx context.Context, spec sessionSpec) (*sessionS
 	}
 	ss := s.newSessionState(h, nil)
 	holder.set(s.approverFor(ss))
-	s.mu.Lock()
-	s.sessions[ss.id] = ss
-	s.mu.Unlock()
+	if _, err := s.register(ss); err != nil {
+		_ = h.Close()
+		return nil, err
+	}
 	s.log.Info("session created", "session", ss.id, "cwd", spec.Cwd)
 	return ss, nil
 }
@@ -261,12 +462,13 @@ func compareStrings(a, b string) int {
 // sessionResume handles octet/session/resume: it loads the session when
 // this process has not opened it yet, and answers with the durable
 // transcript, usage, pending approvals, the active run and the buffered
-// events after afterSeq. Pending approvals are also sent again as
-// requests, so the resuming client can answer them.
+// events after the cursor (epoch, afterSeq). Pending approvals are sent
+// again, once (see pendingApproval.resendable).
 func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		AfterSeq  *int64 `json:"afterSeq"`
+		Epoch     string `json:"epoch"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -274,14 +476,9 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if p.SessionID == "" {
 		return nil, invalidParams("sessionId is required")
 	}
-	s.mu.Lock()
-	ss := s.sessions[p.SessionID]
-	s.mu.Unlock()
-	if ss == nil {
-		var err error
-		if ss, err = s.openSession(ctx, p.SessionID); err != nil {
-			return nil, err
-		}
+	ss, err := s.openOrReuse(ctx, p.SessionID)
+	if err != nil {
+		return nil, err
 	}
 	transcript, err := ss.handle.Transcript()
 	if err != nil {
@@ -313,19 +510,42 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		res["activeRunId"] = ss.active.id
 	}
 	if p.AfterSeq != nil {
-		evs, truncated := ss.buf.after(*p.AfterSeq, ss.seq)
-		if evs == nil {
-			evs = []bufferedEvent{}
-		}
+		evs, truncated := ss.replay(p.Epoch, *p.AfterSeq)
 		res["events"] = evs
 		res["replayTruncated"] = truncated
 	}
+	res["epoch"] = ss.epoch
 	res["lastSeq"] = ss.seq
-	ss.mu.Unlock()
+	var resend []*pendingApproval
 	for _, pa := range pending {
-		go s.reaskApproval(ss, pa)
+		if pa.resendable() {
+			resend = append(resend, pa)
+		}
+	}
+	ss.mu.Unlock()
+	for _, pa := range resend {
+		go s.askApproval(pa.ctx, ss, pa)
 	}
 	return rawResult(res)
+}
+
+// openOrReuse returns the open session id, marked used, or opens it from
+// disk (after a close of it still under way has finished).
+func (s *Server) openOrReuse(ctx context.Context, id string) (*sessionState, error) {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss != nil {
+		ss.mu.Lock()
+		closing := ss.closing
+		ss.lastUsed = time.Now()
+		ss.mu.Unlock()
+		if !closing {
+			return ss, nil
+		}
+		<-ss.closed
+	}
+	return s.openSession(ctx, id)
 }
 
 func (s *Server) openSession(ctx context.Context, id string) (*sessionState, error) {
@@ -339,15 +559,11 @@ func (s *Server) openSession(ctx context.Context, id string) (*sessionState, err
 	}
 	ss := s.newSessionState(h, nil)
 	holder.set(s.approverFor(ss))
-	s.mu.Lock()
-	if existing := s.sessions[id]; existing != nil {
-		s.mu.Unlock()
+	got, err := s.register(ss)
+	if got != ss {
 		_ = h.Close()
-		return existing, nil
 	}
-	s.sessions[id] = ss
-	s.mu.Unlock()
-	return ss, nil
+	return got, err
 }
 
 // sessionBranch handles octet/session/branch.

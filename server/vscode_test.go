@@ -85,7 +85,7 @@ func TestVSCodeJSONRPCClient(t *testing.T) {
 	if err := json.Unmarshal(stdout, &got); err != nil || got.Failed != "" {
 		t.Fatalf("client output %s (%v)\nstderr: %s", stdout, err, stderr.String())
 	}
-	if got.Version != 1 || strings.Join(got.Commands, ",") != "octet.prompt,octet.cancel,octet.approve,octet.deny" {
+	if got.Version != ProtocolVersion || strings.Join(got.Commands, ",") != "octet.prompt,octet.cancel,octet.approve,octet.deny" {
 		t.Errorf("capabilities: version %d, commands %v", got.Version, got.Commands)
 	}
 	if got.First.Outcome != "completed" || got.Second.Outcome != "cancelled" || got.Second.RunID == "" {

@@ -361,6 +361,8 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 		return Grant{}, ReasonCancelled
 	case actx.Err() != nil || !time.Now().Before(expires):
 		return Grant{}, ReasonApprovalExpired
+	case errors.Is(err, ErrApprovalExpired):
+		return Grant{}, ReasonApprovalExpired
 	case errors.Is(err, ErrPreviewTooLarge):
 		b.log.Debug("approver cannot show the call whole", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
 		return Grant{}, ReasonPreviewTooLarge

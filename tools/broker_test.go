@@ -336,6 +336,9 @@ func TestConfirmPaths(t *testing.T) {
 			<-ctx.Done()
 			return Approval{Approved: true, Digest: r.Digest}, nil
 		}, false, outcome{DecisionDenied, ReasonApprovalExpired, 0}},
+		{"approver's own deadline", func(_ context.Context, r ConfirmRequest) (Approval, error) {
+			return Approval{}, fmt.Errorf("asked at the editor: %w", ErrApprovalExpired)
+		}, false, outcome{DecisionDenied, ReasonApprovalExpired, 0}},
 		{"run cancelled", func(ctx context.Context, r ConfirmRequest) (Approval, error) {
 			<-ctx.Done()
 			return Approval{Approved: true, Digest: r.Digest}, nil

@@ -142,6 +142,12 @@ type Previewer interface {
 // ReasonPreviewTooLarge: an approval never shows less than what will run.
 var ErrPreviewTooLarge = errors.New("the call is too large to be shown whole for approval")
 
+// ErrApprovalExpired is returned (wrapped) by an Approver whose own
+// deadline for the person's answer, the one it showed as the request's
+// expiry, passed before an answer came. The broker then refuses the call
+// with ReasonApprovalExpired, as when ConfirmRequest.ExpiresAt passes.
+var ErrApprovalExpired = errors.New("the approval request expired unanswered")
+
 // Preview is what an approval prompt shows for one call.
 type Preview struct {
 	Title  string `json:"title"`

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/signal"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/octet-agent/octet/internal/config"
@@ -29,33 +31,38 @@ func runLSP(ctx context.Context, args []string, e env) error {
 	if fs.NArg() > 0 {
 		return usageErrorf("lsp takes no arguments: %s", lspUsage)
 	}
+	// An editor that closes its end of stdout must not kill octet with
+	// SIGPIPE before the runs are settled: the write fails instead, and the
+	// server treats it as the client gone (runs cancelled, settled, exit).
+	signal.Ignore(syscall.SIGPIPE)
 	log := newLogger(e.stderr, e.lookup)
-	// Resolve everything that does not depend on the workspace now, so a
-	// bad flag, config line or credential fails at startup with a clear
-	// message instead of at the first octet/session/new.
-	cfg, err := loadConfig(e, "", flags, log)
+	w := &workspaces{e: e, flags: flags, log: log, contexts: map[string]*watchedContext{}}
+	defer w.close()
+	// Resolve what does not depend on the workspace now. A flag mistake
+	// fails at startup; a mistake in a file (config.toml, credentials) does
+	// not: the editor gets its handshake, the error (file:line) as
+	// window/showMessage, and again from every request that needs the
+	// configuration, which reads it anew (fixing the file is enough).
+	startErr := w.loadGlobal()
+	if _, ok := errors.AsType[*config.UsageError](startErr); ok {
+		return startErr
+	}
+	if startErr != nil {
+		log.Error(startErr.Error())
+	}
+	home, err := config.HomeDir(e.lookup)
 	if err != nil {
 		return err
 	}
-	key, keyErr := loadAPIKey(e, cfg)
-	if keyErr != nil {
-		if !isCredentialError(keyErr) {
-			return keyErr
-		}
-		// Serve anyway: the editor gets its handshake and a clear error
-		// from octet/session/new, instead of a server that died at start
-		// with the reason only in its stderr log.
-		log.Error(keyErr.Error())
-	}
-	w := &workspaces{e: e, flags: flags, key: key, keyErr: keyErr, log: log, contexts: map[string]*watchedContext{}}
-	defer w.close()
 	rt := &server.Runtime{
-		SessionsDir:  cfg.SessionsDir(),
+		SessionsDir:  filepath.Join(home, "sessions"),
 		NewAgent:     w.newAgent,
-		ResolveModel: resolveModel,
-		ExplainError: func(err error) string { return providerHint(err, cfg.BaseURL.Value, cfg.Model.Value) },
+		ResolveModel: w.resolveModel,
+		ExplainError: w.explain,
 	}
-	err = server.Serve(ctx, interruptibleStdin(e.stdin), e.stdout, server.Options{Runtime: rt, Logger: log, Version: versionString()})
+	err = server.Serve(ctx, interruptibleStdin(e.stdin), e.stdout, server.Options{
+		Runtime: rt, Logger: log, Version: versionString(), ConfigError: startErr,
+	})
 	switch {
 	case errors.Is(err, server.ErrExitWithoutShutdown):
 		return &exitError{code: exitFailed}
@@ -65,26 +72,28 @@ func runLSP(ctx context.Context, args []string, e env) error {
 	return err
 }
 
-// isCredentialError reports whether err is a missing key or an unsafe
-// credentials file (errors octet lsp reports per request, not at start).
-func isCredentialError(err error) bool {
-	if _, ok := errors.AsType[*config.MissingKeyError](err); ok {
-		return true
+// modelResolver maps a model name (octet/setModel, octet/session/new) to
+// the provider's model table. The configured model is allowed whatever its
+// name (with a conservative 128K window when the table does not know it);
+// any other unknown name is refused with the list of known ones, at the
+// call rather than at the run's first provider request.
+func modelResolver(configured string) func(string) (provider.Model, error) {
+	return func(name string) (provider.Model, error) {
+		if name == "" {
+			return provider.Model{}, errors.New("empty model name")
+		}
+		if m, ok := provider.LookupModel(name); ok {
+			return m, nil
+		}
+		if name != configured {
+			var extra []string
+			if configured != "" {
+				extra = append(extra, configured+" (configured)")
+			}
+			return provider.Model{}, server.UnknownModelError(name, extra...)
+		}
+		return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
 	}
-	_, ok := errors.AsType[*config.ModeError](err)
-	return ok
-}
-
-// resolveModel maps a model name to the provider's model table; unknown
-// names get a conservative 128K window.
-func resolveModel(name string) (provider.Model, error) {
-	if name == "" {
-		return provider.Model{}, errors.New("empty model name")
-	}
-	if m, ok := provider.LookupModel(name); ok {
-		return m, nil
-	}
-	return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
 }
 
 // workspaces builds agents for the server, one configuration per
@@ -93,14 +102,68 @@ func resolveModel(name string) (provider.Model, error) {
 type workspaces struct {
 	e     env
 	flags config.Flags
-	key   config.Secret
-	// keyErr is why there is no usable key (missing, or an unsafe
-	// credentials file); every session creation reports it.
-	keyErr error
-	log    *slog.Logger
+	log   *slog.Logger
 
-	mu       sync.Mutex
-	contexts map[string]*watchedContext
+	mu sync.Mutex
+	// global is the last configuration without a workspace that loaded,
+	// key and keyErr the credentials read with it (keyErr: missing, an
+	// unsafe or broken credentials file; every session creation reports
+	// it). keyLoaded is false until a configuration has loaded.
+	global    *config.Config
+	key       config.Secret
+	keyErr    error
+	keyLoaded bool
+	contexts  map[string]*watchedContext
+}
+
+// loadGlobal loads the configuration without a workspace and, the first
+// time it loads, the credentials. It returns the first problem.
+func (ws *workspaces) loadGlobal() error {
+	cfg, err := loadConfig(ws.e, "", ws.flags, ws.log)
+	if err != nil {
+		return err
+	}
+	_, err = ws.credentials(cfg)
+	return err
+}
+
+// credentials records cfg as the current global configuration and returns
+// the API key, reading it the first time.
+func (ws *workspaces) credentials(cfg *config.Config) (config.Secret, error) {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	ws.global = cfg
+	if !ws.keyLoaded {
+		ws.key, ws.keyErr = loadAPIKey(ws.e, cfg)
+		ws.keyLoaded = true
+	}
+	return ws.key, ws.keyErr
+}
+
+// current returns the last global configuration that loaded (nil if none).
+func (ws *workspaces) current() *config.Config {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.global
+}
+
+// explain is Runtime.ExplainError over the current configuration.
+func (ws *workspaces) explain(err error) string {
+	cfg := ws.current()
+	if cfg == nil {
+		return ""
+	}
+	return providerHint(err, cfg.BaseURL.Value, cfg.Model.Value)
+}
+
+// resolveModel is Runtime.ResolveModel: the model table plus the
+// configured model.
+func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
+	configured := ""
+	if cfg := ws.current(); cfg != nil {
+		configured = cfg.Model.Value
+	}
+	return modelResolver(configured)(name)
 }
 
 // watchedContext is a workspace's AGENTS.md set, reloaded on change.
@@ -114,9 +177,6 @@ type watchedContext struct {
 }
 
 func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
-	if ws.keyErr != nil {
-		return nil, ws.keyErr
-	}
 	root, err := filepath.Abs(spec.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", spec.Workspace, err)
@@ -125,16 +185,20 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	if err != nil {
 		return nil, err
 	}
+	key, err := ws.credentials(cfg)
+	if err != nil {
+		return nil, err
+	}
 	var contextSet *config.ContextSet
 	if cfg.ContextFiles.Value {
 		contextSet = ws.contextFor(cfg, root)
 	}
-	st, err := newStackWith(cfg, ws.key, root, ws.log, contextSet)
+	st, err := newStackWith(cfg, key, root, ws.log, contextSet)
 	if err != nil {
 		return nil, err
 	}
 	if spec.Model != "" {
-		m, err := resolveModel(spec.Model)
+		m, err := modelResolver(cfg.Model.Value)(spec.Model)
 		if err != nil {
 			st.Close()
 			return nil, err

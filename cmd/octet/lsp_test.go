@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 )
 
 // lspClient speaks Content-Length framed JSON-RPC to a real octet lsp
@@ -252,33 +253,114 @@ func TestLSPHostileWorkspaceFiles(t *testing.T) {
 	}
 }
 
-// TestLSPStartupErrors: a bad config fails at startup with file:line on
-// stderr, exit 2, and not one byte on stdout (the protocol channel).
+// TestLSPStartupErrors: conflicting flags fail at startup, exit 2, and
+// not one byte on stdout (the protocol channel).
 func TestLSPStartupErrors(t *testing.T) {
-	home := t.TempDir()
-	os.WriteFile(filepath.Join(home, "config.toml"), []byte("tools = [\"read\", \"telnet\"]\n"), 0o644)
-	cmd := exec.Command(octetBin, "lsp")
-	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_API_KEY="+fakeKey)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	cmd.Run()
-	if code := cmd.ProcessState.ExitCode(); code != exitUsage {
-		t.Errorf("exit %d, want 2", code)
-	}
-	if out.Len() != 0 {
-		t.Errorf("stdout carried non-protocol bytes: %q", out.String())
-	}
-	if !strings.Contains(errb.String(), filepath.Join(home, "config.toml")+":1:") || !strings.Contains(errb.String(), `"telnet"`) {
-		t.Errorf("stderr = %q", errb.String())
-	}
-	cmd = exec.Command(octetBin, "lsp", "--safe-mode", "--effect-policy", "controlled")
+	cmd := exec.Command(octetBin, "lsp", "--safe-mode", "--effect-policy", "controlled")
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+t.TempDir())
-	out.Reset()
-	errb.Reset()
+	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	cmd.Run()
 	if cmd.ProcessState.ExitCode() != exitUsage || out.Len() != 0 || !strings.Contains(errb.String(), "conflicts") {
 		t.Errorf("conflict: exit %d stdout %q stderr %q", cmd.ProcessState.ExitCode(), out.String(), errb.String())
+	}
+}
+
+// TestLSPConfigTypoServesAnyway: a mistake in config.toml used to make
+// octet lsp exit before the handshake (the editor saw only a crash). It
+// serves, shows the file:line error with window/showMessage, answers every
+// request that needs the configuration with it, and once the file is fixed
+// the next session/new works without a restart.
+func TestLSPConfigTypoServesAnyway(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	file := filepath.Join(home, "config.toml")
+	os.WriteFile(file, []byte("model = \"gpt-5\"\ntools = [\"read\", \"telnet\"]\n"), 0o644)
+	cmd := lspCommand(t, 30*time.Second)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:9/v1", "OPENAI_API_KEY="+fakeKey, "GORACE=atexit_sleep_ms=0")
+	c, stdin, stderr := startLSP(t, cmd)
+	init := c.call("initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+	if init["capabilities"] == nil {
+		t.Fatalf("initialize = %v\nstderr: %s", init, stderr.String())
+	}
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	where := file + ":2:"
+	m := c.read()
+	p, _ := m["params"].(map[string]any)
+	if msg, _ := p["message"].(string); m["method"] != "window/showMessage" || p["type"] != float64(1) || !strings.Contains(msg, where) {
+		t.Errorf("first message after initialized = %v, want window/showMessage naming %s", m, where)
+	}
+	for _, req := range []struct {
+		method string
+		params any
+	}{
+		{"octet/session/new", map[string]any{}},
+		{"workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"hi"}}},
+	} {
+		c.next++
+		c.send(map[string]any{"id": c.next, "method": req.method, "params": req.params})
+		m := c.read()
+		e, _ := m["error"].(map[string]any)
+		if msg, _ := e["message"].(string); m["id"] != float64(c.next) || !strings.Contains(msg, where) || !strings.Contains(msg, `"telnet"`) {
+			t.Errorf("%s with a broken config = %v, want an error naming %s", req.method, m, where)
+		}
+	}
+	os.WriteFile(file, []byte("model = \"gpt-5\"\n"), 0o644)
+	if res := c.call("octet/session/new", map[string]any{}, nil, nil); res["sessionId"] == nil {
+		t.Errorf("session/new after the fix = %v", res)
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+}
+
+// TestLSPStdoutClosedMidRun: an editor that closes its end of octet's
+// stdout while a run streams used to kill octet with SIGPIPE before the run
+// was settled. The write fails instead, the client counts as gone, and the
+// run is cancelled and settled durably before octet exits.
+func TestLSPStdoutClosedMidRun(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	home, ws := t.TempDir(), t.TempDir()
+	cmd := lspCommand(t, 30*time.Second)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey, "GORACE=atexit_sleep_ms=0")
+	stdout, _ := cmd.StdoutPipe()
+	stdin, _ := cmd.StdinPipe()
+	stderr := new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &lspClient{t: t, in: stdin, out: bufio.NewReader(stdout)}
+	c.call("initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{
+		"experimental": map[string]any{"octet": map[string]any{"events": true}}}}, nil, nil)
+	sid, _ := c.call("octet/session/new", map[string]any{}, nil, nil)["sessionId"].(string)
+	c.send(map[string]any{"id": 50, "method": "octet/prompt", "params": map[string]any{"sessionId": sid, "text": "go"}})
+	for {
+		m := c.read()
+		if p, _ := m["params"].(map[string]any); p != nil {
+			if ev, _ := p["event"].(map[string]any); ev["kind"] == "output_delta" {
+				break
+			}
+		}
+	}
+	stdout.Close() // the editor stops reading
+	// Its next request's answer cannot be written.
+	c.send(map[string]any{"id": 51, "method": "octet/session/list", "params": map[string]any{}})
+	err := cmd.Wait()
+	if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+		t.Fatalf("octet lsp died of %v\nstderr: %s", st.Signal(), stderr.String())
+	}
+	_ = err
+	sess, ierr := session.Inspect(filepath.Join(home, "sessions", sid+".jsonl"))
+	if ierr != nil {
+		t.Fatal(ierr)
+	}
+	defer sess.Close()
+	if cps := sess.Checkpoints(); len(cps) != 1 || cps[0].Outcome != "cancelled" {
+		t.Errorf("checkpoints %+v, want the run settled as cancelled\nstderr: %s", cps, stderr.String())
 	}
 }
 
@@ -444,5 +526,21 @@ func TestLSPUnreachableProviderExplained(t *testing.T) {
 	c.send(map[string]any{"method": "exit"})
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("exit: %v\nstderr: %s", err, stderr.String())
+	}
+}
+
+// TestModelResolver: octet lsp allows the model table and the configured
+// model (a proxy's own name, say); any other name is refused with the list.
+func TestModelResolver(t *testing.T) {
+	resolve := modelResolver("my-proxy-model")
+	if m, err := resolve("my-proxy-model"); err != nil || m.ContextWindow == 0 {
+		t.Errorf("configured model: %+v, %v", m, err)
+	}
+	if m, err := resolve("gpt-5"); err != nil || m.Name != "gpt-5" {
+		t.Errorf("gpt-5: %+v, %v", m, err)
+	}
+	_, err := resolve("gpt-nope")
+	if err == nil || !strings.Contains(err.Error(), "gpt-5.1-codex") || !strings.Contains(err.Error(), "my-proxy-model (configured)") {
+		t.Errorf("gpt-nope: %v, want a refusal listing the allowed names", err)
 	}
 }
