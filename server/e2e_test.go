@@ -593,8 +593,11 @@ func TestRecoveredOutputChannel(t *testing.T) {
 	var tok struct{ Token string }
 	_ = json.Unmarshal(e.awaitRequest("window/workDoneProgress/create"), &tok)
 	_, msgs := progressOf(e, tok.Token)
-	if !slices.ContainsFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "Reconnecting 1/") }) {
-		t.Errorf("progress messages %v lack a Reconnecting report", msgs)
+	if !slices.ContainsFunc(msgs, func(m string) bool {
+		cause, _, ok := strings.Cut(m, "; retrying 1/")
+		return ok && cause != ""
+	}) {
+		t.Errorf("progress messages %v lack a retry report naming its cause", msgs)
 	}
 }
 

@@ -322,22 +322,36 @@ func toolMessage(tool string, args *bytes.Buffer) string {
 	return msg
 }
 
-// retryMessage is "Reconnecting 3/12 in 5s" or "Waiting for network".
+// retryMessage names the failure and the retry: "cannot connect to the
+// provider: connection refused; retrying 3/12 in 5s", or "Waiting for
+// network: …" (events without a cause read "Reconnecting 3/12 in 5s").
 func retryMessage(body json.RawMessage) string {
 	var b struct {
 		Attempt     int    `json:"attempt"`
 		MaxAttempts *int   `json:"maxAttempts"`
 		DelayMs     int64  `json:"delayMs"`
 		RetryKind   string `json:"retryKind"`
+		Cause       string `json:"cause"`
 	}
 	if json.Unmarshal(body, &b) != nil {
 		return "Reconnecting"
 	}
+	cause := truncate(strings.TrimSpace(b.Cause), maxCauseMessage)
 	if b.RetryKind == "waiting_for_network" || b.MaxAttempts == nil {
-		return "Waiting for network"
+		if cause == "" {
+			return "Waiting for network"
+		}
+		return "Waiting for network: " + cause
 	}
-	return fmt.Sprintf("Reconnecting %d/%d in %s", b.Attempt, *b.MaxAttempts, humanDelay(time.Duration(b.DelayMs)*time.Millisecond))
+	retry := fmt.Sprintf("%d/%d in %s", b.Attempt, *b.MaxAttempts, humanDelay(time.Duration(b.DelayMs)*time.Millisecond))
+	if cause == "" {
+		return "Reconnecting " + retry
+	}
+	return cause + "; retrying " + retry
 }
+
+// maxCauseMessage bounds the cause in a progress message.
+const maxCauseMessage = 120
 
 func humanDelay(d time.Duration) string {
 	switch {

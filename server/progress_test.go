@@ -13,6 +13,8 @@ func TestProgressMessages(t *testing.T) {
 		{`{"attempt":1,"maxAttempts":30,"delayMs":200,"retryKind":"interrupted_inference"}`, "Reconnecting 1/30 in 200ms"},
 		{`{"attempt":2,"maxAttempts":12,"delayMs":1500,"retryKind":"interrupted_inference"}`, "Reconnecting 2/12 in 1.5s"},
 		{`{"attempt":4,"maxAttempts":null,"delayMs":10000,"retryKind":"waiting_for_network"}`, "Waiting for network"},
+		{`{"attempt":1,"maxAttempts":29,"delayMs":200,"retryKind":"interrupted_inference","cause":"cannot connect to the provider: connection refused"}`, "cannot connect to the provider: connection refused; retrying 1/29 in 200ms"},
+		{`{"attempt":1,"maxAttempts":null,"delayMs":1000,"retryKind":"waiting_for_network","cause":"network unreachable"}`, "Waiting for network: network unreachable"},
 		{`not json`, "Reconnecting"},
 	}
 	for _, r := range retry {
