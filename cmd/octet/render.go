@@ -121,9 +121,12 @@ func (r *textRenderer) event(ev agent.Event) {
 		r.toolOutput(e.CallID, e.Text)
 	case *agent.ToolFinished:
 		r.flushOutput(e.CallID)
-		if e.IsError {
+		switch {
+		case e.Unrecorded:
+			r.note("  ! ran, but its result could not be saved: the session records it as indeterminate")
+		case e.IsError:
 			r.note("  ✗ failed%s", r.failure(e.CallID))
-		} else {
+		default:
 			r.note("  ✓ done")
 		}
 	case *agent.ProviderRetry:

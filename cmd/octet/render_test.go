@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/octet-agent/octet/agent"
 )
 
 // cancelOnWrite is a stderr that cancels the command once a line
@@ -86,4 +88,18 @@ func firstLineWith(text, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestRenderUnrecordedResult: a call whose result could not be saved is
+// shown as having run with its outcome unknown to the session, never as
+// done or failed.
+func TestRenderUnrecordedResult(t *testing.T) {
+	var out, notes bytes.Buffer
+	r := newTextRenderer(&out, &notes, true)
+	r.event(&agent.ToolStarted{CallID: "c1", Tool: "bash"})
+	r.event(&agent.ToolFinished{CallID: "c1", IsError: false, Unrecorded: true})
+	got := notes.String()
+	if !strings.Contains(got, "result could not be saved") || strings.Contains(got, "✓ done") || strings.Contains(got, "✗ failed") {
+		t.Errorf("notes = %q", got)
+	}
 }
