@@ -59,7 +59,7 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 	st.runtime = &Runtime{
 		SessionsDir: filepath.Join(st.home, "sessions"),
 		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
-			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace})
+			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents})
 			if err != nil {
 				return nil, err
 			}

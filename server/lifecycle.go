@@ -25,7 +25,9 @@ import (
 const ProtocolVersion = 2
 
 // features are the v1.1 additions this server implements.
-var features = []string{"octet/session/close"}
+var features = []string{"octet/session/close",
+	"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "textDocument/didSave", "workspace/applyEdit", "octet/prompt.context",
+}
 
 // Commands offered through workspace/executeCommand for plain LSP clients.
 var commands = []string{"octet.prompt", "octet.cancel", "octet.approve", "octet.deny"}
@@ -149,6 +151,7 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 		}
 	}
 	ws := workspaceFromParams(p)
+	enc := s.docs.configure(raw, p)
 
 	s.mu.Lock()
 	s.caps = caps
@@ -180,6 +183,8 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 	return &protocol.InitializeResult{
 		Capabilities: protocol.ServerCapabilities{
 			ExecuteCommandProvider: protocol.ExecuteCommandOptions{Commands: commands},
+			TextDocumentSync:       documentSyncOptions(),
+			PositionEncoding:       protocol.PositionEncodingKind(enc),
 			Experimental:           jsontext.Value(experimental),
 		},
 		ServerInfo: protocol.ServerInfo{Name: "octet", Version: protocol.NewOptional(s.opts.Version)},

@@ -167,7 +167,7 @@ func (panicBackend) List(context.Context) ([]sessionInfo, error) { panic("broken
 // TestHandlerPanicAnswered checks a panic inside a handler is answered
 // with -32603 and the server keeps serving.
 func TestHandlerPanicAnswered(t *testing.T) {
-	e := newEditor(t, Options{backend: panicBackend{runtimeBackend{&Runtime{SessionsDir: t.TempDir()}}}})
+	e := newEditor(t, Options{backend: panicBackend{runtimeBackend{rt: &Runtime{SessionsDir: t.TempDir()}}}})
 	e.initialize(t.TempDir(), nil)
 	err := e.call("octet/session/list", nil, nil)
 	if codeOf(err) != jsonrpc2.InternalError || !strings.Contains(err.Error(), "broken invariant") {

@@ -52,6 +52,11 @@ type AgentSpec struct {
 	Approver tools.Approver
 	// Principal names the editor session the run acts for.
 	Principal string
+	// Documents is the editor's overlay of open documents for this
+	// workspace (nil when the workspace is in no editor root): pass it as
+	// tools.Config.Documents so read and search see unsaved text and
+	// edits of open documents go through the editor.
+	Documents tools.Documents
 }
 
 // Built is an agent ready to drive a session.
@@ -66,7 +71,11 @@ type Built struct {
 }
 
 // runtimeBackend adapts a Runtime to the server's backend seam.
-type runtimeBackend struct{ rt *Runtime }
+type runtimeBackend struct {
+	rt *Runtime
+	// documents returns the document overlay for a workspace (nil: none).
+	documents func(workspace string) tools.Documents
+}
 
 var _ backend = runtimeBackend{}
 
@@ -145,6 +154,7 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	built, err := rt.NewAgent(ctx, AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
 		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID,
+		Documents: b.documentsFor(hdr.Cwd),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build agent: %w", err)
@@ -156,6 +166,14 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 		built.Agent.SetReasoning(reasoning)
 	}
 	return &runtimeSession{rt: rt, sess: sess, built: built, startModel: built.Agent.Model()}, nil
+}
+
+// documentsFor returns the overlay for workspace, or nil.
+func (b runtimeBackend) documentsFor(workspace string) tools.Documents {
+	if b.documents == nil {
+		return nil
+	}
+	return b.documents(filepath.Clean(workspace))
 }
 
 // toolsApprover adapts the server's approver to tools.Approver.

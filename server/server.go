@@ -112,7 +112,7 @@ func (o *Options) fill() {
 		o.Version = "devel"
 	}
 	if o.backend == nil && o.Runtime != nil {
-		o.backend = runtimeBackend{o.Runtime}
+		o.backend = runtimeBackend{rt: o.Runtime}
 	}
 }
 
@@ -147,6 +147,7 @@ type Server struct {
 	handlerWG sync.WaitGroup
 	replyWG   sync.WaitGroup
 	stream    *tolerantStream
+	docs      *documents // the editor's open documents (documents.go)
 
 	mu        sync.Mutex
 	state     lifecycle
@@ -184,6 +185,11 @@ func New(opts Options) *Server {
 		trace:         "off",
 	}
 	s.log = slog.New(&clientLogHandler{inner: opts.Logger.Handler(), srv: s})
+	s.docs = newDocuments(s)
+	if rb, ok := s.opts.backend.(runtimeBackend); ok {
+		rb.documents = s.docs.forWorkspace
+		s.opts.backend = rb
+	}
 	return s
 }
 
@@ -325,6 +331,9 @@ func (s *Server) handleNotification(ctx context.Context, method string, params j
 	case "window/workDoneProgress/cancel":
 		s.cancelProgress(params)
 	default:
+		if s.handleDocument(method, params) {
+			return
+		}
 		if !strings.HasPrefix(method, "$/") {
 			s.log.Debug("ignoring unknown notification", "method", method)
 		}

@@ -285,11 +285,11 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 	case verdictAdmit:
 		adm.reason = reason
 	case verdictConfirm:
-		g, reason := b.confirm(ctx, tool, intent, adm.digest, obs)
+		g, digest, reason := b.confirm(ctx, tool, intent, adm.digest, obs)
 		if reason != ReasonApproved {
 			return deny(reason, eff)
 		}
-		adm.grant = &g
+		adm.grant, adm.digest = &g, digest
 		adm.reason = ReasonApproved
 	default:
 		return deny(reason, eff)
@@ -336,18 +336,31 @@ func (b *Broker) capabilityGate(f callFacts) string {
 }
 
 // confirm asks the approver and mints a grant bound to digest when the
-// exact digest is approved in time. It returns ReasonApproved with the
-// grant, or a denial reason.
-func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, obs DispatchObserver) (Grant, string) {
+// exact digest is approved in time. When the preview names the state its
+// diff was computed against (Preview.Binding), the digest asked for and
+// bound is BindDigest(digest, binding). It returns ReasonApproved with the
+// grant and the digest it is bound to, or a denial reason.
+func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, obs DispatchObserver) (Grant, string, string) {
+	g, reason := b.confirmBound(ctx, tool, intent, &digest, obs)
+	return g, digest, reason
+}
+
+// confirmBound is confirm; *digest is updated when the preview binds it.
+func (b *Broker) confirmBound(ctx context.Context, tool Tool, intent EffectIntent, digest *string, obs DispatchObserver) (Grant, string) {
 	if b.approver == nil {
 		return Grant{}, ReasonApprovalUnavailable
 	}
 	expires := time.Now().Add(b.approvalTimeout)
 	actx, cancel := context.WithDeadline(ctx, expires)
 	defer cancel()
-	req := ConfirmRequest{Intent: intent, Digest: digest, ExpiresAt: expires}
+	req := ConfirmRequest{Intent: intent, ExpiresAt: expires}
 	var whole bool
-	req.Title, req.Detail, req.Diff, whole = b.preview(actx, tool, intent)
+	var binding string
+	req.Title, req.Detail, req.Diff, binding, whole = b.preview(actx, tool, intent)
+	if binding != "" {
+		*digest = BindDigest(*digest, binding)
+	}
+	req.Digest = *digest
 	if !whole {
 		// An approval never shows less than what will run.
 		return Grant{}, ReasonPreviewTooLarge
@@ -369,10 +382,10 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 	case err != nil:
 		b.log.Debug("approver failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
 		return Grant{}, ReasonApprovalDenied
-	case !ans.Approved || ans.Digest != digest:
+	case !ans.Approved || ans.Digest != *digest:
 		return Grant{}, ReasonApprovalDenied
 	}
-	g, err := b.grants.Mint(digest)
+	g, err := b.grants.Mint(*digest)
 	if err != nil {
 		b.log.Debug("grant not minted", "call_id", intent.CallID, "err", err)
 		return Grant{}, ReasonApprovalDenied
@@ -407,20 +420,22 @@ func (b *Broker) ask(ctx context.Context, req ConfirmRequest) (Approval, error) 
 // made visible, nothing is removed. whole is false when a field's
 // rendering exceeds its bound (or the Previewer says the call is too
 // large to show): the call must then not be put to a person at all.
-func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (title, detail, diff string, whole bool) {
+func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (title, detail, diff, binding string, whole bool) {
 	if pv, ok := tool.(Previewer); ok {
 		// The call id lets a file tool bind what it shows to the call
 		// that executes (see shownPriors).
 		p, err := safePreview(withPreviewCall(ctx, intent.CallID), pv, intent.Arguments)
 		if errors.Is(err, ErrPreviewTooLarge) {
-			return "", "", "", false
+			return "", "", "", "", false
 		}
 		if err == nil {
-			return renderPreview(p.Title, p.Detail, p.Diff)
+			title, detail, diff, whole = renderPreview(p.Title, p.Detail, p.Diff)
+			return title, detail, diff, p.Binding, whole
 		}
 		b.log.Debug("preview failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
 	}
-	return renderPreview(fmt.Sprintf("%s (%s)", intent.Tool, intent.Effect), string(intent.Arguments), "")
+	title, detail, diff, whole = renderPreview(fmt.Sprintf("%s (%s)", intent.Tool, intent.Effect), string(intent.Arguments), "")
+	return title, detail, diff, "", whole
 }
 
 // renderPreview renders the three fields for a prompt and reports whether

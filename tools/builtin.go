@@ -45,6 +45,11 @@ type Config struct {
 	// writes to its spill files; nil redacts nothing. (The broker redacts
 	// results and progress of every tool.)
 	Redactor *Redactor
+	// Documents, when set, is the editor's view of open documents: read
+	// and search see their unsaved text, and edit and write of an open
+	// document go through the editor (see Documents). Nil uses the disk
+	// only.
+	Documents Documents
 	// Files is the read-tracking state shared by read, edit and write.
 	// Builtins sets it; a tool constructed alone with a nil Files gets its
 	// own.

@@ -105,6 +105,7 @@ func (t *EditTool) Classify(args json.RawMessage) (Effect, error) {
 // plan is a computed edit: the content it applies to and the result.
 type editPlan struct {
 	tg      *target
+	doc     *Document // the open editor document the edit applies to, if any
 	old     []byte
 	state   fileState // what the target held when planned
 	updated string
@@ -120,8 +121,11 @@ func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 		return p, fileErrorText(*a.Path, err)
 	}
 	p.tg = tg
-	old, _, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
+	old, doc, err := t.cfg.readForChange(tg)
 	p.state = stateOf(old, err)
+	if doc != nil {
+		p.doc, p.state = doc, editorState(*doc)
+	}
 	if err != nil {
 		return p, fileErrorText(tg.display, err)
 	}
@@ -182,9 +186,8 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if bound {
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
-	err = p.tg.root.WriteFile(p.tg.rel, []byte(p.updated), prior, fsroot.WriteOptions{})
-	if err != nil {
-		return errorResult(commitErrorText(p.tg.display, err, bound)), nil
+	if msg := t.cfg.commitChange(ctx, p.tg, p.doc, []byte(p.updated), prior, fsroot.WriteOptions{}, bound); msg != "" {
+		return errorResult(msg), nil
 	}
 	t.cfg.Files.record(p.tg.key, []byte(p.updated))
 	noun := "replacement"
@@ -218,7 +221,7 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 	if diffTooLarge(string(p.old), p.updated) {
 		return Preview{}, fmt.Errorf("edit %s: %w", *a.Path, ErrPreviewTooLarge)
 	}
-	return Preview{Title: title, Diff: unifiedDiff(p.tg.display, string(p.old), p.updated)}, nil
+	return previewBinding(Preview{Title: title, Diff: unifiedDiff(p.tg.display, string(p.old), p.updated)}, p.tg, p.doc), nil
 }
 
 // unifiedDiff renders old → new as a whole unified diff: the broker, not

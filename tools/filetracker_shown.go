@@ -44,6 +44,10 @@ func previewCallID(ctx context.Context) string {
 type fileState struct {
 	prior    fsroot.Prior
 	readable bool
+	// editor is set when the target was an open editor document, at
+	// version (see Documents).
+	editor  bool
+	version int32
 }
 
 // stateOf classifies the outcome of reading a target.
@@ -64,7 +68,7 @@ func (shown fileState) changedFrom(cur fileState) bool {
 	if !cur.readable {
 		return false
 	}
-	return !shown.readable || shown.prior != cur.prior
+	return !shown.readable || shown.prior != cur.prior || shown.editor != cur.editor || shown.version != cur.version
 }
 
 // shownPriors remembers, per call (provider call id plus a hash of the

@@ -205,3 +205,17 @@ func truncateForError(s string) string {
 	}
 	return s[:cut] + "..."
 }
+
+// BindDigest returns the approval digest of an intent whose preview was
+// computed against a named state (Preview.Binding), such as the version
+// of an open editor document: the hex SHA-256 of the intent digest and
+// the binding, so an approval of one version is no approval of another.
+func BindDigest(intentDigest, binding string) string {
+	var b bytes.Buffer
+	b.WriteString("octet.effect_intent.bound.v1\n")
+	writeJSONString(&b, intentDigest)
+	b.WriteByte('\n')
+	writeJSONString(&b, binding)
+	sum := sha256.Sum256(b.Bytes())
+	return hex.EncodeToString(sum[:])
+}

@@ -105,7 +105,7 @@ func (t *ReadTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		return errorResult(fileErrorText(*a.Path, err)), nil
 	}
 	defer tg.close()
-	data, _, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
+	data, doc, err := t.cfg.readForRead(tg)
 	if err != nil {
 		return errorResult(fileErrorText(tg.display, err)), nil
 	}
@@ -114,6 +114,9 @@ func (t *ReadTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	}
 	t.cfg.Files.record(tg.key, data)
 	details := map[string]any{"path": tg.display, "bytes": len(data)}
+	if doc != nil {
+		details["source"], details["version"] = editorSource, doc.Version
+	}
 	if isBinary(data) {
 		details["binary"] = true
 		return Result{Text: fmt.Sprintf("%s is a binary file (%d bytes); not shown", tg.display, len(data)), Details: details}, nil

@@ -161,6 +161,7 @@ type searchStats struct {
 	files, binary, large int64
 	total                int64 // matching lines, shown or not
 	limited              bool
+	editor               []string // files searched from open editor documents
 }
 
 // searchHit is one matching line.
@@ -204,6 +205,10 @@ func (t *SearchTool) search(ctx context.Context, q searchQuery) ([]searchHit, se
 	}
 	defer root.Close()
 	w := newWalker(q, root, prefix)
+	w.docs, w.base = t.cfg.Documents, t.cfg.Root
+	if prefix != "" {
+		w.base = prefix
+	}
 	return w.run(ctx, start)
 }
 
@@ -215,6 +220,9 @@ func (t *SearchTool) format(q searchQuery, hits []searchHit, st searchStats) Res
 	}
 	if st.large > 0 {
 		details["skipped_large"] = st.large
+	}
+	if len(st.editor) > 0 {
+		details["source"], details["editor_files"] = editorSource, st.editor
 	}
 	if len(hits) == 0 {
 		details["truncated"] = false
@@ -615,6 +623,10 @@ type walker struct {
 	q      searchQuery
 	root   *fsroot.Root
 	prefix string // display prefix for external roots
+	// docs, when set, supplies open editor documents, which are searched
+	// instead of their files; base is the absolute path of the root.
+	docs Documents
+	base string
 
 	mu      sync.Mutex
 	cond    *sync.Cond
@@ -628,6 +640,39 @@ type walker struct {
 	resMu sync.Mutex
 	hits  []searchHit
 	err   error
+
+	edMu   sync.Mutex
+	editor []string // display paths searched from the editor (bounded)
+}
+
+// maxEditorPathsShown bounds the editor-document paths a search result
+// names in its details.
+const maxEditorPathsShown = 100
+
+// editorText returns the open editor document at rel, when there is one,
+// and records that the search saw it.
+func (w *walker) editorText(rel string) ([]byte, bool) {
+	if w.docs == nil {
+		return nil, false
+	}
+	doc, ok := w.docs.Document(filepath.Join(w.base, rel))
+	if !ok {
+		return nil, false
+	}
+	w.edMu.Lock()
+	if len(w.editor) < maxEditorPathsShown {
+		w.editor = append(w.editor, w.display(rel))
+	}
+	w.edMu.Unlock()
+	return doc.Text, true
+}
+
+// display is how results name rel.
+func (w *walker) display(rel string) string {
+	if w.prefix != "" {
+		return filepath.Join(w.prefix, rel)
+	}
+	return rel
 }
 
 func newWalker(q searchQuery, root *fsroot.Root, prefix string) *walker {
@@ -687,6 +732,7 @@ func (w *walker) finish() ([]searchHit, searchStats, error) {
 		return cmp.Or(strings.Compare(a.path, b.path), cmp.Compare(a.line, b.line))
 	})
 	st := searchStats{files: w.stats.files.Load(), binary: w.stats.binary.Load(), large: w.stats.large.Load(), total: w.matches.Load()}
+	st.editor = slices.Sorted(slices.Values(w.editor))
 	if len(w.hits) > w.q.maxResults {
 		w.hits = w.hits[:w.q.maxResults]
 	}
@@ -869,9 +915,12 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 
 // searchOneFile searches a single explicitly named file.
 func (w *walker) searchOneFile(rel string) error {
-	data, _, err := w.root.ReadFile(rel, MaxFileBytes)
-	if err != nil {
-		return err
+	data, ok := w.editorText(rel)
+	if !ok {
+		var err error
+		if data, _, err = w.root.ReadFile(rel, MaxFileBytes); err != nil {
+			return err
+		}
 	}
 	w.stats.files.Add(1)
 	if isBinary(data) {
@@ -885,6 +934,14 @@ func (w *walker) searchOneFile(rel string) error {
 // searchFile opens name relative to the directory descriptor (no-follow,
 // non-blocking), reads it into buf and collects matching lines.
 func (w *walker) searchFile(dirfd int, name, rel string, local *hitSet, buf []byte) (*hitSet, []byte) {
+	if data, ok := w.editorText(rel); ok {
+		w.stats.files.Add(1)
+		if isBinary(data) {
+			w.stats.binary.Add(1)
+			return local, buf
+		}
+		return w.collect(data, rel, local), buf
+	}
 	data, large, err := readAt(dirfd, name, buf[:0], MaxFileBytes)
 	if cap(data) > cap(buf) && cap(data) <= 4<<20 {
 		buf = data[:0] // keep a grown buffer, within reason
@@ -905,10 +962,7 @@ func (w *walker) searchFile(dirfd int, name, rel string, local *hitSet, buf []by
 
 // collect adds data's matching lines to local and counts every match.
 func (w *walker) collect(data []byte, rel string, local *hitSet) *hitSet {
-	display := rel
-	if w.prefix != "" {
-		display = filepath.Join(w.prefix, rel)
-	}
+	display := w.display(rel)
 	w.q.matcher.scan(data, func(line int, text []byte) bool {
 		w.matches.Add(1)
 		if local.wants(display, line) {

@@ -153,4 +153,9 @@ type Preview struct {
 	Title  string `json:"title"`
 	Detail string `json:"detail,omitempty"`
 	Diff   string `json:"diff,omitempty"`
+	// Binding names the state the diff was computed against beyond the
+	// call's arguments (an editor document version); when set, the
+	// approval digest covers it, so an approval answers for exactly that
+	// state. It is not shown.
+	Binding string `json:"binding,omitempty"`
 }

@@ -93,14 +93,27 @@ func (t *WriteTool) Classify(args json.RawMessage) (Effect, error) {
 	return WorkspaceMutation, nil
 }
 
-// current reads the target's present content; exists is false when it is
-// absent (a missing parent directory counts as absent).
-func current(tg *target) (data []byte, exists bool, err error) {
-	data, _, err = tg.root.ReadFile(tg.rel, MaxFileBytes)
+// current reads the target's present content: the open editor document
+// (doc non-nil) when the write goes through the editor, else the file;
+// exists is false when it is absent (a missing parent directory counts as
+// absent).
+func (t *WriteTool) current(tg *target) (data []byte, exists bool, doc *Document, err error) {
+	data, doc, err = t.cfg.readForChange(tg)
 	if fsroot.IsNotExist(err) {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
-	return data, err == nil, err
+	return data, err == nil, doc, err
+}
+
+// stateOfCurrent is the fileState of what current returned.
+func stateOfCurrent(old []byte, exists bool, doc *Document) fileState {
+	switch {
+	case doc != nil:
+		return editorState(*doc)
+	case exists:
+		return fileState{prior: fsroot.PriorOf(old), readable: true}
+	}
+	return fileState{prior: fsroot.Absent, readable: true}
 }
 
 // Execute writes the file. When an approval preview was shown for this
@@ -121,15 +134,13 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		return errorResult(fileErrorText(*a.Path, err)), nil
 	}
 	defer tg.close()
-	old, exists, err := current(tg)
+	old, exists, doc, err := t.current(tg)
 	if err != nil {
 		return errorResult(fileErrorText(tg.display, err)), nil
 	}
-	prior := fsroot.Absent
-	if exists {
-		prior = fsroot.PriorOf(old)
-	}
-	if bound && shown.changedFrom(fileState{prior: prior, readable: true}) {
+	cur := stateOfCurrent(old, exists, doc)
+	prior := cur.prior
+	if bound && shown.changedFrom(cur) {
 		return errorResult(errChangedSinceShown), nil
 	}
 	if exists && t.cfg.Files.stale(tg.key, old) {
@@ -142,8 +153,8 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
 	content := []byte(*a.Content)
-	if err := tg.root.WriteFile(tg.rel, content, prior, fsroot.WriteOptions{CreateParents: true}); err != nil {
-		return errorResult(commitErrorText(tg.display, err, bound)), nil
+	if msg := t.cfg.commitChange(ctx, tg, doc, content, prior, fsroot.WriteOptions{CreateParents: true}, bound); msg != "" {
+		return errorResult(msg), nil
 	}
 	t.cfg.Files.record(tg.key, content)
 	verb := "Created"
@@ -196,16 +207,12 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 		return Preview{Title: title, Detail: fileErrorText(*a.Path, err)}, nil
 	}
 	defer tg.close()
-	old, exists, err := current(tg)
+	old, exists, doc, err := t.current(tg)
 	if err != nil {
 		t.shown.remember(callID, args, fileState{})
 		return Preview{Title: title, Detail: fileErrorText(tg.display, err)}, nil
 	}
-	st := fileState{prior: fsroot.Absent, readable: true}
-	if exists {
-		st.prior = fsroot.PriorOf(old)
-	}
-	t.shown.remember(callID, args, st)
+	t.shown.remember(callID, args, stateOfCurrent(old, exists, doc))
 	detail := fmt.Sprintf("create %s (%d bytes)", tg.display, len(*a.Content))
 	if exists {
 		detail = fmt.Sprintf("replace %s (%d -> %d bytes)", tg.display, len(old), len(*a.Content))
@@ -213,5 +220,5 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 	if diffTooLarge(string(old), *a.Content) {
 		return Preview{}, fmt.Errorf("write %s: %w", tg.display, ErrPreviewTooLarge)
 	}
-	return Preview{Title: title, Detail: detail, Diff: unifiedDiff(tg.display, string(old), *a.Content)}, nil
+	return previewBinding(Preview{Title: title, Detail: detail, Diff: unifiedDiff(tg.display, string(old), *a.Content)}, tg, doc), nil
 }

@@ -193,7 +193,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	if cfg.ContextFiles.Value {
 		contextSet = ws.contextFor(cfg, root)
 	}
-	st, err := newStackWith(cfg, key, root, ws.log, contextSet)
+	st, err := newStackWith(cfg, key, root, ws.log, contextSet, spec.Documents)
 	if err != nil {
 		return nil, err
 	}

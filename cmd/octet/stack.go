@@ -83,12 +83,13 @@ func isLoopback(raw string) bool {
 // newStack builds the shared runtime for workspace (an absolute path),
 // loading its context files.
 func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger) (*stack, error) {
-	return newStackWith(cfg, key, workspace, log, nil)
+	return newStackWith(cfg, key, workspace, log, nil, nil)
 }
 
 // newStackWith is newStack with the context files already loaded (and
-// watched) by the caller; a nil contextSet loads them.
-func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet) (*stack, error) {
+// watched) by the caller; a nil contextSet loads them. docs, when set, is
+// the editor's document overlay the file tools consult.
+func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents) (*stack, error) {
 	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
 	if cfg.RuntimeProfile.Value == "codex" {
 		// The host asserts the Codex route (configuration, never inferred
@@ -122,6 +123,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	st.redactor = tools.NewRedactor(key.Reveal())
 	tc := cfg.ToolsConfig(workspace)
 	tc.Redactor = st.redactor
+	tc.Documents = docs
 	builtins, closeTools, err := tools.Builtins(tc)
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
