@@ -25,8 +25,14 @@ import (
 const ProtocolVersion = 2
 
 // features are the v1.1 additions this server implements.
-var features = []string{"octet/session/close",
-	"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "textDocument/didSave", "workspace/applyEdit", "octet/prompt.context",
+var features = []string{
+	"octet/session/close",
+	"textDocument/didOpen",
+	"textDocument/didChange",
+	"textDocument/didClose",
+	"textDocument/didSave",
+	"workspace/applyEdit",
+	"octet/prompt.context",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

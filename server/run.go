@@ -77,6 +77,8 @@ type promptParams struct {
 	Text          string          `json:"text"`
 	WorkDoneToken json.RawMessage `json:"workDoneToken"`
 	WithoutTools  bool            `json:"withoutTools"`
+	// Context is what the user attached (attachments.go).
+	Context []attachment `json:"context"`
 }
 
 // promptResult is the final answer to octet/prompt.
@@ -106,6 +108,10 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 	if p.Text == "" {
 		return nil, invalidParams("text is required")
 	}
+	text, err := s.withAttachments(ss.handle.Cwd(), p.Text, p.Context)
+	if err != nil {
+		return nil, err
+	}
 	ss.mu.Lock()
 	if ss.closing {
 		ss.mu.Unlock()
@@ -116,7 +122,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		ss.mu.Unlock()
 		return nil, busyError(ss.id, active)
 	}
-	h, err := ss.handle.Prompt(s.ctx, p.Text, p.WithoutTools)
+	h, err := ss.handle.Prompt(s.ctx, text, p.WithoutTools)
 	if err != nil {
 		ss.mu.Unlock()
 		if errors.Is(err, errBusy) {
