@@ -397,7 +397,10 @@ func TestEditOpenDocumentFailures(t *testing.T) {
 			}
 		}, Options{}},
 		{"timeout", "the editor did not confirm it", func(b *buffer) func(json.RawMessage) (any, error) {
-			return func(json.RawMessage) (any, error) { time.Sleep(2 * time.Second); return map[string]any{"applied": true}, nil }
+			return func(json.RawMessage) (any, error) {
+				time.Sleep(2 * time.Second)
+				return map[string]any{"applied": true}, nil
+			}
 		}, Options{RequestTimeout: 300 * time.Millisecond}},
 		{"error answer", "the editor did not confirm it", func(b *buffer) func(json.RawMessage) (any, error) {
 			return func(json.RawMessage) (any, error) { return nil, jsonrpc2.NewError(-32000, "boom") }
