@@ -97,6 +97,12 @@ func parseDocCaps(raw []byte) docClientCaps {
 	_ = json.Unmarshal(lookup(caps, "general", "positionEncodings"), &c.encodings)
 	c.applyEdit = lookupBool(caps, "workspace", "applyEdit")
 	c.documentChanges = lookupBool(caps, "workspace", "workspaceEdit", "documentChanges")
+	// Resource operations exist only in documentChanges, so a client
+	// that offers them takes documentChanges (Neovim says only this).
+	var ops []string
+	if json.Unmarshal(lookup(caps, "workspace", "workspaceEdit", "resourceOperations"), &ops) == nil && len(ops) > 0 {
+		c.documentChanges = true
+	}
 	return c
 }
 

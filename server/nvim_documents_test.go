@@ -1,0 +1,188 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// testNvims returns the Neovim binaries the coherence tests run: the
+// system nvim (Debian's 0.7.2 in CI) and each one listed in
+// OCTET_TEST_NVIM_EXTRA (colon-separated; .ci/run sets it to the 0.10
+// and newest builds .ci/fetch-newer-nvim.sh unpacks). A missing one is
+// reported and skipped.
+func testNvims(t *testing.T) []string {
+	var out []string
+	if p, err := exec.LookPath("nvim"); err == nil {
+		out = append(out, p)
+	} else {
+		t.Log("system nvim not installed; skipping it")
+	}
+	for _, p := range filepath.SplitList(os.Getenv("OCTET_TEST_NVIM_EXTRA")) {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err != nil {
+			t.Logf("OCTET_TEST_NVIM_EXTRA names %s, which is missing; skipping it", p)
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// TestNeovimDocumentCoherence runs headless Neovim (each of testNvims)
+// with a.txt open and an unsaved line typed: the agent's approved edit
+// lands in the buffer through workspace/applyEdit, the unsaved line
+// survives, the disk is untouched until :w, :undo reverts only the
+// agent's edit, and :redo then :w writes both.
+func TestNeovimDocumentCoherence(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the octet binary")
+	}
+	nvims := testNvims(t)
+	if len(nvims) == 0 {
+		t.Skip("no nvim to test")
+	}
+	bin := buildOctet(t)
+	script, err := filepath.Abs("testdata/nvim/documents_test.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nvim := range nvims {
+		t.Run(nvimName(nvim), func(t *testing.T) {
+			t.Parallel()
+			runNvimDocuments(t, nvim, bin, script)
+		})
+	}
+}
+
+// nvimName names a subtest by the binary's version line.
+func nvimName(nvim string) string {
+	out, err := exec.Command(nvim, "--version").Output()
+	if err != nil {
+		return filepath.Base(nvim)
+	}
+	first, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimPrefix(first, "NVIM ")
+}
+
+func runNvimDocuments(t *testing.T, nvim, bin, script string) {
+	tmp := t.TempDir()
+	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\nthird\n")
+	prov := providertest.New(t)
+	editScript(&stack{provider: prov})
+	result := filepath.Join(tmp, "result.txt")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--noplugin",
+		"-c", "luafile "+script)
+	cmd.Dir = tmp
+	cmd.Env = append(os.Environ(),
+		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws, "OCTET_TEST_RESULT="+result,
+		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"OCTET_EFFECT_POLICY=controlled",
+		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp,
+	)
+	out, err := cmd.CombinedOutput()
+	res, rerr := os.ReadFile(result)
+	if rerr != nil {
+		t.Fatalf("nvim wrote no result (err %v): %s", err, out)
+	}
+	t.Logf("nvim result:\n%s", res)
+	if !strings.HasPrefix(string(res), "ok\n") {
+		t.Fatalf("neovim document coherence failed:\n%s\nnvim output: %s", res, out)
+	}
+	if !strings.Contains(string(res), "version") {
+		t.Errorf("the approval did not state the document version:\n%s", res)
+	}
+}
+
+// TestVSCodeJSONRPCDocumentCoherence drives the built `octet lsp` with
+// vscode-jsonrpc and a VS Code-like document model
+// (testdata/vscode/documents.js): an unsaved line typed in the buffer
+// survives the agent's edit, which arrives as workspace/applyEdit at the
+// buffer's version and leaves the disk alone; undo reverts it; saving
+// keeps both.
+func TestVSCodeJSONRPCDocumentCoherence(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	dir, err := filepath.Abs("testdata/vscode")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "vscode-jsonrpc")); err != nil {
+		t.Skip("vscode-jsonrpc not installed: run npm ci in server/testdata/vscode")
+	}
+	if testing.Short() {
+		t.Skip("builds the octet binary")
+	}
+	tmp := t.TempDir()
+	bin := buildOctet(t)
+	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
+	for _, d := range []string{ws, home} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\nthird\n")
+	prov := providertest.New(t)
+	editScript(&stack{provider: prov})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "documents.js"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(),
+		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws,
+		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"OCTET_EFFECT_POLICY=controlled")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("client: %v\nstdout: %s\nstderr: %s", err, stdout, stderr.String())
+	}
+	var got struct {
+		Failed                                     string
+		Confirms                                   []struct{ Tool, Detail string }
+		ApplyEdits                                 []struct{ Version, Edits int }
+		Prompt                                     promptAnswer
+		AfterEdit, DiskAfterEdit, AfterUndo, Saved string
+		Errors                                     []string
+		ExitCode                                   int
+	}
+	if err := json.Unmarshal(stdout, &got); err != nil || got.Failed != "" {
+		t.Fatalf("client output %s (%v)\nstderr: %s", stdout, err, stderr.String())
+	}
+	const typed = "typed \U0001F600 here\n"
+	if got.Prompt.Outcome != "completed" || got.AfterEdit != "goodbye world\n"+typed+"third\n" {
+		t.Errorf("prompt %+v; buffer after the edit %q", got.Prompt, got.AfterEdit)
+	}
+	if got.DiskAfterEdit != "hello world\nthird\n" {
+		t.Errorf("the edit was written behind the buffer: disk %q", got.DiskAfterEdit)
+	}
+	if got.AfterUndo != "hello world\n"+typed+"third\n" || got.Saved != got.AfterEdit {
+		t.Errorf("after undo %q; saved %q", got.AfterUndo, got.Saved)
+	}
+	if len(got.ApplyEdits) != 1 || got.ApplyEdits[0].Version != 2 || len(got.Confirms) != 1 || !strings.Contains(got.Confirms[0].Detail, "version 2") {
+		t.Errorf("applyEdit %+v, confirms %+v", got.ApplyEdits, got.Confirms)
+	}
+	if len(got.Errors) != 0 || got.ExitCode != 0 {
+		t.Errorf("errors %v, exit %d", got.Errors, got.ExitCode)
+	}
+}
