@@ -358,30 +358,6 @@ func TestEditOpenDocumentAppliesInEditor(t *testing.T) {
 	awaitOverlay(t, e, st.workspace, file, "hello world\ntyped 😀 here\nthird\n")
 }
 
-// TestApprovalDigestCoversDocumentVersion: the same edit call computed
-// against two versions of a document is asked for with two digests.
-func TestApprovalDigestCoversDocumentVersion(t *testing.T) {
-	digests := map[string]bool{}
-	for _, typed := range []string{"one\n", "one\ntwo\n"} {
-		st, e, b, _ := docEditStack(t, Options{}, docCaps())
-		for i, line := range strings.SplitAfter(typed, "\n") {
-			if line != "" && i > 0 {
-				b.typeAt(2, 0, line)
-			}
-		}
-		e.respond("workspace/applyEdit", b.applyEdits)
-		sid := e.newSession()
-		waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"}))
-		var p confirmParams
-		_ = json.Unmarshal(e.awaitRequest("octet/confirmEffect"), &p)
-		digests[p.Digest] = true
-		_ = st
-	}
-	if len(digests) != 2 {
-		t.Errorf("digests %v: the version is not covered", digests)
-	}
-}
-
 // TestEditOpenDocumentFailures: a refused edit, a version that moved
 // since the approval, and an editor that never answers are tool errors
 // the model sees; nothing is written to disk.
