@@ -124,7 +124,7 @@ func (s *Server) readAttachment(workspace string, it attachment) (title, body st
 // the file beneath the workspace with no-follow resolution.
 func (s *Server) attachmentText(workspace, path, rel string) ([]byte, string, error) {
 	if ov := s.docs.forWorkspace(workspace); ov != nil {
-		if doc, ok := ov.Document(path); ok {
+		if doc, ok := ov.Document(path); ok && !doc.Untracked {
 			return doc.Text, " (editor buffer, unsaved changes included)", nil
 		}
 	}

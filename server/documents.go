@@ -34,6 +34,9 @@ const (
 	// MaxOverlayBytes bounds the text all overlaid documents hold
 	// together; a document that would exceed it is not overlaid.
 	MaxOverlayBytes = 512 << 20
+	// maxUntracked bounds the paths remembered as open but not overlaid
+	// (edits of them are refused rather than written behind the buffer).
+	maxUntracked = 4 * MaxOpenDocuments
 )
 
 // positionEncoding is how LSP positions count characters within a line.
@@ -58,6 +61,7 @@ type documents struct {
 	overlays  map[string]*overlay
 	count     int   // overlaid documents, all roots
 	bytes     int64 // their text
+	untracked int   // documents open but not overlaid, all roots
 	// changed is closed and replaced whenever a document changes, for
 	// Apply to wait for the editor's didChange.
 	changed chan struct{}
@@ -80,6 +84,8 @@ type overlay struct {
 	d    *documents
 	root string
 	docs map[string]*document // by absolute path; guarded by d.mu
+	// untracked are the open documents beyond the overlay's bounds.
+	untracked map[string]bool
 }
 
 var _ tools.Documents = (*overlay)(nil)
@@ -149,7 +155,7 @@ func (d *documents) forWorkspace(dir string) tools.Documents {
 func (d *documents) overlayLocked(root string) *overlay {
 	o := d.overlays[root]
 	if o == nil {
-		o = &overlay{d: d, root: root, docs: map[string]*document{}}
+		o = &overlay{d: d, root: root, docs: map[string]*document{}, untracked: map[string]bool{}}
 		d.overlays[root] = o
 	}
 	return o
@@ -243,26 +249,32 @@ func (s *Server) handleDocument(method string, raw jsonrpc2.RawMessage) bool {
 
 func (d *documents) logger() *slog.Logger { return d.srv.log }
 
-// open overlays a newly opened document.
+// open overlays a newly opened document. The log is written after the
+// lock is released (it may go to the client).
 func (d *documents) open(item textDocumentItem) {
+	if msg, level := d.openLocked(item); msg != "" {
+		d.logger().Log(context.Background(), level, msg, "uri", item.URI)
+	}
+}
+
+// openLocked is open; it returns what to log.
+func (d *documents) openLocked(item textDocumentItem) (string, slog.Level) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o, path, why := d.locate(item.URI)
 	if o == nil {
-		d.logger().Info("document not overlaid: "+why, "uri", item.URI)
-		return
+		return "document not overlaid: " + why, slog.LevelInfo
 	}
-	if old := o.docs[path]; old != nil {
-		d.dropLocked(o, path)
-	}
+	d.dropLocked(o, path)
 	if why := d.admitLocked(len(item.Text)); why != "" {
-		d.logger().Warn("document not overlaid: "+why+"; octet's tools use the file on disk", "uri", item.URI)
-		return
+		d.untrackLocked(o, path)
+		return "document not overlaid: " + why + "; octet's tools read the file on disk and refuse to edit it", slog.LevelWarn
 	}
 	o.docs[path] = &document{uri: item.URI, version: item.Version, text: []byte(item.Text)}
 	d.count++
 	d.bytes += int64(len(item.Text))
 	d.changedLocked()
+	return "", 0
 }
 
 // admitLocked says why a document of n bytes cannot be overlaid ("" when
@@ -279,8 +291,21 @@ func (d *documents) admitLocked(n int) string {
 	return ""
 }
 
-// dropLocked removes a document. The caller holds d.mu.
+// untrackLocked remembers path as open but not overlaid (within
+// maxUntracked). The caller holds d.mu.
+func (d *documents) untrackLocked(o *overlay, path string) {
+	if !o.untracked[path] && d.untracked < maxUntracked {
+		o.untracked[path] = true
+		d.untracked++
+	}
+}
+
+// dropLocked removes a document, tracked or not. The caller holds d.mu.
 func (d *documents) dropLocked(o *overlay, path string) {
+	if o.untracked[path] {
+		delete(o.untracked, path)
+		d.untracked--
+	}
 	if doc := o.docs[path]; doc != nil {
 		delete(o.docs, path)
 		d.count--
@@ -296,26 +321,33 @@ func (d *documents) changedLocked() {
 
 // change applies a didChange: full or incremental changes, in order.
 func (d *documents) change(id versionedID, changes []contentChange) {
+	if msg, level := d.changeLocked(id, changes); msg != "" {
+		d.logger().Log(context.Background(), level, msg, "uri", id.URI)
+	}
+}
+
+// changeLocked is change; it returns what to log.
+func (d *documents) changeLocked(id versionedID, changes []contentChange) (string, slog.Level) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	o, path, _ := d.locate(id.URI)
 	if o == nil || o.docs[path] == nil {
-		d.logger().Debug("change of a document that is not overlaid", "uri", id.URI)
-		return
+		return "change of a document that is not overlaid", slog.LevelDebug
 	}
 	doc := o.docs[path]
 	text := doc.text
 	for _, c := range changes {
 		text = applyChange(text, c, d.enc)
 	}
-	d.bytes += int64(len(text) - len(doc.text))
-	if len(text) > MaxDocumentBytes || d.bytes > MaxOverlayBytes {
-		d.logger().Warn("document no longer overlaid: it grew past the overlay's bounds; octet's tools use the file on disk", "uri", id.URI)
+	if len(text) > MaxDocumentBytes || d.bytes+int64(len(text)-len(doc.text)) > MaxOverlayBytes {
 		d.dropLocked(o, path)
-		return
+		d.untrackLocked(o, path)
+		return "document no longer overlaid: it grew past the overlay's bounds; octet's tools read the file on disk and refuse to edit it", slog.LevelWarn
 	}
+	d.bytes += int64(len(text) - len(doc.text))
 	o.docs[path] = &document{uri: doc.uri, version: id.Version, text: text}
 	d.changedLocked()
+	return "", 0
 }
 
 // close drops a closed document.
@@ -404,7 +436,7 @@ func (o *overlay) Document(path string) (tools.Document, bool) {
 	defer o.d.mu.Unlock()
 	doc := o.docs[path]
 	if doc == nil {
-		return tools.Document{}, false
+		return tools.Document{Untracked: o.untracked[path]}, o.untracked[path]
 	}
 	return tools.Document{Text: doc.text, Version: doc.version}, true
 }

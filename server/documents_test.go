@@ -231,7 +231,8 @@ func TestDocumentOverlayIncremental(t *testing.T) {
 }
 
 // TestDocumentOverlayBounds: a document over the 32 MiB limit is not
-// overlaid, nor one beyond MaxOpenDocuments.
+// overlaid, nor one beyond MaxOpenDocuments; both are known as open but
+// untracked until closed.
 func TestDocumentOverlayBounds(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	e := newEditor(t, Options{Runtime: st.runtime})
@@ -247,6 +248,19 @@ func TestDocumentOverlayBounds(t *testing.T) {
 	e.mustCall("octet/session/list", map[string]any{}, nil)
 	if n, b := e.srv.docs.stats(); n != MaxOpenDocuments || b != int64(MaxOpenDocuments) {
 		t.Errorf("%d documents (%d bytes) overlaid, want %d", n, b, MaxOpenDocuments)
+	}
+	ov := e.srv.docs.forWorkspace(st.workspace)
+	big := filepath.Join(st.workspace, "big")
+	last := filepath.Join(st.workspace, fmt.Sprintf("f%d", MaxOpenDocuments+4))
+	for _, p := range []string{big, last} {
+		if d, ok := ov.Document(p); !ok || !d.Untracked || d.Text != nil {
+			t.Errorf("%s: %+v %v, want open and untracked", p, d.Version, ok)
+		}
+	}
+	e.notify("textDocument/didClose", map[string]any{"textDocument": map[string]any{"uri": "file://" + big}})
+	e.mustCall("octet/session/list", map[string]any{}, nil)
+	if _, ok := ov.Document(big); ok {
+		t.Error("a closed untracked document is still known")
 	}
 }
 

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -38,7 +39,16 @@ type Document struct {
 	// Version is the editor's document version (LSP
 	// VersionedTextDocumentIdentifier.version) Text belongs to.
 	Version int32
+	// Untracked means the document is open in the editor but beyond the
+	// overlay's bounds, so its text is unknown (Text is nil). read and
+	// search use the file; edit and write refuse it when the editor
+	// applies edits, since a disk write would go behind its buffer.
+	Untracked bool
 }
+
+// errUntracked is the model-visible refusal of a change to an open
+// document whose text octet does not track.
+var errUntracked = errors.New("open in the editor, but too large (or one of too many open documents) for octet to track; ask the user to save and close it, then try again")
 
 // editorSource is the details value ("source") of a result read from an
 // open editor document.
@@ -96,6 +106,9 @@ func editorState(doc Document) fileState {
 // file.
 func (c *Config) readForChange(tg *target) (data []byte, doc *Document, err error) {
 	if d, ok := c.editorEditTarget(tg); ok {
+		if d.Untracked {
+			return nil, nil, errUntracked
+		}
 		return d.Text, &d, nil
 	}
 	data, _, err = tg.root.ReadFile(tg.rel, MaxFileBytes)
@@ -105,7 +118,7 @@ func (c *Config) readForChange(tg *target) (data []byte, doc *Document, err erro
 // readForRead reads what read and search show: an open editor document's
 // text (doc non-nil) or the file.
 func (c *Config) readForRead(tg *target) (data []byte, doc *Document, err error) {
-	if d, ok := c.openDocument(tg); ok {
+	if d, ok := c.openDocument(tg); ok && !d.Untracked {
 		return d.Text, &d, nil
 	}
 	data, _, err = tg.root.ReadFile(tg.rel, MaxFileBytes)

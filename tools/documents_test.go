@@ -124,6 +124,17 @@ func TestEditAndWriteRouteOpenDocuments(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Text, "open in the editor and the change was not applied: the editor refused it") {
 		t.Errorf("failed Apply: %+v", res)
 	}
+	untracked := filepath.Join(ws, "big.txt")
+	writeTestFile(t, untracked, "on disk\n")
+	docs.docs[untracked] = Document{Untracked: true}
+	res, _ = rd.Execute(ctx, Invocation{CallID: "r2", Arguments: argsJSON(t, map[string]any{"path": "big.txt"})})
+	if !strings.Contains(res.Text, "on disk") {
+		t.Errorf("read of an untracked document: %q", res.Text)
+	}
+	res, _ = wr.Execute(ctx, Invocation{CallID: "w3", Arguments: argsJSON(t, map[string]any{"path": "big.txt", "content": "x\n"})})
+	if !res.IsError || !strings.Contains(res.Text, "too large (or one of too many open documents) for octet to track") || readTestFile(t, untracked) != "on disk\n" {
+		t.Errorf("write of an untracked document: %q", res.Text)
+	}
 	docs.applies = false
 	other := filepath.Join(ws, "c.txt")
 	docs.open(other, "buffer\n", 1)

@@ -656,7 +656,7 @@ func (w *walker) editorText(rel string) ([]byte, bool) {
 		return nil, false
 	}
 	doc, ok := w.docs.Document(filepath.Join(w.base, rel))
-	if !ok {
+	if !ok || doc.Untracked {
 		return nil, false
 	}
 	w.edMu.Lock()
