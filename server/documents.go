@@ -59,9 +59,14 @@ type documents struct {
 	enc       positionEncoding
 	applyEdit bool // the client applies workspace/applyEdit with documentChanges
 	overlays  map[string]*overlay
+	// docs and untracked hold every root's documents (by absolute path),
+	// so nested roots see the same documents; each overlay shows those
+	// within its root.
+	docs      map[string]*document
+	untracked map[string]bool
 	count     int   // overlaid documents, all roots
 	bytes     int64 // their text
-	untracked int   // documents open but not overlaid, all roots
+	nUntrack  int   // documents open but not overlaid, all roots
 	// changed is closed and replaced whenever a document changes, for
 	// Apply to wait for the editor's didChange.
 	changed chan struct{}
@@ -75,7 +80,8 @@ type document struct {
 }
 
 func newDocuments(s *Server) *documents {
-	return &documents{srv: s, enc: encUTF16, overlays: map[string]*overlay{}, changed: make(chan struct{})}
+	return &documents{srv: s, enc: encUTF16, overlays: map[string]*overlay{}, changed: make(chan struct{}),
+		docs: map[string]*document{}, untracked: map[string]bool{}}
 }
 
 // overlay is the open documents of one workspace root; it implements
@@ -83,8 +89,9 @@ func newDocuments(s *Server) *documents {
 type overlay struct {
 	d    *documents
 	root string
-	docs map[string]*document // by absolute path; guarded by d.mu
-	// untracked are the open documents beyond the overlay's bounds.
+	// docs and untracked are d's (guarded by d.mu); the overlay's methods
+	// show only the paths within root.
+	docs      map[string]*document
 	untracked map[string]bool
 }
 
@@ -155,7 +162,7 @@ func (d *documents) forWorkspace(dir string) tools.Documents {
 func (d *documents) overlayLocked(root string) *overlay {
 	o := d.overlays[root]
 	if o == nil {
-		o = &overlay{d: d, root: root, docs: map[string]*document{}, untracked: map[string]bool{}}
+		o = &overlay{d: d, root: root, docs: d.docs, untracked: d.untracked}
 		d.overlays[root] = o
 	}
 	return o
@@ -294,9 +301,9 @@ func (d *documents) admitLocked(n int) string {
 // untrackLocked remembers path as open but not overlaid (within
 // maxUntracked). The caller holds d.mu.
 func (d *documents) untrackLocked(o *overlay, path string) {
-	if !o.untracked[path] && d.untracked < maxUntracked {
+	if !o.untracked[path] && d.nUntrack < maxUntracked {
 		o.untracked[path] = true
-		d.untracked++
+		d.nUntrack++
 	}
 }
 
@@ -304,7 +311,7 @@ func (d *documents) untrackLocked(o *overlay, path string) {
 func (d *documents) dropLocked(o *overlay, path string) {
 	if o.untracked[path] {
 		delete(o.untracked, path)
-		d.untracked--
+		d.nUntrack--
 	}
 	if doc := o.docs[path]; doc != nil {
 		delete(o.docs, path)
@@ -434,6 +441,9 @@ func positionOf(text []byte, off int, enc positionEncoding) lspPosition {
 func (o *overlay) Document(path string) (tools.Document, bool) {
 	o.d.mu.Lock()
 	defer o.d.mu.Unlock()
+	if !within(o.root, path) {
+		return tools.Document{}, false
+	}
 	doc := o.docs[path]
 	if doc == nil {
 		return tools.Document{Untracked: o.untracked[path]}, o.untracked[path]
@@ -481,7 +491,7 @@ func (o *overlay) Apply(ctx context.Context, path string, base tools.Document, u
 	enc := o.d.enc
 	o.d.mu.Unlock()
 	switch {
-	case doc == nil:
+	case doc == nil || !within(o.root, path):
 		return errDocumentClosed
 	case doc.version != base.Version || !bytes.Equal(doc.text, base.Text):
 		return errDocumentChanged

@@ -540,3 +540,59 @@ func TestAttachmentBounds(t *testing.T) {
 		t.Errorf("%d bytes for %d attachments", len(out), len(items))
 	}
 }
+
+// TestDocumentURIMapping: percent-encoded file URIs map to their paths;
+// a URI whose path climbs out of the workspace is ignored; a document in
+// a second workspace folder belongs to that folder's overlay.
+func TestDocumentURIMapping(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	other := t.TempDir()
+	e := newEditor(t, Options{Runtime: st.runtime})
+	var res map[string]any
+	e.mustCall("initialize", map[string]any{"processId": nil, "capabilities": docCaps(),
+		"workspaceFolders": []any{
+			map[string]any{"uri": "file://" + st.workspace, "name": "a"},
+			map[string]any{"uri": "file://" + other, "name": "b"},
+		}}, &res)
+	e.notify("initialized", map[string]any{})
+	for _, uri := range []string{
+		"file://" + st.workspace + "/a%20b.txt",
+		"file://" + st.workspace + "/../escape.txt",
+		"file://" + other + "/c.txt",
+	} {
+		e.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{"uri": uri, "version": 1, "text": uri}})
+	}
+	e.mustCall("octet/session/list", map[string]any{}, nil)
+	if n, _ := e.srv.docs.stats(); n != 2 {
+		t.Errorf("%d documents overlaid, want 2", n)
+	}
+	if _, ok := e.srv.docs.forWorkspace(st.workspace).Document(filepath.Join(st.workspace, "a b.txt")); !ok {
+		t.Error("a%20b.txt is not overlaid as \"a b.txt\"")
+	}
+	if _, ok := e.srv.docs.forWorkspace(st.workspace).Document(filepath.Join(other, "c.txt")); ok {
+		t.Error("the first folder's overlay holds the second folder's document")
+	}
+	if _, ok := e.srv.docs.forWorkspace(filepath.Join(other, "sub")).Document(filepath.Join(other, "c.txt")); !ok {
+		t.Error("a session in the second folder does not see its document")
+	}
+}
+
+// TestDocumentNestedRoots: with a workspace folder inside another, a
+// session of the outer folder sees a document of the inner one.
+func TestDocumentNestedRoots(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	inner := filepath.Join(st.workspace, "inner")
+	e := newEditor(t, Options{Runtime: st.runtime})
+	e.mustCall("initialize", map[string]any{"processId": nil, "capabilities": docCaps(),
+		"workspaceFolders": []any{
+			map[string]any{"uri": "file://" + st.workspace, "name": "outer"},
+			map[string]any{"uri": "file://" + inner, "name": "inner"},
+		}}, nil)
+	e.notify("initialized", map[string]any{})
+	path := filepath.Join(inner, "x.go")
+	e.openBuffer(path, "package x\n")
+	awaitOverlay(t, e, inner, path, "package x\n")
+	if _, ok := e.srv.docs.forWorkspace(st.workspace).Document(path); !ok {
+		t.Error("the outer folder's sessions do not see the inner folder's open document")
+	}
+}
