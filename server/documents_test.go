@@ -596,3 +596,32 @@ func TestDocumentNestedRoots(t *testing.T) {
 		t.Error("the outer folder's sessions do not see the inner folder's open document")
 	}
 }
+
+// FuzzApplyChange: applying any range change to any text never panics,
+// and positionOf/offsetOf round-trip at every rune boundary.
+func FuzzApplyChange(f *testing.F) {
+	f.Add("x😀y\r\nsecond\n", 0, 3, 1, 2, "Z", true)
+	f.Add("", 5, 5, -1, 9, "new\n", false)
+	f.Fuzz(func(t *testing.T, text string, l1, c1, l2, c2 int, repl string, utf16 bool) {
+		enc := encUTF8
+		if utf16 {
+			enc = encUTF16
+		}
+		b := []byte(text)
+		out := applyChange(b, contentChange{Range: &lspRange{Start: lspPosition{l1, c1}, End: lspPosition{l2, c2}}, Text: repl}, enc)
+		if string(b) != text {
+			t.Fatal("applyChange modified its input")
+		}
+		if len(out) > len(b)+len(repl) {
+			t.Fatalf("grew by more than the replacement: %q", out)
+		}
+		for off := range text {
+			if text[off] == '\n' && off > 0 && text[off-1] == '\r' {
+				continue // the \r before \n is the line end
+			}
+			if got := offsetOf(b, positionOf(b, off, enc), enc); got != off {
+				t.Fatalf("offset %d → %+v → %d in %q", off, positionOf(b, off, enc), got, text)
+			}
+		}
+	})
+}
