@@ -85,6 +85,8 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 		b = appendBoolField(b, "uncertain", dl.Uncertain)
 	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
 		b = appendDispatchBody(b, r)
+	case KindTitle:
+		b = appendStrField(b, "title", r.Title)
 	}
 	return append(b, '}', '\n'), nil
 }
@@ -426,6 +428,12 @@ func decodeRecord(line []byte, a *strAlloc) (Record, error) {
 		return Record{Kind: kind, Head: string(m.head)}, nil
 	case KindHeader:
 		return Record{}, fmt.Errorf("header record after the first line")
+	case KindTitle:
+		title, err := decodeTitle(line)
+		if err != nil {
+			return Record{}, err
+		}
+		return Record{Kind: kind, Title: title}, nil
 	default:
 		return decodeBody(kind, line, a, new(bodyScratch))
 	}

@@ -245,6 +245,8 @@ type Record struct {
 	Settled *DispatchSettled
 	// Recovered is set for KindRecoveredOutput.
 	Recovered *RecoveredOutput
+	// Title is the new title of a KindTitle record.
+	Title string
 }
 
 // EntryRecord returns a record appending e.
@@ -301,6 +303,10 @@ func (r Record) validate() error {
 	case KindDelegatedUsage:
 		if r.Delegated == nil {
 			return fmt.Errorf("delegated_usage record without usage")
+		}
+	case KindTitle:
+		if r.Title == "" {
+			return fmt.Errorf("title record without title")
 		}
 	default:
 		return fmt.Errorf("unknown record kind %q", r.Kind)
