@@ -20,6 +20,10 @@ func appendHeader(b []byte, h Header) []byte {
 	b = appendTimeField(b, "created", h.Created)
 	b = appendStrField(b, "cwd", h.Cwd)
 	b = appendStrField(b, "title", h.Title)
+	if h.ForkOf != "" {
+		b = appendStrField(b, "fork_of", h.ForkOf)
+		b = appendStrField(b, "fork_entry", h.ForkEntry)
+	}
 	return append(b, '}', '\n')
 }
 
@@ -373,6 +377,10 @@ func decodeHeader(line []byte) (Header, error) {
 			h.Cwd = d.str(&a)
 		case "title":
 			h.Title = d.str(&a)
+		case "fork_of":
+			h.ForkOf = d.str(&a)
+		case "fork_entry":
+			h.ForkEntry = d.str(&a)
 		default:
 			d.skip(0)
 		}

@@ -37,6 +37,9 @@ type Header struct {
 	Title string
 	// Version is the format version the file was written with.
 	Version int
+	// ForkOf and ForkEntry name the session and entry a fork was made
+	// from ("" for a session that is not a fork).
+	ForkOf, ForkEntry string
 }
 
 // EntryType names what an [Entry] holds.
