@@ -480,17 +480,16 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, err
 	}
-	transcript, err := ss.handle.Transcript()
-	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
-	}
+	s.emitSessionState(ss)
 	usage, uncertain := ss.handle.Usage()
 	res := map[string]any{
 		"sessionId":      ss.id,
 		"head":           ss.handle.Head(),
-		"transcript":     transcript,
 		"usage":          usage,
 		"usageUncertain": uncertain,
+	}
+	if err := resumeTranscript(ss, res); err != nil {
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
 	}
 	if ro, ok := ss.handle.(interface{ RecoveredOutput() any }); ok {
 		res["recoveredOutput"] = ro.RecoveredOutput()
