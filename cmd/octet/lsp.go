@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -177,7 +178,9 @@ func (ws *workspaces) catalog() server.Catalog {
 	}
 	cat.Default = cfg.Model.Value
 	cat.Prices = cfg.Prices.Value
-	if _, ok := provider.LookupModel(cat.Default); !ok && cat.Default != "" {
+	listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == cat.Default })
+	if !listed && cat.Default != "" {
+		// Not in the table, or a dated snapshot of a model in it.
 		if m, err := modelResolver(cat.Default)(cat.Default); err == nil {
 			cat.Models = append([]provider.Model{m}, cat.Models...)
 		}
