@@ -532,25 +532,31 @@ const (
 	stateWaitingForApproval = "waiting_for_approval"
 )
 
-// emitSessionState sends a resumed session its session_state event: the
-// first event after the resume, since it is emitted (and its state read)
-// under the session's emission lock before anything else of the resume.
-func (s *Server) emitSessionState(ss *sessionState) {
+// emitSessionStateLocked sends a resumed session its session_state event
+// (the caller holds ss.mu, under which every emission of the session is
+// serialized): resume calls it after reading the replay and lastSeq, in
+// the same critical section, so the event is the first after the
+// resume's cursor and reflects the state that cursor saw. It takes the
+// next seq but is not buffered for replay: it is a snapshot, and every
+// resume sends a fresh one.
+func (s *Server) emitSessionStateLocked(ss *sessionState) {
 	s.mu.Lock()
 	send := s.caps.sendEvents
 	s.mu.Unlock()
-	s.emit(ss, "octet/event", send, func(seq int64) json.RawMessage {
-		ev := map[string]any{"kind": "session_state", "state": stateIdle}
-		runID := ""
-		if ss.active != nil {
-			runID = ss.active.id
-			ev["state"] = stateRunning
-			ev["activeRunId"] = runID
-		}
-		if len(ss.pending) > 0 {
-			ev["state"] = stateWaitingForApproval
-		}
-		body, _ := json.Marshal(ev)
-		return eventEnvelope(ss.id, runID, ss.epoch, seq, body)
-	})
+	ev := map[string]any{"kind": "session_state", "state": stateIdle}
+	runID := ""
+	if ss.active != nil {
+		runID = ss.active.id
+		ev["state"] = stateRunning
+		ev["activeRunId"] = runID
+	}
+	if len(ss.pending) > 0 {
+		ev["state"] = stateWaitingForApproval
+	}
+	body, _ := json.Marshal(ev)
+	ss.seq++
+	params := eventEnvelope(ss.id, runID, ss.epoch, ss.seq, body)
+	if send {
+		s.notify("octet/event", params)
+	}
 }
