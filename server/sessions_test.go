@@ -6,10 +6,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
-	"testing"
 	"runtime"
 	"runtime/debug"
+	"strings"
+	"testing"
 	"unicode/utf8"
 
 	"github.com/octet-agent/octet/provider/providertest"
