@@ -41,6 +41,7 @@ type index struct {
 	// dispatches are the dispatches not yet settled, by id.
 	dispatches map[string]pendingDispatch
 	recovered  []recLoc // recovered output, decoded on demand
+	approvals  []recLoc // approval records, decoded on demand
 	unknown    int
 	ids0       strAlloc // backing store for id map keys
 
@@ -110,6 +111,10 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 			id = full.id
 		}
 		if err := ix.addDispatchLog(&r, string(id), recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)}, false); err != nil {
+			return err
+		}
+	case KindApproval:
+		if err := ix.addApproval(line, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)}); err != nil {
 			return err
 		}
 	case KindHeader:
@@ -211,6 +216,10 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 			id = r.Settled.ID
 		}
 		if err := ix.addDispatchLog(r, id, recLoc{off: off, n: uint32(n), line: int32(lineNo)}, true); err != nil {
+			return err
+		}
+	case KindApproval:
+		if err := ix.addApproval(nil, recLoc{off: off, n: uint32(n), line: int32(lineNo)}); err != nil {
 			return err
 		}
 	default:

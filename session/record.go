@@ -85,6 +85,11 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 		b = appendBoolField(b, "uncertain", dl.Uncertain)
 	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
 		b = appendDispatchBody(b, r)
+	case KindApproval:
+		var err error
+		if b, err = appendApprovalBody(b, r.Approval); err != nil {
+			return b, err
+		}
 	}
 	return append(b, '}', '\n'), nil
 }

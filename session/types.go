@@ -245,6 +245,8 @@ type Record struct {
 	Settled *DispatchSettled
 	// Recovered is set for KindRecoveredOutput.
 	Recovered *RecoveredOutput
+	// Approval is set for KindApproval.
+	Approval *Approval
 }
 
 // EntryRecord returns a record appending e.
@@ -272,6 +274,9 @@ func DelegatedRecord(d DelegatedUsage) Record {
 // validate reports a record that cannot be encoded.
 func (r Record) validate() error {
 	if err, ok := r.validateDispatch(); ok {
+		return err
+	}
+	if err, ok := r.validateApproval(); ok {
 		return err
 	}
 	switch r.Kind {
