@@ -71,7 +71,7 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 			}
 			eff := tools.DefaultToolPolicy(policy, "system_bash")
 			broker := tools.NewBroker(tools.BrokerConfig{
-				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal,
+				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal, Rules: spec.Rules,
 			})
 			var retry agent.RetryPolicy
 			if recovery {

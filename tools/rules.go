@@ -246,3 +246,14 @@ func denialNote(reason string) string {
 	}
 	return s
 }
+
+// ParseEffect parses an effect name ("workspace_mutation"); ok is false
+// for anything that is not one.
+func ParseEffect(s string) (Effect, bool) {
+	for i, n := range effectNames {
+		if n == s {
+			return Effect(i), true
+		}
+	}
+	return Unknown, false
+}
