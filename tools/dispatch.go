@@ -136,9 +136,18 @@ func (a *Admission) revokeGrantLocked() {
 	}
 }
 
+// policy is the policy the call was admitted under (the broker's current
+// one for an admission built without it).
+func (a *Admission) policy() *policyState {
+	if a.ps != nil {
+		return a.ps
+	}
+	return a.b.state.Load()
+}
+
 // finalize reports the final decision once.
 func (a *Admission) finalize(decision, reason string) ToolPolicyDecision {
-	d := a.ps.decision(a.intent.CallID, decision, reason, a.intent.Effect)
+	d := a.policy().decision(a.intent.CallID, decision, reason, a.intent.Effect)
 	if decision == DecisionAllowed {
 		d.RuleID = a.ruleID
 	}
@@ -163,7 +172,7 @@ func (a *Admission) Execute(ctx context.Context) (Result, ToolPolicyDecision) {
 	a.mu.Lock()
 	if a.state != stateReserved {
 		a.mu.Unlock()
-		d := a.ps.decision(a.intent.CallID, DecisionDenied, ReasonCommitDenied, a.intent.Effect)
+		d := a.policy().decision(a.intent.CallID, DecisionDenied, ReasonCommitDenied, a.intent.Effect)
 		return d.DenialResult(), d
 	}
 	a.state = stateHooks
