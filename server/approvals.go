@@ -87,42 +87,53 @@ func fallbackAnswer(title string) approvalAnswer {
 	return approvalAnswer{}
 }
 
-// ruleBook is one session's standing approvals, folded from its ledger's
-// approval records and kept durable there: a grant or revocation is
-// appended (synced) before memory changes. It implements tools.RuleStore.
+// maxRules bounds the standing approvals of one session; beyond it an
+// "approve_for_session" approves the call once.
+const maxRules = 1000
+
+// ruleBook is one session's standing approvals and recorded policy, kept
+// in its ledger's approval records. Nothing is cached: every use folds
+// the records again after following appends of other processes
+// (Session.Refresh), so a revocation made by any writer of the session
+// holds at once. It implements tools.RuleStore.
 type ruleBook struct {
 	sess *session.Session
 	log  *slog.Logger
-
-	mu    sync.Mutex
-	rules []tools.StandingRule
-	// policy is the session's last recorded effect policy ("" for none).
-	policy string
+	mu   sync.Mutex // serializes this process's changes
 }
 
 var _ tools.RuleStore = (*ruleBook)(nil)
 
-// newRuleBook folds sess's approval records. A grant octet cannot read
-// back exactly (an unknown effect or policy, a newer writer's) is left
-// out: a rule is never widened by guessing.
 func newRuleBook(sess *session.Session, log *slog.Logger) *ruleBook {
-	b := &ruleBook{sess: sess, log: log}
-	for _, a := range sess.Approvals() {
+	return &ruleBook{sess: sess, log: log}
+}
+
+// state folds the ledger's approval records: the rules in force and the
+// last recorded policy ("" for none). A grant octet cannot read back
+// exactly (an unknown effect or policy, a newer writer's) is left out: a
+// rule is never widened by guessing. When the ledger cannot be followed
+// there are no rules (fail closed).
+func (b *ruleBook) state() (rules []tools.StandingRule, policy string) {
+	if _, err := b.sess.Refresh(); err != nil {
+		b.log.Warn("standing approvals unavailable", "session", b.sess.Header().ID, "error", err)
+		return nil, ""
+	}
+	for _, a := range b.sess.Approvals() {
 		switch a.Op {
 		case session.ApprovalGrant:
 			r, err := ruleOf(a)
 			if err != nil {
-				log.Warn("standing approval left out", "session", sess.Header().ID, "rule", a.RuleID, "error", err)
+				b.log.Warn("standing approval left out", "session", b.sess.Header().ID, "rule", a.RuleID, "error", err)
 				continue
 			}
-			b.rules = append(b.rules, r)
+			rules = append(rules, r)
 		case session.ApprovalRevoke:
-			b.rules = slices.DeleteFunc(b.rules, func(r tools.StandingRule) bool { return r.ID == a.RuleID })
+			rules = slices.DeleteFunc(rules, func(r tools.StandingRule) bool { return r.ID == a.RuleID })
 		case session.ApprovalPolicy:
-			b.policy = a.Policy
+			policy = a.Policy
 		}
 	}
-	return b
+	return rules, policy
 }
 
 // ruleOf converts a grant record to a rule.
@@ -143,9 +154,8 @@ func ruleOf(a session.Approval) (tools.StandingRule, error) {
 
 // Rules implements tools.RuleStore.
 func (b *ruleBook) Rules() []tools.StandingRule {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return slices.Clone(b.rules)
+	rules, _ := b.state()
+	return rules
 }
 
 // AddRule implements tools.RuleStore: the grant is durable before the
@@ -157,6 +167,9 @@ func (b *ruleBook) AddRule(r tools.StandingRule) (tools.StandingRule, error) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if rules, _ := b.state(); len(rules) >= maxRules {
+		return tools.StandingRule{}, fmt.Errorf("session has %d standing approvals, the most it keeps: revoke some with octet/approvals/revoke", len(rules))
+	}
 	err := b.sess.Append(session.ApprovalRecord(session.Approval{
 		Op: session.ApprovalGrant, RuleID: r.ID, Tool: r.Tool, Effect: r.Effect.String(),
 		Path: r.Scope.Path, Command: r.Scope.Command, TimeoutMs: r.Scope.TimeoutMs, Dir: r.Scope.Dir, EnvDigest: r.Scope.Env,
@@ -165,7 +178,6 @@ func (b *ruleBook) AddRule(r tools.StandingRule) (tools.StandingRule, error) {
 	if err != nil {
 		return tools.StandingRule{}, fmt.Errorf("record standing approval: %w", err)
 	}
-	b.rules = append(b.rules, r)
 	return r, nil
 }
 
@@ -176,15 +188,14 @@ var errNoRule = errors.New("no such standing approval")
 func (b *ruleBook) revoke(id string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	i := slices.IndexFunc(b.rules, func(r tools.StandingRule) bool { return r.ID == id })
-	if i < 0 {
+	rules, _ := b.state()
+	if !slices.ContainsFunc(rules, func(r tools.StandingRule) bool { return r.ID == id }) {
 		return errNoRule
 	}
 	err := b.sess.Append(session.ApprovalRecord(session.Approval{Op: session.ApprovalRevoke, RuleID: id, Time: time.Now().UTC()}))
 	if err != nil {
 		return fmt.Errorf("record revocation: %w", err)
 	}
-	b.rules = slices.Delete(b.rules, i, i+1)
 	return nil
 }
 
@@ -199,7 +210,6 @@ func (b *ruleBook) setPolicy(broker *tools.Broker, p tools.Policy) (tools.Effect
 	if err != nil {
 		return tools.EffectiveToolPolicy{}, fmt.Errorf("record effect policy: %w", err)
 	}
-	b.policy = p.String()
 	return broker.SetPolicy(p)
 }
 
@@ -208,9 +218,7 @@ func (b *ruleBook) setPolicy(broker *tools.Broker, p tools.Policy) (tools.Effect
 // than today's launch policy (the configuration was tightened since) is
 // not applied: the launch policy is the stricter one.
 func (b *ruleBook) restorePolicy(broker *tools.Broker) {
-	b.mu.Lock()
-	name := b.policy
-	b.mu.Unlock()
+	_, name := b.state()
 	if name == "" {
 		return
 	}

@@ -8,10 +8,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -408,5 +410,68 @@ func TestSessionPolicy(t *testing.T) {
 	}
 	if err := e2.call("octet/session/setPolicy", map[string]any{"sessionId": sid}, nil); codeOf(err) != jsonrpc2.InvalidParams {
 		t.Errorf("setPolicy without effectPolicy: %v", err)
+	}
+}
+
+// TestRevocationByAnotherWriterHolds: a revocation another process appends
+// to the session file holds at once in a server that has the session
+// open (rules are read from the ledger at each use, never cached).
+func TestRevocationByAnotherWriterHolds(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	writeFile(t, filepath.Join(st.workspace, "a.txt"), "v0\n")
+	a := &approvalScript{answers: map[string]map[string]string{"call_01": {"decision": "approve_for_session"}}}
+	e := approvalEditor(t, st, a)
+	sid := e.newSession()
+	callTurns(st, [2]string{"edit", `{"path":"a.txt","old_text":"v0","new_text":"v1"}`})
+	runPrompt(t, e, sid)
+	rules := listApprovals(t, e, sid).Rules
+	if len(rules) != 1 {
+		t.Fatalf("rules %+v", rules)
+	}
+	other, err := session.Open(filepath.Join(st.home, "sessions", sid+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = other.Append(session.ApprovalRecord(session.Approval{Op: session.ApprovalRevoke, RuleID: rules[0].RuleID, Time: time.Now()}))
+	other.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := listApprovals(t, e, sid).Rules; len(got) != 0 {
+		t.Errorf("rules after a foreign revocation %+v", got)
+	}
+	callTurns(st, [2]string{"edit", `{"path":"a.txt","old_text":"v1","new_text":"v2"}`})
+	runPrompt(t, e, sid)
+	if got := a.askedCalls(); !slices.Equal(got, []string{"call_01", "call_01"}) {
+		t.Errorf("asked %v: the revoked rule was still used", got)
+	}
+}
+
+// TestStockClientApproveForSession: a client without confirmEffect is
+// offered "Approve for session" for a call a rule can cover, and choosing
+// it grants the rule.
+func TestStockClientApproveForSession(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	writeFile(t, filepath.Join(st.workspace, "a.txt"), "v0\n")
+	callTurns(st,
+		[2]string{"edit", `{"path":"a.txt","old_text":"v0","new_text":"v1"}`},
+		[2]string{"edit", `{"path":"a.txt","old_text":"v1","new_text":"v2"}`})
+	e := st.editor(t, Options{}, nil)
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	var asked int
+	e.respond("window/showMessageRequest", func(json.RawMessage) (any, error) {
+		asked++
+		return map[string]string{"title": "Approve for session"}, nil
+	})
+	sid := e.newSession()
+	ans := runPrompt(t, e, sid)
+	if asked != 1 {
+		t.Errorf("asked %d times, want once", asked)
+	}
+	if d := decisionsOf(e, ans.RunID)["call_02"]; d["reason"] != "session_rule" {
+		t.Errorf("call_02 decision %v", d)
+	}
+	if got := readFile(t, filepath.Join(st.workspace, "a.txt")); got != "v2\n" {
+		t.Errorf("a.txt = %q", got)
 	}
 }
