@@ -300,11 +300,22 @@ func (s *Server) approvalsList(_ context.Context, _ *jsonrpc2.Request, raw jsonr
 func (s *Server) pendingViews(ss *sessionState) []confirmParams {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
+	return viewsOf(ss.pendingSorted())
+}
+
+// pendingSorted returns the pending approvals, oldest first. The caller
+// holds ss.mu.
+func (ss *sessionState) pendingSorted() []*pendingApproval {
 	pending := make([]*pendingApproval, 0, len(ss.pending))
 	for _, pa := range ss.pending {
 		pending = append(pending, pa)
 	}
 	slices.SortFunc(pending, func(a, b *pendingApproval) int { return a.created.Compare(b.created) })
+	return pending
+}
+
+// viewsOf returns the octet/confirmEffect params of each approval.
+func viewsOf(pending []*pendingApproval) []confirmParams {
 	views := make([]confirmParams, 0, len(pending))
 	for _, pa := range pending {
 		views = append(views, pa.params)

@@ -509,16 +509,8 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		res["recoveredOutput"] = ro.RecoveredOutput()
 	}
 	ss.mu.Lock()
-	pending := make([]*pendingApproval, 0, len(ss.pending))
-	for _, pa := range ss.pending {
-		pending = append(pending, pa)
-	}
-	slices.SortFunc(pending, func(a, b *pendingApproval) int { return a.created.Compare(b.created) })
-	views := make([]confirmParams, 0, len(pending))
-	for _, pa := range pending {
-		views = append(views, pa.params)
-	}
-	res["pendingApprovals"] = views
+	pending := ss.pendingSorted()
+	res["pendingApprovals"] = viewsOf(pending)
 	if ss.active != nil {
 		res["activeRunId"] = ss.active.id
 	}

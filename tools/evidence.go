@@ -127,7 +127,8 @@ func (d ToolPolicyDecision) Final() bool {
 func (d ToolPolicyDecision) Denied() bool { return d.Decision == DecisionDenied }
 
 // DenialResult returns the model-visible paired error for a denial: the
-// static text for its reason, IsError set, and the reason code in Details.
+// static text for its reason (followed by the person's Note, if any),
+// IsError set, and the reason code in Details.
 func (d ToolPolicyDecision) DenialResult() Result {
 	text := DenialText(d.Reason)
 	if d.Note != "" {
