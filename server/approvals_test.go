@@ -23,12 +23,20 @@ type approvalScript struct {
 	mu      sync.Mutex
 	answers map[string]map[string]string // callId → answer fields
 	asked   []confirmParams
+	// hold, when set, delays the answer for its call id until closed.
+	hold map[string]chan struct{}
 }
 
 func (a *approvalScript) respond(params json.RawMessage) (any, error) {
 	var p confirmParams
 	if err := json.Unmarshal(params, &p); err != nil {
 		return nil, err
+	}
+	a.mu.Lock()
+	hold := a.hold[p.CallID]
+	a.mu.Unlock()
+	if hold != nil {
+		<-hold
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -473,5 +481,36 @@ func TestStockClientApproveForSession(t *testing.T) {
 	}
 	if got := readFile(t, filepath.Join(st.workspace, "a.txt")); got != "v2\n" {
 		t.Errorf("a.txt = %q", got)
+	}
+}
+
+// TestSetPolicyDuringRunAppliesAtNextCall: a policy set while a run waits
+// for an approval leaves that call as it was admitted and applies from the
+// run's next call (a read-only ls, auto-approved under controlled, is
+// then asked).
+func TestSetPolicyDuringRunAppliesAtNextCall(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	callTurns(st, [2]string{"bash", `{"command":"touch one"}`}, [2]string{"bash", `{"command":"ls"}`})
+	release := make(chan struct{})
+	a := &approvalScript{hold: map[string]chan struct{}{"call_01": release}}
+	e := approvalEditor(t, st, a)
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
+	e.awaitRequest("octet/confirmEffect")
+	e.mustCall("octet/session/setPolicy", map[string]any{"sessionId": sid, "effectPolicy": "controlled_bash_approval"}, nil)
+	close(release)
+	ans := waitAnswer(t, ch)
+	if ans.Outcome != "completed" {
+		t.Fatalf("answer %+v", ans)
+	}
+	if got := a.askedCalls(); !slices.Equal(got, []string{"call_01", "call_02"}) {
+		t.Errorf("asked %v: the next call was not decided under the new policy", got)
+	}
+	ds := decisionsOf(e, ans.RunID)
+	if v, _ := policyOf(t, ds["call_01"]["effectiveToolPolicy"].(map[string]any)); v != "controlled" {
+		t.Errorf("call_01 decided under %s, want the policy it was admitted under", v)
+	}
+	if v, _ := policyOf(t, ds["call_02"]["effectiveToolPolicy"].(map[string]any)); v != "controlled_bash_approval" {
+		t.Errorf("call_02 decided under %s", v)
 	}
 }

@@ -357,37 +357,44 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 	case verdictAdmit:
 		adm.reason = reason
 	case verdictConfirm:
-		scope, scoped := b.ruleScope(ps, tool, facts, args)
-		if scoped {
-			if r, ok := b.matchRule(ps, intent.Tool, eff, scope); ok {
-				// A standing approval of exactly this tool and scope
-				// answers for the person; it is checked again at commit.
-				adm.reason, adm.ruleID = ReasonSessionRule, r.ID
-				break
-			}
-		}
-		var sp *ApprovalScope
-		if scoped {
-			sp = &scope
-		}
-		c := b.confirm(ctx, tool, intent, adm.digest, sp, obs)
-		if c.reason != ReasonApproved {
-			d := ps.decision(req.CallID, DecisionDenied, c.reason, eff)
-			d.Note = c.note
+		if d, denied := b.admitConfirmed(ctx, ps, adm, facts, args); denied {
 			if obs.OnDecision != nil {
 				obs.OnDecision(d)
 			}
 			return nil, d
 		}
-		adm.grant = &c.grant
-		adm.reason = ReasonApproved
-		if c.forSession && scoped {
-			adm.reason, adm.ruleID = b.grantRule(ps, intent, scope)
-		}
 	default:
 		return deny(reason, eff)
 	}
 	return adm, ToolPolicyDecision{CallID: req.CallID, Effect: eff, EffectiveToolPolicy: ps.effective}
+}
+
+// admitConfirmed settles a call the policy confirms: a standing approval
+// of exactly its tool, effect and scope admits it (checked again at
+// commit); otherwise the person is asked, and an approval mints the grant
+// and, when asked for, grants a standing approval. It returns the final
+// denial when the call is not approved.
+func (b *Broker) admitConfirmed(ctx context.Context, ps *policyState, adm *Admission, f callFacts, args json.RawMessage) (ToolPolicyDecision, bool) {
+	scope, scoped := b.ruleScope(ps, adm.tool, f, args)
+	var sp *ApprovalScope
+	if scoped {
+		if r, ok := b.matchRule(ps, adm.intent.Tool, f.effect, scope); ok {
+			adm.reason, adm.ruleID = ReasonSessionRule, r.ID
+			return ToolPolicyDecision{}, false
+		}
+		sp = &scope
+	}
+	c := b.confirm(ctx, adm.tool, adm.intent, adm.digest, sp, adm.obs)
+	if c.reason != ReasonApproved {
+		d := ps.decision(adm.intent.CallID, DecisionDenied, c.reason, f.effect)
+		d.Note = c.note
+		return d, true
+	}
+	adm.grant, adm.reason = &c.grant, ReasonApproved
+	if c.forSession { // only offered with a scope
+		adm.reason, adm.ruleID = b.grantRule(ps, adm.intent, scope)
+	}
+	return ToolPolicyDecision{}, false
 }
 
 // grantRule records the standing approval the person asked for with this
