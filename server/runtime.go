@@ -26,7 +26,8 @@ type Runtime struct {
 	// SessionsDir holds the session files ($OCTET_HOME/sessions).
 	SessionsDir string
 	// NewAgent builds the agent, its tools and broker for one open session.
-	// It must install spec.Approver as the broker's Approver. Required.
+	// It must install spec.Approver as the broker's Approver (and
+	// spec.Rules as its Rules). Required.
 	NewAgent func(ctx context.Context, spec AgentSpec) (*Built, error)
 	// ResolveModel maps a model name (octet/setModel, octet/session/new) to
 	// a provider model; nil uses provider.LookupModel and, for an unknown
@@ -55,8 +56,7 @@ type AgentSpec struct {
 	Principal string
 	// Rules keeps the session's standing approvals (approve for
 	// session) in its ledger; install it as the broker's
-	// BrokerConfig.Rules. Nil-safe to ignore: the editor is then asked
-	// every time.
+	// BrokerConfig.Rules. A broker without it asks every time.
 	Rules tools.RuleStore
 }
 
