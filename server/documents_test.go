@@ -264,9 +264,9 @@ func TestDocumentOverlayBounds(t *testing.T) {
 	}
 }
 
-// toolResults returns the function_call_output texts the provider was
+// lastToolOutputs returns the function_call_output texts the provider was
 // sent in its last request.
-func toolResults(st *stack) []string {
+func lastToolOutputs(st *stack) []string {
 	reqs := st.provider.Requests()
 	var out []string
 	for _, it := range reqs[len(reqs)-1].Input() {
@@ -301,7 +301,7 @@ func TestReadAndSearchSeeUnsavedText(t *testing.T) {
 	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "look"})); ans.Outcome != "completed" {
 		t.Fatalf("answer %+v", ans)
 	}
-	res := toolResults(st)
+	res := lastToolOutputs(st)
 	if len(res) != 2 || !strings.Contains(res[0], "an unsaved line") || !strings.Contains(res[1], "a.txt:2:an unsaved line") {
 		t.Fatalf("tool results %q", res)
 	}
@@ -350,7 +350,7 @@ func TestEditOpenDocumentAppliesInEditor(t *testing.T) {
 	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"})); ans.Outcome != "completed" {
 		t.Fatalf("answer %+v\n%s", ans, e.dump())
 	}
-	if res := toolResults(st); len(res) != 1 || !strings.HasPrefix(res[0], "Edited a.txt") {
+	if res := lastToolOutputs(st); len(res) != 1 || !strings.HasPrefix(res[0], "Edited a.txt") {
 		t.Fatalf("tool result %q", res)
 	}
 	text, _ := b.get()
@@ -404,7 +404,7 @@ func TestEditOpenDocumentFailures(t *testing.T) {
 			e.respond("workspace/applyEdit", tc.respond(b))
 			sid := e.newSession()
 			waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"}))
-			res := toolResults(st)
+			res := lastToolOutputs(st)
 			if len(res) != 1 || !strings.Contains(res[0], tc.want) || !strings.Contains(res[0], "open in the editor") {
 				t.Errorf("tool result %q, want %q", res, tc.want)
 			}
@@ -424,7 +424,7 @@ func TestEditOpenDocumentFailures(t *testing.T) {
 		})
 		sid := e.newSession()
 		waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"}))
-		if res := toolResults(st); len(res) != 1 || !strings.Contains(res[0], "changed after the change was shown") {
+		if res := lastToolOutputs(st); len(res) != 1 || !strings.Contains(res[0], "changed after the change was shown") {
 			t.Errorf("tool result %q", res)
 		}
 		if len(b.edits) != 0 || readFile(t, file) != "hello world\nthird\n" {

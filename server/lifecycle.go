@@ -25,14 +25,12 @@ import (
 const ProtocolVersion = 2
 
 // features are the v1.1 additions this server implements.
-var features = []string{
-	"octet/session/close",
-	"textDocument/didOpen",
-	"textDocument/didChange",
-	"textDocument/didClose",
-	"textDocument/didSave",
-	"workspace/applyEdit",
-	"octet/prompt.context",
+var features = []string{"octet/session/close",
+	"octet/session/rename", "octet/session/fork", "octet/session/delete", "octet/session/transcript",
+	"session_state", "octet/models", "usage.contextTokens",
+	"octet/session/setPolicy", "octet/approvals/list", "octet/approvals/revoke", "approve_for_session",
+	"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "textDocument/didSave",
+	"workspace/applyEdit", "octet/prompt.context",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

@@ -13,11 +13,16 @@ import (
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
-// testNvims returns the Neovim binaries the coherence tests run: the
+// defaultNvimExtra is where fetch-newer-nvim.sh unpacked the newer
+// builds on the project's development machines; it is used when
+// OCTET_TEST_NVIM_EXTRA is unset.
+const defaultNvimExtra = "/opt/nvim-newer/trixie/nvim.sh:/opt/nvim-newer/sid/nvim.sh"
+
+// testNvims returns the Neovim binaries the real-Neovim tests run: the
 // system nvim (Debian's 0.7.2 in CI) and each one listed in
 // OCTET_TEST_NVIM_EXTRA (colon-separated; .ci/run sets it to the 0.10
-// and newest builds .ci/fetch-newer-nvim.sh unpacks). A missing one is
-// reported and skipped.
+// and newest builds .ci/fetch-newer-nvim.sh unpacks; unset means
+// defaultNvimExtra). A missing one is reported and skipped.
 func testNvims(t *testing.T) []string {
 	var out []string
 	if p, err := exec.LookPath("nvim"); err == nil {
@@ -25,7 +30,11 @@ func testNvims(t *testing.T) []string {
 	} else {
 		t.Log("system nvim not installed; skipping it")
 	}
-	for _, p := range filepath.SplitList(os.Getenv("OCTET_TEST_NVIM_EXTRA")) {
+	extra, set := os.LookupEnv("OCTET_TEST_NVIM_EXTRA")
+	if !set {
+		extra = defaultNvimExtra
+	}
+	for _, p := range filepath.SplitList(extra) {
 		if p == "" {
 			continue
 		}

@@ -122,6 +122,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		ss.mu.Unlock()
 		return nil, busyError(ss.id, active)
 	}
+	s.titleFromPrompt(ss, p.Text)
 	h, err := ss.handle.Prompt(s.ctx, text, p.WithoutTools)
 	if err != nil {
 		ss.mu.Unlock()

@@ -376,6 +376,11 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/resume":     s.sessionResume,
 		"octet/session/branch":     s.sessionBranch,
 		"octet/session/close":      s.sessionClose,
+		"octet/session/rename":     s.sessionRename,
+		"octet/session/fork":       s.sessionFork,
+		"octet/session/delete":     s.sessionDelete,
+		"octet/session/transcript": s.sessionTranscript,
+		"octet/models":             s.models,
 		"octet/prompt":             s.prompt,
 		"octet/cancel":             s.cancelRun,
 		"octet/steer":              s.steer,
@@ -384,6 +389,9 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/setReasoning":       s.setReasoning,
 		"octet/setModel":           s.setModel,
 		"octet/policy":             s.policy,
+		"octet/session/setPolicy":  s.sessionSetPolicy,
+		"octet/approvals/list":     s.approvalsList,
+		"octet/approvals/revoke":   s.approvalsRevoke,
 		"workspace/executeCommand": s.executeCommand,
 	}
 }
