@@ -25,7 +25,7 @@ import (
 const ProtocolVersion = 2
 
 // features are the v1.1 additions this server implements.
-var features = []string{"octet/session/close"}
+var features = []string{"octet/session/close", "octet/session/diff"}
 
 // Commands offered through workspace/executeCommand for plain LSP clients.
 var commands = []string{"octet.prompt", "octet.cancel", "octet.approve", "octet.deny"}

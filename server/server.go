@@ -367,6 +367,7 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/resume":     s.sessionResume,
 		"octet/session/branch":     s.sessionBranch,
 		"octet/session/close":      s.sessionClose,
+		"octet/session/diff":       s.sessionDiff,
 		"octet/prompt":             s.prompt,
 		"octet/cancel":             s.cancelRun,
 		"octet/steer":              s.steer,

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -106,7 +107,8 @@ func (t *EditTool) Classify(args json.RawMessage) (Effect, error) {
 type editPlan struct {
 	tg      *target
 	old     []byte
-	state   fileState // what the target held when planned
+	mode    fs.FileMode // the target's permission bits
+	state   fileState   // what the target held when planned
 	updated string
 	count   int
 }
@@ -120,12 +122,12 @@ func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 		return p, fileErrorText(*a.Path, err)
 	}
 	p.tg = tg
-	old, _, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
+	old, info, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
 	p.state = stateOf(old, err)
 	if err != nil {
 		return p, fileErrorText(tg.display, err)
 	}
-	p.old = old
+	p.old, p.mode = old, info.Mode
 	if t.cfg.Files.stale(tg.key, old) {
 		return p, errChangedSinceRead
 	}
@@ -182,6 +184,10 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if bound {
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
+	recs, err := t.cfg.stageChange(p.tg.display, fileOf(p.old, p.mode, true), fileOf([]byte(p.updated), p.mode, true))
+	if err != nil {
+		return errorResult(stageErrorText(err)), nil
+	}
 	err = p.tg.root.WriteFile(p.tg.rel, []byte(p.updated), prior, fsroot.WriteOptions{})
 	if err != nil {
 		return errorResult(commitErrorText(p.tg.display, err, bound)), nil
@@ -194,6 +200,7 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	return Result{
 		Text:    fmt.Sprintf("Edited %s (%d %s).", p.tg.display, p.count, noun),
 		Details: map[string]any{"path": p.tg.display, "replacements": p.count},
+		Changes: recs,
 	}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/octet-agent/octet/internal/fsroot"
 )
@@ -95,12 +96,12 @@ func (t *WriteTool) Classify(args json.RawMessage) (Effect, error) {
 
 // current reads the target's present content; exists is false when it is
 // absent (a missing parent directory counts as absent).
-func current(tg *target) (data []byte, exists bool, err error) {
-	data, _, err = tg.root.ReadFile(tg.rel, MaxFileBytes)
+func current(tg *target) (data []byte, mode fs.FileMode, exists bool, err error) {
+	data, info, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
 	if fsroot.IsNotExist(err) {
-		return nil, false, nil
+		return nil, 0, false, nil
 	}
-	return data, err == nil, err
+	return data, info.Mode, err == nil, err
 }
 
 // Execute writes the file. When an approval preview was shown for this
@@ -121,7 +122,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		return errorResult(fileErrorText(*a.Path, err)), nil
 	}
 	defer tg.close()
-	old, exists, err := current(tg)
+	old, mode, exists, err := current(tg)
 	if err != nil {
 		return errorResult(fileErrorText(tg.display, err)), nil
 	}
@@ -142,6 +143,14 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
 	content := []byte(*a.Content)
+	newMode := newFileMode
+	if exists {
+		newMode = mode
+	}
+	recs, err := t.cfg.stageChange(tg.display, fileOf(old, mode, exists), fileOf(content, newMode, true))
+	if err != nil {
+		return errorResult(stageErrorText(err)), nil
+	}
 	if err := tg.root.WriteFile(tg.rel, content, prior, fsroot.WriteOptions{CreateParents: true}); err != nil {
 		return errorResult(commitErrorText(tg.display, err, bound)), nil
 	}
@@ -153,6 +162,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	return Result{
 		Text:    fmt.Sprintf("%s %s (%d bytes).", verb, tg.display, len(content)),
 		Details: map[string]any{"path": tg.display, "bytes": len(content), "created": !exists},
+		Changes: recs,
 	}, nil
 }
 
@@ -196,7 +206,7 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 		return Preview{Title: title, Detail: fileErrorText(*a.Path, err)}, nil
 	}
 	defer tg.close()
-	old, exists, err := current(tg)
+	old, _, exists, err := current(tg)
 	if err != nil {
 		t.shown.remember(callID, args, fileState{})
 		return Preview{Title: title, Detail: fileErrorText(tg.display, err)}, nil

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
@@ -44,6 +45,9 @@ type stack struct {
 	webSocket bool
 	// redactor replaces the key's value in everything tools produce.
 	redactor *tools.Redactor
+	// changes stages what edit and write change, with their images in
+	// the workspace's change store under $OCTET_HOME.
+	changes *changes.Recorder
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -122,6 +126,12 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	st.redactor = tools.NewRedactor(key.Reveal())
 	tc := cfg.ToolsConfig(workspace)
 	tc.Redactor = st.redactor
+	store, err := changes.OpenWorkspace(cfg.Home, workspace, 0)
+	if err != nil {
+		return nil, fmt.Errorf("set up tools: %w", err)
+	}
+	st.changes = &changes.Recorder{Store: store, Redact: st.redactor.String}
+	tc.Changes = st.changes
 	builtins, closeTools, err := tools.Builtins(tc)
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
