@@ -1,0 +1,206 @@
+package changes
+
+import (
+	"encoding/json"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func newRecorder(t *testing.T, maxBlob int64) *Recorder {
+	t.Helper()
+	home := t.TempDir()
+	st, err := OpenWorkspace(home, "/work/space", maxBlob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Recorder{Store: st}
+}
+
+func file(s string) *File { return &File{Data: []byte(s), Mode: 0o644} }
+
+func TestStageKinds(t *testing.T) {
+	r := newRecorder(t, 0)
+	cases := []struct {
+		name          string
+		before, after *File
+		kind          Kind
+		diff          []string
+	}{
+		{"add", nil, file("new\n"), Add, []string{"--- /dev/null", "+++ b/p.txt", "+new"}},
+		{"modify", file("a\nb\n"), file("a\nc\n"), Modify, []string{"--- a/p.txt", "+++ b/p.txt", "-b", "+c"}},
+		{"delete", file("gone\n"), nil, Delete, []string{"--- a/p.txt", "+++ /dev/null", "-gone"}},
+	}
+	for _, c := range cases {
+		rec, ok, err := r.Stage("p.txt", c.before, c.after)
+		if err != nil || !ok {
+			t.Fatalf("%s: Stage = %v, %v", c.name, ok, err)
+		}
+		if rec.Kind != c.kind || rec.Path != "p.txt" || rec.DiffOmitted || rec.Note != "" {
+			t.Errorf("%s: record %+v", c.name, rec)
+		}
+		for _, want := range c.diff {
+			if !strings.Contains(rec.Diff, want+"\n") {
+				t.Errorf("%s: diff lacks %q:\n%s", c.name, want, rec.Diff)
+			}
+		}
+		if (rec.Before == nil) != (c.before == nil) || (rec.After == nil) != (c.after == nil) {
+			t.Errorf("%s: images %+v %+v", c.name, rec.Before, rec.After)
+		}
+		for _, img := range []*Image{rec.Before, rec.After} {
+			if img == nil {
+				continue
+			}
+			if img.Unstored || img.Mode != 0o644 {
+				t.Errorf("%s: image %+v", c.name, img)
+			}
+			if _, err := r.Store.Get(img.SHA256); err != nil {
+				t.Errorf("%s: image not kept: %v", c.name, err)
+			}
+		}
+	}
+	if _, ok, err := r.Stage("p.txt", file("same"), file("same")); ok || err != nil {
+		t.Errorf("identical sides staged a change (%v, %v)", ok, err)
+	}
+	if _, ok, err := r.Stage("p.txt", nil, nil); ok || err != nil {
+		t.Errorf("absent sides staged a change (%v, %v)", ok, err)
+	}
+}
+
+func TestStageDiffBound(t *testing.T) {
+	r := &Recorder{MaxDiffBytes: 1024}
+	big := strings.Repeat("line of text\n", 200) // 2600 bytes
+	// Growth beyond the bound: the summary without computing a diff.
+	rec, _, _ := r.Stage("big.txt", file(""), file(big))
+	if !rec.DiffOmitted || !strings.Contains(rec.Diff, "1024-byte bound") || strings.Contains(rec.Diff, "\n") {
+		t.Errorf("grown diff = %q (omitted %v)", rec.Diff, rec.DiffOmitted)
+	}
+	// Same size, every line changed: the diff is computed and over it.
+	rec, _, _ = r.Stage("big.txt", file(big), file(strings.ReplaceAll(big, "text", "TEXT")))
+	if !rec.DiffOmitted || !strings.Contains(rec.Diff, "+200 -200 lines") {
+		t.Errorf("rewritten diff = %q", rec.Diff)
+	}
+	// Within the bound: whole.
+	rec, _, _ = r.Stage("big.txt", file(big), file(strings.Replace(big, "text", "TEXT", 1)))
+	if rec.DiffOmitted || !strings.HasPrefix(rec.Diff, "--- a/big.txt\n") {
+		t.Errorf("small diff omitted: %q", rec.Diff)
+	}
+	rec, _, _ = r.Stage("bin", file("a\x00b"), file("a\x00c"))
+	if !rec.DiffOmitted || !strings.Contains(rec.Diff, "binary file bin changed") {
+		t.Errorf("binary diff = %q", rec.Diff)
+	}
+}
+
+func TestStoreLimitSaysSo(t *testing.T) {
+	r := newRecorder(t, 16)
+	rec, ok, err := r.Stage("f", file("small"), file("larger than sixteen bytes"))
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	if rec.Before.Unstored || !rec.After.Unstored {
+		t.Errorf("images %+v %+v", rec.Before, rec.After)
+	}
+	if !strings.Contains(rec.Note, "new content (25 bytes) is over the change store's 16-byte per-file limit") {
+		t.Errorf("note = %q", rec.Note)
+	}
+	if _, err := r.Store.Get(rec.After.SHA256); !errors.Is(err, ErrNotStored) {
+		t.Errorf("Get of a skipped image = %v", err)
+	}
+}
+
+func TestStorePermissionsAndDamage(t *testing.T) {
+	home := t.TempDir()
+	st, err := OpenWorkspace(home, "/ws", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum, stored, err := st.Put([]byte("hello"))
+	if err != nil || !stored {
+		t.Fatal(stored, err)
+	}
+	// Again: content-addressed, nothing rewritten.
+	if again, _, err := st.Put([]byte("hello")); err != nil || again != sum {
+		t.Fatal(again, err)
+	}
+	err = filepath.WalkDir(filepath.Join(home, "store"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		info, _ := d.Info()
+		want := fs.FileMode(0o600)
+		if d.IsDir() {
+			want = 0o700
+		}
+		if info.Mode().Perm() != want {
+			t.Errorf("%s has mode %v, want %v", p, info.Mode().Perm(), want)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenWorkspace(home, "/ws", 0); err != nil {
+		t.Errorf("reopen: %v", err)
+	}
+	if err := os.WriteFile(st.blobPath(sum), []byte("HELLO"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Get(sum); err == nil || !strings.Contains(err.Error(), "damaged") {
+		t.Errorf("Get of a damaged blob = %v", err)
+	}
+	if _, err := st.Get("../../etc/passwd"); err == nil {
+		t.Error("Get accepted a path")
+	}
+}
+
+func TestCumulative(t *testing.T) {
+	r := newRecorder(t, 0)
+	stage := func(p string, before, after *File) Record {
+		t.Helper()
+		rec, ok, err := r.Stage(p, before, after)
+		if err != nil || !ok {
+			t.Fatal(ok, err)
+		}
+		return rec
+	}
+	recs := []Record{
+		stage("b.go", file("one\ntwo\nthree\n"), file("one\nTWO\nthree\n")),
+		stage("a.txt", nil, file("created\n")),
+		stage("b.go", file("one\nTWO\nthree\n"), file("one\nTWO\nTHREE\n")),
+		stage("a.txt", file("created\n"), file("created\nand edited\n")),
+		stage("c.txt", file("x\n"), file("y\n")),
+		stage("c.txt", file("y\n"), file("x\n")), // back to where it was
+	}
+	// Through the ledger's JSON, as after a resume.
+	raw, err := json.Marshal(map[string]any{DetailsKey: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var details map[string]any
+	if err := json.Unmarshal(raw, &details); err != nil {
+		t.Fatal(err)
+	}
+	back, err := FromDetails(details)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Cumulative(back)
+	if len(got) != 2 || got[0].Path != "a.txt" || got[1].Path != "b.go" {
+		t.Fatalf("cumulative = %+v", got)
+	}
+	if got[0].Kind != Add || got[0].Diff != "--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1,2 @@\n+created\n+and edited\n" {
+		t.Errorf("a.txt = %+v", got[0])
+	}
+	if got[1].Kind != Modify || !strings.Contains(got[1].Diff, "-two\n-three\n+TWO\n+THREE\n") {
+		t.Errorf("b.go = %+v", got[1])
+	}
+	// Without the store the images are gone: said, not guessed.
+	var bare *Recorder
+	got = bare.Cumulative(back)
+	if len(got) != 2 || !got[1].DiffOmitted || !strings.Contains(got[1].Diff, "cumulative diff of b.go unavailable") {
+		t.Errorf("without store = %+v", got)
+	}
+}
