@@ -202,7 +202,7 @@ func (r *Recorder) render(path string, old, updated []byte, hadOld, hasNew bool)
 	if !hasNew {
 		to = "/dev/null"
 	}
-	d := udiff.Unified(from, to, string(old), string(updated))
+	d := unified(from, to, string(old), string(updated))
 	if r != nil && r.Redact != nil {
 		d = r.Redact(d)
 	}
@@ -261,4 +261,41 @@ func dataOf(f *File) []byte {
 // 8 KiB, the heuristic git uses.
 func isBinary(data []byte) bool {
 	return bytes.IndexByte(data[:min(len(data), 8<<10)], 0) >= 0
+}
+
+// unified is udiff.Unified made cheap for the common case of a small
+// change in a large file: the lines the two sides share at the start and
+// at the end are not diffed (their edits would be empty anyway), only
+// the middle, whose edits are then rendered against the whole old text
+// (so hunk line numbers and context are exactly udiff.Unified's).
+func unified(from, to, old, updated string) string {
+	p := 0
+	for p < len(old) && p < len(updated) && old[p] == updated[p] {
+		p++
+	}
+	p = strings.LastIndexByte(old[:p], '\n') + 1 // back to a line start
+	s := 0
+	for s < len(old)-p && s < len(updated)-p && old[len(old)-1-s] == updated[len(updated)-1-s] {
+		s++
+	}
+	for s > 0 && !(lineStart(old, len(old)-s, p) && lineStart(updated, len(updated)-s, p)) {
+		s--
+	}
+	edits := udiff.Lines(old[p:len(old)-s], updated[p:len(updated)-s])
+	for i := range edits {
+		edits[i].Start += p
+		edits[i].End += p
+	}
+	d, err := udiff.ToUnified(from, to, old, edits, udiff.DefaultContextLines)
+	if err != nil {
+		// Cannot happen (the edits are consistent); never show less.
+		return udiff.Unified(from, to, old, updated)
+	}
+	return d
+}
+
+// lineStart reports whether offset i of text begins a line (or is the
+// end of the shared prefix, which does).
+func lineStart(text string, i, prefix int) bool {
+	return i == prefix || text[i-1] == '\n'
 }

@@ -3,11 +3,15 @@ package changes
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/aymanbagabas/go-udiff"
 )
 
 func newRecorder(t *testing.T, maxBlob int64) *Recorder {
@@ -203,4 +207,100 @@ func TestCumulative(t *testing.T) {
 	if len(got) != 2 || !got[1].DiffOmitted || !strings.Contains(got[1].Diff, "cumulative diff of b.go unavailable") {
 		t.Errorf("without store = %+v", got)
 	}
+}
+
+// TestUnifiedApplies: the diff of the trimmed middle, rendered against
+// the whole text, is a correct diff: applied to the old text it gives the
+// new one, and it is never longer than udiff's own.
+func TestUnifiedApplies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	pieces := []string{"a\n", "b\n", "c\n", "a", "b", "\n", "ab\n", "x\n"}
+	gen := func() string {
+		var b strings.Builder
+		for range rng.IntN(12) {
+			b.WriteString(pieces[rng.IntN(len(pieces))])
+		}
+		return b.String()
+	}
+	for i := range 20000 {
+		old, updated := gen(), gen()
+		if rng.IntN(2) == 0 { // often a small change of a shared text
+			updated = old[:rng.IntN(len(old)+1)] + gen() + old[rng.IntN(len(old)+1):]
+		}
+		got := unified("a/f", "b/f", old, updated)
+		if (got == "") != (old == updated) {
+			t.Fatalf("case %d: unified(%q, %q) = %q", i, old, updated, got)
+		}
+		if got == "" {
+			continue
+		}
+		applied, err := applyUnified(got, old)
+		if err != nil || applied != updated {
+			t.Fatalf("case %d: unified(%q, %q) =\n%s\napplies to %q, %v", i, old, updated, got, applied, err)
+		}
+		ref := udiff.Unified("a/f", "b/f", old, updated)
+		if applied, err := applyUnified(ref, old); err != nil || applied != updated {
+			t.Fatalf("case %d: the reference applier is wrong on udiff's own diff:\n%s\n%q, %v", i, ref, applied, err)
+		}
+		if countChanged(got) > countChanged(ref) {
+			t.Fatalf("case %d: unified(%q, %q) =\n%s\nchanges more lines than\n%s", i, old, updated, got, ref)
+		}
+	}
+}
+
+func countChanged(d string) int {
+	a, r := countLines(d)
+	return a + r
+}
+
+// applyUnified applies a unified diff of one file to old (a small
+// reference applier: udiff.ApplyUnified refuses some diffs udiff renders).
+func applyUnified(d, old string) (string, error) {
+	oldLines := strings.SplitAfter(old, "\n")
+	if oldLines[len(oldLines)-1] == "" {
+		oldLines = oldLines[:len(oldLines)-1]
+	}
+	lines := strings.SplitAfter(d, "\n")[2:] // after ---/+++
+	var out strings.Builder
+	next := 0 // index of the next old line to copy
+	last := &out
+	var pending string // a line whose newline may be taken back
+	flush := func() { last.WriteString(pending); pending = "" }
+	for _, l := range lines {
+		switch {
+		case l == "":
+		case strings.HasPrefix(l, "@@"):
+			var a, b, c, e int
+			if n, _ := fmt.Sscanf(l, "@@ -%d,%d +%d,%d @@", &a, &b, &c, &e); n < 1 {
+				return "", fmt.Errorf("bad hunk header %q", l)
+			}
+			start := a - 1
+			if strings.HasPrefix(l, "@@ -0,0") || strings.Contains(l, fmt.Sprintf("-%d,0 ", a)) {
+				start = a
+			}
+			flush()
+			for ; next < start; next++ {
+				out.WriteString(oldLines[next])
+			}
+		case strings.HasPrefix(l, "\\"):
+			pending = strings.TrimSuffix(pending, "\n")
+		case l[0] == ' ':
+			flush()
+			pending = l[1:]
+			next++
+		case l[0] == '-':
+			flush()
+			next++
+		case l[0] == '+':
+			flush()
+			pending = l[1:]
+		default:
+			return "", fmt.Errorf("bad line %q", l)
+		}
+	}
+	flush()
+	for ; next < len(oldLines); next++ {
+		out.WriteString(oldLines[next])
+	}
+	return out.String(), nil
 }
