@@ -93,6 +93,9 @@ func TestToolFinishedCarriesChanges(t *testing.T) {
 			t.Errorf("%s: tool_finished %+v", id, f)
 		}
 	}
+	if t.Failed() {
+		t.FailNow()
+	}
 	if d := finished["e1"].Changes[0].Diff; d != "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n" {
 		t.Errorf("edit diff %q", d)
 	}
