@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -107,8 +106,7 @@ func (t *EditTool) Classify(args json.RawMessage) (Effect, error) {
 type editPlan struct {
 	tg      *target
 	old     []byte
-	mode    fs.FileMode // the target's permission bits
-	state   fileState   // what the target held when planned
+	state   fileState // what the target held when planned
 	updated string
 	count   int
 }
@@ -122,12 +120,12 @@ func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 		return p, fileErrorText(*a.Path, err)
 	}
 	p.tg = tg
-	old, info, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
+	old, _, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
 	p.state = stateOf(old, err)
 	if err != nil {
 		return p, fileErrorText(tg.display, err)
 	}
-	p.old, p.mode = old, info.Mode
+	p.old = old
 	if t.cfg.Files.stale(tg.key, old) {
 		return p, errChangedSinceRead
 	}
@@ -177,16 +175,16 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if refusal != "" {
 		return errorResult(refusal), nil
 	}
+	recs, err := t.cfg.stageChange(p.tg, p.old, true, []byte(p.updated))
+	if err != nil {
+		return errorResult(stageErrorText(err)), nil
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
 	prior := fsroot.PriorOf(p.old)
 	if bound {
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
-	}
-	recs, err := t.cfg.stageChange(p.tg.display, fileOf(p.old, p.mode, true), fileOf([]byte(p.updated), p.mode, true))
-	if err != nil {
-		return errorResult(stageErrorText(err)), nil
 	}
 	err = p.tg.root.WriteFile(p.tg.rel, []byte(p.updated), prior, fsroot.WriteOptions{})
 	if err != nil {

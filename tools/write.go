@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 
 	"github.com/octet-agent/octet/internal/fsroot"
 )
@@ -96,12 +95,12 @@ func (t *WriteTool) Classify(args json.RawMessage) (Effect, error) {
 
 // current reads the target's present content; exists is false when it is
 // absent (a missing parent directory counts as absent).
-func current(tg *target) (data []byte, mode fs.FileMode, exists bool, err error) {
-	data, info, err := tg.root.ReadFile(tg.rel, MaxFileBytes)
+func current(tg *target) (data []byte, exists bool, err error) {
+	data, _, err = tg.root.ReadFile(tg.rel, MaxFileBytes)
 	if fsroot.IsNotExist(err) {
-		return nil, 0, false, nil
+		return nil, false, nil
 	}
-	return data, info.Mode, err == nil, err
+	return data, err == nil, err
 }
 
 // Execute writes the file. When an approval preview was shown for this
@@ -122,7 +121,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		return errorResult(fileErrorText(*a.Path, err)), nil
 	}
 	defer tg.close()
-	old, mode, exists, err := current(tg)
+	old, exists, err := current(tg)
 	if err != nil {
 		return errorResult(fileErrorText(tg.display, err)), nil
 	}
@@ -136,6 +135,10 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	if exists && t.cfg.Files.stale(tg.key, old) {
 		return errorResult(errChangedSinceRead), nil
 	}
+	recs, err := t.cfg.stageChange(tg, old, exists, []byte(*a.Content))
+	if err != nil {
+		return errorResult(stageErrorText(err)), nil
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -143,14 +146,6 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
 	content := []byte(*a.Content)
-	newMode := newFileMode
-	if exists {
-		newMode = mode
-	}
-	recs, err := t.cfg.stageChange(tg.display, fileOf(old, mode, exists), fileOf(content, newMode, true))
-	if err != nil {
-		return errorResult(stageErrorText(err)), nil
-	}
 	if err := tg.root.WriteFile(tg.rel, content, prior, fsroot.WriteOptions{CreateParents: true}); err != nil {
 		return errorResult(commitErrorText(tg.display, err, bound)), nil
 	}
@@ -206,7 +201,7 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 		return Preview{Title: title, Detail: fileErrorText(*a.Path, err)}, nil
 	}
 	defer tg.close()
-	old, _, exists, err := current(tg)
+	old, exists, err := current(tg)
 	if err != nil {
 		t.shown.remember(callID, args, fileState{})
 		return Preview{Title: title, Detail: fileErrorText(tg.display, err)}, nil
