@@ -26,6 +26,10 @@ func TestSessionDiffAcrossRestart(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(st.workspace, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Every line of big.txt changes: a diff of 640 KB, over the bound.
+	if err := os.WriteFile(filepath.Join(st.workspace, "big.txt"), []byte(strings.Repeat("0123456789abcde\n", 20_000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	st.provider.Enqueue(
 		pt.Reply(pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`)),
 		pt.Reply(
@@ -36,7 +40,7 @@ func TestSessionDiffAcrossRestart(t *testing.T) {
 		pt.Text("first done"),
 		pt.Reply(
 			pt.FunctionCall("w2", "write", `{"path":"c.txt","content":"sea\n"}`),
-			pt.FunctionCall("w3", "write", `{"path":"big.txt","content":"`+strings.Repeat("0123456789abcde\\n", 20_000)+`"}`),
+			pt.FunctionCall("w3", "edit", `{"path":"big.txt","old_text":"abc","new_text":"ABC","replace_all":true}`),
 		),
 		pt.Text("second done"),
 	)
@@ -73,19 +77,21 @@ func TestSessionDiffAcrossRestart(t *testing.T) {
 
 	second := waitAnswer(t, e1.promptAsync(map[string]any{"sessionId": sid, "text": "more"}))
 	// A diff over the bound is a summary line, in the event and the diff.
-	bigSummary := "diff of big.txt omitted: larger than the 262144-byte bound (absent → 320000 bytes)"
+	var bigSummary string
 	for _, ev := range e1.eventsOf(second.RunID) {
 		if ev.Event["kind"] == "tool_finished" && ev.Event["callId"] == "w3" {
 			c := ev.Event["changes"].([]any)[0].(map[string]any)
-			if c["diff"] != bigSummary || c["diffOmitted"] != true {
-				t.Errorf("tool_finished of a large write: %v", c)
+			bigSummary, _ = c["diff"].(string)
+			if !strings.HasPrefix(bigSummary, "diff of big.txt omitted: ") || c["diffOmitted"] != true ||
+				!strings.HasSuffix(bigSummary, "bytes, over the 262144-byte bound (+20000 -20000 lines; 320000 bytes → 320000 bytes)") {
+				t.Errorf("tool_finished of a large edit: %v", c)
 			}
 		}
 	}
 	d = diffAnswer{}
 	e1.mustCall("octet/session/diff", map[string]any{"sessionId": sid}, &d)
 	checkDiff(t, "last run", d, second.RunID, []changes.Change{
-		{Path: "big.txt", Kind: changes.Add, Diff: bigSummary, DiffOmitted: true},
+		{Path: "big.txt", Kind: changes.Modify, Diff: bigSummary, DiffOmitted: true},
 		{Path: "c.txt", Kind: changes.Add, Diff: "--- /dev/null\n+++ b/c.txt\n@@ -0,0 +1 @@\n+sea\n"},
 	})
 	d = diffAnswer{}
