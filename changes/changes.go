@@ -170,7 +170,7 @@ func (r *Recorder) unstoredNote(before, after *Image) string {
 	if len(which) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("the %s is over the change store's %d-byte per-file limit and was not kept: a cumulative diff over this change is unavailable",
+	return fmt.Sprintf("the %s is over the change store's %d-byte per-file limit and was not kept: a cumulative diff (or rewind) that needs it is unavailable",
 		strings.Join(which, " and "), r.Store.MaxBlobBytes())
 }
 

@@ -113,6 +113,25 @@ func TestStoreLimitSaysSo(t *testing.T) {
 	if _, err := r.Store.Get(rec.After.SHA256); !errors.Is(err, ErrNotStored) {
 		t.Errorf("Get of a skipped image = %v", err)
 	}
+	// Only the first prior and the last new image matter: a skipped one
+	// in between does not, a skipped first prior image is said.
+	next, _, err := r.Stage("f", file("larger than sixteen bytes"), file("tiny"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := r.Cumulative([]Record{rec, next})
+	if len(got) != 1 || got[0].DiffOmitted || !strings.Contains(got[0].Diff, "-small") {
+		t.Errorf("cumulative over a skipped middle image = %+v", got)
+	}
+	later, _, err := r.Stage("f", file("tiny"), file("end"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = r.Cumulative([]Record{next, later, {Change: Change{Path: "g", Kind: Add, Diff: "d"}}})
+	if len(got) != 2 || got[1].Diff != "d" || !got[0].DiffOmitted ||
+		!strings.Contains(got[0].Diff, "cumulative diff of f unavailable: an image (25 bytes) was not kept") {
+		t.Errorf("cumulative from a skipped image = %+v", got)
+	}
 }
 
 func TestStorePermissionsAndDamage(t *testing.T) {
