@@ -160,6 +160,12 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 		return "", "", fmt.Errorf("%w compaction: %w", errPersist, err)
 	}
 	r.settled()
+	// The context now holds the summary and the kept tail.
+	after := estimateText(summaryPrefix + summary)
+	for i := k; i < len(v.entries); i++ {
+		after += estimateItems(appendEntryItems(nil, &v.entries[i]))
+	}
+	r.contextTokens = int64(after)
 	if u := ar.resp.Usage; u != nil {
 		r.addUsage(u, cost, priced)
 	}

@@ -196,6 +196,12 @@ type Usage struct {
 	Reasoning   int64  `json:"reasoning"`
 	CostMicros  *int64 `json:"costMicros,omitempty"`
 	Complete    bool   `json:"complete"`
+	// ContextTokens is how much of the context window the conversation
+	// fills: the last main request's input plus output tokens as the
+	// provider reported them or, right after a compaction, the estimate
+	// of the compacted context. ContextWindow is the model's window.
+	ContextTokens int64 `json:"contextTokens"`
+	ContextWindow int64 `json:"contextWindow"`
 }
 
 // CompactionStarted reports autonomous compaction began.

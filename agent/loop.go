@@ -396,6 +396,7 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 	id := r.a.sess.Head()
 	if u != nil {
 		r.a.setCalibration(calibration{entryID: id, tokens: int(u.InputTokens + u.OutputTokens)})
+		r.contextTokens = u.InputTokens + u.OutputTokens
 	}
 	r.emit(&AssistantCommitted{EntryID: id})
 	if u != nil {
@@ -444,7 +445,8 @@ func (r *Run) addUsage(u *provider.Usage, cost int64, priced bool) {
 	}
 	ev := &Usage{
 		Input: r.usage.Input, CachedInput: r.usage.CachedInput, Output: r.usage.Output, Reasoning: r.usage.Reasoning,
-		Complete: !r.a.sess.Totals().Uncertain,
+		Complete:      !r.a.sess.Totals().Uncertain,
+		ContextTokens: r.contextTokens, ContextWindow: int64(r.a.Model().ContextWindow),
 	}
 	if r.priced {
 		micros := r.usage.CostPicodollars / 1_000_000

@@ -33,10 +33,12 @@ type Run struct {
 	uncertainEmitted bool
 	inflight         *session.Dispatch // the pending dispatch of the attempt in flight
 	usage            RunUsage
-	priced           bool          // some request of the run had a known cost
-	pending          []pendingCall // calls of the last assistant entry without a durable result
-	backlog          []Event       // events of a cancelled run the consumer has not made room for
-	started          time.Time
+	priced           bool // some request of the run had a known cost
+	// contextTokens is the context size the next usage event reports.
+	contextTokens int64
+	pending       []pendingCall // calls of the last assistant entry without a durable result
+	backlog       []Event       // events of a cancelled run the consumer has not made room for
+	started       time.Time
 	// compactionFailed suppresses autonomous compaction for the rest of
 	// the logical turn after a failed summary the turn survives, so every
 	// replacement does not pay for (and reset nothing with) another one.

@@ -218,6 +218,22 @@ func TestCompactionAtThreshold(t *testing.T) {
 	if !strings.Contains(inputText(next), "ok one") || !strings.Contains(inputText(next), "again") {
 		t.Fatalf("kept tail missing: %s", inputText(next))
 	}
+	// How full the context is: after the summary, the compacted
+	// context's estimate (well under the 3618 before); after the next
+	// answer, that request's input+output.
+	var usages []*Usage
+	for _, ev := range evs {
+		if u, ok := ev.(*Usage); ok {
+			usages = append(usages, u)
+		}
+	}
+	if len(usages) != 2 || usages[0].ContextTokens <= 0 || usages[0].ContextTokens >= 3618 || usages[0].ContextWindow != 20_000 {
+		t.Fatalf("usage after the compaction: %+v", usages)
+	}
+	// (Usage events are run subtotals: the request's own counts are the difference.)
+	if usages[1].ContextTokens != usages[1].Input-usages[0].Input+usages[1].Output-usages[0].Output {
+		t.Errorf("usage after the next answer: contextTokens %d, want that request's input+output", usages[1].ContextTokens)
+	}
 }
 
 // bigHistory is a first prompt that puts a 20K-window model over its

@@ -25,7 +25,11 @@ import (
 const ProtocolVersion = 2
 
 // features are the v1.1 additions this server implements.
-var features = []string{"octet/session/close", "octet/session/diff"}
+var features = []string{"octet/session/close",
+	"octet/session/rename", "octet/session/fork", "octet/session/delete", "octet/session/transcript",
+	"session_state", "octet/models", "usage.contextTokens",
+	"octet/session/diff",
+}
 
 // Commands offered through workspace/executeCommand for plain LSP clients.
 var commands = []string{"octet.prompt", "octet.cancel", "octet.approve", "octet.deny"}

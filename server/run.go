@@ -116,6 +116,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		ss.mu.Unlock()
 		return nil, busyError(ss.id, active)
 	}
+	s.titleFromPrompt(ss, p.Text)
 	h, err := ss.handle.Prompt(s.ctx, p.Text, p.WithoutTools)
 	if err != nil {
 		ss.mu.Unlock()

@@ -37,6 +37,9 @@ type Runtime struct {
 	// OPENAI_BASE_URL"), or "" when it has none. The sentence is added to
 	// the octet/prompt error and to the window/showMessage text.
 	ExplainError func(err error) string
+	// Catalog, when set, is what octet/models lists (the configured
+	// model, prices); nil lists DefaultCatalog.
+	Catalog func() Catalog
 }
 
 // AgentSpec is what the server knows when it needs an agent.
@@ -199,7 +202,7 @@ var _ sessionHandle = (*runtimeSession)(nil)
 
 func (s *runtimeSession) ID() string    { return s.sess.Header().ID }
 func (s *runtimeSession) Cwd() string   { return s.sess.Header().Cwd }
-func (s *runtimeSession) Title() string { return s.sess.Header().Title }
+func (s *runtimeSession) Title() string { return s.sess.Title() }
 func (s *runtimeSession) Head() string  { return s.sess.Head() }
 func (s *runtimeSession) Policy() any   { return s.built.Policy }
 

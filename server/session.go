@@ -78,7 +78,9 @@ func (r *eventRing) after(after, last int64) ([]bufferedEvent, bool) {
 	if len(r.evs) > 0 {
 		oldest = r.evs[0].Seq
 	}
-	truncated := oldest > after+1
+	// Only an eviction loses events (a resume's session_state takes a seq
+	// but is never buffered).
+	truncated := r.dropped && oldest > after+1
 	i, _ := slices.BinarySearchFunc(r.evs, after+1, func(e bufferedEvent, seq int64) int {
 		return int(e.Seq - seq)
 	})
@@ -480,17 +482,15 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, err
 	}
-	transcript, err := ss.handle.Transcript()
-	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
-	}
 	usage, uncertain := ss.handle.Usage()
 	res := map[string]any{
 		"sessionId":      ss.id,
 		"head":           ss.handle.Head(),
-		"transcript":     transcript,
 		"usage":          usage,
 		"usageUncertain": uncertain,
+	}
+	if err := resumeTranscript(ss, res); err != nil {
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
 	}
 	if ro, ok := ss.handle.(interface{ RecoveredOutput() any }); ok {
 		res["recoveredOutput"] = ro.RecoveredOutput()
@@ -516,6 +516,7 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	}
 	res["epoch"] = ss.epoch
 	res["lastSeq"] = ss.seq
+	s.emitSessionStateLocked(ss)
 	var resend []*pendingApproval
 	for _, pa := range pending {
 		if pa.resendable() {

@@ -41,8 +41,13 @@ type index struct {
 	// dispatches are the dispatches not yet settled, by id.
 	dispatches map[string]pendingDispatch
 	recovered  []recLoc // recovered output, decoded on demand
-	unknown    int
-	ids0       strAlloc // backing store for id map keys
+	// title is the last title record's title and titleLoc its line;
+	// titled reports that there is one.
+	title    string
+	titleLoc recLoc
+	titled   bool
+	unknown  int
+	ids0     strAlloc // backing store for id map keys
 
 	// branch is the typed active branch, root→head; branchIdx holds the
 	// matching entry indices.
@@ -112,6 +117,12 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 		if err := ix.addDispatchLog(&r, string(id), recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)}, false); err != nil {
 			return err
 		}
+	case KindTitle:
+		title, err := decodeTitle(line)
+		if err != nil {
+			return err
+		}
+		ix.setTitle(title, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
 	case KindHeader:
 		return fmt.Errorf("header record after the first line")
 	default:
@@ -213,6 +224,8 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 		if err := ix.addDispatchLog(r, id, recLoc{off: off, n: uint32(n), line: int32(lineNo)}, true); err != nil {
 			return err
 		}
+	case KindTitle:
+		ix.setTitle(r.Title, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
 	default:
 		if r.Kind == KindCheckpoint {
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(n), line: int32(lineNo)})

@@ -80,8 +80,22 @@ func describe(path string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("list session %s: %w", path, err)
 	}
+	title := h.Title
+	if l.titleOff > 0 {
+		t, ok := readTitleAt(path, f, l.titleOff)
+		if !ok {
+			// The cache names no title record there: read the file.
+			var whole listing
+			if err := scanListing(f, &whole, fi.Size()); err == nil && whole.titleOff > 0 {
+				t, ok = readTitleAt(path, f, whole.titleOff)
+			}
+		}
+		if ok {
+			title = t
+		}
+	}
 	return Info{
-		ID: h.ID, Title: h.Title, Cwd: h.Cwd,
+		ID: h.ID, Title: title, Cwd: h.Cwd,
 		Created: h.Created, Updated: fi.ModTime(),
 		UsageUncertain: l.uncertain,
 		UsageRecords:   int(l.records),

@@ -31,14 +31,19 @@ import (
 const listingEvery = 1 << 20
 
 // listingFields is the number of fixed-width numbers after the version:
-// inode, size, the uncertainty flag, usage records and the five known
-// usage sums.
-const listingFields = 9
+// inode, size, the uncertainty flag, usage records, the five known
+// usage sums and the offset of the last title record (0: none).
+const listingFields = 10
 
-// listingLen is the fixed length of the cache line: "v2" and
+// listingVersion names the cache format. v2 caches (written before title
+// records) are not trusted: their prefix may hold a title they did not
+// note, so List reads such a file whole until a writer rewrites it.
+const listingVersion = "v3"
+
+// listingLen is the fixed length of the cache line: the version and
 // listingFields numbers of 20 digits, a CRC of 8 hex digits and a
 // newline, so a rewrite in place never leaves a stale tail.
-const listingLen = len("v2") + listingFields*(1+20) + 1 + 8 + 1
+const listingLen = len(listingVersion) + listingFields*(1+20) + 1 + 8 + 1
 
 // legacySidecarPath is the marker file older writers created for a session
 // holding a marker (its existence means "uncertain"); List still honours it.
@@ -60,6 +65,9 @@ type listing struct {
 	// prefix, known sums their known usage.
 	records int64
 	known   Usage
+	// titleOff is the offset of the last title record in the prefix
+	// (0: none; offset 0 is the header).
+	titleOff int64
 }
 
 func (l listing) encode() []byte {
@@ -68,8 +76,8 @@ func (l listing) encode() []byte {
 		u = 1
 	}
 	k := l.known
-	body := fmt.Sprintf("v2 %020d %020d %020d %020d %020d %020d %020d %020d %020d",
-		l.ino, l.size, u, l.records, k.Input, k.CachedInput, k.Output, k.Reasoning, k.CostPicodollars)
+	body := fmt.Sprintf("%s %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d", listingVersion,
+		l.ino, l.size, u, l.records, k.Input, k.CachedInput, k.Output, k.Reasoning, k.CostPicodollars, l.titleOff)
 	return fmt.Appendf(nil, "%s %08x\n", body, crc32.ChecksumIEEE([]byte(body)))
 }
 
@@ -80,7 +88,7 @@ func decodeListing(b []byte) (l listing, ok bool) {
 		return l, false
 	}
 	f := strings.Fields(string(b))
-	if len(f) != listingFields+2 || f[0] != "v2" {
+	if len(f) != listingFields+2 || f[0] != listingVersion {
 		return l, false
 	}
 	body := strings.Join(f[:listingFields+1], " ")
@@ -102,7 +110,8 @@ func decodeListing(b []byte) (l listing, ok bool) {
 		return l, false
 	}
 	return listing{ino: ino, size: n[0], uncertain: n[1] == 1, records: n[2],
-		known: Usage{Input: n[3], CachedInput: n[4], Output: n[5], Reasoning: n[6], CostPicodollars: n[7]}}, true
+		known:    Usage{Input: n[3], CachedInput: n[4], Output: n[5], Reasoning: n[6], CostPicodollars: n[7]},
+		titleOff: n[8]}, true
 }
 
 // listingDue reports whether the listing cache should be rewritten after
@@ -119,6 +128,9 @@ func (s *Session) writeListing() {
 	t := &s.ix.totals
 	l := listing{ino: s.ino, size: s.size, uncertain: t.Uncertain,
 		records: int64(t.Requests + t.DelegatedRecords), known: t.Known}
+	if s.ix.titled {
+		l.titleOff = s.ix.titleLoc.off
+	}
 	s.listed = l // on failure too: retried when due again, not per append
 	err := writeListingFile(listingPath(s.path), l.encode())
 	if err == nil {
@@ -187,6 +199,8 @@ func scanListing(f *os.File, l *listing, end int64) error {
 			continue
 		}
 		switch string(m.kind) {
+		case KindTitle:
+			l.titleOff = off
 		case KindUsage, KindUsageUncertain, KindDelegatedUsage:
 			if r, err := decodeRecord(line, &a); err == nil {
 				ix.account(r)

@@ -20,6 +20,10 @@ func appendHeader(b []byte, h Header) []byte {
 	b = appendTimeField(b, "created", h.Created)
 	b = appendStrField(b, "cwd", h.Cwd)
 	b = appendStrField(b, "title", h.Title)
+	if h.ForkOf != "" {
+		b = appendStrField(b, "fork_of", h.ForkOf)
+		b = appendStrField(b, "fork_entry", h.ForkEntry)
+	}
 	return append(b, '}', '\n')
 }
 
@@ -85,6 +89,8 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 		b = appendBoolField(b, "uncertain", dl.Uncertain)
 	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
 		b = appendDispatchBody(b, r)
+	case KindTitle:
+		b = appendStrField(b, "title", r.Title)
 	}
 	return append(b, '}', '\n'), nil
 }
@@ -371,6 +377,10 @@ func decodeHeader(line []byte) (Header, error) {
 			h.Cwd = d.str(&a)
 		case "title":
 			h.Title = d.str(&a)
+		case "fork_of":
+			h.ForkOf = d.str(&a)
+		case "fork_entry":
+			h.ForkEntry = d.str(&a)
 		default:
 			d.skip(0)
 		}
@@ -426,6 +436,12 @@ func decodeRecord(line []byte, a *strAlloc) (Record, error) {
 		return Record{Kind: kind, Head: string(m.head)}, nil
 	case KindHeader:
 		return Record{}, fmt.Errorf("header record after the first line")
+	case KindTitle:
+		title, err := decodeTitle(line)
+		if err != nil {
+			return Record{}, err
+		}
+		return Record{Kind: kind, Title: title}, nil
 	default:
 		return decodeBody(kind, line, a, new(bodyScratch))
 	}

@@ -1,11 +1,11 @@
 package session
 
 import (
+	"bufio"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -153,27 +153,10 @@ func ensureDir(dir string) error {
 // writeNew atomically creates final with content buf (mode 0600); it fails
 // if final exists.
 func writeNew(dir, final string, buf []byte) error {
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(final)+".tmp-*")
-	if err != nil {
+	return writeNewWith(dir, final, func(w *bufio.Writer) error {
+		_, err := w.Write(buf)
 		return err
-	}
-	name := tmp.Name()
-	_, err = tmp.Write(buf)
-	if err == nil {
-		err = syncData(tmp)
-	}
-	err = errors.Join(err, tmp.Close())
-	if err == nil {
-		err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EEXIST) {
-			err = fmt.Errorf("%s: %w", final, fs.ErrExist)
-		}
-	}
-	if err != nil {
-		os.Remove(name)
-		return err
-	}
-	return syncDir(dir)
+	})
 }
 
 func syncDir(dir string) error {

@@ -37,6 +37,9 @@ type Header struct {
 	Title string
 	// Version is the format version the file was written with.
 	Version int
+	// ForkOf and ForkEntry name the session and entry a fork was made
+	// from ("" for a session that is not a fork).
+	ForkOf, ForkEntry string
 }
 
 // EntryType names what an [Entry] holds.
@@ -245,6 +248,8 @@ type Record struct {
 	Settled *DispatchSettled
 	// Recovered is set for KindRecoveredOutput.
 	Recovered *RecoveredOutput
+	// Title is the new title of a KindTitle record.
+	Title string
 }
 
 // EntryRecord returns a record appending e.
@@ -301,6 +306,10 @@ func (r Record) validate() error {
 	case KindDelegatedUsage:
 		if r.Delegated == nil {
 			return fmt.Errorf("delegated_usage record without usage")
+		}
+	case KindTitle:
+		if r.Title == "" {
+			return fmt.Errorf("title record without title")
 		}
 	default:
 		return fmt.Errorf("unknown record kind %q", r.Kind)

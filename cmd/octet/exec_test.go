@@ -10,6 +10,7 @@ import (
 
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 )
 
 // execEnv is a workspace, a home and a scripted provider for exec tests.
@@ -487,5 +488,30 @@ func TestExecUnpricedCost(t *testing.T) {
 	r = runCLI(t, x.ws, x.vars, "sessions", "list")
 	if !strings.Contains(r.stdout, "unpriced") || strings.Contains(r.stdout, "$0") {
 		t.Errorf("list:\n%s", r.stdout)
+	}
+}
+
+// TestSessionsShowRenamedTitle: a session renamed (a title record, as
+// octet/session/rename writes) is listed and shown with its new title.
+func TestSessionsShowRenamedTitle(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("done"))
+	if r := runCLI(t, x.ws, x.vars, "exec", "--json", "hello"); r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	files := x.sessionFiles(t)
+	s, err := session.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetTitle("Renamed title"); err != nil {
+		t.Fatal(err)
+	}
+	id := s.Header().ID
+	s.Close()
+	if r := runCLI(t, x.ws, x.vars, "sessions", "list"); !strings.Contains(r.stdout, "Renamed title") {
+		t.Errorf("list: %q %q", r.stdout, r.stderr)
+	}
+	if r := runCLI(t, x.ws, x.vars, "sessions", "show", id); !strings.Contains(r.stdout, "title   Renamed title") {
+		t.Errorf("show: %q %q", r.stdout, r.stderr)
 	}
 }

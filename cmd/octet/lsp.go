@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -59,6 +60,7 @@ func runLSP(ctx context.Context, args []string, e env) error {
 		NewAgent:     w.newAgent,
 		ResolveModel: w.resolveModel,
 		ExplainError: w.explain,
+		Catalog:      w.catalog,
 	}
 	err = server.Serve(ctx, interruptibleStdin(e.stdin), e.stdout, server.Options{
 		Runtime: rt, Logger: log, Version: versionString(), ConfigError: startErr,
@@ -164,6 +166,26 @@ func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
 		configured = cfg.Model.Value
 	}
 	return modelResolver(configured)(name)
+}
+
+// catalog is Runtime.Catalog: the model table (and the configured model
+// when the table does not know it) with the configured prices.
+func (ws *workspaces) catalog() server.Catalog {
+	cat := server.DefaultCatalog()
+	cfg := ws.current()
+	if cfg == nil {
+		return cat
+	}
+	cat.Default = cfg.Model.Value
+	cat.Prices = cfg.Prices.Value
+	listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == cat.Default })
+	if !listed && cat.Default != "" {
+		// Not in the table, or a dated snapshot of a model in it.
+		if m, err := modelResolver(cat.Default)(cat.Default); err == nil {
+			cat.Models = append([]provider.Model{m}, cat.Models...)
+		}
+	}
+	return cat
 }
 
 // watchedContext is a workspace's AGENTS.md set, reloaded on change.

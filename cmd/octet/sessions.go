@@ -150,8 +150,11 @@ func showSession(path string, out io.Writer) error {
 	defer s.Close()
 	h := s.Header()
 	fmt.Fprintf(out, "session %s\n  created %s\n  cwd     %s\n  file    %s\n", h.ID, h.Created.Local().Format(time.DateTime), neutralize(h.Cwd), path)
-	if h.Title != "" {
-		fmt.Fprintf(out, "  title   %s\n", neutralize(oneLine(h.Title, 200)))
+	if title := s.Title(); title != "" {
+		fmt.Fprintf(out, "  title   %s\n", neutralize(oneLine(title, 200)))
+	}
+	if h.ForkOf != "" {
+		fmt.Fprintf(out, "  fork of %s at entry %s\n", neutralize(h.ForkOf), neutralize(h.ForkEntry))
 	}
 	for _, en := range s.Branch() {
 		showEntry(out, en)

@@ -1,0 +1,154 @@
+package session
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// CreateFrom creates a new session file like [Create] whose tree already
+// holds entries, a chain from a root (each entry's Parent the previous
+// entry's ID, the first a root), and opens it for writing. The entries
+// keep their IDs, parents, times and runs; nothing else (usage,
+// checkpoints, dispatches, recovered output, titles of the source) is
+// written. The file is written to a temporary file, synced and renamed
+// into place, so it appears whole or not at all. It is how a session is
+// forked: h.ForkOf and h.ForkEntry name the origin.
+func CreateFrom(dir string, h Header, entries []Entry) (*Session, error) {
+	if h.Created.IsZero() {
+		h.Created = time.Now().UTC()
+	}
+	if h.ID == "" {
+		h.ID = newSessionID(h.Created)
+	}
+	if !validID(h.ID) {
+		return nil, fmt.Errorf("create session: invalid session id %q", h.ID)
+	}
+	h.Version = FormatVersion
+	for i, e := range entries {
+		want := ""
+		if i > 0 {
+			want = entries[i-1].ID
+		}
+		if e.ID == "" || e.Parent != want || e.Type == "" {
+			return nil, fmt.Errorf("create session %s: entry %d (%q) does not continue the chain", h.ID, i, e.ID)
+		}
+	}
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	final := filepath.Join(dir, h.ID+".jsonl")
+	err := writeNewWith(dir, final, func(w *bufio.Writer) error {
+		return writeChain(w, h, entries)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	return open(final, false, true)
+}
+
+// writeChain writes the header and entries (one record each) within the
+// file bounds.
+func writeChain(w *bufio.Writer, h Header, entries []Entry) error {
+	buf := appendHeader(nil, h)
+	if len(buf) > limits.recordBytes {
+		return &LimitError{Path: h.ID, Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(buf)), Line: 1}
+	}
+	total := int64(len(buf))
+	if _, err := w.Write(buf); err != nil {
+		return err
+	}
+	if got := len(entries) + 1; got > limits.records {
+		return &LimitError{Path: h.ID, Limit: "records", Max: int64(limits.records), Got: int64(got), Line: got}
+	}
+	for i := range entries {
+		var err error
+		buf, err = appendRecord(buf[:0], Record{Kind: KindEntry, Entry: &entries[i]}, 0, 1)
+		if err != nil {
+			return fmt.Errorf("entry %q: %w", entries[i].ID, err)
+		}
+		if len(buf) > limits.recordBytes {
+			return &LimitError{Path: h.ID, Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(buf)), Line: i + 2}
+		}
+		if total += int64(len(buf)); total > limits.fileBytes {
+			return &LimitError{Path: h.ID, Limit: "file bytes", Max: limits.fileBytes, Got: total}
+		}
+		if _, err := w.Write(buf); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeNewWith atomically creates final (mode 0600) with what fill writes;
+// it fails if final exists.
+func writeNewWith(dir, final string, fill func(*bufio.Writer) error) error {
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(final)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	w := bufio.NewWriterSize(tmp, 1<<20)
+	err = fill(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err == nil {
+		err = syncData(tmp)
+	}
+	err = errors.Join(err, tmp.Close())
+	if err == nil {
+		err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE)
+		if errors.Is(err, unix.EEXIST) {
+			err = fmt.Errorf("%s: %w", final, fs.ErrExist)
+		}
+	}
+	if err != nil {
+		os.Remove(name)
+		return err
+	}
+	return syncDir(dir)
+}
+
+// Remove deletes the session file at path with its listing cache (and
+// the marker file older versions wrote). It takes the file's exclusive
+// lock first, so an append another process has under way completes
+// before the file goes; a process that keeps the session open after that
+// appends to a file nobody can open again. Close the session before
+// removing it.
+func Remove(path string) error {
+	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	if err != nil {
+		return fmt.Errorf("remove session: %w", err)
+	}
+	defer f.Close()
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("remove session %s: lock: %w", path, err)
+		}
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove session: %w", err)
+	}
+	var errs []error
+	for _, p := range []string{listingPath(path), legacySidecarPath(path)} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	errs = append(errs, syncDir(filepath.Dir(path)))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("remove session %s: %w", path, err)
+	}
+	return nil
+}
