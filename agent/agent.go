@@ -195,6 +195,10 @@ func (a *Agent) SetModel(m provider.Model) {
 	}
 }
 
+// Broker returns the effect broker the agent admits calls through (for
+// its session's policy: Broker.SetPolicy).
+func (a *Agent) Broker() *tools.Broker { return a.cfg.Broker }
+
 // Model returns the current model.
 func (a *Agent) Model() provider.Model {
 	a.mu.Lock()

@@ -32,6 +32,9 @@ type pendingCall struct {
 	item   session.Item
 	done   bool   // its result entry is durable
 	denial string // the denial reason, once denied
+	// denialNote is the person's reason for denying an approval
+	// (bounded, made visible by the broker), passed to the model.
+	denialNote string
 	// withdrawn is set when FinishNow arrived before the call was
 	// admitted (an approval still pending, say): it gets the static
 	// tools-disabled error instead of its denial.
@@ -121,7 +124,7 @@ func (r *Run) drainSink(s *toolSink) {
 	for _, m := range s.take() {
 		if m.decision != nil {
 			d := m.decision
-			r.emit(&ToolPolicyDecision{CallID: d.CallID, Decision: d.Decision, Reason: d.Reason, Effect: d.Effect, EffectiveToolPolicy: d.EffectiveToolPolicy})
+			r.emit(&ToolPolicyDecision{CallID: d.CallID, Decision: d.Decision, Reason: d.Reason, Effect: d.Effect, EffectiveToolPolicy: d.EffectiveToolPolicy, RuleID: d.RuleID})
 			continue
 		}
 		r.emit(&ToolOutput{CallID: m.callID, Text: m.progress})
@@ -322,7 +325,7 @@ func (r *Run) admitCall(i int, sink *toolSink) (*admitted, bool, error) {
 		return nil, true, nil
 	}
 	if adm == nil {
-		r.pending[i].denial = d.Reason
+		r.pending[i].denial, r.pending[i].denialNote = d.Reason, d.Note
 		return nil, true, nil
 	}
 	return &admitted{idx: i, adm: adm, start: start}, false, nil
@@ -352,7 +355,7 @@ func (r *Run) persistDenial(i int, sink *toolSink) error {
 	if r.pending[i].withdrawn {
 		return r.persistResult(i, tools.Result{Text: textToolsDisabled, IsError: true}, false, time.Now())
 	}
-	d := tools.ToolPolicyDecision{Decision: tools.DecisionDenied, Reason: r.pending[i].denial}
+	d := tools.ToolPolicyDecision{Decision: tools.DecisionDenied, Reason: r.pending[i].denial, Note: r.pending[i].denialNote}
 	return r.persistResult(i, d.DenialResult(), false, time.Now())
 }
 

@@ -139,6 +139,9 @@ type ToolPolicyDecision struct {
 	Reason              string                    `json:"reason,omitempty"`
 	Effect              tools.Effect              `json:"effect,omitempty"`
 	EffectiveToolPolicy tools.EffectiveToolPolicy `json:"effectiveToolPolicy"`
+	// RuleID names the standing approval that admitted the call (reason
+	// session_rule) or was granted with it (approved_for_session).
+	RuleID string `json:"ruleId,omitempty"`
 }
 
 // ToolOutput is bounded incremental tool output for presentation only.

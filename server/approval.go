@@ -34,6 +34,9 @@ type confirmParams struct {
 	Diff      string    `json:"diff,omitempty"`
 	Digest    string    `json:"digest"`
 	ExpiresAt time.Time `json:"expiresAt"`
+	// RuleScope is what "approve_for_session" would cover; absent, that
+	// answer approves this call once.
+	RuleScope *tools.ApprovalScope `json:"ruleScope,omitempty"`
 }
 
 // pendingApproval is one approval the editor has not answered yet. The
@@ -43,7 +46,7 @@ type pendingApproval struct {
 	params  confirmParams
 	created time.Time
 	once    sync.Once
-	answer  chan bool // buffered 1; true = approved with the right digest
+	answer  chan approvalAnswer // buffered 1; Approved only with the right digest
 
 	// ctx ends when the approver stops waiting (answer, timeout, run
 	// cancelled); every request asking for this approval is withdrawn then.
@@ -64,28 +67,30 @@ type pendingApproval struct {
 	refusal error
 }
 
-func (pa *pendingApproval) resolve(approved bool) {
-	pa.once.Do(func() { pa.answer <- approved })
+func (pa *pendingApproval) resolve(ans approvalAnswer) {
+	pa.once.Do(func() { pa.answer <- ans })
 }
 
 // refuse answers "no" because the request cannot be shown; err says why.
 func (pa *pendingApproval) refuse(err error) {
-	pa.once.Do(func() { pa.refusal = err; pa.answer <- false })
+	pa.once.Do(func() { pa.refusal = err; pa.answer <- approvalAnswer{} })
 }
 
 // approverFor returns the session's approver: it asks the client and
 // waits for the first of an answer, the timeout, the expiry of the intent
 // or the cancellation of the run.
 func (s *Server) approverFor(ss *sessionState) approverFunc {
-	return func(ctx context.Context, req approvalRequest) (bool, string, error) {
+	return func(ctx context.Context, req approvalRequest) (approvalAnswer, error) {
+		no := approvalAnswer{Digest: req.Digest}
 		pa := &pendingApproval{
 			params: confirmParams{
 				SessionID: ss.id, RunID: req.RunID, CallID: req.CallID, Tool: req.Tool,
 				Effect: req.Effect, Title: req.Title, Detail: req.Detail, Diff: req.Diff,
 				Digest: req.Digest, ExpiresAt: approvalDeadline(time.Now(), s.opts.ApprovalTimeout, req.ExpiresAt),
+				RuleScope: req.Scope,
 			},
 			created: time.Now(),
-			answer:  make(chan bool, 1),
+			answer:  make(chan approvalAnswer, 1),
 			path:    callPath(req.Arguments, ss.handle.Cwd()),
 		}
 		// One deadline: the sooner of the server's approval timeout and the
@@ -93,7 +98,7 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		// as approval_expired when it passes.
 		if !time.Now().Before(pa.params.ExpiresAt) {
 			s.log.Warn("approval expired before it could be asked", "call", req.CallID)
-			return false, req.Digest, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
+			return no, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
 		}
 		ctx, cancel := context.WithDeadline(ctx, pa.params.ExpiresAt)
 		defer cancel()
@@ -118,33 +123,34 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		go s.askApproval(ctx, ss, pa)
 
 		select {
-		case ok := <-pa.answer:
+		case ans := <-pa.answer:
 			if pa.refusal != nil {
 				if run != nil {
 					run.approvalDone(req.CallID, "Thinking")
 				}
-				return false, req.Digest, pa.refusal
+				return no, pa.refusal
 			}
-			s.log.Info("approval answered", "session", ss.id, "call", req.CallID, "approved", ok)
+			s.log.Info("approval answered", "session", ss.id, "call", req.CallID, "approved", ans.Approved, "forSession", ans.ForSession)
 			if run != nil {
-				if ok {
+				if ans.Approved {
 					run.approvalDone(req.CallID, toolMessage(req.Tool, bytes.NewBuffer(req.Arguments)))
 				} else {
 					run.approvalDone(req.CallID, "Thinking")
 				}
 			}
-			return ok, req.Digest, nil
+			ans.Digest = req.Digest
+			return ans, nil
 		case <-cancelled:
-			return false, req.Digest, context.Canceled
+			return no, context.Canceled
 		case <-ctx.Done():
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 				s.log.Warn("approval expired unanswered", "session", ss.id, "call", req.CallID, "expiresAt", pa.params.ExpiresAt)
 				if run != nil {
 					run.approvalDone(req.CallID, "Thinking")
 				}
-				return false, req.Digest, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
+				return no, fmt.Errorf("call %s: %w", req.CallID, tools.ErrApprovalExpired)
 			}
-			return false, req.Digest, ctx.Err()
+			return no, ctx.Err()
 		}
 	}
 }
@@ -199,20 +205,7 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 			s.approvalFailed(pa, "octet/confirmEffect", err)
 			return
 		}
-		var ans struct {
-			Decision string `json:"decision"`
-			Digest   string `json:"digest"`
-		}
-		if err := json.Unmarshal(raw, &ans); err != nil {
-			s.log.Warn("undecodable octet/confirmEffect answer; denied", "error", err)
-			pa.resolve(false)
-			return
-		}
-		same := sameDigest(ans.Digest, pa.params.Digest)
-		if ans.Decision == "approve" && !same {
-			s.log.Warn("approval echoed a different digest; denied", "call", pa.params.CallID)
-		}
-		pa.resolve(ans.Decision == "approve" && same)
+		pa.resolve(s.confirmAnswer(pa, raw))
 		return
 	}
 	// A stock client shows only this message: it must carry what will
@@ -231,7 +224,7 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 	raw, err := s.call(ctx, timeout, "window/showMessageRequest", &protocol.ShowMessageRequestParams{
 		Type:    protocol.MessageTypeWarning,
 		Message: msg,
-		Actions: []protocol.MessageActionItem{{Title: "Approve"}, {Title: "Deny"}},
+		Actions: fallbackActions(pa.params),
 	})
 	if err != nil {
 		s.approvalFailed(pa, "window/showMessageRequest", err)
@@ -241,10 +234,10 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 		Title string `json:"title"`
 	}
 	if json.Unmarshal(raw, &item) != nil || item == nil {
-		pa.resolve(false)
+		pa.resolve(approvalAnswer{})
 		return
 	}
-	pa.resolve(item.Title == "Approve")
+	pa.resolve(fallbackAnswer(item.Title))
 }
 
 // fallbackApprovalMessage is the whole window/showMessageRequest text of
@@ -274,7 +267,7 @@ func fallbackApprovalMessage(p confirmParams, sess sessionHandle, path string) s
 func (s *Server) approvalFailed(pa *pendingApproval, method string, err error) {
 	if isWireError(err) {
 		s.log.Warn("client answered the approval with an error; denied", "method", method, "call", pa.params.CallID, "error", err)
-		pa.resolve(false)
+		pa.resolve(approvalAnswer{})
 		return
 	}
 	s.log.Warn("approval request got no answer", "method", method, "call", pa.params.CallID, "error", err)
@@ -297,7 +290,8 @@ func (pa *pendingApproval) resendable() bool {
 // With a digest or callId it resolves the matching one; with neither, the
 // oldest pending approval across sessions. An approve must name the
 // digest when more than one approval is pending.
-func (s *Server) decideApproval(approve bool, callID, digest string) (int, error) {
+func (s *Server) decideApproval(ans approvalAnswer, callID, digest string) (int, error) {
+	approve := ans.Approved
 	s.mu.Lock()
 	sessions := make([]*sessionState, 0, len(s.sessions))
 	for _, ss := range s.sessions {
@@ -323,7 +317,7 @@ func (s *Server) decideApproval(approve bool, callID, digest string) (int, error
 		return 0, invalidParams("%d approvals are pending: name the digest to approve", len(all))
 	}
 	for _, pa := range all {
-		pa.resolve(approve)
+		pa.resolve(ans)
 	}
 	return len(all), nil
 }

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"time"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 // The server drives sessions through the small interfaces below; runtime.go
@@ -29,6 +31,8 @@ type sessionSpec struct {
 	Model     string
 	Reasoning string
 	Approver  approverFunc
+	// EffectPolicy is the session's own policy ("" for the launch one).
+	EffectPolicy string
 }
 
 // sessionInfo is one row of octet/session/list.
@@ -99,7 +103,20 @@ type runResult struct {
 
 // approverFunc asks the editor to confirm one effect; the server binds one
 // per session.
-type approverFunc func(ctx context.Context, req approvalRequest) (approved bool, digest string, err error)
+type approverFunc func(ctx context.Context, req approvalRequest) (approvalAnswer, error)
+
+// approvalAnswer is the editor's decision on one approval.
+type approvalAnswer struct {
+	// Approved is true for approve and approve_for_session with the
+	// request's digest.
+	Approved bool
+	// Digest is the digest the answer is for.
+	Digest string
+	// ForSession asks for a standing approval (approve_for_session).
+	ForSession bool
+	// Reason is the person's reason for a denial (client text).
+	Reason string
+}
 
 // approvalRequest is the editor-facing view of one effect confirmation.
 type approvalRequest struct {
@@ -112,6 +129,8 @@ type approvalRequest struct {
 	Diff      string
 	Digest    string
 	ExpiresAt time.Time
+	// Scope is what approve_for_session would cover (nil: approve once).
+	Scope *tools.ApprovalScope
 	// Arguments are the call's canonical arguments (for progress text only;
 	// never sent to the client beyond what title/detail/diff show).
 	Arguments json.RawMessage

@@ -15,7 +15,8 @@ import (
 //     session, created in the workspace on first use. The command's own
 //     workDoneToken (ExecuteCommandParams) carries its progress.
 //   - octet.cancel [{runId?}]: cancels the run, or every active run.
-//   - octet.approve / octet.deny [{digest?, callId?}]: answers a pending
+//   - octet.approve [{digest?, callId?, forSession?}] / octet.deny
+//     [{digest?, callId?, reason?}]: answers a pending
 //     approval (the only one, or the one named).
 func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
 	var p struct {
@@ -46,13 +47,21 @@ func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw 
 		return rawResult(map[string]int{"cancelled": s.cancelAllRuns("octet.cancel")})
 	case "octet.approve", "octet.deny":
 		var a struct {
-			Digest string `json:"digest"`
-			CallID string `json:"callId"`
+			Digest     string `json:"digest"`
+			CallID     string `json:"callId"`
+			ForSession bool   `json:"forSession"`
+			Reason     string `json:"reason"`
 		}
 		if err := decodeParams(arg, &a); err != nil {
 			return nil, err
 		}
-		n, err := s.decideApproval(p.Command == "octet.approve", a.CallID, a.Digest)
+		ans := approvalAnswer{Approved: p.Command == "octet.approve", ForSession: a.ForSession, Reason: a.Reason}
+		if ans.Approved {
+			ans.Reason = ""
+		} else {
+			ans.ForSession = false
+		}
+		n, err := s.decideApproval(ans, a.CallID, a.Digest)
 		if err != nil {
 			return nil, err
 		}

@@ -77,7 +77,7 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 			}
 			eff := tools.DefaultToolPolicy(policy, "system_bash")
 			broker := tools.NewBroker(tools.BrokerConfig{
-				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal,
+				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal, Rules: spec.Rules,
 			})
 			var retry agent.RetryPolicy
 			if recovery {
@@ -358,7 +358,8 @@ func TestShowMessageRequestFallback(t *testing.T) {
 			Actions []struct{ Title string }
 		}
 		_ = json.Unmarshal(params, &p)
-		if len(p.Actions) != 2 || p.Actions[0].Title != "Approve" || p.Actions[1].Title != "Deny" {
+		// An edit can be approved for the session (a standing rule).
+		if len(p.Actions) != 3 || p.Actions[0].Title != "Approve" || p.Actions[1].Title != "Approve for session" || p.Actions[2].Title != "Deny" {
 			return nil, fmt.Errorf("unexpected actions %v", p.Actions)
 		}
 		return map[string]string{"title": "Approve"}, nil

@@ -28,6 +28,7 @@ const ProtocolVersion = 2
 var features = []string{"octet/session/close",
 	"octet/session/rename", "octet/session/fork", "octet/session/delete", "octet/session/transcript",
 	"session_state", "octet/models", "usage.contextTokens",
+	"octet/session/setPolicy", "octet/approvals/list", "octet/approvals/revoke", "approve_for_session",
 	"octet/session/diff",
 }
 

@@ -160,3 +160,83 @@ func readmeLua(t *testing.T, readme, heading string) string {
 	}
 	return code + "\n"
 }
+
+// TestNeovimApprovalRules drives the approval choices from headless
+// Neovim (testdata/nvim/approvals_test.lua) on Debian's nvim and, when
+// unpacked, the newer builds under /opt/nvim-newer: approve_for_session
+// on an edit, the next edit of the file admitted by the standing rule
+// (no prompt; session_rule with its ruleId), a bash denial whose reason
+// the model sees, approvals/list and revoke, and the edit asked again.
+func TestNeovimApprovalRules(t *testing.T) {
+	var nvims [][2]string // name, path
+	if p, err := exec.LookPath("nvim"); err == nil {
+		nvims = append(nvims, [2]string{"path", p})
+	}
+	for _, p := range []string{"/opt/nvim-newer/trixie/nvim.sh", "/opt/nvim-newer/sid/nvim.sh"} {
+		if _, err := os.Stat(p); err == nil {
+			nvims = append(nvims, [2]string{filepath.Base(filepath.Dir(p)), p})
+		}
+	}
+	if len(nvims) == 0 {
+		t.Skip("nvim not installed")
+	}
+	if testing.Short() {
+		t.Skip("builds the octet binary")
+	}
+	bin := buildOctet(t)
+	script, err := filepath.Abs("testdata/nvim/approvals_test.lua")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nvims {
+		nvim := n[1]
+		t.Run(n[0], func(t *testing.T) {
+			tmp := t.TempDir()
+			ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
+			for _, d := range []string{ws, home} {
+				if err := os.Mkdir(d, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
+			prov := providertest.New(t)
+			edit := func(id, from, to string) providertest.Turn {
+				return providertest.Reply(providertest.FunctionCall(id, "edit", `{"path":"a.txt","old_text":"`+from+`","new_text":"`+to+`"}`))
+			}
+			prov.Enqueue(edit("call_1", "hello", "hi"), edit("call_2", "hi", "hey"),
+				providertest.Reply(providertest.FunctionCall("call_3", "bash", `{"command":"touch made"}`)),
+				providertest.Text("Done."),
+				edit("call_4", "hey", "yo"), providertest.Text("Done again."))
+			result := filepath.Join(tmp, "result.txt")
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--noplugin",
+				"-c", "luafile "+script)
+			cmd.Dir = tmp
+			cmd.Env = append(os.Environ(),
+				"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws, "OCTET_TEST_RESULT="+result,
+				"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+				"OCTET_EFFECT_POLICY=controlled",
+				"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp,
+			)
+			out, err := cmd.CombinedOutput()
+			res, rerr := os.ReadFile(result)
+			if rerr != nil {
+				t.Fatalf("nvim wrote no result (err %v): %s", err, out)
+			}
+			got := strings.TrimSpace(string(res))
+			for _, want := range []string{
+				"ok first=completed second=completed rules=1 scope=a.txt asked=call_1,call_3,call_4 ",
+				"decisions=call_1:approved_for_session:rule,call_2:session_rule:rule,call_3:approval_denied:-,call_4:approved:-",
+				"The user's reason: use make instead",
+			} {
+				if !strings.Contains(got, want) {
+					t.Errorf("result %s\nwant it to contain %s", got, want)
+				}
+			}
+			if got := readFile(t, filepath.Join(ws, "a.txt")); got != "yo\n" {
+				t.Errorf("a.txt = %q", got)
+			}
+		})
+	}
+}

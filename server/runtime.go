@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -26,7 +27,8 @@ type Runtime struct {
 	// SessionsDir holds the session files ($OCTET_HOME/sessions).
 	SessionsDir string
 	// NewAgent builds the agent, its tools and broker for one open session.
-	// It must install spec.Approver as the broker's Approver. Required.
+	// It must install spec.Approver as the broker's Approver (and
+	// spec.Rules as its Rules). Required.
 	NewAgent func(ctx context.Context, spec AgentSpec) (*Built, error)
 	// ResolveModel maps a model name (octet/setModel, octet/session/new) to
 	// a provider model; nil uses provider.LookupModel and, for an unknown
@@ -56,6 +58,10 @@ type AgentSpec struct {
 	Approver tools.Approver
 	// Principal names the editor session the run acts for.
 	Principal string
+	// Rules keeps the session's standing approvals (approve for
+	// session) in its ledger; install it as the broker's
+	// BrokerConfig.Rules. A broker without it asks every time.
+	Rules tools.RuleStore
 }
 
 // Built is an agent ready to drive a session.
@@ -88,6 +94,12 @@ func (b runtimeBackend) Create(ctx context.Context, spec sessionSpec) (sessionHa
 		return nil, err
 	}
 	h, err := b.attach(ctx, sess, spec.Model, spec.Reasoning, spec.Approver)
+	if err == nil && spec.EffectPolicy != "" {
+		err = h.applyEffectPolicy(spec.EffectPolicy)
+		if err != nil {
+			_ = h.Close()
+		}
+	}
 	if err != nil {
 		// The file was created by this call and holds no entry: a
 		// refused session/new leaves nothing behind.
@@ -116,6 +128,7 @@ func (b runtimeBackend) Open(ctx context.Context, id string, approver approverFu
 		_ = sess.Close()
 		return nil, err
 	}
+	h.rules.restorePolicy(h.built.Agent.Broker())
 	return h, nil
 }
 
@@ -150,9 +163,10 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 		return nil, errors.New("server: Runtime.NewAgent is nil")
 	}
 	hdr := sess.Header()
+	rules := newRuleBook(sess, slog.Default())
 	built, err := rt.NewAgent(ctx, AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
-		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID,
+		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID, Rules: rules,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build agent: %w", err)
@@ -163,7 +177,7 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	if reasoning != "" {
 		built.Agent.SetReasoning(reasoning)
 	}
-	return &runtimeSession{rt: rt, sess: sess, built: built, startModel: built.Agent.Model()}, nil
+	return &runtimeSession{rt: rt, sess: sess, built: built, startModel: built.Agent.Model(), rules: rules}, nil
 }
 
 // toolsApprover adapts the server's approver to tools.Approver.
@@ -173,15 +187,15 @@ var _ tools.Approver = toolsApprover{}
 
 // Confirm implements tools.Approver.
 func (a toolsApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
-	ok, digest, err := a.f(ctx, approvalRequest{
+	ans, err := a.f(ctx, approvalRequest{
 		RunID: req.Intent.RunID, CallID: req.Intent.CallID, Tool: req.Intent.Tool,
 		Effect: req.Intent.Effect.String(), Title: req.Title, Detail: req.Detail, Diff: req.Diff,
-		Digest: req.Digest, ExpiresAt: req.ExpiresAt, Arguments: req.Intent.Arguments,
+		Digest: req.Digest, ExpiresAt: req.ExpiresAt, Scope: req.Scope, Arguments: req.Intent.Arguments,
 	})
 	if err != nil {
 		return tools.Approval{}, err
 	}
-	return tools.Approval{Approved: ok, Digest: digest}, nil
+	return tools.Approval{Approved: ans.Approved, Digest: ans.Digest, ForSession: ans.ForSession, Reason: ans.Reason}, nil
 }
 
 // runtimeSession is one session with its agent.
@@ -193,6 +207,8 @@ type runtimeSession struct {
 	// asked for at octet/session/new): octet/setModel allows it besides
 	// the model table.
 	startModel provider.Model
+	// rules are the session's standing approvals and recorded policy.
+	rules *ruleBook
 
 	closeOnce sync.Once
 	closeErr  error
@@ -204,7 +220,7 @@ func (s *runtimeSession) ID() string    { return s.sess.Header().ID }
 func (s *runtimeSession) Cwd() string   { return s.sess.Header().Cwd }
 func (s *runtimeSession) Title() string { return s.sess.Title() }
 func (s *runtimeSession) Head() string  { return s.sess.Head() }
-func (s *runtimeSession) Policy() any   { return s.built.Policy }
+func (s *runtimeSession) Policy() any   { return s.built.Agent.Broker().EffectiveToolPolicy() }
 
 func (s *runtimeSession) Transcript() (any, error) {
 	branch := s.sess.Branch()

@@ -381,6 +381,9 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/setReasoning":       s.setReasoning,
 		"octet/setModel":           s.setModel,
 		"octet/policy":             s.policy,
+		"octet/session/setPolicy":  s.sessionSetPolicy,
+		"octet/approvals/list":     s.approvalsList,
+		"octet/approvals/revoke":   s.approvalsRevoke,
 		"workspace/executeCommand": s.executeCommand,
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 // sessionState is one open session: its handle, its event counter and
@@ -344,6 +346,9 @@ func (s *Server) sessionNew(ctx context.Context, _ *jsonrpc2.Request, raw jsonrp
 		Title     string `json:"title"`
 		Model     string `json:"model"`
 		Reasoning string `json:"reasoning"`
+		// EffectPolicy is the session's own policy (v1.1), no looser
+		// than the launch policy.
+		EffectPolicy string `json:"effectPolicy"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -351,11 +356,16 @@ func (s *Server) sessionNew(ctx context.Context, _ *jsonrpc2.Request, raw jsonrp
 	if err := checkReasoning(p.Reasoning); err != nil {
 		return nil, invalidParams("%v", err)
 	}
+	if p.EffectPolicy != "" {
+		if _, err := tools.ParsePolicy(p.EffectPolicy); err != nil {
+			return nil, invalidParams("%v", err)
+		}
+	}
 	cwd, err := s.resolveCwd(p.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	ss, err := s.createSession(ctx, sessionSpec{Cwd: cwd, Title: p.Title, Model: p.Model, Reasoning: p.Reasoning})
+	ss, err := s.createSession(ctx, sessionSpec{Cwd: cwd, Title: p.Title, Model: p.Model, Reasoning: p.Reasoning, EffectPolicy: p.EffectPolicy})
 	if err != nil {
 		return nil, err
 	}
@@ -366,6 +376,9 @@ func (s *Server) createSession(ctx context.Context, spec sessionSpec) (*sessionS
 	holder := &approverHolder{}
 	spec.Approver = holder.confirm
 	h, err := s.opts.backend.Create(ctx, spec)
+	if errors.Is(err, tools.ErrPolicyLooser) {
+		return nil, invalidParams("create session: %v", err)
+	}
 	if err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("create session: %v", err))
 	}
@@ -388,12 +401,12 @@ type approverHolder struct {
 
 func (h *approverHolder) set(f approverFunc) { h.mu.Lock(); h.f = f; h.mu.Unlock() }
 
-func (h *approverHolder) confirm(ctx context.Context, req approvalRequest) (bool, string, error) {
+func (h *approverHolder) confirm(ctx context.Context, req approvalRequest) (approvalAnswer, error) {
 	h.mu.Lock()
 	f := h.f
 	h.mu.Unlock()
 	if f == nil {
-		return false, "", errors.New("approval requested before the session was registered")
+		return approvalAnswer{}, errors.New("approval requested before the session was registered")
 	}
 	return f(ctx, req)
 }
@@ -496,16 +509,8 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		res["recoveredOutput"] = ro.RecoveredOutput()
 	}
 	ss.mu.Lock()
-	pending := make([]*pendingApproval, 0, len(ss.pending))
-	for _, pa := range ss.pending {
-		pending = append(pending, pa)
-	}
-	slices.SortFunc(pending, func(a, b *pendingApproval) int { return a.created.Compare(b.created) })
-	views := make([]confirmParams, 0, len(pending))
-	for _, pa := range pending {
-		views = append(views, pa.params)
-	}
-	res["pendingApprovals"] = views
+	pending := ss.pendingSorted()
+	res["pendingApprovals"] = viewsOf(pending)
 	if ss.active != nil {
 		res["activeRunId"] = ss.active.id
 	}

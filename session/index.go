@@ -46,8 +46,10 @@ type index struct {
 	title    string
 	titleLoc recLoc
 	titled   bool
-	unknown  int
-	ids0     strAlloc // backing store for id map keys
+	// approvals are the approval records, decoded on demand.
+	approvals []recLoc
+	unknown   int
+	ids0      strAlloc // backing store for id map keys
 
 	// branch is the typed active branch, root→head; branchIdx holds the
 	// matching entry indices.
@@ -123,6 +125,10 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 			return err
 		}
 		ix.setTitle(title, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
+	case KindApproval:
+		if err := ix.addApproval(line, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)}); err != nil {
+			return err
+		}
 	case KindHeader:
 		return fmt.Errorf("header record after the first line")
 	default:
@@ -226,6 +232,10 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 		}
 	case KindTitle:
 		ix.setTitle(r.Title, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
+	case KindApproval:
+		if err := ix.addApproval(nil, recLoc{off: off, n: uint32(n), line: int32(lineNo)}); err != nil {
+			return err
+		}
 	default:
 		if r.Kind == KindCheckpoint {
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(n), line: int32(lineNo)})

@@ -91,6 +91,11 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 		b = appendDispatchBody(b, r)
 	case KindTitle:
 		b = appendStrField(b, "title", r.Title)
+	case KindApproval:
+		var err error
+		if b, err = appendApprovalBody(b, r.Approval); err != nil {
+			return b, err
+		}
 	}
 	return append(b, '}', '\n'), nil
 }

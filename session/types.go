@@ -250,6 +250,8 @@ type Record struct {
 	Recovered *RecoveredOutput
 	// Title is the new title of a KindTitle record.
 	Title string
+	// Approval is set for KindApproval.
+	Approval *Approval
 }
 
 // EntryRecord returns a record appending e.
@@ -277,6 +279,9 @@ func DelegatedRecord(d DelegatedUsage) Record {
 // validate reports a record that cannot be encoded.
 func (r Record) validate() error {
 	if err, ok := r.validateDispatch(); ok {
+		return err
+	}
+	if err, ok := r.validateApproval(); ok {
 		return err
 	}
 	switch r.Kind {

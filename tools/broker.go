@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +31,10 @@ type ConfirmRequest struct {
 	Diff   string
 	// ExpiresAt is when an unanswered request becomes approval_expired.
 	ExpiresAt time.Time
+	// Scope, when set, is what a standing approval (Approval.ForSession)
+	// of this call would cover: calls of the same tool and effect with
+	// exactly this scope. Nil: the call can only be approved once.
+	Scope *ApprovalScope
 }
 
 // Approval is an approver's answer. An answer whose Digest differs from
@@ -38,6 +44,12 @@ type Approval struct {
 	Approved bool
 	// Digest echoes the request's Digest.
 	Digest string
+	// ForSession asks for a standing approval of the same tool and scope
+	// (ConfirmRequest.Scope); it is ignored when the request has none.
+	ForSession bool
+	// Reason is the person's reason for a denial, passed to the model
+	// bounded and made visible (it is client text); ignored on approval.
+	Reason string
 }
 
 // Hooks are trusted host callbacks around execution. BeforeToolCall runs
@@ -109,24 +121,44 @@ type BrokerConfig struct {
 	// key) in every tool result and progress chunk before anything else
 	// sees them; nil redacts nothing.
 	Redactor *Redactor
+	// Rules keeps the session's standing approvals; nil offers none.
+	Rules RuleStore
+	// Confine is the file tools' confinement switch (their
+	// Config.Confine), turned on by SetPolicy below unsafe_host.
+	Confine *Confinement
 }
 
 // Broker is the deterministic admission reference monitor: it classifies,
 // decides, confirms, reserves and commits every tool call. It is not an OS
-// sandbox. A Broker is immutable after NewBroker and safe for concurrent
-// use.
+// sandbox. A Broker is safe for concurrent use; only its policy may change
+// after NewBroker, and only to one no looser than the launch policy
+// (SetPolicy), taking effect at the next call's admission.
 type Broker struct {
-	policy          Policy
+	launch          *policyState
+	state           atomic.Pointer[policyState]
 	approver        Approver
 	approvalTimeout time.Duration
 	hooks           []Hooks
-	effective       EffectiveToolPolicy
-	policyVersion   string
 	maxResult       int
 	principal       string
 	grants          *GrantStore
 	log             *slog.Logger
 	redact          *Redactor
+	rules           RuleStore
+	confine         *Confinement
+	setMu           sync.Mutex // serializes SetPolicy
+}
+
+// policyState is the policy a call is admitted under, with its evidence
+// snapshot and the version recorded in intents.
+type policyState struct {
+	policy    Policy
+	effective EffectiveToolPolicy
+	version   string
+}
+
+func newPolicyState(eff EffectiveToolPolicy) *policyState {
+	return &policyState{policy: eff.EffectPolicy.Value, effective: eff, version: eff.version()}
 }
 
 // NewBroker returns a broker for cfg (see BrokerConfig for defaults).
@@ -143,18 +175,19 @@ func NewBroker(cfg BrokerConfig) *Broker {
 	}
 	eff.EffectPolicy.Value = p
 	b := &Broker{
-		policy:          p,
+		launch:          newPolicyState(eff),
 		approver:        cfg.Approver,
 		approvalTimeout: cfg.ApprovalTimeout,
 		hooks:           append([]Hooks(nil), cfg.Hooks...),
-		effective:       eff,
-		policyVersion:   eff.version(),
 		maxResult:       cfg.MaxResultBytes,
 		principal:       cfg.Principal,
 		grants:          cfg.Grants,
 		log:             cfg.Logger,
 		redact:          cfg.Redactor,
+		rules:           cfg.Rules,
+		confine:         cfg.Confine,
 	}
+	b.state.Store(b.launch)
 	if b.approvalTimeout <= 0 {
 		b.approvalTimeout = DefaultApprovalTimeout
 	}
@@ -171,13 +204,51 @@ func NewBroker(cfg BrokerConfig) *Broker {
 }
 
 // Policy returns the admission profile.
-func (b *Broker) Policy() Policy { return b.policy }
+func (b *Broker) Policy() Policy { return b.state.Load().policy }
+
+// LaunchPolicy returns the admission profile the broker was built with:
+// the loosest SetPolicy accepts.
+func (b *Broker) LaunchPolicy() Policy { return b.launch.policy }
 
 // EffectiveToolPolicy returns the evidence snapshot (octet/policy).
-func (b *Broker) EffectiveToolPolicy() EffectiveToolPolicy { return b.effective }
+func (b *Broker) EffectiveToolPolicy() EffectiveToolPolicy { return b.state.Load().effective }
 
 // PolicyVersion returns the policy version recorded in every intent.
-func (b *Broker) PolicyVersion() string { return b.policyVersion }
+func (b *Broker) PolicyVersion() string { return b.state.Load().version }
+
+// ErrPolicyLooser is wrapped by SetPolicy's refusal of a policy looser
+// than the launch policy.
+var ErrPolicyLooser = errors.New("effect policy is looser than the launch policy")
+
+// SetPolicy moves the broker to policy p, which must be no looser than the
+// launch policy (Policy.NoLooserThan); p equal to the launch policy
+// restores the launch snapshot. Below unsafe_host the file tools are
+// confined to the workspace (the Confine switch), as the controlled
+// policies always are. Calls admitted before SetPolicy keep the decision
+// they got; every later admission uses p. It returns the new snapshot.
+func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
+	if !p.Valid() {
+		return EffectiveToolPolicy{}, fmt.Errorf("set effect policy: invalid value %d", int(p))
+	}
+	b.setMu.Lock()
+	defer b.setMu.Unlock()
+	if !p.NoLooserThan(b.launch.policy) {
+		return EffectiveToolPolicy{}, fmt.Errorf("set effect policy %s: %w %s; a session may only tighten it (start octet with a looser --effect-policy to allow more)", p, ErrPolicyLooser, b.launch.policy)
+	}
+	if p == b.launch.policy {
+		b.confine.Set(false)
+		b.state.Store(b.launch)
+		return b.launch.effective, nil
+	}
+	eff := b.launch.effective
+	eff.EffectPolicy = Setting[Policy]{Value: p, Source: SourceSession}
+	if p != UnsafeHost && !eff.WorkspaceConfinement.Value {
+		eff.WorkspaceConfinement = Setting[bool]{Value: true, Source: SourceSession}
+		b.confine.Set(true)
+	}
+	b.state.Store(newPolicyState(eff))
+	return eff, nil
+}
 
 // Grants returns the grant store, to share it with a clone.
 func (b *Broker) Grants() *GrantStore { return b.grants }
@@ -227,8 +298,9 @@ func (b *Broker) Dispatch(ctx context.Context, host *Host, req DispatchRequest, 
 // success the returned decision is not final (its Decision is empty): the
 // caller runs Admission.Execute or Admission.Revoke.
 func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs DispatchObserver) (*Admission, ToolPolicyDecision) {
+	ps := b.state.Load() // the whole call is decided under one policy
 	deny := func(reason string, eff Effect) (*Admission, ToolPolicyDecision) {
-		d := b.decision(req.CallID, DecisionDenied, reason, eff)
+		d := ps.decision(req.CallID, DecisionDenied, reason, eff)
 		if obs.OnDecision != nil {
 			obs.OnDecision(d)
 		}
@@ -269,32 +341,72 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 		Tool:              tool.Name(),
 		Effect:            eff,
 		Arguments:         args,
-		PolicyVersion:     b.policyVersion,
+		PolicyVersion:     ps.version,
 	})
 	if err != nil {
 		b.log.Debug("effect intent rejected", "tool", req.Tool, "err", err)
 		return deny(ReasonInvalidArguments, eff)
 	}
-	facts := b.facts(tool, eff, args)
-	if reason := b.capabilityGate(facts); reason != "" {
+	facts := b.facts(ps, tool, eff, args)
+	if reason := ps.capabilityGate(facts); reason != "" {
 		return deny(reason, eff)
 	}
-	v, reason := b.policy.decide(facts)
-	adm := &Admission{b: b, host: host, tool: tool, intent: intent, digest: intent.Digest(), obs: obs}
+	v, reason := ps.policy.decide(facts)
+	adm := &Admission{b: b, ps: ps, host: host, tool: tool, intent: intent, digest: intent.Digest(), obs: obs}
 	switch v {
 	case verdictAdmit:
 		adm.reason = reason
 	case verdictConfirm:
-		g, reason := b.confirm(ctx, tool, intent, adm.digest, obs)
-		if reason != ReasonApproved {
-			return deny(reason, eff)
+		if d, denied := b.admitConfirmed(ctx, ps, adm, facts, args); denied {
+			if obs.OnDecision != nil {
+				obs.OnDecision(d)
+			}
+			return nil, d
 		}
-		adm.grant = &g
-		adm.reason = ReasonApproved
 	default:
 		return deny(reason, eff)
 	}
-	return adm, ToolPolicyDecision{CallID: req.CallID, Effect: eff, EffectiveToolPolicy: b.effective}
+	return adm, ToolPolicyDecision{CallID: req.CallID, Effect: eff, EffectiveToolPolicy: ps.effective}
+}
+
+// admitConfirmed settles a call the policy confirms: a standing approval
+// of exactly its tool, effect and scope admits it (checked again at
+// commit); otherwise the person is asked, and an approval mints the grant
+// and, when asked for, grants a standing approval. It returns the final
+// denial when the call is not approved.
+func (b *Broker) admitConfirmed(ctx context.Context, ps *policyState, adm *Admission, f callFacts, args json.RawMessage) (ToolPolicyDecision, bool) {
+	scope, scoped := b.ruleScope(ps, adm.tool, f, args)
+	var sp *ApprovalScope
+	if scoped {
+		if r, ok := b.matchRule(ps, adm.intent.Tool, f.effect, scope); ok {
+			adm.reason, adm.ruleID = ReasonSessionRule, r.ID
+			return ToolPolicyDecision{}, false
+		}
+		sp = &scope
+	}
+	c := b.confirm(ctx, adm.tool, adm.intent, adm.digest, sp, adm.obs)
+	if c.reason != ReasonApproved {
+		d := ps.decision(adm.intent.CallID, DecisionDenied, c.reason, f.effect)
+		d.Note = c.note
+		return d, true
+	}
+	adm.grant, adm.reason = &c.grant, ReasonApproved
+	if c.forSession { // only offered with a scope
+		adm.reason, adm.ruleID = b.grantRule(ps, adm.intent, scope)
+	}
+	return ToolPolicyDecision{}, false
+}
+
+// grantRule records the standing approval the person asked for with this
+// call's approval. The call itself is approved either way; when the rule
+// cannot be recorded it is approved once (logged).
+func (b *Broker) grantRule(ps *policyState, intent EffectIntent, scope ApprovalScope) (reason, ruleID string) {
+	r, err := b.rules.AddRule(StandingRule{Tool: intent.Tool, Effect: intent.Effect, Scope: scope, Policy: ps.policy, Created: time.Now().UTC()})
+	if err != nil {
+		b.log.Warn("standing approval not recorded; the call is approved once", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
+		return ReasonApproved, ""
+	}
+	return ReasonApprovedForSession, r.ID
 }
 
 // facts derives the host-owned facts a policy decides on. The read-only
@@ -302,14 +414,14 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 // command first (cheap, syntactic) and looks at the environment and the
 // filesystem only for a command that passes. Why a call is not
 // auto-approved goes to the debug log, never to the model.
-func (b *Broker) facts(tool Tool, eff Effect, args json.RawMessage) callFacts {
+func (b *Broker) facts(ps *policyState, tool Tool, eff Effect, args json.RawMessage) callFacts {
 	f := callFacts{effect: eff}
 	sc, ok := tool.(ShellCommander)
 	if !ok || eff != HostProcess {
 		return f
 	}
 	f.shell = true
-	if b.policy != Controlled {
+	if ps.policy != Controlled {
 		return f
 	}
 	call, err := safeShellCommand(sc, args)
@@ -325,32 +437,43 @@ func (b *Broker) facts(tool Tool, eff Effect, args json.RawMessage) callFacts {
 
 // capabilityGate applies the effective allow_process / allow_shell gates,
 // which no policy bypasses. It returns a denial reason or "".
-func (b *Broker) capabilityGate(f callFacts) string {
+func (ps *policyState) capabilityGate(f callFacts) string {
 	if f.effect != HostProcess {
 		return ""
 	}
-	if !b.effective.AllowProcess.Value || (f.shell && !b.effective.AllowShell.Value) {
+	if !ps.effective.AllowProcess.Value || (f.shell && !ps.effective.AllowShell.Value) {
 		return ReasonCapabilityDisabled
 	}
 	return ""
 }
 
+// confirmed is the outcome of asking: ReasonApproved with a grant (and
+// whether a standing approval was asked for), or a denial reason with
+// the person's note, if any.
+type confirmed struct {
+	grant      Grant
+	reason     string
+	forSession bool
+	note       string
+}
+
 // confirm asks the approver and mints a grant bound to digest when the
-// exact digest is approved in time. It returns ReasonApproved with the
-// grant, or a denial reason.
-func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, obs DispatchObserver) (Grant, string) {
+// exact digest is approved in time. scope is what a standing approval
+// would cover (nil: none can be granted).
+func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, scope *ApprovalScope, obs DispatchObserver) confirmed {
+	deny := func(reason string) confirmed { return confirmed{reason: reason} }
 	if b.approver == nil {
-		return Grant{}, ReasonApprovalUnavailable
+		return deny(ReasonApprovalUnavailable)
 	}
 	expires := time.Now().Add(b.approvalTimeout)
 	actx, cancel := context.WithDeadline(ctx, expires)
 	defer cancel()
-	req := ConfirmRequest{Intent: intent, Digest: digest, ExpiresAt: expires}
+	req := ConfirmRequest{Intent: intent, Digest: digest, ExpiresAt: expires, Scope: scope}
 	var whole bool
 	req.Title, req.Detail, req.Diff, whole = b.preview(actx, tool, intent)
 	if !whole {
 		// An approval never shows less than what will run.
-		return Grant{}, ReasonPreviewTooLarge
+		return deny(ReasonPreviewTooLarge)
 	}
 	if obs.OnConfirm != nil {
 		obs.OnConfirm(req)
@@ -358,26 +481,28 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 	ans, err := b.ask(actx, req)
 	switch {
 	case ctx.Err() != nil:
-		return Grant{}, ReasonCancelled
+		return deny(ReasonCancelled)
 	case actx.Err() != nil || !time.Now().Before(expires):
-		return Grant{}, ReasonApprovalExpired
+		return deny(ReasonApprovalExpired)
 	case errors.Is(err, ErrApprovalExpired):
-		return Grant{}, ReasonApprovalExpired
+		return deny(ReasonApprovalExpired)
 	case errors.Is(err, ErrPreviewTooLarge):
 		b.log.Debug("approver cannot show the call whole", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
-		return Grant{}, ReasonPreviewTooLarge
+		return deny(ReasonPreviewTooLarge)
 	case err != nil:
 		b.log.Debug("approver failed", "tool", intent.Tool, "call_id", intent.CallID, "err", err)
-		return Grant{}, ReasonApprovalDenied
-	case !ans.Approved || ans.Digest != digest:
-		return Grant{}, ReasonApprovalDenied
+		return deny(ReasonApprovalDenied)
+	case !ans.Approved:
+		return confirmed{reason: ReasonApprovalDenied, note: denialNote(ans.Reason)}
+	case ans.Digest != digest:
+		return deny(ReasonApprovalDenied)
 	}
 	g, err := b.grants.Mint(digest)
 	if err != nil {
 		b.log.Debug("grant not minted", "call_id", intent.CallID, "err", err)
-		return Grant{}, ReasonApprovalDenied
+		return deny(ReasonApprovalDenied)
 	}
-	return g, ReasonApproved
+	return confirmed{grant: g, reason: ReasonApproved, forSession: ans.ForSession && scope != nil}
 }
 
 // ask runs the approver in its own goroutine so that one which ignores
@@ -431,13 +556,13 @@ func renderPreview(title, detail, diff string) (string, string, string, bool) {
 	return title, detail, diff, whole
 }
 
-// decision builds evidence for a call.
-func (b *Broker) decision(callID, decision, reason string, eff Effect) ToolPolicyDecision {
+// decision builds evidence for a call decided under ps.
+func (ps *policyState) decision(callID, decision, reason string, eff Effect) ToolPolicyDecision {
 	return ToolPolicyDecision{
 		CallID:              callID,
 		Decision:            decision,
 		Reason:              reason,
 		Effect:              eff,
-		EffectiveToolPolicy: b.effective,
+		EffectiveToolPolicy: ps.effective,
 	}
 }

@@ -27,6 +27,10 @@ type Config struct {
 	// HostRead and edit and write as HostMutation, even for workspace paths:
 	// a path-resolution race must not lower admission authority.
 	AllowExternalPaths bool
+	// Confine, when set and on, overrides AllowExternalPaths: the broker
+	// turns it on for a session whose policy was tightened below
+	// unsafe_host (see Confinement).
+	Confine *Confinement
 	// MaxOutputBytes bounds the model-visible text of one result
 	// (DefaultResultTextBytes when zero).
 	MaxOutputBytes int
@@ -159,7 +163,7 @@ const errChangedSinceRead = "file changed since last read; read it again"
 // external paths are allowed, ".." never.
 func (c *Config) pathArg(p string) error {
 	if filepath.IsAbs(p) {
-		if !c.AllowExternalPaths {
+		if !c.externalPaths() {
 			return fmt.Errorf("path %q is absolute; external paths are disabled, use a path relative to the workspace root", p)
 		}
 		for _, part := range strings.Split(p, "/") {

@@ -26,11 +26,13 @@ const (
 // and it formats as a redacted value.
 type Admission struct {
 	b      *Broker
+	ps     *policyState // the policy the call was admitted under
 	host   *Host
 	tool   Tool
 	intent EffectIntent
 	digest string
 	reason string // allowed reason once committed
+	ruleID string // the standing approval that admitted it, or was granted with it
 	obs    DispatchObserver
 
 	mu        sync.Mutex
@@ -134,9 +136,21 @@ func (a *Admission) revokeGrantLocked() {
 	}
 }
 
+// policy is the policy the call was admitted under (the broker's current
+// one for an admission built without it).
+func (a *Admission) policy() *policyState {
+	if a.ps != nil {
+		return a.ps
+	}
+	return a.b.state.Load()
+}
+
 // finalize reports the final decision once.
 func (a *Admission) finalize(decision, reason string) ToolPolicyDecision {
-	d := a.b.decision(a.intent.CallID, decision, reason, a.intent.Effect)
+	d := a.policy().decision(a.intent.CallID, decision, reason, a.intent.Effect)
+	if decision == DecisionAllowed {
+		d.RuleID = a.ruleID
+	}
 	a.mu.Lock()
 	first := !a.finalized
 	a.finalized = true
@@ -158,7 +172,7 @@ func (a *Admission) Execute(ctx context.Context) (Result, ToolPolicyDecision) {
 	a.mu.Lock()
 	if a.state != stateReserved {
 		a.mu.Unlock()
-		d := a.b.decision(a.intent.CallID, DecisionDenied, ReasonCommitDenied, a.intent.Effect)
+		d := a.policy().decision(a.intent.CallID, DecisionDenied, ReasonCommitDenied, a.intent.Effect)
 		return d.DenialResult(), d
 	}
 	a.state = stateHooks
@@ -230,6 +244,11 @@ func (a *Admission) commit(ctx context.Context) string {
 		// names what would run.
 		a.state = stateRevoked
 		a.revokeGrantLocked()
+		return ReasonCommitDenied
+	}
+	if a.reason == ReasonSessionRule && !a.b.ruleStands(a.ruleID) {
+		// The standing approval was revoked after admission.
+		a.state = stateRevoked
 		return ReasonCommitDenied
 	}
 	if a.grant != nil {

@@ -18,6 +18,13 @@ const (
 	ReasonReadOnlyCommand = "read_only_command"
 	// ReasonApproved: the approver confirmed the exact intent digest.
 	ReasonApproved = "approved"
+	// ReasonApprovedForSession: the approver confirmed the exact intent
+	// digest and granted a standing approval of the same tool and scope
+	// (the decision's RuleID).
+	ReasonApprovedForSession = "approved_for_session"
+	// ReasonSessionRule: a standing approval (the decision's RuleID)
+	// admitted the call without asking.
+	ReasonSessionRule = "session_rule"
 
 	// ReasonUnknownTool: no tool of that name is in the host.
 	ReasonUnknownTool = "unknown_tool"
@@ -102,6 +109,13 @@ type ToolPolicyDecision struct {
 	Effect Effect `json:"effect,omitempty"`
 	// EffectiveToolPolicy is the snapshot in force for the decision.
 	EffectiveToolPolicy EffectiveToolPolicy `json:"effectiveToolPolicy"`
+	// RuleID names the standing approval that admitted an allowed call
+	// (ReasonSessionRule) or was granted with it (ReasonApprovedForSession).
+	RuleID string `json:"ruleId,omitempty"`
+	// Note is the person's reason for an approval denial, already bounded
+	// and made visible; DenialResult passes it to the model. It is not
+	// part of the evidence encoding.
+	Note string `json:"-"`
 }
 
 // Final reports whether d is a finished decision (allowed or denied).
@@ -113,10 +127,15 @@ func (d ToolPolicyDecision) Final() bool {
 func (d ToolPolicyDecision) Denied() bool { return d.Decision == DecisionDenied }
 
 // DenialResult returns the model-visible paired error for a denial: the
-// static text for its reason, IsError set, and the reason code in Details.
+// static text for its reason (followed by the person's Note, if any),
+// IsError set, and the reason code in Details.
 func (d ToolPolicyDecision) DenialResult() Result {
+	text := DenialText(d.Reason)
+	if d.Note != "" {
+		text += " The user's reason: " + d.Note
+	}
 	return Result{
-		Text:    DenialText(d.Reason),
+		Text:    text,
 		IsError: true,
 		Details: map[string]any{"policy_denial": d.Reason},
 	}
@@ -132,6 +151,9 @@ const (
 	SourceProjectConfig Source = "project_config"
 	SourceEnv           Source = "env"
 	SourceFlag          Source = "flag"
+	// SourceSession: set for one session by its editor
+	// (octet/session/setPolicy); it can only tighten the launch value.
+	SourceSession Source = "session"
 )
 
 // Setting is one effective value and its source, encoded as

@@ -88,7 +88,7 @@ func (t *ReadTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.AllowExternalPaths {
+	if t.cfg.externalPaths() {
 		return HostRead, nil
 	}
 	return WorkspaceRead, nil

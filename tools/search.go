@@ -134,7 +134,7 @@ func (t *SearchTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.AllowExternalPaths {
+	if t.cfg.externalPaths() {
 		return HostRead, nil
 	}
 	return WorkspaceRead, nil

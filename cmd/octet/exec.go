@@ -146,7 +146,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	term := newTerminal()
 	defer term.stop()
 	ap.term = term
-	a, release, err := st.newAgent(sess, ap)
+	a, release, err := st.newAgent(sess, ap, nil)
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
 	}

@@ -227,7 +227,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 		}
 		st.model = m
 	}
-	a, release, err := st.newAgent(spec.Session, spec.Approver)
+	a, release, err := st.newAgent(spec.Session, spec.Approver, spec.Rules)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -48,6 +48,9 @@ type stack struct {
 	// changes stages what edit and write change, with their images in
 	// the workspace's change store under $OCTET_HOME.
 	changes *changes.Recorder
+	// confine is the file tools' confinement switch, which the broker
+	// turns on when a session tightens its policy below unsafe_host.
+	confine *tools.Confinement
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -132,6 +135,8 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	}
 	st.changes = &changes.Recorder{Store: store, Redact: st.redactor.String}
 	tc.Changes = st.changes
+	st.confine = &tools.Confinement{}
+	tc.Confine = st.confine
 	builtins, closeTools, err := tools.Builtins(tc)
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
@@ -232,13 +237,16 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 	return agent.NewFallbackTransport(ws, st.transport), func() { _ = ws.Close() }
 }
 
-// newAgent opens an agent on sess with approvals from approver. The agent
-// follows context file reloads (SetInstructions) until release is called;
-// release also closes its WebSocket, if any.
-func (st *stack) newAgent(sess *session.Session, approver tools.Approver) (a *agent.Agent, release func(), err error) {
+// newAgent opens an agent on sess with approvals from approver and
+// standing approvals in rules (nil: none). The agent follows context file
+// reloads (SetInstructions) until release is called; release also closes
+// its WebSocket, if any.
+func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore) (a *agent.Agent, release func(), err error) {
 	broker := tools.NewBroker(tools.BrokerConfig{
 		Policy:          st.cfg.ToolPolicy(),
 		Approver:        approver,
+		Rules:           rules,
+		Confine:         st.confine,
 		EffectivePolicy: st.cfg.EffectiveToolPolicy(st.shellSelection),
 		Principal:       sess.Header().ID,
 		Logger:          st.log,
