@@ -196,6 +196,10 @@ func TestCumulative(t *testing.T) {
 		stage("a.txt", file("created\n"), file("created\nand edited\n")),
 		stage("c.txt", file("x\n"), file("y\n")),
 		stage("c.txt", file("y\n"), file("x\n")), // back to where it was
+		stage("d.txt", file("keep\n"), file("kept\n")),
+		stage("d.txt", file("kept\n"), nil), // then deleted
+		stage("e.txt", nil, file("short-lived\n")),
+		stage("e.txt", file("short-lived\n"), nil), // created and deleted
 	}
 	// Through the ledger's JSON, as after a resume.
 	raw, err := json.Marshal(map[string]any{DetailsKey: recs})
@@ -211,8 +215,11 @@ func TestCumulative(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := r.Cumulative(back)
-	if len(got) != 2 || got[0].Path != "a.txt" || got[1].Path != "b.go" {
+	if len(got) != 3 || got[0].Path != "a.txt" || got[1].Path != "b.go" || got[2].Path != "d.txt" {
 		t.Fatalf("cumulative = %+v", got)
+	}
+	if got[2].Kind != Delete || got[2].Diff != "--- a/d.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-keep\n" {
+		t.Errorf("d.txt = %+v", got[2])
 	}
 	if got[0].Kind != Add || got[0].Diff != "--- /dev/null\n+++ b/a.txt\n@@ -0,0 +1,2 @@\n+created\n+and edited\n" {
 		t.Errorf("a.txt = %+v", got[0])
@@ -223,7 +230,7 @@ func TestCumulative(t *testing.T) {
 	// Without the store the images are gone: said, not guessed.
 	var bare *Recorder
 	got = bare.Cumulative(back)
-	if len(got) != 2 || !got[1].DiffOmitted || !strings.Contains(got[1].Diff, "cumulative diff of b.go unavailable") {
+	if len(got) != 3 || !got[1].DiffOmitted || !strings.Contains(got[1].Diff, "cumulative diff of b.go unavailable") {
 		t.Errorf("without store = %+v", got)
 	}
 }
