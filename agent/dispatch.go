@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -461,7 +463,7 @@ func (r *Run) syntheticResult(i int, text string) error {
 func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.Time) error {
 	call := r.pending[i].item
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
-		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: res.Details,
+		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res),
 	}}
 	if _, err := r.a.sess.AppendEntry(e); err != nil {
 		r.callFinished(i, res, executed, start, false) // every tool_started is closed
@@ -479,7 +481,7 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 // not durable) and reports it to the observer.
 func (r *Run) callFinished(i int, res tools.Result, executed bool, start time.Time, recorded bool) {
 	call := r.pending[i].item
-	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded})
+	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded, Changes: wireChanges(res.Changes)})
 	name := call.Name
 	if _, ok := r.a.cfg.Host.Lookup(name); !ok {
 		name = "" // a name no tool has is model text, not a host name
@@ -514,6 +516,32 @@ func (a *Agent) toolDefs() []provider.FunctionTool {
 	out := make([]provider.FunctionTool, 0, len(ts))
 	for _, t := range ts {
 		out = append(out, provider.FunctionTool{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
+	}
+	return out
+}
+
+// ledgerDetails returns the details a result is recorded with: the tool's
+// details plus, under changes.DetailsKey, the files it changed (with the
+// hashes of their images in the change store), so the changes survive a
+// resume.
+func ledgerDetails(res tools.Result) map[string]any {
+	if len(res.Changes) == 0 {
+		return res.Details
+	}
+	d := make(map[string]any, len(res.Details)+1)
+	maps.Copy(d, res.Details)
+	d[changes.DetailsKey] = res.Changes
+	return d
+}
+
+// wireChanges is the event form of a result's changes.
+func wireChanges(recs []changes.Record) []changes.Change {
+	if len(recs) == 0 {
+		return nil
+	}
+	out := make([]changes.Change, len(recs))
+	for i, r := range recs {
+		out[i] = r.Change
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -252,9 +253,18 @@ func TestUnsavedResultOfWaveLeavesEveryStartedCallUnresolved(t *testing.T) {
 	checkLeaks(t)
 	dir := mountTmpfs(t, 256<<10)
 	filler := filepath.Join(dir, "effect.bin")
+	c2ran := make(chan struct{})
 	probe := &probeTool{name: "look", effect: tools.Pure, conc: tools.Parallel, onExec: func(_ context.Context, inv tools.Invocation) (tools.Result, error) {
 		if inv.CallID != "c1" {
+			close(c2ran)
 			return tools.Result{Text: "small"}, nil
+		}
+		// c1's result must fail to be saved while c2 runs in the same
+		// wave: c1 finishing (and its result failing) before c2 even
+		// started would cancel c2 before it runs.
+		select {
+		case <-c2ran:
+		case <-time.After(10 * time.Second):
 		}
 		if err := fillDisk(filler, 4096); err != nil {
 			return tools.Result{}, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -158,6 +159,9 @@ type ToolFinished struct {
 	CallID     string `json:"callId"`
 	IsError    bool   `json:"isError"`
 	Unrecorded bool   `json:"unrecorded,omitempty"`
+	// Changes lists the files the call changed (edit, write), each with
+	// its bounded unified diff; omitted for calls that changed none.
+	Changes []changes.Change `json:"changes,omitempty"`
 }
 
 // ProviderRetry reports that a failed provider attempt is being replaced.

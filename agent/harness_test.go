@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
@@ -45,6 +46,7 @@ type harnessOpt struct {
 	sessDir   string
 	transport provider.Transport
 	maxResult int // the broker's MaxResultBytes (0: default)
+	changes   *changes.Recorder
 }
 
 // checkLeaks verifies at the very end of the test (after every other
@@ -71,7 +73,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	}
 	t.Cleanup(func() { h.sess.Close() })
 	h.host = tools.NewHost()
-	builtins, closeTools, err := tools.Builtins(tools.Config{Root: h.root})
+	builtins, closeTools, err := tools.Builtins(tools.Config{Root: h.root, Changes: o.changes})
 	if err != nil {
 		t.Fatalf("builtins: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
@@ -59,7 +60,12 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 	st.runtime = &Runtime{
 		SessionsDir: filepath.Join(st.home, "sessions"),
 		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
-			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents})
+			store, err := changes.OpenWorkspace(st.home, spec.Workspace, 0)
+			if err != nil {
+				return nil, err
+			}
+			recorder := &changes.Recorder{Store: store}
+			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents, Changes: recorder})
 			if err != nil {
 				return nil, err
 			}
@@ -86,7 +92,7 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 			if err != nil {
 				return nil, err
 			}
-			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools}, nil
+			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: recorder}, nil
 		},
 	}
 	return st

@@ -31,6 +31,7 @@ var features = []string{"octet/session/close",
 	"octet/session/setPolicy", "octet/approvals/list", "octet/approvals/revoke", "approve_for_session",
 	"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "textDocument/didSave",
 	"workspace/applyEdit", "octet/prompt.context",
+	"octet/session/diff",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

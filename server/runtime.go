@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -77,6 +78,10 @@ type Built struct {
 	Policy tools.EffectiveToolPolicy
 	// Close releases the tools (bash spill files); it may be nil.
 	Close func() error
+	// Changes is the recorder the tools stage their changes with; its
+	// store answers octet/session/diff. Nil: diffs of paths changed more
+	// than once in a run are unavailable.
+	Changes *changes.Recorder
 }
 
 // runtimeBackend adapts a Runtime to the server's backend seam.

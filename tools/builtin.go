@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/fsroot"
 )
 
@@ -58,6 +59,10 @@ type Config struct {
 	// Builtins sets it; a tool constructed alone with a nil Files gets its
 	// own.
 	Files *FileTracker
+	// Changes stages the file changes of edit and write: their images
+	// are kept in its store before the effect, and each result carries
+	// its changes. Nil keeps no images (diffs only).
+	Changes *changes.Recorder
 }
 
 // normalized validates c and fills in defaults.

@@ -179,6 +179,10 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if refusal != "" {
 		return errorResult(refusal), nil
 	}
+	recs, err := t.cfg.stageChange(p.tg, p.old, true, []byte(p.updated))
+	if err != nil {
+		return errorResult(stageErrorText(err)), nil
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -197,6 +201,7 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	return Result{
 		Text:    fmt.Sprintf("Edited %s (%d %s).", p.tg.display, p.count, noun),
 		Details: map[string]any{"path": p.tg.display, "replacements": p.count},
+		Changes: recs,
 	}, nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"sort"
 	"strings"
+
+	"github.com/octet-agent/octet/changes"
 )
 
 // RedactedSecret replaces every occurrence of a known secret value.
@@ -115,6 +117,14 @@ func (r *Redactor) Result(res Result) Result {
 	res.Text = r.String(res.Text)
 	if res.Details != nil {
 		res.Details = r.Value(res.Details).(map[string]any)
+	}
+	if res.Changes != nil {
+		recs := make([]changes.Record, len(res.Changes))
+		for i, c := range res.Changes {
+			c.Path, c.Diff, c.Note = r.String(c.Path), r.String(c.Diff), r.String(c.Note)
+			recs[i] = c
+		}
+		res.Changes = recs
 	}
 	return res
 }

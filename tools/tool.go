@@ -14,6 +14,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+
+	"github.com/octet-agent/octet/changes"
 )
 
 // Effect is the authoritative classification of one exact tool call.
@@ -103,6 +105,10 @@ type Result struct {
 	// Details holds structured, secret-free metadata (bash exit code, spill
 	// flags, paths read or modified). It is persisted with the result.
 	Details map[string]any `json:"details,omitempty"`
+	// Changes lists the files the call changed, with their diffs and the
+	// images kept in the change store (edit, write); nil for calls that
+	// changed no file.
+	Changes []changes.Record `json:"changes,omitempty"`
 }
 
 // Tool is one callable capability. Implementations must be safe for

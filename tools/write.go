@@ -146,6 +146,10 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	if exists && t.cfg.Files.stale(tg.key, old) {
 		return errorResult(errChangedSinceRead), nil
 	}
+	recs, err := t.cfg.stageChange(tg, old, exists, []byte(*a.Content))
+	if err != nil {
+		return errorResult(stageErrorText(err)), nil
+	}
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
@@ -164,6 +168,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	return Result{
 		Text:    fmt.Sprintf("%s %s (%d bytes).", verb, tg.display, len(content)),
 		Details: map[string]any{"path": tg.display, "bytes": len(content), "created": !exists},
+		Changes: recs,
 	}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
@@ -44,6 +45,9 @@ type stack struct {
 	webSocket bool
 	// redactor replaces the key's value in everything tools produce.
 	redactor *tools.Redactor
+	// changes stages what edit and write change, with their images in
+	// the workspace's change store under $OCTET_HOME.
+	changes *changes.Recorder
 	// confine is the file tools' confinement switch, which the broker
 	// turns on when a session tightens its policy below unsafe_host.
 	confine *tools.Confinement
@@ -127,6 +131,12 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	tc := cfg.ToolsConfig(workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
+	store, err := changes.OpenWorkspace(cfg.Home, workspace, 0)
+	if err != nil {
+		return nil, fmt.Errorf("set up tools: %w", err)
+	}
+	st.changes = &changes.Recorder{Store: store, Redact: st.redactor.String}
+	tc.Changes = st.changes
 	st.confine = &tools.Confinement{}
 	tc.Confine = st.confine
 	builtins, closeTools, err := tools.Builtins(tc)

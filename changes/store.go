@@ -1,0 +1,263 @@
+package changes
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// DefaultMaxBlobBytes is the store's default per-file limit: an image
+// larger than this is not kept (the Record says so).
+const DefaultMaxBlobBytes = 8 << 20
+
+// tmpMaxAge is how old a temporary file left by a crashed writer must be
+// before Open removes it (a live writer finishes within seconds).
+const tmpMaxAge = time.Hour
+
+// Store is a private content-addressed blob store for one workspace:
+//
+//	<dir>/workspace            the workspace's absolute path (0600)
+//	<dir>/objects/<2 hex>/<62 hex>   one file per image, named by the hex
+//	                           SHA-256 of its bytes, the bytes as they are (0600)
+//	<dir>/tmp/                 temporary files of writes in progress
+//
+// Directories are 0700. A blob is written to tmp/, synced, renamed into
+// objects/ and its directory synced before Put returns, so a blob named in
+// the ledger is complete; two writers of one blob write the same bytes, so
+// no lock is needed. Blobs are never changed; nothing removes them yet (a
+// bounded store with expiry comes with rewind). Methods are safe for
+// concurrent use.
+type Store struct {
+	dir     string
+	maxBlob int64
+}
+
+// WorkspaceDir returns the store directory of workspace (an absolute path)
+// under home ($OCTET_HOME): home/store/<first 32 hex digits of the
+// SHA-256 of the path>.
+func WorkspaceDir(home, workspace string) string {
+	sum := sha256.Sum256([]byte(filepath.Clean(workspace)))
+	return filepath.Join(home, "store", hex.EncodeToString(sum[:16]))
+}
+
+// OpenWorkspace opens (creating it when missing) the store of workspace
+// under home. maxBlob bounds one image (DefaultMaxBlobBytes when <= 0).
+func OpenWorkspace(home, workspace string, maxBlob int64) (*Store, error) {
+	dir := WorkspaceDir(home, workspace)
+	s, err := Open(dir, maxBlob)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.claim(filepath.Clean(workspace)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open opens (creating it when missing) the store in dir. maxBlob bounds
+// one image (DefaultMaxBlobBytes when <= 0).
+func Open(dir string, maxBlob int64) (*Store, error) {
+	if maxBlob <= 0 {
+		maxBlob = DefaultMaxBlobBytes
+	}
+	s := &Store{dir: dir, maxBlob: maxBlob}
+	for _, d := range []string{dir, s.objects(), s.tmp()} {
+		if err := mkdirSynced(d); err != nil {
+			return nil, fmt.Errorf("open change store %s: %w (check the permissions of $OCTET_HOME)", dir, err)
+		}
+	}
+	s.removeStaleTemps()
+	return s, nil
+}
+
+// Dir returns the store's directory.
+func (s *Store) Dir() string { return s.dir }
+
+// MaxBlobBytes returns the per-file limit.
+func (s *Store) MaxBlobBytes() int64 { return s.maxBlob }
+
+func (s *Store) objects() string { return filepath.Join(s.dir, "objects") }
+func (s *Store) tmp() string     { return filepath.Join(s.dir, "tmp") }
+
+// claim records the workspace path in the store (once), and refuses a
+// store that names another workspace.
+func (s *Store) claim(workspace string) error {
+	name := filepath.Join(s.dir, "workspace")
+	got, err := os.ReadFile(name)
+	switch {
+	case err == nil && string(got) == workspace:
+		return nil
+	case err == nil:
+		return fmt.Errorf("change store %s belongs to workspace %q, not %q", s.dir, got, workspace)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("read change store %s: %w", name, err)
+	}
+	return s.writeSynced(name, []byte(workspace))
+}
+
+// blobPath returns the file of the blob named sum.
+func (s *Store) blobPath(sum string) string {
+	return filepath.Join(s.objects(), sum[:2], sum[2:])
+}
+
+// validSum reports whether sum is 64 lower-case hex digits.
+func validSum(sum string) bool {
+	if len(sum) != 64 {
+		return false
+	}
+	for _, c := range sum {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// Put keeps data and returns its name (hex SHA-256) and whether it was
+// kept: data over the per-file limit is not.
+func (s *Store) Put(data []byte) (sum string, stored bool, err error) {
+	h := sha256.Sum256(data)
+	sum = hex.EncodeToString(h[:])
+	stored, err = s.put(sum, data)
+	return sum, stored, err
+}
+
+// put keeps data, whose hex SHA-256 is sum, durably.
+func (s *Store) put(sum string, data []byte) (bool, error) {
+	if int64(len(data)) > s.maxBlob {
+		return false, nil
+	}
+	final := s.blobPath(sum)
+	if st, err := os.Lstat(final); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(data)) {
+		return true, nil // already kept (content-addressed)
+	}
+	if err := mkdirSynced(filepath.Dir(final)); err != nil {
+		return false, fmt.Errorf("change store: %w", err)
+	}
+	if err := s.writeSynced(final, data); err != nil {
+		return false, fmt.Errorf("change store: %w", err)
+	}
+	return true, nil
+}
+
+// writeSynced writes data to name through a synced temporary file, a
+// rename and a sync of name's directory.
+func (s *Store) writeSynced(name string, data []byte) error {
+	tmp, err := s.createTemp()
+	if err != nil {
+		return err
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if _, err := tmp.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("close %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), name); err != nil {
+		return fmt.Errorf("rename into %s: %w", name, err)
+	}
+	ok = true
+	return syncDir(filepath.Dir(name))
+}
+
+// createTemp creates a new 0600 file in tmp/.
+func (s *Store) createTemp() (*os.File, error) {
+	for range 16 {
+		name := filepath.Join(s.tmp(), rand.Text())
+		f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		if errors.Is(err, fs.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("create temporary file: %w", err)
+		}
+		return f, nil
+	}
+	return nil, fmt.Errorf("create temporary file in %s: names keep colliding", s.tmp())
+}
+
+// removeStaleTemps removes temporary files a crashed writer left behind.
+func (s *Store) removeStaleTemps() {
+	ents, err := os.ReadDir(s.tmp())
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > tmpMaxAge {
+			os.Remove(filepath.Join(s.tmp(), e.Name()))
+		}
+	}
+}
+
+// ErrNotStored is returned (wrapped) by Get for a blob the store does not
+// hold.
+var ErrNotStored = errors.New("not in the change store")
+
+// Get returns the blob named sum, checking that its bytes still hash to
+// sum.
+func (s *Store) Get(sum string) ([]byte, error) {
+	if !validSum(sum) {
+		return nil, fmt.Errorf("change store: invalid blob name %q", sum)
+	}
+	data, err := os.ReadFile(s.blobPath(sum))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("blob %s: %w", sum, ErrNotStored)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("change store: %w", err)
+	}
+	h := sha256.Sum256(data)
+	if hex.EncodeToString(h[:]) != sum {
+		return nil, fmt.Errorf("change store: blob %s is damaged (its content no longer matches its name)", sum)
+	}
+	return data, nil
+}
+
+// mkdirSynced creates dir (0700) when missing and syncs its parent so the
+// new entry is durable; an existing directory is left as it is.
+func mkdirSynced(dir string) error {
+	err := os.Mkdir(dir, 0o700)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := mkdirSynced(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		err = os.Mkdir(dir, 0o700)
+		if errors.Is(err, fs.ErrExist) {
+			return nil
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(dir))
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync directory: %w", err)
+	}
+	if err := errors.Join(d.Sync(), d.Close()); err != nil {
+		return fmt.Errorf("sync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,40 @@
+package tools
+
+import (
+	"io/fs"
+
+	"github.com/octet-agent/octet/changes"
+)
+
+// newFileMode is the mode fsroot gives a file it creates.
+const newFileMode fs.FileMode = 0o644
+
+// stageChange keeps the images of tg's change from before (absent unless
+// existed) to after in the configured change store and returns the
+// records a result carries once the change is made (nil when nothing
+// changes). Call it right before performing the effect: an error means an
+// image could not be kept, and the effect must then not be performed.
+// Every path that changes a file (a disk write, an edit routed through the
+// editor) calls it with the bytes it changes from and to; the file keeps
+// its mode (a new one gets newFileMode, as fsroot creates it).
+func (c *Config) stageChange(tg *target, before []byte, existed bool, after []byte) ([]changes.Record, error) {
+	mode, err := tg.root.Mode(tg.rel)
+	if err != nil {
+		mode = newFileMode // absent on disk (or not inspectable): as created
+	}
+	var from *changes.File
+	if existed {
+		from = &changes.File{Data: before, Mode: mode}
+	}
+	rec, ok, err := c.Changes.Stage(tg.display, from, &changes.File{Data: after, Mode: mode})
+	if err != nil || !ok {
+		return nil, err
+	}
+	return []changes.Record{rec}, nil
+}
+
+// stageErrorText is the model-visible refusal when the change store could
+// not keep a file's images.
+func stageErrorText(err error) string {
+	return err.Error() + "; nothing was written (octet keeps every file's prior content before changing it: free space in $OCTET_HOME or fix its permissions, then try again)"
+}
