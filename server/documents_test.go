@@ -368,6 +368,14 @@ func TestEditOpenDocumentAppliesInEditor(t *testing.T) {
 	if !strings.Contains(p.Detail, "version 2") {
 		t.Errorf("approval detail %q does not state the version", p.Detail)
 	}
+	// The change is diffed against the buffer the edit went to, unsaved
+	// line included.
+	var d diffAnswer
+	e.mustCall("octet/session/diff", map[string]any{"sessionId": sid}, &d)
+	if len(d.Changes) != 1 || d.Changes[0].Path != "a.txt" || d.Changes[0].Kind != "modify" ||
+		!strings.Contains(d.Changes[0].Diff, "-hello world\n+goodbye world\n typed 😀 here\n") {
+		t.Errorf("session diff of the editor edit: %+v", d)
+	}
 	b.undoLast()
 	awaitOverlay(t, e, st.workspace, file, "hello world\ntyped 😀 here\nthird\n")
 }
