@@ -1,16 +1,11 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/octet-agent/octet/provider/providertest"
 )
 
 // defaultNvimExtra is where fetch-newer-nvim.sh unpacked the newer
@@ -84,38 +79,15 @@ func nvimName(nvim string) string {
 }
 
 func runNvimDocuments(t *testing.T, nvim, bin, script string) {
-	tmp := t.TempDir()
-	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
-	for _, d := range []string{ws, home} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\nthird\n")
-	prov := providertest.New(t)
-	editScript(&stack{provider: prov})
-	result := filepath.Join(tmp, "result.txt")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--noplugin",
-		"-c", "luafile "+script)
-	cmd.Dir = tmp
-	cmd.Env = append(os.Environ(),
-		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws, "OCTET_TEST_RESULT="+result,
-		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-		"OCTET_EFFECT_POLICY=controlled",
-		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp,
-	)
-	out, err := cmd.CombinedOutput()
-	res, rerr := os.ReadFile(result)
-	if rerr != nil {
-		t.Fatalf("nvim wrote no result (err %v): %s", err, out)
-	}
+	w := newRealWorld(t, bin)
+	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\nthird\n")
+	editScript(&stack{provider: w.prov})
+	res, out := w.runNvim(t, nvim, script)
 	t.Logf("nvim result:\n%s", res)
-	if !strings.HasPrefix(string(res), "ok\n") {
+	if !strings.HasPrefix(res, "ok\n") {
 		t.Fatalf("neovim document coherence failed:\n%s\nnvim output: %s", res, out)
 	}
-	if !strings.Contains(string(res), "version") {
+	if !strings.Contains(res, "version") {
 		t.Errorf("the approval did not state the document version:\n%s", res)
 	}
 }
@@ -127,47 +99,11 @@ func runNvimDocuments(t *testing.T, nvim, bin, script string) {
 // buffer's version and leaves the disk alone; undo reverts it; saving
 // keeps both.
 func TestVSCodeJSONRPCDocumentCoherence(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	dir, err := filepath.Abs("testdata/vscode")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "vscode-jsonrpc")); err != nil {
-		t.Skip("vscode-jsonrpc not installed: run npm ci in server/testdata/vscode")
-	}
-	if testing.Short() {
-		t.Skip("builds the octet binary")
-	}
-	tmp := t.TempDir()
-	bin := buildOctet(t)
-	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
-	for _, d := range []string{ws, home} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\nthird\n")
-	prov := providertest.New(t)
-	editScript(&stack{provider: prov})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "documents.js"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws,
-		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-		"OCTET_EFFECT_POLICY=controlled")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\nstdout: %s\nstderr: %s", err, stdout, stderr.String())
-	}
+	vscodeClient(t)
+	w := newRealWorld(t, buildOctet(t))
+	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\nthird\n")
+	editScript(&stack{provider: w.prov})
 	var got struct {
-		Failed                                     string
 		Confirms                                   []struct{ Tool, Detail string }
 		ApplyEdits                                 []struct{ Version, Edits int }
 		Prompt                                     promptAnswer
@@ -175,9 +111,7 @@ func TestVSCodeJSONRPCDocumentCoherence(t *testing.T) {
 		Errors                                     []string
 		ExitCode                                   int
 	}
-	if err := json.Unmarshal(stdout, &got); err != nil || got.Failed != "" {
-		t.Fatalf("client output %s (%v)\nstderr: %s", stdout, err, stderr.String())
-	}
+	w.runNode(t, "documents.js", &got)
 	const typed = "typed \U0001F600 here\n"
 	if got.Prompt.Outcome != "completed" || got.AfterEdit != "goodbye world\n"+typed+"third\n" {
 		t.Errorf("prompt %+v; buffer after the edit %q", got.Prompt, got.AfterEdit)

@@ -14,59 +14,40 @@ import (
 
 // TestNeovimClient runs a real editor: headless Neovim starts the built
 // `octet lsp`, creates a session, prompts, answers octet/confirmEffect
-// for the scripted model's edit, and the file must change. It is skipped
-// when nvim is not installed (.ci/run installs Debian's neovim).
+// for the scripted model's edit, and the file must change, on each of
+// testNvims (.ci/run installs Debian's neovim and unpacks newer builds).
 func TestNeovimClient(t *testing.T) {
-	nvim, err := exec.LookPath("nvim")
-	if err != nil {
-		t.Skip("nvim not installed")
-	}
 	if testing.Short() {
 		t.Skip("builds the octet binary")
 	}
-	tmp := t.TempDir()
-	bin := buildOctet(t)
-	ws := filepath.Join(tmp, "ws")
-	home := filepath.Join(tmp, "home")
-	for _, d := range []string{ws, home} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
+	nvims := testNvims(t)
+	if len(nvims) == 0 {
+		t.Skip("no nvim to test")
 	}
-	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\n")
-	prov := providertest.New(t)
-	editScript(&stack{provider: prov})
+	bin := buildOctet(t)
 	script, err := filepath.Abs("testdata/nvim/octet_test.lua")
 	if err != nil {
 		t.Fatal(err)
 	}
-	result := filepath.Join(tmp, "result.txt")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--noplugin",
-		"-c", "luafile "+script)
-	cmd.Dir = tmp // Neovim's cwd is not the workspace: the server must use rootUri.
-	cmd.Env = append(os.Environ(),
-		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws, "OCTET_TEST_RESULT="+result,
-		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-		"OCTET_EFFECT_POLICY=controlled", // edits need approval
-		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp,
-	)
-	out, err := cmd.CombinedOutput()
-	res, rerr := os.ReadFile(result)
-	if rerr != nil {
-		t.Fatalf("nvim wrote no result (err %v): %s", err, out)
-	}
-	t.Logf("nvim result:\n%s", res)
-	if !strings.HasPrefix(string(res), "ok\n") {
-		t.Fatalf("neovim client failed:\n%s\nnvim output: %s", res, out)
-	}
-	if got := readFile(t, filepath.Join(ws, "a.txt")); got != "goodbye world\n" {
-		t.Errorf("a.txt = %q after the approved edit", got)
-	}
-	sessions, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
-	if len(sessions) != 1 {
-		t.Errorf("%d session files under OCTET_HOME, want 1", len(sessions))
+	for _, nvim := range nvims {
+		t.Run(nvimName(nvim), func(t *testing.T) {
+			t.Parallel()
+			w := newRealWorld(t, bin)
+			writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
+			editScript(&stack{provider: w.prov})
+			res, out := w.runNvim(t, nvim, script)
+			t.Logf("nvim result:\n%s", res)
+			if !strings.HasPrefix(res, "ok\n") {
+				t.Fatalf("neovim client failed:\n%s\nnvim output: %s", res, out)
+			}
+			if got := readFile(t, filepath.Join(w.ws, "a.txt")); got != "goodbye world\n" {
+				t.Errorf("a.txt = %q after the approved edit", got)
+			}
+			sessions, _ := filepath.Glob(filepath.Join(w.home, "sessions", "*.jsonl"))
+			if len(sessions) != 1 {
+				t.Errorf("%d session files under OCTET_HOME, want 1", len(sessions))
+			}
+		})
 	}
 }
 
@@ -186,40 +167,17 @@ func TestNeovimApprovalRules(t *testing.T) {
 	for _, n := range nvims {
 		nvim := n[1]
 		t.Run(n[0], func(t *testing.T) {
-			tmp := t.TempDir()
-			ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
-			for _, d := range []string{ws, home} {
-				if err := os.Mkdir(d, 0o700); err != nil {
-					t.Fatal(err)
-				}
-			}
-			writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
-			prov := providertest.New(t)
+			w := newRealWorld(t, bin)
+			writeFile(t, filepath.Join(w.ws, "a.txt"), "hello\n")
 			edit := func(id, from, to string) providertest.Turn {
 				return providertest.Reply(providertest.FunctionCall(id, "edit", `{"path":"a.txt","old_text":"`+from+`","new_text":"`+to+`"}`))
 			}
-			prov.Enqueue(edit("call_1", "hello", "hi"), edit("call_2", "hi", "hey"),
+			w.prov.Enqueue(edit("call_1", "hello", "hi"), edit("call_2", "hi", "hey"),
 				providertest.Reply(providertest.FunctionCall("call_3", "bash", `{"command":"touch made"}`)),
 				providertest.Text("Done."),
 				edit("call_4", "hey", "yo"), providertest.Text("Done again."))
-			result := filepath.Join(tmp, "result.txt")
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "--noplugin",
-				"-c", "luafile "+script)
-			cmd.Dir = tmp
-			cmd.Env = append(os.Environ(),
-				"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws, "OCTET_TEST_RESULT="+result,
-				"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-				"OCTET_EFFECT_POLICY=controlled",
-				"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_STATE_HOME="+tmp,
-			)
-			out, err := cmd.CombinedOutput()
-			res, rerr := os.ReadFile(result)
-			if rerr != nil {
-				t.Fatalf("nvim wrote no result (err %v): %s", err, out)
-			}
-			got := strings.TrimSpace(string(res))
+			res, _ := w.runNvim(t, nvim, script)
+			got := strings.TrimSpace(res)
 			for _, want := range []string{
 				"ok first=completed second=completed rules=1 scope=a.txt asked=call_1,call_3,call_4 ",
 				"decisions=call_1:approved_for_session:rule,call_2:session_rule:rule,call_3:approval_denied:-,call_4:approved:-",
@@ -229,7 +187,7 @@ func TestNeovimApprovalRules(t *testing.T) {
 					t.Errorf("result %s\nwant it to contain %s", got, want)
 				}
 			}
-			if got := readFile(t, filepath.Join(ws, "a.txt")); got != "yo\n" {
+			if got := readFile(t, filepath.Join(w.ws, "a.txt")); got != "yo\n" {
 				t.Errorf("a.txt = %q", got)
 			}
 		})

@@ -1,15 +1,10 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -25,30 +20,10 @@ import (
 // a looser policy and taking a stricter one. Skipped like
 // TestVSCodeJSONRPCClient.
 func TestVSCodeApprovalRules(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	dir, err := filepath.Abs("testdata/vscode")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "vscode-jsonrpc")); err != nil {
-		t.Skip("vscode-jsonrpc not installed: run npm ci in server/testdata/vscode")
-	}
-	if testing.Short() {
-		t.Skip("builds the octet binary")
-	}
-	tmp := t.TempDir()
-	bin := buildOctet(t)
-	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
-	for _, d := range []string{ws, home} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
-	prov := providertest.New(t)
+	vscodeClient(t)
+	w := newRealWorld(t, buildOctet(t))
+	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello\n")
+	prov := w.prov
 	edit := func(id, from, to string) providertest.Turn {
 		return providertest.Reply(providertest.FunctionCall(id, "edit", `{"path":"a.txt","old_text":"`+from+`","new_text":"`+to+`"}`))
 	}
@@ -57,27 +32,12 @@ func TestVSCodeApprovalRules(t *testing.T) {
 		providertest.Text("Done."),
 		edit("call_4", "hey", "yo"), providertest.Text("Done again."))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "approvals.js"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws,
-		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-		"OCTET_EFFECT_POLICY=controlled")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\nstdout: %s\nstderr (octet's logs): %s", err, stdout, stderr.String())
-	}
 	type rule struct {
 		RuleID string
 		Tool   string
 		Scope  map[string]any
 	}
 	var got struct {
-		Failed   string
 		Confirms []struct {
 			CallID, Tool string
 			RuleScope    map[string]any
@@ -100,9 +60,7 @@ func TestVSCodeApprovalRules(t *testing.T) {
 		Results  []struct{ CallID, Text string }
 		ExitCode int
 	}
-	if err := json.Unmarshal(stdout, &got); err != nil || got.Failed != "" {
-		t.Fatalf("client output %s (%v)\nstderr: %s", stdout, err, stderr.String())
-	}
+	w.runNode(t, "approvals.js", &got)
 	if got.First.Outcome != "completed" || got.Second.Outcome != "completed" || got.ExitCode != 0 || len(got.Errors) != 0 {
 		t.Fatalf("first %+v, second %+v, exit %d, errors %v", got.First, got.Second, got.ExitCode, got.Errors)
 	}
@@ -150,7 +108,7 @@ func TestVSCodeApprovalRules(t *testing.T) {
 	if !strings.Contains(bashResult, "The user's reason: use make instead") {
 		t.Errorf("denied bash result %q", bashResult)
 	}
-	if got := readFile(t, filepath.Join(ws, "a.txt")); got != "yo\n" {
+	if got := readFile(t, filepath.Join(w.ws, "a.txt")); got != "yo\n" {
 		t.Errorf("a.txt = %q", got)
 	}
 }

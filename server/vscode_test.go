@@ -1,14 +1,9 @@
 package server
 
 import (
-	"context"
-	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/octet-agent/octet/provider/providertest"
 )
@@ -21,49 +16,13 @@ import (
 // skipped unless node is installed and `npm install` has been run in
 // testdata/vscode (.ci/run does both when npm is available).
 func TestVSCodeJSONRPCClient(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node not installed")
-	}
-	dir, err := filepath.Abs("testdata/vscode")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "vscode-jsonrpc")); err != nil {
-		t.Skip("vscode-jsonrpc not installed: run npm install in server/testdata/vscode")
-	}
-	if testing.Short() {
-		t.Skip("builds the octet binary")
-	}
-	tmp := t.TempDir()
-	bin := buildOctet(t)
-	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
-	for _, d := range []string{ws, home} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\n")
-	prov := providertest.New(t)
-	editScript(&stack{provider: prov})
-	prov.Enqueue(providertest.Text(strings.Repeat("word ", 200)).StallAfter(8))
+	vscodeClient(t)
+	w := newRealWorld(t, buildOctet(t))
+	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
+	editScript(&stack{provider: w.prov})
+	w.prov.Enqueue(providertest.Text(strings.Repeat("word ", 200)).StallAfter(8))
 
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(),
-		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+ws,
-		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-		"OCTET_EFFECT_POLICY=controlled")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	stdout, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("client: %v\nstdout: %s\nstderr (octet's logs): %s", err, stdout, stderr.String())
-	}
 	var got struct {
-		Failed   string
 		Version  int
 		Commands []string
 		Confirms []struct {
@@ -82,16 +41,14 @@ func TestVSCodeJSONRPCClient(t *testing.T) {
 		Resume    struct{ Events, LastSeq, Transcript int }
 		ExitCode  int
 	}
-	if err := json.Unmarshal(stdout, &got); err != nil || got.Failed != "" {
-		t.Fatalf("client output %s (%v)\nstderr: %s", stdout, err, stderr.String())
-	}
+	w.runNode(t, "client.js", &got)
 	if got.Version != ProtocolVersion || strings.Join(got.Commands, ",") != "octet.prompt,octet.cancel,octet.approve,octet.deny" {
 		t.Errorf("capabilities: version %d, commands %v", got.Version, got.Commands)
 	}
 	if got.First.Outcome != "completed" || got.Second.Outcome != "cancelled" || got.Second.RunID == "" {
 		t.Errorf("prompts: first %+v, second %+v", got.First, got.Second)
 	}
-	if readFile(t, filepath.Join(ws, "a.txt")) != "goodbye world\n" {
+	if readFile(t, filepath.Join(w.ws, "a.txt")) != "goodbye world\n" {
 		t.Errorf("a.txt not changed by the approved edit")
 	}
 	if len(got.Confirms) != 1 || got.Confirms[0].Tool != "edit" || got.Confirms[0].DigestLen != 64 || !strings.Contains(got.Confirms[0].Diff, "+goodbye world") {
