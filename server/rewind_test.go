@@ -178,3 +178,33 @@ func TestSessionRewindFiles(t *testing.T) {
 	wantFile(t, "back on the other branch", sh, []byte("echo bye\n"), 0o755)
 	wantFile(t, "back on the other branch", a, []byte("1\n2\n"), 0o640)
 }
+
+// TestSessionRewindOpenDocument: a rewind of an open document the editor
+// edits goes to the editor as workspace/applyEdit with the buffer's
+// version, like the agent's edit did; the disk is untouched.
+func TestSessionRewindOpenDocument(t *testing.T) {
+	_, e, b, file := docEditStack(t, Options{}, docCaps())
+	e.respond("workspace/applyEdit", b.applyEdits)
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"})); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v\n%s", ans, e.dump())
+	}
+	if text, _ := b.get(); text != "goodbye world\ntyped 😀 here\nthird\n" {
+		t.Fatalf("buffer after the edit %q", text)
+	}
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": entryIDs(t, e, sid)[0], "files": true}, &rw)
+	if !rw.Applied || len(rw.Changes) != 1 || rw.Changes[0].Conflict != "" {
+		t.Fatalf("rewind: %+v", rw)
+	}
+	text, ver := b.get()
+	if text != "hello world\ntyped 😀 here\nthird\n" {
+		t.Errorf("buffer after the rewind %q", text)
+	}
+	if len(b.edits) != 2 || b.edits[1].Edit.DocumentChanges[0].TextDocument.Version != ver-1 {
+		t.Errorf("applyEdit requests %+v (buffer version %d)", b.edits, ver)
+	}
+	if got := readFile(t, file); got != "hello world\nthird\n" {
+		t.Errorf("the rewind wrote behind the buffer: disk %q", got)
+	}
+}
