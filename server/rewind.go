@@ -12,8 +12,8 @@ import (
 	"github.com/octet-agent/octet/tools"
 )
 
-// rewindParams are octet/session/rewind's parameters.
-type rewindParams struct {
+// RewindParams are octet/session/rewind's parameters (and [Rewind]'s).
+type RewindParams struct {
 	SessionID string `json:"sessionId"`
 	// EntryID is the entry whose state is restored; it may be on another
 	// branch (rewinding a conversation rewind).
@@ -27,16 +27,16 @@ type rewindParams struct {
 	Force []string `json:"force"`
 }
 
-// rewindChange is one path of the answer.
-type rewindChange struct {
+// RewindChange is one path of a rewind.
+type RewindChange struct {
 	changes.Change
 	// Conflict says why the path is (or would be) left as it is.
 	Conflict string `json:"conflict,omitempty"`
 }
 
-// rewindResult is the answer to octet/session/rewind.
-type rewindResult struct {
-	Changes []rewindChange `json:"changes"`
+// RewindResult is the answer to octet/session/rewind.
+type RewindResult struct {
+	Changes []RewindChange `json:"changes"`
 	// Applied reports that the rewind was carried out: every change
 	// without a conflict was made and, with conversation, the head moved.
 	Applied bool `json:"applied"`
@@ -49,12 +49,12 @@ type rewindResult struct {
 
 // rewinder is implemented by session handles that can rewind.
 type rewinder interface {
-	Rewind(ctx context.Context, p rewindParams) (rewindResult, error)
+	Rewind(ctx context.Context, p RewindParams) (RewindResult, error)
 }
 
 // sessionRewind handles octet/session/rewind.
 func (s *Server) sessionRewind(ctx context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
-	var p rewindParams
+	var p RewindParams
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
@@ -88,35 +88,49 @@ func (s *Server) sessionRewind(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	return rawResult(res)
 }
 
-// Rewind implements rewinder. With files, the plan (every path's change,
-// its images kept in the store) is appended to the ledger as a rewind
-// entry after the head before any file is touched; then the paths are
-// restored; then, with conversation, the head moves to the entry. A crash
-// in between leaves the plan in the ledger: a later rewind to the same
-// entry completes it (a path still in its prior state is expected).
-func (s *runtimeSession) Rewind(ctx context.Context, p rewindParams) (rewindResult, error) {
+// Rewind implements rewinder with [Rewind], one rewind at a time.
+func (s *runtimeSession) Rewind(ctx context.Context, p RewindParams) (RewindResult, error) {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
-	target, err := s.branchTo(p.EntryID)
+	return Rewind(ctx, s.sess, s.restoreConfig(), p)
+}
+
+// Rewind rewinds sess to entry p.EntryID: its files (p.Files) and its
+// conversation (p.Conversation), or, with p.DryRun, only answers what
+// would change. cfg restores the paths: its Root is the workspace, its
+// Changes the recorder whose store holds the images, its Documents the
+// editor's overlay (nil: none).
+//
+// With files, the plan (every path's change, its images kept in the
+// store) is appended to the ledger as a rewind entry after the head
+// before any file is touched; then the paths are restored; then, with
+// conversation, the head moves to the entry. A crash in between leaves
+// the plan in the ledger: a later rewind to the same entry completes it,
+// one to the entry before it undoes what was done (a path still in its
+// prior state is expected, not a conflict). The caller runs one rewind of
+// a session at a time, with no run active.
+func Rewind(ctx context.Context, sess *session.Session, cfg *tools.Config, p RewindParams) (RewindResult, error) {
+	target, err := branchTo(sess, p.EntryID)
 	if err != nil {
-		return rewindResult{}, err
+		return RewindResult{}, err
 	}
-	res := rewindResult{Changes: []rewindChange{}, Head: s.sess.Head()}
+	res := RewindResult{Changes: []RewindChange{}, Head: sess.Head()}
 	var preps []tools.Restoration
 	if p.Files {
-		if preps, err = s.prepareRewind(target, p); err != nil {
-			return rewindResult{}, err
+		if preps, err = prepareRewind(sess, cfg, target, p); err != nil {
+			return RewindResult{}, err
 		}
 		for _, rs := range preps {
-			res.Changes = append(res.Changes, rewindChange{Change: rs.Record.Change, Conflict: rs.Conflict})
+			res.Changes = append(res.Changes, RewindChange{Change: rs.Record.Change, Conflict: rs.Conflict})
 		}
 	}
 	if p.DryRun {
 		return res, nil
 	}
 	res.Applied = true
+	id := sess.Header().ID
 	if recs := plannedRecords(preps); len(recs) > 0 {
-		e, err := s.sess.AppendEntry(session.Entry{
+		e, err := sess.AppendEntry(session.Entry{
 			Type: session.EntryRewind,
 			Text: fmt.Sprintf("rewind of %d file(s) to entry %s", len(recs), p.EntryID),
 			Result: &session.ToolResult{Tool: "rewind", Details: map[string]any{
@@ -124,10 +138,9 @@ func (s *runtimeSession) Rewind(ctx context.Context, p rewindParams) (rewindResu
 			}},
 		})
 		if err != nil {
-			return rewindResult{}, fmt.Errorf("record the rewind plan in session %s (nothing was changed): %w", s.ID(), err)
+			return RewindResult{}, fmt.Errorf("record the rewind plan in session %s (nothing was changed): %w", id, err)
 		}
 		res.RewindEntryID = e.ID
-		cfg := s.restoreConfig()
 		for i, rs := range preps {
 			if rs.Conflict != "" {
 				continue
@@ -139,31 +152,30 @@ func (s *runtimeSession) Rewind(ctx context.Context, p rewindParams) (rewindResu
 		}
 	}
 	if p.Conversation && res.Applied {
-		if err := s.sess.SetHead(p.EntryID); err != nil {
-			return rewindResult{}, fmt.Errorf("move the head of session %s to %s (the files were rewound): %w", s.ID(), p.EntryID, err)
+		if err := sess.SetHead(p.EntryID); err != nil {
+			return RewindResult{}, fmt.Errorf("move the head of session %s to %s (the files were rewound): %w", id, p.EntryID, err)
 		}
 	}
-	res.Head = s.sess.Head()
+	res.Head = sess.Head()
 	return res, nil
 }
 
 // prepareRewind plans the paths to restore to their state at the last
 // entry of target and prepares each (staging its images unless dry).
-func (s *runtimeSession) prepareRewind(target []session.Entry, p rewindParams) ([]tools.Restoration, error) {
-	active := s.sess.Branch()
+func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.Entry, p RewindParams) ([]tools.Restoration, error) {
+	active := sess.Branch()
 	common := 0
 	for common < len(active) && common < len(target) && active[common].ID == target[common].ID {
 		common++
 	}
-	as, err := s.steps(active)
+	as, err := steps(sess.Header().ID, active)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := s.steps(target)
+	ts, err := steps(sess.Header().ID, target)
 	if err != nil {
 		return nil, err
 	}
-	cfg := s.restoreConfig()
 	var out []tools.Restoration
 	for _, r := range changes.PlanRewind(as, ts, common) {
 		rs, needed, err := cfg.PrepareRestore(r, slices.Contains(p.Force, r.Path), !p.DryRun)
@@ -196,7 +208,7 @@ func plannedRecords(preps []tools.Restoration) []changes.Record {
 }
 
 // steps returns the changes each entry of branch recorded.
-func (s *runtimeSession) steps(branch []session.Entry) ([]changes.Step, error) {
+func steps(sessionID string, branch []session.Entry) ([]changes.Step, error) {
 	out := make([]changes.Step, len(branch))
 	for i, e := range branch {
 		if e.Result == nil || (e.Type != session.EntryToolResult && e.Type != session.EntryRewind) {
@@ -204,7 +216,7 @@ func (s *runtimeSession) steps(branch []session.Entry) ([]changes.Step, error) {
 		}
 		recs, err := changes.FromDetails(e.Result.Details)
 		if err != nil {
-			return nil, fmt.Errorf("session %s entry %s: %w", s.ID(), e.ID, err)
+			return nil, fmt.Errorf("session %s entry %s: %w", sessionID, e.ID, err)
 		}
 		out[i] = changes.Step{Records: recs, Rewind: e.Type == session.EntryRewind}
 	}
@@ -212,19 +224,19 @@ func (s *runtimeSession) steps(branch []session.Entry) ([]changes.Step, error) {
 }
 
 // branchTo returns the entries from the root to entryID, on any branch.
-func (s *runtimeSession) branchTo(entryID string) ([]session.Entry, error) {
+func branchTo(sess *session.Session, entryID string) ([]session.Entry, error) {
 	var rev []session.Entry
 	for id := entryID; id != ""; {
-		e, ok := s.sess.Entry(id)
+		e, ok := sess.Entry(id)
 		if !ok {
 			if id == entryID {
-				return nil, invalidParams("no entry %q in session %s: use an entry id from octet/session/transcript", entryID, s.ID())
+				return nil, invalidParams("no entry %q in session %s: use an entry id from octet/session/transcript", entryID, sess.Header().ID)
 			}
-			return nil, fmt.Errorf("session %s: entry %s names a missing parent %s", s.ID(), rev[len(rev)-1].ID, id)
+			return nil, fmt.Errorf("session %s: entry %s names a missing parent %s", sess.Header().ID, rev[len(rev)-1].ID, id)
 		}
 		rev = append(rev, e)
 		if len(rev) > session.MaxRecords {
-			return nil, fmt.Errorf("session %s: the parents of entry %s form a cycle", s.ID(), entryID)
+			return nil, fmt.Errorf("session %s: the parents of entry %s form a cycle", sess.Header().ID, entryID)
 		}
 		id = e.Parent
 	}

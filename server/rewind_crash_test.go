@@ -77,14 +77,14 @@ func TestRewindCrashHelper(t *testing.T) {
 
 // rewindIn opens session sid of st in this process and rewinds its files
 // to entry.
-func rewindIn(t *testing.T, st *stack, sid, entry string) rewindResult {
+func rewindIn(t *testing.T, st *stack, sid, entry string) RewindResult {
 	t.Helper()
 	h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	res, err := h.(*runtimeSession).Rewind(context.Background(), rewindParams{SessionID: sid, EntryID: entry, Files: true})
+	res, err := h.(*runtimeSession).Rewind(context.Background(), RewindParams{SessionID: sid, EntryID: entry, Files: true})
 	if err != nil {
 		t.Fatal(err)
 	}
