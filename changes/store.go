@@ -31,7 +31,7 @@ const tmpMaxAge = time.Hour
 // objects/ and its directory synced before Put returns, so a blob named in
 // the ledger is complete; two writers of one blob write the same bytes, so
 // no lock is needed. Blobs are never changed; nothing removes them yet (a
-// bounded store with expiry comes with rewind). Methods are safe for
+// bounded store with expiry is still to come). Methods are safe for
 // concurrent use.
 type Store struct {
 	dir     string
