@@ -265,6 +265,8 @@ func showEntry(out io.Writer, en session.Entry) {
 		}
 	case session.EntryCompaction:
 		fmt.Fprintln(out, "\n[compaction]")
+	case session.EntryRewind:
+		fmt.Fprintf(out, "\n[rewind %s] %s\n", en.ID, neutralize(oneLine(en.Text, 300)))
 	}
 }
 
