@@ -68,16 +68,27 @@ func (s *Server) sessionRewind(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, err
 	}
-	ss.mu.Lock()
-	active := ss.active
-	ss.mu.Unlock()
-	if active != nil {
-		return nil, busyError(ss.id, active.id)
-	}
 	rw, ok := ss.handle.(rewinder)
 	if !ok {
 		return nil, jsonrpc2.NewError(jsonrpc2.InternalError, "this server's sessions cannot rewind")
 	}
+	ss.mu.Lock()
+	switch {
+	case ss.active != nil:
+		active := ss.active.id
+		ss.mu.Unlock()
+		return nil, busyError(ss.id, active)
+	case ss.rewinding:
+		ss.mu.Unlock()
+		return nil, rewindingError(ss.id)
+	}
+	ss.rewinding = true
+	ss.mu.Unlock()
+	defer func() {
+		ss.mu.Lock()
+		ss.rewinding = false
+		ss.mu.Unlock()
+	}()
 	// Reading images and the editor's answers take a while: let later
 	// messages (the editor's applyEdit responses) in.
 	jsonrpc2.Async(ctx)
@@ -86,6 +97,15 @@ func (s *Server) sessionRewind(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		return nil, err
 	}
 	return rawResult(res)
+}
+
+// rewindingError answers a prompt (or a second rewind) while a rewind of
+// the session is in progress.
+func rewindingError(sessionID string) error {
+	return &jsonrpc2.Error{
+		Code:    CodeSessionBusy,
+		Message: fmt.Sprintf("session %s is being rewound: try again when octet/session/rewind has answered", sessionID),
+	}
 }
 
 // Rewind implements rewinder with [Rewind], one rewind at a time.

@@ -1,11 +1,13 @@
 package server
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
@@ -181,11 +183,21 @@ func TestSessionRewindFiles(t *testing.T) {
 
 // TestSessionRewindOpenDocument: a rewind of an open document the editor
 // edits goes to the editor as workspace/applyEdit with the buffer's
-// version, like the agent's edit did; the disk is untouched.
+// version, like the agent's edit did; the disk is untouched. A prompt
+// while the rewind waits for the editor is refused as busy.
 func TestSessionRewindOpenDocument(t *testing.T) {
 	_, e, b, file := docEditStack(t, Options{}, docCaps())
-	e.respond("workspace/applyEdit", b.applyEdits)
-	sid := e.newSession()
+	var sid string
+	prompted := make(chan error, 1)
+	calls := 0
+	e.respond("workspace/applyEdit", func(params json.RawMessage) (any, error) {
+		if calls++; calls == 2 { // the rewind's
+			go func() { prompted <- e.call("octet/prompt", map[string]any{"sessionId": sid, "text": "now"}, nil) }()
+			time.Sleep(300 * time.Millisecond)
+		}
+		return b.applyEdits(params)
+	})
+	sid = e.newSession()
 	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"})); ans.Outcome != "completed" {
 		t.Fatalf("answer %+v\n%s", ans, e.dump())
 	}
@@ -206,5 +218,8 @@ func TestSessionRewindOpenDocument(t *testing.T) {
 	}
 	if got := readFile(t, file); got != "hello world\nthird\n" {
 		t.Errorf("the rewind wrote behind the buffer: disk %q", got)
+	}
+	if err := <-prompted; codeOf(err) != CodeSessionBusy || !strings.Contains(err.Error(), "is being rewound") {
+		t.Errorf("prompt during the rewind: %v", err)
 	}
 }
