@@ -1,9 +1,14 @@
 package changes
 
 import (
+	"errors"
+	"fmt"
 	"io/fs"
+	"os"
 	"reflect"
+	"strings"
 	"testing"
+	"time"
 )
 
 func img(sum string, mode fs.FileMode) *Image {
@@ -73,5 +78,56 @@ func TestStateSame(t *testing.T) {
 	}
 	if !(State{}).Same(State{}) {
 		t.Error("two absent states differ")
+	}
+}
+
+// TestStoreCapExpiresLeastRecentlyUsed: past the cap, the least recently
+// written or reused blobs are removed down to 90% of it, never the one
+// just written; a missing blob is then reported as possibly expired.
+func TestStoreCapExpiresLeastRecentlyUsed(t *testing.T) {
+	s, err := Open(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SetMaxBytes(100)
+	base := time.Now().Add(-time.Hour)
+	var sums []string
+	put := func(i int) string {
+		t.Helper()
+		sum, _, err := s.Put([]byte(fmt.Sprintf("blob %02d %s", i, strings.Repeat("x", 22)))) // 30 bytes
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := base.Add(time.Duration(i) * time.Minute)
+		if err := os.Chtimes(s.blobPath(sum), at, at); err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	for i := range 3 {
+		sums = append(sums, put(i))
+	}
+	if _, err := s.Get(sums[0]); err != nil {
+		t.Fatalf("under the cap: %v", err)
+	}
+	sums = append(sums, put(3)) // 120 bytes: blob 0 expires
+	if _, err := s.Get(sums[0]); !errors.Is(err, ErrNotStored) || !strings.Contains(err.Error(), "it may have expired") {
+		t.Errorf("expired blob: %v", err)
+	}
+	for _, sum := range sums[1:] {
+		if _, err := s.Get(sum); err != nil {
+			t.Errorf("kept blob: %v", err)
+		}
+	}
+	// Reusing blob 1 makes it recent: blob 2 expires next.
+	if _, _, err := s.Put([]byte(fmt.Sprintf("blob %02d %s", 1, strings.Repeat("x", 22)))); err != nil {
+		t.Fatal(err)
+	}
+	put(10)
+	if _, err := s.Get(sums[2]); !errors.Is(err, ErrNotStored) {
+		t.Errorf("least recently used blob kept: %v", err)
+	}
+	if _, err := s.Get(sums[1]); err != nil {
+		t.Errorf("reused blob expired: %v", err)
 	}
 }
