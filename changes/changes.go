@@ -3,8 +3,8 @@
 // content hashes of its images before and after), and a private,
 // content-addressed [Store] of those images under $OCTET_HOME, so a run's
 // cumulative diff can be computed exactly across several edits of one file
-// and across processes (and, later, a rewind can restore what a run
-// changed).
+// and across processes, and a rewind ([PlanRewind]) can restore what
+// octet changed.
 //
 // A file-changing tool calls [Recorder.Stage] with the file's state before
 // and after the change (bytes, or absent) before it performs the effect:

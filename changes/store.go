@@ -9,12 +9,22 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 )
 
 // DefaultMaxBlobBytes is the store's default per-file limit: an image
 // larger than this is not kept (the Record says so).
 const DefaultMaxBlobBytes = 8 << 20
+
+// DefaultMaxStoreBytes is a store's default cap on its blobs' total size
+// (1 GiB): past it, the least recently used blobs expire.
+const DefaultMaxStoreBytes = 1 << 30
+
+// expiredName is the marker file an expiry writes: a blob the ledger
+// names that is missing after it expired, not lost.
+const expiredName = "expired"
 
 // tmpMaxAge is how old a temporary file left by a crashed writer must be
 // before Open removes it (a live writer finishes within seconds).
@@ -30,12 +40,19 @@ const tmpMaxAge = time.Hour
 // Directories are 0700. A blob is written to tmp/, synced, renamed into
 // objects/ and its directory synced before Put returns, so a blob named in
 // the ledger is complete; two writers of one blob write the same bytes, so
-// no lock is needed. Blobs are never changed; nothing removes them yet (a
-// bounded store with expiry comes with rewind). Methods are safe for
-// concurrent use.
+// no lock is needed. Blobs are never changed. The blobs' total size is
+// capped (DefaultMaxStoreBytes, SetMaxBytes): a write that takes it over
+// the cap removes the least recently written or reused blobs (by mtime;
+// reusing a blob touches it) down to 90% of it and leaves the marker file
+// "expired", so a missing blob is reported as expired. Methods are safe
+// for concurrent use.
 type Store struct {
 	dir     string
 	maxBlob int64
+
+	mu       sync.Mutex
+	maxTotal int64
+	total    int64 // the blobs' total size; -1 until first needed
 }
 
 // WorkspaceDir returns the store directory of workspace (an absolute path)
@@ -66,7 +83,7 @@ func Open(dir string, maxBlob int64) (*Store, error) {
 	if maxBlob <= 0 {
 		maxBlob = DefaultMaxBlobBytes
 	}
-	s := &Store{dir: dir, maxBlob: maxBlob}
+	s := &Store{dir: dir, maxBlob: maxBlob, maxTotal: DefaultMaxStoreBytes, total: -1}
 	for _, d := range []string{dir, s.objects(), s.tmp()} {
 		if err := mkdirSynced(d); err != nil {
 			return nil, fmt.Errorf("open change store %s: %w (check the permissions of $OCTET_HOME)", dir, err)
@@ -78,6 +95,17 @@ func Open(dir string, maxBlob int64) (*Store, error) {
 
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
+
+// SetMaxBytes sets the cap on the blobs' total size (DefaultMaxStoreBytes
+// when n <= 0).
+func (s *Store) SetMaxBytes(n int64) {
+	if n <= 0 {
+		n = DefaultMaxStoreBytes
+	}
+	s.mu.Lock()
+	s.maxTotal = n
+	s.mu.Unlock()
+}
 
 // MaxBlobBytes returns the per-file limit.
 func (s *Store) MaxBlobBytes() int64 { return s.maxBlob }
@@ -135,7 +163,10 @@ func (s *Store) put(sum string, data []byte) (bool, error) {
 	}
 	final := s.blobPath(sum)
 	if st, err := os.Lstat(final); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(data)) {
-		return true, nil // already kept (content-addressed)
+		// Already kept (content-addressed); reused, it is recent again.
+		now := time.Now()
+		_ = os.Chtimes(final, now, now)
+		return true, nil
 	}
 	if err := mkdirSynced(filepath.Dir(final)); err != nil {
 		return false, fmt.Errorf("change store: %w", err)
@@ -143,7 +174,70 @@ func (s *Store) put(sum string, data []byte) (bool, error) {
 	if err := s.writeSynced(final, data); err != nil {
 		return false, fmt.Errorf("change store: %w", err)
 	}
+	s.account(final, int64(len(data)))
 	return true, nil
+}
+
+// blobFile is one blob found by a scan.
+type blobFile struct {
+	path  string
+	size  int64
+	mtime time.Time
+}
+
+// scan lists the store's blobs.
+func (s *Store) scan() []blobFile {
+	var out []blobFile
+	fans, _ := os.ReadDir(s.objects())
+	for _, fan := range fans {
+		dir := filepath.Join(s.objects(), fan.Name())
+		ents, _ := os.ReadDir(dir)
+		for _, e := range ents {
+			if info, err := e.Info(); err == nil && info.Mode().IsRegular() {
+				out = append(out, blobFile{path: filepath.Join(dir, e.Name()), size: info.Size(), mtime: info.ModTime()})
+			}
+		}
+	}
+	return out
+}
+
+// account adds a new blob of size bytes to the total and, over the cap,
+// expires the least recently used blobs (never the one just written).
+func (s *Store) account(written string, size int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total < 0 {
+		s.total = 0
+		for _, b := range s.scan() {
+			s.total += b.size
+		}
+	} else {
+		s.total += size
+	}
+	if s.total <= s.maxTotal {
+		return
+	}
+	blobs := s.scan()
+	slices.SortFunc(blobs, func(a, b blobFile) int { return a.mtime.Compare(b.mtime) })
+	s.total = 0
+	for _, b := range blobs {
+		s.total += b.size
+	}
+	goal := s.maxTotal / 10 * 9
+	removed := false
+	for _, b := range blobs {
+		if s.total <= goal {
+			break
+		}
+		if b.path == written || os.Remove(b.path) != nil {
+			continue
+		}
+		s.total -= b.size
+		removed = true
+	}
+	if removed {
+		_ = s.writeSynced(filepath.Join(s.dir, expiredName), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+	}
 }
 
 // writeSynced writes data to name through a synced temporary file, a
@@ -205,6 +299,12 @@ func (s *Store) removeStaleTemps() {
 	}
 }
 
+func (s *Store) maxBytes() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.maxTotal
+}
+
 // ErrNotStored is returned (wrapped) by Get for a blob the store does not
 // hold.
 var ErrNotStored = errors.New("not in the change store")
@@ -217,6 +317,9 @@ func (s *Store) Get(sum string) ([]byte, error) {
 	}
 	data, err := os.ReadFile(s.blobPath(sum))
 	if errors.Is(err, fs.ErrNotExist) {
+		if _, mErr := os.Lstat(filepath.Join(s.dir, expiredName)); mErr == nil {
+			return nil, fmt.Errorf("blob %s: %w (it may have expired: the store keeps at most %d bytes and removes the least recently used images first)", sum, ErrNotStored, s.maxBytes())
+		}
 		return nil, fmt.Errorf("blob %s: %w", sum, ErrNotStored)
 	}
 	if err != nil {

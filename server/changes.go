@@ -57,11 +57,19 @@ func (s *Server) sessionDiff(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 	return rawResult(diffResult{RunID: run, Changes: chs})
 }
 
-// Diff implements differ from the ledger: the changes recorded in the
-// run's tool results on the active branch, folded per path with the
-// images in the change store.
+// Diff implements differ with [Diff].
 func (s *runtimeSession) Diff(runID string) ([]changes.Change, string, error) {
-	branch := s.sess.Branch()
+	return Diff(s.sess, s.built.Changes, runID)
+}
+
+// Diff returns what octet's tools changed in run runID of sess ("" = the
+// last run on the active branch), one change per path, and the run it
+// resolved to ("" when the session has no run): the changes recorded in
+// the run's tool results on the active branch, folded per path with the
+// images in rec's store.
+func Diff(sess *session.Session, rec *changes.Recorder, runID string) ([]changes.Change, string, error) {
+	branch := sess.Branch()
+	id := sess.Header().ID
 	if runID == "" {
 		runID = lastRun(branch)
 		if runID == "" {
@@ -80,14 +88,14 @@ func (s *runtimeSession) Diff(runID string) ([]changes.Change, string, error) {
 		}
 		rs, err := changes.FromDetails(e.Result.Details)
 		if err != nil {
-			return nil, "", fmt.Errorf("session %s entry %s: %w", s.ID(), e.ID, err)
+			return nil, "", fmt.Errorf("session %s entry %s: %w", id, e.ID, err)
 		}
 		recs = append(recs, rs...)
 	}
 	if !found {
-		return nil, "", invalidParams("no run %q on the active branch of session %s: give a runId from its transcript, or none for the last run", runID, s.ID())
+		return nil, "", invalidParams("no run %q on the active branch of session %s: give a runId from its transcript, or none for the last run", runID, id)
 	}
-	return s.built.Changes.Cumulative(recs), runID, nil
+	return rec.Cumulative(recs), runID, nil
 }
 
 // lastRun returns the run id of the newest entry of branch that has one.

@@ -31,7 +31,7 @@ var features = []string{"octet/session/close",
 	"octet/session/setPolicy", "octet/approvals/list", "octet/approvals/revoke", "approve_for_session",
 	"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "textDocument/didSave",
 	"workspace/applyEdit", "octet/prompt.context",
-	"octet/session/diff",
+	"octet/session/diff", "octet/session/rewind",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

@@ -122,6 +122,10 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		ss.mu.Unlock()
 		return nil, busyError(ss.id, active)
 	}
+	if ss.rewinding {
+		ss.mu.Unlock()
+		return nil, rewindingError(ss.id)
+	}
 	s.titleFromPrompt(ss, p.Text)
 	h, err := ss.handle.Prompt(s.ctx, text, p.WithoutTools)
 	if err != nil {

@@ -173,10 +173,11 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	}
 	hdr := sess.Header()
 	rules := newRuleBook(sess, slog.Default())
+	docs := b.documentsFor(hdr.Cwd)
 	built, err := rt.NewAgent(ctx, AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
 		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID, Rules: rules,
-		Documents: b.documentsFor(hdr.Cwd),
+		Documents: docs,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build agent: %w", err)
@@ -187,7 +188,7 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	if reasoning != "" {
 		built.Agent.SetReasoning(reasoning)
 	}
-	return &runtimeSession{rt: rt, sess: sess, built: built, startModel: built.Agent.Model(), rules: rules}, nil
+	return &runtimeSession{rt: rt, sess: sess, built: built, startModel: built.Agent.Model(), rules: rules, docs: docs}, nil
 }
 
 // documentsFor returns the overlay for workspace, or nil.
@@ -227,6 +228,11 @@ type runtimeSession struct {
 	startModel provider.Model
 	// rules are the session's standing approvals and recorded policy.
 	rules *ruleBook
+	// docs is the editor's overlay for the workspace (nil: none): a
+	// rewind of an open document goes through it, as an edit does.
+	docs tools.Documents
+	// rewindMu serializes rewinds of the session.
+	rewindMu sync.Mutex
 
 	closeOnce sync.Once
 	closeErr  error

@@ -377,6 +377,7 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/branch":     s.sessionBranch,
 		"octet/session/close":      s.sessionClose,
 		"octet/session/diff":       s.sessionDiff,
+		"octet/session/rewind":     s.sessionRewind,
 		"octet/session/rename":     s.sessionRename,
 		"octet/session/fork":       s.sessionFork,
 		"octet/session/delete":     s.sessionDelete,

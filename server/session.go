@@ -26,12 +26,15 @@ type sessionState struct {
 	// counts from 1 in each epoch, so a cursor is (epoch, seq).
 	epoch string
 
-	mu       sync.Mutex
-	seq      int64
-	buf      eventRing
-	active   *runState
-	pending  map[string]*pendingApproval // by approval key (callId/digest)
-	approver approverFunc
+	mu     sync.Mutex
+	seq    int64
+	buf    eventRing
+	active *runState
+	// rewinding is set while octet/session/rewind changes the session's
+	// files: a prompt then is refused as busy.
+	rewinding bool
+	pending   map[string]*pendingApproval // by approval key (callId/digest)
+	approver  approverFunc
 	// lastUsed is when a request last named the session or its last run
 	// ended; an idle session is released after Options.SessionIdleTimeout.
 	lastUsed time.Time

@@ -61,6 +61,10 @@ const (
 	EntrySteering EntryType = "steering"
 	// EntryFollowUp is a delivered follow-up input (user role); Text holds it.
 	EntryFollowUp EntryType = "follow_up"
+	// EntryRewind is a rewind of the workspace's files to an earlier
+	// entry (octet/session/rewind); Result.Details holds its changes,
+	// written before any file is touched. The agent does not replay it.
+	EntryRewind EntryType = "rewind"
 )
 
 // Item types of an assistant [Item].

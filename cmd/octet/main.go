@@ -83,6 +83,10 @@ commands:
   sessions list             list sessions with their cost
   sessions show <id>        print a session's transcript, usage and cost
   sessions export <id>      print a session as redacted JSONL
+  sessions diff <id>        print what octet's tools changed in the last run
+  sessions rewind <id> <entry> [--files] [--conversation] [--dry-run]
+                            restore the files octet changed after an entry
+                            and/or move the conversation back to it
                             (<id> may be an unambiguous prefix of the id)
   version                   print the version
 

@@ -17,12 +17,12 @@ import (
 	"github.com/octet-agent/octet/session"
 )
 
-const sessionsUsage = "octet sessions list | show <id> | export <id>"
+const sessionsUsage = "octet sessions list | show <id> | export <id> | diff <id> | rewind <id> <entry>"
 
 // maxShownText bounds each text block `sessions show` prints.
 const maxShownText = 4 << 10
 
-func runSessions(_ context.Context, args []string, e env) error {
+func runSessions(ctx context.Context, args []string, e env) error {
 	fs := newFlagSet("sessions", sessionsUsage, e.stderr)
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -55,6 +55,10 @@ func runSessions(_ context.Context, args []string, e env) error {
 			return session.Export(path, e.stdout)
 		}
 		return showSession(path, e.stdout)
+	case "diff":
+		return sessionsDiff(home, dir, args[1:], e)
+	case "rewind":
+		return sessionsRewind(ctx, home, dir, args[1:], e)
 	default:
 		return usageErrorf("unknown sessions command %q; usage: %s", args[0], sessionsUsage)
 	}
@@ -261,6 +265,8 @@ func showEntry(out io.Writer, en session.Entry) {
 		}
 	case session.EntryCompaction:
 		fmt.Fprintln(out, "\n[compaction]")
+	case session.EntryRewind:
+		fmt.Fprintf(out, "\n[rewind %s] %s\n", en.ID, neutralize(oneLine(en.Text, 300)))
 	}
 }
 

@@ -182,6 +182,10 @@ type WriteOptions struct {
 	// CreateParents creates missing parent directories (0755) through the
 	// same no-follow walk.
 	CreateParents bool
+	// Mode, when non-zero, is the file's permission bits after the write
+	// (a rewind restores a recorded mode); zero keeps the replaced file's
+	// mode, or 0644 for a new file.
+	Mode fs.FileMode
 }
 
 // WriteFile atomically replaces (or creates) the regular file rel with
@@ -205,7 +209,7 @@ func (r *Root) WriteFile(rel string, data []byte, prior Prior, opts WriteOptions
 		return fmt.Errorf("open parent of %s: %w", clean, r.explainNotDir(dir, err))
 	}
 	defer unix.Close(pfd)
-	return commitAt(pfd, name, clean, data, prior)
+	return commitAt(pfd, name, clean, data, prior, uint32(opts.Mode&fs.ModePerm))
 }
 
 // openParent opens dir (cleaned) as a directory, creating missing
@@ -255,10 +259,13 @@ func splitRel(rel string) []string {
 }
 
 // commitAt performs the temp-write, compare and rename under pfd.
-func commitAt(pfd int, name, display string, data []byte, prior Prior) (err error) {
+func commitAt(pfd int, name, display string, data []byte, prior Prior, perm uint32) (err error) {
 	mode, owner, err := targetMode(pfd, name, display)
 	if err != nil {
 		return err
+	}
+	if perm != 0 {
+		mode = perm
 	}
 	tmp, tfd, err := createTemp(pfd, name)
 	if err != nil {

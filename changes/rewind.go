@@ -1,0 +1,158 @@
+package changes
+
+import (
+	"io/fs"
+	"slices"
+)
+
+// State is one state of a path: absent, or content (by hash) and mode.
+type State struct {
+	Exists bool
+	SHA256 string
+	// Mode holds the permission bits; zero when unknown (an editor
+	// buffer), which matches any mode.
+	Mode fs.FileMode
+	// Size is the content's length in bytes.
+	Size int64
+	// Unstored reports that the bytes are not in the store, so the state
+	// cannot be restored.
+	Unstored bool
+}
+
+// StateOf returns the state an image describes (nil = absent).
+func StateOf(img *Image) State {
+	if img == nil {
+		return State{}
+	}
+	return State{Exists: true, SHA256: img.SHA256, Mode: img.Mode, Size: img.Size, Unstored: img.Unstored}
+}
+
+// Same reports whether s and o are the same state: both absent, or the
+// same content with the same mode (an unknown mode matches any).
+func (s State) Same(o State) bool {
+	if s.Exists != o.Exists {
+		return false
+	}
+	if !s.Exists {
+		return true
+	}
+	return s.SHA256 == o.SHA256 && (s.Mode == 0 || o.Mode == 0 || s.Mode == o.Mode)
+}
+
+// Step is the changes one ledger entry recorded, in order.
+type Step struct {
+	Records []Record
+	// Rewind marks the records of a rewind: written as its plan before
+	// any file is touched, so after a crash some of its paths may still be
+	// in their prior state, which is then expected too.
+	Rewind bool
+}
+
+// Restore is one path of a rewind plan: the state it must be brought to,
+// and the states octet's ledger expects it to be in now (any other
+// current state is a change octet did not make: a conflict).
+type Restore struct {
+	Path     string
+	Target   State
+	Expected []State
+}
+
+// Expects reports whether cur is one of the expected states.
+func (r Restore) Expects(cur State) bool {
+	return slices.ContainsFunc(r.Expected, cur.Same)
+}
+
+// PlanRewind returns, sorted by path, the paths a rewind from the active
+// branch's state to the target entry's state must restore. active and
+// target are the steps of the two branches from the root (the active one
+// to its head, the target one to the entry rewound to); their first
+// common steps are shared. Only paths changed after the shared prefix,
+// on either branch, are planned: the target state of a path is its state
+// after its last change on the target branch (or before its first change
+// anywhere, when the target branch never changed it), the expected state
+// its state after its last change on the active branch.
+func PlanRewind(active, target []Step, common int) []Restore {
+	touched := map[string]bool{}
+	for _, steps := range [][]Step{active[common:], target[common:]} {
+		for _, st := range steps {
+			for _, rec := range st.Records {
+				touched[rec.Path] = true
+			}
+		}
+	}
+	paths := make([]string, 0, len(touched))
+	for p := range touched {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	out := make([]Restore, 0, len(paths))
+	for _, p := range paths {
+		first := firstState(active, target, p)
+		r := Restore{Path: p, Target: first}
+		if t, _, ok := lastIn(target, p); ok {
+			r.Target = t
+		}
+		if cur, st, ok := lastIn(active, p); ok {
+			r.Expected = append(r.Expected, cur)
+			if st.rewind {
+				r.Expected = append(r.Expected, st.before)
+			}
+		} else {
+			r.Expected = append(r.Expected, first)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// firstState returns the state of p before octet first changed it: the
+// prior state of its first change on the active branch, else on the
+// target one.
+func firstState(active, target []Step, p string) State {
+	for _, steps := range [][]Step{active, target} {
+		for _, st := range steps {
+			for _, rec := range st.Records {
+				if rec.Path == p {
+					return StateOf(rec.Before)
+				}
+			}
+		}
+	}
+	return State{}
+}
+
+// lastChange is the last change of a path on a branch.
+type lastChange struct {
+	before State
+	rewind bool
+}
+
+// lastIn returns the state of p after its last change in steps.
+func lastIn(steps []Step, p string) (State, lastChange, bool) {
+	for i := len(steps) - 1; i >= 0; i-- {
+		recs := steps[i].Records
+		for j := len(recs) - 1; j >= 0; j-- {
+			if recs[j].Path == p {
+				return StateOf(recs[j].After), lastChange{before: StateOf(recs[j].Before), rewind: steps[i].Rewind}, true
+			}
+		}
+	}
+	return State{}, lastChange{}, false
+}
+
+// Preview returns the wire form of the change of path from before to
+// after (nil = absent) without keeping any image: what a dry run shows.
+func (r *Recorder) Preview(path string, before, after *File) Change {
+	c := Change{Path: path, Kind: kindOf(before != nil, after != nil)}
+	c.Diff, c.DiffOmitted = r.render(path, dataOf(before), dataOf(after), before != nil, after != nil)
+	return c
+}
+
+// Content returns the bytes of state s, read back from the store (nil for
+// an absent state).
+func (r *Recorder) Content(s State) ([]byte, error) {
+	if !s.Exists {
+		return nil, nil
+	}
+	return r.load(&Image{SHA256: s.SHA256, Size: s.Size, Mode: s.Mode, Unstored: s.Unstored})
+}

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+const (
+	diffUsage   = "octet sessions diff <id> [--run <runId>]"
+	rewindUsage = "octet sessions rewind <id> <entry> [--files] [--conversation] [--dry-run] [--force <path>]..."
+)
+
+// parseInterleaved parses flags of fs that may come before, between or
+// after the positional arguments, and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := parseFlags(fs, args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+// changeRecorder returns the recorder of workspace's change store under
+// home, redacting the configured API key (when there is one) from diffs.
+func changeRecorder(home, workspace string, lookup func(string) (string, bool)) (*changes.Recorder, error) {
+	store, err := changes.OpenWorkspace(home, workspace, 0)
+	if err != nil {
+		return nil, err
+	}
+	rec := &changes.Recorder{Store: store}
+	if creds, err := config.LoadCredentials(home, lookup); err == nil {
+		rec.Redact = tools.NewRedactor(creds.APIKey.Reveal()).String
+	}
+	return rec, nil
+}
+
+// sessionsDiff prints what octet's tools changed in one run of a session
+// (the last by default), one diff per path.
+func sessionsDiff(home, dir string, args []string, e env) error {
+	fs := newFlagSet("sessions diff", diffUsage, e.stderr)
+	run := fs.String("run", "", "the `runId` to show (default: the last run)")
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return usageErrorf("usage: %s", diffUsage)
+	}
+	sess, err := openForRewind(dir, pos[0])
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	if err != nil {
+		return err
+	}
+	chs, runID, err := server.Diff(sess, rec, *run)
+	if err != nil {
+		return fmt.Errorf("diff of session %s: %w", sess.Header().ID, err)
+	}
+	if runID == "" {
+		fmt.Fprintf(e.stdout, "session %s has no run yet\n", sess.Header().ID)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "run %s changed %d file(s)\n", runID, len(chs))
+	for _, c := range chs {
+		printChange(e.stdout, c, "")
+	}
+	return nil
+}
+
+// sessionsRewind rewinds a session's files and/or conversation to an
+// entry, printing a preview of every path (a dry run changes nothing).
+func sessionsRewind(ctx context.Context, home, dir string, args []string, e env) error {
+	fs := newFlagSet("sessions rewind", rewindUsage, e.stderr)
+	var p server.RewindParams
+	fs.BoolVar(&p.Files, "files", false, "restore the files octet changed after the entry (default when --conversation is not given)")
+	fs.BoolVar(&p.Conversation, "conversation", false, "move the session's head back to the entry")
+	fs.BoolVar(&p.DryRun, "dry-run", false, "show what would change and change nothing")
+	fs.Func("force", "overwrite `path` even though it changed since octet's last change of it (repeatable)", func(s string) error {
+		p.Force = append(p.Force, s)
+		return nil
+	})
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		return usageErrorf("usage: %s", rewindUsage)
+	}
+	if !p.Conversation {
+		p.Files = true
+	}
+	sess, err := openForRewind(dir, pos[0])
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	p.SessionID, p.EntryID = sess.Header().ID, pos[1]
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	if err != nil {
+		return err
+	}
+	cfg := &tools.Config{Root: sess.Header().Cwd, AllowExternalPaths: true, Changes: rec}
+	res, err := server.Rewind(ctx, sess, cfg, p)
+	if err != nil {
+		return fmt.Errorf("rewind session %s: %w", p.SessionID, err)
+	}
+	printRewind(e.stdout, p, res)
+	if !p.DryRun && !res.Applied {
+		return &exitError{code: exitFailed, err: fmt.Errorf("the rewind was not completed (see the paths above); run it again to finish it")}
+	}
+	return nil
+}
+
+// openForRewind opens the session id (or an unambiguous prefix) for
+// writing.
+func openForRewind(dir, id string) (*session.Session, error) {
+	path, err := resolveSession(dir, id)
+	if err != nil {
+		return nil, err
+	}
+	sess, err := session.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	return sess, nil
+}
+
+// printRewind prints the readable preview (or report) of a rewind.
+func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) {
+	var what []string
+	if p.Files {
+		what = append(what, "files")
+	}
+	if p.Conversation {
+		what = append(what, "conversation")
+	}
+	verb := "rewound"
+	if p.DryRun {
+		verb = "dry run (nothing changed): would rewind"
+	}
+	conflicts := 0
+	for _, c := range res.Changes {
+		if c.Conflict != "" {
+			conflicts++
+		}
+	}
+	fmt.Fprintf(out, "%s %s of session %s to entry %s: %d path(s), %d conflict(s)\n",
+		verb, strings.Join(what, " and "), p.SessionID, neutralize(p.EntryID), len(res.Changes)-conflicts, conflicts)
+	for _, c := range res.Changes {
+		fmt.Fprintf(out, "  %-8s %s\n", rewindLabel(c), neutralize(c.Path))
+	}
+	for _, c := range res.Changes {
+		note := ""
+		if c.Conflict != "" {
+			note = "left as it is: " + c.Conflict
+		}
+		printChange(out, c.Change, note)
+	}
+	if p.Conversation && !p.DryRun {
+		fmt.Fprintf(out, "head: %s\n", neutralize(res.Head))
+	}
+	if res.RewindEntryID != "" {
+		fmt.Fprintf(out, "recorded as entry %s (rewind to its parent to undo)\n", res.RewindEntryID)
+	}
+}
+
+// rewindLabel is a change's short label in the preview's list.
+func rewindLabel(c server.RewindChange) string {
+	if c.Conflict != "" {
+		return "conflict"
+	}
+	switch c.Kind {
+	case changes.Add:
+		return "create"
+	case changes.Delete:
+		return "delete"
+	}
+	return "restore"
+}
+
+// printChange prints one path's diff (or summary line) under a header.
+func printChange(out io.Writer, c changes.Change, note string) {
+	fmt.Fprintf(out, "\n== %s (%s)\n", neutralize(c.Path), c.Kind)
+	if note != "" {
+		fmt.Fprintln(out, neutralize(note))
+	}
+	fmt.Fprint(out, neutralize(c.Diff))
+	if !strings.HasSuffix(c.Diff, "\n") {
+		fmt.Fprintln(out)
+	}
+}

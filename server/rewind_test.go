@@ -1,0 +1,225 @@
+package server
+
+import (
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	pt "github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/tools"
+)
+
+// rewindAnswer is octet/session/rewind's result as a client decodes it.
+type rewindAnswer struct {
+	Changes []struct {
+		Path     string `json:"path"`
+		Kind     string `json:"kind"`
+		Diff     string `json:"diff"`
+		Conflict string `json:"conflict"`
+	} `json:"changes"`
+	Applied       bool   `json:"applied"`
+	RewindEntryID string `json:"rewindEntryId"`
+	Head          string `json:"head"`
+}
+
+// byPath returns the answer's change of path (kind "" when absent).
+func (a rewindAnswer) byPath(path string) (kind, diff, conflict string) {
+	for _, c := range a.Changes {
+		if c.Path == path {
+			return c.Kind, c.Diff, c.Conflict
+		}
+	}
+	return "", "", ""
+}
+
+// wantFile checks a workspace file's bytes and mode (absent: data nil).
+func wantFile(t *testing.T, what, path string, data []byte, mode fs.FileMode) {
+	t.Helper()
+	got, err := os.ReadFile(path)
+	if data == nil {
+		if !os.IsNotExist(err) {
+			t.Errorf("%s: %s exists (%q, %v), want it absent", what, path, got, err)
+		}
+		return
+	}
+	if err != nil || string(got) != string(data) {
+		t.Errorf("%s: %s = %q, %v; want %q", what, path, got, err, data)
+		return
+	}
+	if st, err := os.Lstat(path); err != nil || st.Mode().Perm() != mode {
+		t.Errorf("%s: mode of %s = %v, %v; want %v", what, path, st.Mode().Perm(), err, mode)
+	}
+}
+
+// entryIDs returns the active branch's entry ids, oldest first.
+func entryIDs(t *testing.T, e *fakeEditor, sid string) []string {
+	t.Helper()
+	var page transcriptPage
+	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
+	ids := make([]string, len(page.Entries))
+	for i, en := range page.Entries {
+		ids[len(ids)-1-i] = en.ID
+	}
+	return ids
+}
+
+func writeMode(t *testing.T, path, data string, mode fs.FileMode) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(data), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, mode); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSessionRewindFiles drives real edits and writes through the fake
+// editor and rewinds them: a dry run changes nothing; a rewind restores
+// bytes and modes (and removes a created file) and reports a file the
+// user changed since as a conflict, leaving it alone; rewinding the
+// rewind restores the later state; a forced path is overwritten; a
+// conversation rewind moves the head.
+func TestSessionRewindFiles(t *testing.T) {
+	st := newStack(t, tools.UnsafeHost)
+	a := filepath.Join(st.workspace, "a.txt")
+	sh := filepath.Join(st.workspace, "run.sh")
+	b := filepath.Join(st.workspace, "new", "b.txt")
+	writeMode(t, a, "one\ntwo\n", 0o640)
+	writeMode(t, sh, "echo hi\n", 0o755)
+	st.provider.Enqueue(
+		pt.Reply(
+			pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`),
+			pt.FunctionCall("w1", "write", `{"path":"new/b.txt","content":"bee\n"}`),
+			pt.FunctionCall("w2", "write", `{"path":"run.sh","content":"echo bye\n"}`),
+		),
+		pt.Reply(pt.FunctionCall("e2", "edit", `{"path":"a.txt","old_text":"two","new_text":"2"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, nil)
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	ids := entryIDs(t, e, sid)
+	start, end := ids[0], ids[len(ids)-1] // the prompt; the final answer
+	wantFile(t, "after the run", a, []byte("1\n2\n"), 0o640)
+
+	var dry rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "dryRun": true}, &dry)
+	if dry.Applied || len(dry.Changes) != 3 || dry.RewindEntryID != "" {
+		t.Fatalf("dry run: %+v", dry)
+	}
+	if kind, diff, _ := dry.byPath("a.txt"); kind != "modify" || diff != "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-1\n-2\n+one\n+two\n" {
+		t.Errorf("dry run of a.txt: %s %q", kind, diff)
+	}
+	if kind, _, _ := dry.byPath("new/b.txt"); kind != "delete" {
+		t.Errorf("dry run of new/b.txt: %s", kind)
+	}
+	wantFile(t, "after the dry run", a, []byte("1\n2\n"), 0o640)
+	wantFile(t, "after the dry run", b, []byte("bee\n"), 0o644)
+	if got := entryIDs(t, e, sid); len(got) != len(ids) {
+		t.Errorf("a dry run appended to the ledger: %v", got)
+	}
+
+	// The user changes run.sh after octet's write: a conflict.
+	writeMode(t, sh, "user\n", 0o755)
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	if !rw.Applied || rw.RewindEntryID == "" || rw.Head != rw.RewindEntryID {
+		t.Fatalf("rewind: %+v", rw)
+	}
+	if _, _, c := rw.byPath("run.sh"); !strings.Contains(c, "changed since octet last changed it") {
+		t.Errorf("conflict of run.sh = %q", c)
+	}
+	wantFile(t, "after the rewind", a, []byte("one\ntwo\n"), 0o640)
+	wantFile(t, "after the rewind", b, nil, 0)
+	wantFile(t, "after the rewind", sh, []byte("user\n"), 0o755)
+
+	// Rewinding the rewind restores the later state.
+	var back rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": end, "files": true}, &back)
+	if !back.Applied || len(back.Changes) != 2 {
+		t.Fatalf("rewind of the rewind: %+v", back)
+	}
+	wantFile(t, "after the rewind of the rewind", a, []byte("1\n2\n"), 0o640)
+	wantFile(t, "after the rewind of the rewind", b, []byte("bee\n"), 0o644)
+	wantFile(t, "after the rewind of the rewind", sh, []byte("user\n"), 0o755)
+
+	// Forced, the conflicting path is overwritten; the conversation
+	// moves back too.
+	var forced rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "conversation": true, "force": []string{"run.sh"}}, &forced)
+	if !forced.Applied || forced.Head != start {
+		t.Fatalf("forced rewind: %+v", forced)
+	}
+	if _, _, c := forced.byPath("run.sh"); c != "" {
+		t.Errorf("forced path still a conflict: %q", c)
+	}
+	wantFile(t, "after the forced rewind", a, []byte("one\ntwo\n"), 0o640)
+	wantFile(t, "after the forced rewind", b, nil, 0)
+	wantFile(t, "after the forced rewind", sh, []byte("echo hi\n"), 0o755)
+	if got := entryIDs(t, e, sid); len(got) != 1 || got[0] != start {
+		t.Errorf("branch after a conversation rewind: %v", got)
+	}
+
+	// And back again, from the other branch: to the states octet's ledger
+	// holds for that entry (run.sh as octet wrote it; the user's change is
+	// kept in the forced rewind's own pre-image).
+	var again rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": back.RewindEntryID, "files": true, "conversation": true}, &again)
+	if !again.Applied || again.Head != back.RewindEntryID || len(again.Changes) != 3 {
+		t.Fatalf("rewind to the other branch: %+v", again)
+	}
+	wantFile(t, "back on the other branch", sh, []byte("echo bye\n"), 0o755)
+	wantFile(t, "back on the other branch", a, []byte("1\n2\n"), 0o640)
+}
+
+// TestSessionRewindOpenDocument: a rewind of an open document the editor
+// edits goes to the editor as workspace/applyEdit with the buffer's
+// version, like the agent's edit did; the disk is untouched. A prompt
+// while the rewind waits for the editor is refused as busy.
+func TestSessionRewindOpenDocument(t *testing.T) {
+	_, e, b, file := docEditStack(t, Options{}, docCaps())
+	var sid string
+	prompted := make(chan error, 1)
+	calls := 0
+	e.respond("workspace/applyEdit", func(params json.RawMessage) (any, error) {
+		if calls++; calls == 2 { // the rewind's
+			go func() { prompted <- e.call("octet/prompt", map[string]any{"sessionId": sid, "text": "now"}, nil) }()
+			time.Sleep(300 * time.Millisecond)
+		}
+		return b.applyEdits(params)
+	})
+	sid = e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"})); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v\n%s", ans, e.dump())
+	}
+	if text, _ := b.get(); text != "goodbye world\ntyped 😀 here\nthird\n" {
+		t.Fatalf("buffer after the edit %q", text)
+	}
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": entryIDs(t, e, sid)[0], "files": true}, &rw)
+	if !rw.Applied || len(rw.Changes) != 1 || rw.Changes[0].Conflict != "" {
+		t.Fatalf("rewind: %+v", rw)
+	}
+	text, ver := b.get()
+	if text != "hello world\ntyped 😀 here\nthird\n" {
+		t.Errorf("buffer after the rewind %q", text)
+	}
+	if len(b.edits) != 2 || b.edits[1].Edit.DocumentChanges[0].TextDocument.Version != ver-1 {
+		t.Errorf("applyEdit requests %+v (buffer version %d)", b.edits, ver)
+	}
+	if got := readFile(t, file); got != "hello world\nthird\n" {
+		t.Errorf("the rewind wrote behind the buffer: disk %q", got)
+	}
+	if err := <-prompted; codeOf(err) != CodeSessionBusy || !strings.Contains(err.Error(), "is being rewound") {
+		t.Errorf("prompt during the rewind: %v", err)
+	}
+}

@@ -1,0 +1,127 @@
+package tools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+// Restoration is one path of a rewind, prepared by [Config.PrepareRestore]
+// and carried out by [Config.ApplyRestore].
+type Restoration struct {
+	// Record is the change from the path's current state to the state it
+	// is restored to; staged, it carries both images (the rewind's own
+	// pre-image, so the rewind can itself be rewound).
+	Record changes.Record
+	// Conflict says why the path is left as it is; "" means it is
+	// restored.
+	Conflict string
+
+	path   string
+	doc    *Document
+	prior  fsroot.Prior
+	target *changes.File
+}
+
+// errUnrewindableOpen is the conflict of a rewind that would remove a
+// file open in an editor that applies edits.
+const errUnrewindableOpen = "open in the editor: octet does not delete a file behind its buffer; close it in the editor, then rewind again"
+
+// PrepareRestore reads r.Path's present state (an open document's buffer
+// when the editor applies edits, as edit and write do) and prepares
+// restoring it to r.Target. needed is false when the path is already in
+// that state. A present state octet's ledger does not expect is a
+// conflict unless force is set. With stage, both images are kept in the
+// change store before it returns (the caller records Record durably
+// before ApplyRestore); without (a dry run), only the diff is rendered and
+// nothing is written. An error means an image could not be kept.
+func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restoration, needed bool, err error) {
+	rs.path = r.Path
+	conflict := func(why string) (Restoration, bool, error) {
+		rs.Record.Change = changes.Change{Path: r.Path, Kind: changes.Modify, Diff: why, DiffOmitted: true}
+		rs.Conflict = why
+		return rs, true, nil
+	}
+	tg, err := c.open(r.Path, false)
+	if err != nil {
+		return conflict(fileErrorText(r.Path, err))
+	}
+	defer tg.close()
+	data, doc, err := c.readForChange(tg)
+	exists := err == nil
+	if err != nil && !fsroot.IsNotExist(err) {
+		return conflict(fileErrorText(r.Path, err))
+	}
+	cur := changes.State{Exists: exists}
+	var from *changes.File
+	rs.prior = fsroot.Absent
+	if exists {
+		mode, _ := tg.root.Mode(tg.rel) // zero (unknown) for a buffer with no file
+		sum := sha256.Sum256(data)
+		cur = changes.State{Exists: true, SHA256: hex.EncodeToString(sum[:]), Mode: mode, Size: int64(len(data))}
+		from = &changes.File{Data: data, Mode: mode}
+		rs.prior = fsroot.PriorOf(data)
+	}
+	rs.doc = doc
+	if cur.Same(r.Target) {
+		return rs, false, nil
+	}
+	if r.Target.Exists {
+		body, err := c.Changes.Content(r.Target)
+		if err != nil {
+			return conflict(fmt.Sprintf("%s cannot be rewound: its content at that entry is not available (%v)", r.Path, err))
+		}
+		rs.target = &changes.File{Data: body, Mode: r.Target.Mode}
+	}
+	switch {
+	case rs.target == nil && doc != nil:
+		rs.Record.Change = c.Changes.Preview(r.Path, from, nil)
+		rs.Conflict = errUnrewindableOpen
+		return rs, true, nil
+	case !force && !r.Expects(cur):
+		rs.Record.Change = c.Changes.Preview(r.Path, from, rs.target)
+		rs.Conflict = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
+		return rs, true, nil
+	case !stage:
+		rs.Record.Change = c.Changes.Preview(r.Path, from, rs.target)
+		return rs, true, nil
+	}
+	rec, _, err := c.Changes.Stage(r.Path, from, rs.target)
+	if err != nil {
+		return Restoration{}, false, err
+	}
+	rs.Record = rec
+	return rs, true, nil
+}
+
+// ApplyRestore restores a prepared path: through the editor (applyEdit
+// with the buffer's version) when it is an open document the editor
+// edits, else through fsroot's no-follow, compare-before-commit write
+// (bytes and mode) or removal. A path that changed since PrepareRestore
+// is left as it is (the error says so).
+func (c *Config) ApplyRestore(ctx context.Context, rs Restoration) error {
+	if rs.Conflict != "" {
+		return errors.New(rs.Conflict)
+	}
+	tg, err := c.open(rs.path, rs.target != nil)
+	if err != nil {
+		return errors.New(fileErrorText(rs.path, err))
+	}
+	defer tg.close()
+	if rs.target == nil {
+		if err := tg.root.Remove(tg.rel, rs.prior); err != nil {
+			return errors.New(commitErrorText(tg.display, err, false))
+		}
+		return nil
+	}
+	opts := fsroot.WriteOptions{CreateParents: true, Mode: rs.target.Mode}
+	if msg := c.commitChange(ctx, tg, rs.doc, rs.target.Data, rs.prior, opts, false); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}
