@@ -921,6 +921,7 @@ func TestCheckReadOnlyRipgrepIgnoreFiles(t *testing.T) {
 func TestCheckReadOnlyEnvironment(t *testing.T) {
 	f := newROFixture(t)
 	outside := filepath.Join(f.out, "bin")
+	noRG := t.TempDir() // an empty directory: a PATH on which rg is not found
 	cases := []struct {
 		cmd  string
 		env  []string
@@ -949,7 +950,7 @@ func TestCheckReadOnlyEnvironment(t *testing.T) {
 		{"ls", []string{"PATH=/usr/bin/:/bin"}, true},
 		{"ls", []string{"PATH=" + outside}, false},     // no ls there
 		{"echo hi", []string{"PATH=" + outside}, true}, // a builtin
-		{"rg x", []string{"PATH=/usr/bin"}, false},     // no rg
+		{"rg x", []string{"PATH=" + noRG}, false},      // no rg there (whether or not /usr/bin has one)
 		// exported functions
 		{"ls", []string{"BASH_FUNC_ls%%=() {  id\n}"}, false},
 		{"echo x", []string{"BASH_FUNC_echo%%=() {  id\n}"}, false},
