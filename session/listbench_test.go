@@ -207,13 +207,13 @@ func TestListerMatchesFullScan(t *testing.T) {
 	}
 }
 
-// TestListHeapFlat lists 500 sessions 100 times, with List and with one
+// TestListHeapFlat lists 300 sessions 100 times, with List and with one
 // Lister, keeping the last result as a caller would: the live heap must
 // not grow by more than 10 MB (each header decode used to allocate a
-// 256 KiB block that the listed strings kept alive, 128 MB per listing of
-// 500 sessions).
+// 256 KiB block that the listed strings kept alive, 75 MB per listing of
+// 300 sessions).
 func TestListHeapFlat(t *testing.T) {
-	const n = 500
+	const n = 300
 	dir := filepath.Join(t.TempDir(), "sessions")
 	makeSessions(t, dir, n)
 	heap := func() uint64 {
