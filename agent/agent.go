@@ -140,6 +140,9 @@ type Agent struct {
 	reasoning *provider.Reasoning
 	active    *Run
 	calib     calibration
+
+	// encoded keeps the encoded provider items of committed entries.
+	encoded itemCache
 }
 
 // New returns an Agent for cfg.Session. Before returning it resolves crash

@@ -208,6 +208,7 @@ func shrinkItems(items []provider.Item, budget int) []provider.Item {
 	per := max(budget*bytesPerToken/len(items), minItemChars)
 	out := slices.Clone(items)
 	for i := range out {
+		out[i].Encoded = nil // the fields change below
 		out[i].Text = cutText(out[i].Text, per)
 		out[i].Output = cutText(out[i].Output, per)
 		out[i].Arguments = cutText(out[i].Arguments, per)

@@ -1,8 +1,10 @@
 package agent
 
 import (
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
@@ -59,6 +61,50 @@ func (v view) items() []provider.Item {
 	}
 	for i := range v.entries {
 		out = appendEntryItems(out, &v.entries[i])
+	}
+	return out
+}
+
+// itemCache keeps the provider items of committed entries, by entry id,
+// with their request encoding (provider.Item.Encoded): a committed entry
+// never changes, so each request encodes only the entries added since the
+// last one and copies the rest. It holds the entries of the latest view
+// (and at most as many more, dropped when it grows past that).
+type itemCache struct {
+	mu   sync.Mutex
+	byID map[string][]provider.Item
+}
+
+// items is view.items, from the cache where it can.
+func (c *itemCache) items(v view) []provider.Item {
+	out := make([]provider.Item, 0, len(v.entries)*2+1)
+	if v.summary != nil {
+		out = append(out, userMessage(summaryPrefix+v.summary.Summary))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byID == nil || len(c.byID) > 2*len(v.entries)+64 {
+		c.byID = make(map[string][]provider.Item, len(v.entries))
+	}
+	for i := range v.entries {
+		e := &v.entries[i]
+		if its, ok := c.byID[e.ID]; ok && e.ID != "" {
+			out = append(out, its...)
+			continue
+		}
+		start := len(out)
+		out = appendEntryItems(out, e)
+		if e.ID == "" {
+			continue
+		}
+		for j := start; j < len(out); j++ {
+			// An item that cannot be encoded stays unencoded: the
+			// request encoder reports it.
+			if enc, err := provider.EncodeItem(&out[j]); err == nil {
+				out[j].Encoded = enc
+			}
+		}
+		c.byID[e.ID] = slices.Clone(out[start:]) // the request may be changed
 	}
 	return out
 }

@@ -101,6 +101,22 @@ type Item struct {
 	Status string
 	// Raw is the item's wire JSON on output items; nil on items built locally.
 	Raw json.RawMessage
+	// Encoded, when set, is the item's input encoding as [EncodeItem]
+	// returned it for exactly these fields, and requests send it as is
+	// instead of encoding the item again. A caller that replays an
+	// immutable item in every request keeps it, so that building a
+	// request costs a copy of what did not change. Whoever changes a
+	// field must clear it.
+	Encoded []byte
+}
+
+// EncodeItem returns the JSON an item is sent as in a request's input.
+func EncodeItem(it *Item) ([]byte, error) {
+	w, err := wireItem(it)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(w)
 }
 
 // Known reports whether the item's type is one octet can replay.
@@ -156,20 +172,60 @@ type wireReasoning struct {
 	Summary string `json:"summary,omitempty"`
 }
 
+// wireRequest is the request body. It is marshaled in two parts around
+// the input array, which is spliced in from the items' encodings: the
+// fields of wireHead, then "input", then those of wireTail, in the order
+// one struct of all of them would have.
 type wireRequest struct {
-	Type              string          `json:"type,omitempty"`
-	Model             string          `json:"model"`
-	Instructions      string          `json:"instructions,omitempty"`
-	Input             []wireInputItem `json:"input"`
-	Tools             []wireTool      `json:"tools,omitempty"`
-	ToolChoice        string          `json:"tool_choice"`
-	ParallelToolCalls bool            `json:"parallel_tool_calls"`
-	Reasoning         *wireReasoning  `json:"reasoning,omitempty"`
-	Store             bool            `json:"store"`
-	Stream            *bool           `json:"stream,omitempty"`
-	Include           []string        `json:"include,omitempty"`
-	PromptCacheKey    string          `json:"prompt_cache_key,omitempty"`
-	MaxOutputTokens   int             `json:"max_output_tokens,omitempty"`
+	head  wireHead
+	input [][]byte
+	tail  wireTail
+}
+
+type wireHead struct {
+	Type         string `json:"type,omitempty"`
+	Model        string `json:"model"`
+	Instructions string `json:"instructions,omitempty"`
+}
+
+type wireTail struct {
+	Tools             []wireTool     `json:"tools,omitempty"`
+	ToolChoice        string         `json:"tool_choice"`
+	ParallelToolCalls bool           `json:"parallel_tool_calls"`
+	Reasoning         *wireReasoning `json:"reasoning,omitempty"`
+	Store             bool           `json:"store"`
+	Stream            *bool          `json:"stream,omitempty"`
+	Include           []string       `json:"include,omitempty"`
+	PromptCacheKey    string         `json:"prompt_cache_key,omitempty"`
+	MaxOutputTokens   int            `json:"max_output_tokens,omitempty"`
+}
+
+// marshal returns the body: {head fields,"input":[items],tail fields}.
+func (w *wireRequest) marshal() ([]byte, error) {
+	head, err := json.Marshal(&w.head)
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(&w.tail)
+	if err != nil {
+		return nil, err
+	}
+	n := len(head) + len(tail) + len(`,"input":[],`) + len(w.input)
+	for _, it := range w.input {
+		n += len(it)
+	}
+	b := make([]byte, 0, n)
+	b = append(b, head[:len(head)-1]...) // without '}': model is never omitted
+	b = append(b, `,"input":[`...)
+	for i, it := range w.input {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, it...)
+	}
+	b = append(b, "],"...)
+	b = append(b, tail[1:]...) // without '{': tool_choice is never omitted
+	return b, nil
 }
 
 // EncodeHTTP returns the JSON body of a streaming HTTP request.
@@ -179,8 +235,8 @@ func (r *Request) EncodeHTTP() ([]byte, error) {
 		return nil, err
 	}
 	t := true
-	w.Stream = &t
-	return json.Marshal(w)
+	w.tail.Stream = &t
+	return w.marshal()
 }
 
 // EncodeWebSocket returns the response.create frame for the WebSocket
@@ -191,8 +247,8 @@ func (r *Request) EncodeWebSocket() ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.Type = "response.create"
-	return json.Marshal(w)
+	w.head.Type = "response.create"
+	return w.marshal()
 }
 
 func (r *Request) wire() (*wireRequest, error) {
@@ -200,45 +256,51 @@ func (r *Request) wire() (*wireRequest, error) {
 		return nil, errors.New("encode request: empty model")
 	}
 	w := &wireRequest{
-		Model:             r.Model,
-		Instructions:      r.Instructions,
-		Input:             make([]wireInputItem, 0, len(r.Input)),
-		ToolChoice:        r.ToolChoice,
-		ParallelToolCalls: r.ParallelToolCalls,
-		PromptCacheKey:    r.PromptCacheKey,
-		MaxOutputTokens:   r.MaxOutputTokens,
+		head:  wireHead{Model: r.Model, Instructions: r.Instructions},
+		input: make([][]byte, 0, len(r.Input)),
+		tail: wireTail{
+			ToolChoice:        r.ToolChoice,
+			ParallelToolCalls: r.ParallelToolCalls,
+			PromptCacheKey:    r.PromptCacheKey,
+			MaxOutputTokens:   r.MaxOutputTokens,
+		},
 	}
-	if w.ToolChoice == "" {
-		w.ToolChoice = "none"
+	t := &w.tail
+	if t.ToolChoice == "" {
+		t.ToolChoice = "none"
 		if len(r.Tools) > 0 {
-			w.ToolChoice = "auto"
+			t.ToolChoice = "auto"
 		}
 	}
-	if w.ToolChoice != "auto" && w.ToolChoice != "none" {
-		return nil, fmt.Errorf("encode request: tool_choice %q is not auto or none", w.ToolChoice)
+	if t.ToolChoice != "auto" && t.ToolChoice != "none" {
+		return nil, fmt.Errorf("encode request: tool_choice %q is not auto or none", t.ToolChoice)
 	}
-	for i, it := range r.Input {
-		wi, err := wireItem(&it)
-		if err != nil {
-			return nil, fmt.Errorf("encode request: input %d: %w", i, err)
+	for i := range r.Input {
+		it := &r.Input[i]
+		enc := it.Encoded
+		if enc == nil {
+			var err error
+			if enc, err = EncodeItem(it); err != nil {
+				return nil, fmt.Errorf("encode request: input %d: %w", i, err)
+			}
 		}
-		w.Input = append(w.Input, wi)
+		w.input = append(w.input, enc)
 	}
-	for i, t := range r.Tools {
-		if t.Name == "" {
+	for i, ft := range r.Tools {
+		if ft.Name == "" {
 			return nil, fmt.Errorf("encode request: tool %d has no name", i)
 		}
-		params := t.Parameters
+		params := ft.Parameters
 		if len(params) == 0 {
 			params = json.RawMessage(`{"type":"object","properties":{}}`)
 		} else if !json.Valid(params) {
-			return nil, fmt.Errorf("encode request: tool %s: parameters are not valid JSON", t.Name)
+			return nil, fmt.Errorf("encode request: tool %s: parameters are not valid JSON", ft.Name)
 		}
-		w.Tools = append(w.Tools, wireTool{Type: "function", Name: t.Name, Description: t.Description, Parameters: params, Strict: t.Strict})
+		t.Tools = append(t.Tools, wireTool{Type: "function", Name: ft.Name, Description: ft.Description, Parameters: params, Strict: ft.Strict})
 	}
 	if r.Reasoning != nil {
-		w.Reasoning = &wireReasoning{Effort: r.Reasoning.Effort, Summary: r.Reasoning.Summary}
-		w.Include = []string{"reasoning.encrypted_content"}
+		t.Reasoning = &wireReasoning{Effort: r.Reasoning.Effort, Summary: r.Reasoning.Summary}
+		t.Include = []string{"reasoning.encrypted_content"}
 	}
 	return w, nil
 }

@@ -158,15 +158,27 @@ func (s *tolerantStream) Write(ctx context.Context, msg jsonrpc2.Message) (int64
 	return n, err
 }
 
+// maxKeptFrame bounds the frame buffer a stream keeps between writes: a
+// larger frame (a resume's replay of a long session) gets a buffer of its
+// own, released once written, so one large message does not pin its size
+// for the life of the server.
+const maxKeptFrame = 1 << 20
+
 // writeFrame writes header and body with one Write.
 func (s *tolerantStream) writeFrame(body []byte) (int64, error) {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	b := append(s.wbuf[:0], "Content-Length: "...)
+	b := s.wbuf[:0]
+	if need := len(body) + 40; need > cap(b) && need > maxKeptFrame {
+		b = make([]byte, 0, need)
+	}
+	b = append(b, "Content-Length: "...)
 	b = strconv.AppendInt(b, int64(len(body)), 10)
 	b = append(b, "\r\n\r\n"...)
 	b = append(b, body...)
-	s.wbuf = b
+	if cap(b) <= maxKeptFrame {
+		s.wbuf = b
+	}
 	n, err := s.w.Write(b)
 	if err != nil {
 		s.brokenOnce.Do(func() { s.brokenErr = err; close(s.brokenCh) })

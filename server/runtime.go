@@ -89,6 +89,9 @@ type runtimeBackend struct {
 	rt *Runtime
 	// documents returns the document overlay for a workspace (nil: none).
 	documents func(workspace string) tools.Documents
+	// lister keeps what listings read of each session file (nil: each
+	// listing reads every file).
+	lister *session.Lister
 }
 
 var _ backend = runtimeBackend{}
@@ -143,7 +146,11 @@ func (b runtimeBackend) Open(ctx context.Context, id string, approver approverFu
 
 // List implements backend.
 func (b runtimeBackend) List(context.Context) ([]sessionInfo, error) {
-	infos, err := session.List(b.rt.SessionsDir)
+	list := session.List
+	if b.lister != nil {
+		list = b.lister.List
+	}
+	infos, err := list(b.rt.SessionsDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

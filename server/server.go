@@ -15,6 +15,8 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
+
+	"github.com/octet-agent/octet/session"
 )
 
 // Default limits; Options fields override them.
@@ -112,7 +114,7 @@ func (o *Options) fill() {
 		o.Version = "devel"
 	}
 	if o.backend == nil && o.Runtime != nil {
-		o.backend = runtimeBackend{rt: o.Runtime}
+		o.backend = runtimeBackend{rt: o.Runtime, lister: new(session.Lister)}
 	}
 }
 

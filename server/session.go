@@ -51,47 +51,6 @@ type bufferedEvent struct {
 	Params json.RawMessage `json:"params"`
 }
 
-// eventRing keeps the most recent events, bounded by count and bytes.
-type eventRing struct {
-	maxN, maxBytes int
-	bytes          int
-	evs            []bufferedEvent
-	dropped        bool // some event was evicted
-}
-
-func (r *eventRing) add(e bufferedEvent) {
-	r.evs = append(r.evs, e)
-	r.bytes += len(e.Params)
-	n := 0
-	for len(r.evs)-n > r.maxN || (r.bytes > r.maxBytes && len(r.evs)-n > 1) {
-		r.bytes -= len(r.evs[n].Params)
-		n++
-	}
-	if n > 0 {
-		r.dropped = true
-		r.evs = slices.Delete(r.evs, 0, n)
-	}
-}
-
-// after returns the buffered events with seq > after and whether the
-// buffer no longer reaches back that far.
-func (r *eventRing) after(after, last int64) ([]bufferedEvent, bool) {
-	if after >= last {
-		return nil, after > last
-	}
-	oldest := last + 1
-	if len(r.evs) > 0 {
-		oldest = r.evs[0].Seq
-	}
-	// Only an eviction loses events (a resume's session_state takes a seq
-	// but is never buffered).
-	truncated := r.dropped && oldest > after+1
-	i, _ := slices.BinarySearchFunc(r.evs, after+1, func(e bufferedEvent, seq int64) int {
-		return int(e.Seq - seq)
-	})
-	return slices.Clone(r.evs[i:]), truncated
-}
-
 // replay returns the buffered events after the cursor (epoch, afterSeq)
 // and whether some events after it are missing. A cursor of another epoch
 // (another process, or the session closed and opened again) gets every

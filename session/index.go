@@ -372,8 +372,10 @@ func (lr *lineReader) fill() error {
 	n := copy(lr.buf, lr.buf[from-lr.base:])
 	lr.buf = lr.buf[:n]
 	lr.base = from
-	if cap(lr.buf)-n < readChunk/2 {
-		nb := make([]byte, n, max(2*cap(lr.buf), n+readChunk))
+	// Grow for a chunk, or for the rest of the region when that is less
+	// (a small file does not get a 1 MiB buffer).
+	if rest := lr.end - lr.off; int64(cap(lr.buf)-n) < min(readChunk/2, rest) {
+		nb := make([]byte, n, max(2*cap(lr.buf), n+int(min(readChunk, rest))))
 		copy(nb, lr.buf)
 		lr.buf = nb
 	}

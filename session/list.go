@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -19,66 +21,170 @@ const maxListHeader = 1 << 20
 
 // List describes the sessions in dir, most recently updated first. It reads
 // each file's header line and metadata, and its listing cache for usage
-// uncertainty and known usage: only the records the cache does not vouch for are read (all
-// of them when the cache is missing or could not be written). Files that cannot be described are skipped and
-// reported in the joined error next to the sessions that could be.
+// uncertainty and known usage: only the records the cache does not vouch
+// for are read (all of them when the cache is missing or could not be
+// written). Files that cannot be described are skipped and reported in the
+// joined error next to the sessions that could be.
 func List(dir string) ([]Info, error) {
-	des, err := os.ReadDir(dir)
+	return new(Lister).List(dir)
+}
+
+// A Lister lists sessions directories again and again, as a long-lived
+// editor backend does, for the cost of reading the directory and one
+// lstat per session: it keeps what it read of each session file and reads
+// a file again only when its inode, size, modification or change time
+// differ from when it was read (an append changes the size; a repair's
+// truncate the size and times). Its results are those of [List]. The zero
+// Lister is ready to use; it is safe for concurrent use.
+type Lister struct {
+	mu  sync.Mutex
+	dir string
+	gen uint64
+	// known holds the description of each session file by name, with
+	// the metadata it was read at.
+	known map[string]*describedFile
+	// sorted is the last listing; it is returned again (copied) when no
+	// file changed.
+	sorted []Info
+}
+
+// describedFile is a session file's description and the metadata (from
+// the fstat of the descriptor it was read through) it is valid for.
+type describedFile struct {
+	stamp   fileStamp
+	info    Info   // without the legacy sidecar's uncertainty
+	sidecar bool   // a legacy sidecar marked it uncertain when last listed
+	seen    uint64 // the Lister's gen when last listed
+}
+
+// fileStamp identifies one state of an append-only file.
+type fileStamp struct {
+	ino          uint64
+	size         int64
+	mtime, ctime int64 // ns
+}
+
+func stampOfStat(st *unix.Stat_t) fileStamp {
+	return fileStamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+}
+
+// List describes the sessions in dir as [List] does, reading again only
+// the files that changed since this Lister last read them.
+func (l *Lister) List(dir string) ([]Info, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if dir != l.dir || l.known == nil {
+		l.dir, l.known, l.sorted = dir, map[string]*describedFile{}, nil
+	}
+	d, err := os.Open(dir)
 	if errors.Is(err, os.ErrNotExist) {
+		clear(l.known)
+		l.sorted = nil
 		return nil, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	var infos []Info
+	defer d.Close()
+	des, err := d.ReadDir(-1)
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	sidecars := map[string]bool{}
+	for _, de := range des {
+		if name := de.Name(); strings.HasSuffix(name, ".uncertain") {
+			sidecars[strings.TrimSuffix(name, ".uncertain")] = true
+		}
+	}
+	l.gen++
+	infos := make([]Info, 0, len(l.known))
 	var errs []error
+	changed := l.sorted == nil
 	for _, de := range des {
 		name := de.Name()
 		if !strings.HasSuffix(name, ".jsonl") || strings.HasPrefix(name, ".") || !de.Type().IsRegular() {
 			continue
 		}
-		info, err := describe(filepath.Join(dir, name))
-		if err != nil {
-			errs = append(errs, err)
-			continue
+		df := l.known[name]
+		if df != nil && !l.unchanged(d, name, df.stamp) {
+			df = nil
 		}
+		if df == nil {
+			changed = true
+			fresh, err := describe(filepath.Join(dir, name))
+			if err != nil {
+				delete(l.known, name)
+				errs = append(errs, err)
+				continue
+			}
+			df = &fresh
+			l.known[name] = df
+		}
+		df.seen = l.gen
+		if sc := sidecars[strings.TrimSuffix(name, ".jsonl")]; sc != df.sidecar {
+			df.sidecar, changed = sc, true
+		}
+		info := df.info
+		info.UsageUncertain = info.UsageUncertain || df.sidecar
 		infos = append(infos, info)
+	}
+	if n := len(l.known); n != len(infos) {
+		maps.DeleteFunc(l.known, func(_ string, df *describedFile) bool { return df.seen != l.gen })
+		changed = true
+	}
+	if !changed && len(errs) == 0 {
+		return slices.Clone(l.sorted), nil
 	}
 	slices.SortFunc(infos, func(a, b Info) int {
 		if c := b.Updated.Compare(a.Updated); c != 0 {
 			return c
 		}
-		return strings.Compare(a.ID, b.ID)
+		if c := strings.Compare(a.ID, b.ID); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Path, b.Path)
 	})
+	l.sorted = slices.Clone(infos)
 	return infos, errors.Join(errs...)
 }
 
-// describe reads the header line and metadata of one session file.
-func describe(path string) (Info, error) {
+// unchanged reports whether the regular file name in the directory d
+// still has the given stamp.
+func (l *Lister) unchanged(d *os.File, name string, stamp fileStamp) bool {
+	var st unix.Stat_t
+	if unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+		return false
+	}
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && stampOfStat(&st) == stamp
+}
+
+// describe reads the header line and metadata of one session file. The
+// legacy sidecar is the caller's to consult.
+func describe(path string) (describedFile, error) {
 	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return Info{}, fmt.Errorf("list session %s: %w", path, err)
+		return describedFile{}, fmt.Errorf("list session %s: %w", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return Info{}, fmt.Errorf("list session %s: %w", path, err)
+		return describedFile{}, fmt.Errorf("list session %s: %w", path, err)
+	}
+	var stamp fileStamp
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		stamp = fileStamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 	}
 	line, err := firstLine(f)
 	if err != nil {
-		return Info{}, fmt.Errorf("list session %s: %w", path, err)
+		return describedFile{}, fmt.Errorf("list session %s: %w", path, err)
 	}
 	h, err := decodeHeader(line)
 	if err != nil {
-		return Info{}, &CorruptError{Path: path, Line: 1, Err: err}
+		return describedFile{}, &CorruptError{Path: path, Line: 1, Err: err}
 	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
-	}
-	l, err := listed(path, f, ino, fi.Size())
+	l, err := listed(path, f, stamp.ino, fi.Size())
 	if err != nil {
-		return Info{}, fmt.Errorf("list session %s: %w", path, err)
+		return describedFile{}, fmt.Errorf("list session %s: %w", path, err)
 	}
 	title := h.Title
 	if l.titleOff > 0 {
@@ -94,7 +200,7 @@ func describe(path string) (Info, error) {
 			title = t
 		}
 	}
-	return Info{
+	return describedFile{stamp: stamp, info: Info{
 		ID: h.ID, Title: title, Cwd: h.Cwd,
 		Created: h.Created, Updated: fi.ModTime(),
 		UsageUncertain: l.uncertain,
@@ -102,7 +208,7 @@ func describe(path string) (Info, error) {
 		Known:          l.known,
 		Path:           path,
 		Version:        h.Version,
-	}, nil
+	}}, nil
 }
 
 // firstLine reads the header line, growing its buffer up to maxListHeader.

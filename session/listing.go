@@ -155,7 +155,7 @@ func writeListingFile(path string, b []byte) error {
 // listed summarizes the session file f (at path, with inode ino and size
 // bytes): whether it holds an uncertainty marker and its known usage,
 // from the listing cache where it vouches for the file and from the
-// ledger for the rest.
+// ledger for the rest. A legacy sidecar is the caller's to consult.
 func listed(path string, f *os.File, ino uint64, size int64) (listing, error) {
 	var l listing
 	if b, err := os.ReadFile(listingPath(path)); err == nil {
@@ -167,9 +167,6 @@ func listed(path string, f *os.File, ino uint64, size int64) (listing, error) {
 		if err := scanListing(f, &l, size); err != nil {
 			return listing{}, err
 		}
-	}
-	if _, err := os.Lstat(legacySidecarPath(path)); err == nil {
-		l.uncertain = true
 	}
 	return l, nil
 }

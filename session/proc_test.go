@@ -33,6 +33,11 @@ func TestMain(m *testing.M) {
 	case "writer":
 		n, _ := strconv.Atoi(os.Getenv("OCTET_SESSION_N"))
 		writerChild(os.Getenv("OCTET_SESSION_PATH"), os.Getenv("OCTET_SESSION_NAME"), n)
+	case "churn":
+		n, _ := strconv.Atoi(os.Getenv("OCTET_SESSION_N"))
+		if err := churnSessions(os.Getenv("OCTET_SESSION_PATH"), n, uint64(os.Getpid())); err != nil {
+			childFatal(err)
+		}
 	}
 	os.Exit(0)
 }

@@ -365,7 +365,9 @@ func fastHexMember(b []byte, prefix string) (id, rest []byte, ok bool) {
 // decodeHeader decodes a header line.
 func decodeHeader(line []byte) (Header, error) {
 	var h Header
-	var a strAlloc
+	// The header's strings fit in the line: one block of its size, not
+	// the shared 256 KiB arena, which each listed header would keep alive.
+	a := strAlloc{buf: make([]byte, 0, len(line))}
 	kind := ""
 	d := decoder{b: line}
 	d.obj(func(key []byte) {

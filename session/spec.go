@@ -46,23 +46,51 @@ type specChunk struct {
 
 // specTyper types entries speculatively while the index is being built.
 type specTyper struct {
-	s     *Session
-	store []Entry // typed entries by entry index; ID "" means untyped
-	sent  int     // entries handed out so far (indexing goroutine only)
-	over  bool    // more entries than store holds: give up
-	work  chan specChunk
-	wg    sync.WaitGroup
+	s *Session
+	// store holds the typed entries by entry index; ID "" means untyped.
+	// It is sized by the entries' density in the file so far, and grown
+	// (only between chunks: no typing goroutine is writing) when the
+	// estimate falls short.
+	store   []Entry
+	n       int64 // bytes of the first fold
+	most    int   // entries the fold can hold at most
+	sent    int   // entries handed out so far (indexing goroutine only)
+	over    bool  // more entries than most: give up
+	work    chan specChunk
+	pending sync.WaitGroup // chunks handed out and not yet typed
+	wg      sync.WaitGroup
 }
 
 // newSpecTyper starts typing goroutines for a first fold of n bytes.
 func newSpecTyper(s *Session, n int64) *specTyper {
 	workers := runtime.GOMAXPROCS(0)
-	most := min(int64(limits.records), n/minEntryLine+1)
-	t := &specTyper{s: s, store: make([]Entry, most), work: make(chan specChunk, 2*workers)}
+	most := int(min(int64(limits.records), n/minEntryLine+1))
+	t := &specTyper{s: s, n: n, most: most, work: make(chan specChunk, 2*workers)}
 	for range workers {
 		t.wg.Go(t.run)
 	}
 	return t
+}
+
+// grow makes the store hold ents and, at their density so far, the rest
+// of the fold with an eighth to spare (reserving the worst case, one
+// entry per 26 bytes, held five times the memory of a real session). It
+// waits for the chunks handed out before it moves the store. It reports
+// false when ents are more than the fold can hold.
+func (t *specTyper) grow(ents []entMeta) bool {
+	need := len(ents)
+	if need > t.most {
+		return false
+	}
+	last := &ents[need-1]
+	read := max(last.off+int64(last.n), 1)
+	est := int64(need) * t.n / read
+	c := int(min(int64(t.most), max(int64(need+need/4), est+est/8+specChunkEntries)))
+	t.pending.Wait()
+	store := make([]Entry, c)
+	copy(store, t.store[:t.sent])
+	t.store = store
+	return true
 }
 
 // offer hands out the entries indexed since the last chunk once there are
@@ -82,10 +110,11 @@ func (t *specTyper) flush(ents []entMeta) {
 	if t.over || len(ents) == t.sent {
 		return
 	}
-	if len(ents) > len(t.store) {
+	if len(ents) > len(t.store) && !t.grow(ents) {
 		t.over = true
 		return
 	}
+	t.pending.Add(1)
 	t.work <- specChunk{lo: t.sent, all: ents[:len(ents):len(ents)]}
 	t.sent = len(ents)
 }
@@ -103,6 +132,7 @@ func (t *specTyper) run() {
 	var buf []byte
 	for c := range t.work {
 		buf = t.typeChunk(c, buf, a)
+		t.pending.Done()
 	}
 }
 
