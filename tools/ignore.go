@@ -43,15 +43,83 @@ func (m *ignoreMatcher) with(data []byte, domain []string) *ignoreMatcher {
 
 // Match reports whether path (its components) is ignored.
 func (m *ignoreMatcher) Match(path []string, isDir bool) bool {
-	if m == nil {
+	if m == nil || len(path) == 0 {
 		return false
 	}
-	for i := len(m.files) - 1; i >= 0; i-- {
-		f := m.files[i]
+	d := m.root()
+	for i, name := range path[:len(path)-1] {
+		d = d.child(path[:i+1], name)
+	}
+	return d.Match(path, isDir)
+}
+
+// ignoreDir is an ignoreMatcher positioned in one directory: for each
+// file, the best rule without a slash that matched one of the
+// directories between the file's and this one (they match any component,
+// so this is shared by every entry), or -1.
+type ignoreDir struct {
+	m   *ignoreMatcher
+	anc []int32
+}
+
+// root positions m at the directory of its files: only valid while each
+// file's domain is a leading part of the paths matched (as in search,
+// where the files are those of the directory and its ancestors).
+func (m *ignoreMatcher) root() *ignoreDir {
+	if m == nil {
+		return nil
+	}
+	d := &ignoreDir{m: m, anc: make([]int32, len(m.files))}
+	for i := range d.anc {
+		d.anc[i] = -1
+	}
+	return d
+}
+
+// with returns d with the .gitignore file data of its own directory,
+// domain, added.
+func (d *ignoreDir) with(data []byte, domain []string) *ignoreDir {
+	var m *ignoreMatcher
+	if d != nil {
+		m = d.m
+	}
+	m2 := m.with(data, domain)
+	if m2 == m {
+		return d
+	}
+	if d == nil {
+		return m2.root()
+	}
+	return &ignoreDir{m: m2, anc: append(slices.Clip(d.anc), -1)}
+}
+
+// child returns d moved into its subdirectory name, whose path (all
+// components) is dir.
+func (d *ignoreDir) child(dir []string, name string) *ignoreDir {
+	if d == nil {
+		return nil
+	}
+	c := &ignoreDir{m: d.m, anc: make([]int32, len(d.anc))}
+	for i, f := range d.m.files {
+		c.anc[i] = d.anc[i]
+		if len(dir) > len(f.domain) {
+			c.anc[i] = f.nameBest(name, true, d.anc[i])
+		}
+	}
+	return c
+}
+
+// Match reports whether path, an entry of d's directory, is ignored.
+func (d *ignoreDir) Match(path []string, isDir bool) bool {
+	if d == nil {
+		return false
+	}
+	for i := len(d.m.files) - 1; i >= 0; i-- {
+		f := d.m.files[i]
 		if len(path) <= len(f.domain) || !slices.Equal(path[:len(f.domain)], f.domain) {
 			continue
 		}
-		if k := f.match(path[len(f.domain):], isDir); k >= 0 {
+		if k := f.match(path[len(f.domain):], isDir, d.anc[i]); k >= 0 {
 			return !f.rules[k].include
 		}
 	}
@@ -85,6 +153,7 @@ type ignoreRule struct {
 // ignoreComp is one slash-separated component of a pattern.
 type ignoreComp struct {
 	pat  string
+	need string // for a glob, text every match contains
 	kind compKind
 }
 
@@ -161,7 +230,7 @@ func parseIgnoreRule(p string) ignoreRule {
 		case strings.Contains(c, "**"):
 			comp.kind = compBadStars
 		case hasGlobSyntax(c):
-			comp.kind = compGlob
+			comp.kind, comp.need = compGlob, requiredLiteral(c)
 		default:
 			comp.kind = compLiteral
 		}
@@ -194,6 +263,7 @@ func (f *ignoreFile) add(r ignoreRule) {
 		r.lit = p[:len(p)-1]
 		f.prefixes = append(f.prefixes, k)
 	default:
+		r.lit = requiredLiteral(p)
 		f.globs = append(f.globs, k)
 	}
 	f.rules = append(f.rules, r)
@@ -217,27 +287,12 @@ func (f *ignoreFile) indexSlashRule(k int32, comps []ignoreComp) {
 }
 
 // match returns the index of the last rule matching path (components
-// below the file's directory), or -1.
-func (f *ignoreFile) match(path []string, isDir bool) int {
-	best := int32(-1)
-	last := len(path) - 1
-	for i, name := range path {
-		dirOK := isDir || i < last // may a directory-only rule match here?
-		best = f.bestOf(f.names[name], best, dirOK, nil)
-		if j := strings.LastIndexByte(name, '.'); j >= 0 {
-			best = f.bestOf(f.exts[name[j+1:]], best, dirOK, nil)
-		}
-		best = f.bestOf(f.suffixes, best, dirOK, func(r *ignoreRule) bool { return strings.HasSuffix(name, r.lit) })
-		best = f.bestOf(f.prefixes, best, dirOK, func(r *ignoreRule) bool { return strings.HasPrefix(name, r.lit) })
-		best = f.bestOf(f.globs, best, dirOK, func(r *ignoreRule) bool {
-			ok, err := filepath.Match(r.pat, name)
-			return err == nil && ok
-		})
-	}
+// below the file's directory), or -1; anc is the best rule without a
+// slash matching one of path's leading components.
+func (f *ignoreFile) match(path []string, isDir bool, anc int32) int {
+	best := f.nameBest(path[len(path)-1], isDir, anc)
 	slash := func(r *ignoreRule) bool { return r.matchComps(path, isDir) }
-	if len(path) > 0 {
-		best = f.bestOf(f.anchored[path[0]], best, true, slash)
-	}
+	best = f.bestOf(f.anchored[path[0]], best, true, slash)
 	if len(f.deep) > 0 {
 		for _, name := range path {
 			best = f.bestOf(f.deep[name], best, true, slash)
@@ -245,6 +300,24 @@ func (f *ignoreFile) match(path []string, isDir bool) int {
 	}
 	best = f.bestOf(f.paths, best, true, slash)
 	return int(best)
+}
+
+// nameBest returns the best rule without a slash above best that
+// matches the path component name (a directory unless !dirOK), or best.
+func (f *ignoreFile) nameBest(name string, dirOK bool, best int32) int32 {
+	best = f.bestOf(f.names[name], best, dirOK, nil)
+	if j := strings.LastIndexByte(name, '.'); j >= 0 {
+		best = f.bestOf(f.exts[name[j+1:]], best, dirOK, nil)
+	}
+	best = f.bestOf(f.suffixes, best, dirOK, func(r *ignoreRule) bool { return strings.HasSuffix(name, r.lit) })
+	best = f.bestOf(f.prefixes, best, dirOK, func(r *ignoreRule) bool { return strings.HasPrefix(name, r.lit) })
+	return f.bestOf(f.globs, best, dirOK, func(r *ignoreRule) bool {
+		if !strings.Contains(name, r.lit) {
+			return false
+		}
+		ok, err := filepath.Match(r.pat, name)
+		return err == nil && ok
+	})
 }
 
 // bestOf returns the highest rule of ks above best that matches (by test,
@@ -318,6 +391,61 @@ func (c *ignoreComp) match(name string) (ok, bad bool) {
 	if c.kind == compLiteral {
 		return c.pat == name, false
 	}
+	if !strings.Contains(name, c.need) {
+		return false, false
+	}
 	ok, err := filepath.Match(c.pat, name)
 	return ok, err != nil
+}
+
+// requiredLiteral returns the longest run of plain text in the
+// filepath.Match pattern p (outside classes, escapes and stars), which
+// every name p matches contains, or "". A malformed pattern never
+// matches, so what it returns for one does not matter.
+func requiredLiteral(p string) string {
+	best, start := "", 0
+	flush := func(end int) {
+		if end-start > len(best) {
+			best = p[start:end]
+		}
+	}
+	for i := 0; i < len(p); {
+		switch p[i] {
+		case '*', '?', '\\', '[':
+			flush(i)
+			i = skipGlobToken(p, i)
+			start = i
+		default:
+			i++
+		}
+	}
+	flush(len(p))
+	return best
+}
+
+// skipGlobToken returns the index after the special token at p[i]: a
+// star, "?", an escape or a whole class. An unterminated class runs to
+// the end (such a pattern never matches).
+func skipGlobToken(p string, i int) int {
+	switch p[i] {
+	case '\\':
+		return min(i+2, len(p))
+	case '[':
+		j := i + 1
+		if j < len(p) && p[j] == '^' {
+			j++
+		}
+		for n := 0; j < len(p); n++ {
+			switch {
+			case p[j] == ']' && n > 0:
+				return j + 1
+			case p[j] == '\\':
+				j += 2
+			default:
+				j++
+			}
+		}
+		return len(p)
+	}
+	return i + 1
 }

@@ -605,7 +605,7 @@ type dirJob struct {
 	name   string
 	rel    string   // path relative to the search root's fsroot
 	parts  []string // rel split, for gitignore matching
-	ignore *ignoreMatcher
+	ignore *ignoreDir
 	files  []fileEntry
 }
 
@@ -748,16 +748,17 @@ func splitParts(rel string) []string {
 
 // ancestorIgnores loads the .gitignore files of the directories above
 // the search start (the start's own is loaded when it is searched).
-func (w *walker) ancestorIgnores(parts []string) *ignoreMatcher {
-	var m *ignoreMatcher
+func (w *walker) ancestorIgnores(parts []string) *ignoreDir {
+	var d *ignoreDir
 	for i := range parts {
 		dir := path.Join(append([]string{"."}, parts[:i]...)...)
 		data, _, err := w.root.ReadFile(path.Join(dir, ".gitignore"), 1<<20)
 		if err == nil {
-			m = m.with(data, parts[:i])
+			d = d.with(data, parts[:i])
 		}
+		d = d.child(parts[:i+1], parts[i])
 	}
-	return m
+	return d
 }
 
 func (w *walker) work() {
@@ -859,7 +860,7 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 		}
 		if isDir {
 			ref.refs.Add(1)
-			children = append(children, dirJob{parent: ref, name: name, rel: rel, parts: parts, ignore: matcher})
+			children = append(children, dirJob{parent: ref, name: name, rel: rel, parts: parts, ignore: matcher.child(parts, name)})
 			continue
 		}
 		if w.q.glob != nil {
