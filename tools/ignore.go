@@ -62,9 +62,8 @@ type ignoreDir struct {
 	anc []int32
 }
 
-// root positions m at the directory of its files: only valid while each
-// file's domain is a leading part of the paths matched (as in search,
-// where the files are those of the directory and its ancestors).
+// root positions m with no matched directories yet: at the search
+// root's fsroot, or at the directory of m's only file.
 func (m *ignoreMatcher) root() *ignoreDir {
 	if m == nil {
 		return nil
