@@ -21,7 +21,6 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"golang.org/x/sys/unix"
 
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -602,12 +601,12 @@ func (d *dirRef) release() {
 // A job with files set is instead a batch of regular files of the
 // directory parent, so one large directory is searched by every worker.
 type dirJob struct {
-	parent   *dirRef
-	name     string
-	rel      string   // path relative to the search root's fsroot
-	parts    []string // rel split, for gitignore matching
-	patterns []gitignore.Pattern
-	files    []fileEntry
+	parent *dirRef
+	name   string
+	rel    string   // path relative to the search root's fsroot
+	parts  []string // rel split, for gitignore matching
+	ignore *ignoreDir
+	files  []fileEntry
 }
 
 // fileEntry is one file of a batch job.
@@ -702,7 +701,7 @@ func (w *walker) run(ctx context.Context, start string) ([]searchHit, searchStat
 	ref := &dirRef{fd: fd}
 	ref.refs.Store(1)
 	parts := splitParts(start)
-	w.stack = append(w.stack, dirJob{parent: ref, name: ".", rel: start, parts: parts, patterns: w.ancestorPatterns(parts)})
+	w.stack = append(w.stack, dirJob{parent: ref, name: ".", rel: start, parts: parts, ignore: w.ancestorIgnores(parts)})
 	w.pending = 1
 
 	stopWatch := context.AfterFunc(ctx, func() {
@@ -747,30 +746,19 @@ func splitParts(rel string) []string {
 	return strings.Split(rel, "/")
 }
 
-// ancestorPatterns loads the .gitignore files of the directories above
+// ancestorIgnores loads the .gitignore files of the directories above
 // the search start (the start's own is loaded when it is searched).
-func (w *walker) ancestorPatterns(parts []string) []gitignore.Pattern {
-	var ps []gitignore.Pattern
+func (w *walker) ancestorIgnores(parts []string) *ignoreDir {
+	var d *ignoreDir
 	for i := range parts {
 		dir := path.Join(append([]string{"."}, parts[:i]...)...)
 		data, _, err := w.root.ReadFile(path.Join(dir, ".gitignore"), 1<<20)
 		if err == nil {
-			ps = appendPatterns(ps, data, parts[:i])
+			d = d.with(data, parts[:i])
 		}
+		d = d.child(parts[:i+1], parts[i])
 	}
-	return ps
-}
-
-// appendPatterns parses a .gitignore file's lines for directory domain.
-func appendPatterns(ps []gitignore.Pattern, data []byte, domain []string) []gitignore.Pattern {
-	for line := range strings.SplitSeq(string(data), "\n") {
-		line = strings.TrimSuffix(line, "\r")
-		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		ps = append(ps, gitignore.ParsePattern(line, domain))
-	}
-	return ps
+	return d
 }
 
 func (w *walker) work() {
@@ -835,18 +823,14 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 	ents, _ := f.ReadDir(-1)
 	f.Close()
 
-	patterns := job.patterns
+	matcher := job.ignore
 	for _, e := range ents {
 		if e.Name() == ".gitignore" && e.Type().IsRegular() {
 			if data, _, err := readAt(fd, ".gitignore", buf[:0], 1<<20); err == nil {
-				patterns = appendPatterns(slices.Clip(patterns), data, job.parts)
+				matcher = matcher.with(data, job.parts)
 			}
 			break
 		}
-	}
-	var matcher gitignore.Matcher
-	if len(patterns) > 0 {
-		matcher = gitignore.NewMatcher(patterns)
 	}
 	var children []dirJob
 	var files []fileEntry
@@ -876,7 +860,7 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 		}
 		if isDir {
 			ref.refs.Add(1)
-			children = append(children, dirJob{parent: ref, name: name, rel: rel, parts: parts, patterns: patterns})
+			children = append(children, dirJob{parent: ref, name: name, rel: rel, parts: parts, ignore: matcher.child(parts, name)})
 			continue
 		}
 		if w.q.glob != nil {

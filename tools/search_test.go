@@ -338,50 +338,56 @@ func BenchmarkSearchGOROOT(b *testing.B) {
 		{"regex-class-run", `\d{5,}`, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			q, err := s.parse(argsJSON(b, map[string]any{"pattern": bc.pattern, "literal": bc.literal}))
-			if err != nil {
-				b.Fatal(err)
-			}
-			q.maxResults = 1 << 30 // scan the whole tree, as rg does
-			args := []string{"--no-config", "--no-require-git", "--hidden", "-n", "--no-heading"}
-			if bc.literal {
-				args = append(args, "-F")
-			}
-			args = append(args, "-e", bc.pattern, root)
-			var ours, theirs, oursCPU, theirsCPU time.Duration
-			var nOurs, nRg int
-			for b.Loop() {
-				start, cpu0 := time.Now(), cpuTime(syscall.RUSAGE_SELF)
-				hits, _, err := s.search(context.Background(), q)
-				ours += time.Since(start)
-				oursCPU += cpuTime(syscall.RUSAGE_SELF) - cpu0
-				if err != nil {
-					b.Fatal(err)
-				}
-				nOurs = len(hits)
-				start = time.Now()
-				cmd := exec.Command(rg, args...)
-				outp, err := cmd.Output()
-				theirs += time.Since(start)
-				if err != nil {
-					b.Fatalf("rg: %v", err)
-				}
-				theirsCPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-				nRg = bytes.Count(outp, []byte{'\n'})
-			}
-			if nOurs != nRg {
-				b.Logf("match count differs: octet %d, rg %d", nOurs, nRg)
-			}
-			n := float64(b.N)
-			b.ReportMetric(float64(ours.Milliseconds())/n, "octet-ms/op")
-			b.ReportMetric(float64(theirs.Milliseconds())/n, "rg-ms/op")
-			b.ReportMetric(float64(ours)/float64(theirs), "ratio")
-			b.ReportMetric(float64(oursCPU.Milliseconds())/n, "octet-cpu-ms/op")
-			b.ReportMetric(float64(theirsCPU.Milliseconds())/n, "rg-cpu-ms/op")
-			b.ReportMetric(float64(oursCPU)/float64(theirsCPU), "cpu-ratio")
-			b.ReportMetric(float64(nOurs), "matches")
+			benchVsRipgrep(b, rg, s, root, bc.pattern, bc.literal)
 		})
 	}
+}
+
+// benchVsRipgrep times a whole-tree search of root for pattern, then
+// ripgrep's, in each iteration, and reports both with their CPU times.
+func benchVsRipgrep(b *testing.B, rg string, s *SearchTool, root, pattern string, literal bool) {
+	q, err := s.parse(argsJSON(b, map[string]any{"pattern": pattern, "literal": literal}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	q.maxResults = 1 << 30 // scan the whole tree, as rg does
+	args := []string{"--no-config", "--no-require-git", "--hidden", "-n", "--no-heading"}
+	if literal {
+		args = append(args, "-F")
+	}
+	args = append(args, "-e", pattern, root)
+	var ours, theirs, oursCPU, theirsCPU time.Duration
+	var nOurs, nRg int
+	for b.Loop() {
+		start, cpu0 := time.Now(), cpuTime(syscall.RUSAGE_SELF)
+		hits, _, err := s.search(context.Background(), q)
+		ours += time.Since(start)
+		oursCPU += cpuTime(syscall.RUSAGE_SELF) - cpu0
+		if err != nil {
+			b.Fatal(err)
+		}
+		nOurs = len(hits)
+		start = time.Now()
+		cmd := exec.Command(rg, args...)
+		outp, err := cmd.Output()
+		theirs += time.Since(start)
+		if err != nil {
+			b.Fatalf("rg: %v", err)
+		}
+		theirsCPU += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+		nRg = bytes.Count(outp, []byte{'\n'})
+	}
+	if nOurs != nRg {
+		b.Logf("match count differs: octet %d, rg %d", nOurs, nRg)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(ours.Milliseconds())/n, "octet-ms/op")
+	b.ReportMetric(float64(theirs.Milliseconds())/n, "rg-ms/op")
+	b.ReportMetric(float64(ours)/float64(theirs), "ratio")
+	b.ReportMetric(float64(oursCPU.Milliseconds())/n, "octet-cpu-ms/op")
+	b.ReportMetric(float64(theirsCPU.Milliseconds())/n, "rg-cpu-ms/op")
+	b.ReportMetric(float64(oursCPU)/float64(theirsCPU), "cpu-ratio")
+	b.ReportMetric(float64(nOurs), "matches")
 }
 
 // FuzzGlobRegexp checks that any glob either compiles or is rejected with
