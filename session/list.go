@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // maxListHeader bounds how much of a file List reads to find its header.
@@ -55,7 +54,7 @@ func List(dir string) ([]Info, error) {
 
 // describe reads the header line and metadata of one session file.
 func describe(path string) (Info, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := osfile.OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return Info{}, fmt.Errorf("list session %s: %w", path, err)
 	}
@@ -72,9 +71,9 @@ func describe(path string) (Info, error) {
 	if err != nil {
 		return Info{}, &CorruptError{Path: path, Line: 1, Err: err}
 	}
-	var ino uint64
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		ino = st.Ino
+	ino, err := osfile.FileID(f)
+	if err != nil {
+		return Info{}, fmt.Errorf("list session %s: %w", path, err)
 	}
 	l, err := listed(path, f, ino, fi.Size())
 	if err != nil {
