@@ -22,7 +22,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-	"golang.org/x/sys/unix"
+	unix "github.com/octet-agent/octet/internal/unixfd"
 
 	"github.com/octet-agent/octet/internal/fsroot"
 )
