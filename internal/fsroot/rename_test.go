@@ -22,10 +22,15 @@ func TestRenameNoReplace(t *testing.T) {
 			forceLinkRename = forced
 			t.Cleanup(func() { forceLinkRename = old })
 			dir := t.TempDir()
-			must(t, os.WriteFile(filepath.Join(dir, "tmp"), []byte("new"), 0o600))
-			must(t, os.WriteFile(filepath.Join(dir, "target"), []byte("old"), 0o600))
+			for name, data := range map[string]string{"tmp": "new", "target": "old"} {
+				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
 			pfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-			must(t, err)
+			if err != nil {
+				t.Fatal(err)
+			}
 			defer unix.Close(pfd)
 			if err := renameNoReplace(pfd, "tmp", "target"); !errors.Is(err, unix.EEXIST) {
 				t.Fatalf("over an existing target: %v, want EEXIST", err)
