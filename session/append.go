@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // AppendEntry appends one entry and makes it the head. A missing ID or
@@ -95,7 +93,7 @@ func (s *Session) appendLocked(recs []Record, fa *ForeignAppend) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
-	err := s.withLock(unix.LOCK_EX, func() error {
+	err := s.withLock(lockEx, func() error {
 		var err error
 		*fa, err = s.catchUpForeign()
 		if err == nil {

@@ -1,3 +1,5 @@
+//go:build unix
+
 package session
 
 import (
@@ -16,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // BenchmarkAppendSync measures one durable append (an assistant entry and
@@ -51,7 +53,7 @@ func BenchmarkAppendSync(b *testing.B) {
 			if _, err := raw.Write(buf); err != nil {
 				b.Fatal(err)
 			}
-			if err := unix.Fdatasync(int(raw.Fd())); err != nil {
+			if err := osfile.Sync(raw); err != nil {
 				b.Fatal(err)
 			}
 			return time.Since(t)

@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // CreateFrom creates a new session file like [Create] whose tree already
@@ -104,8 +104,8 @@ func writeNewWith(dir, final string, fill func(*bufio.Writer) error) error {
 	}
 	err = errors.Join(err, tmp.Close())
 	if err == nil {
-		err = unix.Renameat2(unix.AT_FDCWD, name, unix.AT_FDCWD, final, unix.RENAME_NOREPLACE)
-		if errors.Is(err, unix.EEXIST) {
+		err = osfile.RenameNoReplace(name, final)
+		if errors.Is(err, fs.ErrExist) {
 			err = fmt.Errorf("%s: %w", final, fs.ErrExist)
 		}
 	}
@@ -123,19 +123,13 @@ func writeNewWith(dir, final string, fill func(*bufio.Writer) error) error {
 // appends to a file nobody can open again. Close the session before
 // removing it.
 func Remove(path string) error {
-	f, err := os.OpenFile(path, os.O_RDWR|unix.O_NOFOLLOW, 0)
+	f, err := osfile.OpenNoFollow(path, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("remove session: %w", err)
 	}
 	defer f.Close()
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("remove session %s: lock: %w", path, err)
-		}
+	if err := osfile.Lock(f, true); err != nil {
+		return fmt.Errorf("remove session %s: lock: %w", path, err)
 	}
 	if err := os.Remove(path); err != nil {
 		return fmt.Errorf("remove session: %w", err)

@@ -11,9 +11,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // maxListHeader bounds how much of a file List reads to find its header.
@@ -62,10 +61,6 @@ type fileStamp struct {
 	ino          uint64
 	size         int64
 	mtime, ctime int64 // ns
-}
-
-func stampOfStat(st *unix.Stat_t) fileStamp {
-	return fileStamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
 }
 
 // List describes the sessions in dir as [List] does, reading again only
@@ -151,17 +146,14 @@ func (l *Lister) List(dir string) ([]Info, error) {
 // unchanged reports whether the regular file name in the directory d
 // still has the given stamp.
 func (l *Lister) unchanged(d *os.File, name string, stamp fileStamp) bool {
-	var st unix.Stat_t
-	if unix.Fstatat(int(d.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
-		return false
-	}
-	return st.Mode&unix.S_IFMT == unix.S_IFREG && stampOfStat(&st) == stamp
+	st, ok := stampAt(d, name)
+	return ok && st == stamp
 }
 
 // describe reads the header line and metadata of one session file. The
 // legacy sidecar is the caller's to consult.
 func describe(path string) (describedFile, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	f, err := osfile.OpenNoFollow(path, os.O_RDONLY, 0)
 	if err != nil {
 		return describedFile{}, fmt.Errorf("list session %s: %w", path, err)
 	}
@@ -170,9 +162,9 @@ func describe(path string) (describedFile, error) {
 	if err != nil {
 		return describedFile{}, fmt.Errorf("list session %s: %w", path, err)
 	}
-	var stamp fileStamp
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		stamp = fileStamp{ino: st.Ino, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano()}
+	stamp, err := stampOf(f, fi)
+	if err != nil {
+		return describedFile{}, fmt.Errorf("list session %s: %w", path, err)
 	}
 	line, err := firstLine(f)
 	if err != nil {

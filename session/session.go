@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // limits are the bounds in force; tests lower them to exercise the limit
@@ -29,7 +29,7 @@ var limits = struct {
 // replace them to inject short writes and sync failures.
 var (
 	writeAt  = func(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b, off) }
-	syncData = func(f *os.File) error { return unix.Fdatasync(int(f.Fd())) }
+	syncData = osfile.Sync
 )
 
 // Session is an open session file. Methods are safe for concurrent use.
@@ -159,13 +159,7 @@ func writeNew(dir, final string, buf []byte) error {
 	})
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
-}
+func syncDir(dir string) error { return osfile.SyncDir(dir) }
 
 // Open opens a session file for reading and appending. Under the exclusive
 // lock it repairs a torn final record (or torn final batch) left by a
@@ -192,21 +186,19 @@ func open(path string, ro, typed bool) (*Session, error) {
 
 // openFile is open without touching the listing cache.
 func openFile(path string, ro, typed bool) (*Session, error) {
-	flag, how := os.O_RDWR, unix.LOCK_EX
+	flag, how := os.O_RDWR, lockEx
 	if ro {
-		flag, how = os.O_RDONLY, unix.LOCK_SH
+		flag, how = os.O_RDONLY, lockSh
 	}
-	f, err := os.OpenFile(path, flag|unix.O_NOFOLLOW, 0)
+	f, err := osfile.OpenNoFollow(path, flag, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
 	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex(), specOK: typed}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+	if s.ino, err = osfile.FileID(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	s.ino = st.Ino
 	err = s.withLock(how, func() error {
 		_, err := s.catchUp()
 		sp := s.spec
@@ -240,29 +232,28 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 	return s, nil
 }
 
-func (s *Session) withLock(how int, fn func() error) error {
-	fd := int(s.f.Fd())
-	for {
-		err := unix.Flock(fd, how)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, unix.EINTR) {
-			return fmt.Errorf("lock session %s: %w", s.path, err)
-		}
+// The two lock modes withLock takes.
+const (
+	lockEx = true
+	lockSh = false
+)
+
+func (s *Session) withLock(exclusive bool, fn func() error) error {
+	if err := osfile.Lock(s.f, exclusive); err != nil {
+		return fmt.Errorf("lock session %s: %w", s.path, err)
 	}
 	err := fn()
-	return errors.Join(err, unix.Flock(fd, unix.LOCK_UN))
+	return errors.Join(err, osfile.Unlock(s.f))
 }
 
 // catchUp folds every complete record past s.size. The caller holds the
 // file lock.
 func (s *Session) catchUp() (foldStats, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(s.f.Fd()), &st); err != nil {
+	st, err := s.f.Stat()
+	if err != nil {
 		return foldStats{}, fmt.Errorf("stat session %s: %w", s.path, err)
 	}
-	size := st.Size
+	size := st.Size()
 	if size > limits.fileBytes {
 		return foldStats{}, &LimitError{Path: s.path, Limit: "file bytes", Max: limits.fileBytes, Got: size}
 	}
@@ -716,7 +707,7 @@ func (s *Session) Refresh() (ForeignAppend, error) {
 		s.mu.Unlock()
 		return fa, ErrClosed
 	}
-	err := s.withLock(unix.LOCK_SH, func() error {
+	err := s.withLock(lockSh, func() error {
 		var err error
 		fa, err = s.catchUpForeign()
 		return err

@@ -167,7 +167,7 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		return errorResult(err.Error()), nil
 	}
 	if t.selection == ShellUnavailable {
-		return errorResult("no shell is available (configured shell_path is not an executable file, or no bash/sh found)"), nil
+		return errorResult(ShellUnavailableReason()), nil
 	}
 	if ctx.Err() != nil {
 		return Result{

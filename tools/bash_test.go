@@ -1,3 +1,5 @@
+//go:build unix
+
 package tools
 
 import (
@@ -18,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 
 	"github.com/octet-agent/octet/internal/proc/proctest"
 )
@@ -719,7 +722,7 @@ func TestSpillWriteFailureIsSpillError(t *testing.T) {
 			if strings.HasPrefix(filepath.Base(sf.path), "stdout-") {
 				// The descriptor now reads /dev/null: the worker's
 				// write fails with EBADF.
-				syscall.Dup2(int(ro.Fd()), int(sf.f.Fd()))
+				unix.Dup2(int(ro.Fd()), int(sf.f.Fd()))
 			}
 		}
 	}

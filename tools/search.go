@@ -21,7 +21,7 @@ import (
 	"sync/atomic"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/octet-agent/octet/internal/unixfd"
 
 	"github.com/octet-agent/octet/internal/fsroot"
 )

@@ -1,26 +1,5 @@
-// Package fsroot performs descriptor-relative, no-follow file operations
-// beneath one directory (the workspace root).
-//
-// Every path handed to a Root is a workspace-relative shape: absolute paths
-// and ".." components are rejected before any system call. On Linux each
-// path is opened with openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS) relative
-// to the root descriptor; when the kernel refuses openat2 (ENOSYS, or EPERM
-// from a seccomp filter) the Root falls back to a component walk that opens
-// every directory with O_NOFOLLOW|O_DIRECTORY relative to the previous
-// directory descriptor. Either way a symbolic link anywhere in the path is an
-// error, and replacing a parent directory with a symlink while an operation
-// runs cannot redirect it outside the root.
-//
-// Reads open the final object non-blocking, require a regular file from the
-// descriptor's own metadata (a FIFO or device is an error, never a hang) and
-// read at most limit+1 bytes. Mutations keep the parent directory descriptor
-// open, write a sibling temporary file created with O_EXCL, fsync it, re-read
-// and compare the target against the caller's expected prior state
-// immediately before commit, rename relative to the same parent descriptor
-// and fsync the directory.
-//
-// The guard applies to the explicit paths given to a Root. It is not process
-// containment.
+//go:build unix
+
 package fsroot
 
 import (
@@ -32,10 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// MaxFileBytes is the largest file a Root reads or writes by default
-// (32 MiB, the product's per-file limit for read, edit and preview).
-const MaxFileBytes = 32 << 20
 
 // Root is an open workspace root. It is safe for concurrent use.
 type Root struct {
@@ -96,44 +71,6 @@ func (r *Root) Close() error {
 		return fmt.Errorf("close workspace root %s: %w", r.dir, err)
 	}
 	return nil
-}
-
-// PathError is returned for a path whose shape is not workspace-relative.
-type PathError struct {
-	Path   string
-	Reason string
-}
-
-// Error describes the rejected path.
-func (e *PathError) Error() string {
-	return fmt.Sprintf("invalid path %q: %s", e.Path, e.Reason)
-}
-
-// ErrSymlink reports a symbolic link somewhere in a path; built-in file
-// operations never follow links.
-var ErrSymlink = errors.New("path contains a symbolic link (links are not followed)")
-
-// ErrEscape reports a path that would resolve outside the root.
-var ErrEscape = errors.New("path resolves outside the workspace")
-
-// CleanRel validates that p is a workspace-relative path shape and returns
-// it cleaned. It rejects empty paths, absolute paths, ".." components and NUL
-// bytes. The root itself is ".".
-func CleanRel(p string) (string, error) {
-	switch {
-	case p == "":
-		return "", &PathError{Path: p, Reason: "empty path"}
-	case strings.IndexByte(p, 0) >= 0:
-		return "", &PathError{Path: p, Reason: "path contains a NUL byte"}
-	case filepath.IsAbs(p):
-		return "", &PathError{Path: p, Reason: "absolute paths are not allowed; use a path relative to the workspace root"}
-	}
-	for _, c := range strings.Split(p, "/") {
-		if c == ".." {
-			return "", &PathError{Path: p, Reason: `".." components are not allowed`}
-		}
-	}
-	return filepath.Clean(p), nil
 }
 
 // openFlags resolves rel (already cleaned) beneath the root and opens it with

@@ -34,9 +34,12 @@ func (r *Root) openat2(rel string, flags int, mode uint32) (int, error) {
 var openat2 = unix.Openat2
 
 // renameNoReplace renames tmp to name within pfd, failing with EEXIST
-// when name exists.
+// when name exists: renameat2(RENAME_NOREPLACE), or link+unlink on file
+// systems that refuse it.
 func renameNoReplace(pfd int, tmp, name string) error {
-	return unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE)
+	return exclusiveRenameAt(pfd, tmp, name, func() error {
+		return unix.Renameat2(pfd, tmp, pfd, name, unix.RENAME_NOREPLACE)
+	})
 }
 
 // modTime is the descriptor's modification time.

@@ -1,4 +1,4 @@
-//go:build !linux
+//go:build unix && !linux
 
 package fsroot
 
@@ -11,10 +11,6 @@ import (
 // openat2 does not exist outside Linux: reporting ENOSYS makes the Root
 // switch to the O_NOFOLLOW component walk on first use.
 func (r *Root) openat2(string, int, uint32) (int, error) { return -1, unix.ENOSYS }
-
-// renameNoReplace is unavailable; ENOSYS makes the caller fall back to a
-// plain rename after its comparison.
-func renameNoReplace(int, string, string) error { return unix.ENOSYS }
 
 // modTime is the descriptor's modification time.
 func modTime(st *unix.Stat_t) time.Time { return time.Unix(st.Mtim.Unix()) }

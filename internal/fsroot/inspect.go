@@ -1,3 +1,5 @@
+//go:build unix
+
 package fsroot
 
 import (
@@ -5,41 +7,6 @@ import (
 
 	"golang.org/x/sys/unix"
 )
-
-// Kind is the type of a file system object as Inspect found it. A
-// symbolic link is reported as a link, never as what it points to.
-type Kind uint8
-
-// The kinds Inspect reports.
-const (
-	KindOther Kind = iota // a type this package does not name
-	KindRegular
-	KindDirectory
-	KindSymlink
-	KindFIFO
-	KindSocket
-	KindCharDevice
-	KindBlockDevice
-)
-
-var kindNames = [...]string{
-	KindOther:       "special file",
-	KindRegular:     "regular file",
-	KindDirectory:   "directory",
-	KindSymlink:     "symbolic link",
-	KindFIFO:        "FIFO",
-	KindSocket:      "socket",
-	KindCharDevice:  "character device",
-	KindBlockDevice: "block device",
-}
-
-// String names the kind ("regular file", "symbolic link", ...).
-func (k Kind) String() string {
-	if int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return kindNames[KindOther]
-}
 
 // kindFromMode maps a stat mode to a Kind.
 func kindFromMode(mode uint32) Kind {
