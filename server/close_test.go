@@ -108,6 +108,18 @@ func TestIdleSessionReleased(t *testing.T) {
 	var r resumeResult
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": busy}, &r)
 
+	// A session the server released by itself comes back on the next
+	// request naming it: the editor never sees it vanish.
+	st.provider.Enqueue(providertest.Text("back again"))
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": idle, "text": "still there?"})); ans.Outcome != "completed" {
+		t.Fatalf("prompt on a released session: %+v\n%s", ans, e.dump())
+	}
+	// One the client closed stays closed until resumed.
+	e.mustCall("octet/session/close", map[string]any{"sessionId": idle}, nil)
+	if err := e.call("octet/prompt", map[string]any{"sessionId": idle, "text": "gone?"}, nil); err == nil || !strings.Contains(err.Error(), "octet/session/resume") {
+		t.Errorf("prompt on a closed session: %v, want -32011 naming octet/session/resume", err)
+	}
+
 	// octet.prompt's default session, released, comes back as itself.
 	st.provider.Enqueue(providertest.Text("one"), providertest.Text("two"))
 	var first, second promptAnswer

@@ -158,6 +158,9 @@ type Server struct {
 	workspace string
 	trace     string
 	sessions  map[string]*sessionState
+	// released are the sessions the server closed by itself (idle, or to
+	// make room); a request naming one opens it again.
+	released  map[string]bool
 	runs      map[string]*runState
 	byRequest map[jsonrpc2.ID]*runState
 	byToken   map[string]*runState
@@ -178,6 +181,7 @@ func New(opts Options) *Server {
 
 		parentGone: make(chan struct{}),
 		sessions:   make(map[string]*sessionState),
+		released:   make(map[string]bool),
 		runs:       make(map[string]*runState),
 		byRequest:  make(map[jsonrpc2.ID]*runState),
 		byToken:    make(map[string]*runState),

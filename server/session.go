@@ -42,6 +42,10 @@ type sessionState struct {
 	// closed when its file and agent have been.
 	closing bool
 	closed  chan struct{}
+	// released is set when the server closed the session by itself (idle,
+	// or to make room), not because a client asked: a later request
+	// naming it opens it again.
+	released bool
 }
 
 // bufferedEvent is one emitted notification kept for replay.
@@ -98,17 +102,31 @@ func (s *Server) session(id string) (*sessionState, error) {
 	}
 	s.mu.Lock()
 	ss := s.sessions[id]
+	reopen := ss == nil && s.released[id]
 	s.mu.Unlock()
-	if ss == nil {
+	if ss != nil {
+		ss.mu.Lock()
+		closing, released := ss.closing, ss.released
+		if !closing {
+			ss.lastUsed = time.Now()
+		}
+		ss.mu.Unlock()
+		if !closing {
+			return ss, nil
+		}
+		if !released {
+			return nil, closedError(id)
+		}
+		<-ss.closed
+		reopen = true
+	}
+	if !reopen {
 		return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: create it with octet/session/new or load it with octet/session/resume", id))
 	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.closing {
-		return nil, closedError(id)
-	}
-	ss.lastUsed = time.Now()
-	return ss, nil
+	// The server released it, not the client: open it again, as resume
+	// would (with a new epoch), so an editor never sees its session vanish.
+	s.log.Info("reopening a released session", "session", id)
+	return s.openOrReuse(s.ctx, id)
 }
 
 func closedError(id string) error {
@@ -208,6 +226,7 @@ func (s *Server) closeIf(ss *sessionState, why string, cond func(*sessionState) 
 		return false
 	}
 	ss.closing = true
+	ss.released = cond != nil
 	run := ss.active
 	ss.mu.Unlock()
 	if run != nil {
@@ -223,6 +242,11 @@ func (s *Server) closeIf(ss *sessionState, why string, cond func(*sessionState) 
 	s.mu.Lock()
 	if s.sessions[ss.id] == ss {
 		delete(s.sessions, ss.id)
+	}
+	if ss.released {
+		s.released[ss.id] = true
+	} else {
+		delete(s.released, ss.id)
 	}
 	s.mu.Unlock()
 	if err := ss.handle.Close(); err != nil {
