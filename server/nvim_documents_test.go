@@ -48,24 +48,7 @@ func testNvims(t *testing.T) []string {
 // survives, the disk is untouched until :w, :undo reverts only the
 // agent's edit, and :redo then :w writes both.
 func TestNeovimDocumentCoherence(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the octet binary")
-	}
-	nvims := testNvims(t)
-	if len(nvims) == 0 {
-		t.Skip("no nvim to test")
-	}
-	bin := buildOctet(t)
-	script, err := filepath.Abs("testdata/nvim/documents_test.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, nvim := range nvims {
-		t.Run(nvimName(nvim), func(t *testing.T) {
-			t.Parallel()
-			runNvimDocuments(t, nvim, bin, script)
-		})
-	}
+	eachNvim(t, "documents_test.lua", runNvimDocuments)
 }
 
 // nvimName names a subtest by the binary's version line.

@@ -17,38 +17,23 @@ import (
 // for the scripted model's edit, and the file must change, on each of
 // testNvims (.ci/run installs Debian's neovim and unpacks newer builds).
 func TestNeovimClient(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the octet binary")
-	}
-	nvims := testNvims(t)
-	if len(nvims) == 0 {
-		t.Skip("no nvim to test")
-	}
-	bin := buildOctet(t)
-	script, err := filepath.Abs("testdata/nvim/octet_test.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, nvim := range nvims {
-		t.Run(nvimName(nvim), func(t *testing.T) {
-			t.Parallel()
-			w := newRealWorld(t, bin)
-			writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
-			editScript(&stack{provider: w.prov})
-			res, out := w.runNvim(t, nvim, script)
-			t.Logf("nvim result:\n%s", res)
-			if !strings.HasPrefix(res, "ok\n") {
-				t.Fatalf("neovim client failed:\n%s\nnvim output: %s", res, out)
-			}
-			if got := readFile(t, filepath.Join(w.ws, "a.txt")); got != "goodbye world\n" {
-				t.Errorf("a.txt = %q after the approved edit", got)
-			}
-			sessions, _ := filepath.Glob(filepath.Join(w.home, "sessions", "*.jsonl"))
-			if len(sessions) != 1 {
-				t.Errorf("%d session files under OCTET_HOME, want 1", len(sessions))
-			}
-		})
-	}
+	eachNvim(t, "octet_test.lua", func(t *testing.T, nvim, bin, script string) {
+		w := newRealWorld(t, bin)
+		writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
+		editScript(&stack{provider: w.prov})
+		res, out := w.runNvim(t, nvim, script)
+		t.Logf("nvim result:\n%s", res)
+		if !strings.HasPrefix(res, "ok\n") {
+			t.Fatalf("neovim client failed:\n%s\nnvim output: %s", res, out)
+		}
+		if got := readFile(t, filepath.Join(w.ws, "a.txt")); got != "goodbye world\n" {
+			t.Errorf("a.txt = %q after the approved edit", got)
+		}
+		sessions, _ := filepath.Glob(filepath.Join(w.home, "sessions", "*.jsonl"))
+		if len(sessions) != 1 {
+			t.Errorf("%d session files under OCTET_HOME, want 1", len(sessions))
+		}
+	})
 }
 
 // TestNeovimReadmeSnippet runs the README's Neovim snippet verbatim in
@@ -149,47 +134,29 @@ func readmeLua(t *testing.T, readme, heading string) string {
 // (no prompt; session_rule with its ruleId), a bash denial whose reason
 // the model sees, approvals/list and revoke, and the edit asked again.
 func TestNeovimApprovalRules(t *testing.T) {
-	var nvims [][2]string // name, path
-	for _, p := range testNvims(t) {
-		nvims = append(nvims, [2]string{nvimName(p), p})
-	}
-	if len(nvims) == 0 {
-		t.Skip("nvim not installed")
-	}
-	if testing.Short() {
-		t.Skip("builds the octet binary")
-	}
-	bin := buildOctet(t)
-	script, err := filepath.Abs("testdata/nvim/approvals_test.lua")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range nvims {
-		nvim := n[1]
-		t.Run(n[0], func(t *testing.T) {
-			w := newRealWorld(t, bin)
-			writeFile(t, filepath.Join(w.ws, "a.txt"), "hello\n")
-			edit := func(id, from, to string) providertest.Turn {
-				return providertest.Reply(providertest.FunctionCall(id, "edit", `{"path":"a.txt","old_text":"`+from+`","new_text":"`+to+`"}`))
+	eachNvim(t, "approvals_test.lua", func(t *testing.T, nvim, bin, script string) {
+		w := newRealWorld(t, bin)
+		writeFile(t, filepath.Join(w.ws, "a.txt"), "hello\n")
+		edit := func(id, from, to string) providertest.Turn {
+			return providertest.Reply(providertest.FunctionCall(id, "edit", `{"path":"a.txt","old_text":"`+from+`","new_text":"`+to+`"}`))
+		}
+		w.prov.Enqueue(edit("call_1", "hello", "hi"), edit("call_2", "hi", "hey"),
+			providertest.Reply(providertest.FunctionCall("call_3", "bash", `{"command":"touch made"}`)),
+			providertest.Text("Done."),
+			edit("call_4", "hey", "yo"), providertest.Text("Done again."))
+		res, _ := w.runNvim(t, nvim, script)
+		got := strings.TrimSpace(res)
+		for _, want := range []string{
+			"ok first=completed second=completed rules=1 scope=a.txt asked=call_1,call_3,call_4 ",
+			"decisions=call_1:approved_for_session:rule,call_2:session_rule:rule,call_3:approval_denied:-,call_4:approved:-",
+			"The user's reason: use make instead",
+		} {
+			if !strings.Contains(got, want) {
+				t.Errorf("result %s\nwant it to contain %s", got, want)
 			}
-			w.prov.Enqueue(edit("call_1", "hello", "hi"), edit("call_2", "hi", "hey"),
-				providertest.Reply(providertest.FunctionCall("call_3", "bash", `{"command":"touch made"}`)),
-				providertest.Text("Done."),
-				edit("call_4", "hey", "yo"), providertest.Text("Done again."))
-			res, _ := w.runNvim(t, nvim, script)
-			got := strings.TrimSpace(res)
-			for _, want := range []string{
-				"ok first=completed second=completed rules=1 scope=a.txt asked=call_1,call_3,call_4 ",
-				"decisions=call_1:approved_for_session:rule,call_2:session_rule:rule,call_3:approval_denied:-,call_4:approved:-",
-				"The user's reason: use make instead",
-			} {
-				if !strings.Contains(got, want) {
-					t.Errorf("result %s\nwant it to contain %s", got, want)
-				}
-			}
-			if got := readFile(t, filepath.Join(w.ws, "a.txt")); got != "yo\n" {
-				t.Errorf("a.txt = %q", got)
-			}
-		})
-	}
+		}
+		if got := readFile(t, filepath.Join(w.ws, "a.txt")); got != "yo\n" {
+			t.Errorf("a.txt = %q", got)
+		}
+	})
 }

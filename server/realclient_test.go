@@ -115,3 +115,27 @@ func (w *realWorld) runNode(t *testing.T, script string, got any) {
 		t.Fatalf("client %s output %s: %v", script, stdout, err)
 	}
 }
+
+// eachNvim runs fn as a parallel subtest per Neovim of testNvims, with the
+// built octet binary and the absolute path of testdata/nvim/<script>.
+func eachNvim(t *testing.T, script string, fn func(t *testing.T, nvim, bin, script string)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the octet binary")
+	}
+	nvims := testNvims(t)
+	if len(nvims) == 0 {
+		t.Skip("no nvim to test")
+	}
+	bin := buildOctet(t)
+	path, err := filepath.Abs(filepath.Join("testdata", "nvim", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, nvim := range nvims {
+		t.Run(nvimName(nvim), func(t *testing.T) {
+			t.Parallel()
+			fn(t, nvim, bin, path)
+		})
+	}
+}
