@@ -253,13 +253,17 @@ func (s *runtimeSession) SetEffectPolicy(p tools.Policy) (tools.EffectiveToolPol
 	return s.rules.setPolicy(s.built.Agent.Broker(), p)
 }
 
-// approvalsOf returns the session's approval handle.
-func approvalsOf(ss *sessionState) (approvalsHandle, error) {
+// approvalsOf returns the open session id and its approval handle.
+func (s *Server) approvalsOf(id string) (*sessionState, approvalsHandle, error) {
+	ss, err := s.session(id)
+	if err != nil {
+		return nil, nil, err
+	}
 	h, ok := ss.handle.(approvalsHandle)
 	if !ok {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("session %s does not support approval rules", ss.id))
+		return nil, nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("session %s does not support approval rules", ss.id))
 	}
-	return h, nil
+	return ss, h, nil
 }
 
 // ruleView is one row of octet/approvals/list.
@@ -280,11 +284,7 @@ func (s *Server) approvalsList(_ context.Context, _ *jsonrpc2.Request, raw jsonr
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	ss, err := s.session(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	h, err := approvalsOf(ss)
+	ss, h, err := s.approvalsOf(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -335,11 +335,7 @@ func (s *Server) approvalsRevoke(_ context.Context, _ *jsonrpc2.Request, raw jso
 	if p.RuleID == "" {
 		return nil, invalidParams("ruleId is required")
 	}
-	ss, err := s.session(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	h, err := approvalsOf(ss)
+	ss, h, err := s.approvalsOf(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -373,11 +369,7 @@ func (s *Server) sessionSetPolicy(_ context.Context, _ *jsonrpc2.Request, raw js
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	ss, err := s.session(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	h, err := approvalsOf(ss)
+	ss, h, err := s.approvalsOf(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
