@@ -144,6 +144,14 @@ func (b runtimeBackend) Open(ctx context.Context, id string, approver approverFu
 	return h, nil
 }
 
+// Close releases what listing holds (the Lister's directory watch).
+func (b runtimeBackend) Close() error {
+	if b.lister != nil {
+		return b.lister.Close()
+	}
+	return nil
+}
+
 // List implements backend.
 func (b runtimeBackend) List(context.Context) ([]sessionInfo, error) {
 	list := session.List

@@ -265,6 +265,9 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.cancel()
 	_ = conn.Close()
 	s.closeSessions()
+	if c, ok := s.opts.backend.(io.Closer); ok {
+		_ = c.Close()
+	}
 	return err
 }
 
