@@ -30,7 +30,6 @@ type lineDFA struct {
 	mu     sync.Mutex
 	states map[string]*dstate
 	start  *dstate
-	full   atomic.Bool // no room for new states
 }
 
 // maxDFAStates bounds a lineDFA's memory (about 1 KiB per state).
@@ -218,7 +217,6 @@ func (d *lineDFA) state(pcs []uint32, prev prevKind) *dstate {
 		return s
 	}
 	if len(d.states) >= maxDFAStates {
-		d.full.Store(true)
 		return nil
 	}
 	s := &dstate{pcs: pcs, prev: prev}
