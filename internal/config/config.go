@@ -264,7 +264,9 @@ func Load(opts Options) (*Config, error) {
 	}
 	if global != nil {
 		global.apply(&c, SourceConfig)
-		global.applyMCP(&c, lookup)
+		if err := global.applyMCP(&c, lookup); err != nil {
+			return nil, err
+		}
 	}
 	if err := applyEnv(&c, lookup); err != nil {
 		return nil, err

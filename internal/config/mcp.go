@@ -137,9 +137,6 @@ func (fc *fileConfig) validateMCP() error {
 		case m.BearerTokenEnv != nil && !envVarName.MatchString(*m.BearerTokenEnv):
 			bad("bearer_token_env_var must name an environment variable")
 		}
-		if !http && m.Command == nil {
-			bad("a stdio server needs command (or a streamable HTTP server url)")
-		}
 		if http && m.URL == nil {
 			bad("a streamable HTTP server needs url")
 		}
@@ -167,14 +164,21 @@ func (m mcpFile) definesServer() bool {
 }
 
 // applyMCP replaces c's servers with the global config's, resolving
-// bearer tokens through lookup.
-func (fc *fileConfig) applyMCP(c *Config, lookup func(string) (string, bool)) {
+// bearer tokens through lookup. A server that says neither how to start
+// it (command) nor where it is (url) is an error here, in the global
+// config; a project's tables only tighten existing servers.
+func (fc *fileConfig) applyMCP(c *Config, lookup func(string) (string, bool)) error {
 	if fc.MCPServers == nil {
-		return
+		return nil
 	}
 	c.MCPServers = nil
+	var errs []error
 	for _, name := range sortedKeys(fc.MCPServers) {
 		m := fc.MCPServers[name]
+		if m.Command == nil && m.URL == nil {
+			errs = append(errs, fc.errAt("mcp_servers", "[mcp_servers.%s]: a stdio server needs command, a streamable HTTP server url", name))
+			continue
+		}
 		s := MCPServer{
 			Name: name, Env: m.Env, Headers: m.Headers,
 			StartupTimeout: DefaultMCPStartupTimeout, ToolTimeout: DefaultMCPToolTimeout,
@@ -215,6 +219,7 @@ func (fc *fileConfig) applyMCP(c *Config, lookup func(string) (string, bool)) {
 		}
 		c.MCPServers = append(c.MCPServers, s)
 	}
+	return errors.Join(errs...)
 }
 
 // tightenMCP applies a project's [mcp_servers.NAME] tables: a project may

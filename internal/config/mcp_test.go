@@ -58,7 +58,7 @@ func TestMCPServersParsed(t *testing.T) {
 func TestMCPServerConfigErrors(t *testing.T) {
 	for _, tc := range []struct{ name, toml, want string }{
 		{"both", "[mcp_servers.x]\ncommand = \"a\"\nurl = \"http://h\"\n", "either command"},
-		{"neither", "[mcp_servers.x]\nenabled = true\n", "needs command"},
+		{"neither", "[mcp_servers.x]\nenabled = true\n", "a stdio server needs command"},
 		{"badname", "[mcp_servers.a__b]\ncommand = \"a\"\n", "server name"},
 		{"relcwd", "[mcp_servers.x]\ncommand = \"a\"\ncwd = \"rel\"\n", "cwd must be an absolute path"},
 		{"url", "[mcp_servers.x]\nurl = \"ftp://h\"\n", "url must start"},
