@@ -155,3 +155,29 @@ func TestExecMCPStartupFailureLogged(t *testing.T) {
 		t.Errorf("stderr:\n%s", r.stderr)
 	}
 }
+
+func TestMCPListAndUnpin(t *testing.T) {
+	x, marker := mcpExecEnv(t, true, "", providertest.Text("ok"))
+	r := runCLI(t, x.ws, x.vars, "mcp", "list")
+	if r.code != exitOK || !strings.Contains(r.stdout, "t\tstdio /bin/sh") || !strings.Contains(r.stdout, "starts") || !strings.Contains(r.stdout, "not pinned yet") {
+		t.Fatalf("mcp list: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("mcp list started the server")
+	}
+	if r := runCLI(t, x.ws, x.vars, "exec", "hi"); r.code != exitOK {
+		t.Fatalf("exec: %s", r.stderr)
+	}
+	if r := runCLI(t, x.ws, x.vars, "mcp", "list"); !strings.Contains(r.stdout, "6 tool definitions pinned") {
+		t.Errorf("after a start: %s", r.stdout)
+	}
+	if r := runCLI(t, x.ws, x.vars, "mcp", "unpin", "t"); r.code != exitOK {
+		t.Fatalf("unpin: %s", r.stderr)
+	}
+	if r := runCLI(t, x.ws, x.vars, "mcp", "list"); !strings.Contains(r.stdout, "not pinned yet") {
+		t.Errorf("after unpin: %s", r.stdout)
+	}
+	if r := runCLI(t, x.ws, x.vars, "mcp", "unpin", "nope"); r.code != exitUsage {
+		t.Errorf("unpin of an unknown server: %d", r.code)
+	}
+}
