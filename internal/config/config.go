@@ -126,10 +126,9 @@ type Config struct {
 
 	// ContextFiles is false under --no-context-files.
 	ContextFiles Setting[bool]
-	// Offline is --offline: it turns off optional discovery. octet has no
-	// optional discovery today, so it changes nothing: inference still
-	// contacts the configured provider and nothing else is contacted
-	// either way.
+	// Offline is --offline: it turns off optional discovery, which today
+	// is MCP servers (MCPDiscovered lists none, none starts). It is not a
+	// network switch: inference still contacts the configured provider.
 	Offline Setting[bool]
 
 	// SafeMode is --safe-mode (or its alias --safe).
