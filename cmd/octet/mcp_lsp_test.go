@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -177,5 +179,54 @@ func (l *mcpLSP) awaitChanged(t *testing.T, from int) {
 		}
 		l.server(t)
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestExecMCPCallNotReplayedAfterCrash: octet is SIGKILLed while an MCP
+// call runs; continuing the session records that call as indeterminate
+// and never calls the tool again.
+func TestExecMCPCallNotReplayedAfterCrash(t *testing.T) {
+	calls := filepath.Join(t.TempDir(), "calls")
+	x, _ := mcpExecEnv(t, true, "",
+		providertest.Reply(providertest.FunctionCall("call_hang", "mcp__t__hang", fmt.Sprintf(`{"path":%q}`, calls))),
+	)
+	cmd := exec.Command(octetBin, "exec", "--json", "hang")
+	cmd.Dir = x.ws
+	for k, v := range x.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Env = append(cmd.Env, "PATH="+os.Getenv("PATH"), "HOME="+os.Getenv("HOME"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if b, _ := os.ReadFile(calls); len(b) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the MCP call never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	x.srv.Enqueue(providertest.Text("resumed"))
+	r := runCLI(t, x.ws, x.vars, "exec", "--session", id, "again")
+	if r.code != exitOK {
+		t.Fatalf("continue: %d %s", r.code, r.stderr)
+	}
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "called") != 1 {
+		t.Errorf("the MCP tool ran %d times", strings.Count(string(b), "called"))
+	}
+	ledger, _ := os.ReadFile(files[0])
+	if !strings.Contains(string(ledger), `"crash_recovery":"indeterminate"`) {
+		t.Errorf("no indeterminate result in the ledger:\n%s", ledger)
 	}
 }

@@ -28,6 +28,10 @@ type addArgs struct {
 
 type noArgs struct{}
 
+type hangArgs struct {
+	Path string `json:"path"`
+}
+
 func main() {
 	httpAddr := flag.String("http", "", "serve streamable HTTP on this address")
 	variant := flag.String("variant", "1", "tool definition variant")
@@ -64,6 +68,16 @@ func main() {
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Return 200 KiB of text with terminal escapes."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "\x1b[31mred\x1b[0m\u202e" + strings.Repeat("x", 200<<10)}}}, nil, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "hang", Description: "Append a line to path, then never answer."}, func(ctx context.Context, _ *mcp.CallToolRequest, a hangArgs) (*mcp.CallToolResult, any, error) {
+		f, err := os.OpenFile(a.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintln(f, "called")
+		f.Close()
+		<-ctx.Done()
+		return nil, nil, ctx.Err()
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fail."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
 		return nil, nil, fmt.Errorf("it failed on purpose")
