@@ -90,6 +90,7 @@ func TestExecMCPPolicyTable(t *testing.T) {
 		{"controlled_bash_approval", true, "", []string{"--effect-policy", "controlled_bash_approval"}, false, "start only under unsafe_host"},
 		{"safe-mode", true, "", []string{"--safe-mode"}, false, "--safe-mode"},
 		{"offline", true, "", []string{"--offline"}, false, ""},
+		{"tools names none of its tools", true, "", []string{"--tools", "read"}, false, "names none of its tools"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, marker := mcpExecEnv(t, tc.enabled, "", providertest.Text("ok"))

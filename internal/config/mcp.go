@@ -301,12 +301,20 @@ func (c *Config) MCPDiscovered() []MCPServer {
 }
 
 // MCPServerBlocked says why server s does not start, or "" when it
-// starts: disabled, or the launch policy forbids every server.
+// starts: disabled, the launch policy forbids every server, or a tools
+// allowlist names none of its tools.
 func (c *Config) MCPServerBlocked(s *MCPServer) string {
 	if !s.Enabled.Value {
 		return fmt.Sprintf("disabled (enabled = false from %s); set enabled = true in %s", s.Enabled.Source, filepath.Join(c.Home, "config.toml"))
 	}
-	return c.MCPStartBlocked()
+	if why := c.MCPStartBlocked(); why != "" {
+		return why
+	}
+	prefix := MCPToolName(s.Name, "")
+	if c.Tools.Source != SourceDefault && !slices.ContainsFunc(c.Tools.Value, func(n string) bool { return strings.HasPrefix(n, prefix) }) {
+		return fmt.Sprintf("the tools allowlist (from %s) names none of its tools (%s<tool>)", c.Tools.Source, prefix)
+	}
+	return ""
 }
 
 // MCPToolAllowed reports whether the final tool allowlist admits the MCP

@@ -201,6 +201,17 @@ func TestMCPToolsAllowlist(t *testing.T) {
 	if !c.MCPToolAllowed("mcp__docs__search") || c.MCPToolAllowed("mcp__docs__other") {
 		t.Error("--tools did not select exactly the named MCP tool")
 	}
+	if why := c.MCPServerBlocked(&c.MCPServers[0]); why != "" {
+		t.Errorf("docs blocked although --tools names its tool: %s", why)
+	}
+	// A tools list naming none of a server's tools does not start it.
+	c, err = load(t, mcpGlobal, "", nil, Flags{Tools: ptr("read")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := c.MCPServerBlocked(&c.MCPServers[0]); !strings.Contains(why, "names none of its tools (mcp__docs__<tool>)") {
+		t.Errorf("docs under --tools read: %q", why)
+	}
 	// A project tools list narrows MCP tools too, and cannot add one
 	// --tools left out.
 	c, err = load(t, mcpGlobal, "tools = [\"read\", \"mcp__docs__other\"]\n", nil, Flags{Tools: ptr("read,mcp__docs__search")})

@@ -174,9 +174,12 @@ func (m *Manager) Close() error {
 	for _, s := range m.servers {
 		s.mu.Lock()
 		if s.state != StateDisabled {
-			s.state = StateStopped
+			s.state, s.reason = StateStopped, ""
 		}
 		s.mu.Unlock()
+		if m.opts.Host != nil {
+			m.opts.Host.ReplaceGroup(s.prefix, nil)
+		}
 	}
 	return nil
 }

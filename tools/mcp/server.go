@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/octet-agent/octet/internal/proc"
@@ -370,8 +371,8 @@ func (c *conn) wait(ctx context.Context) error {
 // transportFailure tells a lost connection from a server's JSON-RPC
 // error answer (a server without ping is still alive).
 func transportFailure(err error) bool {
-	return errors.Is(err, sdk.ErrConnectionClosed) || errors.Is(err, context.DeadlineExceeded) ||
-		!strings.Contains(err.Error(), "jsonrpc")
+	_, answered := errors.AsType[*jsonrpc.Error](err)
+	return !answered
 }
 
 // close ends the session and stops a stdio server's whole process tree.
