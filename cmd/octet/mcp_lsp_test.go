@@ -230,3 +230,32 @@ func TestExecMCPCallNotReplayedAfterCrash(t *testing.T) {
 		t.Errorf("no indeterminate result in the ledger:\n%s", ledger)
 	}
 }
+
+// TestLSPMCPStartupFailureLogged: octet lsp logs why a server did not
+// start, and octet/extensions/list carries the reason.
+func TestLSPMCPStartupFailureLogged(t *testing.T) {
+	bin := mcpTestServer(t)
+	home, ws := t.TempDir(), t.TempDir()
+	cfg := fmt.Sprintf("[mcp_servers.t]\ncommand = %q\nargs = [\"-fail\"]\nenabled = true\n", bin)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := providertest.New(t)
+	cmd := lspCommand(t, 60*time.Second)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	c, stdin, stderr := startLSP(t, cmd)
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
+	l := &mcpLSP{c: c, sid: res["sessionId"].(string)}
+	if s := l.server(t); s["state"] != "restarting" || !strings.Contains(s["reason"].(string), "missing configuration file") {
+		t.Errorf("server = %v", s)
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	cmd.Wait()
+	if lg := stderr.String(); !strings.Contains(lg, "MCP server failed to start") || !strings.Contains(lg, "missing configuration file") {
+		t.Errorf("octet lsp stderr:\n%s", lg)
+	}
+}

@@ -85,6 +85,9 @@ type Options struct {
 	// Backoff is the first restart delay (default 500ms), doubled per
 	// consecutive failure up to MaxBackoff (default 30s).
 	Backoff, MaxBackoff time.Duration
+	// PingEvery is the liveness check period of a connected server
+	// (default 5s).
+	PingEvery time.Duration
 }
 
 // Server states in List.
@@ -137,6 +140,9 @@ func Start(ctx context.Context, opts Options) *Manager {
 	}
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 30 * time.Second
+	}
+	if opts.PingEvery <= 0 {
+		opts.PingEvery = pingEvery
 	}
 	if opts.Pins == nil {
 		opts.Pins = NewMemoryPins()

@@ -430,3 +430,79 @@ func startHTTPServer(t *testing.T, args ...string) string {
 	}
 	return url
 }
+
+// TestToolListChanged: a tool the server adds at run time is listed
+// (announced) but withheld as new: it was not pinned at first enable.
+func TestToolListChanged(t *testing.T) {
+	changes := make(chan struct{}, 16)
+	f := start(t, Options{Servers: []Spec{stdioSpec("t")}, OnChange: func() {
+		select {
+		case changes <- struct{}{}:
+		default:
+		}
+	}})
+	for len(changes) > 0 {
+		<-changes
+	}
+	if res, _ := f.call(t, "mcp__t__grow", `{}`); res.Text != "grew" {
+		t.Fatalf("grow: %+v", res)
+	}
+	waitFor(t, "the re-list", func() bool { return toolState(f.server(t, "t"), "grown") == ToolNew })
+	if _, ok := f.host.Lookup("mcp__t__grown"); ok {
+		t.Error("a tool added after the first enable was registered")
+	}
+	select {
+	case <-changes:
+	case <-time.After(10 * time.Second):
+		t.Error("no change announced")
+	}
+	if _, err := f.m.Enable("t", []string{"grown"}); err != nil {
+		t.Fatal(err)
+	}
+	if res, _ := f.call(t, "mcp__t__grown", `{}`); res.Text != "grown" {
+		t.Errorf("grown after enable: %+v", res)
+	}
+}
+
+// TestHTTPServerReconnects: a streamable HTTP server that goes away is
+// noticed (ping), calls get a tool error, and when it is back on its
+// address the connection and its tools return.
+func TestHTTPServerReconnects(t *testing.T) {
+	addr := "127.0.0.1:" + freePort(t)
+	stop := startHTTPServerAt(t, addr)
+	sp := Spec{Name: "h", URL: "http://" + addr + "/mcp", StartupTimeout: 5 * time.Second, ToolTimeout: 5 * time.Second}
+	f := start(t, Options{Servers: []Spec{sp}, Backoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond, PingEvery: 100 * time.Millisecond})
+	if res, _ := f.call(t, "mcp__h__echo", `{"text":"1"}`); res.Text != "echo: 1" {
+		t.Fatalf("echo: %+v", res)
+	}
+	stop()
+	waitFor(t, "the server noticed down", func() bool { return f.server(t, "h").State == StateDown })
+	if res, _ := f.call(t, "mcp__h__echo", `{"text":"2"}`); !res.IsError {
+		t.Errorf("call while down: %+v", res)
+	}
+	startHTTPServerAt(t, addr)
+	waitFor(t, "the reconnect", func() bool { return f.server(t, "h").State == StateRunning })
+	if res, _ := f.call(t, "mcp__h__echo", `{"text":"3"}`); res.Text != "echo: 3" {
+		t.Errorf("echo after reconnect: %+v", res)
+	}
+}
+
+// startHTTPServerAt runs the testdata server on streamable HTTP at addr
+// and returns a function that kills it.
+func startHTTPServerAt(t *testing.T, addr string) (stop func()) {
+	t.Helper()
+	cmd := exec.Command(serverBin, "-http", addr)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stop = func() { cmd.Process.Kill(); cmd.Wait() }
+	t.Cleanup(stop)
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		t.Fatalf("http server: %v", err)
+	}
+	return stop
+}

@@ -33,8 +33,9 @@ const (
 	// stableAfter is how long a connection must have lasted for its end
 	// to reset the restart backoff.
 	stableAfter = 10 * time.Second
-	// pingEvery and pingTimeout are the liveness check of a connected
-	// server (a streamable HTTP server that went away closes nothing).
+	// pingEvery (Options.PingEvery) and pingTimeout are the liveness
+	// check of a connected server (a streamable HTTP server that went
+	// away closes nothing).
 	pingEvery   = 5 * time.Second
 	pingTimeout = 5 * time.Second
 	// killGrace is how long a stopped server's tree gets between SIGTERM
@@ -135,7 +136,7 @@ func (s *server) supervise(up func()) {
 		connected := err == nil
 		if connected {
 			report()
-			err = c.wait(ctx)
+			err = c.wait(ctx, s.m.opts.PingEvery)
 		}
 		if c != nil {
 			c.close()
@@ -336,14 +337,14 @@ func lookCommand(cmd string) (string, error) {
 
 // wait blocks until the connection ends (the session closed, the process
 // exited, the server stopped answering pings) or ctx is done.
-func (c *conn) wait(ctx context.Context) error {
+func (c *conn) wait(ctx context.Context, every time.Duration) error {
 	closed := make(chan error, 1)
 	go func() { closed <- c.cs.Wait() }()
 	var exited <-chan struct{}
 	if c.p != nil {
 		exited = c.p.Exited()
 	}
-	tick := time.NewTicker(pingEvery)
+	tick := time.NewTicker(every)
 	defer tick.Stop()
 	for {
 		select {

@@ -79,6 +79,12 @@ func main() {
 		<-ctx.Done()
 		return nil, nil, ctx.Err()
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "grow", Description: "Add the tool grown (the client is told the list changed)."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+		mcp.AddTool(s, &mcp.Tool{Name: "grown", Description: "A tool added at run time."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grown"}}}, nil, nil
+		})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "grew"}}}, nil, nil
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "fail", Description: "Always fail."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
 		return nil, nil, fmt.Errorf("it failed on purpose")
 	})
