@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 const mcpGlobal = `
@@ -226,5 +228,19 @@ func TestMCPToolsAllowlist(t *testing.T) {
 	}
 	if _, err := load(t, "", "", nil, Flags{Tools: ptr("mcp__bad")}); err == nil {
 		t.Error("mcp__bad accepted")
+	}
+}
+
+// An MCP tool in the allowlist is an extension, not a process: it does
+// not keep allow_process / allow_shell on in the evidence when bash is
+// left out.
+func TestMCPToolIsNotAProcessCapability(t *testing.T) {
+	c, err := load(t, mcpGlobal, "", nil, Flags{Tools: ptr("read,mcp__docs__search")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.EffectiveToolPolicy(tools.ShellSystemBash)
+	if p.AllowProcess.Value || p.AllowShell.Value || p.AllowProcess.Source != "flag" {
+		t.Errorf("allow_process %+v allow_shell %+v", p.AllowProcess, p.AllowShell)
 	}
 }
