@@ -165,13 +165,40 @@ func TestStdioToolsThroughHostAndBroker(t *testing.T) {
 	}
 }
 
-func TestControlledPoliciesDenyExtension(t *testing.T) {
+// countingApprover approves everything for the session and counts asks.
+type countingApprover struct{ asked int }
+
+func (a *countingApprover) Confirm(_ context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
+	a.asked++
+	return tools.Approval{Approved: true, Digest: req.Digest, ForSession: true}, nil
+}
+
+// recordingRules records every standing approval granted.
+type recordingRules struct{ added []tools.StandingRule }
+
+func (r *recordingRules) Rules() []tools.StandingRule { return r.added }
+func (r *recordingRules) AddRule(sr tools.StandingRule) (tools.StandingRule, error) {
+	sr.ID = "r" + strconv.Itoa(len(r.added))
+	r.added = append(r.added, sr)
+	return sr, nil
+}
+
+// TestExtensionTrustOnlyUnderFullAccess: unsafe_host admits an MCP call
+// by policy (implicit trust: nobody is asked, no grant or standing rule
+// is recorded); the controlled policies deny it without asking, so no
+// approval can ever be persisted for it.
+func TestExtensionTrustOnlyUnderFullAccess(t *testing.T) {
 	f := start(t, Options{Servers: []Spec{stdioSpec("t")}})
-	for _, p := range []tools.Policy{tools.Controlled, tools.ControlledBashApproval} {
-		b := tools.NewBroker(tools.BrokerConfig{Policy: p})
+	for _, p := range []tools.Policy{tools.UnsafeHost, tools.Controlled, tools.ControlledBashApproval} {
+		ap, rules := &countingApprover{}, &recordingRules{}
+		b := tools.NewBroker(tools.BrokerConfig{Policy: p, Approver: ap, Rules: rules})
 		_, d := b.Dispatch(context.Background(), f.host, tools.DispatchRequest{CallID: "c", Tool: "mcp__t__add", Arguments: json.RawMessage(`{"a":1,"b":2}`)}, tools.DispatchObserver{})
-		if d.Decision != tools.DecisionDenied || d.Reason != tools.ReasonPolicyDenied {
-			t.Errorf("%s: %+v", p, d)
+		want := tools.ReasonPolicyDenied
+		if p == tools.UnsafeHost {
+			want = tools.ReasonPolicyAdmitted
+		}
+		if d.Reason != want || d.Effect != tools.Extension || ap.asked != 0 || len(rules.added) != 0 {
+			t.Errorf("%s: %+v asked=%d rules=%d", p, d, ap.asked, len(rules.added))
 		}
 	}
 }
