@@ -107,6 +107,9 @@ const (
 	ToolNew      = "new"      // not pinned (appeared after the server was first enabled): withheld
 	ToolExcluded = "excluded" // left out by enabled_tools/disabled_tools or the tools allowlist
 	ToolInvalid  = "invalid"  // name or schema unusable: not registered
+	// ToolUnavailable: the server failed for good; its tools were
+	// withdrawn until it is re-enabled.
+	ToolUnavailable = "unavailable"
 )
 
 // maxFailures is how many consecutive failed starts make a server

@@ -178,12 +178,22 @@ func (s *server) down(err error, wasUp, giveUp bool) {
 	if giveUp {
 		s.state = StateFailed
 		s.reason = fmt.Sprintf("gave up after %d consecutive failures: %s", maxFailures, msg)
+		for i := range s.infos {
+			if s.infos[i].State == ToolActive {
+				s.infos[i].State, s.infos[i].Reason = ToolUnavailable, "the server failed; re-enable it with octet/extensions/enable"
+			}
+		}
 	}
 	s.errs = append(s.errs, msg)
 	if len(s.errs) > maxErrors {
 		s.errs = s.errs[len(s.errs)-maxErrors:]
 	}
 	s.mu.Unlock()
+	if giveUp && s.m.opts.Host != nil {
+		// A server that will not come back by itself stops advertising
+		// tools that could only fail.
+		s.m.opts.Host.ReplaceGroup(s.prefix, nil)
+	}
 	if wasUp {
 		s.m.log.Warn("MCP server disconnected; restarting it", "server", s.spec.Name, "reason", msg)
 	} else {

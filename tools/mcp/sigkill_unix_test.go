@@ -49,3 +49,30 @@ func TestNoServerSurvivesSIGKILL(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestFailedServerWithdrawsToolsUntilEnabled: a server that keeps
+// failing to restart is given up after maxFailures starts, its tools are
+// withdrawn from the host, and Enable starts it again.
+func TestFailedServerWithdrawsToolsUntilEnabled(t *testing.T) {
+	marker := t.TempDir() + "/ran"
+	script := "if [ -e " + marker + " ]; then echo refusing >&2; exit 1; fi; touch " + marker + "; exec " + serverBin
+	sp := Spec{Name: "t", Command: "/bin/sh", Args: []string{"-c", script}, StartupTimeout: 30 * time.Second, ToolTimeout: 10 * time.Second}
+	f := start(t, Options{Servers: []Spec{sp}, Backoff: time.Millisecond, MaxBackoff: time.Millisecond})
+	if _, ok := f.host.Lookup("mcp__t__echo"); !ok {
+		t.Fatal("echo not registered")
+	}
+	killPid(t, pidOf(t, f))
+	waitFor(t, "the server failed", func() bool { return f.server(t, "t").State == StateFailed })
+	s := f.server(t, "t")
+	if _, ok := f.host.Lookup("mcp__t__echo"); ok || toolState(s, "echo") != ToolUnavailable || !strings.Contains(s.Reason, "refusing") {
+		t.Fatalf("failed server: %+v", s)
+	}
+	os.Remove(marker)
+	if _, err := f.m.Enable("t", nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the server back", func() bool { return f.server(t, "t").State == StateRunning })
+	if res, _ := f.call(t, "mcp__t__echo", `{"text":"again"}`); res.Text != "echo: again" {
+		t.Errorf("after enable: %+v", res)
+	}
+}
