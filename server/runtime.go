@@ -82,6 +82,9 @@ type Built struct {
 	// store answers octet/session/diff. Nil: diffs of paths changed more
 	// than once in a run are unavailable.
 	Changes *changes.Recorder
+	// Extensions are the session's MCP servers (octet/extensions/list);
+	// nil: none.
+	Extensions Extensions
 }
 
 // runtimeBackend adapts a Runtime to the server's backend seam.

@@ -403,6 +403,8 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/setPolicy":  s.sessionSetPolicy,
 		"octet/approvals/list":     s.approvalsList,
 		"octet/approvals/revoke":   s.approvalsRevoke,
+		"octet/extensions/list":    s.extensionsList,
+		"octet/extensions/enable":  s.extensionsEnable,
 		"workspace/executeCommand": s.executeCommand,
 	}
 }

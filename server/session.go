@@ -161,6 +161,7 @@ func (s *Server) register(ss *sessionState) (*sessionState, error) {
 		if len(s.sessions) < s.opts.MaxSessions {
 			s.sessions[ss.id] = ss
 			s.mu.Unlock()
+			s.watchExtensions(ss)
 			return ss, nil
 		}
 		open := s.openSessions()
