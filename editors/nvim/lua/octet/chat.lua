@@ -240,7 +240,9 @@ function Chat:tool_finish(id, is_error, changes)
   if not c.block then
     self:tool_start(id, c.name)
   end
-  self:tool_status(id, is_error and "error" or "done")
+  if not (c.status or ""):match("^denied") then
+    self:tool_status(id, is_error and "error" or "done")
+  end
   for _, ch in ipairs(changes or {}) do
     self:change(ch)
   end
