@@ -16,6 +16,10 @@ function T.fact(k, v)
   facts[k] = v
 end
 
+function T.facts()
+  return facts
+end
+
 function T.done()
   write()
   vim.cmd("qa!")

@@ -23,8 +23,15 @@ function M.new(sid, title)
   vim.b[buf].octet_session = sid
   local self = setmetatable({ buf = buf, sid = sid, blocks = {}, calls = {}, cur = nil, provisional = {} }, Chat)
   chats[buf] = self
-  self:set_lines(0, -1, { "# octet · " .. (title or sid), "" })
+  self:set_lines(0, -1, { "# octet · " .. (title or sid) })
+  self.titled = title ~= nil
   return self
+end
+
+--- Sets the title line.
+function Chat:set_title(title)
+  self.titled = true
+  self:set_lines(0, 1, { "# octet · " .. title })
 end
 
 function Chat:set_lines(s, e, lines)
@@ -129,6 +136,10 @@ end
 
 --- A user prompt (or steering / follow-up input).
 function Chat:user(text, label)
+  if not self.titled then
+    -- As the server titles an untitled session: its first prompt's line.
+    self:set_title((vim.trim(text):gsub("\n.*", "")):sub(1, 80))
+  end
   self:append({ "", "## " .. (label or "You"), "" })
   self:append(vim.split(text, "\n", { plain = true }))
   self.cur = nil
