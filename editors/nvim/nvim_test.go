@@ -196,12 +196,21 @@ func readFile(t *testing.T, path string) string {
 	return string(b)
 }
 
-// inputText is every text of request i's input items, joined.
+// inputText is request i's input items (the conversation the model saw)
+// as JSON.
 func inputText(t *testing.T, prov *providertest.Server, i int) string {
 	t.Helper()
 	reqs := prov.Requests()
 	if i >= len(reqs) {
 		t.Fatalf("the provider got %d requests, want more than %d", len(reqs), i)
 	}
-	return string(reqs[i].Raw)
+	return requestInput(reqs[i])
+}
+
+func requestInput(r providertest.Request) string {
+	b, err := json.Marshal(r.Input())
+	if err != nil {
+		return err.Error()
+	}
+	return string(b)
 }

@@ -724,7 +724,13 @@ function M.ask(l1, l2, text)
       return notify("this buffer is not a file in the workspace " .. state.root .. "; only those can be attached",
         vim.log.levels.ERROR)
     end
-    local range = { start = { line = l1 - 1, character = 0 }, ["end"] = { line = l2, character = 0 } }
+    -- The range ends at the end of line l2, in the negotiated encoding.
+    local last = api.nvim_buf_get_lines(buf, l2 - 1, l2, false)[1] or ""
+    local width = #last
+    if documents.encoding() ~= "utf-8" then
+      width = select(2, vim.str_utfindex(last))
+    end
+    local range = { start = { line = l1 - 1, character = 0 }, ["end"] = { line = l2 - 1, character = width } }
     if text == nil or vim.trim(text) == "" then
       text = "Explain this code."
     end
