@@ -28,6 +28,16 @@ function M.new(sid, title)
   return self
 end
 
+--- Empties the chat (its title stays), e.g. to render a rewound
+--- conversation again.
+function Chat:clear()
+  api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
+  local title = api.nvim_buf_get_lines(self.buf, 0, 1, false)
+  self:set_lines(0, -1, title)
+  self.blocks, self.calls, self.cur, self.provisional = {}, {}, nil, {}
+  self.answer_header, self.changed, self.fold_tick = false, nil, nil
+end
+
 --- Sets the title line.
 function Chat:set_title(title)
   self.titled = true

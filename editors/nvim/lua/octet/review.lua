@@ -138,6 +138,21 @@ function M.diff(cb)
   end)
 end
 
+--- Renders session s's chat again from its transcript (after the
+--- conversation moved).
+function M.rerender(s)
+  local page = octet().state.conn:request_sync("octet/session/transcript", { sessionId = s.id, limit = 200 }, 10000)
+  if not page then
+    return
+  end
+  local entries = {}
+  for i = #page.entries, 1, -1 do
+    table.insert(entries, page.entries[i])
+  end
+  s.chat:clear()
+  s.chat:transcript(entries)
+end
+
 --- :OctetRewind — pick an entry of the chat, then what to take back.
 function M.rewind()
   local s = octet().session()
@@ -191,6 +206,9 @@ function M.rewind()
             if require("octet.rpc").nn(ch.conflict) then
               conflicts = conflicts + 1
             end
+          end
+          if w[3] then
+            M.rerender(s)
           end
           s.chat:notice(string.format("Rewound %s to before “%s”: %d file(s)%s.", w[1]:lower(),
             (tostring(e.text):gsub("\n.*", "")), #(res.changes or {}), conflicts > 0 and (", " .. conflicts .. " left as they are (conflicts)") or ""))
