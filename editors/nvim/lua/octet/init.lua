@@ -396,6 +396,18 @@ function M.current(cb)
   if s then
     return cb(nil, s)
   end
+  -- One lookup at a time: callers meanwhile wait for its session.
+  if state.finding then
+    return table.insert(state.finding, cb)
+  end
+  state.finding = { cb }
+  cb = function(err, found)
+    local waiting = state.finding
+    state.finding = nil
+    for _, w in ipairs(waiting) do
+      w(err, found)
+    end
+  end
   M.connect(function(cerr)
     if cerr then
       notify(cerr, vim.log.levels.ERROR)
@@ -450,6 +462,16 @@ function M.send(text, opts)
     end
     if s.run_id then
       return M.steer(text, opts.follow_up)
+    end
+    if s.sending then
+      -- The prompt was sent but its run_started has not arrived: wait
+      -- for the run id, then steer.
+      opts.tries = (opts.tries or 0) + 1
+      if opts.tries < 100 then
+        return vim.defer_fn(function()
+          M.send(text, opts)
+        end, 20)
+      end
     end
     local context = attachments(text, opts.context)
     s.chat:user(text)

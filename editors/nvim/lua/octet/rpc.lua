@@ -59,6 +59,11 @@ function M.start(cmd, opts, handlers)
     env = env,
   }, function(code, signal)
     self.closed = true
+    for _, h in ipairs({ stdin, self.handle }) do
+      if h and not h:is_closing() then
+        h:close()
+      end
+    end
     vim.schedule(function()
       for id, cb in pairs(self.pending) do
         self.pending[id] = nil
@@ -78,6 +83,9 @@ function M.start(cmd, opts, handlers)
   self.handle, self.pid = handle, pid
   stdout:read_start(function(err, data)
     if err or not data then
+      if not stdout:is_closing() then
+        stdout:close()
+      end
       return
     end
     self.buf = self.buf .. data
@@ -86,6 +94,8 @@ function M.start(cmd, opts, handlers)
   stderr:read_start(function(_, data)
     if data then
       self.stderr_tail = (self.stderr_tail .. data):sub(-4000)
+    elseif not stderr:is_closing() then
+      stderr:close()
     end
   end)
   return self
