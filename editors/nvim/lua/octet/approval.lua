@@ -30,7 +30,7 @@ local function close_float(a)
   a.win = nil
 end
 
-local function remove(a, text)
+local function remove(a, text, approved)
   close_float(a)
   local _, i = find(function(x)
     return x == a
@@ -39,7 +39,7 @@ local function remove(a, text)
     table.remove(pending, i)
   end
   if a.chat and a.mark then
-    a.chat:approval_resolved(a.mark, text)
+    a.chat:approval_resolved(a.mark, text, a.p.callId, approved)
   end
   changed()
 end
@@ -58,7 +58,7 @@ function M.decide(a, decision, reason)
   if reason and reason ~= "" then
     text = text .. " — " .. reason
   end
-  remove(a, text .. " (" .. (a.p.title or a.p.tool) .. ")")
+  remove(a, text .. " (" .. (a.p.title or a.p.tool) .. ")", decision ~= "deny")
 end
 
 local function body(p)
@@ -174,18 +174,33 @@ function M.show(a)
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l))
   end
-  width = math.min(width + 2, vim.o.columns - 4)
-  local height = math.min(#lines, math.max(vim.o.lines - 6, 3))
+  width = math.min(width + 2, 100, vim.o.columns - 4)
+  -- Beside a chat window on the right, the float keeps out of its way.
+  local col = nil
+  local cwin = a.chat and vim.fn.bufwinid(a.chat.buf) or -1
+  if cwin ~= -1 then
+    local ccol = api.nvim_win_get_position(cwin)[2]
+    if ccol >= 50 then
+      width = math.min(width, ccol - 4)
+      col = 1
+    end
+  end
+  local height = 0
+  for _, l in ipairs(lines) do
+    height = height + math.max(1, math.ceil(vim.fn.strdisplaywidth(l) / width))
+  end
+  height = math.min(height, math.max(vim.o.lines - 6, 3))
   a.buf = buf
   a.win = api.nvim_open_win(buf, true, {
     relative = "editor",
     width = width,
     height = height,
     row = math.max(math.floor((vim.o.lines - height) / 2) - 1, 0),
-    col = math.floor((vim.o.columns - width) / 2),
+    col = col or math.floor((vim.o.columns - width) / 2),
     style = "minimal",
     border = "rounded",
   })
+  vim.wo[a.win].wrap = true
   vim.b[buf].octet_approval = a.p.digest
   local k = config.options.keymaps
   local function map(key, fn)
@@ -227,10 +242,18 @@ function M.request(chat, p, respond, id)
     return
   end
   a = { p = p, responders = { respond }, ids = { [id] = true }, chat = chat }
-  a.mark = chat and chat:approval(p)
   table.insert(pending, a)
   changed()
-  M.show(a)
+  -- The server may write the request before the run's last events (a
+  -- separate stream): show it once those have been rendered.
+  vim.defer_fn(function()
+    if find(function(x)
+      return x == a
+    end) then
+      a.mark = chat and chat:approval(p)
+      M.show(a)
+    end
+  end, 50)
 end
 
 --- The server withdrew its request id ($/cancelRequest: expired, or the

@@ -290,6 +290,9 @@ end
 --- Shows a pending approval; returns a handle for resolved().
 function Chat:approval(p)
   self:ensure_answer_header()
+  if self.calls[p.callId] and self.calls[p.callId].block then
+    self:tool_status(p.callId, "waiting for approval")
+  end
   local row = self:append({ "", "> **Approval pending:** " .. (p.title or p.tool)
     .. " — a float asks; :OctetApprovals shows it again" })
   local mark = api.nvim_buf_set_extmark(self.buf, ns, row + 1, 0, { right_gravity = false })
@@ -297,7 +300,11 @@ function Chat:approval(p)
   return mark
 end
 
-function Chat:approval_resolved(mark, text)
+function Chat:approval_resolved(mark, text, call_id, approved)
+  local c = call_id and self.calls[call_id]
+  if c and c.block and c.status == "waiting for approval" then
+    self:tool_status(call_id, approved and "running" or "not run")
+  end
   local row = api.nvim_buf_get_extmark_by_id(self.buf, ns, mark, {})[1]
   if row then
     self:set_lines(row, row + 1, { "> Approval: " .. text })
