@@ -11,7 +11,8 @@ import (
 // TestInputAndRunControl drives testdata/input_test.lua: recovered output
 // in its own section and not in the answer, a failed run's error with
 // what to do, steering and a follow-up reaching the model at their
-// boundaries, the selection and #buffer attachments, and the full-access
+// boundaries, the selection and #buffer attachments, :OctetFinishNow
+// making the rest of the run tool-free, and the full-access
 // switch visible in the statusline and applied on the server.
 func TestInputAndRunControl(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
@@ -25,6 +26,8 @@ func TestInputAndRunControl(t *testing.T) {
 			providertest.Text("After the follow-up."),
 			providertest.Text("It is a file."),
 			providertest.Text("Compared."),
+			providertest.Reply(providertest.FunctionCall("r2", "read", `{"path":"a.txt"}`)).Pace(100e6),
+			providertest.Text("Finished."),
 		)
 		r := w.run(t, "input_test.lua")
 		chat := r.str("recovered_chat")
@@ -59,6 +62,16 @@ func TestInputAndRunControl(t *testing.T) {
 			!strings.Contains(c, "After the follow-up.") {
 			t.Errorf("steered chat:\n%s", c)
 		}
+		// The last request is the finish-now run's second: tool-free, with
+		// the text as steering.
+		fin := reqs[len(reqs)-1]
+		if fin.Body["tool_choice"] != "none" || fin.Body["tools"] != nil || !strings.Contains(requestInput(fin), "wrap up") {
+			t.Errorf("after :OctetFinishNow the request has tool_choice %v, tools %v, input %s", fin.Body["tool_choice"], fin.Body["tools"] != nil, requestInput(fin))
+		}
+		if !strings.Contains(r.str("finished_chat"), "Finished.") {
+			t.Errorf("finish-now chat:\n%s", r.str("finished_chat"))
+		}
+		reqs = reqs[:len(reqs)-2]
 		ask := requestInput(reqs[len(reqs)-2])
 		if !strings.Contains(ask, "what is this") || !strings.Contains(ask, "attachment 1: a.txt lines 1-2") || !strings.Contains(ask, "second line\\n--- end of attachment 1") {
 			t.Errorf("the selection was not attached: %s", ask)

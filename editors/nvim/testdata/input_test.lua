@@ -2,7 +2,8 @@
 -- recovered section (not the answer); a failed run shows the error and
 -- what to do; :OctetSteer and :OctetFollowUp while a run is going;
 -- :'<,'>OctetAsk attaches the selection and #buffer the last file
--- buffer; :OctetPolicy full shows in the statusline. Driven by
+-- buffer; :OctetFinishNow makes the rest of a run tool-free;
+-- :OctetPolicy full shows in the statusline. Driven by
 -- TestInputAndRunControl.
 local T = dofile(os.getenv("OCTET_TEST_LIB"))
 T.run(function()
@@ -41,6 +42,14 @@ T.run(function()
   vim.api.nvim_set_current_win(file_win)
   vim.cmd("Octet compare #buffer")
   answers(5, "the #buffer prompt")
+
+  vim.cmd("Octet finish test")
+  T.wait("the finish-now run to start", function()
+    return s.run_id ~= nil
+  end)
+  vim.cmd("OctetFinishNow wrap up")
+  answers(6, "the finished run")
+  T.fact("finished_chat", T.text(s.chat.buf))
 
   vim.cmd("OctetPolicy full")
   T.wait("full access", function()

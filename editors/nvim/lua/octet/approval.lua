@@ -272,12 +272,18 @@ end
 
 --- A policy decision arrived for callId: an approval decided elsewhere
 --- (another client, octet.approve, expiry) closes.
-function M.decided(sid, call_id, reason)
+function M.decided(sid, call_id, decision, reason)
   local a = find(function(x)
     return x.p.sessionId == sid and x.p.callId == call_id
   end)
   if a then
-    remove(a, tostring(reason or "decided") .. " (" .. (a.p.title or a.p.tool) .. ")")
+    local text = ({
+      approved = "approved elsewhere",
+      approved_for_session = "approved for this session elsewhere",
+      approval_denied = "denied elsewhere",
+      approval_expired = "expired unanswered (a denial)",
+    })[reason or ""] or ("withdrawn (" .. tostring(reason or decision) .. ")")
+    remove(a, text .. " (" .. (a.p.title or a.p.tool) .. ")", decision == "allowed")
   end
 end
 

@@ -23,6 +23,19 @@ function M.new(sid, title)
   vim.b[buf].octet_session = sid
   local self = setmetatable({ buf = buf, sid = sid, blocks = {}, calls = {}, cur = nil, provisional = {} }, Chat)
   chats[buf] = self
+  -- Folding is window-local: every window showing the chat gets it.
+  api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    callback = function()
+      M.setup_window(api.nvim_get_current_win())
+    end,
+  })
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    callback = function()
+      chats[buf] = nil
+    end,
+  })
   self:set_lines(0, -1, { "# octet · " .. (title or sid) })
   self.titled = title ~= nil
   return self
@@ -63,6 +76,7 @@ function Chat:append(lines)
     return 0
   end
   self:set_lines(n, n, lines)
+  self:follow()
   return n
 end
 
@@ -134,14 +148,17 @@ function Chat:remove(b)
   self.fold_tick = nil
 end
 
--- Keeps windows that show the end of the chat at its end.
+-- Keeps windows whose cursor was at the end of the chat at its end (a
+-- window scrolled up to read stays where it is).
 function Chat:follow()
   local last = api.nvim_buf_line_count(self.buf)
+  local before = self.followed or last
   for _, win in ipairs(api.nvim_list_wins()) do
-    if api.nvim_win_get_buf(win) == self.buf and win ~= api.nvim_get_current_win() then
+    if api.nvim_win_get_buf(win) == self.buf and api.nvim_win_get_cursor(win)[1] >= before - 1 then
       api.nvim_win_set_cursor(win, { last, 0 })
     end
   end
+  self.followed = last
 end
 
 --- A user prompt (or steering / follow-up input).

@@ -131,7 +131,7 @@ local function check_credentials()
   if env("OPENAI_API_KEY") and env("OPENAI_API_KEY") ~= "" then
     return ok("OPENAI_API_KEY is set (its value is not shown)")
   end
-  local home = env("OCTET_HOME") or (vim.loop.os_homedir() .. "/.octet")
+  local home = env("OCTET_HOME") or ((vim.uv or vim.loop).os_homedir() .. "/.octet")
   if vim.fn.filereadable(home .. "/credentials") == 1 then
     return ok("credentials file present: " .. home .. "/credentials (its content is not shown)")
   end

@@ -127,8 +127,7 @@ local function on_event(p)
     s.message = "retrying: " .. tostring(e.cause)
   elseif k == "tool_policy_decision" then
     c:decision(e.callId, e.decision, rpc.nn(e.reason))
-    local reason = rpc.nn(e.reason)
-    approval.decided(p.sessionId, e.callId, tostring(e.decision) .. (reason and (": " .. reason) or ""))
+    approval.decided(p.sessionId, e.callId, e.decision, rpc.nn(e.reason))
     if type(e.effectiveToolPolicy) == "table" and type(e.effectiveToolPolicy.effect_policy) == "table" then
       s.policy = e.effectiveToolPolicy.effect_policy.value
     end
@@ -288,6 +287,13 @@ function M.connect(cb)
     for _, w in ipairs(waiters) do
       w(nil)
     end
+    -- The default model, for the statusline of sessions that did not
+    -- choose one.
+    conn:request("octet/models", nil, function(merr, models)
+      if not merr and type(models) == "table" then
+        state.default_model = rpc.nn(models.default)
+      end
+    end)
   end)
 end
 
@@ -684,8 +690,8 @@ function M.statusline()
   else
     table.insert(parts, s.state)
   end
-  if s.model then
-    table.insert(parts, s.model)
+  if s.model or state.default_model then
+    table.insert(parts, s.model or state.default_model)
   end
   local u = s.usage
   if type(u) == "table" then
@@ -750,7 +756,11 @@ function M.ask(l1, l2, text)
     local last = api.nvim_buf_get_lines(buf, l2 - 1, l2, false)[1] or ""
     local width = #last
     if documents.encoding() ~= "utf-8" then
-      width = select(2, vim.str_utfindex(last))
+      if vim.fn.has("nvim-0.11") == 1 then
+        width = vim.str_utfindex(last, "utf-16")
+      else
+        width = select(2, vim.str_utfindex(last))
+      end
     end
     local range = { start = { line = l1 - 1, character = 0 }, ["end"] = { line = l2 - 1, character = width } }
     if text == nil or vim.trim(text) == "" then
