@@ -10,7 +10,7 @@ import (
 
 // TestApprovalFloat drives testdata/approval_test.lua: the edit approval
 // float shows the diff and is visible in the chat and statusline (also
-// when closed); approving applies the edit to the open buffer keeping its
+// when closed), and side by side on request; approving applies the edit to the open buffer keeping its
 // unsaved line (nothing written to disk); a denial with a reason typed at
 // the prompt reaches the model; an approval whose run is cancelled closes
 // itself.
@@ -39,6 +39,9 @@ func TestApprovalFloat(t *testing.T) {
 		}
 		if r["closed_float"] != true {
 			t.Errorf("q did not close the float")
+		}
+		if sbs, _ := r["sbs"].([]any); len(sbs) != 2 || sbs[0] != "diff:goodbye world\ntyped here\nthird" || sbs[1] != "diff:hello world\ntyped here\nthird" {
+			t.Errorf("side-by-side windows (before, after): %q", sbs)
 		}
 		if got, want := r.str("buffer"), "goodbye world\ntyped here\nthird"; got != want {
 			t.Errorf("buffer after approving = %q, want %q", got, want)

@@ -37,6 +37,18 @@ T.run(function()
   T.fact("statusline_closed", octet.statusline())
   vim.cmd("OctetApprovals")
   T.wait("the float again", float)
+  -- Side by side: a tab with the buffer as it is and as the edit leaves it.
+  api.nvim_feedkeys("v", "x", false)
+  local wins = api.nvim_tabpage_list_wins(0)
+  T.fact("sbs_windows", #wins)
+  local sides = {}
+  for _, w in ipairs(wins) do
+    table.insert(sides, (vim.wo[w].diff and "diff:" or "") .. T.text(api.nvim_win_get_buf(w)))
+  end
+  T.fact("sbs", sides)
+  vim.cmd("tabclose")
+  vim.cmd("OctetApprovals")
+  T.wait("the float once more", float)
   api.nvim_feedkeys("a", "x", false)
   T.wait("the first answer", function()
     return (s.answers or 0) >= 1

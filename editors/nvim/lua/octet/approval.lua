@@ -140,7 +140,12 @@ function M.side_by_side(a)
   elseif vim.fn.filereadable(file) == 1 then
     cur = vim.fn.readfile(file)
   end
-  local ft = vim.filetype and vim.filetype.match and vim.filetype.match({ filename = file }) or ""
+  -- vim.filetype.match({filename}) is 0.8+ (0.7's takes other arguments).
+  local ft = ""
+  if vim.fn.has("nvim-0.8") == 1 then
+    local okft, m = pcall(vim.filetype.match, { filename = file })
+    ft = okft and m or ""
+  end
   vim.cmd("tabnew")
   local function scratch(lines, name)
     local sb = api.nvim_get_current_buf()
@@ -151,7 +156,7 @@ function M.side_by_side(a)
     vim.cmd("diffthis")
   end
   scratch(cur, "octet://before/" .. path)
-  vim.cmd("vnew")
+  vim.cmd("rightbelow vnew")
   scratch(patched(cur, p.diff), "octet://after/" .. path)
 end
 

@@ -65,6 +65,9 @@ function M.diff(cb)
   if not s then
     return notify("no session: :Octet {prompt} or :OctetSessions first", vim.log.levels.WARN)
   end
+  if not octet().has("octet/session/diff") then
+    return notify("this octet has no octet/session/diff: update octet (:checkhealth octet)", vim.log.levels.WARN)
+  end
   octet().request("octet/session/diff", { sessionId = s.id }, function(err, d)
     if err then
       return notify(err, vim.log.levels.ERROR)
@@ -158,6 +161,9 @@ function M.rewind()
   local s = octet().session()
   if not s then
     return notify("no session: :Octet {prompt} or :OctetSessions first", vim.log.levels.WARN)
+  end
+  if not octet().has("octet/session/rewind") then
+    return notify("this octet has no octet/session/rewind: update octet (:checkhealth octet)", vim.log.levels.WARN)
   end
   octet().request("octet/session/transcript", { sessionId = s.id, limit = 200 }, function(err, page)
     if err then

@@ -87,12 +87,24 @@ function M.delete(sid)
   end)
 end
 
+-- Each action, and the server feature it needs (initialize's
+-- experimental.octet.features; nil: v1).
 local actions = {
   { "Resume", M.resume },
-  { "Rename", M.rename },
-  { "Fork", M.fork },
-  { "Delete", M.delete },
+  { "Rename", M.rename, "octet/session/rename" },
+  { "Fork", M.fork, "octet/session/fork" },
+  { "Delete", M.delete, "octet/session/delete" },
 }
+
+local function offered()
+  local out = {}
+  for _, a in ipairs(actions) do
+    if not a[3] or octet().has(a[3]) then
+      table.insert(out, a)
+    end
+  end
+  return out
+end
 
 --- :OctetSessions — pick a session of the workspace, then an action.
 function M.pick()
@@ -108,7 +120,7 @@ function M.pick()
       if not s then
         return
       end
-      vim.ui.select(actions, {
+      vim.ui.select(offered(), {
         prompt = (s.title ~= "" and s.title or s.sessionId),
         format_item = function(a)
           return a[1]
