@@ -40,7 +40,7 @@ func TestApprovalFloat(t *testing.T) {
 		if r["closed_float"] != true {
 			t.Errorf("q did not close the float")
 		}
-		if sbs, _ := r["sbs"].([]any); len(sbs) != 2 || sbs[0] != "diff:goodbye world\ntyped here\nthird" || sbs[1] != "diff:hello world\ntyped here\nthird" {
+		if sbs, _ := r["sbs"].([]any); len(sbs) != 2 || sbs[0] != "diff:hello world\ntyped here\nthird" || sbs[1] != "diff:goodbye world\ntyped here\nthird" {
 			t.Errorf("side-by-side windows (before, after): %q", sbs)
 		}
 		if got, want := r.str("buffer"), "goodbye world\ntyped here\nthird"; got != want {
