@@ -126,8 +126,12 @@ local function on_event(p)
     end
     s.message = "retrying: " .. tostring(e.cause)
   elseif k == "tool_policy_decision" then
-    c:decision(e.callId, e.decision, rpc.nn(e.reason))
-    approval.decided(p.sessionId, e.callId, e.decision, rpc.nn(e.reason))
+    local reason = rpc.nn(e.reason)
+    if s.cancelling and e.decision == "denied" then
+      reason = "the run was cancelled" -- the server may report it as a denial
+    end
+    c:decision(e.callId, e.decision, reason)
+    approval.decided(p.sessionId, e.callId, e.decision, reason)
     if type(e.effectiveToolPolicy) == "table" and type(e.effectiveToolPolicy.effect_policy) == "table" then
       s.policy = e.effectiveToolPolicy.effect_policy.value
     end
@@ -146,7 +150,7 @@ local function on_event(p)
     c:notice("Compacting context…")
   elseif k == "run_finished" then
     c:run_end(e.outcome, rpc.nn(e.error))
-    s.state, s.run_id = "idle", nil
+    s.state, s.run_id, s.cancelling = "idle", nil, nil
     approval.clear(p.sessionId)
     s.message = nil
   end
@@ -535,6 +539,10 @@ local function run_request(method, extra)
 end
 
 function M.cancel()
+  local s = M.session()
+  if s and s.run_id then
+    s.cancelling = true
+  end
   run_request("octet/cancel")
 end
 
