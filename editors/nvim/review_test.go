@@ -42,6 +42,9 @@ func TestReviewDiffAndRewind(t *testing.T) {
 		if got := readFile(t, b); got != "beta\n" {
 			t.Errorf("b.txt = %q", got)
 		}
+		if re := r.str("rerendered"); !strings.Contains(re, "**Changed a.txt** (modify)") || !strings.Contains(re, "+BETA") || !strings.Contains(re, "### edit · b.txt · done") {
+			t.Errorf("chat rendered from the transcript:\n%s", re)
+		}
 		c := r.str("chat_after_rewind")
 		if !strings.Contains(c, "Rewound files and conversation") || strings.Contains(c, "## You\n\nchange both") || !strings.Contains(c, "Hi.") {
 			t.Errorf("chat after the rewind:\n%s", c)

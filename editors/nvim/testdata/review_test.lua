@@ -59,6 +59,9 @@ T.run(function()
   T.fact("diff_after", T.text(diffbuf))
   T.fact("reverted", vim.b[diffbuf].octet_reverted)
 
+  -- The chat rendered from the transcript shows the run's changes too.
+  require("octet.review").rerender(s)
+  T.fact("rerendered", T.text(s.chat.buf))
   picks = { "change both", "Files and conversation" }
   vim.cmd("OctetRewind")
   T.wait("the rewind", function()

@@ -397,6 +397,15 @@ function Chat:transcript(entries, recovered)
       self:tool_start(id, e.result.tool)
       self:write(self.calls[id].block, rpc_text(e.result.text))
       self:tool_status(id, e.result.isError and "error" or "done")
+      local details = e.result.details
+      if type(details) == "table" and type(details.changes) == "table" then
+        for _, ch in ipairs(details.changes) do
+          if type(ch) == "table" and type(ch.path) == "string" then
+            self:change(ch)
+          end
+        end
+        self.changed = nil
+      end
     elseif e.type == "compaction" then
       self:notice("Context compacted.")
     end

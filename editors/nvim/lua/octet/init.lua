@@ -377,6 +377,9 @@ function M.resume(sid, cb)
     end
     local s = old or new_session_object(sid, nil)
     if not old then
+      if rpc.nn(res.transcriptNextBefore) then
+        s.chat:notice("Earlier entries are not shown here (octet sessions show " .. sid .. " prints them all).")
+      end
       s.chat:transcript(res.transcript, res.recoveredOutput)
     end
     s.run_id = rpc.nn(res.activeRunId)
