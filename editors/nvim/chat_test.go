@@ -11,12 +11,13 @@ import (
 // into the session's chat buffer in place (several buffer updates, one
 // "## octet" section), the reasoning is in a closed fold, and a second
 // `:Octet` continues the same session (the model sees the first
-// exchange).
+// exchange); text typed in the input window is sent with <C-s>.
 func TestChatStreamsAndContinues(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
 		w.prov.Enqueue(
 			providertest.Reply(providertest.Reasoning("enc", "weighing the two options"), providertest.Message("Hello from octet, streamed word by word.")),
 			providertest.Text("Second answer."),
+			providertest.Text("Third answer."),
 		)
 		r := w.run(t, "chat_test.lua")
 		chat1 := r.str("chat1")
@@ -41,6 +42,10 @@ func TestChatStreamsAndContinues(t *testing.T) {
 		}
 		if in := inputText(t, w.prov, 1); !strings.Contains(in, "first prompt") || !strings.Contains(in, "second prompt") {
 			t.Errorf("the second request does not continue the session: %s", in)
+		}
+		if r["input_shown"] != true || r.str("input_after_send") != "" ||
+			!strings.Contains(r.str("chat3"), "## You\n\nthird prompt\non two lines") || !strings.Contains(r.str("chat3"), "Third answer.") {
+			t.Errorf("input window (shown %v, left %q) sent:\n%s", r["input_shown"], r.str("input_after_send"), r.str("chat3"))
 		}
 		if st := r.str("statusline"); !strings.Contains(st, "octet ask") {
 			t.Errorf("statusline %q does not show the ask mode", st)

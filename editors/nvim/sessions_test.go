@@ -10,7 +10,7 @@ import (
 // TestSessionsResumeAndPicker: a restarted Neovim's first :Octet resumes
 // the workspace's last session (transcript rendered, the model sees its
 // history); :OctetSessions (through vim.ui.select) resumes an older
-// session, renames, forks and deletes.
+// session, renames, forks and deletes; :OctetModel sets the model.
 func TestSessionsResumeAndPicker(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
 		w.prov.Enqueue(providertest.Text("Alpha done."), providertest.Text("Beta done."),
@@ -47,6 +47,9 @@ func TestSessionsResumeAndPicker(t *testing.T) {
 		listed := r.str("listed")
 		if strings.Contains(listed, fork) || !strings.Contains(listed, alpha+"=alpha renamed") || !strings.Contains(listed, beta) {
 			t.Errorf("sessions after rename and delete: %s", listed)
+		}
+		if !strings.Contains(r.str("statusline_model"), "gpt-4.1") {
+			t.Errorf("statusline after :OctetModel: %q", r.str("statusline_model"))
 		}
 	})
 }

@@ -78,5 +78,13 @@ T.run(function()
     table.insert(ids, it.sessionId .. "=" .. it.title)
   end
   T.fact("listed", table.concat(ids, ","))
+
+  -- :OctetModel picks from octet/models.
+  picks = { "gpt-4.1  " }
+  vim.cmd("OctetModel")
+  T.wait("the model", function()
+    return octet.session() ~= nil and octet.session().model == "gpt-4.1"
+  end)
+  T.fact("statusline_model", octet.statusline())
   T.done()
 end)

@@ -603,6 +603,9 @@ function M.forget(sid)
   if state.current == sid then
     state.current = nil
   end
+  if state.root and read_last()[state.root] == sid then
+    write_last(state.root, nil)
+  end
 end
 
 -- The input buffer: <C-s> sends (or steers), <C-f> queues a follow-up.
