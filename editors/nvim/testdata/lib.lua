@@ -6,6 +6,15 @@ T.ws = os.getenv("OCTET_TEST_WORKSPACE")
 T.bin = os.getenv("OCTET_BIN")
 local facts = {}
 
+-- Stops octet lsp and waits until it has exited (its session files
+-- settled) before Neovim quits and the test removes the directories.
+local function stop()
+  local ok, octet = pcall(require, "octet")
+  if ok and octet.state and octet.state.conn then
+    octet.stop(10000)
+  end
+end
+
 local function write()
   local f = assert(io.open(os.getenv("OCTET_TEST_RESULT"), "w"))
   f:write(vim.json.encode(facts))
@@ -21,12 +30,14 @@ function T.facts()
 end
 
 function T.done()
+  stop()
   write()
   vim.cmd("qa!")
 end
 
 function T.fail(msg)
   facts.failed = msg
+  stop()
   write()
   vim.cmd("qa!")
 end

@@ -123,6 +123,9 @@ local function check_server(bin)
     ok("configuration loads (workspace " .. root .. ")")
   end
   conn:stop(500)
+  vim.wait(2000, function()
+    return conn.closed
+  end, 10)
   return problem
 end
 

@@ -46,7 +46,8 @@ function M.root()
   if type(r) == "function" then
     r = r()
   end
-  return vim.fn.fnamemodify(r or vim.fn.getcwd(), ":p"):gsub("/$", "")
+  local dir = vim.fn.fnamemodify(r or vim.fn.getcwd(), ":p"):gsub("(.)/$", "%1")
+  return dir
 end
 
 -- Where the last session of each workspace is remembered.
@@ -102,8 +103,6 @@ local function progress(s, value)
   pcall(api.nvim_exec_autocmds, "User", { pattern = "OctetProgress", modeline = false, data = value })
   redraw()
 end
-
-local progress_tokens = {} -- token -> sessionId
 
 local function on_event(p)
   local s = session(p.sessionId)
@@ -168,13 +167,13 @@ local function on_notification(method, p)
       s.chat:recovered(p.channel, p.text, rpc.nn(p.attempt))
     end
   elseif method == "$/progress" then
-    local sid = progress_tokens[p.token]
-    if not sid then
-      local run = tostring(p.token):match("^octet/run/([^/]+)/")
-      for id, s in pairs(state.sessions) do
-        if s.run_id == run then
-          sid = id
-        end
+    -- Server tokens name the run: "octet/run/<runId>/<n>". Progress may
+    -- begin before run_started: then it is the session sending a prompt.
+    local run = tostring(p.token):match("^octet/run/([^/]+)/")
+    local sid
+    for id, s in pairs(state.sessions) do
+      if s.run_id == run or (not sid and s.sending and not s.run_id) then
+        sid = id
       end
     end
     if sid and session(sid) and type(p.value) == "table" then
@@ -406,6 +405,10 @@ end
 --- workspace's last one (resumed), or a new one.
 function M.current(cb)
   local s = state.current and session(state.current)
+  if s and s.state == "stopped" then
+    -- octet lsp exited since: open the session in the new one.
+    return M.resume(s.id, cb)
+  end
   if s then
     return cb(nil, s)
   end
@@ -719,11 +722,16 @@ function M.statusline()
   return table.concat(parts, " · ")
 end
 
---- Stops the server (VimLeavePre).
-function M.stop()
-  if state.conn then
-    state.conn.stopping = true
-    state.conn:stop(500)
+--- Stops the server (VimLeavePre): shutdown and exit, waiting at most
+--- wait ms (default 1000) for it to settle its sessions.
+function M.stop(wait)
+  local c = state.conn
+  if c then
+    c.stopping = true
+    c:stop(5000)
+    vim.wait(type(wait) == "number" and wait or 1000, function()
+      return c.closed
+    end, 10)
   end
 end
 
@@ -750,7 +758,12 @@ local function augroup()
       documents.detach(a.buf)
     end,
   })
-  api.nvim_create_autocmd("VimLeavePre", { group = g, callback = M.stop })
+  api.nvim_create_autocmd("VimLeavePre", {
+    group = g,
+    callback = function()
+      M.stop()
+    end,
+  })
 end
 
 --- Asks about lines l1..l2 of the current buffer (:'<,'>OctetAsk): the
