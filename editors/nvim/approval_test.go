@@ -23,6 +23,9 @@ func TestApprovalFloat(t *testing.T) {
 			providertest.Reply(providertest.FunctionCall("call_2", "bash", `{"command":"make"}`)),
 			providertest.Text("Understood."),
 			providertest.Reply(providertest.FunctionCall("call_3", "bash", `{"command":"make again"}`)),
+			providertest.Reply(providertest.FunctionCall("call_4", "edit", `{"path":"a.txt","old_text":"goodbye","new_text":"hi"}`)),
+			providertest.Reply(providertest.FunctionCall("call_5", "edit", `{"path":"a.txt","old_text":"hi world","new_text":"hey world"}`)),
+			providertest.Text("Edited twice."),
 		)
 		r := w.run(t, "approval_test.lua")
 		if r.str("float_filetype") != "diff" || !strings.Contains(r.str("float_text"), "-hello world") ||
@@ -72,6 +75,17 @@ func TestApprovalFloat(t *testing.T) {
 		}
 		if c := r.str("chat_cancelled"); !strings.Contains(c, "Cancelled.") || !strings.Contains(c, "withdrawn") {
 			t.Errorf("chat after cancelling:\n%s", c)
+		}
+		if !strings.Contains(r.str("session_keys"), "[s] approve for session") {
+			t.Errorf("the edit's float offers no approve for session:\n%s", r.str("session_keys"))
+		}
+		rule := r.str("chat_session_rule")
+		if strings.Count(rule, "> Approval:") != 1 || !strings.Contains(rule, "> Approval: approved for this session") || !strings.Contains(rule, "Edited twice.") ||
+			!strings.Contains(rule, "    Edited a.txt (1 replacement).") || strings.Contains(rule, "· error") {
+			t.Errorf("chat of the approve-for-session run (one approval wanted):\n%s", rule)
+		}
+		if got := r.str("buffer_after_rule"); got != "hey world\ntyped here\nthird" {
+			t.Errorf("buffer after the two edits = %q", got)
 		}
 	})
 }

@@ -3,8 +3,9 @@
 -- diff), the chat and the statusline show the approval pending; "a"
 -- approves and the edit lands in the buffer beside the unsaved line, the
 -- disk untouched. Then a bash call is denied with "r" and a reason typed
--- at the prompt, and a third run's approval closes itself when the run is
--- cancelled. Driven by TestApprovalFloat.
+-- at the prompt, a third run's approval closes itself when the run is
+-- cancelled, and "s" approves an edit for the session (the next edit of
+-- the file is not asked). Driven by TestApprovalFloat.
 local T = dofile(os.getenv("OCTET_TEST_LIB"))
 local api = vim.api
 
@@ -78,5 +79,17 @@ T.run(function()
   end, 60000)
   T.fact("pending_after_cancel", require("octet.approval").pending())
   T.fact("chat_cancelled", T.text(s.chat.buf))
+
+  -- Approve for the session: the next edit of the file is not asked.
+  local before = #vim.api.nvim_buf_get_lines(s.chat.buf, 0, -1, false)
+  vim.cmd("Octet edit twice")
+  T.wait("the session-wide approval", float)
+  T.fact("session_keys", T.text(api.nvim_win_get_buf(float())))
+  api.nvim_feedkeys("s", "x", false)
+  T.wait("the fourth answer", function()
+    return (s.answers or 0) >= 4
+  end, 60000)
+  T.fact("chat_session_rule", table.concat(vim.api.nvim_buf_get_lines(s.chat.buf, before, -1, false), "\n"))
+  T.fact("buffer_after_rule", T.text(buf))
   T.done()
 end)

@@ -140,6 +140,17 @@ local function on_event(p)
     c:tool_output(e.callId, e.text)
   elseif k == "tool_finished" then
     c:tool_finish(e.callId, e.isError, rpc.nn(e.changes))
+    local call = c:call(e.callId)
+    if call.block and call.block.empty then
+      -- No streamed output (edit, read, errors): show the durable result.
+      M.request("octet/session/transcript", { sessionId = s.id, limit = 8 }, function(err, page)
+        for _, en in ipairs(not err and page.entries or {}) do
+          if type(en.result) == "table" and en.result.callId == e.callId and call.block.empty then
+            c:write(call.block, type(en.result.text) == "string" and en.result.text or "")
+          end
+        end
+      end)
+    end
   elseif k == "usage" then
     s.usage = e
   elseif k == "session_state" then
