@@ -73,11 +73,16 @@ function M.attach(buf)
       end
     end,
     on_reload = function()
-      t.dirty = true
-      M.flush(buf)
+      if tracked[buf] == t then
+        t.dirty = true
+        M.flush(buf)
+      end
     end,
     on_detach = function()
-      M.detach(buf)
+      -- Only this attachment's document (a restarted server has its own).
+      if tracked[buf] == t then
+        M.detach(buf)
+      end
     end,
   })
 end
