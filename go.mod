@@ -2,7 +2,7 @@ module github.com/octet-agent/octet
 
 go 1.26.0
 
-ignore ./editors
+ignore ./editors/vscode
 
 require (
 	github.com/BurntSushi/toml v1.6.0
