@@ -90,6 +90,9 @@ type Config struct {
 	// Principal names who runs act for (e.g. the session id); it goes into
 	// every effect intent.
 	Principal string
+	// RunEnd, when set, is called once at the end of every run before its
+	// checkpoint; see [RunEndHook].
+	RunEnd RunEndHook
 }
 
 // PromptOptions modify one run.

@@ -250,6 +250,29 @@ func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
 	return eff, nil
 }
 
+// Clone returns the broker of a delegated child agent. It shares this
+// broker's policy and grant store (the launch policy, the current policy,
+// its evidence snapshot, the standing-approval rules, the grant store),
+// hooks, limits, redactor and confinement switch: a child has exactly its
+// parent's authority, not an attenuated one. principal, when non-empty,
+// names the child in its intents; approver, when non-nil, asks for the
+// child's confirmations (so a prompt can name the child).
+func (b *Broker) Clone(principal string, approver Approver) *Broker {
+	c := &Broker{
+		launch: b.launch, approver: b.approver, approvalTimeout: b.approvalTimeout,
+		hooks: b.hooks, maxResult: b.maxResult, principal: b.principal,
+		grants: b.grants, log: b.log, redact: b.redact, rules: b.rules, confine: b.confine,
+	}
+	c.state.Store(b.state.Load())
+	if principal != "" {
+		c.principal = principal
+	}
+	if approver != nil {
+		c.approver = approver
+	}
+	return c
+}
+
 // Grants returns the grant store, to share it with a clone.
 func (b *Broker) Grants() *GrantStore { return b.grants }
 

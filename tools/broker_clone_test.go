@@ -1,0 +1,50 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+)
+
+// TestBrokerCloneSharesPolicyAndGrants: a delegation clone has its
+// parent's current policy (a tightened one included) and grant store, its
+// own principal, and asks its own approver.
+func TestBrokerCloneSharesPolicyAndGrants(t *testing.T) {
+	parentApprover, childApprover := approveAll(), approveAll()
+	b := NewBroker(BrokerConfig{Policy: UnsafeHost, Approver: parentApprover, Principal: "root"})
+	if _, err := b.SetPolicy(Controlled); err != nil {
+		t.Fatal(err)
+	}
+	c := b.Clone("root/worker", childApprover)
+	if c.Policy() != Controlled || c.LaunchPolicy() != UnsafeHost {
+		t.Fatalf("clone policy %s launch %s, want controlled under unsafe_host", c.Policy(), c.LaunchPolicy())
+	}
+	if c.Grants() != b.Grants() {
+		t.Fatal("clone does not share the grant store")
+	}
+	if c.PolicyVersion() != b.PolicyVersion() {
+		t.Fatal("clone's policy version differs")
+	}
+	host := mustHost(t, newProbe("mutate", WorkspaceMutation), newProbe("spawn", Delegation))
+	res, d := c.Dispatch(context.Background(), host, DispatchRequest{CallID: "c1", Tool: "mutate", Arguments: json.RawMessage(`{}`)}, DispatchObserver{})
+	if d.Decision != DecisionAllowed || res.IsError {
+		t.Fatalf("confirmed mutation through the clone: %+v %+v", d, res)
+	}
+	if childApprover.count() != 1 || parentApprover.count() != 0 {
+		t.Fatalf("approvals: child %d parent %d, want 1 and 0", childApprover.count(), parentApprover.count())
+	}
+	if got := childApprover.requests()[0].Intent.Principal; got != "root/worker" {
+		t.Fatalf("clone intent principal %q", got)
+	}
+	// Controlled denies Delegation through a clone too.
+	if _, d := c.Dispatch(context.Background(), host, DispatchRequest{CallID: "c2", Tool: "spawn", Arguments: json.RawMessage(`{}`)}, DispatchObserver{}); d.Decision != DecisionDenied {
+		t.Fatalf("delegation under controlled: %+v", d)
+	}
+	// Tightening the clone later does not loosen or move the parent.
+	if _, err := c.SetPolicy(ControlledBashApproval); err != nil {
+		t.Fatal(err)
+	}
+	if b.Policy() != Controlled {
+		t.Fatalf("parent policy moved to %s", b.Policy())
+	}
+}
