@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // RetryCloner is implemented by retry policies that can give a delegated
@@ -60,3 +61,6 @@ func (a *Agent) Inherit() (Config, error) {
 
 // Session returns the session the agent drives.
 func (a *Agent) Session() *session.Session { return a.sess }
+
+// Host returns the agent's tool host.
+func (a *Agent) Host() *tools.Host { return a.cfg.Host }

@@ -1,0 +1,308 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
+)
+
+// TestTeamDirectoryAndJournal: an owner-only random directory holding the
+// child sessions and provenance.jsonl, with every record durable in order.
+func TestTeamDirectoryAndJournal(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.childSrv.Enqueue(providertest.Text("child answer"))
+	tm := f.team()
+	st, err := os.Lstat(tm.Dir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.IsDir() || st.Mode().Perm() != 0o700 {
+		t.Fatalf("team directory mode %s, want drwx------", st.Mode())
+	}
+	js, err := os.Lstat(filepath.Join(tm.Dir(), JournalName))
+	if err != nil || js.Mode().Perm() != 0o600 {
+		t.Fatalf("journal: %v %v", js, err)
+	}
+	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "say hi", Tools: []string{"read", "search"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitStatus(t, tm, s.ID, StatusCompleted)
+	if done.Final != "child answer" {
+		t.Fatalf("final answer %q", done.Final)
+	}
+	if _, err := os.Stat(filepath.Join(tm.Dir(), s.SessionID+".jsonl")); err != nil {
+		t.Fatalf("child session not in the team directory: %v", err)
+	}
+	var kinds []string
+	recs := provenance(t, tm)
+	for _, r := range recs {
+		kinds = append(kinds, r.Kind+":"+r.Status)
+	}
+	want := []string{"team_started:", "agent_spawned:", "agent_status:running", "agent_status:completed"}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("provenance %v, want %v", kinds, want)
+	}
+	sp := recs[1]
+	if sp.Provenance == nil || sp.Provenance.ToolScope != ChildOverride || sp.Provenance.Sandbox != ParentInherited || sp.Policy == nil {
+		t.Fatalf("spawn record authority: %+v %+v", sp.Provenance, sp.Policy)
+	}
+	if !slices.Equal(sp.Tools, []string{"read", "search"}) || sp.Task != "say hi" {
+		t.Fatalf("spawn record %+v", sp)
+	}
+	// orchestration_provenance holds only the two origin words.
+	raw, _ := json.Marshal(sp.Provenance)
+	var m map[string]string
+	_ = json.Unmarshal(raw, &m)
+	for k, v := range m {
+		if v != ParentInherited && v != ChildOverride {
+			t.Fatalf("orchestration_provenance.%s = %q", k, v)
+		}
+	}
+	// The child got exactly its narrowed tools and the root's prompt.
+	req := f.childSrv.Requests()[0]
+	var names []string
+	for _, tl := range req.Body["tools"].([]any) {
+		names = append(names, tl.(map[string]any)["name"].(string))
+	}
+	if !slices.Equal(names, []string{"read", "search"}) {
+		t.Fatalf("child tools %v", names)
+	}
+	if req.Body["instructions"] != "You are the root." {
+		t.Fatalf("child instructions %v", req.Body["instructions"])
+	}
+}
+
+// TestActivationFailure: a team directory parent that cannot be created
+// fails activation with the path named and leaves nothing behind.
+func TestActivationFailure(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := f.cfg
+	cfg.Root, cfg.Dir = f.root, filepath.Join(file, "teams")
+	if _, err := Start(cfg); err == nil {
+		t.Fatal("activation under a file succeeded")
+	}
+	// A parent directory that refuses the journal: the empty directory
+	// made for it is removed again.
+	if os.Geteuid() == 0 {
+		t.Skip("root ignores directory permissions")
+	}
+	ro := filepath.Join(t.TempDir(), "teams")
+	if err := os.Mkdir(ro, 0o500); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Dir = ro
+	if _, err := Start(cfg); err == nil {
+		t.Fatal("activation in a read-only directory succeeded")
+	}
+	if ents, _ := os.ReadDir(ro); len(ents) != 0 {
+		t.Fatalf("failed activation left %v", ents)
+	}
+}
+
+// TestProvenanceFailureStopsTeam: when the journal cannot be appended, the
+// team reports a diagnostic, rejects new work and cancels every worker.
+func TestProvenanceFailureStopsTeam(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.stalls(1)
+	tm := f.team()
+	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, s.ID, StatusRunning)
+	tm.dir.j.f.Close() // the file system stops accepting appends
+	f.stalls(1)
+	_, err = tm.Spawn(SpawnRequest{Parent: "root", Task: "refused"})
+	if _, ok := errors.AsType[*PersistenceError](err); !ok {
+		t.Fatalf("spawn on a failed journal: %v, want a PersistenceError", err)
+	}
+	if tm.Err() == nil {
+		t.Fatal("no persistence diagnostic")
+	}
+	snaps, err := tm.Wait(context.Background(), "root", nil, 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(snaps) != 1 || snaps[0].Status != StatusCancelled {
+		t.Fatalf("running worker after the failure: %+v", snaps)
+	}
+	if _, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "still refused"}); err == nil {
+		t.Fatal("new work accepted after the failure")
+	}
+	if got := len(tm.List("root")); got != 1 {
+		t.Fatalf("the refused spawn became visible: %d agents", got)
+	}
+}
+
+// TestCancellationDownTwoLevels: interrupting a child cancels its own
+// child; the interrupt is durable before it takes effect.
+func TestCancellationDownTwoLevels(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.stalls(3)
+	tm := f.team()
+	c1, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "child"})
+	c2, err := tm.Spawn(SpawnRequest{Parent: c1.ID, Task: "grandchild"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "sibling"})
+	waitStatus(t, tm, c2.ID, StatusRunning)
+	if _, err := tm.Interrupt(c2.ID, c1.ID); err == nil {
+		t.Fatal("a grandchild interrupted its parent")
+	}
+	if _, err := tm.Interrupt("root", c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, c1.ID, StatusCancelled)
+	waitStatus(t, tm, c2.ID, StatusCancelled)
+	if s := waitStatus(t, tm, other.ID, StatusRunning); s.Status != StatusRunning {
+		t.Fatal("sibling stopped")
+	}
+	recs := provenance(t, tm)
+	i := slices.IndexFunc(recs, func(r Record) bool { return r.Kind == KindInterruptRequested })
+	j := slices.IndexFunc(recs, func(r Record) bool { return r.Kind == KindAgentStatus && r.Agent == c1.ID && r.Status == "cancelled" })
+	if i < 0 || j < i {
+		t.Fatalf("interrupt_requested at %d, cancelled status at %d", i, j)
+	}
+	// Shutdown cancels the rest.
+	recsOut := tm.Shutdown(context.Background(), "run_x", SettleTimeout)
+	if len(recsOut) != 3 {
+		t.Fatalf("%d delegated records, want 3", len(recsOut))
+	}
+	waitStatus(t, tm, other.ID, StatusCancelled)
+	if _, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "late"}); !errors.Is(err, ErrShutdown) {
+		t.Fatalf("spawn after shutdown: %v", err)
+	}
+	if k := provenance(t, tm); k[len(k)-1].Kind != KindTeamShutdown {
+		t.Fatalf("last record %s", k[len(k)-1].Kind)
+	}
+}
+
+// TestSettleTimeout: a child that does not settle within 2 s after
+// shutdown is mirrored with its known subtotal, marked uncertain, and
+// the shutdown does not wait longer.
+func TestSettleTimeout(t *testing.T) {
+	release := make(chan struct{})
+	var blocked bool
+	f := newFixture(t, fixtureOpt{onEvent: func(s Snapshot, ev agent.Event) {
+		if _, fin := ev.(*agent.RunFinished); fin && s.Task == "slow" && !blocked {
+			blocked = true
+			<-release // the child's event consumer hangs: it cannot settle
+		}
+	}})
+	f.childSrv.Enqueue(providertest.Stall())
+	tm := f.team()
+	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "slow"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, s.ID, StatusRunning)
+	t0 := time.Now()
+	recs := tm.Shutdown(context.Background(), "run_x", SettleTimeout)
+	el := time.Since(t0)
+	close(release)
+	if el < SettleTimeout || el > SettleTimeout+time.Second {
+		t.Fatalf("shutdown took %v, want about %v", el, SettleTimeout)
+	}
+	if len(recs) != 1 || !recs[0].Delegated.Uncertain {
+		t.Fatalf("unsettled child mirrored as %+v", recs[0].Delegated)
+	}
+	waitStatus(t, tm, s.ID, StatusCancelled)
+}
+
+// TestRootRunMirrorsUsage drives a real root run through the subagents
+// service: the root spawns two children, waits and answers; the run's end
+// mirrors one delegated-usage record per child, exact to the picodollar,
+// in the checkpoint's batch. The children's usage counts in the root's
+// known total but never in a root request.
+func TestRootRunMirrorsUsage(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	childA := provider.Usage{InputTokens: 1_001, CachedTokens: 333, OutputTokens: 77}
+	childB := provider.Usage{InputTokens: 2_003, OutputTokens: 5}
+	f.childSrv.Enqueue(
+		providertest.Text("answer one").WithUsage(childA),
+		providertest.Text("answer two").WithUsage(childB),
+	)
+	rootUse := provider.Usage{InputTokens: 10, OutputTokens: 3}
+	f.rootSrv.Enqueue(
+		providertest.Reply(
+			providertest.FunctionCall("c1", ToolSpawn, `{"task":"first"}`),
+			providertest.FunctionCall("c2", ToolSpawn, `{"task":"second"}`),
+		).WithUsage(rootUse),
+		providertest.Reply(providertest.FunctionCall("c3", ToolWait, `{"timeout_seconds":30}`)).WithUsage(rootUse),
+		providertest.Text("combined").WithUsage(rootUse),
+	)
+	r, err := f.root.Prompt(context.Background(), "do two things", agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	res := r.Wait()
+	if res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("root run: %s %v", res.Outcome, res.Err)
+	}
+	// The wait result carried both answers to the root model.
+	reqs := f.rootSrv.Requests()
+	last, _ := json.Marshal(reqs[len(reqs)-1].Input())
+	for _, want := range []string{"answer one", "answer two"} {
+		if !json.Valid(last) || !contains(string(last), want) {
+			t.Fatalf("final root request lacks %q", want)
+		}
+	}
+	insp, err := session.Inspect(f.root.Session().Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer insp.Close()
+	tot := insp.Totals()
+	cost := func(u provider.Usage) int64 {
+		c, err := agent.PriceTable{"scripted": price}.Cost("scripted", agent.TokenUsage{Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int64(c)
+	}
+	if tot.DelegatedRecords != 2 || tot.Uncertain {
+		t.Fatalf("delegated records %d uncertain %v", tot.DelegatedRecords, tot.Uncertain)
+	}
+	wantDelegated := cost(childA) + cost(childB)
+	if tot.Delegated.CostPicodollars != wantDelegated || tot.Delegated.Input != 3_004 || tot.Delegated.Output != 82 {
+		t.Fatalf("delegated %+v, want cost %d input 3004 output 82", tot.Delegated, wantDelegated)
+	}
+	if tot.Known.CostPicodollars != tot.Own.CostPicodollars+wantDelegated || tot.Own.CostPicodollars != 3*cost(rootUse) {
+		t.Fatalf("known %d own %d delegated %d", tot.Known.CostPicodollars, tot.Own.CostPicodollars, wantDelegated)
+	}
+	// The delegated records precede the checkpoint in one batch.
+	data, _ := os.ReadFile(f.root.Session().Path())
+	lines := splitLines(data)
+	if !contains(lines[len(lines)-1], `"checkpoint"`) || !contains(lines[len(lines)-2], `"delegated_usage"`) || !contains(lines[len(lines)-3], `"delegated_usage"`) {
+		t.Fatalf("tail of the root session:\n%s\n%s\n%s", lines[len(lines)-3], lines[len(lines)-2], lines[len(lines)-1])
+	}
+	// No root request carried the children's usage figures.
+	for _, q := range reqs {
+		if contains(string(q.Raw), "1001") || contains(string(q.Raw), "2003") {
+			t.Fatal("a child's usage entered a root request")
+		}
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+func splitLines(b []byte) []string { return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") }

@@ -1,0 +1,227 @@
+package team
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/octet-agent/octet/tools"
+)
+
+// The tool names of the product's subagents service (the only delegation
+// surface the root model of octet lsp and octet exec gets).
+const (
+	ToolSpawn     = "agents_spawn"
+	ToolWait      = "agents_wait"
+	ToolList      = "agents_list"
+	ToolInterrupt = "agents_interrupt"
+)
+
+// Wait bounds of agents_wait.
+const (
+	DefaultWait = 120 * time.Second
+	MaxWait     = 600 * time.Second
+	// maxFinalBytes bounds one child's answer in a wait result.
+	maxFinalBytes = 8 << 10
+)
+
+// ServiceTools returns the subagents service's tools for the root agent
+// of o. Each classifies as the Delegation effect (Controlled denies it;
+// hosts do not register them there), is sequential and is never replayed
+// after a crash (an unresolved call becomes indeterminate).
+func ServiceTools(o *Owner) []tools.Tool {
+	b := base{owner: o, caller: "root"}
+	return []tools.Tool{spawnTool{b}, waitTool{b}, listTool{b}, interruptTool{b}}
+}
+
+// base is what every service tool shares.
+type base struct {
+	owner  *Owner
+	caller string
+}
+
+func (base) Concurrency() tools.Concurrency   { return tools.Sequential }
+func (base) ReplaySafety() tools.ReplaySafety { return tools.ReplayUnsafe }
+func (base) Classify(json.RawMessage) (tools.Effect, error) {
+	return tools.Delegation, nil
+}
+
+// decode parses args strictly into v.
+func decode(args json.RawMessage, v any) error {
+	if err := json.Unmarshal(args, v); err != nil {
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
+// fail is a model-visible error result.
+func fail(err error) (tools.Result, error) {
+	return tools.Result{Text: err.Error(), IsError: true}, nil
+}
+
+// jsonResult renders v as the model-visible text, with details for
+// frontends.
+func jsonResult(v any, details map[string]any) (tools.Result, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return tools.Result{}, err
+	}
+	return tools.Result{Text: string(b), Details: details}, nil
+}
+
+// view is a child as the model sees it.
+type view struct {
+	ID        string   `json:"agent_id"`
+	Path      string   `json:"agent_path"`
+	Status    Status   `json:"status"`
+	Tools     []string `json:"tools,omitempty"`
+	Final     string   `json:"final_answer,omitempty"`
+	Truncated bool     `json:"final_answer_truncated,omitempty"`
+	Error     string   `json:"error,omitempty"`
+}
+
+func viewOf(s Snapshot, withFinal bool) view {
+	v := view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: s.Error}
+	if withFinal {
+		v.Final = s.Final
+		if len(v.Final) > maxFinalBytes {
+			i := maxFinalBytes
+			for i > 0 && !utf8.RuneStart(v.Final[i]) {
+				i--
+			}
+			v.Final, v.Truncated = v.Final[:i], true
+		}
+	}
+	return v
+}
+
+func detailsOf(snaps ...Snapshot) map[string]any {
+	agents := make([]map[string]any, 0, len(snaps))
+	for _, s := range snaps {
+		agents = append(agents, map[string]any{
+			"agentId": s.ID, "agentPath": s.Path, "sessionId": s.SessionID, "status": string(s.Status),
+			"effective_tool_policy": s.Policy, "orchestration_provenance": s.Provenance,
+		})
+	}
+	return map[string]any{"agents": agents}
+}
+
+type spawnTool struct{ base }
+
+func (spawnTool) Name() string { return ToolSpawn }
+func (spawnTool) Description() string {
+	return "Start a child agent on a self-contained task. The child has its own fresh context (it does not see this conversation: put everything it needs in the task), your model, instructions and authority, and the standard tools (read, search, edit, write, bash) unless `tools` narrows them. It runs in parallel with you; call agents_wait to get its final answer. At most 8 children are active at once."
+}
+func (spawnTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","minLength":1,"maxLength":131072,"description":"The complete task for the child: goal, relevant files, constraints, and what to report back."},"tools":{"type":"array","items":{"type":"string","enum":["read","search","edit","write","bash"]},"uniqueItems":true,"description":"Narrow the child's tools to these (default: all of them)."}},"required":["task"],"additionalProperties":false}`)
+}
+
+func (t spawnTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
+	var a struct {
+		Task  string   `json:"task"`
+		Tools []string `json:"tools"`
+	}
+	if err := decode(inv.Arguments, &a); err != nil {
+		return fail(err)
+	}
+	tm, err := t.owner.Team()
+	if err != nil {
+		return fail(err)
+	}
+	s, err := tm.Spawn(SpawnRequest{Parent: t.caller, Task: a.Task, Tools: a.Tools})
+	if err != nil {
+		return fail(err)
+	}
+	return jsonResult(viewOf(s, false), detailsOf(s))
+}
+
+type waitTool struct{ base }
+
+func (waitTool) Name() string { return ToolWait }
+func (waitTool) Description() string {
+	return "Wait until the named child agents (default: all of yours) have finished, or the timeout passes, and return each one's status and final answer. A child that is still running when the timeout passes is reported as running; call again to keep waiting."
+}
+func (waitTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"agent_ids":{"type":"array","items":{"type":"string"},"maxItems":32,"description":"The children to wait for (default: all of yours)."},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600,"description":"How long to wait at most (default 120)."}},"additionalProperties":false}`)
+}
+
+func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Result, error) {
+	var a struct {
+		IDs     []string `json:"agent_ids"`
+		Timeout int      `json:"timeout_seconds"`
+	}
+	if err := decode(inv.Arguments, &a); err != nil {
+		return fail(err)
+	}
+	timeout := DefaultWait
+	if a.Timeout > 0 {
+		timeout = min(time.Duration(a.Timeout)*time.Second, MaxWait)
+	}
+	tm := t.owner.Current()
+	if tm == nil {
+		return fail(errors.New("no child agent was started in this run"))
+	}
+	snaps, err := tm.Wait(ctx, t.caller, a.IDs, timeout)
+	if err != nil {
+		return fail(err)
+	}
+	views := make([]view, 0, len(snaps))
+	for _, s := range snaps {
+		views = append(views, viewOf(s, true))
+	}
+	return jsonResult(map[string]any{"agents": views}, detailsOf(snaps...))
+}
+
+type listTool struct{ base }
+
+func (listTool) Name() string { return ToolList }
+func (listTool) Description() string {
+	return "List your child agents of this run with their status."
+}
+func (listTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{},"additionalProperties":false}`)
+}
+
+func (t listTool) Execute(context.Context, tools.Invocation) (tools.Result, error) {
+	tm := t.owner.Current()
+	var snaps []Snapshot
+	if tm != nil {
+		snaps = tm.List(t.caller)
+	}
+	views := make([]view, 0, len(snaps))
+	for _, s := range snaps {
+		views = append(views, viewOf(s, false))
+	}
+	return jsonResult(map[string]any{"agents": views}, detailsOf(snaps...))
+}
+
+type interruptTool struct{ base }
+
+func (interruptTool) Name() string { return ToolInterrupt }
+func (interruptTool) Description() string {
+	return "Stop one of your child agents (and anything it started). Its work so far stays in its session."
+}
+func (interruptTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1}},"required":["agent_id"],"additionalProperties":false}`)
+}
+
+func (t interruptTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
+	var a struct {
+		ID string `json:"agent_id"`
+	}
+	if err := decode(inv.Arguments, &a); err != nil {
+		return fail(err)
+	}
+	tm := t.owner.Current()
+	if tm == nil {
+		return fail(errors.New("no child agent was started in this run"))
+	}
+	s, err := tm.Interrupt(t.caller, a.ID)
+	if err != nil {
+		return fail(err)
+	}
+	return jsonResult(viewOf(s, false), detailsOf(s))
+}
