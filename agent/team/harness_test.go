@@ -85,7 +85,7 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 		},
 	}
 	f.owner = NewOwner(f.cfg)
-	for _, tl := range append(builtins, ServiceTools(f.owner)...) {
+	for _, tl := range append(builtins, ServiceTools(f.owner, StandardTools)...) {
 		if err := host.Register(tl); err != nil {
 			t.Fatal(err)
 		}

@@ -191,11 +191,18 @@ func (d *teamDir) open(first Record) error {
 		return err
 	}
 	d.j = &journal{f: f}
+	if journalOpened != nil {
+		journalOpened(f)
+	}
 	if err := d.j.append(first); err != nil {
 		return err
 	}
 	return osfile.SyncDir(d.path)
 }
+
+// journalOpened, when set by a test, sees the new journal before its first
+// append (to make that append fail).
+var journalOpened func(*os.File)
 
 // rollback removes what a failed activation created: its journal and its
 // then empty directory, through the parent's descriptor.

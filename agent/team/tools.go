@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -32,9 +33,17 @@ const (
 // of o. Each classifies as the Delegation effect (Controlled denies it;
 // hosts do not register them there), is sequential and is never replayed
 // after a crash (an unresolved call becomes indeterminate).
-func ServiceTools(o *Owner) []tools.Tool {
+// scope is the root's standard tools (a subset of StandardTools): the
+// only names a spawn may narrow a child's tools to.
+func ServiceTools(o *Owner, scope []string) []tools.Tool {
 	b := base{owner: o, caller: "root"}
-	return []tools.Tool{spawnTool{b}, waitTool{b}, listTool{b}, interruptTool{b}}
+	var enum []string
+	for _, s := range StandardTools {
+		if slices.Contains(scope, s) {
+			enum = append(enum, s)
+		}
+	}
+	return []tools.Tool{spawnTool{b, enum}, waitTool{b}, listTool{b}, interruptTool{b}}
 }
 
 // base is what every service tool shares.
@@ -109,14 +118,21 @@ func detailsOf(snaps ...Snapshot) map[string]any {
 	return map[string]any{"agents": agents}
 }
 
-type spawnTool struct{ base }
+type spawnTool struct {
+	base
+	scope []string
+}
 
 func (spawnTool) Name() string { return ToolSpawn }
 func (spawnTool) Description() string {
-	return "Start a child agent on a self-contained task. The child has its own fresh context (it does not see this conversation: put everything it needs in the task), your model, instructions and authority, and the standard tools (read, search, edit, write, bash) unless `tools` narrows them. It runs in parallel with you; call agents_wait to get its final answer. At most 8 children are active at once."
+	return "Start a child agent on a self-contained task. The child has its own fresh context (it does not see this conversation: put everything it needs in the task), your model, instructions and authority, and your file and shell tools unless `tools` narrows them. It runs in parallel with you; call agents_wait to get its final answer. At most 8 children are active at once."
 }
-func (spawnTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","minLength":1,"maxLength":131072,"description":"The complete task for the child: goal, relevant files, constraints, and what to report back."},"tools":{"type":"array","items":{"type":"string","enum":["read","search","edit","write","bash"]},"uniqueItems":true,"description":"Narrow the child's tools to these (default: all of them)."}},"required":["task"],"additionalProperties":false}`)
+func (t spawnTool) Schema() json.RawMessage {
+	enum, _ := json.Marshal(t.scope)
+	if len(t.scope) == 0 {
+		enum = []byte("[]")
+	}
+	return json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","minLength":1,"maxLength":131072,"description":"The complete task for the child: goal, relevant files, constraints, and what to report back."},"tools":{"type":"array","items":{"type":"string","enum":` + string(enum) + `},"uniqueItems":true,"description":"Narrow the child's tools to these (default: all of them)."}},"required":["task"],"additionalProperties":false}`)
 }
 
 func (t spawnTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
