@@ -16,6 +16,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -165,6 +166,8 @@ type Server struct {
 	byRequest map[jsonrpc2.ID]*runState
 	byToken   map[string]*runState
 	ended     *endedRuns
+	// childRuns are the runs of delegated children (delegation.go).
+	childRuns map[string]team.Snapshot
 	tokenSeq  int64
 	// awaitingReply holds the request ids of long requests (prompts) whose
 	// answer has not been written yet; replyWG counts them.
@@ -185,6 +188,7 @@ func New(opts Options) *Server {
 		runs:       make(map[string]*runState),
 		byRequest:  make(map[jsonrpc2.ID]*runState),
 		byToken:    make(map[string]*runState),
+		childRuns:  make(map[string]team.Snapshot),
 
 		awaitingReply: make(map[jsonrpc2.ID]bool),
 		ended:         newEndedRuns(1024),
@@ -194,6 +198,7 @@ func New(opts Options) *Server {
 	s.docs = newDocuments(s)
 	if rb, ok := s.opts.backend.(runtimeBackend); ok {
 		rb.documents = s.docs.forWorkspace
+		rb.delegation = s.delegationFor
 		s.opts.backend = rb
 	}
 	return s

@@ -104,6 +104,18 @@ type Snapshot struct {
 	// Policy and Provenance describe its authority.
 	Policy     tools.EffectiveToolPolicy
 	Provenance Orchestration
+
+	team *Team
+}
+
+// Interrupt interrupts the child on behalf of its parent (an editor's
+// cancel of the child's run): only this child and its descendants stop.
+func (s Snapshot) Interrupt() error {
+	if s.team == nil || s.ParentID == "" {
+		return ErrUnknownAgent
+	}
+	_, err := s.team.Interrupt(s.ParentID, s.ID)
+	return err
 }
 
 // node is one agent of the team (the root is node "root").
@@ -635,7 +647,7 @@ func (t *Team) snapshot(n *node) Snapshot {
 
 // snapshotOf describes n (caller holds t.mu or owns n exclusively).
 func (t *Team) snapshotOf(n *node) Snapshot {
-	s := Snapshot{ID: n.id, Path: n.path, Depth: n.depth, Status: n.status, Task: n.task, Final: n.final, Error: n.errText, Tools: slices.Clone(n.scope)}
+	s := Snapshot{ID: n.id, Path: n.path, Depth: n.depth, Status: n.status, Task: n.task, Final: n.final, Error: n.errText, Tools: slices.Clone(n.scope), team: t}
 	if n.parent != nil {
 		s.ParentID = n.parent.id
 	}
