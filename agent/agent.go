@@ -102,9 +102,10 @@ type PromptOptions struct {
 	WithoutTools bool
 }
 
-// RunUsage is the known usage of one run.
+// RunUsage is the known usage of one run, its delegated children's
+// mirrored usage included.
 type RunUsage struct {
-	// Requests counts provider responses with known usage.
+	// Requests counts the run's own provider responses with known usage.
 	Requests int
 	// Token sums of those responses.
 	Input, CachedInput, Output, Reasoning int64

@@ -228,6 +228,7 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 	var recs []session.Record
 	if r.a.cfg.RunEnd != nil {
 		recs = r.runEnd(outcome)
+		r.addDelegated(recs)
 	}
 	cp := session.Checkpoint{RunID: r.id, Outcome: string(outcome)}
 	if runErr != nil || len(errs) > 0 {
@@ -261,6 +262,23 @@ func (r *Run) runEnd(outcome Outcome) (recs []session.Record) {
 		}
 	}()
 	return r.a.cfg.RunEnd(context.WithoutCancel(r.ctx), r.id, outcome)
+}
+
+// addDelegated adds the mirrored usage of the run's delegated children to
+// the run's known usage (not to its request count): a run's usage is
+// what it cost, its children included.
+func (r *Run) addDelegated(recs []session.Record) {
+	for _, rec := range recs {
+		if rec.Kind != session.KindDelegatedUsage || rec.Delegated == nil {
+			continue
+		}
+		u := rec.Delegated.Usage
+		r.usage.Input += u.Input
+		r.usage.CachedInput += u.CachedInput
+		r.usage.Output += u.Output
+		r.usage.Reasoning += u.Reasoning
+		r.usage.CostPicodollars += u.CostPicodollars
+	}
 }
 
 // settleText is the paired error of a call left unresolved by an ending.

@@ -40,11 +40,15 @@ func TestBrokerCloneSharesPolicyAndGrants(t *testing.T) {
 	if _, d := c.Dispatch(context.Background(), host, DispatchRequest{CallID: "c2", Tool: "spawn", Arguments: json.RawMessage(`{}`)}, DispatchObserver{}); d.Decision != DecisionDenied {
 		t.Fatalf("delegation under controlled: %+v", d)
 	}
-	// Tightening the clone later does not loosen or move the parent.
-	if _, err := c.SetPolicy(ControlledBashApproval); err != nil {
+	// The policy is shared live: tightening the parent tightens the
+	// child from its next admission, and the launch bound holds for both.
+	if _, err := b.SetPolicy(ControlledBashApproval); err != nil {
 		t.Fatal(err)
 	}
-	if b.Policy() != Controlled {
-		t.Fatalf("parent policy moved to %s", b.Policy())
+	if c.Policy() != ControlledBashApproval {
+		t.Fatalf("clone policy %s after the parent tightened", c.Policy())
+	}
+	if _, err := c.SetPolicy(UnsafeHost); err != nil || b.Policy() != UnsafeHost {
+		t.Fatalf("restore the launch policy through the clone: %v, parent %s", err, b.Policy())
 	}
 }

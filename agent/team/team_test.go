@@ -285,6 +285,9 @@ func TestRootRunMirrorsUsage(t *testing.T) {
 	if tot.Known.CostPicodollars != tot.Own.CostPicodollars+wantDelegated || tot.Own.CostPicodollars != 3*cost(rootUse) {
 		t.Fatalf("known %d own %d delegated %d", tot.Known.CostPicodollars, tot.Own.CostPicodollars, wantDelegated)
 	}
+	if res.Usage.CostPicodollars != tot.Known.CostPicodollars || res.Usage.Input != tot.Known.Input || res.Usage.Requests != 3 {
+		t.Fatalf("run usage %+v, want the known total %+v with 3 own requests", res.Usage, tot.Known)
+	}
 	// The delegated records precede the checkpoint in one batch.
 	data, _ := os.ReadFile(f.root.Session().Path())
 	lines := splitLines(data)
