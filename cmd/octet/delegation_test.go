@@ -3,6 +3,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -171,3 +172,73 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+
+// execDelegationTurns: the root delegates two tasks and combines; no
+// approval is needed under the default unsafe_host.
+func execDelegationTurns() []providertest.Turn {
+	return []providertest.Turn{
+		providertest.Reply(
+			providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-ONE read notes"}`),
+			providertest.FunctionCall("s2", team.ToolSpawn, `{"task":"CHILD-TWO say two"}`),
+		).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Text("combined").ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"notes.txt"}`)).ForRequestContaining("CHILD-ONE"),
+		providertest.Text("alpha beta").ForRequestContaining("CHILD-ONE"),
+		providertest.Text("two").ForRequestContaining("CHILD-TWO"),
+	}
+}
+
+// TestExecShowsChildrenIndented: octet exec shows each child's status
+// changes and tools indented under the parent's output, and with --json
+// every child event names its parent session and path.
+func TestExecShowsChildrenIndented(t *testing.T) {
+	x := newExecEnv(t, execDelegationTurns()...)
+	r := runCLI(t, x.ws, x.vars, "exec", "ROOT-PROMPT do both")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{
+		"  ↳ root/worker1 pending: CHILD-ONE read notes\n", "  ↳ root/worker1 running\n",
+		"  ↳ root/worker1 ▸ read\n", "  ↳ root/worker1 completed\n", "  ↳ root/worker2 completed\n",
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	if !strings.Contains(r.stdout, "combined") {
+		t.Errorf("stdout %q", r.stdout)
+	}
+
+	x = newExecEnv(t, execDelegationTurns()...)
+	r = runCLI(t, x.ws, x.vars, "exec", "--json", "ROOT-PROMPT do both")
+	if r.code != exitOK {
+		t.Fatalf("--json exit %d: %s", r.code, r.stderr)
+	}
+	var root string
+	paths := map[string]int{}
+	updated := 0
+	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+		var m struct {
+			SessionID, ParentSessionID, AgentPath string
+			Event                                  struct{ Kind string }
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("line %q: %v", l, err)
+		}
+		switch {
+		case m.AgentPath != "":
+			paths[m.AgentPath]++
+			if root == "" || m.ParentSessionID != root || m.SessionID == root {
+				t.Fatalf("child line %q (root %s)", l, root)
+			}
+		case m.Event.Kind == "agent_updated":
+			updated++
+		default:
+			root = m.SessionID
+		}
+	}
+	if paths["root/worker1"] < 3 || paths["root/worker2"] < 3 || updated != 6 {
+		t.Fatalf("child lines %v, agent_updated %d", paths, updated)
+	}
+}
