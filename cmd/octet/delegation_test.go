@@ -5,15 +5,21 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // delegationTurns scripts a root that delegates two tasks, waits and
@@ -163,14 +169,7 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 	}
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
+func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
 
 // execDelegationTurns: the root delegates two tasks and combines; no
@@ -240,5 +239,194 @@ func TestExecShowsChildrenIndented(t *testing.T) {
 	}
 	if paths["root/worker1"] < 3 || paths["root/worker2"] < 3 || updated != 6 {
 		t.Fatalf("child lines %v, agent_updated %d", paths, updated)
+	}
+}
+
+// TestDelegationToolsOffered: the root model gets the subagents service's
+// tools only under unsafe_host with the tool allowlist not narrowed; the
+// controlled policies deny the Delegation effect, so the tools are not
+// offered at all, and the native generic tools are never offered.
+func TestDelegationToolsOffered(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want bool
+	}{
+		{nil, true},
+		{[]string{"--effect-policy", "controlled"}, false},
+		{[]string{"--safe-mode"}, false},
+		{[]string{"--tools", "read,search,edit,write,bash"}, false},
+	} {
+		x := newExecEnv(t, providertest.Text("ok"))
+		r := runCLI(t, x.ws, x.vars, append(append([]string{"exec"}, tc.args...), "hi")...)
+		if r.code != exitOK {
+			t.Fatalf("%v: exit %d: %s", tc.args, r.code, r.stderr)
+		}
+		var names []string
+		for _, tl := range x.srv.Requests()[0].Body["tools"].([]any) {
+			names = append(names, tl.(map[string]any)["name"].(string))
+		}
+		got := contains(names, team.ToolSpawn) && contains(names, team.ToolWait) && contains(names, team.ToolList) && contains(names, team.ToolInterrupt)
+		if got != tc.want || (!tc.want && strings.Contains(strings.Join(names, ","), "agents_")) {
+			t.Errorf("%v: advertised %v", tc.args, names)
+		}
+		for _, native := range []string{"spawn_agent", "followup_task", "send_message", "wait_agent", "list_agents", "interrupt_agent"} {
+			if contains(names, native) {
+				t.Errorf("%v: native tool %s advertised", tc.args, native)
+			}
+		}
+	}
+}
+
+// markerProcesses lists the processes whose command line contains marker.
+func markerProcesses(marker string) []string {
+	var out []string
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		b, err := os.ReadFile(filepath.Join(d, "cmdline"))
+		if err == nil && strings.Contains(string(b), marker) {
+			out = append(out, filepath.Base(d)+": "+strings.ReplaceAll(string(b), "\x00", " "))
+		}
+	}
+	return out
+}
+
+// TestExecSIGKILLMidDelegation kills octet exec while the root waits for
+// two children, one of them in a bash command and one in a provider
+// request: the root session, each child session and provenance.jsonl
+// reopen; the root's and the child's unresolved calls become
+// indeterminate (never run again); the child's bash process does not
+// survive octet.
+func TestExecSIGKILLMidDelegation(t *testing.T) {
+	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
+		t.Skip("needs /proc to find surviving processes")
+	}
+	// The marker is in the command line of the shell and of sleep (a
+	// compound command keeps the shell from exec'ing sleep).
+	marker := "317." + strconv.Itoa(os.Getpid())
+	x := newExecEnv(t,
+		providertest.Reply(
+			providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-ONE run the command"}`),
+			providertest.FunctionCall("s2", team.ToolSpawn, `{"task":"CHILD-TWO think"}`),
+		).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":600}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("b1", "bash", `{"command":"sleep `+marker+`; echo done"}`)).ForRequestContaining("CHILD-ONE"),
+		providertest.Stall().ForRequestContaining("CHILD-TWO"),
+	)
+	cmd := exec.CommandContext(t.Context(), octetBin, "exec", "--json", "ROOT-PROMPT do both")
+	cmd.Dir = x.ws
+	cmd.Env = os.Environ()
+	for k, v := range x.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(x.srv.Requests()) < 4 || len(markerProcesses(marker)) == 0; {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("delegation never got under way: %d requests, processes %v", len(x.srv.Requests()), markerProcesses(marker))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	for deadline := time.Now().Add(10 * time.Second); len(markerProcesses(marker)) > 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("a child's process survived octet: %v", markerProcesses(marker))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+
+	teams, _ := filepath.Glob(filepath.Join(x.home, "sessions", "teams", "team-*"))
+	if len(teams) != 1 {
+		t.Fatalf("team directories %v", teams)
+	}
+	recs, err := team.ReadProvenance(filepath.Join(teams[0], team.JournalName))
+	if err != nil {
+		t.Fatalf("provenance does not reopen: %v", err)
+	}
+	var kinds []string
+	for _, r := range recs {
+		kinds = append(kinds, r.Kind+":"+r.Status)
+	}
+	if got := strings.Join(kinds, ","); strings.Count(got, "agent_spawned") != 2 || strings.Count(got, "agent_status:running") != 2 || strings.Contains(got, "team_shutdown") {
+		t.Fatalf("provenance after the kill: %s", got)
+	}
+	children, _ := filepath.Glob(filepath.Join(teams[0], "*.jsonl"))
+	children = slices.DeleteFunc(children, func(p string) bool { return filepath.Base(p) == team.JournalName })
+	if len(children) != 2 {
+		t.Fatalf("child sessions %v", children)
+	}
+	indeterminate, uncertain := 0, 0
+	for _, path := range children {
+		s, err := session.Open(path)
+		if err != nil {
+			t.Fatalf("child session %s does not reopen: %v", path, err)
+		}
+		if s.Totals().Uncertain {
+			uncertain++ // the stalled child's request was in flight
+		}
+		settleLeftovers(t, s, x.ws)
+		for _, e := range s.Branch() {
+			if e.Result != nil && e.Result.CallID == "b1" && strings.Contains(e.Result.Text, "indeterminate") && e.Result.IsError {
+				indeterminate++
+			}
+		}
+		s.Close()
+	}
+	if indeterminate != 1 || uncertain != 1 {
+		t.Fatalf("after the kill: %d indeterminate bash results, %d uncertain child sessions; want 1 and 1", indeterminate, uncertain)
+	}
+	// The root session reopens; continuing it settles its unresolved wait
+	// as indeterminate without running it.
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("root sessions %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	x.srv.Enqueue(providertest.Text("resumed").ForRequestContaining("continue"))
+	again := runCLI(t, x.ws, x.vars, "exec", "--session", sid, "continue")
+	if again.code != exitOK {
+		t.Fatalf("continue after the kill: exit %d: %s", again.code, again.stderr)
+	}
+	root, err := session.Inspect(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	found := false
+	for _, e := range root.Branch() {
+		if e.Result != nil && e.Result.CallID == "w1" {
+			found = strings.Contains(e.Result.Text, "indeterminate") && e.Result.IsError
+		}
+	}
+	if !found {
+		t.Fatal("the root's unresolved agents_wait was not settled as indeterminate")
+	}
+}
+
+// settleLeftovers opens an agent on a reopened child session, which
+// settles its calls left without a result under the crash rules (a bash
+// call is never run again: indeterminate).
+func settleLeftovers(t *testing.T, s *session.Session, ws string) {
+	t.Helper()
+	builtins, closeTools, err := tools.Builtins(tools.Config{Root: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer closeTools()
+	host := tools.NewHost()
+	for _, tl := range builtins {
+		if err := host.Register(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = agent.New(agent.Config{
+		Session: s, Transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: "http://127.0.0.1:1/v1"}),
+		Model: provider.Model{Name: "m"}, Host: host, Broker: tools.NewBroker(tools.BrokerConfig{Policy: tools.UnsafeHost}),
+	})
+	if err != nil {
+		t.Fatalf("settle the child session: %v", err)
 	}
 }
