@@ -171,7 +171,6 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
 
-
 // execDelegationTurns: the root delegates two tasks and combines; no
 // approval is needed under the default unsafe_host.
 func execDelegationTurns() []providertest.Turn {
@@ -220,7 +219,7 @@ func TestExecShowsChildrenIndented(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
 		var m struct {
 			SessionID, ParentSessionID, AgentPath string
-			Event                                  struct{ Kind string }
+			Event                                 struct{ Kind string }
 		}
 		if err := json.Unmarshal([]byte(l), &m); err != nil {
 			t.Fatalf("line %q: %v", l, err)
@@ -429,4 +428,71 @@ func settleLeftovers(t *testing.T, s *session.Session, ws string) {
 	if err != nil {
 		t.Fatalf("settle the child session: %v", err)
 	}
+}
+
+// TestLSPCancelChildRun: octet/cancel with a child's runId interrupts that
+// child only; the root's wait returns and the root's run completes.
+func TestLSPCancelChildRun(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(
+		providertest.Reply(
+			providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-ONE stall"}`),
+			providertest.FunctionCall("s2", team.ToolSpawn, `{"task":"CHILD-TWO answer"}`),
+		).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":60}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Text("one was stopped").ForRequestContaining("ROOT-PROMPT"),
+		providertest.Stall().ForRequestContaining("CHILD-ONE"),
+		providertest.Text("two").ForRequestContaining("CHILD-TWO"),
+	)
+	home, ws := t.TempDir(), t.TempDir()
+	cmd := lspCommand(t, 60*time.Second)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	c, stdin, stderr := startLSP(t, cmd)
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{
+		"experimental": map[string]any{"octet": map[string]any{"events": true}}}, "trace": nil}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
+	c.next++
+	promptID := float64(c.next)
+	c.send(map[string]any{"id": c.next, "method": "octet/prompt", "params": map[string]any{"sessionId": sid, "text": "ROOT-PROMPT go"}})
+	final := map[string]string{}
+	var result map[string]any
+	var cancelID float64
+	var cancelAnswer map[string]any
+	for result == nil {
+		m := c.read()
+		switch {
+		case m["id"] == promptID && m["method"] == nil:
+			result, _ = m["result"].(map[string]any)
+		case cancelID != 0 && m["id"] == cancelID && m["method"] == nil:
+			cancelAnswer = m
+		case m["method"] != nil && m["id"] != nil:
+			c.send(map[string]any{"id": m["id"], "result": nil})
+		case m["method"] == "octet/event":
+			p := m["params"].(map[string]any)
+			ev := p["event"].(map[string]any)
+			if p["agentPath"] == "root/worker1" && ev["kind"] == "run_started" {
+				c.next++
+				cancelID = float64(c.next)
+				c.send(map[string]any{"id": c.next, "method": "octet/cancel", "params": map[string]any{"runId": p["runId"]}})
+			}
+			if ev["kind"] == "agent_updated" && ev["status"] != "pending" && ev["status"] != "running" {
+				final[ev["agentPath"].(string)] = ev["status"].(string)
+			}
+		}
+	}
+	if result["outcome"] != "completed" {
+		t.Fatalf("root result %v\nstderr: %s", result, stderr.String())
+	}
+	if cancelAnswer == nil || cancelAnswer["error"] != nil {
+		t.Fatalf("octet/cancel of the child's run answered %v", cancelAnswer)
+	}
+	if final["root/worker1"] != "cancelled" || final["root/worker2"] != "completed" {
+		t.Fatalf("children ended %v", final)
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	cmd.Wait()
 }

@@ -149,7 +149,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	var render func(agent.Event)
 	endLine := func() {}
 	var jr *jsonRenderer
-	children := &childRenderer{term: term, notes: e.stderr, parent: sess.Header().ID}
+	children := &childRenderer{term: term, notes: e.stderr, parent: sess.Header().ID, approver: ap}
 	if asJSON {
 		jr = &jsonRenderer{out: e.stdout, sessionID: sess.Header().ID}
 		render, children.jr = jr.event, jr

@@ -9,6 +9,7 @@ import (
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // childRenderer shows a run's delegated children in octet exec: in text
@@ -24,6 +25,8 @@ type childRenderer struct {
 	jr      *jsonRenderer // JSON mode (nil in text mode)
 	parent  string        // the root session id
 	endLine func()
+	// approver is the parent's; a child's prompts name the child.
+	approver tools.Approver
 
 	mu   sync.Mutex
 	runs map[string]string // child id → run id
@@ -34,6 +37,21 @@ func (c *childRenderer) install(_ *session.Session, cfg *team.Config) {
 	c.runs = map[string]string{}
 	cfg.OnUpdate = c.updated
 	cfg.OnEvent = c.event
+	if c.approver != nil {
+		cfg.Approver = func(s team.Snapshot) tools.Approver { return childApprover{path: s.Path, inner: c.approver} }
+	}
+}
+
+// childApprover asks the parent's approver, the prompt's title naming the
+// child.
+type childApprover struct {
+	path  string
+	inner tools.Approver
+}
+
+func (a childApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
+	req.Title = a.path + ": " + req.Title
+	return a.inner.Confirm(ctx, req)
 }
 
 func (c *childRenderer) do(fn func()) { _ = c.term.do(context.Background(), fn) }
