@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -83,28 +84,71 @@ func jsonResult(v any, details map[string]any) (tools.Result, error) {
 
 // view is a child as the model sees it.
 type view struct {
-	ID        string   `json:"agent_id"`
-	Path      string   `json:"agent_path"`
-	Status    Status   `json:"status"`
-	Tools     []string `json:"tools,omitempty"`
-	Final     string   `json:"final_answer,omitempty"`
-	Truncated bool     `json:"final_answer_truncated,omitempty"`
-	Error     string   `json:"error,omitempty"`
+	ID     string   `json:"agent_id"`
+	Path   string   `json:"agent_path"`
+	Status Status   `json:"status"`
+	Tools  []string `json:"tools,omitempty"`
+	Final  string   `json:"final_answer,omitempty"`
+	// A long answer is paged: its size, where this page starts and where
+	// the next one does (absent on the last page).
+	FinalBytes int    `json:"final_answer_bytes,omitempty"`
+	Offset     int    `json:"final_answer_offset,omitempty"`
+	Next       *int   `json:"final_answer_next_offset,omitempty"`
+	Error      string `json:"error,omitempty"`
 }
 
-func viewOf(s Snapshot, withFinal bool) view {
-	v := view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: s.Error}
-	if withFinal {
-		v.Final = s.Final
-		if len(v.Final) > maxFinalBytes {
-			i := maxFinalBytes
-			for i > 0 && !utf8.RuneStart(v.Final[i]) {
-				i--
-			}
-			v.Final, v.Truncated = v.Final[:i], true
+func viewOf(s Snapshot) view {
+	return view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: s.Error}
+}
+
+// withPage sets v's answer to the page of final starting at off (moved
+// forward to a rune boundary) of at most n bytes (cut back to one).
+func (v *view) withPage(final string, off, n int) {
+	if final == "" {
+		return
+	}
+	off = min(max(off, 0), len(final))
+	for off < len(final) && !utf8.RuneStart(final[off]) {
+		off++
+	}
+	end := min(off+n, len(final))
+	for end < len(final) && end > off && !utf8.RuneStart(final[end]) {
+		end--
+	}
+	v.Final = final[off:end]
+	if off == 0 && end == len(final) {
+		return
+	}
+	v.FinalBytes, v.Offset = len(final), off
+	if end < len(final) {
+		v.Next = &end
+	}
+}
+
+// maxWaitText bounds the text of a wait result below the host's default
+// model-visible limit (50 KiB), so the broker never has to cut it: the
+// pages shrink until the whole result fits.
+const maxWaitText = 40 << 10
+
+// waitText renders the snapshots with answer pages from off.
+func waitText(snaps []Snapshot, off int) (string, error) {
+	for per := maxFinalBytes; ; per /= 2 {
+		views := make([]view, 0, len(snaps))
+		for _, s := range snaps {
+			v := viewOf(s)
+			v.withPage(s.Final, off, per)
+			views = append(views, v)
+		}
+		var b strings.Builder
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(map[string]any{"agents": views}); err != nil {
+			return "", err
+		}
+		if b.Len() <= maxWaitText || per <= 64 {
+			return strings.TrimSuffix(b.String(), "\n"), nil
 		}
 	}
-	return v
 }
 
 func detailsOf(snaps ...Snapshot) map[string]any {
@@ -151,23 +195,24 @@ func (t spawnTool) Execute(_ context.Context, inv tools.Invocation) (tools.Resul
 	if err != nil {
 		return fail(err)
 	}
-	return jsonResult(viewOf(s, false), detailsOf(s))
+	return jsonResult(viewOf(s), detailsOf(s))
 }
 
 type waitTool struct{ base }
 
 func (waitTool) Name() string { return ToolWait }
 func (waitTool) Description() string {
-	return "Wait until the named child agents (default: all of yours) have finished, or the timeout passes, and return each one's status and final answer. A child that is still running when the timeout passes is reported as running; call again to keep waiting."
+	return "Wait until the named child agents (default: all of yours) have finished, or the timeout passes, and return each one's status and final answer. A child that is still running when the timeout passes is reported as running; call again to keep waiting. A long answer comes in pages: call again with answer_offset set to final_answer_next_offset for the rest."
 }
 func (waitTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"agent_ids":{"type":"array","items":{"type":"string"},"maxItems":32,"description":"The children to wait for (default: all of yours)."},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600,"description":"How long to wait at most (default 120)."}},"additionalProperties":false}`)
+	return json.RawMessage(`{"type":"object","properties":{"agent_ids":{"type":"array","items":{"type":"string"},"maxItems":32,"description":"The children to wait for (default: all of yours)."},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600,"description":"How long to wait at most (default 120)."},"answer_offset":{"type":"integer","minimum":0,"description":"Read long final answers from this byte offset: the final_answer_next_offset of an earlier result."}},"additionalProperties":false}`)
 }
 
 func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Result, error) {
 	var a struct {
 		IDs     []string `json:"agent_ids"`
 		Timeout int      `json:"timeout_seconds"`
+		Offset  int      `json:"answer_offset"`
 	}
 	if err := decode(inv.Arguments, &a); err != nil {
 		return fail(err)
@@ -184,11 +229,11 @@ func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Resu
 	if err != nil {
 		return fail(err)
 	}
-	views := make([]view, 0, len(snaps))
-	for _, s := range snaps {
-		views = append(views, viewOf(s, true))
+	text, err := waitText(snaps, a.Offset)
+	if err != nil {
+		return tools.Result{}, err
 	}
-	return jsonResult(map[string]any{"agents": views}, detailsOf(snaps...))
+	return tools.Result{Text: text, Details: detailsOf(snaps...)}, nil
 }
 
 type listTool struct{ base }
@@ -209,7 +254,7 @@ func (t listTool) Execute(context.Context, tools.Invocation) (tools.Result, erro
 	}
 	views := make([]view, 0, len(snaps))
 	for _, s := range snaps {
-		views = append(views, viewOf(s, false))
+		views = append(views, viewOf(s))
 	}
 	return jsonResult(map[string]any{"agents": views}, detailsOf(snaps...))
 }
@@ -239,5 +284,5 @@ func (t interruptTool) Execute(_ context.Context, inv tools.Invocation) (tools.R
 	if err != nil {
 		return fail(err)
 	}
-	return jsonResult(viewOf(s, false), detailsOf(s))
+	return jsonResult(viewOf(s), detailsOf(s))
 }
