@@ -175,3 +175,25 @@ func TestTextLimit(t *testing.T) {
 		t.Fatal("a child got a non-standard tool")
 	}
 }
+
+// TestSpawnRacingShutdown: spawns concurrent with the shutdown either are
+// refused or end cancelled and mirrored; none is left running.
+func TestSpawnRacingShutdown(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.stalls(9)
+	tm := f.team()
+	done := make(chan []Snapshot)
+	go func() {
+		ok, _ := spawnConcurrently(tm, "root", 9)
+		done <- ok
+	}()
+	recs := tm.Shutdown(context.Background(), "run_x", SettleTimeout)
+	ok := <-done
+	listed := tm.List("root")
+	if len(recs) != len(listed) || len(ok) != len(listed) {
+		t.Fatalf("%d spawned, %d listed, %d mirrored", len(ok), len(listed), len(recs))
+	}
+	for _, s := range listed {
+		waitStatus(t, tm, s.ID, StatusCancelled)
+	}
+}

@@ -155,16 +155,16 @@ type Team struct {
 	waits  chan struct{} // concurrent wait slots (Total)
 	log    *slog.Logger
 
-	mu      sync.Mutex
-	root    *node
-	nodes   map[string]*node
-	order   []*node
-	total   int // agents started or being started, the root included
-	seq     int
-	failed  error
-	closed  bool
-	changed chan struct{} // closed and replaced at every state change
-	wg      sync.WaitGroup
+	mu     sync.Mutex
+	root   *node
+	nodes  map[string]*node
+	order  []*node
+	total  int // agents started or being started, the root included
+	seq    int
+	failed error
+	closed bool
+	// wg counts reserved spawns and running children; Shutdown waits on it.
+	wg sync.WaitGroup
 }
 
 // Start activates a team: its private directory and journal, with
@@ -190,7 +190,7 @@ func Start(cfg Config) (*Team, error) {
 	t := &Team{
 		cfg: cfg, lim: lim, id: id, dir: d, ctx: ctx, cancel: cancel,
 		sem: make(chan struct{}, lim.Concurrent-1), waits: make(chan struct{}, lim.Total),
-		log: cfg.Logger, nodes: map[string]*node{}, total: 1, changed: make(chan struct{}),
+		log: cfg.Logger, nodes: map[string]*node{}, total: 1,
 	}
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
@@ -232,16 +232,7 @@ func (t *Team) fail(err error) error {
 	perr := t.failed
 	t.mu.Unlock()
 	t.cancel()
-	t.signal()
 	return perr
-}
-
-// signal wakes waiters after a state change.
-func (t *Team) signal() {
-	t.mu.Lock()
-	close(t.changed)
-	t.changed = make(chan struct{})
-	t.mu.Unlock()
 }
 
 // SpawnRequest is one child to start.
@@ -282,7 +273,6 @@ func (t *Team) Spawn(req SpawnRequest) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	t.publish(parent, n)
-	t.wg.Add(1)
 	go t.drive(n)
 	return snap, nil
 }
@@ -336,6 +326,7 @@ func (t *Team) reserve(parentID string) (*node, error) {
 	}
 	t.total++
 	parent.reserved++
+	t.wg.Add(1) // under t.mu before closed is set: Shutdown's Wait covers it
 	return parent, nil
 }
 
@@ -354,6 +345,7 @@ func (t *Team) unreserve(parent *node) {
 	parent.reserved--
 	t.mu.Unlock()
 	<-t.sem
+	t.wg.Done()
 }
 
 // build makes the child's session, broker, tools and agent. Nothing of it
@@ -461,7 +453,6 @@ func (t *Team) publish(parent, n *node) {
 	t.nodes[n.id] = n
 	t.order = append(t.order, n)
 	t.mu.Unlock()
-	t.signal()
 	t.notify(n)
 }
 
@@ -480,7 +471,6 @@ func (t *Team) transition(n *node, st Status, detail string) error {
 	t.mu.Lock()
 	n.status = st
 	t.mu.Unlock()
-	t.signal()
 	t.notify(n)
 	return nil
 }
@@ -498,12 +488,13 @@ func (t *Team) drive(n *node) {
 		n.errText = detail
 	}
 	t.mu.Unlock()
-	_ = t.transition(n, st, detail) // a failure stops the team; the status is in memory either way
-	t.mu.Lock()
-	n.status = st
-	t.mu.Unlock()
+	if err := t.transition(n, st, detail); err != nil {
+		// The team has failed and said so; the child did end.
+		t.mu.Lock()
+		n.status = st
+		t.mu.Unlock()
+	}
 	close(n.done)
-	t.signal()
 	if n.release != nil {
 		n.release()
 	}
