@@ -197,3 +197,41 @@ func TestSpawnRacingShutdown(t *testing.T) {
 		waitStatus(t, tm, s.ID, StatusCancelled)
 	}
 }
+
+// TestConcurrentWaitLimit: concurrent waits are capped at the total-agent
+// limit; a cancelled wait gives its slot back.
+func TestConcurrentWaitLimit(t *testing.T) {
+	f := newFixture(t, fixtureOpt{limits: Limits{Concurrent: 2, Depth: 1, Total: 2}})
+	f.stalls(1)
+	tm := f.team()
+	if _, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "stall"}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := tm.Wait(ctx, "root", nil, time.Minute)
+			errs <- err
+		}()
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(tm.waits) < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("waits never started")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if _, err := tm.Wait(context.Background(), "root", nil, time.Minute); limitOf(err) != "waits" {
+		t.Fatalf("third wait: %v, want the wait limit", err)
+	}
+	cancel()
+	for range 2 {
+		if err := <-errs; err == nil {
+			t.Fatal("a cancelled wait returned no error")
+		}
+	}
+	if _, err := tm.Wait(context.Background(), "root", nil, 10*time.Millisecond); err != nil {
+		t.Fatalf("wait after the slots came back: %v", err)
+	}
+}
