@@ -141,6 +141,8 @@ type node struct {
 	reserved int // children being spawned
 	usage    session.Totals
 	settled  bool
+	run      *agent.Run // the child's run once started
+	sent     []int      // sizes of the messages sent to it, in order
 }
 
 // Team is one owning run's delegation state.
@@ -221,18 +223,34 @@ func (t *Team) record(rec Record) error {
 	return nil
 }
 
+// recordLocked is record for a caller holding t.mu.
+func (t *Team) recordLocked(rec Record) error {
+	rec.Time = now()
+	if err := t.dir.j.append(rec); err != nil {
+		t.failLocked(err)
+		t.cancel()
+		return t.failed
+	}
+	return nil
+}
+
 // fail records the persistence diagnostic, rejects new work and cancels
 // every worker. It returns the diagnostic.
 func (t *Team) fail(err error) error {
 	t.mu.Lock()
-	if t.failed == nil {
-		t.failed = &PersistenceError{Err: err}
-		t.log.Error("delegation: provenance failed; cancelling every child", "team", t.id, "err", err)
-	}
+	t.failLocked(err)
 	perr := t.failed
 	t.mu.Unlock()
 	t.cancel()
 	return perr
+}
+
+// failLocked records the first persistence failure (t.mu held).
+func (t *Team) failLocked(err error) {
+	if t.failed == nil {
+		t.failed = &PersistenceError{Err: err}
+		t.log.Error("delegation: provenance failed; cancelling every child", "team", t.id, "err", err)
+	}
 }
 
 // SpawnRequest is one child to start.
@@ -513,6 +531,9 @@ func (t *Team) run(n *node) (Status, string) {
 	if err != nil {
 		return StatusFailed, err.Error()
 	}
+	t.mu.Lock()
+	n.run = r
+	t.mu.Unlock()
 	for ev := range r.Events() {
 		if t.cfg.OnEvent != nil {
 			t.cfg.OnEvent(t.snapshot(n), ev)
@@ -531,6 +552,90 @@ func (t *Team) run(n *node) (Status, string) {
 		return StatusFailed, res.Err.Error()
 	}
 	return StatusFailed, "the child's run failed"
+}
+
+// Bounds of the messages pending for one child: sent but not yet durable
+// in its session (33 messages of the largest size fill the byte bound).
+const (
+	MaxPendingMessages = 96
+	MaxPendingBytes    = 4_325_376
+)
+
+// messagePrefix starts every message a parent sends, as the child's
+// session records it; delivery is counted by it (the agent's own
+// corrective steering never carries it).
+func messagePrefix(from string) string { return "[message from " + from + "] " }
+
+// Send delivers text to a running descendant of callerID at its next safe
+// boundary (as steering input, durable in its session). The message is
+// rejected before anything is written when it is over MaxTextBytes or the
+// child's pending messages (sent, not yet durable in its session) would
+// pass MaxPendingMessages or MaxPendingBytes; an accepted message is
+// recorded in provenance before it is delivered and never dropped.
+func (t *Team) Send(callerID, agentID, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return errors.New("delegation: the message is empty")
+	}
+	if len(text) > MaxTextBytes || !utf8.ValidString(text) {
+		return &LimitError{Limit: "text", Max: MaxTextBytes}
+	}
+	n, err := t.descendant(callerID, agentID)
+	if err != nil {
+		return err
+	}
+	prefix := messagePrefix(t.pathOf(callerID))
+	t.mu.Lock()
+	defer t.mu.Unlock() // held across the append: sends stay in order
+	if t.failed != nil {
+		return t.failed
+	}
+	if t.closed {
+		return ErrShutdown
+	}
+	if n.run == nil || !n.status.Active() {
+		return fmt.Errorf("delegation: %s is not running; only a running child takes messages", n.path)
+	}
+	count, size := pending(n, prefix)
+	if count+1 > MaxPendingMessages {
+		return &LimitError{Limit: "pending_messages", Max: MaxPendingMessages}
+	}
+	if size+len(text) > MaxPendingBytes {
+		return &LimitError{Limit: "pending_bytes", Max: MaxPendingBytes}
+	}
+	if err := t.recordLocked(Record{Kind: KindMessage, Agent: n.id, Path: n.path, Parent: callerID, Text: text}); err != nil {
+		return err
+	}
+	if _, err := n.run.Steer(prefix + text); err != nil {
+		return fmt.Errorf("delegation: %s has ended; the message was not delivered", n.path)
+	}
+	n.sent = append(n.sent, len(text))
+	return nil
+}
+
+// pending counts the messages sent to n that its session does not yet
+// hold, and their bytes (delivery is in order, so they are the last ones).
+func pending(n *node, prefix string) (count, size int) {
+	delivered := 0
+	for _, e := range n.sess.Branch() {
+		if e.Type == session.EntrySteering && strings.HasPrefix(e.Text, prefix) {
+			delivered++
+		}
+	}
+	for _, b := range n.sent[min(delivered, len(n.sent)):] {
+		count++
+		size += b
+	}
+	return count, size
+}
+
+// pathOf is the ancestry path of agent id ("root" for the root).
+func (t *Team) pathOf(id string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n, ok := t.nodes[id]; ok {
+		return n.path
+	}
+	return id
 }
 
 // Interrupt cancels a descendant of callerID and, with it, its own

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -305,3 +306,97 @@ func TestRootRunMirrorsUsage(t *testing.T) {
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 func splitLines(b []byte) []string { return strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") }
+
+// TestSendDelivered: a message reaches a running child at its next step,
+// durable in its session after its provenance record.
+func TestSendDelivered(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.childSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"missing.txt"}`)).Pace(100*time.Millisecond),
+		providertest.Text("got it"),
+	)
+	tm := f.team()
+	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "look"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, s.ID, StatusRunning)
+	for deadline := time.Now().Add(10 * time.Second); len(f.childSrv.Requests()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no child request")
+		}
+	}
+	if err := tm.Send("root", s.ID, "use other.txt instead"); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, s.ID, StatusCompleted)
+	reqs := f.childSrv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "[message from root] use other.txt instead") {
+		t.Fatalf("the child's next request lacks the message (%d requests)", len(reqs))
+	}
+	recs := provenance(t, tm)
+	if i := slices.IndexFunc(recs, func(r Record) bool { return r.Kind == KindMessage && r.Text == "use other.txt instead" }); i < 0 {
+		t.Fatal("no message record")
+	}
+	if err := tm.Send("root", s.ID, "too late"); err == nil {
+		t.Fatal("a finished child took a message")
+	}
+}
+
+// TestSendLimits: per child at most 96 pending messages and 4,325,376
+// pending bytes (33 messages of 128 KiB); overflow is rejected before
+// provenance, under concurrent sends.
+func TestSendLimits(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.stalls(2) // the children never reach a step: nothing is delivered
+	tm := f.team()
+	a, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "a"})
+	b, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "b"})
+	for _, s := range []Snapshot{a, b} {
+		waitStatus(t, tm, s.ID, StatusRunning)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		tm.mu.Lock()
+		started := tm.nodes[a.ID].run != nil && tm.nodes[b.ID].run != nil
+		tm.mu.Unlock()
+		if started {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("runs not started")
+		}
+	}
+	sendAll := func(id string, n int, text string) (ok int, limits []string) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := tm.Send("root", id, text)
+				mu.Lock()
+				defer mu.Unlock()
+				if err == nil {
+					ok++
+				} else {
+					limits = append(limits, limitOf(err))
+				}
+			}()
+		}
+		wg.Wait()
+		return ok, limits
+	}
+	if ok, lim := sendAll(a.ID, MaxPendingMessages+1, "small"); ok != MaxPendingMessages || len(lim) != 1 || lim[0] != "pending_messages" {
+		t.Fatalf("97 small messages: %d accepted, rejections %v", ok, lim)
+	}
+	big := strings.Repeat("x", MaxTextBytes)
+	if ok, lim := sendAll(b.ID, 34, big); ok != 33 || len(lim) != 1 || lim[0] != "pending_bytes" {
+		t.Fatalf("34 messages of 128 KiB: %d accepted, rejections %v", ok, lim)
+	}
+	if err := tm.Send("root", b.ID, big+"x"); limitOf(err) != "text" {
+		t.Fatalf("128 KiB + 1: %v", err)
+	}
+	if n := countKind(provenance(t, tm), KindMessage); n != MaxPendingMessages+33 {
+		t.Fatalf("%d message records, want %d (a rejected message writes nothing)", n, MaxPendingMessages+33)
+	}
+}

@@ -20,6 +20,7 @@ const (
 	ToolWait      = "agents_wait"
 	ToolList      = "agents_list"
 	ToolInterrupt = "agents_interrupt"
+	ToolSend      = "agents_send"
 )
 
 // Wait bounds of agents_wait.
@@ -44,7 +45,7 @@ func ServiceTools(o *Owner, scope []string) []tools.Tool {
 			enum = append(enum, s)
 		}
 	}
-	return []tools.Tool{spawnTool{b, enum}, waitTool{b}, listTool{b}, interruptTool{b}}
+	return []tools.Tool{spawnTool{b, enum}, waitTool{b}, listTool{b}, sendTool{b}, interruptTool{b}}
 }
 
 // base is what every service tool shares.
@@ -285,4 +286,32 @@ func (t interruptTool) Execute(_ context.Context, inv tools.Invocation) (tools.R
 		return fail(err)
 	}
 	return jsonResult(viewOf(s), detailsOf(s))
+}
+
+type sendTool struct{ base }
+
+func (sendTool) Name() string { return ToolSend }
+func (sendTool) Description() string {
+	return "Send a message to one of your running child agents (a correction, an answer to its question, more context). It reaches the child at its next step, after its current tool calls. A child that has finished takes no messages: start a new one."
+}
+func (sendTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"message":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","message"],"additionalProperties":false}`)
+}
+
+func (t sendTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
+	var a struct {
+		ID      string `json:"agent_id"`
+		Message string `json:"message"`
+	}
+	if err := decode(inv.Arguments, &a); err != nil {
+		return fail(err)
+	}
+	tm := t.owner.Current()
+	if tm == nil {
+		return fail(errors.New("no child agent was started in this run"))
+	}
+	if err := tm.Send(t.caller, a.ID, a.Message); err != nil {
+		return fail(err)
+	}
+	return tools.Result{Text: fmt.Sprintf("Message queued for %s; it arrives at its next step.", a.ID)}, nil
 }
