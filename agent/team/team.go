@@ -498,6 +498,7 @@ func (t *Team) drive(n *node) {
 	defer t.wg.Done()
 	defer func() { <-t.sem }()
 	st, detail := t.run(n)
+	n.cancel() // whatever ended the child (completion, failure) stops its descendants
 	totals := n.sess.Totals()
 	final := lastAnswer(n.sess)
 	t.mu.Lock()

@@ -400,3 +400,21 @@ func TestSendLimits(t *testing.T) {
 		t.Fatalf("%d message records, want %d (a rejected message writes nothing)", n, MaxPendingMessages+33)
 	}
 }
+
+// TestEndedChildStopsDescendants: a child whose run ends (here it
+// completes) cancels its own children.
+func TestEndedChildStopsDescendants(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.childSrv.Enqueue(providertest.Stall().ForRequestContaining("GRANDCHILD"), providertest.Text("done").Pace(50*time.Millisecond).ForRequestContaining("CHILD-TASK"))
+	tm := f.team()
+	c1, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "CHILD-TASK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := tm.Spawn(SpawnRequest{Parent: c1.ID, Task: "GRANDCHILD"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, c1.ID, StatusCompleted)
+	waitStatus(t, tm, c2.ID, StatusCancelled)
+}
