@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"unicode/utf8"
 
+	"go.lsp.dev/jsonrpc2"
+
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -130,6 +134,9 @@ type agentUsage struct {
 
 // updated sends agent_updated on the root session's stream.
 func (c *children) updated(child team.Snapshot) {
+	c.s.mu.Lock()
+	c.s.childSessions[child.SessionID] = child.SessionPath
+	c.s.mu.Unlock()
 	ss := c.rootSession()
 	if ss == nil {
 		return
@@ -188,4 +195,27 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// childTranscript answers octet/session/transcript for a delegated child's
+// session (read-only: the child's own agent is its only writer), or
+// reports that id names no child session this server has seen.
+func (s *Server) childTranscript(id, before string, limit int) (any, bool, error) {
+	s.mu.Lock()
+	path, ok := s.childSessions[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, false, nil
+	}
+	sess, err := session.Inspect(path)
+	if err != nil {
+		return nil, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", id, err))
+	}
+	defer sess.Close()
+	page, err := pageTranscript(id, sess.Branch(), before, limit)
+	if err != nil {
+		return nil, true, err
+	}
+	res, err := rawResult(page)
+	return res, true, err
 }

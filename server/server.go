@@ -168,7 +168,10 @@ type Server struct {
 	ended     *endedRuns
 	// childRuns are the runs of delegated children (delegation.go).
 	childRuns map[string]team.Snapshot
-	tokenSeq  int64
+	// childSessions are the files of the delegated children's sessions
+	// seen so far, by session id (read-only transcripts).
+	childSessions map[string]string
+	tokenSeq      int64
 	// awaitingReply holds the request ids of long requests (prompts) whose
 	// answer has not been written yet; replyWG counts them.
 	awaitingReply map[jsonrpc2.ID]bool
@@ -189,6 +192,8 @@ func New(opts Options) *Server {
 		byRequest:  make(map[jsonrpc2.ID]*runState),
 		byToken:    make(map[string]*runState),
 		childRuns:  make(map[string]team.Snapshot),
+
+		childSessions: make(map[string]string),
 
 		awaitingReply: make(map[jsonrpc2.ID]bool),
 		ended:         newEndedRuns(1024),

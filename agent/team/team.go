@@ -87,8 +87,9 @@ type Config struct {
 // Snapshot is an agent's state as list and wait report it.
 type Snapshot struct {
 	ID, Path, ParentID string
-	// SessionID is the child's session.
-	SessionID string
+	// SessionID is the child's session; SessionPath its file (for a host
+	// that shows it, never for the model).
+	SessionID, SessionPath string
 	Depth     int
 	Status    Status
 	Task      string
@@ -749,7 +750,7 @@ func (t *Team) snapshotOf(n *node) Snapshot {
 		s.ParentID = n.parent.id
 	}
 	if n.sess != nil {
-		s.SessionID = n.sess.Header().ID
+		s.SessionID, s.SessionPath = n.sess.Header().ID, n.sess.Path()
 	}
 	if n.settled {
 		s.Usage, s.Uncertain = n.usage.Own, n.usage.Uncertain

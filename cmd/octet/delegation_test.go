@@ -161,6 +161,12 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 	if err != nil || recs[0].Kind != team.KindTeamStarted || recs[len(recs)-1].Kind != team.KindTeamShutdown {
 		t.Fatalf("provenance %v %v", recs, err)
 	}
+	// A child's session is readable like any session.
+	tr := c.call("octet/session/transcript", map[string]any{"sessionId": childSession["root/worker2"]}, nil, nil)
+	b, _ := json.Marshal(tr["entries"])
+	if !strings.Contains(string(b), "CHILD-TWO say two") || !strings.Contains(string(b), `"two"`) {
+		t.Fatalf("child transcript %s", b)
+	}
 	c.call("shutdown", nil, nil, nil)
 	c.send(map[string]any{"method": "exit"})
 	stdin.Close()
