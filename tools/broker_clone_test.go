@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -50,5 +51,19 @@ func TestBrokerCloneSharesPolicyAndGrants(t *testing.T) {
 	}
 	if _, err := c.SetPolicy(UnsafeHost); err != nil || b.Policy() != UnsafeHost {
 		t.Fatalf("restore the launch policy through the clone: %v, parent %s", err, b.Policy())
+	}
+}
+
+// TestBoundResultRestoresCommit: a result the limit cuts tells its tool
+// the result was not kept whole, and carries no Commit further.
+func TestBoundResultRestoresCommit(t *testing.T) {
+	var got []bool
+	r := boundResult(Result{Text: strings.Repeat("x", 100), Commit: func(d bool) { got = append(got, d) }}, 50)
+	if len(got) != 1 || got[0] || r.Commit != nil {
+		t.Fatalf("commit calls %v, Commit left %v", got, r.Commit != nil)
+	}
+	r = boundResult(Result{Text: "short", Commit: func(d bool) { got = append(got, d) }}, 50)
+	if len(got) != 1 || r.Commit == nil {
+		t.Fatal("an uncut result lost its Commit or was resolved")
 	}
 }

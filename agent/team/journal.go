@@ -66,6 +66,8 @@ type Record struct {
 	Agent  string `json:"agent_id,omitempty"`
 	Path   string `json:"agent_path,omitempty"`
 	Parent string `json:"parent_id,omitempty"`
+	// From is a message's sender (its agent path).
+	From string `json:"from,omitempty"`
 	// Session is the child's session id (agent_spawned).
 	Session string `json:"session_id,omitempty"`
 	Depth   int    `json:"depth,omitempty"`

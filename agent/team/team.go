@@ -90,9 +90,9 @@ type Snapshot struct {
 	// SessionID is the child's session; SessionPath its file (for a host
 	// that shows it, never for the model).
 	SessionID, SessionPath string
-	Depth     int
-	Status    Status
-	Task      string
+	Depth                  int
+	Status                 Status
+	Task                   string
 	// Final is the child's last answer (set once it ended).
 	Final string
 	// Error explains a failure.
@@ -144,6 +144,7 @@ type node struct {
 	settled  bool
 	run      *agent.Run // the child's run once started
 	sent     []int      // sizes of the messages sent to it, in order
+	box      *mailbox   // messages to this agent
 }
 
 // Team is one owning run's delegation state.
@@ -198,7 +199,7 @@ func Start(cfg Config) (*Team, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, status: StatusRunning, done: make(chan struct{})}
+	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, status: StatusRunning, done: make(chan struct{}), box: newMailbox()}
 	t.nodes["root"] = t.root
 	return t, nil
 }
@@ -379,7 +380,7 @@ func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
 	seq := t.seq
 	t.mu.Unlock()
 	name := "worker" + strconv.Itoa(seq)
-	n := &node{id: name, path: parent.path + "/" + name, parent: parent, depth: parent.depth + 1, task: req.Task, scope: scope, narrowed: narrowed, status: StatusPending, done: make(chan struct{})}
+	n := &node{id: name, path: parent.path + "/" + name, parent: parent, depth: parent.depth + 1, task: req.Task, scope: scope, narrowed: narrowed, status: StatusPending, done: make(chan struct{}), box: newMailbox()}
 	inherited, err := parent.agent.Inherit()
 	if err != nil {
 		return nil, fmt.Errorf("delegation: %w", err)
@@ -442,11 +443,13 @@ func childScope(parent *agent.Agent, want []string) (scope []string, narrowed bo
 }
 
 // childHost is the child's tool host: its scope of the parent's tools,
-// plus the delegation tools bound to it while depth remains (generic
-// teams only).
+// plus message_parent.
 func (t *Team) childHost(n *node) (*tools.Host, error) {
 	h, err := n.parent.agent.Host().Filter(n.scope)
 	if err != nil {
+		return nil, fmt.Errorf("delegation: child tools: %w", err)
+	}
+	if err := h.Register(messageParentTool{team: t, id: n.id}); err != nil {
 		return nil, fmt.Errorf("delegation: child tools: %w", err)
 	}
 	return h, nil
@@ -514,6 +517,7 @@ func (t *Team) drive(n *node) {
 		n.status = st
 		t.mu.Unlock()
 	}
+	n.parent.box.post(n.path, statusNote(st, detail), true)
 	close(n.done)
 	if n.release != nil {
 		n.release()
@@ -585,7 +589,8 @@ func (t *Team) Send(callerID, agentID, text string) error {
 	if err != nil {
 		return err
 	}
-	prefix := messagePrefix(t.pathOf(callerID))
+	from := t.pathOf(callerID)
+	prefix := messagePrefix(from)
 	t.mu.Lock()
 	defer t.mu.Unlock() // held across the append: sends stay in order
 	if t.failed != nil {
@@ -604,7 +609,7 @@ func (t *Team) Send(callerID, agentID, text string) error {
 	if size+len(text) > MaxPendingBytes {
 		return &LimitError{Limit: "pending_bytes", Max: MaxPendingBytes}
 	}
-	if err := t.recordLocked(Record{Kind: KindMessage, Agent: n.id, Path: n.path, Parent: callerID, Text: text}); err != nil {
+	if err := t.recordLocked(Record{Kind: KindMessage, Agent: n.id, Path: n.path, From: from, Text: text}); err != nil {
 		return err
 	}
 	if _, err := n.run.Steer(prefix + text); err != nil {
@@ -628,6 +633,74 @@ func pending(n *node, prefix string) (count, size int) {
 		size += b
 	}
 	return count, size
+}
+
+// statusNote is the automatic notification of a child's end.
+func statusNote(st Status, detail string) string {
+	if detail == "" {
+		return string(st)
+	}
+	return string(st) + ": " + clipText(detail, 1024)
+}
+
+// clipText bounds s to n bytes on a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Post sends text from agent fromID to its parent's mailbox (delivered by
+// the parent's next wait). It is refused before anything is written when
+// it is over MaxTextBytes or the mailbox is full (a direct message never
+// evicts another); an accepted message is in provenance before it is in
+// the mailbox.
+func (t *Team) Post(fromID, text string) error {
+	if strings.TrimSpace(text) == "" {
+		return errors.New("delegation: the message is empty")
+	}
+	if len(text) > MaxTextBytes || !utf8.ValidString(text) {
+		return &LimitError{Limit: "text", Max: MaxTextBytes}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock() // the check, the record and the post are one step
+	if t.failed != nil {
+		return t.failed
+	}
+	if t.closed {
+		return ErrShutdown
+	}
+	n, ok := t.nodes[fromID]
+	if !ok || n.parent == nil {
+		return fmt.Errorf("%w %q", ErrUnknownAgent, fromID)
+	}
+	to := n.parent
+	if !to.box.canPost(len(text)) {
+		return &LimitError{Limit: "mailbox", Max: MaxMailboxMessages}
+	}
+	if err := t.recordLocked(Record{Kind: KindMessage, Agent: to.id, Path: to.path, From: n.path, Text: text}); err != nil {
+		return err
+	}
+	to.box.post(n.path, text, false)
+	return nil
+}
+
+// Lease hands out a page (at most max bytes of text) of agentID's
+// mailbox; resolve(true) consumes it once the result carrying it is
+// durable, resolve(false) restores it.
+func (t *Team) Lease(agentID string, max int) ([]Message, func(durable bool)) {
+	t.mu.Lock()
+	n, ok := t.nodes[agentID]
+	t.mu.Unlock()
+	if !ok {
+		return nil, func(bool) {}
+	}
+	page, l := n.box.lease(max)
+	return page, l.resolve
 }
 
 // pathOf is the ancestry path of agent id ("root" for the root).
@@ -690,7 +763,8 @@ func (t *Team) List(callerID string) []Snapshot {
 }
 
 // Wait blocks until every named child of callerID (all its children when
-// ids is empty) has ended, timeout passes or ctx ends, and returns their
+// ids is empty) has ended, a direct message for callerID is in its
+// mailbox, timeout passes or ctx ends, and returns the children's
 // snapshots. Waits are bounded by the total-agent limit.
 func (t *Team) Wait(ctx context.Context, callerID string, ids []string, timeout time.Duration) ([]Snapshot, error) {
 	select {
@@ -714,15 +788,29 @@ func (t *Team) Wait(ctx context.Context, callerID string, ids []string, timeout 
 		}
 		targets = append(targets, n)
 	}
+	t.mu.Lock()
+	caller, ok := t.nodes[callerID]
+	t.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, callerID)
+	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for _, n := range targets {
-		select {
-		case <-n.done:
-		case <-timer.C:
-			return t.snapshots(targets), nil
-		case <-ctx.Done():
-			return nil, ctx.Err()
+		for waiting := true; waiting; {
+			mail, has := caller.box.wake(true)
+			if has { // a message for the caller ends the wait early
+				return t.snapshots(targets), nil
+			}
+			select {
+			case <-n.done:
+				waiting = false
+			case <-mail:
+			case <-timer.C:
+				return t.snapshots(targets), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}
 	}
 	return t.snapshots(targets), nil

@@ -77,7 +77,7 @@ func TestTeamDirectoryAndJournal(t *testing.T) {
 	for _, tl := range req.Body["tools"].([]any) {
 		names = append(names, tl.(map[string]any)["name"].(string))
 	}
-	if !slices.Equal(names, []string{"read", "search"}) {
+	if !slices.Equal(names, []string{"read", "search", ToolMessageParent}) {
 		t.Fatalf("child tools %v", names)
 	}
 	if req.Body["instructions"] != "You are the root." {
@@ -417,4 +417,91 @@ func TestEndedChildStopsDescendants(t *testing.T) {
 	}
 	waitStatus(t, tm, c1.ID, StatusCompleted)
 	waitStatus(t, tm, c2.ID, StatusCancelled)
+}
+
+// TestMessageParentLeasedOnce: a child's message reaches its parent's next
+// wait, which consumes it only once its result is durable: a later wait
+// does not get it again. The message is in provenance first.
+func TestMessageParentLeasedOnce(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.childSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("m1", ToolMessageParent, `{"message":"which file, QUESTION-1?"}`)),
+		providertest.Text("child done"),
+	)
+	f.rootSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("s1", ToolSpawn, `{"task":"ask"}`)),
+		providertest.Reply(providertest.FunctionCall("w1", ToolWait, `{"timeout_seconds":30}`)),
+		providertest.Reply(providertest.FunctionCall("w2", ToolWait, `{"timeout_seconds":30}`)),
+		providertest.Text("root done"),
+	)
+	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("root run %s %v", res.Outcome, res.Err)
+	}
+	results := map[string]string{}
+	for _, e := range f.root.Session().Branch() {
+		if e.Result != nil {
+			results[e.Result.CallID] = e.Result.Text
+		}
+	}
+	if !strings.Contains(results["w1"], "QUESTION-1") || !strings.Contains(results["w1"], `"from":"root/worker1"`) {
+		t.Fatalf("first wait lacks the message: %s", results["w1"])
+	}
+	if strings.Contains(results["w2"], "QUESTION-1") {
+		t.Fatalf("a committed message came again: %s", results["w2"])
+	}
+	if !strings.Contains(results["w1"]+results["w2"], `"automatic":true,"text":"completed"`) {
+		t.Fatalf("no automatic completion notice: %s | %s", results["w1"], results["w2"])
+	}
+	teams, _ := filepath.Glob(filepath.Join(f.sessions, "teams", "team-*"))
+	recs, err := ReadProvenance(filepath.Join(teams[0], JournalName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := slices.IndexFunc(recs, func(r Record) bool { return r.Kind == KindMessage && r.From == "root/worker1" && r.Path == "root" }); i < 0 {
+		t.Fatal("no message record")
+	}
+}
+
+// TestWaitEndsOnMessage: a wait returns as soon as a child's message is
+// in the mailbox, the child still running; a full mailbox refuses a
+// direct message before provenance.
+func TestWaitEndsOnMessage(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.childSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("m1", ToolMessageParent, `{"message":"progress"}`)),
+		providertest.Stall(),
+	)
+	tm := f.team()
+	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "work"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Now()
+	snaps, err := tm.Wait(context.Background(), "root", nil, 30*time.Second)
+	if err != nil || time.Since(t0) > 20*time.Second || snaps[0].Status != StatusRunning {
+		t.Fatalf("wait returned %v after %v: %+v", err, time.Since(t0), snaps)
+	}
+	page, resolve := tm.Lease("root", MaxPageBytes)
+	if len(page) != 1 || page[0].Text != "progress" || page[0].From != s.Path {
+		t.Fatalf("page %+v", page)
+	}
+	resolve(true)
+	before := countKind(provenance(t, tm), KindMessage)
+	for i := range MaxMailboxMessages {
+		if err := tm.Post(s.ID, "note"); err != nil {
+			t.Fatalf("message %d: %v", i+1, err)
+		}
+	}
+	if err := tm.Post(s.ID, "one too many"); limitOf(err) != "mailbox" {
+		t.Fatalf("65th message: %v, want the mailbox limit", err)
+	}
+	if n := countKind(provenance(t, tm), KindMessage) - before; n != MaxMailboxMessages {
+		t.Fatalf("%d message records, want %d", n, MaxMailboxMessages)
+	}
 }

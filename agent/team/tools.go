@@ -131,8 +131,9 @@ func (v *view) withPage(final string, off, n int) {
 // pages shrink until the whole result fits.
 const maxWaitText = 40 << 10
 
-// waitText renders the snapshots with answer pages from off.
-func waitText(snaps []Snapshot, off int) (string, error) {
+// waitText renders the snapshots with answer pages from off, and the
+// leased messages (whole: the answer pages shrink to make room).
+func waitText(snaps []Snapshot, off int, msgs []Message) (string, error) {
 	for per := maxFinalBytes; ; per /= 2 {
 		views := make([]view, 0, len(snaps))
 		for _, s := range snaps {
@@ -140,10 +141,14 @@ func waitText(snaps []Snapshot, off int) (string, error) {
 			v.withPage(s.Final, off, per)
 			views = append(views, v)
 		}
+		res := map[string]any{"agents": views}
+		if len(msgs) > 0 {
+			res["messages"] = msgs
+		}
 		var b strings.Builder
 		enc := json.NewEncoder(&b)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(map[string]any{"agents": views}); err != nil {
+		if err := enc.Encode(res); err != nil {
 			return "", err
 		}
 		if b.Len() <= maxWaitText || per <= 64 {
@@ -203,7 +208,7 @@ type waitTool struct{ base }
 
 func (waitTool) Name() string { return ToolWait }
 func (waitTool) Description() string {
-	return "Wait until the named child agents (default: all of yours) have finished, or the timeout passes, and return each one's status and final answer. A child that is still running when the timeout passes is reported as running; call again to keep waiting. A long answer comes in pages: call again with answer_offset set to final_answer_next_offset for the rest."
+	return "Wait until the named child agents (default: all of yours) have finished, one of them sent you a message, or the timeout passes, and return each one's status and final answer, and the messages you got. A child that is still running when the timeout passes is reported as running; call again to keep waiting. A long answer comes in pages: call again with answer_offset set to final_answer_next_offset for the rest."
 }
 func (waitTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"agent_ids":{"type":"array","items":{"type":"string"},"maxItems":32,"description":"The children to wait for (default: all of yours)."},"timeout_seconds":{"type":"integer","minimum":1,"maximum":600,"description":"How long to wait at most (default 120)."},"answer_offset":{"type":"integer","minimum":0,"description":"Read long final answers from this byte offset: the final_answer_next_offset of an earlier result."}},"additionalProperties":false}`)
@@ -230,11 +235,16 @@ func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Resu
 	if err != nil {
 		return fail(err)
 	}
-	text, err := waitText(snaps, a.Offset)
+	page, resolve := tm.Lease(t.caller, MaxPageBytes)
+	text, err := waitText(snaps, a.Offset, page)
 	if err != nil {
+		resolve(false)
 		return tools.Result{}, err
 	}
-	return tools.Result{Text: text, Details: detailsOf(snaps...)}, nil
+	// The page is consumed only once this result is durable whole (the
+	// run loop calls Commit); a call that ends otherwise restores it.
+	context.AfterFunc(ctx, func() { resolve(false) })
+	return tools.Result{Text: text, Details: detailsOf(snaps...), Commit: resolve}, nil
 }
 
 type listTool struct{ base }
@@ -314,4 +324,39 @@ func (t sendTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result
 		return fail(err)
 	}
 	return tools.Result{Text: fmt.Sprintf("Message queued for %s; it arrives at its next step.", a.ID)}, nil
+}
+
+// ToolMessageParent is the tool a child gets to message its parent.
+const ToolMessageParent = "message_parent"
+
+// messageParentTool sends a child's message to its parent's mailbox.
+type messageParentTool struct {
+	team *Team
+	id   string
+}
+
+func (messageParentTool) Name() string { return ToolMessageParent }
+func (messageParentTool) Description() string {
+	return "Send a message to the agent that gave you your task: a question you cannot answer yourself, a progress note, an intermediate result. It gets it the next time it waits for you. Keep working unless you need its answer; its reply reaches you as a message at your next step."
+}
+func (messageParentTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"message":{"type":"string","minLength":1,"maxLength":131072}},"required":["message"],"additionalProperties":false}`)
+}
+func (messageParentTool) Concurrency() tools.Concurrency   { return tools.Sequential }
+func (messageParentTool) ReplaySafety() tools.ReplaySafety { return tools.ReplayUnsafe }
+func (messageParentTool) Classify(json.RawMessage) (tools.Effect, error) {
+	return tools.Delegation, nil
+}
+
+func (t messageParentTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
+	var a struct {
+		Message string `json:"message"`
+	}
+	if err := decode(inv.Arguments, &a); err != nil {
+		return fail(err)
+	}
+	if err := t.team.Post(t.id, a.Message); err != nil {
+		return fail(err)
+	}
+	return tools.Result{Text: "Message sent."}, nil
 }

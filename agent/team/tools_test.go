@@ -54,16 +54,22 @@ func TestWaitTextFitsTheResultLimit(t *testing.T) {
 	for range 32 {
 		snaps = append(snaps, Snapshot{ID: "w", Path: "root/w", Status: StatusCompleted, Final: strings.Repeat("<&>\"\n\x01", 3000)})
 	}
-	text, err := waitText(snaps, 0)
+	text, err := waitText(snaps, 0, []Message{{ID: 1, From: "root/w", Text: strings.Repeat("m<", MaxPageBytes/2)}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(text) > maxWaitText {
 		t.Fatalf("wait text %d bytes > %d", len(text), maxWaitText)
 	}
-	var res struct{ Agents []view }
+	var res struct {
+		Agents   []view
+		Messages []Message
+	}
 	if err := json.Unmarshal([]byte(text), &res); err != nil || len(res.Agents) != 32 {
 		t.Fatalf("wait text does not decode: %v", err)
+	}
+	if len(res.Messages) != 1 || len(res.Messages[0].Text) != MaxPageBytes {
+		t.Fatal("the leased message page was not carried whole")
 	}
 	for _, a := range res.Agents {
 		if a.Next == nil || a.Final == "" {
