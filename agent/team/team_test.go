@@ -220,6 +220,18 @@ func TestSettleTimeout(t *testing.T) {
 	if len(recs) != 1 || !recs[0].Delegated.Uncertain {
 		t.Fatalf("unsettled child mirrored as %+v", recs[0].Delegated)
 	}
+	// In the root ledger the uncertainty precedes the known subtotal.
+	if err := f.root.Session().Append(recs...); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(f.root.Session().Path())
+	line := splitLines(data)[len(splitLines(data))-1]
+	if u, k := strings.Index(line, `"uncertain":true`), strings.Index(line, `"usage":`); u < 0 || k < 0 || u > k {
+		t.Fatalf("mirrored record %s", line)
+	}
+	if tot := f.root.Session().Totals(); !tot.Uncertain || tot.Cause.Reason != "delegated_uncertain" {
+		t.Fatalf("root totals after an uncertain child: %+v", tot)
+	}
 	waitStatus(t, tm, s.ID, StatusCancelled)
 }
 
