@@ -53,6 +53,7 @@ type fixtureOpt struct {
 	approver tools.Approver
 	onEvent  func(Snapshot, agent.Event)
 	policy   tools.Policy
+	native   bool // the generic surface (NativeTools, Config.Native)
 }
 
 func newFixture(t *testing.T, o fixtureOpt) *fixture {
@@ -77,7 +78,7 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 		policy = tools.UnsafeHost
 	}
 	f.cfg = Config{
-		Dir: filepath.Join(f.sessions, "teams"), Limits: o.limits, Service: o.service, OnEvent: o.onEvent,
+		Dir: filepath.Join(f.sessions, "teams"), Limits: o.limits, Service: o.service, OnEvent: o.onEvent, Native: o.native,
 		NewAgent: func(cfg agent.Config) (*agent.Agent, func(), error) {
 			cfg.Transport = provider.NewHTTP(provider.HTTPConfig{BaseURL: f.childSrv.URL()})
 			a, err := agent.New(cfg)
@@ -85,7 +86,11 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 		},
 	}
 	f.owner = NewOwner(f.cfg)
-	for _, tl := range append(builtins, ServiceTools(f.owner, StandardTools)...) {
+	delegation := ServiceTools(f.owner, StandardTools)
+	if o.native {
+		delegation = NativeTools(f.owner, StandardTools)
+	}
+	for _, tl := range append(builtins, delegation...) {
 		if err := host.Register(tl); err != nil {
 			t.Fatal(err)
 		}

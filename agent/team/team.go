@@ -68,6 +68,9 @@ type Config struct {
 	// Service, when set, adds a service's stricter bounds; its children
 	// sit exactly one level below the root.
 	Service *Service
+	// Native gives children of a generic team (Service nil) the native
+	// tools (NativeTools) bound to themselves.
+	Native bool
 	// NewAgent builds a child's agent from its inherited configuration
 	// (Session, Broker, Host and Principal filled in); the host replaces
 	// what is per agent (its transport). release, if non-nil, is called
@@ -443,14 +446,21 @@ func childScope(parent *agent.Agent, want []string) (scope []string, narrowed bo
 }
 
 // childHost is the child's tool host: its scope of the parent's tools,
-// plus message_parent.
+// plus message_parent, or with Config.Native the native tools bound to it
+// (spawn_agent and the rest only while depth remains).
 func (t *Team) childHost(n *node) (*tools.Host, error) {
 	h, err := n.parent.agent.Host().Filter(n.scope)
 	if err != nil {
 		return nil, fmt.Errorf("delegation: child tools: %w", err)
 	}
-	if err := h.Register(messageParentTool{team: t, id: n.id}); err != nil {
-		return nil, fmt.Errorf("delegation: child tools: %w", err)
+	extra := []tools.Tool{messageParentTool{team: t, id: n.id}}
+	if t.cfg.Native && t.cfg.Service == nil {
+		extra = nativeTools(boundTo(t, n.id), standardEnum(n.scope), n.depth < t.lim.Depth)
+	}
+	for _, tl := range extra {
+		if err := h.Register(tl); err != nil {
+			return nil, fmt.Errorf("delegation: child tools: %w", err)
+		}
 	}
 	return h, nil
 }

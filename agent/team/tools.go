@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -38,20 +37,21 @@ const (
 // scope is the root's standard tools (a subset of StandardTools): the
 // only names a spawn may narrow a child's tools to.
 func ServiceTools(o *Owner, scope []string) []tools.Tool {
-	b := base{owner: o, caller: "root"}
-	var enum []string
-	for _, s := range StandardTools {
-		if slices.Contains(scope, s) {
-			enum = append(enum, s)
-		}
-	}
-	return []tools.Tool{spawnTool{b, enum}, waitTool{b}, listTool{b}, sendTool{b}, interruptTool{b}}
+	b := base{caller: "root", team: o.Team, current: o.Current}
+	return []tools.Tool{spawnTool{b, standardEnum(scope)}, waitTool{b}, listTool{b}, sendTool{b}, interruptTool{b}}
 }
 
-// base is what every service tool shares.
+// base is what every delegation tool shares: the agent it acts for and
+// its team (team starts it at the first spawn; current is nil before).
 type base struct {
-	owner  *Owner
-	caller string
+	caller  string
+	team    func() (*Team, error)
+	current func() *Team
+}
+
+// boundTo is the base of tools acting for agent id of t.
+func boundTo(t *Team, id string) base {
+	return base{caller: id, team: func() (*Team, error) { return t, nil }, current: func() *Team { return t }}
 }
 
 func (base) Concurrency() tools.Concurrency   { return tools.Sequential }
@@ -193,7 +193,7 @@ func (t spawnTool) Execute(_ context.Context, inv tools.Invocation) (tools.Resul
 	if err := decode(inv.Arguments, &a); err != nil {
 		return fail(err)
 	}
-	tm, err := t.owner.Team()
+	tm, err := t.team()
 	if err != nil {
 		return fail(err)
 	}
@@ -227,7 +227,7 @@ func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Resu
 	if a.Timeout > 0 {
 		timeout = min(time.Duration(a.Timeout)*time.Second, MaxWait)
 	}
-	tm := t.owner.Current()
+	tm := t.current()
 	if tm == nil {
 		return fail(errors.New("no child agent was started in this run"))
 	}
@@ -258,7 +258,7 @@ func (listTool) Schema() json.RawMessage {
 }
 
 func (t listTool) Execute(context.Context, tools.Invocation) (tools.Result, error) {
-	tm := t.owner.Current()
+	tm := t.current()
 	var snaps []Snapshot
 	if tm != nil {
 		snaps = tm.List(t.caller)
@@ -287,7 +287,7 @@ func (t interruptTool) Execute(_ context.Context, inv tools.Invocation) (tools.R
 	if err := decode(inv.Arguments, &a); err != nil {
 		return fail(err)
 	}
-	tm := t.owner.Current()
+	tm := t.current()
 	if tm == nil {
 		return fail(errors.New("no child agent was started in this run"))
 	}
@@ -316,7 +316,7 @@ func (t sendTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result
 	if err := decode(inv.Arguments, &a); err != nil {
 		return fail(err)
 	}
-	tm := t.owner.Current()
+	tm := t.current()
 	if tm == nil {
 		return fail(errors.New("no child agent was started in this run"))
 	}
