@@ -18,16 +18,17 @@ const (
 	NativeWait      = "wait_agent"
 	NativeList      = "list_agents"
 	NativeInterrupt = "interrupt_agent"
+	NativeFollowup  = "followup_task"
 )
 
 // NativeTools returns the generic delegation tools for the root agent of
-// o: spawn_agent, send_message, wait_agent, list_agents and
+// o: spawn_agent, followup_task, send_message, wait_agent, list_agents and
 // interrupt_agent, with the semantics of the service tools of the same
 // purpose. Under the generic team limits (Config.Service nil) and with
 // Config.Native set, children get them too, bound to themselves, while
-// depth remains (a child at the depth limit gets send_message only).
-// Follow-up runs (followup_task) are not offered: a finished child takes
-// no new task.
+// depth remains (a child at the depth limit gets send_message only), and a
+// child whose run completed is idle: followup_task gives it a new task in
+// its own context.
 func NativeTools(o *Owner, scope []string) []tools.Tool {
 	return nativeTools(base{caller: "root", team: o.Team, current: o.Current}, standardEnum(scope), true)
 }
@@ -49,6 +50,7 @@ func nativeTools(b base, enum []string, spawn bool) []tools.Tool {
 	}
 	return []tools.Tool{
 		renamed{spawnTool{b, enum}, NativeSpawn, "Start a child agent on a self-contained task, with a fresh context (put everything it needs in the task), your model, instructions and authority. It runs in parallel with you; wait_agent returns its final answer."},
+		followupTool{b},
 		sendMessageTool{b},
 		renamed{waitTool{b}, NativeWait, "Wait until the named child agents (default: all of yours) have finished, one of them sent you a message, or the timeout passes; returns their status, final answers and your messages. Page long answers with answer_offset."},
 		renamed{listTool{b}, NativeList, "List your child agents with their status."},
@@ -99,4 +101,34 @@ func (t sendMessageTool) Execute(_ context.Context, inv tools.Invocation) (tools
 		return fail(err)
 	}
 	return tools.Result{Text: "Message sent."}, nil
+}
+
+// followupTool gives an idle child a new task (Team.Followup).
+type followupTool struct{ base }
+
+func (followupTool) Name() string { return NativeFollowup }
+func (followupTool) Description() string {
+	return "Give one of your idle child agents (its last task completed) a new task. It keeps its context: refer to what it did. A running child takes messages (send_message) instead."
+}
+func (followupTool) Schema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"task":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","task"],"additionalProperties":false}`)
+}
+
+func (t followupTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
+	var a struct {
+		ID   string `json:"agent_id"`
+		Task string `json:"task"`
+	}
+	if err := decode(inv.Arguments, &a); err != nil {
+		return fail(err)
+	}
+	tm := t.current()
+	if tm == nil {
+		return fail(errors.New("no child agent was started in this run"))
+	}
+	s, err := tm.Followup(t.caller, a.ID, a.Task)
+	if err != nil {
+		return fail(err)
+	}
+	return jsonResult(viewOf(s), detailsOf(s))
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -86,5 +89,78 @@ func TestNativeSurfaceTwoLevels(t *testing.T) {
 	}
 	if tot := f.root.Session().Totals(); tot.DelegatedRecords != 2 {
 		t.Fatalf("%d delegated records, want 2 (child and grandchild)", tot.DelegatedRecords)
+	}
+}
+
+// TestFollowup: in a generic team a completed child is idle, keeps its
+// context for a follow-up task, and exactly one of concurrent follow-ups
+// starts (the child is reserved as pending first); the shutdown ends it
+// completed and mirrors both runs.
+func TestFollowup(t *testing.T) {
+	f := newFixture(t, fixtureOpt{native: true})
+	f.childSrv.Enqueue(
+		providertest.Text("first answer").WithUsage(provider.Usage{InputTokens: 100, OutputTokens: 1}),
+		providertest.Text("second answer").WithUsage(provider.Usage{InputTokens: 200, OutputTokens: 2}),
+	)
+	tm := f.team()
+	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "FIRST-TASK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := waitStatus(t, tm, s.ID, StatusIdle); got.Final != "first answer" {
+		t.Fatalf("idle child answer %q", got.Final)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	accepted := 0
+	for range 5 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := tm.Followup("root", s.ID, "SECOND-TASK"); err == nil {
+				mu.Lock()
+				accepted++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if accepted != 1 {
+		t.Fatalf("%d concurrent follow-ups started, want 1", accepted)
+	}
+	snaps, err := tm.Wait(context.Background(), "root", []string{s.ID}, 30*time.Second)
+	if err != nil || snaps[0].Status != StatusIdle || snaps[0].Final != "second answer" {
+		t.Fatalf("after the follow-up: %+v %v", snaps, err)
+	}
+	reqs := f.childSrv.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "FIRST-TASK") || !strings.Contains(string(reqs[1].Raw), "first answer") {
+		t.Fatal("the follow-up did not run in the child's own context")
+	}
+	recs := tm.Shutdown(context.Background(), "run_x", SettleTimeout)
+	if len(recs) != 1 || recs[0].Delegated.Usage.Input != 300 || recs[0].Delegated.Uncertain {
+		t.Fatalf("mirrored %+v", recs[0].Delegated)
+	}
+	if got := tm.List("root")[0].Status; got != StatusCompleted {
+		t.Fatalf("after shutdown the idle child is %s", got)
+	}
+	if _, err := tm.Followup("root", s.ID, "late"); err == nil {
+		t.Fatal("a follow-up after shutdown was accepted")
+	}
+}
+
+// TestInterruptIdleChild: an idle child that is interrupted ends
+// cancelled and takes no follow-up.
+func TestInterruptIdleChild(t *testing.T) {
+	f := newFixture(t, fixtureOpt{native: true})
+	f.childSrv.Enqueue(providertest.Text("done"))
+	tm := f.team()
+	s, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "x"})
+	waitStatus(t, tm, s.ID, StatusIdle)
+	if _, err := tm.Interrupt("root", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, s.ID, StatusCancelled)
+	if _, err := tm.Followup("root", s.ID, "again"); err == nil {
+		t.Fatal("a cancelled child took a follow-up")
 	}
 }

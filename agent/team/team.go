@@ -23,8 +23,11 @@ type Status string
 
 // Agent statuses.
 const (
-	StatusPending   Status = "pending"
-	StatusRunning   Status = "running"
+	StatusPending Status = "pending"
+	StatusRunning Status = "running"
+	// StatusIdle is a child of a generic team (Config.Native) whose run
+	// completed: it keeps its context and takes a follow-up task.
+	StatusIdle      Status = "idle"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
 	StatusCancelled Status = "cancelled"
@@ -148,6 +151,11 @@ type node struct {
 	run      *agent.Run // the child's run once started
 	sent     []int      // sizes of the messages sent to it, in order
 	box      *mailbox   // messages to this agent
+	// runCtx is the current run's context: the node's children derive
+	// from it, so the end of each run stops them.
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	finishing bool // an idle child is being ended for good
 }
 
 // Team is one owning run's delegation state.
@@ -202,7 +210,7 @@ func Start(cfg Config) (*Team, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, status: StatusRunning, done: make(chan struct{}), box: newMailbox()}
+	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, runCtx: ctx, runCancel: cancel, status: StatusRunning, done: make(chan struct{}), box: newMailbox()}
 	t.nodes["root"] = t.root
 	return t, nil
 }
@@ -414,7 +422,10 @@ func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
 		t.discard(n)
 		return nil, fmt.Errorf("delegation: build the child agent: %w", err)
 	}
-	n.ctx, n.cancel = context.WithCancel(parent.ctx)
+	t.mu.Lock()
+	pctx := parent.runCtx
+	t.mu.Unlock()
+	n.ctx, n.cancel = context.WithCancel(pctx)
 	return n, nil
 }
 
@@ -512,7 +523,13 @@ func (t *Team) drive(n *node) {
 	defer t.wg.Done()
 	defer func() { <-t.sem }()
 	st, detail := t.run(n)
-	n.cancel() // whatever ended the child (completion, failure) stops its descendants
+	t.mu.Lock()
+	idle := st == StatusCompleted && t.cfg.Native && t.cfg.Service == nil && !t.closed
+	t.mu.Unlock()
+	n.runCancel() // whatever ended the run (completion, failure) stops the child's descendants
+	if !idle {
+		n.cancel()
+	}
 	totals := n.sess.Totals()
 	final := lastAnswer(n.sess)
 	t.mu.Lock()
@@ -521,29 +538,122 @@ func (t *Team) drive(n *node) {
 		n.errText = detail
 	}
 	t.mu.Unlock()
-	if err := t.transition(n, st, detail); err != nil {
+	shown := st
+	if idle {
+		shown = StatusIdle
+	}
+	if err := t.transition(n, shown, detail); err != nil {
 		// The team has failed and said so; the child did end.
 		t.mu.Lock()
-		n.status = st
+		n.status = shown
 		t.mu.Unlock()
 	}
 	n.parent.box.post(n.path, statusNote(st, detail), true)
+	t.mu.Lock()
 	close(n.done)
+	t.mu.Unlock()
+	if !idle {
+		t.closeNode(n)
+	}
+}
+
+// closeNode releases a child that is done for good.
+func (t *Team) closeNode(n *node) {
 	if n.release != nil {
 		n.release()
 	}
 	_ = n.sess.Close()
 }
 
+// finishIdle ends an idle child for good with status st (shutdown,
+// interrupt); it reports false when n is not idle.
+func (t *Team) finishIdle(n *node, st Status) bool {
+	t.mu.Lock()
+	if n.status != StatusIdle || n.finishing {
+		t.mu.Unlock()
+		return false
+	}
+	n.finishing = true
+	t.mu.Unlock()
+	n.cancel()
+	if err := t.transition(n, st, ""); err != nil {
+		t.mu.Lock()
+		n.status = st
+		t.mu.Unlock()
+	}
+	t.closeNode(n)
+	return true
+}
+
+// Followup gives an idle child (Config.Native) a new task in its own
+// context. The child is reserved as pending before anything is
+// published, so concurrent follow-ups cannot start overlapping runs; a
+// child that is running takes messages (Send) instead, one that ended
+// takes nothing.
+func (t *Team) Followup(callerID, agentID, task string) (Snapshot, error) {
+	if strings.TrimSpace(task) == "" {
+		return Snapshot{}, errors.New("delegation: the task is empty")
+	}
+	if len(task) > MaxTextBytes || !utf8.ValidString(task) {
+		return Snapshot{}, &LimitError{Limit: "text", Max: MaxTextBytes}
+	}
+	n, err := t.descendant(callerID, agentID)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	t.mu.Lock()
+	switch {
+	case t.failed != nil:
+		t.mu.Unlock()
+		return Snapshot{}, t.failed
+	case t.closed:
+		t.mu.Unlock()
+		return Snapshot{}, ErrShutdown
+	case n.status.Active():
+		t.mu.Unlock()
+		return Snapshot{}, fmt.Errorf("delegation: %s is busy (%s); send it a message instead", n.path, n.status)
+	case n.status != StatusIdle || n.finishing:
+		t.mu.Unlock()
+		return Snapshot{}, fmt.Errorf("delegation: %s has ended (%s) and takes no new task; start a new child", n.path, n.status)
+	}
+	select {
+	case t.sem <- struct{}{}:
+	default:
+		t.mu.Unlock()
+		return Snapshot{}, &LimitError{Limit: "concurrent", Max: t.lim.Concurrent}
+	}
+	prevTask := n.task
+	n.status, n.task, n.settled, n.final = StatusPending, task, false, ""
+	n.done = make(chan struct{})
+	t.wg.Add(1)
+	t.mu.Unlock()
+	if err := t.record(Record{Kind: KindAgentStatus, Agent: n.id, Path: n.path, Status: string(StatusPending), Task: task, From: t.pathOf(callerID)}); err != nil {
+		t.mu.Lock()
+		n.status, n.task, n.settled = StatusIdle, prevTask, true
+		close(n.done)
+		t.mu.Unlock()
+		<-t.sem
+		t.wg.Done()
+		return Snapshot{}, err
+	}
+	t.notify(n)
+	go t.drive(n)
+	return t.snapshot(n), nil
+}
+
 // run starts the child's run and waits for it.
 func (t *Team) run(n *node) (Status, string) {
+	t.mu.Lock()
+	n.runCtx, n.runCancel = context.WithCancel(n.ctx)
+	ctx, task := n.runCtx, n.task
+	t.mu.Unlock()
 	if err := t.transition(n, StatusRunning, ""); err != nil {
 		return StatusCancelled, err.Error()
 	}
-	if n.ctx.Err() != nil {
+	if ctx.Err() != nil {
 		return StatusCancelled, "cancelled before it started"
 	}
-	r, err := n.agent.Prompt(n.ctx, n.task, agent.PromptOptions{})
+	r, err := n.agent.Prompt(ctx, task, agent.PromptOptions{})
 	if err != nil {
 		return StatusFailed, err.Error()
 	}
@@ -591,6 +701,7 @@ func (t *Team) Interrupt(callerID, agentID string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	n.cancel()
+	t.finishIdle(n, StatusCancelled)
 	return t.snapshot(n), nil
 }
 
@@ -663,14 +774,20 @@ func (t *Team) Wait(ctx context.Context, callerID string, ids []string, timeout 
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
-	for _, n := range targets {
+	t.mu.Lock()
+	dones := make([]chan struct{}, len(targets))
+	for i, n := range targets {
+		dones[i] = n.done
+	}
+	t.mu.Unlock()
+	for _, done := range dones {
 		for waiting := true; waiting; {
 			mail, has := caller.box.wake(true)
 			if has { // a message for the caller ends the wait early
 				return t.snapshots(targets), nil
 			}
 			select {
-			case <-n.done:
+			case <-done:
 				waiting = false
 			case <-mail:
 			case <-timer.C:
@@ -745,6 +862,9 @@ func (t *Team) Shutdown(ctx context.Context, runID string, settle time.Duration)
 	t.mu.Lock()
 	ns := slices.Clone(t.order)
 	t.mu.Unlock()
+	for _, n := range ns {
+		t.finishIdle(n, StatusCompleted)
+	}
 	recs := make([]session.Record, 0, len(ns))
 	for _, n := range ns {
 		recs = append(recs, session.DelegatedRecord(t.mirror(n, runID)))
