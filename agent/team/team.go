@@ -585,6 +585,21 @@ func (t *Team) finishIdle(n *node, st Status) bool {
 	return true
 }
 
+// followable reports why n cannot take a follow-up now (t.mu held).
+func (t *Team) followable(n *node) error {
+	switch {
+	case t.failed != nil:
+		return t.failed
+	case t.closed:
+		return ErrShutdown
+	case n.status.Active():
+		return fmt.Errorf("delegation: %s is busy (%s); send it a message instead", n.path, n.status)
+	case n.status != StatusIdle || n.finishing:
+		return fmt.Errorf("delegation: %s has ended (%s) and takes no new task; start a new child", n.path, n.status)
+	}
+	return nil
+}
+
 // Followup gives an idle child (Config.Native) a new task in its own
 // context. The child is reserved as pending before anything is
 // published, so concurrent follow-ups cannot start overlapping runs; a
@@ -602,19 +617,9 @@ func (t *Team) Followup(callerID, agentID, task string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	t.mu.Lock()
-	switch {
-	case t.failed != nil:
+	if err := t.followable(n); err != nil {
 		t.mu.Unlock()
-		return Snapshot{}, t.failed
-	case t.closed:
-		t.mu.Unlock()
-		return Snapshot{}, ErrShutdown
-	case n.status.Active():
-		t.mu.Unlock()
-		return Snapshot{}, fmt.Errorf("delegation: %s is busy (%s); send it a message instead", n.path, n.status)
-	case n.status != StatusIdle || n.finishing:
-		t.mu.Unlock()
-		return Snapshot{}, fmt.Errorf("delegation: %s has ended (%s) and takes no new task; start a new child", n.path, n.status)
+		return Snapshot{}, err
 	}
 	select {
 	case t.sem <- struct{}{}:
