@@ -90,6 +90,9 @@ type Config struct {
 	// Principal names who runs act for (e.g. the session id); it goes into
 	// every effect intent.
 	Principal string
+	// RunEnd, when set, is called once at the end of every run before its
+	// checkpoint; see [RunEndHook].
+	RunEnd RunEndHook
 }
 
 // PromptOptions modify one run.
@@ -99,9 +102,10 @@ type PromptOptions struct {
 	WithoutTools bool
 }
 
-// RunUsage is the known usage of one run.
+// RunUsage is the known usage of one run, its delegated children's
+// mirrored usage included.
 type RunUsage struct {
-	// Requests counts provider responses with known usage.
+	// Requests counts the run's own provider responses with known usage.
 	Requests int
 	// Token sums of those responses.
 	Input, CachedInput, Output, Reasoning int64

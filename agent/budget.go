@@ -31,7 +31,9 @@ func (b *Budget) Cost(model string, u provider.Usage) (cost Picodollars, ok bool
 }
 
 // Check decides whether another request for model may be made on a
-// session with totals t: nil, or a *CeilingError. It reads the durable
+// session with totals t: nil, or a *CeilingError. The token ceiling counts
+// the session's own usage; the cost ceiling counts its mirrored delegated
+// children's usage too (session.Totals.Known). It reads the durable
 // totals, so a session reopened with an uncertainty marker stays refused
 // under a hard ceiling. A cost ceiling also fails closed when model has no
 // price, since its cost could not be counted.
@@ -40,10 +42,11 @@ func (b *Budget) Check(model string, t session.Totals) error {
 		return nil
 	}
 	s := UsageState{
-		Known:     TokenUsage{Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output, Reasoning: t.Known.Reasoning},
-		Cost:      Picodollars(t.Known.CostPicodollars),
-		Uncertain: t.Uncertain,
-		Cause:     t.Cause,
+		Known:                  TokenUsage{Input: t.Own.Input, CachedInput: t.Own.CachedInput, Output: t.Own.Output, Reasoning: t.Own.Reasoning},
+		Cost:                   Picodollars(t.Known.CostPicodollars),
+		Uncertain:              t.Uncertain,
+		Cause:                  t.Cause,
+		UncertainDelegatedOnly: t.Uncertain && t.DelegatedUncertain > 0 && t.UncertainMarkers == 0 && t.UnsettledDispatches == 0,
 	}
 	if b.Ceilings.MaxCost > 0 {
 		if _, err := b.Prices.Cost(model, TokenUsage{}); errors.Is(err, ErrPriceUnknown) {

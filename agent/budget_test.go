@@ -85,3 +85,44 @@ func TestBeforeRequestQualifiesAndGates(t *testing.T) {
 		t.Fatal("model without the Codex feature replayed")
 	}
 }
+
+// TestBudgetDelegatedUsage: mirrored child usage counts toward the cost
+// ceiling, never toward the parent's own-context token ceiling, and a
+// child's uncertainty refuses only what it can affect (the cost ceiling).
+func TestBudgetDelegatedUsage(t *testing.T) {
+	own := session.Usage{Input: 400, Output: 100, CostPicodollars: 1_000}
+	child := session.Usage{Input: 90_000, Output: 9_000, CostPicodollars: 4_000}
+	var known session.Usage
+	for _, u := range []session.Usage{own, child} {
+		known.Input += u.Input
+		known.Output += u.Output
+		known.CostPicodollars += u.CostPicodollars
+	}
+	totals := session.Totals{Own: own, Delegated: child, Known: known, Requests: 1, DelegatedRecords: 1}
+	tokens := &Budget{Ceilings: Ceilings{MaxTokens: 1_000}, Prices: DefaultPrices()}
+	if err := tokens.Check("gpt-5", totals); err != nil {
+		t.Fatalf("child tokens charged to the parent's token ceiling: %v", err)
+	}
+	cost := &Budget{Ceilings: Ceilings{MaxCost: 5_000}, Prices: DefaultPrices()}
+	err := cost.Check("gpt-5", totals)
+	if ce, ok := errors.AsType[*CeilingError](err); !ok || ce.Limit != "cost" || ce.Used != 5_000 {
+		t.Fatalf("own+child cost 5000 under a 5000 ceiling: %v", err)
+	}
+	if err := (&Budget{Ceilings: Ceilings{MaxCost: 5_001}, Prices: DefaultPrices()}).Check("gpt-5", totals); err != nil {
+		t.Fatalf("one picodollar under the cost ceiling refused: %v", err)
+	}
+
+	uncertain := totals
+	uncertain.Uncertain, uncertain.DelegatedUncertain = true, 1
+	uncertain.Cause = session.UsageUncertain{Reason: "delegated_uncertain"}
+	if err := tokens.Check("gpt-5", uncertain); err != nil {
+		t.Fatalf("a child's uncertainty refused the parent's own token ceiling: %v", err)
+	}
+	if err := (&Budget{Ceilings: Ceilings{MaxCost: 1 << 40}, Prices: DefaultPrices()}).Check("gpt-5", uncertain); err == nil {
+		t.Fatal("a child's unknown usage did not refuse under the cost ceiling")
+	}
+	uncertain.UncertainMarkers = 1 // and the parent's own usage is unknown too
+	if err := tokens.Check("gpt-5", uncertain); err == nil {
+		t.Fatal("own uncertainty under a token ceiling not refused")
+	}
+}

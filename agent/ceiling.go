@@ -25,9 +25,12 @@ func (c Ceilings) Active() bool { return c.MaxTokens > 0 || c.MaxCost > 0 }
 // UsageState is the accounting a ceiling is checked against: the session's
 // known usage totals, their known cost, and the durable uncertainty marker.
 type UsageState struct {
-	// Known is the sum of successful requests' usage.
+	// Known is the sum of the session's own successful requests' usage
+	// (what the token ceiling counts; delegated children's usage never
+	// enters the parent's own-context token ceiling).
 	Known TokenUsage
-	// Cost is the known cost of Known.
+	// Cost is the known cost of the session's usage, its mirrored
+	// delegated children's included (what the cost ceiling counts).
 	Cost Picodollars
 	// CostUnknown is true when some known usage could not be priced.
 	CostUnknown bool
@@ -36,6 +39,11 @@ type UsageState struct {
 	Uncertain bool
 	// Cause is the first reason usage became uncertain, if known.
 	Cause session.UsageUncertain
+	// UncertainDelegatedOnly is true when all of the uncertainty comes
+	// from delegated children: the session's own usage is known exactly.
+	// The token ceiling counts only the session's own context, so it
+	// still applies; the cost ceiling counts the children and refuses.
+	UncertainDelegatedOnly bool
 }
 
 // Check returns nil when another request may be made, or a *CeilingError.
@@ -43,7 +51,7 @@ func (c Ceilings) Check(s UsageState) error {
 	if !c.Active() {
 		return nil
 	}
-	if s.Uncertain {
+	if s.Uncertain && (c.MaxCost > 0 || !s.UncertainDelegatedOnly) {
 		return &CeilingError{Uncertain: true, Cause: s.Cause}
 	}
 	if c.MaxTokens > 0 {

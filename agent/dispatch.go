@@ -392,6 +392,7 @@ func (r *Run) executeWave(wave []admitted, sink *toolSink) error {
 	var failed error
 	settle := func(w admitted, res tools.Result) {
 		if failed != nil {
+			commit(res, false)
 			r.callFinished(w.idx, res, true, w.start, false)
 			return
 		}
@@ -466,15 +467,24 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res),
 	}}
 	if _, err := r.a.sess.AppendEntry(e); err != nil {
+		commit(res, false)
 		r.callFinished(i, res, executed, start, false) // every tool_started is closed
 		if !executed {
 			return fmt.Errorf("persist result of %s call %s: %w", call.Name, call.CallID, err)
 		}
 		return &ResultNotSavedError{Tool: call.Name, CallID: call.CallID, Err: err}
 	}
+	commit(res, true)
 	r.pending[i].done = true
 	r.callFinished(i, res, executed, start, true)
 	return nil
+}
+
+// commit reports to the tool whether its result is durable (Result.Commit).
+func commit(res tools.Result, durable bool) {
+	if res.Commit != nil {
+		res.Commit(durable)
+	}
 }
 
 // callFinished emits call i's tool_finished (unrecorded when its result is

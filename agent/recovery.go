@@ -81,6 +81,7 @@ type RecoveryConfig struct {
 // several goroutines (an embedder may call SetMaxNetworkWait at any time).
 type CodexRecovery struct {
 	mu        sync.Mutex
+	cfg       RecoveryConfig // as given, for CloneRetry
 	profile   RuntimeProfile
 	endpoint  provider.ResponsesFeatures
 	webSocket bool // the configured transport is the WebSocket
@@ -120,6 +121,7 @@ func NewCodexRecovery(cfg RecoveryConfig) *CodexRecovery {
 		now = time.Now
 	}
 	p := &CodexRecovery{
+		cfg:       cfg,
 		profile:   cfg.Profile,
 		endpoint:  cfg.Endpoint,
 		webSocket: cfg.WebSocket,

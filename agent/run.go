@@ -225,11 +225,16 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 			}
 		}
 	}
+	var recs []session.Record
+	if r.a.cfg.RunEnd != nil {
+		recs = r.runEnd(outcome)
+		r.addDelegated(recs)
+	}
 	cp := session.Checkpoint{RunID: r.id, Outcome: string(outcome)}
 	if runErr != nil || len(errs) > 0 {
 		cp.Error = boundedError(errors.Join(append([]error{runErr}, errs...)...))
 	}
-	if err := r.a.sess.Append(session.CheckpointRecord(cp)); err != nil {
+	if err := r.a.sess.Append(append(recs, session.CheckpointRecord(cp))...); err != nil {
 		errs = append(errs, fmt.Errorf("write checkpoint: %w", err))
 	}
 	if runErr != nil {
@@ -245,6 +250,35 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 		r.a.log.Error("agent: run not settled", "run", r.id, "err", errors.Join(errs...))
 	}
 	return outcome, errors.Join(errs...)
+}
+
+// runEnd calls the RunEnd hook, turning a panic into a logged error (the
+// checkpoint is written regardless).
+func (r *Run) runEnd(outcome Outcome) (recs []session.Record) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.a.log.Error("agent: run end hook panicked", "run", r.id, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+			recs = nil
+		}
+	}()
+	return r.a.cfg.RunEnd(context.WithoutCancel(r.ctx), r.id, outcome)
+}
+
+// addDelegated adds the mirrored usage of the run's delegated children to
+// the run's known usage (not to its request count): a run's usage is
+// what it cost, its children included.
+func (r *Run) addDelegated(recs []session.Record) {
+	for _, rec := range recs {
+		if rec.Kind != session.KindDelegatedUsage || rec.Delegated == nil {
+			continue
+		}
+		u := rec.Delegated.Usage
+		r.usage.Input += u.Input
+		r.usage.CachedInput += u.CachedInput
+		r.usage.Output += u.Output
+		r.usage.Reasoning += u.Reasoning
+		r.usage.CostPicodollars += u.CostPicodollars
+	}
 }
 
 // settleText is the paired error of a call left unresolved by an ending.

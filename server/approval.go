@@ -37,6 +37,11 @@ type confirmParams struct {
 	// RuleScope is what "approve_for_session" would cover; absent, that
 	// answer approves this call once.
 	RuleScope *tools.ApprovalScope `json:"ruleScope,omitempty"`
+	// AgentPath and ChildSessionID name the delegated child agent whose
+	// call this is (absent for the session's own agent); RunID is then
+	// the child's run.
+	AgentPath      string `json:"agentPath,omitempty"`
+	ChildSessionID string `json:"childSessionId,omitempty"`
 }
 
 // pendingApproval is one approval the editor has not answered yet. The
@@ -82,12 +87,16 @@ func (pa *pendingApproval) refuse(err error) {
 func (s *Server) approverFor(ss *sessionState) approverFunc {
 	return func(ctx context.Context, req approvalRequest) (approvalAnswer, error) {
 		no := approvalAnswer{Digest: req.Digest}
+		if req.AgentPath != "" {
+			// A stock client shows only the title: it names the child too.
+			req.Title = req.AgentPath + ": " + req.Title
+		}
 		pa := &pendingApproval{
 			params: confirmParams{
 				SessionID: ss.id, RunID: req.RunID, CallID: req.CallID, Tool: req.Tool,
 				Effect: req.Effect, Title: req.Title, Detail: req.Detail, Diff: req.Diff,
 				Digest: req.Digest, ExpiresAt: approvalDeadline(time.Now(), s.opts.ApprovalTimeout, req.ExpiresAt),
-				RuleScope: req.Scope,
+				RuleScope: req.Scope, AgentPath: req.AgentPath, ChildSessionID: req.ChildSessionID,
 			},
 			created: time.Now(),
 			answer:  make(chan approvalAnswer, 1),

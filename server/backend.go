@@ -134,6 +134,9 @@ type approvalRequest struct {
 	// Arguments are the call's canonical arguments (for progress text only;
 	// never sent to the client beyond what title/detail/diff show).
 	Arguments json.RawMessage
+	// AgentPath and ChildSessionID name the delegated child whose call
+	// this is ("" for the session's own agent).
+	AgentPath, ChildSessionID string
 }
 
 // Errors the backend reports for the server to map onto protocol errors.

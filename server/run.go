@@ -326,6 +326,13 @@ func (s *Server) cancelRun(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
+	if child, ok := s.childRun(p.RunID); ok {
+		// A delegated child's run: interrupt that child only.
+		if err := child.Interrupt(); err != nil {
+			return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("cancel child run %s: %v", p.RunID, err))
+		}
+		return json.RawMessage(`{}`), nil
+	}
 	r, err := s.runControl(p.RunID)
 	if err != nil {
 		var w *jsonrpc2.Error

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
@@ -67,6 +68,11 @@ type AgentSpec struct {
 	// tools.Config.Documents so read and search see unsaved text and
 	// edits of open documents go through the editor.
 	Documents tools.Documents
+	// Delegation, when set, connects the session's delegated children to
+	// the editor: a runtime that delegates calls it on the team
+	// configuration of the session's children (events, agent_updated,
+	// approvals naming the child, cancel of a child's run).
+	Delegation func(*team.Config)
 }
 
 // Built is an agent ready to drive a session.
@@ -95,6 +101,9 @@ type runtimeBackend struct {
 	// lister keeps what listings read of each session file (nil: each
 	// listing reads every file).
 	lister *session.Lister
+	// delegation returns the delegation hook of a root session (nil:
+	// children are not shown).
+	delegation func(rootID string) func(*team.Config)
 }
 
 var _ backend = runtimeBackend{}
@@ -192,10 +201,14 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	hdr := sess.Header()
 	rules := newRuleBook(sess, slog.Default())
 	docs := b.documentsFor(hdr.Cwd)
+	var delegation func(*team.Config)
+	if b.delegation != nil {
+		delegation = b.delegation(hdr.ID)
+	}
 	built, err := rt.NewAgent(ctx, AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
 		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID, Rules: rules,
-		Documents: docs,
+		Documents: docs, Delegation: delegation,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build agent: %w", err)

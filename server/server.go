@@ -16,6 +16,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -165,7 +166,12 @@ type Server struct {
 	byRequest map[jsonrpc2.ID]*runState
 	byToken   map[string]*runState
 	ended     *endedRuns
-	tokenSeq  int64
+	// childRuns are the runs of delegated children (delegation.go).
+	childRuns map[string]team.Snapshot
+	// childSessions are the files of the delegated children's sessions
+	// seen so far, by session id (read-only transcripts).
+	childSessions map[string]string
+	tokenSeq      int64
 	// awaitingReply holds the request ids of long requests (prompts) whose
 	// answer has not been written yet; replyWG counts them.
 	awaitingReply map[jsonrpc2.ID]bool
@@ -185,6 +191,9 @@ func New(opts Options) *Server {
 		runs:       make(map[string]*runState),
 		byRequest:  make(map[jsonrpc2.ID]*runState),
 		byToken:    make(map[string]*runState),
+		childRuns:  make(map[string]team.Snapshot),
+
+		childSessions: make(map[string]string),
 
 		awaitingReply: make(map[jsonrpc2.ID]bool),
 		ended:         newEndedRuns(1024),
@@ -194,6 +203,7 @@ func New(opts Options) *Server {
 	s.docs = newDocuments(s)
 	if rb, ok := s.opts.backend.(runtimeBackend); ok {
 		rb.documents = s.docs.forWorkspace
+		rb.delegation = s.delegationFor
 		s.opts.backend = rb
 	}
 	return s

@@ -485,6 +485,9 @@ func (s *Server) sessionTranscript(ctx context.Context, _ *jsonrpc2.Request, raw
 	if p.Limit < 0 {
 		return nil, invalidParams("limit must not be negative")
 	}
+	if res, ok, err := s.childTranscript(p.SessionID, p.BeforeEntryID, p.Limit); ok {
+		return res, err
+	}
 	ss, err := s.openOrReuse(ctx, p.SessionID)
 	if err != nil {
 		return nil, err

@@ -78,6 +78,9 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 	case KindDelegatedUsage:
 		dl := r.Delegated
 		b = appendStrField(b, "child_session", dl.ChildSession)
+		// A child's uncertainty comes before its known subtotal, so no
+		// reader meets the subtotal without knowing it is one.
+		b = appendBoolField(b, "uncertain", dl.Uncertain)
 		b = append(appendKey(b, "usage"), '{')
 		mark := len(b)
 		b = appendUsage(b, &dl.Usage)
@@ -86,7 +89,6 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 			b = append(b[:mark], b[mark+1:]...)
 		}
 		b = append(b, '}')
-		b = appendBoolField(b, "uncertain", dl.Uncertain)
 	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
 		b = appendDispatchBody(b, r)
 	case KindTitle:

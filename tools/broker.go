@@ -135,7 +135,7 @@ type BrokerConfig struct {
 // (SetPolicy), taking effect at the next call's admission.
 type Broker struct {
 	launch          *policyState
-	state           atomic.Pointer[policyState]
+	state           *atomic.Pointer[policyState] // shared with delegation clones
 	approver        Approver
 	approvalTimeout time.Duration
 	hooks           []Hooks
@@ -146,7 +146,7 @@ type Broker struct {
 	redact          *Redactor
 	rules           RuleStore
 	confine         *Confinement
-	setMu           sync.Mutex // serializes SetPolicy
+	setMu           *sync.Mutex // serializes SetPolicy (shared with clones)
 }
 
 // policyState is the policy a call is admitted under, with its evidence
@@ -175,6 +175,8 @@ func NewBroker(cfg BrokerConfig) *Broker {
 	}
 	eff.EffectPolicy.Value = p
 	b := &Broker{
+		state:           new(atomic.Pointer[policyState]),
+		setMu:           new(sync.Mutex),
 		launch:          newPolicyState(eff),
 		approver:        cfg.Approver,
 		approvalTimeout: cfg.ApprovalTimeout,
@@ -248,6 +250,29 @@ func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
 	}
 	b.state.Store(newPolicyState(eff))
 	return eff, nil
+}
+
+// Clone returns the broker of a delegated child agent. It shares this
+// broker's policy and grant store: the launch policy, the live current
+// policy (a SetPolicy on either applies to both from their next
+// admission), the standing-approval rules and the grant store, and it has
+// the same hooks, limits, redactor and confinement switch. A child has
+// exactly its parent's authority, not an attenuated one. principal, when
+// non-empty, names the child in its intents; approver, when non-nil, asks
+// for the child's confirmations (so a prompt can name the child).
+func (b *Broker) Clone(principal string, approver Approver) *Broker {
+	c := &Broker{
+		launch: b.launch, state: b.state, setMu: b.setMu, approver: b.approver, approvalTimeout: b.approvalTimeout,
+		hooks: b.hooks, maxResult: b.maxResult, principal: b.principal,
+		grants: b.grants, log: b.log, redact: b.redact, rules: b.rules, confine: b.confine,
+	}
+	if principal != "" {
+		c.principal = principal
+	}
+	if approver != nil {
+		c.approver = approver
+	}
+	return c
 }
 
 // Grants returns the grant store, to share it with a clone.

@@ -301,6 +301,12 @@ func boundResult(r Result, limit int) Result {
 	if len(r.Text) <= limit {
 		return r
 	}
+	if r.Commit != nil {
+		// A cut result is not the one the tool produced: what it handed
+		// out is restored.
+		r.Commit(false)
+		r.Commit = nil
+	}
 	// The marker's digits depend on how much is cut; size it for the
 	// worst case (everything omitted), then cut.
 	// A limit too small for the marker keeps just the text.

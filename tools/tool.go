@@ -109,6 +109,13 @@ type Result struct {
 	// images kept in the change store (edit, write); nil for calls that
 	// changed no file.
 	Changes []changes.Record `json:"changes,omitempty"`
+	// Commit, when a tool sets it, is called once by the run loop: with
+	// true after the result was durably appended to the session whole,
+	// with false when it was not (cut by the result limit, not saved, the
+	// run ended first). A tool that hands out something consumable (a
+	// leased page of messages) commits or restores it here. It is never
+	// persisted.
+	Commit func(durable bool) `json:"-"`
 }
 
 // Tool is one callable capability. Implementations must be safe for

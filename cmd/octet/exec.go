@@ -146,6 +146,20 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	term := newTerminal()
 	defer term.stop()
 	ap.term = term
+	var render func(agent.Event)
+	endLine := func() {}
+	var jr *jsonRenderer
+	children := &childRenderer{term: term, notes: e.stderr, parent: sess.Header().ID, approver: ap}
+	if asJSON {
+		jr = &jsonRenderer{out: e.stdout, sessionID: sess.Header().ID}
+		render, children.jr = jr.event, jr
+	} else {
+		tr := newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal)
+		tr.result = func(callID string) *session.ToolResult { return findResult(sess, callID) }
+		render, endLine = tr.event, tr.endLine
+	}
+	children.endLine = func() { endLine() }
+	st.delegation = children.install
 	a, release, err := st.newAgent(sess, ap, nil)
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
@@ -155,16 +169,8 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start run: %w", err)
 	}
-	var render func(agent.Event)
-	endLine := func() {}
-	var jr *jsonRenderer
-	if asJSON {
-		jr = &jsonRenderer{out: e.stdout, sessionID: sess.Header().ID, runID: run.ID()}
-		render = jr.event
-	} else {
-		tr := newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal)
-		tr.result = func(callID string) *session.ToolResult { return findResult(sess, callID) }
-		render, endLine = tr.event, tr.endLine
+	if jr != nil {
+		jr.runID = run.ID()
 	}
 	ownTerminal(run.Events(), term, render, endLine)
 	res := run.Wait()

@@ -12,9 +12,11 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/session"
 )
 
 const lspUsage = "octet lsp [flags]   (speaks LSP + octet/* on stdin/stdout)"
@@ -226,6 +228,9 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 			return nil, err
 		}
 		st.model = m
+	}
+	if spec.Delegation != nil {
+		st.delegation = func(_ *session.Session, cfg *team.Config) { spec.Delegation(cfg) }
 	}
 	a, release, err := st.newAgent(spec.Session, spec.Approver, spec.Rules)
 	if err != nil {

@@ -34,6 +34,10 @@ func (p meteredNoRetry) PriceUsage(model string, u provider.Usage) (int64, bool)
 	return int64(c), ok
 }
 
+// CloneRetry implements agent.RetryCloner: the policy is stateless, and a
+// delegated child shares its budget.
+func (p meteredNoRetry) CloneRetry() agent.RetryPolicy { return p }
+
 // CheckCeiling reports the ceiling refusal the next request would get.
 func (p meteredNoRetry) CheckCeiling(model string, totals session.Totals) error {
 	return p.budget.Check(model, totals)

@@ -159,6 +159,21 @@ type jsonRenderer struct {
 	err       error
 }
 
+// line writes v as one JSON line (children's events).
+func (j *jsonRenderer) line(v any) {
+	if j.err != nil {
+		return
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		j.err = err
+		return
+	}
+	if _, err := j.out.Write(append(b, '\n')); err != nil {
+		j.err = err
+	}
+}
+
 func (j *jsonRenderer) event(ev agent.Event) {
 	if j.err != nil {
 		return

@@ -6,10 +6,12 @@ import (
 	"io"
 	"log/slog"
 	"net/url"
+	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
@@ -53,6 +55,9 @@ type stack struct {
 	confine *tools.Confinement
 	// ext are the MCP servers whose tools are in host.
 	ext *extensions
+	// delegation, when set, adds observers (events, status, approvals)
+	// to the team configuration of sess's children.
+	delegation func(sess *session.Session, cfg *team.Config)
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -267,12 +272,16 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 	if st.model.Reasoning && st.cfg.Reasoning.Value != "" {
 		reasoning = &provider.Reasoning{Effort: st.cfg.Reasoning.Value}
 	}
+	host, owner, err := st.delegationHost(sess)
+	if err != nil {
+		return nil, nil, err
+	}
 	tr, closeTransport := st.agentTransport()
-	a, err = agent.New(agent.Config{
+	cfg := agent.Config{
 		Session:      sess,
 		Transport:    tr,
 		Model:        st.model,
-		Host:         st.host,
+		Host:         host,
 		Broker:       broker,
 		Instructions: st.instructions(),
 		Reasoning:    reasoning,
@@ -280,15 +289,77 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		MaxTurns:     st.maxTurns,
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
-	})
+	}
+	if owner != nil {
+		cfg.RunEnd = owner.RunEnd
+	}
+	a, err = agent.New(cfg)
 	if err != nil {
 		closeTransport()
 		return nil, nil, err
 	}
+	if owner != nil {
+		owner.Bind(a)
+	}
 	unsubscribe := st.context.Subscribe(func(string) { a.SetInstructions(st.instructions()) })
 	// A reload between agent.New and Subscribe would otherwise be missed.
 	a.SetInstructions(st.instructions())
-	return a, func() { unsubscribe(); closeTransport() }, nil
+	return a, func() {
+		if owner != nil {
+			owner.Close()
+		}
+		unsubscribe()
+		closeTransport()
+	}, nil
+}
+
+// delegationHost is the root agent's tool host: the configured tools, plus
+// the subagents service's delegation tools when the launch policy admits
+// the Delegation effect (unsafe_host, ambient-authority compatibility
+// mode) and the tool allowlist is not narrowed (--tools, tools = [...]
+// name exactly the tools offered). Under the controlled policies they are
+// not offered at all. The
+// owner (nil without delegation) manages the run's children: their teams
+// live beside the session file, each child's agent gets its own
+// transport and a clone of the retry policy, and st.delegation observes
+// them.
+func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner, error) {
+	if st.cfg.ToolPolicy() != tools.UnsafeHost || st.cfg.Tools.Source != config.SourceDefault {
+		return st.host, nil, nil
+	}
+	var names []string
+	for _, tl := range st.host.Tools() {
+		names = append(names, tl.Name())
+	}
+	host, err := st.host.Filter(names)
+	if err != nil {
+		return nil, nil, err
+	}
+	tcfg := team.Config{
+		Dir:     filepath.Join(filepath.Dir(sess.Path()), "teams"),
+		Service: &team.ProductService,
+		Logger:  st.log,
+		NewAgent: func(cfg agent.Config) (*agent.Agent, func(), error) {
+			tr, closeTransport := st.agentTransport()
+			cfg.Transport = tr
+			a, err := agent.New(cfg)
+			if err != nil {
+				closeTransport()
+				return nil, nil, err
+			}
+			return a, closeTransport, nil
+		},
+	}
+	if st.delegation != nil {
+		st.delegation(sess, &tcfg)
+	}
+	owner := team.NewOwner(tcfg)
+	for _, tl := range team.ServiceTools(owner, names) {
+		if err := host.Register(tl); err != nil {
+			return nil, nil, fmt.Errorf("register delegation tools: %w", err)
+		}
+	}
+	return host, owner, nil
 }
 
 // newLogger logs to w at warn level (debug with OCTET_LOG=debug).

@@ -15,7 +15,9 @@
 //	... srv.Requests() // every request, decoded, Authorization redacted
 //
 // Each request (an HTTP POST to …/responses or a WebSocket response.create
-// frame) consumes exactly one turn, in order, whichever transport sent it.
+// frame) consumes exactly one turn, in order, whichever transport sent it;
+// a turn made with [Turn.ForRequestContaining] is skipped by requests that
+// do not contain its text (so concurrent agents can share one server).
 // When no turn is left the server answers 500 with code "script_exhausted".
 //
 // Healthy turns: [Text], [Reply] with [Message], [Reasoning],
@@ -205,12 +207,13 @@ func (s *Server) next(transport, method, path, remote string, h http.Header, raw
 	defer s.mu.Unlock()
 	s.reqs = append(s.reqs, r)
 	s.n++
-	if len(s.turns) == 0 {
-		return nil, s.n
+	for i, t := range s.turns {
+		if t.match == "" || bytes.Contains(raw, []byte(t.match)) {
+			s.turns = append(s.turns[:i:i], s.turns[i+1:]...)
+			return &t, s.n
+		}
 	}
-	t := s.turns[0]
-	s.turns = s.turns[1:]
-	return &t, s.n
+	return nil, s.n
 }
 
 var exhausted = Status(500, "server_error", "script_exhausted", "providertest: no scripted turn left")

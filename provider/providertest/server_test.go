@@ -153,3 +153,26 @@ func TestTurnBuilders(t *testing.T) {
 		t.Error("InvalidUTF8At produced valid UTF-8")
 	}
 }
+
+// TestForRequestContaining: a matched turn serves only requests carrying
+// its text; others take the next turn that fits.
+func TestForRequestContaining(t *testing.T) {
+	s := New(t)
+	s.Enqueue(Text("for root").ForRequestContaining("ROOT"), Text("for anyone"))
+	resp := post(t, s.URL(), `{"model":"child"}`)
+	if types := sseTypes(t, resp.Body); len(types) == 0 {
+		t.Fatal("no events")
+	}
+	if s.Pending() != 1 {
+		t.Fatalf("pending %d after an unmatched request", s.Pending())
+	}
+	resp = post(t, s.URL(), `{"model":"child"}`)
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 500 || !strings.Contains(string(b), "script_exhausted") {
+		t.Fatalf("a request without the text took the matched turn: %d %s", resp.StatusCode, b)
+	}
+	resp = post(t, s.URL(), `{"model":"m","input":"ROOT"}`)
+	if b, _ := io.ReadAll(resp.Body); !strings.Contains(string(b), "for root") || s.Pending() != 0 {
+		t.Fatalf("matched turn not served: %s", b)
+	}
+}

@@ -53,6 +53,7 @@ type Turn struct {
 	raw     bool
 	rawSSE  []byte
 	pace    time.Duration
+	match   string
 }
 
 // Output is one scripted output item; see [Message], [Reasoning],
@@ -220,6 +221,10 @@ func (t Turn) WithHeader(key, value string) Turn {
 
 // WithRetryAfter adds a Retry-After header (seconds or an HTTP-date).
 func (t Turn) WithRetryAfter(v string) Turn { return t.WithHeader("Retry-After", v) }
+
+// ForRequestContaining makes the turn serve only a request whose raw body
+// contains s; requests without it take the next turn that fits.
+func (t Turn) ForRequestContaining(s string) Turn { t.match = s; return t }
 
 // Pace waits d before each frame (virtual time under testing/synctest with
 // the in-process RoundTripper), for slow but healthy bodies.

@@ -1,0 +1,933 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// Status is an agent's state as the protocol's agent_updated names it.
+type Status string
+
+// Agent statuses.
+const (
+	StatusPending Status = "pending"
+	StatusRunning Status = "running"
+	// StatusIdle is a child of a generic team (Config.Native) whose run
+	// completed: it keeps its context and takes a follow-up task.
+	StatusIdle      Status = "idle"
+	StatusCompleted Status = "completed"
+	StatusFailed    Status = "failed"
+	StatusCancelled Status = "cancelled"
+)
+
+// Active reports whether s still holds a concurrency slot.
+func (s Status) Active() bool { return s == StatusPending || s == StatusRunning }
+
+// SettleTimeout is how long a shutdown waits for descendants to settle.
+const SettleTimeout = 2 * time.Second
+
+// Errors callers branch on.
+var (
+	// ErrShutdown refuses work after the team shut down.
+	ErrShutdown = errors.New("delegation: the team has shut down")
+	// ErrUnknownAgent names no child of the caller.
+	ErrUnknownAgent = errors.New("delegation: no such child agent")
+)
+
+// PersistenceError is the diagnostic of a team whose provenance could not
+// be written: it rejects new work and has cancelled every worker.
+type PersistenceError struct{ Err error }
+
+func (e *PersistenceError) Error() string {
+	return "delegation stopped: its provenance could not be written (" + e.Err.Error() + "); every child agent was cancelled and no new one is started"
+}
+
+func (e *PersistenceError) Unwrap() error { return e.Err }
+
+// Config configures a team. Root and Dir are required.
+type Config struct {
+	// Root is the owning agent; its session is the owner.
+	Root *agent.Agent
+	// RunID is the owning run (recorded in team_started).
+	RunID string
+	// Dir holds team directories (created 0700 when missing).
+	Dir string
+	// Limits bound the team (zero value: DefaultLimits); they must pass
+	// Limits.Validate.
+	Limits Limits
+	// Service, when set, adds a service's stricter bounds; its children
+	// sit exactly one level below the root.
+	Service *Service
+	// Native gives children of a generic team (Service nil) the native
+	// tools (NativeTools) bound to themselves.
+	Native bool
+	// NewAgent builds a child's agent from its inherited configuration
+	// (Session, Broker, Host and Principal filled in); the host replaces
+	// what is per agent (its transport). release, if non-nil, is called
+	// when the child is done. Nil: agent.New.
+	NewAgent func(cfg agent.Config) (a *agent.Agent, release func(), err error)
+	// Approver, when set, returns the approver of a child's broker (so a
+	// prompt names the child); nil keeps the parent's.
+	Approver func(child Snapshot) tools.Approver
+	// OnUpdate observes every status change after it is durable.
+	OnUpdate func(Snapshot)
+	// OnEvent observes each child run event, in order; it paces the child.
+	OnEvent func(child Snapshot, ev agent.Event)
+	// Logger receives diagnostics (nil: discarded).
+	Logger *slog.Logger
+}
+
+// Snapshot is an agent's state as list and wait report it.
+type Snapshot struct {
+	ID, Path, ParentID string
+	// SessionID is the child's session; SessionPath its file (for a host
+	// that shows it, never for the model).
+	SessionID, SessionPath string
+	Depth                  int
+	Status                 Status
+	Task                   string
+	// Final is the child's last answer (set once it ended).
+	Final string
+	// Error explains a failure.
+	Error string
+	// Tools is the child's tool scope.
+	Tools []string
+	// Usage is the child's known usage; Uncertain marks it a subtotal.
+	Usage     session.Usage
+	Uncertain bool
+	// Policy and Provenance describe its authority.
+	Policy     tools.EffectiveToolPolicy
+	Provenance Orchestration
+
+	team *Team
+}
+
+// Interrupt interrupts the child on behalf of its parent (an editor's
+// cancel of the child's run): only this child and its descendants stop.
+func (s Snapshot) Interrupt() error {
+	if s.team == nil || s.ParentID == "" {
+		return ErrUnknownAgent
+	}
+	_, err := s.team.Interrupt(s.ParentID, s.ID)
+	return err
+}
+
+// node is one agent of the team (the root is node "root").
+type node struct {
+	id, path string
+	parent   *node
+	depth    int
+	task     string
+	scope    []string
+	narrowed bool
+	agent    *agent.Agent
+	broker   *tools.Broker
+	host     *tools.Host
+	sess     *session.Session
+	release  func()
+	ctx      context.Context
+	cancel   context.CancelFunc
+	status   Status
+	final    string
+	errText  string
+	done     chan struct{} // closed once the child's run ended and its status is durable
+	children []*node
+	reserved int // children being spawned
+	usage    session.Totals
+	settled  bool
+	run      *agent.Run // the child's run once started
+	sent     []int      // sizes of the messages sent to it, in order
+	box      *mailbox   // messages to this agent
+	// runCtx is the current run's context: the node's children derive
+	// from it, so the end of each run stops them.
+	runCtx    context.Context
+	runCancel context.CancelFunc
+	finishing bool // an idle child is being ended for good
+}
+
+// Team is one owning run's delegation state.
+type Team struct {
+	cfg    Config
+	lim    Limits
+	id     string
+	dir    *teamDir
+	ctx    context.Context
+	cancel context.CancelFunc
+	sem    chan struct{} // child concurrency slots (Concurrent-1)
+	waits  chan struct{} // concurrent wait slots (Total)
+	log    *slog.Logger
+
+	mu     sync.Mutex
+	root   *node
+	nodes  map[string]*node
+	order  []*node
+	total  int // agents started or being started, the root included
+	seq    int
+	failed error
+	closed bool
+	// wg counts reserved spawns and running children; Shutdown waits on it.
+	wg sync.WaitGroup
+}
+
+// Start activates a team: its private directory and journal, with
+// team_started durable.
+func Start(cfg Config) (*Team, error) {
+	if cfg.Root == nil || cfg.Dir == "" {
+		return nil, errors.New("delegation: Config.Root and Config.Dir are required")
+	}
+	lim := cfg.Limits
+	if lim == (Limits{}) {
+		lim = DefaultLimits
+	}
+	if err := lim.Validate(); err != nil {
+		return nil, err
+	}
+	owner := cfg.Root.Session().Header().ID
+	id := "team_" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	d, err := activate(cfg.Dir, Record{Kind: KindTeamStarted, Time: now(), Team: id, Owner: owner, RunID: cfg.RunID})
+	if err != nil {
+		return nil, fmt.Errorf("delegation: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t := &Team{
+		cfg: cfg, lim: lim, id: id, dir: d, ctx: ctx, cancel: cancel,
+		sem: make(chan struct{}, lim.Concurrent-1), waits: make(chan struct{}, lim.Total),
+		log: cfg.Logger, nodes: map[string]*node{}, total: 1,
+	}
+	if t.log == nil {
+		t.log = slog.New(slog.DiscardHandler)
+	}
+	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, runCtx: ctx, runCancel: cancel, status: StatusRunning, done: make(chan struct{}), box: newMailbox()}
+	t.nodes["root"] = t.root
+	return t, nil
+}
+
+func now() time.Time { return time.Now().UTC() }
+
+// Dir returns the team directory's path.
+func (t *Team) Dir() string { return t.dir.path }
+
+// Err returns the persistence diagnostic of a failed team, or nil.
+func (t *Team) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.failed
+}
+
+// record appends rec durably; a failure stops the team.
+func (t *Team) record(rec Record) error {
+	rec.Time = now()
+	if err := t.dir.j.append(rec); err != nil {
+		return t.fail(err)
+	}
+	return nil
+}
+
+// recordLocked is record for a caller holding t.mu.
+func (t *Team) recordLocked(rec Record) error {
+	rec.Time = now()
+	if err := t.dir.j.append(rec); err != nil {
+		t.failLocked(err)
+		t.cancel()
+		return t.failed
+	}
+	return nil
+}
+
+// fail records the persistence diagnostic, rejects new work and cancels
+// every worker. It returns the diagnostic.
+func (t *Team) fail(err error) error {
+	t.mu.Lock()
+	t.failLocked(err)
+	perr := t.failed
+	t.mu.Unlock()
+	t.cancel()
+	return perr
+}
+
+// failLocked records the first persistence failure (t.mu held).
+func (t *Team) failLocked(err error) {
+	if t.failed == nil {
+		t.failed = &PersistenceError{Err: err}
+		t.log.Error("delegation: provenance failed; cancelling every child", "team", t.id, "err", err)
+	}
+}
+
+// SpawnRequest is one child to start.
+type SpawnRequest struct {
+	// Parent is the spawning agent's id ("root" for the root).
+	Parent string
+	// Task is the child's first prompt (at most MaxTextBytes).
+	Task string
+	// Tools narrows the child's tool scope to these standard tools
+	// (empty: the parent's standard tools).
+	Tools []string
+}
+
+// Spawn starts a child of req.Parent. Every bound is checked before
+// anything is written; the spawn record is durable before the child is
+// visible or started.
+func (t *Team) Spawn(req SpawnRequest) (Snapshot, error) {
+	if strings.TrimSpace(req.Task) == "" {
+		return Snapshot{}, errors.New("delegation: the task is empty")
+	}
+	if len(req.Task) > MaxTextBytes || !utf8.ValidString(req.Task) {
+		return Snapshot{}, &LimitError{Limit: "text", Max: MaxTextBytes}
+	}
+	parent, err := t.reserve(req.Parent)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	n, err := t.build(parent, req)
+	if err != nil {
+		t.unreserve(parent)
+		return Snapshot{}, err
+	}
+	snap := t.snapshotOf(n)
+	rec := Record{Kind: KindAgentSpawned, Agent: n.id, Path: n.path, Parent: parent.id, Session: n.sess.Header().ID, Depth: n.depth, Task: n.task, Tools: n.scope, Policy: &snap.Policy, Provenance: &snap.Provenance}
+	if err := t.record(rec); err != nil {
+		t.discard(n)
+		t.unreserve(parent)
+		return Snapshot{}, err
+	}
+	t.publish(parent, n)
+	go t.drive(n)
+	return snap, nil
+}
+
+// reserve checks every bound for one more child of parentID and holds its
+// slot (concurrency semaphore, total, per-parent count).
+func (t *Team) reserve(parentID string) (*node, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.failed != nil {
+		return nil, t.failed
+	}
+	if t.closed {
+		return nil, ErrShutdown
+	}
+	parent, ok := t.nodes[parentID]
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, parentID)
+	}
+	if !parent.status.Active() {
+		return nil, fmt.Errorf("delegation: agent %s has ended and cannot spawn", parent.path)
+	}
+	maxDepth := t.lim.Depth
+	if t.cfg.Service != nil {
+		maxDepth = 1
+	}
+	if parent.depth+1 > maxDepth {
+		return nil, &LimitError{Limit: "depth", Max: maxDepth}
+	}
+	if t.total >= t.lim.Total {
+		return nil, &LimitError{Limit: "total", Max: t.lim.Total}
+	}
+	if s := t.cfg.Service; s != nil {
+		active := parent.reserved
+		for _, c := range parent.children {
+			if c.status.Active() {
+				active++
+			}
+		}
+		if active >= s.ActivePerParent {
+			return nil, &LimitError{Limit: "active_per_parent", Max: s.ActivePerParent}
+		}
+		if len(t.order)+t.reservedLocked() >= s.RetainedPerOwner {
+			return nil, &LimitError{Limit: "retained_per_owner", Max: s.RetainedPerOwner}
+		}
+	}
+	select {
+	case t.sem <- struct{}{}:
+	default:
+		return nil, &LimitError{Limit: "concurrent", Max: t.lim.Concurrent}
+	}
+	t.total++
+	parent.reserved++
+	t.wg.Add(1) // under t.mu before closed is set: Shutdown's Wait covers it
+	return parent, nil
+}
+
+func (t *Team) reservedLocked() int {
+	n := 0
+	for _, x := range t.nodes {
+		n += x.reserved
+	}
+	return n
+}
+
+// unreserve gives back a reservation whose spawn failed.
+func (t *Team) unreserve(parent *node) {
+	t.mu.Lock()
+	t.total--
+	parent.reserved--
+	t.mu.Unlock()
+	<-t.sem
+	t.wg.Done()
+}
+
+// build makes the child's session, broker, tools and agent. Nothing of it
+// is visible yet.
+func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
+	scope, narrowed, err := childScope(parent.agent, req.Tools)
+	if err != nil {
+		return nil, err
+	}
+	t.mu.Lock()
+	t.seq++
+	seq := t.seq
+	t.mu.Unlock()
+	name := "worker" + strconv.Itoa(seq)
+	n := &node{id: name, path: parent.path + "/" + name, parent: parent, depth: parent.depth + 1, task: req.Task, scope: scope, narrowed: narrowed, status: StatusPending, done: make(chan struct{}), box: newMailbox()}
+	inherited, err := parent.agent.Inherit()
+	if err != nil {
+		return nil, fmt.Errorf("delegation: %w", err)
+	}
+	n.sess, err = session.Create(t.dir.path, session.Header{Cwd: parent.sess.Header().Cwd, Title: title(n.path, req.Task)})
+	if err != nil {
+		return nil, fmt.Errorf("delegation: create the child session: %w", err)
+	}
+	principal := t.root.sess.Header().ID + "/" + n.path
+	var approver tools.Approver
+	if t.cfg.Approver != nil {
+		approver = t.cfg.Approver(t.snapshotOf(n))
+	}
+	n.broker = parent.broker.Clone(principal, approver)
+	if n.host, err = t.childHost(n); err != nil {
+		t.discard(n)
+		return nil, err
+	}
+	inherited.Session, inherited.Broker, inherited.Host, inherited.Principal = n.sess, n.broker, n.host, principal
+	newAgent := t.cfg.NewAgent
+	if newAgent == nil {
+		newAgent = func(cfg agent.Config) (*agent.Agent, func(), error) {
+			a, err := agent.New(cfg)
+			return a, nil, err
+		}
+	}
+	if n.agent, n.release, err = newAgent(inherited); err != nil {
+		t.discard(n)
+		return nil, fmt.Errorf("delegation: build the child agent: %w", err)
+	}
+	t.mu.Lock()
+	pctx := parent.runCtx
+	t.mu.Unlock()
+	n.ctx, n.cancel = context.WithCancel(pctx)
+	return n, nil
+}
+
+// childScope resolves the child's tool names: the parent's standard tools,
+// narrowed by want (each of which the parent must have).
+func childScope(parent *agent.Agent, want []string) (scope []string, narrowed bool, err error) {
+	have := func(name string) bool {
+		_, ok := parent.Host().Lookup(name)
+		return ok
+	}
+	for _, s := range StandardTools {
+		if have(s) {
+			scope = append(scope, s)
+		}
+	}
+	if len(want) == 0 {
+		return scope, false, nil
+	}
+	var out []string
+	for _, w := range want {
+		if !slices.Contains(scope, w) {
+			return nil, false, fmt.Errorf("delegation: tool %q is not in the parent's standard tools (%s)", w, strings.Join(scope, ", "))
+		}
+		if !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	}
+	return out, len(out) < len(scope), nil
+}
+
+// childHost is the child's tool host: its scope of the parent's tools,
+// plus message_parent, or with Config.Native the native tools bound to it
+// (spawn_agent and the rest only while depth remains).
+func (t *Team) childHost(n *node) (*tools.Host, error) {
+	h, err := n.parent.agent.Host().Filter(n.scope)
+	if err != nil {
+		return nil, fmt.Errorf("delegation: child tools: %w", err)
+	}
+	extra := []tools.Tool{messageParentTool{team: t, id: n.id}}
+	if t.cfg.Native && t.cfg.Service == nil {
+		extra = nativeTools(boundTo(t, n.id), standardEnum(n.scope), n.depth < t.lim.Depth)
+	}
+	for _, tl := range extra {
+		if err := h.Register(tl); err != nil {
+			return nil, fmt.Errorf("delegation: child tools: %w", err)
+		}
+	}
+	return h, nil
+}
+
+// discard removes a child that was built but never published.
+func (t *Team) discard(n *node) {
+	if n.release != nil {
+		n.release()
+	}
+	if n.sess != nil {
+		path := n.sess.Path()
+		_ = n.sess.Close()
+		_ = os.Remove(path)
+	}
+}
+
+// publish makes a recorded child visible.
+func (t *Team) publish(parent, n *node) {
+	t.mu.Lock()
+	parent.reserved--
+	parent.children = append(parent.children, n)
+	t.nodes[n.id] = n
+	t.order = append(t.order, n)
+	t.mu.Unlock()
+	t.notify(n)
+}
+
+// notify reports n's state to OnUpdate.
+func (t *Team) notify(n *node) {
+	if t.cfg.OnUpdate != nil {
+		t.cfg.OnUpdate(t.snapshot(n))
+	}
+}
+
+// transition makes status durable, then visible.
+func (t *Team) transition(n *node, st Status, detail string) error {
+	if err := t.record(Record{Kind: KindAgentStatus, Agent: n.id, Path: n.path, Status: string(st), Text: bound(detail)}); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	n.status = st
+	t.mu.Unlock()
+	t.notify(n)
+	return nil
+}
+
+// drive runs the child's task (its owner goroutine).
+func (t *Team) drive(n *node) {
+	defer t.wg.Done()
+	defer func() { <-t.sem }()
+	st, detail := t.run(n)
+	t.mu.Lock()
+	idle := st == StatusCompleted && t.cfg.Native && t.cfg.Service == nil && !t.closed
+	t.mu.Unlock()
+	n.runCancel() // whatever ended the run (completion, failure) stops the child's descendants
+	if !idle {
+		n.cancel()
+	}
+	totals := n.sess.Totals()
+	final := lastAnswer(n.sess)
+	t.mu.Lock()
+	n.final, n.usage, n.settled = final, totals, true
+	if st == StatusFailed {
+		n.errText = detail
+	}
+	t.mu.Unlock()
+	shown := st
+	if idle {
+		shown = StatusIdle
+	}
+	if err := t.transition(n, shown, detail); err != nil {
+		// The team has failed and said so; the child did end.
+		t.mu.Lock()
+		n.status = shown
+		t.mu.Unlock()
+	}
+	n.parent.box.post(n.path, statusNote(st, detail), true)
+	t.mu.Lock()
+	close(n.done)
+	t.mu.Unlock()
+	if !idle {
+		t.closeNode(n)
+	}
+}
+
+// closeNode releases a child that is done for good.
+func (t *Team) closeNode(n *node) {
+	if n.release != nil {
+		n.release()
+	}
+	_ = n.sess.Close()
+}
+
+// finishIdle ends an idle child for good with status st (shutdown,
+// interrupt); it reports false when n is not idle.
+func (t *Team) finishIdle(n *node, st Status) bool {
+	t.mu.Lock()
+	if n.status != StatusIdle || n.finishing {
+		t.mu.Unlock()
+		return false
+	}
+	n.finishing = true
+	t.mu.Unlock()
+	n.cancel()
+	if err := t.transition(n, st, ""); err != nil {
+		t.mu.Lock()
+		n.status = st
+		t.mu.Unlock()
+	}
+	t.closeNode(n)
+	return true
+}
+
+// followable reports why n cannot take a follow-up now (t.mu held).
+func (t *Team) followable(n *node) error {
+	switch {
+	case t.failed != nil:
+		return t.failed
+	case t.closed:
+		return ErrShutdown
+	case n.status.Active():
+		return fmt.Errorf("delegation: %s is busy (%s); send it a message instead", n.path, n.status)
+	case n.status != StatusIdle || n.finishing:
+		return fmt.Errorf("delegation: %s has ended (%s) and takes no new task; start a new child", n.path, n.status)
+	}
+	return nil
+}
+
+// Followup gives an idle child (Config.Native) a new task in its own
+// context. The child is reserved as pending before anything is
+// published, so concurrent follow-ups cannot start overlapping runs; a
+// child that is running takes messages (Send) instead, one that ended
+// takes nothing.
+func (t *Team) Followup(callerID, agentID, task string) (Snapshot, error) {
+	if strings.TrimSpace(task) == "" {
+		return Snapshot{}, errors.New("delegation: the task is empty")
+	}
+	if len(task) > MaxTextBytes || !utf8.ValidString(task) {
+		return Snapshot{}, &LimitError{Limit: "text", Max: MaxTextBytes}
+	}
+	n, err := t.descendant(callerID, agentID)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	t.mu.Lock()
+	if err := t.followable(n); err != nil {
+		t.mu.Unlock()
+		return Snapshot{}, err
+	}
+	select {
+	case t.sem <- struct{}{}:
+	default:
+		t.mu.Unlock()
+		return Snapshot{}, &LimitError{Limit: "concurrent", Max: t.lim.Concurrent}
+	}
+	prevTask := n.task
+	n.status, n.task, n.settled, n.final = StatusPending, task, false, ""
+	n.done = make(chan struct{})
+	t.wg.Add(1)
+	t.mu.Unlock()
+	if err := t.record(Record{Kind: KindAgentStatus, Agent: n.id, Path: n.path, Status: string(StatusPending), Task: task, From: t.pathOf(callerID)}); err != nil {
+		t.mu.Lock()
+		n.status, n.task, n.settled = StatusIdle, prevTask, true
+		close(n.done)
+		t.mu.Unlock()
+		<-t.sem
+		t.wg.Done()
+		return Snapshot{}, err
+	}
+	t.notify(n)
+	go t.drive(n)
+	return t.snapshot(n), nil
+}
+
+// run starts the child's run and waits for it.
+func (t *Team) run(n *node) (Status, string) {
+	t.mu.Lock()
+	n.runCtx, n.runCancel = context.WithCancel(n.ctx)
+	ctx, task := n.runCtx, n.task
+	t.mu.Unlock()
+	if err := t.transition(n, StatusRunning, ""); err != nil {
+		return StatusCancelled, err.Error()
+	}
+	if ctx.Err() != nil {
+		return StatusCancelled, "cancelled before it started"
+	}
+	r, err := n.agent.Prompt(ctx, task, agent.PromptOptions{})
+	if err != nil {
+		return StatusFailed, err.Error()
+	}
+	t.mu.Lock()
+	n.run = r
+	t.mu.Unlock()
+	for ev := range r.Events() {
+		if t.cfg.OnEvent != nil {
+			t.cfg.OnEvent(t.snapshot(n), ev)
+		}
+	}
+	res := r.Wait()
+	switch res.Outcome {
+	case agent.OutcomeCompleted:
+		return StatusCompleted, ""
+	case agent.OutcomeCancelled:
+		return StatusCancelled, ""
+	case agent.OutcomeMaxTurns:
+		return StatusFailed, "the child reached its turn limit"
+	}
+	if res.Err != nil {
+		return StatusFailed, res.Err.Error()
+	}
+	return StatusFailed, "the child's run failed"
+}
+
+// pathOf is the ancestry path of agent id ("root" for the root).
+func (t *Team) pathOf(id string) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if n, ok := t.nodes[id]; ok {
+		return n.path
+	}
+	return id
+}
+
+// Interrupt cancels a descendant of callerID and, with it, its own
+// descendants. The request is durable first.
+func (t *Team) Interrupt(callerID, agentID string) (Snapshot, error) {
+	n, err := t.descendant(callerID, agentID)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	if err := t.record(Record{Kind: KindInterruptRequested, Agent: n.id, Path: n.path}); err != nil {
+		return Snapshot{}, err
+	}
+	n.cancel()
+	t.finishIdle(n, StatusCancelled)
+	return t.snapshot(n), nil
+}
+
+// descendant finds agentID below callerID.
+func (t *Team) descendant(callerID, agentID string) (*node, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n, ok := t.nodes[agentID]
+	if ok {
+		for p := n.parent; p != nil; p = p.parent {
+			if p.id == callerID {
+				return n, nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("%w %q below %s", ErrUnknownAgent, agentID, callerID)
+}
+
+// List returns the caller's descendants in spawn order.
+func (t *Team) List(callerID string) []Snapshot {
+	t.mu.Lock()
+	var ns []*node
+	for _, n := range t.order {
+		for p := n.parent; p != nil; p = p.parent {
+			if p.id == callerID {
+				ns = append(ns, n)
+				break
+			}
+		}
+	}
+	t.mu.Unlock()
+	out := make([]Snapshot, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, t.snapshot(n))
+	}
+	return out
+}
+
+// Wait blocks until every named child of callerID (all its children when
+// ids is empty) has ended, a direct message for callerID is in its
+// mailbox, timeout passes or ctx ends, and returns the children's
+// snapshots. Waits are bounded by the total-agent limit.
+func (t *Team) Wait(ctx context.Context, callerID string, ids []string, timeout time.Duration) ([]Snapshot, error) {
+	select {
+	case t.waits <- struct{}{}:
+	default:
+		return nil, &LimitError{Limit: "waits", Max: t.lim.Total}
+	}
+	defer func() { <-t.waits }()
+	var targets []*node
+	if len(ids) == 0 {
+		t.mu.Lock()
+		if c, ok := t.nodes[callerID]; ok {
+			targets = slices.Clone(c.children)
+		}
+		t.mu.Unlock()
+	}
+	for _, id := range ids {
+		n, err := t.descendant(callerID, id)
+		if err != nil {
+			return nil, err
+		}
+		targets = append(targets, n)
+	}
+	t.mu.Lock()
+	caller, ok := t.nodes[callerID]
+	t.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("%w %q", ErrUnknownAgent, callerID)
+	}
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	t.mu.Lock()
+	dones := make([]chan struct{}, len(targets))
+	for i, n := range targets {
+		dones[i] = n.done
+	}
+	t.mu.Unlock()
+	for _, done := range dones {
+		for waiting := true; waiting; {
+			mail, has := caller.box.wake(true)
+			if has { // a message for the caller ends the wait early
+				return t.snapshots(targets), nil
+			}
+			select {
+			case <-done:
+				waiting = false
+			case <-mail:
+			case <-timer.C:
+				return t.snapshots(targets), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}
+	return t.snapshots(targets), nil
+}
+
+func (t *Team) snapshots(ns []*node) []Snapshot {
+	out := make([]Snapshot, 0, len(ns))
+	for _, n := range ns {
+		out = append(out, t.snapshot(n))
+	}
+	return out
+}
+
+// snapshot reads n under the team lock.
+func (t *Team) snapshot(n *node) Snapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.snapshotOf(n)
+}
+
+// snapshotOf describes n (caller holds t.mu or owns n exclusively).
+func (t *Team) snapshotOf(n *node) Snapshot {
+	s := Snapshot{ID: n.id, Path: n.path, Depth: n.depth, Status: n.status, Task: n.task, Final: n.final, Error: n.errText, Tools: slices.Clone(n.scope), team: t}
+	if n.parent != nil {
+		s.ParentID = n.parent.id
+	}
+	if n.sess != nil {
+		s.SessionID, s.SessionPath = n.sess.Header().ID, n.sess.Path()
+	}
+	if n.settled {
+		s.Usage, s.Uncertain = n.usage.Own, n.usage.Uncertain
+	}
+	if n.broker != nil {
+		s.Policy = n.broker.EffectiveToolPolicy()
+	}
+	s.Provenance = Orchestration{
+		Sandbox: ParentInherited, EffectPolicy: ParentInherited, ApprovalAuthority: ParentInherited,
+		Environment: ParentInherited, WorkingDirectory: ParentInherited, ExtensionTrust: ParentInherited,
+		ToolScope: ParentInherited, ExecutionLimits: ParentInherited,
+	}
+	if n.narrowed {
+		s.Provenance.ToolScope = ChildOverride
+	}
+	return s
+}
+
+// Shutdown ends the team: it rejects new work, cancels every worker, waits
+// up to settle for the descendants to end, records team_shutdown and
+// returns one delegated-usage record per child for the root session (a
+// child still running is mirrored with its known subtotal, uncertain).
+func (t *Team) Shutdown(ctx context.Context, runID string, settle time.Duration) []session.Record {
+	t.mu.Lock()
+	t.closed = true
+	t.mu.Unlock()
+	t.cancel()
+	allDone := make(chan struct{})
+	go func() { t.wg.Wait(); close(allDone) }()
+	timer := time.NewTimer(settle)
+	defer timer.Stop()
+	select {
+	case <-allDone:
+	case <-timer.C:
+	case <-ctx.Done():
+	}
+	t.mu.Lock()
+	ns := slices.Clone(t.order)
+	t.mu.Unlock()
+	for _, n := range ns {
+		t.finishIdle(n, StatusCompleted)
+	}
+	recs := make([]session.Record, 0, len(ns))
+	for _, n := range ns {
+		recs = append(recs, session.DelegatedRecord(t.mirror(n, runID)))
+	}
+	_ = t.record(Record{Kind: KindTeamShutdown, Text: fmt.Sprintf("%d child agent(s)", len(ns))})
+	go func() { <-allDone; _ = t.dir.close() }()
+	return recs
+}
+
+// mirror is n's delegated-usage record: its settled own usage, or the
+// known subtotal of a child that did not settle, marked uncertain.
+func (t *Team) mirror(n *node, runID string) session.DelegatedUsage {
+	t.mu.Lock()
+	settled, totals := n.settled, n.usage
+	t.mu.Unlock()
+	if !settled {
+		totals = n.sess.Totals()
+		totals.Uncertain = true
+	}
+	u := totals.Own
+	u.RunID, u.Operation, u.Model = runID, "delegated", n.agent.Model().Name
+	u.RequestID = ""
+	return session.DelegatedUsage{ChildSession: n.sess.Header().ID, Usage: u, Uncertain: totals.Uncertain}
+}
+
+// title is a child session's title.
+func title(path, task string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(task), "\n")
+	const max = 80
+	if len(line) > max {
+		i := max
+		for i > 0 && !utf8.RuneStart(line[i]) {
+			i--
+		}
+		line = line[:i] + "…"
+	}
+	return path + ": " + line
+}
+
+// bound cuts s to MaxTextBytes on a rune boundary.
+func bound(s string) string { return clipText(s, MaxTextBytes) }
+
+// lastAnswer is the text of the session's last assistant entry.
+func lastAnswer(s *session.Session) string {
+	br := s.Branch()
+	for i := len(br) - 1; i >= 0; i-- {
+		if br[i].Type != session.EntryAssistant {
+			continue
+		}
+		var b strings.Builder
+		for _, it := range br[i].Items {
+			if it.Type == session.ItemText {
+				b.WriteString(it.Text)
+			}
+		}
+		if b.Len() > 0 {
+			return b.String()
+		}
+	}
+	return ""
+}

@@ -1,0 +1,221 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"unicode/utf8"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// children connects the delegated child agents of one root session to
+// the editor: each child's run events go out as octet/event with the
+// child's own sessionId and runId plus parentSessionId and agentPath (a
+// seq of their own, not kept for resume); every status change reaches the
+// root session's stream as agent_updated; a child's approvals go through
+// the root session's approver naming the child (agentPath,
+// childSessionId); octet/cancel on a child's run interrupts that child
+// only.
+type children struct {
+	s    *Server
+	root string // the root session id
+
+	mu   sync.Mutex
+	seq  map[string]int64  // by child session id
+	runs map[string]string // child agent id → its current run id
+}
+
+// delegationFor returns the hook a runtime installs in the team
+// configuration of the root session rootID.
+func (s *Server) delegationFor(rootID string) func(*team.Config) {
+	return func(cfg *team.Config) {
+		c := &children{s: s, root: rootID, seq: map[string]int64{}, runs: map[string]string{}}
+		cfg.OnEvent = c.event
+		cfg.OnUpdate = c.updated
+		cfg.Approver = c.approver
+	}
+}
+
+// rootSession returns the open root session, or nil.
+func (c *children) rootSession() *sessionState {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	return c.s.sessions[c.root]
+}
+
+// event forwards one child run event.
+func (c *children) event(child team.Snapshot, ev agent.Event) {
+	body, err := agent.MarshalEvent(ev)
+	if err != nil {
+		body = mustJSON(map[string]string{"kind": ev.Kind(), "error": err.Error()})
+	}
+	c.mu.Lock()
+	if rs, ok := ev.(*agent.RunStarted); ok {
+		c.runs[child.ID] = rs.RunID
+		c.s.mu.Lock()
+		c.s.childRuns[rs.RunID] = child
+		c.s.mu.Unlock()
+	}
+	runID := c.runs[child.ID]
+	c.seq[child.SessionID]++
+	seq := c.seq[child.SessionID]
+	c.mu.Unlock()
+	if _, fin := ev.(*agent.RunFinished); fin {
+		defer func() {
+			c.s.mu.Lock()
+			delete(c.s.childRuns, runID)
+			c.s.mu.Unlock()
+			c.s.ended.add(runID)
+		}()
+	}
+	ss := c.rootSession()
+	if ss == nil {
+		return
+	}
+	c.s.mu.Lock()
+	send := c.s.caps.sendEvents
+	c.s.mu.Unlock()
+	if send {
+		c.s.notify("octet/event", childEnvelope(child, runID, ss, seq, body))
+	}
+}
+
+// childEnvelope is an octet/event of a child: the root's envelope fields
+// for the child's session and run, plus parentSessionId and agentPath.
+func childEnvelope(child team.Snapshot, runID string, root *sessionState, seq int64, body json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(body)+200)
+	b = append(b, `{"sessionId":`...)
+	b = appendJSONString(b, child.SessionID)
+	b = append(b, `,"runId":`...)
+	b = appendJSONString(b, runID)
+	b = append(b, `,"epoch":`...)
+	b = appendJSONString(b, root.epoch)
+	b = append(b, `,"seq":`...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"parentSessionId":`...)
+	b = appendJSONString(b, root.id)
+	b = append(b, `,"agentPath":`...)
+	b = appendJSONString(b, child.Path)
+	b = append(b, `,"event":`...)
+	b = append(b, body...)
+	return append(b, '}')
+}
+
+// agentUpdated is the agent_updated event body.
+type agentUpdated struct {
+	Kind      string      `json:"kind"`
+	AgentID   string      `json:"agentId"`
+	AgentPath string      `json:"agentPath"`
+	SessionID string      `json:"sessionId"`
+	Status    string      `json:"status"`
+	Task      string      `json:"task,omitempty"`
+	Error     string      `json:"error,omitempty"`
+	Usage     *agentUsage `json:"usage,omitempty"`
+}
+
+// agentUsage is a settled child's known usage.
+type agentUsage struct {
+	Input           int64 `json:"input"`
+	CachedInput     int64 `json:"cachedInput"`
+	Output          int64 `json:"output"`
+	Reasoning       int64 `json:"reasoning"`
+	CostPicodollars int64 `json:"costPicodollars"`
+	Complete        bool  `json:"complete"`
+}
+
+// updated sends agent_updated on the root session's stream.
+func (c *children) updated(child team.Snapshot) {
+	c.s.mu.Lock()
+	c.s.childSessions[child.SessionID] = child.SessionPath
+	c.s.mu.Unlock()
+	ss := c.rootSession()
+	if ss == nil {
+		return
+	}
+	ev := agentUpdated{Kind: "agent_updated", AgentID: child.ID, AgentPath: child.Path, SessionID: child.SessionID, Status: string(child.Status), Task: clip(child.Task, 200), Error: clip(child.Error, 500)}
+	if !child.Status.Active() {
+		u := child.Usage
+		ev.Usage = &agentUsage{Input: u.Input, CachedInput: u.CachedInput, Output: u.Output, Reasoning: u.Reasoning, CostPicodollars: u.CostPicodollars, Complete: !child.Uncertain}
+	}
+	body := mustJSON(ev)
+	ss.mu.Lock()
+	runID := ""
+	if ss.active != nil {
+		runID = ss.active.id
+	}
+	ss.mu.Unlock()
+	c.s.mu.Lock()
+	send := c.s.caps.sendEvents
+	c.s.mu.Unlock()
+	c.s.emit(ss, "octet/event", send, func(seq int64) json.RawMessage {
+		return eventEnvelope(ss.id, runID, ss.epoch, seq, body)
+	})
+}
+
+// approver asks the root session's editor for the child's confirmations,
+// naming the child.
+func (c *children) approver(child team.Snapshot) tools.Approver {
+	return toolsApprover{f: func(ctx context.Context, req approvalRequest) (approvalAnswer, error) {
+		ss := c.rootSession()
+		if ss == nil {
+			return approvalAnswer{}, errNoRootSession
+		}
+		req.AgentPath, req.ChildSessionID = child.Path, child.SessionID
+		return c.s.approverFor(ss)(ctx, req)
+	}}
+}
+
+// errNoRootSession refuses a child's approval once its root session is
+// closed.
+var errNoRootSession = errors.New("the child's root session is closed")
+
+// childRun returns the child whose run runID is, if it is one.
+func (s *Server) childRun(runID string) (team.Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.childRuns[runID]
+	return c, ok
+}
+
+// clip bounds s to n bytes on a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+// childTranscript answers octet/session/transcript for a delegated child's
+// session (read-only: the child's own agent is its only writer), or
+// reports that id names no child session this server has seen.
+func (s *Server) childTranscript(id, before string, limit int) (any, bool, error) {
+	s.mu.Lock()
+	path, ok := s.childSessions[id]
+	s.mu.Unlock()
+	if !ok {
+		return nil, false, nil
+	}
+	sess, err := session.Inspect(path)
+	if err != nil {
+		return nil, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", id, err))
+	}
+	defer sess.Close()
+	page, err := pageTranscript(id, sess.Branch(), before, limit)
+	if err != nil {
+		return nil, true, err
+	}
+	res, err := rawResult(page)
+	return res, true, err
+}
