@@ -33,6 +33,7 @@ var features = []string{"octet/session/close",
 	"workspace/applyEdit", "octet/prompt.context",
 	"octet/session/diff", "octet/session/rewind",
 	"octet/extensions/list", "octet/extensions/enable", "extensions_changed",
+	"agent_updated", "octet/session/rewind.paths",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.
