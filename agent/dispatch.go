@@ -481,7 +481,7 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 // not durable) and reports it to the observer.
 func (r *Run) callFinished(i int, res tools.Result, executed bool, start time.Time, recorded bool) {
 	call := r.pending[i].item
-	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded, Changes: wireChanges(res.Changes)})
+	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded, Changes: wireChanges(res.Changes), CannotUndo: res.CannotUndo})
 	name := call.Name
 	if _, ok := r.a.cfg.Host.Lookup(name); !ok {
 		name = "" // a name no tool has is model text, not a host name
@@ -525,12 +525,17 @@ func (a *Agent) toolDefs() []provider.FunctionTool {
 // hashes of their images in the change store), so the changes survive a
 // resume.
 func ledgerDetails(res tools.Result) map[string]any {
-	if len(res.Changes) == 0 {
+	if len(res.Changes) == 0 && len(res.CannotUndo) == 0 {
 		return res.Details
 	}
-	d := make(map[string]any, len(res.Details)+1)
+	d := make(map[string]any, len(res.Details)+2)
 	maps.Copy(d, res.Details)
-	d[changes.DetailsKey] = res.Changes
+	if len(res.Changes) > 0 {
+		d[changes.DetailsKey] = res.Changes
+	}
+	if len(res.CannotUndo) > 0 {
+		d[changes.CannotUndoKey] = res.CannotUndo
+	}
 	return d
 }
 

@@ -156,9 +156,42 @@ func (s *Store) Put(data []byte) (sum string, stored bool, err error) {
 	return sum, stored, err
 }
 
+// PutManifest keeps data, a snapshot's manifest, durably whatever its
+// size (the per-file limit is for workspace files), and returns its name.
+func (s *Store) PutManifest(data []byte) (string, error) {
+	h := sha256.Sum256(data)
+	sum := hex.EncodeToString(h[:])
+	_, err := s.putBounded(sum, data, int64(len(data)))
+	return sum, err
+}
+
+// Has reports whether the store holds a blob named sum (of size bytes).
+func (s *Store) Has(sum string, size int64) bool {
+	if !validSum(sum) {
+		return false
+	}
+	st, err := os.Lstat(s.blobPath(sum))
+	return err == nil && st.Mode().IsRegular() && st.Size() == size
+}
+
+// ExpiredAt returns when blobs last expired (zero if never).
+func (s *Store) ExpiredAt() time.Time {
+	st, err := os.Lstat(filepath.Join(s.dir, expiredName))
+	if err != nil {
+		return time.Time{}
+	}
+	return st.ModTime()
+}
+
 // put keeps data, whose hex SHA-256 is sum, durably.
 func (s *Store) put(sum string, data []byte) (bool, error) {
-	if int64(len(data)) > s.maxBlob {
+	return s.putBounded(sum, data, s.maxBlob)
+}
+
+// putBounded keeps data, whose hex SHA-256 is sum, durably unless it is
+// over limit bytes.
+func (s *Store) putBounded(sum string, data []byte, limit int64) (bool, error) {
+	if int64(len(data)) > limit {
 		return false, nil
 	}
 	final := s.blobPath(sum)

@@ -161,11 +161,8 @@ func Rewind(ctx context.Context, sess *session.Session, cfg *tools.Config, p Rew
 			return RewindResult{}, fmt.Errorf("record the rewind plan in session %s (nothing was changed): %w", id, err)
 		}
 		res.RewindEntryID = e.ID
-		for i, rs := range preps {
-			if rs.Conflict != "" {
-				continue
-			}
-			if err := cfg.ApplyRestore(ctx, rs); err != nil {
+		for _, i := range applyOrder(preps) {
+			if err := cfg.ApplyRestore(ctx, preps[i]); err != nil {
 				res.Changes[i].Conflict = err.Error()
 				res.Applied = false
 			}
@@ -214,6 +211,25 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 // from the ledger, so an external one octet changed may be restored.
 func (s *runtimeSession) restoreConfig() *tools.Config {
 	return &tools.Config{Root: s.Cwd(), AllowExternalPaths: true, Documents: s.docs, Changes: s.built.Changes}
+}
+
+// applyOrder returns the indexes of the restorations of preps (sorted by
+// path) to apply, in order: every one but the removals of directories,
+// then those, children before parents (a directory a command created is
+// emptied first).
+func applyOrder(preps []tools.Restoration) []int {
+	var out, rmdirs []int
+	for i, rs := range preps {
+		switch {
+		case rs.Conflict != "":
+		case rs.RemovesDir():
+			rmdirs = append(rmdirs, i)
+		default:
+			out = append(out, i)
+		}
+	}
+	slices.Reverse(rmdirs)
+	return append(out, rmdirs...)
 }
 
 // plannedRecords returns the records of the paths a rewind restores.

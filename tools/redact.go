@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 
@@ -125,6 +126,12 @@ func (r *Redactor) Result(res Result) Result {
 			recs[i] = c
 		}
 		res.Changes = recs
+	}
+	if res.CannotUndo != nil {
+		res.CannotUndo = slices.Clone(res.CannotUndo)
+		for i, s := range res.CannotUndo {
+			res.CannotUndo[i] = r.String(s)
+		}
 	}
 	return res
 }

@@ -94,6 +94,10 @@ type Invocation struct {
 	// Progress, when non-nil, receives bounded incremental output for
 	// presentation (tool_output events). It is never persisted.
 	Progress func(text string)
+	// ReadOnly reports that the broker admitted the call as a read (a
+	// shell command on the read-only allowlist): bash takes no workspace
+	// checkpoint for it.
+	ReadOnly bool
 }
 
 // Result is a tool's model-visible outcome.
@@ -109,6 +113,10 @@ type Result struct {
 	// images kept in the change store (edit, write); nil for calls that
 	// changed no file.
 	Changes []changes.Record `json:"changes,omitempty"`
+	// CannotUndo states what a rewind of this call cannot take back (a
+	// checkpointed bash call: network effects, processes, files outside
+	// the workspace or over the snapshot limit); nil for other calls.
+	CannotUndo []string `json:"cannotUndo,omitempty"`
 }
 
 // Tool is one callable capability. Implementations must be safe for

@@ -1,0 +1,427 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+// This file is the bash tool's workspace checkpoint: a snapshot of the
+// workspace's files before and after each command that was not admitted
+// as a read, whose difference is the call's changes (the same records edit
+// and write produce, so a rewind takes a command back like an edit).
+//
+// A snapshot walks the workspace (not .git, nor what .gitignore files
+// ignore, with search's matcher), lstat-ing every entry. A file whose
+// size, mtime, ctime, inode and mode are those of the previous snapshot
+// keeps that snapshot's hash; any other file is read (no-follow, through
+// fsroot), hashed and kept in the change store, synced, before the
+// snapshot returns. So the snapshot before a command costs a walk when
+// nothing changed since the last one, and every image a rewind needs is
+// durable before the command runs.
+
+// DefaultSnapshotMaxEntries bounds the entries (files and directories) one
+// snapshot covers; past it the rest of the workspace is not checkpointed
+// (and the checkpoint says so).
+const DefaultSnapshotMaxEntries = 200_000
+
+// racyWindow is how recent a file's mtime or ctime may be for its stat
+// to be trusted by the next snapshot: a file changed again within the
+// filesystem's timestamp granularity could keep all its stat fields, so
+// a file this recent is hashed again (git's "racy" entries).
+const racyWindow = 2 * time.Second
+
+// snapEntry is one path of a snapshot.
+type snapEntry struct {
+	dir     bool
+	mode    fs.FileMode // permission bits
+	size    int64
+	mtime   int64 // ns
+	ctime   int64 // ns; 0 where unknown
+	ino     uint64
+	sum     string // hex SHA-256; "" for a directory or a skipped file
+	skipped bool   // over the per-file limit: neither hashed nor kept
+	racy    bool   // its stat is too recent to be trusted next time
+}
+
+// sameStat reports whether e and o have the same stat fields.
+func (e snapEntry) sameStat(o snapEntry) bool {
+	return e.dir == o.dir && e.mode == o.mode && e.size == o.size && e.mtime == o.mtime && e.ctime == o.ctime && e.ino == o.ino
+}
+
+// sameState reports whether e and o are the same state of their path.
+func (e snapEntry) sameState(o snapEntry) bool {
+	switch {
+	case e.dir || o.dir:
+		return e.dir == o.dir && e.mode == o.mode
+	case e.skipped || o.skipped:
+		return e.skipped == o.skipped && e.sameStat(o)
+	}
+	return e.sum == o.sum && e.mode == o.mode
+}
+
+// image is the change-store image of e.
+func (e snapEntry) image() *changes.Image {
+	if e.dir {
+		return &changes.Image{Dir: true, Mode: e.mode}
+	}
+	return &changes.Image{SHA256: e.sum, Size: e.size, Mode: e.mode, Unstored: e.skipped}
+}
+
+// snapshot is the state of a workspace's checkpointed files at one time.
+type snapshot struct {
+	taken   time.Time
+	entries map[string]snapEntry // by slash-separated workspace path
+	skipped []string             // files over the per-file limit, sorted
+	special int                  // symbolic links, FIFOs, sockets, devices
+	partial bool                 // the entry bound was reached
+	// manifest is the name of the snapshot's manifest in the store: every
+	// path with its mode and hash, written and synced.
+	manifest string
+}
+
+// snapshotter takes a workspace's snapshots for one bash tool, keeping
+// the last one to compare stat fields with.
+type snapshotter struct {
+	root       string
+	rec        *changes.Recorder
+	maxEntries int
+
+	mu       sync.Mutex
+	last     *snapshot
+	lastSeen time.Time // the store's expiry time when last was verified
+}
+
+// newSnapshotter returns the snapshotter of cfg's workspace, or nil when
+// cfg keeps no change store (or the platform has no no-follow reads).
+func newSnapshotter(cfg Config) *snapshotter {
+	if cfg.Changes == nil || cfg.Changes.Store == nil || runtime.GOOS == "windows" {
+		return nil
+	}
+	return &snapshotter{root: cfg.Root, rec: cfg.Changes, maxEntries: DefaultSnapshotMaxEntries}
+}
+
+// take snapshots the workspace: it walks it, hashes and keeps (synced)
+// every file whose stat changed since the last snapshot, and writes the
+// manifest (synced). An error means the snapshot is not durable.
+func (s *snapshotter) take() (*snapshot, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	store := s.rec.Store
+	prev := s.last
+	if prev != nil && !store.ExpiredAt().Equal(s.lastSeen) {
+		// Blobs expired since: trust no hash whose blob is gone.
+		prev = s.verified(prev)
+	}
+	root, err := fsroot.Open(s.root)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace: %w", err)
+	}
+	defer root.Close()
+	snap := &snapshot{taken: time.Now(), entries: map[string]snapEntry{}}
+	var work []string
+	s.walk(snap, func(rel string, e snapEntry) {
+		if old, ok := prevEntry(prev, rel); ok && !old.racy && !old.skipped && old.sameStat(e) {
+			e.sum = old.sum
+		} else if !e.dir && e.size > store.MaxBlobBytes() {
+			e.skipped = true
+			snap.skipped = append(snap.skipped, rel)
+		} else if !e.dir {
+			work = append(work, rel)
+		}
+		snap.entries[rel] = e
+	})
+	if err := s.hashAll(root, snap, work); err != nil {
+		return nil, err
+	}
+	slices.Sort(snap.skipped)
+	if snap.manifest, err = store.PutManifest(snap.encode()); err != nil {
+		return nil, fmt.Errorf("keep the snapshot's manifest: %w", err)
+	}
+	s.last, s.lastSeen = snap, store.ExpiredAt()
+	return snap, nil
+}
+
+func prevEntry(prev *snapshot, rel string) (snapEntry, bool) {
+	if prev == nil {
+		return snapEntry{}, false
+	}
+	e, ok := prev.entries[rel]
+	return e, ok
+}
+
+// verified returns snap without the entries whose blob is no longer in
+// the store.
+func (s *snapshotter) verified(snap *snapshot) *snapshot {
+	out := &snapshot{entries: make(map[string]snapEntry, len(snap.entries))}
+	for p, e := range snap.entries {
+		if e.dir || e.skipped || s.rec.Store.Has(e.sum, e.size) {
+			out.entries[p] = e
+		}
+	}
+	return out
+}
+
+// hashWorkers is how many files are read, hashed and synced at once (the
+// fsyncs, not the hashing, dominate a first snapshot).
+const hashWorkers = 4
+
+// hashAll reads, hashes and keeps the files rels of snap. A file that
+// vanished or became something else meanwhile is left out of the
+// snapshot (the command has not run yet, or has ended).
+func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) error {
+	type done struct {
+		rel     string
+		sum     string
+		stored  bool
+		missing bool
+		err     error
+	}
+	jobs := make(chan string)
+	results := make(chan done)
+	var wg sync.WaitGroup
+	for range min(hashWorkers, max(len(rels), 1)) {
+		wg.Go(func() {
+			for rel := range jobs {
+				data, _, err := root.ReadFile(rel, s.rec.Store.MaxBlobBytes())
+				if err != nil {
+					var tl *fsroot.TooLargeError
+					results <- done{rel: rel, missing: !errors.As(err, &tl), stored: false}
+					continue
+				}
+				sum, stored, err := s.rec.Store.Put(data)
+				results <- done{rel: rel, sum: sum, stored: stored, err: err}
+			}
+		})
+	}
+	go func() {
+		for _, rel := range rels {
+			jobs <- rel
+		}
+		close(jobs)
+		wg.Wait()
+		close(results)
+	}()
+	var errs []error
+	for d := range results {
+		e := snap.entries[d.rel]
+		switch {
+		case d.err != nil:
+			errs = append(errs, fmt.Errorf("keep %s: %w", d.rel, d.err))
+		case d.missing:
+			delete(snap.entries, d.rel)
+		case !d.stored: // grew past the limit since the walk
+			e.skipped = true
+			snap.skipped = append(snap.skipped, d.rel)
+			snap.entries[d.rel] = e
+		default:
+			e.sum = d.sum
+			snap.entries[d.rel] = e
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// walk calls fn with every checkpointed entry of the workspace: regular
+// files and directories, not .git, not what a .gitignore ignores, at most
+// maxEntries. Symbolic links and special files are counted, not followed.
+func (s *snapshotter) walk(snap *snapshot, fn func(rel string, e snapEntry)) {
+	type dirJob struct {
+		rel    string
+		parts  []string
+		ignore *ignoreDir
+	}
+	racyBefore := snap.taken.Add(-racyWindow).UnixNano()
+	stack := []dirJob{{rel: "."}}
+	n := 0
+	for len(stack) > 0 {
+		job := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		abs := filepath.Join(s.root, filepath.FromSlash(job.rel))
+		ents, err := os.ReadDir(abs)
+		if err != nil {
+			continue // vanished or unreadable: not checkpointed
+		}
+		matcher := job.ignore
+		for _, e := range ents {
+			if e.Name() == ".gitignore" && e.Type().IsRegular() {
+				if data, err := readBounded(filepath.Join(abs, ".gitignore"), 1<<20); err == nil {
+					matcher = matcher.with(data, job.parts)
+				}
+				break
+			}
+		}
+		for _, e := range ents {
+			name := e.Name()
+			typ := e.Type()
+			isDir := typ.IsDir()
+			if isDir && name == ".git" {
+				continue
+			}
+			if !isDir && !typ.IsRegular() {
+				snap.special++
+				continue
+			}
+			parts := append(slices.Clip(job.parts), name)
+			if matcher != nil && matcher.Match(parts, isDir) {
+				continue
+			}
+			if n >= s.maxEntries {
+				snap.partial = true
+				return
+			}
+			info, err := e.Info()
+			if err != nil || info.IsDir() != isDir {
+				continue
+			}
+			rel := path.Join(job.rel, name)
+			en := snapEntry{dir: isDir, mode: info.Mode().Perm(), size: info.Size(), mtime: info.ModTime().UnixNano()}
+			if isDir {
+				en.size = 0
+			}
+			en.ino, en.ctime = statIDs(info)
+			en.racy = en.mtime >= racyBefore || en.ctime >= racyBefore
+			n++
+			fn(rel, en)
+			if isDir {
+				stack = append(stack, dirJob{rel: rel, parts: parts, ignore: matcher.child(parts, name)})
+			}
+		}
+	}
+}
+
+// readBounded reads at most limit bytes of the regular file name.
+func readBounded(name string, limit int64) ([]byte, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%s is over %d bytes", name, limit)
+	}
+	return data, nil
+}
+
+// manifestEntry is one line of a snapshot's manifest.
+type manifestEntry struct {
+	Path    string      `json:"p"`
+	Dir     bool        `json:"d,omitempty"`
+	Mode    fs.FileMode `json:"m"`
+	Size    int64       `json:"s,omitempty"`
+	SHA256  string      `json:"h,omitempty"`
+	Skipped bool        `json:"x,omitempty"`
+}
+
+// encode returns the manifest: one JSON line per path, sorted. It holds
+// no stat fields, so the same workspace state has the same manifest.
+func (snap *snapshot) encode() []byte {
+	paths := make([]string, 0, len(snap.entries))
+	for p := range snap.entries {
+		paths = append(paths, p)
+	}
+	slices.Sort(paths)
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	for _, p := range paths {
+		e := snap.entries[p]
+		_ = enc.Encode(manifestEntry{Path: p, Dir: e.dir, Mode: e.mode, Size: e.size, SHA256: e.sum, Skipped: e.skipped})
+	}
+	return b.Bytes()
+}
+
+// changesBetween returns the records of what changed from pre to post,
+// sorted by path. A path only in pre that still exists (a .gitignore
+// written by the command now ignores it) is not a deletion; one only in
+// post that was not changed after pre was taken (no longer ignored) is
+// not a creation.
+func (s *snapshotter) changesBetween(pre, post *snapshot) []changes.Record {
+	var paths []string
+	for p := range pre.entries {
+		paths = append(paths, p)
+	}
+	for p := range post.entries {
+		if _, ok := pre.entries[p]; !ok {
+			paths = append(paths, p)
+		}
+	}
+	slices.Sort(paths)
+	var out []changes.Record
+	for _, p := range paths {
+		a, inPre := pre.entries[p]
+		b, inPost := post.entries[p]
+		switch {
+		case inPre && inPost && a.sameState(b):
+			continue
+		case inPre && !inPost:
+			if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err == nil {
+				continue
+			}
+		case !inPre && inPost:
+			if changed := max(b.mtime, b.ctime); changed != 0 && changed < pre.taken.UnixNano() && !b.dir {
+				continue
+			}
+		}
+		var before, after *changes.Image
+		var old, updated []byte
+		if inPre {
+			before = a.image()
+			old = s.content(a)
+		}
+		if inPost {
+			after = b.image()
+			updated = s.content(b)
+		}
+		out = append(out, s.rec.Describe(p, before, after, old, updated))
+	}
+	return out
+}
+
+// content returns the kept bytes of e (nil for a directory or a file not
+// kept).
+func (s *snapshotter) content(e snapEntry) []byte {
+	if e.dir || e.skipped {
+		return nil
+	}
+	data, err := s.rec.Store.Get(e.sum)
+	if err != nil {
+		return nil
+	}
+	return data
+}
+
+// cannotUndo states what a rewind of a command checkpointed by pre and
+// post cannot take back.
+func (s *snapshotter) cannotUndo(pre, post *snapshot) []string {
+	out := []string{"effects outside the workspace's files: network requests, processes the command started or signalled, files outside the workspace, .git, and files .gitignore ignores"}
+	skipped := append(slices.Clone(pre.skipped), post.skipped...)
+	slices.Sort(skipped)
+	skipped = slices.Compact(skipped)
+	if len(skipped) > 0 {
+		shown := skipped[:min(len(skipped), 10)]
+		more := ""
+		if len(skipped) > len(shown) {
+			more = fmt.Sprintf(" and %d more", len(skipped)-len(shown))
+		}
+		out = append(out, fmt.Sprintf("%d file(s) over the %d-byte snapshot limit, not kept: %s%s", len(skipped), s.rec.Store.MaxBlobBytes(), strings.Join(shown, ", "), more))
+	}
+	if n := max(pre.special, post.special); n > 0 {
+		out = append(out, fmt.Sprintf("%d symbolic link(s) or special file(s), not followed or kept", n))
+	}
+	if pre.partial || post.partial {
+		out = append(out, fmt.Sprintf("the workspace has more than %d entries: those past the bound were not checkpointed", s.maxEntries))
+	}
+	return out
+}
