@@ -107,7 +107,7 @@ func TestSessionRewindBash(t *testing.T) {
 			}
 		}
 	}
-	if u := strings.Join(undo["big"], "\n"); !strings.Contains(u, "network requests, processes") || !strings.Contains(u, "over the 8388608-byte snapshot limit, not kept: big.bin") {
+	if u := strings.Join(undo["big"], "\n"); !strings.Contains(u, "network requests, processes") || !strings.Contains(u, "over the 8388608-byte snapshot limit, not kept: 1: big.bin") {
 		t.Errorf("cannotUndo of the big call: %q", u)
 	}
 	wantFile(t, "after the run", ws("a.txt"), []byte("1\ntwo\n"), 0o755)

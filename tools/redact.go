@@ -77,6 +77,19 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return b
 }
 
+// Contains reports whether b holds a secret value.
+func (r *Redactor) Contains(b []byte) bool {
+	if r == nil {
+		return false
+	}
+	for _, sec := range r.secrets {
+		if bytes.Contains(b, sec) {
+			return true
+		}
+	}
+	return false
+}
+
 // Value returns v with secrets replaced in every string it holds: v
 // itself or the elements of the maps and slices JSON decoding produces
 // (map[string]any, []any, []string). Other values are returned as they

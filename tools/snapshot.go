@@ -86,8 +86,10 @@ type snapshot struct {
 	taken   time.Time
 	entries map[string]snapEntry // by slash-separated workspace path
 	skipped []string             // files over the per-file limit, sorted
+	secret  []string             // files holding a secret value, sorted
 	special int                  // symbolic links, FIFOs, sockets, devices
 	partial bool                 // the entry bound was reached
+	hashed  int                  // files read and hashed (their stat changed)
 	// manifest is the name of the snapshot's manifest in the store: every
 	// path with its mode and hash, written and synced.
 	manifest string
@@ -98,7 +100,9 @@ type snapshot struct {
 type snapshotter struct {
 	root       string
 	rec        *changes.Recorder
+	redactor   *Redactor // a file holding a secret it knows is not kept
 	maxEntries int
+	racy       time.Duration // racyWindow
 
 	mu       sync.Mutex
 	last     *snapshot
@@ -111,7 +115,7 @@ func newSnapshotter(cfg Config) *snapshotter {
 	if cfg.Changes == nil || cfg.Changes.Store == nil || runtime.GOOS == "windows" {
 		return nil
 	}
-	return &snapshotter{root: cfg.Root, rec: cfg.Changes, maxEntries: DefaultSnapshotMaxEntries}
+	return &snapshotter{root: cfg.Root, rec: cfg.Changes, redactor: cfg.Redactor, maxEntries: DefaultSnapshotMaxEntries, racy: racyWindow}
 }
 
 // take snapshots the workspace: it walks it, hashes and keeps (synced)
@@ -144,10 +148,12 @@ func (s *snapshotter) take() (*snapshot, error) {
 		}
 		snap.entries[rel] = e
 	})
+	snap.hashed = len(work)
 	if err := s.hashAll(root, snap, work); err != nil {
 		return nil, err
 	}
 	slices.Sort(snap.skipped)
+	slices.Sort(snap.secret)
 	if snap.manifest, err = store.PutManifest(snap.encode()); err != nil {
 		return nil, fmt.Errorf("keep the snapshot's manifest: %w", err)
 	}
@@ -188,6 +194,7 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 		sum     string
 		stored  bool
 		missing bool
+		secret  bool
 		err     error
 	}
 	jobs := make(chan string)
@@ -200,6 +207,10 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 				if err != nil {
 					var tl *fsroot.TooLargeError
 					results <- done{rel: rel, missing: !errors.As(err, &tl), stored: false}
+					continue
+				}
+				if s.redactor.Contains(data) {
+					results <- done{rel: rel, secret: true}
 					continue
 				}
 				sum, stored, err := s.rec.Store.Put(data)
@@ -223,6 +234,10 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 			errs = append(errs, fmt.Errorf("keep %s: %w", d.rel, d.err))
 		case d.missing:
 			delete(snap.entries, d.rel)
+		case d.secret: // never copied into $OCTET_HOME
+			e.skipped = true
+			snap.secret = append(snap.secret, d.rel)
+			snap.entries[d.rel] = e
 		case !d.stored: // grew past the limit since the walk
 			e.skipped = true
 			snap.skipped = append(snap.skipped, d.rel)
@@ -244,7 +259,7 @@ func (s *snapshotter) walk(snap *snapshot, fn func(rel string, e snapEntry)) {
 		parts  []string
 		ignore *ignoreDir
 	}
-	racyBefore := snap.taken.Add(-racyWindow).UnixNano()
+	racyBefore := snap.taken.Add(-s.racy).UnixNano()
 	stack := []dirJob{{rel: "."}}
 	n := 0
 	for len(stack) > 0 {
@@ -370,7 +385,7 @@ func (s *snapshotter) changesBetween(pre, post *snapshot) []changes.Record {
 				continue
 			}
 		case !inPre && inPost:
-			if changed := max(b.mtime, b.ctime); changed != 0 && changed < pre.taken.UnixNano() && !b.dir {
+			if changed := max(b.mtime, b.ctime); changed != 0 && changed < pre.taken.UnixNano() {
 				continue
 			}
 		}
@@ -402,20 +417,32 @@ func (s *snapshotter) content(e snapEntry) []byte {
 	return data
 }
 
+// pathList names the paths of a and b (at most 10 of them) with their
+// count; "" when there are none.
+func pathList(a, b []string) string {
+	all := append(slices.Clone(a), b...)
+	slices.Sort(all)
+	all = slices.Compact(all)
+	if len(all) == 0 {
+		return ""
+	}
+	shown := all[:min(len(all), 10)]
+	more := ""
+	if len(all) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(all)-len(shown))
+	}
+	return fmt.Sprintf("%d: %s%s", len(all), strings.Join(shown, ", "), more)
+}
+
 // cannotUndo states what a rewind of a command checkpointed by pre and
 // post cannot take back.
 func (s *snapshotter) cannotUndo(pre, post *snapshot) []string {
 	out := []string{"effects outside the workspace's files: network requests, processes the command started or signalled, files outside the workspace, .git, and files .gitignore ignores"}
-	skipped := append(slices.Clone(pre.skipped), post.skipped...)
-	slices.Sort(skipped)
-	skipped = slices.Compact(skipped)
-	if len(skipped) > 0 {
-		shown := skipped[:min(len(skipped), 10)]
-		more := ""
-		if len(skipped) > len(shown) {
-			more = fmt.Sprintf(" and %d more", len(skipped)-len(shown))
-		}
-		out = append(out, fmt.Sprintf("%d file(s) over the %d-byte snapshot limit, not kept: %s%s", len(skipped), s.rec.Store.MaxBlobBytes(), strings.Join(shown, ", "), more))
+	if l := pathList(pre.skipped, post.skipped); l != "" {
+		out = append(out, fmt.Sprintf("file(s) over the %d-byte snapshot limit, not kept: %s", s.rec.Store.MaxBlobBytes(), l))
+	}
+	if l := pathList(pre.secret, post.secret); l != "" {
+		out = append(out, "file(s) holding a secret octet keeps out of its own files (the API key), not kept: "+l)
 	}
 	if n := max(pre.special, post.special); n > 0 {
 		out = append(out, fmt.Sprintf("%d symbolic link(s) or special file(s), not followed or kept", n))
