@@ -119,6 +119,22 @@ func (s *toolSink) observer(callID string) tools.DispatchObserver {
 	}
 }
 
+// observer is sink's observer of callID with, when the agent keeps
+// intents, the intended changes of the call kept under its intent key.
+func (r *Run) observer(sink *toolSink, callID string) tools.DispatchObserver {
+	obs := sink.observer(callID)
+	if in := r.a.cfg.Intents; in != nil {
+		key := r.a.intentKey(callID)
+		obs.OnIntent = func(recs []changes.Record) error { return in.WriteIntent(key, recs) }
+	}
+	return obs
+}
+
+// intentKey names the intended changes of call callID of the session.
+func (a *Agent) intentKey(callID string) string {
+	return a.sess.Header().ID + "\x00" + callID
+}
+
 // drainSink emits every queued decision and progress report.
 func (r *Run) drainSink(s *toolSink) {
 	for _, m := range s.take() {
@@ -314,7 +330,7 @@ func (r *Run) admitCall(i int, sink *toolSink) (*admitted, bool, error) {
 	}()
 	adm, d := r.a.cfg.Broker.Admit(actx, host, tools.DispatchRequest{
 		Principal: r.a.cfg.Principal, RunID: r.id, CallID: call.CallID, Tool: call.Name, Arguments: json.RawMessage(call.Arguments),
-	}, sink.observer(call.CallID))
+	}, r.observer(sink, call.CallID))
 	stop()
 	r.drainSink(sink)
 	if r.ctx.Err() == nil && r.ctl.finishRequested() {
@@ -473,6 +489,9 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 		return &ResultNotSavedError{Tool: call.Name, CallID: call.CallID, Err: err}
 	}
 	r.pending[i].done = true
+	if executed && r.a.cfg.Intents != nil {
+		r.a.cfg.Intents.DropIntent(r.a.intentKey(call.CallID)) // the result holds them now
+	}
 	r.callFinished(i, res, executed, start, true)
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -74,11 +75,17 @@ func (a *Agent) resolveLeftovers(ctx context.Context) error {
 				}
 			}
 		}
+		if state == "indeterminate" {
+			a.addIntent(u.item.CallID, details)
+		}
 		e := session.Entry{Type: session.EntryToolResult, RunID: u.runID, Result: &session.ToolResult{
 			CallID: u.item.CallID, Tool: u.item.Name, Text: res.Text, IsError: res.IsError, Details: details,
 		}}
 		if _, err := a.sess.AppendEntry(e); err != nil {
 			return fmt.Errorf("persist recovered result of call %s: %w", u.item.CallID, err)
+		}
+		if a.cfg.Intents != nil {
+			a.cfg.Intents.DropIntent(a.intentKey(u.item.CallID))
 		}
 		a.log.Info("agent: resolved unfinished tool call", "tool", u.item.Name, "state", state)
 		if u.truncated && u.last {
@@ -88,6 +95,25 @@ func (a *Agent) resolveLeftovers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// addIntent puts the changes call callID intended (kept before its
+// effect) into the details of its indeterminate result: the call may
+// have made them or not, and the ledger says so (IntentKey), so a rewind
+// expects each path in either state.
+func (a *Agent) addIntent(callID string, details map[string]any) {
+	if a.cfg.Intents == nil {
+		return
+	}
+	recs, err := a.cfg.Intents.Intent(a.intentKey(callID))
+	if err != nil {
+		a.log.Warn("agent: intended changes of an unfinished call unreadable", "call_id", callID, "err", err)
+		return
+	}
+	if len(recs) > 0 {
+		details[changes.DetailsKey] = recs
+		details[changes.IntentKey] = true
+	}
 }
 
 // settleLeftover returns the result of one unresolved call and its

@@ -11,6 +11,11 @@ import (
 // ledger hold its []Record.
 const DetailsKey = "changes"
 
+// IntentKey marks details whose changes were recorded as intended before
+// the effect, by a call whose result was lost (crash recovery): each path
+// may be in its state before or after the change.
+const IntentKey = "intended"
+
 // CannotUndoKey is the key under which a checkpointed call's details hold
 // what a rewind of it cannot take back ([]string).
 const CannotUndoKey = "cannotUndo"

@@ -52,9 +52,11 @@ func (s State) Same(o State) bool {
 // Step is the changes one ledger entry recorded, in order.
 type Step struct {
 	Records []Record
-	// Rewind marks the records of a rewind: written as its plan before
-	// any file is touched, so after a crash some of its paths may still be
-	// in their prior state, which is then expected too.
+	// Rewind marks records written before their effect whose outcome is
+	// not known: a rewind's plan (recorded before any file is touched), or
+	// the intended changes of a call whose result a crash lost. Some of
+	// their paths may still be in their prior state, which is then
+	// expected too.
 	Rewind bool
 }
 

@@ -254,7 +254,8 @@ func steps(sessionID string, branch []session.Entry) ([]changes.Step, error) {
 		if err != nil {
 			return nil, fmt.Errorf("session %s entry %s: %w", sessionID, e.ID, err)
 		}
-		out[i] = changes.Step{Records: recs, Rewind: e.Type == session.EntryRewind}
+		intended, _ := e.Result.Details[changes.IntentKey].(bool)
+		out[i] = changes.Step{Records: recs, Rewind: e.Type == session.EntryRewind || intended}
 	}
 	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/octet-agent/octet/changes"
 )
 
 // Approver asks a person (or a host policy) to confirm one exact intent.
@@ -279,6 +281,10 @@ type DispatchObserver struct {
 	OnDecision func(ToolPolicyDecision)
 	// OnProgress receives the tool's bounded incremental output.
 	OnProgress func(text string)
+	// OnIntent, when set, keeps the changes a file-changing tool is about
+	// to make (their images already in the store) durably, before it
+	// makes them; an error stops the tool (nothing is changed).
+	OnIntent func(recs []changes.Record) error
 }
 
 // Dispatch runs the whole pipeline for one call: Admit, then Execute. The

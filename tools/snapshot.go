@@ -1,16 +1,15 @@
 package tools
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -92,7 +91,8 @@ type snapshot struct {
 	hashed  int                  // files read and hashed (their stat changed)
 	// manifest is the name of the snapshot's manifest in the store: every
 	// path with its mode and hash, written and synced.
-	manifest string
+	manifest     string
+	manifestSize int64
 }
 
 // snapshotter takes a workspace's snapshots for one bash tool, keeping
@@ -137,8 +137,11 @@ func (s *snapshotter) take() (*snapshot, error) {
 	defer root.Close()
 	snap := &snapshot{taken: time.Now(), entries: map[string]snapEntry{}}
 	var work []string
+	same := prev != nil && prev.manifest != "" // every entry as in prev
 	s.walk(snap, func(rel string, e snapEntry) {
-		if old, ok := prevEntry(prev, rel); ok && !old.racy && !old.skipped && old.sameStat(e) {
+		old, ok := prevEntry(prev, rel)
+		same = same && ok && old.sameStat(e)
+		if ok && !old.racy && !old.skipped && old.sameStat(e) {
 			e.sum = old.sum
 		} else if !e.dir && e.size > store.MaxBlobBytes() {
 			e.skipped = true
@@ -154,11 +157,29 @@ func (s *snapshotter) take() (*snapshot, error) {
 	}
 	slices.Sort(snap.skipped)
 	slices.Sort(snap.secret)
-	if snap.manifest, err = store.PutManifest(snap.encode()); err != nil {
-		return nil, fmt.Errorf("keep the snapshot's manifest: %w", err)
+	if same && len(snap.entries) == len(prev.entries) && sameSums(snap, prev) && store.Has(prev.manifest, prev.manifestSize) {
+		// Nothing changed: the manifest would be the same bytes.
+		snap.manifest, snap.manifestSize = prev.manifest, prev.manifestSize
+	} else {
+		data := snap.encode()
+		if snap.manifest, err = store.PutManifest(data); err != nil {
+			return nil, fmt.Errorf("keep the snapshot's manifest: %w", err)
+		}
+		snap.manifestSize = int64(len(data))
 	}
 	s.last, s.lastSeen = snap, store.ExpiredAt()
 	return snap, nil
+}
+
+// sameSums reports whether every entry of snap has the hash prev has
+// for it (a racy file read again may have changed in place).
+func sameSums(snap, prev *snapshot) bool {
+	for p, e := range snap.entries {
+		if prev.entries[p].sum != e.sum || prev.entries[p].skipped != e.skipped {
+			return false
+		}
+	}
+	return true
 }
 
 func prevEntry(prev *snapshot, rel string) (snapEntry, bool) {
@@ -250,72 +271,124 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 	return errors.Join(errs...)
 }
 
-// walk calls fn with every checkpointed entry of the workspace: regular
-// files and directories, not .git, not what a .gitignore ignores, at most
-// maxEntries. Symbolic links and special files are counted, not followed.
+// walkWorkers is how many directories a snapshot reads at once.
+const walkWorkers = 4
+
+// walkJob is a directory of the workspace waiting to be read.
+type walkJob struct {
+	rel    string
+	parts  []string
+	ignore *ignoreDir
+}
+
+// walked is what reading one directory found: its checkpointed entries
+// (by path) and subdirectories, and how many entries it did not follow.
+type walked struct {
+	rels    []string
+	entries []snapEntry
+	subdirs []walkJob
+	special int
+}
+
+// walk calls fn, from one goroutine, with every checkpointed entry of the
+// workspace: regular files and directories, not .git, not what a
+// .gitignore ignores, at most maxEntries. Symbolic links and special
+// files are counted, not followed. Directories are read (readdir, then
+// an fstatat per entry) by walkWorkers goroutines.
 func (s *snapshotter) walk(snap *snapshot, fn func(rel string, e snapEntry)) {
-	type dirJob struct {
-		rel    string
-		parts  []string
-		ignore *ignoreDir
-	}
 	racyBefore := snap.taken.Add(-s.racy).UnixNano()
-	stack := []dirJob{{rel: "."}}
-	n := 0
-	for len(stack) > 0 {
-		job := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		abs := filepath.Join(s.root, filepath.FromSlash(job.rel))
-		ents, err := os.ReadDir(abs)
-		if err != nil {
-			continue // vanished or unreadable: not checkpointed
+	jobs := make(chan walkJob)
+	results := make(chan walked)
+	var wg sync.WaitGroup
+	for range walkWorkers {
+		wg.Go(func() {
+			for job := range jobs {
+				results <- s.readDir(job, racyBefore)
+			}
+		})
+	}
+	pending := []walkJob{{rel: "."}}
+	inFlight, n := 0, 0
+	for len(pending) > 0 || inFlight > 0 {
+		var send chan walkJob
+		var next walkJob
+		if len(pending) > 0 {
+			send, next = jobs, pending[len(pending)-1]
 		}
-		matcher := job.ignore
-		for _, e := range ents {
-			if e.Name() == ".gitignore" && e.Type().IsRegular() {
-				if data, err := readBounded(filepath.Join(abs, ".gitignore"), 1<<20); err == nil {
-					matcher = matcher.with(data, job.parts)
+		select {
+		case send <- next:
+			pending = pending[:len(pending)-1]
+			inFlight++
+		case w := <-results:
+			inFlight--
+			snap.special += w.special
+			for k, rel := range w.rels {
+				if n >= s.maxEntries {
+					snap.partial = true
+					break
 				}
-				break
+				n++
+				fn(rel, w.entries[k])
 			}
-		}
-		for _, e := range ents {
-			name := e.Name()
-			typ := e.Type()
-			isDir := typ.IsDir()
-			if isDir && name == ".git" {
-				continue
-			}
-			if !isDir && !typ.IsRegular() {
-				snap.special++
-				continue
-			}
-			parts := append(slices.Clip(job.parts), name)
-			if matcher != nil && matcher.Match(parts, isDir) {
-				continue
-			}
-			if n >= s.maxEntries {
-				snap.partial = true
-				return
-			}
-			info, err := e.Info()
-			if err != nil || info.IsDir() != isDir {
-				continue
-			}
-			rel := path.Join(job.rel, name)
-			en := snapEntry{dir: isDir, mode: info.Mode().Perm(), size: info.Size(), mtime: info.ModTime().UnixNano()}
-			if isDir {
-				en.size = 0
-			}
-			en.ino, en.ctime = statIDs(info)
-			en.racy = en.mtime >= racyBefore || en.ctime >= racyBefore
-			n++
-			fn(rel, en)
-			if isDir {
-				stack = append(stack, dirJob{rel: rel, parts: parts, ignore: matcher.child(parts, name)})
+			if !snap.partial {
+				pending = append(pending, w.subdirs...)
 			}
 		}
 	}
+	close(jobs)
+	wg.Wait()
+}
+
+// readDir reads one directory of the workspace.
+func (s *snapshotter) readDir(job walkJob, racyBefore int64) walked {
+	var w walked
+	abs := filepath.Join(s.root, filepath.FromSlash(job.rel))
+	dir, err := os.Open(abs)
+	if err != nil {
+		return w // vanished or unreadable: not checkpointed
+	}
+	defer dir.Close()
+	ents, _ := dir.ReadDir(-1)
+	matcher := job.ignore
+	for _, e := range ents {
+		if e.Name() == ".gitignore" && e.Type().IsRegular() {
+			if data, err := readBounded(filepath.Join(abs, ".gitignore"), 1<<20); err == nil {
+				matcher = matcher.with(data, job.parts)
+			}
+			break
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		typ := e.Type()
+		isDir := typ.IsDir()
+		if isDir && name == ".git" {
+			continue
+		}
+		if !isDir && !typ.IsRegular() {
+			w.special++
+			continue
+		}
+		parts := append(slices.Clip(job.parts), name)
+		if matcher != nil && matcher.Match(parts, isDir) {
+			continue
+		}
+		en, ok := statAt(dir, abs, name)
+		if !ok || en.dir != isDir {
+			continue
+		}
+		rel := name
+		if job.rel != "." {
+			rel = job.rel + "/" + name
+		}
+		en.racy = en.mtime >= racyBefore || en.ctime >= racyBefore
+		w.rels = append(w.rels, rel)
+		w.entries = append(w.entries, en)
+		if isDir {
+			w.subdirs = append(w.subdirs, walkJob{rel: rel, parts: parts, ignore: matcher.child(parts, name)})
+		}
+	}
+	return w
 }
 
 // readBounded reads at most limit bytes of the regular file name.
@@ -330,31 +403,56 @@ func readBounded(name string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// manifestEntry is one line of a snapshot's manifest.
-type manifestEntry struct {
-	Path    string      `json:"p"`
-	Dir     bool        `json:"d,omitempty"`
-	Mode    fs.FileMode `json:"m"`
-	Size    int64       `json:"s,omitempty"`
-	SHA256  string      `json:"h,omitempty"`
-	Skipped bool        `json:"x,omitempty"`
-}
-
-// encode returns the manifest: one JSON line per path, sorted. It holds
-// no stat fields, so the same workspace state has the same manifest.
+// encode returns the manifest: one JSON object per line and path,
+// sorted, {"p":path,"m":mode,...} with "d":true for a directory, "s" the
+// size and "h" the hex SHA-256 of a file, "x":true for a file not kept.
+// It holds no stat fields, so the same workspace state has the same
+// manifest.
 func (snap *snapshot) encode() []byte {
 	paths := make([]string, 0, len(snap.entries))
 	for p := range snap.entries {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
+	b := make([]byte, 0, len(paths)*128)
 	for _, p := range paths {
 		e := snap.entries[p]
-		_ = enc.Encode(manifestEntry{Path: p, Dir: e.dir, Mode: e.mode, Size: e.size, SHA256: e.sum, Skipped: e.skipped})
+		b = append(b, `{"p":`...)
+		b = appendJSONString(b, p)
+		b = append(b, `,"m":`...)
+		b = strconv.AppendUint(b, uint64(e.mode), 10)
+		if e.dir {
+			b = append(b, `,"d":true`...)
+		} else {
+			b = append(b, `,"s":`...)
+			b = strconv.AppendInt(b, e.size, 10)
+		}
+		if e.sum != "" {
+			b = append(b, `,"h":"`...)
+			b = append(b, e.sum...)
+			b = append(b, '"')
+		}
+		if e.skipped {
+			b = append(b, `,"x":true`...)
+		}
+		b = append(b, "}\n"...)
 	}
-	return b.Bytes()
+	return b
+}
+
+// appendJSONString appends s as a JSON string: as it is when it needs no
+// escaping (the common case), else through encoding/json (which also
+// replaces invalid UTF-8).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // changesBetween returns the records of what changed from pre to post,

@@ -2,8 +2,21 @@
 
 package tools
 
-import "io/fs"
+import (
+	"os"
+	"path/filepath"
+)
 
-// statIDs returns no inode number or ctime: the platform's are not read
-// (size, mtime and mode still detect a change).
-func statIDs(fs.FileInfo) (ino uint64, ctime int64) { return 0, 0 }
+// statAt lstats name in the directory dirPath: size, mtime and mode (no
+// inode number or ctime here; they still detect a change).
+func statAt(_ *os.File, dirPath, name string) (snapEntry, bool) {
+	info, err := os.Lstat(filepath.Join(dirPath, name))
+	if err != nil || !(info.Mode().IsRegular() || info.IsDir()) {
+		return snapEntry{}, false
+	}
+	e := snapEntry{dir: info.IsDir(), mode: info.Mode().Perm(), size: info.Size(), mtime: info.ModTime().UnixNano()}
+	if e.dir {
+		e.size = 0
+	}
+	return e, true
+}

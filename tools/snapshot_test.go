@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,7 +58,7 @@ func kindsOf(recs []changes.Record) map[string]changes.Kind {
 // snapshot; a file over the limit is skipped and said to be.
 func TestSnapshotChangeDetection(t *testing.T) {
 	s, ws := newTestSnapshotter(t)
-	for _, p := range []string{"a.txt", "b.txt", "sub/c.txt", "build/out.o", ".git/HEAD"} {
+	for _, p := range []string{"a.txt", "b.txt", "sub/c \"q\"\tä.txt", "build/out.o", ".git/HEAD"} {
 		put(t, filepath.Join(ws, p), "content of "+p+"\n")
 	}
 	put(t, filepath.Join(ws, ".gitignore"), "build/\n")
@@ -82,6 +83,28 @@ func TestSnapshotChangeDetection(t *testing.T) {
 	}
 	if s.rec.Store.Has(first.entries["creds"].sum, first.entries["creds"].size) || first.entries["creds"].sum != "" {
 		t.Errorf("the file holding a secret was kept: %+v", first.entries["creds"])
+	}
+	// The manifest is durable and names every entry.
+	man, err := s.rec.Store.Get(first.manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(man), "\n"), "\n")
+	if len(lines) != len(first.entries) {
+		t.Errorf("manifest has %d lines for %d entries", len(lines), len(first.entries))
+	}
+	for _, l := range lines {
+		var m struct {
+			P string `json:"p"`
+			H string `json:"h"`
+			D bool   `json:"d"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("manifest line %q: %v", l, err)
+		}
+		if e, ok := first.entries[m.P]; !ok || e.sum != m.H || e.dir != m.D {
+			t.Errorf("manifest line %q does not match the snapshot's %+v", l, e)
+		}
 	}
 	second, err := s.take()
 	if err != nil {

@@ -94,6 +94,10 @@ type Invocation struct {
 	// Progress, when non-nil, receives bounded incremental output for
 	// presentation (tool_output events). It is never persisted.
 	Progress func(text string)
+	// Intent, when set, keeps the changes the call is about to make
+	// durably; edit and write call it (through recordIntent) after
+	// staging their images and before the effect.
+	Intent func(recs []changes.Record) error
 	// ReadOnly reports that the broker admitted the call as a read (a
 	// shell command on the read-only allowlist): bash takes no workspace
 	// checkpoint for it.
