@@ -271,6 +271,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		MaxTurns:     st.maxTurns,
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
+		Intents:      st.changes.Store,
 	})
 	if err != nil {
 		closeTransport()
