@@ -132,7 +132,7 @@ func (r *Run) observer(sink *toolSink, callID string) tools.DispatchObserver {
 
 // intentKey names the intended changes of call callID of the session.
 func (a *Agent) intentKey(callID string) string {
-	return a.sess.Header().ID + "\x00" + callID
+	return changes.CheckpointID(a.sess.Header().ID, callID)
 }
 
 // drainSink emits every queued decision and progress report.
@@ -481,6 +481,12 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
 		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res),
 	}}
+	if in := r.a.cfg.Intents; in != nil && len(res.Changes) > 0 {
+		if err := in.Commit(r.a.intentKey(call.CallID), res.Changes); err != nil {
+			// The images stay in the store, unprotected: they expire first.
+			r.a.log.Warn("agent: checkpoint not recorded", "tool", call.Name, "call_id", call.CallID, "err", err)
+		}
+	}
 	if _, err := r.a.sess.AppendEntry(e); err != nil {
 		r.callFinished(i, res, executed, start, false) // every tool_started is closed
 		if !executed {

@@ -113,6 +113,9 @@ func (a *Agent) addIntent(callID string, details map[string]any) {
 	if len(recs) > 0 {
 		details[changes.DetailsKey] = recs
 		details[changes.IntentKey] = true
+		if err := a.cfg.Intents.Commit(a.intentKey(callID), recs); err != nil {
+			a.log.Warn("agent: checkpoint of an unfinished call not recorded", "call_id", callID, "err", err)
+		}
 	}
 }
 

@@ -23,6 +23,9 @@ type IntentLog interface {
 	Intent(key string) ([]Record, error)
 	// DropIntent forgets key (its result is durable).
 	DropIntent(key string)
+	// Commit records recs, the changes a call made, as checkpoint key
+	// (Store.Commit): call it before the result naming them is appended.
+	Commit(key string, recs []Record) error
 }
 
 var _ IntentLog = (*Store)(nil)

@@ -183,6 +183,10 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		if pre, err = t.snaps.take(); err != nil {
 			return errorResult(fmt.Sprintf("could not checkpoint the workspace before the command: %v; nothing was run (octet keeps the workspace's files before a command changes them: free space in $OCTET_HOME or fix its permissions, then try again)", err)), nil
 		}
+		// No prior image may expire before the call's checkpoint names it.
+		pinned := pre.sums()
+		t.snaps.rec.Store.Pin(pinned)
+		defer t.snaps.rec.Store.Unpin(pinned)
 	}
 	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
 	spillFrom := t.cfg.MaxOutputBytes

@@ -171,6 +171,17 @@ func (s *snapshotter) take() (*snapshot, error) {
 	return snap, nil
 }
 
+// sums returns the names of the blobs snap's files are kept as.
+func (snap *snapshot) sums() []string {
+	out := make([]string, 0, len(snap.entries))
+	for _, e := range snap.entries {
+		if e.sum != "" {
+			out = append(out, e.sum)
+		}
+	}
+	return out
+}
+
 // sameSums reports whether every entry of snap has the hash prev has
 // for it (a racy file read again may have changed in place).
 func sameSums(snap, prev *snapshot) bool {
