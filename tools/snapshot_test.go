@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -159,5 +161,51 @@ func TestSnapshotIgnoreChanges(t *testing.T) {
 	got := kindsOf(s.changesBetween(pre, post))
 	if len(got) != 1 || got[".gitignore"] != changes.Modify {
 		t.Errorf("changes: %v, want only .gitignore modified", got)
+	}
+}
+
+// TestBashCheckpointsAllButReads: under controlled, a command the broker
+// admits as a read takes no checkpoint (no snapshot, no changes); an
+// approved command takes one, and its result carries what it changed and
+// what a rewind of it cannot undo.
+func TestBashCheckpointsAllButReads(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("no bash")
+	}
+	if runtime.GOOS == "windows" {
+		t.Skip("no snapshots on windows")
+	}
+	ws := t.TempDir()
+	put(t, filepath.Join(ws, "a.txt"), "one\n")
+	store, err := changes.Open(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := NewBash(Config{Root: ws, SpillDir: t.TempDir(), Changes: &changes.Recorder{Store: store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	br := NewBroker(BrokerConfig{Policy: Controlled, Approver: approveAll()})
+	run := func(command string) (Result, ToolPolicyDecision) {
+		args, _ := json.Marshal(map[string]string{"command": command})
+		return br.Dispatch(context.Background(), mustHost(t, b), req("bash", string(args)), DispatchObserver{})
+	}
+	res, d := run("cat a.txt")
+	if d.Reason != ReasonReadOnlyCommand || res.IsError {
+		t.Fatalf("cat: %s %+v", d.Reason, res)
+	}
+	if res.Details["checkpoint"] != nil || res.CannotUndo != nil || b.snaps.last != nil {
+		t.Errorf("a read took a checkpoint: %+v", res)
+	}
+	res, d = run("echo two >> a.txt")
+	if d.Reason != ReasonApproved || res.IsError {
+		t.Fatalf("echo: %s %+v", d.Reason, res)
+	}
+	if len(res.Changes) != 1 || res.Changes[0].Path != "a.txt" || res.Changes[0].Diff != "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n one\n+two\n" {
+		t.Errorf("changes of an approved command: %+v", res.Changes)
+	}
+	if res.Details["checkpoint"] == nil || len(res.CannotUndo) == 0 {
+		t.Errorf("an approved command's checkpoint: %v, %v", res.Details["checkpoint"], res.CannotUndo)
 	}
 }
