@@ -125,7 +125,7 @@ func (r *Run) observer(sink *toolSink, callID string) tools.DispatchObserver {
 	obs := sink.observer(callID)
 	if in := r.a.cfg.Intents; in != nil {
 		key := r.a.intentKey(callID)
-		obs.OnIntent = func(recs []changes.Record) error { return in.WriteIntent(key, recs) }
+		obs.OnIntent = func(intent changes.Intent) error { return in.WriteIntent(key, intent) }
 	}
 	return obs
 }

@@ -17,10 +17,10 @@ import (
 // the log, and crash recovery records it with the call's indeterminate
 // result, so the ledger shows it and a rewind can take it back.
 type IntentLog interface {
-	// WriteIntent keeps recs under key (written and synced).
-	WriteIntent(key string, recs []Record) error
-	// Intent returns the records kept under key (nil when none).
-	Intent(key string) ([]Record, error)
+	// WriteIntent keeps in under key (written and synced).
+	WriteIntent(key string, in Intent) error
+	// Intent returns what is kept under key (zero when nothing is).
+	Intent(key string) (Intent, error)
 	// DropIntent forgets key (its result is durable).
 	DropIntent(key string)
 	// Commit records recs, the changes a call made, as checkpoint key
@@ -29,6 +29,18 @@ type IntentLog interface {
 }
 
 var _ IntentLog = (*Store)(nil)
+
+// Intent is what a call is about to change: an edit's or write's records
+// (images kept), or the manifest of the snapshot a bash call took before
+// its command (what it changes is only known after).
+type Intent struct {
+	Records []Record `json:"records,omitempty"`
+	// Snapshot names the manifest blob of the workspace before a command.
+	Snapshot string `json:"snapshot,omitempty"`
+}
+
+// Empty reports whether in says nothing.
+func (in Intent) Empty() bool { return len(in.Records) == 0 && in.Snapshot == "" }
 
 func (s *Store) intents() string { return filepath.Join(s.dir, "intents") }
 
@@ -40,8 +52,8 @@ func (s *Store) intentPath(key string) string {
 }
 
 // WriteIntent implements IntentLog.
-func (s *Store) WriteIntent(key string, recs []Record) error {
-	data, err := json.Marshal(recs)
+func (s *Store) WriteIntent(key string, in Intent) error {
+	data, err := json.Marshal(in)
 	if err != nil {
 		return fmt.Errorf("encode the intended changes: %w", err)
 	}
@@ -55,19 +67,19 @@ func (s *Store) WriteIntent(key string, recs []Record) error {
 }
 
 // Intent implements IntentLog.
-func (s *Store) Intent(key string) ([]Record, error) {
+func (s *Store) Intent(key string) (Intent, error) {
 	data, err := os.ReadFile(s.intentPath(key))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return Intent{}, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("change store: read the intended changes: %w", err)
+		return Intent{}, fmt.Errorf("change store: read the intended changes: %w", err)
 	}
-	var recs []Record
-	if err := json.Unmarshal(data, &recs); err != nil {
-		return nil, fmt.Errorf("change store: intended changes %s are damaged: %w", s.intentPath(key), err)
+	var in Intent
+	if err := json.Unmarshal(data, &in); err != nil {
+		return Intent{}, fmt.Errorf("change store: intended changes %s are damaged: %w", s.intentPath(key), err)
 	}
-	return recs, nil
+	return in, nil
 }
 
 // DropIntent implements IntentLog.

@@ -30,8 +30,9 @@ const manyCrashKills = 100
 
 // TestManyCrashesHelper is the child process of TestManyCrashes: it
 // reopens the session named in its environment (which settles what the
-// last child left unfinished), says so, and then runs writes, edits and
-// file rewinds of its files in random order until it is killed.
+// last child left unfinished), says so, and then runs writes, bash
+// commands and file rewinds of its files in random order until it is
+// killed.
 func TestManyCrashesHelper(t *testing.T) {
 	home := os.Getenv("OCTET_MANY_CRASH_HOME")
 	if home == "" {
@@ -67,8 +68,11 @@ func TestManyCrashesHelper(t *testing.T) {
 				continue
 			}
 		}
-		args := fmt.Sprintf(`{"path":%q,"content":"seed %d step %d\n"}`, f, seed, n)
-		st.provider.Enqueue(pt.Reply(pt.FunctionCall(fmt.Sprintf("c%d-%d", seed, n), "write", args)), pt.Text("ok"))
+		tool, args := "write", fmt.Sprintf(`{"path":%q,"content":"seed %d step %d\n"}`, f, seed, n)
+		if rng.IntN(2) == 0 {
+			tool, args = "bash", fmt.Sprintf(`{"command":"echo seed %d step %d > %s"}`, seed, n, f)
+		}
+		st.provider.Enqueue(pt.Reply(pt.FunctionCall(fmt.Sprintf("c%d-%d", seed, n), tool, args)), pt.Text("ok"))
 		run, err := rs.Prompt(context.Background(), "change "+f, false)
 		if err != nil {
 			t.Fatal(err)
@@ -97,8 +101,9 @@ func stateOfFile(t *testing.T, path string) changes.State {
 
 // TestManyCrashes kills a real process 100 times at random points while
 // it writes files through the agent (each write: images kept, intent
-// kept, file changed, result recorded) and rewinds them (plan recorded,
-// files restored one by one). After each kill the session is reopened,
+// kept, file changed, result recorded), changes them with real bash
+// commands (snapshot and intent kept, command run, snapshot, result
+// recorded) and rewinds them (plan recorded, files restored one by one). After each kill the session is reopened,
 // which settles the unfinished call, and every file must be in a state
 // the ledger names for it: the state after its last recorded change, or,
 // when that change's outcome is not known (an indeterminate call's
@@ -150,6 +155,9 @@ func TestManyCrashes(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = cmd.Wait()
+		// The guard of a command the child ran stops it once it sees
+		// the child gone; until then the command may still write.
+		waitNoProcessIn(t, st.workspace)
 		for _, k := range checkCrashState(t, st, sid, rec, kill) {
 			uncertain[k] = true
 		}
@@ -219,4 +227,29 @@ func checkCrashState(t *testing.T, st *stack, sid string, rec *changes.Recorder,
 func sha256Sum(s string) []byte {
 	sum := sha256.Sum256([]byte(s))
 	return sum[:]
+}
+
+// waitNoProcessIn waits (at most 10 s) until no process runs in dir (its
+// working directory): the commands of a killed octet, stopped by their
+// guards.
+func waitNoProcessIn(t *testing.T, dir string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		busy := false
+		procs, _ := filepath.Glob("/proc/[0-9]*/cwd")
+		for _, p := range procs {
+			if cwd, err := os.Readlink(p); err == nil && cwd == dir {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a process still runs in %s 10 s after octet was killed", dir)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

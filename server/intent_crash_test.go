@@ -23,8 +23,8 @@ type pausingIntents struct {
 	marker string
 }
 
-func (p pausingIntents) WriteIntent(key string, recs []changes.Record) error {
-	if err := p.IntentLog.WriteIntent(key, recs); err != nil {
+func (p pausingIntents) WriteIntent(key string, in changes.Intent) error {
+	if err := p.IntentLog.WriteIntent(key, in); err != nil {
 		return err
 	}
 	_ = os.WriteFile(p.marker, nil, 0o600)
@@ -44,14 +44,16 @@ func TestIntentCrashHelper(t *testing.T) {
 	st.home, st.workspace = home, os.Getenv("OCTET_INTENT_CRASH_WORKSPACE")
 	st.runtime.SessionsDir = filepath.Join(home, "sessions")
 	marker := filepath.Join(home, "paused")
-	if os.Getenv("OCTET_INTENT_CRASH_MODE") == "intent" {
+	switch os.Getenv("OCTET_INTENT_CRASH_MODE") {
+	case "intent":
 		st.intents = func(l changes.IntentLog) changes.IntentLog { return pausingIntents{l, marker} }
-	} else {
+	case "effect":
 		st.hooks = []tools.Hooks{{AfterToolCall: func(context.Context, tools.EffectIntent, tools.Result) {
 			_ = os.WriteFile(marker, nil, 0o600)
 			select {}
 		}}}
 	}
+	// Mode "command": the command itself touches the marker and waits.
 	st.provider.Enqueue(pt.Reply(pt.FunctionCall("w1", os.Getenv("OCTET_INTENT_CRASH_TOOL"), os.Getenv("OCTET_INTENT_CRASH_ARGS"))), pt.Text("done"))
 	e := st.editor(t, Options{}, nil)
 	sid := e.newSession()
@@ -62,10 +64,12 @@ func TestIntentCrashHelper(t *testing.T) {
 // TestIntentSurvivesSIGKILL kills a real process running an edit (and a
 // write creating a file) right after the call kept its intended change
 // and before the effect, and right after the effect and before its result
-// was recorded. Reopened, the session records the call as indeterminate
-// with the intended change in its details (the ledger shows it), and a
-// rewind to the prompt brings the file back to its prior state from
-// either point, without a conflict.
+// was recorded; and a real bash process killed (with octet) while its
+// command runs, after it changed a file. Reopened, the session records
+// the call as indeterminate with the intended change — for bash, the
+// difference between its prior snapshot and the workspace — in its
+// details (the ledger shows it), and a rewind to the prompt brings the
+// file back to its prior state from either point, without a conflict.
 func TestIntentSurvivesSIGKILL(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts child processes")
@@ -78,6 +82,7 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 		{"edit killed after the effect", "effect", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`, []byte("one\n"), []byte("1\n")},
 		{"write killed before the effect", "intent", "write", `{"path":"new/b.txt","content":"bee\n"}`, nil, []byte("bee\n")},
 		{"write killed after the effect", "effect", "write", `{"path":"new/b.txt","content":"bee\n"}`, nil, []byte("bee\n")},
+		{"bash killed while its command runs", "command", "bash", `{"command":"sed -i s/one/1/ a.txt && : > {marker} && sleep 5"}`, []byte("one\n"), []byte("1\n")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -88,9 +93,10 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 			} else {
 				writeMode(t, file, string(c.before), 0o644)
 			}
+			args := strings.ReplaceAll(c.args, "{marker}", filepath.Join(st.home, "paused"))
 			cmd := exec.Command(os.Args[0], "-test.run=^TestIntentCrashHelper$", "-test.count=1")
 			cmd.Env = append(os.Environ(), "OCTET_INTENT_CRASH_HOME="+st.home, "OCTET_INTENT_CRASH_WORKSPACE="+st.workspace,
-				"OCTET_INTENT_CRASH_MODE="+c.mode, "OCTET_INTENT_CRASH_TOOL="+c.tool, "OCTET_INTENT_CRASH_ARGS="+c.args)
+				"OCTET_INTENT_CRASH_MODE="+c.mode, "OCTET_INTENT_CRASH_TOOL="+c.tool, "OCTET_INTENT_CRASH_ARGS="+args)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
@@ -110,7 +116,7 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 			}
 			_ = cmd.Wait()
 			want := c.before
-			if c.mode == "effect" {
+			if c.mode != "intent" {
 				want = c.after
 			}
 			wantFile(t, "after the kill", file, want, 0o644)
@@ -152,7 +158,7 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 					t.Errorf("rewind after the kill: %s: %s", ch.Path, ch.Conflict)
 				}
 			}
-			if wantN := map[string]int{"intent": 0, "effect": 1}[c.mode]; !res.Applied || len(res.Changes) != wantN {
+			if wantN := map[string]int{"intent": 0, "effect": 1, "command": 1}[c.mode]; !res.Applied || len(res.Changes) != wantN {
 				t.Errorf("rewind after the kill: applied %v, %d changes, want %d", res.Applied, len(res.Changes), wantN)
 			}
 			wantFile(t, "after the rewind", file, c.before, 0o644)

@@ -14,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/proc"
 )
 
@@ -187,6 +188,11 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		pinned := pre.sums()
 		t.snaps.rec.Store.Pin(pinned)
 		defer t.snaps.rec.Store.Unpin(pinned)
+		if inv.Intent != nil {
+			if err := inv.Intent(changes.Intent{Snapshot: pre.manifest}); err != nil {
+				return errorResult(stageErrorText(err)), nil
+			}
+		}
 	}
 	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
 	spillFrom := t.cfg.MaxOutputBytes

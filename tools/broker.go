@@ -281,10 +281,11 @@ type DispatchObserver struct {
 	OnDecision func(ToolPolicyDecision)
 	// OnProgress receives the tool's bounded incremental output.
 	OnProgress func(text string)
-	// OnIntent, when set, keeps the changes a file-changing tool is about
-	// to make (their images already in the store) durably, before it
-	// makes them; an error stops the tool (nothing is changed).
-	OnIntent func(recs []changes.Record) error
+	// OnIntent, when set, keeps what a file-changing tool is about to
+	// change (an edit's records, their images already in the store; bash's
+	// prior snapshot) durably, before it changes it; an error stops the
+	// tool (nothing is changed).
+	OnIntent func(in changes.Intent) error
 }
 
 // Dispatch runs the whole pipeline for one call: Admit, then Execute. The

@@ -40,7 +40,7 @@ func recordIntent(inv Invocation, recs []changes.Record) string {
 	if inv.Intent == nil || len(recs) == 0 {
 		return ""
 	}
-	if err := inv.Intent(recs); err != nil {
+	if err := inv.Intent(changes.Intent{Records: recs}); err != nil {
 		return stageErrorText(err)
 	}
 	return ""

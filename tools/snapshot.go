@@ -67,6 +67,9 @@ func (e snapEntry) sameState(o snapEntry) bool {
 	case e.dir || o.dir:
 		return e.dir == o.dir && e.mode == o.mode
 	case e.skipped || o.skipped:
+		if e.mtime == 0 || o.mtime == 0 { // read back from a manifest: no stat
+			return e.skipped == o.skipped && e.size == o.size && e.mode == o.mode
+		}
 		return e.skipped == o.skipped && e.sameStat(o)
 	}
 	return e.sum == o.sum && e.mode == o.mode
@@ -464,6 +467,66 @@ func appendJSONString(b []byte, s string) []byte {
 	b = append(b, '"')
 	b = append(b, s...)
 	return append(b, '"')
+}
+
+// CrashRecoverer is implemented by tools whose intent is a snapshot
+// (bash): crash recovery asks them what changed since it.
+type CrashRecoverer interface {
+	// RecoverChanges returns what changed in the workspace since the
+	// snapshot in.Snapshot names, and what a rewind of it cannot undo.
+	RecoverChanges(in changes.Intent) ([]changes.Record, []string, error)
+}
+
+var _ CrashRecoverer = (*BashTool)(nil)
+
+// RecoverChanges implements CrashRecoverer: the changes between the
+// snapshot a command killed with octet took before it and the workspace
+// now (which may include what the user did since).
+func (t *BashTool) RecoverChanges(in changes.Intent) ([]changes.Record, []string, error) {
+	if t.snaps == nil || in.Snapshot == "" {
+		return nil, nil, nil
+	}
+	pre, err := t.snaps.load(in.Snapshot)
+	if err != nil {
+		return nil, nil, err
+	}
+	post, err := t.snaps.take()
+	if err != nil {
+		return nil, nil, err
+	}
+	undo := append([]string{"the command was killed with octet: what it did is known only from the workspace's files, which may also hold later changes"}, t.snaps.cannotUndo(pre, post)...)
+	return t.snaps.changesBetween(pre, post), undo, nil
+}
+
+// load reads back the snapshot whose manifest is sum (no stat fields:
+// only what the manifest keeps).
+func (s *snapshotter) load(sum string) (*snapshot, error) {
+	data, err := s.rec.Store.Get(sum)
+	if err != nil {
+		return nil, fmt.Errorf("read the snapshot before the command: %w", err)
+	}
+	snap := &snapshot{entries: map[string]snapEntry{}, manifest: sum, manifestSize: int64(len(data))}
+	for line := range strings.SplitSeq(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var m struct {
+			P string      `json:"p"`
+			D bool        `json:"d"`
+			M fs.FileMode `json:"m"`
+			S int64       `json:"s"`
+			H string      `json:"h"`
+			X bool        `json:"x"`
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			return nil, fmt.Errorf("the snapshot before the command is damaged: %w", err)
+		}
+		snap.entries[m.P] = snapEntry{dir: m.D, mode: m.M, size: m.S, sum: m.H, skipped: m.X}
+		if m.X {
+			snap.skipped = append(snap.skipped, m.P)
+		}
+	}
+	return snap, nil
 }
 
 // changesBetween returns the records of what changed from pre to post,

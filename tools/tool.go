@@ -97,7 +97,7 @@ type Invocation struct {
 	// Intent, when set, keeps the changes the call is about to make
 	// durably; edit and write call it (through recordIntent) after
 	// staging their images and before the effect.
-	Intent func(recs []changes.Record) error
+	Intent func(in changes.Intent) error
 	// ReadOnly reports that the broker admitted the call as a read (a
 	// shell command on the read-only allowlist): bash takes no workspace
 	// checkpoint for it.
