@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,6 +181,10 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		}, nil
 	}
 	var pre *snapshot
+	var noCheckpoint []string
+	if t.snaps == nil && !inv.ReadOnly && t.cfg.Changes != nil && t.cfg.Changes.Store != nil {
+		noCheckpoint = []string{"everything: bash calls are not checkpointed on " + runtime.GOOS}
+	}
 	if t.snaps != nil && !inv.ReadOnly {
 		if pre, err = t.snaps.take(); err != nil {
 			return errorResult(fmt.Sprintf("could not checkpoint the workspace before the command: %v; nothing was run (octet keeps the workspace's files before a command changes them: free space in $OCTET_HOME or fix its permissions, then try again)", err)), nil
@@ -206,7 +211,11 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		}
 		return t.checkpoint(res, pre), nil
 	}
-	return t.checkpoint(t.result(capt.finish(), oc, timeout), pre), nil
+	res := t.checkpoint(t.result(capt.finish(), oc, timeout), pre)
+	if noCheckpoint != nil {
+		res.CannotUndo = noCheckpoint
+	}
+	return res, nil
 }
 
 // checkpoint completes res with what the command changed: the changes

@@ -89,6 +89,7 @@ type snapshot struct {
 	entries map[string]snapEntry // by slash-separated workspace path
 	skipped []string             // files over the per-file limit, sorted
 	secret  []string             // files holding a secret value, sorted
+	failed  []string             // files that could not be read, sorted
 	special int                  // symbolic links, FIFOs, sockets, devices
 	partial bool                 // the entry bound was reached
 	hashed  int                  // files read and hashed (their stat changed)
@@ -160,6 +161,7 @@ func (s *snapshotter) take() (*snapshot, error) {
 	}
 	slices.Sort(snap.skipped)
 	slices.Sort(snap.secret)
+	slices.Sort(snap.failed)
 	if same && len(snap.entries) == len(prev.entries) && sameSums(snap, prev) && store.Has(prev.manifest, prev.manifestSize) {
 		// Nothing changed: the manifest would be the same bytes.
 		snap.manifest, snap.manifestSize = prev.manifest, prev.manifestSize
@@ -228,7 +230,8 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 		rel     string
 		sum     string
 		stored  bool
-		missing bool
+		missing bool // vanished since the walk
+		failed  bool // could not be read (permissions)
 		secret  bool
 		err     error
 	}
@@ -241,7 +244,14 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 				data, _, err := root.ReadFile(rel, s.rec.Store.MaxBlobBytes())
 				if err != nil {
 					var tl *fsroot.TooLargeError
-					results <- done{rel: rel, missing: !errors.As(err, &tl), stored: false}
+					switch {
+					case errors.As(err, &tl):
+						results <- done{rel: rel} // grew past the limit
+					case fsroot.IsNotExist(err):
+						results <- done{rel: rel, missing: true}
+					default:
+						results <- done{rel: rel, failed: true}
+					}
 					continue
 				}
 				if s.redactor.Contains(data) {
@@ -269,6 +279,9 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 			errs = append(errs, fmt.Errorf("keep %s: %w", d.rel, d.err))
 		case d.missing:
 			delete(snap.entries, d.rel)
+		case d.failed:
+			delete(snap.entries, d.rel)
+			snap.failed = append(snap.failed, d.rel)
 		case d.secret: // never copied into $OCTET_HOME
 			e.skipped = true
 			snap.secret = append(snap.secret, d.rel)
@@ -615,6 +628,9 @@ func (s *snapshotter) cannotUndo(pre, post *snapshot) []string {
 	}
 	if l := pathList(pre.secret, post.secret); l != "" {
 		out = append(out, "file(s) holding a secret octet keeps out of its own files (the API key), not kept: "+l)
+	}
+	if l := pathList(pre.failed, post.failed); l != "" {
+		out = append(out, "file(s) octet could not read, not kept: "+l)
 	}
 	if n := max(pre.special, post.special); n > 0 {
 		out = append(out, fmt.Sprintf("%d symbolic link(s) or special file(s), not followed or kept", n))

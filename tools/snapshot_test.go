@@ -209,3 +209,26 @@ func TestBashCheckpointsAllButReads(t *testing.T) {
 		t.Errorf("an approved command's checkpoint: %v, %v", res.Details["checkpoint"], res.CannotUndo)
 	}
 }
+
+// TestSnapshotUnreadableFile: a file the snapshot cannot read is left
+// out and named in what the checkpoint cannot undo.
+func TestSnapshotUnreadableFile(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads every file")
+	}
+	s, ws := newTestSnapshotter(t)
+	put(t, filepath.Join(ws, "locked"), "x\n")
+	if err := os.Chmod(filepath.Join(ws, "locked"), 0); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := s.take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := snap.entries["locked"]; ok || len(snap.failed) != 1 {
+		t.Errorf("unreadable file: entries %v, failed %v", snap.entries, snap.failed)
+	}
+	if undo := strings.Join(s.cannotUndo(snap, snap), "\n"); !strings.Contains(undo, "could not read, not kept: 1: locked") {
+		t.Errorf("cannotUndo: %q", undo)
+	}
+}
