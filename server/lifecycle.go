@@ -32,6 +32,7 @@ var features = []string{"octet/session/close",
 	"textDocument/didOpen", "textDocument/didChange", "textDocument/didClose", "textDocument/didSave",
 	"workspace/applyEdit", "octet/prompt.context",
 	"octet/session/diff", "octet/session/rewind",
+	"octet/extensions/list", "octet/extensions/enable", "extensions_changed",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

@@ -36,7 +36,8 @@ func TestNeovimClient(t *testing.T) {
 	})
 }
 
-// TestNeovimReadmeSnippet runs the README's Neovim snippet verbatim in
+// TestNeovimReadmeSnippet runs the bare vim.lsp client of the Neovim
+// plugin README (editors/nvim/README.md, "Without the plugin") verbatim in
 // headless Neovim (0.7+ API): `octet` is found on PATH, the workspace is
 // Neovim's cwd, and `:Octet edit a.txt` must end with the approved edit
 // applied. vim.fn.confirm (a dialog) answers "Approve" and records what it
@@ -49,11 +50,11 @@ func TestNeovimReadmeSnippet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the octet binary")
 	}
-	readme, err := os.ReadFile("../README.md")
+	readme, err := os.ReadFile("../editors/nvim/README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	snippet := readmeLua(t, string(readme), "### Neovim")
+	snippet := readmeLua(t, string(readme), "## Without the plugin")
 	tmp := t.TempDir()
 	bin := filepath.Dir(buildOctet(t)) // a directory holding only octet, for PATH
 	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")

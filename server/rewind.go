@@ -26,6 +26,9 @@ type RewindParams struct {
 	DryRun bool `json:"dryRun"`
 	// Force lists the paths whose conflicts are overwritten.
 	Force []string `json:"force"`
+	// Paths, when not empty, limits a files rewind to these paths (as
+	// the changes name them): an editor's per-file revert.
+	Paths []string `json:"paths"`
 }
 
 // RewindChange is one path of a rewind.
@@ -207,6 +210,9 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 	}
 	var out []tools.Restoration
 	for _, r := range changes.PlanRewind(as, ts, common) {
+		if len(p.Paths) > 0 && !slices.Contains(p.Paths, r.Path) {
+			continue
+		}
 		rs, needed, err := cfg.PrepareRestore(r, slices.Contains(p.Force, r.Path), !p.DryRun)
 		if err != nil {
 			return nil, fmt.Errorf("rewind %s (nothing was changed): %w", r.Path, err)

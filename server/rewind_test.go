@@ -223,3 +223,40 @@ func TestSessionRewindOpenDocument(t *testing.T) {
 		t.Errorf("prompt during the rewind: %v", err)
 	}
 }
+
+// TestSessionRewindPaths: a files rewind limited to paths restores only
+// those (an editor's per-file revert); the others keep octet's changes,
+// and a later rewind of the rest still restores them.
+func TestSessionRewindPaths(t *testing.T) {
+	st := newStack(t, tools.UnsafeHost)
+	a := filepath.Join(st.workspace, "a.txt")
+	b := filepath.Join(st.workspace, "b.txt")
+	writeMode(t, a, "one\n", 0o644)
+	writeMode(t, b, "bee\n", 0o644)
+	st.provider.Enqueue(
+		pt.Reply(
+			pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`),
+			pt.FunctionCall("e2", "edit", `{"path":"b.txt","old_text":"bee","new_text":"B"}`),
+		),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, nil)
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	start := entryIDs(t, e, sid)[0]
+	var one rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "paths": []string{"b.txt"}}, &one)
+	if !one.Applied || len(one.Changes) != 1 || one.Changes[0].Path != "b.txt" {
+		t.Fatalf("rewind of b.txt: %+v", one)
+	}
+	wantFile(t, "after reverting b.txt", a, []byte("1\n"), 0o644)
+	wantFile(t, "after reverting b.txt", b, []byte("bee\n"), 0o644)
+	var rest rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rest)
+	if !rest.Applied || len(rest.Changes) != 1 || rest.Changes[0].Path != "a.txt" {
+		t.Fatalf("rewind of the rest: %+v", rest)
+	}
+	wantFile(t, "after reverting the rest", a, []byte("one\n"), 0o644)
+}

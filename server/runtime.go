@@ -82,6 +82,9 @@ type Built struct {
 	// store answers octet/session/diff. Nil: diffs of paths changed more
 	// than once in a run are unavailable.
 	Changes *changes.Recorder
+	// Extensions are the session's MCP servers (octet/extensions/list);
+	// nil: none.
+	Extensions Extensions
 }
 
 // runtimeBackend adapts a Runtime to the server's backend seam.
@@ -142,6 +145,14 @@ func (b runtimeBackend) Open(ctx context.Context, id string, approver approverFu
 	}
 	h.rules.restorePolicy(h.built.Agent.Broker())
 	return h, nil
+}
+
+// Close releases what listing holds (the Lister's directory watch).
+func (b runtimeBackend) Close() error {
+	if b.lister != nil {
+		return b.lister.Close()
+	}
+	return nil
 }
 
 // List implements backend.

@@ -265,6 +265,9 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.cancel()
 	_ = conn.Close()
 	s.closeSessions()
+	if c, ok := s.opts.backend.(io.Closer); ok {
+		_ = c.Close()
+	}
 	return err
 }
 
@@ -400,6 +403,8 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/setPolicy":  s.sessionSetPolicy,
 		"octet/approvals/list":     s.approvalsList,
 		"octet/approvals/revoke":   s.approvalsRevoke,
+		"octet/extensions/list":    s.extensionsList,
+		"octet/extensions/enable":  s.extensionsEnable,
 		"workspace/executeCommand": s.executeCommand,
 	}
 }

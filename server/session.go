@@ -161,6 +161,7 @@ func (s *Server) register(ss *sessionState) (*sessionState, error) {
 		if len(s.sessions) < s.opts.MaxSessions {
 			s.sessions[ss.id] = ss
 			s.mu.Unlock()
+			s.watchExtensions(ss)
 			return ss, nil
 		}
 		open := s.openSessions()
@@ -430,12 +431,16 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		}
 		infos = slices.DeleteFunc(infos, func(i sessionInfo) bool { return filepath.Clean(i.Cwd) != cwd })
 	}
-	slices.SortStableFunc(infos, func(a, b sessionInfo) int {
+	newestFirst := func(a, b sessionInfo) int {
 		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 			return c
 		}
 		return compareStrings(a.SessionID, b.SessionID)
-	})
+	}
+	// The backend lists newest first already; sorting is then one pass.
+	if !slices.IsSortedFunc(infos, newestFirst) {
+		slices.SortStableFunc(infos, newestFirst)
+	}
 	res := struct {
 		Sessions   []sessionInfo `json:"sessions"`
 		NextCursor string        `json:"nextCursor,omitempty"`

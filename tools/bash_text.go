@@ -91,3 +91,10 @@ func skipEscape(b []byte, i int) int {
 // isTagChar reports whether r is a Unicode tag character (U+E0000 to
 // U+E007F): invisible in every display, yet read by a model as text.
 func isTagChar(r rune) bool { return r >= 0xe0000 && r <= 0xe007f }
+
+// NeutralizeText is the neutralization every command's output gets
+// (escape sequences removed, controls in caret notation, invalid UTF-8,
+// bidirectional controls and tag characters made visible), for tools
+// outside this package whose output is foreign text: an MCP server's
+// results and descriptions.
+func NeutralizeText(s string) string { return neutralizeControls([]byte(s)) }

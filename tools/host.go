@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -216,4 +217,65 @@ func compileSchema(name string, raw json.RawMessage) (*jsonschema.Schema, error)
 		return nil, fmt.Errorf("compile schema: %w", err)
 	}
 	return sch, nil
+}
+
+// ReplaceGroup atomically replaces every tool whose name starts with
+// prefix by ts (an executable extension's current tool set, say), in
+// one catalog change: the model sees the new set at its next request, and
+// an intent admitted against the old catalog is refused at commit. Each
+// tool of ts must have a name with prefix and is checked like Register;
+// one that fails is left out and its error returned, the rest are
+// registered. An empty ts removes the group.
+func (h *Host) ReplaceGroup(prefix string, ts []Tool) error {
+	if prefix == "" {
+		return errors.New("replace tool group: empty prefix")
+	}
+	var errs []error
+	entries := make([]*hostEntry, 0, len(ts))
+	seen := make(map[string]bool, len(ts))
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		name := t.Name()
+		switch {
+		case !strings.HasPrefix(name, prefix):
+			errs = append(errs, fmt.Errorf("register tool %s: name outside group %s", truncateForError(name), prefix))
+			continue
+		case !toolNamePattern.MatchString(name):
+			errs = append(errs, fmt.Errorf("register tool %q: name must be 1-64 characters of A-Z a-z 0-9 _ -", truncateForError(name)))
+			continue
+		case seen[name]:
+			errs = append(errs, fmt.Errorf("register tool %s: %w", name, ErrDuplicateTool))
+			continue
+		}
+		sch, err := compileSchema(name, t.Schema())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("register tool %s: %w", name, err))
+			continue
+		}
+		seen[name] = true
+		entries = append(entries, &hostEntry{tool: t, schema: sch})
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	kept := h.tools[:0:0]
+	for _, e := range h.tools {
+		if strings.HasPrefix(e.tool.Name(), prefix) {
+			delete(h.byName, e.tool.Name())
+			continue
+		}
+		kept = append(kept, e)
+	}
+	for _, e := range entries {
+		if _, dup := h.byName[e.tool.Name()]; dup {
+			errs = append(errs, fmt.Errorf("register tool %s: %w", e.tool.Name(), ErrDuplicateTool))
+			continue
+		}
+		kept = append(kept, e)
+		h.byName[e.tool.Name()] = e
+	}
+	h.tools = kept
+	h.gen = generations.Add(1)
+	return errors.Join(errs...)
 }

@@ -102,3 +102,37 @@ func TestHostGenerationChangesOnRegister(t *testing.T) {
 		t.Fatal("two hosts share a generation")
 	}
 }
+
+func TestHostReplaceGroup(t *testing.T) {
+	h := NewHost()
+	for _, n := range []string{"read", "mcp__a__x", "mcp__b__y"} {
+		if err := h.Register(newProbe(n, Pure)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gen := h.Generation()
+	err := h.ReplaceGroup("mcp__a__", []Tool{
+		newProbe("mcp__a__z", Pure),
+		newProbe("read", Pure), // outside the group
+		schemaTool{newProbe("mcp__a__bad", Pure), `{"type":"string"}`},
+		newProbe("mcp__a__z", Pure), // duplicate
+	})
+	if err == nil || !strings.Contains(err.Error(), "outside group") || !strings.Contains(err.Error(), "mcp__a__bad") || !errors.Is(err, ErrDuplicateTool) {
+		t.Errorf("err = %v", err)
+	}
+	if got := toolNames(h.Tools()); !slices.Equal(got, []string{"read", "mcp__b__y", "mcp__a__z"}) {
+		t.Errorf("tools = %v", got)
+	}
+	if h.Generation() == gen {
+		t.Error("generation unchanged")
+	}
+	if err := h.ReplaceGroup("mcp__a__", nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(h.Tools()); !slices.Equal(got, []string{"read", "mcp__b__y"}) {
+		t.Errorf("after removal: %v", got)
+	}
+	if _, ok := h.Lookup("mcp__a__z"); ok {
+		t.Error("removed tool still found")
+	}
+}

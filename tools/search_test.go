@@ -338,6 +338,7 @@ func BenchmarkSearchGOROOT(b *testing.B) {
 		{"regex-inner-literal", `[A-Z][a-z]+Buffer\b`, false},
 		{"regex-byte-prefilter", `[a-z]+_[a-z]+\(`, false},
 		{"regex-class-run", `\d{5,}`, false},
+		{"regex-unselective", `[a-z]+[0-9]\b`, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			benchVsRipgrep(b, rg, s, root, bc.pattern, bc.literal)

@@ -44,7 +44,7 @@ func addPolicyFlags(fs *flag.FlagSet, f *config.Flags) {
 	fs.Func("effect-policy", "`policy`: controlled, controlled_bash_approval or unsafe_host (default unsafe_host; env OCTET_EFFECT_POLICY)", str(&f.EffectPolicy))
 	fs.Func("tools", "comma-separated tool `list` to enable (read,search,edit,write,bash)", str(&f.Tools))
 	fs.BoolVar(&f.NoContextFiles, "no-context-files", false, "do not load AGENTS.md into the instructions")
-	fs.BoolVar(&f.Offline, "offline", false, "turn off optional discovery; octet has none today, so this changes nothing: model requests still go to the provider (it is not a network sandbox)")
+	fs.BoolVar(&f.Offline, "offline", false, "turn off optional discovery: no MCP server is listed or started; model requests still go to the provider (it is not a network sandbox)")
 	fs.Func("shell-path", "absolute `path` of the shell bash runs commands with", str(&f.ShellPath))
 	fs.Var(&boolFlag{dst: &f.AllowShell}, "allow-shell", "allow_shell: --allow-shell=false removes bash; true does not bypass allow_process, the effect policy or its approvals")
 	fs.Func("model", "model `name` (default "+config.DefaultModel+")", str(&f.Model))

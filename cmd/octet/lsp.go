@@ -238,7 +238,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 		release()
 		return st.Close()
 	}
-	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent, Changes: st.changes}, nil
+	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
 }
 
 // contextFor returns the workspace's watched context set, loading it and

@@ -88,6 +88,8 @@ commands:
                             restore the files octet changed after an entry
                             and/or move the conversation back to it
                             (<id> may be an unambiguous prefix of the id)
+  mcp list                  list the configured MCP servers (starts none)
+  mcp unpin <server>        forget a server's pinned tool definitions
   version                   print the version
 
 Run "octet <command> -h" for the flags of a command.
@@ -114,6 +116,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = runExec(ctx, rest, e)
 	case "sessions":
 		err = runSessions(ctx, rest, e)
+	case "mcp":
+		err = runMCP(ctx, rest, e)
 	case "version", "--version", "-version":
 		err = runVersion(rest, e)
 	case "help", "-h", "--help":

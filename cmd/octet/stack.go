@@ -51,6 +51,8 @@ type stack struct {
 	// confine is the file tools' confinement switch, which the broker
 	// turns on when a session tightens its policy below unsafe_host.
 	confine *tools.Confinement
+	// ext are the MCP servers whose tools are in host.
+	ext *extensions
 }
 
 // loadConfig resolves configuration for workspace and prints its warnings.
@@ -127,7 +129,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	_, st.shellSelection = tools.ResolveShell(cfg.ShellPath.Value)
 	// Tool output never carries the key on: results, progress and bash
 	// spill files are redacted of its exact value.
-	st.redactor = tools.NewRedactor(key.Reveal())
+	st.redactor = tools.NewRedactor(append(bearerTokens(cfg), key.Reveal())...)
 	tc := cfg.ToolsConfig(workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
@@ -154,6 +156,9 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		have = append(have, t.Name())
 	}
 	enabled := slices.DeleteFunc(cfg.EnabledTools(), func(n string) bool {
+		if strings.HasPrefix(n, config.MCPToolPrefix) {
+			return true // registered when its server lists it
+		}
 		if !slices.Contains(have, n) {
 			log.Warn("tool is not available in this build", "tool", n)
 			return true
@@ -164,6 +169,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		closeTools()
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
+	st.ext = startExtensions(cfg, st.host, workspace, log)
 	if st.context != nil {
 		return st, nil
 	}
@@ -178,8 +184,11 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	return st, nil
 }
 
-// Close releases the tools' resources.
+// Close stops the MCP servers and releases the tools' resources.
 func (st *stack) Close() error {
+	if st.ext != nil {
+		st.ext.Close()
+	}
 	if st.closeTools != nil {
 		return st.closeTools()
 	}

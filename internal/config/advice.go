@@ -47,6 +47,7 @@ var keySpecs = map[string]keySpec{
 	"max_session_tokens":    {kindInt, "a whole number of tokens", "1000000"},
 	"max_session_cost_usd":  {kindText, "an exact decimal amount of US dollars, written as a string", `"5"`},
 	"max_network_wait_secs": {kindInt, "a whole number of seconds", "600"},
+	"mcp_servers":           {kindText, "a table of MCP server tables", `{ docs = { command = "docs-mcp", enabled = true } }`},
 }
 
 // priceFieldSpec describes input, cached_input and output of [prices.<model>].

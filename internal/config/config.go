@@ -126,11 +126,16 @@ type Config struct {
 
 	// ContextFiles is false under --no-context-files.
 	ContextFiles Setting[bool]
-	// Offline is --offline: it turns off optional discovery. octet has no
-	// optional discovery today, so it changes nothing: inference still
-	// contacts the configured provider and nothing else is contacted
-	// either way.
+	// Offline is --offline: it turns off optional discovery, which today
+	// is MCP servers (MCPDiscovered lists none, none starts). It is not a
+	// network switch: inference still contacts the configured provider.
 	Offline Setting[bool]
+
+	// SafeMode is --safe-mode (or its alias --safe).
+	SafeMode bool
+	// MCPServers are the [mcp_servers.NAME] tables of the global config,
+	// sorted by name, as a project config tightened them.
+	MCPServers []MCPServer
 
 	// Warnings are human-readable notes about ignored settings (a project
 	// config that tried to relax the profile, say). Callers log them.
@@ -258,6 +263,9 @@ func Load(opts Options) (*Config, error) {
 	}
 	if global != nil {
 		global.apply(&c, SourceConfig)
+		if err := global.applyMCP(&c, lookup); err != nil {
+			return nil, err
+		}
 	}
 	if err := applyEnv(&c, lookup); err != nil {
 		return nil, err
@@ -320,6 +328,7 @@ func applyEnv(c *Config, lookup func(string) (string, bool)) error {
 
 func applyFlags(c *Config, f Flags, known []string) error {
 	if f.SafeMode {
+		c.SafeMode = true
 		set(&c.EffectPolicy, tools.ControlledBashApproval, SourceFlag)
 		set(&c.AllowExternalPaths, false, SourceFlag)
 	}
@@ -389,16 +398,24 @@ func ParseTools(list string, known []string) ([]string, error) {
 	return normalizeTools(names, known)
 }
 
+// normalizeTools checks names against known and the MCP tool shape
+// mcp__<server>__<tool> (an MCP server's tools are only known once it
+// runs), and returns them in known order, then MCP names in given order.
 func normalizeTools(names, known []string) ([]string, error) {
 	for _, n := range names {
-		if !slices.Contains(known, n) {
-			return nil, fmt.Errorf("unknown tool %q; valid tools are %s", n, strings.Join(known, ", "))
+		if !slices.Contains(known, n) && !isMCPToolName(n) {
+			return nil, fmt.Errorf("unknown tool %q; valid tools are %s, or an MCP server's tool as mcp__<server>__<tool>", n, strings.Join(known, ", "))
 		}
 	}
 	out := make([]string, 0, len(names))
 	for _, k := range known {
 		if slices.Contains(names, k) {
 			out = append(out, k)
+		}
+	}
+	for _, n := range names {
+		if !slices.Contains(known, n) && !slices.Contains(out, n) {
+			out = append(out, n)
 		}
 	}
 	return out, nil

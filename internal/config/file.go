@@ -60,6 +60,7 @@ type fileConfig struct {
 	MaxSessionTokens   *int64                     `toml:"max_session_tokens"`
 	MaxSessionCostUSD  *string                    `toml:"max_session_cost_usd"`
 	MaxNetworkWaitSecs *int64                     `toml:"max_network_wait_secs"`
+	MCPServers         map[string]mcpFile         `toml:"mcp_servers"`
 
 	// Parsed by validate.
 	policy  *tools.Policy
@@ -123,6 +124,9 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 			continue // reported through its table
 		}
 		msg := fmt.Sprintf("unknown key %q; valid keys are %s", k.String(), strings.Join(validKeys, ", "))
+		if len(k) == 3 && k[0] == "mcp_servers" {
+			msg = fmt.Sprintf("unknown key %q of an MCP server; valid keys are %s", k.String(), strings.Join(mcpKeys, ", "))
+		}
 		if len(k) == 3 && k[0] == "prices" {
 			msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output", k.String())
 		}
@@ -145,6 +149,7 @@ var validKeys = []string{
 	"allow_write", "allow_process", "allow_shell", "shell_path",
 	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
 	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
+	"mcp_servers",
 }
 
 // decodeError turns a decoder error into a FileError with its line; a
@@ -267,6 +272,9 @@ func (fc *fileConfig) validate(known []string) error {
 		}
 	}
 	errs = append(errs, fc.validateAccounting()...)
+	if err := fc.validateMCP(); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

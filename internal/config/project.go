@@ -57,7 +57,7 @@ func (fc *fileConfig) tighten(c *Config) {
 		var extra []string
 		kept := make([]string, 0, len(*fc.Tools))
 		for _, n := range *fc.Tools {
-			if slices.Contains(c.Tools.Value, n) {
+			if slices.Contains(c.Tools.Value, n) || (isMCPToolName(n) && c.MCPToolAllowed(n)) {
 				kept = append(kept, n)
 			} else {
 				extra = append(extra, n)
@@ -66,7 +66,7 @@ func (fc *fileConfig) tighten(c *Config) {
 		if len(extra) > 0 {
 			warn("tools", "a project may not enable %s (not enabled from %s); keeping %s", strings.Join(extra, ", "), c.Tools.Source, strings.Join(kept, ","))
 		}
-		if len(kept) < len(c.Tools.Value) {
+		if len(kept) < len(c.Tools.Value) || c.Tools.Source == SourceDefault {
 			set(&c.Tools, kept, src)
 		}
 	}
@@ -80,6 +80,7 @@ func (fc *fileConfig) tighten(c *Config) {
 		warn("runtime_profile", "only the global config may assert the provider route's runtime profile")
 	}
 	fc.tightenAccounting(c, warn)
+	fc.tightenMCP(c, warn)
 	if fc.Model != nil && weakerThanProject(c.Model.Source) {
 		set(&c.Model, *fc.Model, src)
 	}

@@ -46,15 +46,16 @@ func (c *Config) EffectiveToolPolicy(shellSelection tools.ShellSelection) tools.
 
 // capability is gate as the run can exercise it: true only if the gate is
 // on and the built-in tool providing the capability is in enabled (or,
-// when external counts, any tool that is not built in: its effects are not
-// known here, so its presence keeps the gate's own value). When the gate is
+// when external counts, any tool that is neither built in nor an MCP
+// tool, which is always an extension effect: its effects are not known
+// here, so its presence keeps the gate's own value). When the gate is
 // on but no providing tool remains, the result is false with the source
 // that removed the tool (see removedBy).
 func (c *Config) capability(gate Setting[bool], enabled []string, tool string, external bool) Setting[bool] {
 	if !gate.Value || slices.Contains(enabled, tool) {
 		return gate
 	}
-	if external && slices.ContainsFunc(enabled, func(n string) bool { return !slices.Contains(BuiltinTools, n) }) {
+	if external && slices.ContainsFunc(enabled, func(n string) bool { return !slices.Contains(BuiltinTools, n) && !isMCPToolName(n) }) {
 		return gate
 	}
 	return Setting[bool]{Value: false, Source: c.removedBy(tool)}

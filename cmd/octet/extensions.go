@@ -1,0 +1,133 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+
+	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/tools/mcp"
+)
+
+// extensions are a stack's MCP servers: started (when the launch policy
+// allows) into the stack's host, listed and re-enabled through
+// server.Extensions, and stopped with the stack.
+type extensions struct {
+	m       *mcp.Manager
+	offline bool
+
+	mu   sync.Mutex
+	subs map[int]func()
+	next int
+}
+
+var _ server.Extensions = (*extensions)(nil)
+
+// mcpSpecs turns the configured servers into the manager's specs, each
+// with the reason it must not start (configuration decides).
+func mcpSpecs(cfg *config.Config) []mcp.Spec {
+	var out []mcp.Spec
+	for _, s := range cfg.MCPDiscovered() {
+		out = append(out, mcp.Spec{
+			Name: s.Name, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd,
+			URL: s.URL, Headers: s.Headers, BearerTokenEnv: s.BearerTokenEnv, BearerToken: s.BearerToken.Reveal(),
+			StartupTimeout: s.StartupTimeout, ToolTimeout: s.ToolTimeout,
+			Offered: s.ToolOffered, Blocked: cfg.MCPServerBlocked(&s),
+		})
+	}
+	return out
+}
+
+// startExtensions starts the configured MCP servers that may start,
+// registering their tools in host, and logs why the others do not.
+func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger) *extensions {
+	x := &extensions{offline: cfg.Offline.Value, subs: map[int]func(){}}
+	if cfg.Offline.Value && len(cfg.MCPServers) > 0 {
+		log.Info("MCP servers not discovered", "reason", cfg.MCPStartBlocked())
+	}
+	specs := mcpSpecs(cfg)
+	for i, sp := range specs {
+		switch {
+		case sp.Blocked == "":
+		case cfg.MCPServers[i].Enabled.Value:
+			log.Warn("MCP server not started", "server", sp.Name, "reason", sp.Blocked)
+		default:
+			log.Info("MCP server not started", "server", sp.Name, "reason", sp.Blocked)
+		}
+	}
+	x.m = mcp.Start(context.Background(), mcp.Options{
+		Servers: specs, Host: host, Allowed: cfg.MCPToolAllowed, Pins: mcp.OpenPins(cfg.Home),
+		Workspace: workspace, Logger: log, OnChange: x.changed,
+	})
+	return x
+}
+
+// bearerTokens are the configured servers' tokens, for the redactor.
+func bearerTokens(cfg *config.Config) []string {
+	var out []string
+	for _, s := range cfg.MCPServers {
+		if !s.BearerToken.IsZero() {
+			out = append(out, s.BearerToken.Reveal())
+		}
+	}
+	return out
+}
+
+// List implements server.Extensions.
+func (x *extensions) List() any {
+	return struct {
+		Offline bool             `json:"offline"`
+		Servers []mcp.ServerInfo `json:"servers"`
+	}{x.offline, x.m.List()}
+}
+
+// Enable implements server.Extensions.
+func (x *extensions) Enable(name string, tools []string) (any, error) {
+	pinned, err := x.m.Enable(name, tools)
+	if err != nil {
+		return nil, err
+	}
+	if pinned == nil {
+		pinned = []string{}
+	}
+	return struct {
+		Server string   `json:"server"`
+		Pinned []string `json:"pinned"`
+	}{name, pinned}, nil
+}
+
+// Subscribe implements server.Extensions.
+func (x *extensions) Subscribe(f func()) func() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	id := x.next
+	x.next++
+	x.subs[id] = f
+	return func() {
+		x.mu.Lock()
+		delete(x.subs, id)
+		x.mu.Unlock()
+	}
+}
+
+func (x *extensions) changed() {
+	x.mu.Lock()
+	fs := make([]func(), 0, len(x.subs))
+	for _, f := range x.subs {
+		fs = append(fs, f)
+	}
+	x.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
+}
+
+// Close stops the servers; no change is announced after it.
+func (x *extensions) Close() error {
+	x.mu.Lock()
+	clear(x.subs)
+	x.mu.Unlock()
+	return x.m.Close()
+}

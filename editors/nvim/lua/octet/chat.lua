@@ -1,0 +1,466 @@
+-- The chat buffer of a session (markdown): prompts and answers streamed in
+-- place, reasoning and tool output in folded blocks, file changes with
+-- their diffs, recovered output of interrupted attempts in its own marked
+-- section, errors with what to do. Blocks are tracked with extmarks, so
+-- output of concurrent tool calls lands in its own block.
+local M = {}
+
+local api = vim.api
+local ns = api.nvim_create_namespace("octet.chat")
+local chats = {} -- bufnr -> Chat
+
+local Chat = {}
+Chat.__index = Chat
+
+--- Creates the chat buffer of session sid.
+function M.new(sid, title)
+  local buf = api.nvim_create_buf(false, true)
+  pcall(api.nvim_buf_set_name, buf, "octet://" .. sid)
+  vim.bo[buf].buftype = "nofile"
+  vim.bo[buf].bufhidden = "hide"
+  vim.bo[buf].swapfile = false
+  vim.bo[buf].filetype = "markdown"
+  vim.b[buf].octet_session = sid
+  local self = setmetatable({ buf = buf, sid = sid, blocks = {}, calls = {}, cur = nil, provisional = {} }, Chat)
+  chats[buf] = self
+  -- Folding is window-local: every window showing the chat gets it.
+  api.nvim_create_autocmd("BufWinEnter", {
+    buffer = buf,
+    callback = function()
+      M.setup_window(api.nvim_get_current_win())
+    end,
+  })
+  api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    callback = function()
+      chats[buf] = nil
+    end,
+  })
+  self:set_lines(0, -1, { "# octet · " .. (title or sid) })
+  self.titled = title ~= nil
+  return self
+end
+
+--- Empties the chat (its title stays), e.g. to render a rewound
+--- conversation again.
+function Chat:clear()
+  api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
+  local title = api.nvim_buf_get_lines(self.buf, 0, 1, false)
+  self:set_lines(0, -1, title)
+  self.blocks, self.calls, self.cur, self.provisional = {}, {}, nil, {}
+  self.answer_header, self.changed, self.fold_tick = false, nil, nil
+end
+
+--- Sets the title line.
+function Chat:set_title(title)
+  self.titled = true
+  self:set_lines(0, 1, { "# octet · " .. title })
+end
+
+function Chat:set_lines(s, e, lines)
+  vim.bo[self.buf].modifiable = true
+  api.nvim_buf_set_lines(self.buf, s, e, false, lines)
+  vim.bo[self.buf].modifiable = false
+end
+
+function Chat:last_row()
+  return api.nvim_buf_line_count(self.buf) - 1
+end
+
+--- Appends lines at the end of the buffer; returns the first new row.
+function Chat:append(lines)
+  local n = api.nvim_buf_line_count(self.buf)
+  local last = api.nvim_buf_get_lines(self.buf, n - 1, n, false)[1]
+  if n == 1 and last == "" then
+    self:set_lines(0, 1, lines)
+    return 0
+  end
+  self:set_lines(n, n, lines)
+  self:follow()
+  return n
+end
+
+-- A block: header row mark, insertion-point mark (moves right as text is
+-- inserted at it), prefix of its content lines, whether it folds.
+function Chat:block(kind, header, opts)
+  opts = opts or {}
+  local lines = { "" }
+  if header then
+    table.insert(lines, header)
+  end
+  table.insert(lines, opts.prefix or "")
+  local first = self:append(lines)
+  local hrow = header and first + 1 or nil
+  local crow = self:last_row()
+  local b = {
+    kind = kind,
+    prefix = opts.prefix or "",
+    fold = opts.fold,
+    start = api.nvim_buf_set_extmark(self.buf, ns, hrow or crow, 0, { right_gravity = false }),
+    head = hrow and api.nvim_buf_set_extmark(self.buf, ns, hrow, 0, { right_gravity = false }),
+    tail = api.nvim_buf_set_extmark(self.buf, ns, crow, #(opts.prefix or ""), {}),
+    empty = true,
+  }
+  table.insert(self.blocks, b)
+  self.fold_tick = nil
+  return b
+end
+
+--- Inserts text at the end of block b (newlines start prefixed lines).
+function Chat:write(b, text)
+  if text == nil or text == "" then
+    return
+  end
+  local pos = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.tail, {})
+  local lines = vim.split(text, "\n", { plain = true })
+  for i = 2, #lines do
+    lines[i] = b.prefix .. lines[i]
+  end
+  vim.bo[self.buf].modifiable = true
+  api.nvim_buf_set_text(self.buf, pos[1], pos[2], pos[1], pos[2], lines)
+  vim.bo[self.buf].modifiable = false
+  b.empty = false
+  self.fold_tick = nil
+  self:follow()
+end
+
+--- Replaces the header line of block b.
+function Chat:set_header(b, text)
+  if not b.head then
+    return
+  end
+  local row = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.head, {})[1]
+  self:set_lines(row, row + 1, { text })
+end
+
+--- Deletes block b's lines (a provisional attempt the server replaced).
+function Chat:remove(b)
+  local s = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.start, {})[1]
+  local e = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.tail, {})[1]
+  -- The blank separator line before the block goes too.
+  self:set_lines(math.max(s - 1, 0), e + 1, {})
+  for i, x in ipairs(self.blocks) do
+    if x == b then
+      table.remove(self.blocks, i)
+      break
+    end
+  end
+  self.fold_tick = nil
+end
+
+-- Keeps windows whose cursor was at the end of the chat at its end (a
+-- window scrolled up to read stays where it is).
+function Chat:follow()
+  local last = api.nvim_buf_line_count(self.buf)
+  local before = self.followed or last
+  for _, win in ipairs(api.nvim_list_wins()) do
+    if api.nvim_win_get_buf(win) == self.buf and api.nvim_win_get_cursor(win)[1] >= before - 1 then
+      api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+  self.followed = last
+end
+
+--- A user prompt (or steering / follow-up input).
+function Chat:user(text, label)
+  if not self.titled then
+    -- As the server titles an untitled session: its first prompt's line.
+    self:set_title((vim.trim(text):gsub("\n.*", "")):sub(1, 80))
+  end
+  self:append({ "", "## " .. (label or "You"), "" })
+  self:append(vim.split(text, "\n", { plain = true }))
+  self.cur = nil
+  self.answer_header = false
+end
+
+function Chat:ensure_answer_header()
+  if not self.answer_header then
+    self:append({ "", "## octet" })
+    self.answer_header = true
+  end
+end
+
+--- Streams answer text (channel "text") or reasoning.
+function Chat:delta(channel, text)
+  self:ensure_answer_header()
+  local kind = channel == "reasoning" and "reasoning" or "text"
+  if not self.cur or self.cur.kind ~= kind then
+    if kind == "reasoning" then
+      self.cur = self:block("reasoning", "> Reasoning", { prefix = "> ", fold = true })
+    else
+      self.cur = self:block("text")
+    end
+    table.insert(self.provisional, self.cur)
+  end
+  self:write(self.cur, text)
+end
+
+--- The streamed assistant message is durable.
+function Chat:commit()
+  self.provisional = {}
+  self.cur = nil
+end
+
+--- A main-request retry: the failed attempt's provisional output goes.
+function Chat:discard()
+  for i = #self.provisional, 1, -1 do
+    self:remove(self.provisional[i])
+  end
+  self.provisional = {}
+  self.cur = nil
+end
+
+local function summary(tool, args)
+  if type(args) ~= "table" then
+    return ""
+  end
+  local s = args.path or args.command or args.pattern or args.url or ""
+  s = tostring(s):gsub("\n.*", " …")
+  return s
+end
+
+--- Remembers a provisional tool call's name and arguments.
+function Chat:call_delta(id, name, delta)
+  local c = self.calls[id] or { args = "" }
+  self.calls[id] = c
+  c.name = name or c.name
+  c.args = c.args .. (delta or "")
+end
+
+local function call_header(c)
+  local s = "### " .. (c.tool or c.name or "tool")
+  if c.what and c.what ~= "" then
+    s = s .. " · " .. c.what
+  end
+  return s .. " · " .. c.status
+end
+
+function Chat:call(id)
+  local c = self.calls[id]
+  if not c then
+    c = { args = "" }
+    self.calls[id] = c
+  end
+  return c
+end
+
+--- A tool call starts: its block holds the output, folded.
+function Chat:tool_start(id, tool)
+  self:ensure_answer_header()
+  local c = self:call(id)
+  c.tool = tool
+  local ok, args = pcall(vim.json.decode, c.args ~= "" and c.args or "{}")
+  c.what = ok and summary(tool, args) or ""
+  c.status = c.status or "running"
+  c.block = self:block("tool", call_header(c), { prefix = "    ", fold = true })
+  self.cur = nil
+end
+
+function Chat:tool_status(id, status)
+  local c = self:call(id)
+  c.status = status
+  if c.block then
+    self:set_header(c.block, call_header(c))
+  end
+end
+
+function Chat:tool_output(id, text)
+  local c = self:call(id)
+  if not c.block then
+    self:tool_start(id, c.name)
+  end
+  self:write(c.block, text)
+end
+
+--- A tool call ends; changes are shown with their diffs.
+function Chat:tool_finish(id, is_error, changes)
+  local c = self:call(id)
+  if not c.block then
+    self:tool_start(id, c.name)
+  end
+  if not (c.status or ""):match("^denied") then
+    self:tool_status(id, is_error and "error" or "done")
+  end
+  for _, ch in ipairs(changes or {}) do
+    self:change(ch)
+  end
+  self.cur = nil
+end
+
+--- One file change: "Changed path (kind)" and its diff.
+function Chat:change(ch)
+  self.changed = self.changed or {}
+  table.insert(self.changed, ch.path)
+  local lines = { "", "**Changed " .. ch.path .. "** (" .. tostring(ch.kind) .. ")", "```diff" }
+  vim.list_extend(lines, vim.split((ch.diff or ""):gsub("\n$", ""), "\n", { plain = true }))
+  table.insert(lines, "```")
+  self:append(lines)
+end
+
+--- A denial or other policy decision shown under the call.
+function Chat:decision(id, decision, reason)
+  if decision == "denied" then
+    self:tool_status(id, "denied" .. (reason and (" (" .. reason .. ")") or ""))
+  end
+end
+
+--- Shows a pending approval; returns a handle for resolved().
+function Chat:approval(p)
+  self:ensure_answer_header()
+  if self.calls[p.callId] and self.calls[p.callId].block then
+    self:tool_status(p.callId, "waiting for approval")
+  end
+  local row = self:append({ "", "> **Approval pending:** " .. (p.title or p.tool)
+    .. " — a float asks; :OctetApprovals shows it again" })
+  local mark = api.nvim_buf_set_extmark(self.buf, ns, row + 1, 0, { right_gravity = false })
+  self.cur = nil
+  return mark
+end
+
+function Chat:approval_resolved(mark, text, call_id, approved)
+  local c = call_id and self.calls[call_id]
+  if c and c.block and c.status == "waiting for approval" then
+    self:tool_status(call_id, approved and "running" or "not run")
+  end
+  local row = api.nvim_buf_get_extmark_by_id(self.buf, ns, mark, {})[1]
+  if row then
+    self:set_lines(row, row + 1, { "> Approval: " .. text })
+  end
+end
+
+--- Recovered output of an interrupted attempt: its own marked section,
+--- never part of the answer.
+function Chat:recovered(channel, text, attempt)
+  local b = self:block("recovered", "> **Recovered output** (" .. tostring(channel) .. " of interrupted attempt "
+    .. tostring(attempt or "?") .. "; not part of the answer)", { prefix = "> ", fold = true })
+  self:write(b, text)
+  self.cur = nil
+end
+
+--- A notice (retry, info): one quoted line.
+function Chat:notice(text)
+  self:append({ "", "> " .. text })
+  self.cur = nil
+end
+
+--- An error with what to do.
+function Chat:error(msg, todo)
+  local lines = { "", "> **Error:** " .. tostring(msg):gsub("\n", " ") }
+  if todo then
+    table.insert(lines, "> What to do: " .. todo)
+  end
+  self:append(lines)
+  self.cur = nil
+end
+
+--- The run ended.
+function Chat:run_end(outcome, err)
+  self:commit()
+  if outcome == "failed" then
+    self:error(err or "the run failed", "fix the cause above, then send the prompt again (:Octet)")
+  elseif outcome == "cancelled" then
+    self:notice("Cancelled.")
+  elseif outcome == "max_turns" then
+    self:notice("Stopped: turn limit reached. Send a follow-up to continue.")
+  end
+  if self.changed and #self.changed > 0 then
+    self:notice("Changed in this run: " .. table.concat(self.changed, ", ") .. " — :OctetDiff to review")
+  end
+  self.changed = nil
+  self.answer_header = false
+end
+
+local function rpc_text(v)
+  if type(v) ~= "string" then
+    return ""
+  end
+  return v
+end
+
+--- Renders a transcript page (octet/session/resume's, oldest first).
+function Chat:transcript(entries, recovered)
+  for _, e in ipairs(entries or {}) do
+    if e.type == "user" or e.type == "steering" or e.type == "follow_up" then
+      local label = ({ steering = "You (steering)", follow_up = "You (follow-up)" })[e.type]
+      self:user(rpc_text(e.text), label)
+    elseif e.type == "assistant" then
+      for _, it in ipairs(e.items or {}) do
+        if it.type == "text" or it.type == "reasoning" then
+          self:delta(it.type, rpc_text(it.text))
+        elseif it.type == "function_call" then
+          self:call_delta(it.callId, it.name, rpc_text(it.arguments))
+        end
+      end
+      self:commit()
+    elseif e.type == "tool_result" and type(e.result) == "table" then
+      local id = e.result.callId
+      self:tool_start(id, e.result.tool)
+      self:write(self.calls[id].block, rpc_text(e.result.text))
+      self:tool_status(id, e.result.isError and "error" or "done")
+      local details = e.result.details
+      if type(details) == "table" and type(details.changes) == "table" then
+        for _, ch in ipairs(details.changes) do
+          if type(ch) == "table" and type(ch.path) == "string" then
+            self:change(ch)
+          end
+        end
+        self.changed = nil
+      end
+    elseif e.type == "compaction" then
+      self:notice("Context compacted.")
+    end
+  end
+  for _, r in ipairs(recovered or {}) do
+    self:recovered(r.channel, r.text, r.attempt)
+  end
+  self.answer_header = false
+end
+
+--- The chat of buffer buf.
+function M.of(buf)
+  return chats[buf]
+end
+
+-- Fold levels of a chat buffer, recomputed when it changed.
+local function levels(self)
+  local tick = api.nvim_buf_get_changedtick(self.buf)
+  if self.fold_tick == tick then
+    return self.fold_levels
+  end
+  local lv = {}
+  for _, b in ipairs(self.blocks) do
+    if b.fold then
+      local s = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.start, {})[1]
+      local e = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.tail, {})[1]
+      if s and e and e > s then
+        lv[s + 1] = ">1"
+        for r = s + 2, e + 1 do
+          lv[r] = "1"
+        end
+      end
+    end
+  end
+  self.fold_tick, self.fold_levels = tick, lv
+  return lv
+end
+
+--- 'foldexpr' of chat windows.
+function M.foldexpr(lnum)
+  local self = chats[api.nvim_get_current_buf()]
+  if not self then
+    return "0"
+  end
+  return levels(self)[lnum] or "0"
+end
+
+--- Sets the chat window's folding.
+function M.setup_window(win)
+  vim.wo[win].foldmethod = "expr"
+  vim.wo[win].foldexpr = "luaeval(\"require'octet.chat'.foldexpr(_A)\", v:lnum)"
+  vim.wo[win].foldlevel = 0
+  vim.wo[win].foldenable = true
+  vim.wo[win].wrap = true
+  vim.wo[win].linebreak = true
+end
+
+return M

@@ -1,0 +1,84 @@
+-- Test helpers for the octet.nvim scripts run by nvim_test.go: facts
+-- recorded with T.fact are written as JSON to $OCTET_TEST_RESULT when
+-- the script ends (T.done) or fails (T.fail).
+local T = {}
+T.ws = os.getenv("OCTET_TEST_WORKSPACE")
+T.bin = os.getenv("OCTET_BIN")
+local facts = {}
+
+-- Stops octet lsp and waits until it has exited (its session files
+-- settled) before Neovim quits and the test removes the directories.
+local function stop()
+  local ok, octet = pcall(require, "octet")
+  if ok and octet.state and octet.state.conn then
+    octet.stop(10000)
+  end
+end
+
+local function write()
+  local f = assert(io.open(os.getenv("OCTET_TEST_RESULT"), "w"))
+  f:write(vim.json.encode(facts))
+  f:close()
+end
+
+function T.fact(k, v)
+  facts[k] = v
+end
+
+function T.facts()
+  return facts
+end
+
+function T.done()
+  stop()
+  write()
+  vim.cmd("qa!")
+end
+
+function T.fail(msg)
+  facts.failed = msg
+  stop()
+  write()
+  vim.cmd("qa!")
+end
+
+--- Waits until cond() is true (at most ms), else fails naming what.
+function T.wait(what, cond, ms)
+  if not vim.wait(ms or 30000, cond, 20) then
+    T.fail("timed out waiting for " .. what)
+  end
+end
+
+--- The lines of buf joined by "\n".
+function T.text(buf)
+  return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
+end
+
+--- Sets up the plugin for the test workspace.
+function T.setup(extra)
+  local octet = require("octet")
+  octet.setup(vim.tbl_extend("force", { cmd = { T.bin, "lsp" }, root = T.ws }, extra or {}))
+  return octet
+end
+
+--- Waits until the current session's run is over.
+function T.wait_idle(octet, what)
+  T.wait(what or "the run to end", function()
+    local s = octet.session()
+    return s and s.state == "idle" and s.run_id == nil and not s.sending
+  end, 60000)
+end
+
+-- A script error fails the test instead of hanging.
+function T.run(fn)
+  local ok, err = xpcall(fn, debug.traceback)
+  if not ok then
+    T.fail("script error: " .. tostring(err))
+  end
+end
+
+vim.defer_fn(function()
+  T.fail("the script timed out")
+end, 100000)
+
+return T

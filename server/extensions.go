@@ -1,0 +1,98 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+
+	"go.lsp.dev/jsonrpc2"
+)
+
+// Extensions is a session's view of its executable extensions (MCP
+// servers): what octet/extensions/list shows and octet/extensions/enable
+// changes. The server knows nothing else about them.
+type Extensions interface {
+	// List is the JSON-ready state: servers, their state, tools, errors.
+	List() any
+	// Enable re-enables the withheld tools of a server (all of them when
+	// tools is empty), pinning the definitions it presents now, and
+	// returns what it pinned.
+	Enable(server string, tools []string) (any, error)
+	// Subscribe calls f after every change (coalesced) until the
+	// returned function is called.
+	Subscribe(f func()) (cancel func())
+}
+
+// extensionsOf returns the session's extensions, or nil.
+func extensionsOf(h sessionHandle) Extensions {
+	rs, ok := h.(*runtimeSession)
+	if !ok || rs.built == nil {
+		return nil
+	}
+	return rs.built.Extensions
+}
+
+// watchExtensions sends the session an extensions_changed octet/event
+// (no run; buffered for resume like every event) after each change of
+// its extensions, until the session's handle closes them.
+func (s *Server) watchExtensions(ss *sessionState) {
+	ex := extensionsOf(ss.handle)
+	if ex == nil {
+		return
+	}
+	ex.Subscribe(func() {
+		s.mu.Lock()
+		send := s.caps.sendEvents
+		s.mu.Unlock()
+		body, _ := json.Marshal(map[string]any{"kind": "extensions_changed"})
+		s.emit(ss, "octet/event", send, func(seq int64) json.RawMessage {
+			return eventEnvelope(ss.id, "", ss.epoch, seq, body)
+		})
+	})
+}
+
+// extensionsList handles octet/extensions/list.
+func (s *Server) extensionsList(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	ss, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	ex := extensionsOf(ss.handle)
+	if ex == nil {
+		return rawResult(map[string]any{"servers": []any{}})
+	}
+	return rawResult(ex.List())
+}
+
+// extensionsEnable handles octet/extensions/enable.
+func (s *Server) extensionsEnable(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
+	var p struct {
+		SessionID string   `json:"sessionId"`
+		Server    string   `json:"server"`
+		Tools     []string `json:"tools"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.Server == "" {
+		return nil, invalidParams("server is required: the name of an MCP server in octet/extensions/list")
+	}
+	ss, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	ex := extensionsOf(ss.handle)
+	if ex == nil {
+		return nil, invalidParams("session %s has no MCP servers", p.SessionID)
+	}
+	out, err := ex.Enable(p.Server, p.Tools)
+	if err != nil {
+		return nil, jsonrpc2.NewError(jsonrpc2.InvalidParams, err.Error())
+	}
+	return rawResult(out)
+}

@@ -1,0 +1,561 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/octet-agent/octet/internal/proc"
+	"github.com/octet-agent/octet/tools"
+)
+
+const (
+	// maxTools bounds the tools one server may present.
+	maxTools = 256
+	// maxErrors is how many recent errors a server keeps for List.
+	maxErrors = 8
+	// maxErrorText bounds one error kept or logged.
+	maxErrorText = 1024
+	// maxFrameBytes bounds one JSON-RPC message from a stdio server.
+	maxFrameBytes = 8 << 20
+	// stableAfter is how long a connection must have lasted for its end
+	// to reset the restart backoff.
+	stableAfter = 10 * time.Second
+	// pingEvery (Options.PingEvery) and pingTimeout are the liveness
+	// check of a connected server (a streamable HTTP server that went
+	// away closes nothing).
+	pingEvery   = 5 * time.Second
+	pingTimeout = 5 * time.Second
+	// killGrace is how long a stopped server's tree gets between SIGTERM
+	// and SIGKILL.
+	killGrace = 2 * time.Second
+)
+
+// server supervises one configured server.
+type server struct {
+	m         *Manager
+	spec      Spec
+	transport string
+	prefix    string
+
+	listMu sync.Mutex // serializes listing and registering tools
+
+	mu        sync.Mutex
+	state     string
+	reason    string
+	restarts  int
+	errs      []string
+	sess      *sdk.ClientSession
+	running   bool // a supervise loop is active
+	presented []*definition
+	infos     []ToolInfo
+}
+
+func newServer(m *Manager, sp Spec) *server {
+	s := &server{m: m, spec: sp, transport: "stdio", prefix: "mcp__" + sp.Name + "__", state: StateStarting}
+	if sp.URL != "" {
+		s.transport = "http"
+	}
+	if sp.Blocked != "" {
+		s.state, s.reason = StateDisabled, sp.Blocked
+	}
+	return s
+}
+
+func (s *server) info() ServerInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	tl := slices.Clone(s.infos)
+	if tl == nil {
+		tl = []ToolInfo{}
+	}
+	return ServerInfo{
+		Name: s.spec.Name, Transport: s.transport, State: s.state, Reason: s.reason,
+		Restarts: s.restarts, Tools: tl, Errors: slices.Clone(s.errs),
+	}
+}
+
+// current returns the live session, or why there is none.
+func (s *server) current() (*sdk.ClientSession, string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sess != nil {
+		return s.sess, ""
+	}
+	return nil, s.state + ": " + s.reason
+}
+
+// restartFailed reports whether the server had given up, marking it
+// starting again (the caller starts a supervise loop).
+func (s *server) restartFailed() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != StateFailed || s.running {
+		return false
+	}
+	s.state, s.reason = StateStarting, "re-enabled"
+	return true
+}
+
+// supervise runs the server until the manager closes: connect, wait for
+// the connection to end, restart after a bounded backoff. up is called
+// once, when the first attempt succeeded or failed.
+func (s *server) supervise(up func()) {
+	var once sync.Once
+	report := func() { once.Do(up) }
+	defer report()
+	s.mu.Lock()
+	if s.running {
+		s.mu.Unlock()
+		return
+	}
+	s.running = true
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.running = false
+		s.mu.Unlock()
+	}()
+	ctx := s.m.ctx
+	backoff, failures := s.m.opts.Backoff, 0
+	for {
+		began := time.Now()
+		c, err := s.connect(ctx)
+		connected := err == nil
+		if connected {
+			report()
+			err = c.wait(ctx, s.m.opts.PingEvery)
+		}
+		if c != nil {
+			c.close()
+		}
+		if ctx.Err() != nil {
+			s.setSession(nil)
+			return
+		}
+		if connected && time.Since(began) >= stableAfter {
+			backoff, failures = s.m.opts.Backoff, 0
+		}
+		failures++
+		s.down(err, connected, failures >= maxFailures)
+		report()
+		if failures >= maxFailures {
+			return
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		backoff = min(2*backoff, s.m.opts.MaxBackoff)
+		s.mu.Lock()
+		s.restarts++
+		s.mu.Unlock()
+	}
+}
+
+// down records the end of a connection (or a failed start) and tells
+// the log and OnChange.
+func (s *server) down(err error, wasUp, giveUp bool) {
+	msg := clip(err.Error(), maxErrorText)
+	s.mu.Lock()
+	s.sess = nil
+	s.state, s.reason = StateDown, msg
+	if giveUp {
+		s.state = StateFailed
+		s.reason = fmt.Sprintf("gave up after %d consecutive failures: %s", maxFailures, msg)
+		for i := range s.infos {
+			if s.infos[i].State == ToolActive {
+				s.infos[i].State, s.infos[i].Reason = ToolUnavailable, "the server failed; re-enable it with octet/extensions/enable"
+			}
+		}
+	}
+	s.errs = append(s.errs, msg)
+	if len(s.errs) > maxErrors {
+		s.errs = s.errs[len(s.errs)-maxErrors:]
+	}
+	s.mu.Unlock()
+	if giveUp && s.m.opts.Host != nil {
+		// A server that will not come back by itself stops advertising
+		// tools that could only fail.
+		s.m.opts.Host.ReplaceGroup(s.prefix, nil)
+	}
+	if wasUp {
+		s.m.log.Warn("MCP server disconnected; restarting it", "server", s.spec.Name, "reason", msg)
+	} else {
+		s.m.log.Warn("MCP server failed to start", "server", s.spec.Name, "reason", msg)
+	}
+	if giveUp {
+		s.m.log.Warn("MCP server failed repeatedly; not restarting it (octet/extensions/enable starts it again)", "server", s.spec.Name)
+	}
+	s.m.changed()
+}
+
+func (s *server) setSession(cs *sdk.ClientSession) {
+	s.mu.Lock()
+	s.sess = cs
+	if cs != nil {
+		s.state, s.reason = StateRunning, ""
+	}
+	s.mu.Unlock()
+}
+
+// conn is one connection: the session and, for stdio, its process.
+type conn struct {
+	cs     *sdk.ClientSession
+	p      *proc.Process
+	stderr *stderrLog
+}
+
+// connect starts the server (a stdio server's process under its guard),
+// initializes the session and registers its tools, all within the
+// startup timeout.
+func (s *server) connect(ctx context.Context) (*conn, error) {
+	sctx, cancel := context.WithTimeout(ctx, s.spec.StartupTimeout)
+	defer cancel()
+	c := &conn{}
+	var tr sdk.Transport
+	if s.transport == "http" {
+		if s.spec.BearerTokenEnv != "" && s.spec.BearerToken == "" {
+			return nil, fmt.Errorf("bearer_token_env_var %s is not set in octet's environment", s.spec.BearerTokenEnv)
+		}
+		tr = &sdk.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.httpClient(), MaxRetries: 1}
+	} else {
+		var err error
+		if tr, err = s.startProcess(c); err != nil {
+			return nil, err
+		}
+	}
+	client := sdk.NewClient(&sdk.Implementation{Name: "octet", Version: "1"}, &sdk.ClientOptions{
+		Capabilities: &sdk.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			go s.relist()
+		},
+	})
+	cs, err := client.Connect(sctx, tr, nil)
+	if err != nil {
+		return c, s.startError(c, fmt.Errorf("initialize: %w", err), sctx)
+	}
+	c.cs = cs
+	if err := s.list(sctx, cs); err != nil {
+		return c, s.startError(c, fmt.Errorf("list tools: %w", err), sctx)
+	}
+	s.setSession(cs)
+	s.m.changed()
+	return c, nil
+}
+
+// startError adds what the server wrote to stderr, and the timeout, to a
+// failed start.
+func (s *server) startError(c *conn, err error, ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("%w (startup_timeout_secs %d exceeded)", err, int(s.spec.StartupTimeout.Seconds()))
+	}
+	if c.p != nil {
+		select {
+		case <-c.p.Exited():
+			st, _ := c.p.Wait()
+			err = fmt.Errorf("%w; the server process ended (%s)", err, st)
+		default:
+		}
+	}
+	if c.stderr != nil {
+		if tail := c.stderr.tail(); tail != "" {
+			err = fmt.Errorf("%w; its stderr ended with: %s", err, tail)
+		}
+	}
+	return err
+}
+
+// startProcess starts a stdio server under a process guard.
+func (s *server) startProcess(c *conn) (sdk.Transport, error) {
+	path, err := lookCommand(s.spec.Command)
+	if err != nil {
+		return nil, err
+	}
+	dir := s.spec.Cwd
+	if dir == "" {
+		dir = s.m.opts.Workspace
+	}
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		closeAll(inR, inW, outR, outW)
+		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
+	}
+	p, err := proc.Start(proc.Command{
+		Path: path, Args: append([]string{s.spec.Command}, s.spec.Args...), Dir: dir,
+		Env: serverEnv(s.spec.Env), Stdin: inR, Stdout: outW, Stderr: errW, Grace: killGrace,
+	})
+	closeAll(inR, outW, errW)
+	if err != nil {
+		closeAll(inW, outR, errR)
+		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
+	}
+	c.p = p
+	c.stderr = newStderrLog(s.m.log, s.spec.Name)
+	go c.stderr.drain(errR)
+	return &sdk.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxFrameBytes}, nil
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
+}
+
+// lookCommand finds a command without a slash on octet's PATH.
+func lookCommand(cmd string) (string, error) {
+	if strings.ContainsRune(cmd, '/') || (runtime.GOOS == "windows" && strings.ContainsRune(cmd, '\\')) {
+		if !filepath.IsAbs(cmd) {
+			return "", fmt.Errorf("command %q: a path must be absolute", cmd)
+		}
+		return cmd, nil
+	}
+	p, err := exec.LookPath(cmd)
+	if err != nil {
+		return "", fmt.Errorf("command %q not found on PATH: %w", cmd, err)
+	}
+	if !filepath.IsAbs(p) {
+		return "", fmt.Errorf("command %q resolves to the relative path %s; give an absolute command", cmd, p)
+	}
+	return p, nil
+}
+
+// wait blocks until the connection ends (the session closed, the process
+// exited, the server stopped answering pings) or ctx is done.
+func (c *conn) wait(ctx context.Context, every time.Duration) error {
+	closed := make(chan error, 1)
+	go func() { closed <- c.cs.Wait() }()
+	var exited <-chan struct{}
+	if c.p != nil {
+		exited = c.p.Exited()
+	}
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-closed:
+			if err == nil {
+				err = errors.New("connection closed")
+			}
+			return fmt.Errorf("connection to the server closed: %w", err)
+		case <-exited:
+			st, _ := c.p.Wait()
+			return fmt.Errorf("the server process ended (%s)", st)
+		case <-tick.C:
+			pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+			err := c.cs.Ping(pctx, nil)
+			cancel()
+			if err != nil && ctx.Err() == nil && transportFailure(err) {
+				return fmt.Errorf("the server stopped answering: %w", err)
+			}
+		}
+	}
+}
+
+// transportFailure tells a lost connection from a server's JSON-RPC
+// error answer (a server without ping is still alive).
+func transportFailure(err error) bool {
+	_, answered := errors.AsType[*jsonrpc.Error](err)
+	return !answered
+}
+
+// close ends the session and stops a stdio server's whole process tree.
+func (c *conn) close() {
+	if c.cs != nil {
+		c.cs.Close()
+	}
+	if c.p != nil {
+		c.p.Terminate()
+		c.p.Wait()
+	}
+}
+
+// httpClient sends the configured headers and bearer token and never
+// follows a redirect (it would carry them elsewhere).
+func (s *server) httpClient() *http.Client {
+	return &http.Client{
+		Transport: &headerTransport{base: http.DefaultTransport, headers: s.spec.Headers, token: s.spec.BearerToken},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+	token   string
+}
+
+func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range t.headers {
+		r.Header.Set(k, v)
+	}
+	if t.token != "" {
+		r.Header.Set("Authorization", "Bearer "+t.token)
+	}
+	return t.base.RoundTrip(r)
+}
+
+// relist re-reads the tool list after the server announced a change.
+func (s *server) relist() {
+	cs, _ := s.current()
+	if cs == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.m.ctx, s.spec.StartupTimeout)
+	defer cancel()
+	if err := s.list(ctx, cs); err != nil {
+		s.m.log.Warn("MCP server tool list failed", "server", s.spec.Name, "reason", clip(err.Error(), maxErrorText))
+		return
+	}
+	s.m.changed()
+}
+
+// list reads the server's tools, checks them against their pins and
+// registers the admitted ones in the host.
+func (s *server) list(ctx context.Context, cs *sdk.ClientSession) error {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	var defs []*definition
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return err
+		}
+		if len(defs) == maxTools {
+			return fmt.Errorf("the server presents more than %d tools", maxTools)
+		}
+		defs = append(defs, newDefinition(t))
+	}
+	return s.register(defs)
+}
+
+// register decides each presented tool's state and replaces the
+// server's group in the host with the active ones.
+func (s *server) register(defs []*definition) error {
+	pins, known := s.m.opts.Pins.Server(s.spec.Name)
+	if !known {
+		// First enable: pin every definition as presented.
+		pins = make(map[string]string, len(defs))
+		for _, d := range defs {
+			pins[d.name] = d.digest
+		}
+		if err := s.m.opts.Pins.Set(s.spec.Name, pins); err != nil {
+			return fmt.Errorf("pin tool definitions: %w", err)
+		}
+	}
+	var active []tools.Tool
+	infos := make([]ToolInfo, 0, len(defs))
+	for _, d := range defs {
+		full := s.prefix + d.name
+		in := ToolInfo{Name: full, Tool: d.name, Digest: d.digest, State: ToolActive}
+		pinned, ok := pins[d.name]
+		switch {
+		case d.invalid != "":
+			in.State, in.Reason = ToolInvalid, d.invalid
+		case len(full) > 64:
+			in.State, in.Reason = ToolInvalid, "mcp__<server>__<tool> is longer than 64 characters"
+		case !ok:
+			in.State, in.Reason = ToolNew, "not pinned: it appeared after the server was first enabled; re-enable it to use it"
+		case pinned != d.digest:
+			in.State, in.PinnedDigest, in.Reason = ToolChanged, pinned, "its definition changed since it was pinned; review it and re-enable it to use it"
+		case s.spec.Offered != nil && !s.spec.Offered(d.name):
+			in.State, in.Reason = ToolExcluded, "enabled_tools / disabled_tools"
+		case s.m.opts.Allowed != nil && !s.m.opts.Allowed(full):
+			in.State, in.Reason = ToolExcluded, "not in the tools allowlist"
+		}
+		if in.State == ToolActive {
+			active = append(active, &Tool{srv: s, def: d, name: full})
+		}
+		if in.State == ToolChanged || in.State == ToolNew {
+			s.m.log.Warn("MCP tool withheld", "server", s.spec.Name, "tool", d.name, "state", in.State)
+		}
+		infos = append(infos, in)
+	}
+	if s.m.opts.Host != nil {
+		if err := s.m.opts.Host.ReplaceGroup(s.prefix, active); err != nil {
+			// A schema the host cannot compile: that tool is left out.
+			s.m.log.Warn("MCP tools not registered", "server", s.spec.Name, "reason", clip(err.Error(), maxErrorText))
+			for i := range infos {
+				if infos[i].State == ToolActive {
+					if _, ok := s.m.opts.Host.Lookup(infos[i].Name); !ok {
+						infos[i].State, infos[i].Reason = ToolInvalid, "its input schema is not a usable JSON schema for an object"
+					}
+				}
+			}
+		}
+	}
+	s.mu.Lock()
+	s.presented, s.infos = defs, infos
+	s.mu.Unlock()
+	return nil
+}
+
+// repin pins the presented definitions of the named withheld tools
+// (every withheld tool when names is empty) and registers them.
+func (s *server) repin(names []string) ([]string, error) {
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	s.mu.Lock()
+	defs, infos := s.presented, s.infos
+	s.mu.Unlock()
+	pins, _ := s.m.opts.Pins.Server(s.spec.Name)
+	if pins == nil {
+		pins = map[string]string{}
+	}
+	var done []string
+	for i, d := range defs {
+		if st := infos[i].State; st != ToolChanged && st != ToolNew {
+			continue
+		}
+		if len(names) > 0 && !slices.Contains(names, d.name) && !slices.Contains(names, s.prefix+d.name) {
+			continue
+		}
+		pins[d.name] = d.digest
+		done = append(done, d.name)
+	}
+	for _, n := range names {
+		if !slices.Contains(done, strings.TrimPrefix(n, s.prefix)) {
+			return nil, fmt.Errorf("MCP server %q has no withheld tool %q", s.spec.Name, n)
+		}
+	}
+	if err := s.m.opts.Pins.Set(s.spec.Name, pins); err != nil {
+		return nil, fmt.Errorf("pin tool definitions: %w", err)
+	}
+	return done, s.register(defs)
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
