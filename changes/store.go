@@ -372,6 +372,9 @@ func (s *Store) removeStaleTemps() {
 	}
 }
 
+// MaxBytes returns the cap on the blobs' total size.
+func (s *Store) MaxBytes() int64 { return s.maxBytes() }
+
 func (s *Store) maxBytes() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -90,9 +90,11 @@ type snapshot struct {
 	skipped []string             // files over the per-file limit, sorted
 	secret  []string             // files holding a secret value, sorted
 	failed  []string             // files that could not be read, sorted
-	special int                  // symbolic links, FIFOs, sockets, devices
-	partial bool                 // the entry bound was reached
-	hashed  int                  // files read and hashed (their stat changed)
+	// overBudget lists the files past half the store's cap, not kept.
+	overBudget []string
+	special    int  // symbolic links, FIFOs, sockets, devices
+	partial    bool // the entry bound was reached
+	hashed     int  // files read and hashed (their stat changed)
 	// manifest is the name of the snapshot's manifest in the store: every
 	// path with its mode and hash, written and synced.
 	manifest     string
@@ -155,6 +157,7 @@ func (s *snapshotter) take() (*snapshot, error) {
 		}
 		snap.entries[rel] = e
 	})
+	work = s.bound(snap, work)
 	snap.hashed = len(work)
 	if err := s.hashAll(root, snap, work); err != nil {
 		return nil, err
@@ -174,6 +177,39 @@ func (s *snapshotter) take() (*snapshot, error) {
 	}
 	s.last, s.lastSeen = snap, store.ExpiredAt()
 	return snap, nil
+}
+
+// bound keeps what a snapshot keeps within half the store's cap: past
+// it, files (by path order) are not kept, as files over the per-file
+// limit are not, and said to be (overBudget) — so a workspace larger than
+// the store does not make every snapshot read and keep files that then
+// expire. It returns work without those files.
+func (s *snapshotter) bound(snap *snapshot, work []string) []string {
+	budget := s.rec.Store.MaxBytes() / 2
+	var total int64
+	var files []string
+	for p, e := range snap.entries {
+		if !e.dir && !e.skipped {
+			total += e.size
+			files = append(files, p)
+		}
+	}
+	if total <= budget {
+		return work
+	}
+	slices.Sort(files)
+	total = 0
+	over := map[string]bool{}
+	for _, p := range files {
+		e := snap.entries[p]
+		if total += e.size; total > budget {
+			e.skipped, e.sum = true, ""
+			snap.entries[p] = e
+			snap.overBudget = append(snap.overBudget, p)
+			over[p] = true
+		}
+	}
+	return slices.DeleteFunc(work, func(p string) bool { return over[p] })
 }
 
 // sums returns the names of the blobs snap's files are kept as.
@@ -628,6 +664,9 @@ func (s *snapshotter) cannotUndo(pre, post *snapshot) []string {
 	}
 	if l := pathList(pre.secret, post.secret); l != "" {
 		out = append(out, "file(s) holding a secret octet keeps out of its own files (the API key), not kept: "+l)
+	}
+	if l := pathList(pre.overBudget, post.overBudget); l != "" {
+		out = append(out, fmt.Sprintf("file(s) past the %d bytes a snapshot keeps (half the change store's cap), not kept: %s", s.rec.Store.MaxBytes()/2, l))
 	}
 	if l := pathList(pre.failed, post.failed); l != "" {
 		out = append(out, "file(s) octet could not read, not kept: "+l)

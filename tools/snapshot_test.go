@@ -232,3 +232,25 @@ func TestSnapshotUnreadableFile(t *testing.T) {
 		t.Errorf("cannotUndo: %q", undo)
 	}
 }
+
+// TestSnapshotBudget: a snapshot keeps at most half the store's cap of
+// files (by path order); the rest are not kept, and the checkpoint says
+// so, so a workspace larger than the store is not read and stored in
+// full on every command.
+func TestSnapshotBudget(t *testing.T) {
+	s, ws := newTestSnapshotter(t)
+	s.rec.Store.SetMaxBytes(40)
+	for _, p := range []string{"a", "b", "c"} {
+		put(t, filepath.Join(ws, p), "123456789\n") // 10 bytes
+	}
+	snap, err := s.take()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.hashed != 2 || len(snap.overBudget) != 1 || snap.overBudget[0] != "c" || !snap.entries["c"].skipped {
+		t.Errorf("hashed %d, over budget %v, c %+v", snap.hashed, snap.overBudget, snap.entries["c"])
+	}
+	if undo := strings.Join(s.cannotUndo(snap, snap), "\n"); !strings.Contains(undo, "past the 20 bytes a snapshot keeps (half the change store's cap), not kept: 1: c") {
+		t.Errorf("cannotUndo: %q", undo)
+	}
+}
