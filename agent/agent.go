@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -93,6 +94,12 @@ type Config struct {
 	// RunEnd, when set, is called once at the end of every run before its
 	// checkpoint; see [RunEndHook].
 	RunEnd RunEndHook
+	// Intents, when set, keeps the changes edit and write are about to
+	// make, before they make them (the change store): a crash before such
+	// a call's result is durable leaves them there, and crash recovery
+	// records them with the call's indeterminate result, so a rewind can
+	// take them back.
+	Intents changes.IntentLog
 }
 
 // PromptOptions modify one run.

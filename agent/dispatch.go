@@ -119,6 +119,22 @@ func (s *toolSink) observer(callID string) tools.DispatchObserver {
 	}
 }
 
+// observer is sink's observer of callID with, when the agent keeps
+// intents, the intended changes of the call kept under its intent key.
+func (r *Run) observer(sink *toolSink, callID string) tools.DispatchObserver {
+	obs := sink.observer(callID)
+	if in := r.a.cfg.Intents; in != nil {
+		key := r.a.intentKey(callID)
+		obs.OnIntent = func(intent changes.Intent) error { return in.WriteIntent(key, intent) }
+	}
+	return obs
+}
+
+// intentKey names the intended changes of call callID of the session.
+func (a *Agent) intentKey(callID string) string {
+	return changes.CheckpointID(a.sess.Header().ID, callID)
+}
+
 // drainSink emits every queued decision and progress report.
 func (r *Run) drainSink(s *toolSink) {
 	for _, m := range s.take() {
@@ -314,7 +330,7 @@ func (r *Run) admitCall(i int, sink *toolSink) (*admitted, bool, error) {
 	}()
 	adm, d := r.a.cfg.Broker.Admit(actx, host, tools.DispatchRequest{
 		Principal: r.a.cfg.Principal, RunID: r.id, CallID: call.CallID, Tool: call.Name, Arguments: json.RawMessage(call.Arguments),
-	}, sink.observer(call.CallID))
+	}, r.observer(sink, call.CallID))
 	stop()
 	r.drainSink(sink)
 	if r.ctx.Err() == nil && r.ctl.finishRequested() {
@@ -466,6 +482,12 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
 		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res),
 	}}
+	if in := r.a.cfg.Intents; in != nil && len(res.Changes) > 0 {
+		if err := in.Commit(r.a.intentKey(call.CallID), res.Changes); err != nil {
+			// The images stay in the store, unprotected: they expire first.
+			r.a.log.Warn("agent: checkpoint not recorded", "tool", call.Name, "call_id", call.CallID, "err", err)
+		}
+	}
 	if _, err := r.a.sess.AppendEntry(e); err != nil {
 		commit(res, false)
 		r.callFinished(i, res, executed, start, false) // every tool_started is closed
@@ -476,6 +498,9 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 	}
 	commit(res, true)
 	r.pending[i].done = true
+	if executed && r.a.cfg.Intents != nil {
+		r.a.cfg.Intents.DropIntent(r.a.intentKey(call.CallID)) // the result holds them now
+	}
 	r.callFinished(i, res, executed, start, true)
 	return nil
 }
@@ -491,7 +516,7 @@ func commit(res tools.Result, durable bool) {
 // not durable) and reports it to the observer.
 func (r *Run) callFinished(i int, res tools.Result, executed bool, start time.Time, recorded bool) {
 	call := r.pending[i].item
-	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded, Changes: wireChanges(res.Changes)})
+	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded, Changes: wireChanges(res.Changes), CannotUndo: res.CannotUndo})
 	name := call.Name
 	if _, ok := r.a.cfg.Host.Lookup(name); !ok {
 		name = "" // a name no tool has is model text, not a host name
@@ -535,12 +560,17 @@ func (a *Agent) toolDefs() []provider.FunctionTool {
 // hashes of their images in the change store), so the changes survive a
 // resume.
 func ledgerDetails(res tools.Result) map[string]any {
-	if len(res.Changes) == 0 {
+	if len(res.Changes) == 0 && len(res.CannotUndo) == 0 {
 		return res.Details
 	}
-	d := make(map[string]any, len(res.Details)+1)
+	d := make(map[string]any, len(res.Details)+2)
 	maps.Copy(d, res.Details)
-	d[changes.DetailsKey] = res.Changes
+	if len(res.Changes) > 0 {
+		d[changes.DetailsKey] = res.Changes
+	}
+	if len(res.CannotUndo) > 0 {
+		d[changes.CannotUndoKey] = res.CannotUndo
+	}
 	return d
 }
 

@@ -159,9 +159,13 @@ type ToolFinished struct {
 	CallID     string `json:"callId"`
 	IsError    bool   `json:"isError"`
 	Unrecorded bool   `json:"unrecorded,omitempty"`
-	// Changes lists the files the call changed (edit, write), each with
-	// its bounded unified diff; omitted for calls that changed none.
+	// Changes lists the files the call changed (edit, write, a
+	// checkpointed bash call), each with its bounded unified diff;
+	// omitted for calls that changed none.
 	Changes []changes.Change `json:"changes,omitempty"`
+	// CannotUndo states what a rewind of the call cannot take back (a
+	// checkpointed bash call); omitted for other calls.
+	CannotUndo []string `json:"cannotUndo,omitempty"`
 }
 
 // ProviderRetry reports that a failed provider attempt is being replaced.

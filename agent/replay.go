@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -74,11 +75,17 @@ func (a *Agent) resolveLeftovers(ctx context.Context) error {
 				}
 			}
 		}
+		if state == "indeterminate" {
+			a.addIntent(u.item.Name, u.item.CallID, details)
+		}
 		e := session.Entry{Type: session.EntryToolResult, RunID: u.runID, Result: &session.ToolResult{
 			CallID: u.item.CallID, Tool: u.item.Name, Text: res.Text, IsError: res.IsError, Details: details,
 		}}
 		if _, err := a.sess.AppendEntry(e); err != nil {
 			return fmt.Errorf("persist recovered result of call %s: %w", u.item.CallID, err)
+		}
+		if a.cfg.Intents != nil {
+			a.cfg.Intents.DropIntent(a.intentKey(u.item.CallID))
 		}
 		a.log.Info("agent: resolved unfinished tool call", "tool", u.item.Name, "state", state)
 		if u.truncated && u.last {
@@ -88,6 +95,53 @@ func (a *Agent) resolveLeftovers(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// addIntent puts the changes call callID intended (kept before its
+// effect) into the details of its indeterminate result: the call may
+// have made them or not, and the ledger says so (IntentKey), so a rewind
+// expects each path in either state.
+func (a *Agent) addIntent(tool, callID string, details map[string]any) {
+	if a.cfg.Intents == nil {
+		return
+	}
+	in, err := a.cfg.Intents.Intent(a.intentKey(callID))
+	if err != nil {
+		a.log.Warn("agent: intended changes of an unfinished call unreadable", "call_id", callID, "err", err)
+		return
+	}
+	recs := in.Records
+	if in.Snapshot != "" {
+		recs = a.recoverSnapshot(tool, in, details)
+	}
+	if len(recs) > 0 {
+		details[changes.DetailsKey] = recs
+		details[changes.IntentKey] = true
+		if err := a.cfg.Intents.Commit(a.intentKey(callID), recs); err != nil {
+			a.log.Warn("agent: checkpoint of an unfinished call not recorded", "call_id", callID, "err", err)
+		}
+	}
+}
+
+// recoverSnapshot returns what an unfinished call changed since the
+// snapshot its intent names (a bash command killed with octet), asking
+// its tool to compare that snapshot with the workspace now; what the
+// comparison cannot undo goes into details.
+func (a *Agent) recoverSnapshot(tool string, in changes.Intent, details map[string]any) []changes.Record {
+	t, ok := a.cfg.Host.Lookup(tool)
+	rc, isRC := t.(tools.CrashRecoverer)
+	if !ok || !isRC {
+		return nil
+	}
+	recs, undo, err := rc.RecoverChanges(in)
+	if err != nil {
+		a.log.Warn("agent: changes of an unfinished command not recovered", "tool", tool, "err", err)
+		return nil
+	}
+	if len(undo) > 0 {
+		details[changes.CannotUndoKey] = undo
+	}
+	return recs
 }
 
 // settleLeftover returns the result of one unresolved call and its

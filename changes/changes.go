@@ -75,6 +75,9 @@ type Image struct {
 	// Unstored reports that the bytes are not in the Store (over its
 	// per-file limit, or no store was configured).
 	Unstored bool `json:"unstored,omitempty"`
+	// Dir marks a directory (a bash call's mkdir or rm -r): no content,
+	// SHA256 and Size are empty.
+	Dir bool `json:"dir,omitempty"`
 }
 
 // Record is one change as the session ledger keeps it (a tool result's
@@ -132,6 +135,49 @@ func (r *Recorder) Stage(path string, before, after *File) (rec Record, ok bool,
 	return rec, true, nil
 }
 
+// Describe returns the record of path changing from image before to
+// image after (nil = absent), both already kept in the store (or marked
+// Unstored), given their bytes (nil for a directory, an absent side, or
+// an image that was not kept): what a bash call's snapshots found.
+func (r *Recorder) Describe(path string, before, after *Image, old, updated []byte) Record {
+	rec := Record{Change: Change{Path: path, Kind: kindOf(before != nil, after != nil)}, Before: before, After: after}
+	switch {
+	case isDir(before) || isDir(after):
+		rec.Diff, rec.DiffOmitted = dirSummary(path, before, after), true
+	case (before != nil && before.Unstored) || (after != nil && after.Unstored):
+		rec.Diff = fmt.Sprintf("diff of %s omitted: its content was not kept (%s → %s)", path, imageSize(before), imageSize(after))
+		rec.DiffOmitted = true
+	default:
+		rec.Diff, rec.DiffOmitted = r.render(path, old, updated, before != nil, after != nil)
+	}
+	rec.Note = r.unstoredNote(rec.Before, rec.After)
+	return rec
+}
+
+func isDir(img *Image) bool { return img != nil && img.Dir }
+
+// dirSummary is the summary line of a change that involves a directory.
+func dirSummary(path string, before, after *Image) string {
+	switch {
+	case before == nil:
+		return fmt.Sprintf("directory %s created (mode %04o)", path, after.Mode)
+	case after == nil:
+		return fmt.Sprintf("directory %s removed", path)
+	case before.Dir && after.Dir:
+		return fmt.Sprintf("mode of directory %s changed: %04o → %04o", path, before.Mode, after.Mode)
+	case before.Dir:
+		return fmt.Sprintf("directory %s replaced by a file (%d bytes)", path, after.Size)
+	}
+	return fmt.Sprintf("file %s (%d bytes) replaced by a directory", path, before.Size)
+}
+
+func imageSize(img *Image) string {
+	if img == nil {
+		return "absent"
+	}
+	return fmt.Sprintf("%d bytes", img.Size)
+}
+
 // keep stores f's bytes and describes them; nil stays nil.
 func (r *Recorder) keep(f *File) (*Image, error) {
 	if f == nil {
@@ -161,10 +207,10 @@ func (r *Recorder) unstoredNote(before, after *Image) string {
 		return ""
 	}
 	var which []string
-	if before != nil && before.Unstored {
+	if before != nil && before.Unstored && !before.Dir {
 		which = append(which, fmt.Sprintf("prior content (%d bytes)", before.Size))
 	}
-	if after != nil && after.Unstored {
+	if after != nil && after.Unstored && !after.Dir {
 		which = append(which, fmt.Sprintf("new content (%d bytes)", after.Size))
 	}
 	if len(which) == 0 {

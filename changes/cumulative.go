@@ -11,6 +11,15 @@ import (
 // ledger hold its []Record.
 const DetailsKey = "changes"
 
+// IntentKey marks details whose changes were recorded as intended before
+// the effect, by a call whose result was lost (crash recovery): each path
+// may be in its state before or after the change.
+const IntentKey = "intended"
+
+// CannotUndoKey is the key under which a checkpointed call's details hold
+// what a rewind of it cannot take back ([]string).
+const CannotUndoKey = "cannotUndo"
+
 // DefaultMaxTotalDiffBytes bounds the diffs of one cumulative answer
 // (octet/session/diff): once the paths so far carry this much, the diffs of
 // the rest are replaced by summary lines.
@@ -95,10 +104,14 @@ func (r *Recorder) fold(path string, before, after *Image) (c Change, same bool)
 	switch {
 	case before == nil && after == nil:
 		return Change{}, true
-	case before != nil && after != nil && before.SHA256 == after.SHA256 && before.Mode == after.Mode:
+	case before != nil && after != nil && before.SHA256 != "" && before.SHA256 == after.SHA256 && before.Mode == after.Mode && before.Dir == after.Dir:
 		return Change{}, true
 	}
 	c = Change{Path: path, Kind: kindOf(before != nil, after != nil)}
+	if isDir(before) || isDir(after) {
+		c.Diff, c.DiffOmitted = dirSummary(path, before, after), true
+		return c, false
+	}
 	old, errOld := r.load(before)
 	updated, errNew := r.load(after)
 	if err := errors.Join(errOld, errNew); err != nil {

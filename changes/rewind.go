@@ -17,6 +17,8 @@ type State struct {
 	// Unstored reports that the bytes are not in the store, so the state
 	// cannot be restored.
 	Unstored bool
+	// Dir marks a directory (no content).
+	Dir bool
 }
 
 // StateOf returns the state an image describes (nil = absent).
@@ -24,7 +26,7 @@ func StateOf(img *Image) State {
 	if img == nil {
 		return State{}
 	}
-	return State{Exists: true, SHA256: img.SHA256, Mode: img.Mode, Size: img.Size, Unstored: img.Unstored}
+	return State{Exists: true, SHA256: img.SHA256, Mode: img.Mode, Size: img.Size, Unstored: img.Unstored, Dir: img.Dir}
 }
 
 // Same reports whether s and o are the same state: both absent, or the
@@ -36,15 +38,25 @@ func (s State) Same(o State) bool {
 	if !s.Exists {
 		return true
 	}
+	if s.Dir || o.Dir {
+		return s.Dir == o.Dir && s.Mode == o.Mode
+	}
+	if s.SHA256 == "" || o.SHA256 == "" {
+		// Content not hashed (a file over a snapshot's limit): never
+		// known to be equal.
+		return false
+	}
 	return s.SHA256 == o.SHA256 && (s.Mode == 0 || o.Mode == 0 || s.Mode == o.Mode)
 }
 
 // Step is the changes one ledger entry recorded, in order.
 type Step struct {
 	Records []Record
-	// Rewind marks the records of a rewind: written as its plan before
-	// any file is touched, so after a crash some of its paths may still be
-	// in their prior state, which is then expected too.
+	// Rewind marks records written before their effect whose outcome is
+	// not known: a rewind's plan (recorded before any file is touched), or
+	// the intended changes of a call whose result a crash lost. Some of
+	// their paths may still be in their prior state, which is then
+	// expected too.
 	Rewind bool
 }
 

@@ -52,7 +52,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	maxTotal int64
-	total    int64 // the blobs' total size; -1 until first needed
+	total    int64          // the blobs' total size; -1 until first needed
+	pinned   map[string]int // blobs that must not expire (Pin)
 }
 
 // WorkspaceDir returns the store directory of workspace (an absolute path)
@@ -156,9 +157,42 @@ func (s *Store) Put(data []byte) (sum string, stored bool, err error) {
 	return sum, stored, err
 }
 
+// PutManifest keeps data, a snapshot's manifest, durably whatever its
+// size (the per-file limit is for workspace files), and returns its name.
+func (s *Store) PutManifest(data []byte) (string, error) {
+	h := sha256.Sum256(data)
+	sum := hex.EncodeToString(h[:])
+	_, err := s.putBounded(sum, data, int64(len(data)))
+	return sum, err
+}
+
+// Has reports whether the store holds a blob named sum (of size bytes).
+func (s *Store) Has(sum string, size int64) bool {
+	if !validSum(sum) {
+		return false
+	}
+	st, err := os.Lstat(s.blobPath(sum))
+	return err == nil && st.Mode().IsRegular() && st.Size() == size
+}
+
+// ExpiredAt returns when blobs last expired (zero if never).
+func (s *Store) ExpiredAt() time.Time {
+	st, err := os.Lstat(filepath.Join(s.dir, expiredName))
+	if err != nil {
+		return time.Time{}
+	}
+	return st.ModTime()
+}
+
 // put keeps data, whose hex SHA-256 is sum, durably.
 func (s *Store) put(sum string, data []byte) (bool, error) {
-	if int64(len(data)) > s.maxBlob {
+	return s.putBounded(sum, data, s.maxBlob)
+}
+
+// putBounded keeps data, whose hex SHA-256 is sum, durably unless it is
+// over limit bytes.
+func (s *Store) putBounded(sum string, data []byte, limit int64) (bool, error) {
+	if int64(len(data)) > limit {
 		return false, nil
 	}
 	final := s.blobPath(sum)
@@ -217,27 +251,66 @@ func (s *Store) account(written string, size int64) {
 	if s.total <= s.maxTotal {
 		return
 	}
+	if s.expire(written) {
+		_ = s.writeSynced(filepath.Join(s.dir, expiredName), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+	}
+}
+
+// expire brings the blobs down to 90% of the cap: first the blobs no
+// checkpoint needs (a snapshot's unchanged files, images of calls whose
+// result never became durable), least recently used first; then whole
+// checkpoints, oldest first, each with the blobs no newer checkpoint
+// needs. Neither the blob just written nor a pinned one is removed. It
+// reports whether anything was. The caller holds s.mu.
+func (s *Store) expire(written string) bool {
 	blobs := s.scan()
 	slices.SortFunc(blobs, func(a, b blobFile) int { return a.mtime.Compare(b.mtime) })
 	s.total = 0
+	bySum := make(map[string]blobFile, len(blobs))
 	for _, b := range blobs {
 		s.total += b.size
+		bySum[filepath.Base(filepath.Dir(b.path))+filepath.Base(b.path)] = b
+	}
+	cps := s.checkpoints()
+	refs := map[string]int{}
+	for _, c := range cps {
+		for _, sum := range c.blobs {
+			refs[sum]++
+		}
 	}
 	goal := s.maxTotal / 10 * 9
 	removed := false
-	for _, b := range blobs {
-		if s.total <= goal {
-			break
+	remove := func(sum string) {
+		b, ok := bySum[sum]
+		if !ok || b.path == written || s.pinned[sum] > 0 || os.Remove(b.path) != nil {
+			return
 		}
-		if b.path == written || os.Remove(b.path) != nil {
-			continue
-		}
+		delete(bySum, sum)
 		s.total -= b.size
 		removed = true
 	}
-	if removed {
-		_ = s.writeSynced(filepath.Join(s.dir, expiredName), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+	for _, b := range blobs {
+		if s.total <= goal {
+			return removed
+		}
+		if sum := filepath.Base(filepath.Dir(b.path)) + filepath.Base(b.path); refs[sum] == 0 {
+			remove(sum)
+		}
 	}
+	now := time.Now()
+	for _, c := range cps {
+		if s.total <= goal {
+			break
+		}
+		s.expireCheckpoint(c, now)
+		removed = true
+		for _, sum := range c.blobs {
+			if refs[sum]--; refs[sum] == 0 {
+				remove(sum)
+			}
+		}
+	}
+	return removed
 }
 
 // writeSynced writes data to name through a synced temporary file, a
@@ -298,6 +371,9 @@ func (s *Store) removeStaleTemps() {
 		}
 	}
 }
+
+// MaxBytes returns the cap on the blobs' total size.
+func (s *Store) MaxBytes() int64 { return s.maxBytes() }
 
 func (s *Store) maxBytes() int64 {
 	s.mu.Lock()

@@ -26,6 +26,10 @@ type stack struct {
 	home, workspace string
 	provider        *providertest.Server
 	runtime         *Runtime
+	// hooks run around every tool call; intents, when set, wraps the
+	// agent's intent log (the change store). Crash tests pause in them.
+	hooks   []tools.Hooks
+	intents func(changes.IntentLog) changes.IntentLog
 }
 
 // newStack builds the real runtime with policy.
@@ -78,7 +82,12 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 			eff := tools.DefaultToolPolicy(policy, "system_bash")
 			broker := tools.NewBroker(tools.BrokerConfig{
 				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal, Rules: spec.Rules,
+				Hooks: st.hooks,
 			})
+			var intents changes.IntentLog = store
+			if st.intents != nil {
+				intents = st.intents(store)
+			}
 			var retry agent.RetryPolicy
 			if recovery {
 				retry = agent.NewCodexRecovery(agent.RecoveryConfig{
@@ -88,6 +97,7 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 			a, err := agent.New(agent.Config{
 				Session: spec.Session, Transport: transport, Model: model, Host: host,
 				Broker: broker, Instructions: "You are a test agent.", Principal: spec.Principal, Retry: retry,
+				Intents: intents,
 			})
 			if err != nil {
 				return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -48,6 +49,10 @@ type RewindResult struct {
 	RewindEntryID string `json:"rewindEntryId,omitempty"`
 	// Head is the active head after the rewind.
 	Head string `json:"head"`
+	// Expired lists the entries between the two states whose checkpoint
+	// expired (the store's cap): their changes can no longer be rewound,
+	// and each path that needs one of their images is a conflict.
+	Expired []string `json:"expired,omitempty"`
 }
 
 // rewinder is implemented by session handles that can rewind.
@@ -143,6 +148,7 @@ func Rewind(ctx context.Context, sess *session.Session, cfg *tools.Config, p Rew
 		if preps, err = prepareRewind(sess, cfg, target, p); err != nil {
 			return RewindResult{}, err
 		}
+		res.Expired = expiredEntries(sess, cfg, target)
 		for _, rs := range preps {
 			res.Changes = append(res.Changes, RewindChange{Change: rs.Record.Change, Conflict: rs.Conflict})
 		}
@@ -153,22 +159,25 @@ func Rewind(ctx context.Context, sess *session.Session, cfg *tools.Config, p Rew
 	res.Applied = true
 	id := sess.Header().ID
 	if recs := plannedRecords(preps); len(recs) > 0 {
+		cp := changes.CheckpointID(id, fmt.Sprintf("rewind-%d", time.Now().UnixNano()))
+		if cfg.Changes != nil && cfg.Changes.Store != nil {
+			if err := cfg.Changes.Store.Commit(cp, recs); err != nil {
+				return RewindResult{}, fmt.Errorf("record the rewind's checkpoint for session %s (nothing was changed): %w", id, err)
+			}
+		}
 		e, err := sess.AppendEntry(session.Entry{
 			Type: session.EntryRewind,
 			Text: fmt.Sprintf("rewind of %d file(s) to entry %s", len(recs), p.EntryID),
 			Result: &session.ToolResult{Tool: "rewind", Details: map[string]any{
-				changes.DetailsKey: recs, "entryId": p.EntryID,
+				changes.DetailsKey: recs, "entryId": p.EntryID, checkpointKey: cp,
 			}},
 		})
 		if err != nil {
 			return RewindResult{}, fmt.Errorf("record the rewind plan in session %s (nothing was changed): %w", id, err)
 		}
 		res.RewindEntryID = e.ID
-		for i, rs := range preps {
-			if rs.Conflict != "" {
-				continue
-			}
-			if err := cfg.ApplyRestore(ctx, rs); err != nil {
+		for _, i := range applyOrder(preps) {
+			if err := cfg.ApplyRestore(ctx, preps[i]); err != nil {
 				res.Changes[i].Conflict = err.Error()
 				res.Applied = false
 			}
@@ -222,6 +231,56 @@ func (s *runtimeSession) restoreConfig() *tools.Config {
 	return &tools.Config{Root: s.Cwd(), AllowExternalPaths: true, Documents: s.docs, Changes: s.built.Changes}
 }
 
+// checkpointKey holds a rewind entry's checkpoint id in its details (a
+// tool result's is changes.CheckpointID of its call).
+const checkpointKey = "checkpoint"
+
+// expiredEntries returns the entries after the branch point of the active
+// branch and target whose checkpoint expired.
+func expiredEntries(sess *session.Session, cfg *tools.Config, target []session.Entry) []string {
+	if cfg.Changes == nil || cfg.Changes.Store == nil {
+		return nil
+	}
+	active := sess.Branch()
+	common := 0
+	for common < len(active) && common < len(target) && active[common].ID == target[common].ID {
+		common++
+	}
+	var out []string
+	for _, e := range append(slices.Clone(active[common:]), target[common:]...) {
+		if e.Result == nil || e.Result.Details[changes.DetailsKey] == nil || slices.Contains(out, e.ID) {
+			continue
+		}
+		cp, _ := e.Result.Details[checkpointKey].(string)
+		if cp == "" {
+			cp = changes.CheckpointID(sess.Header().ID, e.Result.CallID)
+		}
+		if _, ok := cfg.Changes.Store.Expired(cp); ok {
+			out = append(out, e.ID)
+		}
+	}
+	return out
+}
+
+// applyOrder returns the indexes of the restorations of preps (sorted by
+// path) to apply, in order: every one but the removals of directories,
+// then those, children before parents (a directory a command created is
+// emptied first).
+func applyOrder(preps []tools.Restoration) []int {
+	var out, rmdirs []int
+	for i, rs := range preps {
+		switch {
+		case rs.Conflict != "":
+		case rs.RemovesDir():
+			rmdirs = append(rmdirs, i)
+		default:
+			out = append(out, i)
+		}
+	}
+	slices.Reverse(rmdirs)
+	return append(out, rmdirs...)
+}
+
 // plannedRecords returns the records of the paths a rewind restores.
 func plannedRecords(preps []tools.Restoration) []changes.Record {
 	var out []changes.Record
@@ -244,7 +303,8 @@ func steps(sessionID string, branch []session.Entry) ([]changes.Step, error) {
 		if err != nil {
 			return nil, fmt.Errorf("session %s entry %s: %w", sessionID, e.ID, err)
 		}
-		out[i] = changes.Step{Records: recs, Rewind: e.Type == session.EntryRewind}
+		intended, _ := e.Result.Details[changes.IntentKey].(bool)
+		out[i] = changes.Step{Records: recs, Rewind: e.Type == session.EntryRewind || intended}
 	}
 	return out, nil
 }

@@ -8,12 +8,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/proc"
 )
 
@@ -42,6 +44,7 @@ type BashTool struct {
 	shell     string
 	selection ShellSelection
 	spills    *spillStore
+	snaps     *snapshotter // nil: no change store, no checkpoints
 }
 
 var (
@@ -66,6 +69,7 @@ func NewBash(cfg Config) (*BashTool, error) {
 		shell:     shell,
 		selection: sel,
 		spills:    newSpillStore(cfg.SpillDir),
+		snaps:     newSnapshotter(cfg),
 	}, nil
 }
 
@@ -176,18 +180,63 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 			Details: map[string]any{"exit_code": -1, "timed_out": false, "cancelled": true, "truncated": false, "output_bytes": int64(0)},
 		}, nil
 	}
+	var pre *snapshot
+	var noCheckpoint []string
+	if t.snaps == nil && !inv.ReadOnly && t.cfg.Changes != nil && t.cfg.Changes.Store != nil {
+		noCheckpoint = []string{"everything: bash calls are not checkpointed on " + runtime.GOOS}
+	}
+	if t.snaps != nil && !inv.ReadOnly {
+		if pre, err = t.snaps.take(); err != nil {
+			return errorResult(fmt.Sprintf("could not checkpoint the workspace before the command: %v; nothing was run (octet keeps the workspace's files before a command changes them: free space in $OCTET_HOME or fix its permissions, then try again)", err)), nil
+		}
+		// No prior image may expire before the call's checkpoint names it.
+		pinned := pre.sums()
+		t.snaps.rec.Store.Pin(pinned)
+		defer t.snaps.rec.Store.Unpin(pinned)
+		if inv.Intent != nil {
+			if err := inv.Intent(changes.Intent{Snapshot: pre.manifest}); err != nil {
+				return errorResult(stageErrorText(err)), nil
+			}
+		}
+	}
 	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
 	spillFrom := t.cfg.MaxOutputBytes
 	capt := newCapture(t.spills, headCap, headCap, spillFrom, inv.Progress != nil)
 	oc, runErr := t.run(ctx, *a.Command, timeout, capt, inv.Progress)
 	if runErr != nil {
 		capt.finish()
+		res := errorResult(fmt.Sprintf("could not start the command: %v", runErr))
 		if errors.Is(runErr, proc.ErrGuardLost) {
-			return errorResult(fmt.Sprintf("the command's supervision failed: %v", runErr)), nil
+			res = errorResult(fmt.Sprintf("the command's supervision failed: %v", runErr))
 		}
-		return errorResult(fmt.Sprintf("could not start the command: %v", runErr)), nil
+		return t.checkpoint(res, pre), nil
 	}
-	return t.result(capt.finish(), oc, timeout), nil
+	res := t.checkpoint(t.result(capt.finish(), oc, timeout), pre)
+	if noCheckpoint != nil {
+		res.CannotUndo = noCheckpoint
+	}
+	return res, nil
+}
+
+// checkpoint completes res with what the command changed: the changes
+// between the snapshot pre (nil: none was taken) and one taken now, and
+// what a rewind of them cannot undo.
+func (t *BashTool) checkpoint(res Result, pre *snapshot) Result {
+	if pre == nil {
+		return res
+	}
+	post, err := t.snaps.take()
+	if err != nil {
+		res.CannotUndo = []string{fmt.Sprintf("everything: the snapshot after the command failed (%v), so what it changed is not recorded", err)}
+		return res
+	}
+	res.Changes = t.snaps.changesBetween(pre, post)
+	res.CannotUndo = t.snaps.cannotUndo(pre, post)
+	if res.Details == nil {
+		res.Details = map[string]any{}
+	}
+	res.Details["checkpoint"] = map[string]any{"before": pre.manifest, "after": post.manifest}
+	return res
 }
 
 // run starts the shell under a process guard (internal/proc) with stdin on

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/octet-agent/octet/changes"
 )
 
 // Approver asks a person (or a host policy) to confirm one exact intent.
@@ -304,6 +306,11 @@ type DispatchObserver struct {
 	OnDecision func(ToolPolicyDecision)
 	// OnProgress receives the tool's bounded incremental output.
 	OnProgress func(text string)
+	// OnIntent, when set, keeps what a file-changing tool is about to
+	// change (an edit's records, their images already in the store; bash's
+	// prior snapshot) durably, before it changes it; an error stops the
+	// tool (nothing is changed).
+	OnIntent func(in changes.Intent) error
 }
 
 // Dispatch runs the whole pipeline for one call: Admit, then Execute. The

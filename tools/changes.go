@@ -33,6 +33,19 @@ func (c *Config) stageChange(tg *target, before []byte, existed bool, after []by
 	return []changes.Record{rec}, nil
 }
 
+// recordIntent keeps recs as inv's intended changes (when the caller
+// keeps intents): call it after stageChange and before the effect. The
+// error is the model-visible refusal ("" on success).
+func recordIntent(inv Invocation, recs []changes.Record) string {
+	if inv.Intent == nil || len(recs) == 0 {
+		return ""
+	}
+	if err := inv.Intent(changes.Intent{Records: recs}); err != nil {
+		return stageErrorText(err)
+	}
+	return ""
+}
+
 // stageErrorText is the model-visible refusal when the change store could
 // not keep a file's images.
 func stageErrorText(err error) string {

@@ -267,7 +267,7 @@ func (a *Admission) commit(ctx context.Context) string {
 // run calls the tool, redacts known secret values from its progress and
 // result, and bounds the result.
 func (a *Admission) run(ctx context.Context) Result {
-	inv := Invocation{CallID: a.intent.CallID, Arguments: a.intent.Arguments}
+	inv := Invocation{CallID: a.intent.CallID, Arguments: a.intent.Arguments, ReadOnly: a.reason == ReasonReadOnlyCommand, Intent: a.obs.OnIntent}
 	var progress *RedactStream
 	if a.obs.OnProgress != nil {
 		emit := a.obs.OnProgress

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,6 +77,19 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return b
 }
 
+// Contains reports whether b holds a secret value.
+func (r *Redactor) Contains(b []byte) bool {
+	if r == nil {
+		return false
+	}
+	for _, sec := range r.secrets {
+		if bytes.Contains(b, sec) {
+			return true
+		}
+	}
+	return false
+}
+
 // Value returns v with secrets replaced in every string it holds: v
 // itself or the elements of the maps and slices JSON decoding produces
 // (map[string]any, []any, []string). Other values are returned as they
@@ -125,6 +139,12 @@ func (r *Redactor) Result(res Result) Result {
 			recs[i] = c
 		}
 		res.Changes = recs
+	}
+	if res.CannotUndo != nil {
+		res.CannotUndo = slices.Clone(res.CannotUndo)
+		for i, s := range res.CannotUndo {
+			res.CannotUndo[i] = r.String(s)
+		}
 	}
 	return res
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -26,7 +27,16 @@ type Restoration struct {
 	doc    *Document
 	prior  fsroot.Prior
 	target *changes.File
+	// dir is set for a directory restored to existence (mkdir with
+	// dirMode) or, with rmdir, removed.
+	dir, rmdir bool
+	dirMode    fs.FileMode
 }
+
+// RemovesDir reports whether rs removes a directory: such restorations
+// are applied after the others, children before parents (the files a
+// command created in it are removed first).
+func (rs Restoration) RemovesDir() bool { return rs.rmdir }
 
 // errUnrewindableOpen is the conflict of a rewind that would remove a
 // file open in an editor that applies edits.
@@ -52,6 +62,9 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 		return conflict(fileErrorText(r.Path, err))
 	}
 	defer tg.close()
+	if kind, _, err := tg.root.Inspect(tg.rel); (err == nil && kind == fsroot.KindDirectory) || r.Target.Dir {
+		return c.prepareDir(tg, r, force, conflict)
+	}
 	data, doc, err := c.readForChange(tg)
 	exists := err == nil
 	if err != nil && !fsroot.IsNotExist(err) {
@@ -99,6 +112,43 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 	return rs, true, nil
 }
 
+// prepareDir prepares restoring r.Path when it is a directory now or at
+// the target: a directory is created (with its mode) or removed when
+// empty; a directory never replaces a file, nor the reverse.
+func (c *Config) prepareDir(tg *target, r changes.Restore, force bool, conflict func(string) (Restoration, bool, error)) (Restoration, bool, error) {
+	rs := Restoration{path: r.Path}
+	cur := changes.State{}
+	kind, _, err := tg.root.Inspect(tg.rel)
+	switch {
+	case err == nil && kind == fsroot.KindDirectory:
+		mode, _ := tg.root.Mode(tg.rel)
+		cur = changes.State{Exists: true, Dir: true, Mode: mode}
+	case err == nil:
+		return conflict(fmt.Sprintf("%s is a %s now, not a directory: octet does not replace it with a directory; move it away, then rewind again", r.Path, kind))
+	case !fsroot.IsNotExist(err):
+		return conflict(fileErrorText(r.Path, err))
+	}
+	if cur.Same(r.Target) {
+		return rs, false, nil
+	}
+	if r.Target.Exists && !r.Target.Dir {
+		return conflict(fmt.Sprintf("%s is a directory now: octet does not replace a directory with a file; move it away, then rewind again", r.Path))
+	}
+	img := func(s changes.State) *changes.Image {
+		if !s.Exists {
+			return nil
+		}
+		return &changes.Image{Dir: true, Mode: s.Mode}
+	}
+	rs.Record = c.Changes.Describe(r.Path, img(cur), img(r.Target), nil, nil)
+	if !force && !r.Expects(cur) {
+		rs.Conflict = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
+		return rs, true, nil
+	}
+	rs.dir, rs.rmdir, rs.dirMode = true, !r.Target.Exists, r.Target.Mode
+	return rs, true, nil
+}
+
 // ApplyRestore restores a prepared path: through the editor (applyEdit
 // with the buffer's version) when it is an open document the editor
 // edits, else through fsroot's no-follow, compare-before-commit write
@@ -113,6 +163,12 @@ func (c *Config) ApplyRestore(ctx context.Context, rs Restoration) error {
 		return errors.New(fileErrorText(rs.path, err))
 	}
 	defer tg.close()
+	switch {
+	case rs.rmdir:
+		return tg.root.RemoveDir(tg.rel)
+	case rs.dir:
+		return tg.root.Mkdir(tg.rel, rs.dirMode)
+	}
 	if rs.target == nil {
 		if err := tg.root.Remove(tg.rel, rs.prior); err != nil {
 			return errors.New(commitErrorText(tg.display, err, false))

@@ -94,6 +94,14 @@ type Invocation struct {
 	// Progress, when non-nil, receives bounded incremental output for
 	// presentation (tool_output events). It is never persisted.
 	Progress func(text string)
+	// Intent, when set, keeps the changes the call is about to make
+	// durably; edit and write call it (through recordIntent) after
+	// staging their images and before the effect.
+	Intent func(in changes.Intent) error
+	// ReadOnly reports that the broker admitted the call as a read (a
+	// shell command on the read-only allowlist): bash takes no workspace
+	// checkpoint for it.
+	ReadOnly bool
 }
 
 // Result is a tool's model-visible outcome.
@@ -116,6 +124,10 @@ type Result struct {
 	// leased page of messages) commits or restores it here. It is never
 	// persisted.
 	Commit func(durable bool) `json:"-"`
+	// CannotUndo states what a rewind of this call cannot take back (a
+	// checkpointed bash call: network effects, processes, files outside
+	// the workspace or over the snapshot limit); nil for other calls.
+	CannotUndo []string `json:"cannotUndo,omitempty"`
 }
 
 // Tool is one callable capability. Implementations must be safe for

@@ -168,6 +168,9 @@ func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) 
 	for _, c := range res.Changes {
 		fmt.Fprintf(out, "  %-8s %s\n", rewindLabel(c), neutralize(c.Path))
 	}
+	if len(res.Expired) > 0 {
+		fmt.Fprintf(out, "no longer rewindable (their checkpoints expired from the change store): entries %s\n", neutralize(strings.Join(res.Expired, ", ")))
+	}
 	for _, c := range res.Changes {
 		note := ""
 		if c.Conflict != "" {

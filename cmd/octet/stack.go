@@ -289,6 +289,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		MaxTurns:     st.maxTurns,
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
+		Intents:      st.changes.Store,
 	}
 	if owner != nil {
 		cfg.RunEnd = owner.RunEnd

@@ -97,6 +97,12 @@ func (r *Root) Mode(rel string) (fs.FileMode, error) {
 // Remove fails with ErrUnsupported.
 func (r *Root) Remove(rel string, prior Prior) error { return unsupported("remove", rel) }
 
+// Mkdir fails with ErrUnsupported.
+func (r *Root) Mkdir(rel string, mode fs.FileMode) error { return unsupported("mkdir", rel) }
+
+// RemoveDir fails with ErrUnsupported.
+func (r *Root) RemoveDir(rel string) error { return unsupported("remove", rel) }
+
 // ReadHostPrefix reads at most limit bytes of the regular file at path,
 // an absolute path the user controls (their own configuration, never a
 // workspace file). Links are followed; anything but a regular file is a

@@ -1,0 +1,164 @@
+package server
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	pt "github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/tools"
+)
+
+// wantDir checks that path is a directory of mode (or absent, when mode
+// is zero).
+func wantDir(t *testing.T, what, path string, mode os.FileMode) {
+	t.Helper()
+	st, err := os.Lstat(path)
+	switch {
+	case mode == 0 && !os.IsNotExist(err):
+		t.Errorf("%s: %s exists (%v), want it absent", what, path, err)
+	case mode != 0 && (err != nil || !st.IsDir() || st.Mode().Perm() != mode):
+		t.Errorf("%s: %s = %v, %v; want a directory of mode %v", what, path, st, err, mode)
+	}
+}
+
+// bashChanges returns the kinds of the changes of each tool_finished of
+// run, by call id and path, and its cannotUndo statements.
+func bashChanges(e *fakeEditor, runID string) (map[string]map[string]string, map[string][]string) {
+	kinds := map[string]map[string]string{}
+	undo := map[string][]string{}
+	for _, ev := range e.eventsOf(runID) {
+		if ev.Event["kind"] != "tool_finished" {
+			continue
+		}
+		id := ev.Event["callId"].(string)
+		kinds[id] = map[string]string{}
+		chs, _ := ev.Event["changes"].([]any)
+		for _, c := range chs {
+			m := c.(map[string]any)
+			kinds[id][m["path"].(string)] = m["kind"].(string)
+		}
+		ss, _ := ev.Event["cannotUndo"].([]any)
+		for _, s := range ss {
+			undo[id] = append(undo[id], s.(string))
+		}
+	}
+	return kinds, undo
+}
+
+// TestSessionRewindBash runs real commands through bash — sed -i, chmod,
+// rm, mv, mkdir with a new file, an append to a file over the snapshot
+// limit, a write of an ignored file — and rewinds them: every
+// tool_finished carries what its command changed (with modes), a rewind
+// restores exactly that (bytes, modes, removed directories), the file
+// the user changed after the command is a conflict left alone, the file
+// over the limit is reported as not rewindable, and rewinding the rewind
+// restores the commands' state.
+func TestSessionRewindBash(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	st := newStack(t, tools.UnsafeHost)
+	ws := func(p string) string { return filepath.Join(st.workspace, filepath.FromSlash(p)) }
+	writeMode(t, ws("a.txt"), "one\ntwo\n", 0o640)
+	writeMode(t, ws("gone.txt"), "bye\n", 0o600)
+	writeMode(t, ws("src/old.txt"), "move me\n", 0o644)
+	writeMode(t, ws("user.txt"), "mine\n", 0o644)
+	writeMode(t, ws(".gitignore"), "ignored/\n", 0o644)
+	writeMode(t, ws("ignored/x"), "x\n", 0o644)
+	big := bytes.Repeat([]byte("0123456789abcdef"), 9<<16) // 9 MiB: over the 8 MiB limit
+	writeMode(t, ws("big.bin"), string(big), 0o644)
+
+	st.provider.Enqueue(
+		pt.Reply(pt.FunctionCall("sed", "bash", `{"command":"sed -i 's/one/1/' a.txt && chmod 755 a.txt"}`)),
+		pt.Reply(pt.FunctionCall("rm", "bash", `{"command":"rm gone.txt"}`)),
+		pt.Reply(pt.FunctionCall("mv", "bash", `{"command":"mv src/old.txt moved.txt && rmdir src"}`)),
+		pt.Reply(pt.FunctionCall("mkdir", "bash", `{"command":"mkdir -p d/e && chmod 700 d && echo new > d/e/f.txt && echo y > ignored/x"}`)),
+		pt.Reply(pt.FunctionCall("user", "bash", `{"command":"echo octet > user.txt"}`)),
+		pt.Reply(pt.FunctionCall("big", "bash", `{"command":"echo more >> big.bin"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	kinds, undo := bashChanges(e, ans.RunID)
+	want := map[string]map[string]string{
+		"sed":   {"a.txt": "modify"},
+		"rm":    {"gone.txt": "delete"},
+		"mv":    {"src/old.txt": "delete", "src": "delete", "moved.txt": "add"},
+		"mkdir": {"d": "add", "d/e": "add", "d/e/f.txt": "add"},
+		"user":  {"user.txt": "modify"},
+		"big":   {"big.bin": "modify"},
+	}
+	for id, w := range want {
+		if len(kinds[id]) != len(w) {
+			t.Errorf("tool_finished %s: changes %v, want %v", id, kinds[id], w)
+			continue
+		}
+		for p, k := range w {
+			if kinds[id][p] != k {
+				t.Errorf("tool_finished %s: %s is %q, want %q", id, p, kinds[id][p], k)
+			}
+		}
+	}
+	if u := strings.Join(undo["big"], "\n"); !strings.Contains(u, "network requests, processes") || !strings.Contains(u, "over the 8388608-byte snapshot limit, not kept: 1: big.bin") {
+		t.Errorf("cannotUndo of the big call: %q", u)
+	}
+	wantFile(t, "after the run", ws("a.txt"), []byte("1\ntwo\n"), 0o755)
+	wantDir(t, "after the run", ws("d"), 0o700)
+
+	// The user changes user.txt after octet's command.
+	writeMode(t, ws("user.txt"), "user again\n", 0o644)
+	ids := entryIDs(t, e, sid)
+	start, end := ids[0], ids[len(ids)-1]
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	if !rw.Applied || rw.RewindEntryID == "" {
+		t.Fatalf("rewind: %+v", rw)
+	}
+	if _, _, c := rw.byPath("user.txt"); !strings.Contains(c, "changed since octet last changed it") {
+		t.Errorf("conflict of user.txt = %q", c)
+	}
+	if _, _, c := rw.byPath("big.bin"); !strings.Contains(c, "cannot be rewound") {
+		t.Errorf("conflict of big.bin = %q", c)
+	}
+	for _, p := range []string{"a.txt", "gone.txt", "moved.txt", "src", "src/old.txt", "d", "d/e", "d/e/f.txt"} {
+		if _, _, c := rw.byPath(p); c != "" {
+			t.Errorf("rewind of %s: conflict %q", p, c)
+		}
+	}
+	check := func(what string) {
+		wantFile(t, what, ws("a.txt"), []byte("one\ntwo\n"), 0o640)
+		wantFile(t, what, ws("gone.txt"), []byte("bye\n"), 0o600)
+		wantFile(t, what, ws("src/old.txt"), []byte("move me\n"), 0o644)
+		wantFile(t, what, ws("moved.txt"), nil, 0)
+		wantDir(t, what, ws("d"), 0)
+		wantFile(t, what, ws("user.txt"), []byte("user again\n"), 0o644)
+		wantFile(t, what, ws("ignored/x"), []byte("y\n"), 0o644) // ignored: not checkpointed
+	}
+	check("after the rewind")
+	if data, err := os.ReadFile(ws("big.bin")); err != nil || len(data) != len(big)+5 {
+		t.Errorf("big.bin after the rewind: %d bytes, %v (want it left as the command made it)", len(data), err)
+	}
+
+	// Rewinding the rewind restores the commands' state.
+	var back rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": end, "files": true}, &back)
+	if !back.Applied {
+		t.Fatalf("rewind of the rewind: %+v", back)
+	}
+	wantFile(t, "after the rewind of the rewind", ws("a.txt"), []byte("1\ntwo\n"), 0o755)
+	wantFile(t, "after the rewind of the rewind", ws("gone.txt"), nil, 0)
+	wantFile(t, "after the rewind of the rewind", ws("moved.txt"), []byte("move me\n"), 0o644)
+	wantDir(t, "after the rewind of the rewind", ws("src"), 0)
+	wantDir(t, "after the rewind of the rewind", ws("d"), 0o700)
+	wantDir(t, "after the rewind of the rewind", ws("d/e"), 0o755)
+	wantFile(t, "after the rewind of the rewind", ws("d/e/f.txt"), []byte("new\n"), 0o644)
+	wantFile(t, "after the rewind of the rewind", ws("user.txt"), []byte("user again\n"), 0o644)
+}
