@@ -196,11 +196,13 @@ func (s *Store) putBounded(sum string, data []byte, limit int64) (bool, error) {
 		return false, nil
 	}
 	final := s.blobPath(sum)
-	if st, err := os.Lstat(final); err == nil && st.Mode().IsRegular() && st.Size() == int64(len(data)) {
-		// Already kept (content-addressed); reused, it is recent again.
-		now := time.Now()
-		_ = os.Chtimes(final, now, now)
-		return true, nil
+	if s.reuse(final, int64(len(data))) {
+		// A batch of another snapshot may have written it and not synced
+		// it yet: this caller's durability must not depend on that one.
+		if err := syncPath(final); err != nil {
+			return false, fmt.Errorf("change store: %w", err)
+		}
+		return true, syncDir(filepath.Dir(final))
 	}
 	if err := mkdirSynced(filepath.Dir(final)); err != nil {
 		return false, fmt.Errorf("change store: %w", err)
@@ -210,6 +212,101 @@ func (s *Store) putBounded(sum string, data []byte, limit int64) (bool, error) {
 	}
 	s.account(final, int64(len(data)))
 	return true, nil
+}
+
+// reuse reports whether the blob final of size bytes is kept already
+// (content-addressed); reused, it is recent again.
+func (s *Store) reuse(final string, size int64) bool {
+	st, err := os.Lstat(final)
+	if err != nil || !st.Mode().IsRegular() || st.Size() != size {
+		return false
+	}
+	now := time.Now()
+	_ = os.Chtimes(final, now, now)
+	return true
+}
+
+// A Batch keeps many blobs and makes them durable together with Sync:
+// one file-system sync (syncfs on Linux) instead of two fsyncs per blob,
+// for the snapshot before a bash command, which may keep every file of
+// the workspace at once. A blob put through a batch is durable only once
+// Sync has returned nil; a crash before that may leave it empty or
+// missing, which Has (by size) and Get (by content) see, so it is written
+// again or reported, never used wrong.
+type Batch struct {
+	s       *Store
+	mu      sync.Mutex
+	written []string // blobs since the last Sync, for platforms without syncfs
+}
+
+// Batch starts a batch of blobs.
+func (s *Store) Batch() *Batch { return &Batch{s: s} }
+
+// Put keeps data as [Store.Put] does, durable once Sync returns.
+func (b *Batch) Put(data []byte) (sum string, stored bool, err error) {
+	h := sha256.Sum256(data)
+	sum = hex.EncodeToString(h[:])
+	if int64(len(data)) > b.s.maxBlob {
+		return sum, false, nil
+	}
+	final := b.s.blobPath(sum)
+	if !b.s.reuse(final, int64(len(data))) {
+		if err := mkdirSynced(filepath.Dir(final)); err != nil {
+			return sum, false, fmt.Errorf("change store: %w", err)
+		}
+		if err := b.s.write(final, data, false); err != nil {
+			return sum, false, fmt.Errorf("change store: %w", err)
+		}
+		b.s.account(final, int64(len(data)))
+	}
+	b.mu.Lock()
+	b.written = append(b.written, final)
+	b.mu.Unlock()
+	return sum, true, nil
+}
+
+// Sync makes every blob put since the last Sync durable.
+func (b *Batch) Sync() error {
+	b.mu.Lock()
+	written := b.written
+	b.written = nil
+	b.mu.Unlock()
+	if len(written) == 0 {
+		return nil
+	}
+	if err := syncAll(b.s.dir, written); err != nil {
+		return fmt.Errorf("change store: %w", err)
+	}
+	return nil
+}
+
+// syncEach syncs each file and then each of their directories.
+func syncEach(files []string) error {
+	dirs := map[string]bool{}
+	for _, f := range files {
+		if err := syncPath(f); err != nil {
+			return err
+		}
+		dirs[filepath.Dir(f)] = true
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncPath syncs the file at path.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	if err := errors.Join(f.Sync(), f.Close()); err != nil {
+		return fmt.Errorf("sync %s: %w", path, err)
+	}
+	return nil
 }
 
 // blobFile is one blob found by a scan.
@@ -316,6 +413,12 @@ func (s *Store) expire(written string) bool {
 // writeSynced writes data to name through a synced temporary file, a
 // rename and a sync of name's directory.
 func (s *Store) writeSynced(name string, data []byte) error {
+	return s.write(name, data, true)
+}
+
+// write writes data to name through a temporary file and a rename; with
+// synced, the file is synced before the rename and the directory after.
+func (s *Store) write(name string, data []byte, synced bool) error {
 	tmp, err := s.createTemp()
 	if err != nil {
 		return err
@@ -330,8 +433,10 @@ func (s *Store) writeSynced(name string, data []byte) error {
 	if _, err := tmp.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", tmp.Name(), err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+	if synced {
+		if err := tmp.Sync(); err != nil {
+			return fmt.Errorf("sync %s: %w", tmp.Name(), err)
+		}
 	}
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("close %s: %w", tmp.Name(), err)
@@ -340,6 +445,9 @@ func (s *Store) writeSynced(name string, data []byte) error {
 		return fmt.Errorf("rename into %s: %w", name, err)
 	}
 	ok = true
+	if !synced {
+		return nil
+	}
 	return syncDir(filepath.Dir(name))
 }
 
