@@ -136,4 +136,3 @@ func linkAttachment(cwd, uri, name string) attachment {
 	}
 	return attachment{title: filepath.ToSlash(rel), body: string(data)}
 }
-

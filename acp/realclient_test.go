@@ -136,8 +136,8 @@ type sdkOut struct {
 			PromptCapabilities struct{ EmbeddedContext bool }
 		}
 	}
-	Updates     []update
-	Ext         []struct {
+	Updates []update
+	Ext     []struct {
 		Method string
 		Params map[string]any
 	}
