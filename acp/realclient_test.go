@@ -105,10 +105,11 @@ func (w *world) run(t *testing.T, scenario string, got any) {
 	t.Helper()
 	node, dir := sdkClient(t)
 	bin := octetBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"), scenario)
 	cmd.Dir = dir
+	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(),
 		"OCTET_BIN="+bin, "OCTET_TEST_WORKSPACE="+w.ws,
 		"OCTET_HOME="+w.home, "OPENAI_BASE_URL="+w.prov.URL(), "OPENAI_API_KEY=test-not-a-key",

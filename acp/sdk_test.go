@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -137,4 +138,111 @@ func callOutput(t *testing.T, body map[string]any, callID string) string {
 	b, _ := json.Marshal(body)
 	t.Fatalf("no function_call_output for %s in %s", callID, b)
 	return ""
+}
+
+// TestSDKCancel: session/cancel after the first chunk of a stalled answer
+// ends the prompt with stopReason cancelled; session/cancel while a
+// permission request is pending ends that prompt too, without waiting
+// for the client's answer to the request, and the call does not run.
+func TestSDKCancel(t *testing.T) {
+	w := newWorld(t)
+	w.prov.Enqueue(providertest.Text("Once upon a time, and then it went on ").StallAfter(6),
+		providertest.Reply(providertest.FunctionCall("call_1", "bash", `{"command":"touch made"}`)))
+	var got struct {
+		sdkOut
+		First, Second struct{ StopReason string }
+	}
+	w.run(t, "cancel", &got)
+	if got.First.StopReason != "cancelled" || got.Second.StopReason != "cancelled" {
+		t.Fatalf("stop reasons %q and %q, want cancelled twice", got.First.StopReason, got.Second.StopReason)
+	}
+	if got.text("agent_message_chunk") == "" {
+		t.Error("no chunk streamed before the cancel")
+	}
+	if asked := got.asked(); !slices.Equal(asked, []string{"call_1"}) {
+		t.Errorf("asked for %v", asked)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, "made")); err == nil {
+		t.Error("the cancelled call ran")
+	}
+}
+
+// TestSDKLoad: a session answered by one octet acp process is loaded by
+// another: session/load replays its prompt and answer as session/update
+// before answering, and the session goes on; session/set_mode takes a
+// stricter policy and refuses a looser one.
+func TestSDKLoad(t *testing.T) {
+	w := newWorld(t)
+	w.prov.Enqueue(providertest.Text("I will remember."), providertest.Text("Still here."))
+	var got struct {
+		First struct {
+			sdkOut
+			SessionID string
+		}
+		Second struct {
+			sdkOut
+			Replayed int
+			Loaded   struct {
+				Modes struct {
+					CurrentModeID  string
+					AvailableModes []struct{ ID string }
+				}
+			}
+			Looser struct{ Code int }
+		}
+	}
+	w.run(t, "load", &got)
+	second := got.Second
+	if got.First.Answer.StopReason != "end_turn" || second.Answer.StopReason != "end_turn" {
+		t.Fatalf("stop reasons %q, %q", got.First.Answer.StopReason, second.Answer.StopReason)
+	}
+	replayed := sdkOut{Updates: second.Updates[:second.Replayed]}
+	if s := replayed.text("user_message_chunk"); s != "remember this" {
+		t.Errorf("replayed user text %q", s)
+	}
+	if s := replayed.text("agent_message_chunk"); s != "I will remember." {
+		t.Errorf("replayed answer %q", s)
+	}
+	if m := second.Loaded.Modes; m.CurrentModeID != "controlled" || len(m.AvailableModes) != 2 {
+		t.Errorf("modes %+v: want controlled current, two modes (unsafe_host is looser than the launch policy)", m)
+	}
+	if second.Looser.Code != codeInvalidParams {
+		t.Errorf("set_mode unsafe_host: %+v", second.Looser)
+	}
+	reqs := w.prov.Requests()
+	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "I will remember.") {
+		t.Errorf("the loaded session's prompt did not carry the earlier conversation: %d requests", len(reqs))
+	}
+}
+
+// TestSDKClientOwnedWrite: with fs.readTextFile and fs.writeTextFile the
+// edit is computed on the editor's buffer (read through
+// fs/read_text_file) and, once approved, applied through
+// fs/write_text_file; the file on disk is not touched.
+func TestSDKClientOwnedWrite(t *testing.T) {
+	w := newWorld(t)
+	path := filepath.Join(w.ws, "a.txt")
+	writeFile(t, path, "hello on disk\n")
+	w.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"unsaved","new_text":"saved"}`)),
+		providertest.Text("Fixed."))
+	var got struct {
+		sdkOut
+		Buffers map[string]string
+	}
+	w.run(t, "fswrite", &got)
+	if got.Answer.StopReason != "end_turn" {
+		t.Fatalf("stopReason %q", got.Answer.StopReason)
+	}
+	if len(got.Writes) != 1 || got.Writes[0].Path != path || got.Writes[0].Content != "hello saved\n" {
+		t.Errorf("fs/write_text_file calls %+v", got.Writes)
+	}
+	if !slices.Contains(got.Reads, path) {
+		t.Errorf("fs/read_text_file calls %v", got.Reads)
+	}
+	if s := readFile(t, path); s != "hello on disk\n" {
+		t.Errorf("disk file %q: the write went behind the editor", s)
+	}
+	if asked := got.asked(); !slices.Equal(asked, []string{"call_1"}) {
+		t.Errorf("asked for %v", asked)
+	}
 }
