@@ -199,3 +199,30 @@ func TestRecoveredOutput(t *testing.T) {
 		t.Errorf("answer chunks not discarded: %q (discarded %v)", kept.String(), discarded)
 	}
 }
+
+// refusalTurn is a Responses stream whose message is a refusal part only.
+func refusalTurn() providertest.Turn {
+	msg := `{"id":"msg_0","type":"message","role":"assistant","status":"completed","content":[{"type":"refusal","refusal":"I can't help with that."}]}`
+	return providertest.Events(
+		[]byte(`{"type":"response.created","sequence_number":0,"response":{"id":"resp_r","object":"response","status":"in_progress","output":[]}}`),
+		[]byte(`{"type":"response.output_item.added","sequence_number":1,"output_index":0,"item":{"id":"msg_0","type":"message","role":"assistant","status":"in_progress","content":[]}}`),
+		[]byte(`{"type":"response.content_part.added","sequence_number":2,"output_index":0,"item_id":"msg_0","content_index":0,"part":{"type":"refusal","refusal":""}}`),
+		[]byte(`{"type":"response.refusal.delta","sequence_number":3,"output_index":0,"item_id":"msg_0","content_index":0,"delta":"I can't help with that."}`),
+		[]byte(`{"type":"response.output_item.done","sequence_number":4,"output_index":0,"item":`+msg+`}`),
+		[]byte(`{"type":"response.completed","sequence_number":5,"response":{"id":"resp_r","object":"response","status":"completed","output":[`+msg+`],"usage":{"input_tokens":5,"output_tokens":5,"total_tokens":10}}}`),
+	)
+}
+
+// TestStopReasonRefusal: a response that is a refusal answers refusal.
+func TestStopReasonRefusal(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.prov.Enqueue(refusalTurn(), providertest.Text("fine"))
+	p.initialize(false)
+	id := p.newSession()
+	if stop := p.prompt(id, "something bad"); stop != stopRefusal {
+		t.Errorf("refused response: %q", stop)
+	}
+	if stop := p.prompt(id, "something good"); stop != stopEndTurn {
+		t.Errorf("next prompt: %q", stop)
+	}
+}
