@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
@@ -224,5 +225,28 @@ func TestStopReasonRefusal(t *testing.T) {
 	}
 	if stop := p.prompt(id, "something good"); stop != stopEndTurn {
 		t.Errorf("next prompt: %q", stop)
+	}
+}
+
+// TestClientGoneMidPrompt: stdin closing while a prompt streams cancels
+// the run and Serve returns (rather than waiting for a stalled stream).
+func TestClientGoneMidPrompt(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.prov.Enqueue(providertest.Text("Once upon a time, and then it went on ").StallAfter(6))
+	p.initialize(false)
+	id := p.newSession()
+	go p.call("session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "go"}}})
+	for deadline := time.Now().Add(10 * time.Second); len(p.notifications("session/update")) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no chunk streamed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.w.Close()
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return after the client left mid-prompt")
 	}
 }

@@ -146,10 +146,10 @@ func (c *conn) call(ctx context.Context, method string, params, result any) erro
 }
 
 // serve reads messages until in ends or ctx is done, handing requests
-// and notifications to h. It returns once every request it started has
-// been answered.
+// and notifications to h. When it returns, the calls waiting for the
+// client have failed; the requests it started may still be running
+// (wait for them with c.wg).
 func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
-	defer c.wg.Wait()
 	defer c.closePending()
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {

@@ -68,7 +68,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	stop := context.AfterFunc(ctx, s.cancelAll)
 	defer stop()
 	err := s.c.serve(ctx, in, s.handle)
+	// The client is gone: its runs are cancelled and settled, and their
+	// prompts answered (into the void), before the sessions close.
 	s.cancelAll()
+	s.c.wg.Wait()
 	s.closeAll()
 	return err
 }
