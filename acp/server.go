@@ -18,6 +18,10 @@ import (
 // ProtocolVersion is the ACP version octet speaks.
 const ProtocolVersion = 1
 
+// maxSessions bounds the sessions open on one connection (ACP v1 has no
+// way to close one): each holds an agent, its tools and a session file.
+const maxSessions = 256
+
 // Options configures Serve.
 type Options struct {
 	// Runtime builds each session's agent (the same as octet lsp's).
@@ -238,6 +242,12 @@ func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, err
 // attach builds the agent of sess and registers the session.
 func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientCapabilities, mcp []json.RawMessage) (*acpSession, error) {
 	hdr := sess.Header()
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	if n >= maxSessions {
+		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
+	}
 	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, mcpServers: mcp, waits: map[*permissionWait]struct{}{}}
 	as.rules = server.NewSessionRules(sess, s.log)
 	spec := server.AgentSpec{
