@@ -250,3 +250,47 @@ func TestClientGoneMidPrompt(t *testing.T) {
 		t.Fatal("Serve did not return after the client left mid-prompt")
 	}
 }
+
+// TestWriteDiff: a write's tool_call and its final tool_call_update show
+// the file's text before the write as oldText, and the permission request
+// offers allow_once; the approved write lands on disk (no fs capability).
+func TestWriteDiff(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	path := filepath.Join(p.ws, "w.txt")
+	os.WriteFile(path, []byte("before\n"), 0o600)
+	p.onRequest = func(m message) (any, *rpcError) {
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"after\n"}`)), providertest.Text("ok"))
+	p.initialize(false)
+	id := p.newSession()
+	if stop := p.prompt(id, "write"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	var diffs []map[string]any
+	for _, raw := range p.notifications("session/update") {
+		var n struct {
+			Update struct {
+				ToolCallID string
+				Content    []map[string]any
+			}
+		}
+		_ = json.Unmarshal(raw, &n)
+		for _, c := range n.Update.Content {
+			if c["type"] == "diff" {
+				diffs = append(diffs, c)
+			}
+		}
+	}
+	if len(diffs) != 2 {
+		t.Fatalf("diffs %v, want the tool_call's and the final update's", diffs)
+	}
+	for _, d := range diffs {
+		if d["path"] != path || d["oldText"] != "before\n" || d["newText"] != "after\n" {
+			t.Errorf("diff %v", d)
+		}
+	}
+	if s, _ := os.ReadFile(path); string(s) != "after\n" {
+		t.Errorf("w.txt = %q", s)
+	}
+}

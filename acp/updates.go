@@ -22,12 +22,13 @@ type runStream struct {
 	args map[string]string
 	// output is each running call's shown output so far.
 	output map[string][]byte
-	// tool names each call's tool.
-	tool map[string]string
+	// views are the calls' views as shown at tool_call (a write's diff
+	// has the file's text before the write).
+	views map[string]callView
 }
 
 func newRunStream(as *acpSession, runID string) *runStream {
-	return &runStream{as: as, runID: runID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}, tool: map[string]string{}}
+	return &runStream{as: as, runID: runID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}, views: map[string]callView{}}
 }
 
 func (st *runStream) update(u map[string]any) { st.as.srv.update(st.as.id, u) }
@@ -94,8 +95,8 @@ func (st *runStream) committed(entryID string) {
 }
 
 func (st *runStream) toolStarted(e *agent.ToolStarted) {
-	st.tool[e.CallID] = e.Tool
 	v := describeCall(st.as.cwd, e.Tool, []byte(st.args[e.CallID]))
+	st.views[e.CallID] = v
 	u := map[string]any{
 		"sessionUpdate": "tool_call", "toolCallId": e.CallID, "title": v.title, "kind": v.kind,
 		"status": "pending", "rawInput": rawArgs([]byte(st.args[e.CallID])),
@@ -142,9 +143,8 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 	u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": status}
 	var content []map[string]any
 	if len(e.Changes) > 0 {
-		// The files the call changed: the diff of the committed call.
-		v := describeCall(st.as.cwd, st.tool[e.CallID], []byte(st.args[e.CallID]))
-		content = append(content, v.content...)
+		// The files the call changed: the diff shown when it started.
+		content = append(content, st.views[e.CallID].content...)
 		diffs := make([]map[string]any, 0, len(e.Changes))
 		for _, c := range e.Changes {
 			diffs = append(diffs, map[string]any{"path": c.Path, "kind": c.Kind, "diff": c.Diff})
@@ -159,6 +159,7 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 		u["content"] = content
 	}
 	delete(st.output, e.CallID)
+	delete(st.views, e.CallID)
 	st.update(u)
 }
 
