@@ -294,3 +294,56 @@ func TestWriteDiff(t *testing.T) {
 		t.Errorf("w.txt = %q", s)
 	}
 }
+
+// TestClientOwnedWriteTool: with the fs capabilities a write of a file
+// the client has shows the client's text as the diff's old side and is
+// applied through fs/write_text_file; the disk keeps its text.
+func TestClientOwnedWriteTool(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	path := filepath.Join(p.ws, "w.txt")
+	os.WriteFile(path, []byte("disk\n"), 0o600)
+	var mu sync.Mutex
+	buffer := "buffer text\n"
+	var wrote []string
+	p.onRequest = func(m message) (any, *rpcError) {
+		var req struct{ Path, Content string }
+		_ = json.Unmarshal(m.Params, &req)
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "fs/read_text_file":
+			if req.Path != path {
+				return nil, &rpcError{Code: codeResourceNotFound, Message: "no such buffer"}
+			}
+			return map[string]any{"content": buffer}, nil
+		case "fs/write_text_file":
+			wrote = append(wrote, req.Path+"="+req.Content)
+			buffer = req.Content
+			return map[string]any{}, nil
+		}
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"new\n"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "write"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(wrote, []string{path + "=new\n"}) {
+		t.Errorf("fs/write_text_file calls %q", wrote)
+	}
+	if s, _ := os.ReadFile(path); string(s) != "disk\n" {
+		t.Errorf("disk %q: the write went behind the editor", s)
+	}
+	found := false
+	for _, raw := range p.notifications("session/update") {
+		if strings.Contains(string(raw), `"oldText":"buffer text\n"`) {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no diff with the client's text as oldText")
+	}
+}

@@ -41,8 +41,9 @@ var toolKinds = map[string]string{
 }
 
 // describeCall returns the view of a call of tool with args (the
-// model's, possibly invalid: every field is optional).
-func describeCall(cwd, tool string, args []byte) callView {
+// model's, possibly invalid: every field is optional); old, when not nil,
+// gives a file's current text for the old side of a write's diff.
+func describeCall(cwd, tool string, args []byte, old func(abs string) (string, bool)) callView {
 	v := callView{title: tool, kind: "other"}
 	if k, ok := toolKinds[tool]; ok {
 		v.kind = k
@@ -89,8 +90,10 @@ func describeCall(cwd, tool string, args []byte) callView {
 		v.content = append(v.content, map[string]any{"type": "diff", "path": abs, "oldText": *a.OldText, "newText": *a.NewText})
 	case tool == "write" && abs != "" && a.Content != nil:
 		d := map[string]any{"type": "diff", "path": abs, "newText": *a.Content, "oldText": nil}
-		if old, ok := readOld(cwd, abs); ok {
-			d["oldText"] = old
+		if old != nil {
+			if text, ok := old(abs); ok {
+				d["oldText"] = text
+			}
 		}
 		v.content = append(v.content, d)
 	}

@@ -126,7 +126,7 @@ func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (to
 // write, else the preview's detail), with octet's digest in _meta.
 func (as *acpSession) permissionCall(req tools.ConfirmRequest) map[string]any {
 	in := req.Intent
-	v := describeCall(as.cwd, in.Tool, in.Arguments)
+	v := describeCall(as.cwd, in.Tool, in.Arguments, as.currentText)
 	content := v.content
 	detail := req.Detail
 	if len(content) == 0 && req.Diff != "" {

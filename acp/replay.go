@@ -45,7 +45,7 @@ func (as *acpSession) replayItem(entryID string, it session.Item, tools, args ma
 		}
 	case session.ItemFunctionCall:
 		tools[it.CallID], args[it.CallID] = it.Name, it.Arguments
-		v := describeCall(as.cwd, it.Name, []byte(it.Arguments))
+		v := describeCall(as.cwd, it.Name, []byte(it.Arguments), nil)
 		u := map[string]any{
 			"sessionUpdate": "tool_call", "toolCallId": it.CallID, "title": v.title, "kind": v.kind,
 			"status": "pending", "rawInput": rawArgs([]byte(it.Arguments)),
@@ -64,7 +64,7 @@ func (as *acpSession) replayResult(r *session.ToolResult, tool, args string) {
 	}
 	var content []map[string]any
 	if tool == "edit" && !r.IsError {
-		content = append(content, describeCall(as.cwd, tool, []byte(args)).content...)
+		content = append(content, describeCall(as.cwd, tool, []byte(args), nil).content...)
 	}
 	content = append(content, textContent(r.Text))
 	as.srv.update(as.id, map[string]any{

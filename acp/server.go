@@ -255,7 +255,8 @@ func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientC
 		Principal: "editor:" + hdr.ID, Rules: as.rules,
 	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
-		spec.Documents = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}
+		as.files = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}
+		spec.Documents = as.files
 	}
 	built, err := s.opts.Runtime.NewAgent(ctx, spec)
 	if err != nil {

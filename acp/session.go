@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/server"
@@ -30,6 +31,9 @@ type acpSession struct {
 	sess  *session.Session
 	built *server.Built
 	rules server.SessionRules
+	// files are the client's files (nil: the client has no fs
+	// capability).
+	files *clientFiles
 	// mcpServers is session/new's list, recorded (not started: octet
 	// has no MCP client yet).
 	mcpServers []json.RawMessage
@@ -194,4 +198,19 @@ func (as *acpSession) close() error {
 		as.closeErr = errors.Join(errs...)
 	})
 	return as.closeErr
+}
+
+// currentText is the text of the workspace file abs as the tools would
+// read it: the client's (fs/read_text_file) when it gives it, else the
+// disk's; bounded and UTF-8, or false.
+func (as *acpSession) currentText(abs string) (string, bool) {
+	if as.files != nil {
+		if doc, ok := as.files.Document(abs); ok {
+			if len(doc.Text) > maxDiffSide || !utf8.Valid(doc.Text) {
+				return "", false
+			}
+			return string(doc.Text), true
+		}
+	}
+	return readOld(as.cwd, abs)
 }

@@ -95,7 +95,7 @@ func (st *runStream) committed(entryID string) {
 }
 
 func (st *runStream) toolStarted(e *agent.ToolStarted) {
-	v := describeCall(st.as.cwd, e.Tool, []byte(st.args[e.CallID]))
+	v := describeCall(st.as.cwd, e.Tool, []byte(st.args[e.CallID]), st.as.currentText)
 	st.views[e.CallID] = v
 	u := map[string]any{
 		"sessionUpdate": "tool_call", "toolCallId": e.CallID, "title": v.title, "kind": v.kind,
