@@ -375,8 +375,11 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 		return nil, fmt.Errorf("provider returned an output item octet cannot replay (%s)", bad)
 	}
 	stop := "completed"
-	if ar.truncated {
+	switch {
+	case ar.truncated:
 		stop = "max_output_tokens"
+	case refused(out):
+		stop = "refusal"
 	}
 	model := r.a.Model()
 	recs := []session.Record{session.EntryRecord(session.Entry{Type: session.EntryAssistant, RunID: r.id, Items: items, StopReason: stop})}
@@ -409,6 +412,21 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 		}
 	}
 	return calls, nil
+}
+
+// refused reports whether the response declined: a message of refusal
+// parts only, and no function call.
+func refused(out []provider.Item) bool {
+	declined := false
+	for _, it := range out {
+		switch {
+		case it.Type == provider.ItemFunctionCall:
+			return false
+		case it.Type == provider.ItemMessage && it.Text == "" && it.Refusal != "":
+			declined = true
+		}
+	}
+	return declined
 }
 
 // usageRecord builds the usage record of a completed request, priced when

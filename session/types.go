@@ -144,7 +144,7 @@ type Entry struct {
 	// Items are the output items of an assistant entry.
 	Items []Item
 	// StopReason is why an assistant response ended ("completed",
-	// "max_output_tokens", ...).
+	// "max_output_tokens", "refusal": a message of refusal parts only).
 	StopReason string
 	// Result is set for tool_result entries.
 	Result *ToolResult

@@ -78,6 +78,7 @@ const usageText = `usage: octet <command> [flags]
 commands:
   demo                      run the whole stack against the built-in scripted provider
   lsp [flags]               serve the editor protocol on stdin/stdout
+  acp [flags]               serve the Agent Client Protocol (Zed) on stdin/stdout
   exec [flags] "prompt"     run one prompt headless in the current directory
                             ("-" reads the prompt from stdin)
   sessions list             list sessions with their cost
@@ -112,6 +113,8 @@ func run(ctx context.Context, args []string, e env) int {
 		err = runDemo(ctx, rest, e)
 	case "lsp":
 		err = runLSP(ctx, rest, e)
+	case "acp":
+		err = runACP(ctx, rest, e)
 	case "exec":
 		err = runExec(ctx, rest, e)
 	case "sessions":

@@ -1,0 +1,288 @@
+package acp
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"sync"
+)
+
+// JSON-RPC 2.0 error codes.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+	// codeResourceNotFound is ACP's error for an unknown session.
+	codeResourceNotFound = -32002
+)
+
+// maxMessage bounds one incoming line; a longer one is refused and the
+// rest of the line skipped.
+const maxMessage = 16 << 20
+
+// rpcError is a JSON-RPC error object.
+type rpcError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Data    any    `json:"data,omitempty"`
+}
+
+func (e *rpcError) Error() string { return fmt.Sprintf("%s (code %d)", e.Message, e.Code) }
+
+func invalidParams(format string, args ...any) error {
+	return &rpcError{Code: codeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+// message is any JSON-RPC message; which fields are set says which kind.
+type message struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id,omitempty"`
+	Method  string          `json:"method,omitempty"`
+	Params  json.RawMessage `json:"params,omitempty"`
+	Result  json.RawMessage `json:"result,omitempty"`
+	Error   *rpcError       `json:"error,omitempty"`
+}
+
+// handler answers one incoming request (result or error) or, for a
+// notification (id nil), acts on it.
+type handler func(ctx context.Context, method string, params json.RawMessage) (any, error)
+
+// conn is a newline-delimited JSON-RPC 2.0 peer over a byte stream: it
+// answers the client's requests (each in its own goroutine, so a long
+// session/prompt does not hold up session/cancel) and sends its own
+// requests and notifications.
+type conn struct {
+	log *slog.Logger
+
+	wmu sync.Mutex // orders writes: one message per line
+	w   io.Writer
+
+	mu      sync.Mutex
+	nextID  int64
+	pending map[string]chan message
+	closed  bool
+
+	wg sync.WaitGroup
+}
+
+func newConn(w io.Writer, log *slog.Logger) *conn {
+	return &conn{w: w, log: log, pending: map[string]chan message{}}
+}
+
+// write sends one message as one line.
+func (c *conn) write(m message) error {
+	m.JSONRPC = "2.0"
+	b, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode message: %w", err)
+	}
+	b = append(b, '\n')
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.w.Write(b)
+	return err
+}
+
+// notify sends a notification.
+func (c *conn) notify(method string, params any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	return c.write(message{Method: method, Params: raw})
+}
+
+// call sends a request and waits for its answer, ctx's end or the
+// connection's. The answer's result is decoded into result.
+func (c *conn) call(ctx context.Context, method string, params, result any) error {
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", method, err)
+	}
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return fmt.Errorf("%s: client gone", method)
+	}
+	c.nextID++
+	id := strconv.FormatInt(c.nextID, 10)
+	ch := make(chan message, 1)
+	c.pending[id] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id)
+		c.mu.Unlock()
+	}()
+	if err := c.write(message{ID: json.RawMessage(id), Method: method, Params: raw}); err != nil {
+		return fmt.Errorf("send %s: %w", method, err)
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case m, ok := <-ch:
+		if !ok {
+			return fmt.Errorf("%s: client gone before answering", method)
+		}
+		if m.Error != nil {
+			return fmt.Errorf("%s: client answered %w", method, m.Error)
+		}
+		if result == nil {
+			return nil
+		}
+		if err := json.Unmarshal(m.Result, result); err != nil {
+			return fmt.Errorf("%s: undecodable answer: %w", method, err)
+		}
+		return nil
+	}
+}
+
+// serve reads messages until in ends or ctx is done, handing requests
+// and notifications to h. When it returns, the calls waiting for the
+// client have failed; the requests it started may still be running
+// (wait for them with c.wg).
+func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
+	defer c.closePending()
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			c.dispatch(ctx, line, h)
+		}
+		if errors.Is(err, errLineTooLong) {
+			_ = c.write(message{ID: json.RawMessage("null"), Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message over %d bytes refused", maxMessage)}})
+			continue
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read from client: %w", err)
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line without its newline; a line over
+// maxMessage is skipped to its end and reported as errLineTooLong.
+func readLine(r *bufio.Reader) ([]byte, error) {
+	var buf []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(buf)+len(chunk) > maxMessage {
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			if err != nil && err != io.EOF {
+				return nil, err
+			}
+			return nil, errLineTooLong
+		}
+		buf = append(buf, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		return bytes.TrimRight(buf, "\r\n"), err
+	}
+}
+
+// closePending fails every call still waiting: the client is gone.
+func (c *conn) closePending() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	for id, ch := range c.pending {
+		close(ch)
+		delete(c.pending, id)
+	}
+}
+
+// dispatch handles one line.
+func (c *conn) dispatch(ctx context.Context, line []byte, h handler) {
+	var m message
+	if err := json.Unmarshal(line, &m); err != nil {
+		_ = c.write(message{ID: json.RawMessage("null"), Error: &rpcError{Code: codeParseError, Message: "not a JSON-RPC message: " + err.Error()}})
+		return
+	}
+	isResponse := m.Method == "" && len(m.ID) > 0
+	switch {
+	case isResponse:
+		c.answered(m)
+	case m.Method == "" || m.JSONRPC != "2.0":
+		id := m.ID
+		if len(id) == 0 {
+			id = json.RawMessage("null")
+		}
+		_ = c.write(message{ID: id, Error: &rpcError{Code: codeInvalidRequest, Message: `a request needs "jsonrpc":"2.0" and a method`}})
+	case len(m.ID) == 0 || string(m.ID) == "null":
+		// A notification: handled in order (session/cancel is quick).
+		if _, err := safeHandle(ctx, h, m.Method, m.Params); err != nil {
+			c.log.Warn("notification failed", "method", m.Method, "error", err)
+		}
+	default:
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			res, err := safeHandle(ctx, h, m.Method, m.Params)
+			c.reply(m.ID, res, err)
+		}()
+	}
+}
+
+// reply answers request id with res or err.
+func (c *conn) reply(id json.RawMessage, res any, err error) {
+	if err != nil {
+		re, ok := errors.AsType[*rpcError](err)
+		if !ok {
+			re = &rpcError{Code: codeInternalError, Message: err.Error()}
+		}
+		_ = c.write(message{ID: id, Error: re})
+		return
+	}
+	raw, merr := json.Marshal(res)
+	if merr != nil {
+		_ = c.write(message{ID: id, Error: &rpcError{Code: codeInternalError, Message: "encode result: " + merr.Error()}})
+		return
+	}
+	if err := c.write(message{ID: id, Result: raw}); err != nil {
+		c.log.Warn("answer not sent", "error", err)
+	}
+}
+
+// answered hands a response to the call waiting for it.
+func (c *conn) answered(m message) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ch, ok := c.pending[string(m.ID)]
+	if !ok {
+		c.log.Warn("response to no request of ours", "id", string(m.ID))
+		return
+	}
+	select {
+	case ch <- m: // buffered: never blocks under the lock
+	default:
+	}
+}
+
+// safeHandle runs h, turning a panic into an internal error: no input
+// may bring the server down.
+func safeHandle(ctx context.Context, h handler, method string, params json.RawMessage) (res any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			res, err = nil, &rpcError{Code: codeInternalError, Message: fmt.Sprintf("internal error handling %s: %v", method, p)}
+		}
+	}()
+	return h(ctx, method, params)
+}

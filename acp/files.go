@@ -1,0 +1,96 @@
+package acp
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"path/filepath"
+	"time"
+	"unicode/utf8"
+
+	"github.com/octet-agent/octet/tools"
+)
+
+// clientReadTimeout bounds one fs/read_text_file.
+const clientReadTimeout = 10 * time.Second
+
+// clientFiles is the ACP form of buffer coherence: tools.Documents over
+// the client's fs/read_text_file (what the editor has, unsaved text
+// included) and fs/write_text_file (an approved change applied by the
+// editor). Only files inside the session's workspace go through it; when
+// the client cannot give a file (no such file, an error), the tools use
+// the disk as always.
+type clientFiles struct {
+	s           *acpSession
+	root        string
+	read, write bool
+}
+
+var _ tools.Documents = (*clientFiles)(nil)
+
+// inside reports whether path is in the workspace.
+func (f *clientFiles) inside(path string) bool {
+	rel, err := filepath.Rel(f.root, path)
+	return err == nil && filepath.IsLocal(rel)
+}
+
+// fetch reads path through the client.
+func (f *clientFiles) fetch(ctx context.Context, path string) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, clientReadTimeout)
+	defer cancel()
+	var resp struct {
+		Content *string `json:"content"`
+	}
+	if err := f.s.srv.c.call(ctx, "fs/read_text_file", map[string]any{"sessionId": f.s.id, "path": path}, &resp); err != nil {
+		return nil, err
+	}
+	if resp.Content == nil {
+		return nil, errors.New("fs/read_text_file answered without content")
+	}
+	return []byte(*resp.Content), nil
+}
+
+// version stands for the editor version ACP does not have: a checksum of
+// the text, so an approval's digest binds the text it was computed on.
+func version(text []byte) int32 { return int32(crc32.ChecksumIEEE(text) & 0x7fffffff) }
+
+// Document implements tools.Documents: the client's text of path.
+func (f *clientFiles) Document(path string) (tools.Document, bool) {
+	if !f.read || !f.inside(path) {
+		return tools.Document{}, false
+	}
+	text, err := f.fetch(context.Background(), path)
+	if err != nil {
+		f.s.srv.log.Debug("fs/read_text_file: using the disk", "path", path, "error", err)
+		return tools.Document{}, false
+	}
+	return tools.Document{Text: text, Version: version(text)}, true
+}
+
+// AppliesEdits implements tools.Documents.
+func (f *clientFiles) AppliesEdits() bool { return f.write && f.read }
+
+// Apply implements tools.Documents: the change is written through
+// fs/write_text_file once the client's text is still base's.
+func (f *clientFiles) Apply(ctx context.Context, path string, base tools.Document, updated []byte) error {
+	if !f.inside(path) {
+		return fmt.Errorf("%s is outside the workspace", path)
+	}
+	if !utf8.Valid(updated) {
+		return errors.New("the new text is not UTF-8, which the editor's fs/write_text_file cannot take")
+	}
+	now, err := f.fetch(ctx, path)
+	if err != nil {
+		return fmt.Errorf("cannot read %s from the editor before writing it: %w", path, err)
+	}
+	if !bytes.Equal(now, base.Text) {
+		return fmt.Errorf("%s changed in the editor since octet read it: read it again", path)
+	}
+	err = f.s.srv.c.call(ctx, "fs/write_text_file", map[string]any{"sessionId": f.s.id, "path": path, "content": string(updated)}, nil)
+	if err != nil {
+		return fmt.Errorf("the editor did not write %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+package acp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/tools"
+)
+
+// stackOpts selects the in-process runtime of a test.
+type stackOpts struct {
+	policy   tools.Policy
+	maxTurns int
+	recovery bool
+}
+
+// testRuntime is the real agent, tools and broker over the scripted
+// provider, as cmd/octet builds them (without configuration files).
+func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOpts) *server.Runtime {
+	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
+	if o.recovery {
+		model, _ = provider.LookupModel("gpt-5.1-codex")
+	}
+	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: prov.URL(), Features: model.Features})
+	return &server.Runtime{
+		SessionsDir: filepath.Join(home, "sessions"),
+		NewAgent: func(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
+			store, err := changes.OpenWorkspace(home, spec.Workspace, 0)
+			if err != nil {
+				return nil, err
+			}
+			rec := &changes.Recorder{Store: store}
+			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents, Changes: rec})
+			if err != nil {
+				return nil, err
+			}
+			host := tools.NewHost()
+			for _, tl := range builtins {
+				if err := host.Register(tl); err != nil {
+					return nil, err
+				}
+			}
+			broker := tools.NewBroker(tools.BrokerConfig{
+				Policy: o.policy, Approver: spec.Approver, EffectivePolicy: tools.DefaultToolPolicy(o.policy, "system_bash"),
+				Principal: spec.Principal, Rules: spec.Rules,
+			})
+			var retry agent.RetryPolicy
+			if o.recovery {
+				retry = agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Model: model, Endpoint: model.Features, InitialBackoff: 10 * time.Millisecond})
+			}
+			a, err := agent.New(agent.Config{
+				Session: spec.Session, Transport: transport, Model: model, Host: host, Broker: broker,
+				Instructions: "You are a test agent.", Principal: spec.Principal, Retry: retry, MaxTurns: o.maxTurns,
+			})
+			if err != nil {
+				return nil, err
+			}
+			return &server.Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: rec}, nil
+		},
+	}
+}
+
+// peer is a Go ACP client of an in-process Serve.
+type peer struct {
+	t    *testing.T
+	w    io.WriteCloser
+	ws   string
+	prov *providertest.Server
+	done chan error
+
+	mu      sync.Mutex
+	nextID  int
+	waiting map[string]chan message
+	notes   []message
+	// onRequest answers the server's requests (nil: method not found).
+	onRequest func(m message) (any, *rpcError)
+}
+
+func newPeer(t *testing.T, o stackOpts) *peer {
+	t.Helper()
+	prov := providertest.New(t)
+	home, ws := t.TempDir(), t.TempDir()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	p := &peer{t: t, w: inW, ws: ws, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{}}
+	go func() {
+		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.DiscardHandler), Version: "test"})
+		outW.Close()
+		p.done <- err
+	}()
+	go p.read(outR)
+	t.Cleanup(func() {
+		inW.Close()
+		select {
+		case err := <-p.done:
+			if err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("Serve did not return after stdin closed")
+		}
+	})
+	return p
+}
+
+func (p *peer) read(r io.Reader) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(nil, 64<<20)
+	for sc.Scan() {
+		var m message
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			p.t.Errorf("server wrote a line that is not JSON: %q", sc.Text())
+			continue
+		}
+		switch {
+		case m.Method != "" && len(m.ID) > 0:
+			go p.answer(m)
+		case m.Method != "":
+			p.mu.Lock()
+			p.notes = append(p.notes, m)
+			p.mu.Unlock()
+		default:
+			p.mu.Lock()
+			ch := p.waiting[string(m.ID)]
+			p.mu.Unlock()
+			if ch != nil {
+				ch <- m
+			} else {
+				p.mu.Lock()
+				p.notes = append(p.notes, m) // an answer to a raw line
+				p.mu.Unlock()
+			}
+		}
+	}
+}
+
+func (p *peer) answer(m message) {
+	var res any
+	var rerr *rpcError
+	if p.onRequest != nil {
+		res, rerr = p.onRequest(m)
+	} else {
+		rerr = &rpcError{Code: codeMethodNotFound, Message: "no"}
+	}
+	out := message{JSONRPC: "2.0", ID: m.ID, Error: rerr}
+	if rerr == nil {
+		out.Result, _ = json.Marshal(res)
+	}
+	p.send(out)
+}
+
+func (p *peer) send(m message) {
+	m.JSONRPC = "2.0"
+	b, _ := json.Marshal(m)
+	p.raw(string(b))
+}
+
+// raw writes one line as is.
+func (p *peer) raw(line string) {
+	if _, err := io.WriteString(p.w, line+"\n"); err != nil {
+		p.t.Errorf("write to server: %v", err)
+	}
+}
+
+// call sends a request and returns its answer.
+func (p *peer) call(method string, params any) message {
+	p.t.Helper()
+	p.mu.Lock()
+	p.nextID++
+	id := strconv.Itoa(p.nextID)
+	ch := make(chan message, 1)
+	p.waiting[id] = ch
+	p.mu.Unlock()
+	raw, _ := json.Marshal(params)
+	p.send(message{ID: json.RawMessage(id), Method: method, Params: raw})
+	select {
+	case m := <-ch:
+		return m
+	case <-time.After(30 * time.Second):
+		p.t.Fatalf("%s: no answer", method)
+		return message{}
+	}
+}
+
+// ok calls and decodes a successful result into res.
+func (p *peer) ok(method string, params, res any) {
+	p.t.Helper()
+	m := p.call(method, params)
+	if m.Error != nil {
+		p.t.Fatalf("%s: %v", method, m.Error)
+	}
+	if res != nil {
+		if err := json.Unmarshal(m.Result, res); err != nil {
+			p.t.Fatalf("%s result %s: %v", method, m.Result, err)
+		}
+	}
+}
+
+func (p *peer) initialize(fs bool) {
+	p.t.Helper()
+	p.ok("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"fs": map[string]bool{"readTextFile": fs, "writeTextFile": fs}}}, nil)
+}
+
+func (p *peer) newSession() string {
+	p.t.Helper()
+	var res struct{ SessionID string }
+	p.ok("session/new", map[string]any{"cwd": p.ws, "mcpServers": []any{}}, &res)
+	return res.SessionID
+}
+
+// prompt sends text and returns the stop reason.
+func (p *peer) prompt(id, text string) string {
+	p.t.Helper()
+	var res struct{ StopReason string }
+	p.ok("session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
+	return res.StopReason
+}
+
+// notifications returns the notifications of method received so far.
+func (p *peer) notifications(method string) []json.RawMessage {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []json.RawMessage
+	for _, m := range p.notes {
+		if m.Method == method {
+			out = append(out, m.Params)
+		}
+	}
+	return out
+}
+
+// stray returns the answers to raw lines (responses with no waiter).
+func (p *peer) stray() []message {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []message
+	for _, m := range p.notes {
+		if m.Method == "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,181 @@
+package acp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/octet-agent/octet/tools"
+)
+
+// Permission option ids (each option's id is its kind).
+const (
+	optAllowOnce    = "allow_once"
+	optAllowAlways  = "allow_always"
+	optRejectOnce   = "reject_once"
+	optRejectAlways = "reject_always"
+)
+
+// permissionWait is one unanswered session/request_permission.
+type permissionWait struct {
+	cancel context.CancelCauseFunc
+}
+
+// errPromptCancelled ends the permission waits of a cancelled prompt.
+var errPromptCancelled = errors.New("prompt cancelled")
+
+// rejection is a reject_always answer: the exact tool, effect and scope
+// of the call it was given for.
+type rejection struct {
+	tool   string
+	effect tools.Effect
+	scope  tools.ApprovalScope
+}
+
+// permissionOptions are the choices offered for req: the "always" ones
+// only when the call has an exact scope a standing rule can cover.
+func permissionOptions(req tools.ConfirmRequest) []map[string]string {
+	opts := []map[string]string{{"optionId": optAllowOnce, "name": "Allow once", "kind": optAllowOnce}}
+	if req.Scope != nil {
+		opts = append(opts, map[string]string{"optionId": optAllowAlways, "name": "Always allow exactly this", "kind": optAllowAlways})
+	}
+	opts = append(opts, map[string]string{"optionId": optRejectOnce, "name": "Reject", "kind": optRejectOnce})
+	if req.Scope != nil {
+		opts = append(opts, map[string]string{"optionId": optRejectAlways, "name": "Always reject exactly this", "kind": optRejectAlways})
+	}
+	return opts
+}
+
+// Confirm implements tools.Approver over session/request_permission. The
+// answer is bound to the request it was asked for: the option chosen for
+// this request id approves this call's digest, nothing else, and the
+// broker's single-use grant and standing rules work as for the LSP
+// dialect (allow_always is its approve_for_session).
+func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
+	no := tools.Approval{Digest: req.Digest}
+	if as.rejectedAlways(req) {
+		no.Reason = "the user chose to always reject this exact call in this session"
+		return no, nil
+	}
+	if !req.ExpiresAt.IsZero() {
+		if !time.Now().Before(req.ExpiresAt) {
+			return no, fmt.Errorf("call %s: %w", req.Intent.CallID, tools.ErrApprovalExpired)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, req.ExpiresAt)
+		defer cancel()
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	w := &permissionWait{cancel: cancel}
+	as.mu.Lock()
+	if as.cancelled {
+		as.mu.Unlock()
+		return no, context.Canceled
+	}
+	as.waits[w] = struct{}{}
+	as.mu.Unlock()
+	defer func() {
+		as.mu.Lock()
+		delete(as.waits, w)
+		as.mu.Unlock()
+	}()
+
+	call := as.permissionCall(req)
+	params := map[string]any{"sessionId": as.id, "toolCall": call, "options": permissionOptions(req)}
+	var resp struct {
+		Outcome struct {
+			Outcome  string `json:"outcome"`
+			OptionID string `json:"optionId"`
+		} `json:"outcome"`
+	}
+	err := as.srv.c.call(ctx, "session/request_permission", params, &resp)
+	switch {
+	case errors.Is(context.Cause(ctx), errPromptCancelled):
+		return no, context.Canceled
+	case errors.Is(err, context.DeadlineExceeded):
+		return no, fmt.Errorf("call %s: %w", req.Intent.CallID, tools.ErrApprovalExpired)
+	case err != nil:
+		return no, err
+	}
+	if resp.Outcome.Outcome != "selected" {
+		// "cancelled" (the client's answer to session/cancel) or anything
+		// else: not approved.
+		return no, nil
+	}
+	as.srv.log.Info("permission answered", "session", as.id, "call", req.Intent.CallID, "option", truncate(resp.Outcome.OptionID, 40))
+	switch resp.Outcome.OptionID {
+	case optAllowOnce:
+		return tools.Approval{Approved: true, Digest: req.Digest}, nil
+	case optAllowAlways:
+		return tools.Approval{Approved: true, Digest: req.Digest, ForSession: req.Scope != nil}, nil
+	case optRejectAlways:
+		as.rejectAlways(req)
+		no.Reason = "the user chose to always reject this exact call in this session"
+		return no, nil
+	case optRejectOnce:
+		return no, nil
+	}
+	as.srv.log.Warn("unknown permission option; denied", "call", req.Intent.CallID, "option", truncate(resp.Outcome.OptionID, 40))
+	return no, nil
+}
+
+// permissionCall is the ToolCallUpdate a permission request shows: the
+// call's title, kind, locations and content (the diff of an edit or a
+// write, else the preview's detail), with octet's digest in _meta.
+func (as *acpSession) permissionCall(req tools.ConfirmRequest) map[string]any {
+	in := req.Intent
+	v := describeCall(as.cwd, in.Tool, in.Arguments, as.currentText)
+	content := v.content
+	detail := req.Detail
+	if len(content) == 0 && req.Diff != "" {
+		detail = joinNonEmpty(detail, req.Diff)
+	}
+	if detail != "" {
+		content = append(content, textContent(detail))
+	}
+	call := map[string]any{
+		"toolCallId": in.CallID, "title": firstNonEmpty(req.Title, v.title), "kind": v.kind,
+		"status": "pending", "rawInput": rawArgs(in.Arguments),
+		"_meta": map[string]any{"octet": map[string]any{"digest": req.Digest, "effect": in.Effect.String(), "scope": req.Scope}},
+	}
+	if len(content) > 0 {
+		call["content"] = content
+	}
+	if len(v.locations) > 0 {
+		call["locations"] = v.locations
+	}
+	return call
+}
+
+// rejectedAlways reports whether a reject_always answer covers req.
+func (as *acpSession) rejectedAlways(req tools.ConfirmRequest) bool {
+	if req.Scope == nil {
+		return false
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	for _, r := range as.rejected {
+		if r.tool == req.Intent.Tool && r.effect == req.Intent.Effect && r.scope == *req.Scope {
+			return true
+		}
+	}
+	return false
+}
+
+// maxRejections bounds the reject_always answers one session keeps.
+const maxRejections = 1000
+
+func (as *acpSession) rejectAlways(req tools.ConfirmRequest) {
+	if req.Scope == nil {
+		return
+	}
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if len(as.rejected) < maxRejections {
+		as.rejected = append(as.rejected, rejection{tool: req.Intent.Tool, effect: req.Intent.Effect, scope: *req.Scope})
+	}
+}
+
+func (w *permissionWait) cancelPrompt() { w.cancel(errPromptCancelled) }

@@ -1,0 +1,351 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/session"
+)
+
+// ProtocolVersion is the ACP version octet speaks.
+const ProtocolVersion = 1
+
+// maxSessions bounds the sessions open on one connection (ACP v1 has no
+// way to close one): each holds an agent, its tools and a session file.
+const maxSessions = 256
+
+// Options configures Serve.
+type Options struct {
+	// Runtime builds each session's agent (the same as octet lsp's).
+	Runtime *server.Runtime
+	// Logger receives the server's logs (stderr: stdout is the protocol).
+	Logger *slog.Logger
+	// Version is octet's version, reported as agentInfo.version.
+	Version string
+	// ConfigError, when set, is the configuration problem found at
+	// startup; session/new and session/load report it until the
+	// configuration loads (NewAgent reads it anew).
+	ConfigError error
+}
+
+// Server is one ACP connection's state.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	c    *conn
+
+	mu          sync.Mutex
+	initialized bool
+	caps        clientCapabilities
+	sessions    map[string]*acpSession
+}
+
+// clientCapabilities is what the client advertised at initialize.
+type clientCapabilities struct {
+	FS struct {
+		ReadTextFile  bool `json:"readTextFile"`
+		WriteTextFile bool `json:"writeTextFile"`
+	} `json:"fs"`
+}
+
+// Serve speaks ACP on in and out until in ends or ctx is done, then
+// cancels the runs still going and closes every session.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
+	if opts.Runtime == nil || opts.Runtime.NewAgent == nil {
+		return errors.New("acp: Options.Runtime with a NewAgent is required")
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{opts: opts, log: log, c: newConn(out, log), sessions: map[string]*acpSession{}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, s.cancelAll)
+	defer stop()
+	err := s.c.serve(ctx, in, s.handle)
+	// The client is gone: its runs are cancelled and settled, and their
+	// prompts answered (into the void), before the sessions close.
+	s.cancelAll()
+	s.c.wg.Wait()
+	s.closeAll()
+	return err
+}
+
+// handle dispatches one request or notification.
+func (s *Server) handle(ctx context.Context, method string, raw json.RawMessage) (any, error) {
+	switch method {
+	case "initialize":
+		return s.initialize(raw)
+	case "authenticate":
+		return struct{}{}, nil
+	case "session/new":
+		return s.sessionNew(ctx, raw)
+	case "session/load":
+		return s.sessionLoad(ctx, raw)
+	case "session/prompt":
+		return s.prompt(ctx, raw)
+	case "session/cancel":
+		return nil, s.cancel(raw)
+	case "session/set_mode":
+		return s.setMode(raw)
+	}
+	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("method %q is not part of octet's ACP dialect", truncate(method, 80))}
+}
+
+// decode decodes params into v, refusing what does not decode.
+func decode(raw json.RawMessage, v any) error {
+	if len(raw) == 0 || string(raw) == "null" {
+		return invalidParams("params are required")
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return invalidParams("params do not decode: %v", err)
+	}
+	return nil
+}
+
+func (s *Server) initialize(raw json.RawMessage) (any, error) {
+	var p struct {
+		ProtocolVersion *int               `json:"protocolVersion"`
+		Capabilities    clientCapabilities `json:"clientCapabilities"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.ProtocolVersion == nil {
+		return nil, invalidParams("protocolVersion is required (octet speaks ACP version %d)", ProtocolVersion)
+	}
+	s.mu.Lock()
+	s.initialized = true
+	s.caps = p.Capabilities
+	s.mu.Unlock()
+	// Negotiation: octet answers with the version it speaks; a client
+	// asking for another one decides whether to go on.
+	return map[string]any{
+		"protocolVersion": ProtocolVersion,
+		"agentCapabilities": map[string]any{
+			"loadSession": true,
+			"promptCapabilities": map[string]any{
+				"image": false, "audio": false, "embeddedContext": true,
+			},
+			"mcpCapabilities": map[string]any{"http": false, "sse": false},
+		},
+		"agentInfo":   map[string]any{"name": "octet", "title": "octet", "version": s.opts.Version},
+		"authMethods": []any{},
+	}, nil
+}
+
+// ready refuses session methods before initialize.
+func (s *Server) ready() (clientCapabilities, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.initialized {
+		return clientCapabilities{}, &rpcError{Code: codeInvalidRequest, Message: "initialize first"}
+	}
+	return s.caps, nil
+}
+
+// sessionParams are the common params of session/new and session/load.
+type sessionParams struct {
+	SessionID  string            `json:"sessionId"`
+	Cwd        string            `json:"cwd"`
+	MCPServers []json.RawMessage `json:"mcpServers"`
+}
+
+// checkCwd refuses a cwd that is not an absolute directory.
+func checkCwd(cwd string) error {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		return invalidParams("cwd must be an absolute path, got %q", truncate(cwd, 200))
+	}
+	if st, err := os.Stat(cwd); err != nil || !st.IsDir() {
+		return invalidParams("cwd %s is not a directory", truncate(cwd, 200))
+	}
+	return nil
+}
+
+func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, error) {
+	caps, err := s.ready()
+	if err != nil {
+		return nil, err
+	}
+	var p sessionParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	if err := checkCwd(p.Cwd); err != nil {
+		return nil, err
+	}
+	sess, err := session.Create(s.opts.Runtime.SessionsDir, session.Header{Cwd: filepath.Clean(p.Cwd)})
+	if err != nil {
+		return nil, fmt.Errorf("create session in %s: %w", s.opts.Runtime.SessionsDir, err)
+	}
+	as, err := s.attach(ctx, sess, caps, p.MCPServers)
+	if err != nil {
+		// Created by this call and holding no entry: leave nothing behind.
+		_ = sess.Close()
+		_ = os.Remove(sess.Path())
+		return nil, err
+	}
+	return map[string]any{"sessionId": as.id, "modes": as.modes()}, nil
+}
+
+func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, error) {
+	caps, err := s.ready()
+	if err != nil {
+		return nil, err
+	}
+	var p sessionParams
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	id := p.SessionID
+	if id == "" || filepath.Base(id) != id || id == "." || id == ".." {
+		return nil, invalidParams("invalid sessionId %q", truncate(id, 80))
+	}
+	s.mu.Lock()
+	_, open := s.sessions[id]
+	s.mu.Unlock()
+	if open {
+		return nil, invalidParams("session %s is already open on this connection", id)
+	}
+	path := filepath.Join(s.opts.Runtime.SessionsDir, id+".jsonl")
+	if _, err := os.Stat(path); err != nil {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("no session %s in %s", id, s.opts.Runtime.SessionsDir)}
+	}
+	sess, err := session.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s: %w", id, err)
+	}
+	if p.Cwd != "" && filepath.Clean(p.Cwd) != sess.Header().Cwd {
+		s.log.Warn("session/load cwd differs from the session's; the session's is used", "session", id, "cwd", p.Cwd, "sessionCwd", sess.Header().Cwd)
+	}
+	as, err := s.attach(ctx, sess, caps, p.MCPServers)
+	if err != nil {
+		_ = sess.Close()
+		return nil, err
+	}
+	as.rules.RestorePolicy(as.broker())
+	if err := as.replay(); err != nil {
+		return nil, err
+	}
+	return map[string]any{"modes": as.modes()}, nil
+}
+
+// attach builds the agent of sess and registers the session.
+func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientCapabilities, mcp []json.RawMessage) (*acpSession, error) {
+	hdr := sess.Header()
+	s.mu.Lock()
+	n := len(s.sessions)
+	s.mu.Unlock()
+	if n >= maxSessions {
+		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
+	}
+	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, mcpServers: mcp, waits: map[*permissionWait]struct{}{}}
+	as.rules = server.NewSessionRules(sess, s.log)
+	spec := server.AgentSpec{
+		Session: sess, Workspace: hdr.Cwd, Approver: as,
+		Principal: "editor:" + hdr.ID, Rules: as.rules,
+	}
+	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
+		as.files = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}
+		spec.Documents = as.files
+	}
+	built, err := s.opts.Runtime.NewAgent(ctx, spec)
+	if err != nil {
+		if s.opts.ConfigError != nil && !errors.Is(err, s.opts.ConfigError) {
+			err = fmt.Errorf("%w (at startup: %v)", err, s.opts.ConfigError)
+		}
+		return nil, fmt.Errorf("build agent: %w", err)
+	}
+	if built == nil || built.Agent == nil {
+		return nil, errors.New("build agent: factory returned no agent")
+	}
+	as.built = built
+	if len(mcp) > 0 {
+		// MCP servers join once octet has an MCP client; until then they
+		// are recorded and not started.
+		s.log.Info("session/new mcpServers recorded, not started (octet has no MCP client yet)", "session", hdr.ID, "count", len(mcp))
+	}
+	s.mu.Lock()
+	s.sessions[hdr.ID] = as
+	s.mu.Unlock()
+	return as, nil
+}
+
+// session returns the open session id.
+func (s *Server) session(id string) (*acpSession, error) {
+	if _, err := s.ready(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	as, ok := s.sessions[id]
+	if !ok {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("session %q is not open on this connection: use session/new or session/load", truncate(id, 80))}
+	}
+	return as, nil
+}
+
+func (s *Server) cancel(raw json.RawMessage) error {
+	var p struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return err
+	}
+	as, err := s.session(p.SessionID)
+	if err != nil {
+		return err
+	}
+	as.cancelPrompt()
+	return nil
+}
+
+// cancelAll cancels every session's prompt (the client is gone).
+func (s *Server) cancelAll() {
+	for _, as := range s.all() {
+		as.cancelPrompt()
+	}
+}
+
+func (s *Server) all() []*acpSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*acpSession, 0, len(s.sessions))
+	for _, as := range s.sessions {
+		out = append(out, as)
+	}
+	return out
+}
+
+// closeAll closes every session once its run has settled.
+func (s *Server) closeAll() {
+	for _, as := range s.all() {
+		if err := as.close(); err != nil {
+			s.log.Warn("close session", "session", as.id, "error", err)
+		}
+	}
+}
+
+// update sends one session/update.
+func (s *Server) update(sessionID string, u any) {
+	if err := s.c.notify("session/update", map[string]any{"sessionId": sessionID, "update": u}); err != nil {
+		s.log.Debug("session/update not sent", "error", err)
+	}
+}
+
+// truncate bounds client text quoted back in errors and logs.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,216 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
+)
+
+// ACP stop reasons.
+const (
+	stopEndTurn         = "end_turn"
+	stopMaxTokens       = "max_tokens"
+	stopMaxTurnRequests = "max_turn_requests"
+	stopRefusal         = "refusal"
+	stopCancelled       = "cancelled"
+)
+
+// acpSession is one open session with its agent.
+type acpSession struct {
+	srv   *Server
+	id    string
+	cwd   string
+	sess  *session.Session
+	built *server.Built
+	rules server.SessionRules
+	// files are the client's files (nil: the client has no fs
+	// capability).
+	files *clientFiles
+	// mcpServers is session/new's list, recorded (not started: octet
+	// has no MCP client yet).
+	mcpServers []json.RawMessage
+
+	mu sync.Mutex
+	// run is the prompt in progress (nil: none); cancelled is set by
+	// session/cancel for it.
+	run       *agent.Run
+	cancelled bool
+	// waits are the session/request_permission requests unanswered.
+	waits map[*permissionWait]struct{}
+	// rejected are the reject_always answers: calls of exactly these
+	// tools and scopes are denied without asking while the session is
+	// open on this connection.
+	rejected []rejection
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ tools.Approver = (*acpSession)(nil)
+
+// broker returns the session's effect broker.
+func (as *acpSession) broker() *tools.Broker { return as.built.Agent.Broker() }
+
+// prompt handles session/prompt: it runs the prompt, streaming its events
+// as session/update, and answers with the stop reason once the run is
+// settled.
+func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
+	var p struct {
+		SessionID string         `json:"sessionId"`
+		Prompt    []contentBlock `json:"prompt"`
+	}
+	if err := decode(raw, &p); err != nil {
+		return nil, err
+	}
+	as, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	text, err := promptText(as.cwd, p.Prompt)
+	if err != nil {
+		return nil, err
+	}
+	return as.runPrompt(ctx, text)
+}
+
+func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
+	as.mu.Lock()
+	if as.run != nil {
+		as.mu.Unlock()
+		return nil, &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session: wait for its answer or send session/cancel"}
+	}
+	r, err := as.built.Agent.Prompt(ctx, text, agent.PromptOptions{})
+	if err != nil {
+		as.mu.Unlock()
+		if errors.Is(err, agent.ErrBusy) {
+			return nil, &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session"}
+		}
+		return nil, fmt.Errorf("start prompt: %w", err)
+	}
+	as.run, as.cancelled = r, false
+	as.mu.Unlock()
+
+	st := newRunStream(as, r.ID())
+	for ev := range r.Events() {
+		st.event(ev)
+	}
+	res := r.Wait()
+	as.mu.Lock()
+	cancelled := as.cancelled
+	as.run = nil
+	as.mu.Unlock()
+	return as.answer(res, cancelled)
+}
+
+// answer maps a settled run onto session/prompt's result.
+func (as *acpSession) answer(res agent.RunResult, cancelled bool) (any, error) {
+	stop := ""
+	switch {
+	case cancelled || res.Outcome == agent.OutcomeCancelled:
+		// ACP: a cancelled turn answers "cancelled", whatever error the
+		// cancellation caused.
+		stop = stopCancelled
+	case res.Outcome == agent.OutcomeMaxTurns:
+		stop = stopMaxTurnRequests
+	case res.Outcome == agent.OutcomeFailed:
+		msg := "the run failed"
+		if res.Err != nil {
+			msg = res.Err.Error()
+			if explain := as.srv.opts.Runtime.ExplainError; explain != nil {
+				if hint := explain(res.Err); hint != "" {
+					msg = hint + " (" + msg + ")"
+				}
+			}
+		}
+		return nil, &rpcError{Code: codeInternalError, Message: msg, Data: map[string]any{"runId": res.RunID}}
+	default:
+		stop = as.completedStop(res.RunID)
+	}
+	return map[string]any{"stopReason": stop, "_meta": map[string]any{"octet": map[string]any{"runId": res.RunID, "outcome": string(res.Outcome)}}}, nil
+}
+
+// completedStop is the stop reason of a completed run: max_tokens when
+// its last response stopped at the output limit, else end_turn.
+func (as *acpSession) completedStop(runID string) string {
+	branch := as.sess.Branch()
+	for i := len(branch) - 1; i >= 0; i-- {
+		e := branch[i]
+		if e.RunID != runID {
+			break
+		}
+		if e.Type == session.EntryAssistant {
+			switch e.StopReason {
+			case "max_output_tokens":
+				return stopMaxTokens
+			case "refusal":
+				return stopRefusal
+			}
+			return stopEndTurn
+		}
+	}
+	return stopEndTurn
+}
+
+// cancelPrompt cancels the prompt in progress and answers its pending
+// permission requests as cancelled.
+func (as *acpSession) cancelPrompt() {
+	as.mu.Lock()
+	r := as.run
+	if r != nil {
+		as.cancelled = true
+	}
+	waits := make([]*permissionWait, 0, len(as.waits))
+	for w := range as.waits {
+		waits = append(waits, w)
+	}
+	as.mu.Unlock()
+	for _, w := range waits {
+		w.cancelPrompt()
+	}
+	if r != nil {
+		r.Cancel()
+	}
+}
+
+// close releases the agent and the session file once the run settled.
+func (as *acpSession) close() error {
+	as.closeOnce.Do(func() {
+		as.mu.Lock()
+		r := as.run
+		as.mu.Unlock()
+		if r != nil {
+			r.Cancel()
+			r.Wait()
+		}
+		var errs []error
+		if as.built != nil && as.built.Close != nil {
+			errs = append(errs, as.built.Close())
+		}
+		errs = append(errs, as.sess.Close())
+		as.closeErr = errors.Join(errs...)
+	})
+	return as.closeErr
+}
+
+// currentText is the text of the workspace file abs as the tools would
+// read it: the client's (fs/read_text_file) when it gives it, else the
+// disk's; bounded and UTF-8, or false.
+func (as *acpSession) currentText(abs string) (string, bool) {
+	if as.files != nil {
+		if doc, ok := as.files.Document(abs); ok {
+			if len(doc.Text) > maxDiffSide || !utf8.Valid(doc.Text) {
+				return "", false
+			}
+			return string(doc.Text), true
+		}
+	}
+	return readOld(as.cwd, abs)
+}

@@ -1,0 +1,157 @@
+// A client of `octet acp` on the Agent Client Protocol's TypeScript SDK
+// (@agentclientprotocol/sdk), driven by acp/realclient_test.go. The
+// scenario is the first argument; the script prints one JSON line with
+// what it saw ({"failed": ...} when something went wrong).
+import { spawn } from 'node:child_process';
+import { Readable, Writable } from 'node:stream';
+import * as acp from '@agentclientprotocol/sdk';
+
+const ws = process.env.OCTET_TEST_WORKSPACE;
+const scenario = process.argv[2];
+
+// run starts `octet acp`, connects a client with the given file-system
+// capabilities and calls op(ctx, out); it returns out with octet's exit.
+async function run(fs, handlers, op) {
+  const srv = spawn(process.env.OCTET_BIN, ['acp'], { cwd: '/', stdio: ['pipe', 'pipe', 'inherit'] });
+  const exited = new Promise((r) => srv.on('exit', (c) => r(c)));
+  const stream = acp.ndJsonStream(Writable.toWeb(srv.stdin), Readable.toWeb(srv.stdout));
+  const out = { updates: [], ext: [], permissions: [], reads: [], writes: [] };
+  const app = acp.client({ name: 'octet-test' });
+  app.onNotification(acp.methods.client.session.update, ({ params }) => {
+    out.updates.push(params.update);
+    handlers.update?.(params.update, out);
+  });
+  for (const m of ['_octet/usage', '_octet/recoveredOutput', '_octet/providerRetry', '_octet/runFinished']) {
+    app.onNotification(m, (p) => p, ({ params }) => { out.ext.push({ method: m, params }); });
+  }
+  app.onRequest(acp.methods.client.session.requestPermission, (cx) => {
+    const p = cx.params;
+    out.permissions.push({ toolCallId: p.toolCall.toolCallId, title: p.toolCall.title, kind: p.toolCall.kind, content: p.toolCall.content || [], options: p.options.map((o) => o.kind) });
+    return handlers.permission(p, out, cx);
+  });
+  app.onRequest(acp.methods.client.fs.readTextFile, ({ params }) => {
+    out.reads.push(params.path);
+    if (!(params.path in handlers.buffers)) throw acp.RequestError.resourceNotFound(params.path);
+    return { content: handlers.buffers[params.path] };
+  });
+  app.onRequest(acp.methods.client.fs.writeTextFile, ({ params }) => {
+    out.writes.push({ path: params.path, content: params.content });
+    handlers.buffers[params.path] = params.content;
+    return {};
+  });
+  await app.connectWith(stream, async (ctx) => {
+    out.init = await ctx.request(acp.methods.agent.initialize, {
+      protocolVersion: acp.PROTOCOL_VERSION,
+      clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs } },
+    });
+    await op(ctx, out);
+  });
+  srv.stdin.end();
+  out.exitCode = await exited;
+  return out;
+}
+
+const select = (kind) => (p) => ({ outcome: { outcome: 'selected', optionId: p.options.find((o) => o.kind === kind).optionId } });
+const newSession = (ctx) => ctx.request(acp.methods.agent.session.new, { cwd: ws, mcpServers: [] });
+const prompt = (ctx, sessionId, text, extra = []) =>
+  ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text }, ...extra] });
+
+const scenarios = {
+  // A prompt with a resource link and an embedded resource; the answer
+  // streams as agent_message_chunk / agent_thought_chunk.
+  async stream() {
+    return run(false, { permission: select('reject_once') }, async (ctx, out) => {
+      const s = await newSession(ctx);
+      out.session = s;
+      out.answer = await prompt(ctx, s.sessionId, 'hello', [
+        { type: 'resource_link', uri: 'file://' + ws + '/notes.txt', name: 'notes.txt' },
+        { type: 'resource', resource: { uri: 'file:///elsewhere/spec.md', text: 'EMBEDDED SPEC', mimeType: 'text/markdown' } },
+      ]);
+      try {
+        await ctx.request('session/prompt', { sessionId: 'nope', prompt: [{ type: 'text', text: 'x' }] });
+      } catch (e) {
+        out.unknownSession = { code: e.code, message: e.message };
+      }
+    });
+  },
+  // allow_always for the first edit of a.txt; the second edit of a.txt is
+  // admitted by the standing rule; an edit of b.txt is asked and
+  // rejected once.
+  async approvals() {
+    const permission = (p) => select(p.toolCall.toolCallId === 'call_1' ? 'allow_always' : 'reject_once')(p);
+    return run(false, { permission }, async (ctx, out) => {
+      const s = await newSession(ctx);
+      out.answer = await prompt(ctx, s.sessionId, 'edit things');
+    });
+  },
+  // session/cancel mid-stream (after the first chunk), and while a
+  // permission request is pending.
+  async cancel() {
+    let sessionId;
+    let sawChunk;
+    const chunk = new Promise((r) => (sawChunk = r));
+    const handlers = {
+      update: (u) => { if (u.sessionUpdate === 'agent_message_chunk') sawChunk(); },
+      permission: async (p, out, cx) => {
+        await cx.agent.notify(acp.methods.agent.session.cancel, { sessionId });
+        // The client answers a cancelled prompt's request as cancelled
+        // only after the prompt's answer: octet must not wait for it.
+        await out.secondAnswered;
+        return { outcome: { outcome: 'cancelled' } };
+      },
+    };
+    return run(false, handlers, async (ctx, out) => {
+      sessionId = (await newSession(ctx)).sessionId;
+      const first = prompt(ctx, sessionId, 'talk for a long time');
+      await chunk;
+      await ctx.notify(acp.methods.agent.session.cancel, { sessionId });
+      out.first = await first;
+      let answered;
+      out.secondAnswered = new Promise((r) => (answered = r));
+      out.second = await prompt(ctx, sessionId, 'run a command');
+      answered();
+      delete out.secondAnswered;
+    });
+  },
+  // A session answered in one process, loaded in another.
+  async load() {
+    const first = await run(false, { permission: select('reject_once') }, async (ctx, out) => {
+      const s = await newSession(ctx);
+      out.sessionId = s.sessionId;
+      out.answer = await prompt(ctx, s.sessionId, 'remember this');
+    });
+    const second = await run(false, { permission: select('reject_once') }, async (ctx, out) => {
+      out.loaded = await ctx.request(acp.methods.agent.session.load, { sessionId: first.sessionId, cwd: ws, mcpServers: [] });
+      out.replayed = out.updates.length;
+      out.answer = await prompt(ctx, first.sessionId, 'and now?');
+      out.mode = await ctx.request(acp.methods.agent.session.setMode, { sessionId: first.sessionId, modeId: 'controlled_bash_approval' });
+      try {
+        await ctx.request(acp.methods.agent.session.setMode, { sessionId: first.sessionId, modeId: 'unsafe_host' });
+        out.looser = { code: 0 };
+      } catch (e) {
+        out.looser = { code: e.code, message: e.message };
+      }
+    });
+    return { first, second };
+  },
+  // The client owns the files: a.txt's buffer (unsaved text) is read
+  // through fs/read_text_file and the approved edit is written through
+  // fs/write_text_file, never to disk.
+  async fswrite() {
+    const buffers = { [ws + '/a.txt']: 'hello unsaved\n' };
+    return run(true, { permission: select('allow_once'), buffers }, async (ctx, out) => {
+      const s = await newSession(ctx);
+      out.answer = await prompt(ctx, s.sessionId, 'fix a.txt');
+      out.buffers = buffers;
+    });
+  },
+};
+
+try {
+  const out = await scenarios[scenario]();
+  console.log(JSON.stringify(out));
+  process.exit(0);
+} catch (e) {
+  console.log(JSON.stringify({ failed: String((e && e.stack) || e) }));
+  process.exit(1);
+}

@@ -1,0 +1,176 @@
+package acp
+
+import (
+	"fmt"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/session"
+)
+
+// maxToolOutput bounds the tool output one tool_call_update shows.
+const maxToolOutput = 64 << 10
+
+// runStream turns one run's events into session/update notifications.
+type runStream struct {
+	as    *acpSession
+	runID string
+	// attempt numbers the provider attempts: each attempt's chunks carry
+	// their own messageId, so a client can drop the chunks of an attempt
+	// that _octet/providerRetry says was replaced.
+	attempt int
+	// args are the committed arguments of each call, by call id.
+	args map[string]string
+	// output is each running call's shown output so far.
+	output map[string][]byte
+	// views are the calls' views as shown at tool_call (a write's diff
+	// has the file's text before the write).
+	views map[string]callView
+}
+
+func newRunStream(as *acpSession, runID string) *runStream {
+	return &runStream{as: as, runID: runID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}, views: map[string]callView{}}
+}
+
+func (st *runStream) update(u map[string]any) { st.as.srv.update(st.as.id, u) }
+
+// ext sends an _octet/ extension notification.
+func (st *runStream) ext(method string, params map[string]any) {
+	params["sessionId"] = st.as.id
+	params["runId"] = st.runID
+	if err := st.as.srv.c.notify(method, params); err != nil {
+		st.as.srv.log.Debug("notification not sent", "method", method, "error", err)
+	}
+}
+
+func (st *runStream) messageID() string { return fmt.Sprintf("%s-%d", st.runID, st.attempt) }
+
+// event maps one run event.
+func (st *runStream) event(ev agent.Event) {
+	switch e := ev.(type) {
+	case *agent.OutputDelta:
+		kind := "agent_message_chunk"
+		if e.Channel == agent.ChannelReasoning {
+			kind = "agent_thought_chunk"
+		}
+		st.update(map[string]any{"sessionUpdate": kind, "messageId": st.messageID(), "content": map[string]any{"type": "text", "text": e.Text}})
+	case *agent.ProviderRetry:
+		st.ext("_octet/providerRetry", map[string]any{
+			"discardedMessageId": st.messageID(), "attempt": e.Attempt, "retryKind": e.RetryKind, "reason": e.Reason, "cause": e.Cause, "delayMs": e.DelayMs,
+		})
+		st.attempt++
+	case *agent.RecoveredOutput:
+		// Historical progress of a replaced attempt: never an answer chunk.
+		st.ext("_octet/recoveredOutput", map[string]any{"channel": e.Channel, "text": e.Text})
+	case *agent.Usage:
+		st.ext("_octet/usage", map[string]any{"usage": e})
+	case *agent.AssistantCommitted:
+		st.committed(e.EntryID)
+		st.attempt++
+	case *agent.ToolStarted:
+		st.toolStarted(e)
+	case *agent.ToolPolicyDecision:
+		st.decision(e)
+	case *agent.ToolOutput:
+		st.toolOutput(e)
+	case *agent.ToolFinished:
+		st.toolFinished(e)
+	case *agent.RunFinished:
+		if e.Error != "" {
+			st.ext("_octet/runFinished", map[string]any{"outcome": string(e.Outcome), "error": e.Error})
+		}
+	}
+}
+
+// committed records the arguments of the committed message's calls.
+func (st *runStream) committed(entryID string) {
+	e, ok := st.as.sess.Entry(entryID)
+	if !ok {
+		return
+	}
+	for _, it := range e.Items {
+		if it.Type == session.ItemFunctionCall {
+			st.args[it.CallID] = it.Arguments
+		}
+	}
+}
+
+func (st *runStream) toolStarted(e *agent.ToolStarted) {
+	v := describeCall(st.as.cwd, e.Tool, []byte(st.args[e.CallID]), st.as.currentText)
+	st.views[e.CallID] = v
+	u := map[string]any{
+		"sessionUpdate": "tool_call", "toolCallId": e.CallID, "title": v.title, "kind": v.kind,
+		"status": "pending", "rawInput": rawArgs([]byte(st.args[e.CallID])),
+	}
+	if len(v.content) > 0 {
+		u["content"] = v.content
+	}
+	if len(v.locations) > 0 {
+		u["locations"] = v.locations
+	}
+	st.update(u)
+}
+
+func (st *runStream) decision(e *agent.ToolPolicyDecision) {
+	meta := map[string]any{"octet": map[string]any{"decision": e.Decision, "reason": e.Reason, "effect": e.Effect.String(), "ruleId": e.RuleID}}
+	if e.Decision == "allowed" {
+		st.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": "in_progress", "_meta": meta})
+		return
+	}
+	st.update(map[string]any{
+		"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": "failed", "_meta": meta,
+		"content": []map[string]any{textContent("Not run: " + firstNonEmpty(e.Reason, e.Decision))},
+	})
+}
+
+func (st *runStream) toolOutput(e *agent.ToolOutput) {
+	out := st.output[e.CallID]
+	if len(out) >= maxToolOutput {
+		return
+	}
+	out = append(out, e.Text[:min(len(e.Text), maxToolOutput-len(out))]...)
+	st.output[e.CallID] = out
+	st.update(map[string]any{
+		"sessionUpdate": "tool_call_update", "toolCallId": e.CallID,
+		"content": []map[string]any{textContent(string(out))},
+	})
+}
+
+func (st *runStream) toolFinished(e *agent.ToolFinished) {
+	status := "completed"
+	if e.IsError || e.Unrecorded {
+		status = "failed"
+	}
+	u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": status}
+	var content []map[string]any
+	if len(e.Changes) > 0 {
+		// The files the call changed: the diff shown when it started.
+		content = append(content, st.views[e.CallID].content...)
+		diffs := make([]map[string]any, 0, len(e.Changes))
+		for _, c := range e.Changes {
+			diffs = append(diffs, map[string]any{"path": c.Path, "kind": c.Kind, "diff": c.Diff})
+		}
+		u["_meta"] = map[string]any{"octet": map[string]any{"changes": diffs}}
+	}
+	if res, ok := st.result(e.CallID); ok {
+		content = append(content, textContent(res.Text))
+		u["rawOutput"] = map[string]any{"text": res.Text, "isError": res.IsError}
+	}
+	if len(content) > 0 {
+		u["content"] = content
+	}
+	delete(st.output, e.CallID)
+	delete(st.views, e.CallID)
+	st.update(u)
+}
+
+// result returns the recorded result of the call, searching the run's
+// tail of the branch.
+func (st *runStream) result(callID string) (*session.ToolResult, bool) {
+	branch := st.as.sess.Branch()
+	for i := len(branch) - 1; i >= 0 && branch[i].RunID == st.runID; i-- {
+		if r := branch[i].Result; r != nil && r.CallID == callID {
+			return r, true
+		}
+	}
+	return nil, false
+}
