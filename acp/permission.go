@@ -70,6 +70,13 @@ func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (to
 	defer cancel(nil)
 	w := &permissionWait{cancel: cancel}
 	as.mu.Lock()
+	gate := as.gate
+	as.mu.Unlock()
+	if gate != nil {
+		// The call's tool_call (and the text before it) goes first.
+		gate.Await(ctx, req.Intent.CallID)
+	}
+	as.mu.Lock()
 	if as.cancelled {
 		as.mu.Unlock()
 		return no, context.Canceled

@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/eventgate"
 	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -43,6 +44,9 @@ type acpSession struct {
 	// session/cancel for it.
 	run       *agent.Run
 	cancelled bool
+	// gate records the tool_call updates sent for the prompt in
+	// progress: a permission request follows its call's (nil: none).
+	gate *eventgate.Gate
 	// waits are the session/request_permission requests unanswered.
 	waits map[*permissionWait]struct{}
 	// rejected are the reject_always answers: calls of exactly these
@@ -87,8 +91,11 @@ func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
 		as.mu.Unlock()
 		return nil, &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session: wait for its answer or send session/cancel"}
 	}
+	gate := new(eventgate.Gate)
+	as.gate = gate
 	r, err := as.built.Agent.Prompt(ctx, text, agent.PromptOptions{})
 	if err != nil {
+		as.gate = nil
 		as.mu.Unlock()
 		if errors.Is(err, agent.ErrBusy) {
 			return nil, &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session"}
@@ -99,13 +106,15 @@ func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
 	as.mu.Unlock()
 
 	st := newRunStream(as, r.ID())
+	st.gate = gate
 	for ev := range r.Events() {
 		st.event(ev)
 	}
+	gate.End()
 	res := r.Wait()
 	as.mu.Lock()
 	cancelled := as.cancelled
-	as.run = nil
+	as.run, as.gate = nil, nil
 	as.mu.Unlock()
 	return as.answer(res, cancelled)
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/eventgate"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -25,6 +26,8 @@ type runStream struct {
 	// views are the calls' views as shown at tool_call (a write's diff
 	// has the file's text before the write).
 	views map[string]callView
+	// gate is told of each tool_call sent.
+	gate *eventgate.Gate
 }
 
 func newRunStream(as *acpSession, runID string) *runStream {
@@ -108,6 +111,9 @@ func (st *runStream) toolStarted(e *agent.ToolStarted) {
 		u["locations"] = v.locations
 	}
 	st.update(u)
+	if st.gate != nil {
+		st.gate.Sent(e.CallID)
+	}
 }
 
 func (st *runStream) decision(e *agent.ToolPolicyDecision) {

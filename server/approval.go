@@ -127,7 +127,7 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		if run != nil && run.id == req.RunID && req.ChildSessionID == "" {
 			// The events before the call (its text, tool_started) go
 			// first, so the client can show the approval in its place.
-			run.awaitStarted(ctx, req.CallID)
+			run.started.Await(ctx, req.CallID)
 		}
 		var cancelled <-chan struct{}
 		if run != nil {

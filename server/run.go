@@ -11,6 +11,8 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
+
+	"github.com/octet-agent/octet/internal/eventgate"
 )
 
 // runState is one active run. Its owner is the goroutine that handles the
@@ -29,64 +31,9 @@ type runState struct {
 	cancelled  chan struct{} // closed by cancel
 	done       chan struct{} // closed once the run has settled and left its session
 
-	// startedMu guards started, the calls whose tool_started the client
-	// has been sent, and startedCh, closed (and replaced) at each one: an
-	// approval is asked only after the events the run emitted before it.
-	startedMu   sync.Mutex
-	started     map[string]bool
-	startedCh   chan struct{}
-	eventsEnded bool // the run's last event was sent
-}
-
-// maxApprovalLag bounds how long an approval waits for its call's
-// tool_started to reach the client (a client that stopped reading).
-const maxApprovalLag = 2 * time.Second
-
-// markStarted records that call's tool_started was sent; "" records
-// that the run's events ended.
-func (r *runState) markStarted(call string) {
-	r.startedMu.Lock()
-	defer r.startedMu.Unlock()
-	if r.started == nil {
-		r.started = map[string]bool{}
-	}
-	if call == "" {
-		r.eventsEnded = true
-	} else {
-		r.started[call] = true
-	}
-	if r.startedCh != nil {
-		close(r.startedCh)
-		r.startedCh = nil
-	}
-}
-
-// awaitStarted waits until call's tool_started was sent to the client:
-// the broker asks for an approval right after the agent emits it, while
-// the events before it may still be on their way. It gives up after
-// maxApprovalLag, when ctx ends or when the run's events end.
-func (r *runState) awaitStarted(ctx context.Context, call string) {
-	timer := time.NewTimer(maxApprovalLag)
-	defer timer.Stop()
-	for {
-		r.startedMu.Lock()
-		if r.started[call] || r.eventsEnded {
-			r.startedMu.Unlock()
-			return
-		}
-		if r.startedCh == nil {
-			r.startedCh = make(chan struct{})
-		}
-		ch := r.startedCh
-		r.startedMu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return
-		case <-timer.C:
-			return
-		}
-	}
+	// started records which calls' tool_started the client was sent, so
+	// an approval is asked only after the events the run emitted before it.
+	started eventgate.Gate
 }
 
 // cancel is the one cancel path for $/cancelRequest,
@@ -279,7 +226,7 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 		s.forward(r, ev)
 		prog.observe(ev)
 	}
-	r.markStarted("")
+	r.started.End()
 	res := r.handle.Wait()
 	out := promptResult{RunID: r.id, Outcome: res.Outcome, Usage: res.Usage}
 	if res.Err != nil {
@@ -337,7 +284,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 			CallID string `json:"callId"`
 		}
 		if json.Unmarshal(ev.Body, &body) == nil && body.CallID != "" {
-			r.markStarted(body.CallID)
+			r.started.Sent(body.CallID)
 		}
 	}
 }

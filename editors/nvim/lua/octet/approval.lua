@@ -249,8 +249,9 @@ function M.request(chat, p, respond, id)
   a = { p = p, responders = { respond }, ids = { [id] = true }, chat = chat }
   table.insert(pending, a)
   changed()
-  -- The server may write the request before the run's last events (a
-  -- separate stream): show it once those have been rendered.
+  -- The server sends the request after the call's events; the short
+  -- delay lets the chat draw them (and octet servers older than that,
+  -- which could send it first) before the float covers it.
   vim.defer_fn(function()
     if find(function(x)
       return x == a
