@@ -136,7 +136,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 			"promptCapabilities": map[string]any{
 				"image": false, "audio": false, "embeddedContext": true,
 			},
-			"mcpCapabilities": map[string]any{"http": false, "sse": false},
+			"mcpCapabilities": map[string]any{"http": true, "sse": false},
 		},
 		"agentInfo":   map[string]any{"name": "octet", "title": "octet", "version": s.opts.Version},
 		"authMethods": []any{},
@@ -183,11 +183,15 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 	if err := checkCwd(p.Cwd); err != nil {
 		return nil, err
 	}
+	mcp, err := mcpServersOf(p.MCPServers)
+	if err != nil {
+		return nil, err
+	}
 	sess, err := session.Create(s.opts.Runtime.SessionsDir, session.Header{Cwd: filepath.Clean(p.Cwd)})
 	if err != nil {
 		return nil, fmt.Errorf("create session in %s: %w", s.opts.Runtime.SessionsDir, err)
 	}
-	as, err := s.attach(ctx, sess, caps, p.MCPServers)
+	as, err := s.attach(ctx, sess, caps, mcp)
 	if err != nil {
 		// Created by this call and holding no entry: leave nothing behind.
 		_ = sess.Close()
@@ -220,6 +224,10 @@ func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, err
 	if _, err := os.Stat(path); err != nil {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("no session %s in %s", id, s.opts.Runtime.SessionsDir)}
 	}
+	mcp, err := mcpServersOf(p.MCPServers)
+	if err != nil {
+		return nil, err
+	}
 	sess, err := session.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open session %s: %w", id, err)
@@ -227,7 +235,7 @@ func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, err
 	if p.Cwd != "" && filepath.Clean(p.Cwd) != sess.Header().Cwd {
 		s.log.Warn("session/load cwd differs from the session's; the session's is used", "session", id, "cwd", p.Cwd, "sessionCwd", sess.Header().Cwd)
 	}
-	as, err := s.attach(ctx, sess, caps, p.MCPServers)
+	as, err := s.attach(ctx, sess, caps, mcp)
 	if err != nil {
 		_ = sess.Close()
 		return nil, err
@@ -240,7 +248,7 @@ func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, err
 }
 
 // attach builds the agent of sess and registers the session.
-func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientCapabilities, mcp []json.RawMessage) (*acpSession, error) {
+func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientCapabilities, mcp []server.MCPServer) (*acpSession, error) {
 	hdr := sess.Header()
 	s.mu.Lock()
 	n := len(s.sessions)
@@ -248,11 +256,11 @@ func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientC
 	if n >= maxSessions {
 		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
 	}
-	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, mcpServers: mcp, waits: map[*permissionWait]struct{}{}}
+	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, waits: map[*permissionWait]struct{}{}}
 	as.rules = server.NewSessionRules(sess, s.log)
 	spec := server.AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Approver: as,
-		Principal: "editor:" + hdr.ID, Rules: as.rules,
+		Principal: "editor:" + hdr.ID, Rules: as.rules, MCPServers: mcp,
 	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
 		as.files = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}
@@ -269,11 +277,6 @@ func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientC
 		return nil, errors.New("build agent: factory returned no agent")
 	}
 	as.built = built
-	if len(mcp) > 0 {
-		// MCP servers join once octet has an MCP client; until then they
-		// are recorded and not started.
-		s.log.Info("session/new mcpServers recorded, not started (octet has no MCP client yet)", "session", hdr.ID, "count", len(mcp))
-	}
 	s.mu.Lock()
 	s.sessions[hdr.ID] = as
 	s.mu.Unlock()

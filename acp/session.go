@@ -35,9 +35,6 @@ type acpSession struct {
 	// files are the client's files (nil: the client has no fs
 	// capability).
 	files *clientFiles
-	// mcpServers is session/new's list, recorded (not started: octet
-	// has no MCP client yet).
-	mcpServers []json.RawMessage
 
 	mu sync.Mutex
 	// run is the prompt in progress (nil: none); cancelled is set by

@@ -73,6 +73,22 @@ type AgentSpec struct {
 	// configuration of the session's children (events, agent_updated,
 	// approvals naming the child, cancel of a child's run).
 	Delegation func(*team.Config)
+	// MCPServers are MCP servers the client handed in for this session
+	// (ACP's session/new): they start under the rules of configured ones
+	// (only under unsafe_host; pinned; never under --offline), asked for
+	// by the client rather than enabled in config.toml.
+	MCPServers []MCPServer
+}
+
+// MCPServer is an MCP server a client hands in: a stdio command, or a
+// streamable HTTP URL.
+type MCPServer struct {
+	Name    string
+	Command string
+	Args    []string
+	Env     map[string]string
+	URL     string
+	Headers map[string]string
 }
 
 // Built is an agent ready to drive a session.

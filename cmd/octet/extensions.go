@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"sync"
 
 	"github.com/octet-agent/octet/internal/config"
@@ -40,11 +41,41 @@ func mcpSpecs(cfg *config.Config) []mcp.Spec {
 	return out
 }
 
-// startExtensions starts the configured MCP servers that may start,
-// registering their tools in host, and logs why the others do not.
-func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger) *extensions {
+// clientSpecs turns the MCP servers a client handed in into the
+// manager's specs under the rules of configured ones: none under
+// --offline; each blocked by the launch policy as configured ones are,
+// and by a tools allowlist naming none of its tools. A name that is
+// invalid or taken by a configured server is left out, logged.
+func clientSpecs(cfg *config.Config, client []server.MCPServer, log *slog.Logger) []mcp.Spec {
+	if cfg.Offline.Value {
+		return nil
+	}
+	var out []mcp.Spec
+	for _, c := range client {
+		if !config.ValidMCPServerName(c.Name) || slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == c.Name }) ||
+			slices.ContainsFunc(out, func(s mcp.Spec) bool { return s.Name == c.Name }) {
+			log.Warn("MCP server from the client not started: its name is invalid or already used (letters, digits, dashes and single underscores)", "server", c.Name)
+			continue
+		}
+		blocked := cfg.MCPStartBlocked()
+		if blocked == "" {
+			blocked = cfg.MCPAllowlistBlocked(c.Name)
+		}
+		out = append(out, mcp.Spec{
+			Name: c.Name, Command: c.Command, Args: c.Args, Env: c.Env,
+			URL: c.URL, Headers: c.Headers, Blocked: blocked,
+			StartupTimeout: config.DefaultMCPStartupTimeout, ToolTimeout: config.DefaultMCPToolTimeout,
+		})
+	}
+	return out
+}
+
+// startExtensions starts the configured MCP servers that may start, and
+// those the client handed in, registering their tools in host, and logs
+// why the others do not.
+func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger, client []server.MCPServer) *extensions {
 	x := &extensions{offline: cfg.Offline.Value, subs: map[int]func(){}}
-	if cfg.Offline.Value && len(cfg.MCPServers) > 0 {
+	if cfg.Offline.Value && len(cfg.MCPServers)+len(client) > 0 {
 		log.Info("MCP servers not discovered", "reason", cfg.MCPStartBlocked())
 	}
 	specs := mcpSpecs(cfg)
@@ -56,6 +87,12 @@ func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log
 		default:
 			log.Info("MCP server not started", "server", sp.Name, "reason", sp.Blocked)
 		}
+	}
+	for _, sp := range clientSpecs(cfg, client, log) {
+		if sp.Blocked != "" {
+			log.Warn("MCP server from the client not started", "server", sp.Name, "reason", sp.Blocked)
+		}
+		specs = append(specs, sp)
 	}
 	x.m = mcp.Start(context.Background(), mcp.Options{
 		Servers: specs, Host: host, Allowed: cfg.MCPToolAllowed, Pins: mcp.OpenPins(cfg.Home),

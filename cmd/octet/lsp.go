@@ -217,7 +217,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	if cfg.ContextFiles.Value {
 		contextSet = ws.contextFor(cfg, root)
 	}
-	st, err := newStackWith(cfg, key, root, ws.log, contextSet, spec.Documents)
+	st, err := newStackWith(cfg, key, root, ws.log, contextSet, spec.Documents, spec.MCPServers)
 	if err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -97,13 +98,14 @@ func isLoopback(raw string) bool {
 // newStack builds the shared runtime for workspace (an absolute path),
 // loading its context files.
 func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger) (*stack, error) {
-	return newStackWith(cfg, key, workspace, log, nil, nil)
+	return newStackWith(cfg, key, workspace, log, nil, nil, nil)
 }
 
 // newStackWith is newStack with the context files already loaded (and
 // watched) by the caller; a nil contextSet loads them. docs, when set, is
-// the editor's document overlay the file tools consult.
-func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents) (*stack, error) {
+// the editor's document overlay the file tools consult; clientMCP are the
+// MCP servers the client handed in for the session.
+func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []server.MCPServer) (*stack, error) {
 	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
 	if cfg.RuntimeProfile.Value == "codex" {
 		// The host asserts the Codex route (configuration, never inferred
@@ -174,7 +176,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		closeTools()
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
-	st.ext = startExtensions(cfg, st.host, workspace, log)
+	st.ext = startExtensions(cfg, st.host, workspace, log, clientMCP)
 	if st.context != nil {
 		return st, nil
 	}

@@ -30,6 +30,11 @@ const (
 var mcpServerName = regexp.MustCompile(`^[A-Za-z0-9-]+(_[A-Za-z0-9-]+)*$`)
 
 // envVarName is a portable environment variable name.
+// ValidMCPServerName reports whether name can name an MCP server (its
+// tools are mcp__<name>__<tool>): letters, digits and dashes, single
+// underscores between them.
+func ValidMCPServerName(name string) bool { return mcpServerName.MatchString(name) }
+
 var envVarName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // MCPServer is one resolved [mcp_servers.NAME] table: an executable
@@ -310,7 +315,13 @@ func (c *Config) MCPServerBlocked(s *MCPServer) string {
 	if why := c.MCPStartBlocked(); why != "" {
 		return why
 	}
-	prefix := MCPToolName(s.Name, "")
+	return c.MCPAllowlistBlocked(s.Name)
+}
+
+// MCPAllowlistBlocked says why the server name must not start because of
+// the tools allowlist (it names none of its tools), or "".
+func (c *Config) MCPAllowlistBlocked(name string) string {
+	prefix := MCPToolName(name, "")
 	if c.Tools.Source != SourceDefault && !slices.ContainsFunc(c.Tools.Value, func(n string) bool { return strings.HasPrefix(n, prefix) }) {
 		return fmt.Sprintf("the tools allowlist (from %s) names none of its tools (%s<tool>)", c.Tools.Source, prefix)
 	}
