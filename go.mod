@@ -2,7 +2,8 @@ module github.com/octet-agent/octet
 
 go 1.26.0
 
-ignore ./editors
+// The editor plugins are not Go; only the VS Code extension's e2e test is.
+ignore ./editors/vscode/node_modules
 
 require (
 	github.com/BurntSushi/toml v1.6.0

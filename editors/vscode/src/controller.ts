@@ -79,7 +79,7 @@ export class Octet implements vscode.Disposable {
   commands(): Record<string, (...args: never[]) => unknown> {
     return {
       "octet.newSession": () => this.newSession(),
-      "octet.cancel": () => this.cancel(),
+      "octet.cancelRun": () => this.cancel(),
       "octet.finishNow": () => this.finishNow(),
       "octet.showRunDiff": () => this.showRunDiff(),
       "octet.rewind": () => this.rewind(),
@@ -97,7 +97,8 @@ export class Octet implements vscode.Disposable {
 
   private refresh(): void {
     this.view.update();
-    this.status.update(this.model, this.modelName, this.policy);
+    const configured = policyOf(vscode.workspace.getConfiguration("octet").get<string>("policyMode", "ask"));
+    this.status.update(this.model, this.modelName, this.policy ?? configured);
   }
 
   // --- the server ---------------------------------------------------------

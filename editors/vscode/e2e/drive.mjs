@@ -1,0 +1,144 @@
+// Drives the octet extension in code-server through headless Chromium
+// (puppeteer-core from the code-server install): the chat, an approval
+// after its diff, a denial with a reason, the sessions tree and a reload.
+// Run by ../e2e_test.go:  node drive.mjs <config.json>
+// It prints one JSON object: what it saw, or {"failed": "..."}.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
+const puppeteer = require("puppeteer-core");
+const seen = {};
+const timeout = 60000;
+let page;
+
+function shot(page, name) {
+  return page.screenshot({ path: path.join(cfg.shots, name) });
+}
+
+// chatFrame finds the frame of the octet chat webview.
+async function chatFrame(page) {
+  const end = Date.now() + timeout;
+  while (Date.now() < end) {
+    for (const f of page.frames()) {
+      let has;
+      try {
+        has = f.evaluate(() => document.getElementById("prompt") !== null).catch(() => false);
+      } catch {
+        continue; // a detached frame of the page before a reload
+      }
+      if (await Promise.race([has, new Promise((r) => setTimeout(() => r(false), 2000))])) return f;
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`the octet chat view did not appear; frames: ${page.frames().map((f) => f.url()).join(", ")}`);
+}
+
+async function chatText(frame, text, what) {
+  try {
+    await frame.waitForFunction((t) => document.getElementById("log").innerText.includes(t), { timeout }, text);
+  } catch {
+    const got = await frame.evaluate(() => document.getElementById("log").innerText).catch(() => "?");
+    throw new Error(`${what}: the chat never showed ${JSON.stringify(text)}; it shows:\n${got}`);
+  }
+}
+
+async function send(frame, text) {
+  const box = await frame.$("#prompt");
+  await box.click();
+  await box.type(text);
+  await box.press("Enter");
+}
+
+// clickNotification clicks the button labelled label of a notification toast.
+async function clickNotification(page, label) {
+  const h = await page.waitForFunction(
+    (l) => [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => b.textContent.trim() === l),
+    { timeout },
+    label,
+  );
+  const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
+  await h.asElement().click();
+  return text;
+}
+
+async function main() {
+  const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  try {
+    page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 900 });
+    await page.goto(`${cfg.url}/?folder=${encodeURIComponent(cfg.workspace)}`, { waitUntil: "networkidle2", timeout: 90000 });
+    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
+    const icon = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
+    await icon.click();
+    let frame = await chatFrame(page);
+    await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+    seen.statusBefore = await page.$eval(".statusbar", (e) => e.innerText);
+
+    // Case 1: approve an edit after opening its diff.
+    await send(frame, cfg.approvePrompt);
+    seen.approvalNotification = await clickNotification(page, "View diff");
+    await page.waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout });
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".monaco-diff-editor .modified .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
+      { timeout },
+      cfg.proposedText,
+    );
+    seen.diffTab = await page.$eval(".tabs-container .tab.active", (e) => e.innerText).catch(() => "");
+    await chatText(frame, "Approval:", "the inline approval");
+    await new Promise((r) => setTimeout(r, 500));
+    await shot(page, "approval-diff.png");
+    await clickNotification(page, "Approve");
+    await chatText(frame, cfg.approveAnswer, "after approving");
+    await chatText(frame, "Run completed", "after approving");
+    await new Promise((r) => setTimeout(r, 500));
+    await shot(page, "chat.png");
+    seen.chatAfterApprove = await frame.evaluate(() => document.getElementById("log").innerText);
+
+    // The session is listed in the Sessions view, titled by its first prompt.
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].some((r) => r.innerText.includes(t)),
+      { timeout },
+      cfg.sessionTitle,
+    );
+    seen.sessionListed = true;
+
+    // Case 2: deny another edit, with a reason.
+    await send(frame, cfg.denyPrompt);
+    await clickNotification(page, "Deny with reason…");
+    const input = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+    await input.type(cfg.denyReason);
+    await input.press("Enter");
+    await chatText(frame, cfg.denyAnswer, "after denying");
+    await chatText(frame, "denied", "after denying");
+    await new Promise((r) => setTimeout(r, 500));
+    await shot(page, "denied.png");
+    seen.chatAfterDeny = await frame.evaluate(() => document.getElementById("log").innerText);
+    seen.statusAfter = await page.$eval(".statusbar", (e) => e.innerText);
+
+    // A reload restores the workspace's last session in the chat.
+    await page.reload({ waitUntil: "networkidle2", timeout: 90000 });
+    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
+    const icon2 = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
+    if (!(await page.$('.activitybar [aria-label="octet"].checked, .activitybar .checked [aria-label="octet"]'))) {
+      await icon2.click();
+    }
+    frame = await chatFrame(page);
+    await chatText(frame, cfg.approvePrompt, "after a reload");
+    await chatText(frame, cfg.denyAnswer, "after a reload");
+    seen.restored = true;
+    await shot(page, "reloaded.png");
+    process.stdout.write(JSON.stringify(seen));
+  } catch (e) {
+    if (page) await shot(page, "failure.png").catch(() => undefined);
+    throw e;
+  } finally {
+    await browser.close();
+  }
+}
+
+main().catch(async (e) => {
+  process.stdout.write(JSON.stringify({ ...seen, failed: String(e && e.stack ? e.stack : e) }));
+});
