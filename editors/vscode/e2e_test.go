@@ -220,7 +220,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	})
 	cfgPath := filepath.Join(tmp, "drive.json")
 	writeFile(t, cfgPath, string(cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	drive := exec.CommandContext(ctx, filepath.Join(s.node24, "node"), filepath.Join("e2e", "drive.mjs"), cfgPath)
 	drive.Env = env

@@ -11,7 +11,7 @@ const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
 const puppeteer = require("puppeteer-core");
 const seen = {};
-const timeout = 60000;
+const timeout = 120000;
 let page;
 
 function shot(page, name) {

@@ -130,17 +130,17 @@ export function applyDiff(original: string, diff: string): string | undefined {
 /** diffPath returns the path a unified diff is about (its +++ or --- side). */
 export function diffPath(diff: string): string | undefined {
   let old: string | undefined;
+  let neu: string | undefined;
   for (const line of diff.split("\n")) {
     if (line.startsWith("--- ")) {
       old = strip(line.slice(4));
     } else if (line.startsWith("+++ ")) {
-      const p = strip(line.slice(4));
-      return p ?? old;
+      neu = strip(line.slice(4));
     } else if (hunkHeader.test(line)) {
       break;
     }
   }
-  return old;
+  return neu ?? old;
 }
 
 function strip(p: string): string | undefined {

@@ -87,3 +87,25 @@ export function statusTooltip(state: SessionState, model: string, u: Usage): str
   }
   return lines.join("\n");
 }
+
+/** relativeTime formats an RFC 3339 time as "5 min ago". */
+export function relativeTime(iso: string | undefined, now: number = Date.now()): string {
+  if (!iso) {
+    return "";
+  }
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) {
+    return "";
+  }
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) {
+    return "just now";
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)} min ago`;
+  }
+  if (s < 86400) {
+    return `${Math.floor(s / 3600)} h ago`;
+  }
+  return `${Math.floor(s / 86400)} d ago`;
+}

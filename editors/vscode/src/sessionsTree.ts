@@ -1,6 +1,7 @@
 // The Sessions tree view: the workspace's sessions, newest first.
 
 import * as vscode from "vscode";
+import { relativeTime } from "./format";
 import type { SessionInfo } from "./protocol";
 
 /** A session in the tree. */
@@ -17,28 +18,6 @@ export class SessionNode extends vscode.TreeItem {
     this.iconPath = new vscode.ThemeIcon(current ? "comment-discussion" : "comment");
     this.command = { command: "octet.resumeSession", title: "Resume Session", arguments: [this] };
   }
-}
-
-/** relativeTime formats an RFC 3339 time as "5 min ago". */
-export function relativeTime(iso: string | undefined, now: number = Date.now()): string {
-  if (!iso) {
-    return "";
-  }
-  const t = Date.parse(iso);
-  if (Number.isNaN(t)) {
-    return "";
-  }
-  const s = Math.max(0, Math.round((now - t) / 1000));
-  if (s < 60) {
-    return "just now";
-  }
-  if (s < 3600) {
-    return `${Math.floor(s / 60)} min ago`;
-  }
-  if (s < 86400) {
-    return `${Math.floor(s / 3600)} h ago`;
-  }
-  return `${Math.floor(s / 86400)} d ago`;
 }
 
 /** SessionsTree lists sessions through a loader (octet/session/list). */
