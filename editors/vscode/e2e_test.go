@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -198,8 +199,8 @@ func TestVSCodeChatApprovals(t *testing.T) {
 
 	prov := providertest.New(t)
 	prov.Enqueue(
-		providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"hello, world"}`)),
-		providertest.Text("I changed **a.txt** as asked."),
+		providertest.Reply(providertest.Reasoning("enc", "The user wants a greeting: edit a.txt."), providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"hello, world"}`)),
+		providertest.Text("I changed `a.txt` as asked:\n\n- `hello` is now **hello, world**"),
 		providertest.Reply(providertest.FunctionCall("call_2", "edit", `{"path":"b.txt","old_text":"bye","new_text":"farewell"}`)),
 		providertest.Text("Understood: b.txt stays as it was."),
 	)
@@ -215,7 +216,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	cfg, _ := json.Marshal(map[string]string{
 		"codeServerDir": s.codeServerDir, "chromium": s.chromium, "url": url, "workspace": ws, "shots": shots,
 		"approvePrompt": "Please greet the world in a.txt", "proposedText": "hello, world",
-		"approveAnswer": "I changed a.txt as asked.", "sessionTitle": "Please greet the world in a.txt",
+		"approveAnswer": "I changed a.txt as asked:", "sessionTitle": "Please greet the world in a.txt",
 		"denyPrompt": "Now change b.txt too", "denyReason": "b.txt is frozen", "denyAnswer": "b.txt stays as it was.",
 	})
 	cfgPath := filepath.Join(tmp, "drive.json")
@@ -229,7 +230,8 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	out, err := drive.Output()
 	var seen struct {
 		Failed, ApprovalNotification, DiffTab, ChatAfterApprove, ChatAfterDeny, StatusBefore, StatusAfter string
-		SessionListed, Restored                                                                           bool
+		SessionListed, Restored, ReasoningCollapsed, DiffClosed                                           bool
+		FileLinks                                                                                         []string
 	}
 	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
 		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
@@ -253,6 +255,15 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	if !strings.Contains(seen.StatusBefore, "Ask") {
 		t.Errorf("status bar %q does not show the Ask policy mode", seen.StatusBefore)
+	}
+	if !seen.DiffClosed {
+		t.Errorf("the approval's diff editor stayed open after approving")
+	}
+	if !seen.ReasoningCollapsed {
+		t.Errorf("the reasoning is not shown collapsed: %s", seen.ChatAfterApprove)
+	}
+	if !slices.Contains(seen.FileLinks, "a.txt") {
+		t.Errorf("no clickable reference to a.txt in the chat (file links %v)", seen.FileLinks)
 	}
 	if !seen.SessionListed || !seen.Restored {
 		t.Errorf("session listed %v, restored after reload %v", seen.SessionListed, seen.Restored)

@@ -74,12 +74,28 @@ async function main() {
     const icon = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
     await icon.click();
     let frame = await chatFrame(page);
+    // A wider side bar, so the chat reads well in the screenshots.
+    const bar = await page.$eval(".part.sidebar", (e) => { const r = e.getBoundingClientRect(); return { x: r.right, y: r.top + r.height / 2 }; });
+    await page.mouse.move(bar.x + 1, bar.y);
+    await page.mouse.down();
+    await page.mouse.move(bar.x + 260, bar.y, { steps: 10 });
+    await page.mouse.up();
+    // And a taller chat: the Sessions pane gets the bottom quarter.
+    const sessions = await page.$$eval(".part.sidebar .pane-header", (hs) => {
+      const h = hs.find((e) => e.innerText.includes("Sessions"));
+      const r = h.getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top - 1 };
+    });
+    await page.mouse.move(sessions.x, sessions.y);
+    await page.mouse.down();
+    await page.mouse.move(sessions.x, sessions.y + 230, { steps: 10 });
+    await page.mouse.up();
     await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
     seen.statusBefore = await page.$eval(".statusbar", (e) => e.innerText);
 
     // Case 1: approve an edit after opening its diff.
     await send(frame, cfg.approvePrompt);
-    seen.approvalNotification = await clickNotification(page, "View diff");
+    seen.approvalNotification = await clickNotification(page, "View Diff");
     await page.waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout });
     await page.waitForFunction(
       (t) => [...document.querySelectorAll(".monaco-diff-editor .modified .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
@@ -91,11 +107,19 @@ async function main() {
     await new Promise((r) => setTimeout(r, 500));
     await shot(page, "approval-diff.png");
     await clickNotification(page, "Approve");
+    await page.waitForFunction(() => document.querySelector(".monaco-diff-editor") === null, { timeout });
+    seen.diffClosed = true;
     await chatText(frame, cfg.approveAnswer, "after approving");
     await chatText(frame, "Run completed", "after approving");
+    await frame.evaluate(() => window.scrollTo(0, 0));
     await new Promise((r) => setTimeout(r, 500));
     await shot(page, "chat.png");
     seen.chatAfterApprove = await frame.evaluate(() => document.getElementById("log").innerText);
+    seen.reasoningCollapsed = await frame.evaluate(() => {
+      const d = document.querySelector("details.reasoning");
+      return d !== null && !d.open && d.innerText.includes("Reasoning");
+    });
+    seen.fileLinks = await frame.$$eval("a.file", (as) => as.map((a) => a.dataset.file));
 
     // The session is listed in the Sessions view, titled by its first prompt.
     await page.waitForFunction(
@@ -107,7 +131,7 @@ async function main() {
 
     // Case 2: deny another edit, with a reason.
     await send(frame, cfg.denyPrompt);
-    await clickNotification(page, "Deny with reason…");
+    await clickNotification(page, "Deny…");
     const input = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
     await input.type(cfg.denyReason);
     await input.press("Enter");

@@ -53,6 +53,8 @@ export class Octet implements vscode.Disposable {
   private policy: string | undefined;
   private lastPrompt: string | undefined;
   private pending = new Map<string, Pending>();
+  /** approvalDiffs maps a pending approval to its proposed-content URI. */
+  private approvalDiffs = new Map<string, string>();
   private readonly docs = new DiffDocuments();
   private readonly status = new Status();
   readonly view: ChatView;
@@ -447,6 +449,7 @@ export class Octet implements vscode.Disposable {
     }
     this.pending.delete(key);
     p.resolve(r);
+    this.closeDiffs(key);
     this.model.settleApproval(key, state);
     if (this.model.state === "waiting_for_approval" && this.model.pendingApprovals().length === 0) {
       this.model.state = "running";
@@ -456,13 +459,13 @@ export class Octet implements vscode.Disposable {
 
   private async notify(p: ConfirmEffectParams): Promise<void> {
     const key = p.digest.toLowerCase();
-    const buttons = ["Approve", ...(p.ruleScope ? ["Approve for session"] : []), "Deny", "Deny with reason…", ...(p.diff ? ["View diff"] : [])];
+    // A toast has room for four buttons: "Deny…" asks for an optional reason.
+    const buttons = ["Approve", ...(p.ruleScope ? ["Approve for Session"] : []), "Deny…", ...(p.diff ? ["View Diff"] : [])];
     const decisions: Record<string, string> = {
       Approve: "approve",
-      "Approve for session": "approve_for_session",
-      Deny: "deny",
-      "Deny with reason…": "deny_reason",
-      "View diff": "view_diff",
+      "Approve for Session": "approve_for_session",
+      "Deny…": "deny_reason",
+      "View Diff": "view_diff",
     };
     const what = p.tool === "bash" && p.detail ? `: ${p.detail.split("\n")[0].slice(0, 200)}` : "";
     while (this.pending.has(key)) {
@@ -494,11 +497,19 @@ export class Octet implements vscode.Disposable {
         this.settle(key, { decision: "deny", digest: p.digest }, "denied");
         return true;
       case "deny_reason": {
-        const reason = await vscode.window.showInputBox({ prompt: `Why deny "${p.title}"? octet tells the model.`, placeHolder: "reason" });
+        const reason = await vscode.window.showInputBox({
+          title: `Deny "${p.title}"`,
+          prompt: "Why? octet tells the model. Enter without a reason just denies; Escape goes back.",
+          placeHolder: "reason (optional)",
+        });
         if (reason === undefined) {
           return false;
         }
-        this.settle(key, { decision: "deny", digest: p.digest, reason }, "denied");
+        const r: ConfirmEffectResult = { decision: "deny", digest: p.digest };
+        if (reason.trim() !== "") {
+          r.reason = reason.trim();
+        }
+        this.settle(key, r, "denied");
         return true;
       }
       default:
@@ -527,7 +538,25 @@ export class Octet implements vscode.Disposable {
     if (!p.diff || !rel || !uri) {
       return;
     }
-    await showProposed(this.docs, uri, rel, p.diff, p.title);
+    const shown = await showProposed(this.docs, uri, rel, p.diff, p.title);
+    if (shown) {
+      this.approvalDiffs.set(p.digest.toLowerCase(), shown.toString());
+    }
+  }
+
+  /** closeDiffs closes the diff editor of a decided approval. */
+  private closeDiffs(key: string): void {
+    const uri = this.approvalDiffs.get(key);
+    this.approvalDiffs.delete(key);
+    if (!uri) {
+      return;
+    }
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === uri);
+    if (tabs.length > 0) {
+      void vscode.window.tabGroups.close(tabs);
+    }
   }
 
   // --- diffs, rewind, model, policy --------------------------------------

@@ -62,16 +62,23 @@ export async function showUnifiedDiff(diff: string): Promise<void> {
  * content a diff would make of it; when the diff does not apply (the file
  * changed), the unified diff itself.
  */
-export async function showProposed(docs: DiffDocuments, file: vscode.Uri, relPath: string, diff: string, title: string): Promise<void> {
+export async function showProposed(
+  docs: DiffDocuments,
+  file: vscode.Uri,
+  relPath: string,
+  diff: string,
+  title: string,
+): Promise<vscode.Uri | undefined> {
   const cur = await currentContent(file);
   const proposed = applyDiff(cur.text, diff);
   if (proposed === undefined) {
     await showUnifiedDiff(diff);
-    return;
+    return undefined;
   }
   const left = docs.add(relPath, "current", cur.text);
   const right = docs.add(relPath, "proposed", proposed);
   await vscode.commands.executeCommand("vscode.diff", left, right, `${relPath}: current ↔ proposed (${title})`, { preview: true });
+  return right;
 }
 
 /**

@@ -16,7 +16,7 @@ const actionLabel: Record<ErrorAction, string> = {
 
 const toolIcon: Record<string, string> = {
   streaming: "…",
-  waiting: "⏸",
+  waiting: "?",
   running: "⟳",
   ok: "✓",
   error: "✗",
@@ -56,6 +56,15 @@ function changesHtml(runId: string, changes: FileChange[]): string {
   return `<ul class="changes">${rows}</ul>`;
 }
 
+/** diffHtml renders a unified diff with its added and removed lines marked. */
+export function diffHtml(diff: string): string {
+  const lines = diff.split("\n").map((l) => {
+    const cls = l.startsWith("+++") || l.startsWith("---") ? "hdr" : l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : l.startsWith("@@") ? "hunk" : "";
+    return cls ? `<span class="${cls}">${escapeHtml(l)}</span>` : escapeHtml(l);
+  });
+  return `<pre class="diff">${lines.join("\n")}</pre>`;
+}
+
 /** renderItem returns the HTML of one chat item (its outer element has id). */
 export function renderItem(item: ChatItem): string {
   const id = escapeHtml(item.id);
@@ -89,7 +98,7 @@ export function renderItem(item: ChatItem): string {
     case "approval": {
       const p = item.params;
       const d = escapeHtml(p.digest);
-      const body = p.diff ? `<pre class="diff">${escapeHtml(p.diff)}</pre>` : p.detail ? `<pre class="detail">${escapeHtml(p.detail)}</pre>` : "";
+      const body = p.diff ? diffHtml(p.diff) : p.detail ? `<pre class="detail">${escapeHtml(p.detail)}</pre>` : "";
       const buttons =
         item.state !== "pending"
           ? `<div class="settled">${escapeHtml(item.state)}</div>`

@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
-import { argSummary, renderItem } from "../render";
+import { argSummary, diffHtml, renderItem } from "../render";
 
 const params = { sessionId: "s", runId: "r", callId: "c", tool: "edit", effect: "workspace_mutation", title: "edit <a>.txt", digest: "D1", diff: "--- a\n+++ b\n" };
 
@@ -29,4 +29,10 @@ test("a tool's changes link to their diffs; errors carry their actions", () => {
   const e = renderItem({ id: "i5", kind: "error", text: "boom", actions: ["retry", "showLog"] });
   assert.ok(e.includes('data-action="retry">Retry') && e.includes('data-action="showLog">Show Log'), e);
   assert.equal(argSummary("bash", '{"command":"go test ./...\\nmore"}'), "go test ./...");
+});
+
+test("diffs mark added and removed lines and escape them", () => {
+  const h = diffHtml("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-<old>\n+new\n ctx");
+  assert.ok(h.includes('<span class="del">-&lt;old&gt;</span>') && h.includes('<span class="add">+new</span>'), h);
+  assert.ok(h.includes('<span class="hdr">--- a/x</span>') && h.includes(" ctx"), h);
 });
