@@ -161,8 +161,9 @@ func writeFile(t *testing.T, path, text string) {
 // workspace, sends a prompt through the chat view, opens the approval's
 // diff and approves it from the notification (the file changes on disk),
 // checks the session is listed, denies a second edit with a reason (the
-// model is told it; the file stays), and reloads the window (the last
-// session comes back in the chat).
+// model is told it; the file stays), reloads the window (the last
+// session comes back in the chat), and approves in the chat an edit of a
+// file open in the editor (it lands in the unsaved buffer; undo reverts it).
 func TestVSCodeChatApprovals(t *testing.T) {
 	s := findStack(t)
 	tmp := t.TempDir()
@@ -178,6 +179,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
 	writeFile(t, filepath.Join(ws, "b.txt"), "bye\n")
+	writeFile(t, filepath.Join(ws, "c.txt"), "quiet\n")
 
 	bin := filepath.Join(tmp, "octet")
 	run(t, ".", os.Environ(), "go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet")
@@ -190,6 +192,9 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		"chat.disableAIFeatures":                       true,
 		"telemetry.telemetryLevel":                     "off",
 		"extensions.autoCheckUpdates":                  false,
+		// VS Code for the Web saves after a delay by default; the test
+		// checks that octet's edit of an open file stays in its buffer.
+		"files.autoSave": "off",
 	})
 	writeFile(t, filepath.Join(userDir, "User", "settings.json"), string(settings))
 	// octet.path is machine-scoped (a workspace cannot choose the binary):
@@ -203,6 +208,8 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		providertest.Text("I changed `a.txt` as asked:\n\n- `hello` is now **hello, world**"),
 		providertest.Reply(providertest.FunctionCall("call_2", "edit", `{"path":"b.txt","old_text":"bye","new_text":"farewell"}`)),
 		providertest.Text("Understood: b.txt stays as it was."),
+		providertest.Reply(providertest.FunctionCall("call_3", "edit", `{"path":"c.txt","old_text":"quiet","new_text":"LOUD"}`)),
+		providertest.Text("c.txt is loud now."),
 	)
 	env := append(os.Environ(),
 		"PATH="+s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -218,6 +225,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		"approvePrompt": "Please greet the world in a.txt", "proposedText": "hello, world",
 		"approveAnswer": "I changed a.txt as asked:", "sessionTitle": "Please greet the world in a.txt",
 		"denyPrompt": "Now change b.txt too", "denyReason": "b.txt is frozen", "denyAnswer": "b.txt stays as it was.",
+		"openFile": "c.txt", "bufferPrompt": "Shout in c.txt", "bufferText": "LOUD", "bufferAnswer": "c.txt is loud now.",
 	})
 	cfgPath := filepath.Join(tmp, "drive.json")
 	writeFile(t, cfgPath, string(cfg))
@@ -229,9 +237,14 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	drive.Stderr = &stderr
 	out, err := drive.Output()
 	var seen struct {
-		Failed, ApprovalNotification, DiffTab, ChatAfterApprove, ChatAfterDeny, StatusBefore, StatusAfter string
-		SessionListed, Restored, ReasoningCollapsed, DiffClosed                                           bool
-		FileLinks                                                                                         []string
+		Failed, ApprovalNotification, DiffTab string
+		ChatAfterApprove, ChatAfterDeny       string
+		StatusBefore, StatusAfter             string
+		SessionListed, Restored               bool
+		ReasoningCollapsed, DiffClosed        bool
+		FileLinks                             []string
+		BufferAfterEdit, BufferAfterUndo      string
+		BufferDirty                           bool
 	}
 	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
 		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
@@ -268,10 +281,21 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	if !seen.SessionListed || !seen.Restored {
 		t.Errorf("session listed %v, restored after reload %v", seen.SessionListed, seen.Restored)
 	}
+	// The edit of the open c.txt went into its buffer (unsaved: the file on
+	// disk is untouched), and the editor's undo took it back.
+	if !strings.Contains(seen.BufferAfterEdit, "LOUD") || !seen.BufferDirty {
+		t.Errorf("c.txt's buffer after the edit = %q (dirty %v), want LOUD, unsaved", seen.BufferAfterEdit, seen.BufferDirty)
+	}
+	if !strings.Contains(seen.BufferAfterUndo, "quiet") {
+		t.Errorf("c.txt's buffer after undo = %q, want quiet", seen.BufferAfterUndo)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "c.txt")); string(got) != "quiet\n" {
+		t.Errorf("c.txt on disk = %q, want it unchanged (the edit belongs to the buffer)", got)
+	}
 	// The model was told of the denial and its reason.
 	reqs := prov.Requests()
-	if len(reqs) != 4 {
-		t.Fatalf("provider got %d requests, want 4", len(reqs))
+	if len(reqs) != 6 {
+		t.Fatalf("provider got %d requests, want 6", len(reqs))
 	}
 	if raw := string(reqs[3].Raw); !strings.Contains(raw, "b.txt is frozen") {
 		t.Errorf("the request after the denial does not carry the reason: %s", raw)

@@ -154,6 +154,47 @@ async function main() {
     await chatText(frame, cfg.denyAnswer, "after a reload");
     seen.restored = true;
     await shot(page, "reloaded.png");
+    // Case 3: an edit of a file open in the editor, approved in the chat,
+    // lands in its buffer (workspace/applyEdit), not on disk; undo reverts it.
+    await page.keyboard.press("F1");
+    const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+    await quick.evaluate((e) => { e.value = ""; });
+    await quick.type(cfg.openFile);
+    await page.waitForFunction(
+      (f) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.innerText.includes(f)),
+      { timeout },
+      cfg.openFile,
+    );
+    await quick.press("Enter");
+    await page.waitForFunction((f) => document.title.includes(f), { timeout }, cfg.openFile);
+    await send(frame, cfg.bufferPrompt);
+    const approve = await frame.waitForSelector('.approval.state-pending button[data-decision="approve"]', { timeout });
+    await approve.click();
+    await chatText(frame, cfg.bufferAnswer, "after approving in the chat");
+    const editorText = () =>
+      page.evaluate(() => {
+        const ed = [...document.querySelectorAll(".editor-instance .monaco-editor")].find((e) => !e.closest(".monaco-diff-editor"));
+        return ed ? ed.querySelector(".view-lines").innerText.replace(/\u00a0/g, " ") : "";
+      });
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
+      { timeout },
+      cfg.bufferText,
+    );
+    seen.bufferAfterEdit = await editorText();
+    seen.bufferDirty = await page.evaluate(() => [...document.querySelectorAll(".tabs-container .tab")].some((t) => t.classList.contains("dirty")));
+    await shot(page, "buffer-edit.png");
+    await page.click(".editor-instance .monaco-editor .view-lines");
+    await page.keyboard.down("Control");
+    await page.keyboard.press("z");
+    await page.keyboard.up("Control");
+    await page.waitForFunction(
+      (t) => ![...document.querySelectorAll(".editor-instance .monaco-editor .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
+      { timeout },
+      cfg.bufferText,
+    );
+    seen.bufferAfterUndo = await editorText();
+
     process.stdout.write(JSON.stringify(seen));
   } catch (e) {
     if (page) await shot(page, "failure.png").catch(() => undefined);
