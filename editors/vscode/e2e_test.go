@@ -238,6 +238,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	out, err := drive.Output()
 	var seen struct {
 		Failed, ApprovalNotification, DiffTab string
+		RunDiffTab                            string
 		ChatAfterApprove, ChatAfterDeny       string
 		StatusBefore, StatusAfter             string
 		SessionListed, Restored               bool
@@ -268,6 +269,9 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	if !strings.Contains(seen.StatusBefore, "Ask") {
 		t.Errorf("status bar %q does not show the Ask policy mode", seen.StatusBefore)
+	}
+	if !strings.Contains(seen.RunDiffTab, "a.txt") {
+		t.Errorf("the run's open diff tab %q does not name a.txt", seen.RunDiffTab)
 	}
 	if !seen.DiffClosed {
 		t.Errorf("the approval's diff editor stayed open after approving")

@@ -121,6 +121,19 @@ async function main() {
     });
     seen.fileLinks = await frame.$$eval("a.file", (as) => as.map((a) => a.dataset.file));
 
+    // The run's change opens in the diff editor (octet/session/diff).
+    const link = await frame.waitForSelector(".run a.open-diff", { timeout });
+    await link.click();
+    await page.waitForFunction(() => document.querySelector(".tabs-container .tab.active")?.innerText.includes("octet's change"), { timeout });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".monaco-diff-editor .original .view-lines")].some((e) => {
+        const text = e.innerText.replace(/\u00a0/g, " ");
+        return text.includes("hello") && !text.includes("world"); // before the run
+      }),
+      { timeout },
+    );
+    seen.runDiffTab = await page.$eval(".tabs-container .tab.active", (e) => e.innerText);
+
     // The session is listed in the Sessions view, titled by its first prompt.
     await page.waitForFunction(
       (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].some((r) => r.innerText.includes(t)),
