@@ -226,6 +226,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		"approveAnswer": "I changed a.txt as asked:", "sessionTitle": "Please greet the world in a.txt",
 		"denyPrompt": "Now change b.txt too", "denyReason": "b.txt is frozen", "denyAnswer": "b.txt stays as it was.",
 		"openFile": "c.txt", "bufferPrompt": "Shout in c.txt", "bufferText": "LOUD", "bufferAnswer": "c.txt is loud now.",
+		"newTitle": "Greetings",
 	})
 	cfgPath := filepath.Join(tmp, "drive.json")
 	writeFile(t, cfgPath, string(cfg))
@@ -245,7 +246,8 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		ReasoningCollapsed, DiffClosed        bool
 		FileLinks                             []string
 		BufferAfterEdit, BufferAfterUndo      string
-		BufferDirty                           bool
+		BufferDirty, Renamed                  bool
+		ForkRows, RowsAfterDelete             int
 	}
 	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
 		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
@@ -304,9 +306,16 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	if raw := string(reqs[3].Raw); !strings.Contains(raw, "b.txt is frozen") {
 		t.Errorf("the request after the denial does not carry the reason: %s", raw)
 	}
+	// Renamed, forked, and the fork deleted: one session file, titled.
+	if !seen.Renamed || seen.ForkRows != 2 || seen.RowsAfterDelete != 1 {
+		t.Errorf("sessions view: renamed %v, rows after fork %d (want 2), after deleting the fork %d (want 1)", seen.Renamed, seen.ForkRows, seen.RowsAfterDelete)
+	}
 	sessions, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
 	if len(sessions) != 1 {
-		t.Errorf("session files %v, want one", sessions)
+		t.Fatalf("session files %v, want one", sessions)
+	}
+	if data, _ := os.ReadFile(sessions[0]); !strings.Contains(string(data), `{"kind":"title","title":"Greetings"}`) {
+		t.Errorf("the session file does not record the new title:\n%s", tail(data))
 	}
 	t.Logf("screenshots in %s", shots)
 }

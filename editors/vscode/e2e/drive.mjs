@@ -208,6 +208,48 @@ async function main() {
     );
     seen.bufferAfterUndo = await editorText();
 
+    // The Sessions view: rename the session, fork it, delete the fork.
+    const rows = (t) =>
+      page.evaluate((t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length, t);
+    async function rowAction(text, action) {
+      const row = await page.waitForFunction(
+        (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].find((r) => r.innerText.includes(t)),
+        { timeout },
+        text,
+      );
+      await row.asElement().hover();
+      const button = await row.asElement().waitForSelector(`.action-label[aria-label^="${action}"]`, { visible: true, timeout });
+      await button.click();
+    }
+    await rowAction(cfg.sessionTitle, "Rename Session");
+    const title = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+    await page.keyboard.down("Control");
+    await page.keyboard.press("a");
+    await page.keyboard.up("Control");
+    await page.keyboard.press("Backspace");
+    await title.type(cfg.newTitle);
+    await title.press("Enter");
+    await page.waitForFunction(async (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].some((r) => r.innerText.includes(t)), { timeout }, cfg.newTitle);
+    seen.renamed = true;
+    await rowAction(cfg.newTitle, "Fork Session");
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length === 2,
+      { timeout },
+      cfg.newTitle,
+    );
+    seen.forkRows = await rows(cfg.newTitle);
+    await rowAction("●", "Delete Session"); // the fork is the current session
+    const del = await page.waitForFunction(
+      () => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((b) => b.textContent.trim() === "Delete"),
+      { timeout },
+    );
+    await del.asElement().click();
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length === 1,
+      { timeout },
+      cfg.newTitle,
+    );
+    seen.rowsAfterDelete = await rows(cfg.newTitle);
     process.stdout.write(JSON.stringify(seen));
   } catch (e) {
     if (page) await shot(page, "failure.png").catch(() => undefined);
