@@ -144,8 +144,17 @@ async function main() {
 
     // Case 2: deny another edit, with a reason.
     await send(frame, cfg.denyPrompt);
-    await clickNotification(page, "Deny…");
-    const input = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+    // Under load a toast can be redrawn under the click (the progress
+    // notification beside it updates); the approval is still pending
+    // then, and its notification still there: click again.
+    let input;
+    for (let attempt = 1; !input; attempt++) {
+      await clickNotification(page, "Deny…");
+      input = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 15000 }).catch((e) => {
+        if (attempt === 4) throw e;
+        return undefined;
+      });
+    }
     await input.type(cfg.denyReason);
     await input.press("Enter");
     await chatText(frame, cfg.denyAnswer, "after denying");
