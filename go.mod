@@ -2,7 +2,8 @@ module github.com/octet-agent/octet
 
 go 1.26.0
 
-ignore ./editors/vscode
+// The VS Code extension's npm packages hold no Go code to build or test.
+ignore ./editors/vscode/node_modules
 
 require (
 	github.com/BurntSushi/toml v1.6.0

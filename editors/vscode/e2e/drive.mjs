@@ -1,0 +1,273 @@
+// Drives the octet extension in code-server through headless Chromium
+// (puppeteer-core from the code-server install): the chat, an approval
+// after its diff, a denial with a reason, the sessions tree and a reload.
+// Run by ../e2e_test.go:  node drive.mjs <config.json>
+// It prints one JSON object: what it saw, or {"failed": "..."}.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
+
+const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
+const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
+const puppeteer = require("puppeteer-core");
+const seen = {};
+const timeout = 120000;
+let page;
+
+function shot(page, name) {
+  return page.screenshot({ path: path.join(cfg.shots, name) });
+}
+
+// chatFrame finds the frame of the octet chat webview.
+async function chatFrame(page) {
+  const end = Date.now() + timeout;
+  while (Date.now() < end) {
+    for (const f of page.frames()) {
+      let has;
+      try {
+        has = f.evaluate(() => document.getElementById("prompt") !== null).catch(() => false);
+      } catch {
+        continue; // a detached frame of the page before a reload
+      }
+      if (await Promise.race([has, new Promise((r) => setTimeout(() => r(false), 2000))])) return f;
+    }
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  throw new Error(`the octet chat view did not appear; frames: ${page.frames().map((f) => f.url()).join(", ")}`);
+}
+
+async function chatText(frame, text, what) {
+  try {
+    await frame.waitForFunction((t) => document.getElementById("log").innerText.includes(t), { timeout }, text);
+  } catch {
+    const got = await frame.evaluate(() => document.getElementById("log").innerText).catch(() => "?");
+    throw new Error(`${what}: the chat never showed ${JSON.stringify(text)}; it shows:\n${got}`);
+  }
+}
+
+async function send(frame, text) {
+  const box = await frame.$("#prompt");
+  await box.click();
+  await box.type(text);
+  await box.press("Enter");
+}
+
+// clickNotification clicks the button labelled label of a notification toast.
+async function clickNotification(page, label) {
+  const h = await page.waitForFunction(
+    (l) => [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => b.textContent.trim() === l),
+    { timeout },
+    label,
+  );
+  const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
+  await h.asElement().click();
+  return text;
+}
+
+async function main() {
+  const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+  try {
+    page = await browser.newPage();
+    await page.setViewport({ width: 1400, height: 900 });
+    await page.goto(`${cfg.url}/?folder=${encodeURIComponent(cfg.workspace)}`, { waitUntil: "networkidle2", timeout: 90000 });
+    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
+    const icon = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
+    await icon.click();
+    let frame = await chatFrame(page);
+    // A wider side bar, so the chat reads well in the screenshots.
+    const bar = await page.$eval(".part.sidebar", (e) => { const r = e.getBoundingClientRect(); return { x: r.right, y: r.top + r.height / 2 }; });
+    await page.mouse.move(bar.x + 1, bar.y);
+    await page.mouse.down();
+    await page.mouse.move(bar.x + 260, bar.y, { steps: 10 });
+    await page.mouse.up();
+    // And a taller chat: the Sessions pane gets the bottom quarter.
+    const sessions = await page.$$eval(".part.sidebar .pane-header", (hs) => {
+      const h = hs.find((e) => e.innerText.includes("Sessions"));
+      const r = h.getBoundingClientRect();
+      return { x: r.left + r.width / 2, y: r.top - 1 };
+    });
+    await page.mouse.move(sessions.x, sessions.y);
+    await page.mouse.down();
+    await page.mouse.move(sessions.x, sessions.y + 230, { steps: 10 });
+    await page.mouse.up();
+    await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+    seen.statusBefore = await page.$eval(".statusbar", (e) => e.innerText);
+
+    // Case 1: approve an edit after opening its diff.
+    await send(frame, cfg.approvePrompt);
+    seen.approvalNotification = await clickNotification(page, "View Diff");
+    await page.waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout });
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".monaco-diff-editor .modified .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
+      { timeout },
+      cfg.proposedText,
+    );
+    seen.diffTab = await page.$eval(".tabs-container .tab.active", (e) => e.innerText).catch(() => "");
+    await chatText(frame, "Approval:", "the inline approval");
+    await new Promise((r) => setTimeout(r, 500));
+    await shot(page, "approval-diff.png");
+    await clickNotification(page, "Approve");
+    await page.waitForFunction(() => document.querySelector(".monaco-diff-editor") === null, { timeout });
+    seen.diffClosed = true;
+    await chatText(frame, cfg.approveAnswer, "after approving");
+    await chatText(frame, "Run completed", "after approving");
+    await frame.evaluate(() => window.scrollTo(0, 0));
+    await new Promise((r) => setTimeout(r, 500));
+    await shot(page, "chat.png");
+    seen.chatAfterApprove = await frame.evaluate(() => document.getElementById("log").innerText);
+    seen.reasoningCollapsed = await frame.evaluate(() => {
+      const d = document.querySelector("details.reasoning");
+      return d !== null && !d.open && d.innerText.includes("Reasoning");
+    });
+    seen.fileLinks = await frame.$$eval("a.file", (as) => as.map((a) => a.dataset.file));
+
+    // The run's change opens in the diff editor (octet/session/diff).
+    const link = await frame.waitForSelector(".run a.open-diff", { timeout });
+    await link.click();
+    await page.waitForFunction(() => document.querySelector(".tabs-container .tab.active")?.innerText.includes("octet's change"), { timeout });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".monaco-diff-editor .original .view-lines")].some((e) => {
+        const text = e.innerText.replace(/\u00a0/g, " ");
+        return text.includes("hello") && !text.includes("world"); // before the run
+      }),
+      { timeout },
+    );
+    seen.runDiffTab = await page.$eval(".tabs-container .tab.active", (e) => e.innerText);
+
+    // The session is listed in the Sessions view, titled by its first prompt.
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].some((r) => r.innerText.includes(t)),
+      { timeout },
+      cfg.sessionTitle,
+    );
+    seen.sessionListed = true;
+
+    // Case 2: deny another edit, with a reason.
+    await send(frame, cfg.denyPrompt);
+    // Under load a toast can be redrawn under the click (the progress
+    // notification beside it updates); the approval is still pending
+    // then, and its notification still there: click again.
+    let input;
+    for (let attempt = 1; !input; attempt++) {
+      await clickNotification(page, "Deny…");
+      input = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 15000 }).catch((e) => {
+        if (attempt === 4) throw e;
+        return undefined;
+      });
+    }
+    await input.type(cfg.denyReason);
+    await input.press("Enter");
+    await chatText(frame, cfg.denyAnswer, "after denying");
+    await chatText(frame, "denied", "after denying");
+    await new Promise((r) => setTimeout(r, 500));
+    await shot(page, "denied.png");
+    seen.chatAfterDeny = await frame.evaluate(() => document.getElementById("log").innerText);
+    seen.statusAfter = await page.$eval(".statusbar", (e) => e.innerText);
+
+    // A reload restores the workspace's last session in the chat.
+    await page.reload({ waitUntil: "networkidle2", timeout: 90000 });
+    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
+    const icon2 = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
+    if (!(await page.$('.activitybar [aria-label="octet"].checked, .activitybar .checked [aria-label="octet"]'))) {
+      await icon2.click();
+    }
+    frame = await chatFrame(page);
+    await chatText(frame, cfg.approvePrompt, "after a reload");
+    await chatText(frame, cfg.denyAnswer, "after a reload");
+    seen.restored = true;
+    await shot(page, "reloaded.png");
+    // Case 3: an edit of a file open in the editor, approved in the chat,
+    // lands in its buffer (workspace/applyEdit), not on disk; undo reverts it.
+    await page.keyboard.press("F1");
+    const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+    await quick.evaluate((e) => { e.value = ""; });
+    await quick.type(cfg.openFile);
+    await page.waitForFunction(
+      (f) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.innerText.includes(f)),
+      { timeout },
+      cfg.openFile,
+    );
+    await quick.press("Enter");
+    await page.waitForFunction((f) => document.title.includes(f), { timeout }, cfg.openFile);
+    await send(frame, cfg.bufferPrompt);
+    const approve = await frame.waitForSelector('.approval.state-pending button[data-decision="approve"]', { timeout });
+    await approve.click();
+    await chatText(frame, cfg.bufferAnswer, "after approving in the chat");
+    const editorText = () =>
+      page.evaluate(() => {
+        const ed = [...document.querySelectorAll(".editor-instance .monaco-editor")].find((e) => !e.closest(".monaco-diff-editor"));
+        return ed ? ed.querySelector(".view-lines").innerText.replace(/\u00a0/g, " ") : "";
+      });
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".editor-instance .monaco-editor .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
+      { timeout },
+      cfg.bufferText,
+    );
+    seen.bufferAfterEdit = await editorText();
+    seen.bufferDirty = await page.evaluate(() => [...document.querySelectorAll(".tabs-container .tab")].some((t) => t.classList.contains("dirty")));
+    await shot(page, "buffer-edit.png");
+    await page.click(".editor-instance .monaco-editor .view-lines");
+    await page.keyboard.down("Control");
+    await page.keyboard.press("z");
+    await page.keyboard.up("Control");
+    await page.waitForFunction(
+      (t) => ![...document.querySelectorAll(".editor-instance .monaco-editor .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
+      { timeout },
+      cfg.bufferText,
+    );
+    seen.bufferAfterUndo = await editorText();
+
+    // The Sessions view: rename the session, fork it, delete the fork.
+    const rows = (t) =>
+      page.evaluate((t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length, t);
+    async function rowAction(text, action) {
+      const row = await page.waitForFunction(
+        (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].find((r) => r.innerText.includes(t)),
+        { timeout },
+        text,
+      );
+      await row.asElement().hover();
+      const button = await row.asElement().waitForSelector(`.action-label[aria-label^="${action}"]`, { visible: true, timeout });
+      await button.click();
+    }
+    await rowAction(cfg.sessionTitle, "Rename Session");
+    const title = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+    await page.keyboard.down("Control");
+    await page.keyboard.press("a");
+    await page.keyboard.up("Control");
+    await page.keyboard.press("Backspace");
+    await title.type(cfg.newTitle);
+    await title.press("Enter");
+    await page.waitForFunction(async (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].some((r) => r.innerText.includes(t)), { timeout }, cfg.newTitle);
+    seen.renamed = true;
+    await rowAction(cfg.newTitle, "Fork Session");
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length === 2,
+      { timeout },
+      cfg.newTitle,
+    );
+    seen.forkRows = await rows(cfg.newTitle);
+    await rowAction("●", "Delete Session"); // the fork is the current session
+    const del = await page.waitForFunction(
+      () => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((b) => b.textContent.trim() === "Delete"),
+      { timeout },
+    );
+    await del.asElement().click();
+    await page.waitForFunction(
+      (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length === 1,
+      { timeout },
+      cfg.newTitle,
+    );
+    seen.rowsAfterDelete = await rows(cfg.newTitle);
+    process.stdout.write(JSON.stringify(seen));
+  } catch (e) {
+    if (page) await shot(page, "failure.png").catch(() => undefined);
+    throw e;
+  } finally {
+    await browser.close();
+  }
+}
+
+main().catch(async (e) => {
+  process.stdout.write(JSON.stringify({ ...seen, failed: String(e && e.stack ? e.stack : e) }));
+});

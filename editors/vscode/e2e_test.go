@@ -1,0 +1,339 @@
+//go:build linux
+
+// The end-to-end test runs the octet VS Code extension in a real VS Code:
+// code-server (VS Code 1.139 served to a browser) driven by headless
+// Chromium, with the real octet binary and a scripted provider on
+// loopback. .ci/run installs code-server (.ci/setup-code-server.sh); the
+// test skips when it is missing, unless OCTET_CODE_SERVER names it.
+package vscode_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// stack is what the test needs installed.
+type stack struct {
+	codeServerDir, codeServer, node24, chromium, npmNode string
+}
+
+// findStack returns the installed code-server stack or skips the test
+// (fails, in CI: when OCTET_CODE_SERVER is set, everything must be there).
+func findStack(t *testing.T) stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts code-server and Chromium")
+	}
+	dir, required := os.LookupEnv("OCTET_CODE_SERVER")
+	if !required {
+		dir = "/opt/octet-code-server"
+	}
+	missing := func(what string) {
+		msg := fmt.Sprintf("%s; install it with DIR=%s sh .ci/setup-code-server.sh (about 10 minutes), then npm ci in editors/vscode", what, dir)
+		if required {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	s := stack{
+		codeServerDir: dir,
+		codeServer:    filepath.Join(dir, "app", "node_modules", ".bin", "code-server"),
+		node24:        filepath.Join(dir, "node24", "node_modules", "node", "bin"),
+		chromium:      os.Getenv("OCTET_CHROMIUM"),
+	}
+	if s.chromium == "" {
+		s.chromium = "/usr/bin/chromium"
+	}
+	for _, p := range []string{s.codeServer, filepath.Join(s.node24, "node"), filepath.Join(dir, "app", "node_modules", "puppeteer-core")} {
+		if _, err := os.Stat(p); err != nil {
+			missing("code-server is not installed (" + p + " missing)")
+		}
+	}
+	if _, err := os.Stat(s.chromium); err != nil {
+		missing("chromium is not installed at " + s.chromium)
+	}
+	if _, err := os.Stat(filepath.Join("node_modules", "@vscode", "vsce")); err != nil {
+		missing("the extension's npm packages are not installed (editors/vscode/node_modules)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		missing("node is not installed")
+	}
+	s.npmNode = node
+	return s
+}
+
+// run runs a command, failing the test with its output on error.
+func run(t *testing.T, dir string, env []string, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.Env = env
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+// packageVSIX compiles and packages the extension into dir/octet.vsix.
+func packageVSIX(t *testing.T, s stack, dir string) string {
+	t.Helper()
+	vsix := filepath.Join(dir, "octet.vsix")
+	env := os.Environ()
+	run(t, ".", env, s.npmNode, "node_modules/typescript/bin/tsc", "-p", ".")
+	run(t, ".", env, s.npmNode, "node_modules/@vscode/vsce/vsce", "package", "--allow-missing-repository", "--skip-license", "-o", vsix)
+	return vsix
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// startCodeServer starts code-server on a free loopback port and returns
+// its URL; it is stopped (with its extension host and octet) at the end.
+func startCodeServer(t *testing.T, s stack, env []string, userDir, extDir, ws string) string {
+	t.Helper()
+	port := freePort(t)
+	log, err := os.Create(filepath.Join(filepath.Dir(userDir), "code-server.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(s.codeServer, "--auth", "none", "--bind-addr", fmt.Sprintf("127.0.0.1:%d", port),
+		"--disable-telemetry", "--disable-update-check", "--user-data-dir", userDir, "--extensions-dir", extDir, ws)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting code-server: %v", err)
+	}
+	t.Cleanup(func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+		log.Close()
+	})
+	url := fmt.Sprintf("http://127.0.0.1:%d", port)
+	for end := time.Now().Add(60 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		if c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port)); err == nil {
+			c.Close()
+			return url
+		}
+	}
+	t.Fatalf("code-server did not listen on %s", url)
+	return ""
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVSCodeChatApprovals installs the .vsix into code-server, opens a
+// workspace, sends a prompt through the chat view, opens the approval's
+// diff and approves it from the notification (the file changes on disk),
+// checks the session is listed, denies a second edit with a reason (the
+// model is told it; the file stays), reloads the window (the last
+// session comes back in the chat), and approves in the chat an edit of a
+// file open in the editor (it lands in the unsaved buffer; undo reverts it).
+func TestVSCodeChatApprovals(t *testing.T) {
+	s := findStack(t)
+	tmp := t.TempDir()
+	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
+	userDir, extDir, shots := filepath.Join(tmp, "user"), filepath.Join(tmp, "ext"), os.Getenv("OCTET_E2E_SHOTS")
+	if shots == "" {
+		shots = filepath.Join(tmp, "shots")
+	}
+	for _, d := range []string{ws, home, extDir, shots} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
+	writeFile(t, filepath.Join(ws, "b.txt"), "bye\n")
+	writeFile(t, filepath.Join(ws, "c.txt"), "quiet\n")
+
+	bin := filepath.Join(tmp, "octet")
+	run(t, ".", os.Environ(), "go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet")
+	settings, _ := json.Marshal(map[string]any{
+		"octet.path":                                   bin,
+		"security.workspace.trust.enabled":             false,
+		"workbench.startupEditor":                      "none",
+		"workbench.tips.enabled":                       false,
+		"workbench.secondarySideBar.defaultVisibility": "hidden",
+		"chat.disableAIFeatures":                       true,
+		"telemetry.telemetryLevel":                     "off",
+		"extensions.autoCheckUpdates":                  false,
+		// VS Code for the Web saves after a delay by default; the test
+		// checks that octet's edit of an open file stays in its buffer.
+		"files.autoSave": "off",
+	})
+	writeFile(t, filepath.Join(userDir, "User", "settings.json"), string(settings))
+	// octet.path is machine-scoped (a workspace cannot choose the binary):
+	// in code-server that is the remote's Machine settings.
+	machine, _ := json.Marshal(map[string]any{"octet.path": bin})
+	writeFile(t, filepath.Join(userDir, "Machine", "settings.json"), string(machine))
+
+	prov := providertest.New(t)
+	prov.Enqueue(
+		providertest.Reply(providertest.Reasoning("enc", "The user wants a greeting: edit a.txt."), providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"hello, world"}`)),
+		providertest.Text("I changed `a.txt` as asked:\n\n- `hello` is now **hello, world**"),
+		providertest.Reply(providertest.FunctionCall("call_2", "edit", `{"path":"b.txt","old_text":"bye","new_text":"farewell"}`)),
+		providertest.Text("Understood: b.txt stays as it was."),
+		providertest.Reply(providertest.FunctionCall("call_3", "edit", `{"path":"c.txt","old_text":"quiet","new_text":"LOUD"}`)),
+		providertest.Text("c.txt is loud now."),
+	)
+	env := append(os.Environ(),
+		"PATH="+s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_CACHE_HOME="+tmp, "HOME="+tmp,
+	)
+	vsix := packageVSIX(t, s, tmp)
+	run(t, tmp, env, s.codeServer, "--user-data-dir", userDir, "--extensions-dir", extDir, "--install-extension", vsix)
+	url := startCodeServer(t, s, env, userDir, extDir, ws)
+
+	cfg, _ := json.Marshal(map[string]string{
+		"codeServerDir": s.codeServerDir, "chromium": s.chromium, "url": url, "workspace": ws, "shots": shots,
+		"approvePrompt": "Please greet the world in a.txt", "proposedText": "hello, world",
+		"approveAnswer": "I changed a.txt as asked:", "sessionTitle": "Please greet the world in a.txt",
+		"denyPrompt": "Now change b.txt too", "denyReason": "b.txt is frozen", "denyAnswer": "b.txt stays as it was.",
+		"openFile": "c.txt", "bufferPrompt": "Shout in c.txt", "bufferText": "LOUD", "bufferAnswer": "c.txt is loud now.",
+		"newTitle": "Greetings",
+	})
+	cfgPath := filepath.Join(tmp, "drive.json")
+	writeFile(t, cfgPath, string(cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	drive := exec.CommandContext(ctx, filepath.Join(s.node24, "node"), filepath.Join("e2e", "drive.mjs"), cfgPath)
+	drive.Env = env
+	var stderr bytes.Buffer
+	drive.Stderr = &stderr
+	out, err := drive.Output()
+	var seen struct {
+		Failed, ApprovalNotification, DiffTab string
+		RunDiffTab                            string
+		ChatAfterApprove, ChatAfterDeny       string
+		StatusBefore, StatusAfter             string
+		SessionListed, Restored               bool
+		ReasoningCollapsed, DiffClosed        bool
+		FileLinks                             []string
+		BufferAfterEdit, BufferAfterUndo      string
+		BufferDirty, Renamed                  bool
+		ForkRows, RowsAfterDelete             int
+	}
+	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
+		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
+		octetLog := extensionLog(userDir)
+		t.Fatalf("driver: %v %v\n%s\nstderr: %s\nscreenshots in %s\ncode-server log:\n%s\noctet output channel:\n%s",
+			err, jerr, out, stderr.String(), shots, tail(logs), octetLog)
+	}
+
+	// The approved edit reached the file; the denied one did not.
+	if got, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(got) != "hello, world\n" {
+		t.Errorf("a.txt = %q after approving, want %q", got, "hello, world\n")
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "b.txt")); string(got) != "bye\n" {
+		t.Errorf("b.txt = %q after denying, want it unchanged", got)
+	}
+	if !strings.Contains(seen.ApprovalNotification, "edit a.txt") {
+		t.Errorf("approval notification %q does not name the edit", seen.ApprovalNotification)
+	}
+	if !strings.Contains(seen.DiffTab, "a.txt") {
+		t.Errorf("diff editor tab %q does not name a.txt", seen.DiffTab)
+	}
+	if !strings.Contains(seen.StatusBefore, "Ask") {
+		t.Errorf("status bar %q does not show the Ask policy mode", seen.StatusBefore)
+	}
+	if !strings.Contains(seen.RunDiffTab, "a.txt") {
+		t.Errorf("the run's open diff tab %q does not name a.txt", seen.RunDiffTab)
+	}
+	if !seen.DiffClosed {
+		t.Errorf("the approval's diff editor stayed open after approving")
+	}
+	if !seen.ReasoningCollapsed {
+		t.Errorf("the reasoning is not shown collapsed: %s", seen.ChatAfterApprove)
+	}
+	if !slices.Contains(seen.FileLinks, "a.txt") {
+		t.Errorf("no clickable reference to a.txt in the chat (file links %v)", seen.FileLinks)
+	}
+	if !seen.SessionListed || !seen.Restored {
+		t.Errorf("session listed %v, restored after reload %v", seen.SessionListed, seen.Restored)
+	}
+	// The edit of the open c.txt went into its buffer (unsaved: the file on
+	// disk is untouched), and the editor's undo took it back.
+	if !strings.Contains(seen.BufferAfterEdit, "LOUD") || !seen.BufferDirty {
+		t.Errorf("c.txt's buffer after the edit = %q (dirty %v), want LOUD, unsaved", seen.BufferAfterEdit, seen.BufferDirty)
+	}
+	if !strings.Contains(seen.BufferAfterUndo, "quiet") {
+		t.Errorf("c.txt's buffer after undo = %q, want quiet", seen.BufferAfterUndo)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "c.txt")); string(got) != "quiet\n" {
+		t.Errorf("c.txt on disk = %q, want it unchanged (the edit belongs to the buffer)", got)
+	}
+	// The model was told of the denial and its reason.
+	reqs := prov.Requests()
+	if len(reqs) != 6 {
+		t.Fatalf("provider got %d requests, want 6", len(reqs))
+	}
+	if raw := string(reqs[3].Raw); !strings.Contains(raw, "b.txt is frozen") {
+		t.Errorf("the request after the denial does not carry the reason: %s", raw)
+	}
+	// Renamed, forked, and the fork deleted: one session file, titled.
+	if !seen.Renamed || seen.ForkRows != 2 || seen.RowsAfterDelete != 1 {
+		t.Errorf("sessions view: renamed %v, rows after fork %d (want 2), after deleting the fork %d (want 1)", seen.Renamed, seen.ForkRows, seen.RowsAfterDelete)
+	}
+	sessions, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
+	if len(sessions) != 1 {
+		t.Fatalf("session files %v, want one", sessions)
+	}
+	if data, _ := os.ReadFile(sessions[0]); !strings.Contains(string(data), `{"kind":"title","title":"Greetings"}`) {
+		t.Errorf("the session file does not record the new title:\n%s", tail(data))
+	}
+	t.Logf("screenshots in %s", shots)
+}
+
+// extensionLog returns the octet output channel's log files.
+func extensionLog(userDir string) string {
+	files, _ := filepath.Glob(filepath.Join(userDir, "logs", "*", "exthost*", "octet.octet-vscode", "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		b.Write(tail(data))
+	}
+	return b.String()
+}
+
+func tail(b []byte) []byte {
+	if len(b) > 8000 {
+		return b[len(b)-8000:]
+	}
+	return b
+}

@@ -1,0 +1,98 @@
+// The chat webview's script: draws the HTML the extension sends and posts
+// the user's actions back. It renders no text itself.
+(function () {
+  const vscode = acquireVsCodeApi();
+  const log = document.getElementById("log");
+  const prompt = document.getElementById("prompt");
+  const send = document.getElementById("send");
+  const cancel = document.getElementById("cancel");
+  const followUp = document.getElementById("followUp");
+  const stateEl = document.getElementById("state");
+  let running = false;
+
+  function atBottom() {
+    return window.innerHeight + window.scrollY >= document.body.scrollHeight - 40;
+  }
+  function fromHtml(html) {
+    const t = document.createElement("template");
+    t.innerHTML = html;
+    return t.content.firstElementChild;
+  }
+  function setState(state) {
+    running = state === "running" || state === "waiting_for_approval";
+    stateEl.textContent = state === "waiting_for_approval" ? "waiting for approval" : state === "none" ? "" : state;
+    send.textContent = running ? "Steer" : "Send";
+    send.title = running ? "Send to the running model at its next step" : "";
+    cancel.hidden = !running;
+    followUp.hidden = !running;
+  }
+  function keepOpen(old, el) {
+    // Keep a details element the user opened open across redraws.
+    const was = old.querySelectorAll("details");
+    const now = el.querySelectorAll("details");
+    was.forEach((d, i) => {
+      if (now[i] && d.open) now[i].open = true;
+    });
+  }
+  window.addEventListener("message", (e) => {
+    const m = e.data;
+    const stick = atBottom();
+    if (m.type === "reset") {
+      log.textContent = "";
+      for (const html of m.items) log.appendChild(fromHtml(html));
+      setState(m.state);
+    } else if (m.type === "upsert") {
+      const el = fromHtml(m.html);
+      const old = document.getElementById(m.id);
+      if (old) {
+        keepOpen(old, el);
+        old.replaceWith(el);
+      } else log.appendChild(el);
+    } else if (m.type === "remove") {
+      const old = document.getElementById(m.id);
+      if (old) old.remove();
+    } else if (m.type === "state") {
+      setState(m.state);
+    }
+    if (stick) window.scrollTo(0, document.body.scrollHeight);
+  });
+  function submit(mode) {
+    const text = prompt.value.trim();
+    if (text === "") return;
+    vscode.postMessage({ type: "send", text, mode });
+    prompt.value = "";
+  }
+  document.getElementById("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    submit(running ? "steer" : "prompt");
+  });
+  prompt.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      submit(running ? "steer" : "prompt");
+    }
+  });
+  followUp.addEventListener("click", () => submit("followUp"));
+  cancel.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
+  log.addEventListener("click", (e) => {
+    const t = e.target.closest("a, button");
+    if (!t) return;
+    const d = t.dataset;
+    if (d.approval) {
+      e.preventDefault();
+      vscode.postMessage({ type: "approval", digest: d.approval, decision: d.decision });
+    } else if (d.action) {
+      vscode.postMessage({ type: "action", action: d.action });
+    } else if (t.classList.contains("open-diff")) {
+      e.preventDefault();
+      vscode.postMessage({ type: "openDiff", runId: d.run, path: d.path });
+    } else if (d.file) {
+      e.preventDefault();
+      vscode.postMessage({ type: "openFile", path: d.file, line: d.line ? Number(d.line) : undefined });
+    } else if (d.href) {
+      e.preventDefault();
+      vscode.postMessage({ type: "openHref", href: d.href });
+    }
+  });
+  vscode.postMessage({ type: "ready" });
+})();

@@ -1,0 +1,427 @@
+// The chat transcript as the extension shows it, built from octet/event
+// and octet/recoveredOutput notifications, from resume transcripts and
+// from the extension's own actions. It knows nothing of VS Code.
+
+import type {
+  ConfirmEffectParams,
+  EventParams,
+  FileChange,
+  RecoveredOutputParams,
+  TranscriptEntry,
+  Usage,
+} from "./protocol";
+
+/** An action offered with an error. */
+export type ErrorAction = "retry" | "newSession" | "showLog" | "selectModel" | "openSettings" | "restart";
+
+export type ToolStatus = "streaming" | "waiting" | "running" | "ok" | "error" | "denied";
+
+/** A tool call in the chat. */
+export interface ToolItem {
+  id: string;
+  kind: "tool";
+  runId: string;
+  callId: string;
+  name: string;
+  args: string;
+  output: string;
+  status: ToolStatus;
+  reason?: string;
+  changes?: FileChange[];
+}
+
+export type ChatItem =
+  | { id: string; kind: "user"; text: string }
+  | { id: string; kind: "assistant"; runId: string; text: string; reasoning: string; committed: boolean }
+  | ToolItem
+  | { id: string; kind: "recovered"; runId: string; channel: string; text: string }
+  | { id: string; kind: "approval"; params: ConfirmEffectParams; state: "pending" | "approved" | "denied" | "withdrawn" }
+  | { id: string; kind: "run"; runId: string; outcome: string; changes: FileChange[] }
+  | { id: string; kind: "error"; text: string; actions: ErrorAction[] }
+  | { id: string; kind: "info"; text: string };
+
+/** The state of the session the chat shows. */
+export type SessionState = "none" | "idle" | "running" | "waiting_for_approval";
+
+/** ChatModel is the transcript and status of one session. */
+export class ChatModel {
+  items: ChatItem[] = [];
+  state: SessionState = "none";
+  runId: string | undefined;
+  /** sessionUsage is the session's known usage before the current run. */
+  sessionUsage: Usage = {};
+  /** runUsage is the current run's usage so far (its usage events). */
+  runUsage: Usage = {};
+  private n = 0;
+  private dirty = new Set<string>();
+  private reset = false;
+
+  /** nextId returns a new item id. */
+  private nextId(): string {
+    return `i${++this.n}`;
+  }
+
+  private add<T extends ChatItem>(item: T): T {
+    this.items.push(item);
+    this.dirty.add(item.id);
+    return item;
+  }
+
+  private touch(item: ChatItem): void {
+    this.dirty.add(item.id);
+  }
+
+  /** clear empties the transcript (a new or resumed session). */
+  clear(): void {
+    this.items = [];
+    this.state = "none";
+    this.runId = undefined;
+    this.sessionUsage = {};
+    this.runUsage = {};
+    this.dirty.clear();
+    this.reset = true;
+  }
+
+  /**
+   * takeChanges returns what changed since the last call: reset when the
+   * whole transcript must be drawn again, else the ids of changed items
+   * (removed items are in the list but no longer in items).
+   */
+  takeChanges(): { reset: boolean; ids: string[] } {
+    const c = { reset: this.reset, ids: [...this.dirty] };
+    this.reset = false;
+    this.dirty.clear();
+    return c;
+  }
+
+  addUser(text: string): void {
+    this.add({ id: this.nextId(), kind: "user", text });
+  }
+
+  addInfo(text: string): void {
+    this.add({ id: this.nextId(), kind: "info", text });
+  }
+
+  addError(text: string, actions: ErrorAction[]): void {
+    this.add({ id: this.nextId(), kind: "error", text, actions });
+  }
+
+  /** addApproval shows a pending approval; a second copy of one is ignored. */
+  addApproval(params: ConfirmEffectParams): void {
+    if (this.findApproval(params.digest)) {
+      return;
+    }
+    this.add({ id: this.nextId(), kind: "approval", params, state: "pending" });
+  }
+
+  private findApproval(digest: string) {
+    const d = digest.toLowerCase();
+    return this.items.find(
+      (i): i is Extract<ChatItem, { kind: "approval" }> => i.kind === "approval" && i.params.digest.toLowerCase() === d,
+    );
+  }
+
+  /** settleApproval records how a pending approval ended. */
+  settleApproval(digest: string, state: "approved" | "denied" | "withdrawn"): void {
+    const a = this.findApproval(digest);
+    if (a && a.state === "pending") {
+      a.state = state;
+      this.touch(a);
+    }
+  }
+
+  /** pendingApprovals are the approvals still waiting for an answer. */
+  pendingApprovals(): ConfirmEffectParams[] {
+    return this.items.flatMap((i) => (i.kind === "approval" && i.state === "pending" ? [i.params] : []));
+  }
+
+  private openAssistant(runId: string) {
+    const last = this.items[this.items.length - 1];
+    if (last && last.kind === "assistant" && !last.committed && last.runId === runId) {
+      return last;
+    }
+    for (let i = this.items.length - 1; i >= 0; i--) {
+      const it = this.items[i];
+      if (it.kind === "assistant" && !it.committed && it.runId === runId) {
+        return it;
+      }
+      if (it.kind !== "tool") {
+        break;
+      }
+    }
+    return this.add({ id: this.nextId(), kind: "assistant", runId, text: "", reasoning: "", committed: false });
+  }
+
+  private tool(runId: string, callId: string): ToolItem {
+    const t = this.items.find((i): i is ToolItem => i.kind === "tool" && i.callId === callId && i.runId === runId);
+    return t ?? this.add<ToolItem>({ id: this.nextId(), kind: "tool", runId, callId, name: "", args: "", output: "", status: "streaming" });
+  }
+
+  /** discardProvisional drops the output of an attempt the provider retries. */
+  private discardProvisional(runId: string): void {
+    const keep = this.items.filter((i) => {
+      const drop =
+        (i.kind === "assistant" && !i.committed && i.runId === runId) ||
+        (i.kind === "tool" && i.status === "streaming" && i.runId === runId);
+      if (drop) {
+        this.dirty.add(i.id);
+      }
+      return !drop;
+    });
+    this.items = keep;
+  }
+
+  /** applyEvent folds one octet/event into the transcript. */
+  applyEvent(p: EventParams): void {
+    const e = p.event;
+    const runId = p.runId;
+    const str = (k: string): string => (typeof e[k] === "string" ? (e[k] as string) : "");
+    switch (e.kind) {
+      case "run_started":
+        this.runId = str("runId") || runId;
+        this.state = "running";
+        break;
+      case "session_state": {
+        const s = str("state");
+        this.state = s === "running" || s === "waiting_for_approval" ? s : "idle";
+        this.runId = str("activeRunId") || undefined;
+        break;
+      }
+      case "output_delta": {
+        const a = this.openAssistant(runId);
+        if (str("channel") === "reasoning") {
+          a.reasoning += str("text");
+        } else {
+          a.text += str("text");
+        }
+        this.touch(a);
+        break;
+      }
+      case "assistant_committed": {
+        const a = this.items.find((i) => i.kind === "assistant" && !i.committed && i.runId === runId);
+        if (a && a.kind === "assistant") {
+          a.committed = true;
+          this.touch(a);
+        }
+        break;
+      }
+      case "tool_call_started": {
+        const t = this.tool(runId, str("callId"));
+        t.name = str("name");
+        this.touch(t);
+        break;
+      }
+      case "tool_call_delta": {
+        const t = this.tool(runId, str("callId"));
+        t.args += str("delta");
+        this.touch(t);
+        break;
+      }
+      case "tool_started": {
+        const t = this.tool(runId, str("callId"));
+        t.name ||= str("tool");
+        if (t.status === "streaming" || t.status === "waiting") {
+          t.status = "running";
+        }
+        this.touch(t);
+        break;
+      }
+      case "tool_policy_decision": {
+        const t = this.tool(runId, str("callId"));
+        if (str("decision") === "denied") {
+          t.status = "denied";
+          t.reason = str("reason");
+        } else if (t.status === "streaming" || t.status === "waiting") {
+          t.status = "running";
+        }
+        this.touch(t);
+        break;
+      }
+      case "tool_output": {
+        const t = this.tool(runId, str("callId"));
+        t.output += str("text");
+        this.touch(t);
+        break;
+      }
+      case "tool_finished": {
+        const t = this.tool(runId, str("callId"));
+        if (t.status !== "denied") {
+          t.status = e.isError === true ? "error" : "ok";
+        }
+        if (Array.isArray(e.changes)) {
+          t.changes = e.changes as FileChange[];
+        }
+        this.touch(t);
+        break;
+      }
+      case "provider_retry":
+        if (e.operation === null || e.operation === undefined || e.operation === "") {
+          this.discardProvisional(runId);
+        }
+        break;
+      case "usage":
+        this.runUsage = e as Usage;
+        break;
+      case "run_finished":
+        this.finishRun(runId, str("outcome"), str("error"));
+        break;
+      default:
+        break;
+    }
+  }
+
+  /**
+   * usage is the session's usage including the current run: the known
+   * totals, complete only when both parts are, and the latest context fill.
+   */
+  usage(): Usage {
+    const a = this.sessionUsage;
+    const b = this.runUsage;
+    const sum = (x?: number, y?: number) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
+    return {
+      input: sum(a.input, b.input),
+      cachedInput: sum(a.cachedInput, b.cachedInput),
+      output: sum(a.output, b.output),
+      reasoning: sum(a.reasoning, b.reasoning),
+      costMicros: sum(a.costMicros, b.costMicros),
+      complete: a.complete !== false && b.complete !== false,
+      contextTokens: b.contextTokens ?? a.contextTokens,
+      contextWindow: b.contextWindow ?? a.contextWindow,
+    };
+  }
+
+  private finishRun(runId: string, outcome: string, error: string): void {
+    this.sessionUsage = this.usage();
+    this.runUsage = {};
+    this.state = "idle";
+    this.runId = undefined;
+    for (const i of this.items) {
+      if (i.kind === "approval" && i.state === "pending" && i.params.runId === runId) {
+        i.state = "withdrawn";
+        this.touch(i);
+      }
+      if (i.kind === "tool" && i.runId === runId && (i.status === "running" || i.status === "waiting" || i.status === "streaming")) {
+        i.status = "error";
+        this.touch(i);
+      }
+    }
+    const changes = this.items.flatMap((i) => (i.kind === "tool" && i.runId === runId && i.changes ? i.changes : []));
+    this.add({ id: this.nextId(), kind: "run", runId, outcome, changes: mergeChanges(changes) });
+    if (outcome === "failed") {
+      this.addError(error || "The run failed.", actionsFor(error));
+    }
+  }
+
+  /** addRecovered shows recovered output of an interrupted attempt. */
+  addRecovered(p: RecoveredOutputParams): void {
+    if (p.text === "") {
+      return;
+    }
+    this.add({ id: this.nextId(), kind: "recovered", runId: p.runId, channel: p.channel, text: p.text });
+  }
+
+  /** setWaiting marks the call an approval is for as waiting. */
+  setWaiting(p: ConfirmEffectParams): void {
+    const t = this.tool(p.runId, p.callId);
+    t.name ||= p.tool;
+    t.status = "waiting";
+    this.touch(t);
+    this.state = "waiting_for_approval";
+  }
+
+  /** loadTranscript replaces the transcript with a resumed session's. */
+  loadTranscript(entries: TranscriptEntry[], recovered: RecoveredOutputParams[] = []): void {
+    this.clear();
+    const tools = new Map<string, ToolItem>();
+    for (const e of entries) {
+      const runId = e.runId ?? "";
+      switch (e.type) {
+        case "user":
+        case "steering":
+        case "follow_up":
+          this.addUser(e.text ?? "");
+          break;
+        case "assistant": {
+          let text = "";
+          let reasoning = "";
+          const calls: TranscriptItemCall[] = [];
+          for (const it of e.items ?? []) {
+            if (it.type === "text") {
+              text += it.text ?? "";
+            } else if (it.type === "reasoning") {
+              reasoning += it.text ?? "";
+            } else if (it.type === "function_call") {
+              calls.push({ callId: it.callId ?? "", name: it.name ?? "", args: it.arguments ?? "" });
+            }
+          }
+          if (text !== "" || reasoning !== "") {
+            this.add({ id: this.nextId(), kind: "assistant", runId, text, reasoning, committed: true });
+          }
+          for (const c of calls) {
+            const t = this.add<ToolItem>({ id: this.nextId(), kind: "tool", runId, callId: c.callId, name: c.name, args: c.args, output: "", status: "ok" });
+            tools.set(c.callId, t);
+          }
+          break;
+        }
+        case "tool_result": {
+          const r = e.result;
+          if (!r) {
+            break;
+          }
+          const t = tools.get(r.callId);
+          if (t) {
+            t.output = r.text;
+            t.status = r.isError ? "error" : "ok";
+            t.changes = r.details?.changes;
+          }
+          break;
+        }
+        case "compaction":
+          this.addInfo("Earlier conversation compacted.");
+          break;
+        default:
+          break;
+      }
+    }
+    for (const r of recovered) {
+      this.addRecovered(r);
+    }
+    this.state = "idle";
+    this.reset = true;
+  }
+
+  /** runChanges are the changes listed for a finished run. */
+  runChanges(runId: string): FileChange[] {
+    const r = this.items.find((i) => i.kind === "run" && i.runId === runId);
+    return r && r.kind === "run" ? r.changes : [];
+  }
+}
+
+interface TranscriptItemCall {
+  callId: string;
+  name: string;
+  args: string;
+}
+
+/** mergeChanges keeps one change per path, the last one. */
+export function mergeChanges(changes: FileChange[]): FileChange[] {
+  const m = new Map<string, FileChange>();
+  for (const c of changes) {
+    m.set(c.path, c);
+  }
+  return [...m.values()].sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
+}
+
+/** actionsFor chooses the actions offered with a failed run's error. */
+export function actionsFor(error: string): ErrorAction[] {
+  const actions: ErrorAction[] = ["retry"];
+  if (/hard usage ceiling|start a new session/i.test(error)) {
+    actions.unshift("newSession");
+    actions.splice(actions.indexOf("retry"), 1);
+  }
+  if (/model/i.test(error)) {
+    actions.push("selectModel");
+  }
+  actions.push("showLog");
+  return actions;
+}

@@ -1,0 +1,112 @@
+// The chat view: a webview view that shows a ChatModel and sends what the
+// user does back to the controller.
+
+import * as crypto from "node:crypto";
+import * as vscode from "vscode";
+import type { ChatModel } from "./chatModel";
+import { renderItem } from "./render";
+
+/** A message from the webview's script. */
+export type ViewMessage =
+  | { type: "ready" }
+  | { type: "send"; text: string; mode: "prompt" | "steer" | "followUp" }
+  | { type: "approval"; digest: string; decision: string }
+  | { type: "action"; action: string }
+  | { type: "openFile"; path: string; line?: number }
+  | { type: "openHref"; href: string }
+  | { type: "openDiff"; runId: string; path: string }
+  | { type: "cancel" };
+
+/** ChatView draws the model in the octet.chat webview view. */
+export class ChatView implements vscode.WebviewViewProvider {
+  static readonly viewId = "octet.chat";
+  private view: vscode.WebviewView | undefined;
+  private ready = false;
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly model: ChatModel,
+    private readonly onMessage: (m: ViewMessage) => void,
+  ) {}
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    this.ready = false;
+    const media = vscode.Uri.joinPath(this.extensionUri, "media");
+    view.webview.options = { enableScripts: true, localResourceRoots: [media] };
+    view.webview.html = this.html(view.webview, media);
+    view.webview.onDidReceiveMessage((m: ViewMessage) => {
+      if (m.type === "ready") {
+        this.ready = true;
+        this.redraw();
+        return;
+      }
+      this.onMessage(m);
+    });
+    view.onDidDispose(() => {
+      this.view = undefined;
+      this.ready = false;
+    });
+  }
+
+  /** reveal shows the view. */
+  async reveal(): Promise<void> {
+    if (this.view) {
+      this.view.show(true);
+    } else {
+      await vscode.commands.executeCommand(`${ChatView.viewId}.focus`);
+    }
+  }
+
+  /** redraw draws every item again. */
+  redraw(): void {
+    this.model.takeChanges();
+    this.post({ type: "reset", items: this.model.items.map(renderItem), state: this.model.state });
+  }
+
+  /** update draws what changed in the model since the last update. */
+  update(): void {
+    if (!this.view || !this.ready) {
+      return;
+    }
+    const c = this.model.takeChanges();
+    if (c.reset) {
+      this.post({ type: "reset", items: this.model.items.map(renderItem), state: this.model.state });
+      return;
+    }
+    const byId = new Map(this.model.items.map((i) => [i.id, i]));
+    for (const id of c.ids) {
+      const item = byId.get(id);
+      this.post(item ? { type: "upsert", id, html: renderItem(item) } : { type: "remove", id });
+    }
+    this.post({ type: "state", state: this.model.state });
+  }
+
+  private post(m: unknown): void {
+    void this.view?.webview.postMessage(m);
+  }
+
+  private html(webview: vscode.Webview, media: vscode.Uri): string {
+    const nonce = crypto.randomBytes(16).toString("base64");
+    const css = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.css"));
+    const js = webview.asWebviewUri(vscode.Uri.joinPath(media, "chat.js"));
+    return `<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src ${webview.cspSource}; script-src 'nonce-${nonce}';">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="${css}"><title>octet</title></head>
+<body>
+<div id="log" role="log" aria-live="polite"></div>
+<form id="composer">
+  <textarea id="prompt" rows="3" placeholder="Ask octet… (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
+  <div class="row">
+    <span id="state"></span>
+    <button type="button" id="cancel" class="secondary" hidden>Cancel</button>
+    <button type="button" id="followUp" class="secondary" hidden title="Deliver when the run would end">Queue follow-up</button>
+    <button type="submit" id="send">Send</button>
+  </div>
+</form>
+<script nonce="${nonce}" src="${js}"></script>
+</body></html>`;
+  }
+}

@@ -1,0 +1,48 @@
+// Starting `octet lsp` with vscode-languageclient.
+
+import * as vscode from "vscode";
+import {
+  LanguageClient,
+  type ClientCapabilities,
+  type FeatureState,
+  type LanguageClientOptions,
+  type ServerOptions,
+  type StaticFeature,
+} from "vscode-languageclient/node";
+import { resolveBinary } from "./binary";
+
+/** OctetFeature advertises octet's experimental client capabilities. */
+class OctetFeature implements StaticFeature {
+  fillClientCapabilities(caps: ClientCapabilities): void {
+    caps.experimental = { ...(caps.experimental as object | undefined), octet: { confirmEffect: true, events: true, recoveredOutput: true } };
+  }
+  initialize(): void {}
+  getState(): FeatureState {
+    return { kind: "static" };
+  }
+  clear(): void {}
+}
+
+/** createClient returns a client for `octet lsp`, or the reason it cannot start. */
+export function createClient(output: vscode.LogOutputChannel): { client: LanguageClient } | { error: string } {
+  const cfg = vscode.workspace.getConfiguration("octet");
+  const bin = resolveBinary(cfg.get<string>("path", ""), process.env.PATH);
+  if ("error" in bin) {
+    return bin;
+  }
+  const args = ["lsp", ...cfg.get<string[]>("args", [])];
+  output.info(`starting ${bin.path} ${args.join(" ")}`);
+  const server: ServerOptions = { command: bin.path, args, options: { env: process.env } };
+  const options: LanguageClientOptions = {
+    // Every file of the workspace is synced, so octet reads unsaved
+    // buffers and edits open documents through workspace/applyEdit.
+    documentSelector: [{ scheme: "file" }],
+    outputChannel: output,
+    initializationOptions: { logLevel: cfg.get<string>("logLevel", "info") },
+    // octet's approvals and failures are shown by the extension.
+    connectionOptions: { maxRestartCount: 3 },
+  };
+  const client = new LanguageClient("octet", "octet", server, options);
+  client.registerFeature(new OctetFeature());
+  return { client };
+}

@@ -1,0 +1,788 @@
+// The controller: one octet lsp client, the session the chat shows, and
+// every command, approval and view action.
+
+import * as path from "node:path";
+import * as vscode from "vscode";
+import type { CancellationToken, LanguageClient } from "vscode-languageclient/node";
+import { ChatModel, type ErrorAction } from "./chatModel";
+import type { ViewMessage } from "./chatView";
+import { ChatView } from "./chatView";
+import { createClient } from "./client";
+import { diffPath } from "./diff";
+import { DiffDocuments, showChange, showProposed } from "./diffDocs";
+import { modeOf, modes, policyOf } from "./policy";
+import {
+  ErrorCodes,
+  type ConfirmEffectParams,
+  type ConfirmEffectResult,
+  type EffectiveToolPolicy,
+  type EventParams,
+  type FileChange,
+  type ModelInfo,
+  type PromptResult,
+  type RecoveredOutputParams,
+  type ResumeResult,
+  type SessionInfo,
+  type TranscriptEntry,
+} from "./protocol";
+import { SessionNode, SessionsTree } from "./sessionsTree";
+import { Status } from "./status";
+
+const lastSessionKey = "octet.lastSession";
+
+interface Pending {
+  params: ConfirmEffectParams;
+  resolve: (r: ConfirmEffectResult) => void;
+}
+
+/** errorCode returns a JSON-RPC error's code, if it is one. */
+function errorCode(e: unknown): number | undefined {
+  return typeof e === "object" && e !== null && typeof (e as { code?: unknown }).code === "number" ? (e as { code: number }).code : undefined;
+}
+
+function message(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}
+
+/** Octet is the extension's state. */
+export class Octet implements vscode.Disposable {
+  private client: LanguageClient | undefined;
+  readonly model = new ChatModel();
+  private sessionId: string | undefined;
+  private modelName = "";
+  private policy: string | undefined;
+  private lastPrompt: string | undefined;
+  private pending = new Map<string, Pending>();
+  /** approvalDiffs maps a pending approval to its proposed-content URI. */
+  private approvalDiffs = new Map<string, string>();
+  private readonly docs = new DiffDocuments();
+  private readonly status = new Status();
+  readonly view: ChatView;
+  readonly tree: SessionsTree;
+  private disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly ctx: vscode.ExtensionContext,
+    private readonly output: vscode.LogOutputChannel,
+  ) {
+    this.view = new ChatView(ctx.extensionUri, this.model, (m) => void this.onView(m));
+    this.tree = new SessionsTree(() => this.listSessions(), () => this.sessionId);
+    this.disposables.push(
+      vscode.workspace.registerTextDocumentContentProvider("octet-diff", this.docs),
+      vscode.window.registerWebviewViewProvider(ChatView.viewId, this.view, { webviewOptions: { retainContextWhenHidden: true } }),
+      vscode.window.createTreeView("octet.sessions", { treeDataProvider: this.tree }),
+      this.docs,
+      this.status,
+    );
+    this.refresh();
+  }
+
+  /** commands maps each contributed command to its handler. */
+  commands(): Record<string, (...args: never[]) => unknown> {
+    return {
+      "octet.newSession": () => this.newSession(),
+      "octet.cancelRun": () => this.cancel(),
+      "octet.finishNow": () => this.finishNow(),
+      "octet.showRunDiff": () => this.showRunDiff(),
+      "octet.rewind": () => this.rewind(),
+      "octet.selectModel": () => this.selectModel(),
+      "octet.policyMode": () => this.pickPolicy(),
+      "octet.showLog": () => this.output.show(),
+      "octet.restartServer": () => this.restart(),
+      "octet.refreshSessions": () => this.tree.refresh(),
+      "octet.resumeSession": (n: SessionNode) => this.resume(n.info.sessionId),
+      "octet.renameSession": (n: SessionNode) => this.rename(n),
+      "octet.forkSession": (n: SessionNode) => this.fork(n),
+      "octet.deleteSession": (n: SessionNode) => this.deleteSession(n),
+    };
+  }
+
+  private refresh(): void {
+    this.view.update();
+    const configured = policyOf(vscode.workspace.getConfiguration("octet").get<string>("policyMode", "ask"));
+    this.status.update(this.model, this.modelName, this.policy ?? configured);
+  }
+
+  // --- the server ---------------------------------------------------------
+
+  /** start starts octet lsp and restores the workspace's last session. */
+  async start(): Promise<void> {
+    const made = createClient(this.output);
+    if ("error" in made) {
+      this.output.error(made.error);
+      this.status.problem(made.error);
+      this.model.addError(made.error, ["openSettings", "restart"]);
+      this.refresh();
+      void vscode.window.showErrorMessage(made.error, "Open Settings").then((a) => {
+        if (a) {
+          void this.onAction("openSettings");
+        }
+      });
+      return;
+    }
+    const c = made.client;
+    this.client = c;
+    c.onNotification("octet/event", (p: EventParams) => this.onEvent(p));
+    c.onNotification("octet/recoveredOutput", (p: RecoveredOutputParams) => {
+      if (p.sessionId === this.sessionId) {
+        this.model.addRecovered(p);
+        this.refresh();
+      }
+    });
+    c.onRequest("octet/confirmEffect", (p: ConfirmEffectParams, token: CancellationToken) => this.confirm(p, token));
+    try {
+      await c.start();
+    } catch (e) {
+      const text = `octet lsp did not start: ${message(e)}`;
+      this.output.error(text);
+      this.status.problem(text);
+      this.model.addError(text, ["showLog", "openSettings", "restart"]);
+      this.refresh();
+      return;
+    }
+    await this.loadModels();
+    const last = this.ctx.workspaceState.get<string>(lastSessionKey);
+    if (last) {
+      await this.resume(last, true);
+    }
+    this.tree.refresh();
+    this.refresh();
+  }
+
+  private async restart(): Promise<void> {
+    const c = this.client;
+    this.client = undefined;
+    for (const [, p] of this.pending) {
+      p.resolve({ decision: "deny", digest: p.params.digest });
+    }
+    this.pending.clear();
+    if (c) {
+      await c.stop().catch(() => undefined);
+    }
+    this.sessionId = undefined;
+    this.model.clear();
+    await this.start();
+  }
+
+  private async request<T>(method: string, params: object): Promise<T> {
+    if (!this.client) {
+      throw new Error("octet is not running: see the octet output channel (octet: Show Log)");
+    }
+    return this.client.sendRequest<T>(method, params);
+  }
+
+  private async loadModels(): Promise<ModelInfo[]> {
+    try {
+      const r = await this.request<{ models: ModelInfo[]; default: string }>("octet/models", {});
+      if (this.modelName === "") {
+        this.modelName = vscode.workspace.getConfiguration("octet").get<string>("model", "") || r.default;
+      }
+      return r.models;
+    } catch (e) {
+      this.output.warn(`octet/models: ${message(e)}`);
+      return [];
+    }
+  }
+
+  private onEvent(p: EventParams): void {
+    if (p.sessionId !== this.sessionId) {
+      return;
+    }
+    this.model.applyEvent(p);
+    if (p.event.kind === "run_finished") {
+      this.tree.refresh();
+    }
+    this.refresh();
+  }
+
+  // --- sessions -------------------------------------------------------------
+
+  private workspaceRoot(): string | undefined {
+    return vscode.workspace.workspaceFolders?.[0]?.uri.fsPath;
+  }
+
+  private async listSessions(): Promise<SessionInfo[]> {
+    if (!this.client) {
+      return [];
+    }
+    const root = this.workspaceRoot();
+    const r = await this.request<{ sessions: SessionInfo[] }>("octet/session/list", root ? { cwd: root, limit: 200 } : { limit: 200 });
+    return root ? r.sessions.filter((s) => !s.cwd || s.cwd === root || s.cwd.startsWith(root + path.sep)) : r.sessions;
+  }
+
+  private setSession(id: string | undefined): void {
+    this.sessionId = id;
+    void this.ctx.workspaceState.update(lastSessionKey, id);
+    this.tree.refresh();
+  }
+
+  /** newSession starts a session in the configured policy mode and model. */
+  async newSession(): Promise<string | undefined> {
+    const cfg = vscode.workspace.getConfiguration("octet");
+    const params: Record<string, unknown> = { effectPolicy: policyOf(cfg.get<string>("policyMode", "ask")) };
+    const m = cfg.get<string>("model", "");
+    if (m !== "") {
+      params.model = m;
+    }
+    try {
+      const r = await this.request<{ sessionId: string; effectiveToolPolicy: EffectiveToolPolicy }>("octet/session/new", params);
+      this.model.clear();
+      this.policy = r.effectiveToolPolicy.effect_policy?.value;
+      this.modelName = m !== "" ? m : this.modelName;
+      this.setSession(r.sessionId);
+      this.refresh();
+      await this.view.reveal();
+      return r.sessionId;
+    } catch (e) {
+      this.showError(`octet could not start a session: ${message(e)}`, ["showLog", "openSettings"]);
+      return undefined;
+    }
+  }
+
+  /** resume shows a session from disk (quiet: a restored one may be gone). */
+  async resume(id: string, quiet = false): Promise<void> {
+    try {
+      const r = await this.request<ResumeResult>("octet/session/resume", { sessionId: id });
+      this.sessionId = id;
+      this.model.loadTranscript(r.transcript, r.recoveredOutput ?? []);
+      if (r.transcriptNextBefore) {
+        this.model.addInfo("Older messages are in the session file (octet sessions show).");
+      }
+      this.model.sessionUsage = r.usage ?? {};
+      if (r.activeRunId) {
+        this.model.state = "running";
+        this.model.runId = r.activeRunId;
+      }
+      if (r.usage?.refusal) {
+        this.model.addError(r.usage.refusal, ["newSession"]);
+      }
+      for (const p of this.pending.values()) {
+        if (p.params.sessionId === id) {
+          this.model.addApproval(p.params);
+        }
+      }
+      this.setSession(id);
+      try {
+        const pol = await this.request<EffectiveToolPolicy>("octet/policy", { sessionId: id });
+        this.policy = pol.effect_policy?.value;
+      } catch {
+        this.policy = undefined;
+      }
+      this.refresh();
+    } catch (e) {
+      if (quiet) {
+        this.output.warn(`could not restore session ${id}: ${message(e)}`);
+        if (errorCode(e) === ErrorCodes.NoSession) {
+          this.setSession(undefined);
+        }
+        return;
+      }
+      this.showError(`octet could not open session ${id}: ${message(e)}`, ["showLog"]);
+    }
+  }
+
+  private async rename(n: SessionNode): Promise<void> {
+    const title = await vscode.window.showInputBox({ prompt: "New title of the session", value: n.info.title ?? "" });
+    if (title === undefined) {
+      return;
+    }
+    try {
+      await this.request("octet/session/rename", { sessionId: n.info.sessionId, title });
+      this.tree.refresh();
+    } catch (e) {
+      this.showError(`octet could not rename the session: ${message(e)}`, []);
+    }
+  }
+
+  private async fork(n: SessionNode): Promise<void> {
+    try {
+      const t = await this.request<{ entries: TranscriptEntry[] }>("octet/session/transcript", { sessionId: n.info.sessionId, limit: 1 });
+      const head = t.entries[0]?.id;
+      if (!head) {
+        void vscode.window.showInformationMessage("octet: the session is empty; there is nothing to fork.");
+        return;
+      }
+      const r = await this.request<{ sessionId: string }>("octet/session/fork", { sessionId: n.info.sessionId, entryId: head });
+      await this.resume(r.sessionId);
+    } catch (e) {
+      this.showError(`octet could not fork the session: ${message(e)}`, []);
+    }
+  }
+
+  private async deleteSession(n: SessionNode): Promise<void> {
+    const ok = await vscode.window.showWarningMessage(
+      `Delete the octet session "${n.info.title || n.info.sessionId}"? Its file is removed.`,
+      { modal: true },
+      "Delete",
+    );
+    if (ok !== "Delete") {
+      return;
+    }
+    try {
+      await this.request("octet/session/delete", { sessionId: n.info.sessionId });
+      if (n.info.sessionId === this.sessionId) {
+        this.model.clear();
+        this.setSession(undefined);
+        this.refresh();
+      }
+      this.tree.refresh();
+    } catch (e) {
+      const busy = errorCode(e) === ErrorCodes.SessionBusy ? " Cancel its run first." : "";
+      this.showError(`octet could not delete the session: ${message(e)}${busy}`, []);
+    }
+  }
+
+  // --- runs -----------------------------------------------------------------
+
+  /** send sends the chat input: a prompt, or input for the running run. */
+  async send(text: string, mode: "prompt" | "steer" | "followUp"): Promise<void> {
+    const runId = this.model.runId;
+    if (mode !== "prompt" && runId) {
+      try {
+        await this.request(mode === "steer" ? "octet/steer" : "octet/followUp", { runId, text });
+        this.model.addUser(text);
+        this.model.addInfo(mode === "steer" ? "Sent to the running model at its next step." : "Queued as a follow-up.");
+      } catch (e) {
+        if (errorCode(e) !== ErrorCodes.RunEnded) {
+          this.showError(`octet: ${message(e)}`, []);
+          return;
+        }
+        await this.prompt(text); // the run ended meanwhile
+        return;
+      }
+      this.refresh();
+      return;
+    }
+    await this.prompt(text);
+  }
+
+  private async prompt(text: string): Promise<void> {
+    const id = this.sessionId ?? (await this.newSession());
+    if (!id) {
+      return;
+    }
+    this.lastPrompt = text;
+    this.model.addUser(text);
+    this.model.state = "running";
+    this.refresh();
+    try {
+      const r = await this.request<PromptResult>("octet/prompt", { sessionId: id, text });
+      if (r.outcome === "failed" && !this.model.items.some((i) => i.kind === "error")) {
+        this.model.addError(r.error ?? "The run failed.", ["retry", "showLog"]);
+      }
+    } catch (e) {
+      this.model.state = "idle";
+      const code = errorCode(e);
+      if (code === ErrorCodes.SessionBusy) {
+        this.model.addError(`${message(e)} Use Steer or Queue follow-up while a run is active, or Cancel it.`, []);
+      } else if (code === ErrorCodes.NoSession) {
+        this.setSession(undefined);
+        this.model.addError(`${message(e)}`, ["newSession"]);
+      } else {
+        this.model.addError(`octet could not run the prompt: ${message(e)}`, ["retry", "showLog"]);
+      }
+    }
+    this.tree.refresh();
+    this.refresh();
+  }
+
+  private async cancel(): Promise<void> {
+    const runId = this.model.runId;
+    if (!runId) {
+      void vscode.window.showInformationMessage("octet: no run is active.");
+      return;
+    }
+    try {
+      await this.request("octet/cancel", { runId });
+    } catch (e) {
+      this.showError(`octet could not cancel: ${message(e)}`, []);
+    }
+  }
+
+  private async finishNow(): Promise<void> {
+    const runId = this.model.runId;
+    if (!runId) {
+      void vscode.window.showInformationMessage("octet: no run is active.");
+      return;
+    }
+    try {
+      await this.request("octet/finishNow", { runId });
+      this.model.addInfo("Finishing now: the rest of the run uses no tools.");
+      this.refresh();
+    } catch (e) {
+      this.showError(`octet: ${message(e)}`, []);
+    }
+  }
+
+  // --- approvals --------------------------------------------------------
+
+  private confirm(p: ConfirmEffectParams, token: CancellationToken): Promise<ConfirmEffectResult> {
+    const key = p.digest.toLowerCase();
+    const existing = this.pending.get(key);
+    if (existing) {
+      // A copy re-sent after a resume: the first answer decides both.
+      return new Promise((resolve) => {
+        const prev = existing.resolve;
+        existing.resolve = (r) => {
+          prev(r);
+          resolve(r);
+        };
+      });
+    }
+    return new Promise((resolve) => {
+      this.pending.set(key, { params: p, resolve });
+      token.onCancellationRequested(() => this.settle(key, { decision: "deny", digest: p.digest }, "withdrawn"));
+      if (p.sessionId === this.sessionId) {
+        this.model.addApproval(p);
+        this.model.setWaiting(p);
+        this.refresh();
+        void this.view.reveal();
+      }
+      void this.notify(p);
+    });
+  }
+
+  private settle(key: string, r: ConfirmEffectResult, state: "approved" | "denied" | "withdrawn"): void {
+    const p = this.pending.get(key);
+    if (!p) {
+      return;
+    }
+    this.pending.delete(key);
+    p.resolve(r);
+    this.closeDiffs(key);
+    this.model.settleApproval(key, state);
+    if (this.model.state === "waiting_for_approval" && this.model.pendingApprovals().length === 0) {
+      this.model.state = "running";
+    }
+    this.refresh();
+  }
+
+  private async notify(p: ConfirmEffectParams): Promise<void> {
+    const key = p.digest.toLowerCase();
+    // A toast has room for four buttons: "Deny…" asks for an optional reason.
+    const buttons = ["Approve", ...(p.ruleScope ? ["Approve for Session"] : []), "Deny…", ...(p.diff ? ["View Diff"] : [])];
+    const decisions: Record<string, string> = {
+      Approve: "approve",
+      "Approve for Session": "approve_for_session",
+      "Deny…": "deny_reason",
+      "View Diff": "view_diff",
+    };
+    const what = p.tool === "bash" && p.detail ? `: ${p.detail.split("\n")[0].slice(0, 200)}` : "";
+    while (this.pending.has(key)) {
+      const pick = await vscode.window.showWarningMessage(`octet wants to ${p.title}${what} (${p.tool}, ${p.effect})`, ...buttons);
+      if (pick === undefined || !this.pending.has(key)) {
+        return; // dismissed: it can still be answered in the chat
+      }
+      if (await this.decide(key, decisions[pick])) {
+        return;
+      }
+    }
+  }
+
+  /** decide acts on a decision from the notification or the chat; true when it answered. */
+  private async decide(key: string, decision: string): Promise<boolean> {
+    const p = this.pending.get(key)?.params;
+    if (!p) {
+      return true;
+    }
+    switch (decision) {
+      case "view_diff":
+        await this.viewApprovalDiff(p);
+        return false;
+      case "approve":
+      case "approve_for_session":
+        this.settle(key, { decision, digest: p.digest }, "approved");
+        return true;
+      case "deny":
+        this.settle(key, { decision: "deny", digest: p.digest }, "denied");
+        return true;
+      case "deny_reason": {
+        const reason = await vscode.window.showInputBox({
+          title: `Deny "${p.title}"`,
+          prompt: "Why? octet tells the model. Enter without a reason just denies; Escape goes back.",
+          placeHolder: "reason (optional)",
+        });
+        if (reason === undefined) {
+          return false;
+        }
+        const r: ConfirmEffectResult = { decision: "deny", digest: p.digest };
+        if (reason.trim() !== "") {
+          r.reason = reason.trim();
+        }
+        this.settle(key, r, "denied");
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  private fileUri(rel: string): vscode.Uri | undefined {
+    if (path.isAbsolute(rel)) {
+      return vscode.Uri.file(rel);
+    }
+    const root = this.workspaceRoot();
+    if (!root) {
+      return undefined;
+    }
+    const abs = path.resolve(root, rel);
+    if (abs !== root && !abs.startsWith(root + path.sep)) {
+      return undefined;
+    }
+    return vscode.Uri.file(abs);
+  }
+
+  private async viewApprovalDiff(p: ConfirmEffectParams): Promise<void> {
+    const rel = p.ruleScope?.path ?? (p.diff ? diffPath(p.diff) : undefined);
+    const uri = rel ? this.fileUri(rel) : undefined;
+    if (!p.diff || !rel || !uri) {
+      return;
+    }
+    const shown = await showProposed(this.docs, uri, rel, p.diff, p.title);
+    if (shown) {
+      this.approvalDiffs.set(p.digest.toLowerCase(), shown.toString());
+    }
+  }
+
+  /** closeDiffs closes the diff editor of a decided approval. */
+  private closeDiffs(key: string): void {
+    const uri = this.approvalDiffs.get(key);
+    this.approvalDiffs.delete(key);
+    if (!uri) {
+      return;
+    }
+    const tabs = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs)
+      .filter((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.toString() === uri);
+    if (tabs.length > 0) {
+      void vscode.window.tabGroups.close(tabs);
+    }
+  }
+
+  // --- diffs, rewind, model, policy --------------------------------------
+
+  private async runDiff(runId?: string): Promise<FileChange[] | undefined> {
+    if (!this.sessionId) {
+      void vscode.window.showInformationMessage("octet: no session.");
+      return undefined;
+    }
+    try {
+      const r = await this.request<{ changes: FileChange[] }>("octet/session/diff", runId ? { sessionId: this.sessionId, runId } : { sessionId: this.sessionId });
+      return r.changes;
+    } catch (e) {
+      this.showError(`octet could not compute the run's diff: ${message(e)}`, []);
+      return undefined;
+    }
+  }
+
+  private async openChange(c: FileChange): Promise<void> {
+    const uri = this.fileUri(c.path);
+    if (uri) {
+      await showChange(this.docs, uri, c);
+    }
+  }
+
+  private async showRunDiff(): Promise<void> {
+    const changes = await this.runDiff();
+    if (!changes) {
+      return;
+    }
+    if (changes.length === 0) {
+      void vscode.window.showInformationMessage("octet: the last run changed no files.");
+      return;
+    }
+    const pick =
+      changes.length === 1
+        ? changes[0]
+        : (await vscode.window.showQuickPick(changes.map((c) => ({ label: c.path, description: c.kind, change: c })), { title: "Files the last run changed" }))?.change;
+    if (pick) {
+      await this.openChange(pick);
+    }
+  }
+
+  private async rewind(): Promise<void> {
+    const id = this.sessionId;
+    if (!id) {
+      void vscode.window.showInformationMessage("octet: no session to rewind.");
+      return;
+    }
+    try {
+      const t = await this.request<{ entries: TranscriptEntry[] }>("octet/session/transcript", { sessionId: id, limit: 200 });
+      const targets = t.entries.filter((e) => e.type === "user" && e.parent);
+      if (targets.length === 0) {
+        void vscode.window.showInformationMessage("octet: nothing to rewind: the session has no earlier prompt to go back before.");
+        return;
+      }
+      const entry = await vscode.window.showQuickPick(
+        targets.map((e) => ({ label: (e.text ?? "").split("\n")[0].slice(0, 120), description: e.time ?? "", entryId: e.parent! })),
+        { title: "Rewind to before which prompt?" },
+      );
+      if (!entry) {
+        return;
+      }
+      const what = await vscode.window.showQuickPick(
+        [
+          { label: "Files and conversation", files: true, conversation: true },
+          { label: "Files only", files: true, conversation: false },
+          { label: "Conversation only", files: false, conversation: true },
+        ],
+        { title: "What to take back" },
+      );
+      if (!what) {
+        return;
+      }
+      const params = { sessionId: id, entryId: entry.entryId, files: what.files, conversation: what.conversation };
+      const dry = await this.request<{ changes: FileChange[] }>("octet/session/rewind", { ...params, dryRun: true });
+      const lines = dry.changes.map((c) => `${c.kind} ${c.path}${c.conflict ? ` — left as it is: ${c.conflict}` : ""}`);
+      const ok = await vscode.window.showWarningMessage(
+        `Rewind to before "${entry.label}"?`,
+        { modal: true, detail: lines.length > 0 ? lines.join("\n") : "No file changes." },
+        "Rewind",
+      );
+      if (ok !== "Rewind") {
+        return;
+      }
+      const r = await this.request<{ applied: boolean; changes: FileChange[] }>("octet/session/rewind", params);
+      const conflicts = r.changes.filter((c) => c.conflict);
+      if (!r.applied || conflicts.length > 0) {
+        void vscode.window.showWarningMessage(`octet: rewind left ${conflicts.length} file(s) as they are: ${conflicts.map((c) => `${c.path} (${c.conflict})`).join("; ")}`);
+      }
+      await this.resume(id);
+    } catch (e) {
+      this.showError(`octet could not rewind: ${message(e)}`, []);
+    }
+  }
+
+  private async selectModel(): Promise<void> {
+    const models = await this.loadModels();
+    if (models.length === 0) {
+      return;
+    }
+    const pick = await vscode.window.showQuickPick(
+      models.map((m) => ({ label: m.id, description: m.id === this.modelName ? "current" : m.contextWindow ? `${m.contextWindow} tokens` : "" })),
+      { title: "octet model" },
+    );
+    if (!pick) {
+      return;
+    }
+    if (!this.sessionId) {
+      await vscode.workspace.getConfiguration("octet").update("model", pick.label, vscode.ConfigurationTarget.Workspace);
+      this.modelName = pick.label;
+      this.refresh();
+      return;
+    }
+    try {
+      const r = await this.request<{ effective: string }>("octet/setModel", { sessionId: this.sessionId, model: pick.label });
+      this.modelName = r.effective;
+      this.refresh();
+    } catch (e) {
+      this.showError(`octet could not select the model: ${message(e)}`, []);
+    }
+  }
+
+  private async pickPolicy(): Promise<void> {
+    const cur = modeOf(this.policy)?.mode ?? vscode.workspace.getConfiguration("octet").get<string>("policyMode", "ask");
+    const pick = await vscode.window.showQuickPick(
+      modes.map((m) => ({ label: m.label, description: m.mode === cur ? "current" : "", detail: m.description, mode: m })),
+      { title: "octet policy mode" },
+    );
+    if (!pick) {
+      return;
+    }
+    if (!this.sessionId) {
+      await vscode.workspace.getConfiguration("octet").update("policyMode", pick.mode.mode, vscode.ConfigurationTarget.Workspace);
+      this.policy = pick.mode.policy;
+      this.refresh();
+      return;
+    }
+    try {
+      const r = await this.request<EffectiveToolPolicy>("octet/session/setPolicy", { sessionId: this.sessionId, effectPolicy: pick.mode.policy });
+      this.policy = r.effect_policy?.value;
+      this.refresh();
+    } catch (e) {
+      this.showError(
+        `octet could not switch to ${pick.label}: ${message(e)}. A session can only be as loose as octet lsp's launch policy (see octet.args).`,
+        ["openSettings"],
+      );
+    }
+  }
+
+  // --- the view ---------------------------------------------------------
+
+  private showError(text: string, actions: ErrorAction[]): void {
+    this.output.error(text);
+    this.model.addError(text, actions);
+    this.refresh();
+  }
+
+  private async onAction(a: string): Promise<void> {
+    switch (a) {
+      case "retry":
+        if (this.lastPrompt) {
+          await this.prompt(this.lastPrompt);
+        }
+        break;
+      case "newSession":
+        await this.newSession();
+        break;
+      case "showLog":
+        this.output.show();
+        break;
+      case "selectModel":
+        await this.selectModel();
+        break;
+      case "openSettings":
+        await vscode.commands.executeCommand("workbench.action.openSettings", "octet.");
+        break;
+      case "restart":
+        await this.restart();
+        break;
+    }
+  }
+
+  private async onView(m: ViewMessage): Promise<void> {
+    switch (m.type) {
+      case "send":
+        await this.send(m.text, m.mode);
+        break;
+      case "approval":
+        await this.decide(m.digest.toLowerCase(), m.decision);
+        break;
+      case "action":
+        await this.onAction(m.action);
+        break;
+      case "cancel":
+        await this.cancel();
+        break;
+      case "openFile": {
+        const uri = this.fileUri(m.path);
+        if (uri) {
+          const line = m.line ? Math.max(0, m.line - 1) : 0;
+          await vscode.window.showTextDocument(uri, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+        }
+        break;
+      }
+      case "openHref":
+        if (/^https?:\/\//i.test(m.href)) {
+          await vscode.env.openExternal(vscode.Uri.parse(m.href));
+        }
+        break;
+      case "openDiff": {
+        const c = (await this.runDiff(m.runId))?.find((x) => x.path === m.path) ?? this.model.runChanges(m.runId).find((x) => x.path === m.path);
+        if (c) {
+          await this.openChange(c);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+
+  async dispose(): Promise<void> {
+    for (const d of this.disposables) {
+      d.dispose();
+    }
+    await this.client?.stop().catch(() => undefined);
+  }
+}

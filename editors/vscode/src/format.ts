@@ -1,0 +1,111 @@
+// Formatting for the status bar and the chat: costs, token counts, states.
+
+import type { SessionState } from "./chatModel";
+import type { Usage } from "./protocol";
+
+/** formatCost formats micro-dollars as dollars ("$0.0042"); unknown is "". */
+export function formatCost(micros: number | undefined): string {
+  if (micros === undefined) {
+    return "";
+  }
+  const d = micros / 1e6;
+  if (d >= 100) {
+    return `$${d.toFixed(0)}`;
+  }
+  if (d >= 1) {
+    return `$${d.toFixed(2)}`;
+  }
+  return `$${d.toFixed(4)}`;
+}
+
+/** formatTokens formats a token count ("950", "12.3k", "1.2M"). */
+export function formatTokens(n: number): string {
+  if (n < 1000) {
+    return String(n);
+  }
+  if (n < 1e6) {
+    return `${(n / 1000).toFixed(n < 1e4 ? 1 : 0)}k`;
+  }
+  return `${(n / 1e6).toFixed(1)}M`;
+}
+
+/** contextFill is how full the context is, in percent, or undefined. */
+export function contextFill(u: Usage): number | undefined {
+  if (!u.contextWindow || u.contextTokens === undefined) {
+    return undefined;
+  }
+  return Math.min(100, Math.round((100 * u.contextTokens) / u.contextWindow));
+}
+
+const stateText: Record<SessionState, string> = {
+  none: "no session",
+  idle: "idle",
+  running: "running",
+  waiting_for_approval: "waiting for approval",
+};
+
+const stateIcon: Record<SessionState, string> = {
+  none: "$(circle-outline)",
+  idle: "$(check)",
+  running: "$(sync~spin)",
+  waiting_for_approval: "$(bell-dot)",
+};
+
+/** statusText is the status bar text: state, model, cost and context fill. */
+export function statusText(state: SessionState, model: string, u: Usage): string {
+  const parts = [`${stateIcon[state]} octet: ${stateText[state]}`];
+  if (model !== "") {
+    parts.push(model);
+  }
+  const cost = formatCost(u.costMicros);
+  if (cost !== "") {
+    parts.push(u.complete === false ? `≥${cost}` : cost);
+  }
+  const fill = contextFill(u);
+  if (fill !== undefined) {
+    parts.push(`ctx ${fill}%`);
+  }
+  return parts.join(" · ");
+}
+
+/** statusTooltip is the status bar tooltip with the usage in detail. */
+export function statusTooltip(state: SessionState, model: string, u: Usage): string {
+  const lines = [`octet — ${stateText[state]}`];
+  if (model !== "") {
+    lines.push(`Model: ${model}`);
+  }
+  if (u.input !== undefined || u.output !== undefined) {
+    lines.push(`Tokens: ${formatTokens(u.input ?? 0)} in (${formatTokens(u.cachedInput ?? 0)} cached), ${formatTokens(u.output ?? 0)} out`);
+  }
+  const cost = formatCost(u.costMicros);
+  if (cost !== "") {
+    lines.push(`Cost: ${cost}${u.complete === false ? " (some usage unknown)" : ""}`);
+  }
+  const fill = contextFill(u);
+  if (fill !== undefined) {
+    lines.push(`Context: ${formatTokens(u.contextTokens ?? 0)} of ${formatTokens(u.contextWindow ?? 0)} (${fill}%)`);
+  }
+  return lines.join("\n");
+}
+
+/** relativeTime formats an RFC 3339 time as "5 min ago". */
+export function relativeTime(iso: string | undefined, now: number = Date.now()): string {
+  if (!iso) {
+    return "";
+  }
+  const t = Date.parse(iso);
+  if (Number.isNaN(t)) {
+    return "";
+  }
+  const s = Math.max(0, Math.round((now - t) / 1000));
+  if (s < 60) {
+    return "just now";
+  }
+  if (s < 3600) {
+    return `${Math.floor(s / 60)} min ago`;
+  }
+  if (s < 86400) {
+    return `${Math.floor(s / 3600)} h ago`;
+  }
+  return `${Math.floor(s / 86400)} d ago`;
+}

@@ -1,0 +1,160 @@
+// Types of the octet editor protocol (docs/protocol.md) that the extension
+// uses. Only the fields the extension reads are declared.
+
+/** The policies a session can run under, strictest first. */
+export type EffectPolicy = "controlled_bash_approval" | "controlled" | "unsafe_host";
+
+/** A setting's value and where it came from. */
+export interface Sourced<T> {
+  value: T;
+  source: string;
+}
+
+/** The EffectiveToolPolicy snapshot. */
+export interface EffectiveToolPolicy {
+  effect_policy?: Sourced<EffectPolicy>;
+  [key: string]: Sourced<unknown> | undefined;
+}
+
+/** One structured change of a file (tool_finished.changes, session/diff). */
+export interface FileChange {
+  path: string;
+  kind: "add" | "modify" | "delete";
+  diff: string;
+  diffOmitted?: boolean;
+  note?: string;
+  conflict?: string;
+}
+
+/** The params of octet/confirmEffect. */
+export interface ConfirmEffectParams {
+  sessionId: string;
+  runId: string;
+  callId: string;
+  tool: string;
+  effect: string;
+  title: string;
+  detail?: string;
+  diff?: string;
+  digest: string;
+  expiresAt?: string;
+  ruleScope?: { path?: string; command?: string };
+}
+
+/** The result of octet/confirmEffect. */
+export interface ConfirmEffectResult {
+  decision: "approve" | "approve_for_session" | "deny";
+  digest: string;
+  reason?: string;
+}
+
+/** An octet/event's event object. */
+export interface OctetEvent {
+  kind: string;
+  [field: string]: unknown;
+}
+
+/** The params of octet/event. */
+export interface EventParams {
+  sessionId: string;
+  runId: string;
+  epoch?: string;
+  seq: number;
+  event: OctetEvent;
+}
+
+/** The params of octet/recoveredOutput. */
+export interface RecoveredOutputParams {
+  sessionId: string;
+  runId: string;
+  seq?: number;
+  channel: string;
+  text: string;
+  attempt?: number;
+}
+
+/** Usage totals (octet/prompt answers, resume, usage events). */
+export interface Usage {
+  input?: number;
+  cachedInput?: number;
+  output?: number;
+  reasoning?: number;
+  costMicros?: number;
+  requests?: number;
+  complete?: boolean;
+  contextTokens?: number;
+  contextWindow?: number;
+  uncertainty?: string;
+  refusal?: string;
+}
+
+/** An assistant item of a transcript entry. */
+export interface TranscriptItem {
+  type: "text" | "reasoning" | "function_call";
+  text?: string;
+  callId?: string;
+  name?: string;
+  arguments?: string;
+}
+
+/** A transcript entry (octet/session/resume, octet/session/transcript). */
+export interface TranscriptEntry {
+  id: string;
+  parent?: string;
+  time?: string;
+  type: string;
+  runId?: string;
+  text?: string;
+  items?: TranscriptItem[];
+  result?: { callId: string; tool: string; text: string; isError: boolean; details?: { changes?: FileChange[] } };
+  summary?: string;
+}
+
+/** The result of octet/session/resume. */
+export interface ResumeResult {
+  sessionId: string;
+  head: string;
+  transcript: TranscriptEntry[];
+  transcriptNextBefore?: string;
+  usage?: Usage;
+  recoveredOutput?: RecoveredOutputParams[];
+  pendingApprovals?: ConfirmEffectParams[];
+  activeRunId?: string;
+  epoch?: string;
+  lastSeq?: number;
+}
+
+/** One session of octet/session/list. */
+export interface SessionInfo {
+  sessionId: string;
+  title?: string;
+  cwd?: string;
+  createdAt?: string;
+  updatedAt?: string;
+  usageUncertain?: boolean;
+}
+
+/** The answer of octet/prompt. */
+export interface PromptResult {
+  runId: string;
+  outcome: "completed" | "cancelled" | "failed" | "max_turns";
+  usage?: Usage;
+  error?: string;
+}
+
+/** One model of octet/models. */
+export interface ModelInfo {
+  id: string;
+  contextWindow?: number;
+  maxOutputTokens?: number;
+  reasoning?: boolean;
+}
+
+/** Error codes of the octet protocol. */
+export const ErrorCodes = {
+  RunEnded: -32803,
+  SessionBusy: -32010,
+  NoSession: -32011,
+  NoRun: -32012,
+  Backend: -32013,
+} as const;

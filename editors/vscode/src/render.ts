@@ -1,0 +1,129 @@
+// HTML of chat items for the webview. All text is escaped; the webview's
+// script only wires the data-* attributes to messages to the extension.
+
+import type { ChatItem, ErrorAction } from "./chatModel";
+import { escapeHtml, renderMarkdown } from "./markdown";
+import type { FileChange } from "./protocol";
+
+const actionLabel: Record<ErrorAction, string> = {
+  retry: "Retry",
+  newSession: "New Session",
+  showLog: "Show Log",
+  selectModel: "Select Model",
+  openSettings: "Open Settings",
+  restart: "Restart octet",
+};
+
+const toolIcon: Record<string, string> = {
+  streaming: "…",
+  waiting: "?",
+  running: "⟳",
+  ok: "✓",
+  error: "✗",
+  denied: "⊘",
+};
+
+/** argSummary is a one-line summary of a tool call's JSON arguments. */
+export function argSummary(name: string, args: string): string {
+  let v: unknown;
+  try {
+    v = JSON.parse(args);
+  } catch {
+    return args.length > 80 ? args.slice(0, 79) + "…" : args;
+  }
+  if (v === null || typeof v !== "object") {
+    return "";
+  }
+  const o = v as Record<string, unknown>;
+  const s = typeof o.command === "string" ? o.command : typeof o.path === "string" ? o.path : typeof o.pattern === "string" ? o.pattern : "";
+  const one = s.split("\n")[0];
+  void name;
+  return one.length > 80 ? one.slice(0, 79) + "…" : one;
+}
+
+function changesHtml(runId: string, changes: FileChange[]): string {
+  if (changes.length === 0) {
+    return "";
+  }
+  const rows = changes
+    .map(
+      (c) =>
+        `<li><span class="kind kind-${escapeHtml(c.kind)}">${escapeHtml(c.kind)}</span> ` +
+        `<a href="#" class="file" data-file="${escapeHtml(c.path)}">${escapeHtml(c.path)}</a> ` +
+        `<a href="#" class="open-diff" data-run="${escapeHtml(runId)}" data-path="${escapeHtml(c.path)}">open diff</a></li>`,
+    )
+    .join("");
+  return `<ul class="changes">${rows}</ul>`;
+}
+
+/** diffHtml renders a unified diff with its added and removed lines marked. */
+export function diffHtml(diff: string): string {
+  const lines = diff.split("\n").map((l) => {
+    const cls = l.startsWith("+++") || l.startsWith("---") ? "hdr" : l.startsWith("+") ? "add" : l.startsWith("-") ? "del" : l.startsWith("@@") ? "hunk" : "";
+    return cls ? `<span class="${cls}">${escapeHtml(l)}</span>` : escapeHtml(l);
+  });
+  return `<pre class="diff">${lines.join("\n")}</pre>`;
+}
+
+/** renderItem returns the HTML of one chat item (its outer element has id). */
+export function renderItem(item: ChatItem): string {
+  const id = escapeHtml(item.id);
+  switch (item.kind) {
+    case "user":
+      return `<div id="${id}" class="item user">${renderMarkdown(item.text)}</div>`;
+    case "assistant": {
+      const reasoning =
+        item.reasoning === ""
+          ? ""
+          : `<details class="reasoning"><summary>Reasoning</summary>${renderMarkdown(item.reasoning)}</details>`;
+      const cls = item.committed ? "" : " streaming";
+      return `<div id="${id}" class="item assistant${cls}">${reasoning}<div class="answer">${renderMarkdown(item.text)}</div></div>`;
+    }
+    case "tool": {
+      const status = item.status === "denied" && item.reason ? `denied (${item.reason})` : item.status;
+      const output = item.output === "" ? "" : `<pre class="output">${escapeHtml(item.output)}</pre>`;
+      const args = item.args === "" ? "" : `<pre class="args">${escapeHtml(item.args)}</pre>`;
+      return (
+        `<div id="${id}" class="item tool status-${escapeHtml(item.status)}"><details>` +
+        `<summary><span class="icon">${toolIcon[item.status] ?? ""}</span> <strong>${escapeHtml(item.name || "tool")}</strong> ` +
+        `<span class="arg">${escapeHtml(argSummary(item.name, item.args))}</span> <span class="status">${escapeHtml(status)}</span></summary>` +
+        `${args}${output}</details>${changesHtml(item.runId, item.changes ?? [])}</div>`
+      );
+    }
+    case "recovered":
+      return (
+        `<div id="${id}" class="item recovered"><div class="label">Recovered ${escapeHtml(item.channel)} of an interrupted attempt ` +
+        `(not part of the answer)</div><pre>${escapeHtml(item.text)}</pre></div>`
+      );
+    case "approval": {
+      const p = item.params;
+      const d = escapeHtml(p.digest);
+      const body = p.diff ? diffHtml(p.diff) : p.detail ? `<pre class="detail">${escapeHtml(p.detail)}</pre>` : "";
+      const buttons =
+        item.state !== "pending"
+          ? `<div class="settled">${escapeHtml(item.state)}</div>`
+          : `<div class="buttons">` +
+            `<button data-approval="${d}" data-decision="approve">Approve</button>` +
+            (p.ruleScope ? `<button data-approval="${d}" data-decision="approve_for_session">Approve for session</button>` : "") +
+            `<button class="secondary" data-approval="${d}" data-decision="deny">Deny</button>` +
+            `<button class="secondary" data-approval="${d}" data-decision="deny_reason">Deny with reason…</button>` +
+            (p.diff ? `<button class="secondary" data-approval="${d}" data-decision="view_diff">View diff</button>` : "") +
+            `</div>`;
+      return (
+        `<div id="${id}" class="item approval state-${escapeHtml(item.state)}"><div class="title">Approval: ${escapeHtml(p.title)}</div>` +
+        `${p.diff && p.detail ? `<div class="detail">${escapeHtml(p.detail)}</div>` : ""}${body}${buttons}</div>`
+      );
+    }
+    case "run":
+      return (
+        `<div id="${id}" class="item run outcome-${escapeHtml(item.outcome)}"><span class="outcome">Run ${escapeHtml(item.outcome)}</span>` +
+        `${changesHtml(item.runId, item.changes)}</div>`
+      );
+    case "error": {
+      const buttons = item.actions.map((a) => `<button class="secondary" data-action="${a}">${actionLabel[a]}</button>`).join("");
+      return `<div id="${id}" class="item error"><div class="message">${escapeHtml(item.text)}</div><div class="buttons">${buttons}</div></div>`;
+    }
+    case "info":
+      return `<div id="${id}" class="item info">${escapeHtml(item.text)}</div>`;
+  }
+}

@@ -1,0 +1,140 @@
+import * as assert from "node:assert/strict";
+import { test } from "node:test";
+import { actionsFor, ChatModel } from "../chatModel";
+import type { ConfirmEffectParams, OctetEvent } from "../protocol";
+
+let seq = 0;
+function ev(m: ChatModel, event: OctetEvent, runId = "run_1", sessionId = "s1"): void {
+  m.applyEvent({ sessionId, runId, seq: ++seq, event });
+}
+
+function kinds(m: ChatModel): string[] {
+  return m.items.map((i) => i.kind);
+}
+
+test("streamed text and reasoning make one assistant item, committed once durable", () => {
+  const m = new ChatModel();
+  m.addUser("hi");
+  ev(m, { kind: "run_started", runId: "run_1" });
+  assert.equal(m.state, "running");
+  assert.equal(m.runId, "run_1");
+  ev(m, { kind: "output_delta", channel: "reasoning", text: "think" });
+  ev(m, { kind: "output_delta", channel: "text", text: "Hel" });
+  ev(m, { kind: "output_delta", channel: "text", text: "lo" });
+  ev(m, { kind: "assistant_committed", entryId: "e1" });
+  const a = m.items[1];
+  assert.equal(a.kind, "assistant");
+  if (a.kind === "assistant") {
+    assert.equal(a.text, "Hello");
+    assert.equal(a.reasoning, "think");
+    assert.equal(a.committed, true);
+  }
+  ev(m, { kind: "output_delta", channel: "text", text: "Next" });
+  assert.deepEqual(kinds(m), ["user", "assistant", "assistant"]);
+});
+
+test("a main-request retry drops the provisional output; recovered output stays apart", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "run_started", runId: "run_1" });
+  ev(m, { kind: "output_delta", channel: "text", text: "partial" });
+  ev(m, { kind: "tool_call_started", callId: "c9", name: "read" });
+  m.takeChanges();
+  ev(m, { kind: "provider_retry", attempt: 1, operation: null, retryKind: "interrupted_inference" });
+  assert.deepEqual(kinds(m), []);
+  assert.equal(m.takeChanges().ids.length, 2, "the dropped items are redrawn (removed)");
+  m.addRecovered({ sessionId: "s1", runId: "run_1", channel: "text", text: "partial" });
+  ev(m, { kind: "output_delta", channel: "text", text: "answer" });
+  assert.deepEqual(kinds(m), ["recovered", "assistant"]);
+  const a = m.items[1];
+  assert.ok(a.kind === "assistant" && a.text === "answer", "recovered text is never part of the answer");
+});
+
+test("an auxiliary retry (compaction) keeps the answer", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "output_delta", channel: "text", text: "kept" });
+  ev(m, { kind: "provider_retry", attempt: 1, operation: "compaction" });
+  assert.deepEqual(kinds(m), ["assistant"]);
+});
+
+test("a tool call goes from streaming to waiting to done, with output and changes", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "run_started", runId: "run_1" });
+  ev(m, { kind: "tool_call_started", callId: "c1", name: "edit" });
+  ev(m, { kind: "tool_call_delta", callId: "c1", delta: '{"path":' });
+  ev(m, { kind: "tool_call_delta", callId: "c1", delta: '"a.txt"}' });
+  const approval: ConfirmEffectParams = {
+    sessionId: "s1", runId: "run_1", callId: "c1", tool: "edit", effect: "workspace_mutation", title: "edit a.txt", digest: "AB", diff: "d",
+  };
+  m.addApproval(approval);
+  m.addApproval(approval); // a copy re-sent after a resume
+  m.setWaiting(approval);
+  assert.equal(m.state, "waiting_for_approval");
+  assert.equal(m.pendingApprovals().length, 1);
+  m.settleApproval("ab", "approved");
+  assert.equal(m.pendingApprovals().length, 0);
+  ev(m, { kind: "tool_policy_decision", callId: "c1", decision: "allowed", reason: "approved" });
+  ev(m, { kind: "tool_started", callId: "c1", tool: "edit" });
+  ev(m, { kind: "tool_output", callId: "c1", text: "edited" });
+  const change = { path: "a.txt", kind: "modify" as const, diff: "--- a/a.txt\n" };
+  ev(m, { kind: "tool_finished", callId: "c1", isError: false, changes: [change] });
+  const t = m.items.find((i) => i.kind === "tool");
+  assert.ok(t && t.kind === "tool");
+  assert.equal(t.args, '{"path":"a.txt"}');
+  assert.equal(t.status, "ok");
+  assert.equal(t.output, "edited");
+  ev(m, { kind: "run_finished", outcome: "completed" });
+  assert.equal(m.state, "idle");
+  assert.deepEqual(m.runChanges("run_1"), [change]);
+});
+
+test("a denied call stays denied when it finishes", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "tool_call_started", callId: "c1", name: "bash" });
+  ev(m, { kind: "tool_policy_decision", callId: "c1", decision: "denied", reason: "approval_denied" });
+  ev(m, { kind: "tool_finished", callId: "c1", isError: true });
+  const t = m.items[0];
+  assert.ok(t.kind === "tool" && t.status === "denied" && t.reason === "approval_denied");
+});
+
+test("a failed run shows its error with actions and withdraws its approvals", () => {
+  const m = new ChatModel();
+  m.addApproval({ sessionId: "s1", runId: "run_1", callId: "c1", tool: "bash", effect: "host_process", title: "run x", digest: "d1" });
+  ev(m, { kind: "run_finished", outcome: "failed", error: "cannot reach the provider" });
+  const err = m.items.find((i) => i.kind === "error");
+  assert.ok(err && err.kind === "error" && err.text === "cannot reach the provider");
+  assert.deepEqual(err.actions, ["retry", "showLog"]);
+  assert.equal(m.pendingApprovals().length, 0);
+  assert.deepEqual(actionsFor("hard usage ceiling: start a new session"), ["newSession", "showLog"]);
+  assert.ok(actionsFor("unknown model gpt-x").includes("selectModel"));
+});
+
+test("usage adds the run's usage events to the session's totals", () => {
+  const m = new ChatModel();
+  m.sessionUsage = { input: 100, output: 10, costMicros: 50, complete: true };
+  ev(m, { kind: "usage", input: 20, cachedInput: 0, output: 2, reasoning: 0, costMicros: 5, complete: true, contextTokens: 22, contextWindow: 1000 });
+  assert.deepEqual(
+    { i: m.usage().input, o: m.usage().output, c: m.usage().costMicros, ctx: m.usage().contextTokens },
+    { i: 120, o: 12, c: 55, ctx: 22 },
+  );
+  ev(m, { kind: "run_finished", outcome: "completed" });
+  ev(m, { kind: "usage", input: 1, output: 1, complete: false, contextTokens: 30, contextWindow: 1000 });
+  assert.equal(m.usage().input, 121);
+  assert.equal(m.usage().complete, false);
+});
+
+test("a resumed transcript shows prompts, answers and tool calls with their results", () => {
+  const m = new ChatModel();
+  m.addUser("old");
+  m.loadTranscript(
+    [
+      { id: "1", type: "user", text: "fix it" },
+      { id: "2", type: "assistant", runId: "r", items: [{ type: "reasoning", text: "hmm" }, { type: "text", text: "ok" }, { type: "function_call", callId: "c1", name: "edit", arguments: "{}" }] },
+      { id: "3", type: "tool_result", runId: "r", result: { callId: "c1", tool: "edit", text: "denied", isError: true } },
+    ],
+    [{ sessionId: "s", runId: "r", channel: "text", text: "lost" }],
+  );
+  assert.deepEqual(kinds(m), ["user", "assistant", "tool", "recovered"]);
+  const t = m.items[2];
+  assert.ok(t.kind === "tool" && t.status === "error" && t.output === "denied");
+  assert.equal(m.takeChanges().reset, true);
+});

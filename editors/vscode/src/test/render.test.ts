@@ -1,0 +1,38 @@
+import * as assert from "node:assert/strict";
+import { test } from "node:test";
+import { argSummary, diffHtml, renderItem } from "../render";
+
+const params = { sessionId: "s", runId: "r", callId: "c", tool: "edit", effect: "workspace_mutation", title: "edit <a>.txt", digest: "D1", diff: "--- a\n+++ b\n" };
+
+test("an approval offers Approve for session only when the call has a scope", () => {
+  const without = renderItem({ id: "i1", kind: "approval", params, state: "pending" });
+  assert.ok(!without.includes("approve_for_session"), without);
+  assert.ok(without.includes('data-decision="deny_reason"') && without.includes('data-decision="view_diff"'), without);
+  assert.ok(without.includes("edit &lt;a&gt;.txt"), "the title is escaped");
+  const withScope = renderItem({ id: "i1", kind: "approval", params: { ...params, ruleScope: { path: "a.txt" } }, state: "pending" });
+  assert.ok(withScope.includes('data-decision="approve_for_session"'), withScope);
+  const settled = renderItem({ id: "i1", kind: "approval", params, state: "denied" });
+  assert.ok(!settled.includes("<button") && settled.includes("denied"), settled);
+});
+
+test("reasoning is collapsed and recovered output is labelled apart from the answer", () => {
+  const a = renderItem({ id: "i2", kind: "assistant", runId: "r", text: "answer", reasoning: "why", committed: true });
+  assert.match(a, /<details class="reasoning"><summary>Reasoning<\/summary>/);
+  assert.ok(!a.includes("<details class=\"reasoning\" open"));
+  const r = renderItem({ id: "i3", kind: "recovered", runId: "r", channel: "text", text: "<partial>" });
+  assert.ok(r.includes("not part of the answer") && r.includes("&lt;partial&gt;"), r);
+});
+
+test("a tool's changes link to their diffs; errors carry their actions", () => {
+  const t = renderItem({ id: "i4", kind: "tool", runId: "r1", callId: "c", name: "edit", args: '{"path":"a.txt"}', output: "", status: "ok", changes: [{ path: "a.txt", kind: "modify", diff: "" }] });
+  assert.ok(t.includes('class="open-diff" data-run="r1" data-path="a.txt"'), t);
+  const e = renderItem({ id: "i5", kind: "error", text: "boom", actions: ["retry", "showLog"] });
+  assert.ok(e.includes('data-action="retry">Retry') && e.includes('data-action="showLog">Show Log'), e);
+  assert.equal(argSummary("bash", '{"command":"go test ./...\\nmore"}'), "go test ./...");
+});
+
+test("diffs mark added and removed lines and escape them", () => {
+  const h = diffHtml("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-<old>\n+new\n ctx");
+  assert.ok(h.includes('<span class="del">-&lt;old&gt;</span>') && h.includes('<span class="add">+new</span>'), h);
+  assert.ok(h.includes('<span class="hdr">--- a/x</span>') && h.includes(" ctx"), h);
+});

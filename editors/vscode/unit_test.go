@@ -1,0 +1,34 @@
+package vscode_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+)
+
+// TestExtensionUnit type-checks the extension (TypeScript strict) and runs
+// its unit tests (src/test, Node's test runner) on the code that does not
+// need VS Code: the chat model, Markdown, diffs, formatting, the binary
+// lookup. It skips unless node and the npm packages are installed (.ci/run
+// runs npm ci in editors/vscode).
+func TestExtensionUnit(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node not installed")
+	}
+	if _, err := os.Stat(filepath.Join("node_modules", "typescript")); err != nil {
+		t.Skip("the extension's npm packages are not installed: run npm ci in editors/vscode")
+	}
+	out := t.TempDir()
+	tsc := exec.Command(node, filepath.Join("node_modules", "typescript", "bin", "tsc"), "-p", ".", "--outDir", out)
+	if b, err := tsc.CombinedOutput(); err != nil {
+		t.Fatalf("tsc: %v\n%s", err, b)
+	}
+	test := exec.Command(node, "--test", filepath.Join(out, "test"))
+	if b, err := test.CombinedOutput(); err != nil {
+		t.Fatalf("node --test: %v\n%s", err, b)
+	} else {
+		t.Logf("%s", b[max(0, len(b)-300):])
+	}
+}
