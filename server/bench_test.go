@@ -78,7 +78,16 @@ func (p *pingPongSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fake editor over net.Pipe). The floor, measured in the same run, is the
 // same loopback SSE stream read by a bare HTTP client that forwards each
 // delta as a JSON-RPC notification over net.Pipe, without octet.
-func BenchmarkDeltaToEvent(b *testing.B) {
+func BenchmarkDeltaToEvent(b *testing.B) { deltaToEvent(b, 0) }
+
+// BenchmarkDeltaToEventAfter100k is BenchmarkDeltaToEvent in a session
+// that has already emitted 100,000 events (its replay buffer full, its
+// sequence numbers long): the prompts that get it there are not measured.
+func BenchmarkDeltaToEventAfter100k(b *testing.B) { deltaToEvent(b, 100_000) }
+
+// deltaToEvent measures delta → octet/event latency after warm events
+// were emitted in the same session.
+func deltaToEvent(b *testing.B, warm int) {
 	const words = 400
 	floor := deltaFloor(b, words)
 	var lat []time.Duration
@@ -95,9 +104,16 @@ func BenchmarkDeltaToEvent(b *testing.B) {
 	cli, srvEnd := net.Pipe()
 	go New(Options{Runtime: rt}).Serve(context.Background(), srvEnd)
 	var mu sync.Mutex
+	events := 0
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(cli))
 	conn.Go(context.Background(), func(ctx context.Context, req *jsonrpc2.Request) (any, error) {
-		if req.Method() == "octet/event" && bytes.Contains(req.Params(), []byte(`"output_delta"`)) {
+		if req.Method() != "octet/event" {
+			return nil, nil
+		}
+		mu.Lock()
+		events++
+		mu.Unlock()
+		if bytes.Contains(req.Params(), []byte(`"output_delta"`)) {
 			d := pp.since()
 			mu.Lock()
 			lat = append(lat, d)
@@ -119,11 +135,26 @@ func BenchmarkDeltaToEvent(b *testing.B) {
 	if _, err := conn.Call(ctx, "octet/session/new", map[string]any{}, &sess); err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
+	prompt := func() {
 		var res promptAnswer
 		if _, err := conn.Call(ctx, "octet/prompt", map[string]any{"sessionId": sess.SessionID, "text": "go"}, &res); err != nil || res.Outcome != "completed" {
 			b.Fatalf("prompt: %v %+v", err, res)
 		}
+	}
+	for {
+		mu.Lock()
+		n := events
+		mu.Unlock()
+		if n >= warm {
+			break
+		}
+		prompt()
+	}
+	mu.Lock()
+	lat = nil
+	mu.Unlock()
+	for b.Loop() {
+		prompt()
 	}
 	mu.Lock()
 	p50, p99 := percentiles(lat)
