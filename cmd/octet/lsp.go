@@ -25,47 +25,13 @@ const lspUsage = "octet lsp [flags]   (speaks LSP + octet/* on stdin/stdout)"
 const contextDebounce = 200 * time.Millisecond
 
 func runLSP(ctx context.Context, args []string, e env) error {
-	var flags config.Flags
-	fs := newFlagSet("lsp", lspUsage, e.stderr)
-	addPolicyFlags(fs, &flags)
-	if err := parseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usageErrorf("lsp takes no arguments: %s", lspUsage)
-	}
-	// An editor that closes its end of stdout must not kill octet with
-	// SIGPIPE before the runs are settled: the write fails instead, and the
-	// server treats it as the client gone (runs cancelled, settled, exit).
-	signal.Ignore(syscall.SIGPIPE)
-	log := newLogger(e.stderr, e.lookup)
-	w := &workspaces{e: e, flags: flags, log: log, contexts: map[string]*watchedContext{}}
-	defer w.close()
-	// Resolve what does not depend on the workspace now. A flag mistake
-	// fails at startup; a mistake in a file (config.toml, credentials) does
-	// not: the editor gets its handshake, the error (file:line) as
-	// window/showMessage, and again from every request that needs the
-	// configuration, which reads it anew (fixing the file is enough).
-	startErr := w.loadGlobal()
-	if _, ok := errors.AsType[*config.UsageError](startErr); ok {
-		return startErr
-	}
-	if startErr != nil {
-		log.Error(startErr.Error())
-	}
-	home, err := config.HomeDir(e.lookup)
+	d, err := startDialect("lsp", lspUsage, args, e)
 	if err != nil {
 		return err
 	}
-	rt := &server.Runtime{
-		SessionsDir:  filepath.Join(home, "sessions"),
-		NewAgent:     w.newAgent,
-		ResolveModel: w.resolveModel,
-		ExplainError: w.explain,
-		Catalog:      w.catalog,
-	}
+	defer d.w.close()
 	err = server.Serve(ctx, interruptibleStdin(e.stdin), e.stdout, server.Options{
-		Runtime: rt, Logger: log, Version: versionString(), ConfigError: startErr,
+		Runtime: d.rt, Logger: d.log, Version: versionString(), ConfigError: d.startErr,
 	})
 	switch {
 	case errors.Is(err, server.ErrExitWithoutShutdown):
@@ -74,6 +40,63 @@ func runLSP(ctx context.Context, args []string, e env) error {
 		return &exitError{code: exitCancelled}
 	}
 	return err
+}
+
+// dialect is what an editor protocol (octet lsp, octet acp) serves: the
+// runtime over the workspaces' configuration and agents.
+type dialect struct {
+	rt  *server.Runtime
+	w   *workspaces
+	log *slog.Logger
+	// startErr is a mistake in a configuration file found at startup: the
+	// dialect serves anyway and reports it (fixing the file is enough).
+	startErr error
+}
+
+// startDialect parses the editor protocol command's flags and builds its
+// runtime. The caller closes d.w.
+func startDialect(name, usage string, args []string, e env) (*dialect, error) {
+	var flags config.Flags
+	fs := newFlagSet(name, usage, e.stderr)
+	addPolicyFlags(fs, &flags)
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, usageErrorf("%s takes no arguments: %s", name, usage)
+	}
+	// An editor that closes its end of stdout must not kill octet with
+	// SIGPIPE before the runs are settled: the write fails instead, and the
+	// server treats it as the client gone (runs cancelled, settled, exit).
+	signal.Ignore(syscall.SIGPIPE)
+	log := newLogger(e.stderr, e.lookup)
+	w := &workspaces{e: e, flags: flags, log: log, contexts: map[string]*watchedContext{}}
+	// Resolve what does not depend on the workspace now. A flag mistake
+	// fails at startup; a mistake in a file (config.toml, credentials) does
+	// not: the editor gets its handshake, the error (file:line) as a
+	// message, and again from every request that needs the configuration,
+	// which reads it anew (fixing the file is enough).
+	startErr := w.loadGlobal()
+	if _, ok := errors.AsType[*config.UsageError](startErr); ok {
+		w.close()
+		return nil, startErr
+	}
+	if startErr != nil {
+		log.Error(startErr.Error())
+	}
+	home, err := config.HomeDir(e.lookup)
+	if err != nil {
+		w.close()
+		return nil, err
+	}
+	rt := &server.Runtime{
+		SessionsDir:  filepath.Join(home, "sessions"),
+		NewAgent:     w.newAgent,
+		ResolveModel: w.resolveModel,
+		ExplainError: w.explain,
+		Catalog:      w.catalog,
+	}
+	return &dialect{rt: rt, w: w, log: log, startErr: startErr}, nil
 }
 
 // modelResolver maps a model name (octet/setModel, octet/session/new) to
