@@ -52,13 +52,7 @@ func (s *Server) watchExtensions(ss *sessionState) {
 
 // extensionsList handles octet/extensions/list.
 func (s *Server) extensionsList(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
-	}
-	ss, err := s.session(p.SessionID)
+	ss, err := s.sessionParam(raw)
 	if err != nil {
 		return nil, err
 	}

@@ -636,17 +636,22 @@ func (s *Server) setModel(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.R
 
 // policy handles octet/policy.
 func (s *Server) policy(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
+	ss, err := s.sessionParam(raw)
+	if err != nil {
+		return nil, err
+	}
+	return rawResult(ss.handle.Policy())
+}
+
+// sessionParam is the open session that params {sessionId} name.
+func (s *Server) sessionParam(raw jsonrpc2.RawMessage) (*sessionState, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	ss, err := s.session(p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	return rawResult(ss.handle.Policy())
+	return s.session(p.SessionID)
 }
 
 func busyError(sessionID, runID string) error {
