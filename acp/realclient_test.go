@@ -7,10 +7,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -18,18 +18,10 @@ import (
 // own TypeScript SDK (testdata/client, @agentclientprotocol/sdk) against
 // the scripted provider.
 
-var (
-	binOnce sync.Once
-	binDir  string
-	binErr  error
-)
-
 // TestMain removes the octet binary the SDK tests share.
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binDir != "" {
-		os.RemoveAll(binDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
 }
 
@@ -55,32 +47,6 @@ func sdkClient(t *testing.T) (node, dir string) {
 	return node, dir
 }
 
-// octetBinary builds octet once per test process.
-func octetBinary(t *testing.T) string {
-	t.Helper()
-	binOnce.Do(func() {
-		binDir, binErr = os.MkdirTemp("", "octet-acp-bin-")
-		if binErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, "octet"), "github.com/octet-agent/octet/cmd/octet").CombinedOutput()
-		if err != nil {
-			binErr = &buildError{out: string(out), err: err}
-		}
-	})
-	if binErr != nil {
-		t.Fatalf("build octet: %v", binErr)
-	}
-	return filepath.Join(binDir, "octet")
-}
-
-type buildError struct {
-	out string
-	err error
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
-
 // world is one SDK test's workspace, OCTET_HOME and scripted provider.
 type world struct {
 	tmp, ws, home string
@@ -104,7 +70,7 @@ func newWorld(t *testing.T) *world {
 func (w *world) run(t *testing.T, scenario string, got any) {
 	t.Helper()
 	node, dir := sdkClient(t)
-	bin := octetBinary(t)
+	bin := testbin.Octet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"), scenario)

@@ -23,6 +23,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
@@ -265,7 +266,7 @@ func BenchmarkInitializeInProcess(b *testing.B) {
 // same run is `octet version` (the same binary's process start and exit),
 // and gopls when it is installed.
 func BenchmarkProcessStartToInitialize(b *testing.B) {
-	bin := buildOctet(b)
+	bin := testbin.Octet(b)
 	home := b.TempDir()
 	env := append(os.Environ(), "OCTET_HOME="+home, "OPENAI_API_KEY=test-not-a-key", "OPENAI_BASE_URL=http://127.0.0.1:9/v1")
 	var base, lsp []time.Duration

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/octet-agent/octet/internal/testbin"
 )
 
 // BenchmarkOpenDocuments measures what open documents cost the built
@@ -21,7 +23,7 @@ import (
 //
 //	go test ./server -run '^$' -bench OpenDocuments -benchtime 1x -count 3
 func BenchmarkOpenDocuments(b *testing.B) {
-	bin := buildOctet(b)
+	bin := testbin.Octet(b)
 	for _, n := range []int{500} {
 		for _, kb := range []int{20, 200} {
 			b.Run(fmt.Sprintf("docs=%d/size=%dKiB", n, kb), func(b *testing.B) {

@@ -1,46 +1,12 @@
 package server
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/octet-agent/octet/internal/testbin"
 )
-
-// defaultNvimExtra is where fetch-newer-nvim.sh unpacked the newer
-// builds on the project's development machines; it is used when
-// OCTET_TEST_NVIM_EXTRA is unset.
-const defaultNvimExtra = "/opt/nvim-newer/trixie/nvim.sh:/opt/nvim-newer/sid/nvim.sh"
-
-// testNvims returns the Neovim binaries the real-Neovim tests run: the
-// system nvim (Debian's 0.7.2 in CI) and each one listed in
-// OCTET_TEST_NVIM_EXTRA (colon-separated; .ci/run sets it to the 0.10
-// and newest builds .ci/fetch-newer-nvim.sh unpacks; unset means
-// defaultNvimExtra). A missing one is reported and skipped.
-func testNvims(t *testing.T) []string {
-	var out []string
-	if p, err := exec.LookPath("nvim"); err == nil {
-		out = append(out, p)
-	} else {
-		t.Log("system nvim not installed; skipping it")
-	}
-	extra, set := os.LookupEnv("OCTET_TEST_NVIM_EXTRA")
-	if !set {
-		extra = defaultNvimExtra
-	}
-	for _, p := range filepath.SplitList(extra) {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Logf("OCTET_TEST_NVIM_EXTRA names %s, which is missing; skipping it", p)
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
 
 // TestNeovimDocumentCoherence runs headless Neovim (each of testNvims)
 // with a.txt open and an unsaved line typed: the agent's approved edit
@@ -49,16 +15,6 @@ func testNvims(t *testing.T) []string {
 // agent's edit, and :redo then :w writes both.
 func TestNeovimDocumentCoherence(t *testing.T) {
 	eachNvim(t, "documents_test.lua", runNvimDocuments)
-}
-
-// nvimName names a subtest by the binary's version line.
-func nvimName(nvim string) string {
-	out, err := exec.Command(nvim, "--version").Output()
-	if err != nil {
-		return filepath.Base(nvim)
-	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	return strings.TrimPrefix(first, "NVIM ")
 }
 
 func runNvimDocuments(t *testing.T, nvim, bin, script string) {
@@ -83,7 +39,7 @@ func runNvimDocuments(t *testing.T, nvim, bin, script string) {
 // keeps both.
 func TestVSCodeJSONRPCDocumentCoherence(t *testing.T) {
 	vscodeClient(t)
-	w := newRealWorld(t, buildOctet(t))
+	w := newRealWorld(t, testbin.Octet(t))
 	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\nthird\n")
 	editScript(&stack{provider: w.prov})
 	var got struct {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -56,7 +57,7 @@ func TestNeovimReadmeSnippet(t *testing.T) {
 	}
 	snippet := readmeLua(t, string(readme), "## Without the plugin")
 	tmp := t.TempDir()
-	bin := filepath.Dir(buildOctet(t)) // a directory holding only octet, for PATH
+	bin := filepath.Dir(testbin.Octet(t)) // a directory holding only octet, for PATH
 	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
 	for _, d := range []string{ws, home} {
 		if err := os.Mkdir(d, 0o700); err != nil {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -123,17 +124,17 @@ func eachNvim(t *testing.T, script string, fn func(t *testing.T, nvim, bin, scri
 	if testing.Short() {
 		t.Skip("builds the octet binary")
 	}
-	nvims := testNvims(t)
+	nvims := testbin.Nvims(t)
 	if len(nvims) == 0 {
 		t.Skip("no nvim to test")
 	}
-	bin := buildOctet(t)
+	bin := testbin.Octet(t)
 	path, err := filepath.Abs(filepath.Join("testdata", "nvim", script))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, nvim := range nvims {
-		t.Run(nvimName(nvim), func(t *testing.T) {
+		t.Run(testbin.NvimName(nvim), func(t *testing.T) {
 			t.Parallel()
 			fn(t, nvim, bin, path)
 		})

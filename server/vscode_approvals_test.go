@@ -8,6 +8,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -21,7 +22,7 @@ import (
 // TestVSCodeJSONRPCClient.
 func TestVSCodeApprovalRules(t *testing.T) {
 	vscodeClient(t)
-	w := newRealWorld(t, buildOctet(t))
+	w := newRealWorld(t, testbin.Octet(t))
 	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello\n")
 	prov := w.prov
 	edit := func(id, from, to string) providertest.Turn {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -17,7 +18,7 @@ import (
 // testdata/vscode (.ci/run does both when npm is available).
 func TestVSCodeJSONRPCClient(t *testing.T) {
 	vscodeClient(t)
-	w := newRealWorld(t, buildOctet(t))
+	w := newRealWorld(t, testbin.Octet(t))
 	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
 	editScript(&stack{provider: w.prov})
 	w.prov.Enqueue(providertest.Text(strings.Repeat("word ", 200)).StallAfter(8))

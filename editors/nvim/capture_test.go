@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -35,7 +36,7 @@ func TestCapture(t *testing.T) {
 			t.Skip("nvim not installed")
 		}
 	}
-	bin := buildOctet(t)
+	bin := testbin.Octet(t)
 	plugin, _ := filepath.Abs(".")
 	tmp := t.TempDir()
 	ws, home := filepath.Join(tmp, "project"), filepath.Join(tmp, "home")

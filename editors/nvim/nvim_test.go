@@ -6,98 +6,20 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
-// The helpers below follow server/realclient_test.go and
-// server/nvim_documents_test.go (buildOctet, testNvims, realWorld); they
-// are copied rather than shared because test helpers cannot be imported
-// across packages.
+// The octet binary and the Neovim builds come from internal/testbin,
+// shared with server's real-client tests.
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if octetBinDir != "" {
-		os.RemoveAll(octetBinDir)
-	}
+	testbin.Cleanup()
 	os.Exit(code)
-}
-
-var (
-	octetBinOnce sync.Once
-	octetBinDir  string
-	octetBinErr  error
-)
-
-// buildOctet returns an octet binary built from this tree, once per test
-// process.
-func buildOctet(t *testing.T) string {
-	t.Helper()
-	octetBinOnce.Do(func() {
-		octetBinDir, octetBinErr = os.MkdirTemp("", "octet-nvim-bin-")
-		if octetBinErr != nil {
-			return
-		}
-		out, err := exec.Command("go", "build", "-o", filepath.Join(octetBinDir, "octet"), "github.com/octet-agent/octet/cmd/octet").CombinedOutput()
-		if err != nil {
-			octetBinErr = &buildError{err: err, out: out}
-		}
-	})
-	if octetBinErr != nil {
-		t.Fatalf("build octet: %v", octetBinErr)
-	}
-	return filepath.Join(octetBinDir, "octet")
-}
-
-type buildError struct {
-	err error
-	out []byte
-}
-
-func (e *buildError) Error() string { return e.err.Error() + "\n" + string(e.out) }
-
-// defaultNvimExtra is where .ci/fetch-newer-nvim.sh unpacked the newer
-// builds on the development machines; used when OCTET_TEST_NVIM_EXTRA is
-// unset.
-const defaultNvimExtra = "/opt/nvim-newer/trixie/nvim.sh:/opt/nvim-newer/sid/nvim.sh"
-
-// testNvims returns the system nvim (Debian's 0.7.2 in CI) and each one
-// of OCTET_TEST_NVIM_EXTRA (colon-separated); missing ones are skipped.
-func testNvims(t *testing.T) []string {
-	var out []string
-	if p, err := exec.LookPath("nvim"); err == nil {
-		out = append(out, p)
-	} else {
-		t.Log("system nvim not installed; skipping it")
-	}
-	extra, set := os.LookupEnv("OCTET_TEST_NVIM_EXTRA")
-	if !set {
-		extra = defaultNvimExtra
-	}
-	for _, p := range filepath.SplitList(extra) {
-		if p == "" {
-			continue
-		}
-		if _, err := os.Stat(p); err != nil {
-			t.Logf("OCTET_TEST_NVIM_EXTRA names %s, which is missing; skipping it", p)
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-func nvimName(nvim string) string {
-	out, err := exec.Command(nvim, "--version").Output()
-	if err != nil {
-		return filepath.Base(nvim)
-	}
-	first, _, _ := strings.Cut(string(out), "\n")
-	return strings.TrimPrefix(first, "NVIM ")
 }
 
 // world is one test's octet binary, workspace, OCTET_HOME, Neovim state
@@ -114,13 +36,13 @@ func eachNvim(t *testing.T, fn func(t *testing.T, w *world)) {
 	if testing.Short() {
 		t.Skip("builds the octet binary and runs Neovim")
 	}
-	nvims := testNvims(t)
+	nvims := testbin.Nvims(t)
 	if len(nvims) == 0 {
 		t.Skip("no nvim to test")
 	}
-	bin := buildOctet(t)
+	bin := testbin.Octet(t)
 	for _, nvim := range nvims {
-		t.Run(nvimName(nvim), func(t *testing.T) {
+		t.Run(testbin.NvimName(nvim), func(t *testing.T) {
 			t.Parallel()
 			tmp := t.TempDir()
 			w := &world{tmp: tmp, bin: bin, ws: filepath.Join(tmp, "ws"), home: filepath.Join(tmp, "home"), nvim: nvim, prov: providertest.New(t)}
