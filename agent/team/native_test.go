@@ -135,7 +135,9 @@ func TestFollowup(t *testing.T) {
 	if started+queued != 5 || queued < 4 {
 		t.Fatalf("%d follow-ups started at once and %d queued, want at most 1 and the rest", started, queued)
 	}
-	got := waitFor(t, tm, s.ID, func(s Snapshot) bool { return s.Status == StatusIdle && s.Queued == 0 && len(f.childSrv.Requests()) == 6 })
+	got := waitFor(t, tm, s.ID, func(s Snapshot) bool {
+		return s.Status == StatusIdle && s.Queued == 0 && len(f.childSrv.Requests()) == 6
+	})
 	if got.Final != "next answer" || got.Error != "" {
 		t.Fatalf("after the follow-ups: %+v", got)
 	}
