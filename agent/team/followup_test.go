@@ -192,3 +192,36 @@ func TestFollowupRequeueOnFailedDelivery(t *testing.T) {
 		t.Fatalf("%d child requests, or not one run per follow-up in order", len(reqs))
 	}
 }
+
+// TestInterruptKeepsBacklog: interrupting a running child with queued
+// follow-ups ends it cancelled; its follow-ups are kept (still counted)
+// and none of them runs.
+func TestInterruptKeepsBacklog(t *testing.T) {
+	f := newFixture(t, fixtureOpt{native: true})
+	f.stalls(1)
+	tm := f.team()
+	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "FIRST"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, s.ID, StatusRunning)
+	for _, task := range []string{"TASK-B", "TASK-C"} {
+		if _, err := tm.Followup("root", s.ID, task); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := tm.Interrupt("root", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := waitStatus(t, tm, s.ID, StatusCancelled)
+	if got.Queued != 2 {
+		t.Fatalf("%d follow-ups kept after the interrupt, want 2", got.Queued)
+	}
+	if _, err := tm.Followup("root", s.ID, "TASK-D"); err == nil {
+		t.Fatal("a cancelled child took a follow-up")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(f.childSrv.Requests()); n > 1 {
+		t.Fatalf("%d child requests after the interrupt, want at most 1 (no follow-up ran)", n)
+	}
+}
