@@ -76,6 +76,9 @@ type Record struct {
 	// Task is the spawn's task; Text a message or status detail.
 	Task string `json:"task,omitempty"`
 	Text string `json:"text,omitempty"`
+	// Followup marks a message record that is an accepted follow-up
+	// task, queued for a busy child.
+	Followup bool `json:"followup,omitempty"`
 	// Tools is the child's tool scope (agent_spawned).
 	Tools []string `json:"tools,omitempty"`
 	// Policy and Provenance describe the child's authority (agent_spawned).

@@ -103,12 +103,13 @@ func (t sendMessageTool) Execute(_ context.Context, inv tools.Invocation) (tools
 	return tools.Result{Text: "Message sent."}, nil
 }
 
-// followupTool gives an idle child a new task (Team.Followup).
+// followupTool gives a child a new task, queued while it is busy
+// (Team.Followup).
 type followupTool struct{ base }
 
 func (followupTool) Name() string { return NativeFollowup }
 func (followupTool) Description() string {
-	return "Give one of your idle child agents (its last task completed) a new task. It keeps its context: refer to what it did. A running child takes messages (send_message) instead."
+	return "Give one of your child agents a new task. It keeps its context: refer to what it did. An idle child (its last task completed) starts it now; a busy one queues it (at most 32) and starts it when its earlier tasks are done. To correct a running task, use send_message."
 }
 func (followupTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"task":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","task"],"additionalProperties":false}`)

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/provider"
@@ -92,16 +91,21 @@ func TestNativeSurfaceTwoLevels(t *testing.T) {
 	}
 }
 
-// TestFollowup: in a generic team a completed child is idle, keeps its
-// context for a follow-up task, and exactly one of concurrent follow-ups
-// starts (the child is reserved as pending first); the shutdown ends it
-// completed and mirrors both runs.
+// TestFollowup: in a generic team a completed child is idle and keeps
+// its context for follow-up tasks; of concurrent follow-ups exactly one
+// reserves it (pending) and starts a run, the others queue and run after
+// it, one at a time; the shutdown ends it completed and mirrors every run.
 func TestFollowup(t *testing.T) {
-	f := newFixture(t, fixtureOpt{native: true})
-	f.childSrv.Enqueue(
-		providertest.Text("first answer").WithUsage(provider.Usage{InputTokens: 100, OutputTokens: 1}),
-		providertest.Text("second answer").WithUsage(provider.Usage{InputTokens: 200, OutputTokens: 2}),
-	)
+	hold := make(chan struct{}) // the follow-ups' runs wait until all are accepted
+	f := newFixture(t, fixtureOpt{native: true, onEvent: func(s Snapshot, _ agent.Event) {
+		if s.Task == "SECOND-TASK" {
+			<-hold
+		}
+	}})
+	f.childSrv.Enqueue(providertest.Text("first answer").WithUsage(provider.Usage{InputTokens: 100, OutputTokens: 1}))
+	for range 5 {
+		f.childSrv.Enqueue(providertest.Text("next answer").WithUsage(provider.Usage{InputTokens: 200, OutputTokens: 2}))
+	}
 	tm := f.team()
 	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "FIRST-TASK"})
 	if err != nil {
@@ -110,35 +114,49 @@ func TestFollowup(t *testing.T) {
 	if got := waitStatus(t, tm, s.ID, StatusIdle); got.Final != "first answer" {
 		t.Fatalf("idle child answer %q", got.Final)
 	}
-	var mu sync.Mutex
 	var wg sync.WaitGroup
-	accepted := 0
+	errs := make(chan error, 5)
 	for range 5 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if _, err := tm.Followup("root", s.ID, "SECOND-TASK"); err == nil {
-				mu.Lock()
-				accepted++
-				mu.Unlock()
-			}
+			_, err := tm.Followup("root", s.ID, "SECOND-TASK")
+			errs <- err
 		}()
 	}
 	wg.Wait()
-	if accepted != 1 {
-		t.Fatalf("%d concurrent follow-ups started, want 1", accepted)
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("a follow-up was refused: %v", err)
+		}
 	}
-	snaps, err := tm.Wait(context.Background(), "root", []string{s.ID}, 30*time.Second)
-	if err != nil || snaps[0].Status != StatusIdle || snaps[0].Final != "second answer" {
-		t.Fatalf("after the follow-up: %+v %v", snaps, err)
+	recs := provenance(t, tm)
+	started, queued := 0, 0
+	for _, r := range recs {
+		started += b2i(r.Kind == KindAgentStatus && r.Status == string(StatusPending) && r.Task == "SECOND-TASK")
+		queued += b2i(r.Kind == KindMessage && r.Followup)
+	}
+	if started != 1 || queued != 4 {
+		t.Fatalf("%d follow-ups started at once and %d queued, want 1 and 4", started, queued)
+	}
+	close(hold)
+	got := waitFor(t, tm, s.ID, func(s Snapshot) bool {
+		return s.Status == StatusIdle && s.Queued == 0 && len(f.childSrv.Requests()) == 6
+	})
+	if got.Final != "next answer" || got.Error != "" {
+		t.Fatalf("after the follow-ups: %+v", got)
 	}
 	reqs := f.childSrv.Requests()
-	if len(reqs) != 2 || !strings.Contains(string(reqs[1].Raw), "FIRST-TASK") || !strings.Contains(string(reqs[1].Raw), "first answer") {
+	if !strings.Contains(string(reqs[1].Raw), "FIRST-TASK") || !strings.Contains(string(reqs[1].Raw), "first answer") {
 		t.Fatal("the follow-up did not run in the child's own context")
 	}
-	recs := tm.Shutdown(context.Background(), "run_x", SettleTimeout)
-	if len(recs) != 1 || recs[0].Delegated.Usage.Input != 300 || recs[0].Delegated.Uncertain {
-		t.Fatalf("mirrored %+v", recs[0].Delegated)
+	if n := strings.Count(string(reqs[5].Raw), "SECOND-TASK"); n != 5 {
+		t.Fatalf("the last run saw %d follow-up tasks, want 5 (one run each, none overlapping)", n)
+	}
+	recsOut := tm.Shutdown(context.Background(), "run_x", SettleTimeout)
+	if len(recsOut) != 1 || recsOut[0].Delegated.Usage.Input != 1100 || recsOut[0].Delegated.Uncertain {
+		t.Fatalf("mirrored %+v", recsOut[0].Delegated)
 	}
 	if got := tm.List("root")[0].Status; got != StatusCompleted {
 		t.Fatalf("after shutdown the idle child is %s", got)

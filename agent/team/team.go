@@ -101,8 +101,10 @@ type Snapshot struct {
 	Task                   string
 	// Final is the child's last answer (set once it ended).
 	Final string
-	// Error explains a failure.
+	// Error explains a failure (or a follow-up that could not be delivered).
 	Error string
+	// Queued counts accepted follow-ups not yet delivered, oldest first.
+	Queued int
 	// Tools is the child's tool scope.
 	Tools []string
 	// Usage is the child's known usage; Uncertain marks it a subtotal.
@@ -156,6 +158,12 @@ type node struct {
 	runCtx    context.Context
 	runCancel context.CancelFunc
 	finishing bool // an idle child is being ended for good
+	// backlog holds the accepted follow-ups not yet acknowledged (durable
+	// in the child's session), oldest first; backlogBytes their tasks'
+	// bytes. followup marks a run whose task is backlog[0].
+	backlog      []queuedTask
+	backlogBytes int
+	followup     bool
 }
 
 // Team is one owning run's delegation state.
@@ -304,7 +312,7 @@ func (t *Team) Spawn(req SpawnRequest) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	t.publish(parent, n)
-	go t.drive(n)
+	go t.drive(n, false)
 	return snap, nil
 }
 
@@ -518,13 +526,34 @@ func (t *Team) transition(n *node, st Status, detail string) error {
 	return nil
 }
 
-// drive runs the child's task (its owner goroutine).
-func (t *Team) drive(n *node) {
+// drive runs the child's task, then each follow-up queued for it while it
+// ran (its owner goroutine, holding one concurrency slot throughout);
+// announce first records the delivery of the front follow-up.
+func (t *Team) drive(n *node, announce bool) {
 	defer t.wg.Done()
 	defer func() { <-t.sem }()
-	st, detail := t.run(n)
+	for {
+		if announce && !t.announce(n) {
+			t.settle(n, StatusCancelled, "")
+			return
+		}
+		st, detail := t.run(n)
+		if !t.settle(n, st, detail) || !t.reserveNext(n) {
+			return
+		}
+		announce = true
+	}
+}
+
+// settle makes the end of one run of n durable and visible; it reports
+// whether n stays idle (it keeps its session and context).
+func (t *Team) settle(n *node, st Status, detail string) (idle bool) {
+	undelivered := st == statusUndelivered
+	if undelivered { // the child is as it was before the follow-up
+		st = StatusCompleted
+	}
 	t.mu.Lock()
-	idle := st == StatusCompleted && t.cfg.Native && t.cfg.Service == nil && !t.closed
+	idle = st == StatusCompleted && t.followups() && !t.closed
 	t.mu.Unlock()
 	n.runCancel() // whatever ended the run (completion, failure) stops the child's descendants
 	if !idle {
@@ -533,8 +562,9 @@ func (t *Team) drive(n *node) {
 	totals := n.sess.Totals()
 	final := lastAnswer(n.sess)
 	t.mu.Lock()
+	done := n.done // a follow-up may replace it once n is shown idle
 	n.final, n.usage, n.settled = final, totals, true
-	if st == StatusFailed {
+	if st == StatusFailed || undelivered {
 		n.errText = detail
 	}
 	t.mu.Unlock()
@@ -548,13 +578,14 @@ func (t *Team) drive(n *node) {
 		n.status = shown
 		t.mu.Unlock()
 	}
-	n.parent.box.post(n.path, statusNote(st, detail), true)
-	t.mu.Lock()
-	close(n.done)
-	t.mu.Unlock()
+	if !undelivered {
+		n.parent.box.post(n.path, statusNote(st, detail), true)
+	}
+	close(done)
 	if !idle {
 		t.closeNode(n)
 	}
+	return idle && !undelivered
 }
 
 // closeNode releases a child that is done for good.
@@ -585,67 +616,6 @@ func (t *Team) finishIdle(n *node, st Status) bool {
 	return true
 }
 
-// followable reports why n cannot take a follow-up now (t.mu held).
-func (t *Team) followable(n *node) error {
-	switch {
-	case t.failed != nil:
-		return t.failed
-	case t.closed:
-		return ErrShutdown
-	case n.status.Active():
-		return fmt.Errorf("delegation: %s is busy (%s); send it a message instead", n.path, n.status)
-	case n.status != StatusIdle || n.finishing:
-		return fmt.Errorf("delegation: %s has ended (%s) and takes no new task; start a new child", n.path, n.status)
-	}
-	return nil
-}
-
-// Followup gives an idle child (Config.Native) a new task in its own
-// context. The child is reserved as pending before anything is
-// published, so concurrent follow-ups cannot start overlapping runs; a
-// child that is running takes messages (Send) instead, one that ended
-// takes nothing.
-func (t *Team) Followup(callerID, agentID, task string) (Snapshot, error) {
-	if strings.TrimSpace(task) == "" {
-		return Snapshot{}, errors.New("delegation: the task is empty")
-	}
-	if len(task) > MaxTextBytes || !utf8.ValidString(task) {
-		return Snapshot{}, &LimitError{Limit: "text", Max: MaxTextBytes}
-	}
-	n, err := t.descendant(callerID, agentID)
-	if err != nil {
-		return Snapshot{}, err
-	}
-	t.mu.Lock()
-	if err := t.followable(n); err != nil {
-		t.mu.Unlock()
-		return Snapshot{}, err
-	}
-	select {
-	case t.sem <- struct{}{}:
-	default:
-		t.mu.Unlock()
-		return Snapshot{}, &LimitError{Limit: "concurrent", Max: t.lim.Concurrent}
-	}
-	prevTask := n.task
-	n.status, n.task, n.settled, n.final = StatusPending, task, false, ""
-	n.done = make(chan struct{})
-	t.wg.Add(1)
-	t.mu.Unlock()
-	if err := t.record(Record{Kind: KindAgentStatus, Agent: n.id, Path: n.path, Status: string(StatusPending), Task: task, From: t.pathOf(callerID)}); err != nil {
-		t.mu.Lock()
-		n.status, n.task, n.settled = StatusIdle, prevTask, true
-		close(n.done)
-		t.mu.Unlock()
-		<-t.sem
-		t.wg.Done()
-		return Snapshot{}, err
-	}
-	t.notify(n)
-	go t.drive(n)
-	return t.snapshot(n), nil
-}
-
 // run starts the child's run and waits for it.
 func (t *Team) run(n *node) (Status, string) {
 	t.mu.Lock()
@@ -660,10 +630,18 @@ func (t *Team) run(n *node) (Status, string) {
 	}
 	r, err := n.agent.Prompt(ctx, task, agent.PromptOptions{})
 	if err != nil {
+		if t.unacknowledged(n) {
+			return statusUndelivered, "the follow-up could not be delivered (" + err.Error() + "); it stays queued, first, and is delivered with the next follow-up"
+		}
 		return StatusFailed, err.Error()
 	}
 	t.mu.Lock()
 	n.run = r
+	if n.followup { // durable in the child's session: the delivery acknowledgement
+		n.backlogBytes -= len(n.backlog[0].task)
+		n.backlog = n.backlog[1:]
+		n.followup = false
+	}
 	t.mu.Unlock()
 	for ev := range r.Events() {
 		if t.cfg.OnEvent != nil {
@@ -822,7 +800,7 @@ func (t *Team) snapshot(n *node) Snapshot {
 
 // snapshotOf describes n (caller holds t.mu or owns n exclusively).
 func (t *Team) snapshotOf(n *node) Snapshot {
-	s := Snapshot{ID: n.id, Path: n.path, Depth: n.depth, Status: n.status, Task: n.task, Final: n.final, Error: n.errText, Tools: slices.Clone(n.scope), team: t}
+	s := Snapshot{ID: n.id, Path: n.path, Depth: n.depth, Status: n.status, Task: n.task, Final: n.final, Error: n.errText, Queued: len(n.backlog), Tools: slices.Clone(n.scope), team: t}
 	if n.parent != nil {
 		s.ParentID = n.parent.id
 	}

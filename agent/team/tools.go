@@ -96,10 +96,12 @@ type view struct {
 	Offset     int    `json:"final_answer_offset,omitempty"`
 	Next       *int   `json:"final_answer_next_offset,omitempty"`
 	Error      string `json:"error,omitempty"`
+	// Queued counts follow-ups accepted and not yet delivered.
+	Queued int `json:"queued_followups,omitempty"`
 }
 
 func viewOf(s Snapshot) view {
-	return view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: s.Error}
+	return view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: s.Error, Queued: s.Queued}
 }
 
 // withPage sets v's answer to the page of final starting at off (moved
