@@ -53,6 +53,14 @@ func permissionOptions(req tools.ConfirmRequest) []map[string]string {
 // broker's single-use grant and standing rules work as for the LSP
 // dialect (allow_always is its approve_for_session).
 func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
+	return as.confirm(ctx, req, nil)
+}
+
+// confirm asks for req. child, when set, is a delegated child's call: it
+// renames the call after the child and shows it on the session first (a
+// child's calls are not the run's, so there is no tool_call of the run to
+// wait for).
+func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, child func(call map[string]any)) (tools.Approval, error) {
 	no := tools.Approval{Digest: req.Digest}
 	if as.rejectedAlways(req) {
 		no.Reason = "the user chose to always reject this exact call in this session"
@@ -72,7 +80,7 @@ func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (to
 	as.mu.Lock()
 	gate := as.gate
 	as.mu.Unlock()
-	if gate != nil {
+	if gate != nil && child == nil {
 		// The call's tool_call (and the text before it) goes first.
 		gate.Await(ctx, req.Intent.CallID)
 	}
@@ -90,6 +98,9 @@ func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (to
 	}()
 
 	call := as.permissionCall(req)
+	if child != nil {
+		child(call)
+	}
 	params := map[string]any{"sessionId": as.id, "toolCall": call, "options": permissionOptions(req)}
 	var resp struct {
 		Outcome struct {
