@@ -65,10 +65,12 @@ func childMeta(child team.Snapshot) map[string]any {
 // updated sends the child's tool_call the first time it is seen, then a
 // tool_call_update for each status change.
 func (c *children) updated(child team.Snapshot) {
+	// Sent under the lock: two changes of one child reported from
+	// different goroutines still reach the client in the order recorded.
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	prev, seen := c.shown[child.SessionID]
 	c.shown[child.SessionID] = child.Status
-	c.mu.Unlock()
 	if seen && prev == child.Status {
 		return
 	}
@@ -108,8 +110,8 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 	key := [2]string{child.SessionID, callID}
 	c.mu.Lock()
 	id, ok := c.asked[key]
-	if _, fin := ev.(*agent.ToolFinished); fin {
-		delete(c.asked, key)
+	if d, ok := ev.(*agent.ToolPolicyDecision); !ok || d.Decision != "allowed" {
+		delete(c.asked, key) // its last update: finished, or not run
 	}
 	c.mu.Unlock()
 	if !ok {
@@ -153,10 +155,12 @@ func (c *children) ask(child team.Snapshot, req tools.ConfirmRequest) func(map[s
 		c.mu.Lock()
 		c.asked[[2]string{child.SessionID, req.Intent.CallID}] = id
 		c.mu.Unlock()
-		call["toolCallId"] = id
-		call["title"] = child.Path + ": " + call["title"].(string)
-		meta := call["_meta"].(map[string]any)["octet"].(map[string]any)
-		meta["agentPath"], meta["childSessionId"] = child.Path, child.SessionID
+		title, _ := call["title"].(string)
+		call["toolCallId"], call["title"] = id, child.Path+": "+title
+		meta, _ := call["_meta"].(map[string]any)
+		if octet, ok := meta["octet"].(map[string]any); ok {
+			octet["agentPath"], octet["childSessionId"] = child.Path, child.SessionID
+		}
 		u := map[string]any{"sessionUpdate": "tool_call"}
 		for k, v := range call {
 			u[k] = v

@@ -171,8 +171,20 @@ func acpDelegate(p *acpPeer, ws string) (sid string, promptID int) {
 // follows the child to completed with its final answer; a child's write
 // (confirmed once the session is tightened with session/set_mode) asks
 // through session/request_permission on the parent session naming the
-// child, shown as a tool call of its own that ends completed.
+// child, shown as a tool call of its own that ends completed when allowed
+// and failed, the file unwritten, when rejected.
 func TestACPDelegationFallback(t *testing.T) {
+	for _, tc := range []struct {
+		option, asked, file string
+	}{
+		{"allow_once", "pending,in_progress,completed", "1\n"},
+		{"reject_once", "pending,failed", ""},
+	} {
+		t.Run(tc.option, func(t *testing.T) { testACPDelegationFallback(t, tc.option, tc.asked, tc.file) })
+	}
+}
+
+func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string) {
 	srv := providertest.New(t)
 	srv.Enqueue(delegationTurns()...)
 	home, ws := t.TempDir(), t.TempDir()
@@ -203,7 +215,7 @@ func TestACPDelegationFallback(t *testing.T) {
 				t.Errorf("permission asked on session %s, want the parent %s", rp.SessionID, sid)
 			}
 			perms = append(perms, rp.ToolCall)
-			p.answer(m.ID, map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}})
+			p.answer(m.ID, map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": option}})
 		case m.Method != "" && m.ID != nil:
 			t.Fatalf("unexpected request %s", m.Method)
 		case m.Method == "session/update":
@@ -259,11 +271,11 @@ func TestACPDelegationFallback(t *testing.T) {
 		!strings.HasPrefix(pc["toolCallId"].(string), "octet-agent-") || !strings.HasSuffix(pc["toolCallId"].(string), "/e1") {
 		t.Errorf("permission request toolCall %v", pc)
 	}
-	if asked == nil || asked.path != "root/worker1" || asked.title != pc["title"] || strings.Join(asked.statuses, ",") != "pending,in_progress,completed" {
+	if asked == nil || asked.path != "root/worker1" || asked.title != pc["title"] || strings.Join(asked.statuses, ",") != askedStatuses {
 		t.Errorf("the child's call that asked is shown as %+v", asked)
 	}
-	if got, _ := os.ReadFile(filepath.Join(ws, "one.txt")); string(got) != "1\n" {
-		t.Fatalf("one.txt = %q", got)
+	if got, _ := os.ReadFile(filepath.Join(ws, "one.txt")); string(got) != file {
+		t.Fatalf("one.txt = %q, want %q", got, file)
 	}
 }
 
