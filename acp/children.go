@@ -28,8 +28,14 @@ type children struct {
 	asked map[[2]string]string
 }
 
-// delegation is the session's server.AgentSpec.Delegation hook.
+// delegation is the session's server.AgentSpec.Delegation hook: child
+// sessions for a client that understands subagents, else tool calls.
 func (as *acpSession) delegation(cfg *team.Config) {
+	if as.subagents {
+		s := &subagents{as: as, kids: map[string]*subagent{}}
+		cfg.OnUpdate, cfg.OnEvent, cfg.Approver = s.updated, s.event, s.approver
+		return
+	}
 	c := &children{as: as, shown: map[string]team.Status{}, asked: map[[2]string]string{}}
 	cfg.OnUpdate = c.updated
 	cfg.OnEvent = c.event
@@ -143,28 +149,29 @@ type childApprover struct {
 }
 
 func (a childApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
-	return a.c.as.confirm(ctx, req, a.c.ask(a.child, req))
-}
-
-// ask shows the child's call asking for permission as a tool_call on the
-// parent session, named after the child, and returns how the permission
-// request names it.
-func (c *children) ask(child team.Snapshot, req tools.ConfirmRequest) func(map[string]any) {
-	id := childCallID(child) + "/" + req.Intent.CallID
-	return func(call map[string]any) {
+	c := a.c
+	id := childCallID(a.child) + "/" + req.Intent.CallID
+	show := func(call map[string]any) {
 		c.mu.Lock()
-		c.asked[[2]string{child.SessionID, req.Intent.CallID}] = id
+		c.asked[[2]string{a.child.SessionID, req.Intent.CallID}] = id
 		c.mu.Unlock()
-		title, _ := call["title"].(string)
-		call["toolCallId"], call["title"] = id, child.Path+": "+title
-		meta, _ := call["_meta"].(map[string]any)
-		if octet, ok := meta["octet"].(map[string]any); ok {
-			octet["agentPath"], octet["childSessionId"] = child.Path, child.SessionID
-		}
+		nameChild(call, a.child)
+		call["toolCallId"] = id
 		u := map[string]any{"sessionUpdate": "tool_call"}
 		for k, v := range call {
 			u[k] = v
 		}
 		c.as.srv.update(c.as.id, u)
+	}
+	return c.as.confirm(ctx, req, permissionTarget{sessionID: c.as.id, show: show})
+}
+
+// nameChild names the child in a permission request's call.
+func nameChild(call map[string]any, child team.Snapshot) {
+	title, _ := call["title"].(string)
+	call["title"] = child.Path + ": " + title
+	meta, _ := call["_meta"].(map[string]any)
+	if octet, ok := meta["octet"].(map[string]any); ok {
+		octet["agentPath"], octet["childSessionId"] = child.Path, child.SessionID
 	}
 }

@@ -157,9 +157,10 @@ func follow(cards map[string]*childCard, u acpUpdate) {
 	}
 }
 
-// acpDelegate opens a session on p and sends the root prompt.
-func acpDelegate(p *acpPeer, ws string) (sid string, promptID int) {
-	p.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+// acpDelegate opens a session on p and sends the root prompt; caps are
+// the client's capabilities.
+func acpDelegate(p *acpPeer, ws string, caps map[string]any) (sid string, promptID int) {
+	p.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": caps})
 	var s struct{ SessionID string }
 	json.Unmarshal(p.call("session/new", map[string]any{"cwd": ws, "mcpServers": []any{}}), &s)
 	return s.SessionID, p.send("session/prompt", map[string]any{"sessionId": s.SessionID, "prompt": []any{map[string]string{"type": "text", "text": "ROOT-PROMPT do both"}}})
@@ -189,7 +190,7 @@ func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string)
 	srv.Enqueue(delegationTurns()...)
 	home, ws := t.TempDir(), t.TempDir()
 	p := startACP(t, srv, home, 90*time.Second)
-	sid, promptID := acpDelegate(p, ws)
+	sid, promptID := acpDelegate(p, ws, map[string]any{})
 
 	cards := map[string]*childCard{}
 	var perms []map[string]any
@@ -291,7 +292,7 @@ func TestACPCancelCancelsChildren(t *testing.T) {
 	)
 	home, ws := t.TempDir(), t.TempDir()
 	p := startACP(t, srv, home, 30*time.Second)
-	sid, promptID := acpDelegate(p, ws)
+	sid, promptID := acpDelegate(p, ws, map[string]any{})
 	cards := map[string]*childCard{}
 	var stop string
 	var child *childCard
@@ -340,5 +341,183 @@ func TestACPCancelCancelsChildren(t *testing.T) {
 	}
 	if last != string(team.StatusCancelled) {
 		t.Fatalf("root/worker1 ended %q in provenance", last)
+	}
+}
+
+// subagentClient is what a client that advertised subagents sees.
+type subagentClient struct {
+	t      *testing.T
+	parent string
+	// kids are the announced children: path → child session id; states
+	// their subagent_update states in order, by child session id.
+	kids   map[string]string
+	states map[string][]string
+	// updates are the kinds of session/update each child session got,
+	// texts its message chunks.
+	updates map[string][]string
+	texts   map[string]string
+}
+
+func newSubagentClient(t *testing.T, parent string) *subagentClient {
+	return &subagentClient{t: t, parent: parent, kids: map[string]string{}, states: map[string][]string{}, updates: map[string][]string{}, texts: map[string]string{}}
+}
+
+// update records one session/update, failing on child traffic before its
+// announcement and on child tool calls shown on the parent.
+func (c *subagentClient) update(params json.RawMessage) {
+	var n struct {
+		SessionID string `json:"sessionId"`
+		Update    struct {
+			acpUpdate
+			ChildID string `json:"sessionId"`
+			Title   string `json:"title"`
+			State   *struct {
+				State      string `json:"state"`
+				StopReason string `json:"stopReason"`
+			} `json:"state"`
+			Content json.RawMessage `json:"content"`
+		} `json:"update"`
+	}
+	if err := json.Unmarshal(params, &n); err != nil {
+		c.t.Fatalf("session/update %s: %v", params, err)
+	}
+	u := n.Update
+	if n.SessionID == c.parent {
+		if strings.HasPrefix(u.ToolCallID, "octet-agent-") {
+			c.t.Errorf("a child shown as a tool call to a client that understands subagents: %s", params)
+		}
+		if u.SessionUpdate == "subagent_update" {
+			if _, ok := c.states[u.ChildID]; !ok {
+				c.kids[u.Title] = u.ChildID
+			}
+			c.states[u.ChildID] = append(c.states[u.ChildID], u.State.State+":"+u.State.StopReason)
+		}
+		return
+	}
+	if _, ok := c.states[n.SessionID]; !ok {
+		c.t.Fatalf("update on session %s before its subagent_update: %s", n.SessionID, params)
+	}
+	c.updates[n.SessionID] = append(c.updates[n.SessionID], u.SessionUpdate+":"+u.ToolCallID+":"+u.Status)
+	if u.SessionUpdate == "agent_message_chunk" {
+		var b struct{ Text string }
+		json.Unmarshal(u.Content, &b)
+		c.texts[n.SessionID] += b.Text
+	}
+}
+
+// TestACPSubagents drives the real octet acp with a client that
+// advertises subagents: each child is announced on the parent with
+// subagent_update (title its path, state running, then idle end_turn)
+// before anything carries its sessionId; its task, answer and tool calls
+// stream on its own session; its write asks session/request_permission on
+// its own session after the call's tool_call there, naming the child.
+func TestACPSubagents(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(delegationTurns()...)
+	home, ws := t.TempDir(), t.TempDir()
+	p := startACP(t, srv, home, 90*time.Second)
+	sid, promptID := acpDelegate(p, ws, map[string]any{"subagents": map[string]any{}})
+	c := newSubagentClient(t, sid)
+	var perms []json.RawMessage
+	var stop string
+	tightened := false
+	for stop == "" {
+		m := p.read()
+		switch {
+		case m.Method == "" && string(m.ID) == jsonInt(promptID):
+			var r struct{ StopReason string }
+			json.Unmarshal(m.Result, &r)
+			if stop = r.StopReason; stop == "" {
+				t.Fatalf("prompt answered %s %s\nstderr: %s", m.Result, m.Error, p.stderr)
+			}
+		case m.Method == "session/request_permission":
+			perms = append(perms, m.Params)
+			p.answer(m.ID, map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}})
+		case m.Method != "" && m.ID != nil:
+			t.Fatalf("unexpected request %s", m.Method)
+		case m.Method == "session/update":
+			c.update(m.Params)
+			if strings.Contains(string(m.Params), `"toolCallId":"w1"`) && !tightened {
+				tightened = true
+				p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "controlled"})
+			}
+		}
+	}
+	if stop != "end_turn" {
+		t.Fatalf("stopReason %q\nstderr: %s", stop, p.stderr)
+	}
+	one, two := c.kids["root/worker1"], c.kids["root/worker2"]
+	if one == "" || two == "" || len(c.kids) != 2 {
+		t.Fatalf("announced children %v", c.kids)
+	}
+	for id, answer := range map[string]string{one: "wrote one", two: "two"} {
+		if got := strings.Join(c.states[id], ","); got != "running:,idle:end_turn" {
+			t.Errorf("child %s states %s", id, got)
+		}
+		if c.texts[id] != answer || !strings.HasPrefix(c.updates[id][0], "user_message_chunk") {
+			t.Errorf("child %s: answer %q, updates %v", id, c.texts[id], c.updates[id])
+		}
+	}
+	if got := strings.Join(c.updates[one], " "); !strings.Contains(got, "tool_call:e1:pending") || !strings.Contains(got, "tool_call_update:e1:completed") {
+		t.Errorf("child one's updates %s", got)
+	}
+	if len(perms) != 1 {
+		t.Fatalf("%d permission requests", len(perms))
+	}
+	var rp struct {
+		SessionID string `json:"sessionId"`
+		ToolCall  struct {
+			ToolCallID string `json:"toolCallId"`
+			Title      string `json:"title"`
+		} `json:"toolCall"`
+	}
+	json.Unmarshal(perms[0], &rp)
+	if rp.SessionID != one || rp.ToolCall.ToolCallID != "e1" || !strings.HasPrefix(rp.ToolCall.Title, "root/worker1: ") {
+		t.Errorf("permission request %s", perms[0])
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "one.txt")); string(got) != "1\n" {
+		t.Fatalf("one.txt = %q", got)
+	}
+}
+
+// TestACPSubagentCancel: session/cancel with a child's sessionId
+// interrupts that child only: its state ends idle cancelled while the
+// parent's prompt goes on to end_turn.
+func TestACPSubagentCancel(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-ONE stall"}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":60}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Text("one was stopped").ForRequestContaining("ROOT-PROMPT"),
+		providertest.Stall().ForRequestContaining("CHILD-ONE"),
+	)
+	home, ws := t.TempDir(), t.TempDir()
+	p := startACP(t, srv, home, 30*time.Second)
+	sid, promptID := acpDelegate(p, ws, map[string]any{"subagents": map[string]any{}})
+	c := newSubagentClient(t, sid)
+	var stop string
+	cancelled := false
+	for stop == "" {
+		m := p.read()
+		switch {
+		case m.Method == "" && string(m.ID) == jsonInt(promptID):
+			var r struct{ StopReason string }
+			json.Unmarshal(m.Result, &r)
+			if stop = r.StopReason; stop == "" {
+				t.Fatalf("prompt answered %s %s\nstderr: %s", m.Result, m.Error, p.stderr)
+			}
+		case m.Method != "" && m.ID != nil:
+			t.Fatalf("unexpected request %s", m.Method)
+		case m.Method == "session/update":
+			c.update(m.Params)
+			if id := c.kids["root/worker1"]; id != "" && !cancelled && len(c.updates[id]) > 0 {
+				cancelled = true
+				p.notify("session/cancel", map[string]any{"sessionId": id})
+			}
+		}
+	}
+	id := c.kids["root/worker1"]
+	if stop != "end_turn" || !cancelled || strings.Join(c.states[id], ",") != "running:,idle:cancelled" {
+		t.Fatalf("stopReason %q, child states %v\nstderr: %s", stop, c.states[id], p.stderr)
 	}
 }
