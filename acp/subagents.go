@@ -85,7 +85,7 @@ func (s *subagents) updatedLocked(child team.Snapshot, k *subagent) {
 	s.as.srv.update(s.as.id, u)
 	if first {
 		// The task, as the child's first message.
-		s.as.srv.update(child.SessionID, map[string]any{"sessionUpdate": "user_message_chunk", "content": textContent(clip(child.Task, maxToolOutput))})
+		s.as.srv.update(child.SessionID, map[string]any{"sessionUpdate": "user_message_chunk", "content": map[string]any{"type": "text", "text": clip(child.Task, maxToolOutput)}})
 	}
 }
 
