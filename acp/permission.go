@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/octet-agent/octet/internal/eventgate"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -53,6 +54,26 @@ func permissionOptions(req tools.ConfirmRequest) []map[string]string {
 // broker's single-use grant and standing rules work as for the LSP
 // dialect (allow_always is its approve_for_session).
 func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
+	as.mu.Lock()
+	gate := as.gate
+	as.mu.Unlock()
+	return as.confirm(ctx, req, permissionTarget{sessionID: as.id, gate: gate})
+}
+
+// permissionTarget is where a permission request goes: the session and,
+// for a delegated child's call, how it is named.
+type permissionTarget struct {
+	sessionID string
+	// gate, when set, holds the request until the call's tool_call was
+	// sent on that session.
+	gate *eventgate.Gate
+	// show, when set, renames the call after the child and shows it
+	// first (on the parent session, where the child's run is not shown).
+	show func(call map[string]any)
+}
+
+// confirm asks for req on target.
+func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, target permissionTarget) (tools.Approval, error) {
 	no := tools.Approval{Digest: req.Digest}
 	if as.rejectedAlways(req) {
 		no.Reason = "the user chose to always reject this exact call in this session"
@@ -69,12 +90,9 @@ func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (to
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	w := &permissionWait{cancel: cancel}
-	as.mu.Lock()
-	gate := as.gate
-	as.mu.Unlock()
-	if gate != nil {
+	if target.gate != nil {
 		// The call's tool_call (and the text before it) goes first.
-		gate.Await(ctx, req.Intent.CallID)
+		target.gate.Await(ctx, req.Intent.CallID)
 	}
 	as.mu.Lock()
 	if as.cancelled {
@@ -90,7 +108,10 @@ func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (to
 	}()
 
 	call := as.permissionCall(req)
-	params := map[string]any{"sessionId": as.id, "toolCall": call, "options": permissionOptions(req)}
+	if target.show != nil {
+		target.show(call)
+	}
+	params := map[string]any{"sessionId": target.sessionID, "toolCall": call, "options": permissionOptions(req)}
 	var resp struct {
 		Outcome struct {
 			Outcome  string `json:"outcome"`

@@ -51,6 +51,9 @@ func sdkClient(t *testing.T) (node, dir string) {
 type world struct {
 	tmp, ws, home string
 	prov          *providertest.Server
+	// args follow the scenario on client.js's command line; env is added
+	// to octet's environment (after the defaults, so it overrides them).
+	args, env []string
 }
 
 func newWorld(t *testing.T) *world {
@@ -73,7 +76,7 @@ func (w *world) run(t *testing.T, scenario string, got any) {
 	bin := testbin.Octet(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, filepath.Join(dir, "client.js"), scenario)
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(dir, "client.js"), scenario}, w.args...)...)
 	cmd.Dir = dir
 	cmd.WaitDelay = 5 * time.Second
 	cmd.Env = append(os.Environ(),
@@ -81,6 +84,7 @@ func (w *world) run(t *testing.T, scenario string, got any) {
 		"OCTET_HOME="+w.home, "OPENAI_BASE_URL="+w.prov.URL(), "OPENAI_API_KEY=test-not-a-key",
 		"OCTET_EFFECT_POLICY=controlled", "XDG_CONFIG_HOME="+w.tmp,
 	)
+	cmd.Env = append(cmd.Env, w.env...)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.Output()
@@ -123,6 +127,9 @@ type sdkOut struct {
 
 // update is one session/update as the SDK decoded it.
 type update struct {
+	// OnSession is the session of an update not on the prompt's (a
+	// child's).
+	OnSession     string
 	SessionUpdate string
 	Content       json.RawMessage
 	ToolCallID    string

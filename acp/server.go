@@ -46,6 +46,9 @@ type Server struct {
 	initialized bool
 	caps        clientCapabilities
 	sessions    map[string]*acpSession
+	// kids interrupt the exposed child sessions still active (the
+	// subagents capability), by child session id.
+	kids map[string]func() error
 }
 
 // clientCapabilities is what the client advertised at initialize.
@@ -54,6 +57,15 @@ type clientCapabilities struct {
 		ReadTextFile  bool `json:"readTextFile"`
 		WriteTextFile bool `json:"writeTextFile"`
 	} `json:"fs"`
+	// Subagents is the unstable subagents capability: an object (even
+	// {}) means the client understands child sessions.
+	Subagents json.RawMessage `json:"subagents"`
+}
+
+// subagents reports whether the client advertised the subagents
+// capability.
+func (c clientCapabilities) subagents() bool {
+	return len(c.Subagents) > 0 && c.Subagents[0] == '{'
 }
 
 // Serve speaks ACP on in and out until in ends or ctx is done, then
@@ -66,7 +78,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{opts: opts, log: log, c: newConn(out, log), sessions: map[string]*acpSession{}}
+	s := &Server{opts: opts, log: log, c: newConn(out, log), sessions: map[string]*acpSession{}, kids: map[string]func() error{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, s.cancelAll)
@@ -256,11 +268,12 @@ func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientC
 	if n >= maxSessions {
 		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
 	}
-	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, waits: map[*permissionWait]struct{}{}}
+	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, waits: map[*permissionWait]struct{}{}, subagents: caps.subagents()}
 	as.rules = server.NewSessionRules(sess, s.log)
 	spec := server.AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Approver: as,
 		Principal: "editor:" + hdr.ID, Rules: as.rules, MCPServers: mcp,
+		Delegation: as.delegation,
 	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
 		as.files = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}
@@ -303,6 +316,9 @@ func (s *Server) cancel(raw json.RawMessage) error {
 	}
 	if err := decode(raw, &p); err != nil {
 		return err
+	}
+	if _, err := s.ready(); err == nil && s.cancelKid(p.SessionID) {
+		return nil
 	}
 	as, err := s.session(p.SessionID)
 	if err != nil {

@@ -35,6 +35,8 @@ type acpSession struct {
 	// files are the client's files (nil: the client has no fs
 	// capability).
 	files *clientFiles
+	// subagents: the client understands child sessions.
+	subagents bool
 
 	mu sync.Mutex
 	// run is the prompt in progress (nil: none); cancelled is set by

@@ -13,8 +13,14 @@ const maxToolOutput = 64 << 10
 
 // runStream turns one run's events into session/update notifications.
 type runStream struct {
-	as    *acpSession
-	runID string
+	srv *Server
+	// sid is the ACP session the updates go to; cwd its workspace.
+	sid, cwd string
+	// entries reads the run's session; text a workspace file's current
+	// text.
+	entries entryReader
+	text    func(abs string) (string, bool)
+	runID   string
 	// attempt numbers the provider attempts: each attempt's chunks carry
 	// their own messageId, so a client can drop the chunks of an attempt
 	// that _octet/providerRetry says was replaced.
@@ -30,18 +36,24 @@ type runStream struct {
 	gate *eventgate.Gate
 }
 
-func newRunStream(as *acpSession, runID string) *runStream {
-	return &runStream{as: as, runID: runID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}, views: map[string]callView{}}
+// entryReader reads the entries of a run's session.
+type entryReader interface {
+	Entry(id string) (session.Entry, bool)
+	Branch() []session.Entry
 }
 
-func (st *runStream) update(u map[string]any) { st.as.srv.update(st.as.id, u) }
+func newRunStream(as *acpSession, runID string) *runStream {
+	return &runStream{srv: as.srv, sid: as.id, cwd: as.cwd, entries: as.sess, text: as.currentText, runID: runID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}, views: map[string]callView{}}
+}
+
+func (st *runStream) update(u map[string]any) { st.srv.update(st.sid, u) }
 
 // ext sends an _octet/ extension notification.
 func (st *runStream) ext(method string, params map[string]any) {
-	params["sessionId"] = st.as.id
+	params["sessionId"] = st.sid
 	params["runId"] = st.runID
-	if err := st.as.srv.c.notify(method, params); err != nil {
-		st.as.srv.log.Debug("notification not sent", "method", method, "error", err)
+	if err := st.srv.c.notify(method, params); err != nil {
+		st.srv.log.Debug("notification not sent", "method", method, "error", err)
 	}
 }
 
@@ -86,7 +98,7 @@ func (st *runStream) event(ev agent.Event) {
 
 // committed records the arguments of the committed message's calls.
 func (st *runStream) committed(entryID string) {
-	e, ok := st.as.sess.Entry(entryID)
+	e, ok := st.entries.Entry(entryID)
 	if !ok {
 		return
 	}
@@ -98,7 +110,7 @@ func (st *runStream) committed(entryID string) {
 }
 
 func (st *runStream) toolStarted(e *agent.ToolStarted) {
-	v := describeCall(st.as.cwd, e.Tool, []byte(st.args[e.CallID]), st.as.currentText)
+	v := describeCall(st.cwd, e.Tool, []byte(st.args[e.CallID]), st.text)
 	st.views[e.CallID] = v
 	u := map[string]any{
 		"sessionUpdate": "tool_call", "toolCallId": e.CallID, "title": v.title, "kind": v.kind,
@@ -172,7 +184,7 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 // result returns the recorded result of the call, searching the run's
 // tail of the branch.
 func (st *runStream) result(callID string) (*session.ToolResult, bool) {
-	branch := st.as.sess.Branch()
+	branch := st.entries.Branch()
 	for i := len(branch) - 1; i >= 0 && branch[i].RunID == st.runID; i-- {
 		if r := branch[i].Result; r != nil && r.CallID == callID {
 			return r, true

@@ -4,10 +4,16 @@
 // what it saw ({"failed": ...} when something went wrong).
 import { spawn } from 'node:child_process';
 import { Readable, Writable } from 'node:stream';
-import * as acp from '@agentclientprotocol/sdk';
+// A client that advertises subagents (second argument "subagents") uses
+// the SDK's unstable v1 surface, which has them.
+const acp = process.argv[3] === 'subagents'
+  ? await import('@agentclientprotocol/sdk/unstable')
+  : await import('@agentclientprotocol/sdk');
 
 const ws = process.env.OCTET_TEST_WORKSPACE;
 const scenario = process.argv[2];
+// Updates on another session than out.session (a child's) carry
+// onSession.
 
 // run starts `octet acp`, connects a client with the given file-system
 // capabilities and calls op(ctx, out); it returns out with octet's exit.
@@ -18,7 +24,7 @@ async function run(fs, handlers, op) {
   const out = { updates: [], ext: [], permissions: [], reads: [], writes: [] };
   const app = acp.client({ name: 'octet-test' });
   app.onNotification(acp.methods.client.session.update, ({ params }) => {
-    out.updates.push(params.update);
+    out.updates.push(params.sessionId === out.session?.sessionId || !out.session ? params.update : { ...params.update, onSession: params.sessionId });
     handlers.update?.(params.update, out);
   });
   for (const m of ['_octet/usage', '_octet/recoveredOutput', '_octet/providerRetry', '_octet/runFinished']) {
@@ -42,7 +48,7 @@ async function run(fs, handlers, op) {
   await app.connectWith(stream, async (ctx) => {
     out.init = await ctx.request(acp.methods.agent.initialize, {
       protocolVersion: acp.PROTOCOL_VERSION,
-      clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs } },
+      clientCapabilities: { fs: { readTextFile: fs, writeTextFile: fs }, ...(handlers.caps || {}) },
     });
     await op(ctx, out);
   });
@@ -143,6 +149,15 @@ const scenarios = {
       const s = await newSession(ctx);
       out.answer = await prompt(ctx, s.sessionId, 'fix a.txt');
       out.buffers = buffers;
+    });
+  },
+  // A delegating prompt (octet under unsafe_host): with the subagents
+  // capability when the second argument says so.
+  async delegate() {
+    const caps = process.argv[3] === 'subagents' ? { subagents: {} } : {};
+    return run(false, { permission: select('allow_once'), caps }, async (ctx, out) => {
+      out.session = await newSession(ctx);
+      out.answer = await prompt(ctx, out.session.sessionId, 'ROOT-PROMPT delegate');
     });
   },
 };
