@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/octet-agent/octet/internal/config"
@@ -99,6 +100,26 @@ func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log
 		Workspace: workspace, Logger: log, OnChange: x.changed,
 	})
 	return x
+}
+
+// clientSecrets are the values of the client-supplied servers' headers
+// and of their environment variables named like a secret (…TOKEN, …KEY,
+// …SECRET, …PASSWORD), for the redactor: a server echoing them does not
+// hand them to the model.
+func clientSecrets(client []server.MCPServer) []string {
+	var out []string
+	for _, c := range client {
+		for _, v := range c.Headers {
+			out = append(out, v)
+		}
+		for k, v := range c.Env {
+			u := strings.ToUpper(k)
+			if strings.Contains(u, "TOKEN") || strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "PASSWORD") {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
 }
 
 // bearerTokens are the configured servers' tokens, for the redactor.

@@ -136,7 +136,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	_, st.shellSelection = tools.ResolveShell(cfg.ShellPath.Value)
 	// Tool output never carries the key on: results, progress and bash
 	// spill files are redacted of its exact value.
-	st.redactor = tools.NewRedactor(append(bearerTokens(cfg), key.Reveal())...)
+	st.redactor = tools.NewRedactor(append(append(bearerTokens(cfg), clientSecrets(clientMCP)...), key.Reveal())...)
 	tc := cfg.ToolsConfig(workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
