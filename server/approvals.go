@@ -278,13 +278,11 @@ type ruleView struct {
 
 // approvalsList handles octet/approvals/list.
 func (s *Server) approvalsList(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
+	id, err := sessionIDParam(raw)
+	if err != nil {
 		return nil, err
 	}
-	ss, h, err := s.approvalsOf(p.SessionID)
+	ss, h, err := s.approvalsOf(id)
 	if err != nil {
 		return nil, err
 	}

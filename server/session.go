@@ -263,17 +263,12 @@ func (s *Server) closeIf(ss *sessionState, why string, cond func(*sessionState) 
 // session's file, agent and replay buffer are released. A session this
 // server does not have open has nothing to release: {} as well.
 func (s *Server) sessionClose(ctx context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
+	id, err := sessionIDParam(raw)
+	if err != nil {
 		return nil, err
 	}
-	if p.SessionID == "" {
-		return nil, invalidParams("sessionId is required")
-	}
 	s.mu.Lock()
-	ss := s.sessions[p.SessionID]
+	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss != nil {
 		// The run may take a moment to settle: let later messages in.
@@ -645,13 +640,25 @@ func (s *Server) policy(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.Raw
 
 // sessionParam is the open session that params {sessionId} name.
 func (s *Server) sessionParam(raw jsonrpc2.RawMessage) (*sessionState, error) {
+	id, err := sessionIDParam(raw)
+	if err != nil {
+		return nil, err
+	}
+	return s.session(id)
+}
+
+// sessionIDParam is the session id of params {sessionId}, required.
+func sessionIDParam(raw jsonrpc2.RawMessage) (string, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
-		return nil, err
+		return "", err
 	}
-	return s.session(p.SessionID)
+	if p.SessionID == "" {
+		return "", invalidParams("sessionId is required")
+	}
+	return p.SessionID, nil
 }
 
 func busyError(sessionID, runID string) error {

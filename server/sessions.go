@@ -295,21 +295,16 @@ func unpairedCalls(entries []session.Entry) []string {
 // (it never waits for a run), so no later request of this client can
 // reopen the session between the close and the removal.
 func (s *Server) sessionDelete(ctx context.Context, _ *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
-	var p struct {
-		SessionID string `json:"sessionId"`
-	}
-	if err := decodeParams(raw, &p); err != nil {
+	id, err := sessionIDParam(raw)
+	if err != nil {
 		return nil, err
-	}
-	if p.SessionID == "" {
-		return nil, invalidParams("sessionId is required")
 	}
 	lb, ok := s.opts.backend.(lifecycleBackend)
 	if !ok {
 		return nil, jsonrpc2.NewError(CodeBackend, "this server cannot delete sessions")
 	}
 	s.mu.Lock()
-	ss := s.sessions[p.SessionID]
+	ss := s.sessions[id]
 	s.mu.Unlock()
 	if ss != nil {
 		free := func(ss *sessionState) bool { return ss.active == nil && len(ss.pending) == 0 }
@@ -327,18 +322,18 @@ func (s *Server) sessionDelete(ctx context.Context, _ *jsonrpc2.Request, raw jso
 			}
 		}
 	}
-	if err := lb.Delete(ctx, p.SessionID); err != nil {
+	if err := lb.Delete(ctx, id); err != nil {
 		if errors.Is(err, errNoSession) {
-			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: nothing to delete", p.SessionID))
+			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: nothing to delete", id))
 		}
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("delete session %s: %v", p.SessionID, err))
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("delete session %s: %v", id, err))
 	}
 	s.mu.Lock()
-	if s.defaultID == p.SessionID {
+	if s.defaultID == id {
 		s.defaultID = "" // octet.prompt creates a new default session
 	}
 	s.mu.Unlock()
-	s.log.Info("session deleted", "session", p.SessionID)
+	s.log.Info("session deleted", "session", id)
 	return json.RawMessage(`{}`), nil
 }
 
