@@ -347,3 +347,80 @@ func TestClientOwnedWriteTool(t *testing.T) {
 		t.Error("no diff with the client's text as oldText")
 	}
 }
+
+// TestClientOwnedReadRefusesLinks: a hostile repository's link
+// (notes.txt -> a file outside the workspace) is refused by read as on
+// disk; octet never asks the client for it, which would follow it and
+// hand the model the target's text.
+func TestClientOwnedReadRefusesLinks(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.UnsafeHost})
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	os.WriteFile(secret, []byte("PRIVATE KEY\n"), 0o600)
+	if err := os.Symlink(secret, filepath.Join(p.ws, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string
+	p.onRequest = func(m message) (any, *rpcError) {
+		var req struct{ Path string }
+		_ = json.Unmarshal(m.Params, &req)
+		if m.Method != "fs/read_text_file" {
+			return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+		}
+		mu.Lock()
+		asked = append(asked, req.Path)
+		mu.Unlock()
+		b, err := os.ReadFile(req.Path) // as an editor does: following links
+		if err != nil {
+			return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
+		}
+		return map[string]any{"content": string(b)}, nil
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "read", `{"path":"notes.txt"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "read notes"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	reqs := p.prov.Requests()
+	if out := callOutput(t, reqs[1].Body, "call_1"); strings.Contains(out, "PRIVATE KEY") || !strings.Contains(out, "symbolic link") {
+		t.Errorf("read of the link gave %q", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 0 {
+		t.Errorf("the client was asked for %q", asked)
+	}
+}
+
+// TestClientOwnedSearchRefusesLinks: search with a path naming a link
+// does not ask the client for it either.
+func TestClientOwnedSearchRefusesLinks(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.UnsafeHost})
+	secret := filepath.Join(t.TempDir(), "id_rsa")
+	os.WriteFile(secret, []byte("PRIVATE KEY\n"), 0o600)
+	if err := os.Symlink(secret, filepath.Join(p.ws, "notes.txt")); err != nil {
+		t.Fatal(err)
+	}
+	p.onRequest = func(m message) (any, *rpcError) {
+		if m.Method != "fs/read_text_file" {
+			return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+		}
+		var req struct{ Path string }
+		_ = json.Unmarshal(m.Params, &req)
+		b, err := os.ReadFile(req.Path)
+		if err != nil {
+			return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
+		}
+		return map[string]any{"content": string(b)}, nil
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "search", `{"pattern":"PRIVATE","path":"notes.txt"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "search"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	if out := callOutput(t, p.prov.Requests()[1].Body, "call_1"); strings.Contains(out, "PRIVATE KEY") {
+		t.Errorf("search of the link gave %q", out)
+	}
+}

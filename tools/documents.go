@@ -57,10 +57,25 @@ const editorSource = "editor"
 // openDocument returns the editor's document for tg when one is open.
 // read and search see it whether or not the editor applies edits.
 func (c *Config) openDocument(tg *target) (Document, bool) {
-	if c.Documents == nil {
+	if c.Documents == nil || !overlayable(tg) {
 		return Document{}, false
 	}
 	return c.Documents.Document(tg.key)
+}
+
+// overlayable reports whether the editor may stand for tg's file: only a
+// regular file, or one not on disk yet, as the no-follow resolver sees
+// it. An editor reads by path and follows links, so a workspace link
+// (notes.txt -> ~/.ssh/id_rsa) must take the disk path, which refuses it.
+func overlayable(tg *target) bool { return overlayableAt(tg.root, tg.rel) }
+
+// overlayableAt is overlayable for rel beneath root.
+func overlayableAt(root *fsroot.Root, rel string) bool {
+	kind, _, err := root.Inspect(rel)
+	if err != nil {
+		return fsroot.IsNotExist(err)
+	}
+	return kind == fsroot.KindRegular
 }
 
 // editorEditTarget is the routing decision of edit and write: a target
@@ -68,7 +83,7 @@ func (c *Config) openDocument(tg *target) (Document, bool) {
 // (Documents.Apply), computed against its buffer; any other target keeps
 // the descriptor-relative disk path.
 func (c *Config) editorEditTarget(tg *target) (Document, bool) {
-	if c.Documents == nil || !c.Documents.AppliesEdits() {
+	if c.Documents == nil || !c.Documents.AppliesEdits() || !overlayable(tg) {
 		return Document{}, false
 	}
 	return c.Documents.Document(tg.key)

@@ -927,7 +927,12 @@ func (w *walker) searchDir(job dirJob, local *hitSet, buf []byte) (*hitSet, []by
 
 // searchOneFile searches a single explicitly named file.
 func (w *walker) searchOneFile(rel string) error {
-	data, ok := w.editorText(rel)
+	// The walk meets only regular files; a path argument may name a link.
+	var data []byte
+	ok := false
+	if overlayableAt(w.root, rel) {
+		data, ok = w.editorText(rel)
+	}
 	if !ok {
 		var err error
 		if data, _, err = w.root.ReadFile(rel, MaxFileBytes); err != nil {
