@@ -424,3 +424,48 @@ func TestClientOwnedSearchRefusesLinks(t *testing.T) {
 		t.Errorf("search of the link gave %q", out)
 	}
 }
+
+// TestClientOwnedWriteSkipsHardLinks: a file with another name (a hard
+// link) is written by the disk path, which replaces this name only, not
+// by the client, which would write through to the other name.
+func TestClientOwnedWriteSkipsHardLinks(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.UnsafeHost})
+	other := filepath.Join(t.TempDir(), "bashrc")
+	os.WriteFile(other, []byte("original\n"), 0o600)
+	path := filepath.Join(p.ws, "w.txt")
+	if err := os.Link(other, path); err != nil {
+		t.Skip("hard links across these directories:", err)
+	}
+	var mu sync.Mutex
+	var wrote []string
+	p.onRequest = func(m message) (any, *rpcError) {
+		var req struct{ Path, Content string }
+		_ = json.Unmarshal(m.Params, &req)
+		switch m.Method {
+		case "fs/read_text_file":
+			b, _ := os.ReadFile(req.Path)
+			return map[string]any{"content": string(b)}, nil
+		case "fs/write_text_file":
+			mu.Lock()
+			wrote = append(wrote, req.Path)
+			mu.Unlock()
+			os.WriteFile(req.Path, []byte(req.Content), 0o600) // through the path, as an editor does
+			return map[string]any{}, nil
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"new\n"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "write"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrote) != 0 {
+		t.Errorf("written through the client: %q", wrote)
+	}
+	if b, _ := os.ReadFile(other); string(b) != "original\n" {
+		t.Errorf("the other name of the file now holds %q", b)
+	}
+}

@@ -67,15 +67,17 @@ func (c *Config) openDocument(tg *target) (Document, bool) {
 // regular file, or one not on disk yet, as the no-follow resolver sees
 // it. An editor reads by path and follows links, so a workspace link
 // (notes.txt -> ~/.ssh/id_rsa) must take the disk path, which refuses it.
-func overlayable(tg *target) bool { return overlayableAt(tg.root, tg.rel) }
+func overlayable(tg *target) bool { return overlayableAt(tg.root, tg.rel, false) }
 
-// overlayableAt is overlayable for rel beneath root.
-func overlayableAt(root *fsroot.Root, rel string) bool {
-	kind, _, err := root.Inspect(rel)
+// overlayableAt is overlayable for rel beneath root. For a change (edit)
+// the file must also have one link: the editor writes through the path,
+// into every other name of the file, where the disk path replaces it.
+func overlayableAt(root *fsroot.Root, rel string, edit bool) bool {
+	kind, links, err := root.Inspect(rel)
 	if err != nil {
 		return fsroot.IsNotExist(err)
 	}
-	return kind == fsroot.KindRegular
+	return kind == fsroot.KindRegular && (!edit || links <= 1)
 }
 
 // editorEditTarget is the routing decision of edit and write: a target
@@ -83,7 +85,7 @@ func overlayableAt(root *fsroot.Root, rel string) bool {
 // (Documents.Apply), computed against its buffer; any other target keeps
 // the descriptor-relative disk path.
 func (c *Config) editorEditTarget(tg *target) (Document, bool) {
-	if c.Documents == nil || !c.Documents.AppliesEdits() || !overlayable(tg) {
+	if c.Documents == nil || !c.Documents.AppliesEdits() || !overlayableAt(tg.root, tg.rel, true) {
 		return Document{}, false
 	}
 	return c.Documents.Document(tg.key)

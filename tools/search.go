@@ -930,7 +930,7 @@ func (w *walker) searchOneFile(rel string) error {
 	// The walk meets only regular files; a path argument may name a link.
 	var data []byte
 	ok := false
-	if overlayableAt(w.root, rel) {
+	if overlayableAt(w.root, rel, false) {
 		data, ok = w.editorText(rel)
 	}
 	if !ok {
