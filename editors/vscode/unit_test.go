@@ -1,6 +1,7 @@
 package vscode_test
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,5 +31,36 @@ func TestExtensionUnit(t *testing.T) {
 		t.Fatalf("node --test: %v\n%s", err, b)
 	} else {
 		t.Logf("%s", b[max(0, len(b)-300):])
+	}
+}
+
+// TestSettingsAWorkspaceCannotRelax: the settings that choose what runs
+// (the binary, its flags) and how much it may do (the policy new sessions
+// start in) are machine-scoped, so a repository's .vscode/settings.json
+// cannot set them (VS Code ignores workspace values of such settings).
+func TestSettingsAWorkspaceCannotRelax(t *testing.T) {
+	b, err := os.ReadFile("package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pkg struct {
+		Contributes struct {
+			Configuration struct {
+				Properties map[string]struct {
+					Scope string `json:"scope"`
+				} `json:"properties"`
+			} `json:"configuration"`
+		} `json:"contributes"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"octet.path", "octet.args", "octet.policyMode"} {
+		p, ok := pkg.Contributes.Configuration.Properties[name]
+		if !ok {
+			t.Errorf("%s is not a setting", name)
+		} else if p.Scope != "machine" && p.Scope != "application" {
+			t.Errorf("%s has scope %q: a workspace could set it", name, p.Scope)
+		}
 	}
 }
