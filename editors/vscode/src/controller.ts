@@ -690,7 +690,8 @@ export class Octet implements vscode.Disposable {
       return;
     }
     if (!this.sessionId) {
-      await vscode.workspace.getConfiguration("octet").update("policyMode", pick.mode.mode, vscode.ConfigurationTarget.Workspace);
+      // Machine-scoped: a user setting (a workspace cannot hold it).
+      await vscode.workspace.getConfiguration("octet").update("policyMode", pick.mode.mode, vscode.ConfigurationTarget.Global);
       this.policy = pick.mode.policy;
       this.refresh();
       return;
