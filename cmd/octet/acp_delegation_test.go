@@ -187,7 +187,8 @@ func TestACPDelegationFallback(t *testing.T) {
 
 func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string) {
 	srv := providertest.New(t)
-	srv.Enqueue(delegationTurns()...)
+	ready, release := tightenedGate(t)
+	srv.Enqueue(delegationTurns(ready)...)
 	home, ws := t.TempDir(), t.TempDir()
 	p := startACP(t, srv, home, 90*time.Second)
 	sid, promptID := acpDelegate(p, ws, map[string]any{})
@@ -196,9 +197,12 @@ func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string)
 	var perms []map[string]any
 	var stop string
 	tightened := false
+	setModeID := 0
 	for stop == "" {
 		m := p.read()
 		switch {
+		case tightened && m.Method == "" && string(m.ID) == jsonInt(setModeID):
+			release()
 		case m.Method == "" && string(m.ID) == jsonInt(promptID):
 			if m.Error != nil {
 				t.Fatalf("prompt: %s\nstderr: %s", m.Error, p.stderr)
@@ -234,7 +238,7 @@ func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string)
 				// session (and every child, sharing its policy) confirms
 				// workspace changes.
 				tightened = true
-				p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "controlled"})
+				setModeID = p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "controlled"})
 			}
 		}
 	}
@@ -413,7 +417,8 @@ func (c *subagentClient) update(params json.RawMessage) {
 // its own session after the call's tool_call there, naming the child.
 func TestACPSubagents(t *testing.T) {
 	srv := providertest.New(t)
-	srv.Enqueue(delegationTurns()...)
+	ready, release := tightenedGate(t)
+	srv.Enqueue(delegationTurns(ready)...)
 	home, ws := t.TempDir(), t.TempDir()
 	p := startACP(t, srv, home, 90*time.Second)
 	sid, promptID := acpDelegate(p, ws, map[string]any{"subagents": map[string]any{}})
@@ -421,9 +426,12 @@ func TestACPSubagents(t *testing.T) {
 	var perms []json.RawMessage
 	var stop string
 	tightened := false
+	setModeID := 0
 	for stop == "" {
 		m := p.read()
 		switch {
+		case tightened && m.Method == "" && string(m.ID) == jsonInt(setModeID):
+			release()
 		case m.Method == "" && string(m.ID) == jsonInt(promptID):
 			var r struct{ StopReason string }
 			json.Unmarshal(m.Result, &r)
@@ -439,7 +447,7 @@ func TestACPSubagents(t *testing.T) {
 			c.update(m.Params)
 			if strings.Contains(string(m.Params), `"toolCallId":"w1"`) && !tightened {
 				tightened = true
-				p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "controlled"})
+				setModeID = p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "controlled"})
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,7 +27,8 @@ import (
 // combines; child one writes a file (which needs approval once the session
 // is tightened), child two answers. Turns are routed by the text each
 // agent's requests carry, so the agents can share the scripted server.
-func delegationTurns() []providertest.Turn {
+// Child one's write is held until tightened is closed.
+func delegationTurns(tightened <-chan struct{}) []providertest.Turn {
 	use := func(in, out int64) provider.Usage { return provider.Usage{InputTokens: in, OutputTokens: out} }
 	return []providertest.Turn{
 		providertest.Reply(
@@ -35,9 +37,9 @@ func delegationTurns() []providertest.Turn {
 		).WithUsage(use(100, 10)).ForRequestContaining("ROOT-PROMPT"),
 		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":60}`)).WithUsage(use(200, 5)).ForRequestContaining("ROOT-PROMPT"),
 		providertest.Text("combined: one and two").WithUsage(use(300, 7)).ForRequestContaining("ROOT-PROMPT"),
-		// Child one is slow to ask for its write, so the test can tighten
-		// the session after the root's wait was admitted.
-		providertest.Reply(providertest.FunctionCall("e1", "write", `{"path":"one.txt","content":"1\n"}`)).WithUsage(use(1_000, 20)).Pace(150 * time.Millisecond).ForRequestContaining("CHILD-ONE"),
+		// Child one asks for its write only once the test has tightened
+		// the session (after the root's wait was admitted).
+		providertest.Reply(providertest.FunctionCall("e1", "write", `{"path":"one.txt","content":"1\n"}`)).WithUsage(use(1_000, 20)).HoldUntil(tightened).ForRequestContaining("CHILD-ONE"),
 		providertest.Text("wrote one").WithUsage(use(1_100, 3)).ForRequestContaining("CHILD-ONE"),
 		providertest.Text("two").WithUsage(use(2_000, 1)).ForRequestContaining("CHILD-TWO"),
 	}
@@ -51,7 +53,8 @@ func delegationTurns() []providertest.Turn {
 // plus both children's, as their session files record it.
 func TestLSPDelegationEndToEnd(t *testing.T) {
 	srv := providertest.New(t)
-	srv.Enqueue(delegationTurns()...)
+	ready, release := tightenedGate(t)
+	srv.Enqueue(delegationTurns(ready)...)
 	home, ws := t.TempDir(), t.TempDir()
 	cmd := lspCommand(t, 90*time.Second)
 	cmd.Dir = t.TempDir()
@@ -71,6 +74,7 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 	childSession := map[string]string{}
 	updates := map[string][]string{} // agentPath → statuses
 	tightened := false
+	var setPolicyID float64
 	for result == nil {
 		m := c.read()
 		switch {
@@ -79,6 +83,8 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 				t.Fatalf("prompt: %v\nstderr: %s", m["error"], stderr.String())
 			}
 			result = m["result"].(map[string]any)
+		case tightened && m["id"] == setPolicyID && m["method"] == nil:
+			release()
 		case m["method"] == "octet/confirmEffect":
 			p := m["params"].(map[string]any)
 			confirms = append(confirms, p)
@@ -105,6 +111,7 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 				// its policy, every child) confirms workspace changes.
 				tightened = true
 				c.next++
+				setPolicyID = float64(c.next)
 				c.send(map[string]any{"id": c.next, "method": "octet/session/setPolicy", "params": map[string]any{"sessionId": sid, "effectPolicy": "controlled"}})
 			}
 		}
@@ -501,4 +508,15 @@ func TestLSPCancelChildRun(t *testing.T) {
 	c.send(map[string]any{"method": "exit"})
 	stdin.Close()
 	cmd.Wait()
+}
+
+// tightenedGate is the channel delegationTurns holds child one's write
+// on, and its release (also at cleanup, so a failed test never leaves the
+// scripted server waiting).
+func tightenedGate(t *testing.T) (<-chan struct{}, func()) {
+	ch := make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(ch) }) }
+	t.Cleanup(release)
+	return ch, release
 }

@@ -308,6 +308,9 @@ func play(t *Turn, write func(frame) error) ending {
 	if t.cut >= 0 && t.cut < n {
 		n = t.cut
 	}
+	if t.hold != nil {
+		<-t.hold
+	}
 	for _, f := range frames[:n] {
 		if t.pace > 0 {
 			time.Sleep(t.pace)

@@ -53,6 +53,7 @@ type Turn struct {
 	raw     bool
 	rawSSE  []byte
 	pace    time.Duration
+	hold    <-chan struct{} // the first frame waits until it is closed (nil: no wait)
 	match   string
 }
 
@@ -229,6 +230,11 @@ func (t Turn) ForRequestContaining(s string) Turn { t.match = s; return t }
 // Pace waits d before each frame (virtual time under testing/synctest with
 // the in-process RoundTripper), for slow but healthy bodies.
 func (t Turn) Pace(d time.Duration) Turn { t.pace = d; return t }
+
+// HoldUntil makes the turn's first frame wait until ready is closed, so a
+// test can order the turn after something it did (a policy change) rather
+// than after a guessed delay.
+func (t Turn) HoldUntil(ready <-chan struct{}) Turn { t.hold = ready; return t }
 
 // DropAfter aborts the connection after n frames (no clean end).
 func (t Turn) DropAfter(n int) Turn { t.cut, t.end = n, endDrop; return t }
