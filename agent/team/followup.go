@@ -62,8 +62,10 @@ func admitBacklog(count, bytes, size int) error {
 // its backlog (at most MaxBacklogMessages and MaxBacklogBytes, checked
 // before anything is written), delivered in order each time a run
 // completes. An accepted follow-up is recorded in provenance first and
-// stays charged until the child's session holds it; a child that ended
-// takes nothing.
+// stays charged until the child's session holds it. A delivery that
+// fails is retried (MaxDeliveryAttempts, RetryBackoff); a child whose run
+// failed or was interrupted keeps its backlog, which runs, oldest first,
+// ahead of its next follow-up. A child that ended takes nothing.
 func (t *Team) Followup(callerID, agentID, task string) (Snapshot, error) {
 	if strings.TrimSpace(task) == "" {
 		return Snapshot{}, errors.New("delegation: the task is empty")
@@ -83,12 +85,14 @@ func (t *Team) Followup(callerID, agentID, task string) (Snapshot, error) {
 		t.mu.Unlock()
 		return snap, err
 	}
-	redelivery := len(n.backlog) > 1 // an earlier delivery failed: its delivery is recorded again
+	// An earlier task is still queued (its delivery failed, or the child
+	// failed or was interrupted first): it runs first, its delivery
+	// recorded by the worker.
+	n.announce = len(n.backlog) > 1
 	t.reservePendingLocked(n)
-	t.wg.Add(1)
 	t.mu.Unlock()
 	t.notify(n)
-	go t.drive(n, redelivery)
+	t.command(n, cmdFollowup)
 	return t.snapshot(n), nil
 }
 

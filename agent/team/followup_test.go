@@ -141,9 +141,10 @@ func TestFollowupBacklogBound(t *testing.T) {
 }
 
 // TestFollowupRequeueOnFailedDelivery: a follow-up whose prompt cannot be
-// appended (the child's agent is busy with another run) is not lost: the
-// child is idle with it at the front of its backlog, a later follow-up
-// queues behind it, and once delivery works they run in FIFO order.
+// appended (the child's agent is busy with another run) is not lost: it is
+// retried MaxDeliveryAttempts times (each retry recorded), then the child
+// is idle with it at the front of its backlog, a later follow-up queues
+// behind it, and once delivery works they run in FIFO order.
 func TestFollowupRequeueOnFailedDelivery(t *testing.T) {
 	f := newFixture(t, fixtureOpt{native: true})
 	f.childSrv.Enqueue(providertest.Text("first"), providertest.Stall(), providertest.Text("answer B"), providertest.Text("answer C"), providertest.Text("answer D"))
@@ -175,6 +176,13 @@ func TestFollowupRequeueOnFailedDelivery(t *testing.T) {
 			t.Fatalf("failed delivery reported as %q", got.Error)
 		}
 	}
+	attempts := 0
+	for _, r := range provenance(t, tm) {
+		attempts += b2i(r.Kind == KindAgentStatus && strings.HasPrefix(r.Text, "delivery attempt "))
+	}
+	if attempts != 2*(MaxDeliveryAttempts-1) {
+		t.Fatalf("%d recorded retries, want %d for the two deliveries", attempts, 2*(MaxDeliveryAttempts-1))
+	}
 	cancel()
 	occupy.Wait()
 	if _, err := tm.Followup("root", s.ID, "TASK-D"); err != nil {
@@ -194,11 +202,13 @@ func TestFollowupRequeueOnFailedDelivery(t *testing.T) {
 }
 
 // TestInterruptKeepsBacklog: interrupting a running child with queued
-// follow-ups ends it cancelled; its follow-ups are kept (still counted)
-// and none of them runs.
+// follow-ups stops its run only: it is idle (interrupted), its follow-ups
+// are kept, counted and none runs; the next follow-up queues behind them
+// and they all run, oldest first, each delivery recorded.
 func TestInterruptKeepsBacklog(t *testing.T) {
 	f := newFixture(t, fixtureOpt{native: true})
 	f.stalls(1)
+	f.childSrv.Enqueue(providertest.Text("answer B"), providertest.Text("answer C"), providertest.Text("answer D"))
 	tm := f.team()
 	s, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "FIRST"})
 	if err != nil {
@@ -213,15 +223,31 @@ func TestInterruptKeepsBacklog(t *testing.T) {
 	if _, err := tm.Interrupt("root", s.ID); err != nil {
 		t.Fatal(err)
 	}
-	got := waitStatus(t, tm, s.ID, StatusCancelled)
-	if got.Queued != 2 {
-		t.Fatalf("%d follow-ups kept after the interrupt, want 2", got.Queued)
-	}
-	if _, err := tm.Followup("root", s.ID, "TASK-D"); err == nil {
-		t.Fatal("a cancelled child took a follow-up")
+	got := waitStatus(t, tm, s.ID, StatusIdle)
+	if got.Queued != 2 || got.Error != "interrupted" {
+		t.Fatalf("after the interrupt: %d follow-ups kept, error %q; want 2, interrupted", got.Queued, got.Error)
 	}
 	time.Sleep(50 * time.Millisecond)
 	if n := len(f.childSrv.Requests()); n > 1 {
 		t.Fatalf("%d child requests after the interrupt, want at most 1 (no follow-up ran)", n)
+	}
+	if _, err := tm.Followup("root", s.ID, "TASK-D"); err != nil {
+		t.Fatal(err)
+	}
+	got = waitFor(t, tm, s.ID, func(s Snapshot) bool { return s.Status == StatusIdle && s.Queued == 0 && s.Final == "answer D" })
+	if got.Error != "" {
+		t.Fatalf("error after the backlog ran: %q", got.Error)
+	}
+	if users := userTexts(tm, s.ID); strings.Join(users, ",") != "FIRST,TASK-B,TASK-C,TASK-D" {
+		t.Fatalf("the child's prompts %v, want FIRST,TASK-B,TASK-C,TASK-D", users)
+	}
+	var delivered []string
+	for _, r := range provenance(t, tm) {
+		if r.Kind == KindAgentStatus && r.Status == string(StatusPending) && r.Task != "" {
+			delivered = append(delivered, r.Task)
+		}
+	}
+	if strings.Join(delivered, ",") != "TASK-B,TASK-C,TASK-D" {
+		t.Fatalf("recorded deliveries %v", delivered)
 	}
 }

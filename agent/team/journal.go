@@ -76,6 +76,11 @@ type Record struct {
 	// Task is the spawn's task; Text a message or status detail.
 	Task string `json:"task,omitempty"`
 	Text string `json:"text,omitempty"`
+	// MessageID is a direct message's id in its team's mailboxes (the id
+	// a wait result shows); Redelivers names the earlier message this one
+	// carries on ("<team>/<message id>", see Start).
+	MessageID  int64  `json:"message_id,omitempty"`
+	Redelivers string `json:"redelivers,omitempty"`
 	// Followup marks a message record that is an accepted follow-up
 	// task, queued for a busy child.
 	Followup bool `json:"followup,omitempty"`

@@ -37,7 +37,6 @@ type mailbox struct {
 	mu    sync.Mutex
 	msgs  []*boxed
 	size  int
-	seq   int64
 	ready chan struct{} // closed and replaced when unleased mail arrives
 }
 
@@ -65,10 +64,10 @@ func (m *mailbox) canPost(n int) bool {
 	return m.fits(n)
 }
 
-// post adds a message. A direct one that does not fit is refused (false);
+// post adds message id. A direct one that does not fit is refused (false);
 // an automatic one evicts the oldest unleased automatic notifications to
 // fit, or is dropped (false).
-func (m *mailbox) post(from, text string, auto bool) bool {
+func (m *mailbox) post(id int64, from, text string, auto bool) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for !m.fits(len(text)) {
@@ -76,8 +75,7 @@ func (m *mailbox) post(from, text string, auto bool) bool {
 			return false
 		}
 	}
-	m.seq++
-	m.msgs = append(m.msgs, &boxed{id: m.seq, from: from, auto: auto, text: text})
+	m.msgs = append(m.msgs, &boxed{id: id, from: from, auto: auto, text: text})
 	m.size += len(text)
 	m.signal()
 	return true

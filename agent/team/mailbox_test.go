@@ -20,34 +20,34 @@ func ids(page []Message) []int64 {
 func TestMailboxBounds(t *testing.T) {
 	m := newMailbox()
 	for i := range MaxMailboxMessages {
-		if !m.post("root/w", "direct "+string(rune('a'+i%26)), false) {
+		if !post(m, "root/w", "direct "+string(rune('a'+i%26)), false) {
 			t.Fatalf("direct message %d refused", i+1)
 		}
 	}
-	if m.post("root/w", "one too many", false) {
+	if post(m, "root/w", "one too many", false) {
 		t.Fatal("65th direct message accepted")
 	}
-	if m.post("root/w", "status", true) {
+	if post(m, "root/w", "status", true) {
 		t.Fatal("an automatic notification evicted a direct message")
 	}
 
 	m = newMailbox()
 	big := strings.Repeat("x", MaxTextBytes)
 	for i := range MaxMailboxBytes / MaxTextBytes {
-		if !m.post("root/w", big, false) {
+		if !post(m, "root/w", big, false) {
 			t.Fatalf("128 KiB message %d refused under 1 MiB", i+1)
 		}
 	}
-	if m.post("root/w", "x", false) {
+	if post(m, "root/w", "x", false) {
 		t.Fatal("a byte past 1 MiB accepted")
 	}
 
 	m = newMailbox()
-	m.post("root/w", "direct", false)
+	post(m, "root/w", "direct", false)
 	for range MaxMailboxMessages - 1 {
-		m.post("root/w", "auto", true)
+		post(m, "root/w", "auto", true)
 	}
-	if !m.post("root/w", "newest auto", true) {
+	if !post(m, "root/w", "newest auto", true) {
 		t.Fatal("automatic notification not admitted by evicting the oldest")
 	}
 	page, l := m.lease(MaxMailboxBytes)
@@ -56,7 +56,7 @@ func TestMailboxBounds(t *testing.T) {
 	}
 	// Every automatic notification is leased: a new one cannot evict any
 	// and is dropped; a direct one is refused.
-	if m.post("root/w", "dropped", true) || m.post("root/w", "refused", false) {
+	if post(m, "root/w", "dropped", true) || post(m, "root/w", "refused", false) {
 		t.Fatal("a full mailbox of leased messages took another")
 	}
 	l.resolve(true)
@@ -70,7 +70,7 @@ func TestMailboxBounds(t *testing.T) {
 func TestMailboxLease(t *testing.T) {
 	m := newMailbox()
 	for _, s := range []string{"one", "two", "three"} {
-		m.post("root/w", s, false)
+		post(m, "root/w", s, false)
 	}
 	page, l := m.lease(MaxPageBytes)
 	if got := ids(page); len(got) != 3 {
@@ -79,7 +79,7 @@ func TestMailboxLease(t *testing.T) {
 	if again, _ := m.lease(MaxPageBytes); len(again) != 0 {
 		t.Fatal("a leased page was handed out twice")
 	}
-	m.post("root/w", "four", false)
+	post(m, "root/w", "four", false)
 	l.resolve(false) // the result was not durable (cut, unsaved, cancelled)
 	l.resolve(true)  // a late second answer changes nothing
 	page, l = m.lease(MaxPageBytes)
@@ -98,8 +98,8 @@ func TestMailboxLease(t *testing.T) {
 func TestMailboxLongMessagePages(t *testing.T) {
 	m := newMailbox()
 	long := strings.Repeat("ü€𝄞 ", 5000) // 50 KB of 2-, 3- and 4-byte runes
-	m.post("root/w", long, false)
-	m.post("root/w", "after", false)
+	post(m, "root/w", long, false)
+	post(m, "root/w", "after", false)
 	var got strings.Builder
 	restored, after := false, false
 	for !after {
@@ -130,4 +130,15 @@ func TestMailboxLongMessagePages(t *testing.T) {
 	if !restored {
 		t.Fatal("no part was restored")
 	}
+}
+
+// post adds a message to m with the next id of m (1, 2, …).
+func post(m *mailbox, from, text string, auto bool) bool {
+	m.mu.Lock()
+	id := int64(len(m.msgs)) + 1
+	for _, b := range m.msgs {
+		id = max(id, b.id+1)
+	}
+	m.mu.Unlock()
+	return m.post(id, from, text, auto)
 }

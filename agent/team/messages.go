@@ -19,14 +19,20 @@ const (
 // messagePrefix starts every message a parent sends, as the child's
 // session records it; delivery is counted by it (the agent's own
 // corrective steering never carries it).
-func messagePrefix(from string) string { return "[message from " + from + "] " }
+func messagePrefix(from string) string { return messageMark + from + "] " }
 
-// Send delivers text to a running descendant of callerID at its next safe
-// boundary (as steering input, durable in its session). The message is
-// rejected before anything is written when it is over MaxTextBytes or the
-// child's pending messages (sent, not yet durable in its session) would
-// pass MaxPendingMessages or MaxPendingBytes; an accepted message is
-// recorded in provenance before it is delivered and never dropped.
+const messageMark = "[message from "
+
+// Send gives text to agentID on behalf of callerID: a descendant of the
+// caller, or a peer (a child of the same parent; never another agent).
+// To a pending or running child it is steering input at its next safe
+// boundary; to an idle child of a generic team it waits, queued, for the
+// child's next prompt (its next follow-up's). The message is rejected
+// before anything is written when it is over MaxTextBytes or the child's
+// pending messages (queued, being moved into a prompt, or handed to its
+// run and not yet durable in its session) would pass MaxPendingMessages
+// or MaxPendingBytes; an accepted message is recorded in provenance
+// before it is queued and is never dropped or cut.
 func (t *Team) Send(callerID, agentID, text string) error {
 	if strings.TrimSpace(text) == "" {
 		return errors.New("delegation: the message is empty")
@@ -34,12 +40,11 @@ func (t *Team) Send(callerID, agentID, text string) error {
 	if len(text) > MaxTextBytes || !utf8.ValidString(text) {
 		return &LimitError{Limit: "text", Max: MaxTextBytes}
 	}
-	n, err := t.descendant(callerID, agentID)
+	n, err := t.recipient(callerID, agentID)
 	if err != nil {
 		return err
 	}
 	from := t.pathOf(callerID)
-	prefix := messagePrefix(from)
 	t.mu.Lock()
 	defer t.mu.Unlock() // held across the append: sends stay in order
 	if t.failed != nil {
@@ -48,10 +53,10 @@ func (t *Team) Send(callerID, agentID, text string) error {
 	if t.closed {
 		return ErrShutdown
 	}
-	if n.run == nil || !n.status.Active() {
-		return fmt.Errorf("delegation: %s is not running; only a running child takes messages", n.path)
+	if n.finishing || !n.status.Active() && (n.status != StatusIdle || !t.followups()) {
+		return fmt.Errorf("delegation: %s has ended (%s) and takes no messages", n.path, n.status)
 	}
-	count, size := pending(n, prefix)
+	count, size := pendingLocked(n)
 	if count+1 > MaxPendingMessages {
 		return &LimitError{Limit: "pending_messages", Max: MaxPendingMessages}
 	}
@@ -61,27 +66,44 @@ func (t *Team) Send(callerID, agentID, text string) error {
 	if err := t.recordLocked(Record{Kind: KindMessage, Agent: n.id, Path: n.path, From: from, Text: text}); err != nil {
 		return err
 	}
-	if _, err := n.run.Steer(prefix + text); err != nil {
-		return fmt.Errorf("delegation: %s has ended; the message was not delivered", n.path)
-	}
-	n.sent = append(n.sent, len(text))
+	n.inbox = append(n.inbox, queuedMsg{from: from, text: text})
+	n.inboxBytes += len(text)
+	t.command(n, cmdMessage)
 	return nil
 }
 
-// pending counts the messages sent to n that its session does not yet
-// hold, and their bytes (delivery is in order, so they are the last ones).
-func pending(n *node, prefix string) (count, size int) {
+// recipient finds the agent callerID may message: one of its
+// descendants, or one of its peers (another child of its parent).
+func (t *Team) recipient(callerID, agentID string) (*node, error) {
+	if n, err := t.descendant(callerID, agentID); err == nil {
+		return n, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	c, ok := t.nodes[callerID]
+	n, found := t.nodes[agentID]
+	if ok && found && c.parent != nil && n != c && n.parent == c.parent {
+		return n, nil
+	}
+	return nil, fmt.Errorf("%w %q: an agent can message its own descendants and its peers (children of its parent) only", ErrUnknownAgent, agentID)
+}
+
+// pendingLocked counts the messages accepted for n that its session does
+// not hold yet, and their bytes: those queued (the ones being moved into
+// a prompt included) and those handed to its run as steering and not yet
+// durable (delivery is in order, so they are the last ones handed over).
+func pendingLocked(n *node) (count, size int) {
 	delivered := 0
 	for _, e := range n.sess.Branch() {
-		if e.Type == session.EntrySteering && strings.HasPrefix(e.Text, prefix) {
+		if e.Type == session.EntrySteering && strings.HasPrefix(e.Text, messageMark) {
 			delivered++
 		}
 	}
-	for _, b := range n.sent[min(delivered, len(n.sent)):] {
+	for _, b := range n.steered[min(delivered, len(n.steered)):] {
 		count++
 		size += b
 	}
-	return count, size
+	return count + len(n.inbox), size + n.inboxBytes
 }
 
 // statusNote is the automatic notification of a child's end.
@@ -131,10 +153,11 @@ func (t *Team) Post(fromID, text string) error {
 	if !to.box.canPost(len(text)) {
 		return &LimitError{Limit: "mailbox", Max: MaxMailboxMessages}
 	}
-	if err := t.recordLocked(Record{Kind: KindMessage, Agent: to.id, Path: to.path, From: n.path, Text: text}); err != nil {
+	id := t.msgIDs.Add(1)
+	if err := t.recordLocked(Record{Kind: KindMessage, Agent: to.id, Path: to.path, From: n.path, Text: text, MessageID: id}); err != nil {
 		return err
 	}
-	to.box.post(n.path, text, false)
+	to.box.post(id, n.path, text, false)
 	return nil
 }
 

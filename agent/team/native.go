@@ -67,13 +67,14 @@ type renamed struct {
 func (r renamed) Name() string        { return r.name }
 func (r renamed) Description() string { return r.desc }
 
-// sendMessageTool sends to a child (steering at its next step) or, with
-// agent_id "parent", to the caller's parent (its next wait).
+// sendMessageTool sends to a descendant or a peer (steering at its next
+// step, or queued for an idle one's next prompt) or, with agent_id
+// "parent", to the caller's parent (its next wait).
 type sendMessageTool struct{ base }
 
 func (sendMessageTool) Name() string { return NativeSend }
 func (sendMessageTool) Description() string {
-	return `Send a message to one of your running child agents (it reaches it at its next step) or, with agent_id "parent", to the agent that started you (it gets it at its next wait).`
+	return `Send a message to one of your child agents or to a peer (another child of the agent that started you, by its agent_id): a running one gets it at its next step, an idle one with its next task. With agent_id "parent" it goes to the agent that started you (it gets it at its next wait).`
 }
 func (sendMessageTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"message":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","message"],"additionalProperties":false}`)

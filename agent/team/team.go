@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -151,8 +152,23 @@ type node struct {
 	usage    session.Totals
 	settled  bool
 	run      *agent.Run // the child's run once started
-	sent     []int      // sizes of the messages sent to it, in order
 	box      *mailbox   // messages to this agent
+	// cmds wakes the child's owner goroutine (worker); see command.
+	cmds chan command
+	// inbox holds the direct messages accepted for the child and not yet
+	// handed to it, oldest first (the first inPrompt of them are being
+	// moved into its next prompt); steered the sizes of those handed to
+	// its run as steering, in order, until its session holds them.
+	inbox      []queuedMsg
+	inboxBytes int
+	inPrompt   int
+	steered    []int
+	// interrupted asks a generic team's child to stop its current or
+	// reserved run and stay idle (Team.Interrupt).
+	interrupted bool
+	// announce tells the worker that the follow-up reserving the idle
+	// child still has its delivery to record (a redelivery).
+	announce bool
 	// runCtx is the current run's context: the node's children derive
 	// from it, so the end of each run stops them.
 	runCtx    context.Context
@@ -186,6 +202,10 @@ type Team struct {
 	seq    int
 	failed error
 	closed bool
+	// msgIDs numbers the team's messages (every mailbox); backpressure
+	// counts commands that found a worker's channel full.
+	msgIDs       atomic.Int64
+	backpressure atomic.Int64
 	// wg counts reserved spawns and running children; Shutdown waits on it.
 	wg sync.WaitGroup
 }
@@ -218,7 +238,8 @@ func Start(cfg Config) (*Team, error) {
 	if t.log == nil {
 		t.log = slog.New(slog.DiscardHandler)
 	}
-	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, runCtx: ctx, runCancel: cancel, status: StatusRunning, done: make(chan struct{}), box: newMailbox()}
+	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, runCtx: ctx, runCancel: cancel, status: StatusRunning, done: make(chan struct{})}
+	t.root.box = newMailbox()
 	t.nodes["root"] = t.root
 	return t, nil
 }
@@ -312,7 +333,7 @@ func (t *Team) Spawn(req SpawnRequest) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	t.publish(parent, n)
-	go t.drive(n, false)
+	go t.work(n)
 	return snap, nil
 }
 
@@ -399,7 +420,7 @@ func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
 	seq := t.seq
 	t.mu.Unlock()
 	name := "worker" + strconv.Itoa(seq)
-	n := &node{id: name, path: parent.path + "/" + name, parent: parent, depth: parent.depth + 1, task: req.Task, scope: scope, narrowed: narrowed, status: StatusPending, done: make(chan struct{}), box: newMailbox()}
+	n := &node{id: name, path: parent.path + "/" + name, parent: parent, depth: parent.depth + 1, task: req.Task, scope: scope, narrowed: narrowed, status: StatusPending, done: make(chan struct{}), box: newMailbox(), cmds: make(chan command, MaxCommands)}
 	inherited, err := parent.agent.Inherit()
 	if err != nil {
 		return nil, fmt.Errorf("delegation: %w", err)
@@ -526,34 +547,55 @@ func (t *Team) transition(n *node, st Status, detail string) error {
 	return nil
 }
 
-// drive runs the child's task, then each follow-up queued for it while it
-// ran (its owner goroutine, holding one concurrency slot throughout);
-// announce first records the delivery of the front follow-up.
-func (t *Team) drive(n *node, announce bool) {
+// work is the child's owner goroutine, from its spawn until the child
+// is done for good: it runs the child's task and then its follow-ups,
+// holding one concurrency slot while the child is pending or running,
+// and while the child is idle it waits on its command channel (cmds).
+func (t *Team) work(n *node) {
 	defer t.wg.Done()
-	defer func() { <-t.sem }()
+	announce := false
 	for {
 		if announce && !t.announce(n) {
 			t.settle(n, StatusCancelled, "")
+			<-t.sem
 			return
 		}
-		st, detail := t.run(n)
-		if !t.settle(n, st, detail) || !t.reserveNext(n) {
+		st, detail := t.deliver(n)
+		idle, next := t.settle(n, st, detail)
+		if next && t.reserveNext(n) {
+			announce = true
+			continue
+		}
+		<-t.sem
+		if !idle {
 			return
 		}
-		announce = true
+		var run bool
+		if run, announce = t.awaitWork(n); !run {
+			return
+		}
 	}
 }
 
-// settle makes the end of one run of n durable and visible; it reports
-// whether n stays idle (it keeps its session and context).
-func (t *Team) settle(n *node, st Status, detail string) (idle bool) {
+// settle makes the end of one run of n durable and visible. It reports
+// whether n stays idle (it keeps its session and context: a generic
+// team's child whose run completed, failed or was interrupted) and
+// whether its backlog runs next (only after a completed run; after a
+// failure or an interrupt the backlog waits for the next follow-up).
+func (t *Team) settle(n *node, st Status, detail string) (idle, next bool) {
 	undelivered := st == statusUndelivered
 	if undelivered { // the child is as it was before the follow-up
 		st = StatusCompleted
 	}
 	t.mu.Lock()
-	idle = st == StatusCompleted && t.followups() && !t.closed
+	idle = t.followups() && !t.closed && !n.finishing && n.ctx.Err() == nil
+	if n.interrupted && st == StatusCancelled && detail == "" {
+		detail = "interrupted"
+	}
+	n.interrupted = false
+	if left := len(n.inbox); left > 0 && !idle {
+		detail = strings.TrimPrefix(detail+fmt.Sprintf("; %d message(s) sent to it were not delivered: it ended first", left), "; ")
+	}
 	t.mu.Unlock()
 	n.runCancel() // whatever ended the run (completion, failure) stops the child's descendants
 	if !idle {
@@ -564,7 +606,8 @@ func (t *Team) settle(n *node, st Status, detail string) (idle bool) {
 	t.mu.Lock()
 	done := n.done // a follow-up may replace it once n is shown idle
 	n.final, n.usage, n.settled = final, totals, true
-	if st == StatusFailed || undelivered {
+	n.errText = ""
+	if st != StatusCompleted || undelivered || detail != "" {
 		n.errText = detail
 	}
 	t.mu.Unlock()
@@ -579,13 +622,13 @@ func (t *Team) settle(n *node, st Status, detail string) (idle bool) {
 		t.mu.Unlock()
 	}
 	if !undelivered {
-		n.parent.box.post(n.path, statusNote(st, detail), true)
+		n.parent.box.post(t.msgIDs.Add(1), n.path, statusNote(st, detail), true)
 	}
 	close(done)
 	if !idle {
 		t.closeNode(n)
 	}
-	return idle && !undelivered
+	return idle, idle && st == StatusCompleted && !undelivered
 }
 
 // closeNode releases a child that is done for good.
@@ -616,22 +659,30 @@ func (t *Team) finishIdle(n *node, st Status) bool {
 	return true
 }
 
-// run starts the child's run and waits for it.
+// run starts one run of n (its prompt: the direct messages queued for it,
+// then its task) and waits for it.
 func (t *Team) run(n *node) (Status, string) {
 	t.mu.Lock()
 	n.runCtx, n.runCancel = context.WithCancel(n.ctx)
+	if n.interrupted {
+		n.runCancel()
+	}
 	ctx, task := n.runCtx, n.task
+	msgs := t.takePromptLocked(n)
 	t.mu.Unlock()
 	if err := t.transition(n, StatusRunning, ""); err != nil {
+		t.restorePrompt(n)
 		return StatusCancelled, err.Error()
 	}
 	if ctx.Err() != nil {
-		return StatusCancelled, "cancelled before it started"
+		t.restorePrompt(n)
+		return StatusCancelled, ""
 	}
-	r, err := n.agent.Prompt(ctx, task, agent.PromptOptions{})
+	r, err := n.agent.Prompt(ctx, promptText(msgs, task), agent.PromptOptions{})
 	if err != nil {
+		t.restorePrompt(n) // the messages stay at the front, in order
 		if t.unacknowledged(n) {
-			return statusUndelivered, "the follow-up could not be delivered (" + err.Error() + "); it stays queued, first, and is delivered with the next follow-up"
+			return statusUndelivered, err.Error()
 		}
 		return StatusFailed, err.Error()
 	}
@@ -642,10 +693,27 @@ func (t *Team) run(n *node) (Status, string) {
 		n.backlog = n.backlog[1:]
 		n.followup = false
 	}
+	t.ackPromptLocked(n)
 	t.mu.Unlock()
-	for ev := range r.Events() {
-		if t.cfg.OnEvent != nil {
-			t.cfg.OnEvent(t.snapshot(n), ev)
+	t.steer(n, r)
+	return t.follow(n, r)
+}
+
+// follow drains the run's events (OnEvent paces the child) and, between
+// them, the child's commands, then returns how the run ended.
+func (t *Team) follow(n *node, r *agent.Run) (Status, string) {
+	for events := r.Events(); events != nil; {
+		select {
+		case ev, ok := <-events:
+			if !ok {
+				events = nil
+				continue
+			}
+			if t.cfg.OnEvent != nil {
+				t.cfg.OnEvent(t.snapshot(n), ev)
+			}
+		case <-n.cmds:
+			t.steer(n, r)
 		}
 	}
 	res := r.Wait()
@@ -673,8 +741,12 @@ func (t *Team) pathOf(id string) string {
 	return id
 }
 
-// Interrupt cancels a descendant of callerID and, with it, its own
-// descendants. The request is durable first.
+// Interrupt stops a descendant of callerID and, with it, its own
+// descendants; the request is durable first. A child of a generic team
+// that is pending or running stops its current run and stays idle with
+// its unacknowledged follow-ups kept, in order, for its next follow-up;
+// any other child (an idle one, or any child of a service team) ends
+// cancelled for good.
 func (t *Team) Interrupt(callerID, agentID string) (Snapshot, error) {
 	n, err := t.descendant(callerID, agentID)
 	if err != nil {
@@ -683,8 +755,10 @@ func (t *Team) Interrupt(callerID, agentID string) (Snapshot, error) {
 	if err := t.record(Record{Kind: KindInterruptRequested, Agent: n.id, Path: n.path}); err != nil {
 		return Snapshot{}, err
 	}
-	n.cancel()
-	t.finishIdle(n, StatusCancelled)
+	if !t.interruptRun(n) {
+		n.cancel()
+		t.finishIdle(n, StatusCancelled)
+	}
 	return t.snapshot(n), nil
 }
 
@@ -831,8 +905,12 @@ func (t *Team) snapshotOf(n *node) Snapshot {
 func (t *Team) Shutdown(ctx context.Context, runID string, settle time.Duration) []session.Record {
 	t.mu.Lock()
 	t.closed = true
+	workers := slices.Clone(t.order)
 	t.mu.Unlock()
 	t.cancel()
+	for _, n := range workers {
+		t.command(n, cmdShutdown)
+	}
 	allDone := make(chan struct{})
 	go func() { t.wg.Wait(); close(allDone) }()
 	timer := time.NewTimer(settle)
