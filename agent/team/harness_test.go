@@ -54,15 +54,25 @@ type fixtureOpt struct {
 	onEvent  func(Snapshot, agent.Event)
 	policy   tools.Policy
 	native   bool // the generic surface (NativeTools, Config.Native)
+	// sessions, when set, is the directory of the root session and the
+	// teams (default: a temporary one); session, when set, is an existing
+	// root session to open instead of creating one.
+	sessions, session string
 }
 
 func newFixture(t *testing.T, o fixtureOpt) *fixture {
 	t.Helper()
-	f := &fixture{t: t, workspace: t.TempDir(), sessions: t.TempDir()}
+	f := &fixture{t: t, workspace: t.TempDir(), sessions: o.sessions}
+	if f.sessions == "" {
+		f.sessions = t.TempDir()
+	}
 	f.rootSrv, f.childSrv = providertest.New(t), providertest.New(t)
 	f.model = provider.Model{Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000}
 	budget := &agent.Budget{Prices: agent.PriceTable{"scripted": price}}
 	sess, err := session.Create(f.sessions, session.Header{Cwd: f.workspace, Title: "root"})
+	if o.session != "" {
+		sess, err = session.Open(o.session)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

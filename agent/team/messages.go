@@ -172,5 +172,13 @@ func (t *Team) Lease(agentID string, max int) ([]Message, func(durable bool)) {
 		return nil, func(bool) {}
 	}
 	page, l := n.box.lease(max)
+	if leased != nil && len(page) > 0 {
+		leased()
+	}
 	return page, l.resolve
 }
+
+// leased, when set by a test, runs after a non-empty page is leased and
+// before it is returned (a crash between the lease and the result's
+// append).
+var leased func()

@@ -241,6 +241,7 @@ func Start(cfg Config) (*Team, error) {
 	t.root = &node{id: "root", path: "root", agent: cfg.Root, broker: cfg.Root.Broker(), sess: cfg.Root.Session(), ctx: ctx, cancel: cancel, runCtx: ctx, runCancel: cancel, status: StatusRunning, done: make(chan struct{})}
 	t.root.box = newMailbox()
 	t.nodes["root"] = t.root
+	t.redeliver()
 	return t, nil
 }
 
@@ -557,7 +558,6 @@ func (t *Team) work(n *node) {
 	for {
 		if announce && !t.announce(n) {
 			t.settle(n, StatusCancelled, "")
-			<-t.sem
 			return
 		}
 		st, detail := t.deliver(n)
@@ -566,7 +566,9 @@ func (t *Team) work(n *node) {
 			announce = true
 			continue
 		}
-		<-t.sem
+		if next { // a shutdown or an interrupt took n first
+			<-t.sem
+		}
 		if !idle {
 			return
 		}
@@ -582,6 +584,8 @@ func (t *Team) work(n *node) {
 // team's child whose run completed, failed or was interrupted) and
 // whether its backlog runs next (only after a completed run; after a
 // failure or an interrupt the backlog waits for the next follow-up).
+// Unless the backlog runs next, n's concurrency slot is given back before
+// its end is visible, so whoever sees it can use the slot.
 func (t *Team) settle(n *node, st Status, detail string) (idle, next bool) {
 	undelivered := st == statusUndelivered
 	if undelivered { // the child is as it was before the follow-up
@@ -615,6 +619,10 @@ func (t *Team) settle(n *node, st Status, detail string) (idle, next bool) {
 	if idle {
 		shown = StatusIdle
 	}
+	next = idle && st == StatusCompleted && !undelivered
+	if !next {
+		<-t.sem
+	}
 	if err := t.transition(n, shown, detail); err != nil {
 		// The team has failed and said so; the child did end.
 		t.mu.Lock()
@@ -628,7 +636,7 @@ func (t *Team) settle(n *node, st Status, detail string) (idle, next bool) {
 	if !idle {
 		t.closeNode(n)
 	}
-	return idle, idle && st == StatusCompleted && !undelivered
+	return idle, next
 }
 
 // closeNode releases a child that is done for good.

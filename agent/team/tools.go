@@ -246,7 +246,7 @@ func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Resu
 	// The page is consumed only once this result is durable whole (the
 	// run loop calls Commit); a call that ends otherwise restores it.
 	context.AfterFunc(ctx, func() { resolve(false) })
-	return tools.Result{Text: text, Details: detailsOf(snaps...), Commit: resolve}, nil
+	return tools.Result{Text: text, Details: tm.leasedDetails(detailsOf(snaps...), page), Commit: resolve}, nil
 }
 
 type listTool struct{ base }
