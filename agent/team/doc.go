@@ -24,6 +24,28 @@
 // 128 KiB and anything over a bound are rejected before provenance is
 // written.
 //
+// # Queues
+//
+// Each child has one owner goroutine (its worker) from spawn to end and a
+// command channel of [MaxCommands]. A follow-up, message, interrupt or
+// the shutdown is recorded, then put in the child's state under the team
+// lock in FIFO order, and only then wakes the worker, which rereads that
+// state; a full channel (control backpressure) therefore neither blocks
+// the caller nor loses or reorders work. Per child at most
+// [MaxBacklogMessages] follow-ups and [MaxPendingMessages] direct
+// messages are pending (each bounded in bytes too), counted until the
+// child's session durably holds them; overflow is rejected before
+// provenance. An agent messages its descendants and its peers (children
+// of its parent) only: steering for a pending or running child, queued
+// for an idle child of a generic team and moved into its next prompt,
+// where a failed append restores them at the front. A follow-up whose
+// prompt cannot be appended is retried [MaxDeliveryAttempts] times
+// ([RetryBackoff], doubling), each retry durable and visible first, and
+// then kept at the front. A generic team's child whose run fails or is
+// interrupted stays idle with its unacknowledged follow-ups, which run,
+// oldest first, ahead of its next follow-up: never released or
+// discarded, and not started on their own (an interrupt means stop).
+//
 // # Provenance
 //
 // Every team has an owner-only (0700) random directory, created and
@@ -33,6 +55,13 @@
 // synced (fdatasync) before the state change they record becomes
 // visible. When an append or sync fails the team records a diagnostic
 // ([Team.Err]), rejects new work and cancels every worker.
+//
+// A wait's page of messages is consumed only when the result carrying it
+// is durable in the owner's session, whose details list the messages'
+// team, id and end ([ConsumedKey]). A new team redelivers to the root the
+// direct messages that earlier teams of the same root session recorded
+// and no committed result consumed (a crash between a lease and the
+// append), each recorded again first.
 //
 // # Ending
 //

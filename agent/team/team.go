@@ -104,8 +104,9 @@ type Snapshot struct {
 	Final string
 	// Error explains a failure (or a follow-up that could not be delivered).
 	Error string
-	// Queued counts accepted follow-ups not yet delivered, oldest first.
-	Queued int
+	// Queued counts accepted follow-ups not yet delivered, oldest first;
+	// Messages the direct messages queued for its next step or prompt.
+	Queued, Messages int
 	// Tools is the child's tool scope.
 	Tools []string
 	// Usage is the child's known usage; Uncertain marks it a subtotal.
@@ -702,6 +703,7 @@ func (t *Team) run(n *node) (Status, string) {
 		n.followup = false
 	}
 	t.ackPromptLocked(n)
+	n.errText = "" // an earlier failed attempt is over
 	t.mu.Unlock()
 	t.steer(n, r)
 	return t.follow(n, r)
@@ -882,7 +884,7 @@ func (t *Team) snapshot(n *node) Snapshot {
 
 // snapshotOf describes n (caller holds t.mu or owns n exclusively).
 func (t *Team) snapshotOf(n *node) Snapshot {
-	s := Snapshot{ID: n.id, Path: n.path, Depth: n.depth, Status: n.status, Task: n.task, Final: n.final, Error: n.errText, Queued: len(n.backlog), Tools: slices.Clone(n.scope), team: t}
+	s := Snapshot{ID: n.id, Path: n.path, Depth: n.depth, Status: n.status, Task: n.task, Final: n.final, Error: n.errText, Queued: len(n.backlog), Messages: len(n.inbox), Tools: slices.Clone(n.scope), team: t}
 	if n.parent != nil {
 		s.ParentID = n.parent.id
 	}
