@@ -385,3 +385,64 @@ func TestWorkerCommandBackpressure(t *testing.T) {
 		})
 	}
 }
+
+// TestInterruptDuringRetry: an interrupt while a follow-up's delivery
+// waits for its retry stops the retries at once: the child is idle,
+// interrupted, the follow-up kept first, and it runs with the next one.
+func TestInterruptDuringRetry(t *testing.T) {
+	f := newFixture(t, fixtureOpt{native: true})
+	f.childSrv.Enqueue(providertest.Text("first"), providertest.Stall(), providertest.Text("answer B"), providertest.Text("answer C"))
+	tm := f.team()
+	s, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "FIRST"})
+	waitStatus(t, tm, s.ID, StatusIdle)
+	release := occupy(t, tm, s.ID)
+	if _, err := tm.Followup("root", s.ID, "TASK-B"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tm, s.ID, func(s Snapshot) bool { return strings.HasPrefix(s.Error, "delivery attempt 1 ") })
+	if _, err := tm.Interrupt("root", s.ID); err != nil {
+		t.Fatal(err)
+	}
+	got := waitStatus(t, tm, s.ID, StatusIdle)
+	if got.Queued != 1 || got.Error != "interrupted" {
+		t.Fatalf("after the interrupt: %d queued, error %q", got.Queued, got.Error)
+	}
+	release()
+	time.Sleep(RetryBackoff * 4)
+	if users := userTexts(tm, s.ID); strings.Join(users, ",") != "FIRST,OCCUPY" {
+		t.Fatalf("a retry ran after the interrupt: %v", users)
+	}
+	if _, err := tm.Followup("root", s.ID, "TASK-C"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, tm, s.ID, func(s Snapshot) bool { return s.Status == StatusIdle && s.Final == "answer C" })
+	if users := userTexts(tm, s.ID); strings.Join(users, ",") != "FIRST,OCCUPY,TASK-B,TASK-C" {
+		t.Fatalf("the child's prompts %v", users)
+	}
+}
+
+// TestIdleChildEndsWithItsParentsRun: an idle child of a generic team
+// whose parent's run ends is ended (cancelled) by its worker and takes no
+// follow-up: it is not left idle with a cancelled context.
+func TestIdleChildEndsWithItsParentsRun(t *testing.T) {
+	hold := make(chan struct{})
+	f := newFixture(t, fixtureOpt{native: true})
+	f.childSrv.Enqueue(
+		providertest.Text("grand done").ForRequestContaining("GRAND"),
+		providertest.Text("parent done").HoldUntil(hold).ForRequestContaining("PARENT"),
+	)
+	tm := f.team()
+	p, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "PARENT"})
+	waitStatus(t, tm, p.ID, StatusRunning)
+	g, err := tm.Spawn(SpawnRequest{Parent: p.ID, Task: "GRAND"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, g.ID, StatusIdle)
+	close(hold)
+	waitStatus(t, tm, p.ID, StatusIdle)
+	waitStatus(t, tm, g.ID, StatusCancelled)
+	if _, err := tm.Followup("root", g.ID, "again"); err == nil {
+		t.Fatal("a child whose parent's run ended took a follow-up")
+	}
+}
