@@ -689,7 +689,7 @@ func (t *Team) run(n *node) (Status, string) {
 	}
 	r, err := n.agent.Prompt(ctx, promptText(msgs, task), agent.PromptOptions{})
 	if err != nil {
-		t.restorePrompt(n) // the messages stay at the front, in order
+		t.restorePrompt(n)    // the messages stay at the front, in order
 		if ctx.Err() != nil { // interrupted or ended meanwhile: no retry
 			return StatusCancelled, ""
 		}
