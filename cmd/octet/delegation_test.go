@@ -132,7 +132,9 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 			t.Fatalf("%s events %v", path, kinds)
 		}
 		st := updates[path]
-		if len(st) != 3 || st[0] != "pending" || st[1] != "running" || st[2] != "completed" {
+		// idle when its run completed (it keeps its context for a
+		// follow-up), completed when the root's run ended.
+		if strings.Join(st, ",") != "pending,running,idle,completed" {
 			t.Fatalf("%s agent_updated statuses %v", path, st)
 		}
 	}
@@ -211,7 +213,7 @@ func TestExecShowsChildrenIndented(t *testing.T) {
 	}
 	for _, want := range []string{
 		"  ↳ root/worker1 pending: CHILD-ONE read notes\n", "  ↳ root/worker1 running\n",
-		"  ↳ root/worker1 ▸ read\n", "  ↳ root/worker1 completed\n", "  ↳ root/worker2 completed\n",
+		"  ↳ root/worker1 ▸ read\n", "  ↳ root/worker1 idle\n", "  ↳ root/worker1 completed\n", "  ↳ root/worker2 completed\n",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
@@ -249,7 +251,7 @@ func TestExecShowsChildrenIndented(t *testing.T) {
 			root = m.SessionID
 		}
 	}
-	if paths["root/worker1"] < 3 || paths["root/worker2"] < 3 || updated != 6 {
+	if paths["root/worker1"] < 3 || paths["root/worker2"] < 3 || updated != 8 {
 		t.Fatalf("child lines %v, agent_updated %d", paths, updated)
 	}
 }
