@@ -174,6 +174,9 @@ func (s *Server) listChildren(parentID string) ([]sessionInfo, error) {
 	}
 	out := make([]sessionInfo, 0, len(cs))
 	for _, c := range cs {
+		if !childFileExists(c) {
+			continue // deleted on its own; its provenance stays
+		}
 		st, _ := s.childStatus(c)
 		row := sessionInfo{SessionID: c.SessionID, ParentSessionID: c.ParentSessionID, AgentID: c.AgentID, AgentPath: c.AgentPath, Status: st}
 		if in, ok := infos[c.SessionID]; ok {
@@ -203,15 +206,23 @@ func (s *Server) resumeChildren(parentID string, res map[string]any) {
 	if err != nil {
 		s.log.Warn("resume: child sessions", "session", parentID, "err", err)
 	}
-	if len(cs) == 0 {
-		return
-	}
 	views := make([]childView, 0, len(cs))
 	for _, c := range cs {
+		if !childFileExists(c) {
+			continue
+		}
 		st, _ := s.childStatus(c)
 		views = append(views, childView{SessionID: c.SessionID, AgentID: c.AgentID, AgentPath: c.AgentPath, Status: st, Task: clip(c.Task, 200)})
 	}
-	res["children"] = views
+	if len(views) > 0 {
+		res["children"] = views
+	}
+}
+
+// childFileExists reports whether the child's session file is still there.
+func childFileExists(c team.ChildSession) bool {
+	_, err := os.Lstat(c.Path)
+	return err == nil
 }
 
 // resumeChild answers octet/session/resume for a child's session: its

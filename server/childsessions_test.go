@@ -17,6 +17,7 @@ import (
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -262,5 +263,55 @@ func TestChildSessionDeleteRules(t *testing.T) {
 	}
 	if err := e.call("octet/session/resume", map[string]any{"sessionId": childID}, nil); rpcCode(err) != CodeNoSession {
 		t.Fatalf("resume of a deleted parent's child: %v", err)
+	}
+}
+
+// TestDisconnectedChildSession: a child whose provenance says it was
+// running when its octet stopped (no team_shutdown), and that no run of
+// this server drives, is listed and resumed as disconnected, and can be
+// deleted.
+func TestDisconnectedChildSession(t *testing.T) {
+	st := newDelegationStack(t)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	dir := filepath.Join(st.runtime.SessionsDir, "teams", "team-0123456789abcdef0123456789abcdef")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	child, err := session.Create(dir, session.Header{Cwd: st.workspace, Title: "root/worker1: lost"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, path := child.Header().ID, child.Path()
+	child.Close()
+	var journal []byte
+	for _, r := range []team.Record{
+		{Kind: team.KindTeamStarted, Team: "t", Owner: sid, RunID: "run_x"},
+		{Kind: team.KindAgentSpawned, Agent: "worker1", Path: "root/worker1", Parent: "root", Session: cid, Depth: 1, Task: "lost"},
+		{Kind: team.KindAgentStatus, Agent: "worker1", Path: "root/worker1", Status: "running"},
+	} {
+		b, _ := json.Marshal(r)
+		journal = append(append(journal, b...), '\n')
+	}
+	if err := os.WriteFile(filepath.Join(dir, team.JournalName), journal, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var kids listRows
+	e.mustCall("octet/session/list", map[string]any{"parentSessionId": sid}, &kids)
+	if len(kids.Sessions) != 1 || kids.Sessions[0].SessionID != cid || kids.Sessions[0].Status != "disconnected" || kids.Sessions[0].Title != "root/worker1: lost" {
+		t.Fatalf("children %+v", kids.Sessions)
+	}
+	var res struct{ Status, AgentPath string }
+	e.mustCall("octet/session/resume", map[string]any{"sessionId": cid}, &res)
+	if res.Status != "disconnected" || res.AgentPath != "root/worker1" {
+		t.Fatalf("resume %+v", res)
+	}
+	e.mustCall("octet/session/delete", map[string]any{"sessionId": cid}, nil)
+	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("child file after delete: %v", err)
+	}
+	e.mustCall("octet/session/list", map[string]any{"parentSessionId": sid}, &kids)
+	if len(kids.Sessions) != 0 {
+		t.Fatalf("a deleted child is still listed: %+v", kids.Sessions)
 	}
 }
