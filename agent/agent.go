@@ -94,6 +94,14 @@ type Config struct {
 	// RunEnd, when set, is called once at the end of every run before its
 	// checkpoint; see [RunEndHook].
 	RunEnd RunEndHook
+	// Ledger, when set, is the shared cost ledger the hard cost ceiling
+	// counts instead of the session alone: the delegation manager sets it
+	// on a root agent (a child inherits it) so that the root's and its
+	// live children's settled usage count together, per response, toward
+	// the root's session cost ceiling. ok false (no ledger yet) counts
+	// the session alone. The token ceiling always counts the agent's own
+	// session only. See [LedgerTotals].
+	Ledger func() (totals session.Totals, ok bool)
 	// Intents, when set, keeps the changes edit and write are about to
 	// make, before they make them (the change store): a crash before such
 	// a call's result is durable leaves them there, and crash recovery

@@ -47,6 +47,7 @@ func (b *Budget) Check(model string, t session.Totals) error {
 		Uncertain:              t.Uncertain,
 		Cause:                  t.Cause,
 		UncertainDelegatedOnly: t.Uncertain && t.DelegatedUncertain > 0 && t.UncertainMarkers == 0 && t.UnsettledDispatches == 0,
+		Shared:                 t.Known.CostPicodollars != t.Own.CostPicodollars,
 	}
 	if b.Ceilings.MaxCost > 0 {
 		if _, err := b.Prices.Cost(model, TokenUsage{}); errors.Is(err, ErrPriceUnknown) {

@@ -44,6 +44,10 @@ type UsageState struct {
 	// The token ceiling counts only the session's own context, so it
 	// still applies; the cost ceiling counts the children and refuses.
 	UncertainDelegatedOnly bool
+	// Shared is true when Cost includes usage other than the session's
+	// own requests (delegated children, mirrored or live): the refusal
+	// says so.
+	Shared bool
 }
 
 // Check returns nil when another request may be made, or a *CeilingError.
@@ -64,7 +68,7 @@ func (c Ceilings) Check(s UsageState) error {
 			return &CeilingError{Limit: "cost", Max: int64(c.MaxCost), CostUnknown: true}
 		}
 		if s.Cost >= c.MaxCost {
-			return &CeilingError{Limit: "cost", Max: int64(c.MaxCost), Used: int64(s.Cost)}
+			return &CeilingError{Limit: "cost", Max: int64(c.MaxCost), Used: int64(s.Cost), Shared: s.Shared}
 		}
 	}
 	return nil
@@ -88,6 +92,9 @@ type CeilingError struct {
 	// Cause is the session's first usage uncertainty, for a refusal at a
 	// request (Err nil) because of it.
 	Cause session.UsageUncertain
+	// Shared is true when the cost counted delegated child agents' usage
+	// with the session's own (one ceiling for the root and its children).
+	Shared bool
 }
 
 // What a user can do about a refusal: the ceilings are per session, and
@@ -105,6 +112,8 @@ func (e *CeilingError) Error() string {
 		return fmt.Sprintf("hard usage ceiling: this session's usage is not completely known since %s, so it makes no further request under the ceiling; %s", DescribeUncertainty(e.Cause), adviceUncertain)
 	case e.CostUnknown:
 		return "hard cost ceiling: some usage has no known price, no further request; add a price for the model or remove max_session_cost_usd"
+	case e.Limit == "cost" && e.Shared:
+		return fmt.Sprintf("hard cost ceiling reached: %s of %s, the root session's max_session_cost_usd counting its delegated child agents' usage with its own; %s", Picodollars(e.Used), Picodollars(e.Max), adviceReached)
 	case e.Limit == "cost":
 		return fmt.Sprintf("hard cost ceiling reached: %s of %s; %s", Picodollars(e.Used), Picodollars(e.Max), adviceReached)
 	}
@@ -149,6 +158,42 @@ type CeilingChecker interface {
 	CheckCeiling(model string, totals session.Totals) error
 }
 
+// LedgerTotals combines an agent's own session totals with the shared cost
+// ledger's (see Config.Ledger): the result keeps own's token usage and
+// own uncertainty (what the token ceiling counts), takes the ledger's
+// known cost, and counts the ledger's uncertainty as delegated, so that
+// any agent's unknown usage refuses under a cost ceiling only, the way a
+// root's uncertain child does.
+func LedgerTotals(own, ledger session.Totals) session.Totals {
+	t := own
+	t.Known = ledger.Known
+	if ledger.Uncertain {
+		if !t.Uncertain {
+			t.Cause = ledger.Cause
+			if t.Cause == (session.UsageUncertain{}) {
+				t.Cause = session.UsageUncertain{Reason: "delegated_uncertain"}
+			}
+		}
+		t.Uncertain = true
+		t.DelegatedUncertain++
+	}
+	return t
+}
+
+// ceilingTotals is what the hard ceilings check: the session's durable
+// totals, joined with the shared cost ledger when there is one.
+func (a *Agent) ceilingTotals() session.Totals {
+	own := a.sess.Totals()
+	if a.cfg.Ledger == nil {
+		return own
+	}
+	l, ok := a.cfg.Ledger()
+	if !ok {
+		return own
+	}
+	return LedgerTotals(own, l)
+}
+
 // CheckCeiling reports the ceiling refusal the next request would get.
 func (p *CodexRecovery) CheckCeiling(model string, totals session.Totals) error {
 	p.mu.Lock()
@@ -165,5 +210,5 @@ func (a *Agent) CeilingRefusal() error {
 	if !ok {
 		return nil
 	}
-	return c.CheckCeiling(a.Model().Name, a.sess.Totals())
+	return c.CheckCeiling(a.Model().Name, a.ceilingTotals())
 }

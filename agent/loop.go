@@ -480,7 +480,7 @@ func (r *Run) gate(op string, req *provider.Request) error {
 	if !ok {
 		return nil
 	}
-	if err := g.BeforeRequest(op, r.a.Model(), req, r.a.sess.Totals()); err != nil {
+	if err := g.BeforeRequest(op, r.a.Model(), req, r.a.ceilingTotals()); err != nil {
 		return fmt.Errorf("request refused before sending: %w", err)
 	}
 	return nil

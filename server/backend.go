@@ -43,6 +43,12 @@ type sessionInfo struct {
 	CreatedAt      time.Time `json:"createdAt"`
 	UpdatedAt      time.Time `json:"updatedAt"`
 	UsageUncertain bool      `json:"usageUncertain"`
+	// A delegated child's row (octet/session/list with parentSessionId)
+	// names its parent, agent and status.
+	ParentSessionID string `json:"parentSessionId,omitempty"`
+	AgentID         string `json:"agentId,omitempty"`
+	AgentPath       string `json:"agentPath,omitempty"`
+	Status          string `json:"status,omitempty"`
 }
 
 // sessionHandle is one open session with its agent.

@@ -37,6 +37,12 @@ func (s *Server) sessionDiff(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
+	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.diffChild(ctx, cs, p.RunID)
+	}
 	ss, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err

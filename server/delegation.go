@@ -81,11 +81,13 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 	if ss == nil {
 		return
 	}
+	params := childEnvelope(child, runID, ss, seq, body)
 	c.s.mu.Lock()
 	send := c.s.caps.sendEvents
+	c.s.bufferChildLocked(child, c.root, ss.epoch, runID, seq, params)
 	c.s.mu.Unlock()
 	if send {
-		c.s.notify("octet/event", childEnvelope(child, runID, ss, seq, body))
+		c.s.notify("octet/event", params)
 	}
 }
 
@@ -135,7 +137,7 @@ type agentUsage struct {
 // updated sends agent_updated on the root session's stream.
 func (c *children) updated(child team.Snapshot) {
 	c.s.mu.Lock()
-	c.s.childSessions[child.SessionID] = child.SessionPath
+	c.s.childLocked(child, c.root).status = child.Status
 	c.s.mu.Unlock()
 	ss := c.rootSession()
 	if ss == nil {
@@ -199,15 +201,13 @@ func clip(s string, n int) string {
 
 // childTranscript answers octet/session/transcript for a delegated child's
 // session (read-only: the child's own agent is its only writer), or
-// reports that id names no child session this server has seen.
+// reports that id names no child session.
 func (s *Server) childTranscript(id, before string, limit int) (any, bool, error) {
-	s.mu.Lock()
-	path, ok := s.childSessions[id]
-	s.mu.Unlock()
-	if !ok {
-		return nil, false, nil
+	cs, ok, err := s.findChild(id)
+	if !ok || err != nil {
+		return nil, ok, err
 	}
-	sess, err := session.Inspect(path)
+	sess, err := session.Inspect(cs.Path)
 	if err != nil {
 		return nil, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", id, err))
 	}

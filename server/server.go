@@ -168,9 +168,11 @@ type Server struct {
 	ended     *endedRuns
 	// childRuns are the runs of delegated children (delegation.go).
 	childRuns map[string]team.Snapshot
-	// childSessions are the files of the delegated children's sessions
-	// seen so far, by session id (read-only transcripts).
-	childSessions map[string]string
+	// childSessions are the delegated children's sessions seen so far,
+	// by session id (childsessions.go); childRings orders the ones that
+	// hold a replay buffer, oldest first.
+	childSessions map[string]*childState
+	childRings    []string
 	tokenSeq      int64
 	// awaitingReply holds the request ids of long requests (prompts) whose
 	// answer has not been written yet; replyWG counts them.
@@ -193,7 +195,7 @@ func New(opts Options) *Server {
 		byToken:    make(map[string]*runState),
 		childRuns:  make(map[string]team.Snapshot),
 
-		childSessions: make(map[string]string),
+		childSessions: make(map[string]*childState),
 
 		awaitingReply: make(map[jsonrpc2.ID]bool),
 		ended:         newEndedRuns(1024),

@@ -121,6 +121,9 @@ func (s *Server) session(id string) (*sessionState, error) {
 		reopen = true
 	}
 	if !reopen {
+		if cs, ok, _ := s.findChild(id); ok {
+			return nil, childReadOnlyError(cs)
+		}
 		return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: create it with octet/session/new or load it with octet/session/resume", id))
 	}
 	// The server released it, not the client: open it again, as resume
@@ -399,6 +402,8 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		Cwd    string `json:"cwd"`
 		Cursor string `json:"cursor"`
 		Limit  int    `json:"limit"`
+		// ParentSessionID lists that session's delegated children instead.
+		ParentSessionID string `json:"parentSessionId"`
 	}
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
@@ -415,7 +420,13 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		}
 		start = n
 	}
-	infos, err := s.opts.backend.List(ctx)
+	var infos []sessionInfo
+	var err error
+	if p.ParentSessionID != "" {
+		infos, err = s.listChildren(p.ParentSessionID)
+	} else {
+		infos, err = s.opts.backend.List(ctx)
+	}
 	if err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("list sessions: %v", err))
 	}
@@ -477,6 +488,12 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if p.SessionID == "" {
 		return nil, invalidParams("sessionId is required")
 	}
+	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.resumeChild(cs, p.AfterSeq, p.Epoch)
+	}
 	ss, err := s.openOrReuse(ctx, p.SessionID)
 	if err != nil {
 		return nil, err
@@ -494,6 +511,7 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if ro, ok := ss.handle.(interface{ RecoveredOutput() any }); ok {
 		res["recoveredOutput"] = ro.RecoveredOutput()
 	}
+	s.resumeChildren(ss.id, res)
 	ss.mu.Lock()
 	pending := ss.pendingSorted()
 	res["pendingApprovals"] = viewsOf(pending)
@@ -544,6 +562,9 @@ func (s *Server) openSession(ctx context.Context, id string) (*sessionState, err
 	holder := &approverHolder{}
 	h, err := s.opts.backend.Open(ctx, id, holder.confirm)
 	if err != nil {
+		if cs, ok, _ := s.findChild(id); ok && errors.Is(err, errNoSession) {
+			return nil, childReadOnlyError(cs)
+		}
 		if errors.Is(err, errNoSession) {
 			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: %v", id, err))
 		}

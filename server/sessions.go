@@ -60,8 +60,14 @@ func (s *runtimeSession) Entries() []session.Entry { return s.sess.Branch() }
 
 // Fork implements lifecycleBackend.
 func (b runtimeBackend) Fork(ctx context.Context, src sessionHandle, entryID string, entries []session.Entry, approver approverFunc) (sessionHandle, error) {
+	return b.ForkFrom(ctx, session.Header{ID: src.ID(), Cwd: src.Cwd(), Title: src.Title()}, entryID, entries, approver)
+}
+
+// ForkFrom implements childForker: a fork of the session whose header is
+// src.
+func (b runtimeBackend) ForkFrom(ctx context.Context, src session.Header, entryID string, entries []session.Entry, approver approverFunc) (sessionHandle, error) {
 	sess, err := session.CreateFrom(b.rt.SessionsDir, session.Header{
-		Cwd: src.Cwd(), Title: src.Title(), ForkOf: src.ID(), ForkEntry: entryID,
+		Cwd: src.Cwd, Title: src.Title, ForkOf: src.ID, ForkEntry: entryID,
 	}, entries)
 	if err != nil {
 		return nil, err
@@ -121,6 +127,12 @@ func (s *Server) sessionRename(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	}
 	if p.SessionID == "" {
 		return nil, invalidParams("sessionId is required")
+	}
+	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.renameChild(cs, title)
 	}
 	ss, err := s.openOrReuse(ctx, p.SessionID)
 	if err != nil {
@@ -220,6 +232,12 @@ func (s *Server) sessionFork(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 	if !ok {
 		return nil, jsonrpc2.NewError(CodeBackend, "this server cannot fork sessions")
 	}
+	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.forkChild(ctx, cs, p.EntryID)
+	}
 	src, err := s.openOrReuse(ctx, p.SessionID)
 	if err != nil {
 		return nil, err
@@ -303,6 +321,18 @@ func (s *Server) sessionDelete(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if !ok {
 		return nil, jsonrpc2.NewError(CodeBackend, "this server cannot delete sessions")
 	}
+	if cs, ok, err := s.asChild(id); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		return s.deleteChild(cs)
+	}
+	// A parent goes with its children's sessions and provenance; none of
+	// them may still be running.
+	kids, err := s.parentDeletable(id)
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	ss := s.sessions[id]
 	s.mu.Unlock()
@@ -327,6 +357,9 @@ func (s *Server) sessionDelete(ctx context.Context, _ *jsonrpc2.Request, raw jso
 			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: nothing to delete", id))
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("delete session %s: %v", id, err))
+	}
+	if err := s.deleteTeams(kids); err != nil {
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("session %s was deleted, but not all of its child sessions: %v; remove them by hand", id, err))
 	}
 	s.mu.Lock()
 	if s.defaultID == id {
@@ -480,7 +513,11 @@ func (s *Server) sessionTranscript(ctx context.Context, _ *jsonrpc2.Request, raw
 	if p.Limit < 0 {
 		return nil, invalidParams("limit must not be negative")
 	}
-	if res, ok, err := s.childTranscript(p.SessionID, p.BeforeEntryID, p.Limit); ok {
+	if _, ok, err := s.asChild(p.SessionID); ok || err != nil {
+		if err != nil {
+			return nil, err
+		}
+		res, _, err := s.childTranscript(p.SessionID, p.BeforeEntryID, p.Limit)
 		return res, err
 	}
 	ss, err := s.openOrReuse(ctx, p.SessionID)

@@ -108,6 +108,9 @@ func (t *Team) acceptLocked(n *node, from, task string) (start bool, err error) 
 	}
 	start = n.status == StatusIdle
 	if start {
+		if err := t.activeSlotLocked(n.parent, n); err != nil {
+			return false, err
+		}
 		select {
 		case t.sem <- struct{}{}:
 		default:

@@ -32,6 +32,17 @@ func (p pricedNoRetry) PriceUsage(model string, u provider.Usage) (int64, bool) 
 }
 func (p pricedNoRetry) CloneRetry() agent.RetryPolicy { return p }
 
+// CheckCeiling implements agent.CeilingChecker.
+func (p pricedNoRetry) CheckCeiling(model string, t session.Totals) error {
+	return p.budget.Check(model, t)
+}
+
+// BeforeRequest enforces the budget's hard ceilings, as the product's
+// policies do.
+func (p pricedNoRetry) BeforeRequest(_ string, m provider.Model, _ *provider.Request, t session.Totals) error {
+	return p.budget.Check(m.Name, t)
+}
+
 // fixture is a real root agent (scripted loopback provider, real session
 // file, built-in tools, the subagents service, a real broker) whose
 // children talk to a second scripted provider.
@@ -53,7 +64,8 @@ type fixtureOpt struct {
 	approver tools.Approver
 	onEvent  func(Snapshot, agent.Event)
 	policy   tools.Policy
-	native   bool // the generic surface (NativeTools, Config.Native)
+	native   bool              // the generic surface (NativeTools, Config.Native)
+	maxCost  agent.Picodollars // the root session's cost ceiling (0: none)
 	// sessions, when set, is the directory of the root session and the
 	// teams (default: a temporary one); session, when set, is an existing
 	// root session to open instead of creating one.
@@ -68,7 +80,7 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 	}
 	f.rootSrv, f.childSrv = providertest.New(t), providertest.New(t)
 	f.model = provider.Model{Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000}
-	budget := &agent.Budget{Prices: agent.PriceTable{"scripted": price}}
+	budget := &agent.Budget{Prices: agent.PriceTable{"scripted": price}, Ceilings: agent.Ceilings{MaxCost: o.maxCost}}
 	sess, err := session.Create(f.sessions, session.Header{Cwd: f.workspace, Title: "root"})
 	if o.session != "" {
 		sess, err = session.Open(o.session)
@@ -109,7 +121,7 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 	f.root, err = agent.New(agent.Config{
 		Session: sess, Transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: f.rootSrv.URL()}),
 		Model: f.model, Host: host, Broker: broker, Instructions: "You are the root.",
-		Retry: pricedNoRetry{budget: budget}, RunEnd: f.owner.RunEnd, Principal: sess.Header().ID,
+		Retry: pricedNoRetry{budget: budget}, RunEnd: f.owner.RunEnd, Ledger: f.owner.Ledger, Principal: sess.Header().ID,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -18,6 +18,9 @@ type Owner struct {
 	mu   sync.Mutex
 	root *agent.Agent
 	team *Team
+	// ending is the team being shut down by RunEnd: its children still
+	// count in the ledger until their mirror records are built.
+	ending *Team
 }
 
 // NewOwner returns an owner whose teams use cfg (Root and RunID are
@@ -71,12 +74,40 @@ func (o *Owner) Current() *Team {
 func (o *Owner) RunEnd(ctx context.Context, runID string, _ agent.Outcome) []session.Record {
 	o.mu.Lock()
 	t := o.team
-	o.team = nil
+	o.team, o.ending = nil, t
 	o.mu.Unlock()
 	if t == nil {
 		return nil
 	}
-	return t.Shutdown(ctx, runID, SettleTimeout)
+	recs := t.Shutdown(ctx, runID, SettleTimeout)
+	o.mu.Lock()
+	o.ending = nil
+	o.mu.Unlock()
+	return recs
+}
+
+// Ledger is the root's agent.Config.Ledger (children inherit it): the
+// root session's durable totals (its own requests and the mirrored
+// children of earlier runs) plus the settled usage of every child of the
+// current run, as each child's session records it, response by response.
+// A child's uncertainty makes the ledger uncertain. A child is counted
+// here until its team has built its mirror record, which the root then
+// appends (from then on the root session counts it): never twice.
+func (o *Owner) Ledger() (session.Totals, bool) {
+	o.mu.Lock()
+	root, t := o.root, o.team
+	if t == nil {
+		t = o.ending
+	}
+	o.mu.Unlock()
+	if root == nil {
+		return session.Totals{}, false
+	}
+	tot := root.Session().Totals()
+	if t != nil {
+		t.addLive(&tot)
+	}
+	return tot, true
 }
 
 // Close shuts down a team left running (the root agent is being dropped

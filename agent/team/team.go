@@ -26,8 +26,9 @@ type Status string
 const (
 	StatusPending Status = "pending"
 	StatusRunning Status = "running"
-	// StatusIdle is a child of a generic team (Config.Native) whose run
-	// completed: it keeps its context and takes a follow-up task.
+	// StatusIdle is a child whose run completed (of a service, or of a
+	// generic team with Config.Native): it keeps its context and takes a
+	// follow-up task.
 	StatusIdle      Status = "idle"
 	StatusCompleted Status = "completed"
 	StatusFailed    Status = "failed"
@@ -207,6 +208,9 @@ type Team struct {
 	// counts commands that found a worker's channel full.
 	msgIDs       atomic.Int64
 	backpressure atomic.Int64
+	// mirrored: Shutdown built the children's mirror records; the cost
+	// ledger no longer counts them live.
+	mirrored bool
 	// wg counts reserved spawns and running children; Shutdown waits on it.
 	wg sync.WaitGroup
 }
@@ -367,16 +371,10 @@ func (t *Team) reserve(parentID string) (*node, error) {
 	if t.total >= t.lim.Total {
 		return nil, &LimitError{Limit: "total", Max: t.lim.Total}
 	}
+	if err := t.activeSlotLocked(parent, nil); err != nil {
+		return nil, err
+	}
 	if s := t.cfg.Service; s != nil {
-		active := parent.reserved
-		for _, c := range parent.children {
-			if c.status.Active() {
-				active++
-			}
-		}
-		if active >= s.ActivePerParent {
-			return nil, &LimitError{Limit: "active_per_parent", Max: s.ActivePerParent}
-		}
 		if len(t.order)+t.reservedLocked() >= s.RetainedPerOwner {
 			return nil, &LimitError{Limit: "retained_per_owner", Max: s.RetainedPerOwner}
 		}
@@ -391,6 +389,32 @@ func (t *Team) reserve(parentID string) (*node, error) {
 	t.wg.Add(1) // under t.mu before closed is set: Shutdown's Wait covers it
 	return parent, nil
 }
+
+// activeSlotLocked checks the service's bound on parent's active children
+// for one more (a spawn, or an idle child except taking a follow-up);
+// t.mu held. Pending and running children count, and so does an idle
+// child holding queued work (it is about to run again).
+func (t *Team) activeSlotLocked(parent, except *node) error {
+	s := t.cfg.Service
+	if s == nil {
+		return nil
+	}
+	active := parent.reserved
+	for _, c := range parent.children {
+		if c != except && (c.status.Active() || c.status == StatusIdle && len(c.backlog) > 0 && !c.finishing) {
+			active++
+		}
+	}
+	if active >= s.ActivePerParent {
+		return &LimitError{Limit: "active_per_parent", Max: s.ActivePerParent}
+	}
+	return nil
+}
+
+// idles reports whether a child whose run completed stays idle, keeping
+// its context for a follow-up: children of a service (the product's
+// agents_followup) and of a generic team with the native tools.
+func (t *Team) idles() bool { return t.cfg.Service != nil || t.followups() }
 
 func (t *Team) reservedLocked() int {
 	n := 0
@@ -593,7 +617,9 @@ func (t *Team) settle(n *node, st Status, detail string) (idle, next bool) {
 		st = StatusCompleted
 	}
 	t.mu.Lock()
-	idle = t.followups() && !t.closed && !n.finishing && n.ctx.Err() == nil
+	// A generic team's child stays idle after any end of its run; a
+	// service's only after a completed one.
+	idle = (t.followups() || st == StatusCompleted && t.cfg.Service != nil) && !t.closed && !n.finishing && n.ctx.Err() == nil
 	if n.interrupted && st == StatusCancelled && detail == "" {
 		detail = "interrupted"
 	}
@@ -790,6 +816,15 @@ func (t *Team) descendant(callerID, agentID string) (*node, error) {
 	return nil, fmt.Errorf("%w %q below %s", ErrUnknownAgent, agentID, callerID)
 }
 
+// child returns the snapshot of agentID below callerID.
+func (t *Team) child(callerID, agentID string) (Snapshot, bool) {
+	n, err := t.descendant(callerID, agentID)
+	if err != nil {
+		return Snapshot{}, false
+	}
+	return t.snapshot(n), true
+}
+
 // List returns the caller's descendants in spawn order.
 func (t *Team) List(callerID string) []Snapshot {
 	t.mu.Lock()
@@ -943,9 +978,38 @@ func (t *Team) Shutdown(ctx context.Context, runID string, settle time.Duration)
 	for _, n := range ns {
 		recs = append(recs, session.DelegatedRecord(t.mirror(n, runID)))
 	}
+	t.mu.Lock()
+	t.mirrored = true // the root session counts them once it appends recs
+	t.mu.Unlock()
 	_ = t.record(Record{Kind: KindTeamShutdown, Text: fmt.Sprintf("%d child agent(s)", len(ns))})
 	go func() { <-allDone; _ = t.dir.close() }()
 	return recs
+}
+
+// addLive adds the known usage of every child not yet mirrored to tot
+// (the cost ledger, Owner.Ledger): each child session's own usage as it
+// stands, its uncertainty counted as a delegated child's.
+func (t *Team) addLive(tot *session.Totals) {
+	t.mu.Lock()
+	ns := slices.Clone(t.order)
+	mirrored := t.mirrored
+	t.mu.Unlock()
+	if mirrored {
+		return
+	}
+	for _, n := range ns {
+		c := n.sess.Totals()
+		k := &tot.Known
+		k.Input, k.CachedInput, k.Output, k.Reasoning = k.Input+c.Own.Input, k.CachedInput+c.Own.CachedInput, k.Output+c.Own.Output, k.Reasoning+c.Own.Reasoning
+		k.CostPicodollars += c.Own.CostPicodollars
+		if c.Uncertain {
+			if !tot.Uncertain {
+				tot.Cause = session.UsageUncertain{Reason: "delegated_uncertain", RunID: t.cfg.RunID}
+			}
+			tot.Uncertain = true
+			tot.DelegatedUncertain++
+		}
+	}
 }
 
 // mirror is n's delegated-usage record: its settled own usage, or the

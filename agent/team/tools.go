@@ -20,6 +20,7 @@ const (
 	ToolList      = "agents_list"
 	ToolInterrupt = "agents_interrupt"
 	ToolSend      = "agents_send"
+	ToolFollowup  = "agents_followup"
 )
 
 // Wait bounds of agents_wait.
@@ -38,8 +39,12 @@ const (
 // only names a spawn may narrow a child's tools to.
 func ServiceTools(o *Owner, scope []string) []tools.Tool {
 	b := base{caller: "root", team: o.Team, current: o.Current}
-	return []tools.Tool{spawnTool{b, standardEnum(scope)}, waitTool{b}, listTool{b}, sendTool{b}, interruptTool{b}}
+	return []tools.Tool{spawnTool{b, standardEnum(scope)}, waitTool{b}, listTool{b}, sendTool{b}, renamed{followupTool{b}, ToolFollowup, followupDescription}, interruptTool{b}}
 }
+
+// followupDescription is agents_followup's description (the product's
+// follow-up: an idle child only; a busy one takes messages).
+const followupDescription = "Give one of your idle child agents (its last task completed; agents_wait and agents_list show it as idle) a new task. It keeps its context: refer to what it did and found. It starts at once and counts toward the 8 active children again. A child that is still pending or running takes messages (agents_send), not new tasks; a failed or stopped child takes nothing: start a new one. Idle children end when your turn ends."
 
 // base is what every delegation tool shares: the agent it acts for and
 // its team (team starts it at the first spawn; current is nil before).
@@ -304,7 +309,7 @@ type sendTool struct{ base }
 
 func (sendTool) Name() string { return ToolSend }
 func (sendTool) Description() string {
-	return "Send a message to one of your running child agents (a correction, an answer to its question, more context). It reaches the child at its next step, after its current tool calls. A child that has finished takes no messages: start a new one."
+	return "Send a message to one of your running child agents (a correction, an answer to its question, more context). It reaches the child at its next step, after its current tool calls. An idle child (its task completed) takes a new task with agents_followup instead; a failed or stopped one takes nothing: start a new one."
 }
 func (sendTool) Schema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"message":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","message"],"additionalProperties":false}`)
@@ -323,6 +328,9 @@ func (t sendTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result
 		return fail(errors.New("no child agent was started in this run"))
 	}
 	if err := tm.Send(t.caller, a.ID, a.Message); err != nil {
+		if s, ok := tm.child(t.caller, a.ID); ok && s.Status == StatusIdle && tm.idles() {
+			err = fmt.Errorf("%w; %s is idle: give it a new task with %s", err, s.Path, ToolFollowup)
+		}
 		return fail(err)
 	}
 	return tools.Result{Text: fmt.Sprintf("Message queued for %s; it arrives at its next step.", a.ID)}, nil

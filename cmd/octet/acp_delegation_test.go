@@ -233,10 +233,12 @@ func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string)
 				t.Fatalf("update on session %s, want the parent %s", n.SessionID, sid)
 			}
 			follow(cards, n.Update)
-			if n.Update.SessionUpdate == "tool_call" && n.Update.ToolCallID == "w1" && !tightened {
-				// The root's wait started; from its admission on the
-				// session (and every child, sharing its policy) confirms
-				// workspace changes.
+			if n.Update.SessionUpdate == "tool_call_update" && n.Update.ToolCallID == "w1" && n.Update.Status == "in_progress" && !tightened {
+				// The root's wait was admitted (in_progress follows the
+				// broker's decision; the first tool_call comes before it,
+				// and a controlled session would deny the wait); from here
+				// the session (and every child, sharing its policy)
+				// confirms workspace changes.
 				tightened = true
 				setModeID = p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "controlled"})
 			}
@@ -263,7 +265,7 @@ func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string)
 			t.Fatalf("no tool call for %s: %v", path, cards)
 		}
 		if c.kind != "think" || c.title != path+": "+want.task || c.content != want.final ||
-			strings.Join(c.statuses, ",") != "pending,in_progress,completed" {
+			strings.Join(c.statuses, ",") != "pending,in_progress,completed,completed" { // idle, then completed at the run's end
 			t.Errorf("%s shown as %+v", path, c)
 		}
 	}
@@ -445,7 +447,10 @@ func TestACPSubagents(t *testing.T) {
 			t.Fatalf("unexpected request %s", m.Method)
 		case m.Method == "session/update":
 			c.update(m.Params)
-			if strings.Contains(string(m.Params), `"toolCallId":"w1"`) && !tightened {
+			// Tightened once the root's wait was admitted (in_progress),
+			// not at its first tool_call: a wait admitted under the
+			// controlled policy would be denied and end the root's turn.
+			if strings.Contains(string(m.Params), `"toolCallId":"w1"`) && strings.Contains(string(m.Params), `"status":"in_progress"`) && !tightened {
 				tightened = true
 				setModeID = p.send("session/set_mode", map[string]any{"sessionId": sid, "modeId": "controlled"})
 			}

@@ -132,7 +132,9 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 			t.Fatalf("%s events %v", path, kinds)
 		}
 		st := updates[path]
-		if len(st) != 3 || st[0] != "pending" || st[1] != "running" || st[2] != "completed" {
+		// idle when its run completed (it keeps its context for a
+		// follow-up), completed when the root's run ended.
+		if strings.Join(st, ",") != "pending,running,idle,completed" {
 			t.Fatalf("%s agent_updated statuses %v", path, st)
 		}
 	}
@@ -180,6 +182,53 @@ func TestLSPDelegationEndToEnd(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Errorf("octet lsp exit: %v\nstderr: %s", err, stderr.String())
 	}
+	checkChildSessionsAfterRestart(t, home, ws, sid, childSession)
+}
+
+// checkChildSessionsAfterRestart starts a new octet lsp on home: the
+// children of session sid are listed under it, resume read-only with
+// their parent and path, and the parent's resume names them.
+func checkChildSessionsAfterRestart(t *testing.T, home, ws, sid string, childSession map[string]string) {
+	t.Helper()
+	cmd := lspCommand(t, 60*time.Second)
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:1", "OPENAI_API_KEY="+fakeKey)
+	c, stdin, stderr := startLSP(t, cmd)
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}, "trace": nil}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	top, _ := c.call("octet/session/list", map[string]any{}, nil, nil)["sessions"].([]any)
+	if len(top) != 1 {
+		t.Fatalf("top-level sessions after a restart: %v", top)
+	}
+	rows, _ := c.call("octet/session/list", map[string]any{"parentSessionId": sid}, nil, nil)["sessions"].([]any)
+	got := map[string]string{}
+	for _, r := range rows {
+		m := r.(map[string]any)
+		if m["parentSessionId"] != sid || m["status"] != "completed" {
+			t.Fatalf("child row after a restart %v", m)
+		}
+		got[m["agentPath"].(string)], _ = m["sessionId"].(string)
+	}
+	if len(got) != 2 || got["root/worker1"] != childSession["root/worker1"] || got["root/worker2"] != childSession["root/worker2"] {
+		t.Fatalf("children after a restart %v, want %v", got, childSession)
+	}
+	res := c.call("octet/session/resume", map[string]any{"sessionId": childSession["root/worker2"], "afterSeq": 0}, nil, nil)
+	if res["parentSessionId"] != sid || res["agentPath"] != "root/worker2" || res["readOnly"] != true || res["status"] != "completed" {
+		t.Fatalf("child resume after a restart %v", res)
+	}
+	if tr, _ := json.Marshal(res["transcript"]); !strings.Contains(string(tr), "CHILD-TWO say two") {
+		t.Fatalf("child resume transcript %s", tr)
+	}
+	kids, _ := c.call("octet/session/resume", map[string]any{"sessionId": sid}, nil, nil)["children"].([]any)
+	if len(kids) != 2 {
+		t.Fatalf("parent resume children %v", kids)
+	}
+	c.call("shutdown", nil, nil, nil)
+	c.send(map[string]any{"method": "exit"})
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Errorf("octet lsp exit: %v\nstderr: %s", err, stderr.String())
+	}
 }
 
 func contains(list []string, s string) bool { return slices.Contains(list, s) }
@@ -211,7 +260,7 @@ func TestExecShowsChildrenIndented(t *testing.T) {
 	}
 	for _, want := range []string{
 		"  ↳ root/worker1 pending: CHILD-ONE read notes\n", "  ↳ root/worker1 running\n",
-		"  ↳ root/worker1 ▸ read\n", "  ↳ root/worker1 completed\n", "  ↳ root/worker2 completed\n",
+		"  ↳ root/worker1 ▸ read\n", "  ↳ root/worker1 idle\n", "  ↳ root/worker1 completed\n", "  ↳ root/worker2 completed\n",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
@@ -249,7 +298,7 @@ func TestExecShowsChildrenIndented(t *testing.T) {
 			root = m.SessionID
 		}
 	}
-	if paths["root/worker1"] < 3 || paths["root/worker2"] < 3 || updated != 6 {
+	if paths["root/worker1"] < 3 || paths["root/worker2"] < 3 || updated != 8 {
 		t.Fatalf("child lines %v, agent_updated %d", paths, updated)
 	}
 }
@@ -519,4 +568,49 @@ func tightenedGate(t *testing.T) (<-chan struct{}, func()) {
 	release := func() { once.Do(func() { close(ch) }) }
 	t.Cleanup(release)
 	return ch, release
+}
+
+// TestExecDelegationLiveCostCeiling: octet exec's root and children share
+// the session cost ceiling live. The second child's response crosses it:
+// that child's next request and the root's are refused before sending,
+// and the refusal names the ceiling and what to do.
+func TestExecDelegationLiveCostCeiling(t *testing.T) {
+	// 1000 input + 1000 output tokens of gpt-5.1-codex cost $0.01125.
+	big := provider.Usage{InputTokens: 1000, OutputTokens: 1000}
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-ONE answer"}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":60}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("s2", team.ToolSpawn, `{"task":"CHILD-TWO read notes"}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w2", team.ToolWait, `{"timeout_seconds":60}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Text("must not be sent").ForRequestContaining("ROOT-PROMPT"),
+		providertest.Text("one").WithUsage(big).ForRequestContaining("CHILD-ONE"),
+		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"notes.txt"}`)).WithUsage(big).ForRequestContaining("CHILD-TWO"),
+		providertest.Text("must not be sent either").ForRequestContaining("CHILD-TWO"),
+	)
+	x.writeGlobalConfig(t, "max_session_cost_usd = \"0.02\"\n")
+	r := runCLI(t, x.ws, x.vars, "exec", "ROOT-PROMPT delegate")
+	if r.code != exitFailed {
+		t.Fatalf("exit %d, want %d\nstderr: %s", r.code, exitFailed, r.stderr)
+	}
+	roots, children := 0, 0
+	for _, q := range x.srv.Requests() {
+		switch raw := string(q.Raw); {
+		case strings.Contains(raw, "CHILD-ONE") || strings.Contains(raw, "CHILD-TWO"):
+			if !strings.Contains(raw, "ROOT-PROMPT") {
+				children++
+			} else {
+				roots++
+			}
+		default:
+			roots++
+		}
+	}
+	if roots != 4 || children != 2 {
+		t.Fatalf("%d root and %d child requests sent, want 4 and 2 (the next of each refused)\nstderr: %s", roots, children, r.stderr)
+	}
+	for _, want := range []string{"hard cost ceiling reached", "of $0.02", "max_session_cost_usd counting its delegated child agents", "start a new session, or raise or remove the ceiling", "root/worker2 failed"} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
 }

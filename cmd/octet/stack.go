@@ -294,7 +294,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		Intents:      st.changes.Store,
 	}
 	if owner != nil {
-		cfg.RunEnd = owner.RunEnd
+		cfg.RunEnd, cfg.Ledger = owner.RunEnd, owner.Ledger
 	}
 	a, err = agent.New(cfg)
 	if err != nil {
