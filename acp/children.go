@@ -77,7 +77,9 @@ func (c *children) updated(child team.Snapshot) {
 	defer c.mu.Unlock()
 	prev, seen := c.shown[child.SessionID]
 	c.shown[child.SessionID] = child.Status
-	if seen && prev == child.Status {
+	// An idle child is already shown completed, with its answer: its end
+	// for good at the run's terminal adds nothing the client can show.
+	if seen && (prev == child.Status || prev == team.StatusIdle && child.Status == team.StatusCompleted) {
 		return
 	}
 	u := map[string]any{"toolCallId": childCallID(child), "status": childStatus(child.Status), "_meta": childMeta(child)}
