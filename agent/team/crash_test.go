@@ -125,12 +125,11 @@ func TestCrashBetweenLeaseAndAppend(t *testing.T) {
 	}
 	sess.Close()
 
-	// The next owning run of the same root session: its team redelivers the
-	// message to the root's wait.
+	// The next owning run of the same root session waits before it spawns
+	// anything: the wait starts the run's team, which redelivers the
+	// message to it.
 	f := newFixture(t, fixtureOpt{sessions: dir, session: rootPath})
-	f.childSrv.Enqueue(providertest.Text("second child done"))
 	f.rootSrv.Enqueue(
-		providertest.Reply(providertest.FunctionCall("s2", ToolSpawn, `{"task":"again"}`)),
 		providertest.Reply(providertest.FunctionCall("w2", ToolWait, `{"timeout_seconds":30}`)),
 		providertest.Text("root done"),
 	)

@@ -30,7 +30,7 @@ const (
 // child whose run completed is idle: followup_task gives it a new task in
 // its own context.
 func NativeTools(o *Owner, scope []string) []tools.Tool {
-	return nativeTools(base{caller: "root", team: o.Team, current: o.Current}, standardEnum(scope), true)
+	return nativeTools(base{caller: "root", team: o.Team, current: o.Current, earlierMail: o.earlierMail}, standardEnum(scope), true)
 }
 
 // standardEnum is the subset of StandardTools in scope, in order.

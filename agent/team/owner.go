@@ -61,6 +61,21 @@ func (o *Owner) Team() (*Team, error) {
 	return t, nil
 }
 
+// earlierMail reports whether earlier teams of the root's session left
+// direct messages to the root that no committed wait result consumed
+// (a crash between a wait's lease and its result's append): a team
+// started now redelivers them.
+func (o *Owner) earlierMail() bool {
+	o.mu.Lock()
+	root := o.root
+	o.mu.Unlock()
+	if root == nil || o.cfg.Dir == "" {
+		return false
+	}
+	m, _ := unconsumed(o.cfg.Dir, root.Session(), "")
+	return len(m) > 0
+}
+
 // Current returns the current run's team, or nil when none started.
 func (o *Owner) Current() *Team {
 	o.mu.Lock()

@@ -3,7 +3,9 @@ package team
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/octet-agent/octet/internal/osfile"
+	"github.com/octet-agent/octet/session"
 )
 
 // ConsumedKey is the details key of a wait result that lists the
@@ -58,41 +61,53 @@ type earlierMessage struct {
 // page consumed in part is redelivered from where that page ended. When
 // the mailbox is full the rest stay for a later team.
 func (t *Team) redeliver() {
-	earlier, err := t.earlierMessages()
+	earlier, err := unconsumed(t.cfg.Dir, t.root.sess, t.dir.name)
 	if err != nil {
 		t.log.Warn("delegation: earlier teams' messages could not all be read", "team", t.id, "err", err)
 	}
-	if len(earlier) == 0 {
-		return
-	}
-	consumed := consumedEnds(t.root)
 	for _, m := range earlier {
-		text := m.text
-		if end, ok := consumed[m.key]; ok {
-			if end >= len(text) {
-				continue
-			}
-			for end > 0 && !utf8.RuneStart(text[end]) {
-				end--
-			}
-			text = text[end:]
-		}
-		if !t.root.box.canPost(len(text)) {
+		if !t.root.box.canPost(len(m.text)) {
 			return
 		}
 		id := t.msgIDs.Add(1)
-		if err := t.record(Record{Kind: KindMessage, Agent: "root", Path: "root", From: m.from, Text: text, MessageID: id, Redelivers: m.key}); err != nil {
+		if err := t.record(Record{Kind: KindMessage, Agent: "root", Path: "root", From: m.from, Text: m.text, MessageID: id, Redelivers: m.key}); err != nil {
 			return
 		}
-		t.root.box.post(id, m.from, text, false)
+		t.root.box.post(id, m.from, m.text, false)
 	}
+}
+
+// unconsumed lists the direct messages to the root of owner session sess
+// that earlier teams below dir (other than the directory named exclude)
+// accepted and no committed wait result in sess consumed whole, each cut
+// to what is left of it.
+func unconsumed(dir string, sess *session.Session, exclude string) ([]earlierMessage, error) {
+	earlier, err := earlierMessages(dir, sess.Header().ID, exclude)
+	if len(earlier) == 0 {
+		return nil, err
+	}
+	consumed := consumedEnds(sess)
+	out := earlier[:0]
+	for _, m := range earlier {
+		if end, ok := consumed[m.key]; ok {
+			if end >= len(m.text) {
+				continue
+			}
+			for end > 0 && !utf8.RuneStart(m.text[end]) {
+				end--
+			}
+			m.text = m.text[end:]
+		}
+		out = append(out, m)
+	}
+	return out, err
 }
 
 // consumedEnds reads, from the owner's session, how far committed wait
 // results consumed each message ("team/id" to the end offset).
-func consumedEnds(root *node) map[string]int {
+func consumedEnds(sess *session.Session) map[string]int {
 	out := map[string]int{}
-	for _, e := range root.sess.Branch() {
+	for _, e := range sess.Branch() {
 		if e.Result == nil || e.Result.Details == nil {
 			continue
 		}
@@ -123,13 +138,16 @@ func consumedEnds(root *node) map[string]int {
 }
 
 // earlierMessages lists, oldest team first and in record order, the
-// direct messages to the root recorded by the owner session's earlier
-// teams (below Config.Dir) that a later team did not already carry on.
-func (t *Team) earlierMessages() ([]earlierMessage, error) {
-	owner := t.root.sess.Header().ID
-	entries, err := os.ReadDir(t.cfg.Dir)
+// direct messages to the root recorded by the earlier teams (below dir,
+// other than exclude) of owner session owner that a later team did not
+// already carry on.
+func earlierMessages(dir, owner, exclude string) ([]earlierMessage, error) {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", t.cfg.Dir, err)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list %s: %w", dir, err)
 	}
 	type team struct {
 		id      string
@@ -139,10 +157,10 @@ func (t *Team) earlierMessages() ([]earlierMessage, error) {
 	var teams []team
 	var errs []string
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), "team-") || e.Name() == t.dir.name {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), "team-") || e.Name() == exclude {
 			continue
 		}
-		path := filepath.Join(t.cfg.Dir, e.Name(), JournalName)
+		path := filepath.Join(dir, e.Name(), JournalName)
 		first, err := firstRecord(path)
 		if err != nil || first.Kind != KindTeamStarted || first.Owner != owner {
 			continue

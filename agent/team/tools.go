@@ -38,7 +38,7 @@ const (
 // scope is the root's standard tools (a subset of StandardTools): the
 // only names a spawn may narrow a child's tools to.
 func ServiceTools(o *Owner, scope []string) []tools.Tool {
-	b := base{caller: "root", team: o.Team, current: o.Current}
+	b := base{caller: "root", team: o.Team, current: o.Current, earlierMail: o.earlierMail}
 	return []tools.Tool{spawnTool{b, standardEnum(scope)}, waitTool{b}, listTool{b}, sendTool{b}, renamed{followupTool{b}, ToolFollowup, followupDescription}, interruptTool{b}}
 }
 
@@ -52,6 +52,10 @@ type base struct {
 	caller  string
 	team    func() (*Team, error)
 	current func() *Team
+	// earlierMail, for the root's tools, reports mail to the root left by
+	// earlier runs' teams (redelivered when a team starts): a wait starts
+	// the team for it.
+	earlierMail func() bool
 }
 
 // boundTo is the base of tools acting for agent id of t.
@@ -235,6 +239,12 @@ func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Resu
 		timeout = min(time.Duration(a.Timeout)*time.Second, MaxWait)
 	}
 	tm := t.current()
+	if tm == nil && t.earlierMail != nil && t.earlierMail() {
+		var err error
+		if tm, err = t.team(); err != nil {
+			return fail(err)
+		}
+	}
 	if tm == nil {
 		return fail(errors.New("no child agent was started in this run"))
 	}
