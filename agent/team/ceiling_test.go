@@ -134,3 +134,52 @@ func TestLiveCostCeilingChildUncertain(t *testing.T) {
 		t.Fatalf("%d root requests sent, want 2", n)
 	}
 }
+
+// TestSpawnRefusedAtCostCeiling: once the root's cost ceiling is reached
+// (by its first child's response), a spawn in the same response as the
+// wait that saw it is refused before anything is written, with the
+// ceiling's refusal, and no request of the would-be child is sent; so is
+// a follow-up of the idle child.
+func TestSpawnRefusedAtCostCeiling(t *testing.T) {
+	const ceiling = 100_000_000_000 // $0.10
+	f := newFixture(t, fixtureOpt{service: &ProductService, maxCost: ceiling})
+	f.childSrv.Enqueue(providertest.Text("a done").WithUsage(provider.Usage{InputTokens: 100_000}).ForRequestContaining("CHILD-A"))
+	f.rootSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("c1", ToolSpawn, `{"task":"CHILD-A"}`)),
+		providertest.Reply(
+			providertest.FunctionCall("c2", ToolWait, `{"timeout_seconds":30}`),
+			providertest.FunctionCall("c3", ToolSpawn, `{"task":"CHILD-B"}`),
+			providertest.FunctionCall("c4", ToolFollowup, `{"agent_id":"worker1","task":"CHILD-A again"}`),
+		),
+		providertest.Text("must not be sent"),
+	)
+	r, err := f.root.Prompt(context.Background(), "one child", agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != agent.OutcomeFailed {
+		t.Fatalf("root run %s (%v), want failed at the cost ceiling", res.Outcome, res.Err)
+	}
+	results := map[string]*session.ToolResult{}
+	for _, e := range f.root.Session().Branch() {
+		if e.Result != nil {
+			results[e.Result.CallID] = e.Result
+		}
+	}
+	for _, id := range []string{"c3", "c4"} {
+		res := results[id]
+		if res == nil || !res.IsError || !strings.Contains(res.Text, "hard cost ceiling reached") || !strings.Contains(res.Text, "no child agent is started") {
+			t.Fatalf("%s result %+v, want refused at the cost ceiling", id, res)
+		}
+	}
+	if n := len(f.childSrv.Requests()); n != 1 {
+		t.Fatalf("%d child requests, want 1 (child A's only)", n)
+	}
+	for _, rec := range readTeamJournal(t, f) {
+		if rec.Path == "root/worker2" || rec.Kind == KindMessage && rec.Followup {
+			t.Fatalf("a refused spawn or follow-up was recorded: %+v", rec)
+		}
+	}
+}

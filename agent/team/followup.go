@@ -77,6 +77,9 @@ func (t *Team) Followup(callerID, agentID, task string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
+	if err := t.ceilingRefusal(callerID); err != nil {
+		return Snapshot{}, err
+	}
 	from := t.pathOf(callerID)
 	t.mu.Lock()
 	start, err := t.acceptLocked(n, from, task)

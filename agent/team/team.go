@@ -322,6 +322,9 @@ func (t *Team) Spawn(req SpawnRequest) (Snapshot, error) {
 	if len(req.Task) > MaxTextBytes || !utf8.ValidString(req.Task) {
 		return Snapshot{}, &LimitError{Limit: "text", Max: MaxTextBytes}
 	}
+	if err := t.ceilingRefusal(req.Parent); err != nil {
+		return Snapshot{}, err
+	}
 	parent, err := t.reserve(req.Parent)
 	if err != nil {
 		return Snapshot{}, err
@@ -341,6 +344,23 @@ func (t *Team) Spawn(req SpawnRequest) (Snapshot, error) {
 	t.publish(parent, n)
 	go t.work(n)
 	return snap, nil
+}
+
+// ceilingRefusal refuses new delegated work (a spawn, a follow-up) once
+// the caller's next request would be refused by a hard ceiling: the cost
+// ceiling counts the root, its children and theirs together, so a child
+// started then could make no request either.
+func (t *Team) ceilingRefusal(callerID string) error {
+	t.mu.Lock()
+	n, ok := t.nodes[callerID]
+	t.mu.Unlock()
+	if !ok || n.agent == nil {
+		return nil // the caller's own check names it (ErrUnknownAgent)
+	}
+	if err := n.agent.CeilingRefusal(); err != nil {
+		return fmt.Errorf("delegation: no child agent is started: %w", err)
+	}
+	return nil
 }
 
 // reserve checks every bound for one more child of parentID and holds its
