@@ -9,7 +9,10 @@
 // every directory with O_NOFOLLOW|O_DIRECTORY relative to the previous
 // directory descriptor. Either way a symbolic link anywhere in the path is an
 // error, and replacing a parent directory with a symlink while an operation
-// runs cannot redirect it outside the root.
+// runs cannot redirect it outside the root. On Windows each component is
+// opened with NtCreateFile relative to the previous directory handle and
+// FILE_OPEN_REPARSE_POINT, and a reparse point (symbolic link, junction,
+// mount point) anywhere in the path is ErrSymlink (package winat).
 //
 // Reads open the final object non-blocking, require a regular file from the
 // descriptor's own metadata (a FIFO or device is an error, never a hang) and

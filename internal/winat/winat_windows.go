@@ -156,7 +156,9 @@ func Rename(h, dir windows.Handle, newName string, replace bool) error {
 	hd.RootDirectory = dir
 	hd.FileNameLength = uint32(2 * len(u16))
 	copy(unsafe.Slice((*uint16)(unsafe.Pointer(uintptr(unsafe.Pointer(hd))+off)), len(u16)), u16)
-	size := uint32(int(off) + 2*len(u16))
+	// The whole buffer: never shorter than sizeof(FILE_RENAME_INFORMATION),
+	// which Windows checks; FileNameLength bounds the name.
+	size := uint32(8 * len(buf))
 	var iosb windows.IO_STATUS_BLOCK
 	err = windows.NtSetInformationFile(h, &iosb, (*byte)(unsafe.Pointer(hd)), size, windows.FileRenameInformation)
 	if err != nil {
