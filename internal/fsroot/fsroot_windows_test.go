@@ -116,6 +116,10 @@ func TestWindowsReadWrite(t *testing.T) {
 		t.Fatalf("after a refused write the file is %q, want two", b)
 	}
 	must(t, r.WriteFile("file.txt", []byte("any"), Prior{Any: true}, WriteOptions{}))
+	must(t, r.WriteFile("x", []byte("one-character name"), Absent, WriteOptions{}))
+	if b, _ := os.ReadFile(filepath.Join(ws, "x")); string(b) != "one-character name" {
+		t.Errorf("x = %q", b)
+	}
 	assertNoTemps(t, filepath.Join(ws, "new", "deeper"))
 	assertNoTemps(t, ws)
 
