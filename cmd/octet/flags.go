@@ -185,5 +185,8 @@ func exitCode(err error) int {
 	if _, ok := errors.AsType[*config.ModeError](err); ok {
 		return exitUsage
 	}
+	if _, ok := errors.AsType[*config.ACLError](err); ok {
+		return exitUsage
+	}
 	return exitFailed
 }

@@ -66,7 +66,7 @@ func CredentialsPath(home string) string { return filepath.Join(home, "credentia
 type MissingKeyError struct{ Path string }
 
 func (e *MissingKeyError) Error() string {
-	return fmt.Sprintf("no OpenAI API key: set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and run chmod 600 %s (octet demo needs no key)", e.Path, e.Path)
+	return fmt.Sprintf("no OpenAI API key: set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
 }
 
 // ModeError refuses a credentials file that others can read or write.
@@ -79,10 +79,26 @@ func (e *ModeError) Error() string {
 	return fmt.Sprintf("credentials file %s has mode %04o; it must be private to you (0600): run chmod 600 %s", e.Path, e.Mode.Perm(), e.Path)
 }
 
+// ACLError refuses (on Windows) a credentials file whose security descriptor lets
+// someone other than the user (and SYSTEM and Administrators) read or
+// change it.
+type ACLError struct {
+	Path string
+	// Why names the problem: the accounts granted access, a missing
+	// DACL, or a foreign owner.
+	Why string
+}
+
+func (e *ACLError) Error() string {
+	return fmt.Sprintf("credentials file %s is not private to you (%s): %s", e.Path, e.Why, privateHint(e.Path))
+}
+
 // LoadCredentials returns the API key from OPENAI_API_KEY, else from
 // $OCTET_HOME/credentials (TOML: openai_api_key = "..."), which must be a
-// regular file with mode 0600 (no group or other bits). Errors never
-// contain the key.
+// regular file private to the user: on Unix mode 0600 (no group or other
+// bits, else *ModeError); on Windows a DACL that grants access only to the
+// user, SYSTEM and Administrators (else *ACLError). Errors never contain
+// the key.
 func LoadCredentials(home string, lookup func(string) (string, bool)) (Credentials, error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
@@ -118,8 +134,8 @@ func readCredentialsFile(path string) (Secret, error) {
 	if !fi.Mode().IsRegular() {
 		return Secret{}, fmt.Errorf("credentials %s is not a regular file", path)
 	}
-	if fi.Mode().Perm()&0o077 != 0 {
-		return Secret{}, &ModeError{Path: path, Mode: fi.Mode()}
+	if err := checkPrivate(f, path, fi); err != nil {
+		return Secret{}, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxCredentialsBytes+1))
 	if err != nil {
