@@ -222,3 +222,26 @@ func countKind(recs []Record, kind string) int {
 }
 
 var _ = os.Getpid
+
+// sendConcurrently sends text from the root to child id n times at once;
+// it returns how many were accepted and the limits of the refusals.
+func sendConcurrently(tm *Team, id string, n int, text string) (ok int, limits []string) {
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			err := tm.Send("root", id, text)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				ok++
+			} else {
+				limits = append(limits, limitOf(err))
+			}
+		}()
+	}
+	wg.Wait()
+	return ok, limits
+}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -378,26 +377,7 @@ func TestSendLimits(t *testing.T) {
 			t.Fatal("runs not started")
 		}
 	}
-	sendAll := func(id string, n int, text string) (ok int, limits []string) {
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		for range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				err := tm.Send("root", id, text)
-				mu.Lock()
-				defer mu.Unlock()
-				if err == nil {
-					ok++
-				} else {
-					limits = append(limits, limitOf(err))
-				}
-			}()
-		}
-		wg.Wait()
-		return ok, limits
-	}
+	sendAll := func(id string, n int, text string) (int, []string) { return sendConcurrently(tm, id, n, text) }
 	if ok, lim := sendAll(a.ID, MaxPendingMessages+1, "small"); ok != MaxPendingMessages || len(lim) != 1 || lim[0] != "pending_messages" {
 		t.Fatalf("97 small messages: %d accepted, rejections %v", ok, lim)
 	}
