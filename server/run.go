@@ -167,7 +167,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("start run: %v", err))
 	}
 	r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{}), done: make(chan struct{})}
-	r.envPrefix = eventEnvelopePrefix(ss.id, r.id, ss.epoch)
+	r.envPrefix = eventEnvelopePrefix(ss.id, r.id, ss.epoch, 0)
 	ss.active = r
 	ss.mu.Unlock()
 
@@ -324,7 +324,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 // eventEnvelope builds {"sessionId","runId","epoch","seq","event"} without
 // re-encoding the event body.
 func eventEnvelope(sessionID, runID, epoch string, seq int64, body json.RawMessage) json.RawMessage {
-	b := eventEnvelopePrefix(sessionID, runID, epoch)
+	b := eventEnvelopePrefix(sessionID, runID, epoch, len(body)+32)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `,"event":`...)
 	b = append(b, body...)
@@ -335,9 +335,10 @@ func eventEnvelope(sessionID, runID, epoch string, seq int64, body json.RawMessa
 func appendJSONString(b []byte, s string) []byte { return jsonstr.Append(b, s) }
 
 // eventEnvelopePrefix is {"sessionId":…,"runId":…,"epoch":…,"seq": of
-// one run's octet/event params, encoded once per run.
-func eventEnvelopePrefix(sessionID, runID, epoch string) []byte {
-	b := make([]byte, 0, len(sessionID)+len(runID)+len(epoch)+48)
+// one run's octet/event params (encoded once per run), with room for
+// extra more bytes.
+func eventEnvelopePrefix(sessionID, runID, epoch string, extra int) []byte {
+	b := make([]byte, 0, len(sessionID)+len(runID)+len(epoch)+48+extra)
 	b = append(b, `{"sessionId":`...)
 	b = jsonstr.Append(b, sessionID)
 	b = append(b, `,"runId":`...)
@@ -354,8 +355,15 @@ func eventEnvelopePrefix(sessionID, runID, epoch string) []byte {
 // within params.
 func (r *runState) envelope(seq int64, ev *wireEvent) (params, body json.RawMessage) {
 	n := len(ev.Body)
-	if d, ok := ev.event.(*agent.OutputDelta); ok && n == 0 {
-		n = len(d.Text) + len(d.Text)/8 + 64
+	if n == 0 { // not encoded yet: room for the object and some escapes
+		switch d := ev.event.(type) {
+		case *agent.OutputDelta:
+			n = len(d.Text) + len(d.Text)/8 + 64
+		case *agent.ToolCallDelta:
+			n = len(d.CallID) + len(d.Delta) + len(d.Delta)/8 + 64
+		default:
+			n = 256
+		}
 	}
 	b := make([]byte, 0, len(r.envPrefix)+n+64)
 	b = append(b, r.envPrefix...)
