@@ -87,7 +87,7 @@ func TestDeliverKeepsOneOrderedStream(t *testing.T) {
 	if text.String() != words {
 		t.Fatalf("deltas spell %q, want %q", text.String(), words)
 	}
-	if len(m.taken) < 10 || len(m.taken) == len(m.evs) {
+	if len(m.taken) == 0 || len(m.taken) == len(m.evs) {
 		t.Fatalf("Deliver took %d of %d events; want both paths used", len(m.taken), len(m.evs))
 	}
 }
