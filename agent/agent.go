@@ -115,6 +115,18 @@ type PromptOptions struct {
 	// WithoutTools starts the run with the sticky tool-free policy: no tool
 	// schemas and tool_choice none on every request.
 	WithoutTools bool
+	// Deliver, when set, is offered each event on the run's owner
+	// goroutine, while the run is live, before it would be queued on
+	// [Run.Events]: it returns true when it has taken the event (it will
+	// then not be on Events) and false to have it queued as usual. It
+	// lets a consumer take events without a goroutine handoff. It must
+	// return promptly and never wait for anything the run does; it must
+	// take an event only after it has consumed every event before it
+	// (Seq one more than the last it consumed, from either path), so a
+	// consumer sees the one ordered stream. A cancelled run, and every
+	// event after one was queued while the consumer is behind, skips it
+	// or is refused by it, so the delivery contract is unchanged.
+	Deliver func(Event) bool
 }
 
 // RunUsage is the known usage of one run, its delegated children's

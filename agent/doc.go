@@ -51,7 +51,10 @@
 // still settles, checkpoints and releases the agent with nobody reading,
 // and keeps the events that did not fit for a later reader. [Run.Wait]
 // returns once the checkpoint is durable, without waiting for the final
-// RunFinished to be read.
+// RunFinished to be read. A consumer may also take events on the owner
+// goroutine itself ([PromptOptions.Deliver], no goroutine handoff): it is
+// offered each event of a live run first, must take one only in order and
+// only without waiting, and what it refuses goes to the channel as above.
 //
 // # Crash replay
 //

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/internal/jsonstr"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -57,6 +58,31 @@ func (h *header) setSeq(s int64) { h.seq = s }
 // MarshalEvent encodes e as {"kind": ..., fields...}. The sequence number is
 // not part of the object: the server carries it in its envelope.
 func MarshalEvent(e Event) ([]byte, error) { return json.Marshal(e) }
+
+// AppendEvent appends MarshalEvent's encoding of e to dst. The streamed
+// deltas (the events a response emits most) are encoded directly, without
+// reflection or allocation; their bytes are exactly MarshalEvent's.
+func AppendEvent(dst []byte, e Event) ([]byte, error) {
+	switch e := e.(type) {
+	case *OutputDelta:
+		dst = append(dst, `{"kind":"output_delta","channel":`...)
+		dst = jsonstr.Append(dst, e.Channel)
+		dst = append(dst, `,"text":`...)
+		dst = jsonstr.Append(dst, e.Text)
+		return append(dst, '}'), nil
+	case *ToolCallDelta:
+		dst = append(dst, `{"kind":"tool_call_delta","callId":`...)
+		dst = jsonstr.Append(dst, e.CallID)
+		dst = append(dst, `,"delta":`...)
+		dst = jsonstr.Append(dst, e.Delta)
+		return append(dst, '}'), nil
+	}
+	b, err := MarshalEvent(e)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, b...), nil
+}
 
 // withKind splices "kind" into the JSON object encoding of v.
 func withKind(kind string, v any) ([]byte, error) {

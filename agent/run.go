@@ -63,8 +63,9 @@ func (r *Run) ID() string { return r.id }
 
 // Events returns the run's event stream. Delivery is must-deliver and
 // ordered: every event, provisional deltas included, is delivered exactly
-// once with Seq increasing by one, and the channel is closed right after
-// the single RunFinished. The channel is buffered (256); when it is full
+// once with Seq increasing by one (less the events PromptOptions.Deliver
+// took, which it got in that same order), and the channel is closed right
+// after the single RunFinished. The channel is buffered (256); when it is full
 // the live run waits for the consumer, so a slow consumer paces the run but
 // never makes it drop an event. A consumer that stops draining must cancel
 // the run (Cancel, or the context given to Prompt): a cancelled run never
@@ -120,8 +121,9 @@ func (r *Run) Wait() RunResult {
 	return r.result
 }
 
-// emit numbers e and delivers it (owner goroutine only). While the run is
-// live a full channel paces the run. Once the run is cancelled the owner
+// emit numbers e and delivers it (owner goroutine only): to
+// PromptOptions.Deliver when it takes it, else on the channel. While the
+// run is live a full channel paces the run. Once the run is cancelled the owner
 // never blocks on the consumer: an event that does not fit is held in the
 // backlog, in order, and delivered by flush after the checkpoint is
 // durable, so an undrained or abandoned stream cannot keep a cancelled run
@@ -130,6 +132,9 @@ func (r *Run) emit(e Event) {
 	r.seq++
 	e.setSeq(r.seq)
 	if len(r.backlog) == 0 {
+		if d := r.opts.Deliver; d != nil && r.ctx.Err() == nil && d(e) {
+			return
+		}
 		select {
 		case r.events <- e:
 			return

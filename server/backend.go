@@ -6,6 +6,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -67,7 +68,10 @@ type sessionHandle interface {
 	// SetHead moves the active head to entryID (a durable head update).
 	SetHead(entryID string) error
 	// Prompt starts one run. It fails with errBusy when a run is active.
-	Prompt(ctx context.Context, text string, withoutTools bool) (runHandle, error)
+	// deliver, when not nil, is offered the run's events on its owner
+	// goroutine (see agent.PromptOptions.Deliver): an event it takes is
+	// not returned by the handle's Next.
+	Prompt(ctx context.Context, text string, withoutTools bool, deliver func(wireEvent) bool) (runHandle, error)
 	// SetModel and SetReasoning apply a setting and return the effective one.
 	SetModel(model string) (string, error)
 	SetReasoning(effort string) (string, error)
@@ -96,8 +100,28 @@ type runHandle interface {
 type wireEvent struct {
 	// Kind is the snake_case event kind.
 	Kind string
-	// Body is the event object, fields beside "kind".
+	// Seq is the event's position in its run, from 1 without gaps.
+	Seq int64
+	// Channel is an output_delta's channel ("text" or "reasoning").
+	Channel string
+	// Body is the event object, fields beside "kind". An event offered
+	// to a deliver function has none yet: appendBody encodes it then.
 	Body json.RawMessage
+	// event is the agent's event, encoded by appendBody when Body is nil.
+	event agent.Event
+}
+
+// appendBody appends the event object (Body, or its encoding) to dst.
+func (ev *wireEvent) appendBody(dst []byte) []byte {
+	if ev.Body != nil || ev.event == nil {
+		return append(dst, ev.Body...)
+	}
+	b, err := agent.AppendEvent(dst, ev.event)
+	if err != nil {
+		// A broken invariant: say so on the wire rather than drop the event.
+		return append(dst, mustJSON(map[string]string{"kind": ev.Kind, "error": err.Error()})...)
+	}
+	return b
 }
 
 // runResult is how a run ended.

@@ -73,7 +73,7 @@ func TestManyCrashesHelper(t *testing.T) {
 			tool, args = "bash", fmt.Sprintf(`{"command":"echo seed %d step %d > %s"}`, seed, n, f)
 		}
 		st.provider.Enqueue(pt.Reply(pt.FunctionCall(fmt.Sprintf("c%d-%d", seed, n), tool, args)), pt.Text("ok"))
-		run, err := rs.Prompt(context.Background(), "change "+f, false)
+		run, err := rs.Prompt(context.Background(), "change "+f, false, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -30,6 +30,24 @@ type fakeEditor struct {
 	requests   []note
 	changed    chan struct{}
 	responders map[string]func(params json.RawMessage) (any, error)
+	// onNote, when set, sees each notification before it is recorded.
+	onNote func(note)
+	// reading is held while the editor reads nothing at all: its
+	// connection's next read waits for it.
+	reading sync.Mutex
+}
+
+// gatedConn is the editor's end of the pipe: each read first waits for
+// the editor's reading gate.
+type gatedConn struct {
+	net.Conn
+	e *fakeEditor
+}
+
+func (c gatedConn) Read(p []byte) (int, error) {
+	c.e.reading.Lock()
+	c.e.reading.Unlock() //nolint:staticcheck // a gate, not a critical section
+	return c.Conn.Read(p)
 }
 
 // note is one message the editor received from the server.
@@ -62,7 +80,7 @@ func newEditorCtx(t *testing.T, ctx context.Context, opts Options) *fakeEditor {
 	}
 	e.srv = New(opts)
 	go func() { e.served <- e.srv.Serve(ctx, srvEnd) }()
-	e.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(cli))
+	e.conn = jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(gatedConn{cli, e}))
 	e.conn.Go(context.Background(), e.handle)
 	t.Cleanup(func() {
 		_ = cli.Close()
@@ -90,6 +108,9 @@ func (e *fakeEditor) respond(method string, f func(params json.RawMessage) (any,
 
 func (e *fakeEditor) handle(ctx context.Context, req *jsonrpc2.Request) (any, error) {
 	n := note{Method: strings.Clone(req.Method()), Params: append(json.RawMessage(nil), req.Params()...)}
+	if !req.IsCall() && e.onNote != nil {
+		e.onNote(n)
+	}
 	e.mu.Lock()
 	if req.IsCall() {
 		e.requests = append(e.requests, n)

@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"go.lsp.dev/jsonrpc2"
@@ -58,20 +60,144 @@ type tolerantStream struct {
 	brokenOnce sync.Once
 	brokenCh   chan struct{}
 	brokenErr  error // set before brokenCh closes
+
+	// dl is the transport's write deadline, nil when it has none: only
+	// then can a direct write (writeDirect) be bounded.
+	dl writeDeadliner
+	// kick, armed for each direct write, ends one that takes longer than
+	// directWriteBound by moving the write deadline to now. kmu guards
+	// armed and kicked against its callback.
+	kick   *time.Timer
+	kmu    sync.Mutex
+	armed  bool
+	kicked bool
 }
+
+// writeDeadliner is a transport whose writes can be given a deadline
+// (net.Conn, a pollable *os.File).
+type writeDeadliner interface {
+	SetWriteDeadline(t time.Time) error
+}
+
+// directWriteBound is the longest a direct write holds its caller (a
+// run's owner goroutine) before the rest of its frame is handed to a
+// goroutine of its own: an editor that reads slowly paces the run through
+// the run's event channel as before, not through the provider read.
+const directWriteBound = time.Millisecond
+
+// frameRoom is the room writeDirect keeps before a body for its header
+// ("Content-Length: " with up to 8 digits and CRLF CRLF).
+const frameRoom = 32
 
 var _ jsonrpc2.Stream = (*tolerantStream)(nil)
 
 // newTolerantStream returns a tolerant LSP stream over rwc.
-func newTolerantStream(rwc io.ReadWriteCloser, log *slog.Logger) *tolerantStream {
-	return &tolerantStream{
-		in:       bufio.NewReaderSize(rwc, 64<<10),
-		w:        rwc,
-		c:        rwc,
+func newTolerantStream(conn io.ReadWriteCloser, log *slog.Logger) *tolerantStream {
+	s := &tolerantStream{
+		in:       bufio.NewReaderSize(conn, 64<<10),
+		w:        conn,
+		c:        conn,
 		log:      log,
 		limit:    maxFrameBytes,
 		endCh:    make(chan struct{}),
 		brokenCh: make(chan struct{}),
+	}
+	if dl := deadlinerOf(conn); dl != nil {
+		s.dl = dl
+		s.kick = time.AfterFunc(time.Hour, s.kickWrite)
+		s.kick.Stop()
+	}
+	return s
+}
+
+// deadlinerOf returns the write side of conn when its writes can be given
+// a deadline (clearing the deadline, which it checks with, changes
+// nothing), nil otherwise: an *os.File the runtime cannot poll (a
+// blocking stdout) has none.
+func deadlinerOf(conn io.ReadWriteCloser) writeDeadliner {
+	var w any = conn
+	if j, ok := conn.(rwc); ok {
+		w = j.Writer
+	}
+	dl, ok := w.(writeDeadliner)
+	if !ok || dl.SetWriteDeadline(time.Time{}) != nil {
+		return nil
+	}
+	return dl
+}
+
+// lockDirect takes the stream's writer for writeDirect when the transport
+// can bound a write and no other frame is being written; it reports
+// whether it did (then writeDirect must follow).
+func (s *tolerantStream) lockDirect() bool {
+	return s.dl != nil && s.wmu.TryLock()
+}
+
+// writeDirect writes one notification with the writer lockDirect took,
+// for a caller that must not wait for the client: once the write has
+// taken directWriteBound the deadline ends it, and what is left of the
+// frame is written by a goroutine that keeps the writer until it is done
+// (frames stay whole and in order; later writers wait for it). The frame
+// is byte for byte what the connection's own Notify writes.
+func (s *tolerantStream) writeDirect(method string, params []byte) {
+	b := s.wbuf[:0]
+	if need := frameRoom + len(params) + len(method) + 48; need > cap(b) {
+		b = make([]byte, 0, max(need, 4<<10))
+	}
+	b = jsonrpc2.AppendNotification(b[:frameRoom], method, params)
+	var hdr [frameRoom]byte
+	h := append(hdr[:0], "Content-Length: "...)
+	h = strconv.AppendInt(h, int64(len(b)-frameRoom), 10)
+	h = append(h, "\r\n\r\n"...)
+	start := frameRoom - len(h)
+	copy(b[start:], h)
+	if cap(b) <= maxKeptFrame {
+		s.wbuf = b[:0]
+	}
+	frame := b[start:]
+	s.kmu.Lock()
+	s.armed = true
+	s.kmu.Unlock()
+	s.kick.Reset(directWriteBound)
+	n, err := s.w.Write(frame)
+	s.kick.Stop()
+	s.kmu.Lock()
+	s.armed = false
+	kicked := s.kicked
+	s.kicked = false
+	s.kmu.Unlock()
+	if kicked && errors.Is(err, os.ErrDeadlineExceeded) && n < len(frame) {
+		go s.finishDirect(frame[n:])
+		return
+	}
+	if kicked {
+		_ = s.dl.SetWriteDeadline(time.Time{})
+	}
+	if err != nil {
+		s.brokenOnce.Do(func() { s.brokenErr = err; close(s.brokenCh) })
+	}
+	s.wmu.Unlock()
+}
+
+// finishDirect writes the rest of a direct write the deadline ended, then
+// releases the writer.
+func (s *tolerantStream) finishDirect(rest []byte) {
+	defer s.wmu.Unlock()
+	err := s.dl.SetWriteDeadline(time.Time{})
+	if err == nil {
+		_, err = s.w.Write(rest)
+	}
+	if err != nil {
+		s.brokenOnce.Do(func() { s.brokenErr = err; close(s.brokenCh) })
+	}
+}
+
+// kickWrite ends the direct write in progress (the kick timer's callback).
+func (s *tolerantStream) kickWrite() {
+	s.kmu.Lock()
+	defer s.kmu.Unlock()
+	if s.armed && !s.kicked {
+		s.kicked = s.dl.SetWriteDeadline(time.Now()) == nil
 	}
 }
 

@@ -229,6 +229,35 @@ func outcomeMessage(outcome string) string {
 	}
 }
 
+// deltaMessage is the report an output_delta makes.
+func deltaMessage(ev wireEvent) string {
+	channel := ev.Channel
+	if channel == "" {
+		var b struct {
+			Channel string `json:"channel"`
+		}
+		_ = json.Unmarshal(ev.Body, &b)
+		channel = b.Channel
+	}
+	if channel == "reasoning" {
+		return "Thinking"
+	}
+	return "Writing"
+}
+
+// quiet reports whether observing ev (a delta) would send nothing: for a
+// tool_call_delta always, for an output_delta when progress is off, has
+// ended or already says what the delta would report.
+func (p *progress) quiet(ev wireEvent) bool {
+	if ev.Kind != "output_delta" {
+		return ev.Kind == "tool_call_delta"
+	}
+	msg := deltaMessage(ev)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return (p.token == nil && !p.pending) || p.ended || msg == p.last
+}
+
 // observe turns an event into a human-level report.
 func (p *progress) observe(ev wireEvent) {
 	if p.off() {
@@ -238,15 +267,7 @@ func (p *progress) observe(ev wireEvent) {
 	case "run_started":
 		p.report("Thinking")
 	case "output_delta":
-		var b struct {
-			Channel string `json:"channel"`
-		}
-		_ = json.Unmarshal(ev.Body, &b)
-		if b.Channel == "reasoning" {
-			p.report("Thinking")
-		} else {
-			p.report("Writing")
-		}
+		p.report(deltaMessage(ev))
 	case "tool_call_started":
 		var b struct {
 			CallID, Name string

@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/eventgate"
+	"github.com/octet-agent/octet/internal/jsonstr"
 )
 
 // runState is one active run. Its owner is the goroutine that handles the
@@ -34,6 +37,21 @@ type runState struct {
 	// started records which calls' tool_started the client was sent, so
 	// an approval is asked only after the events the run emitted before it.
 	started eventgate.Gate
+
+	// caps are the client's capabilities (fixed by initialize).
+	caps clientCaps
+	// fwdMu serializes forwarding the run's events, whichever goroutine
+	// does it: driveRun for the events it takes from the handle, or the
+	// run's owner goroutine for those deliver takes. fwdSeq is the Seq of
+	// the last event forwarded, so deliver takes an event only when every
+	// event before it has been forwarded. direct is set once driveRun has
+	// started the run's progress: deliver takes nothing before.
+	fwdMu  sync.Mutex
+	fwdSeq int64
+	direct atomic.Bool
+	// envPrefix is the envelope of the run's octet/event params up to the
+	// seq: {"sessionId":…,"runId":…,"epoch":…,"seq":
+	envPrefix []byte
 }
 
 // cancel is the one cancel path for $/cancelRequest,
@@ -133,7 +151,14 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		return nil, rewindingError(ss.id)
 	}
 	s.titleFromPrompt(ss, p.Text)
-	h, err := ss.handle.Prompt(s.ctx, text, p.WithoutTools)
+	var live atomic.Pointer[runState] // set once r exists
+	deliver := func(ev wireEvent) bool {
+		if r := live.Load(); r != nil {
+			return s.deliver(r, ev)
+		}
+		return false
+	}
+	h, err := ss.handle.Prompt(s.ctx, text, p.WithoutTools, deliver)
 	if err != nil {
 		ss.mu.Unlock()
 		if errors.Is(err, errBusy) {
@@ -142,10 +167,12 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("start run: %v", err))
 	}
 	r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{}), done: make(chan struct{})}
+	r.envPrefix = eventEnvelopePrefix(ss.id, r.id, ss.epoch, 0)
 	ss.active = r
 	ss.mu.Unlock()
 
 	s.mu.Lock()
+	r.caps = s.caps
 	s.runs[r.id] = r
 	if reqID.IsValid() {
 		s.byRequest[reqID] = r
@@ -171,12 +198,14 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 	} else {
 		defer s.handlerWG.Done()
 	}
+	live.Store(r)
 
 	// Everything later messages need is registered: release the reader.
 	jsonrpc2.Async(ctx)
 
 	settled := false
 	defer func() {
+		r.direct.Store(false)
 		if !settled {
 			// driveRun panicked (the panic goes on to the handler's
 			// recover, which answers with an error): stop the run and
@@ -218,13 +247,17 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 // returns the final answer once the run has settled.
 func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult {
 	prog := s.startProgress(r, clientToken) // also sets r.prog
+	r.direct.Store(true)
 	for {
 		ev, ok := r.handle.Next()
 		if !ok {
 			break
 		}
+		r.fwdMu.Lock()
 		s.forward(r, ev)
 		prog.observe(ev)
+		r.fwdSeq = ev.Seq
+		r.fwdMu.Unlock()
 	}
 	r.started.End()
 	res := r.handle.Wait()
@@ -255,9 +288,7 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 // octet/session/resume either way.
 func (s *Server) forward(r *runState, ev wireEvent) {
 	ss := r.session
-	s.mu.Lock()
-	caps := s.caps
-	s.mu.Unlock()
+	caps := r.caps
 	if ev.Kind == "recovered_output" {
 		var body struct {
 			Channel string `json:"channel"`
@@ -277,7 +308,8 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		return
 	}
 	s.emit(ss, "octet/event", caps.sendEvents, func(seq int64) json.RawMessage {
-		return eventEnvelope(ss.id, r.id, ss.epoch, seq, ev.Body)
+		params, _ := r.envelope(seq, &ev)
+		return params
 	})
 	if ev.Kind == "tool_started" {
 		var body struct {
@@ -290,25 +322,104 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 }
 
 // eventEnvelope builds {"sessionId","runId","epoch","seq","event"} without
-// re-encoding the event body (this is the hot path for output deltas).
+// re-encoding the event body.
 func eventEnvelope(sessionID, runID, epoch string, seq int64, body json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(body)+len(sessionID)+len(runID)+len(epoch)+80)
-	b = append(b, `{"sessionId":`...)
-	b = appendJSONString(b, sessionID)
-	b = append(b, `,"runId":`...)
-	b = appendJSONString(b, runID)
-	b = append(b, `,"epoch":`...)
-	b = appendJSONString(b, epoch)
-	b = append(b, `,"seq":`...)
+	b := eventEnvelopePrefix(sessionID, runID, epoch, len(body)+32)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `,"event":`...)
 	b = append(b, body...)
 	return append(b, '}')
 }
 
-func appendJSONString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(b, q...)
+// appendJSONString appends s as json.Marshal encodes it.
+func appendJSONString(b []byte, s string) []byte { return jsonstr.Append(b, s) }
+
+// eventEnvelopePrefix is {"sessionId":…,"runId":…,"epoch":…,"seq": of
+// one run's octet/event params (encoded once per run), with room for
+// extra more bytes.
+func eventEnvelopePrefix(sessionID, runID, epoch string, extra int) []byte {
+	b := make([]byte, 0, len(sessionID)+len(runID)+len(epoch)+48+extra)
+	b = append(b, `{"sessionId":`...)
+	b = jsonstr.Append(b, sessionID)
+	b = append(b, `,"runId":`...)
+	b = jsonstr.Append(b, runID)
+	b = append(b, `,"epoch":`...)
+	b = jsonstr.Append(b, epoch)
+	return append(b, `,"seq":`...)
+}
+
+// envelope builds the params {"sessionId","runId","epoch","seq","event"}
+// of one octet/event from the run's pre-encoded prefix, encoding the
+// event body into it (this is the hot path for output deltas): one
+// allocation, which the replay buffer keeps. body is the event object
+// within params.
+func (r *runState) envelope(seq int64, ev *wireEvent) (params, body json.RawMessage) {
+	n := len(ev.Body)
+	if n == 0 { // not encoded yet: room for the object and some escapes
+		switch d := ev.event.(type) {
+		case *agent.OutputDelta:
+			n = len(d.Text) + len(d.Text)/8 + 64
+		case *agent.ToolCallDelta:
+			n = len(d.CallID) + len(d.Delta) + len(d.Delta)/8 + 64
+		default:
+			n = 256
+		}
+	}
+	b := make([]byte, 0, len(r.envPrefix)+n+64)
+	b = append(b, r.envPrefix...)
+	b = strconv.AppendInt(b, seq, 10)
+	b = append(b, `,"event":`...)
+	at := len(b)
+	b = ev.appendBody(b)
+	body = b[at:len(b):len(b)]
+	return append(b, '}'), body
+}
+
+// directKinds are the events deliver may forward on the run's owner
+// goroutine: the streamed deltas, whose forwarding touches nothing but
+// the session's seq and replay buffer and the stream (and progress only
+// when it changes, which deliver leaves to driveRun).
+func directKind(kind string) bool {
+	return kind == "output_delta" || kind == "tool_call_delta"
+}
+
+// deliver forwards ev from the run's owner goroutine, without the handoff
+// to driveRun, when that cannot make the run wait: ev is a delta, every
+// earlier event of the run has been forwarded, nothing else is forwarding
+// or emitting for the session, the stream is writing nothing else and can
+// bound a write (tolerantStream.lockDirect), and the run's progress would
+// not change. Otherwise it returns false and the event takes the
+// ordinary path (the run's event channel, then driveRun), in order.
+func (s *Server) deliver(r *runState, ev wireEvent) bool {
+	if !directKind(ev.Kind) || !r.direct.Load() || !r.fwdMu.TryLock() {
+		return false
+	}
+	defer r.fwdMu.Unlock()
+	if ev.Seq != r.fwdSeq+1 || !r.prog.quiet(ev) {
+		return false
+	}
+	ss := r.session
+	if !ss.mu.TryLock() {
+		return false
+	}
+	defer ss.mu.Unlock()
+	send := r.caps.sendEvents
+	if send && !s.stream.lockDirect() {
+		return false
+	}
+	ss.seq++
+	seq := ss.seq
+	params, body := r.envelope(seq, &ev)
+	ss.buf.add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
+	if send {
+		s.stream.writeDirect("octet/event", params)
+	}
+	r.fwdSeq = ev.Seq
+	if ev.Kind == "tool_call_delta" {
+		ev.Body = body
+		r.prog.observe(ev)
+	}
+	return true
 }
 
 // runControl finds a run for a control request.

@@ -348,8 +348,12 @@ func (s *runtimeSession) SetHead(entryID string) error {
 	return s.sess.SetHead(entryID)
 }
 
-func (s *runtimeSession) Prompt(ctx context.Context, text string, withoutTools bool) (runHandle, error) {
-	r, err := s.built.Agent.Prompt(ctx, text, agent.PromptOptions{WithoutTools: withoutTools})
+func (s *runtimeSession) Prompt(ctx context.Context, text string, withoutTools bool, deliver func(wireEvent) bool) (runHandle, error) {
+	opts := agent.PromptOptions{WithoutTools: withoutTools}
+	if deliver != nil {
+		opts.Deliver = func(ev agent.Event) bool { return deliver(offered(ev)) }
+	}
+	r, err := s.built.Agent.Prompt(ctx, text, opts)
 	if errors.Is(err, agent.ErrBusy) {
 		return nil, errBusy
 	}
@@ -432,15 +436,21 @@ func (a *agentRun) ID() string { return a.r.ID() }
 
 func (a *agentRun) Next() (wireEvent, bool) {
 	for ev := range a.r.Events() {
-		body, err := agent.MarshalEvent(ev)
-		if err != nil {
-			// An event that cannot be encoded is a broken invariant: say so
-			// on the wire rather than dropping the run's stream.
-			body = mustJSON(map[string]string{"kind": ev.Kind(), "error": err.Error()})
-		}
-		return wireEvent{Kind: ev.Kind(), Body: body}, true
+		w := offered(ev)
+		w.Body = w.appendBody(nil)
+		return w, true
 	}
 	return wireEvent{}, false
+}
+
+// offered is ev as a wireEvent whose body is encoded only when asked for
+// (appendBody): a deliver function that refuses it encodes nothing.
+func offered(ev agent.Event) wireEvent {
+	w := wireEvent{Kind: ev.Kind(), Seq: ev.Seq(), event: ev}
+	if d, ok := ev.(*agent.OutputDelta); ok {
+		w.Channel = d.Channel
+	}
+	return w
 }
 
 func (a *agentRun) Steer(text string) (string, error) { return mapRunErr(a.r.Steer(text)) }
