@@ -25,12 +25,13 @@ const lspUsage = "octet lsp [flags]   (speaks LSP + octet/* on stdin/stdout)"
 const contextDebounce = 200 * time.Millisecond
 
 func runLSP(ctx context.Context, args []string, e env) error {
+	e = editorStdio(e)
 	d, err := startDialect("lsp", lspUsage, args, e)
 	if err != nil {
 		return err
 	}
 	defer d.w.close()
-	err = server.Serve(ctx, interruptibleStdin(e.stdin), e.stdout, server.Options{
+	err = server.Serve(ctx, e.stdin, e.stdout, server.Options{
 		Runtime: d.rt, Logger: d.log, Version: versionString(), ConfigError: d.startErr,
 	})
 	switch {

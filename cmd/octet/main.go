@@ -103,12 +103,18 @@ func run(ctx context.Context, args []string, e env) int {
 		return exitUsage
 	}
 	// Approval notices come from the agent's goroutine while the renderer
-	// writes events: one lock orders every write to stdout and stderr.
-	var mu sync.Mutex
-	e.stdout = &lockedWriter{mu: &mu, w: e.stdout}
-	e.stderr = &lockedWriter{mu: &mu, w: e.stderr}
+	// writes events: one lock orders every write to stdout and stderr. The
+	// editor dialects keep their own files: their stdout is written only
+	// by the protocol's framer, under its own lock, and must stay an
+	// *os.File the runtime can poll (editorStdio).
+	cmd, rest := args[0], args[1:]
+	if cmd != "lsp" && cmd != "acp" {
+		var mu sync.Mutex
+		e.stdout = &lockedWriter{mu: &mu, w: e.stdout}
+		e.stderr = &lockedWriter{mu: &mu, w: e.stderr}
+	}
 	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
+	switch cmd {
 	case "demo":
 		err = runDemo(ctx, rest, e)
 	case "lsp":
