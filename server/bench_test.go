@@ -79,18 +79,123 @@ func (p *pingPongSSE) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // fake editor over net.Pipe). The floor, measured in the same run, is the
 // same loopback SSE stream read by a bare HTTP client that forwards each
 // delta as a JSON-RPC notification over net.Pipe, without octet.
-func BenchmarkDeltaToEvent(b *testing.B) { deltaToEvent(b, 0) }
+func BenchmarkDeltaToEvent(b *testing.B) { deltaToEvent(b, 0, inProcess) }
 
 // BenchmarkDeltaToEventAfter100k is BenchmarkDeltaToEvent in a session
 // that has already emitted 100,000 events (its replay buffer full, its
 // sequence numbers long): the prompts that get it there are not measured.
-func BenchmarkDeltaToEventAfter100k(b *testing.B) { deltaToEvent(b, 100_000) }
+func BenchmarkDeltaToEventAfter100k(b *testing.B) { deltaToEvent(b, 100_000, inProcess) }
+
+// BenchmarkDeltaToEventProcess is BenchmarkDeltaToEvent through the real
+// octet lsp binary on the stdin/stdout pipes an editor gives it; its floor
+// forwards over an os.Pipe pair.
+func BenchmarkDeltaToEventProcess(b *testing.B) { deltaToEvent(b, 0, octetProcess) }
+
+// BenchmarkDeltaToEventProcessAfter100k is BenchmarkDeltaToEventProcess
+// after 100,000 events.
+func BenchmarkDeltaToEventProcessAfter100k(b *testing.B) { deltaToEvent(b, 100_000, octetProcess) }
+
+// editorLink connects a benchmark's editor to an octet serving the
+// provider at baseURL; floor starts the floor's forwarder of the provider
+// at url over the same kind of link, returning the editor's end and a
+// wait for the forwarder's end.
+type editorLink struct {
+	connect func(b *testing.B, baseURL string) io.ReadWriteCloser
+	floor   func(b *testing.B, url string) (io.ReadWriteCloser, func())
+}
+
+// inProcess serves over net.Pipe in the benchmark's process.
+var inProcess = editorLink{
+	connect: func(b *testing.B, baseURL string) io.ReadWriteCloser {
+		cli, srvEnd := net.Pipe()
+		go New(Options{Runtime: benchRuntime(b, baseURL)}).Serve(context.Background(), srvEnd)
+		return cli
+	},
+	floor: func(b *testing.B, url string) (io.ReadWriteCloser, func()) {
+		a, z := net.Pipe()
+		done := make(chan error, 1)
+		go func() { done <- forwardDeltas(url, a); a.Close() }()
+		return z, func() {
+			if err := <-done; err != nil {
+				b.Error(err)
+			}
+		}
+	},
+}
+
+// octetProcess runs the real binary on pipes, as an editor starts it; its
+// floor's forwarder is another process (this test binary) on pipes too.
+var octetProcess = editorLink{
+	connect: func(b *testing.B, baseURL string) io.ReadWriteCloser {
+		cmd := exec.Command(testbin.Octet(b), "lsp")
+		cmd.Env = append(os.Environ(), "OCTET_HOME="+b.TempDir(), "OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY=sk-bench-not-a-key")
+		return startPiped(b, cmd)
+	},
+	floor: func(b *testing.B, url string) (io.ReadWriteCloser, func()) {
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), floorForwardEnv+"="+url)
+		return startPiped(b, cmd), func() {
+			if err := cmd.Wait(); err != nil {
+				b.Errorf("floor forwarder: %v", err)
+			}
+		}
+	},
+}
+
+// startPiped starts cmd with its stdin and stdout on pipes, killed when b
+// ends, and returns the other ends.
+func startPiped(b *testing.B, cmd *exec.Cmd) io.ReadWriteCloser {
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		in.Close()
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return rwc{out, in}
+}
+
+// floorForwardEnv, set to a provider URL, makes the test binary the floor's
+// forwarding process (TestMain).
+const floorForwardEnv = "OCTET_BENCH_FLOOR_FORWARD"
+
+// floorTurns is how many turns the floor forwards.
+const floorTurns = 5
+
+// forwardDeltas is the floor: floorTurns times, it reads the SSE stream of
+// the provider at url and forwards each text delta to conn as an
+// octet/event notification, with no octet in between.
+func forwardDeltas(url string, conn io.ReadWriteCloser) error {
+	send := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(conn))
+	send.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
+	for range floorTurns {
+		resp, err := http.Post(url, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			return err
+		}
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			line := sc.Bytes()
+			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.Contains(data, []byte("output_text.delta")) {
+				var ev struct{ Delta string }
+				_ = json.Unmarshal(data, &ev)
+				_ = send.Notify(context.Background(), "octet/event", map[string]any{"event": map[string]any{"kind": "output_delta", "text": ev.Delta}})
+			}
+		}
+		resp.Body.Close()
+	}
+	return nil
+}
 
 // deltaToEvent measures delta → octet/event latency after warm events
 // were emitted in the same session.
-func deltaToEvent(b *testing.B, warm int) {
+func deltaToEvent(b *testing.B, warm int, link editorLink) {
 	const words = 400
-	floor := deltaFloor(b, words)
+	floor := deltaFloor(b, words, link)
 	var lat []time.Duration
 	pp := newPingPong(words)
 	hs := &http.Server{Handler: pp}
@@ -101,9 +206,7 @@ func deltaToEvent(b *testing.B, warm int) {
 	go hs.Serve(ln)
 	defer hs.Close()
 
-	rt := benchRuntime(b, "http://"+ln.Addr().String()+"/v1")
-	cli, srvEnd := net.Pipe()
-	go New(Options{Runtime: rt}).Serve(context.Background(), srvEnd)
+	cli := link.connect(b, "http://"+ln.Addr().String()+"/v1")
 	var mu sync.Mutex
 	events := 0
 	conn := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(cli))
@@ -169,7 +272,7 @@ func deltaToEvent(b *testing.B, warm int) {
 }
 
 // deltaFloor is the transport floor of BenchmarkDeltaToEvent.
-func deltaFloor(b *testing.B, words int) []time.Duration {
+func deltaFloor(b *testing.B, words int, link editorLink) []time.Duration {
 	pp := newPingPong(words)
 	hs := &http.Server{Handler: pp}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -178,8 +281,8 @@ func deltaFloor(b *testing.B, words int) []time.Duration {
 	}
 	go hs.Serve(ln)
 	defer hs.Close()
-	a, z := net.Pipe()
-	defer a.Close()
+	z, wait := link.floor(b, "http://"+ln.Addr().String()+"/v1/responses")
+	defer z.Close()
 	var mu sync.Mutex
 	var lat []time.Duration
 	recv := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(z))
@@ -191,24 +294,7 @@ func deltaFloor(b *testing.B, words int) []time.Duration {
 		pp.ack <- struct{}{}
 		return nil, nil
 	})
-	send := jsonrpc2.NewConn(jsonrpc2.NewHeaderStream(a))
-	send.Go(context.Background(), jsonrpc2.MethodNotFoundHandler)
-	for range 5 {
-		resp, err := http.Post("http://"+ln.Addr().String()+"/v1/responses", "application/json", strings.NewReader("{}"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			line := sc.Bytes()
-			if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok && bytes.Contains(data, []byte("output_text.delta")) {
-				var ev struct{ Delta string }
-				_ = json.Unmarshal(data, &ev)
-				_ = send.Notify(context.Background(), "octet/event", map[string]any{"event": map[string]any{"kind": "output_delta", "text": ev.Delta}})
-			}
-		}
-		resp.Body.Close()
-	}
+	wait()
 	mu.Lock()
 	defer mu.Unlock()
 	return slices.Clone(lat)
