@@ -87,8 +87,8 @@ func BenchmarkDeltaToEvent(b *testing.B) { deltaToEvent(b, 0, inProcess) }
 func BenchmarkDeltaToEventAfter100k(b *testing.B) { deltaToEvent(b, 100_000, inProcess) }
 
 // BenchmarkDeltaToEventProcess is BenchmarkDeltaToEvent through the real
-// octet lsp binary on the stdin/stdout pipes an editor gives it; its floor
-// forwards over an os.Pipe pair.
+// octet lsp binary on the stdin/stdout pipes an editor gives it; its
+// floor's forwarder is a process on pipes too.
 func BenchmarkDeltaToEventProcess(b *testing.B) { deltaToEvent(b, 0, octetProcess) }
 
 // BenchmarkDeltaToEventProcessAfter100k is BenchmarkDeltaToEventProcess
