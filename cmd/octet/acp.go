@@ -11,7 +11,8 @@ const acpUsage = "octet acp [flags]   (speaks the Agent Client Protocol on stdin
 // runACP serves the Agent Client Protocol (Zed and the other ACP
 // clients) with the same flags, configuration and agent as octet lsp.
 func runACP(ctx context.Context, args []string, e env) error {
-	e = editorStdio(e)
+	e, restore := editorStdio(e)
+	defer restore()
 	d, err := startDialect("acp", acpUsage, args, e)
 	if err != nil {
 		return err

@@ -25,7 +25,8 @@ const lspUsage = "octet lsp [flags]   (speaks LSP + octet/* on stdin/stdout)"
 const contextDebounce = 200 * time.Millisecond
 
 func runLSP(ctx context.Context, args []string, e env) error {
-	e = editorStdio(e)
+	e, restore := editorStdio(e)
+	defer restore()
 	d, err := startDialect("lsp", lspUsage, args, e)
 	if err != nil {
 		return err

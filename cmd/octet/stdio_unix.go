@@ -25,19 +25,32 @@ import (
 //     the same pipe) is in non-blocking mode with it, and a file the
 //     runtime does not poll would fail its writes with EAGAIN when the
 //     buffer is full: each such stream is made pollable too.
-func editorStdio(e env) env {
+//
+// restore puts back the blocking mode of the descriptors it changed (the
+// editor may share their file descriptions); call it when the protocol
+// has ended.
+func editorStdio(e env) (_ env, restore func()) {
+	var changed []int
 	if f, ok := e.stdin.(*os.File); ok {
-		e.stdin = pollableStdio(f, 0, "/dev/stdin")
+		if p := pollableStdio(f, 0, "/dev/stdin"); p != f {
+			e.stdin, changed = p, append(changed, 0)
+		}
 	}
 	if f, ok := e.stdout.(*os.File); ok {
-		e.stdout = pollableStdio(f, 1, "/dev/stdout")
+		if p := pollableStdio(f, 1, "/dev/stdout"); p != f {
+			e.stdout, changed = p, append(changed, 1)
+		}
 	}
 	if f, ok := e.stderr.(*os.File); ok && f == os.Stderr && !polled(f) {
 		if fl, err := unix.FcntlInt(2, unix.F_GETFL, 0); err == nil && fl&unix.O_NONBLOCK != 0 {
 			e.stderr = os.NewFile(2, "/dev/stderr")
 		}
 	}
-	return e
+	return e, func() {
+		for _, fd := range changed {
+			_ = unix.SetNonblock(fd, false)
+		}
+	}
 }
 
 // pollableStdio returns, for f being standard stream fd on a pipe or
