@@ -115,6 +115,11 @@ type Recorder struct {
 // succeeded. ok is false when nothing changes (same bytes and mode, or
 // absent on both sides). An error means an image could not be kept; the
 // caller should then not perform the effect.
+//
+// The images stay pinned (in this process they do not expire, whatever
+// else is written) until Release: until then no intent or checkpoint
+// names them. Release once the intent naming them is durable, the
+// checkpoint is committed, or the change is abandoned.
 func (r *Recorder) Stage(path string, before, after *File) (rec Record, ok bool, err error) {
 	if before == nil && after == nil {
 		return Record{}, false, nil
@@ -127,9 +132,12 @@ func (r *Recorder) Stage(path string, before, after *File) (rec Record, ok bool,
 	if rec.Before, err = r.keep(before); err != nil {
 		return Record{}, false, fmt.Errorf("keep the prior content of %s: %w", path, err)
 	}
+	r.pin(rec.Before) // writing the new content must not expire it
 	if rec.After, err = r.keep(after); err != nil {
+		r.unpin(rec.Before)
 		return Record{}, false, fmt.Errorf("keep the new content of %s: %w", path, err)
 	}
+	r.pin(rec.After)
 	rec.Diff, rec.DiffOmitted = r.render(path, dataOf(before), dataOf(after), before != nil, after != nil)
 	rec.Note = r.unstoredNote(rec.Before, rec.After)
 	return rec, true, nil
@@ -176,6 +184,27 @@ func imageSize(img *Image) string {
 		return "absent"
 	}
 	return fmt.Sprintf("%d bytes", img.Size)
+}
+
+// Release unpins the images Stage kept for recs (see Stage).
+func (r *Recorder) Release(recs ...Record) {
+	for _, rec := range recs {
+		r.unpin(rec.Before)
+		r.unpin(rec.After)
+	}
+}
+
+// pin and unpin hold one stored image in r's store.
+func (r *Recorder) pin(img *Image) {
+	if r != nil && r.Store != nil && img != nil && !img.Unstored && !img.Dir {
+		r.Store.Pin([]string{img.SHA256})
+	}
+}
+
+func (r *Recorder) unpin(img *Image) {
+	if r != nil && r.Store != nil && img != nil && !img.Unstored && !img.Dir {
+		r.Store.Unpin([]string{img.SHA256})
+	}
 }
 
 // keep stores f's bytes and describes them; nil stays nil.

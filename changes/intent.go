@@ -84,3 +84,32 @@ func (s *Store) Intent(key string) (Intent, error) {
 
 // DropIntent implements IntentLog.
 func (s *Store) DropIntent(key string) { _ = os.Remove(s.intentPath(key)) }
+
+// intentBlobs returns the blobs the kept intents name (their records'
+// images, a snapshot's manifest): a call's images are needed from its
+// intent on, before its checkpoint is committed, so they do not expire.
+func (s *Store) intentBlobs() []string {
+	ents, _ := os.ReadDir(s.intents())
+	var out []string
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join(s.intents(), e.Name()))
+		if err != nil {
+			continue
+		}
+		var in Intent
+		if json.Unmarshal(data, &in) != nil {
+			continue
+		}
+		for _, r := range in.Records {
+			for _, img := range []*Image{r.Before, r.After} {
+				if img != nil && !img.Dir && !img.Unstored && validSum(img.SHA256) {
+					out = append(out, img.SHA256)
+				}
+			}
+		}
+		if validSum(in.Snapshot) {
+			out = append(out, in.Snapshot)
+		}
+	}
+	return out
+}

@@ -354,10 +354,11 @@ func (s *Store) account(written string, size int64) {
 }
 
 // expire brings the blobs down to 90% of the cap: first the blobs no
-// checkpoint needs (a snapshot's unchanged files, images of calls whose
-// result never became durable), least recently used first; then whole
-// checkpoints, oldest first, each with the blobs no newer checkpoint
-// needs. Neither the blob just written nor a pinned one is removed. It
+// checkpoint or kept intent needs (a snapshot's unchanged files, images
+// of calls whose result never became durable and whose intent was
+// dropped), least recently used first; then whole checkpoints, oldest
+// first, each with the blobs no newer checkpoint needs. Neither the blob
+// just written, nor a pinned one, nor one an intent names is removed. It
 // reports whether anything was. The caller holds s.mu.
 func (s *Store) expire(written string) bool {
 	blobs := s.scan()
@@ -374,6 +375,9 @@ func (s *Store) expire(written string) bool {
 		for _, sum := range c.blobs {
 			refs[sum]++
 		}
+	}
+	for _, sum := range s.intentBlobs() {
+		refs[sum]++ // held by a call in progress (or one a crash left): never expired here
 	}
 	goal := s.maxTotal / 10 * 9
 	removed := false

@@ -30,6 +30,8 @@ type stack struct {
 	// agent's intent log (the change store). Crash tests pause in them.
 	hooks   []tools.Hooks
 	intents func(changes.IntentLog) changes.IntentLog
+	// storeMax, when set, caps the change store's blobs (its expiry).
+	storeMax int64
 }
 
 // newStack builds the real runtime with policy.
@@ -67,6 +69,9 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 			store, err := changes.OpenWorkspace(st.home, spec.Workspace, 0)
 			if err != nil {
 				return nil, err
+			}
+			if st.storeMax > 0 {
+				store.SetMaxBytes(st.storeMax)
 			}
 			recorder := &changes.Recorder{Store: store}
 			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents, Changes: recorder})

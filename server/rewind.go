@@ -148,6 +148,9 @@ func Rewind(ctx context.Context, sess *session.Session, cfg *tools.Config, p Rew
 		if preps, err = prepareRewind(sess, cfg, target, p); err != nil {
 			return RewindResult{}, err
 		}
+		if !p.DryRun { // the staged images are pinned until the checkpoint names them
+			defer cfg.Changes.Release(plannedRecords(preps)...)
+		}
 		res.Expired = expiredEntries(sess, cfg, target)
 		for _, rs := range preps {
 			res.Changes = append(res.Changes, RewindChange{Change: rs.Record.Change, Conflict: rs.Conflict})
@@ -215,6 +218,9 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 		}
 		rs, needed, err := cfg.PrepareRestore(r, slices.Contains(p.Force, r.Path), !p.DryRun)
 		if err != nil {
+			if !p.DryRun {
+				cfg.Changes.Release(plannedRecords(out)...)
+			}
 			return nil, fmt.Errorf("rewind %s (nothing was changed): %w", r.Path, err)
 		}
 		if needed {

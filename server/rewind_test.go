@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -21,9 +22,10 @@ type rewindAnswer struct {
 		Diff     string `json:"diff"`
 		Conflict string `json:"conflict"`
 	} `json:"changes"`
-	Applied       bool   `json:"applied"`
-	RewindEntryID string `json:"rewindEntryId"`
-	Head          string `json:"head"`
+	Applied       bool     `json:"applied"`
+	RewindEntryID string   `json:"rewindEntryId"`
+	Head          string   `json:"head"`
+	Expired       []string `json:"expired"`
 }
 
 // byPath returns the answer's change of path (kind "" when absent).
@@ -259,4 +261,61 @@ func TestSessionRewindPaths(t *testing.T) {
 		t.Fatalf("rewind of the rest: %+v", rest)
 	}
 	wantFile(t, "after reverting the rest", a, []byte("one\n"), 0o644)
+}
+
+// TestSessionRewindReportsExpired: once the change store's cap expired an
+// earlier call's checkpoint (its images are gone), octet/session/rewind
+// past it names that call's entry in expired and reports its path as a
+// conflict that says why (the file is left alone), while a later call's
+// checkpoint still rewinds.
+func TestSessionRewindReportsExpired(t *testing.T) {
+	st := newStack(t, tools.UnsafeHost)
+	st.storeMax = 3000 // each write's images are ~2 KB: the second expires the first
+	a, b := filepath.Join(st.workspace, "a.txt"), filepath.Join(st.workspace, "b.txt")
+	writeMode(t, a, strings.Repeat("a", 1000), 0o644)
+	writeMode(t, b, strings.Repeat("b", 1000), 0o644)
+	st.provider.Enqueue(
+		pt.Reply(pt.FunctionCall("w1", "write", fmt.Sprintf(`{"path":"a.txt","content":%q}`, strings.Repeat("A", 1000)))),
+		pt.Text("first done"),
+		pt.Reply(pt.FunctionCall("w2", "write", fmt.Sprintf(`{"path":"b.txt","content":%q}`, strings.Repeat("B", 1000)))),
+		pt.Text("second done"),
+	)
+	e := st.editor(t, Options{}, nil)
+	sid := e.newSession()
+	for _, text := range []string{"first", "second"} {
+		if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": text})); ans.Outcome != "completed" {
+			t.Fatalf("run %s: %+v", text, ans)
+		}
+	}
+	var page transcriptPage
+	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
+	var w1, w2 string
+	for _, en := range page.Entries {
+		raw, _ := json.Marshal(en)
+		switch {
+		case strings.Contains(string(raw), `"w1"`) && strings.Contains(string(raw), "tool_result"):
+			w1 = en.ID
+		case strings.Contains(string(raw), `"w2"`) && strings.Contains(string(raw), "tool_result"):
+			w2 = en.ID
+		}
+	}
+	ids := entryIDs(t, e, sid)
+	var dry rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true, "dryRun": true}, &dry)
+	if len(dry.Expired) != 1 || dry.Expired[0] != w1 || w1 == "" {
+		t.Fatalf("expired %v, want [%s] (the first write's result; w2 is %s)", dry.Expired, w1, w2)
+	}
+	if _, _, c := dry.byPath("a.txt"); !strings.Contains(c, "cannot be rewound") || !strings.Contains(c, "expired") {
+		t.Errorf("the expired write's path: conflict %q, want it to say it cannot be rewound and why", c)
+	}
+	if kind, _, c := dry.byPath("b.txt"); kind != "modify" || c != "" {
+		t.Errorf("the later write's path: %q (conflict %q), want modify", kind, c)
+	}
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true}, &rw)
+	if !rw.Applied || len(rw.Expired) != 1 {
+		t.Fatalf("rewind: %+v", rw)
+	}
+	wantFile(t, "after the rewind", a, []byte(strings.Repeat("A", 1000)), 0o644)
+	wantFile(t, "after the rewind", b, []byte(strings.Repeat("b", 1000)), 0o644)
 }

@@ -35,8 +35,13 @@ func (c *Config) stageChange(tg *target, before []byte, existed bool, after []by
 
 // recordIntent keeps recs as inv's intended changes (when the caller
 // keeps intents): call it after stageChange and before the effect. The
-// error is the model-visible refusal ("" on success).
-func recordIntent(inv Invocation, recs []changes.Record) string {
+// error is the model-visible refusal ("" on success). The staged images
+// are released to the store's expiry once the intent names them: from
+// then on the durable intent, and then the call's checkpoint, keep them.
+// (Without an intent log they are released here too, and only the
+// checkpoint keeps them once the call's result is committed.)
+func (c *Config) recordIntent(inv Invocation, recs []changes.Record) string {
+	defer c.Changes.Release(recs...)
 	if inv.Intent == nil || len(recs) == 0 {
 		return ""
 	}

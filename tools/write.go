@@ -150,7 +150,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	if err != nil {
 		return errorResult(stageErrorText(err)), nil
 	}
-	if msg := recordIntent(inv, recs); msg != "" {
+	if msg := t.cfg.recordIntent(inv, recs); msg != "" {
 		return errorResult(msg), nil
 	}
 	if err := ctx.Err(); err != nil {
