@@ -342,7 +342,9 @@ func tail(b []byte) []byte {
 // a child agent (octet lsp under unsafe_host, where the delegation tools
 // are offered): the child reads a file and answers, the root waits for it
 // and answers. The chat shows one card for the child with its path, its
-// task, its completed status, its tool call and its answer. The
+// task, its completed status, its tool call and its answer. Then a second
+// child stalls and the card's Stop cancels its run: the card says
+// cancelled and the root's run still answers. The
 // screenshot is media/subagents.png when OCTET_E2E_SHOTS is the media
 // directory.
 func TestVSCodeSubAgents(t *testing.T) {
@@ -388,6 +390,10 @@ func TestVSCodeSubAgents(t *testing.T) {
 		providertest.Text("The worker read the notes: the release is on friday.").ForRequestContaining("ROOT-PROMPT"),
 		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"notes.txt"}`)).ForRequestContaining("CHILD-ONE"),
 		providertest.Text(childAnswer).ForRequestContaining("CHILD-ONE"),
+		providertest.Reply(providertest.FunctionCall("s2", "agents_spawn", `{"task":"CHILD-TWO: think for a long time"}`)).ForRequestContaining("ROOT-TWO"),
+		providertest.Reply(providertest.FunctionCall("w2", "agents_wait", `{"timeout_seconds":120}`)).ForRequestContaining("ROOT-TWO"),
+		providertest.Text("The second worker was stopped.").ForRequestContaining("ROOT-TWO"),
+		providertest.Stall().ForRequestContaining("CHILD-TWO"),
 	)
 	env := append(os.Environ(),
 		"PATH="+s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
@@ -401,6 +407,7 @@ func TestVSCodeSubAgents(t *testing.T) {
 	cfg, _ := json.Marshal(map[string]string{
 		"codeServerDir": s.codeServerDir, "chromium": s.chromium, "url": url, "workspace": ws, "shots": shots,
 		"prompt": "ROOT-PROMPT: ask a worker what notes.txt says", "rootAnswer": "the release is on friday.",
+		"stopPrompt": "ROOT-TWO: start a slow worker", "stopAnswer": "The second worker was stopped.",
 	})
 	cfgPath := filepath.Join(tmp, "drive.json")
 	writeFile(t, cfgPath, string(cfg))
@@ -413,8 +420,12 @@ func TestVSCodeSubAgents(t *testing.T) {
 	out, err := drive.Output()
 	var seen struct {
 		Failed, Log                             string
-		Cards                                   int
+		Cards, CardsAfterStop                   int
 		Path, Badge, Task, Answer, Tools, Usage string
+		RunningActivity, StoppedPath            string
+		StoppedHasButton                        bool
+		StatusesAfterStop                       []string
+		DistinctSessions                        int
 	}
 	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
 		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
@@ -438,6 +449,15 @@ func TestVSCodeSubAgents(t *testing.T) {
 	}
 	if !strings.Contains(seen.Tools, "read") || !strings.Contains(seen.Tools, "notes.txt") {
 		t.Errorf("card tool calls %q, want the child's read of notes.txt", seen.Tools)
+	}
+	// Stop on the running second child cancelled its run only: the card
+	// says cancelled (no Stop any more) and the root's run went on to its
+	// answer (the driver waited for it).
+	// (Each run's team names its children afresh: both may be root/worker1.)
+	if !slices.Equal(seen.StatusesAfterStop, []string{"agent-completed", "agent-cancelled"}) || seen.DistinctSessions != 2 ||
+		!strings.HasPrefix(seen.StoppedPath, "root/") || seen.StoppedHasButton {
+		t.Errorf("after Stop: cards %v of %d sessions (want the first completed, the second cancelled, 2 sessions), cancelled card %q, Stop button still there: %v",
+			seen.StatusesAfterStop, seen.DistinctSessions, seen.StoppedPath, seen.StoppedHasButton)
 	}
 	t.Logf("card: %+v; screenshots in %s", seen, shots)
 }

@@ -75,6 +75,35 @@ async function main() {
     await frame.evaluate(() => window.scrollTo(0, 0));
     await new Promise((r) => setTimeout(r, 500));
     await page.screenshot({ path: path.join(cfg.shots, "subagents.png") });
+
+    // A second child stalls: its card's Stop cancels its run only.
+    await box.click();
+    await box.type(cfg.stopPrompt);
+    await box.press("Enter");
+    const stop = await frame.waitForSelector(".item.agent.agent-running button[data-agent-stop]", { timeout });
+    seen.runningActivity = await frame.evaluate(() => document.querySelector(".item.agent.agent-running .activity")?.innerText ?? "");
+    await stop.click();
+    try {
+      await frame.waitForFunction(() => document.querySelector(".item.agent.agent-cancelled") !== null, { timeout });
+      await frame.waitForFunction((t) => document.getElementById("log").innerText.includes(t), { timeout }, cfg.stopAnswer);
+    } catch (e) {
+      seen.log = await frame.evaluate(() => document.getElementById("log").innerText).catch(() => "?");
+      throw e;
+    }
+    Object.assign(
+      seen,
+      await frame.evaluate(() => {
+        const cards = [...document.querySelectorAll(".item.agent")];
+        const c = document.querySelector(".item.agent.agent-cancelled");
+        return {
+          stoppedPath: c.querySelector(".path")?.innerText ?? "",
+          stoppedHasButton: c.querySelector("button") !== null,
+          cardsAfterStop: cards.length,
+          statusesAfterStop: cards.map((e) => [...e.classList].find((k) => k.startsWith("agent-")) ?? ""),
+          distinctSessions: new Set(cards.map((e) => e.dataset.session)).size,
+        };
+      }),
+    );
     process.stdout.write(JSON.stringify(seen));
   } catch (e) {
     if (page) await page.screenshot({ path: path.join(cfg.shots, "failure-agents.png") }).catch(() => undefined);

@@ -296,10 +296,16 @@ export class ChatModel {
 
   /**
    * applyChildEvent folds an event of a delegated child (parentSessionId
-   * is this chat's session) into the child's card.
+   * is this chat's session, or a child's for a grandchild) into the
+   * child's card; a child's agent_updated makes its own children's cards.
    */
   applyChildEvent(p: EventParams): void {
     const e = p.event;
+    if (e.kind === "agent_updated") {
+      this.agentCard(p.sessionId, "", p.agentPath ?? "");
+      this.agentUpdated(e);
+      return;
+    }
     const str = (k: string): string => (typeof e[k] === "string" ? (e[k] as string) : "");
     const a = this.agentCard(p.sessionId, "", p.agentPath ?? "");
     switch (e.kind) {

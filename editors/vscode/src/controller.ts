@@ -187,8 +187,9 @@ export class Octet implements vscode.Disposable {
 
   private onEvent(p: EventParams): void {
     if (p.sessionId !== this.sessionId) {
-      // A delegated child of the chat's session: its card shows it.
-      if (this.sessionId !== undefined && p.parentSessionId === this.sessionId) {
+      // A delegated child of the chat's session (or a child's child): its card shows it.
+      const parent = p.parentSessionId;
+      if (this.sessionId !== undefined && parent !== undefined && (parent === this.sessionId || this.model.agent(parent))) {
         this.model.applyChildEvent(p);
         this.refresh();
       }

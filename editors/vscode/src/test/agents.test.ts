@@ -162,3 +162,13 @@ test("a resumed parent lists its children as cards", () => {
   assert.equal(a.status, "disconnected");
   assert.ok(renderItem(a).includes("badge-disconnected"));
 });
+
+test("a child's own children get cards of their own", () => {
+  const m = new ChatModel();
+  updated(m, "running");
+  kid(m, { kind: "agent_updated", agentId: "a2", agentPath: "root/worker1/worker1", sessionId: "s_grandchild", status: "running", task: "deeper" });
+  m.applyChildEvent({ sessionId: "s_grandchild", runId: "run_gc", seq: ++seq, parentSessionId: child, agentPath: "root/worker1/worker1", event: { kind: "run_started", runId: "run_gc" } });
+  const cards = m.items.filter((i): i is AgentItem => i.kind === "agent");
+  assert.deepEqual(cards.map((c) => [c.agentPath, c.status]), [["root/worker1", "running"], ["root/worker1/worker1", "running"]]);
+  assert.equal(m.agentRun("run_gc")?.sessionId, "s_grandchild");
+});
