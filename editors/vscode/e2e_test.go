@@ -337,3 +337,127 @@ func tail(b []byte) []byte {
 	}
 	return b
 }
+
+// TestVSCodeSubAgents runs a prompt whose root model delegates a task to
+// a child agent (octet lsp under unsafe_host, where the delegation tools
+// are offered): the child reads a file and answers, the root waits for it
+// and answers. The chat shows one card for the child with its path, its
+// task, its completed status, its tool call and its answer. Then a second
+// child stalls and the card's Stop cancels its run: the card says
+// cancelled and the root's run still answers. The
+// screenshot is media/subagents.png when OCTET_E2E_SHOTS is the media
+// directory.
+func TestVSCodeSubAgents(t *testing.T) {
+	s := findStack(t)
+	tmp := t.TempDir()
+	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
+	userDir, extDir, shots := filepath.Join(tmp, "user"), filepath.Join(tmp, "ext"), os.Getenv("OCTET_E2E_SHOTS")
+	if shots == "" {
+		shots = filepath.Join(tmp, "shots")
+	}
+	for _, d := range []string{ws, home, extDir, shots} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFile(t, filepath.Join(ws, "notes.txt"), "release on friday\n")
+	bin := filepath.Join(tmp, "octet")
+	run(t, ".", os.Environ(), "go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet")
+	settings, _ := json.Marshal(map[string]any{
+		"security.workspace.trust.enabled":             false,
+		"workbench.startupEditor":                      "none",
+		"workbench.tips.enabled":                       false,
+		"workbench.secondarySideBar.defaultVisibility": "hidden",
+		"chat.disableAIFeatures":                       true,
+		"telemetry.telemetryLevel":                     "off",
+		"extensions.autoCheckUpdates":                  false,
+	})
+	writeFile(t, filepath.Join(userDir, "User", "settings.json"), string(settings))
+	// The binary, its flags and the policy of new sessions are
+	// machine-scoped: the remote's Machine settings.
+	machine, _ := json.Marshal(map[string]any{
+		"octet.path":       bin,
+		"octet.args":       []string{"--effect-policy", "unsafe_host"},
+		"octet.policyMode": "full-access",
+	})
+	writeFile(t, filepath.Join(userDir, "Machine", "settings.json"), string(machine))
+
+	const childAnswer = "The notes say: release on friday."
+	prov := providertest.New(t)
+	prov.Enqueue(
+		providertest.Reply(providertest.FunctionCall("s1", "agents_spawn", `{"task":"CHILD-ONE: read notes.txt and say what it says"}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w1", "agents_wait", `{"timeout_seconds":60}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Text("The worker read the notes: the release is on friday.").ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"notes.txt"}`)).ForRequestContaining("CHILD-ONE"),
+		providertest.Text(childAnswer).ForRequestContaining("CHILD-ONE"),
+		providertest.Reply(providertest.FunctionCall("s2", "agents_spawn", `{"task":"CHILD-TWO: think for a long time"}`)).ForRequestContaining("ROOT-TWO"),
+		providertest.Reply(providertest.FunctionCall("w2", "agents_wait", `{"timeout_seconds":120}`)).ForRequestContaining("ROOT-TWO"),
+		providertest.Text("The second worker was stopped.").ForRequestContaining("ROOT-TWO"),
+		providertest.Stall().ForRequestContaining("CHILD-TWO"),
+	)
+	env := append(os.Environ(),
+		"PATH="+s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_CACHE_HOME="+tmp, "HOME="+tmp,
+	)
+	vsix := packageVSIX(t, s, tmp)
+	run(t, tmp, env, s.codeServer, "--user-data-dir", userDir, "--extensions-dir", extDir, "--install-extension", vsix)
+	url := startCodeServer(t, s, env, userDir, extDir, ws)
+
+	cfg, _ := json.Marshal(map[string]string{
+		"codeServerDir": s.codeServerDir, "chromium": s.chromium, "url": url, "workspace": ws, "shots": shots,
+		"prompt": "ROOT-PROMPT: ask a worker what notes.txt says", "rootAnswer": "the release is on friday.",
+		"stopPrompt": "ROOT-TWO: start a slow worker", "stopAnswer": "The second worker was stopped.",
+	})
+	cfgPath := filepath.Join(tmp, "drive.json")
+	writeFile(t, cfgPath, string(cfg))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	drive := exec.CommandContext(ctx, filepath.Join(s.node24, "node"), filepath.Join("e2e", "drive-agents.mjs"), cfgPath)
+	drive.Env = env
+	var stderr bytes.Buffer
+	drive.Stderr = &stderr
+	out, err := drive.Output()
+	var seen struct {
+		Failed, Log                             string
+		Cards, CardsAfterStop                   int
+		Path, Badge, Task, Answer, Tools, Usage string
+		RunningActivity, StoppedPath            string
+		StoppedHasButton                        bool
+		StatusesAfterStop                       []string
+		DistinctSessions                        int
+	}
+	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
+		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
+		t.Fatalf("driver: %v %v\n%s\nstderr: %s\nscreenshots in %s\ncode-server log:\n%s\noctet output channel:\n%s",
+			err, jerr, out, stderr.String(), shots, tail(logs), extensionLog(userDir))
+	}
+	if seen.Cards != 1 {
+		t.Errorf("%d sub-agent cards, want 1", seen.Cards)
+	}
+	if !strings.HasPrefix(seen.Path, "root/") {
+		t.Errorf("card path %q, want the child's agent path root/…", seen.Path)
+	}
+	if !strings.Contains(strings.ToLower(seen.Badge), "completed") {
+		t.Errorf("card badge %q, want completed", seen.Badge)
+	}
+	if !strings.Contains(seen.Task, "read notes.txt") {
+		t.Errorf("card task %q, want the spawned task", seen.Task)
+	}
+	if !strings.Contains(seen.Answer, childAnswer) {
+		t.Errorf("card answer %q, want the child's %q", seen.Answer, childAnswer)
+	}
+	if !strings.Contains(seen.Tools, "read") || !strings.Contains(seen.Tools, "notes.txt") {
+		t.Errorf("card tool calls %q, want the child's read of notes.txt", seen.Tools)
+	}
+	// Stop on the running second child cancelled its run only: the card
+	// says cancelled (no Stop any more) and the root's run went on to its
+	// answer (the driver waited for it).
+	// (Each run's team names its children afresh: both may be root/worker1.)
+	if !slices.Equal(seen.StatusesAfterStop, []string{"agent-completed", "agent-cancelled"}) || seen.DistinctSessions != 2 ||
+		!strings.HasPrefix(seen.StoppedPath, "root/") || seen.StoppedHasButton {
+		t.Errorf("after Stop: cards %v of %d sessions (want the first completed, the second cancelled, 2 sessions), cancelled card %q, Stop button still there: %v",
+			seen.StatusesAfterStop, seen.DistinctSessions, seen.StoppedPath, seen.StoppedHasButton)
+	}
+	t.Logf("card: %+v; screenshots in %s", seen, shots)
+}

@@ -78,7 +78,10 @@
     const t = e.target.closest("a, button");
     if (!t) return;
     const d = t.dataset;
-    if (d.approval) {
+    if (d.agentStop) {
+      e.preventDefault();
+      vscode.postMessage({ type: "cancelAgent", runId: d.agentStop });
+    } else if (d.approval) {
       e.preventDefault();
       vscode.postMessage({ type: "approval", digest: d.approval, decision: d.decision });
     } else if (d.action) {

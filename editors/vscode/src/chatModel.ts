@@ -3,6 +3,9 @@
 // from the extension's own actions. It knows nothing of VS Code.
 
 import type {
+  AgentStatus,
+  AgentUsage,
+  ChildInfo,
   ConfirmEffectParams,
   EventParams,
   FileChange,
@@ -30,10 +33,53 @@ export interface ToolItem {
   changes?: FileChange[];
 }
 
+/** A tool call of a delegated child agent. */
+export interface AgentTool {
+  callId: string;
+  name: string;
+  args: string;
+  status: ToolStatus;
+}
+
+/** The most of a child's text and tool calls a card keeps. */
+export const agentLimits = { answer: 4000, live: 240, tools: 50 } as const;
+
+/**
+ * A delegated child agent: its card is created at its first agent_updated
+ * (or first event) and updated in place by the parent's agent_updated
+ * events and the child's own events.
+ */
+export interface AgentItem {
+  id: string;
+  kind: "agent";
+  agentId: string;
+  agentPath: string;
+  /** sessionId is the child's session. */
+  sessionId: string;
+  status: AgentStatus;
+  task: string;
+  /** runId is the child's current (or last) run, what Stop cancels. */
+  runId?: string;
+  /** live is the tail of the answer being streamed (clipped). */
+  live: string;
+  /** liveFull is the answer being streamed, up to its commit. */
+  liveFull?: string;
+  /** activeCall is the callId of the child's tool call in progress. */
+  activeCall?: string;
+  /** tools are the child's last tool calls; toolCount counts them all. */
+  tools: AgentTool[];
+  toolCount: number;
+  /** answer is the child's last committed answer (clipped). */
+  answer: string;
+  error: string;
+  usage?: AgentUsage;
+}
+
 export type ChatItem =
   | { id: string; kind: "user"; text: string }
   | { id: string; kind: "assistant"; runId: string; text: string; reasoning: string; committed: boolean }
   | ToolItem
+  | AgentItem
   | { id: string; kind: "recovered"; runId: string; channel: string; text: string }
   | { id: string; kind: "approval"; params: ConfirmEffectParams; state: "pending" | "approved" | "denied" | "withdrawn" }
   | { id: string; kind: "run"; runId: string; outcome: string; changes: FileChange[] }
@@ -171,6 +217,182 @@ export class ChatModel {
     this.items = keep;
   }
 
+  /** agent returns the card of a child session, if there is one. */
+  agent(sessionId: string): AgentItem | undefined {
+    return this.items.find((i): i is AgentItem => i.kind === "agent" && i.sessionId === sessionId);
+  }
+
+  /** agentRun is the card whose child's current run is runId, if any. */
+  agentRun(runId: string): AgentItem | undefined {
+    return this.items.find((i): i is AgentItem => i.kind === "agent" && i.runId === runId);
+  }
+
+  private agentCard(sessionId: string, agentId: string, agentPath: string): AgentItem {
+    const a = this.agent(sessionId);
+    if (a) {
+      a.agentId ||= agentId;
+      a.agentPath ||= agentPath;
+      return a;
+    }
+    return this.add<AgentItem>({
+      id: this.nextId(), kind: "agent", agentId, agentPath, sessionId, status: "pending", task: "",
+      live: "", tools: [], toolCount: 0, answer: "", error: "",
+    });
+  }
+
+  /** addChildren shows the children a resumed parent session lists. */
+  addChildren(children: ChildInfo[]): void {
+    for (const c of children) {
+      const a = this.agentCard(c.sessionId, c.agentId, c.agentPath);
+      a.status = c.status;
+      a.task = c.task ?? a.task;
+      this.touch(a);
+    }
+  }
+
+  /** agentUpdated folds the parent's agent_updated event into the child's card. */
+  private agentUpdated(e: Record<string, unknown>): void {
+    const str = (k: string): string => (typeof e[k] === "string" ? (e[k] as string) : "");
+    const sid = str("sessionId");
+    if (sid === "") {
+      return;
+    }
+    const a = this.agentCard(sid, str("agentId"), str("agentPath"));
+    const status = str("status");
+    if (status === "pending" && a.status === "idle") {
+      // A follow-up task: a new run comes; the last one's id is stale.
+      a.runId = undefined;
+    }
+    if (status !== "") {
+      a.status = status as AgentStatus;
+    }
+    if (str("task") !== "") {
+      a.task = str("task");
+    }
+    if (status === "failed" || str("error") !== "") {
+      a.error = str("error") || a.error;
+    }
+    if (e.usage !== null && typeof e.usage === "object") {
+      a.usage = e.usage as AgentUsage;
+    }
+    if (status !== "running" && status !== "pending") {
+      a.activeCall = undefined;
+    }
+    this.touch(a);
+  }
+
+  private agentTool(a: AgentItem, callId: string): AgentTool {
+    let t = a.tools.find((x) => x.callId === callId);
+    if (!t) {
+      t = { callId, name: "", args: "", status: "streaming" };
+      a.tools.push(t);
+      a.toolCount++;
+      if (a.tools.length > agentLimits.tools) {
+        a.tools.shift();
+      }
+    }
+    return t;
+  }
+
+  /**
+   * applyChildEvent folds an event of a delegated child (parentSessionId
+   * is this chat's session, or a child's for a grandchild) into the
+   * child's card; a child's agent_updated makes its own children's cards.
+   */
+  applyChildEvent(p: EventParams): void {
+    const e = p.event;
+    if (e.kind === "agent_updated") {
+      this.agentCard(p.sessionId, "", p.agentPath ?? "");
+      this.agentUpdated(e);
+      return;
+    }
+    const str = (k: string): string => (typeof e[k] === "string" ? (e[k] as string) : "");
+    const a = this.agentCard(p.sessionId, "", p.agentPath ?? "");
+    switch (e.kind) {
+      case "run_started":
+        a.runId = str("runId") || p.runId;
+        a.live = "";
+        break;
+      case "output_delta":
+        if (str("channel") !== "reasoning") {
+          a.live = (a.live + str("text")).slice(-agentLimits.live);
+          const full = a.liveFull ?? "";
+          if (full.length <= agentLimits.answer) {
+            a.liveFull = full + str("text");
+          }
+        }
+        break;
+      case "assistant_committed":
+        if ((a.liveFull ?? "").trim() !== "") {
+          a.answer = clip(a.liveFull ?? "", agentLimits.answer);
+        }
+        a.liveFull = "";
+        break;
+      case "provider_retry":
+        if (e.operation === null || e.operation === undefined || e.operation === "") {
+          a.live = "";
+          a.liveFull = "";
+        }
+        break;
+      case "tool_call_started": {
+        const t = this.agentTool(a, str("callId"));
+        t.name = str("name");
+        a.activeCall = t.callId;
+        break;
+      }
+      case "tool_call_delta": {
+        const t = this.agentTool(a, str("callId"));
+        if (t.args.length < 2000) {
+          t.args += str("delta");
+        }
+        break;
+      }
+      case "tool_started":
+      case "tool_policy_decision": {
+        const t = this.agentTool(a, str("callId"));
+        t.name ||= str("tool");
+        if (e.kind === "tool_policy_decision" && str("decision") === "denied") {
+          t.status = "denied";
+        } else if (t.status === "streaming" || t.status === "waiting") {
+          t.status = "running";
+        }
+        a.activeCall = t.callId;
+        a.live = "";
+        break;
+      }
+      case "tool_finished": {
+        const t = this.agentTool(a, str("callId"));
+        if (t.status !== "denied") {
+          t.status = e.isError === true ? "error" : "ok";
+        }
+        if (a.activeCall === t.callId) {
+          a.activeCall = undefined;
+        }
+        break;
+      }
+      case "run_finished":
+        a.activeCall = undefined;
+        for (const t of a.tools) {
+          if (t.status === "running" || t.status === "waiting" || t.status === "streaming") {
+            t.status = "error";
+          }
+        }
+        for (const i of this.items) {
+          if (i.kind === "approval" && i.state === "pending" && i.params.runId === p.runId) {
+            i.state = "withdrawn";
+            this.touch(i);
+          }
+        }
+        if (str("outcome") === "failed" && str("error") !== "") {
+          a.error = str("error");
+        }
+        break;
+      default:
+        return;
+    }
+    this.touch(a);
+  }
+
   /** applyEvent folds one octet/event into the transcript. */
   applyEvent(p: EventParams): void {
     const e = p.event;
@@ -265,6 +487,9 @@ export class ChatModel {
       case "run_finished":
         this.finishRun(runId, str("outcome"), str("error"));
         break;
+      case "agent_updated":
+        this.agentUpdated(e);
+        break;
       default:
         break;
     }
@@ -322,6 +547,16 @@ export class ChatModel {
 
   /** setWaiting marks the call an approval is for as waiting. */
   setWaiting(p: ConfirmEffectParams): void {
+    const child = p.childSessionId ? this.agent(p.childSessionId) : this.agentRun(p.runId);
+    if (child) {
+      const t = this.agentTool(child, p.callId);
+      t.name ||= p.tool;
+      t.status = "waiting";
+      child.activeCall = t.callId;
+      this.touch(child);
+      this.state = "waiting_for_approval";
+      return;
+    }
     const t = this.tool(p.runId, p.callId);
     t.name ||= p.tool;
     t.status = "waiting";
@@ -401,6 +636,12 @@ interface TranscriptItemCall {
   callId: string;
   name: string;
   args: string;
+}
+
+/** clip shortens text to at most n characters, marking the cut. */
+export function clip(text: string, n: number): string {
+  const t = text.trim();
+  return t.length > n ? t.slice(0, n - 1) + "…" : t;
 }
 
 /** mergeChanges keeps one change per path, the last one. */

@@ -15,7 +15,8 @@ export type ViewMessage =
   | { type: "openFile"; path: string; line?: number }
   | { type: "openHref"; href: string }
   | { type: "openDiff"; runId: string; path: string }
-  | { type: "cancel" };
+  | { type: "cancel" }
+  | { type: "cancelAgent"; runId: string };
 
 /** ChatView draws the model in the octet.chat webview view. */
 export class ChatView implements vscode.WebviewViewProvider {

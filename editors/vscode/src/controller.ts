@@ -10,6 +10,7 @@ import { ChatView } from "./chatView";
 import { createClient } from "./client";
 import { diffPath } from "./diff";
 import { DiffDocuments, showChange, showProposed } from "./diffDocs";
+import { approvalText } from "./format";
 import { modeOf, modes, policyOf } from "./policy";
 import {
   ErrorCodes,
@@ -186,6 +187,12 @@ export class Octet implements vscode.Disposable {
 
   private onEvent(p: EventParams): void {
     if (p.sessionId !== this.sessionId) {
+      // A delegated child of the chat's session (or a child's child): its card shows it.
+      const parent = p.parentSessionId;
+      if (this.sessionId !== undefined && parent !== undefined && (parent === this.sessionId || this.model.agent(parent))) {
+        this.model.applyChildEvent(p);
+        this.refresh();
+      }
       return;
     }
     this.model.applyEvent(p);
@@ -252,6 +259,9 @@ export class Octet implements vscode.Disposable {
       if (r.activeRunId) {
         this.model.state = "running";
         this.model.runId = r.activeRunId;
+      }
+      if (r.children && r.children.length > 0) {
+        this.model.addChildren(r.children);
       }
       if (r.usage?.refusal) {
         this.model.addError(r.usage.refusal, ["newSession"]);
@@ -399,6 +409,21 @@ export class Octet implements vscode.Disposable {
     }
   }
 
+  /** cancelAgent cancels a delegated child's run (the parent's goes on). */
+  private async cancelAgent(runId: string): Promise<void> {
+    const a = this.model.agentRun(runId);
+    if (!a) {
+      return; // not a run of a child the chat shows
+    }
+    try {
+      await this.request("octet/cancel", { runId });
+    } catch (e) {
+      if (errorCode(e) !== ErrorCodes.RunEnded && errorCode(e) !== ErrorCodes.NoRun) {
+        this.showError(`octet could not stop ${a.agentPath || "the sub-agent"}: ${message(e)}`, []);
+      }
+    }
+  }
+
   private async finishNow(): Promise<void> {
     const runId = this.model.runId;
     if (!runId) {
@@ -468,8 +493,9 @@ export class Octet implements vscode.Disposable {
       "View Diff": "view_diff",
     };
     const what = p.tool === "bash" && p.detail ? `: ${p.detail.split("\n")[0].slice(0, 200)}` : "";
+    const text = approvalText(p, what);
     while (this.pending.has(key)) {
-      const pick = await vscode.window.showWarningMessage(`octet wants to ${p.title}${what} (${p.tool}, ${p.effect})`, ...buttons);
+      const pick = await vscode.window.showWarningMessage(text, ...buttons);
       if (pick === undefined || !this.pending.has(key)) {
         return; // dismissed: it can still be answered in the chat
       }
@@ -754,6 +780,9 @@ export class Octet implements vscode.Disposable {
         break;
       case "cancel":
         await this.cancel();
+        break;
+      case "cancelAgent":
+        await this.cancelAgent(m.runId);
         break;
       case "openFile": {
         const uri = this.fileUri(m.path);

@@ -1,7 +1,20 @@
 // Formatting for the status bar and the chat: costs, token counts, states.
 
 import type { SessionState } from "./chatModel";
-import type { Usage } from "./protocol";
+import type { ConfirmEffectParams, Usage } from "./protocol";
+
+/**
+ * approvalText is the notification text of an approval; a delegated
+ * child's names the child (its title's "path: " prefix becomes the subject).
+ */
+export function approvalText(p: ConfirmEffectParams, what: string): string {
+  if (!p.agentPath) {
+    return `octet wants to ${p.title}${what} (${p.tool}, ${p.effect})`;
+  }
+  const prefix = `${p.agentPath}: `;
+  const title = p.title.startsWith(prefix) ? p.title.slice(prefix.length) : p.title;
+  return `octet sub-agent ${p.agentPath} wants to ${title}${what} (${p.tool}, ${p.effect})`;
+}
 
 /** formatCost formats micro-dollars as dollars ("$0.0042"); unknown is "". */
 export function formatCost(micros: number | undefined): string {

@@ -39,6 +39,9 @@ export interface ConfirmEffectParams {
   digest: string;
   expiresAt?: string;
   ruleScope?: { path?: string; command?: string };
+  /** agentPath and childSessionId name the delegated child asking. */
+  agentPath?: string;
+  childSessionId?: string;
 }
 
 /** The result of octet/confirmEffect. */
@@ -60,7 +63,32 @@ export interface EventParams {
   runId: string;
   epoch?: string;
   seq: number;
+  /** parentSessionId and agentPath are set on a delegated child's events. */
+  parentSessionId?: string;
+  agentPath?: string;
   event: OctetEvent;
+}
+
+/** The statuses of a delegated child agent (agent_updated). */
+export type AgentStatus = "pending" | "running" | "idle" | "completed" | "failed" | "cancelled" | "disconnected";
+
+/** A child's usage in agent_updated (cost in picodollars). */
+export interface AgentUsage {
+  input?: number;
+  cachedInput?: number;
+  output?: number;
+  reasoning?: number;
+  costPicodollars?: number;
+  complete?: boolean;
+}
+
+/** A child of a resumed parent session (resume result children). */
+export interface ChildInfo {
+  sessionId: string;
+  agentId: string;
+  agentPath: string;
+  status: AgentStatus;
+  task?: string;
 }
 
 /** The params of octet/recoveredOutput. */
@@ -122,6 +150,7 @@ export interface ResumeResult {
   activeRunId?: string;
   epoch?: string;
   lastSeq?: number;
+  children?: ChildInfo[];
 }
 
 /** One session of octet/session/list. */

@@ -1,7 +1,8 @@
 // HTML of chat items for the webview. All text is escaped; the webview's
 // script only wires the data-* attributes to messages to the extension.
 
-import type { ChatItem, ErrorAction } from "./chatModel";
+import type { AgentItem, ChatItem, ErrorAction } from "./chatModel";
+import { formatCost, formatTokens } from "./format";
 import { escapeHtml, renderMarkdown } from "./markdown";
 import type { FileChange } from "./protocol";
 
@@ -65,6 +66,98 @@ export function diffHtml(diff: string): string {
   return `<pre class="diff">${lines.join("\n")}</pre>`;
 }
 
+const agentIcon: Record<string, string> = {
+  pending: "…",
+  running: "⟳",
+  idle: "◌",
+  completed: "✓",
+  failed: "✗",
+  cancelled: "⊘",
+  disconnected: "⚠",
+};
+
+/** agentActivity is the one line saying what a child agent is doing now. */
+export function agentActivity(a: AgentItem): string {
+  const t = a.activeCall !== undefined ? a.tools.find((x) => x.callId === a.activeCall) : undefined;
+  if (t) {
+    const arg = argSummary(t.name, t.args);
+    const what = t.status === "waiting" ? "waiting for approval: " : "";
+    return `${what}${t.name || "tool"}${arg ? " " + arg : ""}`;
+  }
+  if (a.status === "running" && a.live.trim() !== "") {
+    const l = a.live.replace(/\s+/g, " ").trim();
+    return a.live.length >= 240 ? "…" + l : l;
+  }
+  if (a.status === "pending") {
+    return "waiting to start";
+  }
+  if (a.status === "running") {
+    return "thinking";
+  }
+  return "";
+}
+
+/** agentUsage is a child's usage in a few words ("1.2k in · 300 out · $0.0042"). */
+export function agentUsage(a: AgentItem): string {
+  const u = a.usage;
+  if (!u) {
+    return "";
+  }
+  const parts: string[] = [];
+  if (u.input !== undefined) {
+    parts.push(`${formatTokens(u.input)} in`);
+  }
+  if (u.output !== undefined) {
+    parts.push(`${formatTokens(u.output)} out`);
+  }
+  if (u.costPicodollars !== undefined) {
+    parts.push(formatCost(u.costPicodollars / 1e6) + (u.complete === false ? "+" : ""));
+  } else if (u.complete === false) {
+    parts.push("cost unknown");
+  }
+  return parts.join(" · ");
+}
+
+function agentHtml(item: AgentItem): string {
+  const id = escapeHtml(item.id);
+  const st = escapeHtml(item.status);
+  const activity = agentActivity(item);
+  const usage = agentUsage(item);
+  const tools = item.tools
+    .map(
+      (t) =>
+        `<li class="status-${escapeHtml(t.status)}"><span class="icon">${toolIcon[t.status] ?? ""}</span> <strong>${escapeHtml(t.name || "tool")}</strong> ` +
+        `<span class="arg">${escapeHtml(argSummary(t.name, t.args))}</span></li>`,
+    )
+    .join("");
+  const hidden = item.toolCount - item.tools.length;
+  const detail =
+    item.toolCount === 0
+      ? ""
+      : `<details class="agent-tools"><summary>${item.toolCount} tool call${item.toolCount === 1 ? "" : "s"}</summary>` +
+        `${hidden > 0 ? `<div class="more">${hidden} earlier not shown</div>` : ""}<ul>${tools}</ul></details>`;
+  const stop =
+    (item.status === "pending" || item.status === "running") && item.runId
+      ? `<button class="secondary stop" data-agent-stop="${escapeHtml(item.runId)}" title="Cancel this sub-agent's run (the parent goes on)">Stop</button>`
+      : "";
+  return (
+    `<div id="${id}" class="item agent agent-${st}" data-session="${escapeHtml(item.sessionId)}">` +
+    `<div class="head"><span class="badge badge-${st}">${agentIcon[item.status] ?? ""} ${st}</span> ` +
+    `<strong class="path">${escapeHtml(item.agentPath || item.agentId || "sub-agent")}</strong>${stop}</div>` +
+    (item.task !== "" ? `<div class="task">${escapeHtml(clipLine(item.task, 400))}</div>` : "") +
+    (activity !== "" ? `<div class="activity">${escapeHtml(activity)}</div>` : "") +
+    detail +
+    (item.answer !== "" ? `<div class="answer">${renderMarkdown(item.answer)}</div>` : "") +
+    (item.error !== "" ? `<div class="message error-text">${escapeHtml(item.error)}</div>` : "") +
+    (usage !== "" ? `<div class="usage">${escapeHtml(usage)}</div>` : "") +
+    `</div>`
+  );
+}
+
+function clipLine(s: string, n: number): string {
+  return s.length > n ? s.slice(0, n - 1) + "…" : s;
+}
+
 /** renderItem returns the HTML of one chat item (its outer element has id). */
 export function renderItem(item: ChatItem): string {
   const id = escapeHtml(item.id);
@@ -90,6 +183,8 @@ export function renderItem(item: ChatItem): string {
         `${args}${output}</details>${changesHtml(item.runId, item.changes ?? [])}</div>`
       );
     }
+    case "agent":
+      return agentHtml(item);
     case "recovered":
       return (
         `<div id="${id}" class="item recovered"><div class="label">Recovered ${escapeHtml(item.channel)} of an interrupted attempt ` +
@@ -110,7 +205,9 @@ export function renderItem(item: ChatItem): string {
             (p.diff ? `<button class="secondary" data-approval="${d}" data-decision="view_diff">View diff</button>` : "") +
             `</div>`;
       return (
-        `<div id="${id}" class="item approval state-${escapeHtml(item.state)}"><div class="title">Approval: ${escapeHtml(p.title)}</div>` +
+        `<div id="${id}" class="item approval state-${escapeHtml(item.state)}">` +
+        (p.agentPath ? `<div class="agent-of">Sub-agent <strong>${escapeHtml(p.agentPath)}</strong> asks</div>` : "") +
+        `<div class="title">Approval: ${escapeHtml(p.title)}</div>` +
         `${p.diff && p.detail ? `<div class="detail">${escapeHtml(p.detail)}</div>` : ""}${body}${buttons}</div>`
       );
     }
