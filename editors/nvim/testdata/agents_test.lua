@@ -1,0 +1,80 @@
+-- Delegated child agents in the parent's chat. OCTET_TEST_CASE "show":
+-- the root spawns a child that reads notes.txt and answers; the chat
+-- shows the child's block (path, status, task), its activity while it
+-- works, and when it ends its status, answer and usage. "stop": the
+-- child stalls; :OctetAgents picks it and "stop" sends octet/cancel with
+-- the child's run; its block shows cancelled. Driven by agents_test.go.
+local T = dofile(os.getenv("OCTET_TEST_LIB"))
+local api = vim.api
+
+T.run(function()
+  local octet = T.setup({ cmd = { T.bin, "lsp", "--effect-policy", "unsafe_host" }, mode = "full" })
+  local agents = require("octet.agents")
+  vim.cmd("Octet ROOT-PROMPT delegate it")
+  T.wait("a session", function()
+    return octet.session() ~= nil
+  end)
+  local s = octet.session()
+  -- Every child-block line the chat ever showed (activity is transient).
+  local seen, seen_list = {}, {}
+  api.nvim_buf_attach(s.chat.buf, false, {
+    on_lines = function(_, buf, _, first, _, last)
+      for _, l in ipairs(api.nvim_buf_get_lines(buf, first, last, false)) do
+        if (l:find("↳", 1, true) or l:find("▸", 1, true)) and not seen[l] then
+          seen[l] = true
+          table.insert(seen_list, l)
+        end
+      end
+    end,
+  })
+  if os.getenv("OCTET_TEST_CASE") == "stop" then
+    T.wait("the child's run", function()
+      local k = agents.of(s)[1]
+      return k and k.run_id ~= nil and k.status == "running"
+    end, 60000)
+    local k = agents.of(s)[1]
+    T.fact("child_run", k.run_id)
+    T.fact("root_run", s.run_id)
+    local sent = {}
+    local request = octet.request
+    octet.request = function(method, params, cb)
+      table.insert(sent, { method = method, runId = params and params.runId })
+      return request(method, params, cb)
+    end
+    local prompts = {}
+    vim.ui.select = function(items, opts, on_choice)
+      local labels = {}
+      for _, it in ipairs(items) do
+        table.insert(labels, opts.format_item and opts.format_item(it) or it)
+      end
+      table.insert(prompts, { prompt = opts.prompt, items = labels })
+      on_choice(items[1])
+    end
+    vim.cmd("OctetAgents")
+    octet.request = request -- what the stop sent, nothing later
+    T.fact("select", prompts)
+    T.fact("sent", sent)
+    T.wait("the child cancelled", function()
+      return k.status == "cancelled"
+    end, 60000)
+    T.wait_idle(octet)
+  else
+    T.wait_idle(octet)
+    local k = agents.of(s)[1]
+    T.wait("the child's final status", function()
+      return k and k.status == "completed"
+    end, 30000)
+  end
+  T.fact("seen", seen_list)
+  T.fact("chat", T.text(s.chat.buf))
+  local k = agents.of(s)[1]
+  local row = s.chat:region_rows(k.region)
+  local marks = api.nvim_buf_get_extmarks(s.chat.buf, api.nvim_create_namespace("octet.agents"), { row, 0 }, { row, -1 }, { details = true })
+  local groups = {}
+  for _, m in ipairs(marks) do
+    table.insert(groups, m[4].hl_group)
+  end
+  T.fact("status_groups", groups)
+  T.fact("linked", vim.fn.synIDattr(vim.fn.synIDtrans(vim.fn.hlID(agents.highlights[k.status])), "name"))
+  T.done()
+end)
