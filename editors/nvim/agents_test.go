@@ -1,10 +1,12 @@
 package nvim
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/provider/providertest"
 )
@@ -98,6 +100,53 @@ func TestAgentsStopChild(t *testing.T) {
 		}
 		if g, _ := r["status_groups"].([]any); !slices.Contains(g, any("OctetAgentCancelled")) {
 			t.Errorf("status highlight groups: %v", g)
+		}
+	})
+}
+
+// TestAgentsChildApproval: a child's approval comes to the parent's
+// session; its float names the subagent first (highlighted), and
+// approving it lets the child's write run.
+func TestAgentsChildApproval(t *testing.T) {
+	eachNvim(t, func(t *testing.T, w *world) {
+		gate := make(chan struct{})
+		gateFile := filepath.Join(w.tmp, "tightened")
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			for {
+				select {
+				case <-done:
+					close(gate)
+					return
+				case <-time.After(20 * time.Millisecond):
+				}
+				if _, err := os.Stat(gateFile); err == nil {
+					close(gate)
+					<-done
+					return
+				}
+			}
+		}()
+		w.prov.Enqueue(
+			providertest.Reply(providertest.FunctionCall("s1", "agents_spawn", `{"task":"CHILD-ONE write one.txt"}`)).ForRequestContaining("ROOT-PROMPT"),
+			providertest.Reply(providertest.FunctionCall("w1", "agents_wait", `{"timeout_seconds":60}`)).ForRequestContaining("ROOT-PROMPT"),
+			providertest.Text("The child wrote it.").ForRequestContaining("ROOT-PROMPT"),
+			providertest.Reply(providertest.FunctionCall("e1", "write", `{"path":"one.txt","content":"1\n"}`)).HoldUntil(gate).ForRequestContaining("CHILD-ONE"),
+			providertest.Text("wrote one").ForRequestContaining("CHILD-ONE"),
+		)
+		r := w.run(t, "agents_test.lua", "OCTET_TEST_CASE=approve", "OCTET_TEST_GATE="+gateFile)
+		if f := r.str("float_text"); !strings.HasPrefix(f, "Subagent root/worker1 asks (session ") || !strings.Contains(f, "write") {
+			t.Errorf("the child's approval float:\n%s", f)
+		}
+		if g := r.str("float_first_hl"); g != "OctetAgentPath" {
+			t.Errorf("the float's first line is highlighted %q", g)
+		}
+		if got := readFile(t, filepath.Join(w.ws, "one.txt")); got != "1\n" {
+			t.Errorf("one.txt = %q after approving the child's write", got)
+		}
+		if chat := r.str("chat"); !strings.Contains(chat, "answer: wrote one") || !strings.Contains(chat, "The child wrote it.") {
+			t.Errorf("chat after the child's approved write:\n%s", chat)
 		}
 	})
 }

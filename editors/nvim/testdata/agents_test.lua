@@ -27,7 +27,43 @@ T.run(function()
       end
     end,
   })
-  if os.getenv("OCTET_TEST_CASE") == "stop" then
+  if os.getenv("OCTET_TEST_CASE") == "approve" then
+    -- The child's write is held until the session is tightened to
+    -- auto-read (the Go test watches for the gate file): then it asks.
+    -- Tightened while the root waits (before, agents_wait would be
+    -- refused: delegation is full access only).
+    T.wait("the root's agents_wait", function()
+      local c = s.chat.calls.w1
+      return c and c.tool == "agents_wait"
+    end, 60000)
+    local tightened = false
+    octet.set_mode("auto-read", function(err)
+      tightened = err == nil
+      local f = assert(io.open(os.getenv("OCTET_TEST_GATE"), "w"))
+      f:close()
+    end)
+    T.wait("the session tightened", function()
+      return tightened
+    end)
+    local function float()
+      for _, win in ipairs(api.nvim_list_wins()) do
+        if api.nvim_win_get_config(win).relative ~= "" then
+          return win
+        end
+      end
+    end
+    if not vim.wait(60000, float, 20) then
+      T.fact("chat", T.text(s.chat.buf))
+      T.fact("child", agents.label(agents.of(s)[1]))
+      T.fail("timed out waiting for the child's approval float")
+    end
+    local fbuf = api.nvim_win_get_buf(float())
+    T.fact("float_text", T.text(fbuf))
+    local hl = api.nvim_buf_get_extmarks(fbuf, api.nvim_create_namespace("octet.approval"), { 0, 0 }, { 0, -1 }, { details = true })
+    T.fact("float_first_hl", #hl > 0 and hl[1][4].hl_group or "")
+    api.nvim_feedkeys("a", "x", false)
+    T.wait_idle(octet)
+  elseif os.getenv("OCTET_TEST_CASE") == "stop" then
     T.wait("the child's run", function()
       local k = agents.of(s)[1]
       return k and k.run_id ~= nil and k.status == "running"

@@ -180,7 +180,7 @@ function M.show(a)
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].filetype = "diff"
   if type(a.p.agentPath) == "string" and a.p.agentPath ~= "" then
-    api.nvim_buf_add_highlight(buf, -1, "OctetAgentPath", 0, 0, -1)
+    api.nvim_buf_add_highlight(buf, api.nvim_create_namespace("octet.approval"), "OctetAgentPath", 0, 0, -1)
   end
   local width = 20
   for _, l in ipairs(lines) do
