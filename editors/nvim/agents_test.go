@@ -65,7 +65,8 @@ func TestAgentsShowChildBlock(t *testing.T) {
 // TestAgentsStopChild: the child's model call stalls; :OctetAgents lists
 // the child with its status, and choosing it and "stop" sends
 // octet/cancel with the child's run (not the root's); the child's block
-// shows cancelled and the root's run completes.
+// shows cancelled and the root's run completes. While the child runs the
+// statusline says "1 subagent running".
 func TestAgentsStopChild(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
 		w.prov.Enqueue(
@@ -78,6 +79,12 @@ func TestAgentsStopChild(t *testing.T) {
 		child := r.str("child_run")
 		if child == "" || child == r.str("root_run") {
 			t.Fatalf("child run %q, root run %q", child, r.str("root_run"))
+		}
+		if st := r.str("statusline_running"); !strings.Contains(st, "1 subagent running") {
+			t.Errorf("statusline while the child runs: %q", st)
+		}
+		if st := r.str("statusline_after"); strings.Contains(st, "subagent") {
+			t.Errorf("statusline after the child was stopped: %q", st)
 		}
 		sel, _ := r["select"].([]any)
 		if len(sel) != 2 {

@@ -71,6 +71,7 @@ T.run(function()
     local k = agents.of(s)[1]
     T.fact("child_run", k.run_id)
     T.fact("root_run", s.run_id)
+    T.fact("statusline_running", octet.statusline())
     local sent = {}
     local request = octet.request
     octet.request = function(method, params, cb)
@@ -101,6 +102,7 @@ T.run(function()
       return k and k.status == "completed"
     end, 30000)
   end
+  T.fact("statusline_after", octet.statusline())
   T.fact("seen", seen_list)
   T.fact("chat", T.text(s.chat.buf))
   local k = agents.of(s)[1]

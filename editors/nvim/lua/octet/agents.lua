@@ -296,6 +296,32 @@ function M.at(s, row)
   end
 end
 
+--- The server is gone: children it drove are disconnected.
+function M.disconnected()
+  for _, sid in ipairs(order) do
+    local k = kids[sid]
+    if k and live[k.status] then
+      k.status, k.activity = "disconnected", nil
+      render(k)
+    end
+  end
+end
+
+--- The statusline part for top-level session s: "2 subagents running"
+--- (pending ones count as running), or nil when none runs.
+function M.status(s)
+  local n = 0
+  for _, k in ipairs(M.of(s)) do
+    if k.status == "running" or k.status == "pending" then
+      n = n + 1
+    end
+  end
+  if n == 0 then
+    return nil
+  end
+  return n .. (n == 1 and " subagent" or " subagents") .. " running"
+end
+
 --- Whether child k is still pending, running or idle.
 function M.live(k)
   return live[k.status] == true

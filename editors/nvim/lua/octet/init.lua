@@ -236,6 +236,7 @@ local function on_exit(code, _, stderr)
   state.conn, state.info = nil, nil
   documents.stop()
   approval.clear(nil)
+  agents.disconnected()
   for _, s in pairs(state.sessions) do
     s.state, s.run_id = "stopped", nil
   end
@@ -729,6 +730,10 @@ function M.statusline()
     table.insert(parts, s.message)
   else
     table.insert(parts, s.state)
+  end
+  local kids = agents.status(s)
+  if kids then
+    table.insert(parts, kids)
   end
   if s.model or state.default_model then
     table.insert(parts, s.model or state.default_model)
