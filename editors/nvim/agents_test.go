@@ -16,7 +16,7 @@ import (
 // (agents_wait); the parent's chat shows one block for the child, updated
 // in place: its path, status and task, an activity line naming its read
 // while it works, and at the end "[completed]" (highlighted as done), the
-// child's answer and its usage.
+// child's answer and its usage. gX on the block finds the child.
 func TestAgentsShowChildBlock(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
 		writeFile(t, filepath.Join(w.ws, "notes.txt"), "alpha\nbeta\n")
@@ -55,6 +55,10 @@ func TestAgentsShowChildBlock(t *testing.T) {
 		}
 		if g, _ := r["status_groups"].([]any); !slices.Contains(g, any("OctetAgentCompleted")) {
 			t.Errorf("status highlight groups on the header: %v", g)
+		}
+		if n, _ := r["gx_notes"].([]any); len(n) != 2 || !strings.Contains(n[0].(string), "root/worker1 is completed") ||
+			!strings.Contains(n[1].(string), "no subagent block under the cursor") {
+			t.Errorf("gX on the block, then on the title: %q", n)
 		}
 		if l := r.str("linked"); l != "DiagnosticOk" && l != "DiagnosticHint" {
 			t.Errorf("OctetAgentCompleted resolves to %q", l)

@@ -101,6 +101,23 @@ T.run(function()
     T.wait("the child's final status", function()
       return k and k.status == "completed"
     end, 30000)
+    -- gX on the child's block names it (it has ended: nothing to stop);
+    -- elsewhere it finds no block.
+    vim.cmd("OctetChat")
+    local win = vim.fn.bufwinid(s.chat.buf)
+    api.nvim_set_current_win(win)
+    local notes = {}
+    local notify = vim.notify
+    vim.notify = function(msg)
+      table.insert(notes, msg)
+    end
+    local row = s.chat:region_rows(k.region)
+    api.nvim_win_set_cursor(win, { row + 2, 0 })
+    api.nvim_feedkeys("gX", "x", false)
+    api.nvim_win_set_cursor(win, { 1, 0 })
+    api.nvim_feedkeys("gX", "x", false)
+    vim.notify = notify
+    T.fact("gx_notes", notes)
   end
   T.fact("statusline_after", octet.statusline())
   T.fact("seen", seen_list)

@@ -46,8 +46,8 @@ end
 
 local function first_line(s, max)
   s = vim.trim(tostring(s or "")):gsub("\n.*", " …")
-  if #s > max then
-    s = s:sub(1, max - 1) .. "…"
+  if vim.fn.strchars(s) > max then
+    s = vim.fn.strcharpart(s, 0, max - 1) .. "…"
   end
   return s
 end
@@ -253,7 +253,7 @@ function M.event(p, sessions)
       k.error = e.error
     end
   end
-  if k.activity ~= before then
+  if k.activity ~= before or kind == "assistant_committed" or kind == "run_finished" then
     render(k)
   end
 end

@@ -357,9 +357,11 @@ end
 
 local function new_session_object(sid, title)
   local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title) }
-  vim.keymap.set("n", config.options.keymaps.stop_agent, function()
-    M.stop_agent_at_cursor()
-  end, { buffer = s.chat.buf, desc = "octet: stop the subagent under the cursor" })
+  if config.options.keymaps.stop_agent then
+    vim.keymap.set("n", config.options.keymaps.stop_agent, function()
+      M.stop_agent_at_cursor()
+    end, { buffer = s.chat.buf, desc = "octet: stop the subagent under the cursor" })
+  end
   state.sessions[sid] = s
   return s
 end
