@@ -16,7 +16,8 @@ import (
 // (agents_wait); the parent's chat shows one block for the child, updated
 // in place: its path, status and task, an activity line naming its read
 // while it works, and at the end "[completed]" (highlighted as done), the
-// child's answer and its usage. gX on the block finds the child.
+// child's answer and its usage. gX on the block finds the child. After a
+// restart the resumed session's chat has the child's block again.
 func TestAgentsShowChildBlock(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
 		writeFile(t, filepath.Join(w.ws, "notes.txt"), "alpha\nbeta\n")
@@ -59,6 +60,9 @@ func TestAgentsShowChildBlock(t *testing.T) {
 		if n, _ := r["gx_notes"].([]any); len(n) != 2 || !strings.Contains(n[0].(string), "root/worker1 is completed") ||
 			!strings.Contains(n[1].(string), "no subagent block under the cursor") {
 			t.Errorf("gX on the block, then on the title: %q", n)
+		}
+		if c := r.str("resumed_chat"); !strings.Contains(c, "▸ root/worker1 [completed] CHILD-ONE read notes.txt …") {
+			t.Errorf("the resumed session's chat has no block for its child:\n%s", c)
 		}
 		if l := r.str("linked"); l != "DiagnosticOk" && l != "DiagnosticHint" {
 			t.Errorf("OctetAgentCompleted resolves to %q", l)

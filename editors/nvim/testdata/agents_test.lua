@@ -118,10 +118,27 @@ T.run(function()
     api.nvim_feedkeys("gX", "x", false)
     vim.notify = notify
     T.fact("gx_notes", notes)
+    -- Opened again after a restart, from octet/session/resume: the
+    -- resume's children get their blocks in the new chat.
+    T.fact("chat", T.text(s.chat.buf))
+    octet.stop(10000)
+    T.wait("octet lsp's exit noticed", function()
+      return octet.state.conn == nil
+    end)
+    octet.state.sessions[s.id], octet.state.current = nil, nil
+    vim.cmd("Octet")
+    T.wait("the session resumed", function()
+      local r = octet.session()
+      return r and r ~= s and r.policy == "unsafe_host" and T.text(r.chat.buf):find("▸ root/worker1", 1, true) ~= nil
+    end)
+    T.fact("resumed_chat", T.text(octet.session().chat.buf))
   end
   T.fact("statusline_after", octet.statusline())
   T.fact("seen", seen_list)
-  T.fact("chat", T.text(s.chat.buf))
+  if not T.facts().chat then
+    T.fact("chat", T.text(s.chat.buf))
+  end
+  s = octet.session() -- the resumed one in the "show" case
   local k = agents.of(s)[1]
   local row = s.chat:region_rows(k.region)
   local marks = api.nvim_buf_get_extmarks(s.chat.buf, api.nvim_create_namespace("octet.agents"), { row, 0 }, { row, -1 }, { details = true })

@@ -264,6 +264,10 @@ function M.resumed(s, children)
   for _, ch in ipairs(type(children) == "table" and children or {}) do
     if type(ch) == "table" and type(ch.sessionId) == "string" then
       local k = kid(ch.sessionId, s)
+      if k.top ~= s then
+        -- The session was opened again (a new chat): a new block there.
+        k.top, k.region, k.hl, k.path_hl, k.act_hl = s, nil, nil, nil, nil
+      end
       k.parent = s.id
       k.path = ch.agentPath or k.path
       k.status = ch.status or k.status
