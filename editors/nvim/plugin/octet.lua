@@ -56,6 +56,10 @@ command("OctetApprovals", function()
   require("octet.approval").show()
 end, { desc = "octet: show the pending approval" })
 
+command("OctetAgents", function()
+  octet().agents()
+end, { desc = "octet: list the session's subagents; stop one" })
+
 command("OctetAsk", function(c)
   octet().ask(c.line1, c.line2, c.args)
 end, { nargs = "*", range = true, desc = "octet: ask about the selected lines" })

@@ -62,9 +62,13 @@ function M.decide(a, decision, reason)
 end
 
 local function body(p)
-  local lines = {
-    (p.title or p.tool) .. "   [" .. tostring(p.tool) .. ", " .. tostring(p.effect) .. "]",
-  }
+  local lines = {}
+  if type(p.agentPath) == "string" and p.agentPath ~= "" then
+    -- A delegated child asks (its approvals come to the parent session).
+    table.insert(lines, "Subagent " .. p.agentPath .. " asks"
+      .. (type(p.childSessionId) == "string" and (" (session " .. p.childSessionId .. ")") or "") .. ":")
+  end
+  table.insert(lines, (p.title or p.tool) .. "   [" .. tostring(p.tool) .. ", " .. tostring(p.effect) .. "]")
   if type(p.detail) == "string" and p.detail ~= "" then
     vim.list_extend(lines, vim.split(p.detail, "\n", { plain = true }))
   end
@@ -175,6 +179,9 @@ function M.show(a)
   vim.bo[buf].modifiable = false
   vim.bo[buf].bufhidden = "wipe"
   vim.bo[buf].filetype = "diff"
+  if type(a.p.agentPath) == "string" and a.p.agentPath ~= "" then
+    api.nvim_buf_add_highlight(buf, api.nvim_create_namespace("octet.approval"), "OctetAgentPath", 0, 0, -1)
+  end
   local width = 20
   for _, l in ipairs(lines) do
     width = math.max(width, vim.fn.strdisplaywidth(l))

@@ -133,6 +133,46 @@ function Chat:set_header(b, text)
   self:set_lines(row, row + 1, { text })
 end
 
+--- Appends a region of lines that set_region() replaces in place later
+--- (a delegated child's block); returns its handle.
+function Chat:region(lines)
+  self:ensure_answer_header()
+  local first = self:append(vim.list_extend({ "" }, lines)) + 1
+  local r = {}
+  r.start = api.nvim_buf_set_extmark(self.buf, ns, first, 0, { right_gravity = false })
+  r.stop = api.nvim_buf_set_extmark(self.buf, ns, first + #lines - 1, 0, { right_gravity = false })
+  self.cur = nil
+  return r
+end
+
+--- The first and last row of region r (nil when it is gone).
+function Chat:region_rows(r)
+  if not r then
+    return nil
+  end
+  local s = api.nvim_buf_get_extmark_by_id(self.buf, ns, r.start, {})[1]
+  local e = api.nvim_buf_get_extmark_by_id(self.buf, ns, r.stop, {})[1]
+  if not s or not e then
+    return nil
+  end
+  return s, e
+end
+
+--- Replaces region r's lines; returns the row of its first line.
+function Chat:set_region(r, lines)
+  local s = api.nvim_buf_get_extmark_by_id(self.buf, ns, r.start, {})[1]
+  local e = api.nvim_buf_get_extmark_by_id(self.buf, ns, r.stop, {})[1]
+  if not s or not e then
+    return nil
+  end
+  self:set_lines(s, e + 1, lines)
+  api.nvim_buf_set_extmark(self.buf, ns, s, 0, { id = r.start, right_gravity = false })
+  api.nvim_buf_set_extmark(self.buf, ns, s + #lines - 1, 0, { id = r.stop, right_gravity = false })
+  self.fold_tick = nil
+  self:follow()
+  return s
+end
+
 --- Deletes block b's lines (a provisional attempt the server replaced).
 function Chat:remove(b)
   local s = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.start, {})[1]

@@ -37,7 +37,8 @@ M.defaults = {
   input_height = 5,
   -- Buffer-local keys. Chat input: send (prompt, or steer a running run),
   -- follow_up (queue for when the run ends). Approval float: approve,
-  -- approve_session, deny, deny_reason, close, side_by_side.
+  -- approve_session, deny, deny_reason, close, side_by_side. Chat:
+  -- stop_agent (stop the subagent whose block is under the cursor).
   keymaps = {
     send = "<C-s>",
     follow_up = "<C-f>",
@@ -48,6 +49,7 @@ M.defaults = {
     deny_reason = "r",
     close = "q",
     side_by_side = "v",
+    stop_agent = "gX",
   },
   -- Server log level sent as window/logMessage to :messages (nil: none).
   log_level = nil,

@@ -9,6 +9,7 @@ local rpc = require("octet.rpc")
 local chat = require("octet.chat")
 local approval = require("octet.approval")
 local documents = require("octet.documents")
+local agents = require("octet.agents")
 
 local state = {
   conn = nil,
@@ -105,13 +106,20 @@ local function progress(s, value)
 end
 
 local function on_event(p)
+  if type(p.parentSessionId) == "string" then
+    -- A delegated child's own event: its block in the parent's chat.
+    agents.event(p, state.sessions)
+    return redraw()
+  end
   local s = session(p.sessionId)
   if not s then
     return
   end
   local e, c = p.event or {}, s.chat
   local k = e.kind
-  if k == "run_started" then
+  if k == "agent_updated" then
+    agents.updated(p.sessionId, e, state.sessions)
+  elseif k == "run_started" then
     s.run_id, s.state = p.runId, "running"
   elseif k == "output_delta" then
     c:delta(e.channel, e.text)
@@ -228,6 +236,7 @@ local function on_exit(code, _, stderr)
   state.conn, state.info = nil, nil
   documents.stop()
   approval.clear(nil)
+  agents.disconnected()
   for _, s in pairs(state.sessions) do
     s.state, s.run_id = "stopped", nil
   end
@@ -348,6 +357,11 @@ end
 
 local function new_session_object(sid, title)
   local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title) }
+  if config.options.keymaps.stop_agent then
+    vim.keymap.set("n", config.options.keymaps.stop_agent, function()
+      M.stop_agent_at_cursor()
+    end, { buffer = s.chat.buf, desc = "octet: stop the subagent under the cursor" })
+  end
   state.sessions[sid] = s
   return s
 end
@@ -391,6 +405,7 @@ function M.resume(sid, cb)
         s.chat:notice("Earlier entries are not shown here (octet sessions show " .. sid .. " prints them all).")
       end
       s.chat:transcript(res.transcript, res.recoveredOutput)
+      agents.resumed(s, res.children)
     end
     s.run_id = rpc.nn(res.activeRunId)
     s.state = s.run_id and "running" or "idle"
@@ -718,6 +733,10 @@ function M.statusline()
   else
     table.insert(parts, s.state)
   end
+  local kids = agents.status(s)
+  if kids then
+    table.insert(parts, kids)
+  end
   if s.model or state.default_model then
     table.insert(parts, s.model or state.default_model)
   end
@@ -731,6 +750,53 @@ function M.statusline()
     end
   end
   return table.concat(parts, " · ")
+end
+
+--- Lists the current session's delegated children (vim.ui.select) and
+--- stops the chosen one (:OctetAgents).
+function M.agents()
+  local s = M.session()
+  local list = s and agents.of(s) or {}
+  if #list == 0 then
+    return notify("this session has no subagents", vim.log.levels.INFO)
+  end
+  vim.ui.select(list, { prompt = "octet subagents", format_item = agents.label }, function(k)
+    if not k then
+      return
+    end
+    local actions = { "show in chat" }
+    if agents.live(k) then
+      table.insert(actions, 1, "stop")
+    end
+    vim.ui.select(actions, { prompt = k.path }, function(action)
+      if action == "stop" then
+        agents.stop(k, M.request, notify)
+      elseif action == "show in chat" then
+        M.open(function()
+          local row = s.chat:region_rows(k.region)
+          local win = vim.fn.bufwinid(s.chat.buf)
+          if row and win ~= -1 then
+            api.nvim_win_set_cursor(win, { row + 1, 0 })
+          end
+        end)
+      end
+    end)
+  end)
+end
+
+--- Stops the subagent whose block is under the cursor in a chat window.
+function M.stop_agent_at_cursor()
+  local s
+  for _, x in pairs(state.sessions) do
+    if x.chat.buf == api.nvim_get_current_buf() then
+      s = x
+    end
+  end
+  local k = s and agents.at(s, api.nvim_win_get_cursor(0)[1] - 1)
+  if not k then
+    return notify("no subagent block under the cursor (:OctetAgents lists them)", vim.log.levels.INFO)
+  end
+  agents.stop(k, M.request, notify)
 end
 
 --- Stops the server (VimLeavePre): shutdown and exit, waiting at most
@@ -768,6 +834,10 @@ local function augroup()
     callback = function(a)
       documents.detach(a.buf)
     end,
+  })
+  api.nvim_create_autocmd("ColorScheme", {
+    group = g,
+    callback = agents.define_highlights,
   })
   api.nvim_create_autocmd("VimLeavePre", {
     group = g,
@@ -814,6 +884,7 @@ function M.setup(opts)
   M.configured = true
   config.set(opts)
   augroup()
+  agents.define_highlights()
 end
 
 return M
