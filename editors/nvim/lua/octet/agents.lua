@@ -195,7 +195,8 @@ local function call_what(c)
     s = args.path or args.command or args.pattern or args.url or args.task or ""
   end
   s = first_line(s, 60)
-  return (c.tool or c.name or "tool") .. (s ~= "" and (" " .. s) or "")
+  -- The name is the model's too: one line, bounded, like the argument.
+  return first_line(c.tool or c.name or "tool", 40) .. (s ~= "" and (" " .. s) or "")
 end
 
 --- One of a child's own octet/event notifications (p.parentSessionId set).
