@@ -64,6 +64,28 @@ async function clickNotification(page, label) {
   return text;
 }
 
+// waitForDiffEditor waits for the diff editor that View Diff opens. On a
+// loaded machine a click can land while the toast is still moving and do
+// nothing: the toast comes back after a diff is shown, so while no diff
+// editor appears, View Diff is clicked again (opening a diff twice shows
+// the same one).
+async function waitForDiffEditor(page) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const left = end - Date.now();
+    const ok = await page
+      .waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout: Math.max(1, Math.min(15000, left)) })
+      .then(() => true, () => false);
+    if (ok) {
+      return;
+    }
+    if (Date.now() >= end) {
+      throw new Error("View Diff opened no diff editor in " + timeout + " ms");
+    }
+    await clickNotification(page, "View Diff").catch(() => {});
+  }
+}
+
 async function main() {
   const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   try {
@@ -96,7 +118,7 @@ async function main() {
     // Case 1: approve an edit after opening its diff.
     await send(frame, cfg.approvePrompt);
     seen.approvalNotification = await clickNotification(page, "View Diff");
-    await page.waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout });
+    await waitForDiffEditor(page);
     await page.waitForFunction(
       (t) => [...document.querySelectorAll(".monaco-diff-editor .modified .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
       { timeout },
