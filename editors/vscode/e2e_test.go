@@ -157,6 +157,77 @@ func writeFile(t *testing.T, path, text string) {
 	}
 }
 
+// e2e is one end-to-end run's directories, its octet binary and, once
+// launched, code-server's environment.
+type e2e struct {
+	t                                     *testing.T
+	s                                     stack
+	tmp, ws, home, userDir, extDir, shots string
+	bin                                   string
+	env                                   []string
+}
+
+// newE2E makes the directories of a run (screenshots in $OCTET_E2E_SHOTS
+// when set) and builds octet.
+func newE2E(t *testing.T) *e2e {
+	e := &e2e{t: t, s: findStack(t), tmp: t.TempDir(), shots: os.Getenv("OCTET_E2E_SHOTS")}
+	e.ws, e.home = filepath.Join(e.tmp, "ws"), filepath.Join(e.tmp, "home")
+	e.userDir, e.extDir = filepath.Join(e.tmp, "user"), filepath.Join(e.tmp, "ext")
+	if e.shots == "" {
+		e.shots = filepath.Join(e.tmp, "shots")
+	}
+	for _, d := range []string{e.ws, e.home, e.extDir, e.shots} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.bin = filepath.Join(e.tmp, "octet")
+	run(t, ".", os.Environ(), "go", "build", "-o", e.bin, "github.com/octet-agent/octet/cmd/octet")
+	return e
+}
+
+// launch installs the packaged extension into code-server and starts it
+// on the workspace, octet talking to prov; it returns the URL.
+func (e *e2e) launch(prov *providertest.Server) string {
+	e.env = append(os.Environ(),
+		"PATH="+e.s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"OCTET_HOME="+e.home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"XDG_CONFIG_HOME="+e.tmp, "XDG_DATA_HOME="+e.tmp, "XDG_CACHE_HOME="+e.tmp, "HOME="+e.tmp,
+	)
+	vsix := packageVSIX(e.t, e.s, e.tmp)
+	run(e.t, e.tmp, e.env, e.s.codeServer, "--user-data-dir", e.userDir, "--extensions-dir", e.extDir, "--install-extension", vsix)
+	return startCodeServer(e.t, e.s, e.env, e.userDir, e.extDir, e.ws)
+}
+
+// drive runs the puppeteer script e2e/<script> against url with cfg (plus
+// the stack's and the run's own keys), bounded by d, and decodes what it
+// saw into seen; a script that failed (its "failed" key) fails the test
+// with its screenshots and the logs.
+func (e *e2e) drive(script, url string, cfg map[string]string, d time.Duration, seen any) {
+	e.t.Helper()
+	cfg["codeServerDir"], cfg["chromium"], cfg["url"], cfg["workspace"], cfg["shots"] = e.s.codeServerDir, e.s.chromium, url, e.ws, e.shots
+	data, _ := json.Marshal(cfg)
+	cfgPath := filepath.Join(e.tmp, "drive.json")
+	writeFile(e.t, cfgPath, string(data))
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(e.s.node24, "node"), filepath.Join("e2e", script), cfgPath)
+	cmd.Env = e.env
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var failed struct{ Failed string }
+	jerr := json.Unmarshal(out, &failed)
+	if jerr == nil {
+		jerr = json.Unmarshal(out, seen)
+	}
+	if err != nil || jerr != nil || failed.Failed != "" {
+		logs, _ := os.ReadFile(filepath.Join(e.tmp, "code-server.log"))
+		e.t.Fatalf("driver: %v %v\n%s\nstderr: %s\nscreenshots in %s\ncode-server log:\n%s\noctet output channel:\n%s",
+			err, jerr, out, stderr.String(), e.shots, tail(logs), extensionLog(e.userDir))
+	}
+}
+
 // TestVSCodeChatApprovals installs the .vsix into code-server, opens a
 // workspace, sends a prompt through the chat view, opens the approval's
 // diff and approves it from the notification (the file changes on disk),
@@ -165,24 +236,13 @@ func writeFile(t *testing.T, path, text string) {
 // session comes back in the chat), and approves in the chat an edit of a
 // file open in the editor (it lands in the unsaved buffer; undo reverts it).
 func TestVSCodeChatApprovals(t *testing.T) {
-	s := findStack(t)
-	tmp := t.TempDir()
-	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
-	userDir, extDir, shots := filepath.Join(tmp, "user"), filepath.Join(tmp, "ext"), os.Getenv("OCTET_E2E_SHOTS")
-	if shots == "" {
-		shots = filepath.Join(tmp, "shots")
-	}
-	for _, d := range []string{ws, home, extDir, shots} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e := newE2E(t)
+	ws, userDir := e.ws, e.userDir
 	writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
 	writeFile(t, filepath.Join(ws, "b.txt"), "bye\n")
 	writeFile(t, filepath.Join(ws, "c.txt"), "quiet\n")
 
-	bin := filepath.Join(tmp, "octet")
-	run(t, ".", os.Environ(), "go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet")
+	bin := e.bin
 	settings, _ := json.Marshal(map[string]any{
 		"octet.path":                                   bin,
 		"security.workspace.trust.enabled":             false,
@@ -211,32 +271,8 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		providertest.Reply(providertest.FunctionCall("call_3", "edit", `{"path":"c.txt","old_text":"quiet","new_text":"LOUD"}`)),
 		providertest.Text("c.txt is loud now."),
 	)
-	env := append(os.Environ(),
-		"PATH="+s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_CACHE_HOME="+tmp, "HOME="+tmp,
-	)
-	vsix := packageVSIX(t, s, tmp)
-	run(t, tmp, env, s.codeServer, "--user-data-dir", userDir, "--extensions-dir", extDir, "--install-extension", vsix)
-	url := startCodeServer(t, s, env, userDir, extDir, ws)
+	url := e.launch(prov)
 
-	cfg, _ := json.Marshal(map[string]string{
-		"codeServerDir": s.codeServerDir, "chromium": s.chromium, "url": url, "workspace": ws, "shots": shots,
-		"approvePrompt": "Please greet the world in a.txt", "proposedText": "hello, world",
-		"approveAnswer": "I changed a.txt as asked:", "sessionTitle": "Please greet the world in a.txt",
-		"denyPrompt": "Now change b.txt too", "denyReason": "b.txt is frozen", "denyAnswer": "b.txt stays as it was.",
-		"openFile": "c.txt", "bufferPrompt": "Shout in c.txt", "bufferText": "LOUD", "bufferAnswer": "c.txt is loud now.",
-		"newTitle": "Greetings",
-	})
-	cfgPath := filepath.Join(tmp, "drive.json")
-	writeFile(t, cfgPath, string(cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	drive := exec.CommandContext(ctx, filepath.Join(s.node24, "node"), filepath.Join("e2e", "drive.mjs"), cfgPath)
-	drive.Env = env
-	var stderr bytes.Buffer
-	drive.Stderr = &stderr
-	out, err := drive.Output()
 	var seen struct {
 		Failed, ApprovalNotification, DiffTab string
 		RunDiffTab                            string
@@ -249,12 +285,13 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		BufferDirty, Renamed                  bool
 		ForkRows, RowsAfterDelete             int
 	}
-	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
-		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
-		octetLog := extensionLog(userDir)
-		t.Fatalf("driver: %v %v\n%s\nstderr: %s\nscreenshots in %s\ncode-server log:\n%s\noctet output channel:\n%s",
-			err, jerr, out, stderr.String(), shots, tail(logs), octetLog)
-	}
+	e.drive("drive.mjs", url, map[string]string{
+		"approvePrompt": "Please greet the world in a.txt", "proposedText": "hello, world",
+		"approveAnswer": "I changed a.txt as asked:", "sessionTitle": "Please greet the world in a.txt",
+		"denyPrompt": "Now change b.txt too", "denyReason": "b.txt is frozen", "denyAnswer": "b.txt stays as it was.",
+		"openFile": "c.txt", "bufferPrompt": "Shout in c.txt", "bufferText": "LOUD", "bufferAnswer": "c.txt is loud now.",
+		"newTitle": "Greetings",
+	}, 8*time.Minute, &seen)
 
 	// The approved edit reached the file; the denied one did not.
 	if got, _ := os.ReadFile(filepath.Join(ws, "a.txt")); string(got) != "hello, world\n" {
@@ -310,14 +347,14 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	if !seen.Renamed || seen.ForkRows != 2 || seen.RowsAfterDelete != 1 {
 		t.Errorf("sessions view: renamed %v, rows after fork %d (want 2), after deleting the fork %d (want 1)", seen.Renamed, seen.ForkRows, seen.RowsAfterDelete)
 	}
-	sessions, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
+	sessions, _ := filepath.Glob(filepath.Join(e.home, "sessions", "*.jsonl"))
 	if len(sessions) != 1 {
 		t.Fatalf("session files %v, want one", sessions)
 	}
 	if data, _ := os.ReadFile(sessions[0]); !strings.Contains(string(data), `{"kind":"title","title":"Greetings"}`) {
 		t.Errorf("the session file does not record the new title:\n%s", tail(data))
 	}
-	t.Logf("screenshots in %s", shots)
+	t.Logf("screenshots in %s", e.shots)
 }
 
 // extensionLog returns the octet output channel's log files.
@@ -348,21 +385,10 @@ func tail(b []byte) []byte {
 // screenshot is media/subagents.png when OCTET_E2E_SHOTS is the media
 // directory.
 func TestVSCodeSubAgents(t *testing.T) {
-	s := findStack(t)
-	tmp := t.TempDir()
-	ws, home := filepath.Join(tmp, "ws"), filepath.Join(tmp, "home")
-	userDir, extDir, shots := filepath.Join(tmp, "user"), filepath.Join(tmp, "ext"), os.Getenv("OCTET_E2E_SHOTS")
-	if shots == "" {
-		shots = filepath.Join(tmp, "shots")
-	}
-	for _, d := range []string{ws, home, extDir, shots} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e := newE2E(t)
+	ws, userDir := e.ws, e.userDir
 	writeFile(t, filepath.Join(ws, "notes.txt"), "release on friday\n")
-	bin := filepath.Join(tmp, "octet")
-	run(t, ".", os.Environ(), "go", "build", "-o", bin, "github.com/octet-agent/octet/cmd/octet")
+	bin := e.bin
 	settings, _ := json.Marshal(map[string]any{
 		"security.workspace.trust.enabled":             false,
 		"workbench.startupEditor":                      "none",
@@ -395,29 +421,8 @@ func TestVSCodeSubAgents(t *testing.T) {
 		providertest.Text("The second worker was stopped.").ForRequestContaining("ROOT-TWO"),
 		providertest.Stall().ForRequestContaining("CHILD-TWO"),
 	)
-	env := append(os.Environ(),
-		"PATH="+s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"OCTET_HOME="+home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
-		"XDG_CONFIG_HOME="+tmp, "XDG_DATA_HOME="+tmp, "XDG_CACHE_HOME="+tmp, "HOME="+tmp,
-	)
-	vsix := packageVSIX(t, s, tmp)
-	run(t, tmp, env, s.codeServer, "--user-data-dir", userDir, "--extensions-dir", extDir, "--install-extension", vsix)
-	url := startCodeServer(t, s, env, userDir, extDir, ws)
+	url := e.launch(prov)
 
-	cfg, _ := json.Marshal(map[string]string{
-		"codeServerDir": s.codeServerDir, "chromium": s.chromium, "url": url, "workspace": ws, "shots": shots,
-		"prompt": "ROOT-PROMPT: ask a worker what notes.txt says", "rootAnswer": "the release is on friday.",
-		"stopPrompt": "ROOT-TWO: start a slow worker", "stopAnswer": "The second worker was stopped.",
-	})
-	cfgPath := filepath.Join(tmp, "drive.json")
-	writeFile(t, cfgPath, string(cfg))
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	drive := exec.CommandContext(ctx, filepath.Join(s.node24, "node"), filepath.Join("e2e", "drive-agents.mjs"), cfgPath)
-	drive.Env = env
-	var stderr bytes.Buffer
-	drive.Stderr = &stderr
-	out, err := drive.Output()
 	var seen struct {
 		Failed, Log                             string
 		Cards, CardsAfterStop                   int
@@ -427,11 +432,10 @@ func TestVSCodeSubAgents(t *testing.T) {
 		StatusesAfterStop                       []string
 		DistinctSessions                        int
 	}
-	if jerr := json.Unmarshal(out, &seen); err != nil || jerr != nil || seen.Failed != "" {
-		logs, _ := os.ReadFile(filepath.Join(tmp, "code-server.log"))
-		t.Fatalf("driver: %v %v\n%s\nstderr: %s\nscreenshots in %s\ncode-server log:\n%s\noctet output channel:\n%s",
-			err, jerr, out, stderr.String(), shots, tail(logs), extensionLog(userDir))
-	}
+	e.drive("drive-agents.mjs", url, map[string]string{
+		"prompt": "ROOT-PROMPT: ask a worker what notes.txt says", "rootAnswer": "the release is on friday.",
+		"stopPrompt": "ROOT-TWO: start a slow worker", "stopAnswer": "The second worker was stopped.",
+	}, 5*time.Minute, &seen)
 	if seen.Cards != 1 {
 		t.Errorf("%d sub-agent cards, want 1", seen.Cards)
 	}
@@ -459,5 +463,5 @@ func TestVSCodeSubAgents(t *testing.T) {
 		t.Errorf("after Stop: cards %v of %d sessions (want the first completed, the second cancelled, 2 sessions), cancelled card %q, Stop button still there: %v",
 			seen.StatusesAfterStop, seen.DistinctSessions, seen.StoppedPath, seen.StoppedHasButton)
 	}
-	t.Logf("card: %+v; screenshots in %s", seen, shots)
+	t.Logf("card: %+v; screenshots in %s", seen, e.shots)
 }
