@@ -6,46 +6,19 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { openChat, timeout } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
 const puppeteer = require("puppeteer-core");
 const seen = {};
-const timeout = 120000;
 let page;
-
-async function chatFrame(page) {
-  const end = Date.now() + timeout;
-  while (Date.now() < end) {
-    for (const f of page.frames()) {
-      let has;
-      try {
-        has = f.evaluate(() => document.getElementById("prompt") !== null).catch(() => false);
-      } catch {
-        continue;
-      }
-      if (await Promise.race([has, new Promise((r) => setTimeout(() => r(false), 2000))])) return f;
-    }
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  throw new Error("the octet chat view did not appear");
-}
 
 async function main() {
   const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   try {
-    page = await browser.newPage();
-    await page.setViewport({ width: 1400, height: 900 });
-    await page.goto(`${cfg.url}/?folder=${encodeURIComponent(cfg.workspace)}`, { waitUntil: "networkidle2", timeout: 90000 });
-    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
-    const icon = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
-    await icon.click();
-    const frame = await chatFrame(page);
-    const bar = await page.$eval(".part.sidebar", (e) => { const r = e.getBoundingClientRect(); return { x: r.right, y: r.top + r.height / 2 }; });
-    await page.mouse.move(bar.x + 1, bar.y);
-    await page.mouse.down();
-    await page.mouse.move(bar.x + 260, bar.y, { steps: 10 });
-    await page.mouse.up();
+    let frame;
+    ({ page, frame } = await openChat(browser, cfg));
     await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
 
     const box = await frame.$("#prompt");

@@ -6,34 +6,16 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
+import { chatFrame, openChat, send, timeout } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
 const puppeteer = require("puppeteer-core");
 const seen = {};
-const timeout = 120000;
 let page;
 
 function shot(page, name) {
   return page.screenshot({ path: path.join(cfg.shots, name) });
-}
-
-// chatFrame finds the frame of the octet chat webview.
-async function chatFrame(page) {
-  const end = Date.now() + timeout;
-  while (Date.now() < end) {
-    for (const f of page.frames()) {
-      let has;
-      try {
-        has = f.evaluate(() => document.getElementById("prompt") !== null).catch(() => false);
-      } catch {
-        continue; // a detached frame of the page before a reload
-      }
-      if (await Promise.race([has, new Promise((r) => setTimeout(() => r(false), 2000))])) return f;
-    }
-    await new Promise((r) => setTimeout(r, 300));
-  }
-  throw new Error(`the octet chat view did not appear; frames: ${page.frames().map((f) => f.url()).join(", ")}`);
 }
 
 async function chatText(frame, text, what) {
@@ -43,13 +25,6 @@ async function chatText(frame, text, what) {
     const got = await frame.evaluate(() => document.getElementById("log").innerText).catch(() => "?");
     throw new Error(`${what}: the chat never showed ${JSON.stringify(text)}; it shows:\n${got}`);
   }
-}
-
-async function send(frame, text) {
-  const box = await frame.$("#prompt");
-  await box.click();
-  await box.type(text);
-  await box.press("Enter");
 }
 
 // clickNotification clicks the button labelled label of a notification toast.
@@ -89,19 +64,8 @@ async function waitForDiffEditor(page) {
 async function main() {
   const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   try {
-    page = await browser.newPage();
-    await page.setViewport({ width: 1400, height: 900 });
-    await page.goto(`${cfg.url}/?folder=${encodeURIComponent(cfg.workspace)}`, { waitUntil: "networkidle2", timeout: 90000 });
-    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
-    const icon = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
-    await icon.click();
-    let frame = await chatFrame(page);
-    // A wider side bar, so the chat reads well in the screenshots.
-    const bar = await page.$eval(".part.sidebar", (e) => { const r = e.getBoundingClientRect(); return { x: r.right, y: r.top + r.height / 2 }; });
-    await page.mouse.move(bar.x + 1, bar.y);
-    await page.mouse.down();
-    await page.mouse.move(bar.x + 260, bar.y, { steps: 10 });
-    await page.mouse.up();
+    let frame;
+    ({ page, frame } = await openChat(browser, cfg));
     // And a taller chat: the Sessions pane gets the bottom quarter.
     const sessions = await page.$$eval(".part.sidebar .pane-header", (hs) => {
       const h = hs.find((e) => e.innerText.includes("Sessions"));
