@@ -21,8 +21,9 @@ type children struct {
 	as *acpSession
 
 	mu sync.Mutex
-	// shown is the last status sent for each child, by child session id.
-	shown map[string]team.Status
+	// shown is the last tool call status sent for each child (what the
+	// client sees: childStatus), by child session id.
+	shown map[string]string
 	// asked are the tool call ids shown for the child calls that asked for
 	// permission, by child session id and call id.
 	asked map[[2]string]string
@@ -36,7 +37,7 @@ func (as *acpSession) delegation(cfg *team.Config) {
 		cfg.OnUpdate, cfg.OnEvent, cfg.Approver = s.updated, s.event, s.approver
 		return
 	}
-	c := &children{as: as, shown: map[string]team.Status{}, asked: map[[2]string]string{}}
+	c := &children{as: as, shown: map[string]string{}, asked: map[[2]string]string{}}
 	cfg.OnUpdate = c.updated
 	cfg.OnEvent = c.event
 	cfg.Approver = func(child team.Snapshot) tools.Approver { return childApprover{c: c, child: child} }
@@ -75,14 +76,16 @@ func (c *children) updated(child team.Snapshot) {
 	// different goroutines still reach the client in the order recorded.
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A change the client cannot see is not sent (an idle child is
+	// already shown completed, with its answer; its end for good at the
+	// run's terminal adds nothing).
+	status := childStatus(child.Status)
 	prev, seen := c.shown[child.SessionID]
-	c.shown[child.SessionID] = child.Status
-	// An idle child is already shown completed, with its answer: its end
-	// for good at the run's terminal adds nothing the client can show.
-	if seen && (prev == child.Status || prev == team.StatusIdle && child.Status == team.StatusCompleted) {
+	c.shown[child.SessionID] = status
+	if seen && prev == status {
 		return
 	}
-	u := map[string]any{"toolCallId": childCallID(child), "status": childStatus(child.Status), "_meta": childMeta(child)}
+	u := map[string]any{"toolCallId": childCallID(child), "status": status, "_meta": childMeta(child)}
 	if !seen {
 		u["sessionUpdate"] = "tool_call"
 		u["title"] = child.Path + ": " + clip(child.Task, 200)
