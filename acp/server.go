@@ -273,7 +273,7 @@ func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientC
 	spec := server.AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Approver: as,
 		Principal: "editor:" + hdr.ID, Rules: as.rules, MCPServers: mcp,
-		Delegation: as.delegation,
+		Delegation: as.delegation, Policy: as.rules.RecordedPolicy(),
 	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
 		as.files = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}

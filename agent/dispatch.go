@@ -545,11 +545,16 @@ func (r *Run) settlePending(text string) error {
 	return nil
 }
 
-// toolDefs returns the host's tools as provider function tools.
+// toolDefs returns the host's tools the broker's current policy could
+// admit (Broker.Offers), as provider function tools: a session that was
+// tightened is not offered tools it would deny at every call.
 func (a *Agent) toolDefs() []provider.FunctionTool {
 	ts := a.cfg.Host.Tools()
 	out := make([]provider.FunctionTool, 0, len(ts))
 	for _, t := range ts {
+		if !a.cfg.Broker.Offers(t) {
+			continue
+		}
 		out = append(out, provider.FunctionTool{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})
 	}
 	return out

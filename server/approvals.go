@@ -213,6 +213,20 @@ func (b *ruleBook) setPolicy(broker *tools.Broker, p tools.Policy) (tools.Effect
 	return broker.SetPolicy(p)
 }
 
+// recordedPolicy is the effect policy the session last recorded (nil:
+// none, or one this build does not know).
+func (b *ruleBook) recordedPolicy() *tools.Policy {
+	_, name := b.state()
+	if name == "" {
+		return nil
+	}
+	p, err := tools.ParsePolicy(name)
+	if err != nil {
+		return nil
+	}
+	return &p
+}
+
 // restorePolicy applies the session's recorded policy to broker when it
 // is still no looser than the launch policy; a recorded policy looser
 // than today's launch policy (the configuration was tightened since) is

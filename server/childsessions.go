@@ -14,6 +14,7 @@ import (
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // Delegated children's sessions in the session methods (protocol v1.1):
@@ -414,7 +415,9 @@ func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
 // childForker forks from a session file's entries; runtimeBackend
 // implements it.
 type childForker interface {
-	ForkFrom(ctx context.Context, hdr session.Header, entryID string, entries []session.Entry, approver approverFunc) (sessionHandle, error)
+	ForkFrom(ctx context.Context, hdr session.Header, entryID string, entries []session.Entry, approver approverFunc, policy *tools.Policy) (sessionHandle, error)
+	// RecordedPolicy is the effect policy a session's file last recorded.
+	RecordedPolicy(id string) *tools.Policy
 }
 
 // forkChild forks a child's session: a new, ordinary session (no parent)
@@ -434,8 +437,18 @@ func (s *Server) forkChild(ctx context.Context, cs team.ChildSession, entryID st
 	if err != nil {
 		return nil, err
 	}
+	// The fork acts with its parent's authority, as the child did: the
+	// parent's live policy when it is open here, else its recorded one.
+	policy := fb.RecordedPolicy(cs.ParentSessionID)
+	s.mu.Lock()
+	if parent, ok := s.sessions[cs.ParentSessionID]; ok {
+		if p := currentPolicy(parent.handle); p != nil {
+			policy = p
+		}
+	}
+	s.mu.Unlock()
 	holder := &approverHolder{}
-	h, err := fb.ForkFrom(ctx, hdr, entryID, prefix, holder.confirm)
+	h, err := fb.ForkFrom(ctx, hdr, entryID, prefix, holder.confirm, policy)
 	if err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("fork session %s at %s: %v", cs.SessionID, entryID, err))
 	}

@@ -28,5 +28,9 @@ func (r SessionRules) SetPolicy(broker *tools.Broker, p tools.Policy) (tools.Eff
 // no looser than the launch policy.
 func (r SessionRules) RestorePolicy(broker *tools.Broker) { r.restorePolicy(broker) }
 
+// RecordedPolicy is the effect policy the session last recorded (nil:
+// none): AgentSpec.Policy of a resumed session.
+func (r SessionRules) RecordedPolicy() *tools.Policy { return r.recordedPolicy() }
+
 // Revoke durably revokes the standing approval id.
 func (r SessionRules) Revoke(id string) error { return r.revoke(id) }

@@ -73,6 +73,15 @@ type AgentSpec struct {
 	// configuration of the session's children (events, agent_updated,
 	// approvals naming the child, cancel of a child's run).
 	Delegation func(*team.Config)
+	// Policy is the session's own effect policy as far as it is known
+	// before its agent exists: octet/session/new's effectPolicy, or what a
+	// resumed session recorded (nil: the launch policy). NewAgent builds
+	// the broker at this policy (or the launch policy, when Policy is
+	// looser) before anything that acts with the session's authority
+	// starts: MCP servers follow the session's policy, never the launch
+	// policy the editor started octet with. The caller records it and
+	// applies it again afterwards (the ledger is the record).
+	Policy *tools.Policy
 	// MCPServers are MCP servers the client handed in for this session
 	// (ACP's session/new): they start under the rules of configured ones
 	// (only under unsafe_host; pinned; never under --offline), asked for
@@ -129,11 +138,19 @@ func (b runtimeBackend) Create(ctx context.Context, spec sessionSpec) (sessionHa
 	if st, err := os.Stat(spec.Cwd); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("workspace %s is not a directory", spec.Cwd)
 	}
+	var policy *tools.Policy
+	if spec.EffectPolicy != "" {
+		p, err := tools.ParsePolicy(spec.EffectPolicy)
+		if err != nil {
+			return nil, err
+		}
+		policy = &p
+	}
 	sess, err := session.Create(b.rt.SessionsDir, session.Header{Cwd: spec.Cwd, Title: spec.Title})
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.attach(ctx, sess, spec.Model, spec.Reasoning, spec.Approver)
+	h, err := b.attach(ctx, sess, spec.Model, spec.Reasoning, spec.Approver, policy)
 	if err == nil && spec.EffectPolicy != "" {
 		err = h.applyEffectPolicy(spec.EffectPolicy)
 		if err != nil {
@@ -163,7 +180,7 @@ func (b runtimeBackend) Open(ctx context.Context, id string, approver approverFu
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.attach(ctx, sess, "", "", approver)
+	h, err := b.attach(ctx, sess, "", "", approver, newRuleBook(sess, slog.Default()).recordedPolicy())
 	if err != nil {
 		_ = sess.Close()
 		return nil, err
@@ -209,7 +226,7 @@ func (b runtimeBackend) List(context.Context) ([]sessionInfo, error) {
 	return out, nil
 }
 
-func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model, reasoning string, approver approverFunc) (*runtimeSession, error) {
+func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model, reasoning string, approver approverFunc, policy *tools.Policy) (*runtimeSession, error) {
 	rt := b.rt
 	if rt.NewAgent == nil {
 		return nil, errors.New("server: Runtime.NewAgent is nil")
@@ -224,7 +241,7 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	built, err := rt.NewAgent(ctx, AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
 		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID, Rules: rules,
-		Documents: docs, Delegation: delegation,
+		Documents: docs, Delegation: delegation, Policy: policy,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build agent: %w", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"unicode"
@@ -14,6 +15,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // Session lifecycle (protocol v1.1): octet/session/rename, fork, delete
@@ -58,27 +60,59 @@ func (s *runtimeSession) Rename(title string) error { return s.sess.SetTitle(tit
 // Entries implements lifecycleSession.
 func (s *runtimeSession) Entries() []session.Entry { return s.sess.Branch() }
 
-// Fork implements lifecycleBackend.
+// Fork implements lifecycleBackend. The fork has the source's current
+// effect policy: a fork of a session that asks before acting asks too.
 func (b runtimeBackend) Fork(ctx context.Context, src sessionHandle, entryID string, entries []session.Entry, approver approverFunc) (sessionHandle, error) {
-	return b.ForkFrom(ctx, session.Header{ID: src.ID(), Cwd: src.Cwd(), Title: src.Title()}, entryID, entries, approver)
+	return b.ForkFrom(ctx, session.Header{ID: src.ID(), Cwd: src.Cwd(), Title: src.Title()}, entryID, entries, approver, currentPolicy(src))
+}
+
+// currentPolicy is h's current effect policy, or nil for a handle that has
+// none.
+func currentPolicy(h sessionHandle) *tools.Policy {
+	rs, ok := h.(*runtimeSession)
+	if !ok {
+		return nil
+	}
+	p := rs.built.Agent.Broker().Policy()
+	return &p
 }
 
 // ForkFrom implements childForker: a fork of the session whose header is
-// src.
-func (b runtimeBackend) ForkFrom(ctx context.Context, src session.Header, entryID string, entries []session.Entry, approver approverFunc) (sessionHandle, error) {
+// src, with effect policy policy (nil: the launch policy), recorded in
+// the fork's ledger before it is returned.
+func (b runtimeBackend) ForkFrom(ctx context.Context, src session.Header, entryID string, entries []session.Entry, approver approverFunc, policy *tools.Policy) (sessionHandle, error) {
 	sess, err := session.CreateFrom(b.rt.SessionsDir, session.Header{
 		Cwd: src.Cwd, Title: src.Title, ForkOf: src.ID, ForkEntry: entryID,
 	}, entries)
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.attach(ctx, sess, "", "", approver)
+	h, err := b.attach(ctx, sess, "", "", approver, policy)
+	if err == nil && policy != nil {
+		if _, err = h.SetEffectPolicy(*policy); err != nil {
+			_ = h.Close()
+		}
+	}
 	if err != nil {
 		_ = sess.Close()
 		_ = session.Remove(sess.Path())
 		return nil, err
 	}
 	return h, nil
+}
+
+// RecordedPolicy implements childForker: the effect policy session id
+// last recorded, read without opening it for writing (nil: none).
+func (b runtimeBackend) RecordedPolicy(id string) *tools.Policy {
+	if !validSessionID(id) {
+		return nil
+	}
+	sess, err := session.Inspect(filepath.Join(b.rt.SessionsDir, id+".jsonl"))
+	if err != nil {
+		return nil
+	}
+	defer sess.Close()
+	return newRuleBook(sess, slog.Default()).recordedPolicy()
 }
 
 // Delete implements lifecycleBackend.

@@ -149,6 +149,15 @@ type Broker struct {
 	rules           RuleStore
 	confine         *Confinement
 	setMu           *sync.Mutex // serializes SetPolicy (shared with clones)
+	watch           *policyWatchers
+}
+
+// policyWatchers are the OnPolicyChange callbacks of a broker and its
+// clones, called in SetPolicy's order (under setMu).
+type policyWatchers struct {
+	mu   sync.Mutex
+	next int
+	fs   map[int]func(Policy)
 }
 
 // policyState is the policy a call is admitted under, with its evidence
@@ -179,6 +188,7 @@ func NewBroker(cfg BrokerConfig) *Broker {
 	b := &Broker{
 		state:           new(atomic.Pointer[policyState]),
 		setMu:           new(sync.Mutex),
+		watch:           &policyWatchers{fs: map[int]func(Policy){}},
 		launch:          newPolicyState(eff),
 		approver:        cfg.Approver,
 		approvalTimeout: cfg.ApprovalTimeout,
@@ -242,6 +252,7 @@ func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
 	if p == b.launch.policy {
 		b.confine.Set(false)
 		b.state.Store(b.launch)
+		b.watch.notify(p)
 		return b.launch.effective, nil
 	}
 	eff := b.launch.effective
@@ -251,8 +262,50 @@ func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
 		b.confine.Set(true)
 	}
 	b.state.Store(newPolicyState(eff))
+	b.watch.notify(p)
 	return eff, nil
 }
+
+// OnPolicyChange calls f with the new policy after every SetPolicy of
+// this broker or of any broker sharing its policy (a clone), in the
+// order the changes were made, until the returned stop is called. f runs
+// on the caller of SetPolicy, which it holds: what depends on the
+// session's authority (an executable extension, say) is stopped by a
+// tightening before SetPolicy returns. f must not call SetPolicy.
+func (b *Broker) OnPolicyChange(f func(Policy)) (stop func()) {
+	w := b.watch
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	id := w.next
+	w.next++
+	w.fs[id] = f
+	return func() {
+		w.mu.Lock()
+		delete(w.fs, id)
+		w.mu.Unlock()
+	}
+}
+
+func (w *policyWatchers) notify(p Policy) {
+	w.mu.Lock()
+	fs := make([]func(Policy), 0, len(w.fs))
+	for id := range w.next {
+		if f, ok := w.fs[id]; ok {
+			fs = append(fs, f)
+		}
+	}
+	w.mu.Unlock()
+	for _, f := range fs {
+		f(p)
+	}
+}
+
+// Offers reports whether the model should be offered t under the
+// current policy: a tool that states its effects (EffectStater) is
+// offered only when the policy could admit or confirm one of them, so a
+// session is never shown tools whose every call it would deny. The
+// decision at each call is still the broker's.
+func (b *Broker) Offers(t Tool) bool { return b.Policy().offers(t) }
 
 // Clone returns the broker of a delegated child agent. It shares this
 // broker's policy and grant store: the launch policy, the live current
@@ -264,7 +317,7 @@ func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
 // for the child's confirmations (so a prompt can name the child).
 func (b *Broker) Clone(principal string, approver Approver) *Broker {
 	c := &Broker{
-		launch: b.launch, state: b.state, setMu: b.setMu, approver: b.approver, approvalTimeout: b.approvalTimeout,
+		launch: b.launch, state: b.state, setMu: b.setMu, watch: b.watch, approver: b.approver, approvalTimeout: b.approvalTimeout,
 		hooks: b.hooks, maxResult: b.maxResult, principal: b.principal,
 		grants: b.grants, log: b.log, redact: b.redact, rules: b.rules, confine: b.confine,
 	}

@@ -151,3 +151,35 @@ func (p Policy) NoLooserThan(q Policy) bool {
 	}
 	return true
 }
+
+// EffectStater is implemented by tools that can state every effect their
+// calls may be classified as, whatever the arguments (a delegation tool:
+// Delegation; an MCP tool: Extension). Such a tool is offered to the
+// model only under a policy that could admit or confirm one of them
+// (Broker.Offers); a tool that does not implement it, or states no
+// effect (an empty list), is always offered and decided call by call.
+// A wrapper of tools forwards it.
+type EffectStater interface {
+	Effects() []Effect
+}
+
+// offers reports whether p could admit or confirm some call of t.
+func (p Policy) offers(t Tool) bool {
+	es, ok := t.(EffectStater)
+	if !ok || len(es.Effects()) == 0 {
+		return true
+	}
+	_, shell := t.(ShellCommander)
+	for _, e := range es.Effects() {
+		facts := []callFacts{{effect: e, shell: shell}}
+		if shell {
+			facts = append(facts, callFacts{effect: e, shell: true, readOnly: true})
+		}
+		for _, f := range facts {
+			if v, _ := p.decide(f); v != verdictDeny {
+				return true
+			}
+		}
+	}
+	return false
+}

@@ -67,6 +67,15 @@ type renamed struct {
 func (r renamed) Name() string        { return r.name }
 func (r renamed) Description() string { return r.desc }
 
+// Effects implements tools.EffectStater for the tool it renames (nil,
+// stating nothing, when that tool states nothing).
+func (r renamed) Effects() []tools.Effect {
+	if es, ok := r.Tool.(tools.EffectStater); ok {
+		return es.Effects()
+	}
+	return nil
+}
+
 // sendMessageTool sends to a descendant or a peer (steering at its next
 // step, or queued for an idle one's next prompt) or, with agent_id
 // "parent", to the caller's parent (its next wait).

@@ -69,6 +69,10 @@ func (base) Classify(json.RawMessage) (tools.Effect, error) {
 	return tools.Delegation, nil
 }
 
+// Effects implements tools.EffectStater: a session whose policy denies
+// delegation is not offered the tool.
+func (base) Effects() []tools.Effect { return []tools.Effect{tools.Delegation} }
+
 // decode parses args strictly into v.
 func decode(args json.RawMessage, v any) error {
 	if err := json.Unmarshal(args, v); err != nil {
@@ -367,6 +371,9 @@ func (messageParentTool) ReplaySafety() tools.ReplaySafety { return tools.Replay
 func (messageParentTool) Classify(json.RawMessage) (tools.Effect, error) {
 	return tools.Delegation, nil
 }
+
+// Effects implements tools.EffectStater.
+func (messageParentTool) Effects() []tools.Effect { return []tools.Effect{tools.Delegation} }
 
 func (t messageParentTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
 	var a struct {

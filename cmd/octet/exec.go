@@ -11,6 +11,7 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -160,7 +161,9 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	}
 	children.endLine = func() { endLine() }
 	st.delegation = children.install
-	a, release, err := st.newAgent(sess, ap, nil)
+	// A continued session keeps the effect policy it recorded (when the
+	// launch policy still allows it), as it would in an editor.
+	a, release, err := st.newAgent(sess, ap, nil, server.NewSessionRules(sess, st.log).RecordedPolicy())
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
 	}

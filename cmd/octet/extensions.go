@@ -2,7 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -13,12 +17,22 @@ import (
 	"github.com/octet-agent/octet/tools/mcp"
 )
 
-// extensions are a stack's MCP servers: started (when the launch policy
-// allows) into the stack's host, listed and re-enabled through
-// server.Extensions, and stopped with the stack.
+// extensions are a stack's MCP servers: started into the stack's host
+// when the launch policy allows and while the session's own policy does
+// (follow), listed and re-enabled through server.Extensions, and stopped
+// with the stack.
 type extensions struct {
 	m       *mcp.Manager
 	offline bool
+
+	// tmp is a temporary directory the servers run in, removed at Close
+	// ("" when they run in $OCTET_HOME/mcp).
+	tmp string
+
+	// runMu serializes apply; applied and held are the last state it set.
+	runMu   sync.Mutex
+	applied bool
+	held    bool
 
 	mu   sync.Mutex
 	subs map[int]func()
@@ -95,11 +109,85 @@ func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log
 		}
 		specs = append(specs, sp)
 	}
+	dir, temp := serverDir(cfg.Home, workspace, log)
+	if temp {
+		x.tmp = dir
+	}
 	x.m = mcp.Start(context.Background(), mcp.Options{
 		Servers: specs, Host: host, Allowed: cfg.MCPToolAllowed, Pins: mcp.OpenPins(cfg.Home),
-		Workspace: workspace, Logger: log, OnChange: x.changed,
+		Workspace: workspace, Dir: dir, Logger: log, OnChange: x.changed,
+		Hold: "waiting for the session's effect policy",
 	})
 	return x
+}
+
+// serverDir is where stdio MCP servers without a configured cwd run: an
+// empty directory of octet's own ($OCTET_HOME/mcp, mode 0700), never the
+// workspace, so what the workspace holds (a module named like the
+// server's, a node_modules/.bin) is not what a configured command finds.
+// When $OCTET_HOME is inside the workspace, or cannot hold it, a private
+// temporary directory (temp is true); "" when there is none (such
+// servers then fail to start, saying so).
+func serverDir(home, workspace string, log *slog.Logger) (dir string, temp bool) {
+	dir = filepath.Join(home, "mcp")
+	if !within(dir, workspace) {
+		err := os.MkdirAll(dir, 0o700)
+		if err == nil {
+			return dir, false
+		}
+		log.Warn("MCP servers: no directory under OCTET_HOME to run in; using a temporary one", "err", err)
+	}
+	tmp, err := os.MkdirTemp("", "octet-mcp-")
+	if err != nil {
+		log.Warn("MCP servers: no directory to run in; stdio servers without cwd will not start", "err", err)
+		return "", false
+	}
+	return tmp, true
+}
+
+// within reports whether p is root or inside it (both absolute, links
+// in root resolved when they can be).
+func within(p, root string) bool {
+	if root == "" {
+		return false
+	}
+	if r, err := filepath.EvalSymlinks(root); err == nil {
+		if q, err := filepath.EvalSymlinks(filepath.Dir(p)); err == nil {
+			p = filepath.Join(q, filepath.Base(p))
+		}
+		root = r
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// follow runs the servers while b's policy admits executable extensions
+// (unsafe_host) and holds them otherwise, now and at every change of
+// the policy, until the returned stop: the session's servers follow its
+// own policy, not the one octet was launched with. The first start is
+// waited for (the session's first request sees their tools); a later
+// one is not.
+func (x *extensions) follow(b *tools.Broker) (stop func()) {
+	x.apply(context.Background(), b.Policy())
+	later, cancel := context.WithCancel(context.Background())
+	cancel()
+	return b.OnPolicyChange(func(p tools.Policy) { x.apply(later, p) })
+}
+
+// apply holds or releases the servers for policy p.
+func (x *extensions) apply(ctx context.Context, p tools.Policy) {
+	x.runMu.Lock()
+	defer x.runMu.Unlock()
+	held := p != tools.UnsafeHost
+	if x.applied && held == x.held {
+		return
+	}
+	x.applied, x.held = true, held
+	if held {
+		x.m.Hold(fmt.Sprintf("effect policy %s (this session): MCP servers run only under unsafe_host", p))
+		return
+	}
+	x.m.Release(ctx)
 }
 
 // clientSecrets are the values of the client-supplied servers' headers
@@ -187,5 +275,9 @@ func (x *extensions) Close() error {
 	x.mu.Lock()
 	clear(x.subs)
 	x.mu.Unlock()
-	return x.m.Close()
+	err := x.m.Close()
+	if x.tmp != "" {
+		err = errors.Join(err, os.RemoveAll(x.tmp))
+	}
+	return err
 }

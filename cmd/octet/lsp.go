@@ -257,7 +257,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	if spec.Delegation != nil {
 		st.delegation = func(_ *session.Session, cfg *team.Config) { spec.Delegation(cfg) }
 	}
-	a, release, err := st.newAgent(spec.Session, spec.Approver, spec.Rules)
+	a, release, err := st.newAgent(spec.Session, spec.Approver, spec.Rules, spec.Policy)
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -169,7 +169,7 @@ func TestMCPListAndUnpin(t *testing.T) {
 	if r := runCLI(t, x.ws, x.vars, "exec", "hi"); r.code != exitOK {
 		t.Fatalf("exec: %s", r.stderr)
 	}
-	if r := runCLI(t, x.ws, x.vars, "mcp", "list"); !strings.Contains(r.stdout, "8 tool definitions pinned") {
+	if r := runCLI(t, x.ws, x.vars, "mcp", "list"); !strings.Contains(r.stdout, "9 tool definitions pinned") {
 		t.Errorf("after a start: %s", r.stdout)
 	}
 	if r := runCLI(t, x.ws, x.vars, "mcp", "unpin", "t"); r.code != exitOK {

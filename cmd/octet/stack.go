@@ -256,10 +256,12 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 }
 
 // newAgent opens an agent on sess with approvals from approver and
-// standing approvals in rules (nil: none). The agent follows context file
-// reloads (SetInstructions) until release is called; release also closes
-// its WebSocket, if any.
-func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore) (a *agent.Agent, release func(), err error) {
+// standing approvals in rules (nil: none), at the session's effect policy
+// policy (nil, or looser than the launch policy: the launch policy). The
+// session's MCP servers run only while its policy admits them. The agent
+// follows context file reloads (SetInstructions) until release is
+// called; release also closes its WebSocket, if any.
+func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore, policy *tools.Policy) (a *agent.Agent, release func(), err error) {
 	broker := tools.NewBroker(tools.BrokerConfig{
 		Policy:          st.cfg.ToolPolicy(),
 		Approver:        approver,
@@ -270,6 +272,11 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		Logger:          st.log,
 		Redactor:        st.redactor,
 	})
+	if policy != nil && *policy != broker.Policy() && policy.NoLooserThan(broker.LaunchPolicy()) {
+		if _, err := broker.SetPolicy(*policy); err != nil {
+			return nil, nil, err
+		}
+	}
 	var reasoning *provider.Reasoning
 	if st.model.Reasoning && st.cfg.Reasoning.Value != "" {
 		reasoning = &provider.Reasoning{Effort: st.cfg.Reasoning.Value}
@@ -304,6 +311,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 	if owner != nil {
 		owner.Bind(a)
 	}
+	unfollow := st.ext.follow(broker)
 	unsubscribe := st.context.Subscribe(func(string) { a.SetInstructions(st.instructions()) })
 	// A reload between agent.New and Subscribe would otherwise be missed.
 	a.SetInstructions(st.instructions())
@@ -311,21 +319,24 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		if owner != nil {
 			owner.Close()
 		}
+		unfollow()
 		unsubscribe()
 		closeTransport()
 	}, nil
 }
 
-// delegationHost is the root agent's tool host: the configured tools, plus
-// the subagents service's delegation tools when the launch policy admits
-// the Delegation effect (unsafe_host, ambient-authority compatibility
-// mode) and the tool allowlist is not narrowed (--tools, tools = [...]
-// name exactly the tools offered). Under the controlled policies they are
-// not offered at all. The
-// owner (nil without delegation) manages the run's children: their teams
-// live beside the session file, each child's agent gets its own
-// transport and a clone of the retry policy, and st.delegation observes
-// them.
+// delegationHost is the root agent's tool host: the stack's own host
+// (live: MCP tools a server registers later, or withdraws, reach the
+// model at its next request) plus the subagents service's delegation
+// tools when the launch policy admits the Delegation effect (unsafe_host)
+// and the tool allowlist is not narrowed (--tools, tools = [...] name
+// exactly the tools offered). The delegation tools state their effect,
+// so a session whose own policy denies delegation is not offered them
+// (tools.Broker.Offers). The owner (nil without delegation) manages the
+// run's children: their teams live beside the session file, each
+// child's agent gets its own transport and a clone of the retry policy,
+// and st.delegation observes them. A stack drives one session, so its
+// host is that session's.
 func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner, error) {
 	if st.cfg.ToolPolicy() != tools.UnsafeHost || st.cfg.Tools.Source != config.SourceDefault {
 		return st.host, nil, nil
@@ -334,10 +345,7 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 	for _, tl := range st.host.Tools() {
 		names = append(names, tl.Name())
 	}
-	host, err := st.host.Filter(names)
-	if err != nil {
-		return nil, nil, err
-	}
+	host := st.host
 	tcfg := team.Config{
 		Dir:     filepath.Join(filepath.Dir(sess.Path()), "teams"),
 		Service: &team.ProductService,

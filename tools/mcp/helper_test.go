@@ -18,7 +18,7 @@ const helperEnv = "OCTET_MCP_TEST_HELPER"
 
 func runHelper() {
 	host := tools.NewHost()
-	m := Start(context.Background(), Options{Host: host, Workspace: os.TempDir(), Servers: []Spec{{
+	m := Start(context.Background(), Options{Host: host, Workspace: os.TempDir(), Dir: os.TempDir(), Servers: []Spec{{
 		Name: "t", Command: os.Getenv(helperEnv), Args: []string{"-linger"}, StartupTimeout: 30 * time.Second, ToolTimeout: 10 * time.Second,
 	}}})
 	defer m.Close()

@@ -6,7 +6,16 @@
 // The package never decides whether a server may start: the caller passes
 // each server's Blocked reason (configuration decides: only under
 // unsafe_host, only when enabled), and a blocked server is listed but no
-// process is started and no connection opened. Every tool classifies as
+// process is started and no connection opened. The caller also holds
+// every server while the session's own policy does not admit them
+// (Options.Hold, Manager.Hold, Manager.Release): a held server is
+// stopped, its tools withdrawn.
+//
+// A hostile workspace must not choose what a configured command runs. A
+// stdio server without a configured cwd starts in Options.Dir, never in
+// the workspace; its command is looked up on PATH without the entries
+// that are relative or inside the workspace, and its PATH has them
+// removed too; the server learns the workspace through MCP roots. Every tool classifies as
 // tools.Extension whatever the server's annotations say (a readOnlyHint
 // never lowers admission), is Sequential and ReplayUnsafe, so the broker
 // admits it only under unsafe_host and crash recovery never re-runs it.
@@ -41,9 +50,9 @@ import (
 // Spec is one configured server.
 type Spec struct {
 	Name string
-	// Command (looked up on octet's PATH when it has no slash), Args, Env
-	// (added to the minimal environment) and Cwd (default: Workspace) of
-	// a stdio server.
+	// Command (looked up on octet's PATH, without its workspace entries,
+	// when it has no slash), Args, Env (added to the minimal environment)
+	// and Cwd (default: Options.Dir) of a stdio server.
 	Command string
 	Args    []string
 	Env     map[string]string
@@ -77,9 +86,18 @@ type Options struct {
 	Allowed func(name string) bool
 	// Pins keeps the tool definition digests; nil pins in memory only.
 	Pins *PinStore
-	// Workspace is a stdio server's default working directory.
+	// Workspace is the session's workspace: told to servers as their MCP
+	// root, and kept out of a stdio server's command lookup and PATH.
 	Workspace string
-	Logger    *slog.Logger
+	// Dir is a stdio server's working directory when its configuration
+	// names none: a directory the workspace does not control (required
+	// for a stdio server without Cwd; such a server fails to start
+	// without it).
+	Dir string
+	// Hold, when set, holds every server from the start (Manager.Hold):
+	// the session's policy is not known, or does not admit them.
+	Hold   string
+	Logger *slog.Logger
 	// OnChange is told about every change (see the package comment).
 	OnChange func()
 	// Backoff is the first restart delay (default 500ms), doubled per
@@ -92,7 +110,7 @@ type Options struct {
 
 // Server states in List.
 const (
-	StateDisabled = "disabled"   // not enabled, or blocked by the launch policy: never started
+	StateDisabled = "disabled"   // not enabled, blocked by the launch policy or held by the session's: not running
 	StateStarting = "starting"   // first start under way
 	StateRunning  = "running"    // connected; its tools are registered
 	StateDown     = "restarting" // crashed or disconnected; restarting after a backoff
@@ -125,15 +143,22 @@ type Manager struct {
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
 
+	// runMu serializes Hold, Release and Enable's restart; hold is the
+	// current hold reason ("" when servers may run).
+	runMu  sync.Mutex
+	hold   string
+	closed bool
+
 	changeMu sync.Mutex
 	changing bool
 	again    bool
 }
 
-// Start starts every server that is not blocked and waits until each has
-// either come up (its tools registered) or failed its first start; a
-// failure is logged with its reason. Servers keep being supervised until
-// Close. ctx bounds only this first wait.
+// Start starts every server that is not blocked (none while opts.Hold
+// is set) and waits until each has either come up (its tools
+// registered) or failed its first start; a failure is logged with its
+// reason. Servers keep being supervised until Close. ctx bounds only
+// this first wait.
 func Start(ctx context.Context, opts Options) *Manager {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -150,34 +175,73 @@ func Start(ctx context.Context, opts Options) *Manager {
 	if opts.Pins == nil {
 		opts.Pins = NewMemoryPins()
 	}
-	m := &Manager{opts: opts, log: opts.Logger}
+	m := &Manager{opts: opts, log: opts.Logger, hold: opts.Hold}
 	m.ctx, m.cancel = context.WithCancel(context.Background())
-	var first sync.WaitGroup
 	for _, sp := range opts.Servers {
 		s := newServer(m, sp)
+		if sp.Blocked == "" && opts.Hold != "" {
+			s.state, s.reason = StateDisabled, opts.Hold
+		}
 		m.servers = append(m.servers, s)
-		if sp.Blocked != "" {
+	}
+	if opts.Hold == "" {
+		m.Release(ctx)
+	}
+	return m
+}
+
+// Hold stops every running server (a stdio server's whole process tree)
+// and withdraws its tools, and keeps every server from starting until
+// Release; reason (required) is listed as why. It returns once they
+// are stopped.
+func (m *Manager) Hold(reason string) {
+	if reason == "" {
+		reason = "held"
+	}
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	m.hold = reason
+	for _, s := range m.servers {
+		if s.spec.Blocked == "" {
+			s.hold(reason)
+		}
+	}
+	m.changed()
+}
+
+// Release lets servers run again after Hold: every server that is not
+// blocked, and not running, starts. It waits until each has come up or
+// failed its first start, or ctx ends (an ended ctx returns at once,
+// the servers starting in the background).
+func (m *Manager) Release(ctx context.Context) {
+	m.runMu.Lock()
+	m.hold = ""
+	var first sync.WaitGroup
+	for _, s := range m.servers {
+		if s.spec.Blocked != "" {
 			continue
 		}
 		first.Add(1)
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			s.supervise(first.Done)
-		}()
+		if !s.start(first.Done) {
+			first.Done()
+		}
 	}
+	m.runMu.Unlock()
+	m.changed()
 	done := make(chan struct{})
 	go func() { first.Wait(); close(done) }()
 	select {
 	case <-done:
 	case <-ctx.Done():
 	}
-	return m
 }
 
 // Close stops every server (a stdio server's whole process tree) and
 // removes their tools from the host.
 func (m *Manager) Close() error {
+	m.runMu.Lock()
+	m.closed = true
+	m.runMu.Unlock()
 	m.cancel()
 	m.wg.Wait()
 	for _, s := range m.servers {
@@ -237,16 +301,17 @@ func (m *Manager) Enable(name string, names []string) ([]string, error) {
 	if s.spec.Blocked != "" {
 		return nil, fmt.Errorf("MCP server %q is not started: %s", name, s.spec.Blocked)
 	}
+	m.runMu.Lock()
+	defer m.runMu.Unlock()
+	if m.hold != "" {
+		return nil, fmt.Errorf("MCP server %q is not started: %s", name, m.hold)
+	}
 	pinned, err := s.repin(names)
 	if err != nil {
 		return nil, err
 	}
 	if s.restartFailed() {
-		m.wg.Add(1)
-		go func() {
-			defer m.wg.Done()
-			s.supervise(func() {})
-		}()
+		s.start(func() {})
 	}
 	m.changed()
 	return pinned, nil

@@ -88,6 +88,9 @@ func start(t *testing.T, opts Options) *fixture {
 	if opts.Workspace == "" {
 		opts.Workspace = t.TempDir()
 	}
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
 	f.m = Start(context.Background(), opts)
 	t.Cleanup(func() { f.m.Close() })
 	f.broker = tools.NewBroker(tools.BrokerConfig{Policy: tools.UnsafeHost})

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,7 +59,8 @@ type server struct {
 	restarts  int
 	errs      []string
 	sess      *sdk.ClientSession
-	running   bool // a supervise loop is active
+	loop      *loop // the supervise loop, nil when none runs
+	held      bool  // Manager.Hold: registers no tools until started again
 	presented []*definition
 	infos     []ToolInfo
 }
@@ -97,38 +99,94 @@ func (s *server) current() (*sdk.ClientSession, string) {
 	return nil, s.state + ": " + s.reason
 }
 
+// loop is one running supervise loop: cancel stops it, done is closed
+// when it has ended (its connection closed, its process tree stopped).
+type loop struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
 // restartFailed reports whether the server had given up, marking it
 // starting again (the caller starts a supervise loop).
 func (s *server) restartFailed() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != StateFailed || s.running {
+	if s.state != StateFailed || s.loop != nil {
 		return false
 	}
 	s.state, s.reason = StateStarting, "re-enabled"
 	return true
 }
 
-// supervise runs the server until the manager closes: connect, wait for
-// the connection to end, restart after a bounded backoff. up is called
+// start starts the supervise loop unless one runs (up as in supervise)
+// and reports whether it did. The caller holds m.runMu.
+func (s *server) start(up func()) bool {
+	if s.m.closed {
+		return false
+	}
+	s.mu.Lock()
+	if s.loop != nil {
+		s.mu.Unlock()
+		return false
+	}
+	ctx, cancel := context.WithCancel(s.m.ctx)
+	l := &loop{cancel: cancel, done: make(chan struct{})}
+	s.loop, s.held = l, false
+	if s.state == StateDisabled {
+		s.state, s.reason = StateStarting, ""
+	}
+	s.mu.Unlock()
+	s.m.wg.Add(1)
+	go func() {
+		defer s.m.wg.Done()
+		defer close(l.done)
+		defer func() {
+			s.mu.Lock()
+			if s.loop == l {
+				s.loop = nil
+			}
+			s.mu.Unlock()
+		}()
+		defer cancel()
+		s.supervise(ctx, up)
+	}()
+	return true
+}
+
+// hold stops the server's loop, if any, and withdraws its tools; it
+// stays listed as disabled for reason. The caller holds m.runMu.
+func (s *server) hold(reason string) {
+	s.mu.Lock()
+	l := s.loop
+	s.held = true
+	s.mu.Unlock()
+	if l != nil {
+		l.cancel()
+		<-l.done
+	}
+	s.listMu.Lock()
+	defer s.listMu.Unlock()
+	s.mu.Lock()
+	s.sess = nil
+	s.state, s.reason = StateDisabled, reason
+	for i := range s.infos {
+		if s.infos[i].State == ToolActive {
+			s.infos[i].State, s.infos[i].Reason = ToolUnavailable, "the server is stopped: "+reason
+		}
+	}
+	s.mu.Unlock()
+	if s.m.opts.Host != nil {
+		s.m.opts.Host.ReplaceGroup(s.prefix, nil)
+	}
+}
+
+// supervise runs the server until ctx ends: connect, wait for the
+// connection to end, restart after a bounded backoff. up is called
 // once, when the first attempt succeeded or failed.
-func (s *server) supervise(up func()) {
+func (s *server) supervise(ctx context.Context, up func()) {
 	var once sync.Once
 	report := func() { once.Do(up) }
 	defer report()
-	s.mu.Lock()
-	if s.running {
-		s.mu.Unlock()
-		return
-	}
-	s.running = true
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.running = false
-		s.mu.Unlock()
-	}()
-	ctx := s.m.ctx
 	backoff, failures := s.m.opts.Backoff, 0
 	for {
 		began := time.Now()
@@ -241,11 +299,16 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		}
 	}
 	client := sdk.NewClient(&sdk.Implementation{Name: "octet", Version: "1"}, &sdk.ClientOptions{
-		Capabilities: &sdk.ClientCapabilities{},
+		// roots, without listChanged: the workspace is the session's
+		// and never changes.
+		Capabilities: &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{}},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			go s.relist()
 		},
 	})
+	if ws := s.m.opts.Workspace; ws != "" {
+		client.AddRoots(&sdk.Root{URI: fileURI(ws), Name: filepath.Base(ws)})
+	}
 	cs, err := client.Connect(sctx, tr, nil)
 	if err != nil {
 		return c, s.startError(c, fmt.Errorf("initialize: %w", err), sctx)
@@ -283,13 +346,18 @@ func (s *server) startError(c *conn, err error, ctx context.Context) error {
 
 // startProcess starts a stdio server under a process guard.
 func (s *server) startProcess(c *conn) (sdk.Transport, error) {
-	path, err := lookCommand(s.spec.Command)
+	ws := s.m.opts.Workspace
+	env := serverEnv(s.spec.Env, ws)
+	path, err := lookCommand(s.spec.Command, pathOf(env))
 	if err != nil {
 		return nil, err
 	}
 	dir := s.spec.Cwd
 	if dir == "" {
-		dir = s.m.opts.Workspace
+		dir = s.m.opts.Dir
+	}
+	if dir == "" {
+		return nil, errors.New("no working directory for the server: set cwd in its configuration")
 	}
 	inR, inW, err := os.Pipe()
 	if err != nil {
@@ -308,7 +376,7 @@ func (s *server) startProcess(c *conn) (sdk.Transport, error) {
 	}
 	p, err := proc.Start(proc.Command{
 		Path: path, Args: append([]string{s.spec.Command}, s.spec.Args...), Dir: dir,
-		Env: serverEnv(s.spec.Env), Stdin: inR, Stdout: outW, Stderr: errW, Grace: killGrace,
+		Env: env, Stdin: inR, Stdout: outW, Stderr: errW, Grace: killGrace,
 	})
 	closeAll(inR, outW, errW)
 	if err != nil {
@@ -327,22 +395,35 @@ func closeAll(fs ...*os.File) {
 	}
 }
 
-// lookCommand finds a command without a slash on octet's PATH.
-func lookCommand(cmd string) (string, error) {
+// lookCommand finds a command without a slash on path (the server's
+// PATH, its workspace entries already removed), an absolute command as
+// it is.
+func lookCommand(cmd, path string) (string, error) {
 	if strings.ContainsRune(cmd, '/') || (runtime.GOOS == "windows" && strings.ContainsRune(cmd, '\\')) {
 		if !filepath.IsAbs(cmd) {
 			return "", fmt.Errorf("command %q: a path must be absolute", cmd)
 		}
 		return cmd, nil
 	}
-	p, err := exec.LookPath(cmd)
-	if err != nil {
-		return "", fmt.Errorf("command %q not found on PATH: %w", cmd, err)
+	for _, dir := range filepath.SplitList(path) {
+		if !filepath.IsAbs(dir) {
+			continue
+		}
+		// LookPath of a path checks that file (with PATHEXT on Windows).
+		if p, err := exec.LookPath(filepath.Join(dir, cmd)); err == nil {
+			return p, nil
+		}
 	}
-	if !filepath.IsAbs(p) {
-		return "", fmt.Errorf("command %q resolves to the relative path %s; give an absolute command", cmd, p)
+	return "", fmt.Errorf("command %q not found on PATH (entries in the workspace and relative entries are not searched): give an absolute command", cmd)
+}
+
+// fileURI is the file: URI of an absolute path.
+func fileURI(p string) string {
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(p)}
+	if runtime.GOOS == "windows" {
+		u.Path = "/" + u.Path
 	}
-	return p, nil
+	return u.String()
 }
 
 // wait blocks until the connection ends (the session closed, the process
@@ -461,6 +542,14 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) error {
 // register decides each presented tool's state and replaces the
 // server's group in the host with the active ones.
 func (s *server) register(defs []*definition) error {
+	s.mu.Lock()
+	held := s.held
+	s.mu.Unlock()
+	if held {
+		// Manager.Hold withdrew the tools; a late listing must not
+		// bring them back.
+		return nil
+	}
 	pins, known := s.m.opts.Pins.Server(s.spec.Name)
 	if !known {
 		// First enable: pin every definition as presented.

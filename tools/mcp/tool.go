@@ -120,6 +120,10 @@ func (t *Tool) Classify(args json.RawMessage) (tools.Effect, error) {
 	return tools.Extension, nil
 }
 
+// Effects implements tools.EffectStater: only a session whose policy
+// admits executable extensions is offered the tool.
+func (t *Tool) Effects() []tools.Effect { return []tools.Effect{tools.Extension} }
+
 // Execute implements tools.Tool: it calls the tool on the server's live
 // session within tool_timeout_secs. A server that is down, a timeout and
 // a protocol failure are tool errors the model sees.

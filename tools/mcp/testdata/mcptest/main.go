@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -66,6 +67,7 @@ func main() {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(names, ",")}}}, nil, nil
 	})
+	s.AddTool(&mcp.Tool{Name: "where", Description: "Report the server's working directory, PATH and the client's roots.", InputSchema: json.RawMessage(`{"type":"object"}`)}, where)
 	mcp.AddTool(s, &mcp.Tool{Name: "big", Description: "Return 200 KiB of text with terminal escapes."}, func(_ context.Context, _ *mcp.CallToolRequest, _ noArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "\x1b[31mred\x1b[0m\u202e" + strings.Repeat("x", 200<<10)}}}, nil, nil
 	})
@@ -115,4 +117,22 @@ func main() {
 	}
 	fmt.Printf("listening http://%s/mcp\n", ln.Addr())
 	log.Fatal(http.Serve(ln, handler))
+}
+
+// where reports the server's working directory, its PATH and the roots
+// the client lists, asked for as an input request of the call (the
+// protocol's multi round-trip: a server may not send roots/list while
+// it serves a request).
+func where(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	resp, ok := req.Params.InputResponses["roots"].(*mcp.ListRootsResult)
+	if !ok {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"roots": &mcp.ListRootsParams{}}}, nil
+	}
+	var roots []string
+	for _, r := range resp.Roots {
+		roots = append(roots, r.URI)
+	}
+	wd, _ := os.Getwd()
+	text := "cwd=" + wd + "\npath=" + os.Getenv("PATH") + "\nroots=" + strings.Join(roots, ",")
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil
 }

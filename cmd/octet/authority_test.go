@@ -1,0 +1,271 @@
+//go:build unix
+
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// hostileWorkspace is a workspace that shadows what a user-configured
+// MCP command would find from inside it: a node_modules/.bin program
+// (what npx runs) and a Python module named like the configured one.
+// Each decoy touches decoy when it runs.
+func hostileWorkspace(t *testing.T, decoy string) string {
+	t.Helper()
+	ws := t.TempDir()
+	script := fmt.Sprintf("#!/bin/sh\ntouch %s\nexit 1\n", decoy)
+	bin := filepath.Join(ws, "node_modules", ".bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(bin, "mcp-srv"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	py := fmt.Sprintf("open(%q, 'w').close()\nraise SystemExit(1)\n", decoy)
+	if err := os.WriteFile(filepath.Join(ws, "octet_mcp_decoy.py"), []byte(py), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+// authorityLSP is a real octet lsp launched as editors launch it: no
+// policy flag (full access), with one user-configured MCP server.
+type authorityLSP struct {
+	c       *lspClient
+	srv     *providertest.Server
+	ws      string
+	started string // touched by the configured server when it starts
+	decoy   string // touched by any of the workspace's decoys
+	notes   []map[string]any
+}
+
+// startAuthorityLSP configures server t as `sh -c "touch started; exec
+// mcp-srv"` with node_modules/.bin (relative, as a project's npm setup
+// would put it) before the real program's directory on its PATH.
+func startAuthorityLSP(t *testing.T) *authorityLSP {
+	t.Helper()
+	bin := mcpTestServer(t)
+	home, tmp := t.TempDir(), t.TempDir()
+	good := filepath.Join(tmp, "good")
+	if err := os.MkdirAll(good, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(bin, filepath.Join(good, "mcp-srv")); err != nil {
+		t.Fatal(err)
+	}
+	a := &authorityLSP{started: filepath.Join(tmp, "started"), decoy: filepath.Join(tmp, "decoy-ran")}
+	a.ws = hostileWorkspace(t, a.decoy)
+	cfg := fmt.Sprintf("[mcp_servers.t]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"touch %s; exec mcp-srv\"]\nenabled = true\nenv = { PATH = \"node_modules/.bin:%s:/usr/bin:/bin\" }\n", a.started, good)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a.srv = providertest.New(t)
+	cmd := lspCommand(t, 120*time.Second)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+a.srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	a.c, _, _ = startLSP(t, cmd)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	a.c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + a.ws, "capabilities": map[string]any{
+		"experimental": map[string]any{"octet": map[string]any{"events": true}}}}, nil, nil)
+	a.c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	return a
+}
+
+// server returns server t of the session's octet/extensions/list.
+func (a *authorityLSP) server(t *testing.T, sid string) map[string]any {
+	t.Helper()
+	res := a.c.call("octet/extensions/list", map[string]any{"sessionId": sid}, nil, &a.notes)
+	servers, _ := res["servers"].([]any)
+	if len(servers) != 1 {
+		t.Fatalf("extensions/list = %v", res)
+	}
+	return servers[0].(map[string]any)
+}
+
+// offered prompts once and returns the names of the tools the request
+// offered the model.
+func (a *authorityLSP) offered(t *testing.T, sid string) []string {
+	t.Helper()
+	n := len(a.srv.Requests())
+	a.srv.Enqueue(providertest.Text("ok"))
+	if res := a.c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "hi"}, nil, &a.notes); res["outcome"] != "completed" {
+		t.Fatalf("prompt: %v", res)
+	}
+	var names []string
+	tl, _ := a.srv.Requests()[n].Body["tools"].([]any)
+	for _, x := range tl {
+		m, _ := x.(map[string]any)
+		if name, _ := m["name"].(string); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+func hasPrefixed(names []string, prefix string) bool {
+	for _, n := range names {
+		if strings.HasPrefix(n, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}
+
+// TestLSPAuthorityFollowsSessionPolicy: editors launch octet with full
+// access and create sessions that ask. Such a session starts no MCP
+// server and is offered neither MCP nor delegation tools; loosened to
+// unsafe_host (within the launch policy) its server starts and both are
+// offered; tightened again, the server is stopped before the call
+// returns and neither is offered. Wherever it starts, a configured
+// command never runs what the workspace provides.
+func TestLSPAuthorityFollowsSessionPolicy(t *testing.T) {
+	a := startAuthorityLSP(t)
+	res := a.c.call("octet/session/new", map[string]any{"cwd": a.ws, "effectPolicy": "controlled_bash_approval"}, nil, &a.notes)
+	sid, _ := res["sessionId"].(string)
+	if sid == "" {
+		t.Fatalf("session/new = %v", res)
+	}
+	if s := a.server(t, sid); s["state"] != "disabled" || !strings.Contains(fmt.Sprint(s["reason"]), "controlled_bash_approval (this session)") {
+		t.Errorf("ask session: server = %v", s)
+	}
+	names := a.offered(t, sid)
+	if hasPrefixed(names, "mcp__") || hasPrefixed(names, "agents_") {
+		t.Errorf("ask session offered %v", names)
+	}
+	if exists(a.started) {
+		t.Fatal("the MCP server started for a session that asks")
+	}
+
+	a.c.call("octet/session/setPolicy", map[string]any{"sessionId": sid, "effectPolicy": "unsafe_host"}, nil, &a.notes)
+	deadline := time.Now().Add(60 * time.Second)
+	for a.server(t, sid)["state"] != "running" {
+		if time.Now().After(deadline) {
+			t.Fatalf("server did not start after loosening: %v", a.server(t, sid))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	names = a.offered(t, sid)
+	if !hasPrefixed(names, "mcp__t__") || !hasPrefixed(names, "agents_") {
+		t.Errorf("unsafe_host session offered %v", names)
+	}
+	if exists(a.decoy) {
+		t.Fatal("the workspace's node_modules/.bin program ran")
+	}
+	pid := serverPidOf(t, a.started)
+
+	a.c.call("octet/session/setPolicy", map[string]any{"sessionId": sid, "effectPolicy": "controlled"}, nil, &a.notes)
+	if s := a.server(t, sid); s["state"] != "disabled" {
+		t.Errorf("tightened session: server = %v", s)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the MCP server %d still runs after the session was tightened", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	names = a.offered(t, sid)
+	if hasPrefixed(names, "mcp__") || hasPrefixed(names, "agents_") {
+		t.Errorf("tightened session offered %v", names)
+	}
+}
+
+// serverPidOf finds the running mcptest process started after marker was
+// touched (the configured server execs into it).
+func serverPidOf(t *testing.T, marker string) int {
+	t.Helper()
+	out, err := exec.Command("pgrep", "-n", "-f", "mcp-srv").Output()
+	if err != nil {
+		t.Fatalf("pgrep: %v", err)
+	}
+	var pid int
+	fmt.Sscan(string(out), &pid)
+	if pid == 0 {
+		t.Fatal("no MCP server process")
+	}
+	return pid
+}
+
+// TestLSPSessionResumedAtItsPolicy: a session that recorded an ask
+// policy is reopened (a new octet, as after a restart) without starting
+// its MCP server, whatever the launch policy.
+func TestLSPSessionResumedAtItsPolicy(t *testing.T) {
+	a := startAuthorityLSP(t)
+	res := a.c.call("octet/session/new", map[string]any{"cwd": a.ws, "effectPolicy": "controlled"}, nil, &a.notes)
+	sid, _ := res["sessionId"].(string)
+	// Fork it too: the fork asks as its source does.
+	a.srv.Enqueue(providertest.Text("ok"))
+	a.c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "hi"}, nil, &a.notes)
+	tr := a.c.call("octet/session/transcript", map[string]any{"sessionId": sid}, nil, &a.notes)
+	entries, _ := tr["entries"].([]any)
+	if len(entries) == 0 {
+		t.Fatalf("transcript = %v", tr)
+	}
+	last, _ := entries[len(entries)-1].(map[string]any)
+	fork := a.c.call("octet/session/fork", map[string]any{"sessionId": sid, "entryId": last["id"]}, nil, &a.notes)
+	fid, _ := fork["sessionId"].(string)
+	if s := a.server(t, fid); s["state"] != "disabled" {
+		t.Errorf("fork of an ask session: server = %v", s)
+	}
+	if names := a.offered(t, fid); hasPrefixed(names, "mcp__") || hasPrefixed(names, "agents_") {
+		t.Errorf("fork of an ask session offered %v", names)
+	}
+	a.c.call("octet/session/close", map[string]any{"sessionId": sid}, nil, &a.notes)
+	a.c.call("octet/session/resume", map[string]any{"sessionId": sid}, nil, &a.notes)
+	if s := a.server(t, sid); s["state"] != "disabled" {
+		t.Errorf("resumed ask session: server = %v", s)
+	}
+	if exists(a.started) {
+		t.Fatal("the MCP server started for a session that asks")
+	}
+	b, _ := json.Marshal(a.notes)
+	_ = b
+}
+
+// TestLSPMCPModuleNotFromWorkspace: `python3 -m NAME` configured by the
+// user never imports a module the workspace holds under NAME (the server
+// does not start in the workspace). Before, the repository's
+// octet_mcp_decoy.py ran with the user's authority.
+func TestLSPMCPModuleNotFromWorkspace(t *testing.T) {
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("no python3")
+	}
+	home, tmp := t.TempDir(), t.TempDir()
+	decoy := filepath.Join(tmp, "decoy-ran")
+	ws := hostileWorkspace(t, decoy)
+	cfg := fmt.Sprintf("[mcp_servers.t]\ncommand = %q\nargs = [\"-m\", \"octet_mcp_decoy\"]\nenabled = true\nstartup_timeout_secs = 20\n", py)
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv := providertest.New(t)
+	cmd := lspCommand(t, 60*time.Second)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	c, _, _ := startLSP(t, cmd)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
+	a := &authorityLSP{c: c}
+	s := a.server(t, res["sessionId"].(string))
+	if exists(decoy) {
+		t.Fatal("python3 -m imported the workspace's module")
+	}
+	if !strings.Contains(fmt.Sprint(s["reason"]), "No module named") {
+		t.Errorf("server = %v", s)
+	}
+}
