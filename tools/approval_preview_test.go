@@ -127,3 +127,43 @@ func TestPreviewFallbackIsBounded(t *testing.T) {
 		t.Fatalf("decision %+v, asked %d, ran %d", d, ap.count(), sp.executed.Load())
 	}
 }
+
+// TestApprovalNamesOddPathsOnOneLine: a file name the model chose with a
+// newline (or another control) in it cannot fake lines in the prompt:
+// the title stays one line, and the detail and the diff's headers name
+// the path quoted, so no line of the diff is one the content did not
+// add ("+fake" here would read as an added line).
+func TestApprovalNamesOddPathsOnOneLine(t *testing.T) {
+	ws := t.TempDir()
+	wr, err := NewWrite(Config{Root: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ap := &scriptedApprover{answer: func(_ context.Context, r ConfirmRequest) (Approval, error) {
+		return Approval{Approved: false, Digest: r.Digest}, nil
+	}}
+	br := NewBroker(BrokerConfig{Policy: ControlledBashApproval, Approver: ap})
+	name := "odd\n+fake line\t\u202e.txt"
+	br.Dispatch(t.Context(), mustHost(t, wr), DispatchRequest{CallID: "c", Tool: "write",
+		Arguments: argsJSON(t, map[string]any{"path": name, "content": "real\n"})}, DispatchObserver{})
+	reqs := ap.requests()
+	if len(reqs) != 1 {
+		t.Fatalf("approver asked %d times", len(reqs))
+	}
+	r := reqs[0]
+	quoted := `"odd\n+fake line\t\u202e.txt"`
+	if strings.ContainsAny(r.Title, "\n\t") || r.Title != "write "+quoted {
+		t.Errorf("title %q", r.Title)
+	}
+	if !strings.Contains(r.Detail, quoted) || strings.Contains(r.Detail, "\n") {
+		t.Errorf("detail %q", r.Detail)
+	}
+	for _, line := range strings.Split(r.Diff, "\n") {
+		if strings.HasPrefix(line, "+") && !strings.HasPrefix(line, "+++ ") && line != "+real" {
+			t.Errorf("the diff has a line the content did not add: %q\n%s", line, r.Diff)
+		}
+	}
+	if !strings.Contains(r.Diff, `+++ "b/odd\n+fake line\t\u202e.txt"`) {
+		t.Errorf("diff header does not name the path quoted:\n%s", r.Diff)
+	}
+}

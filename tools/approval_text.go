@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -38,15 +39,38 @@ const (
 )
 
 // approvalText renders s for an approval prompt (see above).
-func approvalText(s string) string {
+func approvalText(s string) string { return renderApproval(s, false) }
+
+// approvalLine renders s for a one-line field of an approval prompt (its
+// title): as approvalText, and newlines and tabs are caret notation too
+// (^J, ^I), so the field cannot seem to end, or another begin, inside it.
+func approvalLine(s string) string { return renderApproval(s, true) }
+
+// shownPath is a path as an approval prompt names it: as it is, or,
+// when it holds a character a display would hide or that would end a
+// line or a diff header (a control, a hidden or bidirectional character,
+// invalid UTF-8), or a quote or backslash, quoted with Go's escapes
+// (git's quoting of such paths in diff headers): "odd\n+fake".
+func shownPath(p string) string {
+	for i := 0; i < len(p); {
+		r, size := utf8.DecodeRuneInString(p[i:])
+		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || (r == utf8.RuneError && size == 1) || hiddenRune(r) {
+			return strconv.Quote(p)
+		}
+		i += size
+	}
+	return p
+}
+
+func renderApproval(s string, oneLine bool) string {
 	var out strings.Builder
 	out.Grow(len(s) + len(s)/8)
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
-		case c == ' ' || c == '\t':
+		case c == ' ' || c == '\t' && !oneLine:
 			i = writeBlankRun(&out, s, i)
 			continue
-		case c == '\n':
+		case c == '\n' && !oneLine:
 			i = writeNewlineRun(&out, s, i)
 			continue
 		case c < 0x20:

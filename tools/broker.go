@@ -646,7 +646,7 @@ func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (t
 // renderPreview renders the three fields for a prompt and reports whether
 // each fits its bound whole.
 func renderPreview(title, detail, diff string) (string, string, string, bool) {
-	title, detail, diff = approvalText(title), approvalText(detail), approvalText(diff)
+	title, detail, diff = approvalLine(title), approvalText(detail), approvalText(diff)
 	whole := len(title) <= MaxPreviewTitle && len(detail) <= MaxPreviewDetail && len(diff) <= MaxPreviewDiff
 	return title, detail, diff, whole
 }

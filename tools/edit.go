@@ -222,7 +222,7 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 		defer p.tg.close()
 	}
 	t.shown.remember(previewCallID(ctx), args, p.state)
-	title := "edit " + *a.Path
+	title := "edit " + shownPath(*a.Path)
 	if refusal != "" {
 		return Preview{Title: title, Detail: refusal}, nil
 	}
@@ -234,8 +234,12 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 
 // unifiedDiff renders old → new as a whole unified diff: the broker, not
 // the tool, decides whether it is small enough to show (an approval never
-// shows a cut diff).
+// shows a cut diff). A name a header line could not hold as it is is
+// quoted (shownPath): a newline in it cannot fake diff lines.
 func unifiedDiff(name, old, updated string) string {
+	if q := shownPath(name); q != name {
+		return udiff.Unified(`"a/`+q[1:], `"b/`+q[1:], old, updated)
+	}
 	return udiff.Unified("a/"+name, "b/"+name, old, updated)
 }
 

@@ -197,7 +197,7 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 	if err != nil {
 		return Preview{}, err
 	}
-	title := "write " + *a.Path
+	title := "write " + shownPath(*a.Path)
 	callID := previewCallID(ctx)
 	tg, err := t.cfg.open(*a.Path, false)
 	if err != nil {
@@ -208,7 +208,7 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 		if diffTooLarge("", *a.Content) {
 			return Preview{}, fmt.Errorf("write %s: %w", *a.Path, ErrPreviewTooLarge)
 		}
-		return Preview{Title: title, Detail: fmt.Sprintf("create %s (%d bytes)", *a.Path, len(*a.Content)),
+		return Preview{Title: title, Detail: fmt.Sprintf("create %s (%d bytes)", shownPath(*a.Path), len(*a.Content)),
 			Diff: unifiedDiff(*a.Path, "", *a.Content)}, nil
 	}
 	if err != nil {
@@ -221,9 +221,9 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 		return Preview{Title: title, Detail: fileErrorText(tg.display, err)}, nil
 	}
 	t.shown.remember(callID, args, stateOfCurrent(old, exists, doc))
-	detail := fmt.Sprintf("create %s (%d bytes)", tg.display, len(*a.Content))
+	detail := fmt.Sprintf("create %s (%d bytes)", shownPath(tg.display), len(*a.Content))
 	if exists {
-		detail = fmt.Sprintf("replace %s (%d -> %d bytes)", tg.display, len(old), len(*a.Content))
+		detail = fmt.Sprintf("replace %s (%d -> %d bytes)", shownPath(tg.display), len(old), len(*a.Content))
 	}
 	if diffTooLarge(string(old), *a.Content) {
 		return Preview{}, fmt.Errorf("write %s: %w", tg.display, ErrPreviewTooLarge)
