@@ -3,11 +3,14 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -165,7 +168,7 @@ func TestLSPAuthorityFollowsSessionPolicy(t *testing.T) {
 	if exists(a.decoy) {
 		t.Fatal("the workspace's node_modules/.bin program ran")
 	}
-	pid := serverPidOf(t, a.started)
+	pid := serverPidOf(t, "mcp-srv")
 
 	a.c.call("octet/session/setPolicy", map[string]any{"sessionId": sid, "effectPolicy": "controlled"}, nil, &a.notes)
 	if s := a.server(t, sid); s["state"] != "disabled" {
@@ -184,20 +187,31 @@ func TestLSPAuthorityFollowsSessionPolicy(t *testing.T) {
 	}
 }
 
-// serverPidOf finds the running mcptest process started after marker was
-// touched (the configured server execs into it).
-func serverPidOf(t *testing.T, marker string) int {
+// serverPidOf finds the newest process (the highest pid) whose command
+// line starts with prog or has it as an argument (the configured server
+// execs into its program), from /proc.
+func serverPidOf(t *testing.T, prog string) int {
 	t.Helper()
-	out, err := exec.Command("pgrep", "-n", "-f", "mcp-srv").Output()
+	ents, err := os.ReadDir("/proc")
 	if err != nil {
-		t.Fatalf("pgrep: %v", err)
+		t.Skipf("no /proc: %v", err)
 	}
-	var pid int
-	fmt.Sscan(string(out), &pid)
-	if pid == 0 {
-		t.Fatal("no MCP server process")
+	best := 0
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= best {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(string(b), "\x00")
+		if slices.ContainsFunc(args, func(a string) bool { return a == prog || filepath.Base(a) == prog }) {
+			best = pid
+		}
 	}
-	return pid
+	if best == 0 {
+		t.Fatalf("no process running %s", prog)
+	}
+	return best
 }
 
 // TestLSPSessionResumedAtItsPolicy: a session that recorded an ask
@@ -267,5 +281,96 @@ func TestLSPMCPModuleNotFromWorkspace(t *testing.T) {
 	}
 	if !strings.Contains(fmt.Sprint(s["reason"]), "No module named") {
 		t.Errorf("server = %v", s)
+	}
+}
+
+// TestACPModeStopsAndStartsClientMCPServers: the MCP servers an ACP
+// client hands in follow the session's mode, not the launch policy: a
+// mode that asks stops them (their tools no longer offered), unsafe_host
+// starts them again, and a session loaded at a mode that asks never
+// starts them.
+func TestACPModeStopsAndStartsClientMCPServers(t *testing.T) {
+	bin := mcpTestServer(t)
+	home, ws := t.TempDir(), t.TempDir()
+	srv := providertest.New(t)
+	marker := filepath.Join(t.TempDir(), "started")
+	cmd := exec.Command(octetBin, "acp")
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	timer := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
+	defer timer.Stop()
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 16<<20)
+	c := &acpClient{t: t, in: json.NewEncoder(stdin), out: sc}
+	must := func(method string, params any) json.RawMessage {
+		t.Helper()
+		res, e := c.call(method, params)
+		if e != nil {
+			t.Fatalf("%s: %s", method, e)
+		}
+		return res
+	}
+	must("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}})
+	servers := []any{map[string]any{"name": "c", "command": "/bin/sh", "args": []string{"-c", fmt.Sprintf("touch %s; exec %s", marker, bin)}, "env": []any{}}}
+	var s struct{ SessionID string }
+	json.Unmarshal(must("session/new", map[string]any{"cwd": ws, "mcpServers": servers}), &s)
+	offered := func() string {
+		t.Helper()
+		n := len(srv.Requests())
+		srv.Enqueue(providertest.Text("ok"))
+		must("session/prompt", map[string]any{"sessionId": s.SessionID, "prompt": []any{map[string]string{"type": "text", "text": "hi"}}})
+		b, _ := json.Marshal(srv.Requests()[n].Body["tools"])
+		return string(b)
+	}
+	if !strings.Contains(offered(), "mcp__c__echo") || !exists(marker) {
+		t.Fatal("the client's server did not start under unsafe_host")
+	}
+	pid := serverPidOf(t, bin)
+	must("session/set_mode", map[string]any{"sessionId": s.SessionID, "modeId": "controlled_bash_approval"})
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(pid, 0) == nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("the client's MCP server %d still runs in a mode that asks", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if tl := offered(); strings.Contains(tl, "mcp__c__") || strings.Contains(tl, "agents_") {
+		t.Errorf("a mode that asks offered %s", tl)
+	}
+	must("session/set_mode", map[string]any{"sessionId": s.SessionID, "modeId": "unsafe_host"})
+	deadline = time.Now().Add(60 * time.Second)
+	for !strings.Contains(offered(), "mcp__c__echo") {
+		if time.Now().After(deadline) {
+			t.Fatal("the client's server did not start again under unsafe_host")
+		}
+	}
+
+	// A session recorded at a mode that asks loads without starting it.
+	must("session/set_mode", map[string]any{"sessionId": s.SessionID, "modeId": "controlled"})
+	os.Remove(marker)
+	stdin.Close()
+	cmd.Wait()
+	cmd2 := exec.Command(octetBin, "acp")
+	cmd2.Env = cmd.Env
+	stdin2, _ := cmd2.StdinPipe()
+	stdout2, _ := cmd2.StdoutPipe()
+	if err := cmd2.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin2.Close(); cmd2.Wait() })
+	timer2 := time.AfterFunc(60*time.Second, func() { cmd2.Process.Kill() })
+	defer timer2.Stop()
+	sc2 := bufio.NewScanner(stdout2)
+	sc2.Buffer(nil, 16<<20)
+	c = &acpClient{t: t, in: json.NewEncoder(stdin2), out: sc2}
+	must("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}, "agentCapabilities": map[string]any{"loadSession": true}})
+	must("session/load", map[string]any{"sessionId": s.SessionID, "cwd": ws, "mcpServers": servers})
+	if tl := offered(); strings.Contains(tl, "mcp__c__") || exists(marker) {
+		t.Errorf("a session loaded at a mode that asks started the client's server (offered %s)", tl)
 	}
 }
