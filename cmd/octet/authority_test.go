@@ -374,3 +374,50 @@ func TestACPModeStopsAndStartsClientMCPServers(t *testing.T) {
 		t.Errorf("a session loaded at a mode that asks started the client's server (offered %s)", tl)
 	}
 }
+
+// TestLSPEnabledMCPToolReachesTheModel: a tool re-enabled with
+// octet/extensions/enable is offered at the next request, with
+// delegation on (the default tool list) and off (a --tools list). Before,
+// the root agent with delegation on advertised a frozen copy of the tool
+// registry, so an enabled tool was listed active but never offered.
+func TestLSPEnabledMCPToolReachesTheModel(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		flags      []string
+		delegation bool
+	}{
+		{"delegation on", nil, true},
+		{"delegation off", []string{"--tools", "read,mcp__t__echo,mcp__t__add"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			home := t.TempDir()
+			startMCPLSP(t, home, "") // pins variant 1
+			bin := mcpTestServer(t)
+			cfg := fmt.Sprintf("[mcp_servers.t]\ncommand = %q\nargs = [\"-variant\", \"2\"]\nenabled = true\n", bin)
+			if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			srv := providertest.New(t)
+			ws := t.TempDir()
+			cmd := lspCommand(t, 120*time.Second, tc.flags...)
+			cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+			c, _, _ := startLSP(t, cmd)
+			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+			c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+			c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+			a := &authorityLSP{c: c, srv: srv}
+			sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
+			names := a.offered(t, sid)
+			if slices.Contains(names, "mcp__t__echo") || !slices.Contains(names, "mcp__t__add") {
+				t.Fatalf("before enable: offered %v", names)
+			}
+			if got := hasPrefixed(names, "agents_"); got != tc.delegation {
+				t.Errorf("delegation tools offered = %v, want %v", got, tc.delegation)
+			}
+			c.call("octet/extensions/enable", map[string]any{"sessionId": sid, "server": "t", "tools": []string{"echo"}}, nil, nil)
+			if names := a.offered(t, sid); !slices.Contains(names, "mcp__t__echo") {
+				t.Errorf("after enable: offered %v", names)
+			}
+		})
+	}
+}
