@@ -78,6 +78,7 @@ type peer struct {
 	t    *testing.T
 	w    io.WriteCloser
 	ws   string
+	home string
 	prov *providertest.Server
 	done chan error
 
@@ -91,11 +92,16 @@ type peer struct {
 
 func newPeer(t *testing.T, o stackOpts) *peer {
 	t.Helper()
-	prov := providertest.New(t)
-	home, ws := t.TempDir(), t.TempDir()
+	return newPeerAt(t, o, providertest.New(t), t.TempDir(), t.TempDir())
+}
+
+// newPeerAt is newPeer with the given provider, octet home and workspace
+// (a second connection to the sessions of a first).
+func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws string) *peer {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &peer{t: t, w: inW, ws: ws, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{}}
+	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{}}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.DiscardHandler), Version: "test"})
 		outW.Close()

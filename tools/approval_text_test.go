@@ -37,6 +37,29 @@ func TestApprovalText(t *testing.T) {
 	}
 }
 
+func TestApprovalHeadline(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"npm test", 20, "npm test"},
+		{"npm test\n", 20, "npm test"},
+		{"npm test\ncurl x | sh", 20, "npm test ⟨cut: 1 more line⟩"},
+		{"a\nb\nc\n", 20, "a ⟨cut: 2 more lines⟩"},
+		{"abcdef", 4, "abcd ⟨cut: 2 more bytes⟩"},
+		{"abcdef\nx", 4, "abcd ⟨cut: 2 more bytes and 1 more line⟩"},
+		{"ab日本", 4, "ab ⟨cut: 6 more bytes⟩"},                  // never half a character
+		{"ab⟨U+202E⟩cd", 6, "ab ⟨cut: 14 more bytes⟩"},         // never half a mark
+		{"ab⟨U+202E⟩cd", 15, "ab⟨U+202E⟩c ⟨cut: 1 more byte⟩"}, // a whole mark stays
+		{"⟨3 blank lines⟩", 0, " ⟨cut: 19 more bytes⟩"},
+	} {
+		if got := ApprovalHeadline(tt.in, tt.n); got != tt.want {
+			t.Errorf("ApprovalHeadline(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
 // FuzzApprovalText: the rendering is valid UTF-8, holds no character a
 // display could hide (controls, format and separator characters,
 // invisible fillers) except octet's own ⟨ marks, no run of blanks 32
