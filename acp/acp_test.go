@@ -260,18 +260,7 @@ func TestWriteDiff(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
 	path := filepath.Join(p.ws, "w.txt")
 	os.WriteFile(path, []byte("before\nkept\n"), 0o600)
-	var mu sync.Mutex
-	var asked []string
-	p.onRequest = func(m message) (any, *rpcError) {
-		var req struct {
-			ToolCall struct{ Content []map[string]any }
-		}
-		_ = json.Unmarshal(m.Params, &req)
-		mu.Lock()
-		asked = append(asked, permissionText(req.ToolCall.Content))
-		mu.Unlock()
-		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
-	}
+	ps := p.answerPermissions("allow_once", nil)
 	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"after\nkept\n"}`)), providertest.Text("ok"))
 	p.initialize(false)
 	id := p.newSession()
@@ -279,26 +268,11 @@ func TestWriteDiff(t *testing.T) {
 		t.Fatalf("stop %q", stop)
 	}
 	const diff = "```diff\n--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n-before\n+after\n kept\n```"
-	mu.Lock()
-	defer mu.Unlock()
-	if want := "```text\nreplace w.txt (12 -> 11 bytes)\n```" + diff; len(asked) != 1 || asked[0] != want {
-		t.Errorf("permission request content %q, want %q", asked, want)
+	if a, want := ps.list(), "```text\nreplace w.txt (12 -> 11 bytes)\n```"+diff; len(a) != 1 || permissionText(a[0].content) != want {
+		t.Errorf("permission requests %+v, want one with content %q", a, want)
 	}
-	var shown []string
-	for _, raw := range p.notifications("session/update") {
-		var n struct {
-			Update struct {
-				SessionUpdate, Status string
-				Content               []map[string]any
-			}
-		}
-		_ = json.Unmarshal(raw, &n)
-		if n.Update.SessionUpdate == "tool_call" || n.Update.Status == "completed" {
-			shown = append(shown, n.Update.SessionUpdate+": "+permissionText(n.Update.Content))
-		}
-	}
-	if want := []string{"tool_call: ", "tool_call_update: " + diff + "```text\nReplaced w.txt (11 bytes).\n```"}; !slices.Equal(shown, want) {
-		t.Errorf("tool call content %q, want %q", shown, want)
+	if c, want := p.shownCalls()["call_1"], diff+"```text\nReplaced w.txt (11 bytes).\n```"; c == nil || !slices.Equal(c.contents, []string{want}) {
+		t.Errorf("tool call shown as %+v, want no content until it completed with %q", c, want)
 	}
 	if s, _ := os.ReadFile(path); string(s) != "after\nkept\n" {
 		t.Errorf("w.txt = %q", s)
@@ -315,8 +289,7 @@ func TestClientOwnedWriteTool(t *testing.T) {
 	var mu sync.Mutex
 	buffer := "buffer text\n"
 	var wrote []string
-	var asked string
-	p.onRequest = func(m message) (any, *rpcError) {
+	ps := p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
 		var req struct{ Path, Content string }
 		_ = json.Unmarshal(m.Params, &req)
 		mu.Lock()
@@ -332,13 +305,8 @@ func TestClientOwnedWriteTool(t *testing.T) {
 			buffer = req.Content
 			return map[string]any{}, nil
 		}
-		var perm struct {
-			ToolCall struct{ Content []map[string]any }
-		}
-		_ = json.Unmarshal(m.Params, &perm)
-		asked += permissionText(perm.ToolCall.Content)
-		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
-	}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	})
 	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"new\n"}`)), providertest.Text("ok"))
 	p.initialize(true)
 	id := p.newSession()
@@ -353,8 +321,8 @@ func TestClientOwnedWriteTool(t *testing.T) {
 	if s, _ := os.ReadFile(path); string(s) != "disk\n" {
 		t.Errorf("disk %q: the write went behind the editor", s)
 	}
-	if !strings.Contains(asked, "-buffer text\n+new\n") {
-		t.Errorf("permission request content %q: want the diff from the client's text", asked)
+	if a := ps.list(); len(a) != 1 || !strings.Contains(permissionText(a[0].content), "-buffer text\n+new\n") {
+		t.Errorf("permission requests %+v: want one with the diff from the client's text", a)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -233,6 +234,52 @@ func (p *peer) prompt(id, text string) string {
 	var res struct{ StopReason string }
 	p.ok("session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
 	return res.StopReason
+}
+
+// asked is one session/request_permission a peer answered: its tool
+// call's title and content.
+type asked struct {
+	title   string
+	content []map[string]any
+}
+
+// permissions are the permission requests a peer answered.
+type permissions struct {
+	mu    sync.Mutex
+	asked []asked
+}
+
+func (ps *permissions) list() []asked {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return slices.Clone(ps.asked)
+}
+
+// answerPermissions answers every session/request_permission with the
+// option optionID, recording what it showed; other requests go to other
+// (nil: method not found).
+func (p *peer) answerPermissions(optionID string, other func(m message) (any, *rpcError)) *permissions {
+	ps := &permissions{}
+	p.onRequest = func(m message) (any, *rpcError) {
+		if m.Method != "session/request_permission" {
+			if other == nil {
+				return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+			}
+			return other(m)
+		}
+		var req struct {
+			ToolCall struct {
+				Title   string
+				Content []map[string]any
+			}
+		}
+		_ = json.Unmarshal(m.Params, &req)
+		ps.mu.Lock()
+		ps.asked = append(ps.asked, asked{req.ToolCall.Title, req.ToolCall.Content})
+		ps.mu.Unlock()
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": optionID}}, nil
+	}
+	return ps
 }
 
 // notifications returns the notifications of method received so far.

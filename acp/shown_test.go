@@ -4,9 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -159,30 +157,13 @@ func TestLiteralMarkdown(t *testing.T) {
 // request's title, marked, and shown whole as the first content block.
 func TestPermissionTitleOneLine(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
-	var mu sync.Mutex
-	var titles, contents []string
-	p.onRequest = func(m message) (any, *rpcError) {
-		var req struct {
-			ToolCall struct {
-				Title   string
-				Content []map[string]any
-			}
-		}
-		_ = json.Unmarshal(m.Params, &req)
-		mu.Lock()
-		titles = append(titles, req.ToolCall.Title)
-		contents = append(contents, permissionText(req.ToolCall.Content[:1]))
-		mu.Unlock()
-		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject_once"}}, nil
-	}
+	ps := p.answerPermissions("reject_once", nil)
 	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"two\nlines.txt","content":"x"}`)), providertest.Text("ok"))
 	p.initialize(false)
 	if stop := p.prompt(p.newSession(), "write"); stop != stopEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if !slices.Equal(titles, []string{"`write two ⟨cut: 1 more line⟩`"}) || !slices.Equal(contents, []string{"```text\nwrite two\nlines.txt\n```"}) {
-		t.Errorf("permission titles %q, first content %q", titles, contents)
+	if a := ps.list(); len(a) != 1 || a[0].title != "`write two ⟨cut: 1 more line⟩`" || len(a[0].content) == 0 || permissionText(a[0].content[:1]) != "```text\nwrite two\nlines.txt\n```" {
+		t.Errorf("permission requests %+v: want the title's first line, marked, and the whole title first in the content", a)
 	}
 }

@@ -42,13 +42,23 @@ const (
 func ApprovalText(s string) string { return approvalText(s) }
 
 // ApprovalHeadline returns the first line of r, a rendering by
-// ApprovalText, in at most n bytes (never cutting a character or one of
-// octet's ⟨…⟩ marks), followed by a mark saying what was left out when
-// anything was: " ⟨cut: 1 more line⟩", " ⟨cut: 12 more bytes⟩" or
-// " ⟨cut: 12 more bytes and 3 more lines⟩". It is for a title whose whole
-// text is shown elsewhere.
+// ApprovalText, that is not blank (see blankLine), in at most n bytes (never cutting a
+// character or one of octet's ⟨…⟩ marks), followed by a mark saying what
+// was left out when anything but blank lines was: " ⟨cut: 1 more line⟩",
+// " ⟨cut: 12 more bytes⟩" or " ⟨cut: 12 more bytes and 3 more lines⟩".
+// It is for a title whose whole text is shown elsewhere.
 func ApprovalHeadline(r string, n int) string {
-	first, rest, _ := strings.Cut(r, "\n")
+	var first string
+	found, more := false, 0
+	for line := range strings.SplitSeq(r, "\n") {
+		switch {
+		case blankLine(line):
+		case !found:
+			first, found = line, true
+		default:
+			more++
+		}
+	}
 	var cut []string
 	if len(first) > n {
 		i := max(n, 0)
@@ -61,13 +71,32 @@ func ApprovalHeadline(r string, n int) string {
 		cut = append(cut, plural(len(first)-i, "more byte"))
 		first = first[:i]
 	}
-	if rest = strings.TrimSuffix(rest, "\n"); rest != "" {
-		cut = append(cut, plural(strings.Count(rest, "\n")+1, "more line"))
+	if more > 0 {
+		cut = append(cut, plural(more, "more line"))
 	}
 	if len(cut) == 0 {
 		return first
 	}
 	return first + " ⟨cut: " + strings.Join(cut, " and ") + "⟩"
+}
+
+// blankLine reports whether a line of a rendering by ApprovalText shows
+// only blanks: spaces and tabs, or one of octet's marks for them.
+func blankLine(line string) bool {
+	t := strings.TrimSpace(line)
+	if t == "" {
+		return true
+	}
+	mark, ok := strings.CutPrefix(t, "⟨")
+	if mark, ok = strings.CutSuffix(mark, "⟩"); !ok {
+		return false
+	}
+	count, what, _ := strings.Cut(mark, " ")
+	switch what {
+	case "blank lines", "spaces", "tabs", "spaces and tabs":
+		return count != "" && strings.Trim(count, "0123456789") == ""
+	}
+	return false
 }
 
 // plural is "n noun", with an s unless n is 1.
