@@ -152,18 +152,23 @@ func TestLiteralMarkdown(t *testing.T) {
 	}
 }
 
-// TestPermissionTitleOneLine: a preview title with a newline in it (a
-// path the model chose) is cut to its first line in the permission
-// request's title, marked, and shown whole as the first content block.
+// TestPermissionTitleOneLine: a path the model chose with a newline in
+// it is named whole on the permission request's one-line title, quoted
+// (the broker's one-line rendering of paths), never cut or spread over
+// lines; the diff's headers name it quoted too.
 func TestPermissionTitleOneLine(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
 	ps := p.answerPermissions("reject_once", nil)
-	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"two\nlines.txt","content":"x"}`)), providertest.Text("ok"))
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"two\n+lines.txt","content":"x"}`)), providertest.Text("ok"))
 	p.initialize(false)
 	if stop := p.prompt(p.newSession(), "write"); stop != stopEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
-	if a := ps.list(); len(a) != 1 || a[0].title != "`write two ⟨cut: 1 more line⟩`" || len(a[0].content) == 0 || permissionText(a[0].content[:1]) != "```text\nwrite two\nlines.txt\n```" {
-		t.Errorf("permission requests %+v: want the title's first line, marked, and the whole title first in the content", a)
+	a := ps.list()
+	if len(a) != 1 || a[0].title != "`write \"two\\n+lines.txt\"`" {
+		t.Fatalf("permission requests %+v: want the path whole and quoted on one line", a)
+	}
+	if text := permissionText(a[0].content); !strings.Contains(text, `+++ "b/two\n+lines.txt"`) || strings.Contains(text, "\n+lines.txt\n") {
+		t.Errorf("permission content %q: want the diff header to name the path quoted", text)
 	}
 }
