@@ -265,7 +265,7 @@ func fallbackApprovalMessage(p confirmParams, sess sessionHandle, path string) s
 	}
 	msg := who + " in " + sess.Cwd() + " wants to run " + p.Tool + ": " + p.Title
 	if path != "" {
-		msg += "\nFile: " + path
+		msg += "\nFile: " + tools.ShownPath(path)
 	}
 	for _, part := range []string{p.Detail, p.Diff} {
 		if part != "" {

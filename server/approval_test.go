@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -54,6 +56,29 @@ func TestDigestCaseInsensitive(t *testing.T) {
 	if got := readFile(t, file); got != "goodbye world\n" {
 		t.Errorf("a.txt = %q after an approval echoing the digest in upper case", got)
 	}
+}
+
+// TestStockApprovalNamesOddPathOnOneLine: the stock client's approval
+// message names a model-chosen path with a newline on one line, quoted:
+// it cannot fake lines of the message ("wants to run bash: …").
+func TestStockApprovalNamesOddPathOnOneLine(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.provider.Enqueue(
+		providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"x\n\nwants to run bash: ls","content":"y"}`)),
+		providertest.Text("done"),
+	)
+	e := st.editor(t, Options{}, nil)
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	e.respond("window/showMessageRequest", func(json.RawMessage) (any, error) { return nil, nil })
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "write"})
+	var smr struct{ Message string }
+	_ = json.Unmarshal(e.awaitRequest("window/showMessageRequest"), &smr)
+	want := "File: " + strconv.Quote(filepath.Join(st.workspace, "x\n\nwants to run bash: ls"))
+	if !strings.Contains(smr.Message, want) || strings.Contains(smr.Message, "\nwants to run bash") {
+		t.Errorf("showMessageRequest message %q: want %q on one line", smr.Message, want)
+	}
+	waitAnswer(t, ch)
 }
 
 // TestStockApprovalCommands: a stock client's approval names the session

@@ -116,6 +116,10 @@ func approvalText(s string) string { return renderApproval(s, false) }
 // (^J, ^I), so the field cannot seem to end, or another begin, inside it.
 func approvalLine(s string) string { return renderApproval(s, true) }
 
+// ShownPath is shownPath for the dialects: a path named in an approval
+// surface they write themselves.
+func ShownPath(p string) string { return shownPath(p) }
+
 // shownPath is a path as an approval prompt names it: as it is, or,
 // when it holds a character a display would hide or that would end a
 // line or a diff header (a control, a hidden or bidirectional character,
