@@ -6,10 +6,9 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // The listing cache lets List say whether a session holds usage
@@ -146,7 +145,7 @@ func (s *Session) writeListing() {
 	}
 	l.pendingOff = s.ix.firstPending()
 	s.listed = l // on failure too: retried when due again, not per append
-	err := writeListingFile(listingPath(s.path), l.encode())
+	err := writeListingFile(s.dir, listingPath(filepath.Base(s.path)), l.encode())
 	if err == nil {
 		s.listingWarned = false
 		return
@@ -157,8 +156,8 @@ func (s *Session) writeListing() {
 	}
 }
 
-func writeListingFile(path string, b []byte) error {
-	f, err := osfile.OpenNoFollow(path, os.O_WRONLY|os.O_CREATE, 0o600)
+func writeListingFile(d sessionDir, name string, b []byte) error {
+	f, err := d.openFile(name, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
