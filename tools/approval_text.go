@@ -38,17 +38,31 @@ const (
 )
 
 // approvalText renders s for an approval prompt (see above).
-func approvalText(s string) string {
+func approvalText(s string) string { return visibleText(s, true) }
+
+// VisibleText renders s for a terminal or another display that would
+// interpret or hide some of it, in the notation above: controls,
+// invalid UTF-8 and invisible characters become visible, nothing is
+// removed. Unlike a prompt it keeps blank runs as they are and leaves ⟨
+// alone (nothing is approved from it), so text a prompt already rendered
+// passes through unchanged. It is for text a model or a repository
+// controls that the CLI prints: titles, tool names and arguments, output.
+func VisibleText(s string) string { return visibleText(s, false) }
+
+// visibleText is approvalText (prompt set) or VisibleText.
+func visibleText(s string, prompt bool) string {
 	var out strings.Builder
 	out.Grow(len(s) + len(s)/8)
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
-		case c == ' ' || c == '\t':
+		case prompt && (c == ' ' || c == '\t'):
 			i = writeBlankRun(&out, s, i)
 			continue
-		case c == '\n':
+		case prompt && c == '\n':
 			i = writeNewlineRun(&out, s, i)
 			continue
+		case c == '\n' || c == '\t':
+			out.WriteByte(c)
 		case c < 0x20:
 			out.WriteByte('^')
 			out.WriteByte(c + '@')
@@ -57,7 +71,7 @@ func approvalText(s string) string {
 		case c < utf8.RuneSelf:
 			out.WriteByte(c)
 		default:
-			i = writeRune(&out, s, i)
+			i = writeRune(&out, s, i, prompt)
 			continue
 		}
 		i++
@@ -107,15 +121,15 @@ func writeNewlineRun(out *strings.Builder, s string, i int) int {
 }
 
 // writeRune writes the non-ASCII character at s[i], escaped when a display
-// would hide it, collapsing a run of the same escaped character; it
-// returns the index after what it wrote.
-func writeRune(out *strings.Builder, s string, i int) int {
+// would hide it (and ⟨ in a prompt), collapsing a run of the same escaped
+// character; it returns the index after what it wrote.
+func writeRune(out *strings.Builder, s string, i int, prompt bool) int {
 	r, size := utf8.DecodeRuneInString(s[i:])
 	if r == utf8.RuneError && size == 1 {
 		fmt.Fprintf(out, `\x%02X`, s[i])
 		return i + 1
 	}
-	if !hiddenRune(r) {
+	if !hiddenRune(r) || r == '⟨' && !prompt {
 		out.WriteString(s[i : i+size])
 		return i + size
 	}

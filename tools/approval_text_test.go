@@ -37,6 +37,26 @@ func TestApprovalText(t *testing.T) {
 	}
 }
 
+// TestVisibleText: the CLI's rendering uses the prompt's notation for
+// controls and invisible characters, keeps blank runs and ⟨ as they are,
+// and passes a prompt's rendering through unchanged.
+func TestVisibleText(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"title\x1b]0;pwned\x07\x1b[2J\u202eabc\x7f", "title^[]0;pwned^G^[[2J⟨U+202E⟩abc^?"},
+		{"code\n\n\n" + strings.Repeat(" ", 40) + "x\t⟨y⟩", "code\n\n\n" + strings.Repeat(" ", 40) + "x\t⟨y⟩"},
+		{"c1\u0085\u009b2J bad\xff", `c1⟨U+0085⟩⟨U+009B⟩2J bad\xFF`},
+	} {
+		if got := VisibleText(tt.in); got != tt.want {
+			t.Errorf("VisibleText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	for _, in := range []string{"fake ⟨9 spaces⟩ \u202e\x1b", "ls\n\n\n\n\nrm" + strings.Repeat("\u200b", 9)} {
+		if shown := approvalText(in); VisibleText(shown) != shown {
+			t.Errorf("VisibleText changed the prompt rendering %q to %q", shown, VisibleText(shown))
+		}
+	}
+}
+
 // FuzzApprovalText: the rendering is valid UTF-8, holds no character a
 // display could hide (controls, format and separator characters,
 // invisible fillers) except octet's own ⟨ marks, no run of blanks 32
