@@ -40,13 +40,18 @@ const (
 // approvalText renders s for an approval prompt (see above).
 func approvalText(s string) string { return visibleText(s, true) }
 
-// VisibleText renders s for a terminal or another display that would
-// interpret or hide some of it, in the notation above: controls,
-// invalid UTF-8 and invisible characters become visible, nothing is
-// removed. Unlike a prompt it keeps blank runs as they are and leaves ⟨
-// alone (nothing is approved from it), so text a prompt already rendered
-// passes through unchanged. It is for text a model or a repository
-// controls that the CLI prints: titles, tool names and arguments, output.
+// VisibleText renders s for a terminal, in the notation above, so that
+// it can neither drive the terminal nor reorder what it shows: C0
+// controls but newline and tab (ESC and CR included) and DEL in caret
+// notation, invalid UTF-8 as \xNN, and C1 controls, bidirectional
+// controls, tag characters and line and paragraph separators as
+// ⟨U+XXXX⟩. Nothing is removed. Unlike a prompt it keeps blank runs and
+// the characters that only shape text (zero-width joiners, variation
+// selectors, other spaces: emoji and scripts need them) as they are,
+// and leaves ⟨ alone (nothing is approved from it), so a prompt's
+// rendering passes through unchanged. It is for text a model or a
+// repository controls that the CLI prints: titles, tool names and
+// arguments, answers and output.
 func VisibleText(s string) string { return visibleText(s, false) }
 
 // visibleText is approvalText (prompt set) or VisibleText.
@@ -70,8 +75,11 @@ func visibleText(s string, prompt bool) string {
 			out.WriteString("^?")
 		case c < utf8.RuneSelf:
 			out.WriteByte(c)
+		case prompt:
+			i = writeRune(&out, s, i, hiddenRune)
+			continue
 		default:
-			i = writeRune(&out, s, i, prompt)
+			i = writeRune(&out, s, i, terminalRune)
 			continue
 		}
 		i++
@@ -120,16 +128,16 @@ func writeNewlineRun(out *strings.Builder, s string, i int) int {
 	return j
 }
 
-// writeRune writes the non-ASCII character at s[i], escaped when a display
-// would hide it (and ⟨ in a prompt), collapsing a run of the same escaped
-// character; it returns the index after what it wrote.
-func writeRune(out *strings.Builder, s string, i int, prompt bool) int {
+// writeRune writes the non-ASCII character at s[i], escaped when escape
+// says so, collapsing a run of the same escaped character; it returns the
+// index after what it wrote.
+func writeRune(out *strings.Builder, s string, i int, escape func(rune) bool) int {
 	r, size := utf8.DecodeRuneInString(s[i:])
 	if r == utf8.RuneError && size == 1 {
 		fmt.Fprintf(out, `\x%02X`, s[i])
 		return i + 1
 	}
-	if !hiddenRune(r) || r == '⟨' && !prompt {
+	if !escape(r) {
 		out.WriteString(s[i : i+size])
 		return i + size
 	}
@@ -174,6 +182,12 @@ func hiddenRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// terminalRune reports whether a terminal would act on r rather than
+// show it, show nothing, or reorder the text around it.
+func terminalRune(r rune) bool {
+	return r >= 0x80 && r <= 0x9f || isBidiControl(r) || isTagChar(r) || r == 0x2028 || r == 0x2029
 }
 
 // isBidiControl reports whether r is a Unicode bidirectional formatting
