@@ -251,52 +251,36 @@ func TestClientGoneMidPrompt(t *testing.T) {
 	}
 }
 
-// TestWriteDiff: a write's tool_call and its final tool_call_update show
-// the file's text before the write as oldText, and the permission request
-// offers allow_once; the approved write lands on disk (no fs capability).
+// TestWriteDiff: a write's permission request shows the preview octet's
+// digest binds (what it replaces and the diff of the file's whole text
+// before and after), its final tool_call_update the diff octet recorded,
+// and its tool_call no diff of the model's; the approved write lands on
+// disk (no fs capability).
 func TestWriteDiff(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
 	path := filepath.Join(p.ws, "w.txt")
-	os.WriteFile(path, []byte("before\n"), 0o600)
-	p.onRequest = func(m message) (any, *rpcError) {
-		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
-	}
-	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"after\n"}`)), providertest.Text("ok"))
+	os.WriteFile(path, []byte("before\nkept\n"), 0o600)
+	ps := p.answerPermissions("allow_once", nil)
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"after\nkept\n"}`)), providertest.Text("ok"))
 	p.initialize(false)
 	id := p.newSession()
 	if stop := p.prompt(id, "write"); stop != stopEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
-	var diffs []map[string]any
-	for _, raw := range p.notifications("session/update") {
-		var n struct {
-			Update struct {
-				ToolCallID string
-				Content    []map[string]any
-			}
-		}
-		_ = json.Unmarshal(raw, &n)
-		for _, c := range n.Update.Content {
-			if c["type"] == "diff" {
-				diffs = append(diffs, c)
-			}
-		}
+	const diff = "```diff\n--- a/w.txt\n+++ b/w.txt\n@@ -1,2 +1,2 @@\n-before\n+after\n kept\n```"
+	if a, want := ps.list(), "```text\nreplace w.txt (12 -> 11 bytes)\n```"+diff; len(a) != 1 || permissionText(a[0].content) != want {
+		t.Errorf("permission requests %+v, want one with content %q", a, want)
 	}
-	if len(diffs) != 2 {
-		t.Fatalf("diffs %v, want the tool_call's and the final update's", diffs)
+	if c, want := p.shownCalls()["call_1"], diff+"```text\nReplaced w.txt (11 bytes).\n```"; c == nil || !slices.Equal(c.contents, []string{want}) {
+		t.Errorf("tool call shown as %+v, want no content until it completed with %q", c, want)
 	}
-	for _, d := range diffs {
-		if d["path"] != path || d["oldText"] != "before\n" || d["newText"] != "after\n" {
-			t.Errorf("diff %v", d)
-		}
-	}
-	if s, _ := os.ReadFile(path); string(s) != "after\n" {
+	if s, _ := os.ReadFile(path); string(s) != "after\nkept\n" {
 		t.Errorf("w.txt = %q", s)
 	}
 }
 
 // TestClientOwnedWriteTool: with the fs capabilities a write of a file
-// the client has shows the client's text as the diff's old side and is
+// the client has is asked for with the diff from the client's text and is
 // applied through fs/write_text_file; the disk keeps its text.
 func TestClientOwnedWriteTool(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
@@ -305,7 +289,7 @@ func TestClientOwnedWriteTool(t *testing.T) {
 	var mu sync.Mutex
 	buffer := "buffer text\n"
 	var wrote []string
-	p.onRequest = func(m message) (any, *rpcError) {
+	ps := p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
 		var req struct{ Path, Content string }
 		_ = json.Unmarshal(m.Params, &req)
 		mu.Lock()
@@ -321,8 +305,8 @@ func TestClientOwnedWriteTool(t *testing.T) {
 			buffer = req.Content
 			return map[string]any{}, nil
 		}
-		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "allow_once"}}, nil
-	}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	})
 	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"w.txt","content":"new\n"}`)), providertest.Text("ok"))
 	p.initialize(true)
 	id := p.newSession()
@@ -337,14 +321,8 @@ func TestClientOwnedWriteTool(t *testing.T) {
 	if s, _ := os.ReadFile(path); string(s) != "disk\n" {
 		t.Errorf("disk %q: the write went behind the editor", s)
 	}
-	found := false
-	for _, raw := range p.notifications("session/update") {
-		if strings.Contains(string(raw), `"oldText":"buffer text\n"`) {
-			found = true
-		}
-	}
-	if !found {
-		t.Error("no diff with the client's text as oldText")
+	if a := ps.list(); len(a) != 1 || !strings.Contains(permissionText(a[0].content), "-buffer text\n+new\n") {
+		t.Errorf("permission requests %+v: want one with the diff from the client's text", a)
 	}
 }
 

@@ -88,7 +88,7 @@ func (c *children) updated(child team.Snapshot) {
 	u := map[string]any{"toolCallId": childCallID(child), "status": status, "_meta": childMeta(child)}
 	if !seen {
 		u["sessionUpdate"] = "tool_call"
-		u["title"] = child.Path + ": " + clip(child.Task, 200)
+		u["title"] = child.Path + ": " + codeSpan(titleText(child.Task))
 		u["kind"] = "think"
 		u["rawInput"] = map[string]any{"agentPath": child.Path, "task": clip(child.Task, maxToolOutput), "tools": child.Tools}
 	} else {

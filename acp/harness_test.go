@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -78,6 +79,7 @@ type peer struct {
 	t    *testing.T
 	w    io.WriteCloser
 	ws   string
+	home string
 	prov *providertest.Server
 	done chan error
 
@@ -91,11 +93,16 @@ type peer struct {
 
 func newPeer(t *testing.T, o stackOpts) *peer {
 	t.Helper()
-	prov := providertest.New(t)
-	home, ws := t.TempDir(), t.TempDir()
+	return newPeerAt(t, o, providertest.New(t), t.TempDir(), t.TempDir())
+}
+
+// newPeerAt is newPeer with the given provider, octet home and workspace
+// (a second connection to the sessions of a first).
+func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws string) *peer {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &peer{t: t, w: inW, ws: ws, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{}}
+	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{}}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.DiscardHandler), Version: "test"})
 		outW.Close()
@@ -227,6 +234,52 @@ func (p *peer) prompt(id, text string) string {
 	var res struct{ StopReason string }
 	p.ok("session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": text}}}, &res)
 	return res.StopReason
+}
+
+// asked is one session/request_permission a peer answered: its tool
+// call's title and content.
+type asked struct {
+	title   string
+	content []map[string]any
+}
+
+// permissions are the permission requests a peer answered.
+type permissions struct {
+	mu    sync.Mutex
+	asked []asked
+}
+
+func (ps *permissions) list() []asked {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return slices.Clone(ps.asked)
+}
+
+// answerPermissions answers every session/request_permission with the
+// option optionID, recording what it showed; other requests go to other
+// (nil: method not found).
+func (p *peer) answerPermissions(optionID string, other func(m message) (any, *rpcError)) *permissions {
+	ps := &permissions{}
+	p.onRequest = func(m message) (any, *rpcError) {
+		if m.Method != "session/request_permission" {
+			if other == nil {
+				return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+			}
+			return other(m)
+		}
+		var req struct {
+			ToolCall struct {
+				Title   string
+				Content []map[string]any
+			}
+		}
+		_ = json.Unmarshal(m.Params, &req)
+		ps.mu.Lock()
+		ps.asked = append(ps.asked, asked{req.ToolCall.Title, req.ToolCall.Content})
+		ps.mu.Unlock()
+		return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": optionID}}, nil
+	}
+	return ps
 }
 
 // notifications returns the notifications of method received so far.

@@ -149,27 +149,40 @@ func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, tar
 	return no, nil
 }
 
-// permissionCall is the ToolCallUpdate a permission request shows: the
-// call's title, kind, locations and content (the diff of an edit or a
-// write, else the preview's detail), with octet's digest in _meta.
+// permissionCall is the ToolCallUpdate a permission request shows, with
+// octet's digest in _meta: its title and content are the broker's preview
+// (req: what the digest is bound to, already rendered with invisible and
+// bidirectional characters made visible), whole, never the model's
+// arguments; kind and locations are the call's. The title is the
+// preview's, naming a bash call's command (its first line, marked when
+// cut); the content is the preview's detail (a bash call's whole command)
+// and its diff (every hunk of an edit or a write), each a literal code
+// block (see display.go), and the title whole when it had to be cut to
+// one line. The content is always sent: it replaces whatever the client
+// showed for the call before.
 func (as *acpSession) permissionCall(req tools.ConfirmRequest) map[string]any {
 	in := req.Intent
-	v := describeCall(as.cwd, in.Tool, in.Arguments, as.currentText)
-	content := v.content
-	detail := req.Detail
-	if len(content) == 0 && req.Diff != "" {
-		detail = joinNonEmpty(detail, req.Diff)
+	v := describeCall(as.cwd, in.Tool, in.Arguments)
+	title := tools.ApprovalHeadline(req.Title, tools.MaxPreviewTitle)
+	content := []map[string]any{}
+	if title != req.Title {
+		content = append(content, literalContent("text", req.Title))
 	}
-	if detail != "" {
-		content = append(content, textContent(detail))
+	detailInfo := "text"
+	if in.Tool == "bash" {
+		title += ": " + tools.ApprovalHeadline(req.Detail, maxTitleText)
+		detailInfo = "sh"
+	}
+	if req.Detail != "" {
+		content = append(content, literalContent(detailInfo, req.Detail))
+	}
+	if req.Diff != "" {
+		content = append(content, literalContent("diff", req.Diff))
 	}
 	call := map[string]any{
-		"toolCallId": in.CallID, "title": firstNonEmpty(req.Title, v.title), "kind": v.kind,
-		"status": "pending", "rawInput": rawArgs(in.Arguments),
+		"toolCallId": in.CallID, "title": codeSpan(title), "kind": v.kind,
+		"status": "pending", "rawInput": rawArgs(in.Arguments), "content": content,
 		"_meta": map[string]any{"octet": map[string]any{"digest": req.Digest, "effect": in.Effect.String(), "scope": req.Scope}},
-	}
-	if len(content) > 0 {
-		call["content"] = content
 	}
 	if len(v.locations) > 0 {
 		call["locations"] = v.locations

@@ -136,7 +136,9 @@ type update struct {
 	Status        string
 	Kind          string
 	Title         string
-	Locations     []struct{ Path string }
+	// Description is a subagent_update's.
+	Description string
+	Locations   []struct{ Path string }
 }
 
 // text returns the concatenated text of the updates of kind.

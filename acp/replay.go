@@ -1,28 +1,27 @@
 package acp
 
 import (
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/session"
 )
 
 // replay sends the session's branch as session/update notifications, in
 // order: prompts as user_message_chunk, answers and reasoning summaries
 // as agent chunks, calls as tool_call and their results as
-// tool_call_update (completed or failed). Opaque reasoning content is
-// never sent.
+// tool_call_update (completed or failed, with the recorded diffs).
+// Opaque reasoning content is never sent.
 func (as *acpSession) replay() error {
-	tools := map[string]string{}
-	args := map[string]string{}
 	for _, e := range as.sess.Branch() {
 		switch e.Type {
 		case session.EntryUser, session.EntrySteering:
 			as.srv.update(as.id, chunk("user_message_chunk", e.ID, e.Text))
 		case session.EntryAssistant:
 			for _, it := range e.Items {
-				as.replayItem(e.ID, it, tools, args)
+				as.replayItem(e.ID, it)
 			}
 		case session.EntryToolResult:
 			if r := e.Result; r != nil {
-				as.replayResult(r, tools[r.CallID], args[r.CallID])
+				as.replayResult(r)
 			}
 		case session.EntryCompaction:
 			if c := e.Compaction; c != nil && c.Summary != "" {
@@ -33,7 +32,7 @@ func (as *acpSession) replay() error {
 	return nil
 }
 
-func (as *acpSession) replayItem(entryID string, it session.Item, tools, args map[string]string) {
+func (as *acpSession) replayItem(entryID string, it session.Item) {
 	switch it.Type {
 	case session.ItemText:
 		if it.Text != "" {
@@ -44,8 +43,7 @@ func (as *acpSession) replayItem(entryID string, it session.Item, tools, args ma
 			as.srv.update(as.id, chunk("agent_thought_chunk", entryID, it.Text))
 		}
 	case session.ItemFunctionCall:
-		tools[it.CallID], args[it.CallID] = it.Name, it.Arguments
-		v := describeCall(as.cwd, it.Name, []byte(it.Arguments), nil)
+		v := describeCall(as.cwd, it.Name, []byte(it.Arguments))
 		u := map[string]any{
 			"sessionUpdate": "tool_call", "toolCallId": it.CallID, "title": v.title, "kind": v.kind,
 			"status": "pending", "rawInput": rawArgs([]byte(it.Arguments)),
@@ -57,16 +55,21 @@ func (as *acpSession) replayItem(entryID string, it session.Item, tools, args ma
 	}
 }
 
-func (as *acpSession) replayResult(r *session.ToolResult, tool, args string) {
+func (as *acpSession) replayResult(r *session.ToolResult) {
 	status := "completed"
 	if r.IsError {
 		status = "failed"
 	}
-	var content []map[string]any
-	if tool == "edit" && !r.IsError {
-		content = append(content, describeCall(as.cwd, tool, []byte(args), nil).content...)
+	// The files the call changed, as recorded with its result.
+	recs, err := changes.FromDetails(r.Details)
+	if err != nil {
+		as.srv.log.Warn("recorded changes not shown", "session", as.id, "call", r.CallID, "error", err)
 	}
-	content = append(content, textContent(r.Text))
+	cs := make([]changes.Change, 0, len(recs))
+	for _, rec := range recs {
+		cs = append(cs, rec.Change)
+	}
+	content := append(changeContent(cs), literalContent("text", r.Text))
 	as.srv.update(as.id, map[string]any{
 		"sessionUpdate": "tool_call_update", "toolCallId": r.CallID, "status": status,
 		"content": content, "rawOutput": map[string]any{"text": r.Text, "isError": r.IsError},

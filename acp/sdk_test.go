@@ -91,10 +91,8 @@ func TestSDKApprovals(t *testing.T) {
 	if !slices.Equal(p.Options, []string{"allow_once", "allow_always", "reject_once", "reject_always"}) || p.Kind != "edit" {
 		t.Errorf("permission request %+v", p)
 	}
-	if !slices.ContainsFunc(p.Content, func(c map[string]any) bool {
-		return c["type"] == "diff" && c["oldText"] == "hello" && c["newText"] == "hi"
-	}) {
-		t.Errorf("permission request content %v lacks the edit's diff", p.Content)
+	if p.Title != "`edit a.txt`" || fencedBody(t, permissionText(p.Content), "diff") != "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-hello\n+hi" {
+		t.Errorf("permission request %q, content %v: want octet's diff of the edit", p.Title, p.Content)
 	}
 	if s := readFile(t, filepath.Join(w.ws, "a.txt")); s != "hey\n" {
 		t.Errorf("a.txt = %q", s)

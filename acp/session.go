@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/eventgate"
@@ -104,7 +103,7 @@ func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
 	as.run, as.cancelled = r, false
 	as.mu.Unlock()
 
-	st := newRunStream(as, r.ID())
+	st := newRunStream(as.srv, as.id, as.cwd, as.sess, r.ID())
 	st.gate = gate
 	for ev := range r.Events() {
 		st.event(ev)
@@ -206,19 +205,4 @@ func (as *acpSession) close() error {
 		as.closeErr = errors.Join(errs...)
 	})
 	return as.closeErr
-}
-
-// currentText is the text of the workspace file abs as the tools would
-// read it: the client's (fs/read_text_file) when it gives it, else the
-// disk's; bounded and UTF-8, or false.
-func (as *acpSession) currentText(abs string) (string, bool) {
-	if as.files != nil {
-		if doc, ok := as.files.Document(abs); ok {
-			if len(doc.Text) > maxDiffSide || !utf8.Valid(doc.Text) {
-				return "", false
-			}
-			return string(doc.Text), true
-		}
-	}
-	return readOld(as.cwd, abs)
 }

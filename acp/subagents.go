@@ -72,7 +72,7 @@ func (s *subagents) updatedLocked(child team.Snapshot, k *subagent) {
 	u := map[string]any{"sessionUpdate": "subagent_update", "sessionId": child.SessionID, "state": state, "_meta": childMeta(child)}
 	if first {
 		u["title"] = child.Path
-		u["description"] = clip(child.Task, 200)
+		u["description"] = titleText(child.Task)
 		u["cwd"] = s.as.cwd
 	}
 	if child.Status.Active() {
@@ -104,10 +104,8 @@ func (s *subagents) event(child team.Snapshot, ev agent.Event) {
 	}
 	if rs, ok := ev.(*agent.RunStarted); ok {
 		k.gate = new(eventgate.Gate)
-		k.stream = &runStream{
-			srv: s.as.srv, sid: child.SessionID, cwd: s.as.cwd, entries: sessionFile(child.SessionPath), text: s.as.currentText,
-			runID: rs.RunID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}, views: map[string]callView{}, gate: k.gate,
-		}
+		k.stream = newRunStream(s.as.srv, child.SessionID, s.as.cwd, sessionFile(child.SessionPath), rs.RunID)
+		k.stream.gate = k.gate
 	}
 	st, gate := k.stream, k.gate
 	if _, fin := ev.(*agent.RunFinished); fin {

@@ -4,8 +4,10 @@ import (
 	"fmt"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/eventgate"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // maxToolOutput bounds the tool output one tool_call_update shows.
@@ -16,10 +18,8 @@ type runStream struct {
 	srv *Server
 	// sid is the ACP session the updates go to; cwd its workspace.
 	sid, cwd string
-	// entries reads the run's session; text a workspace file's current
-	// text.
+	// entries reads the run's session.
 	entries entryReader
-	text    func(abs string) (string, bool)
 	runID   string
 	// attempt numbers the provider attempts: each attempt's chunks carry
 	// their own messageId, so a client can drop the chunks of an attempt
@@ -29,9 +29,6 @@ type runStream struct {
 	args map[string]string
 	// output is each running call's shown output so far.
 	output map[string][]byte
-	// views are the calls' views as shown at tool_call (a write's diff
-	// has the file's text before the write).
-	views map[string]callView
 	// gate is told of each tool_call sent.
 	gate *eventgate.Gate
 }
@@ -42,8 +39,8 @@ type entryReader interface {
 	Branch() []session.Entry
 }
 
-func newRunStream(as *acpSession, runID string) *runStream {
-	return &runStream{srv: as.srv, sid: as.id, cwd: as.cwd, entries: as.sess, text: as.currentText, runID: runID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}, views: map[string]callView{}}
+func newRunStream(srv *Server, sid, cwd string, entries entryReader, runID string) *runStream {
+	return &runStream{srv: srv, sid: sid, cwd: cwd, entries: entries, runID: runID, attempt: 1, args: map[string]string{}, output: map[string][]byte{}}
 }
 
 func (st *runStream) update(u map[string]any) { st.srv.update(st.sid, u) }
@@ -110,14 +107,10 @@ func (st *runStream) committed(entryID string) {
 }
 
 func (st *runStream) toolStarted(e *agent.ToolStarted) {
-	v := describeCall(st.cwd, e.Tool, []byte(st.args[e.CallID]), st.text)
-	st.views[e.CallID] = v
+	v := describeCall(st.cwd, e.Tool, []byte(st.args[e.CallID]))
 	u := map[string]any{
 		"sessionUpdate": "tool_call", "toolCallId": e.CallID, "title": v.title, "kind": v.kind,
 		"status": "pending", "rawInput": rawArgs([]byte(st.args[e.CallID])),
-	}
-	if len(v.content) > 0 {
-		u["content"] = v.content
 	}
 	if len(v.locations) > 0 {
 		u["locations"] = v.locations
@@ -149,7 +142,7 @@ func (st *runStream) toolOutput(e *agent.ToolOutput) {
 	st.output[e.CallID] = out
 	st.update(map[string]any{
 		"sessionUpdate": "tool_call_update", "toolCallId": e.CallID,
-		"content": []map[string]any{textContent(string(out))},
+		"content": []map[string]any{literalContent("text", string(out))},
 	})
 }
 
@@ -159,10 +152,9 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 		status = "failed"
 	}
 	u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": status}
-	var content []map[string]any
+	// The files the call changed, as octet recorded them.
+	content := changeContent(e.Changes)
 	if len(e.Changes) > 0 {
-		// The files the call changed: the diff shown when it started.
-		content = append(content, st.views[e.CallID].content...)
 		diffs := make([]map[string]any, 0, len(e.Changes))
 		for _, c := range e.Changes {
 			diffs = append(diffs, map[string]any{"path": c.Path, "kind": c.Kind, "diff": c.Diff})
@@ -170,14 +162,13 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 		u["_meta"] = map[string]any{"octet": map[string]any{"changes": diffs}}
 	}
 	if res, ok := st.result(e.CallID); ok {
-		content = append(content, textContent(res.Text))
+		content = append(content, literalContent("text", res.Text))
 		u["rawOutput"] = map[string]any{"text": res.Text, "isError": res.IsError}
 	}
 	if len(content) > 0 {
 		u["content"] = content
 	}
 	delete(st.output, e.CallID)
-	delete(st.views, e.CallID)
 	st.update(u)
 }
 
@@ -191,4 +182,19 @@ func (st *runStream) result(callID string) (*session.ToolResult, bool) {
 		}
 	}
 	return nil, false
+}
+
+// changeContent shows the changes a call made: each file's recorded
+// unified diff (or the line saying why it is not shown), made visible, as
+// a literal code block.
+func changeContent(cs []changes.Change) []map[string]any {
+	var content []map[string]any
+	for _, c := range cs {
+		info := "diff"
+		if c.DiffOmitted {
+			info = "text"
+		}
+		content = append(content, literalContent(info, tools.ApprovalText(c.Diff)))
+	}
+	return content
 }

@@ -37,6 +37,76 @@ const (
 	minBlankLines    = 2
 )
 
+// ApprovalText renders s as octet renders the text of an approval prompt
+// (see above), for another surface that shows a person what a call does.
+func ApprovalText(s string) string { return approvalText(s) }
+
+// ApprovalHeadline returns the first line of r, a rendering by
+// ApprovalText, that is not blank (see blankLine), in at most n bytes (never cutting a
+// character or one of octet's ⟨…⟩ marks), followed by a mark saying what
+// was left out when anything but blank lines was: " ⟨cut: 1 more line⟩",
+// " ⟨cut: 12 more bytes⟩" or " ⟨cut: 12 more bytes and 3 more lines⟩".
+// It is for a title whose whole text is shown elsewhere.
+func ApprovalHeadline(r string, n int) string {
+	var first string
+	found, more := false, 0
+	for line := range strings.SplitSeq(r, "\n") {
+		switch {
+		case blankLine(line):
+		case !found:
+			first, found = line, true
+		default:
+			more++
+		}
+	}
+	var cut []string
+	if len(first) > n {
+		i := max(n, 0)
+		for i > 0 && !utf8.RuneStart(first[i]) {
+			i--
+		}
+		if open := strings.LastIndex(first[:i], "⟨"); open > strings.LastIndex(first[:i], "⟩") {
+			i = open // inside one of octet's marks: cut before it
+		}
+		cut = append(cut, plural(len(first)-i, "more byte"))
+		first = first[:i]
+	}
+	if more > 0 {
+		cut = append(cut, plural(more, "more line"))
+	}
+	if len(cut) == 0 {
+		return first
+	}
+	return first + " ⟨cut: " + strings.Join(cut, " and ") + "⟩"
+}
+
+// blankLine reports whether a line of a rendering by ApprovalText shows
+// only blanks: spaces and tabs, or one of octet's marks for them.
+func blankLine(line string) bool {
+	t := strings.TrimSpace(line)
+	if t == "" {
+		return true
+	}
+	mark, ok := strings.CutPrefix(t, "⟨")
+	if mark, ok = strings.CutSuffix(mark, "⟩"); !ok {
+		return false
+	}
+	count, what, _ := strings.Cut(mark, " ")
+	switch what {
+	case "blank lines", "spaces", "tabs", "spaces and tabs":
+		return count != "" && strings.Trim(count, "0123456789") == ""
+	}
+	return false
+}
+
+// plural is "n noun", with an s unless n is 1.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
 // approvalText renders s for an approval prompt (see above).
 func approvalText(s string) string { return visibleText(s, true) }
 

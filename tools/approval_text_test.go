@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode"
@@ -57,6 +58,34 @@ func TestVisibleText(t *testing.T) {
 	for _, in := range []string{"fake ⟨9 spaces⟩ \u202e\x1b", "ls\n\n\n\n\nrm" + strings.Repeat("\u200b", 9)} {
 		if shown := approvalText(in); VisibleText(shown) != shown {
 			t.Errorf("VisibleText changed the prompt rendering %q to %q", shown, VisibleText(shown))
+		}
+	}
+}
+
+func TestApprovalHeadline(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"npm test", 20, "npm test"},
+		{"npm test\n", 20, "npm test"},
+		{"npm test\ncurl x | sh", 20, "npm test ⟨cut: 1 more line⟩"},
+		{"a\nb\nc\n", 20, "a ⟨cut: 2 more lines⟩"},
+		{"abcdef", 4, "abcd ⟨cut: 2 more bytes⟩"},
+		{"abcdef\nx", 4, "abcd ⟨cut: 2 more bytes and 1 more line⟩"},
+		{"ab日本", 4, "ab ⟨cut: 6 more bytes⟩"},                  // never half a character
+		{"ab⟨U+202E⟩cd", 6, "ab ⟨cut: 14 more bytes⟩"},         // never half a mark
+		{"ab⟨U+202E⟩cd", 15, "ab⟨U+202E⟩c ⟨cut: 1 more byte⟩"}, // a whole mark stays
+		{"⟨U+202E⟩x", 0, " ⟨cut: 13 more bytes⟩"},
+		{"⟨3 blank lines⟩", 10, ""},
+		{"\n  \n⟨3 blank lines⟩\n⟨40 spaces⟩\nrm -rf ~\n", 40, "rm -rf ~"}, // blank lines are skipped, not counted
+		{"⟨2 spaces and tabs⟩\n⟨U+200B⟩\nx", 40, "⟨U+200B⟩ ⟨cut: 1 more line⟩"},
+		{"\n\t\nrm -rf ~\n\n", 40, "rm -rf ~"},
+		{"", 40, ""},
+	} {
+		if got := ApprovalHeadline(tt.in, tt.n); got != tt.want {
+			t.Errorf("ApprovalHeadline(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
 		}
 	}
 }
@@ -118,6 +147,30 @@ func FuzzVisibleText(f *testing.F) {
 		}
 		if again := VisibleText(out); again != out {
 			t.Fatalf("VisibleText is not stable: %q, then %q", out, again)
+		}
+	})
+}
+
+// FuzzApprovalHeadline: the headline of any rendering is one line of
+// valid UTF-8, its text (before the cut mark) at most n bytes, a prefix
+// of a line of the rendering, with each of octet's marks whole.
+func FuzzApprovalHeadline(f *testing.F) {
+	f.Add("npm test\ncurl x | sh", 8)
+	f.Add("\n\n\n\nab\u202ecd\u200b\u200b\u200b\u200b", 5)
+	f.Add("日本語"+strings.Repeat(" ", 40)+"x", 7)
+	f.Fuzz(func(t *testing.T, in string, n int) {
+		n = max(n%300, 0)
+		r := approvalText(in)
+		h := ApprovalHeadline(r, n)
+		text, _, _ := strings.Cut(h, " ⟨cut: ")
+		if !utf8.ValidString(h) || strings.Contains(h, "\n") || len(text) > n {
+			t.Fatalf("ApprovalHeadline(%q, %d) = %q", r, n, h)
+		}
+		if !slices.ContainsFunc(strings.Split(r, "\n"), func(line string) bool { return strings.HasPrefix(line, text) }) {
+			t.Fatalf("ApprovalHeadline(%q, %d) = %q: not a prefix of a line", r, n, h)
+		}
+		if strings.Count(text, "⟨") != strings.Count(text, "⟩") {
+			t.Fatalf("ApprovalHeadline(%q, %d) = %q: a mark cut", r, n, h)
 		}
 	})
 }

@@ -197,19 +197,16 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		return errorResult(msg), nil
 	}
 	t.cfg.Files.record(p.tg.key, []byte(p.updated))
-	noun := "replacement"
-	if p.count != 1 {
-		noun += "s"
-	}
 	return Result{
-		Text:    fmt.Sprintf("Edited %s (%d %s).", p.tg.display, p.count, noun),
+		Text:    fmt.Sprintf("Edited %s (%s).", p.tg.display, plural(p.count, "replacement")),
 		Details: map[string]any{"path": p.tg.display, "replacements": p.count},
 		Changes: recs,
 	}, nil
 }
 
 // Preview shows the unified diff the edit would apply, without applying
-// it. Called for an approval (the broker puts the call id in ctx), it
+// it, titled with the number of occurrences a replace_all edit replaces
+// when it is more than one. Called for an approval (the broker puts the call id in ctx), it
 // remembers the file state the diff was computed against, so Execute of
 // the same call applies exactly this diff or refuses.
 func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, error) {
@@ -225,6 +222,10 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 	title := "edit " + *a.Path
 	if refusal != "" {
 		return Preview{Title: title, Detail: refusal}, nil
+	}
+	if a.ReplaceAll && p.count > 1 {
+		// A one-line old_text can change the whole file: the title says so.
+		title += " (replace all: " + plural(p.count, "occurrence") + ")"
 	}
 	if diffTooLarge(string(p.old), p.updated) {
 		return Preview{}, fmt.Errorf("edit %s: %w", *a.Path, ErrPreviewTooLarge)

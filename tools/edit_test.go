@@ -142,6 +142,20 @@ func TestPreviews(t *testing.T) {
 	if err != nil || pv.Diff != "" || !strings.Contains(pv.Detail, "not found") {
 		t.Errorf("failing edit preview = %+v, %v", pv, err)
 	}
+	if pv.Title != "edit hello.txt" {
+		t.Errorf("edit title = %q", pv.Title)
+	}
+	// replace_all: the title says how many occurrences the one-line
+	// old_text replaces (a replace_all that matches once says nothing).
+	writeTestFile(t, filepath.Join(ws, "many.txt"), "x\ny\nx\nx\n")
+	for args, want := range map[string]string{
+		`{"path":"many.txt","old_text":"x","new_text":"z","replace_all":true}`: "edit many.txt (replace all: 3 occurrences)",
+		`{"path":"many.txt","old_text":"y","new_text":"z","replace_all":true}`: "edit many.txt",
+	} {
+		if pv, err := ed.Preview(ctx, json.RawMessage(args)); err != nil || pv.Title != want {
+			t.Errorf("edit %s preview title = %q, %v; want %q", args, pv.Title, err, want)
+		}
+	}
 	pv, err = wr.Preview(ctx, json.RawMessage(`{"path":"new.txt","content":"hi\n"}`))
 	if err != nil || !strings.Contains(pv.Diff, "+hi") {
 		t.Errorf("write preview = %+v, %v", pv, err)

@@ -61,7 +61,7 @@ vim.cmd("runtime! plugin/octet.lua")
 vim.cmd("syntax on") vim.cmd("filetype plugin on")
 vim.o.termguicolors = true
 vim.o.laststatus = 2
-vim.o.statusline = "%t %= %{luaeval(\"require'octet'.statusline()\")} "
+vim.o.statusline = "%t %= %{%luaeval(\"require'octet'.statusline()\")%} "
 require("octet").setup({ cmd = { "`+bin+`", "lsp" }, root = "`+ws+`", width = 64 })
 vim.cmd("edit `+filepath.Join(ws, "greet.go")+`")
 vim.defer_fn(function() vim.cmd("Octet change the greeting to hello, octet") vim.cmd("OctetChat") end, 300)

@@ -151,6 +151,15 @@ const scenarios = {
       out.buffers = buffers;
     });
   },
+  // Calls whose permission requests must show their whole effect:
+  // call_1 is allowed once, every other call rejected once.
+  async shown() {
+    const permission = (p) => select(p.toolCall.toolCallId === 'call_1' ? 'allow_once' : 'reject_once')(p);
+    return run(false, { permission }, async (ctx, out) => {
+      const s = await newSession(ctx);
+      out.answer = await prompt(ctx, s.sessionId, 'show me');
+    });
+  },
   // A delegating prompt (octet under unsafe_host): with the subagents
   // capability when the second argument says so.
   async delegate() {

@@ -45,13 +45,7 @@ T.run(function()
     T.wait("the session tightened", function()
       return tightened
     end)
-    local function float()
-      for _, win in ipairs(api.nvim_list_wins()) do
-        if api.nvim_win_get_config(win).relative ~= "" then
-          return win
-        end
-      end
-    end
+    local float = T.float
     if not vim.wait(60000, float, 20) then
       T.fact("chat", T.text(s.chat.buf))
       T.fact("child", agents.label(agents.of(s)[1]))

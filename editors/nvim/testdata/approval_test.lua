@@ -9,13 +9,7 @@
 local T = dofile(os.getenv("OCTET_TEST_LIB"))
 local api = vim.api
 
-local function float()
-  for _, win in ipairs(api.nvim_list_wins()) do
-    if api.nvim_win_get_config(win).relative ~= "" then
-      return win
-    end
-  end
-end
+local float = T.float
 
 T.run(function()
   local octet = T.setup()

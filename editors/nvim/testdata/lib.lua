@@ -54,6 +54,15 @@ function T.text(buf)
   return table.concat(vim.api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
 end
 
+--- The first floating window (the approval float), or nil.
+function T.float()
+  for _, win in ipairs(vim.api.nvim_list_wins()) do
+    if vim.api.nvim_win_get_config(win).relative ~= "" then
+      return win
+    end
+  end
+end
+
 --- Sets up the plugin for the test workspace.
 function T.setup(extra)
   local octet = require("octet")

@@ -6,6 +6,7 @@
 local M = {}
 
 local api = vim.api
+local text = require("octet.text")
 local hl_ns = api.nvim_create_namespace("octet.agents")
 
 local kids = {} -- child sessionId -> kid
@@ -44,13 +45,7 @@ function M.define_highlights()
   end
 end
 
-local function first_line(s, max)
-  s = vim.trim(tostring(s or "")):gsub("\n.*", " …")
-  if vim.fn.strchars(s) > max then
-    s = vim.fn.strcharpart(s, 0, max - 1) .. "…"
-  end
-  return s
-end
+local first_line = text.first_line
 
 local function usage_text(u)
   if type(u) ~= "table" then
@@ -74,8 +69,8 @@ end
 
 -- The block's lines and the byte range of the status on its first line.
 local function lines_of(k)
-  local head = "▸ " .. k.path .. " "
-  local status = "[" .. k.status .. "]"
+  local head = "▸ " .. text.line(k.path, 80) .. " "
+  local status = "[" .. text.line(k.status, 20) .. "]"
   local l1 = head .. status
   if k.task and k.task ~= "" then
     l1 = l1 .. " " .. first_line(k.task, 72)
@@ -196,7 +191,7 @@ local function call_what(c)
   end
   s = first_line(s, 60)
   -- The name is the model's too: one line, bounded, like the argument.
-  return first_line(c.tool or c.name or "tool", 40) .. (s ~= "" and (" " .. s) or "")
+  return text.line(c.tool or c.name or "tool", 40) .. (s ~= "" and (" " .. s) or "")
 end
 
 --- One of a child's own octet/event notifications (p.parentSessionId set).
@@ -347,7 +342,8 @@ end
 
 --- One line of the :OctetAgents list.
 function M.label(k)
-  return k.path .. " [" .. k.status .. "]" .. (k.task and (" " .. first_line(k.task, 60)) or "")
+  return text.line(k.path, 80) .. " [" .. text.line(k.status, 20) .. "]"
+    .. (k.task and (" " .. first_line(k.task, 60)) or "")
     .. (k.activity and live[k.status] and (" — " .. k.activity) or "")
 end
 

@@ -7,6 +7,7 @@ local M = {}
 
 local api = vim.api
 local config = require("octet.config")
+local text = require("octet.text")
 
 local pending = {} -- ordered list of {p, responders = {respond}, ids = {}, chat, mark, win, buf}
 
@@ -65,10 +66,11 @@ local function body(p)
   local lines = {}
   if type(p.agentPath) == "string" and p.agentPath ~= "" then
     -- A delegated child asks (its approvals come to the parent session).
-    table.insert(lines, "Subagent " .. p.agentPath .. " asks"
-      .. (type(p.childSessionId) == "string" and (" (session " .. p.childSessionId .. ")") or "") .. ":")
+    table.insert(lines, "Subagent " .. text.line(p.agentPath) .. " asks"
+      .. (type(p.childSessionId) == "string" and (" (session " .. text.line(p.childSessionId) .. ")") or "") .. ":")
   end
-  table.insert(lines, (p.title or p.tool) .. "   [" .. tostring(p.tool) .. ", " .. tostring(p.effect) .. "]")
+  -- One line each, nothing cut: the whole title stays in view.
+  table.insert(lines, text.line(p.title or p.tool) .. "   [" .. text.line(p.tool) .. ", " .. text.line(p.effect) .. "]")
   if type(p.detail) == "string" and p.detail ~= "" then
     vim.list_extend(lines, vim.split(p.detail, "\n", { plain = true }))
   end
@@ -138,8 +140,8 @@ function M.side_by_side(a)
   local root = require("octet.documents").root() or vim.fn.getcwd()
   local file = path:sub(1, 1) == "/" and path or (root .. "/" .. path)
   local cur = {}
-  local b = vim.fn.bufnr(file)
-  if b > 0 and api.nvim_buf_is_loaded(b) then
+  local b = require("octet.documents").buf_named(file)
+  if b and api.nvim_buf_is_loaded(b) then
     cur = api.nvim_buf_get_lines(b, 0, -1, false)
   elseif vim.fn.filereadable(file) == 1 then
     cur = vim.fn.readfile(file)

@@ -6,6 +6,7 @@
 local M = {}
 
 local api = vim.api
+local text = require("octet.text")
 local ns = api.nvim_create_namespace("octet.chat")
 local chats = {} -- bufnr -> Chat
 
@@ -36,7 +37,7 @@ function M.new(sid, title)
       chats[buf] = nil
     end,
   })
-  self:set_lines(0, -1, { "# octet · " .. (title or sid) })
+  self:set_lines(0, -1, { "# octet · " .. text.line(title or sid) })
   self.titled = title ~= nil
   return self
 end
@@ -54,7 +55,7 @@ end
 --- Sets the title line.
 function Chat:set_title(title)
   self.titled = true
-  self:set_lines(0, 1, { "# octet · " .. title })
+  self:set_lines(0, 1, { "# octet · " .. text.line(title) })
 end
 
 function Chat:set_lines(s, e, lines)
@@ -107,12 +108,12 @@ function Chat:block(kind, header, opts)
 end
 
 --- Inserts text at the end of block b (newlines start prefixed lines).
-function Chat:write(b, text)
-  if text == nil or text == "" then
+function Chat:write(b, chunk)
+  if chunk == nil or chunk == "" then
     return
   end
   local pos = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.tail, {})
-  local lines = vim.split(text, "\n", { plain = true })
+  local lines = vim.split(chunk, "\n", { plain = true })
   for i = 2, #lines do
     lines[i] = b.prefix .. lines[i]
   end
@@ -125,12 +126,12 @@ function Chat:write(b, text)
 end
 
 --- Replaces the header line of block b.
-function Chat:set_header(b, text)
+function Chat:set_header(b, header)
   if not b.head then
     return
   end
   local row = api.nvim_buf_get_extmark_by_id(self.buf, ns, b.head, {})[1]
-  self:set_lines(row, row + 1, { text })
+  self:set_lines(row, row + 1, { header })
 end
 
 --- Appends a region of lines that set_region() replaces in place later
@@ -202,13 +203,13 @@ function Chat:follow()
 end
 
 --- A user prompt (or steering / follow-up input).
-function Chat:user(text, label)
+function Chat:user(prompt, label)
   if not self.titled then
     -- As the server titles an untitled session: its first prompt's line.
-    self:set_title((vim.trim(text):gsub("\n.*", "")):sub(1, 80))
+    self:set_title(text.line((vim.trim(prompt):gsub("\n.*", "")), 80))
   end
   self:append({ "", "## " .. (label or "You"), "" })
-  self:append(vim.split(text, "\n", { plain = true }))
+  self:append(vim.split(prompt, "\n", { plain = true }))
   self.cur = nil
   self.answer_header = false
 end
@@ -221,7 +222,7 @@ function Chat:ensure_answer_header()
 end
 
 --- Streams answer text (channel "text") or reasoning.
-function Chat:delta(channel, text)
+function Chat:delta(channel, delta)
   self:ensure_answer_header()
   local kind = channel == "reasoning" and "reasoning" or "text"
   if not self.cur or self.cur.kind ~= kind then
@@ -232,7 +233,7 @@ function Chat:delta(channel, text)
     end
     table.insert(self.provisional, self.cur)
   end
-  self:write(self.cur, text)
+  self:write(self.cur, delta)
 end
 
 --- The streamed assistant message is durable.
@@ -250,13 +251,11 @@ function Chat:discard()
   self.cur = nil
 end
 
-local function summary(tool, args)
+local function summary(args)
   if type(args) ~= "table" then
     return ""
   end
-  local s = args.path or args.command or args.pattern or args.url or ""
-  s = tostring(s):gsub("\n.*", " …")
-  return s
+  return text.first_line(args.path or args.command or args.pattern or args.url)
 end
 
 --- Remembers a provisional tool call's name and arguments.
@@ -268,7 +267,8 @@ function Chat:call_delta(id, name, delta)
 end
 
 local function call_header(c)
-  local s = "### " .. (c.tool or c.name or "tool")
+  -- The name is the model's too: one line, bounded, like the argument.
+  local s = "### " .. text.line(c.tool or c.name or "tool", 60)
   if c.what and c.what ~= "" then
     s = s .. " · " .. c.what
   end
@@ -290,7 +290,7 @@ function Chat:tool_start(id, tool)
   local c = self:call(id)
   c.tool = tool
   local ok, args = pcall(vim.json.decode, c.args ~= "" and c.args or "{}")
-  c.what = ok and summary(tool, args) or ""
+  c.what = ok and summary(args) or ""
   c.status = c.status or "running"
   c.block = self:block("tool", call_header(c), { prefix = "    ", fold = true })
   self.cur = nil
@@ -304,12 +304,12 @@ function Chat:tool_status(id, status)
   end
 end
 
-function Chat:tool_output(id, text)
+function Chat:tool_output(id, output)
   local c = self:call(id)
   if not c.block then
     self:tool_start(id, c.name)
   end
-  self:write(c.block, text)
+  self:write(c.block, output)
 end
 
 --- A tool call ends; changes are shown with their diffs.
@@ -331,7 +331,7 @@ end
 function Chat:change(ch)
   self.changed = self.changed or {}
   table.insert(self.changed, ch.path)
-  local lines = { "", "**Changed " .. ch.path .. "** (" .. tostring(ch.kind) .. ")", "```diff" }
+  local lines = { "", "**Changed " .. text.line(ch.path) .. "** (" .. text.line(ch.kind) .. ")", "```diff" }
   vim.list_extend(lines, vim.split((ch.diff or ""):gsub("\n$", ""), "\n", { plain = true }))
   table.insert(lines, "```")
   self:append(lines)
@@ -340,7 +340,7 @@ end
 --- A denial or other policy decision shown under the call.
 function Chat:decision(id, decision, reason)
   if decision == "denied" then
-    self:tool_status(id, "denied" .. (reason and (" (" .. reason .. ")") or ""))
+    self:tool_status(id, "denied" .. (reason and (" (" .. text.line(reason) .. ")") or ""))
   end
 end
 
@@ -350,42 +350,42 @@ function Chat:approval(p)
   if self.calls[p.callId] and self.calls[p.callId].block then
     self:tool_status(p.callId, "waiting for approval")
   end
-  local row = self:append({ "", "> **Approval pending:** " .. (p.title or p.tool)
+  local row = self:append({ "", "> **Approval pending:** " .. text.line(p.title or p.tool)
     .. " — a float asks; :OctetApprovals shows it again" })
   local mark = api.nvim_buf_set_extmark(self.buf, ns, row + 1, 0, { right_gravity = false })
   self.cur = nil
   return mark
 end
 
-function Chat:approval_resolved(mark, text, call_id, approved)
+function Chat:approval_resolved(mark, outcome, call_id, approved)
   local c = call_id and self.calls[call_id]
   if c and c.block and c.status == "waiting for approval" then
     self:tool_status(call_id, approved and "running" or "not run")
   end
   local row = api.nvim_buf_get_extmark_by_id(self.buf, ns, mark, {})[1]
   if row then
-    self:set_lines(row, row + 1, { "> Approval: " .. text })
+    self:set_lines(row, row + 1, { "> Approval: " .. text.line(outcome) })
   end
 end
 
 --- Recovered output of an interrupted attempt: its own marked section,
 --- never part of the answer.
-function Chat:recovered(channel, text, attempt)
-  local b = self:block("recovered", "> **Recovered output** (" .. tostring(channel) .. " of interrupted attempt "
-    .. tostring(attempt or "?") .. "; not part of the answer)", { prefix = "> ", fold = true })
-  self:write(b, text)
+function Chat:recovered(channel, output, attempt)
+  local b = self:block("recovered", "> **Recovered output** (" .. text.line(channel, 20) .. " of interrupted attempt "
+    .. text.line(attempt or "?", 20) .. "; not part of the answer)", { prefix = "> ", fold = true })
+  self:write(b, output)
   self.cur = nil
 end
 
 --- A notice (retry, info): one quoted line.
-function Chat:notice(text)
-  self:append({ "", "> " .. text })
+function Chat:notice(notice)
+  self:append({ "", "> " .. text.line(notice) })
   self.cur = nil
 end
 
 --- An error with what to do.
 function Chat:error(msg, todo)
-  local lines = { "", "> **Error:** " .. tostring(msg):gsub("\n", " ") }
+  local lines = { "", "> **Error:** " .. text.line((tostring(msg):gsub("\n", " "))) }
   if todo then
     table.insert(lines, "> What to do: " .. todo)
   end

@@ -158,6 +158,22 @@ function M.stop()
   tracked = {}
 end
 
+--- The buffer whose name is the file path (both as full paths), or nil.
+--- Not bufnr(): that reads its argument as a pattern ("*", "%", a part of
+--- a name), and paths here come from prompts and diffs.
+function M.buf_named(path)
+  local function full(p)
+    return vim.fn.simplify(vim.fn.fnamemodify(p, ":p"))
+  end
+  local want = full(path)
+  for _, buf in ipairs(api.nvim_list_bufs()) do
+    local name = api.nvim_buf_get_name(buf)
+    if name ~= "" and full(name) == want then
+      return buf
+    end
+  end
+end
+
 --- The buffer's URI when it is synced (an attachment can name it).
 function M.uri(buf)
   M.attach(buf)

@@ -10,6 +10,7 @@ local chat = require("octet.chat")
 local approval = require("octet.approval")
 local documents = require("octet.documents")
 local agents = require("octet.agents")
+local text = require("octet.text")
 
 local state = {
   conn = nil,
@@ -22,9 +23,7 @@ local state = {
 }
 M.state = state
 
-local function notify(msg, level)
-  vim.notify("octet: " .. msg, level or vim.log.levels.INFO)
-end
+local notify = text.notify
 
 local function err_text(err)
   if type(err) == "table" then
@@ -85,23 +84,35 @@ local function redraw()
   vim.cmd("redrawstatus!")
 end
 
+-- Fires the User autocmd pattern with data (an autocmd's data is 0.8+:
+-- 0.7 refuses the key, so there it fires without).
+local function user_event(pattern, data)
+  local opts = { pattern = pattern, modeline = false }
+  if vim.fn.has("nvim-0.8") == 1 then
+    opts.data = data
+  end
+  pcall(api.nvim_exec_autocmds, "User", opts)
+end
+
 -- Optional progress UI: fidget.nvim's handle API when installed, and a
--- User OctetProgress autocmd for anything else.
+-- User OctetProgress autocmd (data: the $/progress value as sent) for
+-- anything else.
 local function progress(s, value)
   s.message = value.message or value.title
   local ok, fidget = pcall(require, "fidget.progress")
   if ok and fidget.handle then
+    local message = value.message and text.line(value.message)
     if value.kind == "begin" then
-      s.fidget = fidget.handle.create({ title = value.title or "octet", message = value.message, lsp_client = { name = "octet" } })
+      s.fidget = fidget.handle.create({ title = text.line(value.title or "octet"), message = message, lsp_client = { name = "octet" } })
     elseif s.fidget and value.kind == "report" then
-      s.fidget:report({ message = value.message })
+      s.fidget:report({ message = message })
     elseif s.fidget and value.kind == "end" then
-      s.fidget.message = value.message
+      s.fidget.message = message
       s.fidget:finish()
       s.fidget = nil
     end
   end
-  pcall(api.nvim_exec_autocmds, "User", { pattern = "OctetProgress", modeline = false, data = value })
+  user_event("OctetProgress", value)
   redraw()
 end
 
@@ -219,9 +230,9 @@ local function on_request(method, p, respond, id)
   elseif method == "window/showMessageRequest" then
     local actions = p.actions or {}
     vim.ui.select(actions, {
-      prompt = p.message,
+      prompt = text.lines(p.message),
       format_item = function(a)
-        return a.title
+        return text.line(a.title)
       end,
     }, function(choice)
       respond(choice or vim.NIL)
@@ -483,8 +494,8 @@ local function attachments(text, context)
     if path:sub(1, 1) ~= "/" then
       abs = state.root .. "/" .. path
     end
-    local b = vim.fn.bufnr(abs)
-    local uri = b > 0 and documents.uri(b) or vim.uri_from_fname(abs)
+    local b = documents.buf_named(abs)
+    local uri = b and documents.uri(b) or vim.uri_from_fname(abs)
     table.insert(context, { uri = uri })
   end
   return context
@@ -535,7 +546,7 @@ function M.send(text, opts)
         end
         s.state, s.run_id = "idle", nil
         redraw()
-        pcall(api.nvim_exec_autocmds, "User", { pattern = "OctetRunFinished", modeline = false, data = res })
+        user_event("OctetRunFinished", res)
       end)
   end)
 end
@@ -717,7 +728,11 @@ function M.open(cb)
   end)
 end
 
---- A statusline component: "octet ask · running · gpt-5 · $0.01 · 12%".
+--- A statusline component: "octet ask · running · gpt-5 · $0.01 · 12% ctx",
+--- as a 'statusline' format: the text the server, the model or the
+--- repository wrote (progress, model name) is shown as it is, its "%"
+--- doubled, so the component is safe where its result is interpreted
+--- ("%{%…%}", lualine).
 function M.statusline()
   local s = M.session()
   if not s then
@@ -729,16 +744,16 @@ function M.statusline()
   if n > 0 then
     table.insert(parts, "APPROVAL PENDING" .. (n > 1 and (" ×" .. n) or ""))
   elseif s.message and s.state ~= "idle" then
-    table.insert(parts, s.message)
+    table.insert(parts, text.line(s.message, 80))
   else
-    table.insert(parts, s.state)
+    table.insert(parts, text.line(s.state, 20))
   end
   local kids = agents.status(s)
   if kids then
     table.insert(parts, kids)
   end
   if s.model or state.default_model then
-    table.insert(parts, s.model or state.default_model)
+    table.insert(parts, text.line(s.model or state.default_model, 60))
   end
   local u = s.usage
   if type(u) == "table" then
@@ -749,7 +764,7 @@ function M.statusline()
       table.insert(parts, string.format("%d%% ctx", math.floor(100 * u.contextTokens / u.contextWindow + 0.5)))
     end
   end
-  return table.concat(parts, " · ")
+  return text.statusline(table.concat(parts, " · "))
 end
 
 --- Lists the current session's delegated children (vim.ui.select) and
@@ -768,7 +783,7 @@ function M.agents()
     if agents.live(k) then
       table.insert(actions, 1, "stop")
     end
-    vim.ui.select(actions, { prompt = k.path }, function(action)
+    vim.ui.select(actions, { prompt = text.line(k.path) }, function(action)
       if action == "stop" then
         agents.stop(k, M.request, notify)
       elseif action == "show in chat" then

@@ -9,9 +9,8 @@ local function octet()
   return require("octet")
 end
 
-local function notify(msg, level)
-  vim.notify("octet: " .. msg, level or vim.log.levels.INFO)
-end
+local text = require("octet.text")
+local notify = text.notify
 
 -- The user entry that started run run_id (files at it are as before the
 -- run), from the newest transcript pages.
@@ -40,14 +39,15 @@ end
 
 local function render(buf, d, status)
   local lines = {
-    "octet: changes of run " .. tostring(d.runId),
+    "octet: changes of run " .. text.line(d.runId),
     "[k] keep file  [x] revert file  [X] revert all  [q] close",
   }
   local at = {}
   for _, ch in ipairs(d.changes) do
     table.insert(lines, "")
     at[#lines + 1] = ch.path
-    table.insert(lines, "=== " .. ch.path .. " (" .. tostring(ch.kind) .. ")" .. (status[ch.path] and ("  [" .. status[ch.path] .. "]") or ""))
+    table.insert(lines, "=== " .. text.line(ch.path) .. " (" .. text.line(ch.kind) .. ")"
+      .. (status[ch.path] and ("  [" .. text.line(status[ch.path]) .. "]") or ""))
     for _, l in ipairs(vim.split((ch.diff or ""):gsub("\n$", ""), "\n", { plain = true })) do
       table.insert(lines, l)
       at[#lines] = ch.path
@@ -179,7 +179,7 @@ function M.rewind()
       prompt = "Rewind to before which prompt?",
       kind = "octet.rewind_entry",
       format_item = function(e)
-        return (type(e.time) == "string" and e.time:sub(12, 19) or "") .. "  " .. (tostring(e.text):gsub("\n.*", " …"))
+        return text.line(type(e.time) == "string" and e.time:sub(12, 19) or "") .. "  " .. text.first_line(e.text)
       end,
     }, function(e)
       if not e then

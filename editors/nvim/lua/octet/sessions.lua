@@ -9,15 +9,14 @@ local function octet()
   return require("octet")
 end
 
-local function notify(msg, level)
-  vim.notify("octet: " .. msg, level or vim.log.levels.INFO)
-end
+local text = require("octet.text")
+local notify = text.notify
 
 local function label(s)
-  local title = (type(s.title) == "string" and s.title ~= "") and s.title or "(untitled)"
-  local when = type(s.updatedAt) == "string" and s.updatedAt:sub(1, 16):gsub("T", " ") or ""
+  local title = (type(s.title) == "string" and s.title ~= "") and text.line(s.title, 80) or "(untitled)"
+  local when = type(s.updatedAt) == "string" and text.line((s.updatedAt:sub(1, 16):gsub("T", " "))) or ""
   local cur = octet().session()
-  return (cur and cur.id == s.sessionId and "* " or "  ") .. title .. "  ·  " .. when .. "  ·  " .. s.sessionId
+  return (cur and cur.id == s.sessionId and "* " or "  ") .. title .. "  ·  " .. when .. "  ·  " .. text.line(s.sessionId)
 end
 
 --- Resumes session sid and shows its chat.
@@ -73,7 +72,7 @@ function M.fork(sid)
 end
 
 function M.delete(sid)
-  vim.ui.select({ "Delete", "Keep" }, { prompt = "Delete session " .. sid .. "?" }, function(choice)
+  vim.ui.select({ "Delete", "Keep" }, { prompt = "Delete session " .. text.line(sid) .. "?" }, function(choice)
     if choice ~= "Delete" then
       return
     end
@@ -121,7 +120,7 @@ function M.pick()
         return
       end
       vim.ui.select(offered(), {
-        prompt = (s.title ~= "" and s.title or s.sessionId),
+        prompt = text.line((type(s.title) == "string" and s.title ~= "") and s.title or s.sessionId),
         format_item = function(a)
           return a[1]
         end,
@@ -146,14 +145,14 @@ function M.pick_model()
         return notify(err, vim.log.levels.ERROR)
       end
       vim.ui.select(res.models or {}, {
-        prompt = "octet model (default " .. tostring(res.default) .. ")",
+        prompt = "octet model (default " .. text.line(res.default) .. ")",
         kind = "octet.model",
         format_item = function(m)
-          local s2 = m.id .. "  ·  " .. math.floor((m.contextWindow or 0) / 1000) .. "K context"
+          local s2 = tostring(m.id) .. "  ·  " .. math.floor((tonumber(m.contextWindow) or 0) / 1000) .. "K context"
           if type(m.prices) == "table" then
             s2 = s2 .. "  ·  $" .. tostring(m.prices.input) .. "/$" .. tostring(m.prices.output) .. " per M"
           end
-          return s2
+          return text.line(s2)
         end,
       }, function(m)
         if not m then
