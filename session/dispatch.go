@@ -263,6 +263,18 @@ func (ix *index) unsettled() []recLoc {
 	return out
 }
 
+// firstPending returns the offset of the first dispatch not yet settled,
+// own or another writer's (0: none), for the listing cache.
+func (ix *index) firstPending() int64 {
+	var first int64
+	for p := range maps.Values(ix.dispatches) {
+		if first == 0 || p.loc.off < first {
+			first = p.loc.off
+		}
+	}
+	return first
+}
+
 // readDispatch decodes the dispatch record at loc.
 func (s *Session) readDispatch(loc recLoc) (Dispatch, error) {
 	buf := make([]byte, loc.n)

@@ -317,7 +317,7 @@ func describe(path string) (describedFile, error) {
 	return describedFile{stamp: stamp, info: Info{
 		ID: h.ID, Title: title, Cwd: h.Cwd,
 		Created: h.Created, Updated: modTime,
-		UsageUncertain: l.uncertain,
+		UsageUncertain: l.uncertain || l.unsettled(),
 		UsageRecords:   int(l.records),
 		Known:          l.known,
 		Path:           path,

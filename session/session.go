@@ -36,6 +36,7 @@ var (
 type Session struct {
 	mu       sync.Mutex
 	path     string
+	dir      sessionDir // the file's directory, for its listing cache
 	f        *os.File
 	readOnly bool
 	closed   bool
@@ -109,6 +110,39 @@ func validID(id string) bool {
 // Created is assigned. The header is written to a temporary file, synced
 // and renamed into place, so a session file never lacks its header.
 func Create(dir string, h Header) (*Session, error) {
+	h, err := newHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	return create(pathDir(dir), h)
+}
+
+// CreateIn is [Create] in a directory the caller holds open as root (dir
+// is its path, for [Session.Path] and messages). The file is created and
+// opened, and its listing cache written, through root, never by path, so a
+// directory replaced by a link after root was opened is not followed. The
+// session keeps a handle of its own on the directory until Close.
+func CreateIn(root *os.Root, dir string, h Header) (*Session, error) {
+	h, err := newHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	own, err := root.OpenRoot(".")
+	if err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	s, err := create(rootDir{root: own, dir: dir}, h)
+	if err != nil {
+		own.Close()
+	}
+	return s, err
+}
+
+// newHeader completes and checks the header of a new session.
+func newHeader(h Header) (Header, error) {
 	if h.Created.IsZero() {
 		h.Created = time.Now().UTC()
 	}
@@ -116,21 +150,28 @@ func Create(dir string, h Header) (*Session, error) {
 		h.ID = newSessionID(h.Created)
 	}
 	if !validID(h.ID) {
-		return nil, fmt.Errorf("create session: invalid session id %q", h.ID)
+		return h, fmt.Errorf("create session: invalid session id %q", h.ID)
 	}
 	h.Version = FormatVersion
-	if err := ensureDir(dir); err != nil {
-		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
-	}
+	return h, nil
+}
+
+// create writes the session file of header h in d and opens it; the
+// session owns d from then on.
+func create(d sessionDir, h Header) (*Session, error) {
 	buf := appendHeader(nil, h)
 	if len(buf) > limits.recordBytes {
 		return nil, &LimitError{Path: h.ID, Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(buf)), Line: 1}
 	}
-	final := filepath.Join(dir, h.ID+".jsonl")
-	if err := writeNew(dir, final, buf); err != nil {
+	name := h.ID + ".jsonl"
+	if err := writeNew(d, name, buf); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
-	s, err := openFile(final, false, true)
+	f, err := d.openFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	s, err := openOn(f, d, name, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -150,16 +191,14 @@ func ensureDir(dir string) error {
 	return os.Chmod(dir, 0o700)
 }
 
-// writeNew atomically creates final with content buf (mode 0600); it fails
-// if final exists.
-func writeNew(dir, final string, buf []byte) error {
-	return writeNewWith(dir, final, func(w *bufio.Writer) error {
+// writeNew atomically creates name in d with content buf (mode 0600); it
+// fails if name exists.
+func writeNew(d sessionDir, name string, buf []byte) error {
+	return writeNewWith(d, name, func(w *bufio.Writer) error {
 		_, err := w.Write(buf)
 		return err
 	})
 }
-
-func syncDir(dir string) error { return osfile.SyncDir(dir) }
 
 // Open opens a session file for reading and appending. Under the exclusive
 // lock it repairs a torn final record (or torn final batch) left by a
@@ -186,17 +225,30 @@ func open(path string, ro, typed bool) (*Session, error) {
 
 // openFile is open without touching the listing cache.
 func openFile(path string, ro, typed bool) (*Session, error) {
-	flag, how := os.O_RDWR, lockEx
+	flag := os.O_RDWR
 	if ro {
-		flag, how = os.O_RDONLY, lockSh
+		flag = os.O_RDONLY
 	}
-	f, err := osfile.OpenNoFollow(path, flag, 0)
+	d, name := pathDir(filepath.Dir(path)), filepath.Base(path)
+	f, err := d.openFile(name, flag, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex(), specOK: typed}
+	return openOn(f, d, name, ro, typed)
+}
+
+// openOn reads the session file f, name in d, opened read-write unless ro;
+// it closes f and d on failure.
+func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, error) {
+	how := lockEx
+	if ro {
+		how = lockSh
+	}
+	s := &Session{path: filepath.Join(d.path(), name), dir: d, f: f, readOnly: ro, ix: newIndex(), specOK: typed}
+	var err error
 	if s.ino, err = osfile.FileID(f); err != nil {
 		f.Close()
+		d.close()
 		return nil, fmt.Errorf("open session: %w", err)
 	}
 	err = s.withLock(how, func() error {
@@ -227,6 +279,7 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 	})
 	if err != nil {
 		f.Close()
+		d.close()
 		return nil, err
 	}
 	return s, nil
@@ -740,5 +793,5 @@ func (s *Session) Close() error {
 	if !s.readOnly && s.listed.size != s.size {
 		s.writeListing()
 	}
-	return s.f.Close()
+	return errors.Join(s.f.Close(), s.dir.close())
 }

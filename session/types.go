@@ -364,9 +364,11 @@ type Info struct {
 	ID, Title, Cwd string
 	// Created comes from the header, Updated from the file's mtime.
 	Created, Updated time.Time
-	// UsageUncertain reports an uncertainty marker in the ledger (read
-	// through its listing cache). It is conservative: a marker in a torn
-	// final batch counts too.
+	// UsageUncertain reports an uncertainty marker in the ledger, or a
+	// dispatch no record settles (a request whose writer died, or one in
+	// flight now), read through its listing cache: what a reader's
+	// [Session.Totals] says. It is conservative: a marker in a torn final
+	// batch counts too, a settlement in one does not.
 	UsageUncertain bool
 	// UsageRecords counts the session's usage records, own and
 	// delegated; Known sums their known usage (a subtotal when

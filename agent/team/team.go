@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -471,7 +471,7 @@ func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delegation: %w", err)
 	}
-	n.sess, err = session.Create(t.dir.path, session.Header{Cwd: parent.sess.Header().Cwd, Title: title(n.path, req.Task)})
+	n.sess, err = session.CreateIn(t.dir.root, t.dir.path, session.Header{Cwd: parent.sess.Header().Cwd, Title: title(n.path, req.Task)})
 	if err != nil {
 		return nil, fmt.Errorf("delegation: create the child session: %w", err)
 	}
@@ -557,9 +557,9 @@ func (t *Team) discard(n *node) {
 		n.release()
 	}
 	if n.sess != nil {
-		path := n.sess.Path()
+		name := filepath.Base(n.sess.Path())
 		_ = n.sess.Close()
-		_ = os.Remove(path)
+		_ = session.RemoveIn(t.dir.root, name)
 	}
 }
 

@@ -176,7 +176,7 @@ func report(err error, e env) int {
 	}
 	code := exitCode(err)
 	if xe, ok := errors.AsType[*exitError](err); !ok || xe.err != nil {
-		fmt.Fprintf(e.stderr, "octet: %v\n", err)
+		fmt.Fprintf(e.stderr, "octet: %s\n", visible(err.Error()))
 	}
 	return code
 }

@@ -75,6 +75,6 @@ func listMCP(cfg *config.Config, pins *mcp.PinStore, w io.Writer) {
 		if p, ok := pins.Server(s.Name); ok {
 			pinned = fmt.Sprintf("%d tool definitions pinned", len(p))
 		}
-		fmt.Fprintf(w, "%s\t%s\n\t%s\n\t%s\n", s.Name, neutralize(transport), neutralize(state), pinned)
+		fmt.Fprintf(w, "%s\t%s\n\t%s\n\t%s\n", s.Name, visible(transport), visible(state), pinned)
 	}
 }

@@ -58,7 +58,7 @@ func (r *textRenderer) write(s string) {
 	if s == "" {
 		return
 	}
-	io.WriteString(r.out, neutralize(s))
+	io.WriteString(r.out, visible(s))
 	r.atLineStart = strings.HasSuffix(s, "\n")
 }
 
@@ -105,17 +105,17 @@ func (r *textRenderer) event(ev agent.Event) {
 	case *agent.ToolStarted:
 		args := ""
 		if b := r.args[e.CallID]; b != nil {
-			args = " " + neutralize(oneLine(b.String(), 120))
+			args = " " + visible(oneLine(b.String(), 120))
 			delete(r.args, e.CallID)
 		}
-		r.note("▸ %s%s", e.Tool, args)
+		r.note("▸ %s%s", visible(e.Tool), args)
 	case *agent.ToolPolicyDecision:
 		if e.Decision != "allowed" {
 			reason := e.Reason
 			if reason == "" {
 				reason = e.Decision
 			}
-			r.note("  %s: %s", e.Decision, reason)
+			r.note("  %s: %s", e.Decision, visible(reason))
 		}
 	case *agent.ToolOutput:
 		r.toolOutput(e.CallID, e.Text)
@@ -132,7 +132,7 @@ func (r *textRenderer) event(ev agent.Event) {
 	case *agent.ProviderRetry:
 		r.retry(e)
 	case *agent.RecoveredOutput:
-		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
+		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(visible(e.Text), "\n", "\n┆ "))
 	case *agent.ProviderUsageUncertain:
 		r.uncertain = true
 		r.note("! usage is now uncertain: %s", e.Reason)
@@ -207,7 +207,7 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 	if cause == "" {
 		cause = e.Reason
 	}
-	what := neutralize(cause)
+	what := visible(cause)
 	if cause == r.lastCause {
 		what = "still failing"
 	}

@@ -164,12 +164,12 @@ func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) 
 		}
 	}
 	fmt.Fprintf(out, "%s %s of session %s to entry %s: %d path(s), %d conflict(s)\n",
-		verb, strings.Join(what, " and "), p.SessionID, neutralize(p.EntryID), len(res.Changes)-conflicts, conflicts)
+		verb, strings.Join(what, " and "), p.SessionID, visible(p.EntryID), len(res.Changes)-conflicts, conflicts)
 	for _, c := range res.Changes {
-		fmt.Fprintf(out, "  %-8s %s\n", rewindLabel(c), neutralize(c.Path))
+		fmt.Fprintf(out, "  %-8s %s\n", rewindLabel(c), visible(c.Path))
 	}
 	if len(res.Expired) > 0 {
-		fmt.Fprintf(out, "no longer rewindable (their checkpoints expired from the change store): entries %s\n", neutralize(strings.Join(res.Expired, ", ")))
+		fmt.Fprintf(out, "no longer rewindable (their checkpoints expired from the change store): entries %s\n", visible(strings.Join(res.Expired, ", ")))
 	}
 	for _, c := range res.Changes {
 		note := ""
@@ -179,7 +179,7 @@ func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) 
 		printChange(out, c.Change, note)
 	}
 	if p.Conversation && !p.DryRun {
-		fmt.Fprintf(out, "head: %s\n", neutralize(res.Head))
+		fmt.Fprintf(out, "head: %s\n", visible(res.Head))
 	}
 	if res.RewindEntryID != "" {
 		fmt.Fprintf(out, "recorded as entry %s (rewind to its parent to undo)\n", res.RewindEntryID)
@@ -202,11 +202,11 @@ func rewindLabel(c server.RewindChange) string {
 
 // printChange prints one path's diff (or summary line) under a header.
 func printChange(out io.Writer, c changes.Change, note string) {
-	fmt.Fprintf(out, "\n== %s (%s)\n", neutralize(c.Path), c.Kind)
+	fmt.Fprintf(out, "\n== %s (%s)\n", visible(c.Path), c.Kind)
 	if note != "" {
-		fmt.Fprintln(out, neutralize(note))
+		fmt.Fprintln(out, visible(note))
 	}
-	fmt.Fprint(out, neutralize(c.Diff))
+	fmt.Fprint(out, visible(c.Diff))
 	if !strings.HasSuffix(c.Diff, "\n") {
 		fmt.Fprintln(out)
 	}

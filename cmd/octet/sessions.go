@@ -134,8 +134,8 @@ func listSessions(dir string, out io.Writer) error {
 		if in.UsageUncertain {
 			usage = "uncertain"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Updated.Local().Format(time.DateTime),
-			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage, listedCost(in))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", visible(in.ID), in.Updated.Local().Format(time.DateTime),
+			visible(oneLine(in.Title, 60)), visible(in.Cwd), usage, listedCost(in))
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
@@ -153,12 +153,12 @@ func showSession(path string, out io.Writer) error {
 	}
 	defer s.Close()
 	h := s.Header()
-	fmt.Fprintf(out, "session %s\n  created %s\n  cwd     %s\n  file    %s\n", h.ID, h.Created.Local().Format(time.DateTime), neutralize(h.Cwd), path)
+	fmt.Fprintf(out, "session %s\n  created %s\n  cwd     %s\n  file    %s\n", visible(h.ID), h.Created.Local().Format(time.DateTime), visible(h.Cwd), visible(path))
 	if title := s.Title(); title != "" {
-		fmt.Fprintf(out, "  title   %s\n", neutralize(oneLine(title, 200)))
+		fmt.Fprintf(out, "  title   %s\n", visible(oneLine(title, 200)))
 	}
 	if h.ForkOf != "" {
-		fmt.Fprintf(out, "  fork of %s at entry %s\n", neutralize(h.ForkOf), neutralize(h.ForkEntry))
+		fmt.Fprintf(out, "  fork of %s at entry %s\n", visible(h.ForkOf), visible(h.ForkEntry))
 	}
 	for _, en := range s.Branch() {
 		showEntry(out, en)
@@ -176,7 +176,7 @@ func showSession(path string, out io.Writer) error {
 		if c.Error != "" {
 			line += " (" + oneLine(c.Error, 200) + ")"
 		}
-		fmt.Fprintln(out, neutralize(line))
+		fmt.Fprintln(out, visible(line))
 	}
 	if n := s.TornBytes(); n > 0 {
 		fmt.Fprintf(out, "note: the file ends with %d bytes of an unfinished record (repaired when the session is next opened for writing)\n", n)
@@ -224,7 +224,7 @@ func shownCost(t session.Totals) string {
 // conversation.
 func showUncertainty(out io.Writer, s *session.Session, t session.Totals) {
 	if t.Uncertain {
-		fmt.Fprintln(out, neutralize("usage uncertain since "+agent.DescribeUncertainty(t.Cause)))
+		fmt.Fprintln(out, visible("usage uncertain since "+agent.DescribeUncertainty(t.Cause)))
 		if t.UnsettledDispatches > 0 {
 			fmt.Fprintf(out, "  %d request(s) dispatched and never settled (recorded when the session is next opened for writing)\n", t.UnsettledDispatches)
 		}
@@ -235,21 +235,21 @@ func showUncertainty(out io.Writer, s *session.Session, t session.Totals) {
 	}
 	fmt.Fprintln(out, "\nrecovered output (partial output of interrupted attempts that were replaced; not part of the conversation):")
 	for _, o := range rec {
-		fmt.Fprintf(out, "  [run %s, attempt %d, %s] %s\n", neutralize(o.RunID), o.Attempt, neutralize(o.Channel), neutralize(clip(o.Text, maxShownText)))
+		fmt.Fprintf(out, "  [run %s, attempt %d, %s] %s\n", visible(o.RunID), o.Attempt, visible(o.Channel), visible(clip(o.Text, maxShownText)))
 	}
 }
 
 func showEntry(out io.Writer, en session.Entry) {
 	switch en.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp:
-		fmt.Fprintf(out, "\n[%s] %s\n", en.Type, neutralize(clip(en.Text, maxShownText)))
+		fmt.Fprintf(out, "\n[%s] %s\n", en.Type, visible(clip(en.Text, maxShownText)))
 	case session.EntryAssistant:
 		for _, it := range en.Items {
 			switch it.Type {
 			case session.ItemText:
-				fmt.Fprintf(out, "\n[assistant] %s\n", neutralize(clip(it.Text, maxShownText)))
+				fmt.Fprintf(out, "\n[assistant] %s\n", visible(clip(it.Text, maxShownText)))
 			case session.ItemFunctionCall:
-				fmt.Fprintf(out, "[call %s] %s %s\n", it.CallID, it.Name, neutralize(oneLine(it.Arguments, 300)))
+				fmt.Fprintf(out, "[call %s] %s %s\n", visible(it.CallID), visible(it.Name), visible(oneLine(it.Arguments, 300)))
 			}
 		}
 	case session.EntryToolResult:
@@ -261,12 +261,12 @@ func showEntry(out io.Writer, en session.Entry) {
 					status += ", " + why
 				}
 			}
-			fmt.Fprintf(out, "[result %s %s] %s\n", r.CallID, status, neutralize(oneLine(r.Text, 300)))
+			fmt.Fprintf(out, "[result %s %s] %s\n", visible(r.CallID), status, visible(oneLine(r.Text, 300)))
 		}
 	case session.EntryCompaction:
 		fmt.Fprintln(out, "\n[compaction]")
 	case session.EntryRewind:
-		fmt.Fprintf(out, "\n[rewind %s] %s\n", en.ID, neutralize(oneLine(en.Text, 300)))
+		fmt.Fprintf(out, "\n[rewind %s] %s\n", visible(en.ID), visible(oneLine(en.Text, 300)))
 	}
 }
 

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -202,8 +203,18 @@ func TestProjectMayTightenNeverRelax(t *testing.T) {
 			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"pick shell", "", `shell_path = "/tmp/evil"`, nil, Flags{},
 			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
-		{"model from project", `model = "g"`, `model = "p"`, nil, Flags{},
-			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "p", SourceProjectConfig}},
+		{"known model from project", `model = "g"`, `model = "gpt-5-mini"`, nil, Flags{},
+			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "gpt-5-mini", SourceProjectConfig}},
+		{"dated snapshot from project", "", `model = "gpt-5-nano-2025-08-07"`, nil, Flags{},
+			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "gpt-5-nano-2025-08-07", SourceProjectConfig}},
+		{"unknown model from project", `model = "g"`, "# pick\nmodel = \"o1-pro-expensive\"", nil, Flags{},
+			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceDefault, DefaultBaseURL, "", "g", SourceConfig}},
+		{"unknown model from project over the default", "", "model = \"\u202egnp.exe\"", nil, Flags{},
+			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+		{"the user's own model from project", `model = "local-llm"`, `model = "local-llm"`, nil, Flags{},
+			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "local-llm", SourceProjectConfig}},
+		{"a model the user priced from project", "[prices.local-llm]\ninput = \"0\"\ncached_input = \"0\"\noutput = \"0\"\n", `model = "local-llm"`, nil, Flags{},
+			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "local-llm", SourceProjectConfig}},
 		{"flag model beats project", "", `model = "p"`, nil, Flags{Model: ptr("f")},
 			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "f", SourceFlag}},
 	}
@@ -222,6 +233,9 @@ func TestProjectMayTightenNeverRelax(t *testing.T) {
 			for _, w := range c.Warnings {
 				if !strings.Contains(w, filepath.Join(".octet", "config.toml")+":") || !strings.Contains(w, "ignored") {
 					t.Errorf("warning %q should name the project file:line and say ignored", w)
+				}
+				if strings.Contains(tt.name, "unknown model") && (!strings.Contains(w, "config.toml:"+fmt.Sprint(strings.Count(tt.project, "\n")+1)+": model ignored") || strings.ContainsRune(w, '\u202e')) {
+					t.Errorf("warning %q should name the model's line and quote the name", w)
 				}
 			}
 		})

@@ -102,3 +102,12 @@ func SyncDir(dir string) error {
 	}
 	return errors.Join(d.Sync(), d.Close())
 }
+
+// SyncRoot is SyncDir for a directory held open as root.
+func SyncRoot(root *os.Root) error {
+	d, err := root.Open(".")
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}

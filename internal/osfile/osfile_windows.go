@@ -110,3 +110,6 @@ func RenameNoReplace(oldpath, newpath string) error {
 // NTFS journals its metadata, and RenameNoReplace passes
 // MOVEFILE_WRITE_THROUGH so a rename is on disk when it returns.
 func SyncDir(dir string) error { return nil }
+
+// SyncRoot does nothing on Windows, as SyncDir.
+func SyncRoot(root *os.Root) error { return nil }
