@@ -288,7 +288,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	var seen struct {
 		EditNotification, BashNotification    toast
-		BashCard                              string
+		BashCard, StatusWhileWaiting          string
 		TitleIcons                            int
 		Failed, ApprovalNotification, DiffTab string
 		RunDiffTab                            string
@@ -334,6 +334,12 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(ws, "pwned.txt")); string(got) != "pwned\n" {
 		t.Errorf("pwned.txt = %q after approving the command in the card, want %q", got, "pwned\n")
+	}
+	// The server's progress ("Waiting for approval: bash", "Running bash: …"
+	// with the model's arguments) is not drawn in the status bar, where
+	// $(name) would be an icon.
+	if strings.Contains(seen.StatusWhileWaiting, "Waiting for approval:") {
+		t.Errorf("the status bar shows the server's progress: %q", seen.StatusWhileWaiting)
 	}
 	if seen.TitleIcons != 0 {
 		t.Errorf("the Sessions view drew %d icons in a title with $(rocket)", seen.TitleIcons)

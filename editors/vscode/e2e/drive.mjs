@@ -165,6 +165,7 @@ async function main() {
     await clickNotification(page, "Review…");
     await frame.waitForSelector(".approval.state-pending.revealed", { timeout });
     seen.bashCard = await frame.$eval(".approval.state-pending", (e) => e.innerText);
+    seen.statusWhileWaiting = await page.$eval(".statusbar", (e) => e.innerText);
     await new Promise((r) => setTimeout(r, 300));
     await shot(page, "approval-card.png");
     await clickCard(frame, "approve");

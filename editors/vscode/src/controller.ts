@@ -4,13 +4,13 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { CancellationToken, LanguageClient } from "vscode-languageclient/node";
+import { approvalNotice, reviewAction } from "./approvals";
 import { ChatModel, type ErrorAction } from "./chatModel";
 import type { ViewMessage } from "./chatView";
 import { ChatView } from "./chatView";
 import { createClient } from "./client";
 import { diffPath } from "./diff";
 import { DiffDocuments, showChange, showProposed } from "./diffDocs";
-import { approvalNotice, reviewAction } from "./approvals";
 import { changePicks, modelPicks, rewindPicks } from "./format";
 import { modeOf, modes, policyOf } from "./policy";
 import {
@@ -749,16 +749,12 @@ export class Octet implements vscode.Disposable {
 
   // --- the server's own messages ------------------------------------------
 
-  /** serverMessage shows a window/showMessage (logged whole; shown on one line, bounded). */
+  /** serverMessage shows a window/showMessage: whole in the log, on one line and bounded in a notification. */
   private serverMessage(p: ShowMessageParams): void {
     const log = p.type === 1 ? this.output.error : p.type === 2 ? this.output.warn : this.output.info;
-    log.call(this.output, `octet: ${p.message}`);
+    log.call(this.output, p.message);
     const show = p.type === 1 ? vscode.window.showErrorMessage : p.type === 2 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
-    void show(displayText(p.message, "message", 600), "Show Log").then((a) => {
-      if (a) {
-        this.output.show();
-      }
-    });
+    this.notifyWithLog(show, displayText(p.message, "message", 600));
   }
 
   /**
@@ -768,16 +764,21 @@ export class Octet implements vscode.Disposable {
    * approved, and the person is told.
    */
   private serverMessageRequest(p: ShowMessageParams): null {
-    this.output.warn(`octet asked through window/showMessageRequest, which the extension does not answer (denied):\n${p.message}`);
-    void vscode.window.showWarningMessage(
-      "octet asked for an approval the extension cannot show whole (window/showMessageRequest); it was denied. See the log; octet: Restart Server.",
-      "Show Log",
-    ).then((a) => {
+    this.output.warn(`denied a window/showMessageRequest (a notification cannot show an approval whole):\n${p.message}`);
+    this.notifyWithLog(
+      vscode.window.showWarningMessage,
+      "octet asked for an approval through a notification, which cannot show it whole: it was denied (the log has its text). If approvals stop reaching the chat, run octet: Restart Server.",
+    );
+    return null;
+  }
+
+  /** notifyWithLog shows a notification whose one action opens the octet log. */
+  private notifyWithLog(show: (text: string, ...items: string[]) => Thenable<string | undefined>, text: string): void {
+    void show(text, "Show Log").then((a) => {
       if (a) {
         this.output.show();
       }
     });
-    return null;
   }
 
   // --- the view ---------------------------------------------------------

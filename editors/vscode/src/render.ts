@@ -1,9 +1,9 @@
 // HTML of chat items for the webview. All text is escaped; the webview's
 // script only wires the data-* attributes to messages to the extension.
 
+import { scopeText } from "./approvals";
 import type { AgentItem, ChatItem, ErrorAction } from "./chatModel";
 import { formatCost, formatTokens } from "./format";
-import { scopeText } from "./approvals";
 import { escapeHtml, renderMarkdown } from "./markdown";
 import type { FileChange } from "./protocol";
 import { displayText } from "./text";
