@@ -179,8 +179,8 @@ function hidden(cp: number): boolean {
   if (cp >= 0xd800 && cp <= 0xdfff) {
     return true; // a lone surrogate
   }
-  if (cp === 0x20) {
-    return false;
+  if (cp < 0x80) {
+    return false; // printable ASCII (controls are handled before)
   }
   if (invisible.test(String.fromCodePoint(cp))) {
     return true; // format characters, separators, other spaces
