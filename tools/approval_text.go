@@ -2,10 +2,11 @@ package tools
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/octet-agent/octet/internal/pathtext"
 )
 
 // Rendering text for a person who must approve it. The rule is that an
@@ -120,21 +121,10 @@ func approvalLine(s string) string { return renderText(s, modeLine) }
 // surface they write themselves.
 func ShownPath(p string) string { return shownPath(p) }
 
-// shownPath is a path as an approval prompt names it: as it is, or,
-// when it holds a character a display would hide or that would end a
-// line or a diff header (a control, a hidden or bidirectional character,
-// invalid UTF-8), or a quote or backslash, quoted with Go's escapes
-// (git's quoting of such paths in diff headers): "odd\n+fake".
-func shownPath(p string) string {
-	for i := 0; i < len(p); {
-		r, size := utf8.DecodeRuneInString(p[i:])
-		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || (r == utf8.RuneError && size == 1) || hiddenRune(r) {
-			return strconv.Quote(p)
-		}
-		i += size
-	}
-	return p
-}
+// shownPath is a path as an approval prompt names it: as it is, or
+// quoted when a display would not show it as itself on one line
+// (pathtext.Quote: "odd\n+fake").
+func shownPath(p string) string { return pathtext.Quote(p) }
 
 // VisibleText renders s for a terminal, in the notation above, so that
 // it can neither drive the terminal nor reorder what it shows: C0

@@ -11,6 +11,7 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/octet-agent/octet/internal/fsroot"
+	"github.com/octet-agent/octet/internal/pathtext"
 )
 
 //go:embed edit.md
@@ -238,10 +239,7 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 // shows a cut diff). A name a header line could not hold as it is is
 // quoted (shownPath): a newline in it cannot fake diff lines.
 func unifiedDiff(name, old, updated string) string {
-	if q := shownPath(name); q != name {
-		return udiff.Unified(`"a/`+q[1:], `"b/`+q[1:], old, updated)
-	}
-	return udiff.Unified("a/"+name, "b/"+name, old, updated)
+	return udiff.Unified(pathtext.Label("a/", name), pathtext.Label("b/", name), old, updated)
 }
 
 // diffTooLarge reports that the diff of old → updated cannot fit an
