@@ -3,7 +3,7 @@
 // dialect Zed, JetBrains IDEs, Emacs agent-shell and several Neovim
 // plugins drive coding agents with. It is the only package that knows
 // ACP; it runs the same agent, effect broker and session ledger as the
-// LSP dialect (package server), built by the same server.Runtime.
+// LSP dialect (package server), built by the same host.Runtime.
 //
 // The mapping of each ACP method and session/update to octet's events is
 // in docs/protocol.md ("ACP dialect").

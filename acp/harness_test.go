@@ -15,9 +15,9 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -30,15 +30,15 @@ type stackOpts struct {
 
 // testRuntime is the real agent, tools and broker over the scripted
 // provider, as cmd/octet builds them (without configuration files).
-func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOpts) *server.Runtime {
+func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOpts) *host.Runtime {
 	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
 	if o.recovery {
 		model, _ = provider.LookupModel("gpt-5.1-codex")
 	}
 	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: prov.URL(), Features: model.Features})
-	return &server.Runtime{
+	return &host.Runtime{
 		SessionsDir: filepath.Join(home, "sessions"),
-		NewAgent: func(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
+		NewAgent: func(ctx context.Context, spec host.AgentSpec) (*host.Built, error) {
 			store, err := changes.OpenWorkspace(home, spec.Workspace, 0)
 			if err != nil {
 				return nil, err
@@ -48,9 +48,9 @@ func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOp
 			if err != nil {
 				return nil, err
 			}
-			host := tools.NewHost()
+			toolHost := tools.NewHost()
 			for _, tl := range builtins {
-				if err := host.Register(tl); err != nil {
+				if err := toolHost.Register(tl); err != nil {
 					return nil, err
 				}
 			}
@@ -63,13 +63,13 @@ func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOp
 				retry = agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Model: model, Endpoint: model.Features, InitialBackoff: 10 * time.Millisecond})
 			}
 			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Model: model, Host: host, Broker: broker,
+				Session: spec.Session, Transport: transport, Model: model, Host: toolHost, Broker: broker,
 				Instructions: "You are a test agent.", Principal: spec.Principal, Retry: retry, MaxTurns: o.maxTurns,
 			})
 			if err != nil {
 				return nil, err
 			}
-			return &server.Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: rec}, nil
+			return &host.Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: rec}, nil
 		},
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -25,7 +25,7 @@ const maxSessions = 256
 // Options configures Serve.
 type Options struct {
 	// Runtime builds each session's agent (the same as octet lsp's).
-	Runtime *server.Runtime
+	Runtime *host.Runtime
 	// Logger receives the server's logs (stderr: stdout is the protocol).
 	Logger *slog.Logger
 	// Version is octet's version, reported as agentInfo.version.
@@ -260,7 +260,7 @@ func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, err
 }
 
 // attach builds the agent of sess and registers the session.
-func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientCapabilities, mcp []server.MCPServer) (*acpSession, error) {
+func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientCapabilities, mcp []host.MCPServer) (*acpSession, error) {
 	hdr := sess.Header()
 	s.mu.Lock()
 	n := len(s.sessions)
@@ -269,8 +269,8 @@ func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientC
 		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
 	}
 	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, waits: map[*permissionWait]struct{}{}, subagents: caps.subagents()}
-	as.rules = server.NewSessionRules(sess, s.log)
-	spec := server.AgentSpec{
+	as.rules = host.NewRuleBook(sess, s.log)
+	spec := host.AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Approver: as,
 		Principal: "editor:" + hdr.ID, Rules: as.rules, MCPServers: mcp,
 		Delegation: as.delegation, Policy: as.rules.RecordedPolicy(),

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/eventgate"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -29,8 +29,8 @@ type acpSession struct {
 	id    string
 	cwd   string
 	sess  *session.Session
-	built *server.Built
-	rules server.SessionRules
+	built *host.Built
+	rules *host.RuleBook
 	// files are the client's files (nil: the client has no fs
 	// capability).
 	files *clientFiles

@@ -2,20 +2,16 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
-	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -87,170 +83,6 @@ func fallbackAnswer(title string) approvalAnswer {
 	return approvalAnswer{}
 }
 
-// maxRules bounds the standing approvals of one session; beyond it an
-// "approve_for_session" approves the call once.
-const maxRules = 1000
-
-// ruleBook is one session's standing approvals and recorded policy, kept
-// in its ledger's approval records. Nothing is cached: every use folds
-// the records again after following appends of other processes
-// (Session.Refresh), so a revocation made by any writer of the session
-// holds at once. It implements tools.RuleStore.
-type ruleBook struct {
-	sess *session.Session
-	log  *slog.Logger
-	mu   sync.Mutex // serializes this process's changes
-}
-
-var _ tools.RuleStore = (*ruleBook)(nil)
-
-func newRuleBook(sess *session.Session, log *slog.Logger) *ruleBook {
-	return &ruleBook{sess: sess, log: log}
-}
-
-// state folds the ledger's approval records: the rules in force and the
-// last recorded policy ("" for none). A grant octet cannot read back
-// exactly (an unknown effect or policy, a newer writer's) is left out: a
-// rule is never widened by guessing. When the ledger cannot be followed
-// there are no rules (fail closed).
-func (b *ruleBook) state() (rules []tools.StandingRule, policy string) {
-	if _, err := b.sess.Refresh(); err != nil {
-		b.log.Warn("standing approvals unavailable", "session", b.sess.Header().ID, "error", err)
-		return nil, ""
-	}
-	for _, a := range b.sess.Approvals() {
-		switch a.Op {
-		case session.ApprovalGrant:
-			r, err := ruleOf(a)
-			if err != nil {
-				b.log.Warn("standing approval left out", "session", b.sess.Header().ID, "rule", a.RuleID, "error", err)
-				continue
-			}
-			rules = append(rules, r)
-		case session.ApprovalRevoke:
-			rules = slices.DeleteFunc(rules, func(r tools.StandingRule) bool { return r.ID == a.RuleID })
-		case session.ApprovalPolicy:
-			policy = a.Policy
-		}
-	}
-	return rules, policy
-}
-
-// ruleOf converts a grant record to a rule.
-func ruleOf(a session.Approval) (tools.StandingRule, error) {
-	eff, ok := tools.ParseEffect(a.Effect)
-	if !ok || eff == tools.Unknown {
-		return tools.StandingRule{}, fmt.Errorf("unknown effect %q", a.Effect)
-	}
-	pol, err := tools.ParsePolicy(a.Policy)
-	if err != nil {
-		return tools.StandingRule{}, err
-	}
-	return tools.StandingRule{
-		ID: a.RuleID, Tool: a.Tool, Effect: eff, Policy: pol, Created: a.Time,
-		Scope: tools.ApprovalScope{Path: a.Path, Command: a.Command, TimeoutMs: a.TimeoutMs, Dir: a.Dir, Env: a.EnvDigest},
-	}, nil
-}
-
-// Rules implements tools.RuleStore.
-func (b *ruleBook) Rules() []tools.StandingRule {
-	rules, _ := b.state()
-	return rules
-}
-
-// AddRule implements tools.RuleStore: the grant is durable before the
-// rule applies.
-func (b *ruleBook) AddRule(r tools.StandingRule) (tools.StandingRule, error) {
-	r.ID = "rule_" + randomHex(8)
-	if r.Created.IsZero() {
-		r.Created = time.Now().UTC()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if rules, _ := b.state(); len(rules) >= maxRules {
-		return tools.StandingRule{}, fmt.Errorf("session has %d standing approvals, the most it keeps: revoke some with octet/approvals/revoke", len(rules))
-	}
-	err := b.sess.Append(session.ApprovalRecord(session.Approval{
-		Op: session.ApprovalGrant, RuleID: r.ID, Tool: r.Tool, Effect: r.Effect.String(),
-		Path: r.Scope.Path, Command: r.Scope.Command, TimeoutMs: r.Scope.TimeoutMs, Dir: r.Scope.Dir, EnvDigest: r.Scope.Env,
-		Policy: r.Policy.String(), Time: r.Created,
-	}))
-	if err != nil {
-		return tools.StandingRule{}, fmt.Errorf("record standing approval: %w", err)
-	}
-	return r, nil
-}
-
-// errNoRule: octet/approvals/revoke of a rule the session does not have.
-var errNoRule = errors.New("no such standing approval")
-
-// revoke durably revokes rule id.
-func (b *ruleBook) revoke(id string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rules, _ := b.state()
-	if !slices.ContainsFunc(rules, func(r tools.StandingRule) bool { return r.ID == id }) {
-		return errNoRule
-	}
-	err := b.sess.Append(session.ApprovalRecord(session.Approval{Op: session.ApprovalRevoke, RuleID: id, Time: time.Now().UTC()}))
-	if err != nil {
-		return fmt.Errorf("record revocation: %w", err)
-	}
-	return nil
-}
-
-// setPolicy moves broker to p, recording it first.
-func (b *ruleBook) setPolicy(broker *tools.Broker, p tools.Policy) (tools.EffectiveToolPolicy, error) {
-	if !p.NoLooserThan(broker.LaunchPolicy()) {
-		return broker.SetPolicy(p) // the broker's refusal says why
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	err := b.sess.Append(session.ApprovalRecord(session.Approval{Op: session.ApprovalPolicy, Policy: p.String(), Time: time.Now().UTC()}))
-	if err != nil {
-		return tools.EffectiveToolPolicy{}, fmt.Errorf("record effect policy: %w", err)
-	}
-	return broker.SetPolicy(p)
-}
-
-// recordedPolicy is the effect policy the session last recorded (nil:
-// none, or one this build does not know).
-func (b *ruleBook) recordedPolicy() *tools.Policy {
-	_, name := b.state()
-	if name == "" {
-		return nil
-	}
-	p, err := tools.ParsePolicy(name)
-	if err != nil {
-		return nil
-	}
-	return &p
-}
-
-// restorePolicy applies the session's recorded policy to broker when it
-// is still no looser than the launch policy; a recorded policy looser
-// than today's launch policy (the configuration was tightened since) is
-// not applied: the launch policy is the stricter one.
-func (b *ruleBook) restorePolicy(broker *tools.Broker) {
-	_, name := b.state()
-	if name == "" {
-		return
-	}
-	p, err := tools.ParsePolicy(name)
-	if err == nil {
-		_, err = broker.SetPolicy(p)
-	}
-	if err != nil {
-		b.log.Warn("session effect policy not restored; using the launch policy", "session", b.sess.Header().ID, "policy", name, "error", err)
-	}
-}
-
-func randomHex(n int) string {
-	buf := make([]byte, n)
-	_, _ = rand.Read(buf) // crypto/rand.Read never fails
-	return hex.EncodeToString(buf)
-}
-
 // approvalsHandle is what a session handle offers for the v1.1 approval
 // methods (runtimeSession does).
 type approvalsHandle interface {
@@ -261,10 +93,10 @@ type approvalsHandle interface {
 
 func (s *runtimeSession) Rules() []tools.StandingRule { return s.rules.Rules() }
 
-func (s *runtimeSession) RevokeRule(id string) error { return s.rules.revoke(id) }
+func (s *runtimeSession) RevokeRule(id string) error { return s.rules.Revoke(id) }
 
 func (s *runtimeSession) SetEffectPolicy(p tools.Policy) (tools.EffectiveToolPolicy, error) {
-	return s.rules.setPolicy(s.built.Agent.Broker(), p)
+	return s.rules.SetPolicy(s.built.Agent.Broker(), p)
 }
 
 // approvalsOf returns the open session id and its approval handle.
@@ -352,7 +184,7 @@ func (s *Server) approvalsRevoke(_ context.Context, _ *jsonrpc2.Request, raw jso
 		return nil, err
 	}
 	switch err := h.RevokeRule(p.RuleID); {
-	case errors.Is(err, errNoRule):
+	case errors.Is(err, host.ErrNoRule):
 		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.id, truncate(p.RuleID, 80))
 	case err != nil:
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("revoke %s in session %s: %v", p.RuleID, ss.id, err))

@@ -15,6 +15,7 @@ import (
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
@@ -30,9 +31,9 @@ func newDelegationStack(t *testing.T) *stack {
 	st := &stack{home: t.TempDir(), workspace: t.TempDir(), provider: providertest.New(t)}
 	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
 	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL()})
-	st.runtime = &Runtime{
+	st.runtime = &host.Runtime{
 		SessionsDir: filepath.Join(st.home, "sessions"),
-		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
+		NewAgent: func(ctx context.Context, spec host.AgentSpec) (*host.Built, error) {
 			store, err := changes.OpenWorkspace(st.home, spec.Workspace, 0)
 			if err != nil {
 				return nil, err
@@ -53,9 +54,9 @@ func newDelegationStack(t *testing.T) *stack {
 				spec.Delegation(&tcfg)
 			}
 			owner := team.NewOwner(tcfg)
-			host := tools.NewHost()
+			toolHost := tools.NewHost()
 			for _, tl := range append(builtins, team.ServiceTools(owner, team.StandardTools)...) {
-				if err := host.Register(tl); err != nil {
+				if err := toolHost.Register(tl); err != nil {
 					return nil, err
 				}
 			}
@@ -64,7 +65,7 @@ func newDelegationStack(t *testing.T) *stack {
 				Principal: spec.Principal, Rules: spec.Rules,
 			})
 			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Model: model, Host: host, Broker: broker,
+				Session: spec.Session, Transport: transport, Model: model, Host: toolHost, Broker: broker,
 				Instructions: "You are a test agent.", Principal: spec.Principal, Intents: store,
 				RunEnd: owner.RunEnd, Ledger: owner.Ledger,
 			})
@@ -72,7 +73,7 @@ func newDelegationStack(t *testing.T) *stack {
 				return nil, err
 			}
 			owner.Bind(a)
-			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Changes: recorder, Close: func() error {
+			return &host.Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Changes: recorder, Close: func() error {
 				owner.Close()
 				return closeTools()
 			}}, nil

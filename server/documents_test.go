@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 	"go.lsp.dev/jsonrpc2"
@@ -524,7 +525,7 @@ func TestPromptContextAttachments(t *testing.T) {
 	for name, bad := range map[string][]any{
 		"outside":  {map[string]any{"uri": "file:///etc/hostname"}},
 		"scheme":   {map[string]any{"uri": "https://example.com/x"}},
-		"too many": slices.Repeat([]any{map[string]any{"label": "x", "text": "y"}}, MaxAttachments+1),
+		"too many": slices.Repeat([]any{map[string]any{"label": "x", "text": "y"}}, host.MaxAttachments+1),
 		"missing":  {map[string]any{"uri": "file://" + filepath.Join(st.workspace, "nope")}},
 	} {
 		err := e.call("octet/prompt", map[string]any{"sessionId": sid, "text": "x", "context": bad}, nil)
@@ -534,17 +535,17 @@ func TestPromptContextAttachments(t *testing.T) {
 	}
 }
 
-// TestAttachmentBounds: one attachment is cut at MaxAttachmentBytes with a
-// note; all together stay within MaxAttachmentsBytes.
+// TestAttachmentBounds: one attachment is cut at host.MaxAttachmentBytes with a
+// note; all together stay within host.MaxAttachmentsBytes.
 func TestAttachmentBounds(t *testing.T) {
 	s := New(Options{backend: panicBackend{}})
-	big := strings.Repeat("é", MaxAttachmentBytes) // 2 bytes each
-	items := slices.Repeat([]attachment{{Label: "big", Text: &big}}, MaxAttachments)
+	big := strings.Repeat("é", host.MaxAttachmentBytes) // 2 bytes each
+	items := slices.Repeat([]attachment{{Label: "big", Text: &big}}, host.MaxAttachments)
 	out, err := s.withAttachments(t.TempDir(), "hi", items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) > MaxAttachmentsBytes+MaxAttachments*200 || !strings.Contains(out, "[attachment cut:") {
+	if len(out) > host.MaxAttachmentsBytes+host.MaxAttachments*200 || !strings.Contains(out, "[attachment cut:") {
 		t.Errorf("%d bytes for %d attachments", len(out), len(items))
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
@@ -25,7 +26,7 @@ import (
 type stack struct {
 	home, workspace string
 	provider        *providertest.Server
-	runtime         *Runtime
+	runtime         *host.Runtime
 	// hooks run around every tool call; intents, when set, wraps the
 	// agent's intent log (the change store). Crash tests pause in them.
 	hooks   []tools.Hooks
@@ -63,9 +64,9 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 		model, _ = provider.LookupModel("gpt-5.1-codex")
 	}
 	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL(), Features: model.Features, RoundTripper: rt})
-	st.runtime = &Runtime{
+	st.runtime = &host.Runtime{
 		SessionsDir: filepath.Join(st.home, "sessions"),
-		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
+		NewAgent: func(ctx context.Context, spec host.AgentSpec) (*host.Built, error) {
 			store, err := changes.OpenWorkspace(st.home, spec.Workspace, 0)
 			if err != nil {
 				return nil, err
@@ -78,9 +79,9 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 			if err != nil {
 				return nil, err
 			}
-			host := tools.NewHost()
+			toolHost := tools.NewHost()
 			for _, tl := range builtins {
-				if err := host.Register(tl); err != nil {
+				if err := toolHost.Register(tl); err != nil {
 					return nil, err
 				}
 			}
@@ -100,14 +101,14 @@ func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *st
 				})
 			}
 			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Model: model, Host: host,
+				Session: spec.Session, Transport: transport, Model: model, Host: toolHost,
 				Broker: broker, Instructions: "You are a test agent.", Principal: spec.Principal, Retry: retry,
 				Intents: intents,
 			})
 			if err != nil {
 				return nil, err
 			}
-			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: recorder}, nil
+			return &host.Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: recorder}, nil
 		},
 	}
 	return st

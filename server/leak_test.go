@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -153,7 +154,7 @@ func TestParentProcessGone(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Skip("no sleep binary:", err)
 	}
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}, parentPoll: 20 * time.Millisecond})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}, parentPoll: 20 * time.Millisecond})
 	e.mustCall("initialize", map[string]any{"processId": parent.Process.Pid, "capabilities": map[string]any{}}, nil)
 	select {
 	case <-e.served:

@@ -10,13 +10,14 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
 // TestRequestsBeforeInitialize checks -32002 for every request before
 // initialize, and that notifications before it are dropped harmlessly.
 func TestRequestsBeforeInitialize(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	e.notify("$/setTrace", map[string]string{"value": "verbose"})
 	for _, m := range []string{"octet/session/new", "octet/prompt", "shutdown", "workspace/executeCommand", "no/such"} {
 		err := e.call(m, map[string]any{}, nil)
@@ -37,7 +38,7 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 // lifecycle: initialize (with "trace": null), initialized, shutdown, a
 // request after shutdown, exit.
 func TestHandshake(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}, Version: "test"})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}, Version: "test"})
 	res := e.initialize(t.TempDir(), map[string]any{"confirmEffect": true})
 	caps, _ := res["capabilities"].(map[string]any)
 	exp, _ := caps["experimental"].(map[string]any)
@@ -79,7 +80,7 @@ func TestHandshake(t *testing.T) {
 // TestExitWithoutShutdown checks the LSP rule: exit before shutdown is an
 // error exit.
 func TestExitWithoutShutdown(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	e.initialize(t.TempDir(), nil)
 	e.notify("exit", nil)
 	select {
@@ -96,7 +97,7 @@ func TestExitWithoutShutdown(t *testing.T) {
 // TestBadParamsAndUnknownMethods checks that bad params and unknown
 // methods get errors and the server keeps serving.
 func TestBadParamsAndUnknownMethods(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	e.initialize(t.TempDir(), nil)
 	cases := []struct {
 		method string
@@ -167,7 +168,7 @@ func (panicBackend) List(context.Context) ([]sessionInfo, error) { panic("broken
 // TestHandlerPanicAnswered checks a panic inside a handler is answered
 // with -32603 and the server keeps serving.
 func TestHandlerPanicAnswered(t *testing.T) {
-	e := newEditor(t, Options{backend: panicBackend{runtimeBackend{rt: &Runtime{SessionsDir: t.TempDir()}}}})
+	e := newEditor(t, Options{backend: panicBackend{runtimeBackend{rt: &host.Runtime{SessionsDir: t.TempDir()}}}})
 	e.initialize(t.TempDir(), nil)
 	err := e.call("octet/session/list", nil, nil)
 	if codeOf(err) != jsonrpc2.InternalError || !strings.Contains(err.Error(), "broken invariant") {

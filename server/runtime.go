@@ -8,119 +8,20 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
-	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
-// Runtime is what the server needs from configuration: where sessions
-// live and how to build the agent for one session. The CLI fills it from
-// flags, config files and credentials; tests fill it with a loopback
-// provider.
-type Runtime struct {
-	// SessionsDir holds the session files ($OCTET_HOME/sessions).
-	SessionsDir string
-	// NewAgent builds the agent, its tools and broker for one open session.
-	// It must install spec.Approver as the broker's Approver (and
-	// spec.Rules as its Rules). Required.
-	NewAgent func(ctx context.Context, spec AgentSpec) (*Built, error)
-	// ResolveModel maps a model name (octet/setModel, octet/session/new) to
-	// a provider model; nil uses provider.LookupModel and, for an unknown
-	// name, a model with only that name.
-	ResolveModel func(name string) (provider.Model, error)
-	// ExplainError, when set, turns a run's failure into an actionable
-	// sentence ("cannot reach the provider at …: check your network and
-	// OPENAI_BASE_URL"), or "" when it has none. The sentence is added to
-	// the octet/prompt error and to the window/showMessage text.
-	ExplainError func(err error) string
-	// Catalog, when set, is what octet/models lists (the configured
-	// model, prices); nil lists DefaultCatalog.
-	Catalog func() Catalog
-}
-
-// AgentSpec is what the server knows when it needs an agent.
-type AgentSpec struct {
-	// Session is the writable session the agent drives.
-	Session *session.Session
-	// Workspace is the session's absolute working directory.
-	Workspace string
-	// Model and Reasoning are what the client asked for ("" for the
-	// configured default).
-	Model, Reasoning string
-	// Approver asks the editor to confirm effects (octet/confirmEffect or
-	// window/showMessageRequest).
-	Approver tools.Approver
-	// Principal names the editor session the run acts for.
-	Principal string
-	// Rules keeps the session's standing approvals (approve for
-	// session) in its ledger; install it as the broker's
-	// BrokerConfig.Rules. A broker without it asks every time.
-	Rules tools.RuleStore
-	// Documents is the editor's overlay of open documents for this
-	// workspace (nil when the workspace is in no editor root): pass it as
-	// tools.Config.Documents so read and search see unsaved text and
-	// edits of open documents go through the editor.
-	Documents tools.Documents
-	// Delegation, when set, connects the session's delegated children to
-	// the editor: a runtime that delegates calls it on the team
-	// configuration of the session's children (events, agent_updated,
-	// approvals naming the child, cancel of a child's run).
-	Delegation func(*team.Config)
-	// Policy is the session's own effect policy as far as it is known
-	// before its agent exists: octet/session/new's effectPolicy, or what a
-	// resumed session recorded (nil: the launch policy). NewAgent builds
-	// the broker at this policy (or the launch policy, when Policy is
-	// looser) before anything that acts with the session's authority
-	// starts: MCP servers follow the session's policy, never the launch
-	// policy the editor started octet with. The caller records it and
-	// applies it again afterwards (the ledger is the record).
-	Policy *tools.Policy
-	// MCPServers are MCP servers the client handed in for this session
-	// (ACP's session/new): they start under the rules of configured ones
-	// (only under unsafe_host; pinned; never under --offline), asked for
-	// by the client rather than enabled in config.toml.
-	MCPServers []MCPServer
-}
-
-// MCPServer is an MCP server a client hands in: a stdio command, or a
-// streamable HTTP URL.
-type MCPServer struct {
-	Name    string
-	Command string
-	Args    []string
-	Env     map[string]string
-	URL     string
-	Headers map[string]string
-}
-
-// Built is an agent ready to drive a session.
-type Built struct {
-	// Agent drives the session; it must have been built on
-	// AgentSpec.Session with AgentSpec.Approver in its broker.
-	Agent *agent.Agent
-	// Policy is the EffectiveToolPolicy snapshot reported to the client.
-	Policy tools.EffectiveToolPolicy
-	// Close releases the tools (bash spill files); it may be nil.
-	Close func() error
-	// Changes is the recorder the tools stage their changes with; its
-	// store answers octet/session/diff. Nil: diffs of paths changed more
-	// than once in a run are unavailable.
-	Changes *changes.Recorder
-	// Extensions are the session's MCP servers (octet/extensions/list);
-	// nil: none.
-	Extensions Extensions
-}
-
 // runtimeBackend adapts a Runtime to the server's backend seam.
 type runtimeBackend struct {
-	rt *Runtime
+	rt *host.Runtime
 	// documents returns the document overlay for a workspace (nil: none).
 	documents func(workspace string) tools.Documents
 	// lister keeps what listings read of each session file (nil: each
@@ -180,12 +81,12 @@ func (b runtimeBackend) Open(ctx context.Context, id string, approver approverFu
 	if err != nil {
 		return nil, err
 	}
-	h, err := b.attach(ctx, sess, "", "", approver, newRuleBook(sess, slog.Default()).recordedPolicy())
+	h, err := b.attach(ctx, sess, "", "", approver, host.NewRuleBook(sess, slog.Default()).RecordedPolicy())
 	if err != nil {
 		_ = sess.Close()
 		return nil, err
 	}
-	h.rules.restorePolicy(h.built.Agent.Broker())
+	h.rules.RestorePolicy(h.built.Agent.Broker())
 	return h, nil
 }
 
@@ -232,13 +133,13 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 		return nil, errors.New("server: Runtime.NewAgent is nil")
 	}
 	hdr := sess.Header()
-	rules := newRuleBook(sess, slog.Default())
+	rules := host.NewRuleBook(sess, slog.Default())
 	docs := b.documentsFor(hdr.Cwd)
 	var delegation func(*team.Config)
 	if b.delegation != nil {
 		delegation = b.delegation(hdr.ID)
 	}
-	built, err := rt.NewAgent(ctx, AgentSpec{
+	built, err := rt.NewAgent(ctx, host.AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
 		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID, Rules: rules,
 		Documents: docs, Delegation: delegation, Policy: policy,
@@ -283,15 +184,15 @@ func (a toolsApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (t
 
 // runtimeSession is one session with its agent.
 type runtimeSession struct {
-	rt    *Runtime
+	rt    *host.Runtime
 	sess  *session.Session
-	built *Built
+	built *host.Built
 	// startModel is the model the session was built with (configured or
 	// asked for at octet/session/new): octet/setModel allows it besides
 	// the model table.
 	startModel provider.Model
 	// rules are the session's standing approvals and recorded policy.
-	rules *ruleBook
+	rules *host.RuleBook
 	// docs is the editor's overlay for the workspace (nil: none): a
 	// rewind of an open document goes through it, as an edit does.
 	docs tools.Documents
@@ -386,11 +287,7 @@ func (s *runtimeSession) SetModel(name string) (string, error) {
 		s.built.Agent.SetModel(s.startModel)
 		return name, nil
 	}
-	resolve := s.rt.ResolveModel
-	if resolve == nil {
-		resolve = defaultResolveModel
-	}
-	m, err := resolve(name)
+	m, err := s.rt.Resolve(name)
 	if err != nil {
 		return "", err
 	}
@@ -424,23 +321,6 @@ func (s *runtimeSession) Close() error {
 		s.closeErr = errors.Join(errs...)
 	})
 	return s.closeErr
-}
-
-// defaultResolveModel knows the provider's model table only: a name the
-// run could not be qualified for is refused now, not at the first retry.
-func defaultResolveModel(name string) (provider.Model, error) {
-	if m, ok := provider.LookupModel(name); ok {
-		return m, nil
-	}
-	return provider.Model{}, UnknownModelError(name)
-}
-
-// UnknownModelError is the error for a model name octet does not know; it
-// lists the names it does, plus extra (such as the configured model).
-func UnknownModelError(name string, extra ...string) error {
-	known := append(provider.ModelNames(), extra...)
-	return fmt.Errorf("unknown model %q: use one of %s (or a dated snapshot of one, such as gpt-5-2025-08-07)",
-		name, strings.Join(known, ", "))
 }
 
 // agentRun adapts *agent.Run to runHandle.

@@ -17,6 +17,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -51,7 +52,7 @@ var ErrExitWithoutShutdown = errors.New("exit notification received before shutd
 // flags arrives here; the server parses no flags and reads no environment.
 type Options struct {
 	// Runtime builds sessions and their agents. Required.
-	Runtime *Runtime
+	Runtime *host.Runtime
 	// Logger receives the server's logs (stderr in octet lsp). When the
 	// client asks for them, logs are also sent as window/logMessage.
 	Logger *slog.Logger

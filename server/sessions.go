@@ -14,6 +14,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -112,7 +113,7 @@ func (b runtimeBackend) RecordedPolicy(id string) *tools.Policy {
 		return nil
 	}
 	defer sess.Close()
-	return newRuleBook(sess, slog.Default()).recordedPolicy()
+	return host.NewRuleBook(sess, slog.Default()).RecordedPolicy()
 }
 
 // Delete implements lifecycleBackend.

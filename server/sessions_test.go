@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -434,8 +435,8 @@ func TestModels(t *testing.T) {
 	}
 
 	// A configured catalog: its default and prices.
-	st.runtime.Catalog = func() Catalog {
-		c := DefaultCatalog()
+	st.runtime.Catalog = func() host.Catalog {
+		c := host.DefaultCatalog()
 		c.Default = "gpt-5-mini"
 		c.Prices = nil
 		return c

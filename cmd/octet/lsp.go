@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/server"
@@ -47,7 +48,7 @@ func runLSP(ctx context.Context, args []string, e env) error {
 // dialect is what an editor protocol (octet lsp, octet acp) serves: the
 // runtime over the workspaces' configuration and agents.
 type dialect struct {
-	rt  *server.Runtime
+	rt  *host.Runtime
 	w   *workspaces
 	log *slog.Logger
 	// startErr is a mistake in a configuration file found at startup: the
@@ -91,7 +92,7 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 		w.close()
 		return nil, err
 	}
-	rt := &server.Runtime{
+	rt := &host.Runtime{
 		SessionsDir:  filepath.Join(home, "sessions"),
 		NewAgent:     w.newAgent,
 		ResolveModel: w.resolveModel,
@@ -119,7 +120,7 @@ func modelResolver(configured string) func(string) (provider.Model, error) {
 			if configured != "" {
 				extra = append(extra, configured+" (configured)")
 			}
-			return provider.Model{}, server.UnknownModelError(name, extra...)
+			return provider.Model{}, host.UnknownModelError(name, extra...)
 		}
 		return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
 	}
@@ -197,8 +198,8 @@ func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
 
 // catalog is Runtime.Catalog: the model table (and the configured model
 // when the table does not know it) with the configured prices.
-func (ws *workspaces) catalog() server.Catalog {
-	cat := server.DefaultCatalog()
+func (ws *workspaces) catalog() host.Catalog {
+	cat := host.DefaultCatalog()
 	cfg := ws.current()
 	if cfg == nil {
 		return cat
@@ -225,7 +226,7 @@ type watchedContext struct {
 	w      config.Watcher
 }
 
-func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
+func (ws *workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.Built, error) {
 	root, err := filepath.Abs(spec.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", spec.Workspace, err)
@@ -268,7 +269,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 		release()
 		return st.Close()
 	}
-	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
+	return &host.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
 }
 
 // contextFor returns the workspace's watched context set, loading it and

@@ -13,9 +13,9 @@ import (
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -105,7 +105,7 @@ func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog
 // watched) by the caller; a nil contextSet loads them. docs, when set, is
 // the editor's document overlay the file tools consult; clientMCP are the
 // MCP servers the client handed in for the session.
-func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []server.MCPServer) (*stack, error) {
+func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []host.MCPServer) (*stack, error) {
 	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
 	if cfg.RuntimeProfile.Value == "codex" {
 		// The host asserts the Codex route (configuration, never inferred
