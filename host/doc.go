@@ -9,8 +9,9 @@
 // attachments; and delegated children as child sessions.
 //
 // The dialects decode a request, call the host and encode its answer.
-// Errors a caller branches on are typed: [ErrNoSession], [ErrBusy],
-// [ErrNoRule], and [*InputError] for a request the caller must change.
+// Errors a caller branches on are typed: [ErrNoSession], [ErrNoRule],
+// [*AgentError] for an agent the runtime could not build, and
+// [*InputError] for a request the caller must change.
 // gopls's split between protocol (the wire) and cache/golang (the work)
 // is the model.
 package host

@@ -83,35 +83,6 @@ func fallbackAnswer(title string) approvalAnswer {
 	return approvalAnswer{}
 }
 
-// approvalsHandle is what a session handle offers for the v1.1 approval
-// methods (runtimeSession does).
-type approvalsHandle interface {
-	Rules() []tools.StandingRule
-	RevokeRule(id string) error
-	SetEffectPolicy(p tools.Policy) (tools.EffectiveToolPolicy, error)
-}
-
-func (s *runtimeSession) Rules() []tools.StandingRule { return s.rules.Rules() }
-
-func (s *runtimeSession) RevokeRule(id string) error { return s.rules.Revoke(id) }
-
-func (s *runtimeSession) SetEffectPolicy(p tools.Policy) (tools.EffectiveToolPolicy, error) {
-	return s.rules.SetPolicy(s.built.Agent.Broker(), p)
-}
-
-// approvalsOf returns the open session id and its approval handle.
-func (s *Server) approvalsOf(id string) (*sessionState, approvalsHandle, error) {
-	ss, err := s.session(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	h, ok := ss.handle.(approvalsHandle)
-	if !ok {
-		return nil, nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("session %s does not support approval rules", ss.id))
-	}
-	return ss, h, nil
-}
-
 // ruleView is one row of octet/approvals/list.
 type ruleView struct {
 	RuleID    string              `json:"ruleId"`
@@ -128,12 +99,12 @@ func (s *Server) approvalsList(_ context.Context, _ *jsonrpc2.Request, raw jsonr
 	if err != nil {
 		return nil, err
 	}
-	ss, h, err := s.approvalsOf(id)
+	ss, err := s.session(id)
 	if err != nil {
 		return nil, err
 	}
 	rules := []ruleView{}
-	for _, r := range h.Rules() {
+	for _, r := range ss.handle.Rules().Rules() {
 		rules = append(rules, ruleView{RuleID: r.ID, Tool: r.Tool, Effect: r.Effect.String(), Scope: r.Scope, Policy: r.Policy.String(), CreatedAt: r.Created.UTC()})
 	}
 	return rawResult(map[string]any{"pending": s.pendingViews(ss), "rules": rules})
@@ -179,11 +150,11 @@ func (s *Server) approvalsRevoke(_ context.Context, _ *jsonrpc2.Request, raw jso
 	if p.RuleID == "" {
 		return nil, invalidParams("ruleId is required")
 	}
-	ss, h, err := s.approvalsOf(p.SessionID)
+	ss, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	switch err := h.RevokeRule(p.RuleID); {
+	switch err := ss.handle.Rules().Revoke(p.RuleID); {
 	case errors.Is(err, host.ErrNoRule):
 		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.id, truncate(p.RuleID, 80))
 	case err != nil:
@@ -213,11 +184,11 @@ func (s *Server) sessionSetPolicy(_ context.Context, _ *jsonrpc2.Request, raw js
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	ss, h, err := s.approvalsOf(p.SessionID)
+	ss, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	eff, err := h.SetEffectPolicy(pol)
+	eff, err := ss.handle.SetEffectPolicy(pol)
 	switch {
 	case errors.Is(err, tools.ErrPolicyLooser):
 		return nil, invalidParams("session %s: %v", ss.id, err)
@@ -226,15 +197,4 @@ func (s *Server) sessionSetPolicy(_ context.Context, _ *jsonrpc2.Request, raw js
 	}
 	s.log.Info("session effect policy set", "session", ss.id, "policy", pol.String())
 	return rawResult(eff)
-}
-
-// applyEffectPolicy applies octet/session/new's effectPolicy (recorded in
-// the ledger like setPolicy).
-func (s *runtimeSession) applyEffectPolicy(name string) error {
-	p, err := tools.ParsePolicy(name)
-	if err != nil {
-		return err
-	}
-	_, err = s.SetEffectPolicy(p)
-	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -106,7 +107,7 @@ func decisionsOf(e *fakeEditor, runID string) map[string]map[string]any {
 func toolResults(t *testing.T, e *fakeEditor, sid string) map[string]string {
 	t.Helper()
 	var r struct {
-		Transcript []transcriptEntry `json:"transcript"`
+		Transcript []host.TranscriptEntry `json:"transcript"`
 	}
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &r)
 	out := map[string]string{}

@@ -6,15 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"go.lsp.dev/jsonrpc2"
 
-	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
-	"github.com/octet-agent/octet/tools"
 )
 
 // Delegated children's sessions in the session methods (protocol v1.1):
@@ -78,40 +76,15 @@ func (s *Server) bufferChildLocked(child team.Snapshot, rootID, epoch, runID str
 	cs.ring.add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
 }
 
-// childBackend finds delegated children's sessions on disk;
-// runtimeBackend implements it (the teams directory beside the sessions).
-type childBackend interface {
-	ChildSessions(parentID string) ([]team.ChildSession, error)
-	FindChildSession(id string) (team.ChildSession, bool, error)
-}
-
-var _ childBackend = runtimeBackend{}
-
-// teamsDir is where the product keeps its teams (cmd/octet: beside the
-// session files).
-func (b runtimeBackend) teamsDir() string { return filepath.Join(b.rt.SessionsDir, "teams") }
-
-// ChildSessions implements childBackend.
-func (b runtimeBackend) ChildSessions(parentID string) ([]team.ChildSession, error) {
-	return team.ChildSessions(b.teamsDir(), parentID)
-}
-
-// FindChildSession implements childBackend.
-func (b runtimeBackend) FindChildSession(id string) (team.ChildSession, bool, error) {
-	return team.FindChildSession(b.teamsDir(), id)
-}
-
 // findChild finds the child session id: on disk through the backend's
 // teams, else among the children this server saw.
 func (s *Server) findChild(id string) (team.ChildSession, bool, error) {
-	if cb, ok := s.opts.backend.(childBackend); ok {
-		cs, found, err := cb.FindChildSession(id)
-		if err != nil {
-			return cs, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("find child session %s: %v", id, err))
-		}
-		if found {
-			return cs, true, nil
-		}
+	cs, found, err := s.host.FindChildSession(id)
+	if err != nil {
+		return cs, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("find child session %s: %v", id, err))
+	}
+	if found {
+		return cs, true, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -139,14 +112,9 @@ func (s *Server) childStatus(cs team.ChildSession) (status string, live bool) {
 	return string(cs.Status), false
 }
 
-// childrenOf returns the children of session parentID (nil without a
-// childBackend).
+// childrenOf returns the children of session parentID.
 func (s *Server) childrenOf(parentID string) ([]team.ChildSession, error) {
-	cb, ok := s.opts.backend.(childBackend)
-	if !ok {
-		return nil, nil
-	}
-	cs, err := cb.ChildSessions(parentID)
+	cs, err := s.host.ChildSessions(parentID)
 	if err != nil {
 		return cs, fmt.Errorf("list the child sessions of %s: %w", parentID, err)
 	}
@@ -156,7 +124,7 @@ func (s *Server) childrenOf(parentID string) ([]team.ChildSession, error) {
 // listChildren is octet/session/list with parentSessionId: the parent's
 // child sessions, each described like a session plus its parent, agent
 // and status.
-func (s *Server) listChildren(parentID string) ([]sessionInfo, error) {
+func (s *Server) listChildren(parentID string) ([]host.SessionInfo, error) {
 	cs, err := s.childrenOf(parentID)
 	if err != nil && len(cs) == 0 {
 		return nil, err
@@ -173,19 +141,15 @@ func (s *Server) listChildren(parentID string) ([]sessionInfo, error) {
 			infos[i.ID] = i
 		}
 	}
-	out := make([]sessionInfo, 0, len(cs))
+	out := make([]host.SessionInfo, 0, len(cs))
 	for _, c := range cs {
 		if !childFileExists(c) {
 			continue // deleted on its own; its provenance stays
 		}
 		st, _ := s.childStatus(c)
-		row := sessionInfo{SessionID: c.SessionID, ParentSessionID: c.ParentSessionID, AgentID: c.AgentID, AgentPath: c.AgentPath, Status: st}
+		row := host.SessionInfo{SessionID: c.SessionID, ParentSessionID: c.ParentSessionID, AgentID: c.AgentID, AgentPath: c.AgentPath, Status: st}
 		if in, ok := infos[c.SessionID]; ok {
-			updated := in.Updated
-			if updated.Before(in.Created) {
-				updated = in.Created
-			}
-			row.Title, row.Cwd, row.CreatedAt, row.UpdatedAt, row.UsageUncertain = in.Title, in.Cwd, in.Created.UTC(), updated.UTC(), in.UsageUncertain
+			row.Describe(in)
 		}
 		out = append(out, row)
 	}
@@ -237,31 +201,18 @@ func (s *Server) resumeChild(cs team.ChildSession, afterSeq *int64, epoch string
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", cs.SessionID, err))
 	}
 	defer sess.Close()
-	page, err := pageTranscript(cs.SessionID, sess.Branch(), "", defaultTranscriptLimit)
-	if err != nil {
-		return nil, err
-	}
-	oldestFirst := make([]pagedEntry, len(page.Entries))
-	for i, e := range page.Entries {
-		oldestFirst[len(oldestFirst)-1-i] = e
-	}
-	t := sess.Totals()
-	u := usageView{
-		Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output,
-		Reasoning: t.Known.Reasoning, CostMicros: t.Known.CostPicodollars / 1_000_000,
-		Requests: t.Requests, Complete: !t.Uncertain,
-	}
-	if t.Uncertain {
-		u.Uncertainty = agent.DescribeUncertainty(t.Cause)
-	}
+	u := host.UsageOf(sess.Totals())
 	status, _ := s.childStatus(cs)
 	res := map[string]any{
-		"sessionId": cs.SessionID, "head": sess.Head(), "transcript": oldestFirst, "usage": u, "usageUncertain": t.Uncertain,
+		"sessionId": cs.SessionID, "head": sess.Head(), "usage": u, "usageUncertain": !u.Complete,
 		"parentSessionId": cs.ParentSessionID, "agentId": cs.AgentID, "agentPath": cs.AgentPath, "status": status,
 		"readOnly": true, "pendingApprovals": []any{},
 	}
-	if page.NextBefore != "" {
-		res["transcriptNextBefore"] = page.NextBefore
+	transcript := func(before string, limit int) (host.TranscriptPage, error) {
+		return host.PageTranscript(cs.SessionID, sess.Branch(), before, limit)
+	}
+	if err := resumeTranscript(transcript, res); err != nil {
+		return nil, err
 	}
 	s.mu.Lock()
 	c := s.childSessions[cs.SessionID]
@@ -384,22 +335,6 @@ func (s *Server) deleteTeams(cs []team.ChildSession) error {
 	return errors.Join(errs...)
 }
 
-// childDiffer is implemented by session handles that can diff a child's
-// run with their change store (the children's tools are the parent's).
-type childDiffer interface {
-	DiffChild(path, runID string) ([]changes.Change, string, error)
-}
-
-// DiffChild implements childDiffer.
-func (s *runtimeSession) DiffChild(path, runID string) ([]changes.Change, string, error) {
-	sess, err := session.Inspect(path)
-	if err != nil {
-		return nil, "", err
-	}
-	defer sess.Close()
-	return Diff(sess, s.built.Changes, runID)
-}
-
 // asChild finds the child session id names, unless id is an open
 // session (the common case costs no disk look-up).
 func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
@@ -412,43 +347,30 @@ func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
 	return s.findChild(id)
 }
 
-// childForker forks from a session file's entries; runtimeBackend
-// implements it.
-type childForker interface {
-	ForkFrom(ctx context.Context, hdr session.Header, entryID string, entries []session.Entry, approver approverFunc, policy *tools.Policy) (sessionHandle, error)
-	// RecordedPolicy is the effect policy a session's file last recorded.
-	RecordedPolicy(id string) *tools.Policy
-}
-
 // forkChild forks a child's session: a new, ordinary session (no parent)
 // whose transcript is the child's up to entryID.
 func (s *Server) forkChild(ctx context.Context, cs team.ChildSession, entryID string) (any, error) {
-	fb, ok := s.opts.backend.(childForker)
-	if !ok {
-		return nil, jsonrpc2.NewError(CodeBackend, "this server cannot fork child sessions")
-	}
 	src, err := session.Inspect(cs.Path)
 	if err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", cs.SessionID, err))
 	}
 	hdr := src.Header()
-	prefix, err := forkPrefix(cs.SessionID, src.Branch(), entryID)
+	prefix, err := host.ForkPrefix(cs.SessionID, src.Branch(), entryID)
 	_ = src.Close()
 	if err != nil {
 		return nil, err
 	}
 	// The fork acts with its parent's authority, as the child did: the
 	// parent's live policy when it is open here, else its recorded one.
-	policy := fb.RecordedPolicy(cs.ParentSessionID)
+	policy := s.host.RecordedPolicy(cs.ParentSessionID)
 	s.mu.Lock()
 	if parent, ok := s.sessions[cs.ParentSessionID]; ok {
-		if p := currentPolicy(parent.handle); p != nil {
-			policy = p
-		}
+		p := parent.handle.Broker().Policy()
+		policy = &p
 	}
 	s.mu.Unlock()
 	holder := &approverHolder{}
-	h, err := fb.ForkFrom(ctx, hdr, entryID, prefix, holder.confirm, policy)
+	h, err := s.host.ForkFrom(ctx, hdr, entryID, prefix, s.binding(holder), policy)
 	if err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("fork session %s at %s: %v", cs.SessionID, entryID, err))
 	}
@@ -469,12 +391,8 @@ func (s *Server) diffChild(ctx context.Context, cs team.ChildSession, runID stri
 	if err != nil {
 		return nil, err
 	}
-	d, ok := parent.handle.(childDiffer)
-	if !ok {
-		return nil, jsonrpc2.NewError(jsonrpc2.InternalError, "this server's sessions cannot report their children's changes")
-	}
 	jsonrpc2.Async(ctx)
-	chs, run, err := d.DiffChild(cs.Path, runID)
+	chs, run, err := parent.handle.DiffChild(cs.Path, runID)
 	if err != nil {
 		return nil, err
 	}

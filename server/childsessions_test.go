@@ -93,7 +93,7 @@ func rpcCode(err error) jsonrpc2.Code {
 
 // listRows is octet/session/list's result.
 type listRows struct {
-	Sessions []sessionInfo `json:"sessions"`
+	Sessions []host.SessionInfo `json:"sessions"`
 }
 
 // TestChildSessionsInSessionMethods: a delegated child's session is
@@ -133,16 +133,16 @@ func TestChildSessionsInSessionMethods(t *testing.T) {
 	}
 
 	var res struct {
-		SessionID       string          `json:"sessionId"`
-		ParentSessionID string          `json:"parentSessionId"`
-		AgentPath       string          `json:"agentPath"`
-		Status          string          `json:"status"`
-		ReadOnly        bool            `json:"readOnly"`
-		Transcript      []pagedEntry    `json:"transcript"`
-		Events          []bufferedEvent `json:"events"`
-		Epoch           string          `json:"epoch"`
-		LastSeq         int64           `json:"lastSeq"`
-		Usage           usageView       `json:"usage"`
+		SessionID       string            `json:"sessionId"`
+		ParentSessionID string            `json:"parentSessionId"`
+		AgentPath       string            `json:"agentPath"`
+		Status          string            `json:"status"`
+		ReadOnly        bool              `json:"readOnly"`
+		Transcript      []host.PagedEntry `json:"transcript"`
+		Events          []bufferedEvent   `json:"events"`
+		Epoch           string            `json:"epoch"`
+		LastSeq         int64             `json:"lastSeq"`
+		Usage           host.Usage        `json:"usage"`
 	}
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": child.SessionID, "afterSeq": 0}, &res)
 	if res.SessionID != child.SessionID || res.ParentSessionID != sid || res.AgentPath != "root/worker1" || !res.ReadOnly || res.Status != "completed" {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -229,10 +230,10 @@ func TestResumeAfterSeq(t *testing.T) {
 		t.Errorf("fresh resume: head %q vs %q, %d vs %d entries, truncated %v", r2.Head, r.Head, len(r2.Transcript), len(r.Transcript), r2.ReplayTruncated)
 	}
 	var list struct {
-		Sessions []sessionInfo
+		Sessions []host.SessionInfo
 	}
 	e2.mustCall("octet/session/list", map[string]any{"cwd": st.workspace}, &list)
-	if !slices.ContainsFunc(list.Sessions, func(s sessionInfo) bool { return s.SessionID == sid && s.Title == "test" }) {
+	if !slices.ContainsFunc(list.Sessions, func(s host.SessionInfo) bool { return s.SessionID == sid && s.Title == "test" }) {
 		t.Errorf("session/list %+v lacks %s", list.Sessions, sid)
 	}
 }
@@ -379,7 +380,7 @@ func TestSessionListPages(t *testing.T) {
 	e := st.editor(t, Options{}, nil)
 	ids := map[string]bool{e.newSession(): true, e.newSession(): true, e.newSession(): true}
 	type page struct {
-		Sessions   []sessionInfo
+		Sessions   []host.SessionInfo
 		NextCursor string
 	}
 	var p1, p2, other page

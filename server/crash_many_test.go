@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -44,11 +46,11 @@ func TestManyCrashesHelper(t *testing.T) {
 	st.home, st.workspace = home, os.Getenv("OCTET_MANY_CRASH_WORKSPACE")
 	st.runtime.SessionsDir = filepath.Join(home, "sessions")
 	sid := os.Getenv("OCTET_MANY_CRASH_SESSION")
-	h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+	h, err := host.New(st.runtime, nil).Open(context.Background(), sid, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := h.(*runtimeSession)
+	rs := h
 	if err := os.WriteFile(filepath.Join(home, "ready"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +58,13 @@ func TestManyCrashesHelper(t *testing.T) {
 		f := fmt.Sprintf("f%d.txt", rng.IntN(manyCrashFiles))
 		if rng.IntN(3) == 0 {
 			var users []string
-			for _, e := range rs.sess.Branch() {
+			for _, e := range rs.Branch() {
 				if e.Type == session.EntryUser {
 					users = append(users, e.ID)
 				}
 			}
 			if len(users) > 0 {
-				if _, err := rs.Rewind(context.Background(), RewindParams{SessionID: sid, EntryID: users[rng.IntN(len(users))], Files: true}); err != nil {
+				if _, err := rs.Rewind(context.Background(), host.RewindParams{SessionID: sid, EntryID: users[rng.IntN(len(users))], Files: true}); err != nil {
 					t.Fatal(err)
 				}
 				continue
@@ -73,7 +75,7 @@ func TestManyCrashesHelper(t *testing.T) {
 			tool, args = "bash", fmt.Sprintf(`{"command":"echo seed %d step %d > %s"}`, seed, n, f)
 		}
 		st.provider.Enqueue(pt.Reply(pt.FunctionCall(fmt.Sprintf("c%d-%d", seed, n), tool, args)), pt.Text("ok"))
-		run, err := rs.Prompt(context.Background(), "change "+f, false, nil)
+		run, err := rs.Prompt(context.Background(), "change "+f, agent.PromptOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -179,14 +181,14 @@ func TestManyCrashes(t *testing.T) {
 // before the change.
 func checkCrashState(t *testing.T, st *stack, sid string, rec *changes.Recorder, kill int) []string {
 	t.Helper()
-	h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+	h, err := host.New(st.runtime, nil).Open(context.Background(), sid, host.Binding{})
 	if err != nil {
 		t.Fatalf("kill %d: reopen: %v", kill, err)
 	}
 	defer h.Close()
-	sess := h.(*runtimeSession).sess
+	sess := h.Ledger()
 	branch := sess.Branch()
-	stepsOf, err := steps(sid, branch)
+	stepsOf, err := host.Steps(sid, branch)
 	if err != nil {
 		t.Fatalf("kill %d: %v", kill, err)
 	}

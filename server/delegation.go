@@ -13,6 +13,7 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -34,15 +35,13 @@ type children struct {
 	runs map[string]string // child agent id → its current run id
 }
 
-// delegationFor returns the hook a runtime installs in the team
-// configuration of the root session rootID.
-func (s *Server) delegationFor(rootID string) func(*team.Config) {
-	return func(cfg *team.Config) {
-		c := &children{s: s, root: rootID, seq: map[string]int64{}, runs: map[string]string{}}
-		cfg.OnEvent = c.event
-		cfg.OnUpdate = c.updated
-		cfg.Approver = c.approver
-	}
+// delegate is the hook a runtime installs in the team configuration of
+// the root session rootID (host.Binding.Delegation).
+func (s *Server) delegate(rootID string, cfg *team.Config) {
+	c := &children{s: s, root: rootID, seq: map[string]int64{}, runs: map[string]string{}}
+	cfg.OnEvent = c.event
+	cfg.OnUpdate = c.updated
+	cfg.Approver = c.approver
 }
 
 // rootSession returns the open root session, or nil.
@@ -212,7 +211,7 @@ func (s *Server) childTranscript(id, before string, limit int) (any, bool, error
 		return nil, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", id, err))
 	}
 	defer sess.Close()
-	page, err := pageTranscript(id, sess.Branch(), before, limit)
+	page, err := host.PageTranscript(id, sess.Branch(), before, limit)
 	if err != nil {
 		return nil, true, err
 	}

@@ -306,7 +306,7 @@ func TestReadAndSearchSeeUnsavedText(t *testing.T) {
 	if len(res) != 2 || !strings.Contains(res[0], "an unsaved line") || !strings.Contains(res[1], "a.txt:2:an unsaved line") {
 		t.Fatalf("tool results %q", res)
 	}
-	var tr struct{ Transcript []transcriptEntry }
+	var tr struct{ Transcript []host.TranscriptEntry }
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &tr)
 	sources := 0
 	for _, en := range tr.Transcript {
@@ -538,7 +538,7 @@ func TestPromptContextAttachments(t *testing.T) {
 // TestAttachmentBounds: one attachment is cut at host.MaxAttachmentBytes with a
 // note; all together stay within host.MaxAttachmentsBytes.
 func TestAttachmentBounds(t *testing.T) {
-	s := New(Options{backend: panicBackend{}})
+	s := New(Options{Runtime: &host.Runtime{}})
 	big := strings.Repeat("é", host.MaxAttachmentBytes) // 2 bytes each
 	items := slices.Repeat([]attachment{{Label: "big", Text: &big}}, host.MaxAttachments)
 	out, err := s.withAttachments(t.TempDir(), "hi", items)

@@ -409,7 +409,7 @@ func TestShowMessageRequestFallback(t *testing.T) {
 		SessionID string
 		Events    []bufferedEvent
 	}
-	var list struct{ Sessions []sessionInfo }
+	var list struct{ Sessions []host.SessionInfo }
 	e.mustCall("octet/session/list", nil, &list)
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": list.Sessions[0].SessionID, "afterSeq": 0}, &r)
 	if len(r.Events) < 5 {

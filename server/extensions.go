@@ -10,13 +10,7 @@ import (
 )
 
 // extensionsOf returns the session's extensions, or nil.
-func extensionsOf(h sessionHandle) host.Extensions {
-	rs, ok := h.(*runtimeSession)
-	if !ok || rs.built == nil {
-		return nil
-	}
-	return rs.built.Extensions
-}
+func extensionsOf(h *host.Session) host.Extensions { return h.Extensions() }
 
 // watchExtensions sends the session an extensions_changed octet/event
 // (no run; buffered for resume like every event) after each change of

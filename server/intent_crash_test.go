@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -129,11 +130,11 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 				}
 			}
 			// Reopening resolves the call; the prompt is the first entry.
-			h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+			h, err := host.New(st.runtime, nil).Open(context.Background(), sid, host.Binding{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sess := h.(*runtimeSession).sess
+			sess := h.Ledger()
 			var prompt string
 			var recovered *session.ToolResult
 			for _, e := range sess.Branch() {

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -160,17 +159,14 @@ func TestLogMessageWhenAsked(t *testing.T) {
 	e.await("window/logMessage after $/setTrace messages", logged)
 }
 
-// panicBackend is a runtime with a broken invariant: every call panics.
-type panicBackend struct{ runtimeBackend }
-
-func (panicBackend) List(context.Context) ([]sessionInfo, error) { panic("broken invariant") }
-
-// TestHandlerPanicAnswered checks a panic inside a handler is answered
-// with -32603 and the server keeps serving.
+// TestHandlerPanicAnswered checks a panic inside a handler (a runtime
+// with a broken invariant) is answered with -32603 and the server keeps
+// serving.
 func TestHandlerPanicAnswered(t *testing.T) {
-	e := newEditor(t, Options{backend: panicBackend{runtimeBackend{rt: &host.Runtime{SessionsDir: t.TempDir()}}}})
+	rt := &host.Runtime{SessionsDir: t.TempDir(), Catalog: func() host.Catalog { panic("broken invariant") }}
+	e := newEditor(t, Options{Runtime: rt})
 	e.initialize(t.TempDir(), nil)
-	err := e.call("octet/session/list", nil, nil)
+	err := e.call("octet/models", nil, nil)
 	if codeOf(err) != jsonrpc2.InternalError || !strings.Contains(err.Error(), "broken invariant") {
 		t.Errorf("panicking handler: %v, want -32603", err)
 	}

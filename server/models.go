@@ -9,7 +9,6 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/octet-agent/octet/agent"
-	"github.com/octet-agent/octet/host"
 )
 
 // modelView is one row of octet/models.
@@ -47,10 +46,7 @@ func (s *Server) models(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.Raw
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	cat := host.DefaultCatalog()
-	if rb, ok := s.opts.backend.(runtimeBackend); ok && rb.rt.Catalog != nil {
-		cat = rb.rt.Catalog()
-	}
+	cat := s.host.Catalog()
 	out := struct {
 		Models  []modelView `json:"models"`
 		Default string      `json:"default"`

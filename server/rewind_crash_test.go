@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -77,14 +78,14 @@ func TestRewindCrashHelper(t *testing.T) {
 
 // rewindIn opens session sid of st in this process and rewinds its files
 // to entry.
-func rewindIn(t *testing.T, st *stack, sid, entry string) RewindResult {
+func rewindIn(t *testing.T, st *stack, sid, entry string) host.RewindResult {
 	t.Helper()
-	h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+	h, err := host.New(st.runtime, nil).Open(context.Background(), sid, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	res, err := h.(*runtimeSession).Rewind(context.Background(), RewindParams{SessionID: sid, EntryID: entry, Files: true})
+	res, err := h.Rewind(context.Background(), host.RewindParams{SessionID: sid, EntryID: entry, Files: true})
 	if err != nil {
 		t.Fatal(err)
 	}

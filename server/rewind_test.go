@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -60,7 +61,7 @@ func wantFile(t *testing.T, what, path string, data []byte, mode fs.FileMode) {
 // entryIDs returns the active branch's entry ids, oldest first.
 func entryIDs(t *testing.T, e *fakeEditor, sid string) []string {
 	t.Helper()
-	var page transcriptPage
+	var page host.TranscriptPage
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
 	ids := make([]string, len(page.Entries))
 	for i, en := range page.Entries {
@@ -287,7 +288,7 @@ func TestSessionRewindReportsExpired(t *testing.T) {
 			t.Fatalf("run %s: %+v", text, ans)
 		}
 	}
-	var page transcriptPage
+	var page host.TranscriptPage
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
 	var w1, w2 string
 	for _, en := range page.Entries {

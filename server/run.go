@@ -158,7 +158,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		}
 		return false
 	}
-	h, err := ss.handle.Prompt(s.ctx, text, p.WithoutTools, deliver)
+	h, err := startRun(s.ctx, ss.handle, text, p.WithoutTools, deliver)
 	if err != nil {
 		ss.mu.Unlock()
 		if errors.Is(err, errBusy) {

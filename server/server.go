@@ -18,7 +18,6 @@ import (
 
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/host"
-	"github.com/octet-agent/octet/session"
 )
 
 // Default limits; Options fields override them.
@@ -81,8 +80,6 @@ type Options struct {
 	// fails with it).
 	ConfigError error
 
-	// backend replaces Runtime in tests of the wire mechanics.
-	backend backend
 	// parentPoll is how often the editor's processId is checked.
 	parentPoll time.Duration
 }
@@ -115,9 +112,6 @@ func (o *Options) fill() {
 	if o.Version == "" {
 		o.Version = "devel"
 	}
-	if o.backend == nil && o.Runtime != nil {
-		o.backend = runtimeBackend{rt: o.Runtime, lister: new(session.Lister)}
-	}
 }
 
 // lifecycle is the LSP server state.
@@ -135,6 +129,8 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	conn jsonrpc2.Conn
+	// host creates, opens and lists the sessions (nil without a Runtime).
+	host *host.Host
 
 	// ctx lives as long as the connection; runs derive from it.
 	ctx    context.Context
@@ -204,10 +200,8 @@ func New(opts Options) *Server {
 	}
 	s.log = slog.New(&clientLogHandler{inner: opts.Logger.Handler(), srv: s})
 	s.docs = newDocuments(s)
-	if rb, ok := s.opts.backend.(runtimeBackend); ok {
-		rb.documents = s.docs.forWorkspace
-		rb.delegation = s.delegationFor
-		s.opts.backend = rb
+	if opts.Runtime != nil {
+		s.host = host.New(opts.Runtime, nil) // rule-book warnings go to slog.Default()
 	}
 	return s
 }
@@ -223,7 +217,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 
 // Serve runs the protocol over conn; see the package function Serve.
 func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
-	if s.opts.backend == nil {
+	if s.host == nil {
 		return errors.New("server: Options.Runtime is required")
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -278,9 +272,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.cancel()
 	_ = conn.Close()
 	s.closeSessions()
-	if c, ok := s.opts.backend.(io.Closer); ok {
-		_ = c.Close()
-	}
+	_ = s.host.Close()
 	return err
 }
 
@@ -306,7 +298,11 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 	res, herr := s.handleCall(ctx, req)
 	if herr != nil {
 		if !isWireError(herr) {
-			herr = jsonrpc2.NewError(jsonrpc2.InternalError, herr.Error())
+			code := jsonrpc2.InternalError
+			if _, ok := errors.AsType[*host.InputError](herr); ok {
+				code = jsonrpc2.InvalidParams // the host refused what was asked
+			}
+			herr = jsonrpc2.NewError(code, herr.Error())
 		}
 		herr = validUTF8Error(herr)
 		s.log.Debug("request failed", "method", method, "error", herr)

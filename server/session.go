@@ -14,6 +14,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -21,7 +22,7 @@ import (
 // replay buffer, its active run and its pending approvals.
 type sessionState struct {
 	id     string
-	handle sessionHandle
+	handle *host.Session
 	// epoch names this opening of the session in this process: seq
 	// counts from 1 in each epoch, so a cursor is (epoch, seq).
 	epoch string
@@ -136,7 +137,7 @@ func closedError(id string) error {
 	return jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("session %s is closed: load it again with octet/session/resume", id))
 }
 
-func (s *Server) newSessionState(h sessionHandle, approver approverFunc) *sessionState {
+func (s *Server) newSessionState(h *host.Session, approver approverFunc) *sessionState {
 	return &sessionState{
 		id:       h.ID(),
 		handle:   h,
@@ -338,29 +339,31 @@ func (s *Server) sessionNew(ctx context.Context, _ *jsonrpc2.Request, raw jsonrp
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if err := checkReasoning(p.Reasoning); err != nil {
+	if err := host.CheckReasoning(p.Reasoning); err != nil {
 		return nil, invalidParams("%v", err)
 	}
+	var policy *tools.Policy
 	if p.EffectPolicy != "" {
-		if _, err := tools.ParsePolicy(p.EffectPolicy); err != nil {
+		pol, err := tools.ParsePolicy(p.EffectPolicy)
+		if err != nil {
 			return nil, invalidParams("%v", err)
 		}
+		policy = &pol
 	}
 	cwd, err := s.resolveCwd(p.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	ss, err := s.createSession(ctx, sessionSpec{Cwd: cwd, Title: p.Title, Model: p.Model, Reasoning: p.Reasoning, EffectPolicy: p.EffectPolicy})
+	ss, err := s.createSession(ctx, host.Spec{Cwd: cwd, Title: p.Title, Model: p.Model, Reasoning: p.Reasoning, Policy: policy})
 	if err != nil {
 		return nil, err
 	}
 	return rawResult(map[string]any{"sessionId": ss.id, "effectiveToolPolicy": ss.handle.Policy()})
 }
 
-func (s *Server) createSession(ctx context.Context, spec sessionSpec) (*sessionState, error) {
+func (s *Server) createSession(ctx context.Context, spec host.Spec) (*sessionState, error) {
 	holder := &approverHolder{}
-	spec.Approver = holder.confirm
-	h, err := s.opts.backend.Create(ctx, spec)
+	h, err := s.host.Create(ctx, spec, s.binding(holder))
 	if errors.Is(err, tools.ErrPolicyLooser) {
 		return nil, invalidParams("create session: %v", err)
 	}
@@ -377,7 +380,14 @@ func (s *Server) createSession(ctx context.Context, spec sessionSpec) (*sessionS
 	return ss, nil
 }
 
-// approverHolder lets the backend receive the approver before the
+// binding is what the host builds a session of this server with: its
+// approver (through holder, set once the session is registered), the
+// editor's document overlay of its workspace and its children's hooks.
+func (s *Server) binding(holder *approverHolder) host.Binding {
+	return host.Binding{Approver: toolsApprover{holder.confirm}, Documents: s.docs.forWorkspace, Delegation: s.delegate}
+}
+
+// approverHolder lets the host receive the approver before the
 // session state it refers to exists.
 type approverHolder struct {
 	mu sync.Mutex
@@ -420,12 +430,12 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		}
 		start = n
 	}
-	var infos []sessionInfo
+	var infos []host.SessionInfo
 	var err error
 	if p.ParentSessionID != "" {
 		infos, err = s.listChildren(p.ParentSessionID)
 	} else {
-		infos, err = s.opts.backend.List(ctx)
+		infos, err = s.host.List(ctx)
 	}
 	if err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("list sessions: %v", err))
@@ -435,9 +445,9 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		if err != nil {
 			return nil, err
 		}
-		infos = slices.DeleteFunc(infos, func(i sessionInfo) bool { return filepath.Clean(i.Cwd) != cwd })
+		infos = slices.DeleteFunc(infos, func(i host.SessionInfo) bool { return filepath.Clean(i.Cwd) != cwd })
 	}
-	newestFirst := func(a, b sessionInfo) int {
+	newestFirst := func(a, b host.SessionInfo) int {
 		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 			return c
 		}
@@ -448,9 +458,9 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		slices.SortStableFunc(infos, newestFirst)
 	}
 	res := struct {
-		Sessions   []sessionInfo `json:"sessions"`
-		NextCursor string        `json:"nextCursor,omitempty"`
-	}{Sessions: []sessionInfo{}}
+		Sessions   []host.SessionInfo `json:"sessions"`
+		NextCursor string             `json:"nextCursor,omitempty"`
+	}{Sessions: []host.SessionInfo{}}
 	if start < len(infos) {
 		end := min(start+p.Limit, len(infos))
 		res.Sessions = infos[start:end]
@@ -498,19 +508,17 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, err
 	}
-	usage, uncertain := ss.handle.Usage()
+	usage := ss.handle.Usage()
 	res := map[string]any{
 		"sessionId":      ss.id,
 		"head":           ss.handle.Head(),
 		"usage":          usage,
-		"usageUncertain": uncertain,
+		"usageUncertain": !usage.Complete,
 	}
-	if err := resumeTranscript(ss, res); err != nil {
+	if err := resumeTranscript(ss.handle.Transcript, res); err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
 	}
-	if ro, ok := ss.handle.(interface{ RecoveredOutput() any }); ok {
-		res["recoveredOutput"] = ro.RecoveredOutput()
-	}
+	res["recoveredOutput"] = ss.handle.RecoveredOutput()
 	s.resumeChildren(ss.id, res)
 	ss.mu.Lock()
 	pending := ss.pendingSorted()
@@ -560,12 +568,12 @@ func (s *Server) openOrReuse(ctx context.Context, id string) (*sessionState, err
 
 func (s *Server) openSession(ctx context.Context, id string) (*sessionState, error) {
 	holder := &approverHolder{}
-	h, err := s.opts.backend.Open(ctx, id, holder.confirm)
+	h, err := s.host.Open(ctx, id, s.binding(holder))
 	if err != nil {
-		if cs, ok, _ := s.findChild(id); ok && errors.Is(err, errNoSession) {
+		if cs, ok, _ := s.findChild(id); ok && errors.Is(err, host.ErrNoSession) {
 			return nil, childReadOnlyError(cs)
 		}
-		if errors.Is(err, errNoSession) {
+		if errors.Is(err, host.ErrNoSession) {
 			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: %v", id, err))
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("open session %s: %v", id, err))

@@ -21,7 +21,7 @@ import (
 // listedTitle returns the title octet/session/list shows for id.
 func listedTitle(t *testing.T, e *fakeEditor, id string) string {
 	t.Helper()
-	var list struct{ Sessions []sessionInfo }
+	var list struct{ Sessions []host.SessionInfo }
 	e.mustCall("octet/session/list", map[string]any{}, &list)
 	for _, in := range list.Sessions {
 		if in.SessionID == id {
@@ -44,7 +44,7 @@ func TestSessionRename(t *testing.T) {
 	if got := listedTitle(t, e, sid); got != "Fix the [31m build now" {
 		t.Errorf("listed title %q", got)
 	}
-	for _, bad := range []string{"", " \t\n", strings.Repeat("x", maxTitleRunes+1)} {
+	for _, bad := range []string{"", " \t\n", strings.Repeat("x", host.MaxTitleRunes+1)} {
 		if err := e.call("octet/session/rename", map[string]any{"sessionId": sid, "title": bad}, nil); codeOf(err) != -32602 {
 			t.Errorf("rename to %d bytes %q…: %v, want -32602", len(bad), bad[:min(len(bad), 8)], err)
 		}
@@ -75,7 +75,7 @@ func TestSessionRename(t *testing.T) {
 	}
 	e2.mustCall("octet/session/new", map[string]any{}, &res)
 	waitAnswer(t, e2.promptAsync(map[string]any{"sessionId": res.SessionID, "text": long}))
-	if got := listedTitle(t, e2, res.SessionID); utf8.RuneCountInString(got) > autoTitleRunes || !strings.HasPrefix(got, "word word") || !strings.HasSuffix(got, "…") {
+	if got := listedTitle(t, e2, res.SessionID); utf8.RuneCountInString(got) > host.AutoTitleRunes || !strings.HasPrefix(got, "word word") || !strings.HasSuffix(got, "…") {
 		t.Errorf("automatic title of a long prompt %q", got)
 	}
 	if got := listedTitle(t, e2, sid); got != "Release notes" {
@@ -83,7 +83,7 @@ func TestSessionRename(t *testing.T) {
 	}
 }
 
-// transcriptPage as the client decodes it.
+// host.TranscriptPage as the client decodes it.
 type pageResult struct {
 	Entries []struct {
 		ID        string
@@ -204,7 +204,7 @@ func TestSessionDelete(t *testing.T) {
 	if isOpen(e.srv, sid) {
 		t.Error("the deleted session is still open")
 	}
-	var list struct{ Sessions []sessionInfo }
+	var list struct{ Sessions []host.SessionInfo }
 	e.mustCall("octet/session/list", nil, &list)
 	if len(list.Sessions) != 0 {
 		t.Errorf("listed after delete: %+v", list.Sessions)
@@ -254,13 +254,13 @@ func TestSessionTranscriptPaging(t *testing.T) {
 	e := st.editor(t, Options{}, nil)
 
 	var r struct {
-		Transcript           []pagedEntry
+		Transcript           []host.PagedEntry
 		TranscriptNextBefore string
 	}
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &r)
 	n := len(branch)
-	if len(r.Transcript) != defaultTranscriptLimit || r.Transcript[0].ID != branch[n-defaultTranscriptLimit].ID ||
-		r.Transcript[len(r.Transcript)-1].ID != branch[n-1].ID || r.TranscriptNextBefore != branch[n-defaultTranscriptLimit].ID {
+	if len(r.Transcript) != host.DefaultTranscriptLimit || r.Transcript[0].ID != branch[n-host.DefaultTranscriptLimit].ID ||
+		r.Transcript[len(r.Transcript)-1].ID != branch[n-1].ID || r.TranscriptNextBefore != branch[n-host.DefaultTranscriptLimit].ID {
 		t.Fatalf("resume transcript: %d entries, next %q", len(r.Transcript), r.TranscriptNextBefore)
 	}
 
@@ -299,8 +299,8 @@ func TestSessionTranscriptPaging(t *testing.T) {
 		t.Errorf("the last page of one: %+v", p)
 	}
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid, "limit": 10_000}, &p)
-	if len(p.Entries) != maxTranscriptLimit {
-		t.Errorf("limit 10000 gave %d entries, want the maximum %d", len(p.Entries), maxTranscriptLimit)
+	if len(p.Entries) != host.MaxTranscriptLimit {
+		t.Errorf("limit 10000 gave %d entries, want the maximum %d", len(p.Entries), host.MaxTranscriptLimit)
 	}
 	if err := e.call("octet/session/transcript", map[string]any{"sessionId": sid, "beforeEntryId": "gone"}, nil); codeOf(err) != -32602 {
 		t.Errorf("unknown beforeEntryId: %v, want -32602", err)
@@ -310,8 +310,8 @@ func TestSessionTranscriptPaging(t *testing.T) {
 	big, bigBranch := writeLongSession(t, st, 10, func(i int) string { return strings.Repeat("é", 200_000) })
 	var raw json.RawMessage
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": big}, &raw)
-	if len(raw) > maxTranscriptPageBytes+4096 {
-		t.Errorf("page of %d bytes, over the %d bound", len(raw), maxTranscriptPageBytes)
+	if len(raw) > host.MaxTranscriptPageBytes+4096 {
+		t.Errorf("page of %d bytes, over the %d bound", len(raw), host.MaxTranscriptPageBytes)
 	}
 	p = pageResult{}
 	if err := json.Unmarshal(raw, &p); err != nil {
@@ -321,7 +321,7 @@ func TestSessionTranscriptPaging(t *testing.T) {
 		t.Errorf("big page: %d entries, next %q", len(p.Entries), p.NextBefore)
 	}
 	for _, en := range p.Entries {
-		if en.Type == "user" && (!en.Truncated || len(en.Text) > maxTranscriptEntryBytes || !utf8.ValidString(en.Text) ||
+		if en.Type == "user" && (!en.Truncated || len(en.Text) > host.MaxTranscriptEntryBytes || !utf8.ValidString(en.Text) ||
 			!strings.Contains(en.Text, "more bytes in the session file")) {
 			t.Errorf("big entry: truncated %v, %d bytes", en.Truncated, len(en.Text))
 		}
