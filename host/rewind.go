@@ -58,7 +58,15 @@ type RewindResult struct {
 func (s *Session) Rewind(ctx context.Context, p RewindParams) (RewindResult, error) {
 	s.rewindMu.Lock()
 	defer s.rewindMu.Unlock()
-	return Rewind(ctx, s.sess, s.restoreConfig(), p)
+	return Rewind(ctx, s.sess, restoreConfig(s.Cwd(), s.docs, s.built.Changes), p)
+}
+
+// RewindLedger rewinds sess, a session file the caller opened for
+// writing without an agent (the CLI), with rec, the recorder of its
+// workspace's change store: [Rewind] with the restore configuration an
+// open session uses, without an editor's documents.
+func RewindLedger(ctx context.Context, sess *session.Session, rec *changes.Recorder, p RewindParams) (RewindResult, error) {
+	return Rewind(ctx, sess, restoreConfig(sess.Header().Cwd, nil, rec), p)
 }
 
 // Rewind rewinds sess to entry p.EntryID: its files (p.Files) and its
@@ -169,10 +177,11 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 }
 
 // restoreConfig is the tools configuration a rewind restores paths with:
-// the workspace, its change store and the editor's overlay. Paths come
-// from the ledger, so an external one octet changed may be restored.
-func (s *Session) restoreConfig() *tools.Config {
-	return &tools.Config{Root: s.Cwd(), AllowExternalPaths: true, Documents: s.docs, Changes: s.built.Changes}
+// the workspace, its change store rec and the editor's overlay docs (nil:
+// none). Paths come from the ledger, so an external one octet changed may
+// be restored.
+func restoreConfig(workspace string, docs tools.Documents, rec *changes.Recorder) *tools.Config {
+	return &tools.Config{Root: workspace, AllowExternalPaths: true, Documents: docs, Changes: rec}
 }
 
 // checkpointKey holds a rewind entry's checkpoint id in its details (a

@@ -118,8 +118,7 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 	if err != nil {
 		return err
 	}
-	cfg := &tools.Config{Root: sess.Header().Cwd, AllowExternalPaths: true, Changes: rec}
-	res, err := host.Rewind(ctx, sess, cfg, p)
+	res, err := host.RewindLedger(ctx, sess, rec, p)
 	if err != nil {
 		return fmt.Errorf("rewind session %s: %w", p.SessionID, err)
 	}
