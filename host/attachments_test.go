@@ -1,26 +1,28 @@
-package host
+package host_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/octet-agent/octet/host"
 )
 
-// TestWithAttachmentsBounds: one attachment is cut at MaxAttachmentBytes
+// TestWithAttachmentsBounds: one attachment is cut at host.MaxAttachmentBytes
 // on a rune boundary with a note; all of them together stay within
-// MaxAttachmentsBytes; without attachments the text is unchanged.
+// host.MaxAttachmentsBytes; without attachments the text is unchanged.
 func TestWithAttachmentsBounds(t *testing.T) {
-	if got := WithAttachments("hi", nil); got != "hi" {
+	if got := host.WithAttachments("hi", nil); got != "hi" {
 		t.Errorf("no attachments: %q", got)
 	}
-	big := strings.Repeat("é", MaxAttachmentBytes) // 2 bytes each
-	atts := slices.Repeat([]Attachment{{Title: "big", Body: big}}, MaxAttachments)
-	out := WithAttachments("hi", atts)
-	if len(out) > MaxAttachmentsBytes+MaxAttachments*200 {
+	big := strings.Repeat("é", host.MaxAttachmentBytes) // 2 bytes each
+	atts := slices.Repeat([]host.Attachment{{Title: "big", Body: big}}, host.MaxAttachments)
+	out := host.WithAttachments("hi", atts)
+	if len(out) > host.MaxAttachmentsBytes+host.MaxAttachments*200 {
 		t.Errorf("%d bytes for %d attachments", len(out), len(atts))
 	}
 	if !strings.Contains(out, "[attachment cut: 65536 more bytes not shown") {
-		t.Errorf("first attachment not cut at MaxAttachmentBytes with a note")
+		t.Errorf("first attachment not cut at host.MaxAttachmentBytes with a note")
 	}
 	if !strings.HasPrefix(out, "hi\n\nThe user attached this context:\n\n--- attachment 1: big ---\n") {
 		t.Errorf("message starts %q", out[:80])

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/octet-agent/octet/agent/team"
@@ -25,6 +26,11 @@ type Host struct {
 	log *slog.Logger
 	// lister keeps what listings read of each session file.
 	lister *session.Lister
+
+	mu sync.Mutex
+	// seen are the delegated children this host's sessions reported, by
+	// child session id (children.go).
+	seen map[string]*seenChild
 }
 
 // New returns the host of rt's sessions, logging to log (nil:
@@ -33,7 +39,7 @@ func New(rt *Runtime, log *slog.Logger) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Host{rt: rt, log: log, lister: new(session.Lister)}
+	return &Host{rt: rt, log: log, lister: new(session.Lister), seen: map[string]*seenChild{}}
 }
 
 // Runtime is the configuration the host builds sessions with.
@@ -148,7 +154,7 @@ func (h *Host) attach(ctx context.Context, sess *session.Session, model, reasoni
 		Documents: docs, Policy: policy, MCPServers: b.MCPServers,
 	}
 	if b.Delegation != nil {
-		spec.Delegation = func(cfg *team.Config) { b.Delegation(hdr.ID, cfg) }
+		spec.Delegation = h.delegation(hdr.ID, b.Delegation)
 	}
 	built, err := rt.NewAgent(ctx, spec)
 	if err != nil {

@@ -1,7 +1,6 @@
-package host
+package host_test
 
 import (
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -10,79 +9,37 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/changes"
-	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
-// testHost is a host over the real agent, tools (with a change store)
-// and broker at launch policy launch, with the scripted provider played
-// in process: no sockets and no JSON-RPC.
+// testHost is a host over the real runtime (hosttest) at launch policy
+// launch, with the scripted provider played in process: no sockets and
+// no JSON-RPC.
 type testHost struct {
-	*Host
-	home, workspace string
-	provider        *providertest.Server
-	// newAgentErr, when set, is what NewAgent fails with.
-	newAgentErr error
+	*host.Host
+	*hosttest.Stack
 }
 
-func newTestHost(t *testing.T, launch tools.Policy) *testHost {
+func newTestHost(t *testing.T, o hosttest.Options) *testHost {
 	t.Helper()
-	th := &testHost{home: t.TempDir(), workspace: t.TempDir(), provider: providertest.NewInProcess(t)}
-	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
-	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: th.provider.URL(), RoundTripper: th.provider.RoundTripper()})
-	rt := &Runtime{
-		SessionsDir: filepath.Join(th.home, "sessions"),
-		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
-			if th.newAgentErr != nil {
-				return nil, th.newAgentErr
-			}
-			store, err := changes.OpenWorkspace(th.home, spec.Workspace, 0)
-			if err != nil {
-				return nil, err
-			}
-			rec := &changes.Recorder{Store: store}
-			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents, Changes: rec})
-			if err != nil {
-				return nil, err
-			}
-			toolHost := tools.NewHost()
-			for _, tl := range builtins {
-				if err := toolHost.Register(tl); err != nil {
-					return nil, err
-				}
-			}
-			broker := tools.NewBroker(tools.BrokerConfig{
-				Policy: launch, Approver: spec.Approver, Principal: spec.Principal, Rules: spec.Rules,
-			})
-			if spec.Policy != nil && spec.Policy.NoLooserThan(launch) {
-				if _, err := broker.SetPolicy(*spec.Policy); err != nil {
-					return nil, err
-				}
-			}
-			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Model: model, Host: toolHost, Broker: broker,
-				Instructions: "You are a test agent.", Principal: spec.Principal, Intents: store,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: rec}, nil
-		},
-	}
-	th.Host = New(rt, nil)
-	t.Cleanup(func() { th.Close() })
+	o.InProcess = true
+	st := hosttest.New(t, o)
+	th := &testHost{Host: host.New(st.Runtime, nil), Stack: st}
+	t.Cleanup(func() { th.Host.Close() })
 	return th
 }
 
 // create makes a session in the workspace, closed at the test's end.
-func (th *testHost) create(t *testing.T, spec Spec) *Session {
+func (th *testHost) create(t *testing.T, spec host.Spec) *host.Session {
 	t.Helper()
 	if spec.Cwd == "" {
-		spec.Cwd = th.workspace
+		spec.Cwd = th.Workspace
 	}
-	s, err := th.Create(t.Context(), spec, Binding{})
+	s, err := th.Create(t.Context(), spec, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +48,7 @@ func (th *testHost) create(t *testing.T, spec Spec) *Session {
 }
 
 // prompt runs text to its end.
-func prompt(t *testing.T, s *Session, text string) agent.RunResult {
+func prompt(t *testing.T, s *host.Session, text string) agent.RunResult {
 	t.Helper()
 	r, err := s.Prompt(t.Context(), text, agent.PromptOptions{})
 	if err != nil {
@@ -108,17 +65,17 @@ func prompt(t *testing.T, s *Session, text string) agent.RunResult {
 
 func sessionFiles(t *testing.T, th *testHost) []string {
 	t.Helper()
-	names, _ := filepath.Glob(filepath.Join(th.Runtime().SessionsDir, "*.jsonl"))
+	names, _ := filepath.Glob(filepath.Join(th.Stack.Runtime.SessionsDir, "*.jsonl"))
 	return names
 }
 
 // TestCreateOpenListDelete: a created session is listed, keeps its
 // recorded policy across a close and an open, and is gone after Delete
-// (opening it or deleting it again is ErrNoSession).
+// (opening it or deleting it again is host.ErrNoSession).
 func TestCreateOpenListDelete(t *testing.T) {
-	th := newTestHost(t, tools.UnsafeHost)
+	th := newTestHost(t, hosttest.Options{Policy: tools.UnsafeHost})
 	ask := tools.Controlled
-	s, err := th.Create(t.Context(), Spec{Cwd: th.workspace, Title: "first", Policy: &ask}, Binding{})
+	s, err := th.Create(t.Context(), host.Spec{Cwd: th.Workspace, Title: "first", Policy: &ask}, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +84,7 @@ func TestCreateOpenListDelete(t *testing.T) {
 		t.Errorf("new session's policy %v, want controlled", got)
 	}
 	list, err := th.List(t.Context())
-	if err != nil || len(list) != 1 || list[0].SessionID != id || list[0].Title != "first" || list[0].Cwd != th.workspace {
+	if err != nil || len(list) != 1 || list[0].SessionID != id || list[0].Title != "first" || list[0].Cwd != th.Workspace {
 		t.Fatalf("list: %+v, %v", list, err)
 	}
 	if err := s.Close(); err != nil {
@@ -136,7 +93,7 @@ func TestCreateOpenListDelete(t *testing.T) {
 	if p := th.RecordedPolicy(id); p == nil || *p != tools.Controlled {
 		t.Errorf("recorded policy %v, want controlled", p)
 	}
-	again, err := th.Open(t.Context(), id, Binding{})
+	again, err := th.Open(t.Context(), id, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,12 +105,12 @@ func TestCreateOpenListDelete(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{id, "", ".", "../x", "a/b"} {
-		if _, err := th.Open(t.Context(), bad, Binding{}); !errors.Is(err, ErrNoSession) {
-			t.Errorf("open %q: %v, want ErrNoSession", bad, err)
+		if _, err := th.Open(t.Context(), bad, host.Binding{}); !errors.Is(err, host.ErrNoSession) {
+			t.Errorf("open %q: %v, want host.ErrNoSession", bad, err)
 		}
 	}
-	if err := th.Delete(id); !errors.Is(err, ErrNoSession) {
-		t.Errorf("second delete: %v, want ErrNoSession", err)
+	if err := th.Delete(id); !errors.Is(err, host.ErrNoSession) {
+		t.Errorf("second delete: %v, want host.ErrNoSession", err)
 	}
 }
 
@@ -161,17 +118,17 @@ func TestCreateOpenListDelete(t *testing.T) {
 // and an agent the runtime cannot build each refuse the creation, with
 // their typed errors, and leave no session file.
 func TestRefusedCreateLeavesNothing(t *testing.T) {
-	th := newTestHost(t, tools.Controlled)
+	th := newTestHost(t, hosttest.Options{Policy: tools.Controlled})
 	loose := tools.UnsafeHost
-	if _, err := th.Create(t.Context(), Spec{Cwd: th.workspace, Policy: &loose}, Binding{}); !errors.Is(err, tools.ErrPolicyLooser) {
+	if _, err := th.Create(t.Context(), host.Spec{Cwd: th.Workspace, Policy: &loose}, host.Binding{}); !errors.Is(err, tools.ErrPolicyLooser) {
 		t.Errorf("looser policy: %v, want ErrPolicyLooser", err)
 	}
-	th.newAgentErr = errors.New("no credentials")
-	_, err := th.Create(t.Context(), Spec{Cwd: th.workspace}, Binding{})
-	if _, ok := errors.AsType[*AgentError](err); !ok || err.Error() != "build agent: no credentials" {
-		t.Errorf("failed agent: %v, want an AgentError", err)
+	th.NewAgentErr = errors.New("no credentials")
+	_, err := th.Create(t.Context(), host.Spec{Cwd: th.Workspace}, host.Binding{})
+	if _, ok := errors.AsType[*host.AgentError](err); !ok || err.Error() != "build agent: no credentials" {
+		t.Errorf("failed agent: %v, want an host.AgentError", err)
 	}
-	if _, err := th.Create(t.Context(), Spec{Cwd: filepath.Join(th.workspace, "missing")}, Binding{}); err == nil {
+	if _, err := th.Create(t.Context(), host.Spec{Cwd: filepath.Join(th.Workspace, "missing")}, host.Binding{}); err == nil {
 		t.Errorf("a missing workspace was accepted")
 	}
 	if files := sessionFiles(t, th); len(files) != 0 {
@@ -184,10 +141,10 @@ func TestRefusedCreateLeavesNothing(t *testing.T) {
 // the diff, a fork (refused where calls lack their results), a dry
 // rewind and a real one.
 func TestRunForkDiffRewind(t *testing.T) {
-	th := newTestHost(t, tools.UnsafeHost)
-	s := th.create(t, Spec{})
-	path := filepath.Join(th.workspace, "a.txt")
-	th.provider.Enqueue(
+	th := newTestHost(t, hosttest.Options{Policy: tools.UnsafeHost})
+	s := th.create(t, host.Spec{})
+	path := filepath.Join(th.Workspace, "a.txt")
+	th.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"a.txt","content":"hello\n"}`)),
 		providertest.Text("done"),
 	)
@@ -210,7 +167,7 @@ func TestRunForkDiffRewind(t *testing.T) {
 		t.Fatalf("transcript page (newest first): %+v", page.Entries)
 	}
 	if _, err := s.Transcript("nope", 0); !isInputError(err) {
-		t.Errorf("page before an unknown entry: %v, want an InputError", err)
+		t.Errorf("page before an unknown entry: %v, want an host.InputError", err)
 	}
 
 	chs, run, err := s.Diff("")
@@ -220,10 +177,10 @@ func TestRunForkDiffRewind(t *testing.T) {
 
 	branch := s.Branch()
 	user, call, result := branch[0].ID, branch[1].ID, branch[2].ID
-	if _, err := th.Fork(t.Context(), s, call, Binding{}); !isInputError(err) {
-		t.Errorf("fork at a call without its result: %v, want an InputError", err)
+	if _, err := th.Fork(t.Context(), s, call, host.Binding{}); !isInputError(err) {
+		t.Errorf("fork at a call without its result: %v, want an host.InputError", err)
 	}
-	fork, err := th.Fork(t.Context(), s, result, Binding{})
+	fork, err := th.Fork(t.Context(), s, result, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,39 +189,39 @@ func TestRunForkDiffRewind(t *testing.T) {
 		t.Errorf("fork's branch: %d entries, want the 3 up to %s", len(got), result)
 	}
 
-	dry, err := s.Rewind(t.Context(), RewindParams{SessionID: s.ID(), EntryID: user, Files: true, DryRun: true})
+	dry, err := s.Rewind(t.Context(), host.RewindParams{SessionID: s.ID(), EntryID: user, Files: true, DryRun: true})
 	if err != nil || dry.Applied || len(dry.Changes) != 1 || dry.Changes[0].Kind != changes.Delete {
 		t.Fatalf("dry rewind: %+v, %v", dry, err)
 	}
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("a dry rewind changed the file: %v", err)
 	}
-	done, err := s.Rewind(t.Context(), RewindParams{SessionID: s.ID(), EntryID: user, Files: true, Conversation: true})
+	done, err := s.Rewind(t.Context(), host.RewindParams{SessionID: s.ID(), EntryID: user, Files: true, Conversation: true})
 	if err != nil || !done.Applied || done.Head != user || done.RewindEntryID == "" {
 		t.Fatalf("rewind: %+v, %v", done, err)
 	}
 	if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the rewind left the file: %v", err)
 	}
-	if _, err := s.Rewind(t.Context(), RewindParams{EntryID: "nope", Files: true}); !isInputError(err) {
-		t.Errorf("rewind to an unknown entry: %v, want an InputError", err)
+	if _, err := s.Rewind(t.Context(), host.RewindParams{EntryID: "nope", Files: true}); !isInputError(err) {
+		t.Errorf("rewind to an unknown entry: %v, want an host.InputError", err)
 	}
 }
 
 func isInputError(err error) bool {
-	_, ok := errors.AsType[*InputError](err)
+	_, ok := errors.AsType[*host.InputError](err)
 	return ok
 }
 
 // TestCheckTitle: control and format characters become spaces, nothing
-// left or too long is an InputError.
+// left or too long is an host.InputError.
 func TestCheckTitle(t *testing.T) {
-	if got, err := CheckTitle(" a\u202e\tb\n "); err != nil || got != "a b" {
-		t.Errorf("CheckTitle: %q, %v", got, err)
+	if got, err := host.CheckTitle(" a\u202e\tb\n "); err != nil || got != "a b" {
+		t.Errorf("host.CheckTitle: %q, %v", got, err)
 	}
-	for _, bad := range []string{"", " \u200b\n", strings.Repeat("x", MaxTitleRunes+1)} {
-		if _, err := CheckTitle(bad); !isInputError(err) {
-			t.Errorf("CheckTitle(%q): %v, want an InputError", bad, err)
+	for _, bad := range []string{"", " \u200b\n", strings.Repeat("x", host.MaxTitleRunes+1)} {
+		if _, err := host.CheckTitle(bad); !isInputError(err) {
+			t.Errorf("host.CheckTitle(%q): %v, want an host.InputError", bad, err)
 		}
 	}
 }

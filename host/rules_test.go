@@ -1,10 +1,11 @@
-package host
+package host_test
 
 import (
 	"errors"
 	"log/slog"
 	"testing"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -21,20 +22,20 @@ func newLedger(t *testing.T) *session.Session {
 
 // TestRuleBookKeepsRulesInTheLedger: a standing approval is durable (a
 // second rule book over the same file sees it), a revocation removes it,
-// and a revocation of an unknown rule is ErrNoRule.
+// and a revocation of an unknown rule is host.ErrNoRule.
 func TestRuleBookKeepsRulesInTheLedger(t *testing.T) {
 	sess := newLedger(t)
-	rb := NewRuleBook(sess, slog.Default())
+	rb := host.NewRuleBook(sess, slog.Default())
 	r, err := rb.AddRule(tools.StandingRule{Tool: "edit", Effect: tools.WorkspaceMutation, Policy: tools.Controlled, Scope: tools.ApprovalScope{Path: "a.txt"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	again := NewRuleBook(sess, slog.Default())
+	again := host.NewRuleBook(sess, slog.Default())
 	if got := again.Rules(); len(got) != 1 || got[0].ID != r.ID || got[0].Scope.Path != "a.txt" {
 		t.Fatalf("rules read back: %+v, want the one added (%s)", got, r.ID)
 	}
-	if err := again.Revoke("rule_nope"); !errors.Is(err, ErrNoRule) {
-		t.Errorf("revoke of an unknown rule: %v, want ErrNoRule", err)
+	if err := again.Revoke("rule_nope"); !errors.Is(err, host.ErrNoRule) {
+		t.Errorf("revoke of an unknown rule: %v, want host.ErrNoRule", err)
 	}
 	if err := again.Revoke(r.ID); err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestRuleBookKeepsRulesInTheLedger(t *testing.T) {
 // recorded policy is restored on a new broker.
 func TestRuleBookPolicy(t *testing.T) {
 	sess := newLedger(t)
-	rb := NewRuleBook(sess, slog.Default())
+	rb := host.NewRuleBook(sess, slog.Default())
 	if p := rb.RecordedPolicy(); p != nil {
 		t.Fatalf("recorded policy of a new session: %v", *p)
 	}

@@ -133,7 +133,7 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		var cancelled <-chan struct{}
 		if run != nil {
 			cancelled = run.cancelled
-			run.awaitApproval(req.CallID, "Waiting for approval: "+truncate(firstLine(req.Title), 60))
+			run.awaitApproval(req.CallID, "Waiting for approval: "+host.Clip(firstLine(req.Title), 60))
 		}
 		go s.askApproval(ctx, ss, pa)
 

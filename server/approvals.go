@@ -56,7 +56,7 @@ func (s *Server) confirmAnswer(pa *pendingApproval, raw json.RawMessage) approva
 	}
 	if !approve {
 		if ans.Decision != decisionDeny {
-			s.log.Warn("unknown octet/confirmEffect decision; denied", "call", pa.params.CallID, "decision", truncate(ans.Decision, 40))
+			s.log.Warn("unknown octet/confirmEffect decision; denied", "call", pa.params.CallID, "decision", host.Clip(ans.Decision, 40))
 		}
 		return approvalAnswer{Reason: ans.Reason}
 	}
@@ -156,7 +156,7 @@ func (s *Server) approvalsRevoke(_ context.Context, _ *jsonrpc2.Request, raw jso
 	}
 	switch err := ss.handle.Rules().Revoke(p.RuleID); {
 	case errors.Is(err, host.ErrNoRule):
-		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.id, truncate(p.RuleID, 80))
+		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.id, host.Clip(p.RuleID, 80))
 	case err != nil:
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("revoke %s in session %s: %v", p.RuleID, ss.id, err))
 	}

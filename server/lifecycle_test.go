@@ -137,8 +137,8 @@ func TestBadParamsAndUnknownMethods(t *testing.T) {
 // client asks for them ($/setTrace or initializationOptions.logLevel).
 func TestLogMessageWhenAsked(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	e := newEditor(t, Options{Runtime: st.runtime})
-	e.mustCall("initialize", map[string]any{"rootUri": "file://" + st.workspace, "capabilities": map[string]any{}}, nil)
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.mustCall("initialize", map[string]any{"rootUri": "file://" + st.Workspace, "capabilities": map[string]any{}}, nil)
 	e.newSession()
 	logged := func(notes []note) bool {
 		for _, n := range notes {

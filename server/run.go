@@ -14,6 +14,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/eventgate"
 	"github.com/octet-agent/octet/internal/jsonstr"
 )
@@ -275,7 +276,7 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 	if out.Outcome == "failed" && !events {
 		// A stock LSP client shows no octet/event; tell it why the run failed.
 		s.notify("window/showMessage", &protocol.ShowMessageParams{
-			Type: protocol.MessageTypeError, Message: "octet: the run failed: " + truncate(out.Error, 500),
+			Type: protocol.MessageTypeError, Message: "octet: the run failed: " + host.Clip(out.Error, 500),
 		})
 	}
 	s.log.Info("run finished", "session", r.session.id, "run", r.id, "outcome", out.Outcome)

@@ -165,12 +165,12 @@ type Server struct {
 	ended     *endedRuns
 	// childRuns are the runs of delegated children (delegation.go).
 	childRuns map[string]team.Snapshot
-	// childSessions are the delegated children's sessions seen so far,
+	// childEvents are the events sent of delegated children's sessions,
 	// by session id (childsessions.go); childRings orders the ones that
 	// hold a replay buffer, oldest first.
-	childSessions map[string]*childState
-	childRings    []string
-	tokenSeq      int64
+	childEvents map[string]*childEvents
+	childRings  []string
+	tokenSeq    int64
 	// awaitingReply holds the request ids of long requests (prompts) whose
 	// answer has not been written yet; replyWG counts them.
 	awaitingReply map[jsonrpc2.ID]bool
@@ -192,7 +192,7 @@ func New(opts Options) *Server {
 		byToken:    make(map[string]*runState),
 		childRuns:  make(map[string]team.Snapshot),
 
-		childSessions: make(map[string]*childState),
+		childEvents: make(map[string]*childEvents),
 
 		awaitingReply: make(map[jsonrpc2.ID]bool),
 		ended:         newEndedRuns(1024),

@@ -118,9 +118,9 @@ func (s *Server) sessionDelete(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	}
 	// A parent goes with its children's sessions and provenance; none of
 	// them may still be running.
-	kids, err := s.parentDeletable(id)
+	kids, err := s.host.DeletableParent(id)
 	if err != nil {
-		return nil, err
+		return nil, childError(err)
 	}
 	s.mu.Lock()
 	ss := s.sessions[id]
@@ -147,7 +147,8 @@ func (s *Server) sessionDelete(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("delete session %s: %v", id, err))
 	}
-	if err := s.deleteTeams(kids); err != nil {
+	s.forgetChildren(kids...)
+	if err := s.host.DeleteTeams(kids); err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("session %s was deleted, but not all of its child sessions: %v; remove them by hand", id, err))
 	}
 	s.mu.Lock()

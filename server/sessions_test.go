@@ -61,7 +61,7 @@ func TestSessionRename(t *testing.T) {
 
 	// The automatic title: the first non-blank line, bounded; a session
 	// that has a title keeps it.
-	st.provider.Enqueue(providertest.Text("ok"), providertest.Text("ok"), providertest.Text("ok"))
+	st.Provider.Enqueue(providertest.Text("ok"), providertest.Text("ok"), providertest.Text("ok"))
 	var res struct{ SessionID string }
 	e2.mustCall("octet/session/new", map[string]any{}, &res)
 	long := strings.Repeat("word ", 40)
@@ -101,8 +101,8 @@ type pageResult struct {
 // a tool call and its result.
 func TestSessionFork(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
-	st.provider.Enqueue(
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_1", "read", `{"path":"a.txt"}`)),
 		providertest.Text("It says hello."),
 		providertest.Text("Second answer."),
@@ -122,7 +122,7 @@ func TestSessionFork(t *testing.T) {
 	if strings.Join(types, ",") != "assistant,user,assistant,tool_result,assistant,user" {
 		t.Fatalf("transcript types %v", types)
 	}
-	srcPath := filepath.Join(st.runtime.SessionsDir, sid+".jsonl")
+	srcPath := filepath.Join(st.Runtime.SessionsDir, sid+".jsonl")
 	before := readFile(t, srcPath)
 
 	call := page.Entries[4].ID
@@ -149,14 +149,14 @@ func TestSessionFork(t *testing.T) {
 		t.Fatalf("prompt on the fork: %+v", ans)
 	}
 	// The fork's request replays the prefix, not the source's later run.
-	body, _ := json.Marshal(st.provider.Requests()[len(st.provider.Requests())-1].Body)
+	body, _ := json.Marshal(st.Provider.Requests()[len(st.Provider.Requests())-1].Body)
 	if !strings.Contains(string(body), "It says hello.") || strings.Contains(string(body), "Second answer.") {
 		t.Errorf("the fork's request does not hold exactly the prefix: %s", body)
 	}
 	if after := readFile(t, srcPath); after != before {
 		t.Error("forking (and running the fork) changed the source session file")
 	}
-	fs, err := session.Inspect(filepath.Join(st.runtime.SessionsDir, fork.SessionID+".jsonl"))
+	fs, err := session.Inspect(filepath.Join(st.Runtime.SessionsDir, fork.SessionID+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,10 +174,10 @@ func TestSessionFork(t *testing.T) {
 // and removes its file and listing cache.
 func TestSessionDelete(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	st.Provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
-	path := filepath.Join(st.runtime.SessionsDir, sid+".jsonl")
+	path := filepath.Join(st.Runtime.SessionsDir, sid+".jsonl")
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
 	runID := e.awaitRunID(sid)
 	e.await("streaming", hasEvent("output_delta", runID))
@@ -223,7 +223,7 @@ func TestSessionDelete(t *testing.T) {
 // stack's sessions directory and returns its id and its branch.
 func writeLongSession(t *testing.T, st *stack, n int, text func(i int) string) (string, []session.Entry) {
 	t.Helper()
-	s, err := session.Create(st.runtime.SessionsDir, session.Header{Cwd: st.workspace, Title: "long"})
+	s, err := session.Create(st.Runtime.SessionsDir, session.Header{Cwd: st.Workspace, Title: "long"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,8 +333,8 @@ func TestSessionTranscriptPaging(t *testing.T) {
 // event.
 func TestSessionStateFirstOnResume(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
-	st.provider.Enqueue(
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
+	st.Provider.Enqueue(
 		providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5),
 		providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`)),
 		providertest.Text("Edited."),
@@ -435,7 +435,7 @@ func TestModels(t *testing.T) {
 	}
 
 	// A configured catalog: its default and prices.
-	st.runtime.Catalog = func() host.Catalog {
+	st.Runtime.Catalog = func() host.Catalog {
 		c := host.DefaultCatalog()
 		c.Default = "gpt-5-mini"
 		c.Prices = nil
@@ -457,7 +457,7 @@ func TestModels(t *testing.T) {
 // and contextWindow.
 func TestUsageContextTokens(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("hello"))
+	st.Provider.Enqueue(providertest.Text("hello"))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
 	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"}))
