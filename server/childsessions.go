@@ -38,7 +38,7 @@ type childEvents struct {
 	// its events (nil once dropped).
 	epoch, runID string
 	seq          int64
-	ring         *eventRing
+	ring         *host.EventRing
 }
 
 // bufferChildLocked keeps one child event for resume (s.mu held).
@@ -58,10 +58,10 @@ func (s *Server) bufferChildLocked(child team.Snapshot, epoch, runID string, seq
 				s.childRings = s.childRings[1:]
 			}
 		}
-		ce.ring = &eventRing{maxN: s.opts.EventBuffer, maxBytes: min(s.opts.EventBufferBytes, childRingBytes)}
+		ce.ring = host.NewEventRing(s.opts.EventBuffer, min(s.opts.EventBufferBytes, childRingBytes))
 	}
 	ce.epoch, ce.runID, ce.seq = epoch, runID, seq
-	ce.ring.add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
+	ce.ring.Add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
 }
 
 // forgetChildren drops the events kept of the children cs.
@@ -139,18 +139,7 @@ func (s *Server) resumeChild(cs team.ChildSession, afterSeq *int64, epoch string
 		res["activeRunId"] = ce.runID
 	}
 	if afterSeq != nil {
-		evs := []bufferedEvent{}
-		truncated := ce.ring == nil && ce.seq > 0
-		if ce.ring != nil {
-			if epoch != "" && epoch != ce.epoch {
-				evs, _ = ce.ring.after(0, ce.seq)
-				truncated = true
-			} else {
-				evs, truncated = ce.ring.after(max(*afterSeq, 0), ce.seq)
-			}
-			evs = append([]bufferedEvent{}, evs...)
-		}
-		res["events"], res["replayTruncated"] = evs, truncated
+		res["events"], res["replayTruncated"] = host.Replay(ce.ring, ce.epoch, ce.seq, epoch, *afterSeq)
 	}
 	s.mu.Unlock()
 	if ce.epoch != "" {

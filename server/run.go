@@ -408,10 +408,9 @@ func (s *Server) deliver(r *runState, ev wireEvent) bool {
 	if send && !s.stream.lockDirect() {
 		return false
 	}
-	ss.seq++
-	seq := ss.seq
+	seq := ss.events.Next()
 	params, body := r.envelope(seq, &ev)
-	ss.buf.add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
+	ss.events.Keep(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
 	if send {
 		s.stream.writeDirect("octet/event", params)
 	}

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -27,9 +26,10 @@ type sessionState struct {
 	// counts from 1 in each epoch, so a cursor is (epoch, seq).
 	epoch string
 
-	mu     sync.Mutex
-	seq    int64
-	buf    eventRing
+	mu sync.Mutex
+	// events numbers the session's notifications and keeps the latest
+	// for octet/session/resume (its epoch is epoch).
+	events *host.Stream
 	active *runState
 	// rewinding is set while octet/session/rewind changes the session's
 	// files: a prompt then is refused as busy.
@@ -50,32 +50,13 @@ type sessionState struct {
 }
 
 // bufferedEvent is one emitted notification kept for replay.
-type bufferedEvent struct {
-	Seq    int64           `json:"seq"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
+type bufferedEvent = host.Event
 
 // replay returns the buffered events after the cursor (epoch, afterSeq)
-// and whether some events after it are missing. A cursor of another epoch
-// (another process, or the session closed and opened again) gets every
-// buffered event of this one, and is truncated: what came after it in its
-// own epoch is only in the transcript. Without an epoch (a v1 client) the
-// cursor is taken to be of this epoch; a negative afterSeq means "from the
-// start". The caller holds ss.mu.
+// and whether some events after it are missing (host.Stream.Replay; a v1
+// client's cursor has no epoch). The caller holds ss.mu.
 func (ss *sessionState) replay(epoch string, afterSeq int64) ([]bufferedEvent, bool) {
-	var evs []bufferedEvent
-	var truncated bool
-	if epoch != "" && epoch != ss.epoch {
-		evs, _ = ss.buf.after(0, ss.seq)
-		truncated = true
-	} else {
-		evs, truncated = ss.buf.after(max(afterSeq, 0), ss.seq)
-	}
-	if evs == nil {
-		evs = []bufferedEvent{}
-	}
-	return evs, truncated
+	return ss.events.Replay(epoch, afterSeq)
 }
 
 // emit assigns the next seq of the session, buffers the notification and,
@@ -84,10 +65,9 @@ func (ss *sessionState) replay(epoch string, afterSeq int64) ([]bufferedEvent, b
 // is serialized, so seq order is wire order.
 func (s *Server) emit(ss *sessionState, method string, send bool, build func(seq int64) json.RawMessage) {
 	ss.mu.Lock()
-	ss.seq++
-	seq := ss.seq
+	seq := ss.events.Next()
 	params := build(seq)
-	ss.buf.add(bufferedEvent{Seq: seq, Method: method, Params: params})
+	ss.events.Keep(bufferedEvent{Seq: seq, Method: method, Params: params})
 	// The notification is written under the session lock so that two
 	// emitters of one session can never reorder seq on the wire.
 	if send {
@@ -138,11 +118,12 @@ func closedError(id string) error {
 }
 
 func (s *Server) newSessionState(h *host.Session, approver approverFunc) *sessionState {
+	events := host.NewStream(s.opts.EventBuffer, s.opts.EventBufferBytes)
 	return &sessionState{
 		id:       h.ID(),
 		handle:   h,
-		epoch:    rand.Text(),
-		buf:      eventRing{maxN: s.opts.EventBuffer, maxBytes: s.opts.EventBufferBytes},
+		epoch:    events.Epoch(),
+		events:   events,
 		pending:  make(map[string]*pendingApproval),
 		approver: approver,
 		lastUsed: time.Now(),
@@ -532,7 +513,7 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		res["replayTruncated"] = truncated
 	}
 	res["epoch"] = ss.epoch
-	res["lastSeq"] = ss.seq
+	res["lastSeq"] = ss.events.LastSeq()
 	s.emitSessionStateLocked(ss)
 	var resend []*pendingApproval
 	for _, pa := range pending {

@@ -249,8 +249,7 @@ func (s *Server) emitSessionStateLocked(ss *sessionState) {
 		ev["state"] = stateWaitingForApproval
 	}
 	body, _ := json.Marshal(ev)
-	ss.seq++
-	params := eventEnvelope(ss.id, runID, ss.epoch, ss.seq, body)
+	params := eventEnvelope(ss.id, runID, ss.epoch, ss.events.Next(), body)
 	if send {
 		s.notify("octet/event", params)
 	}
