@@ -238,10 +238,20 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 // shows a cut diff). A name a header line could not hold as it is is
 // quoted (shownPath): a newline in it cannot fake diff lines.
 func unifiedDiff(name, old, updated string) string {
-	if q := shownPath(name); q != name {
-		return udiff.Unified(`"a/`+q[1:], `"b/`+q[1:], old, updated)
+	return udiff.Unified(diffLabel("a/", name), diffLabel("b/", name), old, updated)
+}
+
+// diffLabel is name as a diff header line names it, after prefix ("a/",
+// "b/"): quoted as shownPath quotes it when it must be, and /dev/null for
+// an absent side ("").
+func diffLabel(prefix, name string) string {
+	if name == "" {
+		return "/dev/null"
 	}
-	return udiff.Unified("a/"+name, "b/"+name, old, updated)
+	if q := shownPath(name); q != name {
+		return `"` + prefix + q[1:]
+	}
+	return prefix + name
 }
 
 // diffTooLarge reports that the diff of old → updated cannot fit an
