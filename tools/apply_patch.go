@@ -109,10 +109,7 @@ func (t *ApplyPatchTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.externalPaths() {
-		return HostMutation, nil
-	}
-	return WorkspaceMutation, nil
+	return t.cfg.mutationEffect(), nil
 }
 
 // patchChange is one file section of a patch, planned: what its target

@@ -5,6 +5,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -115,7 +116,7 @@ func TestApplyPatchFailingHunkWritesNothing(t *testing.T) {
 			t.Errorf("error %q lacks %q", res.Text, w)
 		}
 	}
-	if after := snapshotTree(t, ws); !mapsEqual(before, after) {
+	if after := snapshotTree(t, ws); !maps.Equal(before, after) {
 		t.Errorf("workspace changed:\nbefore %v\nafter  %v", before, after)
 	}
 	if len(res.Changes) != 0 {
@@ -224,7 +225,7 @@ func TestApplyPatchRollback(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Text, "the user closed the buffer") || !strings.Contains(res.Text, "were restored, so nothing is changed") {
 		t.Fatalf("result %+v", res)
 	}
-	if after := snapshotTree(t, ws); !mapsEqual(before, after) {
+	if after := snapshotTree(t, ws); !maps.Equal(before, after) {
 		t.Errorf("workspace not restored:\nbefore %v\nafter  %v", before, after)
 	}
 }
@@ -282,7 +283,7 @@ func TestApplyPatchRewind(t *testing.T) {
 	}
 	after := snapshotTree(t, ws)
 	delete(after, "docs/") // the directory the add created stays
-	if !mapsEqual(before, after) {
+	if !maps.Equal(before, after) {
 		t.Errorf("rewind left:\nbefore %v\nafter  %v", before, after)
 	}
 }
@@ -312,16 +313,4 @@ func snapshotTree(t *testing.T, root string) map[string]string {
 		t.Fatal(err)
 	}
 	return out
-}
-
-func mapsEqual(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }

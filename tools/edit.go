@@ -96,10 +96,7 @@ func (t *EditTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.externalPaths() {
-		return HostMutation, nil
-	}
-	return WorkspaceMutation, nil
+	return t.cfg.mutationEffect(), nil
 }
 
 // plan is a computed edit: the content it applies to and the result.

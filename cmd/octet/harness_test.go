@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -459,7 +460,7 @@ func TestApplyPatchThroughLSP(t *testing.T) {
 	if d := confirms[0]["detail"].(string); !strings.Contains(d, "hunk 1 of 1 for src/app.py") {
 		t.Errorf("the failing patch's approval does not say why it cannot apply: %q", d)
 	}
-	if !mapsEq(atSecond, before) {
+	if !maps.Equal(atSecond, before) {
 		t.Errorf("the failing patch wrote: %v", atSecond)
 	}
 	p := confirms[1]
@@ -479,7 +480,7 @@ func TestApplyPatchThroughLSP(t *testing.T) {
 	want := map[string]string{
 		"docs/usage.md": "# Usage\n", "src/app.py": "def main():\n    run(verbose=True)\n", "src/helpers.py": "import os.path\n",
 	}
-	if got := tree(t, ws); !mapsEq(got, want) {
+	if got := tree(t, ws); !maps.Equal(got, want) {
 		t.Errorf("after the patch: %v, want %v", got, want)
 	}
 	var entry string
@@ -503,23 +504,11 @@ func TestApplyPatchThroughLSP(t *testing.T) {
 	if rw["applied"] != true {
 		t.Errorf("rewind: %v", rw)
 	}
-	if got := tree(t, ws); !mapsEq(got, before) {
+	if got := tree(t, ws); !maps.Equal(got, before) {
 		t.Errorf("after the rewind: %v, want %v", got, before)
 	}
 	c.call("shutdown", nil, nil, nil)
 	c.send(map[string]any{"method": "exit"})
 	stdin.Close()
 	cmd.Wait()
-}
-
-func mapsEq(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
