@@ -48,7 +48,9 @@ type Server struct {
 	mu          sync.Mutex
 	initialized bool
 	caps        clientCapabilities
-	sessions    map[string]*acpSession
+	// client is the client's name (initialize's clientInfo.name).
+	client   string
+	sessions map[string]*acpSession
 	// kids interrupt the exposed child sessions still active (the
 	// subagents capability), by child session id.
 	kids map[string]func() error
@@ -132,6 +134,9 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	var p struct {
 		ProtocolVersion *int               `json:"protocolVersion"`
 		Capabilities    clientCapabilities `json:"clientCapabilities"`
+		ClientInfo      struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
 	}
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -142,6 +147,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	s.mu.Lock()
 	s.initialized = true
 	s.caps = p.Capabilities
+	s.client = p.ClientInfo.Name
 	s.mu.Unlock()
 	// Negotiation: octet answers with the version it speaks; a client
 	// asking for another one decides whether to go on.
@@ -157,6 +163,14 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 		"agentInfo":   map[string]any{"name": "octet", "title": "octet", "version": s.opts.Version},
 		"authMethods": []any{},
 	}, nil
+}
+
+// editor is the sessions' host.AgentSpec.Editor: the client's name
+// (ACP has no open documents to list).
+func (s *Server) editor() (string, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client, nil
 }
 
 // ready refuses session methods before initialize.
@@ -270,7 +284,10 @@ func (s *Server) attach(caps clientCapabilities, mcp []host.MCPServer, open func
 		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
 	}
 	as := &acpSession{srv: s, waits: map[*permissionWait]struct{}{}, subagents: caps.subagents()}
-	b := host.Binding{Approver: as, MCPServers: mcp, Delegation: func(_ string, cfg *team.Config) { as.delegation(cfg) }}
+	b := host.Binding{
+		Approver: as, MCPServers: mcp, Editor: func(string) func() (string, []string) { return s.editor },
+		Delegation: func(_ string, cfg *team.Config) { as.delegation(cfg) },
+	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
 		b.Documents = func(workspace string) tools.Documents {
 			as.files = &clientFiles{s: as, root: workspace, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}

@@ -70,6 +70,9 @@ type Binding struct {
 	// Delegation, when set, connects the delegated children of session
 	// sessionID to the front door (AgentSpec.Delegation).
 	Delegation func(sessionID string, cfg *team.Config)
+	// Editor, when set, returns AgentSpec.Editor for the session's
+	// workspace: the client's name and the documents open in it.
+	Editor func(workspace string) func() (client string, open []string)
 	// MCPServers are MCP servers the client handed in for the session.
 	MCPServers []MCPServer
 }
@@ -155,6 +158,9 @@ func (h *Host) attach(ctx context.Context, sess *session.Session, model, reasoni
 	}
 	if b.Delegation != nil {
 		spec.Delegation = h.delegation(hdr.ID, b.Delegation)
+	}
+	if b.Editor != nil {
+		spec.Editor = b.Editor(filepath.Clean(hdr.Cwd))
 	}
 	built, err := rt.NewAgent(ctx, spec)
 	if err != nil {

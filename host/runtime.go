@@ -74,6 +74,11 @@ type AgentSpec struct {
 	// policy the editor started octet with. The host records it and
 	// applies it again afterwards (the ledger is the record).
 	Policy *tools.Policy
+	// Editor, when set, returns the client's name (its initialize's
+	// clientInfo) and the documents open in the editor within the
+	// workspace (absolute paths), for the model's environment context. It
+	// is called before each prompt; it must be quick.
+	Editor func() (client string, open []string)
 	// MCPServers are MCP servers the client handed in for this session
 	// (ACP's session/new): they start under the rules of configured ones
 	// (only under unsafe_host; pinned; never under --offline), asked for

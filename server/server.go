@@ -154,8 +154,10 @@ type Server struct {
 	sawShut   bool
 	caps      clientCaps
 	workspace string
-	trace     string
-	sessions  map[string]*sessionState
+	// client is the editor's name (initialize's clientInfo.name).
+	client   string
+	trace    string
+	sessions map[string]*sessionState
 	// released are the sessions the server closed by itself (idle, or to
 	// make room); a request naming one opens it again.
 	released  map[string]bool

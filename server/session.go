@@ -363,9 +363,10 @@ func (s *Server) createSession(ctx context.Context, spec host.Spec) (*sessionSta
 
 // binding is what the host builds a session of this server with: its
 // approver (through holder, set once the session is registered), the
-// editor's document overlay of its workspace and its children's hooks.
+// editor's document overlay of its workspace and name, and its children's
+// hooks.
 func (s *Server) binding(holder *approverHolder) host.Binding {
-	return host.Binding{Approver: toolsApprover{holder.confirm}, Documents: s.docs.forWorkspace, Delegation: s.delegate}
+	return host.Binding{Approver: toolsApprover{holder.confirm}, Documents: s.docs.forWorkspace, Delegation: s.delegate, Editor: s.editorFor}
 }
 
 // approverHolder lets the host receive the approver before the

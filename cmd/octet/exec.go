@@ -156,6 +156,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		render, children.jr = jr.event, jr
 	} else {
 		tr := newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal)
+		tr.dim = e.stderrIsTerminal
 		tr.result = func(callID string) *session.ToolResult { return findResult(sess, callID) }
 		render, endLine = tr.event, tr.endLine
 	}

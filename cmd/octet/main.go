@@ -48,6 +48,9 @@ type env struct {
 	// stdoutIsTerminal reports whether stdout is a terminal: answer text
 	// then streams live; otherwise only committed answer text is written.
 	stdoutIsTerminal bool
+	// stderrIsTerminal reports whether stderr is a terminal: reasoning
+	// summaries are then dimmed.
+	stderrIsTerminal bool
 }
 
 func main() {
@@ -66,7 +69,7 @@ func main() {
 	e := env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		lookup: os.LookupEnv, cwd: cwd, tty: openTTY,
-		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout),
+		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout), stderrIsTerminal: isTerminal(os.Stderr),
 	}
 	code := run(ctx, os.Args[1:], e)
 	stop()
