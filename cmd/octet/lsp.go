@@ -205,7 +205,7 @@ func (ws *workspaces) catalog() host.Catalog {
 		return cat
 	}
 	cat.Default = cfg.Model.Value
-	cat.Prices = cfg.Prices.Value
+	cat.Prices = host.Prices(cfg)
 	listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == cat.Default })
 	if !listed && cat.Default != "" {
 		// Not in the table, or a dated snapshot of a model in it.
@@ -270,7 +270,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.
 		release()
 		return st.Close()
 	}
-	return &host.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
+	return &host.Built{Agent: a, Policy: host.EffectiveToolPolicy(cfg, st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
 }
 
 // contextFor returns the workspace's watched context set, loading it and

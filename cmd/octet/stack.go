@@ -136,7 +136,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	// Tool output never carries the key on: results, progress and bash
 	// spill files are redacted of its exact value.
 	st.redactor = tools.NewRedactor(append(append(bearerTokens(cfg), clientSecrets(clientMCP)...), key.Reveal())...)
-	tc := cfg.ToolsConfig(workspace)
+	tc := host.ToolsConfig(cfg, workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
 	store, err := changes.OpenWorkspace(cfg.Home, workspace, 0)
@@ -242,28 +242,19 @@ func (st *stack) offer(m provider.Model, name string) bool {
 	return st.cfg.ApplyPatch.Value == "on" || (st.cfg.ApplyPatch.Value == "auto" && m.ApplyPatch)
 }
 
-// budget is the accounting of every agent: the price table that turns
-// known usage into integer picodollars, and the hard session ceilings.
-func (st *stack) budget() *agent.Budget {
-	return &agent.Budget{
-		Prices:   st.cfg.Prices.Value,
-		Ceilings: agent.Ceilings{MaxTokens: st.cfg.MaxSessionTokens.Value, MaxCost: st.cfg.MaxSessionCost.Value},
-	}
-}
-
 // retryPolicy is the agent's recovery envelope on the Codex runtime
 // profile, and no retry otherwise (an unqualified route never replays a
 // request body). Both price usage and enforce the hard ceilings.
 func (st *stack) retryPolicy() agent.RetryPolicy {
 	if st.cfg.RuntimeProfile.Value != "codex" {
-		return meteredNoRetry{budget: st.budget()}
+		return meteredNoRetry{budget: host.Budget(st.cfg)}
 	}
 	p := agent.NewCodexRecovery(agent.RecoveryConfig{
 		Profile:   agent.ProfileCodex,
 		Model:     st.model,
 		Endpoint:  st.endpoint,
 		WebSocket: st.webSocket,
-		Budget:    st.budget(),
+		Budget:    host.Budget(st.cfg),
 	})
 	p.SetMaxNetworkWait(st.cfg.MaxNetworkWait.Value)
 	return p
@@ -294,11 +285,11 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 // called; release also closes its WebSocket, if any.
 func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore, policy *tools.Policy) (a *agent.Agent, release func(), err error) {
 	broker := tools.NewBroker(tools.BrokerConfig{
-		Policy:          st.cfg.ToolPolicy(),
+		Policy:          host.ToolPolicy(st.cfg),
 		Approver:        approver,
 		Rules:           rules,
 		Confine:         st.confine,
-		EffectivePolicy: st.cfg.EffectiveToolPolicy(st.shellSelection),
+		EffectivePolicy: host.EffectiveToolPolicy(st.cfg, st.shellSelection),
 		Principal:       sess.Header().ID,
 		Logger:          st.log,
 		Redactor:        st.redactor,
@@ -367,7 +358,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 // and st.delegation observes them. A stack drives one session, so its
 // host is that session's.
 func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner, error) {
-	if st.cfg.ToolPolicy() != tools.UnsafeHost || st.cfg.Tools.Source != config.SourceDefault {
+	if host.ToolPolicy(st.cfg) != tools.UnsafeHost || st.cfg.Tools.Source != config.SourceDefault {
 		return st.host, nil, nil
 	}
 	var names []string

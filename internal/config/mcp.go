@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/octet-agent/octet/tools"
 )
 
 // Limits and defaults of [mcp_servers.NAME].
@@ -290,7 +288,7 @@ func (c *Config) MCPStartBlocked() string {
 		return "--offline skips MCP server discovery and startup"
 	case c.SafeMode:
 		return "--safe-mode: MCP servers start only under effect_policy unsafe_host"
-	case c.EffectPolicy.Value != tools.UnsafeHost:
+	case c.EffectPolicy.Value != UnsafeHost:
 		return fmt.Sprintf("effect_policy %s (from %s): MCP servers start only under unsafe_host", c.EffectPolicy.Value, c.EffectPolicy.Source)
 	}
 	return ""
