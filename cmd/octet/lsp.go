@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/cmd/octet/internal/dialects"
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -33,11 +33,9 @@ func runLSP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer d.w.close()
-	err = server.Serve(ctx, e.stdin, e.stdout, server.Options{
-		Runtime: d.rt, Logger: d.log, Version: versionString(), ConfigError: d.startErr,
-	})
+	err = dialects.ServeLSP(ctx, e.stdin, e.stdout, d.options())
 	switch {
-	case errors.Is(err, server.ErrExitWithoutShutdown):
+	case errors.Is(err, dialects.ErrExitWithoutShutdown):
 		return &exitError{code: exitFailed}
 	case ctx.Err() != nil:
 		return &exitError{code: exitCancelled}
@@ -54,6 +52,11 @@ type dialect struct {
 	// startErr is a mistake in a configuration file found at startup: the
 	// dialect serves anyway and reports it (fixing the file is enough).
 	startErr error
+}
+
+// options are what the dialect is served with.
+func (d *dialect) options() dialects.Options {
+	return dialects.Options{Runtime: d.rt, Logger: d.log, Version: versionString(), ConfigError: d.startErr}
 }
 
 // startDialect parses the editor protocol command's flags and builds its
