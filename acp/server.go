@@ -201,13 +201,20 @@ func checkCwd(cwd string) error {
 	return nil
 }
 
-func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, error) {
-	caps, err := s.ready()
-	if err != nil {
-		return nil, err
-	}
+// sessionRequest is the client's capabilities and the params of a
+// session/new or session/load, once initialized.
+func (s *Server) sessionRequest(raw json.RawMessage) (clientCapabilities, sessionParams, error) {
 	var p sessionParams
-	if err := decode(raw, &p); err != nil {
+	caps, err := s.ready()
+	if err == nil {
+		err = decode(raw, &p)
+	}
+	return caps, p, err
+}
+
+func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, error) {
+	caps, p, err := s.sessionRequest(raw)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
@@ -228,12 +235,8 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 }
 
 func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, error) {
-	caps, err := s.ready()
+	caps, p, err := s.sessionRequest(raw)
 	if err != nil {
-		return nil, err
-	}
-	var p sessionParams
-	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
 	id := p.SessionID

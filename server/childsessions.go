@@ -94,6 +94,21 @@ func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
 	return s.findChild(id)
 }
 
+// sessionOrChild returns the session id names, opened from disk when
+// this server has not opened it, or (isChild) the delegated child whose
+// session it is: the session methods that take a child's session route
+// it through here.
+func (s *Server) sessionOrChild(ctx context.Context, id string) (ss *sessionState, cs team.ChildSession, isChild bool, err error) {
+	if id == "" {
+		return nil, cs, false, invalidParams("sessionId is required")
+	}
+	if cs, isChild, err = s.asChild(id); isChild || err != nil {
+		return nil, cs, isChild, err
+	}
+	ss, err = s.openOrReuse(ctx, id)
+	return ss, cs, false, err
+}
+
 // listChildren is octet/session/list with parentSessionId.
 func (s *Server) listChildren(parentID string) ([]host.SessionInfo, error) {
 	return s.host.ListChildren(parentID)

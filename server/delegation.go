@@ -181,17 +181,11 @@ func (s *Server) childRun(runID string) (team.Snapshot, bool) {
 }
 
 // childTranscript answers octet/session/transcript for a delegated child's
-// session (read-only: the child's own agent is its only writer), or
-// reports that id names no child session.
-func (s *Server) childTranscript(id, before string, limit int) (any, bool, error) {
-	cs, ok, err := s.findChild(id)
-	if !ok || err != nil {
-		return nil, ok, err
-	}
+// session (read-only: the child's own agent is its only writer).
+func (s *Server) childTranscript(cs team.ChildSession, before string, limit int) (any, error) {
 	read, err := s.host.ReadChild(cs, before, limit)
 	if err != nil {
-		return nil, true, childReadError(err)
+		return nil, childReadError(err)
 	}
-	res, err := rawResult(read.Transcript)
-	return res, true, err
+	return rawResult(read.Transcript)
 }

@@ -477,18 +477,12 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if p.SessionID == "" {
-		return nil, invalidParams("sessionId is required")
-	}
-	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		return s.resumeChild(cs, p.AfterSeq, p.Epoch)
-	}
-	ss, err := s.openOrReuse(ctx, p.SessionID)
-	if err != nil {
+	ss, cs, isChild, err := s.sessionOrChild(ctx, p.SessionID)
+	switch {
+	case err != nil:
 		return nil, err
+	case isChild:
+		return s.resumeChild(cs, p.AfterSeq, p.Epoch)
 	}
 	usage := ss.handle.Usage()
 	res := map[string]any{

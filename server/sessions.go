@@ -27,18 +27,12 @@ func (s *Server) sessionRename(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, err
 	}
-	if p.SessionID == "" {
-		return nil, invalidParams("sessionId is required")
-	}
-	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		return s.renameChild(cs, title)
-	}
-	ss, err := s.openOrReuse(ctx, p.SessionID)
-	if err != nil {
+	ss, cs, isChild, err := s.sessionOrChild(ctx, p.SessionID)
+	switch {
+	case err != nil:
 		return nil, err
+	case isChild:
+		return s.renameChild(cs, title)
 	}
 	if err := ss.handle.Rename(title); err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("rename session %s: %v", ss.id, err))
@@ -72,15 +66,12 @@ func (s *Server) sessionFork(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 	if p.EntryID == "" {
 		return nil, invalidParams("entryId is required")
 	}
-	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		return s.forkChild(ctx, cs, p.EntryID)
-	}
-	src, err := s.openOrReuse(ctx, p.SessionID)
-	if err != nil {
+	src, cs, isChild, err := s.sessionOrChild(ctx, p.SessionID)
+	switch {
+	case err != nil:
 		return nil, err
+	case isChild:
+		return s.forkChild(ctx, cs, p.EntryID)
 	}
 	holder := &approverHolder{}
 	h, err := s.host.Fork(ctx, src.handle, p.EntryID, s.binding(holder))
@@ -186,16 +177,12 @@ func (s *Server) sessionTranscript(ctx context.Context, _ *jsonrpc2.Request, raw
 	if p.Limit < 0 {
 		return nil, invalidParams("limit must not be negative")
 	}
-	if _, ok, err := s.asChild(p.SessionID); ok || err != nil {
-		if err != nil {
-			return nil, err
-		}
-		res, _, err := s.childTranscript(p.SessionID, p.BeforeEntryID, p.Limit)
-		return res, err
-	}
-	ss, err := s.openOrReuse(ctx, p.SessionID)
-	if err != nil {
+	ss, cs, isChild, err := s.sessionOrChild(ctx, p.SessionID)
+	switch {
+	case err != nil:
 		return nil, err
+	case isChild:
+		return s.childTranscript(cs, p.BeforeEntryID, p.Limit)
 	}
 	page, err := ss.handle.Transcript(p.BeforeEntryID, p.Limit)
 	if err != nil {
