@@ -577,7 +577,20 @@ func TestReadOnlyOperandStructure(t *testing.T) {
 		{`ls -p --indicator-style=slash`, true},
 		{`ls --indicator-style=classify`, false},
 		{`find . -fstype nfs`, false},
-		{`find -- .`, false},
+		// GNU find's starting points: "--" ends its leading options, and
+		// "-", and "," and ")" where a starting point may stand, are paths.
+		{`find -- .`, true},
+		{`find -P -- . -name a`, true},
+		{`find -- -P`, false},
+		{`find -- -- .`, false},
+		{`find , -name x`, true},
+		{`find . , -name x`, true},
+		{`find ')' -print`, true},
+		{`find - -print`, true},
+		{`find ,x ')y' '!z' -print`, true},
+		{`find . -name a , -print`, true}, // an operator after the expression starts
+		{`find '(' -print`, true},         // "(" starts the expression (find reports the imbalance)
+		{`find , /etc`, false},
 		// uniq: at most one operand.
 		{`uniq a`, true},
 		{`uniq -`, true},
@@ -740,6 +753,8 @@ func newROFixture(t testing.TB) *roFixture {
 	mustDo(os.Symlink(f.out, filepath.Join(f.ws, "linkdir")))
 	mustDo(os.Symlink("src", filepath.Join(f.ws, "srclink")))
 	mustDo(os.Symlink(filepath.Join(f.out, "gone"), filepath.Join(f.ws, "dangling")))
+	mustDo(os.Symlink(f.out, filepath.Join(f.ws, ",")))
+	mustDo(os.Symlink(f.out, filepath.Join(f.ws, ")")))
 	mustDo(os.Link(filepath.Join(f.out, "secret.txt"), filepath.Join(f.ws, "hard.txt")))
 	mustDo(unix.Mkfifo(filepath.Join(f.ws, "fifo"), 0o644))
 	f.call = ShellCall{
@@ -827,6 +842,14 @@ func TestCheckReadOnlyFilesystem(t *testing.T) {
 		{"find src -newer link.txt", false},
 		{"find src -samefile hard.txt", false},
 		{"find linkdir", false},
+		// find takes "," and ")" where a starting point may stand, and "-",
+		// as paths: each is inspected (here links, or absent).
+		{"find , -name x", false},
+		{"find . , -name x", false},
+		{"find ')' -print", false},
+		{"find - -print", false},
+		{"find -- , -print", false},
+		{"find src , -print", false},
 		{"find srclink -name x", false},
 		{"head -n 1 a.txt | wc -l", true},
 		{"echo x | cat - a.txt", true},
