@@ -857,7 +857,7 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 	"ls": {
 		opts: newOpts("abcdfghiklmnopqrstuvxABCGNQRSUXZ1",
 			[]string{"--all", "--almost-all", "--author", "--escape", "--ignore-backups", "--directory",
-				"--full-time", "--group-directories-first", "--no-group", "--human-readable",
+				"--full-time", "--no-group", "--human-readable",
 				"--si", "--inode", "--kibibytes", "--literal", "--numeric-uid-gid", "--hide-control-chars",
 				"--show-control-chars", "--quote-name", "--reverse", "--recursive", "--size", "--context",
 				"--zero", "--help", "--version"},
@@ -876,10 +876,12 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 				"--color":  {kind: attachedArg, valid: oneOf("never", "no", "none", "auto", "tty", "if-tty")},
 				"--colour": {kind: attachedArg, valid: oneOf("never", "no", "none", "auto", "tty", "if-tty")},
 			}),
-		// -F, --classify and --file-type stat what each symbolic link
-		// points to (an outside path's existence and type).
+		// -F, --classify, --file-type and --group-directories-first stat
+		// what each symbolic link points to (an outside path's existence
+		// and type).
 		refused: []string{"-L", "--dereference", "-H", "--dereference-command-line",
-			"--dereference-command-line-symlink-to-dir", "-F", "--classify", "--file-type"},
+			"--dereference-command-line-symlink-to-dir", "-F", "--classify", "--file-type",
+			"--group-directories-first"},
 		check: lsCheck,
 	},
 	"cat": {
