@@ -93,9 +93,7 @@ func checkReadOnly(call ShellCall, rec *inspection) error {
 	if err := commandLookupFixed(env, ws, external, rec); err != nil {
 		return err
 	}
-	if rec != nil {
-		rec.commands = cmds
-	}
+	rec.planned(cmds)
 	return checkOperands(call.Dir, cmds, rec)
 }
 
@@ -109,6 +107,13 @@ type inspection struct {
 	commands []plannedCommand
 	inside   map[string]map[string]bool // program → cleaned relative paths
 	outside  map[string]bool
+}
+
+// planned records the commands as parsed.
+func (r *inspection) planned(cmds []plannedCommand) {
+	if r != nil {
+		r.commands = cmds
+	}
 }
 
 // saw records that rel, beneath the working directory, was inspected for
@@ -687,8 +692,8 @@ func grepRecursive(opts []parsedOpt) bool {
 	return recursive
 }
 
-// always is searchesDot for rg, which searches "." when given no path.
-func always([]parsedOpt) bool { return true }
+// rgSearchesDot is rg's searchesDot: without a path it searches ".".
+func rgSearchesDot([]parsedOpt) bool { return true }
 
 // uniqCheck: at most one operand; a second would be the output file.
 func uniqCheck(p *readOnlyProgram, args []string) ([]string, error) {
@@ -990,7 +995,7 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 			"-f", "--file", "--ignore-file"},
 		env:         []string{"RIPGREP_CONFIG_PATH"},
 		ignoreFiles: true,
-		check:       patternCheck(always, true),
+		check:       patternCheck(rgSearchesDot, true),
 	},
 	"find": {
 		refused: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
