@@ -62,37 +62,17 @@ type straceWorld struct {
 	call     ShellCall
 }
 
-// newStraceWorld builds the scratch workspace. Not t.TempDir: its name is
-// the test's, whose characters would change how commands embedding it
-// parse, and strace's path annotations must stay plain.
+// newStraceWorld builds the scratch workspace.
 func newStraceWorld(t testing.TB) *straceWorld {
 	t.Helper()
-	base, err := os.MkdirTemp("", "octet-strace-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(base) })
-	if base, err = filepath.EvalSymlinks(base); err != nil {
-		t.Fatal(err)
-	}
-	w := &straceWorld{base: base, ws: filepath.Join(base, "ws")}
-	for _, d := range []string{"ws/src/sub", "ws/,", "ws/(", "out/dir", "home", "tmp"} {
-		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	files := map[string]string{
+	base := scratchTree(t, "octet-strace-", []string{"ws/src/sub", "ws/,", "ws/(", "out/dir", "home", "tmp"}, map[string]string{
 		"out/secret.txt": "secret\n", "out/dir/x": "x\n",
 		"ws/a.txt": "b\na\nc\na\n", "ws/b.txt": "b\n", "ws/src/main.go": "package main\n",
 		"ws/src/sub/x.go": "package sub\n", "ws/src/.gitignore": "*.o\n", "ws/,/f": "f\n",
 		"ws/)": ")\n", "ws/-": "-\n", "ws/-n": "-n\n", "ws/!": "!\n", "ws/--files": "--files\n",
 		"ws/+x": "+x\n", "ws/(/f": "(\n",
-	}
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(base, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	})
+	w := &straceWorld{base: base, ws: filepath.Join(base, "ws")}
 	links := map[string]string{
 		"ws/link.txt": "../out/secret.txt", "ws/linkdir": "../out", "ws/src/inlink": "../../out/secret.txt",
 		"ws/src/indir": "../../out/dir", "ws/inner": "src",

@@ -716,27 +716,40 @@ type roFixture struct {
 	call    ShellCall
 }
 
-func newROFixture(t testing.TB) *roFixture {
+// scratchTree makes a temporary directory holding dirs and files (their
+// names relative to it), removed when t ends, and returns its resolved
+// path. Not t.TempDir: its name is the test's, whose characters would
+// change how commands embedding it parse.
+func scratchTree(t testing.TB, prefix string, dirs []string, files map[string]string) string {
 	t.Helper()
-	base, err := os.MkdirTemp("", "octet-rofx-")
+	base, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	f := &roFixture{ws: filepath.Join(base, "ws"), out: filepath.Join(base, "out")}
-	for _, d := range []string{"ws/src/sub", "ws/bin", "out/bin"} {
+	if base, err = filepath.EvalSymlinks(base); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, body := range map[string]string{
-		"ws/a.txt": "a\n", "ws/b.txt": "b\n", "ws/src/main.go": "package main\n", "ws/src/sub/x.go": "package sub\n",
-		"out/secret.txt": "secret\n", "ws/-n": "dash\n",
-	} {
+	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(base, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return base
+}
+
+func newROFixture(t testing.TB) *roFixture {
+	t.Helper()
+	base := scratchTree(t, "octet-rofx-", []string{"ws/src/sub", "ws/bin", "out/bin"}, map[string]string{
+		"ws/a.txt": "a\n", "ws/b.txt": "b\n", "ws/src/main.go": "package main\n", "ws/src/sub/x.go": "package sub\n",
+		"out/secret.txt": "secret\n", "ws/-n": "dash\n",
+	})
+	f := &roFixture{ws: filepath.Join(base, "ws"), out: filepath.Join(base, "out")}
 	for _, exe := range []string{"out/bin/rg", "ws/bin/ls"} {
 		if err := os.WriteFile(filepath.Join(base, exe), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
 			t.Fatal(err)
