@@ -65,12 +65,13 @@ type straceWorld struct {
 // newStraceWorld builds the scratch workspace.
 func newStraceWorld(t testing.TB) *straceWorld {
 	t.Helper()
-	base := scratchTree(t, "octet-strace-", []string{"ws/src/sub", "ws/,", "ws/(", "out/dir", "home", "tmp"}, map[string]string{
+	base := scratchTree(t, "octet-strace-", []string{"ws/src/sub", "ws/,", "ws/(", "ws/.git/info", "out/dir", "home", "tmp"}, map[string]string{
 		"out/secret.txt": "secret\n", "out/dir/x": "x\n",
 		"ws/a.txt": "b\na\nc\na\n", "ws/b.txt": "b\n", "ws/src/main.go": "package main\n",
 		"ws/src/sub/x.go": "package sub\n", "ws/src/.gitignore": "*.o\n", "ws/,/f": "f\n",
 		"ws/)": ")\n", "ws/-": "-\n", "ws/-n": "-n\n", "ws/!": "!\n", "ws/--files": "--files\n",
-		"ws/+x": "+x\n", "ws/(/f": "(\n",
+		"ws/+x": "+x\n", "ws/(/f": "(\n", "ws/src/sub/.ignore": "*.o\n", "ws/.rgignore": "*.o\n",
+		"ws/.git/info/exclude": "*.o\n",
 	})
 	w := &straceWorld{base: base, ws: filepath.Join(base, "ws")}
 	links := map[string]string{
