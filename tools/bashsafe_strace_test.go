@@ -102,7 +102,6 @@ type traced struct {
 	accesses []fileAccess
 	execs    []execCall
 	output   []byte
-	trace    string
 	problems []string // lines strace printed that the parser does not understand
 }
 
@@ -213,7 +212,6 @@ var fileSyscalls = map[string]syscallSpec{
 // (which -y prints resolved) or the process's working directory.
 func parseTrace(raw, ws string) traced {
 	var tr traced
-	tr.trace = raw
 	type event struct {
 		pid        int
 		name, args string
@@ -613,6 +611,9 @@ func (o *straceOracle) relative(p string) (string, bool) {
 
 // judge returns why access a is not entitled, or "".
 func (o *straceOracle) judge(a fileAccess) string {
+	if a.path == "?" {
+		return "makes a file system call that changes files, or one fileSyscalls does not know"
+	}
 	if a.raw != "" {
 		// A directory's ".." entry, as ls -a lists it: the parent of a
 		// directory reached without links. Any other ".." could be
