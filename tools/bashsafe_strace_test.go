@@ -855,6 +855,11 @@ var straceAdmitted = []string{
 	"sed -n 1p a.txt", "sed -n -e 1p -e 2,3p a.txt b.txt", "sed -n 1p -- -n", "sed -n 1p -",
 	"sort a.txt", "sort -u a.txt b.txt", "sort -m a.txt b.txt", "sort -c a.txt", "sort -- -n", "sort -k1,1 -t, a.txt",
 	"uniq a.txt", "uniq -c -", "uniq -- -n",
+	// "--" and "-" around options and operands
+	"grep -e a -- -n", "sort -k 1 -- -n", "head -n1 -- -n -", "rg -e a -- --files", "rg --files -- -n",
+	"ls -I -- -n", "sed -n -e 1p -- -n", "uniq -f1 -- -n", "wc -l -- -n -", "tail -n +1 -- -n",
+	"find -P -P . -maxdepth 0", "grep -r -e a", "grep -d recurse -e a", "rg -e a", "cat -- -", "ls -- -",
+	"head -5 -- -n", "tail -5 -- -n", "grep -rn -- a", "rg -- a", "rg -n -- -n",
 	// builtins and pipelines
 	"echo a b", "pwd", "pwd -P", "cat a.txt | sort | uniq -c | head -n 1", "grep -r a . | wc -l",
 }
