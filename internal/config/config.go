@@ -1,6 +1,7 @@
 // Package config resolves octet's effective configuration for one workspace:
 // built-in defaults, the global $OCTET_HOME/config.toml, environment
-// variables, command-line flags and, last, a project .octet/config.toml that
+// variables, command-line flags and, last, the project .octet/config.toml
+// files from the repository root down to the workspace (ProjectDirs), which
 // may tighten but never relax the authority profile. Every resolved setting
 // remembers where its value came from (default, config, project_config, env
 // or flag) so the EffectiveToolPolicy snapshot can show it.
@@ -231,8 +232,9 @@ func Defaults() Config {
 }
 
 // Load resolves the configuration: defaults, then $OCTET_HOME/config.toml,
-// then the environment, then flags, then the workspace's
-// .octet/config.toml, which may only tighten the authority profile.
+// then the environment, then flags, then the .octet/config.toml of each
+// of the workspace's ProjectDirs (repository root first), which may only
+// tighten the authority profile.
 // A configuration file error names the file and line; a flag error is a
 // *UsageError.
 func Load(opts Options) (*Config, error) {
@@ -279,19 +281,35 @@ func Load(opts Options) (*Config, error) {
 			return nil, fmt.Errorf("workspace %s: %w", opts.Workspace, err)
 		}
 		c.Workspace = ws
-		project, skipped, err := readProjectFile(ws, known)
-		if err != nil {
+		if err := applyProjectFiles(&c, ws, known); err != nil {
 			return nil, err
+		}
+	}
+	enforceControlled(&c)
+	return &c, nil
+}
+
+// applyProjectFiles tightens c with the .octet/config.toml of each of
+// the workspace's ProjectDirs, the repository root's first and the
+// workspace's last (a later file may only tighten further, and its model
+// or reasoning wins).
+func applyProjectFiles(c *Config, ws string, known []string) error {
+	for _, dir := range ProjectDirs(ws) {
+		if isHomeConfigDir(dir, c.Home) {
+			continue
+		}
+		project, skipped, err := readProjectFile(dir, known)
+		if err != nil {
+			return err
 		}
 		if skipped != "" {
 			c.Warnings = append(c.Warnings, skipped)
 		}
 		if project != nil {
-			project.tighten(&c)
+			project.tighten(c)
 		}
 	}
-	enforceControlled(&c)
-	return &c, nil
+	return nil
 }
 
 // checkFlags rejects flag combinations and retired switches before anything
