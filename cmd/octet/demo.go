@@ -93,7 +93,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	fmt.Fprintf(e.stdout, "inspect:   %soctet sessions show %s\n", envPrefix, sess.Header().ID)
 	fmt.Fprintf(e.stdout, "resume:    %soctet exec --session %s \"your next prompt\"   (with a real OPENAI_API_KEY), or octet/session/resume from an editor\n", envPrefix, sess.Header().ID)
 	if res.Outcome != agent.OutcomeCompleted {
-		return outcomeError(res, cfg)
+		return outcomeError(res.RunResult, cfg)
 	}
 	return nil
 }

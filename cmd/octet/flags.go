@@ -27,7 +27,11 @@ func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
 				return
 			}
 			name, usage := flag.UnquoteUsage(f)
-			fmt.Fprintf(out, "  --%s %s\n    \t%s\n", f.Name, name, usage)
+			dashes := "--"
+			if len(f.Name) == 1 {
+				dashes = "-"
+			}
+			fmt.Fprintf(out, "  %s%s %s\n    \t%s\n", dashes, f.Name, name, usage)
 		})
 	}
 	return fs
@@ -134,7 +138,7 @@ func closestFlag(fs *flag.FlagSet, name string) string {
 			return
 		}
 		d := editDistance(strings.ToLower(name), f.Name)
-		if len(name) >= 3 && (strings.Contains(f.Name, name) || strings.Contains(name, f.Name)) {
+		if len(name) >= 3 && len(f.Name) >= 3 && (strings.Contains(f.Name, name) || strings.Contains(name, f.Name)) {
 			d = min(d, 1)
 		}
 		if best == "" || d < bestDist {
@@ -170,6 +174,9 @@ func editDistance(a, b string) int {
 
 // exitCode maps an error to the documented exit codes.
 func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
 	if xe, ok := errors.AsType[*exitError](err); ok {
 		return xe.code
 	}

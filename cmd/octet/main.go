@@ -45,9 +45,13 @@ type env struct {
 	tty func() (io.ReadWriteCloser, error)
 	// stdinIsTerminal reports whether stdin is an interactive terminal.
 	stdinIsTerminal bool
-	// stdoutIsTerminal reports whether stdout is a terminal: answer text
-	// then streams live; otherwise only committed answer text is written.
-	stdoutIsTerminal bool
+	// stdoutIsTerminal reports whether stdout is a terminal, and
+	// stdoutIsPipe whether it is a pipe: answer text then streams as it
+	// arrives; otherwise (a file) only committed answer text is written.
+	stdoutIsTerminal, stdoutIsPipe bool
+	// stdinIsData reports whether stdin is a pipe or a regular file: exec
+	// appends it to a prompt argument as a context block.
+	stdinIsData bool
 }
 
 func main() {
@@ -67,6 +71,7 @@ func main() {
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		lookup: os.LookupEnv, cwd: cwd, tty: openTTY,
 		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout),
+		stdoutIsPipe: isPipe(os.Stdout), stdinIsData: isPipe(os.Stdin) || isRegular(os.Stdin),
 	}
 	code := run(ctx, os.Args[1:], e)
 	stop()
@@ -136,6 +141,18 @@ func run(ctx context.Context, args []string, e env) int {
 		err = usageErrorf("unknown command %q; run octet help", cmd)
 	}
 	return report(err, e)
+}
+
+// isPipe reports whether f is a pipe (or FIFO).
+func isPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
+}
+
+// isRegular reports whether f is a regular file.
+func isRegular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // lockedWriter serialises writes to w under a lock shared by writers.

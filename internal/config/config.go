@@ -12,7 +12,9 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -286,6 +288,9 @@ func Load(opts Options) (*Config, error) {
 		}
 	}
 	enforceControlled(&c)
+	if why := shellProblem(c.ShellPath.Value); c.ShellPath.Value != "" && why != "" && c.ShellPath.Source != SourceFlag {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("shell_path %s (from %s): %s, so every bash call will fail; fix shell_path or remove it", c.ShellPath.Value, c.ShellPath.Source, why))
+	}
 	return &c, nil
 }
 
@@ -377,6 +382,9 @@ func applyFlags(c *Config, f Flags, known []string) error {
 		if !filepath.IsAbs(*f.ShellPath) {
 			return &UsageError{Msg: fmt.Sprintf("--shell-path %q: must be an absolute path", *f.ShellPath)}
 		}
+		if why := shellProblem(*f.ShellPath); why != "" {
+			return &UsageError{Msg: fmt.Sprintf("--shell-path %s: %s; name an executable shell such as /bin/bash", *f.ShellPath, why)}
+		}
 		set(&c.ShellPath, *f.ShellPath, SourceFlag)
 	}
 	if f.Model != nil {
@@ -392,6 +400,31 @@ func applyFlags(c *Config, f Flags, known []string) error {
 		set(&c.Reasoning, *f.Reasoning, SourceFlag)
 	}
 	return nil
+}
+
+// shellProblem says why path cannot run bash's commands ("" when it can),
+// by the resolver the bash tool uses.
+func shellProblem(path string) string {
+	if _, sel := tools.ResolveShell(path); sel != tools.ShellUnavailable {
+		return ""
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "no such file"
+	}
+	return "not an executable file"
+}
+
+// CheckFlags validates the command-line flags alone, as Load does, so a
+// command can refuse a bad flag value before it reads or starts anything.
+func CheckFlags(f Flags, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if err := checkFlags(f, lookup); err != nil {
+		return err
+	}
+	c := Defaults()
+	return applyFlags(&c, f, BuiltinTools)
 }
 
 // enforceControlled applies the product rule that controlled policies never
