@@ -207,7 +207,7 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 	if err != nil {
 		// Created by this call and holding no entry: leave nothing behind.
 		_ = sess.Close()
-		_ = os.Remove(sess.Path())
+		_ = session.Remove(sess.Path())
 		return nil, err
 	}
 	return map[string]any{"sessionId": as.id, "modes": as.modes()}, nil

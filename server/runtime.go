@@ -161,7 +161,7 @@ func (b runtimeBackend) Create(ctx context.Context, spec sessionSpec) (sessionHa
 		// The file was created by this call and holds no entry: a
 		// refused session/new leaves nothing behind.
 		_ = sess.Close()
-		_ = os.Remove(sess.Path())
+		_ = session.Remove(sess.Path())
 		return nil, err
 	}
 	return h, nil

@@ -27,7 +27,7 @@ const demoUsage = "octet demo"
 // copy of the demo workspace. It uses built-in defaults (not your config)
 // with the controlled policy so that the edit asks for approval.
 func runDemo(ctx context.Context, args []string, e env) error {
-	fs := newFlagSet("demo", demoUsage, e.stderr)
+	fs := newFlagSet("demo", demoUsage, e.stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}

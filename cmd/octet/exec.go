@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -90,6 +89,9 @@ func runExec(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
+	if err := checkToolsFlag(cfg); err != nil {
+		return err
+	}
 	key, err := loadAPIKey(e, cfg)
 	if err != nil {
 		return err
@@ -106,6 +108,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 	case opts.deny:
 		ap.mode = denyAll
 	}
+	created := false
 	if sess == nil {
 		dir := cfg.SessionsDir()
 		if opts.ephemeral {
@@ -121,10 +124,16 @@ func runExec(ctx context.Context, args []string, e env) error {
 			return fmt.Errorf("create session: %w", err)
 		}
 		defer sess.Close()
+		created = true
 	}
 	st.maxTurns = opts.maxTurns
 	res, err := drive(ctx, st, sess, ap, prompt, opts.json, e)
 	if err != nil {
+		if created && sess.Len() == 0 {
+			// No run started: the session holds nothing worth keeping.
+			sess.Close()
+			_ = session.Remove(sess.Path())
+		}
 		return err
 	}
 	outErr := outcomeError(res.RunResult, cfg)
@@ -156,7 +165,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 	var flags config.Flags
 	var opts execOptions
-	fs := newFlagSet("exec", execUsage, e.stderr)
+	fs := newFlagSet("exec", execUsage, e.stdout)
 	addPolicyFlags(fs, &flags)
 	fs.BoolVar(&opts.json, "json", false, "print events as JSON lines on stdout instead of the answer text, then a final {\"type\":\"result\"} line")
 	fs.BoolVar(&opts.approve, "approve", false, "approve every effect confirmation without asking")
@@ -393,6 +402,9 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		return execResult{}, fmt.Errorf("start agent: %w", err)
 	}
 	defer release()
+	if err := st.ext.checkListedTools(st.cfg, st.log); err != nil {
+		return execResult{}, err
+	}
 	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{})
 	if err != nil {
 		return execResult{}, fmt.Errorf("start run: %w", err)
@@ -410,7 +422,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	res.RunResult = run.Wait()
 	res.answer = finalAnswer(sess, res.RunID)
 	if jr != nil && jr.err != nil {
-		st.log.Warn("write events", slog.Any("err", jr.err))
+		st.log.Warn(fmt.Sprintf("could not write every event to stdout: %v", jr.err))
 	}
 	return res, nil
 }

@@ -21,11 +21,14 @@ func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: %s\n\nflags:\n", synopsis)
+		fmt.Fprintf(out, "usage: %s\n", synopsis)
+		header := "\nflags:\n"
 		fs.VisitAll(func(f *flag.Flag) {
 			if hiddenFlags[f.Name] {
 				return
 			}
+			fmt.Fprint(out, header)
+			header = ""
 			name, usage := flag.UnquoteUsage(f)
 			dashes := "--"
 			if len(f.Name) == 1 {

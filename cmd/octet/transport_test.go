@@ -106,7 +106,7 @@ func TestExecOffline(t *testing.T) {
 		t.Errorf("--offline changed the request:\n%s\n%s", a, b)
 	}
 	help := runCLI(t, x.ws, x.vars, "exec", "-h")
-	if !strings.Contains(help.stderr, "no MCP server is listed or started") {
-		t.Errorf("--offline help does not say what it does:\n%s", help.stderr)
+	if !strings.Contains(help.stdout, "no MCP server is listed or started") {
+		t.Errorf("--offline help does not say what it does:\n%s", help.stdout)
 	}
 }

@@ -83,12 +83,22 @@ func MCPToolName(server, tool string) string { return MCPToolPrefix + server + "
 
 // isMCPToolName reports whether n has the shape mcp__<server>__<tool>.
 func isMCPToolName(n string) bool {
+	_, _, ok := SplitMCPToolName(n)
+	return ok
+}
+
+// SplitMCPToolName splits a name of the shape mcp__<server>__<tool>; ok
+// is false for any other name.
+func SplitMCPToolName(n string) (server, tool string, ok bool) {
 	rest, ok := strings.CutPrefix(n, MCPToolPrefix)
 	if !ok {
-		return false
+		return "", "", false
 	}
-	server, tool, ok := strings.Cut(rest, "__")
-	return ok && mcpServerName.MatchString(server) && tool != ""
+	server, tool, ok = strings.Cut(rest, "__")
+	if !ok || !mcpServerName.MatchString(server) || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // mcpFile is one [mcp_servers.NAME] table as written. Nil fields were

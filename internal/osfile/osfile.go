@@ -5,7 +5,10 @@
 //
 //   - Sync: fdatasync on Linux, fcntl(F_FULLFSYNC) on macOS (plain fsync
 //     there does not reach stable storage), FlushFileBuffers on Windows.
-//   - Lock/Unlock: flock on Linux and macOS, LockFileEx on Windows.
+//   - Lock/TryLock/Unlock: flock on Linux and macOS, LockFileEx on Windows.
+//   - RangeLock: on Linux, a byte-range lock of the open file description
+//     (fcntl F_OFD_SETLK) that never conflicts with Lock, where the file
+//     system keeps the two apart (RangeLockable).
 //   - OpenNoFollow: O_NOFOLLOW on Unix; on Windows the file is opened with
 //     FILE_FLAG_OPEN_REPARSE_POINT and refused when it is a reparse point
 //     (symbolic link or junction).
