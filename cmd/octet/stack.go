@@ -111,15 +111,6 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		// from a name): the endpoint side of recovery qualification.
 		st.endpoint = provider.FeatureCodexProfile
 	}
-	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
-	if st.webSocket && cfg.RuntimeProfile.Value != "codex" {
-		// The WebSocket→HTTP fallback (a 426 handshake, repeated socket
-		// failures) is a decision of the recovery policy, which only the
-		// Codex route has; without it a refused handshake would fail the
-		// turn. Stay on HTTP rather than fail.
-		log.Warn("transport = websocket needs runtime_profile = codex (the WebSocket-to-HTTP fallback is part of provider recovery); using http")
-		st.webSocket = false
-	}
 	st.transport = provider.NewHTTP(provider.HTTPConfig{
 		BaseURL:  cfg.BaseURL.Value,
 		APIKey:   key.Reveal(),
@@ -132,6 +123,20 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		m = provider.Model{Name: cfg.Model.Value, ContextWindow: 128_000, MaxOutputTokens: 16_384}
 	}
 	st.model = m
+	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
+	if st.webSocket && !provider.Granted(m.Features, st.endpoint).Has(provider.FeatureCodexProfile) {
+		// The WebSocket→HTTP fallback (a 426 handshake, repeated socket
+		// failures) is a decision of the recovery policy, which only a
+		// qualified Codex route has (runtime_profile = codex and a model
+		// octet knows to grant it); without it a refused handshake would
+		// fail the turn. Stay on HTTP rather than fail.
+		why := fmt.Sprintf("model %s does not qualify for provider recovery", m.Name)
+		if cfg.RuntimeProfile.Value != "codex" {
+			why = "it needs runtime_profile = codex"
+		}
+		log.Warn(fmt.Sprintf("transport = websocket is not used: %s, and the WebSocket-to-HTTP fallback is part of provider recovery; using http", why))
+		st.webSocket = false
+	}
 	_, st.shellSelection = tools.ResolveShell(cfg.ShellPath.Value)
 	// Tool output never carries the key on: results, progress and bash
 	// spill files are redacted of its exact value.
