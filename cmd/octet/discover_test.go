@@ -91,3 +91,19 @@ func TestExecDiscoversRepositoryRoot(t *testing.T) {
 		t.Errorf("exit %d; the home config was read as a project's:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestProjectMCPServerWarningLine: a server table a project adds is
+// reported at its own line, not at the first [mcp_servers.*] table.
+func TestProjectMCPServerWarningLine(t *testing.T) {
+	x, _ := mcpExecEnv(t, true, "", providertest.Text("ok"))
+	project := "[mcp_servers.t]\nenabled = true\n\n[mcp_servers.evil]\ncommand = \"/bin/evil\"\n"
+	os.MkdirAll(filepath.Join(x.ws, ".octet"), 0o755)
+	if err := os.WriteFile(filepath.Join(x.ws, ".octet", "config.toml"), []byte(project), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, x.ws, x.vars, "", "exec", "--offline", "hi")
+	want := filepath.Join(x.ws, ".octet", "config.toml") + `:4: mcp_servers.evil ignored: a project may not add MCP server "evil"`
+	if r.code != exitOK || !strings.Contains(r.stderr, want) {
+		t.Errorf("exit %d; stderr lacks %q:\n%s", r.code, want, r.stderr)
+	}
+}

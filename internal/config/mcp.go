@@ -246,19 +246,19 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 		m := fc.MCPServers[name]
 		i := slices.IndexFunc(c.MCPServers, func(s MCPServer) bool { return s.Name == name })
 		if i < 0 {
-			warn("mcp_servers", "a project may not add MCP server %q (only the global config defines servers)", name)
+			warn("mcp_servers."+name, "a project may not add MCP server %q (only the global config defines servers)", name)
 			continue
 		}
 		s := &c.MCPServers[i]
 		if m.definesServer() {
-			warn("mcp_servers", "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
+			warn("mcp_servers."+name, "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
 		}
 		if m.Enabled != nil {
 			switch {
 			case !*m.Enabled && s.Enabled.Value:
 				set(&s.Enabled, false, SourceProjectConfig)
 			case *m.Enabled && !s.Enabled.Value:
-				warn("mcp_servers", "a project may not enable MCP server %q (disabled from %s)", name, s.Enabled.Source)
+				warn("mcp_servers."+name, "a project may not enable MCP server %q (disabled from %s)", name, s.Enabled.Source)
 			}
 		}
 		if m.DisabledTools != nil {
@@ -278,7 +278,7 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 				}
 			}
 			if len(extra) > 0 {
-				warn("mcp_servers", "a project may not enable tools %s of MCP server %q", strings.Join(extra, ", "), name)
+				warn("mcp_servers."+name, "a project may not enable tools %s of MCP server %q", strings.Join(extra, ", "), name)
 			}
 			if kept == nil {
 				kept = []string{}
