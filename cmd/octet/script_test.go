@@ -240,3 +240,34 @@ func TestExecPipeRetryKeepsOutputFileClean(t *testing.T) {
 		t.Errorf("-o file = %q", b)
 	}
 }
+
+// TestZeroPriceIsAPrice: a model priced at 0 costs $0 in exec, in
+// sessions list and in sessions show alike; only a model without a price
+// is unpriced.
+func TestZeroPriceIsAPrice(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"), providertest.Text("ok"))
+	x.writeGlobalConfig(t, "[prices.\"free-model\"]\ninput = \"0\"\ncached_input = \"0\"\noutput = \"0\"\n")
+	r := runBin(t, x.ws, x.vars, "", "exec", "--json", "--model", "free-model", "hi")
+	res := parseResult(t, r.stdout)
+	if r.code != exitOK || res.CostUSD == nil || *res.CostUSD != "0" {
+		t.Fatalf("exec: exit %d, cost %v: %s", r.code, res.CostUSD, r.stderr)
+	}
+	list := runBin(t, x.ws, x.vars, "", "sessions", "list")
+	show := runBin(t, x.ws, x.vars, "", "sessions", "show", res.SessionID)
+	if strings.Contains(list.stdout, "unpriced") || !strings.Contains(list.stdout, " $0\n") {
+		t.Errorf("list:\n%s", list.stdout)
+	}
+	if !strings.Contains(show.stdout, "cost $0 — complete") {
+		t.Errorf("show:\n%s", show.stdout)
+	}
+	// A model without a price stays unpriced everywhere.
+	r = runBin(t, x.ws, x.vars, "", "exec", "--json", "--model", "local-model", "hi")
+	res = parseResult(t, r.stdout)
+	if res.CostUSD != nil {
+		t.Errorf("unpriced exec: cost %v", *res.CostUSD)
+	}
+	show = runBin(t, x.ws, x.vars, "", "sessions", "show", res.SessionID)
+	if !strings.Contains(show.stdout, "cost unknown (no price for the model)") {
+		t.Errorf("unpriced show:\n%s", show.stdout)
+	}
+}

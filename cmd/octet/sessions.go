@@ -228,37 +228,33 @@ func showSession(path string, out io.Writer) error {
 
 // listedCost is a session's known cost for the listing, from its listing
 // summary (no session file is read in full): "$0.02", "-" for no known
-// usage, "unpriced" when its usage has no price, "≥$0.02" for a known
-// subtotal.
+// usage, "unpriced" when none of its usage has a price, "≥$0.02" for a
+// known subtotal (uncertain, or some usage without a price). A price of
+// 0 is a price: "$0".
 func listedCost(in session.Info) string {
 	if in.UsageRecords == 0 {
 		return "-"
 	}
-	c, ok := knownCost(in.Known)
-	switch {
-	case !ok:
+	if in.UnpricedRecords == in.UsageRecords {
 		return "unpriced"
-	case in.UsageUncertain:
+	}
+	c := agent.Picodollars(in.Known.CostPicodollars).String()
+	if in.UsageUncertain || in.UnpricedRecords > 0 {
 		return "≥" + c
 	}
 	return c
 }
 
-// knownCost formats the known cost of a session's totals; ok is false when
-// its usage was recorded without any cost (no price for the model).
-func knownCost(k session.Usage) (string, bool) {
-	if k.CostPicodollars == 0 && k.Input+k.Output > 0 {
-		return "", false
-	}
-	return agent.Picodollars(k.CostPicodollars).String(), true
-}
-
-// shownCost is knownCost for sessions show.
+// shownCost is the known cost of a session's totals for sessions show.
 func shownCost(t session.Totals) string {
-	if c, ok := knownCost(t.Known); ok {
+	c := agent.Picodollars(t.Known.CostPicodollars).String()
+	switch records := t.Requests + t.DelegatedRecords; {
+	case t.Unpriced == 0:
 		return c
+	case t.Unpriced == records:
+		return "unknown (no price for the model)"
 	}
-	return "unknown (no price for the model)"
+	return c + " for the usage with a price; some has none"
 }
 
 // showUncertainty prints why usage is uncertain and the recovered output
