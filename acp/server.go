@@ -45,7 +45,9 @@ type Server struct {
 	mu          sync.Mutex
 	initialized bool
 	caps        clientCapabilities
-	sessions    map[string]*acpSession
+	// client is the client's name (initialize's clientInfo.name).
+	client   string
+	sessions map[string]*acpSession
 	// kids interrupt the exposed child sessions still active (the
 	// subagents capability), by child session id.
 	kids map[string]func() error
@@ -128,6 +130,9 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	var p struct {
 		ProtocolVersion *int               `json:"protocolVersion"`
 		Capabilities    clientCapabilities `json:"clientCapabilities"`
+		ClientInfo      struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
 	}
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -138,6 +143,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	s.mu.Lock()
 	s.initialized = true
 	s.caps = p.Capabilities
+	s.client = p.ClientInfo.Name
 	s.mu.Unlock()
 	// Negotiation: octet answers with the version it speaks; a client
 	// asking for another one decides whether to go on.
@@ -153,6 +159,14 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 		"agentInfo":   map[string]any{"name": "octet", "title": "octet", "version": s.opts.Version},
 		"authMethods": []any{},
 	}, nil
+}
+
+// editor is the sessions' server.AgentSpec.Editor: the client's name
+// (ACP has no open documents to list).
+func (s *Server) editor() (string, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client, nil
 }
 
 // ready refuses session methods before initialize.
@@ -273,7 +287,7 @@ func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientC
 	spec := server.AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Approver: as,
 		Principal: "editor:" + hdr.ID, Rules: as.rules, MCPServers: mcp,
-		Delegation: as.delegation, Policy: as.rules.RecordedPolicy(),
+		Delegation: as.delegation, Policy: as.rules.RecordedPolicy(), Editor: s.editor,
 	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
 		as.files = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}

@@ -269,7 +269,7 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 	if r.toolFree {
 		req.ToolChoice = "none"
 	} else {
-		req.Tools = r.a.toolDefs()
+		req.Tools = r.a.toolDefs(model)
 		if len(req.Tools) > 0 {
 			req.ToolChoice = "auto"
 			req.ParallelToolCalls = model.Features.Has(provider.FeatureParallelToolCalls)

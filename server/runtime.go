@@ -82,6 +82,11 @@ type AgentSpec struct {
 	// policy the editor started octet with. The caller records it and
 	// applies it again afterwards (the ledger is the record).
 	Policy *tools.Policy
+	// Editor, when set, returns the client's name (initialize's
+	// clientInfo) and the documents open in the editor within the
+	// workspace (absolute paths), for the model's environment context. It
+	// is called before each prompt; it must be quick.
+	Editor func() (client string, open []string)
 	// MCPServers are MCP servers the client handed in for this session
 	// (ACP's session/new): they start under the rules of configured ones
 	// (only under unsafe_host; pinned; never under --offline), asked for
@@ -129,6 +134,8 @@ type runtimeBackend struct {
 	// delegation returns the delegation hook of a root session (nil:
 	// children are not shown).
 	delegation func(rootID string) func(*team.Config)
+	// editor returns AgentSpec.Editor for a workspace (nil: none).
+	editor func(workspace string) func() (string, []string)
 }
 
 var _ backend = runtimeBackend{}
@@ -238,10 +245,14 @@ func (b runtimeBackend) attach(ctx context.Context, sess *session.Session, model
 	if b.delegation != nil {
 		delegation = b.delegation(hdr.ID)
 	}
+	var editor func() (string, []string)
+	if b.editor != nil {
+		editor = b.editor(filepath.Clean(hdr.Cwd))
+	}
 	built, err := rt.NewAgent(ctx, AgentSpec{
 		Session: sess, Workspace: hdr.Cwd, Model: model, Reasoning: reasoning,
 		Approver: toolsApprover{approver}, Principal: "editor:" + hdr.ID, Rules: rules,
-		Documents: docs, Delegation: delegation, Policy: policy,
+		Documents: docs, Delegation: delegation, Policy: policy, Editor: editor,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("build agent: %w", err)

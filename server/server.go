@@ -157,8 +157,10 @@ type Server struct {
 	sawShut   bool
 	caps      clientCaps
 	workspace string
-	trace     string
-	sessions  map[string]*sessionState
+	// client is the editor's name (initialize's clientInfo.name).
+	client   string
+	trace    string
+	sessions map[string]*sessionState
 	// released are the sessions the server closed by itself (idle, or to
 	// make room); a request naming one opens it again.
 	released  map[string]bool
@@ -206,6 +208,7 @@ func New(opts Options) *Server {
 	if rb, ok := s.opts.backend.(runtimeBackend); ok {
 		rb.documents = s.docs.forWorkspace
 		rb.delegation = s.delegationFor
+		rb.editor = s.editorFor
 		s.opts.backend = rb
 	}
 	return s

@@ -61,6 +61,11 @@ const (
 	EntrySteering EntryType = "steering"
 	// EntryFollowUp is a delivered follow-up input (user role); Text holds it.
 	EntryFollowUp EntryType = "follow_up"
+	// EntryContext is context the host gives the model as user-role
+	// input (the environment: workspace, OS, shell, date, policy); Text
+	// holds it. It is replayed to the model like a prompt but is not one
+	// a person wrote.
+	EntryContext EntryType = "context"
 	// EntryRewind is a rewind of the workspace's files to an earlier
 	// entry (octet/session/rewind); Result.Details holds its changes,
 	// written before any file is touched. The agent does not replay it.

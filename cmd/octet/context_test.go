@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/harness"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/server"
@@ -102,7 +103,7 @@ func TestLSPContextReloadReachesOpenSession(t *testing.T) {
 	if !strings.Contains(first, "rule one") || !strings.Contains(second, "rule two") || strings.Contains(second, "rule one") {
 		t.Fatalf("instructions:\nfirst:  %q\nsecond: %q", first, second)
 	}
-	if !strings.HasPrefix(second, baseInstructions) {
+	if !strings.HasPrefix(second, harness.Instructions(harness.Options{})) {
 		t.Errorf("reloaded instructions lost the built-in prompt: %q", second)
 	}
 

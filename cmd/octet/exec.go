@@ -390,6 +390,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		// A terminal or a pipe gets answer text as it arrives; a file
 		// only committed text.
 		tr := newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal || e.stdoutIsPipe)
+		tr.dim = e.stderrIsTerminal
 		tr.result = func(callID string) *session.ToolResult { return findResult(sess, callID) }
 		render, endLine = tr.event, tr.endLine
 	}

@@ -257,6 +257,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	if spec.Delegation != nil {
 		st.delegation = func(_ *session.Session, cfg *team.Config) { spec.Delegation(cfg) }
 	}
+	st.editor = spec.Editor
 	a, release, err := st.newAgent(spec.Session, spec.Approver, spec.Rules, spec.Policy)
 	if err != nil {
 		st.Close()

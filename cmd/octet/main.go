@@ -50,6 +50,9 @@ type env struct {
 	// stdoutIsPipe whether it is a pipe: answer text then streams as it
 	// arrives; otherwise (a file) only committed answer text is written.
 	stdoutIsTerminal, stdoutIsPipe bool
+	// stderrIsTerminal reports whether stderr is a terminal: reasoning
+	// summaries are then dimmed.
+	stderrIsTerminal bool
 	// stdinIsData reports whether stdin is a pipe or a regular file: exec
 	// appends it to a prompt argument as a context block.
 	stdinIsData bool
@@ -74,7 +77,7 @@ func main() {
 	e := env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		lookup: os.LookupEnv, cwd: cwd, tty: openTTY,
-		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout),
+		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout), stderrIsTerminal: isTerminal(os.Stderr),
 		stdoutIsPipe: isPipe(os.Stdout), stdinIsData: isPipe(os.Stdin) || isRegular(os.Stdin),
 		setDefaultLog: slog.SetDefault,
 	}

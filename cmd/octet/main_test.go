@@ -105,7 +105,7 @@ func TestUsageErrors(t *testing.T) {
 		{"safe-mode with effect-policy", []string{"exec", "--safe-mode", "--effect-policy", "controlled", "hi"}, []string{"--safe-mode conflicts with --effect-policy"}},
 		{"hidden safe alias conflicts too", []string{"exec", "--safe", "--effect-policy=unsafe_host", "hi"}, []string{"--safe-mode conflicts with --effect-policy"}},
 		{"yolo", []string{"exec", "--yolo", "hi"}, []string{"--yolo is no longer accepted"}},
-		{"unknown tool", []string{"exec", "--tools", "read,grep", "hi"}, []string{`unknown tool "grep"`, "read, search, edit, write, bash"}},
+		{"unknown tool", []string{"exec", "--tools", "read,grep", "hi"}, []string{`unknown tool "grep"`, "read, search, edit, write, apply_patch, bash"}},
 		{"bad policy", []string{"exec", "--effect-policy", "everything", "hi"}, []string{"unknown effect policy", "unsafe_host"}},
 		{"approve and deny", []string{"exec", "--approve", "--deny", "hi"}, []string{"--approve conflicts with --deny"}},
 		{"no prompt", []string{"exec"}, []string{"exactly one prompt"}},

@@ -21,8 +21,13 @@ import (
 // committed answer text, never the output of a failed attempt (as -o and
 // the --json result's answer always do).
 type textRenderer struct {
-	out, notes  io.Writer
-	live        bool
+	out, notes io.Writer
+	live       bool
+	// dim is set when notes is a terminal: reasoning summaries are shown
+	// dimmed there (plain, after "┆ ", otherwise).
+	dim bool
+	// thinking is set while a reasoning summary is being shown.
+	thinking    bool
 	pending     strings.Builder
 	atLineStart bool
 	// args collects the provisional arguments of streamed calls, shown
@@ -86,8 +91,48 @@ func (r *textRenderer) note(format string, args ...any) {
 	fmt.Fprintf(r.notes, format+"\n", args...)
 }
 
+// Select Graphic Rendition sequences that dim text and end it.
+const (
+	sgrDim    = "\x1b[2m"
+	sgrNormal = "\x1b[22m"
+)
+
+// think shows reasoning summary text on notes as it streams: on a line of
+// its own, each line after "┆ ", dimmed on a terminal.
+func (r *textRenderer) think(s string) {
+	if s == "" {
+		return
+	}
+	if !r.thinking {
+		r.endLine()
+		r.thinking = true
+		if r.dim {
+			io.WriteString(r.notes, sgrDim)
+		}
+		io.WriteString(r.notes, "┆ ")
+	}
+	io.WriteString(r.notes, strings.ReplaceAll(visible(s), "\n", "\n┆ "))
+}
+
+// endThinking ends a reasoning summary being shown.
+func (r *textRenderer) endThinking() {
+	if !r.thinking {
+		return
+	}
+	r.thinking = false
+	if r.dim {
+		io.WriteString(r.notes, sgrNormal)
+	}
+	io.WriteString(r.notes, "\n")
+}
+
 // event renders one agent event.
 func (r *textRenderer) event(ev agent.Event) {
+	if d, ok := ev.(*agent.OutputDelta); ok && d.Channel == agent.ChannelReasoning {
+		r.think(d.Text)
+		return
+	}
+	r.endThinking()
 	switch e := ev.(type) {
 	case *agent.OutputDelta:
 		if e.Channel == agent.ChannelText {

@@ -64,13 +64,22 @@ const (
 )
 
 // BuiltinTools is the full built-in tool surface, in advertising order.
-var BuiltinTools = []string{"read", "search", "edit", "write", "bash"}
+var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash"}
 
 // RuntimeProfiles lists the accepted runtime_profile values.
 var RuntimeProfiles = []string{"codex", "none"}
 
 // ReasoningEfforts lists the accepted reasoning values.
 var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// ReasoningSummaries lists the accepted reasoning_summary values: the
+// Responses API's reasoning.summary modes, and "none" to ask for none.
+var ReasoningSummaries = []string{"auto", "concise", "detailed", "none"}
+
+// ApplyPatchModes lists the accepted apply_patch values: "auto" offers
+// the tool to the models octet's table says were trained on its format,
+// "on" to every model, "off" to none.
+var ApplyPatchModes = []string{"auto", "on", "off"}
 
 // Config is the resolved configuration for one octet process and workspace.
 type Config struct {
@@ -81,7 +90,13 @@ type Config struct {
 
 	Model     Setting[string]
 	Reasoning Setting[string]
-	BaseURL   Setting[string]
+	// ReasoningSummary is the reasoning.summary requested from models
+	// that reason (reasoning_summary; "none" requests none).
+	ReasoningSummary Setting[string]
+	// ApplyPatch selects which models are offered apply_patch (auto, on,
+	// off; see ApplyPatchModes).
+	ApplyPatch Setting[string]
+	BaseURL    Setting[string]
 
 	EffectPolicy       Setting[tools.Policy]
 	AllowExternalPaths Setting[bool]
@@ -211,6 +226,8 @@ func Defaults() Config {
 	var c Config
 	set(&c.Model, DefaultModel, SourceDefault)
 	set(&c.Reasoning, DefaultReasoning, SourceDefault)
+	set(&c.ReasoningSummary, "auto", SourceDefault)
+	set(&c.ApplyPatch, "auto", SourceDefault)
 	set(&c.BaseURL, DefaultBaseURL, SourceDefault)
 	set(&c.EffectPolicy, tools.UnsafeHost, SourceDefault)
 	set(&c.AllowExternalPaths, true, SourceDefault)

@@ -42,6 +42,8 @@ type fileConfig struct {
 
 	Model              *string   `toml:"model"`
 	Reasoning          *string   `toml:"reasoning"`
+	ReasoningSummary   *string   `toml:"reasoning_summary"`
+	ApplyPatch         *string   `toml:"apply_patch"`
 	EffectPolicy       *string   `toml:"effect_policy"`
 	AllowExternalPaths *bool     `toml:"allow_external_paths"`
 	AllowEdit          *bool     `toml:"allow_edit"`
@@ -145,7 +147,7 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 }
 
 var validKeys = []string{
-	"model", "reasoning", "effect_policy", "allow_external_paths", "allow_edit",
+	"model", "reasoning", "reasoning_summary", "apply_patch", "effect_policy", "allow_external_paths", "allow_edit",
 	"allow_write", "allow_process", "allow_shell", "shell_path",
 	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
 	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
@@ -246,6 +248,12 @@ func (fc *fileConfig) validate(known []string) error {
 	if fc.Reasoning != nil && !slices.Contains(ReasoningEfforts, *fc.Reasoning) {
 		errs = append(errs, fc.errAt("reasoning", "%q is not one of %s", *fc.Reasoning, strings.Join(ReasoningEfforts, ", ")))
 	}
+	if fc.ReasoningSummary != nil && !slices.Contains(ReasoningSummaries, *fc.ReasoningSummary) {
+		errs = append(errs, fc.errAt("reasoning_summary", "%q is not one of %s", *fc.ReasoningSummary, strings.Join(ReasoningSummaries, ", ")))
+	}
+	if fc.ApplyPatch != nil && !slices.Contains(ApplyPatchModes, *fc.ApplyPatch) {
+		errs = append(errs, fc.errAt("apply_patch", "%q is not one of %s", *fc.ApplyPatch, strings.Join(ApplyPatchModes, ", ")))
+	}
 	if fc.ShellPath != nil && !strings.HasPrefix(*fc.ShellPath, "/") {
 		errs = append(errs, fc.errAt("shell_path", "must be an absolute path"))
 	}
@@ -282,6 +290,8 @@ func (fc *fileConfig) validate(known []string) error {
 func (fc *fileConfig) apply(c *Config, src Source) {
 	setIf(&c.Model, fc.Model, src)
 	setIf(&c.Reasoning, fc.Reasoning, src)
+	setIf(&c.ReasoningSummary, fc.ReasoningSummary, src)
+	setIf(&c.ApplyPatch, fc.ApplyPatch, src)
 	setIf(&c.EffectPolicy, fc.policy, src)
 	setIf(&c.AllowExternalPaths, fc.AllowExternalPaths, src)
 	setIf(&c.AllowEdit, fc.AllowEdit, src)

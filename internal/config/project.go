@@ -97,6 +97,16 @@ func (fc *fileConfig) tighten(c *Config) {
 	if fc.Reasoning != nil && weakerThanProject(c.Reasoning.Source) {
 		set(&c.Reasoning, *fc.Reasoning, src)
 	}
+	if fc.ReasoningSummary != nil && weakerThanProject(c.ReasoningSummary.Source) {
+		set(&c.ReasoningSummary, *fc.ReasoningSummary, src)
+	}
+	if fc.ApplyPatch != nil && *fc.ApplyPatch != c.ApplyPatch.Value {
+		if *fc.ApplyPatch == "off" {
+			set(&c.ApplyPatch, "off", src)
+		} else {
+			warn("apply_patch", "a project may only turn it off (%s from %s)", c.ApplyPatch.Value, c.ApplyPatch.Source)
+		}
+	}
 }
 
 // knownModel reports whether a project may select the model name: one in

@@ -73,6 +73,14 @@ func (c *Config) removedBy(name string) Source {
 		return c.AllowEdit.Source
 	case "write":
 		return c.AllowWrite.Source
+	case "apply_patch":
+		switch {
+		case !c.AllowEdit.Value:
+			return c.AllowEdit.Source
+		case !c.AllowWrite.Value:
+			return c.AllowWrite.Source
+		}
+		return c.ApplyPatch.Source
 	case "bash":
 		if !c.AllowShell.Value {
 			return c.AllowShell.Source
@@ -95,9 +103,10 @@ func (c *Config) ToolsConfig(root string) tools.Config {
 }
 
 // EnabledTools returns the final tool allowlist after the capability
-// gates: allow_edit=false drops edit, allow_write=false drops write, and
-// allow_shell=false or allow_process=false drops bash. A disabled tool is
-// neither advertised nor executable.
+// gates: allow_edit=false drops edit, allow_write=false drops write,
+// either (or apply_patch = "off") drops apply_patch, which edits, creates
+// and deletes files, and allow_shell=false or allow_process=false drops
+// bash. A disabled tool is neither advertised nor executable.
 func (c *Config) EnabledTools() []string {
 	return slices.DeleteFunc(slices.Clone(c.Tools.Value), func(n string) bool {
 		switch n {
@@ -105,6 +114,8 @@ func (c *Config) EnabledTools() []string {
 			return !c.AllowEdit.Value
 		case "write":
 			return !c.AllowWrite.Value
+		case "apply_patch":
+			return !c.AllowEdit.Value || !c.AllowWrite.Value || c.ApplyPatch.Value == "off"
 		case "bash":
 			return !c.AllowShell.Value || !c.AllowProcess.Value
 		}
