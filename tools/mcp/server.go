@@ -53,20 +53,20 @@ type server struct {
 
 	listMu sync.Mutex // serializes listing and registering tools
 
-	mu        sync.Mutex
-	state     string
-	reason    string
-	restarts  int
-	errs      []string
-	sess      *sdk.ClientSession
-	conn      *conn // the connection sess belongs to
-	loop      *loop // the supervise loop, nil when none runs
+	mu       sync.Mutex
+	state    string
+	reason   string
+	restarts int
+	errs     []string
+	sess     *sdk.ClientSession
+	conn     *conn // the connection sess belongs to
+	loop     *loop // the supervise loop, nil when none runs
 	// recycling: a timed-out call stopped the connection (recycle); the
 	// supervise loop is restarting it and calls wait for it (await).
 	// back is closed (and replaced) whenever that wait is over.
 	recycling bool
 	back      chan struct{}
-	held      bool  // Manager.Hold: registers no tools until started again
+	held      bool // Manager.Hold: registers no tools until started again
 	presented []*definition
 	infos     []ToolInfo
 }
