@@ -100,7 +100,13 @@ func runExec(ctx context.Context, args []string, e env) error {
 		defer sess.Close()
 	}
 	st.maxTurns = opts.maxTurns
+	out, ctx, cancel := watchOutput(ctx, e.stdout)
+	defer cancel(nil)
+	e.stdout = out
 	res, err := drive(ctx, st, sess, ap, prompt, opts.json, e)
+	if werr := out.failed(); werr != nil {
+		return outputError(werr, sess.Header().ID)
+	}
 	if err != nil {
 		return err
 	}
