@@ -115,6 +115,29 @@ func (b runtimeBackend) RecordedPolicy(id string) *tools.Policy {
 	return newRuleBook(sess, slog.Default()).recordedPolicy()
 }
 
+// branchReader is implemented by backends that read a session's active
+// branch from disk without opening it.
+type branchReader interface {
+	ReadBranch(id string) ([]session.Entry, error)
+}
+
+// ReadBranch implements branchReader: the active branch of session id,
+// read under a shared lock (session.Inspect), nothing written.
+func (b runtimeBackend) ReadBranch(id string) ([]session.Entry, error) {
+	if !validSessionID(id) {
+		return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q", id))
+	}
+	sess, err := session.Inspect(filepath.Join(b.rt.SessionsDir, id+".jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: create it with octet/session/new", id))
+	}
+	if err != nil {
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read session %s: %v", id, err))
+	}
+	defer sess.Close()
+	return sess.Branch(), nil
+}
+
 // Delete implements lifecycleBackend.
 func (b runtimeBackend) Delete(_ context.Context, id string) error {
 	if !validSessionID(id) {
@@ -553,6 +576,19 @@ func (s *Server) sessionTranscript(ctx context.Context, _ *jsonrpc2.Request, raw
 		}
 		res, _, err := s.childTranscript(p.SessionID, p.BeforeEntryID, p.Limit)
 		return res, err
+	}
+	if br, ok := s.opts.backend.(branchReader); ok && s.openHere(p.SessionID) == nil {
+		// Not open here: read it from disk without opening it (no agent,
+		// no repair, nothing recorded, another process's run untouched).
+		entries, err := br.ReadBranch(p.SessionID)
+		if err != nil {
+			return nil, err
+		}
+		page, err := pageTranscript(p.SessionID, entries, p.BeforeEntryID, p.Limit)
+		if err != nil {
+			return nil, err
+		}
+		return rawResult(page)
 	}
 	ss, err := s.openOrReuse(ctx, p.SessionID)
 	if err != nil {

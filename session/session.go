@@ -223,6 +223,9 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		if err := s.repairTail(); err != nil {
 			return err
 		}
+		if !s.claimWriter() {
+			return nil
+		}
 		return s.settleUnsettled()
 	})
 	if err != nil {
@@ -230,6 +233,29 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// claimWriter advertises this writable Session as a live writer of the
+// file for as long as it is open (osfile.LockLive) and reports whether
+// it is the only one: then a dispatch another writer left unsettled was
+// left by a writer that is gone, and may be recorded as uncertain. With
+// another writer live, its requests in flight are its own to settle, so
+// nothing is recorded (they still count in Totals until settled). Where
+// the platform cannot tell, every other writer is taken for gone, as
+// before writers advertised themselves. The caller holds the exclusive
+// lock.
+func (s *Session) claimWriter() (alone bool) {
+	alone, err := osfile.LockLive(s.f)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return true
+	case err != nil:
+		// Without the lock this writer cannot tell the others' liveness,
+		// nor show its own: leave their dispatches alone.
+		slog.Warn("session: writer presence lock not taken; unsettled requests of other writers are left unrecorded", "path", s.path, "err", err)
+		return false
+	}
+	return alone
 }
 
 // The two lock modes withLock takes.

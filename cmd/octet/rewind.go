@@ -38,8 +38,13 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // changeRecorder returns the recorder of workspace's change store under
 // home, redacting the configured API key (when there is one) from diffs.
-func changeRecorder(home, workspace string, lookup func(string) (string, bool)) (*changes.Recorder, error) {
-	store, err := changes.OpenWorkspace(home, workspace, 0)
+// With readOnly the store is only read (changes.InspectWorkspace).
+func changeRecorder(home, workspace string, lookup func(string) (string, bool), readOnly bool) (*changes.Recorder, error) {
+	open := changes.OpenWorkspace
+	if readOnly {
+		open = changes.InspectWorkspace
+	}
+	store, err := open(home, workspace, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -62,12 +67,12 @@ func sessionsDiff(home, dir string, args []string, e env) error {
 	if len(pos) != 1 {
 		return usageErrorf("usage: %s", diffUsage)
 	}
-	sess, err := openForRewind(dir, pos[0])
+	sess, err := openForRewind(dir, pos[0], true)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup, true)
 	if err != nil {
 		return err
 	}
@@ -108,13 +113,16 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 	if !p.Conversation {
 		p.Files = true
 	}
-	sess, err := openForRewind(dir, pos[0])
+	// A dry run only reads: it must neither change the session (nor
+	// record another process's request in flight as unsettled) nor need
+	// a writable OCTET_HOME.
+	sess, err := openForRewind(dir, pos[0], p.DryRun)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
 	p.SessionID, p.EntryID = sess.Header().ID, pos[1]
-	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup, p.DryRun)
 	if err != nil {
 		return err
 	}
@@ -131,13 +139,18 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 }
 
 // openForRewind opens the session id (or an unambiguous prefix) for
-// writing.
-func openForRewind(dir, id string) (*session.Session, error) {
+// writing, or with readOnly for reading only (session.Inspect: shared
+// lock, no repair, nothing recorded).
+func openForRewind(dir, id string, readOnly bool) (*session.Session, error) {
 	path, err := resolveSession(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := session.Open(path)
+	open := session.Open
+	if readOnly {
+		open = session.Inspect
+	}
+	sess, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
