@@ -50,6 +50,11 @@ type index struct {
 	approvals []recLoc
 	unknown   int
 	ids0      strAlloc // backing store for id map keys
+	// openRuns are the runs with a dispatch and no checkpoint, in the
+	// order they started (see OpenRuns); runBuf is the reused buffer
+	// their ids are decoded into.
+	openRuns []string
+	runBuf   []byte
 
 	// branch is the typed active branch, root→head; branchIdx holds the
 	// matching entry indices.
@@ -103,7 +108,17 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
 		}
 		ix.account(r)
+		if r.Kind == KindCheckpoint {
+			if err := ix.noteRunLine(KindCheckpoint, line); err != nil {
+				return err
+			}
+		}
 	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
+		if string(m.kind) == KindDispatch {
+			if err := ix.noteRunLine(KindDispatch, line); err != nil {
+				return err
+			}
+		}
 		r, err := decodeBody(string(m.kind), line, nil, &ix.scratch)
 		if err != nil {
 			return err
@@ -230,6 +245,9 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 		if err := ix.addDispatchLog(r, id, recLoc{off: off, n: uint32(n), line: int32(lineNo)}, true); err != nil {
 			return err
 		}
+		if r.Dispatch != nil {
+			ix.noteRun(KindDispatch, r.Dispatch.RunID)
+		}
 	case KindTitle:
 		ix.setTitle(r.Title, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
 	case KindApproval:
@@ -239,6 +257,7 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 	default:
 		if r.Kind == KindCheckpoint {
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
+			ix.noteRun(KindCheckpoint, r.Checkpoint.RunID)
 		}
 		ix.account(*r)
 	}

@@ -3,7 +3,6 @@
 package session
 
 import (
-	"os"
 	"testing"
 )
 
@@ -65,13 +64,4 @@ func TestOpenLeavesLiveWritersDispatch(t *testing.T) {
 	if tot := after.Totals(); !tot.Uncertain || tot.UncertainMarkers != 1 || tot.UnsettledDispatches != 0 || tot.Cause.RunID != "run2" {
 		t.Fatalf("Open after the writer went away: totals %+v, want run2's request recorded", tot)
 	}
-}
-
-func fileSize(t *testing.T, path string) int64 {
-	t.Helper()
-	st, err := os.Stat(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st.Size()
 }

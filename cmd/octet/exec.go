@@ -140,7 +140,11 @@ func openSession(dir, id string) (*session.Session, error) {
 	}
 	s, err := session.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open session %s: %w", strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
+		id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+		if advice := session.WriteFailureAdvice(err); advice != "" {
+			return nil, fmt.Errorf("open session %s for writing (%s): %w", id, advice, err)
+		}
+		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
 	return s, nil
 }
@@ -260,6 +264,9 @@ func outcomeError(res agent.RunResult, cfg *config.Config) error {
 	}
 	if hint := providerHint(res.Err, cfg.BaseURL.Value, cfg.Model.Value); hint != "" {
 		msg += "\n  " + hint
+	}
+	if advice := session.WriteFailureAdvice(res.Err); advice != "" {
+		msg += "\n  " + advice
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s", msg)}
 }

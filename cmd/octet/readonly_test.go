@@ -161,22 +161,29 @@ func TestInspectionOnReadOnlyHome(t *testing.T) {
 	}
 }
 
-// readOnlyBind makes dir read-only for the rest of the test with a
-// read-only bind mount of itself (skipping when mounts are not allowed).
-func readOnlyBind(t *testing.T, dir string) {
+// readOnlyBind makes dir read-only with a read-only bind mount of itself
+// (skipping when mounts are not allowed) until the test ends or undo is
+// called.
+func readOnlyBind(t *testing.T, dir string) (undo func()) {
 	t.Helper()
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
 		t.Skipf("bind mounts need CAP_SYS_ADMIN (root in CI): %v", err)
 	}
-	t.Cleanup(func() {
-		if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
+	mounted := true
+	undo = func() {
+		if mounted {
+			mounted = false
+			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", dir, err)
+			}
 		}
-	})
+	}
+	t.Cleanup(undo)
 	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
 		t.Fatalf("remount read-only: %v", err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "probe"), nil, 0o600); !errors.Is(err, unix.EROFS) {
 		t.Fatalf("%s is writable (%v); the test needs it read-only", dir, err)
 	}
+	return undo
 }

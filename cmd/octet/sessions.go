@@ -178,6 +178,9 @@ func showSession(path string, out io.Writer) error {
 		}
 		fmt.Fprintln(out, neutralize(line))
 	}
+	for _, id := range s.OpenRuns() {
+		fmt.Fprintln(out, neutralize(fmt.Sprintf("run %s: no checkpoint yet: it is still running, or octet stopped or could not write the session before it ended (the next writable open records its end)", id)))
+	}
 	if n := s.TornBytes(); n > 0 {
 		fmt.Fprintf(out, "note: the file ends with %d bytes of an unfinished record (repaired when the session is next opened for writing)\n", n)
 	}
