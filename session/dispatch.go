@@ -317,23 +317,7 @@ func (s *Session) settleUnsettled() error {
 func (s *Session) RecoveredOutputs() []RecoveredOutput {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]RecoveredOutput, 0, len(s.ix.recovered))
-	var sc bodyScratch
-	for _, loc := range s.ix.recovered {
-		buf := make([]byte, loc.n)
-		_, err := s.f.ReadAt(buf, loc.off)
-		var r Record
-		if err == nil {
-			r, err = decodeBody(KindRecoveredOutput, buf, &s.alloc, &sc)
-		}
-		if err != nil {
-			// The line was checked when folded; only I/O can fail here.
-			slog.Error("session: reading recovered output", "path", s.path, "line", loc.line, "err", err)
-			break
-		}
-		out = append(out, *r.Recovered)
-	}
-	return out
+	return readRecords(s, KindRecoveredOutput, s.ix.recovered, func(r Record) RecoveredOutput { return *r.Recovered })
 }
 
 // totalsLocked is the totals as [Session.Totals] reports them: an

@@ -38,6 +38,7 @@ type index struct {
 	scratch     bodyScratch
 	totals      Totals
 	checkpoints []recLoc // decoded on demand
+	delegated   []recLoc // delegated_usage records, decoded on demand
 	// dispatches are the dispatches not yet settled, by id.
 	dispatches map[string]pendingDispatch
 	recovered  []recLoc // recovered output, decoded on demand
@@ -104,8 +105,11 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 				return err
 			}
 		}
-		if r.Kind == KindCheckpoint {
+		switch r.Kind {
+		case KindCheckpoint:
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
+		case KindDelegatedUsage:
+			ix.delegated = append(ix.delegated, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
 		}
 		ix.account(r)
 		if r.Kind == KindCheckpoint {
@@ -255,9 +259,12 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 			return err
 		}
 	default:
-		if r.Kind == KindCheckpoint {
+		switch r.Kind {
+		case KindCheckpoint:
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
 			ix.noteRun(KindCheckpoint, r.Checkpoint.RunID)
+		case KindDelegatedUsage:
+			ix.delegated = append(ix.delegated, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
 		}
 		ix.account(*r)
 	}

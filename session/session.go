@@ -38,6 +38,7 @@ type Session struct {
 	path     string
 	f        *os.File
 	readOnly bool
+	alone    bool // a writer that found no other live writer at open
 	closed   bool
 	hdr      Header
 	size     int64 // end of the last complete record folded
@@ -223,7 +224,7 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		if err := s.repairTail(); err != nil {
 			return err
 		}
-		if !s.claimWriter() {
+		if s.alone = s.claimWriter(); !s.alone {
 			return nil
 		}
 		return s.settleUnsettled()
@@ -256,6 +257,24 @@ func (s *Session) claimWriter() (alone bool) {
 		return false
 	}
 	return alone
+}
+
+// Alone reports whether this writable Session found no other live
+// writer of the file when it was opened (see claimWriter): whatever
+// another process left unsettled then was left by one that is gone. It
+// is false for [Inspect].
+func (s *Session) Alone() bool { return s.alone }
+
+// WriterLive reports whether another Session (in any process) has the
+// file open for writing now. Where the platform cannot tell, it returns
+// an error wrapping [errors.ErrUnsupported].
+func (s *Session) WriterLive() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, ErrClosed
+	}
+	return osfile.LiveHeld(s.f)
 }
 
 // The two lock modes withLock takes.
@@ -686,22 +705,36 @@ func (s *Session) Totals() Totals {
 func (s *Session) Checkpoints() []Checkpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Checkpoint, 0, len(s.ix.checkpoints))
+	return readRecords(s, KindCheckpoint, s.ix.checkpoints, func(r Record) Checkpoint { return *r.Checkpoint })
+}
+
+// Delegated returns every delegated_usage record (the children's usage
+// mirrored into this session) in file order.
+func (s *Session) Delegated() []DelegatedUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return readRecords(s, KindDelegatedUsage, s.ix.delegated, func(r Record) DelegatedUsage { return *r.Delegated })
+}
+
+// readRecords decodes the records of one kind at locs. The caller holds
+// s.mu.
+func readRecords[T any](s *Session, kind string, locs []recLoc, val func(Record) T) []T {
+	out := make([]T, 0, len(locs))
 	var sc bodyScratch
 	var buf []byte
-	for _, loc := range s.ix.checkpoints {
+	for _, loc := range locs {
 		buf = slices.Grow(buf[:0], int(loc.n))[:loc.n]
 		_, err := s.f.ReadAt(buf, loc.off)
 		var r Record
 		if err == nil {
-			r, err = decodeBody(KindCheckpoint, buf, &s.alloc, &sc)
+			r, err = decodeBody(kind, buf, &s.alloc, &sc)
 		}
 		if err != nil {
 			// The line was checked when folded; only I/O can fail here.
-			slog.Error("session: reading checkpoint", "path", s.path, "line", loc.line, "err", err)
+			slog.Error("session: reading "+kind, "path", s.path, "line", loc.line, "err", err)
 			break
 		}
-		out = append(out, *r.Checkpoint)
+		out = append(out, val(r))
 	}
 	return out
 }

@@ -142,7 +142,11 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 // writing, or with readOnly for reading only (session.Inspect: shared
 // lock, no repair, nothing recorded).
 func openForRewind(dir, id string, readOnly bool) (*session.Session, error) {
-	path, err := resolveSession(dir, id)
+	resolve := resolveSession
+	if readOnly {
+		resolve = resolveReadable
+	}
+	path, err := resolve(dir, id)
 	if err != nil {
 		return nil, err
 	}

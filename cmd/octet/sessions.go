@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/session"
 )
@@ -47,7 +48,7 @@ func runSessions(ctx context.Context, args []string, e env) error {
 		if len(args) != 2 {
 			return usageErrorf("usage: octet sessions %s <id>", args[0])
 		}
-		path, err := resolveSession(dir, args[1])
+		path, err := resolveReadable(dir, args[1])
 		if err != nil {
 			return err
 		}
@@ -102,6 +103,20 @@ func resolveSession(dir, id string) (string, error) {
 	}
 	return "", usageErrorf("session id prefix %q is ambiguous: it matches %d sessions; give more of the id:\n  %s%s",
 		id, len(matches), strings.Join(shown, "\n  "), more)
+}
+
+// resolveReadable is resolveSession for commands that only read a
+// session: an id no session in dir has may also name a delegated child's
+// session (kept in its team's directory, under dir/teams).
+func resolveReadable(dir, id string) (string, error) {
+	path, err := resolveSession(dir, id)
+	if err == nil {
+		return path, nil
+	}
+	if cs, ok, ferr := team.FindChildSession(filepath.Join(dir, "teams"), strings.TrimSuffix(id, ".jsonl")); ferr == nil && ok {
+		return cs.Path, nil
+	}
+	return "", err
 }
 
 // sessionIDs lists the ids of the session files in dir, sorted.
@@ -160,6 +175,7 @@ func showSession(path string, out io.Writer) error {
 	if h.ForkOf != "" {
 		fmt.Fprintf(out, "  fork of %s at entry %s\n", neutralize(h.ForkOf), neutralize(h.ForkEntry))
 	}
+	showChildren(out, path, h.ID)
 	for _, en := range s.Branch() {
 		showEntry(out, en)
 	}
@@ -185,6 +201,23 @@ func showSession(path string, out io.Writer) error {
 		fmt.Fprintf(out, "note: the file ends with %d bytes of an unfinished record (repaired when the session is next opened for writing)\n", n)
 	}
 	return nil
+}
+
+// showChildren lists the delegated child sessions of the session id at
+// path (octet sessions show takes their ids too), or, for a child, whose
+// child it is.
+func showChildren(out io.Writer, path, id string) {
+	dir := filepath.Dir(path)
+	if filepath.Base(filepath.Dir(dir)) == "teams" {
+		if cs, ok, err := team.FindChildSession(filepath.Dir(dir), id); err == nil && ok {
+			fmt.Fprintf(out, "  child   %s of session %s (%s)\n", neutralize(cs.AgentPath), neutralize(cs.ParentSessionID), neutralize(string(cs.Status)))
+		}
+		return
+	}
+	children, _ := team.ChildSessions(filepath.Join(dir, "teams"), id)
+	for _, c := range children {
+		fmt.Fprintf(out, "  child   %s: session %s (%s)\n", neutralize(c.AgentPath), neutralize(c.SessionID), neutralize(string(c.Status)))
+	}
 }
 
 // listedCost is a session's known cost for the listing, from its listing

@@ -262,6 +262,14 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 // follows context file reloads (SetInstructions) until release is
 // called; release also closes its WebSocket, if any.
 func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore, policy *tools.Policy) (a *agent.Agent, release func(), err error) {
+	// Children of earlier runs that were never mirrored (the process was
+	// killed during delegation) count before any ceiling is checked.
+	// Not counting them would let a ceiling pass what they cost.
+	if n, err := team.Reconcile(sess, teamsDir(sess), st.log); err != nil {
+		return nil, nil, err
+	} else if n > 0 {
+		st.log.Info("delegated usage reconciled from child sessions", "session", sess.Header().ID, "records", n)
+	}
 	broker := tools.NewBroker(tools.BrokerConfig{
 		Policy:          st.cfg.ToolPolicy(),
 		Approver:        approver,
@@ -347,7 +355,7 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 	}
 	host := st.host
 	tcfg := team.Config{
-		Dir:     filepath.Join(filepath.Dir(sess.Path()), "teams"),
+		Dir:     teamsDir(sess),
 		Service: &team.ProductService,
 		Logger:  st.log,
 		NewAgent: func(cfg agent.Config) (*agent.Agent, func(), error) {
@@ -371,6 +379,11 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 		}
 	}
 	return host, owner, nil
+}
+
+// teamsDir holds the delegation teams of the sessions beside sess.
+func teamsDir(sess *session.Session) string {
+	return filepath.Join(filepath.Dir(sess.Path()), "teams")
 }
 
 // newLogger logs to w at warn level (debug with OCTET_LOG=debug).

@@ -43,3 +43,19 @@ func ofdLock(f *os.File, typ int16) error {
 		}
 	}
 }
+
+// LiveHeld reports whether a live writer holds f's file (its LockLive),
+// through any open description other than f's own.
+func LiveHeld(f *os.File) (bool, error) {
+	lk := unix.Flock_t{Type: unix.F_WRLCK, Whence: 0, Start: liveOffset, Len: 1}
+	for {
+		err := unix.FcntlFlock(f.Fd(), unix.F_OFD_GETLK, &lk)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false, err
+		}
+		return lk.Type != unix.F_UNLCK, nil
+	}
+}

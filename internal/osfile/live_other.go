@@ -13,3 +13,9 @@ import (
 func LockLive(f *os.File) (alone bool, err error) {
 	return false, errors.ErrUnsupported
 }
+
+// LiveHeld reports whether a live writer holds f's file; implemented on
+// Linux only: here it returns an error wrapping [errors.ErrUnsupported].
+func LiveHeld(f *os.File) (bool, error) {
+	return false, errors.ErrUnsupported
+}
