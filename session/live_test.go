@@ -4,6 +4,7 @@ package session
 
 import (
 	"testing"
+	"time"
 )
 
 // TestOpenLeavesLiveWritersDispatch: a writable Open while another
@@ -63,5 +64,39 @@ func TestOpenLeavesLiveWritersDispatch(t *testing.T) {
 	defer after.Close()
 	if tot := after.Totals(); !tot.Uncertain || tot.UncertainMarkers != 1 || tot.UnsettledDispatches != 0 || tot.Cause.RunID != "run2" {
 		t.Fatalf("Open after the writer went away: totals %+v, want run2's request recorded", tot)
+	}
+}
+
+// TestOpenWaitsForAWriterGoingAway: the "other writer" a writable Open
+// meets may be on its way out (a killed process's child between fork and
+// exec keeps the descriptor for a few milliseconds). Open waits briefly,
+// without holding the file lock, and once it is alone records what was
+// left unsettled. Without the wait, a resume right after a crash left it
+// to the next open.
+func TestOpenWaitsForAWriterGoingAway(t *testing.T) {
+	s := newSession(t)
+	if err := s.Append(DispatchRecord(Dispatch{ID: NewID(), RunID: "killed", Model: "m"})); err != nil {
+		t.Fatal(err)
+	}
+	path := s.Path()
+	s.Close()
+	lingering, err := Open(path) // settles, then stays open as the lingering holder
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lingering.Append(DispatchRecord(Dispatch{ID: NewID(), RunID: "killed2", Model: "m"})); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(3 * aloneWait)
+		lingering.Close()
+	}()
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if !w.Alone() || len(w.OpenRuns()) != 0 || w.Totals().UnsettledDispatches != 0 {
+		t.Fatalf("after the other writer went away: alone %v, open runs %v, totals %+v", w.Alone(), w.OpenRuns(), w.Totals())
 	}
 }

@@ -229,11 +229,56 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		}
 		return s.settleUnsettled()
 	})
+	if err == nil && !ro && !s.alone && s.needsSettling() {
+		err = s.awaitAlone()
+	}
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// aloneWait and aloneTries bound how long a writable open that finds
+// another writer, and something to settle, waits for it to go away.
+const (
+	aloneWait  = 10 * time.Millisecond
+	aloneTries = 10
+)
+
+// needsSettling reports whether a writer alone would record anything:
+// another writer's unsettled dispatch or a run without its checkpoint.
+func (s *Session) needsSettling() bool {
+	return len(s.ix.unsettled()) > 0 || len(s.ix.openRuns) > 0
+}
+
+// awaitAlone retries claimWriter for a while, without holding the file
+// lock in between, before it leaves what it found unsettled to the
+// writer it saw: the "writer" may be a dying process's child between
+// fork and exec, which still holds the session's descriptor for a few
+// milliseconds after its parent's death (a resume right after a crash).
+// Once alone, it settles as open does.
+func (s *Session) awaitAlone() error {
+	for range aloneTries {
+		time.Sleep(aloneWait)
+		err := s.withLock(lockEx, func() error {
+			if _, err := s.catchUpForeign(); err != nil {
+				return err
+			}
+			if err := s.repairTail(); err != nil {
+				return err
+			}
+			if s.alone = s.claimWriter(); !s.alone {
+				return nil
+			}
+			return s.settleUnsettled()
+		})
+		if err != nil || s.alone {
+			return err // open rewrites the listing cache
+		}
+	}
+	slog.Info("session: another writer has the session open; what it left unsettled is left to it", "path", s.path)
+	return nil
 }
 
 // claimWriter advertises this writable Session as a live writer of the

@@ -55,9 +55,11 @@ func (x *execEnv) runOctet(t *testing.T, args ...string) cliResult {
 // live run then failed ("a request was in flight when octet stopped")
 // and every later prompt was refused.
 func TestInspectionLeavesLiveRunAlone(t *testing.T) {
-	ready := make(chan struct{})
+	// The first answer streams for about 5 s: the inspections run while
+	// it does.
+	long := strings.Repeat("streaming while another process reads the session ", 60)
 	x := newExecEnv(t,
-		providertest.Reply(providertest.Message("Writing."), providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)).HoldUntil(ready),
+		providertest.Reply(providertest.Message(long), providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)).Pace(10*time.Millisecond),
 		providertest.Text("done"),
 		providertest.Text("again"),
 	)
@@ -68,12 +70,6 @@ func TestInspectionLeavesLiveRunAlone(t *testing.T) {
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}
-	released := false
-	defer func() {
-		if !released {
-			close(ready)
-		}
-	}()
 	for deadline := time.Now().Add(20 * time.Second); len(x.srv.Requests()) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatalf("no provider request; stderr: %s", errb.String())
@@ -103,8 +99,9 @@ func TestInspectionLeavesLiveRunAlone(t *testing.T) {
 	if after, _ := os.ReadFile(files[0]); !bytes.Equal(after, before) {
 		t.Errorf("reading the session changed it: %d bytes before, %d after:\n%s", len(before), len(after), after[len(before):])
 	}
-	released = true
-	close(ready)
+	if n := len(x.srv.Requests()); n != 1 {
+		t.Fatalf("test setup: the first answer stopped streaming before the inspections ended (%d requests)", n)
+	}
 	if err := live.Wait(); err != nil {
 		t.Fatalf("the live run: %v\nstderr: %s", err, errb.String())
 	}
