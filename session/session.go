@@ -239,11 +239,15 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 	return s, nil
 }
 
-// aloneWait and aloneTries bound how long a writable open that finds
-// another writer, and something to settle, waits for it to go away.
+// aloneWait is the first wait of a writable open that finds another
+// writer, and something to settle, for it to go away; each next wait
+// doubles, up to aloneMaxWait, for aloneTries tries (about 1 s in all:
+// on a loaded machine the lingering child below may wait that long for
+// a CPU).
 const (
-	aloneWait  = 10 * time.Millisecond
-	aloneTries = 10
+	aloneWait    = 10 * time.Millisecond
+	aloneMaxWait = 400 * time.Millisecond
+	aloneTries   = 7
 )
 
 // needsSettling reports whether a writer alone would record anything:
@@ -254,13 +258,16 @@ func (s *Session) needsSettling() bool {
 
 // awaitAlone retries claimWriter for a while, without holding the file
 // lock in between, before it leaves what it found unsettled to the
-// writer it saw: the "writer" may be a dying process's child between
+// writer it saw: the "writer" may be a killed process's child between
 // fork and exec, which still holds the session's descriptor for a few
-// milliseconds after its parent's death (a resume right after a crash).
+// milliseconds after its parent's death, longer on a loaded machine (a
+// resume right after a crash).
 // Once alone, it settles as open does.
 func (s *Session) awaitAlone() error {
+	wait := aloneWait
 	for range aloneTries {
-		time.Sleep(aloneWait)
+		time.Sleep(wait)
+		wait = min(2*wait, aloneMaxWait)
 		err := s.withLock(lockEx, func() error {
 			if _, err := s.catchUpForeign(); err != nil {
 				return err
