@@ -221,13 +221,7 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		// Only once everything before the tail has been validated (and the
 		// branch typed) may the torn tail be cut: a damaged file is left
 		// untouched.
-		if err := s.repairTail(); err != nil {
-			return err
-		}
-		if s.alone = s.claimWriter(); !s.alone {
-			return nil
-		}
-		return s.settleUnsettled()
+		return s.repairAndSettle()
 	})
 	if err == nil && !ro && !s.alone && s.needsSettling() {
 		err = s.awaitAlone()
@@ -237,6 +231,19 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// repairAndSettle cuts a torn tail and, when this writer is alone
+// (claimWriter), settles what other writers left unsettled. The caller
+// holds the exclusive lock and has folded and validated the whole file.
+func (s *Session) repairAndSettle() error {
+	if err := s.repairTail(); err != nil {
+		return err
+	}
+	if s.alone = s.claimWriter(); !s.alone {
+		return nil
+	}
+	return s.settleUnsettled()
 }
 
 // aloneWait is the first wait of a writable open that finds another
@@ -272,13 +279,7 @@ func (s *Session) awaitAlone() error {
 			if _, err := s.catchUpForeign(); err != nil {
 				return err
 			}
-			if err := s.repairTail(); err != nil {
-				return err
-			}
-			if s.alone = s.claimWriter(); !s.alone {
-				return nil
-			}
-			return s.settleUnsettled()
+			return s.repairAndSettle()
 		})
 		if err != nil || s.alone {
 			return err // open rewrites the listing cache

@@ -41,14 +41,8 @@ func TestExecSIGKILLDelegationAccounting(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(x.srv.Requests()) < 5; {
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("delegation never got under way: %d requests", len(x.srv.Requests()))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	defer cmd.Process.Kill()
+	x.awaitRequests(t, 5)
 	// Child one's answer is durable once its run is recorded idle.
 	teams, _ := filepath.Glob(filepath.Join(x.home, "sessions", "teams", "team-*"))
 	if len(teams) != 1 {

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -65,12 +64,7 @@ func TestExecDiskFullCheckpointLater(t *testing.T) {
 	if err := second.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); len(x.srv.Requests()) < 2; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no second request; stderr: %s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	x.awaitRequests(t, 2)
 	page := int64(os.Getpagesize())
 	if st, err := os.Stat(path); err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,33 +16,6 @@ import (
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 )
-
-// octetCmd is the real binary with x's environment, in its workspace.
-func (x *execEnv) octetCmd(t *testing.T, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(t.Context(), octetBin, args...)
-	cmd.Dir = x.ws
-	cmd.Env = os.Environ()
-	for k, v := range x.vars {
-		cmd.Env = append(cmd.Env, k+"="+v)
-	}
-	return cmd
-}
-
-// runOctet runs the real binary to its end.
-func (x *execEnv) runOctet(t *testing.T, args ...string) cliResult {
-	t.Helper()
-	cmd := x.octetCmd(t, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := errors.AsType[*exec.ExitError](err); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return cliResult{code, out.String(), errb.String()}
-}
 
 // TestInspectionLeavesLiveRunAlone: while a real `octet exec` under a
 // cost ceiling has a request in flight, `octet sessions diff`, `show`,
@@ -70,12 +42,7 @@ func TestInspectionLeavesLiveRunAlone(t *testing.T) {
 	if err := live.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); len(x.srv.Requests()) == 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("no provider request; stderr: %s", errb.String())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	x.awaitRequests(t, 1)
 	files := x.sessionFiles(t)
 	if len(files) != 1 {
 		t.Fatalf("session files %v", files)
