@@ -28,6 +28,10 @@ type Session struct {
 	// docs is the client's overlay for the workspace (nil: none): a
 	// rewind of an open document goes through it, as an edit does.
 	docs tools.Documents
+	// resolve maps a model name to a model (Host.resolveModel); catalog
+	// is the host's catalog.
+	resolve func(name string) (provider.Model, error)
+	catalog func() Catalog
 	// rewindMu serializes rewinds of the session.
 	rewindMu sync.Mutex
 
@@ -95,15 +99,16 @@ func (s *Session) SetHead(entryID string) error {
 }
 
 // SetModel selects the model name for the session's next requests and
-// returns the one in effect: the model the session was built with, or one
-// the runtime resolves.
+// returns the one in effect: the model the session was built with, one
+// the runtime resolves, or one the endpoint lists (its list read again,
+// for at most 5 s, when stale).
 func (s *Session) SetModel(name string) (string, error) {
 	if name == s.startModel.Name {
 		// The model the session was built with is always allowed.
 		s.built.Agent.SetModel(s.startModel)
 		return name, nil
 	}
-	m, err := s.rt.Resolve(name)
+	m, err := s.resolve(name)
 	if err != nil {
 		return "", err
 	}

@@ -87,6 +87,9 @@ type Model struct {
 	// ApplyPatch reports that the model was trained on the apply_patch
 	// patch format (Codex's), so it is offered that tool by default.
 	ApplyPatch bool
+	// Images reports that the model takes image input (input_image
+	// parts): prompts may carry images and it is offered view_image.
+	Images bool
 }
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
@@ -99,18 +102,18 @@ const gpt5Family = FeatureReasoning | FeatureEncryptedReasoning | FeatureParalle
 	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
 
 var models = []Model{
-	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.2-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.1-codex-max", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.1-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.1-codex-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.2", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5.1", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5-nano", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-4.1", ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Features: FeatureParallelToolCalls | FeaturePromptCacheKey, ApplyPatch: true},
+	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.2-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1-codex-max", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1-codex-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.2", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5-nano", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-4.1", ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Features: FeatureParallelToolCalls | FeaturePromptCacheKey, ApplyPatch: true, Images: true},
 }
 
 // ModelNames returns the names of the built-in model table, newest family

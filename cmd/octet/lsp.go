@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os/signal"
 	"path/filepath"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -101,6 +100,7 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 		ResolveModel: w.resolveModel,
 		ExplainError: w.explain,
 		Catalog:      w.catalog,
+		ListModels:   w.listModels,
 	}
 	return &dialect{rt: rt, w: w, log: log, startErr: startErr}, nil
 }
@@ -125,7 +125,7 @@ func modelResolver(configured string) func(string) (provider.Model, error) {
 			}
 			return provider.Model{}, host.UnknownModelError(name, extra...)
 		}
-		return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
+		return host.AssumedModel(name), nil
 	}
 }
 
@@ -199,24 +199,26 @@ func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
 	return modelResolver(configured)(name)
 }
 
-// catalog is Runtime.Catalog: the model table (and the configured model
-// when the table does not know it) with the configured prices.
+// catalog is Runtime.Catalog: the catalog of the current configuration.
 func (ws *workspaces) catalog() host.Catalog {
-	cat := host.DefaultCatalog()
 	cfg := ws.current()
 	if cfg == nil {
-		return cat
+		return host.DefaultCatalog()
 	}
-	cat.Default = cfg.Model.Value
-	cat.Prices = host.Prices(cfg)
-	listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == cat.Default })
-	if !listed && cat.Default != "" {
-		// Not in the table, or a dated snapshot of a model in it.
-		if m, err := modelResolver(cat.Default)(cat.Default); err == nil {
-			cat.Models = append([]provider.Model{m}, cat.Models...)
-		}
+	return host.CatalogFor(cfg)
+}
+
+// listModels is Runtime.ListModels: the model list of the current
+// configuration's endpoint.
+func (ws *workspaces) listModels(ctx context.Context) ([]string, error) {
+	cfg := ws.current()
+	if cfg == nil {
+		return nil, errors.New("no configuration has loaded")
 	}
-	return cat
+	ws.mu.Lock()
+	key := ws.key
+	ws.mu.Unlock()
+	return endpointModels(ctx, cfg, key, ws.log)
 }
 
 // watchedContext is a workspace's AGENTS.md set, reloaded on change.
@@ -250,7 +252,10 @@ func (ws *workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.
 	if err != nil {
 		return nil, err
 	}
-	if spec.Model != "" {
+	switch {
+	case spec.Resolved.Name != "":
+		st.model = spec.Resolved
+	case spec.Model != "":
 		m, err := modelResolver(cfg.Model.Value)(spec.Model)
 		if err != nil {
 			st.Close()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -119,7 +120,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	m, ok := provider.LookupModel(cfg.Model.Value)
 	if !ok {
 		log.Warn(fmt.Sprintf("model %q is not in octet's model table; assuming a 128K context window", cfg.Model.Value))
-		m = provider.Model{Name: cfg.Model.Value, ContextWindow: 128_000, MaxOutputTokens: 16_384}
+		m = host.AssumedModel(cfg.Model.Value)
 	}
 	st.model = m
 	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
@@ -403,6 +404,11 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 		}
 	}
 	return host, owner, nil
+}
+
+// endpointModels lists the models cfg's endpoint serves (GET /models).
+func endpointModels(ctx context.Context, cfg *config.Config, key config.Secret, log *slog.Logger) ([]string, error) {
+	return provider.NewHTTP(provider.HTTPConfig{BaseURL: cfg.BaseURL.Value, APIKey: key.Reveal(), Logger: log}).ListModels(ctx)
 }
 
 // providerHint turns a provider failure into an actionable sentence.
