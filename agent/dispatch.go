@@ -501,6 +501,9 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 	if executed && r.a.cfg.Intents != nil {
 		r.a.cfg.Intents.DropIntent(r.a.intentKey(call.CallID)) // the result holds them now
 	}
+	if p := res.Plan; p != nil && !res.IsError {
+		r.emit(&PlanUpdate{CallID: call.CallID, Explanation: p.Explanation, Plan: p.Steps})
+	}
 	r.callFinished(i, res, executed, start, true)
 	return nil
 }

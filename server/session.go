@@ -495,6 +495,9 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
 	}
 	res["recoveredOutput"] = ss.handle.RecoveredOutput()
+	if plan := ss.handle.Plan(); plan != nil {
+		res["plan"] = plan
+	}
 	s.resumeChildren(ss.id, res)
 	ss.mu.Lock()
 	pending := ss.pendingSorted()

@@ -416,6 +416,10 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	if err := st.ext.checkListedTools(st.cfg, st.log); err != nil {
 		return execResult{}, err
 	}
+	if p := host.PlanOf(sess.Branch()); p != nil {
+		// A continued session's plan, before its run (runId "" in --json).
+		render(&agent.PlanUpdate{Explanation: p.Explanation, Plan: p.Steps})
+	}
 	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{})
 	if err != nil {
 		return execResult{}, fmt.Errorf("start run: %w", err)

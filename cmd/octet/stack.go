@@ -206,9 +206,11 @@ func (st *stack) Close() error {
 	return nil
 }
 
-// instructions is the system prompt with the current context files.
+// instructions is the system prompt with the current context files, and
+// the plan section when update_plan is among the tools.
 func (st *stack) instructions() string {
-	return harness.Instructions(harness.Options{ContextFiles: st.context.Instructions()})
+	_, plan := st.host.Lookup(tools.UpdatePlanTool{}.Name())
+	return harness.Instructions(harness.Options{Plan: plan, ContextFiles: st.context.Instructions()})
 }
 
 // facts are what the environment context tells the model of the
