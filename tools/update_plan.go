@@ -62,7 +62,6 @@ type Plan struct {
 	Steps       []PlanStep `json:"plan"`
 }
 
-
 // UpdatePlanTool is update_plan: the model keeps its plan, which the
 // front doors show as a checklist. It has no effect beyond its result
 // (Pure): the plan is durable in the session as the call's result.
