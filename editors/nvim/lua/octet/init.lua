@@ -153,10 +153,21 @@ local function on_event(p)
     if type(e.effectiveToolPolicy) == "table" and type(e.effectiveToolPolicy.effect_policy) == "table" then
       s.policy = e.effectiveToolPolicy.effect_policy.value
     end
+  elseif k == "tool_started" and e.tool == "update_plan" then
+    -- Its plan event is what the chat shows of it.
+    s.plan_calls = s.plan_calls or {}
+    s.plan_calls[e.callId] = true
   elseif k == "tool_started" then
     c:tool_start(e.callId, e.tool)
+  elseif k == "plan" then
+    c:plan(e)
   elseif k == "tool_output" then
     c:tool_output(e.callId, e.text)
+  elseif k == "tool_finished" and s.plan_calls and s.plan_calls[e.callId] then
+    s.plan_calls[e.callId] = nil
+    if e.isError then
+      c:notice("The plan was not updated (update_plan failed).")
+    end
   elseif k == "tool_finished" then
     c:tool_finish(e.callId, e.isError, rpc.nn(e.changes))
     local call = c:call(e.callId)
@@ -416,6 +427,10 @@ function M.resume(sid, cb)
         s.chat:notice("Earlier entries are not shown here (octet sessions show " .. sid .. " prints them all).")
       end
       s.chat:transcript(res.transcript, res.recoveredOutput)
+      if type(res.plan) == "table" then
+        -- The page may not reach back to the plan's call.
+        s.chat:plan(res.plan)
+      end
       agents.resumed(s, res.children)
     end
     s.run_id = rpc.nn(res.activeRunId)
