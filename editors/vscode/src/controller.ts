@@ -271,6 +271,10 @@ export class Octet implements vscode.Disposable {
       if (r.children && r.children.length > 0) {
         this.model.addChildren(r.children);
       }
+      if (r.plan) {
+        // The transcript page may not reach back to the plan's call.
+        this.model.setPlan(r.plan);
+      }
       if (r.usage?.refusal) {
         this.model.addError(r.usage.refusal, ["newSession"]);
       }
