@@ -115,6 +115,22 @@ type ToolResult struct {
 	// Details holds structured, tool-specific data for frontends; it is
 	// never sent to the model.
 	Details map[string]any
+	// Images are images the result gives the model (view_image), kept
+	// in octet's image store.
+	Images []Image
+}
+
+// Image is an image given to the model, kept in octet's image store
+// ($OCTET_HOME/images) under the hex SHA-256 of its bytes: the ledger
+// names it, the store holds it.
+type Image struct {
+	// MimeType is image/png, image/jpeg, image/gif or image/webp.
+	MimeType string
+	// SHA256 is the hex SHA-256 of the image's bytes: its name in the
+	// store.
+	SHA256 string
+	// Bytes is its size.
+	Bytes int64
 }
 
 // Compaction is the summary that replaces the context before FirstKept.
@@ -146,6 +162,8 @@ type Entry struct {
 	RunID string
 	// Text is the text of user, steering and follow-up entries.
 	Text string
+	// Images are the images a user entry's prompt carries.
+	Images []Image
 	// Items are the output items of an assistant entry.
 	Items []Item
 	// StopReason is why an assistant response ended ("completed",
