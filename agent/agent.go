@@ -116,6 +116,10 @@ type Config struct {
 	// refuses is neither advertised nor executed for that model (a call
 	// of it is an unknown tool). Nil offers every tool of Host.
 	Offer func(m provider.Model, name string) bool
+	// Images, when set, keeps the images of prompts and tool results
+	// (view_image); nil: prompts with images are refused and a result's
+	// images are dropped with a note.
+	Images ImageStore
 	// Intents, when set, keeps the changes edit and write are about to
 	// make, before they make them (the change store): a crash before such
 	// a call's result is durable leaves them there, and crash recovery
@@ -129,6 +133,10 @@ type PromptOptions struct {
 	// WithoutTools starts the run with the sticky tool-free policy: no tool
 	// schemas and tool_choice none on every request.
 	WithoutTools bool
+	// Images are images the prompt carries after its text (each a type
+	// internal/images accepts); they are kept in Config.Images before the
+	// prompt is durable. The caller checks the model takes image input.
+	Images []provider.Image
 	// Deliver, when set, is offered each event on the run's owner
 	// goroutine, while the run is live, before it would be queued on
 	// [Run.Events]: it returns true when it has taken the event (it will
@@ -331,7 +339,13 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist environment context: %w", err)
 	}
-	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text}); err != nil {
+	refs, err := a.keepImages(opts.Images)
+	if err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, fmt.Errorf("agent: keep the prompt's images: %w", err)
+	}
+	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text, Images: refs}); err != nil {
 		r.cancel()
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist prompt: %w", err)

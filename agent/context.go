@@ -53,18 +53,6 @@ func contextView(branch []session.Entry) view {
 	return v
 }
 
-// items converts the view into provider input items.
-func (v view) items() []provider.Item {
-	out := make([]provider.Item, 0, len(v.entries)*2+1)
-	if v.summary != nil {
-		out = append(out, userMessage(summaryPrefix+v.summary.Summary))
-	}
-	for i := range v.entries {
-		out = appendEntryItems(out, &v.entries[i])
-	}
-	return out
-}
-
 // itemCache keeps the provider items of committed entries, by entry id,
 // with their request encoding (provider.Item.Encoded): a committed entry
 // never changes, so each request encodes only the entries added since the
@@ -73,18 +61,23 @@ func (v view) items() []provider.Item {
 type itemCache struct {
 	mu   sync.Mutex
 	byID map[string][]provider.Item
+	// mode names how images were resolved (imageMode): the cached items
+	// hold them so, and another mode starts the cache again.
+	mode string
 }
 
-// items is view.items, from the cache where it can.
-func (c *itemCache) items(v view) []provider.Item {
+// items converts the view into provider input items, from the cache
+// where it can; imgs resolves the entries' images, as mode names.
+func (c *itemCache) items(v view, mode string, imgs imageRefs) []provider.Item {
 	out := make([]provider.Item, 0, len(v.entries)*2+1)
 	if v.summary != nil {
 		out = append(out, userMessage(summaryPrefix+v.summary.Summary))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byID == nil || len(c.byID) > 2*len(v.entries)+64 {
+	if c.byID == nil || len(c.byID) > 2*len(v.entries)+64 || c.mode != mode {
 		c.byID = make(map[string][]provider.Item, len(v.entries))
+		c.mode = mode
 	}
 	for i := range v.entries {
 		e := &v.entries[i]
@@ -93,7 +86,7 @@ func (c *itemCache) items(v view) []provider.Item {
 			continue
 		}
 		start := len(out)
-		out = appendEntryItems(out, e)
+		out = appendEntryItems(out, e, imgs)
 		if e.ID == "" {
 			continue
 		}
@@ -114,13 +107,15 @@ func userMessage(text string) provider.Item {
 	return provider.Item{Type: provider.ItemMessage, Role: "user", Text: text}
 }
 
-// appendEntryItems appends the canonical provider items of one entry.
-// Entry types the agent does not replay (and compaction entries, which the
-// view handles) contribute nothing.
-func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
+// appendEntryItems appends the canonical provider items of one entry,
+// its images as imgs resolves them. Entry types the agent does not replay
+// (and compaction entries, which the view handles) contribute nothing.
+func appendEntryItems(out []provider.Item, e *session.Entry, imgs imageRefs) []provider.Item {
 	switch e.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryContext:
-		out = append(out, userMessage(e.Text))
+		it := userMessage(e.Text)
+		withImages(&it, &it.Text, e.Images, imgs)
+		out = append(out, it)
 	case session.EntryAssistant:
 		for _, it := range e.Items {
 			switch it.Type {
@@ -141,10 +136,25 @@ func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
 		}
 	case session.EntryToolResult:
 		if e.Result != nil {
-			out = append(out, provider.Item{Type: provider.ItemFunctionCallOutput, CallID: e.Result.CallID, Output: e.Result.Text})
+			it := provider.Item{Type: provider.ItemFunctionCallOutput, CallID: e.Result.CallID, Output: e.Result.Text}
+			withImages(&it, &it.Output, e.Result.Images, imgs)
+			out = append(out, it)
 		}
 	}
 	return out
+}
+
+// withImages gives item it the images refs name, as imgs resolves them,
+// with the note it adds to text.
+func withImages(it *provider.Item, text *string, refs []session.Image, imgs imageRefs) {
+	if len(refs) == 0 {
+		return
+	}
+	var note string
+	it.Images, note = imgs(refs)
+	if note != "" {
+		*text += "\n\n" + note
+	}
 }
 
 // sessionItems converts a provider response's output into session items.
@@ -191,6 +201,9 @@ func sessionItems(out []provider.Item) (items []session.Item, bad string) {
 const (
 	bytesPerToken   = 4
 	perItemOverhead = 8
+	// imageTokens is what one image is estimated to cost: a detailed
+	// image is a little over a thousand tokens to the models octet knows.
+	imageTokens = 1600
 )
 
 // estimateText estimates the tokens of s.
@@ -202,6 +215,7 @@ func estimateItems(items []provider.Item) int {
 	for i := range items {
 		it := &items[i]
 		n += perItemOverhead + estimateText(it.Text) + estimateText(it.Arguments) + estimateText(it.Output) + estimateText(it.Name)
+		n += len(it.Images) * imageTokens
 		for _, s := range it.Summary {
 			n += estimateText(s)
 		}
@@ -237,7 +251,7 @@ func estimate(req *provider.Request, v view, cal calibration) int {
 			if v.entries[i].ID == cal.entryID {
 				var tail []provider.Item
 				for j := i + 1; j < len(v.entries); j++ {
-					tail = appendEntryItems(tail, &v.entries[j])
+					tail = appendEntryItems(tail, &v.entries[j], countImages)
 				}
 				return cal.tokens + estimateItems(tail)
 			}

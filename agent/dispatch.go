@@ -479,8 +479,9 @@ func (r *Run) syntheticResult(i int, text string) error {
 // call that ran (executed) is a *ResultNotSavedError.
 func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.Time) error {
 	call := r.pending[i].item
+	imgs := r.a.resultImages(&res)
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
-		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res),
+		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res), Images: imgs,
 	}}
 	if in := r.a.cfg.Intents; in != nil && len(res.Changes) > 0 {
 		if err := in.Commit(r.a.intentKey(call.CallID), res.Changes); err != nil {

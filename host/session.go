@@ -73,7 +73,13 @@ func (s *Session) Policy() tools.EffectiveToolPolicy { return s.Broker().Effecti
 func (s *Session) Branch() []session.Entry { return s.sess.Branch() }
 
 // Prompt starts one run of text (agent.ErrBusy while one is active).
+// Images (opts.Images, from DecodeImage) are refused with an *InputError,
+// before anything is kept or sent, when there are too many or the
+// session's model does not take image input (the catalog says which).
 func (s *Session) Prompt(ctx context.Context, text string, opts agent.PromptOptions) (*agent.Run, error) {
+	if err := s.CheckImages(opts.Images); err != nil {
+		return nil, err
+	}
 	return s.built.Agent.Prompt(ctx, text, opts)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/octet-agent/octet/harness"
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/internal/images"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -241,12 +242,16 @@ func (st *stack) reasoning() *provider.Reasoning {
 
 // offer is the agent's Config.Offer: apply_patch goes to the models
 // octet's table says were trained on its format (apply_patch = "auto"),
-// or to every model ("on"); every other tool to every model.
+// or to every model ("on"); view_image to the models that take image
+// input; every other tool to every model.
 func (st *stack) offer(m provider.Model, name string) bool {
-	if name != "apply_patch" {
-		return true
+	switch name {
+	case "apply_patch":
+		return st.cfg.ApplyPatch.Value == "on" || (st.cfg.ApplyPatch.Value == "auto" && m.ApplyPatch)
+	case "view_image":
+		return m.Images
 	}
-	return st.cfg.ApplyPatch.Value == "on" || (st.cfg.ApplyPatch.Value == "auto" && m.ApplyPatch)
+	return true
 }
 
 // retryPolicy is the agent's recovery envelope on the Codex runtime
@@ -334,6 +339,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
 		Intents:      st.changes.Store,
+		Images:       images.Open(filepath.Join(st.cfg.Home, "images")),
 	}
 	if owner != nil {
 		cfg.RunEnd, cfg.Ledger = owner.RunEnd, owner.Ledger
