@@ -81,7 +81,12 @@ func TestImagesLSP(t *testing.T) {
 		c, stdin, _ := startLSP(t, cmd)
 		c.call("initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{"experimental": map[string]any{"octet": map[string]any{"events": false}}}}, nil, nil)
 		c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
-		return c, func() { c.call("shutdown", nil, nil, nil); c.send(map[string]any{"method": "exit"}); stdin.Close(); cmd.Wait() }
+		return c, func() {
+			c.call("shutdown", nil, nil, nil)
+			c.send(map[string]any{"method": "exit"})
+			stdin.Close()
+			cmd.Wait()
+		}
 	}
 	image := map[string]any{"type": "image", "mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(attached)}
 	c, stop := start()
