@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/octet-agent/octet/provider/providertest"
 )
@@ -75,21 +74,8 @@ func TestImagesLSP(t *testing.T) {
 		providertest.Text("still two images"),
 		providertest.Text("text only"),
 	)
-	start := func() (*lspClient, func()) {
-		cmd := lspCommand(t, 60*time.Second)
-		cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-		c, stdin, _ := startLSP(t, cmd)
-		c.call("initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{"experimental": map[string]any{"octet": map[string]any{"events": false}}}}, nil, nil)
-		c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
-		return c, func() {
-			c.call("shutdown", nil, nil, nil)
-			c.send(map[string]any{"method": "exit"})
-			stdin.Close()
-			cmd.Wait()
-		}
-	}
 	image := map[string]any{"type": "image", "mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(attached)}
-	c, stop := start()
+	c, stop := lspIn(t, srv, home, ws, false)
 	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws, "model": "gpt-5"}, nil, nil)["sessionId"].(string)
 	if res := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "what is this?", "context": []any{image}}, nil, nil); res["outcome"] != "completed" {
 		t.Fatalf("prompt with an image: %v", res)
@@ -132,7 +118,7 @@ func TestImagesLSP(t *testing.T) {
 	}
 
 	// A restarted octet lsp: the images come from the store again.
-	c, stop = start()
+	c, stop = lspIn(t, srv, home, ws, false)
 	defer stop()
 	c.call("octet/session/resume", map[string]any{"sessionId": sid}, nil, nil)
 	c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "still there?"}, nil, nil)

@@ -121,20 +121,7 @@ func TestPlanLSP(t *testing.T) {
 	srv := providertest.New(t)
 	srv.Enqueue(providertest.Reply(providertest.FunctionCall("call_p1", "update_plan", planArgs)), providertest.Text("fixed"))
 	home, ws := t.TempDir(), t.TempDir()
-	start := func() (*lspClient, func()) {
-		cmd := lspCommand(t, 60*time.Second)
-		cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-		c, stdin, _ := startLSP(t, cmd)
-		c.call("initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{"experimental": map[string]any{"octet": map[string]any{"events": true}}}}, nil, nil)
-		c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
-		return c, func() {
-			c.call("shutdown", nil, nil, nil)
-			c.send(map[string]any{"method": "exit"})
-			stdin.Close()
-			cmd.Wait()
-		}
-	}
-	c, stop := start()
+	c, stop := lspIn(t, srv, home, ws, true)
 	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
 	var notes []map[string]any
 	c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "fix"}, nil, &notes)
@@ -160,11 +147,28 @@ func TestPlanLSP(t *testing.T) {
 		t.Fatalf("plan event %v", plan)
 	}
 
-	c, stop = start()
+	c, stop = lspIn(t, srv, home, ws, true)
 	defer stop()
 	res := c.call("octet/session/resume", map[string]any{"sessionId": sid}, nil, nil)
 	got, _ := res["plan"].(map[string]any)
 	if got == nil || got["explanation"] != "start with the parser" || !slices.Equal(stepsOf(got), stepsOf(plan)) {
 		t.Errorf("resume's plan = %v, want %v", res["plan"], plan)
+	}
+}
+
+// lspIn starts a real octet lsp on ws with home's state and srv as the
+// provider, initialized (events on or off); stop shuts it down.
+func lspIn(t *testing.T, srv *providertest.Server, home, ws string, events bool) (c *lspClient, stop func()) {
+	t.Helper()
+	cmd := lspCommand(t, 60*time.Second)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+	c, stdin, _ := startLSP(t, cmd)
+	c.call("initialize", map[string]any{"rootUri": "file://" + ws, "capabilities": map[string]any{"experimental": map[string]any{"octet": map[string]any{"events": events}}}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	return c, func() {
+		c.call("shutdown", nil, nil, nil)
+		c.send(map[string]any{"method": "exit"})
+		stdin.Close()
+		cmd.Wait()
 	}
 }
