@@ -447,6 +447,9 @@ function Chat:transcript(entries, recovered)
     if e.type == "user" or e.type == "steering" or e.type == "follow_up" then
       local label = ({ steering = "You (steering)", follow_up = "You (follow-up)" })[e.type]
       self:user(rpc_text(e.text), label)
+      for _, im in ipairs(type(e.images) == "table" and e.images or {}) do
+        self:append({ "", "[image: " .. text.line(im.mimeType or "?", 40) .. ", " .. tostring(tonumber(im.bytes) or 0) .. " bytes]" })
+      end
     elseif e.type == "assistant" then
       for _, it in ipairs(e.items or {}) do
         if it.type == "text" or it.type == "reasoning" then

@@ -11,6 +11,7 @@ local approval = require("octet.approval")
 local documents = require("octet.documents")
 local agents = require("octet.agents")
 local text = require("octet.text")
+local image = require("octet.image")
 
 local state = {
   conn = nil,
@@ -495,9 +496,18 @@ function M.current(cb)
 end
 
 -- Attachments named in the text: #buffer (the last file buffer),
--- #file:path.
+-- #file:path, #image:path. Returns nil and why when an image cannot be
+-- attached.
 local function attachments(text, context)
   context = context or {}
+  for path in text:gmatch("#image:(%S+)") do
+    local abs = path:match("^[/~]") and path or state.root .. "/" .. path
+    local item, why = image.attachment(vim.fn.fnamemodify(abs, ":p"))
+    if not item then
+      return nil, why
+    end
+    table.insert(context, item)
+  end
   if text:find("#buffer", 1, true) and state.last_file and api.nvim_buf_is_valid(state.last_file) then
     local uri = documents.uri(state.last_file)
     if uri then
@@ -541,7 +551,10 @@ function M.send(text, opts)
         end, 20)
       end
     end
-    local context = attachments(text, opts.context)
+    local context, why = attachments(text, opts.context)
+    if not context then
+      return notify("the prompt was not sent: " .. why, vim.log.levels.ERROR)
+    end
     s.chat:user(text)
     s.state, s.sending = "running", true
     redraw()
