@@ -15,6 +15,7 @@ import type {
   TranscriptEntry,
   Usage,
 } from "./protocol";
+import { imageLabel } from "./images";
 
 /** An action offered with an error. */
 export type ErrorAction = "retry" | "newSession" | "showLog" | "selectModel" | "openSettings" | "restart";
@@ -92,7 +93,7 @@ export interface PlanItem {
 export const planTool = "update_plan";
 
 export type ChatItem =
-  | { id: string; kind: "user"; text: string }
+  | { id: string; kind: "user"; text: string; images?: string[] }
   | PlanItem
   | { id: string; kind: "assistant"; runId: string; text: string; reasoning: string; committed: boolean }
   | ToolItem
@@ -188,8 +189,9 @@ export class ChatModel {
     return c;
   }
 
-  addUser(text: string): void {
-    this.add({ id: this.nextId(), kind: "user", text });
+  /** addUser shows a prompt (images: the labels of its images). */
+  addUser(text: string, images?: string[]): void {
+    this.add({ id: this.nextId(), kind: "user", text, ...(images && images.length > 0 ? { images } : {}) });
   }
 
   addInfo(text: string): void {
@@ -636,7 +638,7 @@ export class ChatModel {
         case "user":
         case "steering":
         case "follow_up":
-          this.addUser(e.text ?? "");
+          this.addUser(e.text ?? "", (e.images ?? []).map((i) => imageLabel(i.mimeType, i.bytes)));
           break;
         case "assistant": {
           let text = "";

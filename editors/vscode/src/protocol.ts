@@ -133,6 +133,8 @@ export interface TranscriptEntry {
   type: string;
   runId?: string;
   text?: string;
+  /** images are a prompt's images (kept by octet, named here). */
+  images?: { mimeType: string; bytes: number; sha256?: string }[];
   items?: TranscriptItem[];
   result?: {
     callId: string;

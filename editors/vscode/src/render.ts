@@ -183,12 +183,34 @@ export function planHtml(item: PlanItem): string {
   );
 }
 
+/** imagesHtml shows a prompt's images as labelled chips. */
+function imagesHtml(labels: string[]): string {
+  if (labels.length === 0) {
+    return "";
+  }
+  return `<div class="images">${labels.map((l) => `<span class="image-chip">🖼 ${escapeHtml(displayText(l, "line", 120))}</span>`).join("")}</div>`;
+}
+
+/**
+ * attachmentsHtml is the composer's images waiting for the next prompt,
+ * each with a button that removes it.
+ */
+export function attachmentsHtml(labels: string[]): string {
+  return labels
+    .map(
+      (l, i) =>
+        `<span class="image-chip">🖼 ${escapeHtml(displayText(l, "line", 120))} ` +
+        `<button type="button" class="secondary remove-image" data-remove-image="${i}" title="Remove this image" aria-label="Remove this image">×</button></span>`,
+    )
+    .join("");
+}
+
 /** renderItem returns the HTML of one chat item (its outer element has id). */
 export function renderItem(item: ChatItem): string {
   const id = escapeHtml(item.id);
   switch (item.kind) {
     case "user":
-      return `<div id="${id}" class="item user">${renderMarkdown(item.text)}</div>`;
+      return `<div id="${id}" class="item user">${renderMarkdown(item.text)}${imagesHtml(item.images ?? [])}</div>`;
     case "assistant": {
       const reasoning =
         item.reasoning === ""
