@@ -9,6 +9,7 @@ package vscode_test
 
 import (
 	"bytes"
+	"encoding/base64"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -505,4 +506,69 @@ func TestVSCodeSubAgents(t *testing.T) {
 			seen.StatusesAfterStop, seen.DistinctSessions, seen.StoppedPath, seen.StoppedHasButton)
 	}
 	t.Logf("card: %+v; screenshots in %s", seen, e.shots)
+}
+
+// TestVSCodePlanAndImages pastes an image into the chat's prompt and
+// drops another on it (two chips), sends the prompt (the model gets both
+// as input_image items), and shows the model's plan as one card updated
+// in place by its two update_plan calls, with no tool item for them; a
+// reload restores the session with its plan card.
+func TestVSCodePlanAndImages(t *testing.T) {
+	e := newE2E(t)
+	settings, _ := json.Marshal(map[string]any{
+		"security.workspace.trust.enabled":             false,
+		"workbench.startupEditor":                      "none",
+		"workbench.tips.enabled":                       false,
+		"workbench.secondarySideBar.defaultVisibility": "hidden",
+		"chat.disableAIFeatures":                       true,
+		"telemetry.telemetryLevel":                     "off",
+		"extensions.autoCheckUpdates":                  false,
+	})
+	writeFile(t, filepath.Join(e.userDir, "User", "settings.json"), string(settings))
+	machine, _ := json.Marshal(map[string]any{"octet.path": e.bin})
+	writeFile(t, filepath.Join(e.userDir, "Machine", "settings.json"), string(machine))
+
+	pasted := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR pasted"
+	dropped := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR dropped!"
+	prov := providertest.New(t)
+	prov.Enqueue(
+		providertest.Reply(providertest.FunctionCall("p1", "update_plan", `{"explanation":"look first","plan":[{"step":"Look at the images","status":"in_progress"},{"step":"Compare them","status":"pending"}]}`)),
+		providertest.Reply(providertest.FunctionCall("p2", "update_plan", `{"plan":[{"step":"Look at the images","status":"completed"},{"step":"Compare them","status":"in_progress"}]}`)),
+		providertest.Text("Both are tiny PNG headers."),
+	)
+	url := e.launch(prov)
+	var seen struct {
+		Failed, Log, Chips              string
+		ChipsAfterSend                  int
+		UserImages, ToolItems           []string
+		PlanCards, PlanCardsAfterReload int
+		Plan, PlanAfterReload           string
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	e.drive("drive-plan.mjs", url, map[string]string{
+		"pasted": b64(pasted), "dropped": b64(dropped),
+		"prompt": "What do these show?", "answer": "Both are tiny PNG headers.",
+	}, 5*time.Minute, &seen)
+	if !strings.Contains(seen.Chips, "pasted.png") || !strings.Contains(seen.Chips, "dropped.png") || seen.ChipsAfterSend != 0 || len(seen.UserImages) != 2 {
+		t.Errorf("chips %q, left after sending %d, on the prompt %q", seen.Chips, seen.ChipsAfterSend, seen.UserImages)
+	}
+	reqs := prov.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for _, img := range []string{pasted, dropped} {
+		if url := "data:image/png;base64," + b64(img); !strings.Contains(string(reqs[0].Raw), `"type":"input_image","image_url":"`+url+`"`) {
+			t.Errorf("the request lacks the image %s", url)
+		}
+	}
+	want := []string{"1 of 2 done", "Look at the images", "Compare them"}
+	for _, w := range want {
+		if !strings.Contains(seen.Plan, w) || !strings.Contains(seen.PlanAfterReload, w) {
+			t.Errorf("plan card %q (after a reload %q) lacks %q", seen.Plan, seen.PlanAfterReload, w)
+		}
+	}
+	if seen.PlanCards != 1 || seen.PlanCardsAfterReload != 1 || len(seen.ToolItems) != 0 {
+		t.Errorf("plan cards %d (after a reload %d), tool items %q: want one card, no update_plan items", seen.PlanCards, seen.PlanCardsAfterReload, seen.ToolItems)
+	}
+	t.Logf("screenshots in %s", e.shots)
 }

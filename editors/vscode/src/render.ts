@@ -188,7 +188,7 @@ function imagesHtml(labels: string[]): string {
   if (labels.length === 0) {
     return "";
   }
-  return `<div class="images">${labels.map((l) => `<span class="image-chip">🖼 ${escapeHtml(displayText(l, "line", 120))}</span>`).join("")}</div>`;
+  return `<div class="images">${labels.map((l) => `<span class="image-chip">${escapeHtml(displayText(l, "line", 120))}</span>`).join("")}</div>`;
 }
 
 /**
@@ -199,7 +199,7 @@ export function attachmentsHtml(labels: string[]): string {
   return labels
     .map(
       (l, i) =>
-        `<span class="image-chip">🖼 ${escapeHtml(displayText(l, "line", 120))} ` +
+        `<span class="image-chip">${escapeHtml(displayText(l, "line", 120))} ` +
         `<button type="button" class="secondary remove-image" data-remove-image="${i}" title="Remove this image" aria-label="Remove this image">×</button></span>`,
     )
     .join("");
