@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/octet-agent/octet/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -162,4 +163,10 @@ func signalProcess(k procKey, sig unix.Signal) {
 		return
 	}
 	unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// confine applies the sandbox to the guard itself (and so to the command
+// it starts next, from the same goroutine).
+func confine(s *sandbox.Spec, path string, args []string) (string, []string, error) {
+	return path, args, sandbox.Apply(s)
 }
