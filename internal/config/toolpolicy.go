@@ -41,6 +41,7 @@ func (c *Config) EffectiveToolPolicy(shellSelection tools.ShellSelection) tools.
 		BashTimeoutMs:   tools.Setting[int64]{Value: c.BashTimeout.Value.Milliseconds(), Source: toolsSource(c.BashTimeout.Source)},
 		MaxOutputBytes:  tools.Setting[int64]{Value: c.MaxOutputBytes.Value, Source: toolsSource(c.MaxOutputBytes.Source)},
 		AllowRemoteRead: tools.Setting[bool]{Value: false, Source: tools.SourceDefault},
+		Sandbox:         tools.HostSandbox(c.SandboxProfile(), toolsSource(c.Sandbox.Source)),
 	}
 }
 
@@ -99,6 +100,7 @@ func (c *Config) ToolsConfig(root string) tools.Config {
 		BashTimeout:        c.BashTimeout.Value,
 		BashMaxOutputBytes: int(c.MaxOutputBytes.Value),
 		ShellPath:          c.ShellPath.Value,
+		Sandbox:            c.SandboxPaths(),
 	}
 }
 

@@ -37,6 +37,7 @@ func TestEffectiveToolPolicySnapshot(t *testing.T) {
 		"bash_timeout_ms":       {"value": 30000.0, "source": "config"},
 		"max_output_bytes":      {"value": 1048576.0, "source": "default"},
 		"allow_remote_read":     {"value": false, "source": "default"},
+		"sandbox":               {"value": sandboxValue(tools.SandboxWorkspaceWrite), "source": "default"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)
