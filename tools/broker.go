@@ -261,12 +261,7 @@ func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
 	}
 	eff := b.launch.effective
 	eff.EffectPolicy = Setting[Policy]{Value: p, Source: SourceSession}
-	if eff.Sandbox.Source == SourceDefault && eff.Sandbox.Value.Profile != DefaultSandboxProfile(p) {
-		// The policy's own default sandbox (a controlled session is
-		// sandboxed even when the launch policy was full access).
-		eff.Sandbox = Setting[SandboxValue]{Value: eff.Sandbox.Value, Source: SourceSession}
-		eff.Sandbox.Value.Profile = DefaultSandboxProfile(p)
-	}
+	eff.Sandbox = SandboxForPolicy(eff.Sandbox, p)
 	if p != UnsafeHost && !eff.WorkspaceConfinement.Value {
 		eff.WorkspaceConfinement = Setting[bool]{Value: true, Source: SourceSession}
 		b.confine.Set(true)

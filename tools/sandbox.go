@@ -69,6 +69,19 @@ func HostSandbox(profile SandboxProfile, source Source) Setting[SandboxValue] {
 	return Setting[SandboxValue]{Value: SandboxValue{Profile: profile, Mechanism: st.Mechanism, ABI: st.ABI, Note: st.Reason}, Source: source}
 }
 
+// SandboxForPolicy is the sandbox setting s in force when the session's
+// policy is p: a default setting follows the policy (DefaultSandboxProfile: a
+// session tightened from full access to a controlled policy is
+// sandboxed); a configured one stays.
+func SandboxForPolicy(s Setting[SandboxValue], p Policy) Setting[SandboxValue] {
+	if s.Source != SourceDefault || s.Value.Profile == DefaultSandboxProfile(p) {
+		return s
+	}
+	s.Source = SourceSession
+	s.Value.Profile = DefaultSandboxProfile(p)
+	return s
+}
+
 // CallSandbox is the sandbox one call runs under, as the broker decided
 // it. The zero value runs unsandboxed (a call made without a broker).
 type CallSandbox struct {
