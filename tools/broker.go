@@ -231,6 +231,10 @@ func (b *Broker) LaunchPolicy() Policy { return b.launch.policy }
 // EffectiveToolPolicy returns the evidence snapshot (octet/policy).
 func (b *Broker) EffectiveToolPolicy() EffectiveToolPolicy { return b.state.Load().effective }
 
+// LaunchEffectiveToolPolicy returns the launch policy's evidence
+// snapshot (what SetPolicy restores).
+func (b *Broker) LaunchEffectiveToolPolicy() EffectiveToolPolicy { return b.launch.effective }
+
 // PolicyVersion returns the policy version recorded in every intent.
 func (b *Broker) PolicyVersion() string { return b.state.Load().version }
 
