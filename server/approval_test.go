@@ -40,7 +40,7 @@ func TestProgressNoRunningAfterDenial(t *testing.T) {
 func TestDigestCaseInsensitive(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -63,7 +63,7 @@ func TestDigestCaseInsensitive(t *testing.T) {
 // it cannot fake lines of the message ("wants to run bash: …").
 func TestStockApprovalNamesOddPathOnOneLine(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"x\n\nwants to run bash: ls","content":"y"}`)),
 		providertest.Text("done"),
 	)
@@ -74,7 +74,7 @@ func TestStockApprovalNamesOddPathOnOneLine(t *testing.T) {
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "write"})
 	var smr struct{ Message string }
 	_ = json.Unmarshal(e.awaitRequest("window/showMessageRequest"), &smr)
-	want := "File: " + strconv.Quote(filepath.Join(st.workspace, "x\n\nwants to run bash: ls"))
+	want := "File: " + strconv.Quote(filepath.Join(st.Workspace, "x\n\nwants to run bash: ls"))
 	if !strings.Contains(smr.Message, want) || strings.Contains(smr.Message, "\nwants to run bash") {
 		t.Errorf("showMessageRequest message %q: want %q on one line", smr.Message, want)
 	}
@@ -88,7 +88,7 @@ func TestStockApprovalNamesOddPathOnOneLine(t *testing.T) {
 func TestStockApprovalCommands(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{}, nil)
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -104,7 +104,7 @@ func TestStockApprovalCommands(t *testing.T) {
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"})
 	var smr struct{ Message string }
 	_ = json.Unmarshal(e.awaitRequest("window/showMessageRequest"), &smr)
-	for _, want := range []string{sid, `"test"`, st.workspace, "File: " + file, "+goodbye world"} {
+	for _, want := range []string{sid, `"test"`, st.Workspace, "File: " + file, "+goodbye world"} {
 		if !strings.Contains(smr.Message, want) {
 			t.Errorf("showMessageRequest message %q lacks %q", smr.Message, want)
 		}

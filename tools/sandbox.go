@@ -55,12 +55,7 @@ func (v SandboxValue) Available() bool { return v.Mechanism != "unavailable" && 
 // DefaultSandboxProfile is the profile approved shell calls run under by
 // default: workspace-write under the controlled policies, none under
 // unsafe_host (full access; the user may set one in config).
-func DefaultSandboxProfile(p Policy) SandboxProfile {
-	if p == UnsafeHost {
-		return SandboxNone
-	}
-	return SandboxWorkspaceWrite
-}
+func DefaultSandboxProfile(p Policy) SandboxProfile { return sandbox.Default(p == UnsafeHost) }
 
 // HostSandbox returns the sandbox setting for profile on this host
 // (sandbox.Probe): an unavailable mechanism is stated, never hidden.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/server"
 )
 
 // acpClient speaks newline-delimited JSON-RPC to a real `octet acp`.
@@ -132,7 +132,7 @@ func TestACPSessionMCPServers(t *testing.T) {
 // TestClientSecrets: the header values and secret-named environment
 // values of client-supplied MCP servers are redacted from tool output.
 func TestClientSecrets(t *testing.T) {
-	got := clientSecrets([]server.MCPServer{
+	got := clientSecrets([]host.MCPServer{
 		{Name: "h", URL: "http://x", Headers: map[string]string{"Authorization": "Bearer abcdefghijklmnop"}},
 		{Name: "s", Command: "x", Env: map[string]string{"GITHUB_TOKEN": "ghp_0123456789abcdef", "HOME_DIR": "/home/someone/x"}},
 	})

@@ -10,9 +10,9 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/harness"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -80,7 +80,7 @@ func TestLSPContextReloadReachesOpenSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	built, err := ws.newAgent(t.Context(), server.AgentSpec{Session: sess, Workspace: root, Principal: "test"})
+	built, err := ws.newAgent(t.Context(), host.AgentSpec{Session: sess, Workspace: root, Principal: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
-	"github.com/octet-agent/octet/tools"
 )
 
 //go:embed testdata/demo
@@ -117,7 +116,7 @@ func demoConfig(home, ws, baseURL string) *config.Config {
 	c := config.Defaults()
 	c.Home, c.Workspace = home, ws
 	c.BaseURL = config.Setting[string]{Value: baseURL, Source: config.SourceFlag}
-	c.EffectPolicy = config.Setting[tools.Policy]{Value: tools.Controlled, Source: config.SourceFlag}
+	c.EffectPolicy = config.Setting[config.EffectPolicy]{Value: config.Controlled, Source: config.SourceFlag}
 	c.AllowExternalPaths = config.Setting[bool]{Value: false, Source: config.SourceFlag}
 	// The scripted server plays the Codex route: local function tools over
 	// Responses, so the agent's recovery envelope applies.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/tools"
 )
 
 // TestDemoBinary runs the real binary as a user would with stdin from
@@ -137,7 +137,7 @@ func TestExecSIGINT(t *testing.T) {
 // the product default (unsafe_host) an edit would not ask.
 func TestDemoConfigIsControlled(t *testing.T) {
 	c := demoConfig(t.TempDir(), t.TempDir(), "http://127.0.0.1:1/v1")
-	if c.EffectPolicy.Value != tools.Controlled || c.AllowExternalPaths.Value {
+	if c.EffectPolicy.Value != config.Controlled || c.AllowExternalPaths.Value {
 		t.Errorf("demo policy = %v external=%v", c.EffectPolicy.Value, c.AllowExternalPaths.Value)
 	}
 }

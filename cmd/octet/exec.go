@@ -10,8 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -164,7 +164,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	st.delegation = children.install
 	// A continued session keeps the effect policy it recorded (when the
 	// launch policy still allows it), as it would in an editor.
-	a, release, err := st.newAgent(sess, ap, nil, server.NewSessionRules(sess, st.log).RecordedPolicy())
+	a, release, err := st.newAgent(sess, ap, nil, host.NewRuleBook(sess, st.log).RecordedPolicy())
 	if err != nil {
 		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
 	}

@@ -11,15 +11,15 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/tools"
 	"github.com/octet-agent/octet/tools/mcp"
 )
 
 // extensions are a stack's MCP servers: started into the stack's host
 // when the launch policy allows and while the session's own policy does
-// (follow), listed and re-enabled through server.Extensions, and stopped
+// (follow), listed and re-enabled through host.Extensions, and stopped
 // with the stack.
 type extensions struct {
 	m       *mcp.Manager
@@ -39,7 +39,7 @@ type extensions struct {
 	next int
 }
 
-var _ server.Extensions = (*extensions)(nil)
+var _ host.Extensions = (*extensions)(nil)
 
 // mcpSpecs turns the configured servers into the manager's specs, each
 // with the reason it must not start (configuration decides).
@@ -52,7 +52,7 @@ func mcpSpecs(cfg *config.Config) []mcp.Spec {
 			StartupTimeout: s.StartupTimeout, ToolTimeout: s.ToolTimeout,
 			Offered: s.ToolOffered, Blocked: cfg.MCPServerBlocked(&s),
 			Sandbox:      tools.SandboxProfile(s.Sandbox.Value),
-			SandboxPaths: cfg.SandboxPaths(),
+			SandboxPaths: host.SandboxPaths(cfg),
 		})
 	}
 	return out
@@ -63,7 +63,7 @@ func mcpSpecs(cfg *config.Config) []mcp.Spec {
 // --offline; each blocked by the launch policy as configured ones are,
 // and by a tools allowlist naming none of its tools. A name that is
 // invalid or taken by a configured server is left out, logged.
-func clientSpecs(cfg *config.Config, client []server.MCPServer, log *slog.Logger) []mcp.Spec {
+func clientSpecs(cfg *config.Config, client []host.MCPServer, log *slog.Logger) []mcp.Spec {
 	if cfg.Offline.Value {
 		return nil
 	}
@@ -90,7 +90,7 @@ func clientSpecs(cfg *config.Config, client []server.MCPServer, log *slog.Logger
 // startExtensions starts the configured MCP servers that may start, and
 // those the client handed in, registering their tools in host, and logs
 // why the others do not.
-func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger, client []server.MCPServer) *extensions {
+func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger, client []host.MCPServer) *extensions {
 	x := &extensions{offline: cfg.Offline.Value, subs: map[int]func(){}}
 	if cfg.Offline.Value && len(cfg.MCPServers)+len(client) > 0 {
 		log.Info("MCP servers not discovered", "reason", cfg.MCPStartBlocked())
@@ -196,7 +196,7 @@ func (x *extensions) apply(ctx context.Context, p tools.Policy) {
 // and of their environment variables named like a secret (…TOKEN, …KEY,
 // …SECRET, …PASSWORD), for the redactor: a server echoing them does not
 // hand them to the model.
-func clientSecrets(client []server.MCPServer) []string {
+func clientSecrets(client []host.MCPServer) []string {
 	var out []string
 	for _, c := range client {
 		for _, v := range c.Headers {
@@ -223,7 +223,7 @@ func bearerTokens(cfg *config.Config) []string {
 	return out
 }
 
-// List implements server.Extensions.
+// List implements host.Extensions.
 func (x *extensions) List() any {
 	return struct {
 		Offline bool             `json:"offline"`
@@ -231,7 +231,7 @@ func (x *extensions) List() any {
 	}{x.offline, x.m.List()}
 }
 
-// Enable implements server.Extensions.
+// Enable implements host.Extensions.
 func (x *extensions) Enable(name string, tools []string) (any, error) {
 	pinned, err := x.m.Enable(name, tools)
 	if err != nil {
@@ -246,7 +246,7 @@ func (x *extensions) Enable(name string, tools []string) (any, error) {
 	}{name, pinned}, nil
 }
 
-// Subscribe implements server.Extensions.
+// Subscribe implements host.Extensions.
 func (x *extensions) Subscribe(f func()) func() {
 	x.mu.Lock()
 	defer x.mu.Unlock()

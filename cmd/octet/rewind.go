@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -71,7 +71,7 @@ func sessionsDiff(home, dir string, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	chs, runID, err := server.Diff(sess, rec, *run)
+	chs, runID, err := host.Diff(sess, rec, *run)
 	if err != nil {
 		return fmt.Errorf("diff of session %s: %w", sess.Header().ID, err)
 	}
@@ -90,7 +90,7 @@ func sessionsDiff(home, dir string, args []string, e env) error {
 // entry, printing a preview of every path (a dry run changes nothing).
 func sessionsRewind(ctx context.Context, home, dir string, args []string, e env) error {
 	fs := newFlagSet("sessions rewind", rewindUsage, e.stderr)
-	var p server.RewindParams
+	var p host.RewindParams
 	fs.BoolVar(&p.Files, "files", false, "restore the files octet changed after the entry (default when --conversation is not given)")
 	fs.BoolVar(&p.Conversation, "conversation", false, "move the session's head back to the entry")
 	fs.BoolVar(&p.DryRun, "dry-run", false, "show what would change and change nothing")
@@ -118,8 +118,7 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 	if err != nil {
 		return err
 	}
-	cfg := &tools.Config{Root: sess.Header().Cwd, AllowExternalPaths: true, Changes: rec}
-	res, err := server.Rewind(ctx, sess, cfg, p)
+	res, err := host.RewindLedger(ctx, sess, rec, p)
 	if err != nil {
 		return fmt.Errorf("rewind session %s: %w", p.SessionID, err)
 	}
@@ -145,7 +144,7 @@ func openForRewind(dir, id string) (*session.Session, error) {
 }
 
 // printRewind prints the readable preview (or report) of a rewind.
-func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) {
+func printRewind(out io.Writer, p host.RewindParams, res host.RewindResult) {
 	var what []string
 	if p.Files {
 		what = append(what, "files")
@@ -187,7 +186,7 @@ func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) 
 }
 
 // rewindLabel is a change's short label in the preview's list.
-func rewindLabel(c server.RewindChange) string {
+func rewindLabel(c host.RewindChange) string {
 	if c.Conflict != "" {
 		return "conflict"
 	}

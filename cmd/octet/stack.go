@@ -14,9 +14,9 @@ import (
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/harness"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -56,7 +56,7 @@ type stack struct {
 	// to the team configuration of sess's children.
 	delegation func(sess *session.Session, cfg *team.Config)
 	// editor, when set, is the dialect's view of the editor for the
-	// environment context (server.AgentSpec.Editor).
+	// environment context (host.AgentSpec.Editor).
 	editor func() (client string, open []string)
 }
 
@@ -104,7 +104,7 @@ func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog
 // watched) by the caller; a nil contextSet loads them. docs, when set, is
 // the editor's document overlay the file tools consult; clientMCP are the
 // MCP servers the client handed in for the session.
-func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []server.MCPServer) (*stack, error) {
+func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []host.MCPServer) (*stack, error) {
 	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
 	if cfg.RuntimeProfile.Value == "codex" {
 		// The host asserts the Codex route (configuration, never inferred
@@ -136,7 +136,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	// Tool output never carries the key on: results, progress and bash
 	// spill files are redacted of its exact value.
 	st.redactor = tools.NewRedactor(append(append(bearerTokens(cfg), clientSecrets(clientMCP)...), key.Reveal())...)
-	tc := cfg.ToolsConfig(workspace)
+	tc := host.ToolsConfig(cfg, workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
 	store, err := changes.OpenWorkspace(cfg.Home, workspace, 0)
@@ -176,7 +176,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
 	st.ext = startExtensions(cfg, st.host, workspace, log, clientMCP)
-	logSandbox(cfg.EffectiveToolPolicy(st.shellSelection).Sandbox, log)
+	logSandbox(host.EffectiveToolPolicy(cfg, st.shellSelection).Sandbox, log)
 	if st.context != nil {
 		return st, nil
 	}
@@ -215,7 +215,7 @@ func (st *stack) facts() harness.Facts {
 		Shell:         st.shellPath,
 		FilesConfined: func() bool { return !st.cfg.AllowExternalPaths.Value || st.confine.On() },
 		Network:       "not restricted by octet: commands reach the network as the user can",
-		Sandbox:       st.cfg.EffectiveToolPolicy(st.shellSelection).Sandbox,
+		Sandbox:       host.EffectiveToolPolicy(st.cfg, st.shellSelection).Sandbox,
 		Editor:        st.editor,
 	}
 }
@@ -244,28 +244,19 @@ func (st *stack) offer(m provider.Model, name string) bool {
 	return st.cfg.ApplyPatch.Value == "on" || (st.cfg.ApplyPatch.Value == "auto" && m.ApplyPatch)
 }
 
-// budget is the accounting of every agent: the price table that turns
-// known usage into integer picodollars, and the hard session ceilings.
-func (st *stack) budget() *agent.Budget {
-	return &agent.Budget{
-		Prices:   st.cfg.Prices.Value,
-		Ceilings: agent.Ceilings{MaxTokens: st.cfg.MaxSessionTokens.Value, MaxCost: st.cfg.MaxSessionCost.Value},
-	}
-}
-
 // retryPolicy is the agent's recovery envelope on the Codex runtime
 // profile, and no retry otherwise (an unqualified route never replays a
 // request body). Both price usage and enforce the hard ceilings.
 func (st *stack) retryPolicy() agent.RetryPolicy {
 	if st.cfg.RuntimeProfile.Value != "codex" {
-		return meteredNoRetry{budget: st.budget()}
+		return meteredNoRetry{budget: host.Budget(st.cfg)}
 	}
 	p := agent.NewCodexRecovery(agent.RecoveryConfig{
 		Profile:   agent.ProfileCodex,
 		Model:     st.model,
 		Endpoint:  st.endpoint,
 		WebSocket: st.webSocket,
-		Budget:    st.budget(),
+		Budget:    host.Budget(st.cfg),
 	})
 	p.SetMaxNetworkWait(st.cfg.MaxNetworkWait.Value)
 	return p
@@ -296,11 +287,11 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 // called; release also closes its WebSocket, if any.
 func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore, policy *tools.Policy) (a *agent.Agent, release func(), err error) {
 	broker := tools.NewBroker(tools.BrokerConfig{
-		Policy:          st.cfg.ToolPolicy(),
+		Policy:          host.ToolPolicy(st.cfg),
 		Approver:        approver,
 		Rules:           rules,
 		Confine:         st.confine,
-		EffectivePolicy: st.cfg.EffectiveToolPolicy(st.shellSelection),
+		EffectivePolicy: host.EffectiveToolPolicy(st.cfg, st.shellSelection),
 		Principal:       sess.Header().ID,
 		Logger:          st.log,
 		Redactor:        st.redactor,
@@ -369,7 +360,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 // and st.delegation observes them. A stack drives one session, so its
 // host is that session's.
 func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner, error) {
-	if st.cfg.ToolPolicy() != tools.UnsafeHost || st.cfg.Tools.Source != config.SourceDefault {
+	if host.ToolPolicy(st.cfg) != tools.UnsafeHost || st.cfg.Tools.Source != config.SourceDefault {
 		return st.host, nil, nil
 	}
 	var names []string

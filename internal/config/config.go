@@ -18,8 +18,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/octet-agent/octet/agent"
-	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/internal/price"
 )
 
 // Source names where a setting's value came from.
@@ -95,7 +94,7 @@ type Config struct {
 	ApplyPatch Setting[string]
 	BaseURL    Setting[string]
 
-	EffectPolicy       Setting[tools.Policy]
+	EffectPolicy       Setting[EffectPolicy]
 	AllowExternalPaths Setting[bool]
 	AllowEdit          Setting[bool]
 	AllowWrite         Setting[bool]
@@ -108,7 +107,7 @@ type Config struct {
 	// Tools is the final allowlist of tool names, in BuiltinTools order.
 	Tools Setting[[]string]
 	// Sandbox is the OS sandbox profile approved shell calls run under
-	// ("" : the effect policy's default, tools.DefaultSandboxProfile).
+	// ("": the effect policy's default, SandboxProfile).
 	Sandbox Setting[string]
 	// SandboxReadPaths and SandboxWritePaths widen every sandbox: absolute
 	// paths commands may also read, or write (a relative write path names
@@ -131,10 +130,10 @@ type Config struct {
 	// "websocket" (the Responses WebSocket, falling back to HTTP when the
 	// server asks for it or the socket keeps failing). Global config only.
 	Transport Setting[string]
-	// Prices turn known usage into exact cost: agent.DefaultPrices with
-	// every [prices.<model>] table of the global config replacing that
-	// model's price.
-	Prices Setting[agent.PriceTable]
+	// Prices are the global config's [prices.<model>] tables, checked:
+	// each replaces that model's built-in price in the table the host
+	// assembles (host.Prices) to turn known usage into exact cost.
+	Prices Setting[map[string]price.Spec]
 	// MaxSessionTokens is a hard ceiling on a session's cumulative input
 	// plus output tokens (0: none). Like every hard ceiling it also
 	// refuses further requests while the session has outstanding usage
@@ -142,7 +141,7 @@ type Config struct {
 	MaxSessionTokens Setting[int64]
 	// MaxSessionCost is a hard ceiling on a session's cumulative known
 	// cost (0: none); max_session_cost_usd in the config file.
-	MaxSessionCost Setting[agent.Picodollars]
+	MaxSessionCost Setting[price.Picodollars]
 	// MaxNetworkWait bounds how long one network outage is waited out
 	// before the run fails (0: unbounded; cancellation always wins).
 	MaxNetworkWait Setting[time.Duration]
@@ -234,7 +233,7 @@ func Defaults() Config {
 	set(&c.ReasoningSummary, "auto", SourceDefault)
 	set(&c.ApplyPatch, "auto", SourceDefault)
 	set(&c.BaseURL, DefaultBaseURL, SourceDefault)
-	set(&c.EffectPolicy, tools.UnsafeHost, SourceDefault)
+	set(&c.EffectPolicy, UnsafeHost, SourceDefault)
 	set(&c.AllowExternalPaths, true, SourceDefault)
 	set(&c.AllowEdit, true, SourceDefault)
 	set(&c.AllowWrite, true, SourceDefault)
@@ -249,7 +248,7 @@ func Defaults() Config {
 	set(&c.SandboxWritePaths, nil, SourceDefault)
 	set(&c.RuntimeProfile, "codex", SourceDefault)
 	set(&c.Transport, TransportHTTP, SourceDefault)
-	set(&c.Prices, agent.DefaultPrices(), SourceDefault)
+	set(&c.Prices, nil, SourceDefault)
 	set(&c.MaxSessionTokens, 0, SourceDefault)
 	set(&c.MaxSessionCost, 0, SourceDefault)
 	set(&c.MaxNetworkWait, 0, SourceDefault)
@@ -357,7 +356,7 @@ func applyEnv(c *Config, lookup func(string) (string, bool)) error {
 func applyFlags(c *Config, f Flags, known []string) error {
 	if f.SafeMode {
 		c.SafeMode = true
-		set(&c.EffectPolicy, tools.ControlledBashApproval, SourceFlag)
+		set(&c.EffectPolicy, ControlledBashApproval, SourceFlag)
 		set(&c.AllowExternalPaths, false, SourceFlag)
 	}
 	if f.EffectPolicy != nil {
@@ -407,7 +406,7 @@ func applyFlags(c *Config, f Flags, known []string) error {
 // enforceControlled applies the product rule that controlled policies never
 // reach outside the workspace with the built-in file tools.
 func enforceControlled(c *Config) {
-	if c.EffectPolicy.Value != tools.UnsafeHost && c.AllowExternalPaths.Value {
+	if c.EffectPolicy.Value != UnsafeHost && c.AllowExternalPaths.Value {
 		set(&c.AllowExternalPaths, false, c.EffectPolicy.Source)
 	}
 }

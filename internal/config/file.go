@@ -12,9 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/fsroot"
-	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/internal/price"
 )
 
 // MaxConfigBytes bounds a configuration file; larger files are refused.
@@ -60,17 +59,17 @@ type fileConfig struct {
 	BaseURL            *string   `toml:"base_url"`
 	RuntimeProfile     *string   `toml:"runtime_profile"`
 
-	Transport          *string                    `toml:"transport"`
-	Prices             map[string]agent.PriceSpec `toml:"prices"`
-	MaxSessionTokens   *int64                     `toml:"max_session_tokens"`
-	MaxSessionCostUSD  *string                    `toml:"max_session_cost_usd"`
-	MaxNetworkWaitSecs *int64                     `toml:"max_network_wait_secs"`
-	MCPServers         map[string]mcpFile         `toml:"mcp_servers"`
+	Transport          *string               `toml:"transport"`
+	Prices             map[string]price.Spec `toml:"prices"`
+	MaxSessionTokens   *int64                `toml:"max_session_tokens"`
+	MaxSessionCostUSD  *string               `toml:"max_session_cost_usd"`
+	MaxNetworkWaitSecs *int64                `toml:"max_network_wait_secs"`
+	MCPServers         map[string]mcpFile    `toml:"mcp_servers"`
 
 	// Parsed by validate.
-	policy  *tools.Policy
-	prices  agent.PriceTable
-	maxCost agent.Picodollars
+	policy  *EffectPolicy
+	prices  map[string]price.Spec
+	maxCost price.Picodollars
 }
 
 // readFile reads and validates the user's own config file (the global

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/internal/sandbox"
 )
 
 // Limits and defaults of [mcp_servers.NAME].
@@ -159,7 +159,7 @@ func (fc *fileConfig) validateMCP() error {
 			bad("startup_timeout_secs %d is out of range 1..%d", *m.StartupTimeoutSecs, int(MaxMCPStartupTimeout.Seconds()))
 		}
 		if m.Sandbox != nil {
-			if _, err := tools.ParseSandboxProfile(*m.Sandbox); err != nil {
+			if _, err := sandbox.ParseProfile(*m.Sandbox); err != nil {
 				bad("%v", err)
 			}
 		}
@@ -199,7 +199,7 @@ func (fc *fileConfig) applyMCP(c *Config, lookup func(string) (string, bool)) er
 			StartupTimeout: DefaultMCPStartupTimeout, ToolTimeout: DefaultMCPToolTimeout,
 		}
 		set(&s.Enabled, false, SourceDefault)
-		set(&s.Sandbox, string(tools.SandboxNone), SourceDefault)
+		set(&s.Sandbox, string(sandbox.None), SourceDefault)
 		if m.Sandbox != nil {
 			set(&s.Sandbox, *m.Sandbox, SourceConfig)
 		}
@@ -258,8 +258,8 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 			warn("mcp_servers", "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
 		}
 		if m.Sandbox != nil {
-			cur, _ := tools.ParseSandboxProfile(s.Sandbox.Value)
-			switch p, _ := tools.ParseSandboxProfile(*m.Sandbox); {
+			cur, _ := sandbox.ParseProfile(s.Sandbox.Value)
+			switch p, _ := sandbox.ParseProfile(*m.Sandbox); {
 			case p == cur:
 			case p.NoLooserThan(cur):
 				set(&s.Sandbox, string(p), SourceProjectConfig)
@@ -314,7 +314,7 @@ func (c *Config) MCPStartBlocked() string {
 		return "--offline skips MCP server discovery and startup"
 	case c.SafeMode:
 		return "--safe-mode: MCP servers start only under effect_policy unsafe_host"
-	case c.EffectPolicy.Value != tools.UnsafeHost:
+	case c.EffectPolicy.Value != UnsafeHost:
 		return fmt.Sprintf("effect_policy %s (from %s): MCP servers start only under unsafe_host", c.EffectPolicy.Value, c.EffectPolicy.Source)
 	}
 	return ""

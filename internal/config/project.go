@@ -28,7 +28,7 @@ func (fc *fileConfig) tighten(c *Config) {
 	}
 	const src = SourceProjectConfig
 	if p := fc.policy; p != nil && *p != c.EffectPolicy.Value {
-		// Ranked by what each policy admits (tools.Policy.NoLooserThan):
+		// Ranked by what each policy admits (EffectPolicies):
 		// controlled_bash_approval < controlled < unsafe_host.
 		if p.NoLooserThan(c.EffectPolicy.Value) {
 			set(&c.EffectPolicy, *p, src)

@@ -5,23 +5,17 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/internal/sandbox"
 )
 
 // SandboxProfile is the profile approved shell calls run under: the
 // sandbox key, or the effect policy's default (workspace-write under the
 // controlled policies, none under unsafe_host).
-func (c *Config) SandboxProfile() tools.SandboxProfile {
-	if p, err := tools.ParseSandboxProfile(c.Sandbox.Value); err == nil {
+func (c *Config) SandboxProfile() sandbox.Profile {
+	if p, err := sandbox.ParseProfile(c.Sandbox.Value); err == nil {
 		return p
 	}
-	return tools.DefaultSandboxProfile(c.EffectPolicy.Value)
-}
-
-// SandboxPaths is the user's widening of every sandbox (bash's and
-// sandboxed MCP servers').
-func (c *Config) SandboxPaths() tools.SandboxConfig {
-	return tools.SandboxConfig{ReadPaths: c.SandboxReadPaths.Value, WritePaths: c.SandboxWritePaths.Value}
+	return sandbox.Default(c.EffectPolicy.Value == UnsafeHost)
 }
 
 // validateSandbox checks sandbox, sandbox_read_paths and
@@ -29,7 +23,7 @@ func (c *Config) SandboxPaths() tools.SandboxConfig {
 func (fc *fileConfig) validateSandbox() []error {
 	var errs []error
 	if fc.Sandbox != nil {
-		if _, err := tools.ParseSandboxProfile(*fc.Sandbox); err != nil {
+		if _, err := sandbox.ParseProfile(*fc.Sandbox); err != nil {
 			errs = append(errs, fc.errAt("sandbox", "%v", err))
 		}
 	}
@@ -56,7 +50,7 @@ func (fc *fileConfig) validateSandbox() []error {
 func (fc *fileConfig) tightenSandbox(c *Config, warn func(key, format string, args ...any)) {
 	const src = SourceProjectConfig
 	if fc.Sandbox != nil {
-		p, _ := tools.ParseSandboxProfile(*fc.Sandbox)
+		p, _ := sandbox.ParseProfile(*fc.Sandbox)
 		switch cur := c.SandboxProfile(); {
 		case p == cur:
 		case p.NoLooserThan(cur):

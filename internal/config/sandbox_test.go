@@ -1,23 +1,13 @@
 package config
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/internal/sandbox"
 )
-
-// sandboxValue is the JSON value of the sandbox setting for profile on
-// this host.
-func sandboxValue(p tools.SandboxProfile) map[string]any {
-	b, _ := json.Marshal(tools.HostSandbox(p, tools.SourceDefault).Value)
-	var v map[string]any
-	json.Unmarshal(b, &v)
-	return v
-}
 
 // TestSandboxKeys: the sandbox profile defaults by policy, the global
 // config sets it and its paths, and a project may only tighten the
@@ -26,38 +16,36 @@ func TestSandboxKeys(t *testing.T) {
 	for _, c := range []struct {
 		name, global, project string
 		env                   map[string]string
-		profile               tools.SandboxProfile
-		source                tools.Source
+		profile               sandbox.Profile
+		source                Source
 		read, write           []string
 		warn                  string
 	}{
-		{name: "unsafe_host default", profile: tools.SandboxNone, source: tools.SourceDefault},
-		{name: "controlled default", env: map[string]string{"OCTET_EFFECT_POLICY": "controlled"}, profile: tools.SandboxWorkspaceWrite, source: tools.SourceDefault},
+		{name: "unsafe_host default", profile: sandbox.None, source: SourceDefault},
+		{name: "controlled default", env: map[string]string{"OCTET_EFFECT_POLICY": "controlled"}, profile: sandbox.WorkspaceWrite, source: SourceDefault},
 		{name: "global sets", global: "sandbox = \"workspace-write\"\nsandbox_read_paths = [\"/opt/sdk\"]\nsandbox_write_paths = [\"/var/cache/x\", \".git\"]\n",
-			profile: tools.SandboxWorkspaceWrite, source: tools.SourceConfig, read: []string{"/opt/sdk"}, write: []string{"/var/cache/x", ".git"}},
-		{name: "project tightens", project: "sandbox = \"read-only\"\n", profile: tools.SandboxReadOnly, source: tools.SourceProjectConfig},
+			profile: sandbox.WorkspaceWrite, source: SourceConfig, read: []string{"/opt/sdk"}, write: []string{"/var/cache/x", ".git"}},
+		{name: "project tightens", project: "sandbox = \"read-only\"\n", profile: sandbox.ReadOnly, source: SourceProjectConfig},
 		{name: "project tightens a controlled policy's default", env: map[string]string{"OCTET_EFFECT_POLICY": "controlled"}, project: "sandbox = \"read-only\"\n",
-			profile: tools.SandboxReadOnly, source: tools.SourceProjectConfig},
+			profile: sandbox.ReadOnly, source: SourceProjectConfig},
 		{name: "project may not loosen", env: map[string]string{"OCTET_EFFECT_POLICY": "controlled"}, project: "sandbox = \"none\"\n",
-			profile: tools.SandboxWorkspaceWrite, source: tools.SourceDefault, warn: "sandbox ignored: a project may only tighten the sandbox"},
+			profile: sandbox.WorkspaceWrite, source: SourceDefault, warn: "sandbox ignored: a project may only tighten the sandbox"},
 		{name: "project removes and may not add", global: "sandbox_write_paths = [\"/a\", \"/b\"]\nsandbox_read_paths = [\"/r\"]\n",
 			project: "sandbox_write_paths = [\"/a\", \"/home/me/.ssh\"]\nsandbox_read_paths = [\"/\"]\n",
-			profile: tools.SandboxNone, source: tools.SourceDefault, write: []string{"/a"}, read: nil, warn: "a project may only remove paths, not add /home/me/.ssh"},
+			profile: sandbox.None, source: SourceDefault, write: []string{"/a"}, read: nil, warn: "a project may only remove paths, not add /home/me/.ssh"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cfg, err := load(t, c.global, c.project, c.env, Flags{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			eff := cfg.EffectiveToolPolicy(tools.ShellSystemBash).Sandbox
-			if eff.Value.Profile != c.profile || eff.Source != c.source {
-				t.Errorf("sandbox %+v, want %s from %s", eff, c.profile, c.source)
+			if p := cfg.SandboxProfile(); p != c.profile || cfg.Sandbox.Source != c.source {
+				t.Errorf("sandbox %s from %s, want %s from %s", p, cfg.Sandbox.Source, c.profile, c.source)
 			}
-			tc := cfg.ToolsConfig("/ws").Sandbox
-			if diff := cmp.Diff(c.read, tc.ReadPaths); diff != "" {
+			if diff := cmp.Diff(c.read, cfg.SandboxReadPaths.Value); diff != "" {
 				t.Errorf("read paths (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(c.write, tc.WritePaths); diff != "" {
+			if diff := cmp.Diff(c.write, cfg.SandboxWritePaths.Value); diff != "" {
 				t.Errorf("write paths (-want +got):\n%s", diff)
 			}
 			warned := strings.Join(cfg.Warnings, "\n")

@@ -74,6 +74,17 @@ func Tighter(p, q Profile) Profile {
 	return q
 }
 
+// Default is the profile approved shell calls run under when the user's
+// configuration names none: none under full access (the user's own
+// authority is the point of it), workspace-write under the controlled
+// policies.
+func Default(fullAccess bool) Profile {
+	if fullAccess {
+		return None
+	}
+	return WorkspaceWrite
+}
+
 // ParseProfile parses a configuration value: "read-only",
 // "workspace-write" or "none".
 func ParseProfile(s string) (Profile, error) {
