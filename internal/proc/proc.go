@@ -32,9 +32,9 @@
 // its guard die, and kills a guard that stops answering.
 //
 // A command with a sandbox Spec is confined by its guard: on Linux the
-// guard applies the Spec's Landlock rules, seccomp filter and mounts to
-// itself (internal/sandbox) just before it starts the command, which
-// inherits them with every descendant; on macOS the guard starts the
+// guard makes the Spec's mounts and applies its Landlock rules, seccomp
+// filter and capability limits to the thread that then starts the
+// command (internal/sandbox), which inherits them with every descendant; on macOS the guard starts the
 // command through sandbox-exec. A guard that cannot apply the Spec
 // reports a failure and starts nothing.
 //

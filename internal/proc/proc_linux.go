@@ -165,8 +165,8 @@ func signalProcess(k procKey, sig unix.Signal) {
 	unix.PidfdSendSignal(fd, sig, nil, 0)
 }
 
-// confine applies the sandbox to the guard itself (and so to the command
-// it starts next, from the same goroutine).
+// confine applies the sandbox to the guard's current thread, which then
+// starts the command (from the same goroutine, locked to it).
 func confine(s *sandbox.Spec, path string, args []string) (string, []string, error) {
 	return path, args, sandbox.Apply(s)
 }

@@ -5,9 +5,9 @@
 // rules themselves); the tool describes the call's surroundings in a Spec
 // (workspace, shell, private temporary directory, the user's extra
 // paths); the per-call process guard (internal/proc) applies the Spec to
-// itself just before it starts the command, so the command and every
-// descendant (grandchildren, setsid, double forks) inherit it and cannot
-// shed it.
+// the thread that starts the command just before it starts it, so the
+// command and every descendant (grandchildren, setsid, double forks)
+// inherit it and cannot shed it.
 //
 // On Linux the rules are Landlock's (github.com/landlock-lsm/go-landlock):
 // files by path hierarchy (ABI 1 and later), TCP bind and connect (ABI 4),

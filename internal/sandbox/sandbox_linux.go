@@ -144,13 +144,15 @@ func NamespaceAttr(attr *syscall.SysProcAttr) {
 	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_SETPCAP}
 }
 
-// Apply confines the calling process (every thread) to s; the command it
-// starts next inherits the confinement. It is meant for the per-call
-// guard, which runs nothing else afterwards. It locks the calling
-// goroutine to its thread and leaves it locked: the command must be
-// started from the same goroutine (it inherits that thread's dropped
-// capabilities). An error means the process may be partly confined and
-// must not start the command.
+// Apply confines the calling thread to s: the command the guard starts
+// next from the same goroutine, forked from this thread, inherits the
+// confinement (Landlock domain, no_new_privs, seccomp filter, empty
+// capability sets); the guard's other threads, which start nothing, keep
+// supervising unconfined, and no other thread has to be signalled (as
+// confining every thread would). It locks the calling goroutine to its
+// thread and leaves it locked, so the runtime ends the thread rather
+// than reuse it. An error means the thread may be partly confined: the
+// command must not be started.
 func Apply(s *Spec) error {
 	if err := s.Validate(); err != nil {
 		return err
@@ -213,8 +215,19 @@ func restrict(s *Spec, abi int) error {
 	if err := add(s.writePaths(), readRights|writeRights); err != nil {
 		return err
 	}
-	if err := cfg.Restrict(rules...); err != nil {
-		return fmt.Errorf("sandbox: apply Landlock ABI %d rules: %w", abi, err)
+	fd, flags, err := cfg.NewRulesetFD(rules...)
+	if err != nil {
+		return fmt.Errorf("sandbox: build Landlock ABI %d rules: %w", abi, err)
+	}
+	if fd < 0 {
+		return errors.New("sandbox: the Landlock ruleset restricts nothing")
+	}
+	defer unix.Close(fd)
+	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
+		return fmt.Errorf("sandbox: no_new_privs: %w", err)
+	}
+	if err := ll.LandlockRestrictSelf(fd, flags); err != nil {
+		return fmt.Errorf("sandbox: enforce Landlock ABI %d rules: %w", abi, err)
 	}
 	return nil
 }

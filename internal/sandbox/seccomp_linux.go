@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"unsafe"
@@ -69,8 +68,8 @@ func networkFilter(arch uint32) []unix.SockFilter {
 	}
 }
 
-// installSeccomp installs the no-network filter on every thread of the
-// process (no_new_privs is already set by Landlock's enforcement).
+// installSeccomp installs the no-network filter on the calling thread
+// (the one that starts the command, which inherits it).
 func installSeccomp() error {
 	arch, ok := seccompArch()
 	if !ok {
@@ -81,12 +80,8 @@ func installSeccomp() error {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox: no_new_privs: %w", err)
 	}
-	r, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC, uintptr(unsafe.Pointer(&prog)))
-	if errno != 0 {
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&prog))); errno != 0 {
 		return fmt.Errorf("sandbox: install the no-network filter: %w", errno)
-	}
-	if r != 0 {
-		return errors.New("sandbox: install the no-network filter: a thread could not be synchronized")
 	}
 	return nil
 }
