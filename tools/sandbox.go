@@ -225,6 +225,13 @@ func (t *BashTool) spec(c CallSandbox, tmp string) *sandbox.Spec {
 			s.Protected = append(s.Protected, n)
 		}
 	}
+	// The mount namespace costs a copy of the mount table: only a
+	// workspace with an entry to protect needs it (a missing one cannot
+	// be mounted over; see docs/security.md).
+	s.Namespace = s.Namespace && slices.ContainsFunc(s.Protected, func(n string) bool {
+		_, err := os.Lstat(filepath.Join(t.cfg.Root, n))
+		return err == nil
+	})
 	return s
 }
 
