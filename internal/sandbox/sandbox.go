@@ -196,38 +196,6 @@ type Status struct {
 // Available reports whether commands can be sandboxed at all.
 func (s Status) Available() bool { return s.Mechanism != "unavailable" && s.Mechanism != "" }
 
-// Describe says in words what profile p (with network, an escalation)
-// allows on a host with status st: for results, approvals and the
-// model's environment context.
-func (st Status) Describe(p Profile, network bool) string {
-	if p == None || !st.Available() {
-		return "no sandbox: full disk and network access, the user's own permissions"
-	}
-	var parts []string
-	switch p {
-	case ReadOnly:
-		parts = append(parts, "reads the workspace and system files, writes only a private temporary directory ($TMPDIR)")
-	case WorkspaceWrite:
-		w := "reads the workspace and system files, writes the workspace and a private temporary directory ($TMPDIR)"
-		if st.Namespaces {
-			w += " but not .git or .octet"
-		} else {
-			w += " (.git and .octet too: this host cannot keep them read-only)"
-		}
-		parts = append(parts, w)
-	}
-	switch {
-	case network:
-		parts = append(parts, "network allowed")
-	case st.Network:
-		parts = append(parts, "no network")
-	default:
-		parts = append(parts, "network NOT blocked on this host")
-	}
-	parts = append(parts, "no access to $HOME or the rest of /tmp")
-	return strings.Join(parts, "; ")
-}
-
 // String is a one-line summary of st ("landlock ABI 7").
 func (st Status) String() string {
 	s := st.Mechanism
