@@ -32,6 +32,11 @@ func SeatbeltArgs(s *Spec, path string, args []string) []string {
 		return fmt.Sprintf("(param %q)", name)
 	}
 	var b strings.Builder
+	subpaths := func(prefix string, paths []string) {
+		for i, p := range paths {
+			fmt.Fprintf(&b, " (subpath %s)", param(prefix, i, p))
+		}
+	}
 	b.WriteString("(version 1)\n(deny default)\n")
 	b.WriteString("(allow process-exec process-fork)\n")
 	b.WriteString("(allow signal (target same-sandbox))\n")
@@ -45,9 +50,7 @@ func SeatbeltArgs(s *Spec, path string, args []string) []string {
 	}
 	read = append(read, s.ReadPaths...)
 	b.WriteString("(allow file-read*")
-	for i, p := range read {
-		fmt.Fprintf(&b, " (subpath %s)", param("READ", i, p))
-	}
+	subpaths("READ", read)
 	b.WriteString(")\n")
 	write := []string{"/dev/null", "/dev/zero", "/dev/tty"}
 	if s.TempDir != "" {
@@ -55,9 +58,7 @@ func SeatbeltArgs(s *Spec, path string, args []string) []string {
 	}
 	write = append(write, s.WritePaths...)
 	b.WriteString("(allow file-write*")
-	for i, p := range write {
-		fmt.Fprintf(&b, " (subpath %s)", param("WRITE", i, p))
-	}
+	subpaths("WRITE", write)
 	if s.writable() {
 		b.WriteString(" (require-all (subpath " + param("WS", 0, s.Workspace) + ")")
 		for i, p := range s.protectedPaths() {
