@@ -445,7 +445,7 @@ func (r *Run) usageRecord(op, model string, ar *attemptResult) (session.Record, 
 	return session.UsageRecord(session.Usage{
 		RunID: r.id, RequestID: reqID, Operation: op, Model: model,
 		Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens,
-		CostPicodollars: cost,
+		CostPicodollars: cost, Priced: priced,
 	}), cost, priced
 }
 

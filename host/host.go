@@ -106,7 +106,7 @@ func (h *Host) Create(ctx context.Context, spec Spec, b Binding) (*Session, erro
 		// The file was created by this call and holds no entry: a
 		// refused creation leaves nothing behind.
 		_ = sess.Close()
-		_ = os.Remove(sess.Path())
+		_ = session.Remove(sess.Path())
 		return nil, err
 	}
 	return s, nil

@@ -115,12 +115,12 @@ func writeNewWith(d sessionDir, name string, fill func(*bufio.Writer) error) err
 	return d.sync()
 }
 
-// Remove deletes the session file at path with its listing cache (and
-// the marker file older versions wrote). It takes the file's exclusive
-// lock first, so an append another process has under way completes
-// before the file goes; a process that keeps the session open after that
-// appends to a file nobody can open again. Close the session before
-// removing it.
+// Remove deletes the session file at path with its listing cache, its
+// holder file (and the marker file older versions wrote). A session that
+// a writer (in any process, this one included) has open is not removed:
+// the error is an *[InUseError]. Close the session before removing it.
+// Remove also takes the file's exclusive lock, so an append under way
+// completes before the file goes.
 func Remove(path string) error {
 	return remove(pathDir(filepath.Dir(path)), filepath.Base(path))
 }
@@ -138,6 +138,13 @@ func remove(d sessionDir, name string) error {
 		return fmt.Errorf("remove session: %w", err)
 	}
 	defer f.Close()
+	h, err := claim(d, name, f)
+	if err != nil {
+		return fmt.Errorf("remove session: %w", err)
+	}
+	if h != nil {
+		defer h.Close()
+	}
 	if err := osfile.Lock(f, true); err != nil {
 		return fmt.Errorf("remove session %s: lock: %w", path, err)
 	}
@@ -145,7 +152,7 @@ func remove(d sessionDir, name string) error {
 		return fmt.Errorf("remove session: %w", err)
 	}
 	var errs []error
-	for _, p := range []string{listingPath(name), legacySidecarPath(name)} {
+	for _, p := range []string{listingPath(name), legacySidecarPath(name), holderName(name)} {
 		if err := d.remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}

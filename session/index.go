@@ -254,6 +254,9 @@ func (ix *index) account(r Record) {
 		addUsage(&t.Own, r.Usage)
 		addUsage(&t.Known, r.Usage)
 		t.Requests++
+		if unpriced(r.Usage) {
+			t.Unpriced++
+		}
 	case KindUsageUncertain:
 		t.UncertainMarkers++
 		if !t.Uncertain {
@@ -264,6 +267,9 @@ func (ix *index) account(r Record) {
 		addUsage(&t.Delegated, &r.Delegated.Usage)
 		addUsage(&t.Known, &r.Delegated.Usage)
 		t.DelegatedRecords++
+		if unpriced(&r.Delegated.Usage) {
+			t.Unpriced++
+		}
 		if r.Delegated.Uncertain {
 			t.DelegatedUncertain++
 			if !t.Uncertain {
@@ -272,6 +278,13 @@ func (ix *index) account(r Record) {
 			t.Uncertain = true
 		}
 	}
+}
+
+// unpriced reports whether u has tokens without a cost because its model
+// had no price: not marked priced, and (for records from before the mark)
+// no cost.
+func unpriced(u *Usage) bool {
+	return !u.Priced && u.CostPicodollars == 0 && u.Input+u.Output > 0
 }
 
 func addUsage(dst, u *Usage) {

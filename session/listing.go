@@ -35,15 +35,16 @@ const listingEvery = 1 << 20
 
 // listingFields is the number of fixed-width numbers after the version:
 // inode, size, the uncertainty flag, usage records, the five known
-// usage sums, the offset of the last title record (0: none) and the
-// offset of the first dispatch not settled in the prefix (0: none).
-const listingFields = 11
+// usage sums, the offset of the last title record (0: none), the
+// offset of the first dispatch not settled in the prefix (0: none) and
+// the unpriced usage records.
+const listingFields = 12
 
 // listingVersion names the cache format. Older caches are not trusted:
 // their prefix may hold a title (v2) or an unsettled dispatch (v3) they
 // did not note, so List reads such a file whole until a writer rewrites
-// it.
-const listingVersion = "v4"
+// it. (v5 added the unpriced count.)
+const listingVersion = "v5"
 
 // listingLen is the fixed length of the cache line: the version and
 // listingFields numbers of 20 digits, a CRC of 8 hex digits and a
@@ -76,6 +77,8 @@ type listing struct {
 	// pendingOff is the offset of the first dispatch record in the
 	// prefix that no settlement in the prefix settles (0: none).
 	pendingOff int64
+	// unpriced counts the prefix's usage records without a price.
+	unpriced int64
 }
 
 // unsettled reports whether the prefix holds a dispatch it does not
@@ -88,8 +91,8 @@ func (l listing) encode() []byte {
 		u = 1
 	}
 	k := l.known
-	body := fmt.Sprintf("%s %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d", listingVersion,
-		l.ino, l.size, u, l.records, k.Input, k.CachedInput, k.Output, k.Reasoning, k.CostPicodollars, l.titleOff, l.pendingOff)
+	body := fmt.Sprintf("%s %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d", listingVersion,
+		l.ino, l.size, u, l.records, k.Input, k.CachedInput, k.Output, k.Reasoning, k.CostPicodollars, l.titleOff, l.pendingOff, l.unpriced)
 	return fmt.Appendf(nil, "%s %08x\n", body, crc32.ChecksumIEEE([]byte(body)))
 }
 
@@ -123,7 +126,7 @@ func decodeListing(b []byte) (l listing, ok bool) {
 	}
 	return listing{ino: ino, size: n[0], uncertain: n[1] == 1, records: n[2],
 		known:    Usage{Input: n[3], CachedInput: n[4], Output: n[5], Reasoning: n[6], CostPicodollars: n[7]},
-		titleOff: n[8], pendingOff: n[9]}, true
+		titleOff: n[8], pendingOff: n[9], unpriced: n[10]}, true
 }
 
 // listingDue reports whether the listing cache should be rewritten after
@@ -139,7 +142,7 @@ func (s *Session) listingDue() bool {
 func (s *Session) writeListing() {
 	t := &s.ix.totals
 	l := listing{ino: s.ino, size: s.size, uncertain: t.Uncertain,
-		records: int64(t.Requests + t.DelegatedRecords), known: t.Known}
+		records: int64(t.Requests + t.DelegatedRecords), known: t.Known, unpriced: int64(t.Unpriced)}
 	if s.ix.titled {
 		l.titleOff = s.ix.titleLoc.off
 	}
@@ -235,6 +238,7 @@ func scanListing(f *os.File, l *listing, end int64) error {
 	l.size = end
 	l.uncertain = l.uncertain || t.Uncertain
 	l.records += int64(t.Requests + t.DelegatedRecords)
+	l.unpriced += int64(t.Unpriced)
 	addUsage(&l.known, &t.Known)
 	l.pendingOff = d.first()
 	return nil

@@ -38,6 +38,7 @@ type Session struct {
 	path     string
 	dir      sessionDir // the file's directory, for its listing cache
 	f        *os.File
+	holder   *os.File // the shared holder lock of a writer (hold.go)
 	readOnly bool
 	closed   bool
 	hdr      Header
@@ -251,6 +252,13 @@ func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, er
 		d.close()
 		return nil, fmt.Errorf("open session: %w", err)
 	}
+	if !ro {
+		if s.holder, err = hold(d, name, f); err != nil {
+			f.Close()
+			d.close()
+			return nil, err
+		}
+	}
 	err = s.withLock(how, func() error {
 		_, err := s.catchUp()
 		sp := s.spec
@@ -279,10 +287,19 @@ func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, er
 	})
 	if err != nil {
 		f.Close()
+		s.closeHolder()
 		d.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// closeHolder releases a writer's holder lock.
+func (s *Session) closeHolder() error {
+	if s.holder == nil {
+		return nil
+	}
+	return s.holder.Close()
 }
 
 // The two lock modes withLock takes.
@@ -665,6 +682,22 @@ func (s *Session) Entry(id string) (Entry, bool) {
 	return es[0], true
 }
 
+// EntryIDs returns the ids of every entry in the tree (all branches), in
+// the order they were appended: what a command resolving an id prefix
+// matches against.
+func (s *Session) EntryIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, len(s.ix.ents))
+	for k, i := range s.ix.ids.hex {
+		ids[i] = fmt.Sprintf("%016x", k)
+	}
+	for id, i := range s.ix.ids.str {
+		ids[i] = id
+	}
+	return slices.DeleteFunc(ids, func(id string) bool { return id == "" })
+}
+
 // Len returns the number of entries in the tree (all branches).
 func (s *Session) Len() int {
 	s.mu.Lock()
@@ -793,5 +826,5 @@ func (s *Session) Close() error {
 	if !s.readOnly && s.listed.size != s.size {
 		s.writeListing()
 	}
-	return errors.Join(s.f.Close(), s.dir.close())
+	return errors.Join(s.f.Close(), s.closeHolder(), s.dir.close())
 }

@@ -172,6 +172,10 @@ type Usage struct {
 	Input, CachedInput, Output, Reasoning int64
 	// CostPicodollars is the exact cost in 10^-12 dollars.
 	CostPicodollars int64
+	// Priced is true when the cost was computed from a price for the
+	// model (a price of 0 included). Records written before it existed
+	// carry none: their usage counts as priced when it has a cost.
+	Priced bool
 }
 
 // UsageUncertain marks usage that is unknown, not zero: a failed or
@@ -345,6 +349,10 @@ type Totals struct {
 	Delegated Usage
 	// DelegatedRecords counts delegated_usage records.
 	DelegatedRecords int
+	// Unpriced counts the usage records (own and delegated) whose
+	// tokens have no cost because the model had no price (see
+	// [Usage.Priced]): Known's cost leaves them out.
+	Unpriced int
 	// Uncertain reports that some usage is unknown: an own marker or an
 	// uncertain child. It never goes back to false.
 	Uncertain bool
@@ -377,10 +385,12 @@ type Info struct {
 	UsageUncertain bool
 	// UsageRecords counts the session's usage records, own and
 	// delegated; Known sums their known usage (a subtotal when
-	// UsageUncertain), as [Totals.Known] does. Both are read through the
-	// listing cache like UsageUncertain.
-	UsageRecords int
-	Known        Usage
+	// UsageUncertain), as [Totals.Known] does, and UnpricedRecords counts
+	// those whose usage had no price ([Totals.Unpriced]). All are read
+	// through the listing cache like UsageUncertain.
+	UsageRecords    int
+	UnpricedRecords int
+	Known           Usage
 	// Path is the session file.
 	Path string
 	// Version is the header's format version; a session with a version

@@ -71,7 +71,7 @@ func clientSpecs(cfg *config.Config, client []host.MCPServer, log *slog.Logger) 
 	for _, c := range client {
 		if !config.ValidMCPServerName(c.Name) || slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == c.Name }) ||
 			slices.ContainsFunc(out, func(s mcp.Spec) bool { return s.Name == c.Name }) {
-			log.Warn("MCP server from the client not started: its name is invalid or already used (letters, digits, dashes and single underscores)", "server", c.Name)
+			log.Warn(fmt.Sprintf("MCP server %q from the client not started: its name is invalid or already used (letters, digits, dashes and single underscores)", c.Name))
 			continue
 		}
 		blocked := cfg.MCPStartBlocked()
@@ -100,14 +100,14 @@ func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log
 		switch {
 		case sp.Blocked == "":
 		case cfg.MCPServers[i].Enabled.Value:
-			log.Warn("MCP server not started", "server", sp.Name, "reason", sp.Blocked)
+			log.Warn(fmt.Sprintf("MCP server %s not started: %s", sp.Name, sp.Blocked))
 		default:
 			log.Info("MCP server not started", "server", sp.Name, "reason", sp.Blocked)
 		}
 	}
 	for _, sp := range clientSpecs(cfg, client, log) {
 		if sp.Blocked != "" {
-			log.Warn("MCP server from the client not started", "server", sp.Name, "reason", sp.Blocked)
+			log.Warn(fmt.Sprintf("MCP server %s from the client not started: %s", sp.Name, sp.Blocked))
 		}
 		specs = append(specs, sp)
 	}
@@ -137,11 +137,11 @@ func serverDir(home, workspace string, log *slog.Logger) (dir string, temp bool)
 		if err == nil {
 			return dir, false
 		}
-		log.Warn("MCP servers: no directory under OCTET_HOME to run in; using a temporary one", "err", err)
+		log.Warn(fmt.Sprintf("MCP servers: no directory under OCTET_HOME to run in (%v); using a temporary one", err))
 	}
 	tmp, err := os.MkdirTemp("", "octet-mcp-")
 	if err != nil {
-		log.Warn("MCP servers: no directory to run in; stdio servers without cwd will not start", "err", err)
+		log.Warn(fmt.Sprintf("MCP servers: no directory to run in (%v); stdio servers without cwd will not start", err))
 		return "", false
 	}
 	return tmp, true
@@ -282,4 +282,54 @@ func (x *extensions) Close() error {
 		err = errors.Join(err, os.RemoveAll(x.tmp))
 	}
 	return err
+}
+
+// checkToolsFlag refuses, before anything starts, a --tools name
+// mcp__<server>__<tool> whose server is not configured.
+func checkToolsFlag(cfg *config.Config) error {
+	if cfg.Tools.Source != config.SourceFlag {
+		return nil
+	}
+	for _, n := range cfg.Tools.Value {
+		server, _, ok := config.SplitMCPToolName(n)
+		if ok && !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
+			return usageErrorf("--tools %s: no MCP server %q is configured (octet mcp list shows the servers; an [mcp_servers.NAME] table in %s defines one)",
+				n, server, filepath.Join(cfg.Home, "config.toml"))
+		}
+	}
+	return nil
+}
+
+// checkListedTools refuses a --tools name of a running server's tool
+// that the server does not list, once it has listed its tools; a tool of
+// a server that is not running cannot be known, and is warned about.
+func (x *extensions) checkListedTools(cfg *config.Config, log *slog.Logger) error {
+	if cfg.Tools.Source != config.SourceFlag {
+		return nil
+	}
+	infos := x.m.List()
+	for _, n := range cfg.Tools.Value {
+		server, _, ok := config.SplitMCPToolName(n)
+		i := slices.IndexFunc(infos, func(s mcp.ServerInfo) bool { return s.Name == server })
+		if !ok || i < 0 {
+			continue
+		}
+		si := infos[i]
+		if si.State != mcp.StateRunning {
+			why := si.State
+			if si.Reason != "" {
+				why += ": " + si.Reason
+			}
+			log.Warn(fmt.Sprintf("--tools names %s, but MCP server %s is not running (%s), so that tool is not offered", n, server, why))
+			continue
+		}
+		if !slices.ContainsFunc(si.Tools, func(t mcp.ToolInfo) bool { return t.Name == n }) {
+			names := make([]string, len(si.Tools))
+			for i, t := range si.Tools {
+				names[i] = t.Name
+			}
+			return usageErrorf("--tools %s: MCP server %s has no such tool; it lists %s", n, server, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

@@ -63,7 +63,7 @@ func (d *dialect) options() dialects.Options {
 // runtime. The caller closes d.w.
 func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 	var flags config.Flags
-	fs := newFlagSet(name, usage, e.stderr)
+	fs := newFlagSet(name, usage, e.stdout)
 	addPolicyFlags(fs, &flags)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -296,12 +296,12 @@ func (ws *workspaces) contextFor(cfg *config.Config, root string) *config.Contex
 	paths := config.ContextFilePaths(cfg.Home, root)
 	set, err := config.NewContextSet(paths)
 	if err != nil {
-		ws.log.Warn("context files", "err", err)
+		ws.log.Warn(err.Error())
 	}
 	wc.set = set
 	w, err := config.NewFSWatcher(config.WatchPaths(paths), contextDebounce)
 	if err != nil {
-		ws.log.Warn("context files will not reload on change", "err", err)
+		ws.log.Warn("context files will not reload when they change: " + err.Error())
 		close(wc.done)
 		return set
 	}

@@ -14,10 +14,12 @@ import (
 // everything else (tool activity, retries, recovered output) on notes
 // (stderr), so `octet exec ... > answer.txt` captures only the answer.
 //
-// On a terminal (live) answer text streams as it arrives; a provider
-// retry then says the text above it is discarded. Otherwise deltas are
-// held until the assistant message is committed, so a pipe or file gets
-// only committed answer text, never the output of a failed attempt.
+// On a terminal or a pipe (live) answer text streams as it arrives; a
+// provider retry then says on notes that the text already written from
+// the failed attempt is discarded. Otherwise (a file) deltas are held
+// until the assistant message is committed, so the file gets only
+// committed answer text, never the output of a failed attempt (as -o and
+// the --json result's answer always do).
 type textRenderer struct {
 	out, notes io.Writer
 	live       bool
@@ -277,7 +279,51 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 	}
 	discarded := "output of the failed attempt is discarded"
 	if r.live {
-		discarded = "answer text above from the failed attempt is discarded"
+		discarded = "answer text already written from the failed attempt is discarded"
 	}
 	r.note("↻ %s; retrying %d/%s in %dms — %s", what, e.Attempt, maxA, e.DelayMs, discarded)
+}
+
+// execResultLine is the last line of `octet exec --json`: how the run
+// ended, for a script that reads only it.
+type execResultLine struct {
+	Type      string `json:"type"`
+	Outcome   string `json:"outcome"`
+	ExitCode  int    `json:"exitCode"`
+	Error     string `json:"error,omitempty"`
+	Answer    string `json:"answer"`
+	SessionID string `json:"sessionId"`
+	RunID     string `json:"runId"`
+	Usage     struct {
+		Requests    int   `json:"requests"`
+		Input       int64 `json:"input"`
+		CachedInput int64 `json:"cachedInput"`
+		Output      int64 `json:"output"`
+		Reasoning   int64 `json:"reasoning"`
+		// Complete is false when some of the run's usage is unknown:
+		// the numbers (and the cost) are then a known subtotal.
+		Complete bool `json:"complete"`
+	} `json:"usage"`
+	// CostUSD is the run's known cost as an exact decimal string of US
+	// dollars, null when the model has no price.
+	CostUSD *string `json:"costUsd"`
+}
+
+// writeResult writes the result line of an exec run to out.
+func writeResult(out io.Writer, sessionID string, res execResult, code int, err error) {
+	l := execResultLine{Type: "result", Outcome: string(res.Outcome), ExitCode: code,
+		Answer: res.answer, SessionID: sessionID, RunID: res.RunID}
+	if err != nil {
+		l.Error = err.Error()
+	}
+	u := res.Usage
+	l.Usage.Requests, l.Usage.Input, l.Usage.CachedInput, l.Usage.Output, l.Usage.Reasoning =
+		u.Requests, u.Input, u.CachedInput, u.Output, u.Reasoning
+	l.Usage.Complete = u.Complete
+	if res.usage != nil && res.usage.CostMicros != nil {
+		c := strings.TrimPrefix(agent.Picodollars(u.CostPicodollars).String(), "$")
+		l.CostUSD = &c
+	}
+	b, _ := json.Marshal(l)
+	out.Write(append(b, '\n'))
 }

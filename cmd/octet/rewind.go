@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/octet-agent/octet/changes"
@@ -52,15 +53,16 @@ func changeRecorder(home, workspace string, lookup func(string) (string, bool)) 
 
 // sessionsDiff prints what octet's tools changed in one run of a session
 // (the last by default), one diff per path.
-func sessionsDiff(home, dir string, args []string, e env) error {
-	fs := newFlagSet("sessions diff", diffUsage, e.stderr)
-	run := fs.String("run", "", "the `runId` to show (default: the last run)")
-	pos, err := parseInterleaved(fs, args)
+func sessionsDiff(_ context.Context, args []string, e env) error {
+	fs := newFlagSet("sessions diff", diffUsage, e.stdout)
+	run := fs.String("run", "", "the `runId` to show, or an unambiguous prefix of it (default: the last run)")
+	pos, err := parseSub(fs, diffUsage, args, 1)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErrorf("usage: %s", diffUsage)
+	home, dir, err := sessionsDir(e)
+	if err != nil {
+		return err
 	}
 	sess, err := openForRewind(dir, pos[0])
 	if err != nil {
@@ -70,6 +72,11 @@ func sessionsDiff(home, dir string, args []string, e env) error {
 	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
 	if err != nil {
 		return err
+	}
+	if *run != "" {
+		if *run, err = resolveRun(sess, *run); err != nil {
+			return err
+		}
 	}
 	chs, runID, err := host.Diff(sess, rec, *run)
 	if err != nil {
@@ -88,8 +95,8 @@ func sessionsDiff(home, dir string, args []string, e env) error {
 
 // sessionsRewind rewinds a session's files and/or conversation to an
 // entry, printing a preview of every path (a dry run changes nothing).
-func sessionsRewind(ctx context.Context, home, dir string, args []string, e env) error {
-	fs := newFlagSet("sessions rewind", rewindUsage, e.stderr)
+func sessionsRewind(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("sessions rewind", rewindUsage, e.stdout)
 	var p host.RewindParams
 	fs.BoolVar(&p.Files, "files", false, "restore the files octet changed after the entry (default when --conversation is not given)")
 	fs.BoolVar(&p.Conversation, "conversation", false, "move the session's head back to the entry")
@@ -98,22 +105,26 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 		p.Force = append(p.Force, s)
 		return nil
 	})
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseSub(fs, rewindUsage, args, 2)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		return usageErrorf("usage: %s", rewindUsage)
-	}
 	if !p.Conversation {
 		p.Files = true
+	}
+	home, dir, err := sessionsDir(e)
+	if err != nil {
+		return err
 	}
 	sess, err := openForRewind(dir, pos[0])
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	p.SessionID, p.EntryID = sess.Header().ID, pos[1]
+	p.SessionID = sess.Header().ID
+	if p.EntryID, err = resolveEntry(sess, pos[1]); err != nil {
+		return err
+	}
 	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
 	if err != nil {
 		return err
@@ -127,6 +138,28 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 		return &exitError{code: exitFailed, err: fmt.Errorf("the rewind was not completed (see the paths above); run it again to finish it")}
 	}
 	return nil
+}
+
+// resolveEntry maps an entry id of sess, or an unambiguous prefix of one
+// (of any branch), to the full id.
+func resolveEntry(sess *session.Session, id string) (string, error) {
+	sid := sess.Header().ID
+	return matchPrefix(id, sess.EntryIDs(), "entry", "entries",
+		fmt.Sprintf("no entry %q in session %s (octet sessions show %s lists the entry ids)", visible(id), sid, sid))
+}
+
+// resolveRun maps a run id of sess's active branch, or an unambiguous
+// prefix of one, to the full id.
+func resolveRun(sess *session.Session, id string) (string, error) {
+	var runs []string
+	for _, en := range sess.Branch() {
+		if en.RunID != "" && !slices.Contains(runs, en.RunID) {
+			runs = append(runs, en.RunID)
+		}
+	}
+	sid := sess.Header().ID
+	return matchPrefix(id, runs, "run", "runs",
+		fmt.Sprintf("no run %q on the active branch of session %s (octet sessions show %s lists its runs)", visible(id), sid, sid))
 }
 
 // openForRewind opens the session id (or an unambiguous prefix) for
@@ -176,6 +209,9 @@ func printRewind(out io.Writer, p host.RewindParams, res host.RewindResult) {
 			note = "left as it is: " + c.Conflict
 		}
 		printChange(out, c.Change, note)
+	}
+	if conflicts > 0 {
+		fmt.Fprintln(out, "\nto overwrite a path in conflict, run the rewind again with --force <path> (repeatable)")
 	}
 	if p.Conversation && !p.DryRun {
 		fmt.Fprintf(out, "head: %s\n", visible(res.Head))

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/url"
 	"path/filepath"
@@ -111,15 +110,6 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		// from a name): the endpoint side of recovery qualification.
 		st.endpoint = provider.FeatureCodexProfile
 	}
-	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
-	if st.webSocket && cfg.RuntimeProfile.Value != "codex" {
-		// The WebSocket→HTTP fallback (a 426 handshake, repeated socket
-		// failures) is a decision of the recovery policy, which only the
-		// Codex route has; without it a refused handshake would fail the
-		// turn. Stay on HTTP rather than fail.
-		log.Warn("transport = websocket needs runtime_profile = codex (the WebSocket-to-HTTP fallback is part of provider recovery); using http")
-		st.webSocket = false
-	}
 	st.transport = provider.NewHTTP(provider.HTTPConfig{
 		BaseURL:  cfg.BaseURL.Value,
 		APIKey:   key.Reveal(),
@@ -128,10 +118,24 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	})
 	m, ok := provider.LookupModel(cfg.Model.Value)
 	if !ok {
-		log.Warn("unknown model; assuming a 128K context window", "model", cfg.Model.Value)
+		log.Warn(fmt.Sprintf("model %q is not in octet's model table; assuming a 128K context window", cfg.Model.Value))
 		m = provider.Model{Name: cfg.Model.Value, ContextWindow: 128_000, MaxOutputTokens: 16_384}
 	}
 	st.model = m
+	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
+	if st.webSocket && !provider.Granted(m.Features, st.endpoint).Has(provider.FeatureCodexProfile) {
+		// The WebSocket→HTTP fallback (a 426 handshake, repeated socket
+		// failures) is a decision of the recovery policy, which only a
+		// qualified Codex route has (runtime_profile = codex and a model
+		// octet knows to grant it); without it a refused handshake would
+		// fail the turn. Stay on HTTP rather than fail.
+		why := fmt.Sprintf("model %s does not qualify for provider recovery", m.Name)
+		if cfg.RuntimeProfile.Value != "codex" {
+			why = "it needs runtime_profile = codex"
+		}
+		log.Warn(fmt.Sprintf("transport = websocket is not used: %s, and the WebSocket-to-HTTP fallback is part of provider recovery; using http", why))
+		st.webSocket = false
+	}
 	st.shellPath, st.shellSelection = tools.ResolveShell(cfg.ShellPath.Value)
 	// Tool output never carries the key on: results, progress and bash
 	// spill files are redacted of its exact value.
@@ -166,7 +170,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 			return true // registered when its server lists it
 		}
 		if !slices.Contains(have, n) {
-			log.Warn("tool is not available in this build", "tool", n)
+			log.Warn(fmt.Sprintf("tool %q is not available in this build", n))
 			return true
 		}
 		return false
@@ -186,7 +190,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	}
 	st.context, err = config.NewContextSet(paths)
 	if err != nil {
-		log.Warn("context files", "err", err)
+		log.Warn(err.Error())
 	}
 	return st, nil
 }
@@ -369,7 +373,7 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 	}
 	host := st.host
 	tcfg := team.Config{
-		Dir:     filepath.Join(filepath.Dir(sess.Path()), "teams"),
+		Dir:     teamsDir(filepath.Dir(sess.Path())),
 		Service: &team.ProductService,
 		Logger:  st.log,
 		NewAgent: func(cfg agent.Config) (*agent.Agent, func(), error) {
@@ -393,28 +397,6 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 		}
 	}
 	return host, owner, nil
-}
-
-// newLogger logs to w at warn level (debug with OCTET_LOG=debug).
-func newLogger(w io.Writer, lookup func(string) (string, bool)) *slog.Logger {
-	level := slog.LevelWarn
-	if v, _ := lookup("OCTET_LOG"); strings.EqualFold(v, "debug") {
-		level = slog.LevelDebug
-	} else if strings.EqualFold(v, "info") {
-		level = slog.LevelInfo
-	}
-	opts := &slog.HandlerOptions{Level: level}
-	if level > slog.LevelDebug {
-		// Plain "level=WARN msg=..." lines for people; timestamps only
-		// when debugging.
-		opts.ReplaceAttr = func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) == 0 && a.Key == slog.TimeKey {
-				return slog.Attr{}
-			}
-			return a
-		}
-	}
-	return slog.New(slog.NewTextHandler(w, opts))
 }
 
 // providerHint turns a provider failure into an actionable sentence.

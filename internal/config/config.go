@@ -1,6 +1,7 @@
 // Package config resolves octet's effective configuration for one workspace:
 // built-in defaults, the global $OCTET_HOME/config.toml, environment
-// variables, command-line flags and, last, a project .octet/config.toml that
+// variables, command-line flags and, last, the project .octet/config.toml
+// files from the repository root down to the workspace (ProjectDirs), which
 // may tighten but never relax the authority profile. Every resolved setting
 // remembers where its value came from (default, config, project_config, env
 // or flag) so the EffectiveToolPolicy snapshot can show it.
@@ -11,13 +12,17 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/octet-agent/octet/internal/osfile"
 	"github.com/octet-agent/octet/internal/price"
 )
 
@@ -258,8 +263,9 @@ func Defaults() Config {
 }
 
 // Load resolves the configuration: defaults, then $OCTET_HOME/config.toml,
-// then the environment, then flags, then the workspace's
-// .octet/config.toml, which may only tighten the authority profile.
+// then the environment, then flags, then the .octet/config.toml of each
+// of the workspace's ProjectDirs (repository root first), which may only
+// tighten the authority profile.
 // A configuration file error names the file and line; a flag error is a
 // *UsageError.
 func Load(opts Options) (*Config, error) {
@@ -306,19 +312,38 @@ func Load(opts Options) (*Config, error) {
 			return nil, fmt.Errorf("workspace %s: %w", opts.Workspace, err)
 		}
 		c.Workspace = ws
-		project, skipped, err := readProjectFile(ws, known)
-		if err != nil {
+		if err := applyProjectFiles(&c, ws, known); err != nil {
 			return nil, err
+		}
+	}
+	enforceControlled(&c)
+	if why := shellProblem(c.ShellPath.Value); c.ShellPath.Value != "" && why != "" && c.ShellPath.Source != SourceFlag {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("shell_path %s (from %s): %s, so every bash call will fail; fix shell_path or remove it", c.ShellPath.Value, c.ShellPath.Source, why))
+	}
+	return &c, nil
+}
+
+// applyProjectFiles tightens c with the .octet/config.toml of each of
+// the workspace's ProjectDirs, the repository root's first and the
+// workspace's last (a later file may only tighten further, and its model
+// or reasoning wins).
+func applyProjectFiles(c *Config, ws string, known []string) error {
+	for _, dir := range ProjectDirs(ws) {
+		if isHomeConfigDir(dir, c.Home) {
+			continue
+		}
+		project, skipped, err := readProjectFile(dir, known)
+		if err != nil {
+			return err
 		}
 		if skipped != "" {
 			c.Warnings = append(c.Warnings, skipped)
 		}
 		if project != nil {
-			project.tighten(&c)
+			project.tighten(c)
 		}
 	}
-	enforceControlled(&c)
-	return &c, nil
+	return nil
 }
 
 // checkFlags rejects flag combinations and retired switches before anything
@@ -386,6 +411,9 @@ func applyFlags(c *Config, f Flags, known []string) error {
 		if !filepath.IsAbs(*f.ShellPath) {
 			return &UsageError{Msg: fmt.Sprintf("--shell-path %q: must be an absolute path", *f.ShellPath)}
 		}
+		if why := shellProblem(*f.ShellPath); why != "" {
+			return &UsageError{Msg: fmt.Sprintf("--shell-path %s: %s; name an executable shell such as /bin/bash", *f.ShellPath, why)}
+		}
 		set(&c.ShellPath, *f.ShellPath, SourceFlag)
 	}
 	if f.Model != nil {
@@ -401,6 +429,32 @@ func applyFlags(c *Config, f Flags, known []string) error {
 		set(&c.Reasoning, *f.Reasoning, SourceFlag)
 	}
 	return nil
+}
+
+// shellProblem says why path cannot run bash's commands ("" when it can),
+// by the test the bash tool's resolver applies to a configured shell
+// (osfile.ExecutableFile).
+func shellProblem(path string) string {
+	if _, ok := osfile.ExecutableFile(path, runtime.GOOS == "windows"); ok {
+		return ""
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "no such file"
+	}
+	return "not an executable file"
+}
+
+// CheckFlags validates the command-line flags alone, as Load does, so a
+// command can refuse a bad flag value before it reads or starts anything.
+func CheckFlags(f Flags, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if err := checkFlags(f, lookup); err != nil {
+		return err
+	}
+	c := Defaults()
+	return applyFlags(&c, f, BuiltinTools)
 }
 
 // enforceControlled applies the product rule that controlled policies never

@@ -87,12 +87,22 @@ func MCPToolName(server, tool string) string { return MCPToolPrefix + server + "
 
 // isMCPToolName reports whether n has the shape mcp__<server>__<tool>.
 func isMCPToolName(n string) bool {
+	_, _, ok := SplitMCPToolName(n)
+	return ok
+}
+
+// SplitMCPToolName splits a name of the shape mcp__<server>__<tool>; ok
+// is false for any other name.
+func SplitMCPToolName(n string) (server, tool string, ok bool) {
 	rest, ok := strings.CutPrefix(n, MCPToolPrefix)
 	if !ok {
-		return false
+		return "", "", false
 	}
-	server, tool, ok := strings.Cut(rest, "__")
-	return ok && mcpServerName.MatchString(server) && tool != ""
+	server, tool, ok = strings.Cut(rest, "__")
+	if !ok || !mcpServerName.MatchString(server) || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // mcpFile is one [mcp_servers.NAME] table as written. Nil fields were
@@ -250,12 +260,12 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 		m := fc.MCPServers[name]
 		i := slices.IndexFunc(c.MCPServers, func(s MCPServer) bool { return s.Name == name })
 		if i < 0 {
-			warn("mcp_servers", "a project may not add MCP server %q (only the global config defines servers)", name)
+			warn("mcp_servers."+name, "a project may not add MCP server %q (only the global config defines servers)", name)
 			continue
 		}
 		s := &c.MCPServers[i]
 		if m.definesServer() {
-			warn("mcp_servers", "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
+			warn("mcp_servers."+name, "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
 		}
 		if m.Sandbox != nil {
 			cur, _ := sandbox.ParseProfile(s.Sandbox.Value)
@@ -272,7 +282,7 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 			case !*m.Enabled && s.Enabled.Value:
 				set(&s.Enabled, false, SourceProjectConfig)
 			case *m.Enabled && !s.Enabled.Value:
-				warn("mcp_servers", "a project may not enable MCP server %q (disabled from %s)", name, s.Enabled.Source)
+				warn("mcp_servers."+name, "a project may not enable MCP server %q (disabled from %s)", name, s.Enabled.Source)
 			}
 		}
 		if m.DisabledTools != nil {
@@ -292,7 +302,7 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 				}
 			}
 			if len(extra) > 0 {
-				warn("mcp_servers", "a project may not enable tools %s of MCP server %q", strings.Join(extra, ", "), name)
+				warn("mcp_servers."+name, "a project may not enable tools %s of MCP server %q", strings.Join(extra, ", "), name)
 			}
 			if kept == nil {
 				kept = []string{}
