@@ -314,3 +314,51 @@ func BenchmarkBashTrueSandboxed(b *testing.B) {
 	b.ReportMetric(us(cpu[1]-cpu[0]), "read-only-added-cpu-µs")
 	b.ReportMetric(us(cpu[2]-cpu[0]), "workspace-write-added-cpu-µs")
 }
+
+// TestSandboxFollowsSessionPolicy: a session tightened from full access
+// to a controlled policy gets that policy's default sandbox (stated with
+// source "session"), and its commands run in it; restoring the launch
+// policy restores no sandbox.
+func TestSandboxFollowsSessionPolicy(t *testing.T) {
+	requireSandbox(t)
+	secret := homeSecret(t)
+	b := newBash(t, Config{})
+	host := mustHost(t, b)
+	br := NewBroker(BrokerConfig{Policy: UnsafeHost, Approver: approveAll()})
+	if s := br.EffectiveToolPolicy().Sandbox; s.Value.Profile != SandboxNone || s.Source != SourceDefault {
+		t.Fatalf("launch sandbox %+v", s)
+	}
+	eff, err := br.SetPolicy(ControlledBashApproval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := eff.Sandbox; s.Value.Profile != SandboxWorkspaceWrite || s.Source != SourceSession {
+		t.Fatalf("tightened sandbox %+v", s)
+	}
+	res, d := br.Dispatch(t.Context(), host, DispatchRequest{CallID: "c1", Tool: "bash", Arguments: argsJSON(t, map[string]any{"command": "cat " + secret})}, DispatchObserver{})
+	if d.Sandbox != "workspace-write, no network" || strings.Contains(res.Text, "HOME-SECRET") {
+		t.Fatalf("tightened session's command: %q\n%s", d.Sandbox, res.Text)
+	}
+	if eff, _ := br.SetPolicy(UnsafeHost); eff.Sandbox.Value.Profile != SandboxNone {
+		t.Fatalf("restored sandbox %+v", eff.Sandbox)
+	}
+}
+
+// TestSandboxUnavailableFallsBack: on a host without a sandbox the
+// controlled policies still admit (and ask) as before, the commands run
+// unconfined, and the decision, the approval and the result say so.
+func TestSandboxUnavailableFallsBack(t *testing.T) {
+	secret := homeSecret(t)
+	eff := DefaultToolPolicy(ControlledBashApproval, ShellSystemBash)
+	eff.Sandbox.Value = SandboxValue{Profile: SandboxWorkspaceWrite, Mechanism: "unavailable", Note: "Landlock is not enabled in this kernel"}
+	ap := approveAll()
+	br := NewBroker(BrokerConfig{Policy: ControlledBashApproval, Approver: ap, EffectivePolicy: eff})
+	res, d := br.Dispatch(t.Context(), mustHost(t, newBash(t, Config{})), DispatchRequest{CallID: "c1", Tool: "bash",
+		Arguments: argsJSON(t, map[string]any{"command": "cat " + secret})}, DispatchObserver{})
+	if d.Reason != ReasonApproved || d.Sandbox != "none" || res.Details["sandbox"] != "none" || !strings.Contains(res.Text, "HOME-SECRET") {
+		t.Fatalf("fallback: %s %q %v\n%s", d.Reason, d.Sandbox, res.Details["sandbox"], res.Text)
+	}
+	if r := ap.requests(); len(r) != 1 || !strings.HasSuffix(r[0].Title, "— no sandbox") {
+		t.Fatalf("approval does not say there is no sandbox: %+v", r)
+	}
+}

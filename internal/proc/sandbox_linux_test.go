@@ -248,3 +248,21 @@ func runAsNobodyBinary(t *testing.T) string {
 	}
 	return bin
 }
+
+// TestSandboxSpecRefusedBeforeStart: a Spec that cannot be applied (a
+// relative path) fails Start and runs nothing: a sandboxed command never
+// runs unconfined.
+func TestSandboxSpecRefusedBeforeStart(t *testing.T) {
+	marker := filepath.Join(t.TempDir(), "ran")
+	_, err := Start(Command{
+		Path: "/bin/sh", Args: []string{"sh", "-c", "touch " + marker}, Dir: t.TempDir(), Env: os.Environ(),
+		Sandbox: &sandbox.Spec{Profile: sandbox.WorkspaceWrite, Workspace: "relative/ws"},
+	})
+	if err == nil || !strings.Contains(err.Error(), "not absolute") {
+		t.Fatalf("Start: %v", err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran")
+	}
+}
