@@ -15,11 +15,16 @@ import (
 )
 
 // probeEnv marks the child Probe starts to learn whether this host lets
-// octet make the namespaces that protect .git: it exits at once.
+// octet make the namespaces and read-only mounts that protect .git: the
+// child tries one such mount (of /, in its own namespace) and exits with
+// its outcome.
 const probeEnv = "OCTET_SANDBOX_PROBE"
 
 func init() {
 	if os.Getenv(probeEnv) == "1" {
+		if protect([]string{"/"}) != nil {
+			syscall.Exit(1)
+		}
 		syscall.Exit(0)
 	}
 }
@@ -112,7 +117,8 @@ func joinSemi(s []string) string {
 }
 
 // namespacesWork starts this binary in the namespaces a workspace-write
-// guard gets (see NamespaceAttr); the child exits at once (init above).
+// guard gets (see NamespaceAttr), where it tries a read-only mount (init
+// above): a host may allow the namespaces but not the mounts.
 func namespacesWork() bool {
 	exe, err := os.Executable()
 	if err != nil {
