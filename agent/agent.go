@@ -185,6 +185,10 @@ type Agent struct {
 	reasoning *provider.Reasoning
 	active    *Run
 	calib     calibration
+	// unwritten holds the end of the last run (its delegated usage and
+	// checkpoint) when it could not be written; the next run writes it
+	// first (see Prompt).
+	unwritten []session.Record
 
 	// encoded keeps the encoded provider items of committed entries.
 	encoded itemCache
@@ -309,6 +313,11 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 	r := newRun(a, ctx, opts)
 	a.active = r
 	a.mu.Unlock()
+	if err := a.writeUnwritten(); err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, err
+	}
 	// Calls left without a result since New (a branch moved into the
 	// middle of a batch, a run whose settlement could not be written) are
 	// resolved under the same rules as crash leftovers.
@@ -329,6 +338,25 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 	}
 	go r.drive()
 	return r, nil
+}
+
+// writeUnwritten writes the end of the previous run that could not be
+// written when it ended (before anything of the next run, which it
+// precedes). Until it is durable no new run starts.
+func (a *Agent) writeUnwritten() error {
+	a.mu.Lock()
+	recs := a.unwritten
+	a.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := a.sess.Append(recs...); err != nil {
+		return fmt.Errorf("agent: the previous run's checkpoint still cannot be written (%s): %w", writeAdvice(err), err)
+	}
+	a.mu.Lock()
+	a.unwritten = nil
+	a.mu.Unlock()
+	return nil
 }
 
 // release clears the active run if it is r.

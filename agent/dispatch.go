@@ -58,8 +58,8 @@ type ResultNotSavedError struct {
 
 func (e *ResultNotSavedError) Error() string {
 	return fmt.Sprintf("%s call %s ran but its result could not be saved: %v; the call stays unresolved: "+
-		"once the session can be written again (free disk space; a full session needs a new one), "+
-		"resuming records it as indeterminate, since its effects may have happened", e.Tool, e.CallID, e.Err)
+		"once the session can be written again (%s), "+
+		"resuming records it as indeterminate, since its effects may have happened", e.Tool, e.CallID, e.Err, writeAdvice(e.Err))
 }
 
 func (e *ResultNotSavedError) Unwrap() error { return e.Err }

@@ -2,7 +2,9 @@ package host
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"time"
 	"unicode/utf8"
 
@@ -101,6 +103,25 @@ func (p TranscriptPage) OldestFirst() []PagedEntry {
 // PageTranscript.
 func (s *Session) Transcript(beforeID string, limit int) (TranscriptPage, error) {
 	return PageTranscript(s.ID(), s.Branch(), beforeID, limit)
+}
+
+// ReadTranscript returns a page of session id's active branch read from
+// its file under a shared lock (session.Inspect): no agent is attached,
+// no torn tail repaired, nothing recorded, so another process's live run
+// is untouched. [ErrNoSession] when there is no such session.
+func (h *Host) ReadTranscript(id, beforeID string, limit int) (TranscriptPage, error) {
+	if !ValidSessionID(id) {
+		return TranscriptPage{}, fmt.Errorf("%w: invalid session id %q", ErrNoSession, id)
+	}
+	sess, err := session.Inspect(h.path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return TranscriptPage{}, fmt.Errorf("%w: %s", ErrNoSession, id)
+	}
+	if err != nil {
+		return TranscriptPage{}, fmt.Errorf("read session %s: %w", id, err)
+	}
+	defer sess.Close()
+	return PageTranscript(id, sess.Branch(), beforeID, limit)
 }
 
 // PageTranscript returns the entries of branch (session sessionID's)

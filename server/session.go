@@ -525,6 +525,23 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 
 // openOrReuse returns the open session id, marked used, or opens it from
 // disk (after a close of it still under way has finished).
+// openHere returns the session id when this server has it open (and is
+// not closing it), or nil.
+func (s *Server) openHere(id string) *sessionState {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closing {
+		return nil
+	}
+	return ss
+}
+
 func (s *Server) openOrReuse(ctx context.Context, id string) (*sessionState, error) {
 	s.mu.Lock()
 	ss := s.sessions[id]

@@ -177,14 +177,24 @@ func (s *Server) sessionTranscript(ctx context.Context, _ *jsonrpc2.Request, raw
 	if p.Limit < 0 {
 		return nil, invalidParams("limit must not be negative")
 	}
-	ss, cs, isChild, err := s.sessionOrChild(ctx, p.SessionID)
-	switch {
-	case err != nil:
-		return nil, err
-	case isChild:
+	if cs, isChild, err := s.asChild(p.SessionID); err != nil || isChild {
+		if err != nil {
+			return nil, err
+		}
 		return s.childTranscript(cs, p.BeforeEntryID, p.Limit)
 	}
-	page, err := ss.handle.Transcript(p.BeforeEntryID, p.Limit)
+	var page host.TranscriptPage
+	var err error
+	if ss := s.openHere(p.SessionID); ss != nil {
+		page, err = ss.handle.Transcript(p.BeforeEntryID, p.Limit)
+	} else {
+		// Not open here: read it from disk without opening it (no agent,
+		// no repair, nothing recorded, another process's run untouched).
+		page, err = s.host.ReadTranscript(p.SessionID, p.BeforeEntryID, p.Limit)
+		if errors.Is(err, host.ErrNoSession) {
+			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: create it with octet/session/new", p.SessionID))
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ type Session struct {
 	f        *os.File
 	holder   *os.File // the shared holder lock of a writer (hold.go)
 	readOnly bool
+	alone    bool // a writer that found no other live writer at open
 	closed   bool
 	hdr      Header
 	size     int64 // end of the last complete record folded
@@ -280,11 +281,11 @@ func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, er
 		// Only once everything before the tail has been validated (and the
 		// branch typed) may the torn tail be cut: a damaged file is left
 		// untouched.
-		if err := s.repairTail(); err != nil {
-			return err
-		}
-		return s.settleUnsettled()
+		return s.repairAndSettle()
 	})
+	if err == nil && !ro && !s.alone && s.needsSettling() {
+		err = s.awaitAlone()
+	}
 	if err != nil {
 		f.Close()
 		s.closeHolder()
@@ -300,6 +301,103 @@ func (s *Session) closeHolder() error {
 		return nil
 	}
 	return s.holder.Close()
+}
+
+// repairAndSettle cuts a torn tail and, when this writer is alone
+// (claimWriter), settles what other writers left unsettled. The caller
+// holds the exclusive lock and has folded and validated the whole file.
+func (s *Session) repairAndSettle() error {
+	if err := s.repairTail(); err != nil {
+		return err
+	}
+	if s.alone = s.claimWriter(); !s.alone {
+		return nil
+	}
+	return s.settleUnsettled()
+}
+
+// aloneWait is the first wait of a writable open that finds another
+// writer, and something to settle, for it to go away; each next wait
+// doubles, up to aloneMaxWait, for aloneTries tries (about 1 s in all:
+// on a loaded machine the lingering child below may wait that long for
+// a CPU).
+const (
+	aloneWait    = 10 * time.Millisecond
+	aloneMaxWait = 400 * time.Millisecond
+	aloneTries   = 7
+)
+
+// needsSettling reports whether a writer alone would record anything:
+// another writer's unsettled dispatch or a run without its checkpoint.
+func (s *Session) needsSettling() bool {
+	return len(s.ix.unsettled()) > 0 || len(s.ix.openRuns) > 0
+}
+
+// awaitAlone retries claimWriter for a while, without holding the file
+// lock in between, before it leaves what it found unsettled to the
+// writer it saw: the "writer" may be a killed process's child between
+// fork and exec, which still holds the session's descriptor for a few
+// milliseconds after its parent's death, longer on a loaded machine (a
+// resume right after a crash).
+// Once alone, it settles as open does.
+func (s *Session) awaitAlone() error {
+	wait := aloneWait
+	for range aloneTries {
+		time.Sleep(wait)
+		wait = min(2*wait, aloneMaxWait)
+		err := s.withLock(lockEx, func() error {
+			if _, err := s.catchUpForeign(); err != nil {
+				return err
+			}
+			return s.repairAndSettle()
+		})
+		if err != nil || s.alone {
+			return err // open rewrites the listing cache
+		}
+	}
+	slog.Info("session: another writer has the session open; what it left unsettled is left to it", "path", s.path)
+	return nil
+}
+
+// claimWriter advertises this writable Session as a live writer of the
+// file for as long as it is open (osfile.LockLive) and reports whether
+// it is the only one: then a dispatch another writer left unsettled was
+// left by a writer that is gone, and may be recorded as uncertain. With
+// another writer live, its requests in flight are its own to settle, so
+// nothing is recorded (they still count in Totals until settled). Where
+// the platform cannot tell, every other writer is taken for gone, as
+// before writers advertised themselves. The caller holds the exclusive
+// lock.
+func (s *Session) claimWriter() (alone bool) {
+	alone, err := osfile.LockLive(s.f)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return true
+	case err != nil:
+		// Without the lock this writer cannot tell the others' liveness,
+		// nor show its own: leave their dispatches alone.
+		slog.Warn("session: writer presence lock not taken; unsettled requests of other writers are left unrecorded", "path", s.path, "err", err)
+		return false
+	}
+	return alone
+}
+
+// Alone reports whether this writable Session found no other live
+// writer of the file when it was opened (see claimWriter): whatever
+// another process left unsettled then was left by one that is gone. It
+// is false for [Inspect].
+func (s *Session) Alone() bool { return s.alone }
+
+// WriterLive reports whether another Session (in any process) has the
+// file open for writing now. Where the platform cannot tell, it returns
+// an error wrapping [errors.ErrUnsupported].
+func (s *Session) WriterLive() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, ErrClosed
+	}
+	return osfile.LiveHeld(s.f)
 }
 
 // The two lock modes withLock takes.
@@ -746,22 +844,36 @@ func (s *Session) Totals() Totals {
 func (s *Session) Checkpoints() []Checkpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Checkpoint, 0, len(s.ix.checkpoints))
+	return readRecords(s, KindCheckpoint, s.ix.checkpoints, func(r Record) Checkpoint { return *r.Checkpoint })
+}
+
+// Delegated returns every delegated_usage record (the children's usage
+// mirrored into this session) in file order.
+func (s *Session) Delegated() []DelegatedUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return readRecords(s, KindDelegatedUsage, s.ix.delegated, func(r Record) DelegatedUsage { return *r.Delegated })
+}
+
+// readRecords decodes the records of one kind at locs. The caller holds
+// s.mu.
+func readRecords[T any](s *Session, kind string, locs []recLoc, val func(Record) T) []T {
+	out := make([]T, 0, len(locs))
 	var sc bodyScratch
 	var buf []byte
-	for _, loc := range s.ix.checkpoints {
+	for _, loc := range locs {
 		buf = slices.Grow(buf[:0], int(loc.n))[:loc.n]
 		_, err := s.f.ReadAt(buf, loc.off)
 		var r Record
 		if err == nil {
-			r, err = decodeBody(KindCheckpoint, buf, &s.alloc, &sc)
+			r, err = decodeBody(kind, buf, &s.alloc, &sc)
 		}
 		if err != nil {
 			// The line was checked when folded; only I/O can fail here.
-			slog.Error("session: reading checkpoint", "path", s.path, "line", loc.line, "err", err)
+			slog.Error("session: reading "+kind, "path", s.path, "line", loc.line, "err", err)
 			break
 		}
-		out = append(out, *r.Checkpoint)
+		out = append(out, val(r))
 	}
 	return out
 }

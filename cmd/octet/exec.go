@@ -127,7 +127,13 @@ func runExec(ctx context.Context, args []string, e env) error {
 		created = true
 	}
 	st.maxTurns = opts.maxTurns
+	out, ctx, cancel := watchOutput(ctx, e.stdout)
+	defer cancel(nil)
+	e.stdout = out
 	res, err := drive(ctx, st, sess, ap, prompt, opts.json, e)
+	if werr := out.failed(); werr != nil {
+		return outputError(werr, sess.Header().ID)
+	}
 	if err != nil {
 		if created && sess.Len() == 0 {
 			// No run started: the session holds nothing worth keeping.
@@ -357,7 +363,11 @@ func openSession(dir, id string) (*session.Session, error) {
 	}
 	s, err := session.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open session %s: %w", strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
+		id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+		if advice := session.WriteFailureAdvice(err); advice != "" {
+			return nil, fmt.Errorf("open session %s for writing (%s): %w", id, advice, err)
+		}
+		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
 	return s, nil
 }
@@ -521,6 +531,9 @@ func outcomeError(res agent.RunResult, cfg *config.Config) error {
 	}
 	if hint := providerHint(res.Err, cfg.BaseURL.Value, cfg.Model.Value); hint != "" {
 		msg += "\n  " + hint
+	}
+	if advice := session.WriteFailureAdvice(res.Err); advice != "" {
+		msg += "\n  " + advice
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s", msg)}
 }

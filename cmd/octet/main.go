@@ -11,6 +11,8 @@
 //	     tool, config file error, missing or unsafe credentials)
 //	3    exec: the run stopped at its turn limit (max_turns)
 //	130  exec: cancelled by SIGINT
+//	141  exec: standard output closed (… | head); the run was cancelled
+//	     and settled, not killed by SIGPIPE
 package main
 
 import (

@@ -39,8 +39,13 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // changeRecorder returns the recorder of workspace's change store under
 // home, redacting the configured API key (when there is one) from diffs.
-func changeRecorder(home, workspace string, lookup func(string) (string, bool)) (*changes.Recorder, error) {
-	store, err := changes.OpenWorkspace(home, workspace, 0)
+// With readOnly the store is only read (changes.InspectWorkspace).
+func changeRecorder(home, workspace string, lookup func(string) (string, bool), readOnly bool) (*changes.Recorder, error) {
+	open := changes.OpenWorkspace
+	if readOnly {
+		open = changes.InspectWorkspace
+	}
+	store, err := open(home, workspace, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -64,12 +69,12 @@ func sessionsDiff(_ context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	sess, err := openForRewind(dir, pos[0])
+	sess, err := openForRewind(dir, pos[0], true)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup, true)
 	if err != nil {
 		return err
 	}
@@ -116,7 +121,10 @@ func sessionsRewind(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	sess, err := openForRewind(dir, pos[0])
+	// A dry run only reads: it must neither change the session (nor
+	// record another process's request in flight as unsettled) nor need
+	// a writable OCTET_HOME.
+	sess, err := openForRewind(dir, pos[0], p.DryRun)
 	if err != nil {
 		return err
 	}
@@ -125,7 +133,7 @@ func sessionsRewind(ctx context.Context, args []string, e env) error {
 	if p.EntryID, err = resolveEntry(sess, pos[1]); err != nil {
 		return err
 	}
-	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup, p.DryRun)
 	if err != nil {
 		return err
 	}
@@ -163,13 +171,22 @@ func resolveRun(sess *session.Session, id string) (string, error) {
 }
 
 // openForRewind opens the session id (or an unambiguous prefix) for
-// writing.
-func openForRewind(dir, id string) (*session.Session, error) {
-	path, err := resolveSession(dir, id)
+// writing, or with readOnly for reading only (session.Inspect: shared
+// lock, no repair, nothing recorded).
+func openForRewind(dir, id string, readOnly bool) (*session.Session, error) {
+	resolve := resolveSession
+	if readOnly {
+		resolve = resolveReadable
+	}
+	path, err := resolve(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := session.Open(path)
+	open := session.Open
+	if readOnly {
+		open = session.Inspect
+	}
+	sess, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/session"
 )
@@ -78,7 +79,7 @@ func sessionsShowExport(name string) func(context.Context, []string, env) error 
 		if err != nil {
 			return err
 		}
-		path, err := resolveSession(dir, pos[0])
+		path, err := resolveReadable(dir, pos[0])
 		if err != nil {
 			return err
 		}
@@ -144,6 +145,20 @@ func matchPrefix(prefix string, ids []string, kind, kinds, none string) (string,
 		kind, visible(prefix), len(matches), kinds, visible(strings.Join(shown, "\n  ")), more)
 }
 
+// resolveReadable is resolveSession for commands that only read a
+// session: an id no session in dir has may also name a delegated child's
+// session (kept in its team's directory, under dir/teams).
+func resolveReadable(dir, id string) (string, error) {
+	path, err := resolveSession(dir, id)
+	if err == nil {
+		return path, nil
+	}
+	if cs, ok, ferr := team.FindChildSession(filepath.Join(dir, "teams"), strings.TrimSuffix(id, ".jsonl")); ferr == nil && ok {
+		return cs.Path, nil
+	}
+	return "", err
+}
+
 // sessionIDs lists the ids of the session files in dir, sorted.
 func sessionIDs(dir string) ([]string, error) {
 	des, err := os.ReadDir(dir)
@@ -200,6 +215,7 @@ func showSession(path string, out io.Writer) error {
 	if h.ForkOf != "" {
 		fmt.Fprintf(out, "  fork of %s at entry %s\n", visible(h.ForkOf), visible(h.ForkEntry))
 	}
+	showChildren(out, path, h.ID)
 	idLen := shortIDLen(s.EntryIDs())
 	fmt.Fprintf(out, "\nentry ids are in the first column (octet sessions rewind <id> <entry> takes one, or any unambiguous prefix)\n")
 	for _, en := range s.Branch() {
@@ -220,10 +236,30 @@ func showSession(path string, out io.Writer) error {
 		}
 		fmt.Fprintln(out, visible(line))
 	}
+	for _, id := range s.OpenRuns() {
+		fmt.Fprintln(out, visible(fmt.Sprintf("run %s: no checkpoint yet: it is still running, or octet stopped or could not write the session before it ended (the next writable open records its end)", id)))
+	}
 	if n := s.TornBytes(); n > 0 {
 		fmt.Fprintf(out, "note: the file ends with %d bytes of an unfinished record (repaired when the session is next opened for writing)\n", n)
 	}
 	return nil
+}
+
+// showChildren lists the delegated child sessions of the session id at
+// path (octet sessions show takes their ids too), or, for a child, whose
+// child it is.
+func showChildren(out io.Writer, path, id string) {
+	dir := filepath.Dir(path)
+	if filepath.Base(filepath.Dir(dir)) == "teams" {
+		if cs, ok, err := team.FindChildSession(filepath.Dir(dir), id); err == nil && ok {
+			fmt.Fprintf(out, "  child   %s of session %s (%s)\n", visible(cs.AgentPath), visible(cs.ParentSessionID), visible(string(cs.Status)))
+		}
+		return
+	}
+	children, _ := team.ChildSessions(filepath.Join(dir, "teams"), id)
+	for _, c := range children {
+		fmt.Fprintf(out, "  child   %s: session %s (%s)\n", visible(c.AgentPath), visible(c.SessionID), visible(string(c.Status)))
+	}
 }
 
 // listedCost is a session's known cost for the listing, from its listing

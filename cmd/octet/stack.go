@@ -290,6 +290,14 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 // follows context file reloads (SetInstructions) until release is
 // called; release also closes its WebSocket, if any.
 func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore, policy *tools.Policy) (a *agent.Agent, release func(), err error) {
+	// Children of earlier runs that were never mirrored (the process was
+	// killed during delegation) count before any ceiling is checked.
+	// Not counting them would let a ceiling pass what they cost.
+	if n, err := team.Reconcile(sess, teamsDir(filepath.Dir(sess.Path())), st.log); err != nil {
+		return nil, nil, err
+	} else if n > 0 {
+		st.log.Info("delegated usage reconciled from child sessions", "session", sess.Header().ID, "records", n)
+	}
 	broker := tools.NewBroker(tools.BrokerConfig{
 		Policy:          host.ToolPolicy(st.cfg),
 		Approver:        approver,

@@ -16,6 +16,9 @@
 //     renamex_np(RENAME_EXCL) on macOS, both falling back to link+unlink
 //     where the file system refuses them; MoveFileEx without
 //     MOVEFILE_REPLACE_EXISTING on Windows.
+//   - LockLive: a writer-presence lock (an open-file-description lock on a
+//     byte past the data, held until the file is closed) on Linux; other
+//     platforms report errors.ErrUnsupported.
 //
 // Every function retries on EINTR.
 package osfile
