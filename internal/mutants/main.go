@@ -111,7 +111,7 @@ func main() {
 		t0 := time.Now()
 		var out string
 		res[i], out = runMutant(tmp, m, *check)
-		fmt.Printf("%-9s %-22s %-40s %5.1fs\n", res[i], m.file, m.name, time.Since(t0).Seconds())
+		fmt.Printf("%-9s %-30s %-40s %5.1fs\n", res[i], m.file, m.name, time.Since(t0).Seconds())
 		if *verbose && res[i] != killed {
 			fmt.Println(indent(out))
 		}
@@ -259,7 +259,7 @@ func report(w io.Writer, ms []mutant, res []outcome, minPct float64) bool {
 		}
 	}
 	sort.Strings(files)
-	fmt.Fprintf(w, "\n%-28s %7s %6s %10s\n", "file", "killed", "score", "equivalent")
+	fmt.Fprintf(w, "\n%-32s %7s %6s %10s\n", "file", "killed", "score", "equivalent")
 	for _, f := range files {
 		t := per[f]
 		pct := 100.0
@@ -269,7 +269,7 @@ func report(w io.Writer, ms []mutant, res []outcome, minPct float64) bool {
 		if pct < minPct {
 			ok = false
 		}
-		fmt.Fprintf(w, "%-28s %3d/%-3d %5.0f%% %10d\n", f, t.killed, t.real, pct, t.equiv)
+		fmt.Fprintf(w, "%-32s %3d/%-3d %5.0f%% %10d\n", f, t.killed, t.real, pct, t.equiv)
 	}
 	for i, m := range ms {
 		switch res[i] {
