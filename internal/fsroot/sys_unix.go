@@ -13,4 +13,5 @@ var (
 	sysRead   = unix.Read
 	sysWrite  = unix.Write
 	sysFsync  = unix.Fsync
+	sysLinkat = unix.Linkat
 )
