@@ -9,6 +9,7 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+	"unicode/utf8"
 )
 
 // The tests in this file each guard one rule of the grant store and the
@@ -302,5 +303,130 @@ func TestApproverIgnoringContextCannotHoldTheRun(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("an approver ignoring its context held the call past its deadline")
+	}
+}
+
+// invShell is a shell-channel probe that records the Invocation it got.
+type invShell struct {
+	shellProbe
+	got chan Invocation
+}
+
+func (t invShell) Execute(ctx context.Context, inv Invocation) (Result, error) {
+	t.got <- inv
+	if inv.Progress != nil {
+		inv.Progress("out: SECR") // a prefix of the secret is held back until more comes, or the end
+	}
+	return Result{Text: "ok"}, nil
+}
+
+// TestInvocationReadOnlyAndProgress: only a command auto-approved as
+// read-only runs with Invocation.ReadOnly (bash then skips its change
+// snapshot), and progress held back by the redactor is flushed when the
+// tool returns.
+func TestInvocationReadOnlyAndProgress(t *testing.T) {
+	for _, c := range []struct {
+		command  string
+		readOnly bool
+	}{{"ls", true}, {"touch x", false}} {
+		pt := invShell{newShellProbe("bash"), make(chan Invocation, 1)}
+		var progress strings.Builder
+		b := NewBroker(BrokerConfig{Approver: approveAll(), Redactor: NewRedactor("SECRET-KEY-VALUE")})
+		args := json.RawMessage(fmt.Sprintf(`{"command":%q}`, c.command))
+		_, d := b.Dispatch(context.Background(), mustHost(t, pt), DispatchRequest{CallID: "c", Tool: "bash", Arguments: args},
+			DispatchObserver{OnProgress: func(s string) { progress.WriteString(s) }})
+		if d.Decision != DecisionAllowed {
+			t.Fatalf("%s: %+v", c.command, d)
+		}
+		if inv := <-pt.got; inv.ReadOnly != c.readOnly {
+			t.Errorf("%s: Invocation.ReadOnly = %v, want %v (decision %s)", c.command, inv.ReadOnly, c.readOnly, d.Reason)
+		}
+		if progress.String() != "out: SECR" {
+			t.Errorf("%s: progress = %q, want the whole text flushed", c.command, progress.String())
+		}
+	}
+}
+
+// TestRevokeDuringHooks: a revocation while the before hooks run revokes
+// the grant at once, and the call never runs once they pass.
+func TestRevokeDuringHooks(t *testing.T) {
+	entered, release := make(chan struct{}), make(chan struct{})
+	hook := Hooks{BeforeToolCall: func(context.Context, EffectIntent) error {
+		close(entered)
+		<-release
+		return nil
+	}}
+	pt := newProbe("edit", WorkspaceMutation)
+	b := NewBroker(BrokerConfig{Approver: approveAll(), Hooks: []Hooks{hook}})
+	adm, d := b.Admit(context.Background(), mustHost(t, pt), DispatchRequest{CallID: "c", Tool: "edit"}, DispatchObserver{})
+	if adm == nil {
+		t.Fatalf("denied: %+v", d)
+	}
+	done := make(chan ToolPolicyDecision, 1)
+	go func() { _, d := adm.Execute(context.Background()); done <- d }()
+	<-entered
+	adm.Revoke()
+	if n := b.Grants().Outstanding(); n != 0 {
+		t.Errorf("%d grants outstanding after Revoke returned", n)
+	}
+	close(release)
+	if d := <-done; d.Decision != DecisionDenied || d.Reason != ReasonCancelled || pt.executed.Load() != 0 {
+		t.Fatalf("execute after revoke: %+v, executed %d", d, pt.executed.Load())
+	}
+}
+
+// TestCancelledBeforeHooks: hooks never see a call whose run was
+// cancelled before it executed.
+func TestCancelledBeforeHooks(t *testing.T) {
+	h := &hookRecorder{}
+	pt := newProbe("read", WorkspaceRead)
+	b := NewBroker(BrokerConfig{Hooks: []Hooks{h.hooks()}})
+	adm, d := b.Admit(context.Background(), mustHost(t, pt), DispatchRequest{CallID: "c", Tool: "read"}, DispatchObserver{})
+	if adm == nil {
+		t.Fatalf("denied: %+v", d)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, d := adm.Execute(ctx); d.Reason != ReasonCancelled || h.before.Load() != 0 || pt.executed.Load() != 0 {
+		t.Fatalf("decision %s, hook ran %d times, executed %d", d.Reason, h.before.Load(), pt.executed.Load())
+	}
+}
+
+// TestDenialOfRuleAdmittedCallNamesNoRule: a rule-admitted call that a
+// hook denies is not reported as allowed by the rule.
+func TestDenialOfRuleAdmittedCallNamesNoRule(t *testing.T) {
+	pt := scopedProbe{newProbe("edit", WorkspaceMutation)}
+	rules := &memRules{}
+	if _, err := rules.AddRule(StandingRule{Tool: "edit", Effect: WorkspaceMutation, Scope: ApprovalScope{Path: "a"}, Policy: Controlled}); err != nil {
+		t.Fatal(err)
+	}
+	b := NewBroker(BrokerConfig{Approver: approveAll(), Rules: rules, Hooks: []Hooks{(&hookRecorder{deny: true}).hooks()}})
+	_, d := b.Dispatch(context.Background(), mustHost(t, pt), DispatchRequest{CallID: "c", Tool: "edit", Arguments: json.RawMessage(`{"x":"a"}`)}, DispatchObserver{})
+	if d.Decision != DecisionDenied || d.Reason != ReasonHookDenied || d.RuleID != "" {
+		t.Fatalf("decision %+v; want a hook denial naming no rule", d)
+	}
+}
+
+// TestOutOfRangeEffectIsUnknown: a classification outside the known
+// effects is Unknown, and denied as such.
+func TestOutOfRangeEffectIsUnknown(t *testing.T) {
+	pt := newProbe("odd", Effect(len(effectNames)+3))
+	b := NewBroker(BrokerConfig{Policy: UnsafeHost})
+	_, d := b.Dispatch(context.Background(), mustHost(t, pt), DispatchRequest{CallID: "c", Tool: "odd"}, DispatchObserver{})
+	if d.Reason != ReasonUnknownEffect || d.Effect != Unknown || pt.executed.Load() != 0 {
+		t.Fatalf("decision %+v, executed %d", d, pt.executed.Load())
+	}
+}
+
+// TestBoundTextCutsOnRuneBoundary: a cut never splits a UTF-8 sequence.
+func TestBoundTextCutsOnRuneBoundary(t *testing.T) {
+	for n, want := range map[int]string{0: "", 1: "", 2: "é", 3: "é", 4: "éé", 5: "éé€"[:4]} {
+		if got := boundText("éé€", n); got != want {
+			t.Errorf("boundText(éé€, %d) = %q, want %q", n, got, want)
+		}
+	}
+	r := boundResult(Result{Text: strings.Repeat("€", 100)}, 100)
+	if !utf8.ValidString(r.Text) || len(r.Text) > 100 {
+		t.Errorf("bounded result %q (%d bytes) is not valid UTF-8 within the limit", r.Text, len(r.Text))
 	}
 }
