@@ -1,0 +1,248 @@
+//go:build unix
+
+package session
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The tests in this file each guard one rule of the ledger that no other
+// test noticed when it was removed (mutation testing; see
+// internal/mutants/mutants.txt).
+
+// holdLock takes a flock of mode (unix.LOCK_SH or LOCK_EX) on path through
+// its own open file description, as another process would, until the test
+// calls the returned release.
+func holdLock(t *testing.T, path string, mode int) (release func()) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Flock(int(f.Fd()), mode); err != nil {
+		t.Fatal(err)
+	}
+	var done bool
+	release = func() {
+		if !done {
+			done = true
+			unix.Flock(int(f.Fd()), unix.LOCK_UN)
+			f.Close()
+		}
+	}
+	t.Cleanup(release)
+	return release
+}
+
+// waitsForLock runs op, which must not finish while another holder keeps
+// a shared lock on path, and must finish once it is released.
+func waitsForLock(t *testing.T, path, what string, op func() error) {
+	t.Helper()
+	release := holdLock(t, path, unix.LOCK_SH)
+	done := make(chan error, 1)
+	go func() { done <- op() }()
+	select {
+	case err := <-done:
+		t.Fatalf("%s finished (%v) while a reader held a shared lock: it did not take the exclusive lock", what, err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s after the reader released its lock: %v", what, err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s still waiting after the lock was released", what)
+	}
+}
+
+// TestWritersTakeTheExclusiveLock: opening for writing (which may repair)
+// and appending both wait for a reader's shared lock to go.
+func TestWritersTakeTheExclusiveLock(t *testing.T) {
+	path, _ := sessionWith(t, 1)
+	var w *Session
+	waitsForLock(t, path, "Open", func() (err error) { w, err = Open(path); return err })
+	defer w.Close()
+	waitsForLock(t, path, "Append", func() error {
+		_, err := w.AppendEntry(Entry{Type: EntryUser, Text: "x"})
+		return err
+	})
+	// A reader does not wait for another reader.
+	holdLock(t, path, unix.LOCK_SH)
+	r, err := Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+}
+
+// TestAppendCutsLongForeignTornTail: a torn tail another writer left after
+// this session's last fold is cut before the append, so the append lands
+// where the tail began and nothing of the tail survives after it.
+func TestAppendCutsLongForeignTornTail(t *testing.T) {
+	path, ids := sessionWith(t, 2)
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	good := readFile(t, path)
+	torn, err := appendRecord(nil, EntryRecord(Entry{ID: "torn", Type: EntryUser, Text: strings.Repeat("t", 4000)}), 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendRaw(t, path, torn[:len(torn)-100]) // a dead writer's partial line
+	e, err := w.AppendEntry(Entry{Type: EntryUser, Text: "after"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := appendRecord(nil, EntryRecord(e), 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, path); !bytes.Equal(got, append(good, line...)) {
+		t.Fatalf("file after the append holds %d bytes, want the %d of the good prefix and the new record", len(got), len(good)+len(line))
+	}
+	r, err := Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if got := branchIDs(r.Branch()); len(got) != 3 || got[1] != ids[1] || got[2] != e.ID || r.TornBytes() != 0 {
+		t.Errorf("branch %v torn %d", got, r.TornBytes())
+	}
+}
+
+// TestTornTailRepairIsSynced: the truncation of a torn tail is made
+// durable; a sync failure fails the open rather than appending after an
+// unsynced repair.
+func TestTornTailRepairIsSynced(t *testing.T) {
+	path, _ := sessionWith(t, 1)
+	appendRaw(t, path, []byte(`{"kind":"entry","id":"half`))
+	orig := syncData
+	t.Cleanup(func() { syncData = orig })
+	syncData = func(*os.File) error { return errors.New("EIO") }
+	if s, err := Open(path); err == nil {
+		s.Close()
+		t.Fatal("Open repaired a torn tail although the sync failed")
+	}
+}
+
+// TestReadOnlyNeverRepairs: Inspect of a torn file leaves it byte for byte.
+func TestReadOnlyNeverRepairs(t *testing.T) {
+	path, _ := sessionWith(t, 1)
+	appendRaw(t, path, []byte(`{"kind":"entry","id":"half`))
+	before := readFile(t, path)
+	r, err := Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Close()
+	if !bytes.Equal(readFile(t, path), before) {
+		t.Fatal("Inspect changed the file")
+	}
+}
+
+// TestOpenRefusesSymlink: a session path that is a symbolic link is not
+// opened, for reading or writing.
+func TestOpenRefusesSymlink(t *testing.T) {
+	path, _ := sessionWith(t, 1)
+	link := filepath.Join(t.TempDir(), "link.jsonl")
+	if err := os.Symlink(path, link); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func(string) (*Session, error){"Open": Open, "Inspect": Inspect} {
+		if s, err := open(link); err == nil {
+			s.Close()
+			t.Errorf("%s followed a symbolic link", name)
+		}
+	}
+}
+
+// TestFileShrankBehindWriter: a file cut behind a writer's back is an
+// error for the next append, which writes nothing.
+func TestFileShrankBehindWriter(t *testing.T) {
+	path, _ := sessionWith(t, 2)
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	st, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, st.Size()-10); err != nil {
+		t.Fatal(err)
+	}
+	before := readFile(t, path)
+	if _, err := w.AppendEntry(Entry{Type: EntryUser, Text: "x"}); err == nil || !strings.Contains(err.Error(), "shrank") {
+		t.Fatalf("append after the file shrank: %v", err)
+	}
+	if !bytes.Equal(readFile(t, path), before) {
+		t.Fatal("the append wrote to a shrunken file")
+	}
+}
+
+// TestAppendRefusals: invalid records, duplicate ids within one batch and
+// a closed session are refused with nothing written.
+func TestAppendRefusals(t *testing.T) {
+	s := newSession(t)
+	first := mustAppend(t, s, Entry{Type: EntryUser, Text: "first"})
+	before := readFile(t, s.Path())
+	cases := map[string][]Record{
+		"entry without type":          {EntryRecord(Entry{Text: "x"})},
+		"unknown kind":                {{Kind: "bogus"}},
+		"duplicate id in a batch":     {EntryRecord(Entry{ID: "dup", Type: EntryUser}), EntryRecord(Entry{ID: "dup", Type: EntryUser})},
+		"duplicate of an earlier id":  {EntryRecord(Entry{ID: first.ID, Type: EntryUser})},
+		"duplicate dispatch in batch": {DispatchRecord(Dispatch{ID: "d1"}), DispatchRecord(Dispatch{ID: "d1"})},
+	}
+	for name, recs := range cases {
+		if err := s.Append(recs...); err == nil {
+			t.Errorf("%s: appended", name)
+		}
+	}
+	if !bytes.Equal(readFile(t, s.Path()), before) {
+		t.Fatal("a refused append reached the file")
+	}
+	s.Close()
+	if err := s.Append(EntryRecord(Entry{Type: EntryUser})); !errors.Is(err, ErrClosed) {
+		t.Errorf("append after Close: %v, want ErrClosed", err)
+	}
+	if _, err := s.Refresh(); !errors.Is(err, ErrClosed) {
+		t.Errorf("refresh after Close: %v, want ErrClosed", err)
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestRecordByteLimitExact: a record of exactly the limit is written, one
+// byte more is refused.
+func TestRecordByteLimitExact(t *testing.T) {
+	at := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	rec := func(n int) Record {
+		return EntryRecord(Entry{ID: "x", Type: EntryUser, Time: at, Text: strings.Repeat("y", n)})
+	}
+	line, err := appendRecord(nil, rec(100), 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lowerLimits(t, MaxFileBytes, MaxRecords, len(line))
+	s := newSession(t)
+	if err := s.Append(rec(101)); err == nil {
+		t.Error("a record one byte over the limit was appended")
+	}
+	if err := s.Append(rec(100)); err != nil {
+		t.Errorf("a record of exactly the limit: %v", err)
+	}
+}
