@@ -67,6 +67,7 @@ func main() {
 	minPct := flag.Float64("min", 0, "fail when a file's score is below this percentage")
 	list := flag.Bool("list", false, "list the selected mutants without running them")
 	check := flag.Bool("check", false, "only check that each selected mutant applies and builds")
+	runRE := flag.String("run", "", "override the go test -run of every selected mutant (to try new tests quickly)")
 	verbose := flag.Bool("v", false, "print the test output of survivors and broken mutants")
 	flag.Parse()
 	data := filepath.Join("internal", "mutants", "mutants.txt")
@@ -87,6 +88,9 @@ func main() {
 	for _, m := range ms {
 		if (*ci && !m.ci) || !strings.Contains(m.file, *fileSub) || (re != nil && !re.MatchString(m.name)) {
 			continue
+		}
+		if *runRE != "" {
+			m.run, m.skip = *runRE, ""
 		}
 		sel = append(sel, m)
 	}
