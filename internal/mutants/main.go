@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -115,7 +116,11 @@ func main() {
 		t0 := time.Now()
 		var out string
 		res[i], out = runMutant(tmp, m, *check)
-		fmt.Printf("%-9s %-30s %-40s %5.1fs\n", res[i], m.file, m.name, time.Since(t0).Seconds())
+		fmt.Printf("%-9s %-30s %-40s %5.1fs", res[i], m.file, m.name, time.Since(t0).Seconds())
+		if res[i] == killed {
+			fmt.Printf("  %s", killers(out))
+		}
+		fmt.Println()
 		if *verbose && res[i] != killed {
 			fmt.Println(indent(out))
 		}
@@ -145,6 +150,29 @@ func indent(s string) string {
 		s = "..." + s[len(s)-4000:]
 	}
 	return "    " + strings.ReplaceAll(s, "\n", "\n    ")
+}
+
+// failRE matches a top-level test failure in go test output.
+var failRE = regexp.MustCompile(`(?m)^--- FAIL: (\w+)`)
+
+// killers names the top-level tests that failed in out (a panic or a
+// timeout names none), at most three.
+func killers(out string) string {
+	var names []string
+	for _, m := range failRE.FindAllStringSubmatch(out, -1) {
+		if !slices.Contains(names, m[1]) {
+			names = append(names, m[1])
+		}
+	}
+	switch {
+	case len(names) == 0 && strings.Contains(out, "panic: test timed out"):
+		return "(timeout)"
+	case len(names) == 0:
+		return "(panic or build of the test binary)"
+	case len(names) > 3:
+		return strings.Join(names[:3], ",") + ",..."
+	}
+	return strings.Join(names, ",")
 }
 
 // apply returns src with m applied, or an error when its text is not
