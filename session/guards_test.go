@@ -253,3 +253,61 @@ func TestRecordByteLimitExact(t *testing.T) {
 		t.Errorf("a record of exactly the limit: %v", err)
 	}
 }
+
+// TestFileByteLimitExact: an append that brings the file to exactly the
+// limit is written; one byte more is refused.
+func TestFileByteLimitExact(t *testing.T) {
+	at := time.Date(2026, 12, 4, 0, 0, 0, 0, time.UTC)
+	rec := EntryRecord(Entry{ID: "x", Type: EntryUser, Time: at, Text: "exact"})
+	line, err := appendRecord(nil, rec, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, over := range []int64{1, 0} {
+		s := newSession(t)
+		lowerLimits(t, s.Size()+int64(len(line))-over, MaxRecords, MaxRecordBytes)
+		err := s.Append(rec)
+		if over == 1 && err == nil {
+			t.Error("an append one byte past the file limit was written")
+		}
+		if over == 0 && err != nil {
+			t.Errorf("an append reaching exactly the file limit: %v", err)
+		}
+		s.Close()
+	}
+}
+
+// TestShortWriteWithoutError: a write that stores fewer bytes than asked
+// and reports no error is still a failed append, undone.
+func TestShortWriteWithoutError(t *testing.T) {
+	s := newSession(t)
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "kept"})
+	before := readFile(t, s.Path())
+	orig := writeAt
+	t.Cleanup(func() { writeAt = orig })
+	writeAt = func(f *os.File, b []byte, off int64) (int, error) { return f.WriteAt(b[:len(b)/2], off) }
+	if _, err := s.AppendEntry(Entry{Type: EntryUser, Text: "half"}); err == nil {
+		t.Fatal("a short write was taken for a whole one")
+	}
+	if !bytes.Equal(readFile(t, s.Path()), before) {
+		t.Fatal("the short write was not undone")
+	}
+}
+
+// TestSessionIDShape: an id is at most 128 characters of [A-Za-z0-9._-],
+// not starting with a dot (no hidden or traversing file names).
+func TestSessionIDShape(t *testing.T) {
+	dir := t.TempDir()
+	for id, ok := range map[string]bool{
+		strings.Repeat("a", 128): true, strings.Repeat("a", 129): false,
+		".hidden": false, "a/b": false, "..": false, "ok-1_2.x": true,
+	} {
+		s, err := Create(dir, Header{ID: id})
+		if (err == nil) != ok {
+			t.Errorf("Create(id %q): %v, want ok=%v", id, err, ok)
+		}
+		if err == nil {
+			s.Close()
+		}
+	}
+}
