@@ -298,6 +298,9 @@ func TestShortWriteWithoutError(t *testing.T) {
 // not starting with a dot (no hidden or traversing file names).
 func TestSessionIDShape(t *testing.T) {
 	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "a"), 0o700); err != nil { // so "a/b" could be created
+		t.Fatal(err)
+	}
 	for id, ok := range map[string]bool{
 		strings.Repeat("a", 128): true, strings.Repeat("a", 129): false,
 		".hidden": false, "a/b": false, "..": false, "ok-1_2.x": true,
