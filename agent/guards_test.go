@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/provider"
 	pt "github.com/octet-agent/octet/provider/providertest"
@@ -202,5 +203,35 @@ func TestUncommittedResponseMarkerIsDispatched(t *testing.T) {
 	defer ro.Close()
 	if c := ro.Totals().Cause; c.Reason != "usage_not_recorded" || !c.Dispatched {
 		t.Fatalf("cause %+v; want usage_not_recorded, dispatched", c)
+	}
+}
+
+// TestDispatchedFailureEndsOutage: a failure after a request left the
+// host ends the outage in progress: its deadline no longer bounds the
+// next opening.
+func TestDispatchedFailureEndsOutage(t *testing.T) {
+	p, _ := newTestPolicy(t, nil)
+	p.SetMaxNetworkWait(time.Minute)
+	if d := p.Decide(netDown()); !d.Retry {
+		t.Fatalf("outage wait refused: %+v", d)
+	}
+	if _, ok := p.OutageDeadline(); !ok {
+		t.Fatal("no outage deadline while waiting for the network")
+	}
+	if d := p.Decide(eofFailure()); !d.Retry {
+		t.Fatalf("stream failure not replaced: %+v", d)
+	}
+	if dl, ok := p.OutageDeadline(); ok {
+		t.Fatalf("outage deadline %v still bounds openings after a dispatched failure", dl)
+	}
+}
+
+// TestRetryAfterNeverShortenedWhileWaiting: the server's Retry-After holds
+// during network waiting too.
+func TestRetryAfterNeverShortenedWhileWaiting(t *testing.T) {
+	p, _ := newTestPolicy(t, nil)
+	down := &provider.Error{Phase: provider.PreSend, Class: provider.NetworkUnavailable, RetryAfter: 2 * time.Minute, HasRetryAfter: true}
+	if d := p.Decide(Failure{Err: down}); !d.Retry || d.Kind != RetryWaitingForNetwork || d.Delay < 2*time.Minute {
+		t.Fatalf("network wait with Retry-After 2m: retry %v kind %s delay %v", d.Retry, d.Kind, d.Delay)
 	}
 }
