@@ -77,12 +77,39 @@ func TestWritersTakeTheExclusiveLock(t *testing.T) {
 		return err
 	})
 	// A reader does not wait for another reader.
-	holdLock(t, path, unix.LOCK_SH)
-	r, err := Inspect(path)
-	if err != nil {
-		t.Fatal(err)
+	release := holdLock(t, path, unix.LOCK_SH)
+	done := make(chan error, 1)
+	go func() {
+		r, err := Inspect(path)
+		if err == nil {
+			r.Close()
+		}
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		release() // let it finish before the test ends
+		<-done
+		t.Fatal("Inspect waited for another reader's shared lock")
 	}
-	r.Close()
+}
+
+// TestCreateRefusesOversizedHeader: a header over the record limit is
+// refused and leaves no file behind.
+func TestCreateRefusesOversizedHeader(t *testing.T) {
+	lowerLimits(t, MaxFileBytes, MaxRecords, 256)
+	dir := t.TempDir()
+	if s, err := Create(dir, Header{ID: "big", Title: strings.Repeat("t", 300)}); err == nil {
+		s.Close()
+		t.Fatal("a header over the record limit was created")
+	}
+	if _, err := os.Lstat(filepath.Join(dir, "big.jsonl")); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the refused session's file exists: %v", err)
+	}
 }
 
 // TestAppendCutsLongForeignTornTail: a torn tail another writer left after
