@@ -341,3 +341,47 @@ func TestSessionIDShape(t *testing.T) {
 		}
 	}
 }
+
+// TestEmptyFileIsCorrupt: a session file without even a header is
+// refused, never opened as an empty session.
+func TestEmptyFileIsCorrupt(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "empty.jsonl")
+	if err := os.WriteFile(path, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func(string) (*Session, error){"Open": Open, "Inspect": Inspect} {
+		var ce *CorruptError
+		if s, err := open(path); !errors.As(err, &ce) || ce.Line != 1 {
+			if err == nil {
+				s.Close()
+			}
+			t.Errorf("%s of an empty file: %v, want a CorruptError at line 1", name, err)
+		}
+	}
+}
+
+// TestReaderSeesTornTailRepaired: a reader that noted a torn tail learns
+// on Refresh that a writer cut it.
+func TestReaderSeesTornTailRepaired(t *testing.T) {
+	path, _ := sessionWith(t, 1)
+	appendRaw(t, path, []byte(`{"kind":"entry","id":"half`))
+	r, err := Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.TornBytes() == 0 {
+		t.Fatal("the reader did not note the torn tail")
+	}
+	w, err := Open(path) // repairs
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	if _, err := r.Refresh(); err != nil {
+		t.Fatal(err)
+	}
+	if n := r.TornBytes(); n != 0 {
+		t.Errorf("TornBytes = %d after a writer cut the tail", n)
+	}
+}
