@@ -385,3 +385,93 @@ func TestReaderSeesTornTailRepaired(t *testing.T) {
 		t.Errorf("TornBytes = %d after a writer cut the tail", n)
 	}
 }
+
+// TestHeaderWithoutNewlineRefused: a header cut before its newline is
+// damage, not a torn tail: the file is refused and left as it is (cutting
+// it would leave no header).
+func TestHeaderWithoutNewlineRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cut.jsonl")
+	data := []byte(`{"kind":"header","version":1,"id":"cut","created":"2026-12-05T00:00:00Z"`)
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var ce *CorruptError
+	if s, err := Open(path); !errors.As(err, &ce) || ce.Line != 1 {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Open = %v, want a CorruptError at line 1", err)
+	}
+	if !bytes.Equal(readFile(t, path), data) {
+		t.Fatal("the file was modified")
+	}
+}
+
+// TestBatchMembersOutOfPlaceRefused: a batch whose members are not in
+// their numbered places is damage, not a batch.
+func TestBatchMembersOutOfPlaceRefused(t *testing.T) {
+	path, _ := sessionWith(t, 1)
+	var b []byte
+	for _, r := range []struct {
+		rec   Record
+		index int
+	}{{EntryRecord(Entry{ID: "b1", Type: EntryUser, Text: "x"}), 0}, {UsageRecord(Usage{Input: 1}), 2}, {UsageRecord(Usage{Input: 2}), 1}} {
+		var err error
+		if b, err = appendRecord(b, r.rec, r.index, 3); err != nil {
+			t.Fatal(err)
+		}
+	}
+	appendRaw(t, path, append(b, `{"kind":"usage","input":3}`+"\n"...))
+	var ce *CorruptError
+	if s, err := Inspect(path); !errors.As(err, &ce) {
+		if err == nil {
+			s.Close()
+		}
+		t.Fatalf("Inspect = %v, want a CorruptError", err)
+	}
+}
+
+// TestWriterReportsNoTornTail: a writable session repaired its torn tail,
+// so it reports none.
+func TestWriterReportsNoTornTail(t *testing.T) {
+	path, _ := sessionWith(t, 1)
+	appendRaw(t, path, []byte(`{"kind":"entry","id":"half`))
+	w, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if n := w.TornBytes(); n != 0 {
+		t.Errorf("TornBytes = %d after Open repaired the tail", n)
+	}
+}
+
+// TestEntryLinksMustMatchTheIndex: an entry line whose id or parent is
+// given twice (the scanner reads the first, the decoder the last) is
+// refused when it is typed, at open or when a reader folds it in.
+func TestEntryLinksMustMatchTheIndex(t *testing.T) {
+	t.Run("id", func(t *testing.T) {
+		path, ids := sessionWith(t, 2)
+		appendRaw(t, path, []byte(`{"kind":"entry","id":"dup","parent":"`+ids[1]+`","type":"user","text":"x","id":"other"}`+"\n"+`{"kind":"usage","input":1}`+"\n"))
+		var ce *CorruptError
+		if s, err := Inspect(path); !errors.As(err, &ce) || ce.Line != 4 {
+			if err == nil {
+				s.Close()
+			}
+			t.Fatalf("Inspect = %v, want a CorruptError at line 4", err)
+		}
+	})
+	t.Run("parent", func(t *testing.T) {
+		path, ids := sessionWith(t, 2)
+		r, err := Inspect(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		appendRaw(t, path, []byte(`{"kind":"entry","id":"dup","parent":"`+ids[1]+`","type":"user","text":"x","parent":"`+ids[0]+`"}`+"\n"+`{"kind":"usage","input":1}`+"\n"))
+		var ce *CorruptError
+		if _, err := r.Refresh(); !errors.As(err, &ce) {
+			t.Fatalf("Refresh = %v (branch %v), want a CorruptError", err, branchIDs(r.Branch()))
+		}
+	})
+}
