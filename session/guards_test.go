@@ -475,3 +475,29 @@ func TestEntryLinksMustMatchTheIndex(t *testing.T) {
 		}
 	})
 }
+
+// TestDispatchRecordsNeedIDs: a dispatch or settlement without an id is
+// refused on append, and a dispatch line without one in the file is
+// damage.
+func TestDispatchRecordsNeedIDs(t *testing.T) {
+	s := newSession(t)
+	before := readFile(t, s.Path())
+	for name, r := range map[string]Record{"dispatch": DispatchRecord(Dispatch{RunID: "r"}), "settlement": SettledRecord(DispatchSettled{RunID: "r", Outcome: SettledFailed})} {
+		if err := s.Append(r); err == nil {
+			t.Errorf("%s without an id appended", name)
+		}
+	}
+	if !bytes.Equal(readFile(t, s.Path()), before) {
+		t.Error("a refused record reached the file")
+	}
+	s.Close()
+	path, _ := sessionWith(t, 1)
+	appendRaw(t, path, []byte(`{"kind":"dispatch","run_id":"r"}`+"\n"+`{"kind":"usage","input":1}`+"\n"))
+	var ce *CorruptError
+	if r, err := Inspect(path); !errors.As(err, &ce) {
+		if err == nil {
+			r.Close()
+		}
+		t.Fatalf("Inspect of a dispatch line without id = %v, want a CorruptError", err)
+	}
+}
