@@ -501,3 +501,64 @@ func TestDispatchRecordsNeedIDs(t *testing.T) {
 		t.Fatalf("Inspect of a dispatch line without id = %v, want a CorruptError", err)
 	}
 }
+
+// TestUnsettledDispatchesOfOthers: dispatches other writers left
+// unsettled are found in file order, never this writer's own in-flight
+// one; a writable open settles them "uncertain" durably, or fails.
+func TestUnsettledDispatchesOfOthers(t *testing.T) {
+	raw := func(id, run string) []byte {
+		return []byte(`{"kind":"dispatch","id":"` + id + `","run_id":"` + run + `","operation":"","model":"m","attempt":0}` + "\n")
+	}
+	t.Run("duplicate id is damage", func(t *testing.T) {
+		path, _ := sessionWith(t, 1)
+		appendRaw(t, path, append(append(raw("d1", "r1"), raw("d1", "r2")...), `{"kind":"usage","input":1}`+"\n"...))
+		var ce *CorruptError
+		if r, err := Inspect(path); !errors.As(err, &ce) {
+			if err == nil {
+				r.Close()
+			}
+			t.Fatalf("Inspect = %v, want a CorruptError", err)
+		}
+	})
+	t.Run("file order, not own", func(t *testing.T) {
+		path, _ := sessionWith(t, 1)
+		w, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		if err := w.Append(DispatchRecord(Dispatch{ID: "own", RunID: "rA"})); err != nil {
+			t.Fatal(err)
+		}
+		appendRaw(t, path, append(raw("d1", "r1"), raw("d2", "r2")...))
+		if _, err := w.Refresh(); err != nil {
+			t.Fatal(err)
+		}
+		if tot := w.Totals(); tot.UnsettledDispatches != 2 || !tot.Uncertain || tot.Cause.RunID != "r1" {
+			t.Fatalf("totals %+v; want the two foreign dispatches, the cause the first in the file", tot)
+		}
+	})
+	t.Run("settled uncertain on open", func(t *testing.T) {
+		path, _ := sessionWith(t, 1)
+		appendRaw(t, path, raw("d1", "r1"))
+		w, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		if got := string(readFile(t, path)); !strings.Contains(got, `"id":"d1","run_id":"r1","outcome":"uncertain"}`) {
+			t.Fatalf("no uncertain settlement of d1 in:\n%s", got)
+		}
+	})
+	t.Run("settlement unwritable", func(t *testing.T) {
+		path, _ := sessionWith(t, 1)
+		appendRaw(t, path, raw("d1", "r1"))
+		orig := syncData
+		t.Cleanup(func() { syncData = orig })
+		syncData = func(*os.File) error { return errors.New("EIO") }
+		if w, err := Open(path); err == nil {
+			w.Close()
+			t.Fatal("Open succeeded without recording the unsettled dispatch")
+		}
+	})
+}
