@@ -232,6 +232,9 @@ func TestFileShrankBehindWriter(t *testing.T) {
 func TestAppendRefusals(t *testing.T) {
 	s := newSession(t)
 	first := mustAppend(t, s, Entry{Type: EntryUser, Text: "first"})
+	if err := s.Append(DispatchRecord(Dispatch{ID: "pending"})); err != nil {
+		t.Fatal(err)
+	}
 	before := readFile(t, s.Path())
 	cases := map[string][]Record{
 		"entry without type":          {EntryRecord(Entry{Text: "x"})},
@@ -239,6 +242,7 @@ func TestAppendRefusals(t *testing.T) {
 		"duplicate id in a batch":     {EntryRecord(Entry{ID: "dup", Type: EntryUser}), EntryRecord(Entry{ID: "dup", Type: EntryUser})},
 		"duplicate of an earlier id":  {EntryRecord(Entry{ID: first.ID, Type: EntryUser})},
 		"duplicate dispatch in batch": {DispatchRecord(Dispatch{ID: "d1"}), DispatchRecord(Dispatch{ID: "d1"})},
+		"pending dispatch id again":   {DispatchRecord(Dispatch{ID: "pending"})},
 	}
 	for name, recs := range cases {
 		if err := s.Append(recs...); err == nil {
