@@ -5,6 +5,7 @@ package session
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -565,4 +566,46 @@ func TestUnsettledDispatchesOfOthers(t *testing.T) {
 			t.Fatal("Open succeeded without recording the unsettled dispatch")
 		}
 	})
+}
+
+// TestDispatchLogRecordsRoundTrip: every field of the dispatch-log and
+// recovered-output records survives encoding and decoding.
+func TestDispatchLogRecordsRoundTrip(t *testing.T) {
+	for _, r := range []Record{
+		DispatchRecord(Dispatch{ID: "d", RunID: "r", Operation: "compaction", Model: "m", Attempt: 3}),
+		SettledRecord(DispatchSettled{ID: "d", RunID: "r", Outcome: SettledNoUsage}),
+		RecoveredRecord(RecoveredOutput{RunID: "r", Channel: "text", Text: "partial", Attempt: 2}),
+	} {
+		line, err := appendRecord(nil, r, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a strAlloc
+		got, err := decodeRecord(bytes.TrimSuffix(line, []byte("\n")), &a)
+		if err != nil {
+			t.Fatalf("decode %s: %v", line, err)
+		}
+		if fmt.Sprint(got.Dispatch, got.Settled, got.Recovered) != fmt.Sprint(r.Dispatch, r.Settled, r.Recovered) {
+			t.Errorf("round trip of %s: %+v %+v %+v", line, got.Dispatch, got.Settled, got.Recovered)
+		}
+	}
+}
+
+// TestUncertaintyCauseIsTheFirst: an unsettled dispatch found later does
+// not replace the reason usage first became uncertain.
+func TestUncertaintyCauseIsTheFirst(t *testing.T) {
+	s := newSession(t)
+	if err := s.Append(UncertainRecord(UsageUncertain{RunID: "r0", Reason: "cancelled_after_dispatch", Dispatched: true})); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	appendRaw(t, s.Path(), []byte(`{"kind":"dispatch","id":"d1","run_id":"r1","operation":"","model":"m","attempt":0}`+"\n"))
+	r, err := Inspect(s.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if c := r.Totals().Cause; c.Reason != "cancelled_after_dispatch" || c.RunID != "r0" {
+		t.Fatalf("cause %+v, want the first marker's", c)
+	}
 }
