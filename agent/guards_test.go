@@ -235,3 +235,43 @@ func TestRetryAfterNeverShortenedWhileWaiting(t *testing.T) {
 		t.Fatalf("network wait with Retry-After 2m: retry %v kind %s delay %v", d.Retry, d.Kind, d.Delay)
 	}
 }
+
+// quietTransport implements provider.BeforeSendNotifier but says it does
+// not notify.
+type quietTransport struct{ *plainTransport }
+
+func (quietTransport) NotifiesBeforeSend() bool { return false }
+
+// TestNotifierThatDeclines: a transport that says it does not notify is
+// treated like one without the method: each dispatch is durable before
+// Open. A fallback transport notifies only when both of its sides do.
+func TestNotifierThatDeclines(t *testing.T) {
+	var h *harness
+	tr := &plainTransport{}
+	tr.open = func(context.Context) (provider.Stream, error, bool) {
+		if n := count(readFile(t, h.sess.Path()), "dispatch"); n != int(tr.opens.Load()) {
+			t.Errorf("Open %d found %d dispatch records", tr.opens.Load(), n)
+		}
+		return nil, nil, false
+	}
+	h = newHarness(t, harnessOpt{transport: quietTransport{tr}})
+	tr.Transport = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL()})
+	h.srv.Enqueue(pt.Text("hello"))
+	r := h.prompt("go", PromptOptions{})
+	drain(t, r)
+	if res := r.Wait(); res.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	notifying := provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL()})
+	if !notifiesBeforeSend(notifying) {
+		t.Skip("the HTTP transport does not notify")
+	}
+	for _, c := range []struct {
+		ws, http provider.Transport
+		want     bool
+	}{{notifying, notifying, true}, {notifying, tr, false}, {tr, notifying, false}} {
+		if got := NewFallbackTransport(c.ws, c.http).NotifiesBeforeSend(); got != c.want {
+			t.Errorf("fallback over (%T, %T) notifies = %v, want %v", c.ws, c.http, got, c.want)
+		}
+	}
+}
