@@ -275,3 +275,175 @@ func TestNotifierThatDeclines(t *testing.T) {
 		}
 	}
 }
+
+// retryN is a hookPolicy that replaces the first n failed attempts
+// (after delay), judging usage as NoRetry does.
+func retryN(n int, delay time.Duration) *hookPolicy {
+	failures := 0
+	return &hookPolicy{decide: func(f Failure) RetryDecision {
+		d := NoRetry{}.Decide(f)
+		if failures++; failures <= n {
+			d.Retry, d.Delay = true, delay
+		}
+		return d
+	}}
+}
+
+// TestUncertaintyMarkersOfCutAttempts: each dispatched attempt cut
+// mid-stream is recorded as uncertain and dispatched, its dispatch settled
+// "uncertain"; provider_usage_uncertain is emitted once per run, and no
+// usage event claims the usage is complete.
+func TestUncertaintyMarkersOfCutAttempts(t *testing.T) {
+	h := newHarness(t, harnessOpt{retry: retryN(2, 0)})
+	full := pt.Text("The answer is forty two and nothing else")
+	h.srv.Enqueue(full.DropAfter(full.FrameCount()/2), full.DropAfter(full.FrameCount()/2), full)
+	r := h.prompt("go", PromptOptions{})
+	evs := drain(t, r)
+	if res := r.Wait(); res.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	if n := len(eventsOf[*ProviderUsageUncertain](evs)); n != 1 {
+		t.Errorf("%d provider_usage_uncertain events, want 1", n)
+	}
+	for _, u := range eventsOf[*Usage](evs) {
+		if u.Complete {
+			t.Errorf("usage event says complete after an uncertain attempt: %+v", u)
+		}
+	}
+	recs := readFile(t, h.sess.Path())
+	if got := settledOutcomes(recs); len(got) != 3 || got[0] != session.SettledUncertain || got[1] != session.SettledUncertain || got[2] != session.SettledUsage {
+		t.Errorf("settlements %v, want uncertain twice, then usage", got)
+	}
+	ro, err := session.Inspect(h.sess.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if c := ro.Totals().Cause; !c.Dispatched {
+		t.Errorf("cause %+v, want dispatched", c)
+	}
+}
+
+// TestUnsentAttemptSettledBeforeReplacement: an attempt that failed
+// before sending is settled "failed" before its replacement is made.
+func TestUnsentAttemptSettledBeforeReplacement(t *testing.T) {
+	var h *harness
+	tr := &plainTransport{}
+	tr.open = func(context.Context) (provider.Stream, error, bool) {
+		if tr.opens.Load() == 1 {
+			return nil, refusedConn, true
+		}
+		if got := settledOutcomes(readFile(t, h.sess.Path())); len(got) != 1 || got[0] != session.SettledFailed {
+			t.Errorf("settlements before the replacement opened: %v, want the first failed", got)
+		}
+		return nil, nil, false
+	}
+	h = newHarness(t, harnessOpt{transport: tr, retry: retryN(1, 0)})
+	tr.Transport = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL()})
+	h.srv.Enqueue(pt.Text("hello"))
+	r := h.prompt("go", PromptOptions{})
+	drain(t, r)
+	if res := r.Wait(); res.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+}
+
+// TestCancelDuringRetryDelay: the failed attempt is settled before the
+// wait, and cancelling while a replacement waits ends the run at once.
+func TestCancelDuringRetryDelay(t *testing.T) {
+	tr := &plainTransport{open: func(context.Context) (provider.Stream, error, bool) { return nil, refusedConn, true }}
+	h := newHarness(t, harnessOpt{transport: tr, retry: retryN(1, time.Hour)})
+	r := h.prompt("go", PromptOptions{})
+	done := make(chan Outcome, 1)
+	go func() {
+		for e := range r.Events() {
+			if _, ok := e.(*ProviderRetry); ok {
+				// The retry event precedes the settlement; cancel once it
+				// is durable (or after a while, if it never comes).
+				for i := 0; i < 100 && len(settledOutcomes(readFileNoT(h.sess.Path()))) == 0; i++ {
+					time.Sleep(20 * time.Millisecond)
+				}
+				r.Cancel()
+			}
+		}
+		done <- r.Wait().Outcome
+	}()
+	select {
+	case o := <-done:
+		if o != OutcomeCancelled {
+			t.Fatalf("outcome %s, want cancelled", o)
+		}
+		if got := settledOutcomes(readFile(t, h.sess.Path())); len(got) != 1 || got[0] != session.SettledFailed {
+			t.Fatalf("settlements %v; want the unsent attempt settled failed before the wait", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run kept waiting out its retry delay after it was cancelled")
+	}
+}
+
+// TestUncertaintyMarkerUnwritable: when the uncertainty of a failed
+// attempt cannot be recorded the run ends saying so.
+func TestUncertaintyMarkerUnwritable(t *testing.T) {
+	var h *harness
+	pol := &hookPolicy{decide: func(f Failure) RetryDecision {
+		h.sess.Close()
+		return RetryDecision{UsageUnknown: true, Reason: "cut"}
+	}}
+	h = newHarness(t, harnessOpt{retry: pol})
+	full := pt.Text("The answer is forty two")
+	h.srv.Enqueue(full.DropAfter(full.FrameCount() / 2))
+	r := h.prompt("go", PromptOptions{})
+	drain(t, r)
+	if res := r.Wait(); res.Err == nil || !strings.Contains(res.Err.Error(), "usage uncertainty") {
+		t.Fatalf("run error %v; want it to say the uncertainty was not recorded", res.Err)
+	}
+}
+
+// closeOnCompleted closes the session when the stream is about to
+// deliver its completed response.
+type closeOnCompleted struct {
+	provider.Transport
+	sess *session.Session
+}
+
+func (c closeOnCompleted) NotifiesBeforeSend() bool { return true }
+
+func (c closeOnCompleted) Open(ctx context.Context, req *provider.Request) (provider.Stream, error) {
+	s, err := c.Transport.Open(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return closingStream{s, c.sess}, nil
+}
+
+type closingStream struct {
+	provider.Stream
+	sess *session.Session
+}
+
+func (s closingStream) Next(ctx context.Context) (provider.Event, error) {
+	ev, err := s.Stream.Next(ctx)
+	if ev.Type == provider.EventCompleted {
+		s.sess.Close()
+	}
+	return ev, err
+}
+
+// TestAssistantNotCommittedUnpersisted: a response whose commit cannot be
+// written is never reported committed, and the run says why.
+func TestAssistantNotCommittedUnpersisted(t *testing.T) {
+	var h *harness
+	tr := &closeOnCompleted{}
+	h = newHarness(t, harnessOpt{transport: tr})
+	tr.Transport, tr.sess = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL()}), h.sess
+	h.srv.Enqueue(pt.Text("hello"))
+	r := h.prompt("go", PromptOptions{})
+	evs := drain(t, r)
+	res := r.Wait()
+	if n := len(eventsOf[*AssistantCommitted](evs)); n != 0 {
+		t.Errorf("%d assistant_committed events for an unpersisted response", n)
+	}
+	if res.Err == nil || !strings.Contains(res.Err.Error(), "persist assistant message") {
+		t.Fatalf("run error %v", res.Err)
+	}
+}
