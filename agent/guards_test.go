@@ -447,3 +447,18 @@ func TestAssistantNotCommittedUnpersisted(t *testing.T) {
 		t.Fatalf("run error %v", res.Err)
 	}
 }
+
+// TestResponseWithoutUsageSettledNoUsage: a completed response that
+// reports no usage settles its dispatch "no_usage", not "usage".
+func TestResponseWithoutUsageSettledNoUsage(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	h.srv.Enqueue(pt.Text("hello").WithoutUsage())
+	r := h.prompt("go", PromptOptions{})
+	drain(t, r)
+	if res := r.Wait(); res.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	if got := settledOutcomes(readFile(t, h.sess.Path())); len(got) != 1 || got[0] != session.SettledNoUsage {
+		t.Fatalf("settlements %v, want one no_usage", got)
+	}
+}
