@@ -239,6 +239,7 @@ func TestAppendRefusals(t *testing.T) {
 	before := readFile(t, s.Path())
 	cases := map[string][]Record{
 		"entry without type":          {EntryRecord(Entry{Text: "x"})},
+		"entry record without entry":  {{Kind: KindEntry}},
 		"unknown kind":                {{Kind: "bogus"}},
 		"duplicate id in a batch":     {EntryRecord(Entry{ID: "dup", Type: EntryUser}), EntryRecord(Entry{ID: "dup", Type: EntryUser})},
 		"duplicate of an earlier id":  {EntryRecord(Entry{ID: first.ID, Type: EntryUser})},
