@@ -69,6 +69,7 @@ func main() {
 	list := flag.Bool("list", false, "list the selected mutants without running them")
 	check := flag.Bool("check", false, "only check that each selected mutant applies and builds")
 	runRE := flag.String("run", "", "override the go test -run of every selected mutant (to try new tests quickly)")
+	skipRE := flag.String("skip", "", "also skip these tests (to measure the suite without some)")
 	verbose := flag.Bool("v", false, "print the test output of survivors and broken mutants")
 	flag.Parse()
 	data := filepath.Join("internal", "mutants", "mutants.txt")
@@ -92,6 +93,9 @@ func main() {
 		}
 		if *runRE != "" {
 			m.run, m.skip = *runRE, ""
+		}
+		if *skipRE != "" {
+			m.skip = strings.Trim(m.skip+"|"+*skipRE, "|")
 		}
 		sel = append(sel, m)
 	}
