@@ -5,6 +5,7 @@ package tools
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,7 @@ import (
 // TestReadOnlyShellSyntaxGuards: what a shell would expand or treat
 // specially is refused, whatever else the command is: a tilde where the
 // shell expands it, "!" inside double quotes (history expansion), and
-// the DEL byte.
+// the DEL byte; and a command over 4 KiB.
 func TestReadOnlyShellSyntaxGuards(t *testing.T) {
 	for _, c := range []struct {
 		cmd  string
@@ -31,6 +32,8 @@ func TestReadOnlyShellSyntaxGuards(t *testing.T) {
 		{`ls "a!b"`, false},
 		{"ls a\x7f", false},
 		{"ls a\x1f", false},
+		{"ls " + strings.Repeat("a", maxReadOnlyCommandBytes-3), true},
+		{"ls " + strings.Repeat("a", maxReadOnlyCommandBytes-2), false},
 	} {
 		if got := IsReadOnlyCommand(c.cmd); got != c.want {
 			t.Errorf("IsReadOnlyCommand(%q) = %v, want %v", c.cmd, got, c.want)
@@ -39,14 +42,18 @@ func TestReadOnlyShellSyntaxGuards(t *testing.T) {
 }
 
 // TestReadOnlyLoaderAndLookupGuards: LD_LIBRARY_PATH is split on ";" too,
-// as the loader does, so a relative entry hidden after one is refused; a
-// program is found only as an executable regular file.
+// as the loader does, so a relative entry hidden after one is refused; an
+// exported function's name is refused whatever its value; a program is
+// found only as an executable regular file.
 func TestReadOnlyLoaderAndLookupGuards(t *testing.T) {
 	f := newROFixture(t)
 	for _, env := range []string{"LD_LIBRARY_PATH=/usr/lib;lib", "LD_LIBRARY_PATH=/usr/lib;" + filepath.Join(f.ws, "bin")} {
 		if err := CheckReadOnly(f.with("ls", env)); err == nil {
 			t.Errorf("%s accepted", env)
 		}
+	}
+	if err := CheckReadOnly(f.with("ls", "BASH_FUNC_ls%%=x")); err == nil {
+		t.Error("an exported shell function name was accepted")
 	}
 	if err := CheckReadOnly(f.with("ls", "LD_LIBRARY_PATH=/usr/lib;/lib")); err != nil {
 		t.Errorf("two absolute loader entries refused: %v", err)
