@@ -462,3 +462,35 @@ func TestResponseWithoutUsageSettledNoUsage(t *testing.T) {
 		t.Fatalf("settlements %v, want one no_usage", got)
 	}
 }
+
+// emptyCompleted is a stream whose completed event carries no response.
+type emptyCompleted struct{}
+
+func (emptyCompleted) Next(context.Context) (provider.Event, error) {
+	return provider.Event{Type: provider.EventCompleted}, nil
+}
+func (emptyCompleted) Close() error                    { return nil }
+func (emptyCompleted) RequestID() string               { return "" }
+func (emptyCompleted) RateLimits() provider.RateLimits { return provider.RateLimits{} }
+
+// TestCompletedWithoutResponseFails: a completed event without its
+// response is a protocol violation that fails the run (its usage
+// unknown), never a commit of nothing.
+func TestCompletedWithoutResponseFails(t *testing.T) {
+	tr := &plainTransport{open: func(context.Context) (provider.Stream, error, bool) { return emptyCompleted{}, nil, true }}
+	h := newHarness(t, harnessOpt{transport: tr})
+	r := h.prompt("go", PromptOptions{})
+	evs := drain(t, r)
+	if res := r.Wait(); res.Outcome != OutcomeFailed || len(eventsOf[*AssistantCommitted](evs)) != 0 ||
+		res.Err == nil || !strings.Contains(res.Err.Error(), "completed without response") {
+		t.Fatalf("outcome %s (%v); want a failed run naming the protocol violation, nothing committed", res.Outcome, res.Err)
+	}
+	ro, err := session.Inspect(h.sess.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if tot := ro.Totals(); !tot.Uncertain || tot.UnsettledDispatches != 0 {
+		t.Errorf("totals %+v; want the dispatched request's usage uncertain, settled", tot)
+	}
+}
