@@ -3,6 +3,7 @@ package agent
 import (
 	"context"
 	"errors"
+	"io"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -492,5 +493,31 @@ func TestCompletedWithoutResponseFails(t *testing.T) {
 	defer ro.Close()
 	if tot := ro.Totals(); !tot.Uncertain || tot.UnsettledDispatches != 0 {
 		t.Errorf("totals %+v; want the dispatched request's usage uncertain, settled", tot)
+	}
+}
+
+// eofStream ends before any event, with a bare io.EOF.
+type eofStream struct{ emptyCompleted }
+
+func (eofStream) Next(context.Context) (provider.Event, error) { return provider.Event{}, io.EOF }
+
+// TestEOFBeforeCompletedIsUncertain: a stream that ends (bare io.EOF)
+// before its completed event was dispatched: its usage is recorded as
+// unknown.
+func TestEOFBeforeCompletedIsUncertain(t *testing.T) {
+	tr := &plainTransport{open: func(context.Context) (provider.Stream, error, bool) { return eofStream{}, nil, true }}
+	h := newHarness(t, harnessOpt{transport: tr})
+	r := h.prompt("go", PromptOptions{})
+	drain(t, r)
+	if res := r.Wait(); res.Outcome != OutcomeFailed {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	ro, err := session.Inspect(h.sess.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if tot := ro.Totals(); !tot.Uncertain || !tot.Cause.Dispatched || tot.UnsettledDispatches != 0 {
+		t.Fatalf("totals %+v; want the cut request's usage uncertain and dispatched", tot)
 	}
 }
