@@ -521,3 +521,41 @@ func TestEOFBeforeCompletedIsUncertain(t *testing.T) {
 		t.Fatalf("totals %+v; want the cut request's usage uncertain and dispatched", tot)
 	}
 }
+
+// responseStream completes at once with resp.
+type responseStream struct {
+	emptyCompleted
+	resp *provider.Response
+}
+
+func (s responseStream) Next(context.Context) (provider.Event, error) {
+	return provider.Event{Type: provider.EventCompleted, Response: s.resp}, nil
+}
+
+// TestRefusalWithCallIsNotARefusal: a message of refusal parts is a
+// refusal only when the response calls no tool.
+func TestRefusalWithCallIsNotARefusal(t *testing.T) {
+	for _, c := range []struct {
+		items []provider.Item
+		want  string
+	}{
+		{[]provider.Item{{Type: provider.ItemMessage, Refusal: "no"}}, "refusal"},
+		{[]provider.Item{{Type: provider.ItemMessage, Refusal: "no"}, {Type: provider.ItemFunctionCall, CallID: "c1", Name: "read", Arguments: `{}`}}, "completed"},
+	} {
+		resp := &provider.Response{ID: "r", Status: "completed", Output: c.items}
+		tr := &plainTransport{open: func(context.Context) (provider.Stream, error, bool) { return responseStream{resp: resp}, nil, true }}
+		h := newHarness(t, harnessOpt{transport: tr, maxTurns: 1})
+		r := h.prompt("go", PromptOptions{})
+		drain(t, r)
+		r.Wait()
+		var got []string
+		for _, e := range entries(readFile(t, h.sess.Path())) {
+			if e.str("type") == "assistant" {
+				got = append(got, e.str("stop_reason"))
+			}
+		}
+		if len(got) != 1 || got[0] != c.want {
+			t.Errorf("stop reasons %v, want [%s]", got, c.want)
+		}
+	}
+}
