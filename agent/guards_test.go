@@ -12,6 +12,7 @@ import (
 	"github.com/octet-agent/octet/provider"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // The tests in this file each guard one rule of "persist, then act" that
@@ -557,5 +558,40 @@ func TestRefusalWithCallIsNotARefusal(t *testing.T) {
 		if len(got) != 1 || got[0] != c.want {
 			t.Errorf("stop reasons %v, want [%s]", got, c.want)
 		}
+	}
+}
+
+// TestLedgerTotalsKeepOwnCause: joining an uncertain ledger keeps the
+// session's own first cause of uncertainty.
+func TestLedgerTotalsKeepOwnCause(t *testing.T) {
+	own := session.Totals{Uncertain: true, Cause: session.UsageUncertain{Reason: "cancelled_after_dispatch", RunID: "own"}}
+	ledger := session.Totals{Uncertain: true, Cause: session.UsageUncertain{Reason: "unsettled_dispatch", RunID: "child"}}
+	if got := LedgerTotals(own, ledger); got.Cause != own.Cause || !got.Uncertain || got.DelegatedUncertain != 1 {
+		t.Fatalf("LedgerTotals = %+v, want the own cause kept", got)
+	}
+}
+
+// TestCeilingRefusalCountsTheLedger: the refusal a client shows before a
+// prompt counts the shared cost ledger, as the request gate does.
+func TestCeilingRefusalCountsTheLedger(t *testing.T) {
+	sess, err := session.Create(t.TempDir(), session.Header{Cwd: "/"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.Close()
+	model := provider.Model{Name: "m", Features: provider.FeatureCodexProfile}
+	a, err := New(Config{
+		Session: sess, Transport: &plainTransport{}, Model: model, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}),
+		Retry: NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: model, Budget: &Budget{Ceilings: Ceilings{MaxCost: 1_000_000}}}),
+		Ledger: func() (session.Totals, bool) {
+			return session.Totals{Uncertain: true, Cause: session.UsageUncertain{Reason: "unsettled_dispatch", RunID: "child"}}, true
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *CeilingError
+	if err := a.CeilingRefusal(); !errors.As(err, &ce) || !ce.Uncertain {
+		t.Fatalf("CeilingRefusal = %v; want a refusal for the ledger's unknown usage", err)
 	}
 }
