@@ -3,6 +3,9 @@ package acp
 import (
 	"encoding/json"
 	"path/filepath"
+	"strings"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 // callView is how a tool call is shown in ACP before octet has looked at
@@ -24,11 +27,12 @@ type callArgs struct {
 	Command    *string `json:"command"`
 	Pattern    *string `json:"pattern"`
 	ReplaceAll bool    `json:"replace_all"`
+	Input      *string `json:"input"`
 }
 
 // toolKinds maps octet's tools to ACP tool kinds.
 var toolKinds = map[string]string{
-	"read": "read", "search": "search", "edit": "edit", "write": "edit", "bash": "execute",
+	"read": "read", "search": "search", "edit": "edit", "write": "edit", "apply_patch": "edit", "bash": "execute",
 }
 
 // describeCall returns the view of a call of tool with args (the
@@ -49,15 +53,18 @@ func describeCall(cwd, tool string, args []byte) callView {
 	}
 	path := str(a.Path)
 	if path != "" {
-		abs := path
-		if !filepath.IsAbs(abs) {
-			abs = filepath.Join(cwd, abs)
-		}
-		loc := map[string]any{"path": filepath.Clean(abs)}
+		loc := map[string]any{"path": location(cwd, path)}
 		if a.Offset != nil && *a.Offset > 0 {
 			loc["line"] = *a.Offset
 		}
 		v.locations = append(v.locations, loc)
+	}
+	var patched []string
+	if tool == "apply_patch" {
+		patched = tools.PatchPaths(str(a.Input))
+		for _, p := range patched {
+			v.locations = append(v.locations, map[string]any{"path": location(cwd, p)})
+		}
 	}
 	title := titleText(tool)
 	switch tool {
@@ -73,6 +80,10 @@ func describeCall(cwd, tool string, args []byte) callView {
 		if path != "" {
 			title += " in " + titleText(path)
 		}
+	case "apply_patch":
+		if len(patched) > 0 {
+			title += " " + titleText(strings.Join(patched, ", "))
+		}
 	case "bash":
 		if c := str(a.Command); c != "" {
 			title += ": " + titleText(c)
@@ -80,6 +91,14 @@ func describeCall(cwd, tool string, args []byte) callView {
 	}
 	v.title = codeSpan(title)
 	return v
+}
+
+// location is a path a call names, as an absolute location.
+func location(cwd, p string) string {
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(cwd, p)
+	}
+	return filepath.Clean(p)
 }
 
 // textContent is ToolCallContent holding text.

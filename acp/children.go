@@ -29,7 +29,7 @@ type children struct {
 	asked map[[2]string]string
 }
 
-// delegation is the session's server.AgentSpec.Delegation hook: child
+// delegation is the session's host.AgentSpec.Delegation hook: child
 // sessions for a client that understands subagents, else tool calls.
 func (as *acpSession) delegation(cfg *team.Config) {
 	if as.subagents {

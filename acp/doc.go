@@ -2,8 +2,9 @@
 // version 1): newline-delimited JSON-RPC 2.0 on a byte stream, the
 // dialect Zed, JetBrains IDEs, Emacs agent-shell and several Neovim
 // plugins drive coding agents with. It is the only package that knows
-// ACP; it runs the same agent, effect broker and session ledger as the
-// LSP dialect (package server), built by the same server.Runtime.
+// ACP; it is a dialect over package host, as the LSP dialect (package
+// server) is: the same sessions, agent, effect broker and ledger, built
+// by the same host.Runtime.
 //
 // The mapping of each ACP method and session/update to octet's events is
 // in docs/protocol.md ("ACP dialect").

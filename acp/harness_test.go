@@ -6,18 +6,15 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/octet-agent/octet/agent"
-	"github.com/octet-agent/octet/changes"
-	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -30,48 +27,11 @@ type stackOpts struct {
 
 // testRuntime is the real agent, tools and broker over the scripted
 // provider, as cmd/octet builds them (without configuration files).
-func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOpts) *server.Runtime {
-	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
-	if o.recovery {
-		model, _ = provider.LookupModel("gpt-5.1-codex")
-	}
-	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: prov.URL(), Features: model.Features})
-	return &server.Runtime{
-		SessionsDir: filepath.Join(home, "sessions"),
-		NewAgent: func(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
-			store, err := changes.OpenWorkspace(home, spec.Workspace, 0)
-			if err != nil {
-				return nil, err
-			}
-			rec := &changes.Recorder{Store: store}
-			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents, Changes: rec})
-			if err != nil {
-				return nil, err
-			}
-			host := tools.NewHost()
-			for _, tl := range builtins {
-				if err := host.Register(tl); err != nil {
-					return nil, err
-				}
-			}
-			broker := tools.NewBroker(tools.BrokerConfig{
-				Policy: o.policy, Approver: spec.Approver, EffectivePolicy: tools.DefaultToolPolicy(o.policy, "system_bash"),
-				Principal: spec.Principal, Rules: spec.Rules,
-			})
-			var retry agent.RetryPolicy
-			if o.recovery {
-				retry = agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Model: model, Endpoint: model.Features, InitialBackoff: 10 * time.Millisecond})
-			}
-			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Model: model, Host: host, Broker: broker,
-				Instructions: "You are a test agent.", Principal: spec.Principal, Retry: retry, MaxTurns: o.maxTurns,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &server.Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: rec}, nil
-		},
-	}
+func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOpts) *host.Runtime {
+	return hosttest.New(t, hosttest.Options{
+		Home: home, Provider: prov, Policy: o.policy, MaxTurns: o.maxTurns,
+		Recovery: o.recovery, Backoff: 10 * time.Millisecond,
+	}).Runtime
 }
 
 // peer is a Go ACP client of an in-process Serve.

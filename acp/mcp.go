@@ -3,7 +3,7 @@ package acp
 import (
 	"encoding/json"
 
-	"github.com/octet-agent/octet/server"
+	"github.com/octet-agent/octet/host"
 )
 
 // maxMCPServers bounds session/new's mcpServers.
@@ -15,11 +15,11 @@ const maxMCPServers = 32
 // refused (initialize advertises http only). They start under the rules
 // of configured servers: only under unsafe_host, pinned, never under
 // --offline.
-func mcpServersOf(raw []json.RawMessage) ([]server.MCPServer, error) {
+func mcpServersOf(raw []json.RawMessage) ([]host.MCPServer, error) {
 	if len(raw) > maxMCPServers {
 		return nil, invalidParams("mcpServers has %d entries, at most %d", len(raw), maxMCPServers)
 	}
-	var out []server.MCPServer
+	var out []host.MCPServer
 	for i, r := range raw {
 		var m struct {
 			Type    string   `json:"type"`
@@ -33,7 +33,7 @@ func mcpServersOf(raw []json.RawMessage) ([]server.MCPServer, error) {
 		if err := json.Unmarshal(r, &m); err != nil {
 			return nil, invalidParams("mcpServers[%d]: %v", i, err)
 		}
-		s := server.MCPServer{Name: m.Name}
+		s := host.MCPServer{Name: m.Name}
 		switch m.Type {
 		case "", "stdio":
 			if m.Command == "" {

@@ -52,7 +52,7 @@ func (s *Server) setMode(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, invalidParams("unknown mode %q: %v", truncate(p.ModeID, 80), err)
 	}
-	_, err = as.rules.SetPolicy(as.broker(), pol)
+	_, err = as.hs.SetEffectPolicy(pol)
 	switch {
 	case errors.Is(err, tools.ErrPolicyLooser):
 		return nil, invalidParams("session %s: %v", as.id, err)

@@ -11,7 +11,7 @@ import (
 // tool_call_update (completed or failed, with the recorded diffs).
 // Opaque reasoning content is never sent.
 func (as *acpSession) replay() error {
-	for _, e := range as.sess.Branch() {
+	for _, e := range as.hs.Branch() {
 		switch e.Type {
 		case session.EntryUser, session.EntrySteering:
 			as.srv.update(as.id, chunk("user_message_chunk", e.ID, e.Text))

@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/octet-agent/octet/server"
-	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/tools"
 )
 
 // ProtocolVersion is the ACP version octet speaks.
@@ -25,7 +26,7 @@ const maxSessions = 256
 // Options configures Serve.
 type Options struct {
 	// Runtime builds each session's agent (the same as octet lsp's).
-	Runtime *server.Runtime
+	Runtime *host.Runtime
 	// Logger receives the server's logs (stderr: stdout is the protocol).
 	Logger *slog.Logger
 	// Version is octet's version, reported as agentInfo.version.
@@ -41,11 +42,15 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	c    *conn
+	// host creates and opens the sessions.
+	host *host.Host
 
 	mu          sync.Mutex
 	initialized bool
 	caps        clientCapabilities
-	sessions    map[string]*acpSession
+	// client is the client's name (initialize's clientInfo.name).
+	client   string
+	sessions map[string]*acpSession
 	// kids interrupt the exposed child sessions still active (the
 	// subagents capability), by child session id.
 	kids map[string]func() error
@@ -78,7 +83,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{opts: opts, log: log, c: newConn(out, log), sessions: map[string]*acpSession{}, kids: map[string]func() error{}}
+	s := &Server{opts: opts, log: log, c: newConn(out, log), host: host.New(opts.Runtime, log), sessions: map[string]*acpSession{}, kids: map[string]func() error{}}
+	defer s.host.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(ctx, s.cancelAll)
@@ -128,6 +134,9 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	var p struct {
 		ProtocolVersion *int               `json:"protocolVersion"`
 		Capabilities    clientCapabilities `json:"clientCapabilities"`
+		ClientInfo      struct {
+			Name string `json:"name"`
+		} `json:"clientInfo"`
 	}
 	if err := decode(raw, &p); err != nil {
 		return nil, err
@@ -138,6 +147,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	s.mu.Lock()
 	s.initialized = true
 	s.caps = p.Capabilities
+	s.client = p.ClientInfo.Name
 	s.mu.Unlock()
 	// Negotiation: octet answers with the version it speaks; a client
 	// asking for another one decides whether to go on.
@@ -153,6 +163,14 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 		"agentInfo":   map[string]any{"name": "octet", "title": "octet", "version": s.opts.Version},
 		"authMethods": []any{},
 	}, nil
+}
+
+// editor is the sessions' host.AgentSpec.Editor: the client's name
+// (ACP has no open documents to list).
+func (s *Server) editor() (string, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client, nil
 }
 
 // ready refuses session methods before initialize.
@@ -183,13 +201,20 @@ func checkCwd(cwd string) error {
 	return nil
 }
 
-func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, error) {
-	caps, err := s.ready()
-	if err != nil {
-		return nil, err
-	}
+// sessionRequest is the client's capabilities and the params of a
+// session/new or session/load, once initialized.
+func (s *Server) sessionRequest(raw json.RawMessage) (clientCapabilities, sessionParams, error) {
 	var p sessionParams
-	if err := decode(raw, &p); err != nil {
+	caps, err := s.ready()
+	if err == nil {
+		err = decode(raw, &p)
+	}
+	return caps, p, err
+}
+
+func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, error) {
+	caps, p, err := s.sessionRequest(raw)
+	if err != nil {
 		return nil, err
 	}
 	if err := checkCwd(p.Cwd); err != nil {
@@ -199,27 +224,19 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	sess, err := session.Create(s.opts.Runtime.SessionsDir, session.Header{Cwd: filepath.Clean(p.Cwd)})
+	as, err := s.attach(caps, mcp, func(b host.Binding) (*host.Session, error) {
+		// A refused creation leaves nothing behind.
+		return s.host.Create(ctx, host.Spec{Cwd: filepath.Clean(p.Cwd)}, b)
+	})
 	if err != nil {
-		return nil, fmt.Errorf("create session in %s: %w", s.opts.Runtime.SessionsDir, err)
-	}
-	as, err := s.attach(ctx, sess, caps, mcp)
-	if err != nil {
-		// Created by this call and holding no entry: leave nothing behind.
-		_ = sess.Close()
-		_ = os.Remove(sess.Path())
 		return nil, err
 	}
 	return map[string]any{"sessionId": as.id, "modes": as.modes()}, nil
 }
 
 func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, error) {
-	caps, err := s.ready()
+	caps, p, err := s.sessionRequest(raw)
 	if err != nil {
-		return nil, err
-	}
-	var p sessionParams
-	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
 	id := p.SessionID
@@ -240,58 +257,56 @@ func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, err
 	if err != nil {
 		return nil, err
 	}
-	sess, err := session.Open(path)
+	as, err := s.attach(caps, mcp, func(b host.Binding) (*host.Session, error) {
+		hs, err := s.host.Open(ctx, id, b)
+		if _, agentErr := errors.AsType[*host.AgentError](err); err != nil && !agentErr {
+			err = fmt.Errorf("open session %s: %w", id, err)
+		}
+		return hs, err
+	})
 	if err != nil {
-		return nil, fmt.Errorf("open session %s: %w", id, err)
-	}
-	if p.Cwd != "" && filepath.Clean(p.Cwd) != sess.Header().Cwd {
-		s.log.Warn("session/load cwd differs from the session's; the session's is used", "session", id, "cwd", p.Cwd, "sessionCwd", sess.Header().Cwd)
-	}
-	as, err := s.attach(ctx, sess, caps, mcp)
-	if err != nil {
-		_ = sess.Close()
 		return nil, err
 	}
-	as.rules.RestorePolicy(as.broker())
+	if p.Cwd != "" && filepath.Clean(p.Cwd) != as.cwd {
+		s.log.Warn("session/load cwd differs from the session's; the session's is used", "session", id, "cwd", p.Cwd, "sessionCwd", as.cwd)
+	}
 	if err := as.replay(); err != nil {
 		return nil, err
 	}
 	return map[string]any{"modes": as.modes()}, nil
 }
 
-// attach builds the agent of sess and registers the session.
-func (s *Server) attach(ctx context.Context, sess *session.Session, caps clientCapabilities, mcp []server.MCPServer) (*acpSession, error) {
-	hdr := sess.Header()
+// attach opens a session with open (the host's create or open, given
+// this connection's binding: the session's approver, its client files
+// and children's hooks, the client's MCP servers) and registers it.
+func (s *Server) attach(caps clientCapabilities, mcp []host.MCPServer, open func(host.Binding) (*host.Session, error)) (*acpSession, error) {
 	s.mu.Lock()
 	n := len(s.sessions)
 	s.mu.Unlock()
 	if n >= maxSessions {
 		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
 	}
-	as := &acpSession{srv: s, id: hdr.ID, cwd: hdr.Cwd, sess: sess, waits: map[*permissionWait]struct{}{}, subagents: caps.subagents()}
-	as.rules = server.NewSessionRules(sess, s.log)
-	spec := server.AgentSpec{
-		Session: sess, Workspace: hdr.Cwd, Approver: as,
-		Principal: "editor:" + hdr.ID, Rules: as.rules, MCPServers: mcp,
-		Delegation: as.delegation, Policy: as.rules.RecordedPolicy(),
+	as := &acpSession{srv: s, waits: map[*permissionWait]struct{}{}, subagents: caps.subagents()}
+	b := host.Binding{
+		Approver: as, MCPServers: mcp, Editor: func(string) func() (string, []string) { return s.editor },
+		Delegation: func(_ string, cfg *team.Config) { as.delegation(cfg) },
 	}
 	if caps.FS.ReadTextFile || caps.FS.WriteTextFile {
-		as.files = &clientFiles{s: as, root: hdr.Cwd, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}
-		spec.Documents = as.files
+		b.Documents = func(workspace string) tools.Documents {
+			as.files = &clientFiles{s: as, root: workspace, read: caps.FS.ReadTextFile, write: caps.FS.WriteTextFile}
+			return as.files
+		}
 	}
-	built, err := s.opts.Runtime.NewAgent(ctx, spec)
+	hs, err := open(b)
 	if err != nil {
-		if s.opts.ConfigError != nil && !errors.Is(err, s.opts.ConfigError) {
+		if _, ok := errors.AsType[*host.AgentError](err); ok && s.opts.ConfigError != nil && !errors.Is(err, s.opts.ConfigError) {
 			err = fmt.Errorf("%w (at startup: %v)", err, s.opts.ConfigError)
 		}
-		return nil, fmt.Errorf("build agent: %w", err)
+		return nil, err
 	}
-	if built == nil || built.Agent == nil {
-		return nil, errors.New("build agent: factory returned no agent")
-	}
-	as.built = built
+	as.hs, as.id, as.cwd = hs, hs.ID(), hs.Cwd()
 	s.mu.Lock()
-	s.sessions[hdr.ID] = as
+	s.sessions[as.id] = as
 	s.mu.Unlock()
 	return as, nil
 }

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/eventgate"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -25,12 +25,11 @@ const (
 
 // acpSession is one open session with its agent.
 type acpSession struct {
-	srv   *Server
-	id    string
-	cwd   string
-	sess  *session.Session
-	built *server.Built
-	rules server.SessionRules
+	srv *Server
+	id  string
+	cwd string
+	// hs is the session in the host: its ledger, agent and rules.
+	hs *host.Session
 	// files are the client's files (nil: the client has no fs
 	// capability).
 	files *clientFiles
@@ -59,7 +58,7 @@ type acpSession struct {
 var _ tools.Approver = (*acpSession)(nil)
 
 // broker returns the session's effect broker.
-func (as *acpSession) broker() *tools.Broker { return as.built.Agent.Broker() }
+func (as *acpSession) broker() *tools.Broker { return as.hs.Broker() }
 
 // prompt handles session/prompt: it runs the prompt, streaming its events
 // as session/update, and answers with the stop reason once the run is
@@ -91,7 +90,7 @@ func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
 	}
 	gate := new(eventgate.Gate)
 	as.gate = gate
-	r, err := as.built.Agent.Prompt(ctx, text, agent.PromptOptions{})
+	r, err := as.hs.Prompt(ctx, text, agent.PromptOptions{})
 	if err != nil {
 		as.gate = nil
 		as.mu.Unlock()
@@ -103,7 +102,7 @@ func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
 	as.run, as.cancelled = r, false
 	as.mu.Unlock()
 
-	st := newRunStream(as.srv, as.id, as.cwd, as.sess, r.ID())
+	st := newRunStream(as.srv, as.id, as.cwd, as.hs.Ledger(), r.ID())
 	st.gate = gate
 	for ev := range r.Events() {
 		st.event(ev)
@@ -130,12 +129,7 @@ func (as *acpSession) answer(res agent.RunResult, cancelled bool) (any, error) {
 	case res.Outcome == agent.OutcomeFailed:
 		msg := "the run failed"
 		if res.Err != nil {
-			msg = res.Err.Error()
-			if explain := as.srv.opts.Runtime.ExplainError; explain != nil {
-				if hint := explain(res.Err); hint != "" {
-					msg = hint + " (" + msg + ")"
-				}
-			}
+			msg = as.hs.Explain(res.Err).Error()
 		}
 		return nil, &rpcError{Code: codeInternalError, Message: msg, Data: map[string]any{"runId": res.RunID}}
 	default:
@@ -147,7 +141,7 @@ func (as *acpSession) answer(res agent.RunResult, cancelled bool) (any, error) {
 // completedStop is the stop reason of a completed run: max_tokens when
 // its last response stopped at the output limit, else end_turn.
 func (as *acpSession) completedStop(runID string) string {
-	branch := as.sess.Branch()
+	branch := as.hs.Branch()
 	for i := len(branch) - 1; i >= 0; i-- {
 		e := branch[i]
 		if e.RunID != runID {
@@ -197,12 +191,7 @@ func (as *acpSession) close() error {
 			r.Cancel()
 			r.Wait()
 		}
-		var errs []error
-		if as.built != nil && as.built.Close != nil {
-			errs = append(errs, as.built.Close())
-		}
-		errs = append(errs, as.sess.Close())
-		as.closeErr = errors.Join(errs...)
+		as.closeErr = as.hs.Close()
 	})
 	return as.closeErr
 }

@@ -102,6 +102,20 @@ type Config struct {
 	// the session alone. The token ceiling always counts the agent's own
 	// session only. See [LedgerTotals].
 	Ledger func() (totals session.Totals, ok bool)
+	// Environment, when set, returns the environment context the model
+	// is given as user-role input (the host's facts: workspace, OS,
+	// shell, date, the effect policy the broker applies now, which it is
+	// passed), or "" for none. Before each prompt the agent compares it
+	// with the last one the model can see on the active branch and
+	// appends it as a context entry when it differs: sent at a session's
+	// start, again only when something in it changed (or a compaction
+	// dropped it). It must not block for long; a child inherits it.
+	Environment func(policy tools.Policy) string
+	// Offer, when set, reports whether the model m is offered the tool
+	// named name (a tool some models are not trained on); a tool it
+	// refuses is neither advertised nor executed for that model (a call
+	// of it is an unknown tool). Nil offers every tool of Host.
+	Offer func(m provider.Model, name string) bool
 	// Intents, when set, keeps the changes edit and write are about to
 	// make, before they make them (the change store): a crash before such
 	// a call's result is durable leaves them there, and crash recovery
@@ -171,6 +185,10 @@ type Agent struct {
 	reasoning *provider.Reasoning
 	active    *Run
 	calib     calibration
+	// unwritten holds the end of the last run (its delegated usage and
+	// checkpoint) when it could not be written; the next run writes it
+	// first (see Prompt).
+	unwritten []session.Record
 
 	// encoded keeps the encoded provider items of committed entries.
 	encoded itemCache
@@ -295,6 +313,11 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 	r := newRun(a, ctx, opts)
 	a.active = r
 	a.mu.Unlock()
+	if err := a.writeUnwritten(); err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, err
+	}
 	// Calls left without a result since New (a branch moved into the
 	// middle of a batch, a run whose settlement could not be written) are
 	// resolved under the same rules as crash leftovers.
@@ -303,6 +326,11 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 		a.release(r)
 		return nil, fmt.Errorf("agent: resolve unresolved calls: %w", err)
 	}
+	if err := a.syncEnvironment(r.id); err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, fmt.Errorf("agent: persist environment context: %w", err)
+	}
 	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text}); err != nil {
 		r.cancel()
 		a.release(r)
@@ -310,6 +338,25 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 	}
 	go r.drive()
 	return r, nil
+}
+
+// writeUnwritten writes the end of the previous run that could not be
+// written when it ended (before anything of the next run, which it
+// precedes). Until it is durable no new run starts.
+func (a *Agent) writeUnwritten() error {
+	a.mu.Lock()
+	recs := a.unwritten
+	a.mu.Unlock()
+	if len(recs) == 0 {
+		return nil
+	}
+	if err := a.sess.Append(recs...); err != nil {
+		return fmt.Errorf("agent: the previous run's checkpoint still cannot be written (%s): %w", writeAdvice(err), err)
+	}
+	a.mu.Lock()
+	a.unwritten = nil
+	a.mu.Unlock()
+	return nil
 }
 
 // release clears the active run if it is r.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // Compaction parameters.
@@ -90,7 +91,7 @@ func keepBoundary(entries []session.Entry, budget int) int {
 			break
 		}
 		switch entries[k].Type {
-		case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryAssistant:
+		case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryContext, session.EntryAssistant:
 			best = k
 		}
 	}
@@ -261,7 +262,8 @@ func fileSets(v view, k int) (read, modified []string) {
 				continue
 			}
 			var args struct {
-				Path string `json:"path"`
+				Path  string `json:"path"`
+				Input string `json:"input"`
 			}
 			if json.Unmarshal([]byte(it.Arguments), &args) != nil {
 				continue
@@ -271,6 +273,10 @@ func fileSets(v view, k int) (read, modified []string) {
 				add(&read, seenR, args.Path)
 			case "edit", "write":
 				add(&modified, seenM, args.Path)
+			case "apply_patch":
+				for _, p := range tools.PatchPaths(args.Input) {
+					add(&modified, seenM, p)
+				}
 			}
 		}
 	}

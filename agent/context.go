@@ -119,7 +119,7 @@ func userMessage(text string) provider.Item {
 // view handles) contribute nothing.
 func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
 	switch e.Type {
-	case session.EntryUser, session.EntrySteering, session.EntryFollowUp:
+	case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryContext:
 		out = append(out, userMessage(e.Text))
 	case session.EntryAssistant:
 		for _, it := range e.Items {

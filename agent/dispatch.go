@@ -58,8 +58,8 @@ type ResultNotSavedError struct {
 
 func (e *ResultNotSavedError) Error() string {
 	return fmt.Sprintf("%s call %s ran but its result could not be saved: %v; the call stays unresolved: "+
-		"once the session can be written again (free disk space; a full session needs a new one), "+
-		"resuming records it as indeterminate, since its effects may have happened", e.Tool, e.CallID, e.Err)
+		"once the session can be written again (%s), "+
+		"resuming records it as indeterminate, since its effects may have happened", e.Tool, e.CallID, e.Err, writeAdvice(e.Err))
 }
 
 func (e *ResultNotSavedError) Unwrap() error { return e.Err }
@@ -352,7 +352,7 @@ func (r *Run) admitCall(i int, sink *toolSink) (*admitted, bool, error) {
 // reason or "".
 func (r *Run) validate(call session.Item) string {
 	host := r.a.cfg.Host
-	if _, ok := host.Lookup(call.Name); !ok {
+	if _, ok := host.Lookup(call.Name); !ok || !r.a.offered(r.a.Model(), call.Name) {
 		return tools.ReasonUnknownTool
 	}
 	canon, err := tools.CanonicalArguments(json.RawMessage(call.Arguments))
@@ -546,13 +546,14 @@ func (r *Run) settlePending(text string) error {
 }
 
 // toolDefs returns the host's tools the broker's current policy could
-// admit (Broker.Offers), as provider function tools: a session that was
-// tightened is not offered tools it would deny at every call.
-func (a *Agent) toolDefs() []provider.FunctionTool {
+// admit (Broker.Offers) and model m is offered (Config.Offer), as
+// provider function tools: a session that was tightened is not offered
+// tools it would deny at every call.
+func (a *Agent) toolDefs(m provider.Model) []provider.FunctionTool {
 	ts := a.cfg.Host.Tools()
 	out := make([]provider.FunctionTool, 0, len(ts))
 	for _, t := range ts {
-		if !a.cfg.Broker.Offers(t) {
+		if !a.cfg.Broker.Offers(t) || !a.offered(m, t.Name()) {
 			continue
 		}
 		out = append(out, provider.FunctionTool{Name: t.Name(), Description: t.Description(), Parameters: t.Schema()})

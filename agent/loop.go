@@ -269,7 +269,7 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 	if r.toolFree {
 		req.ToolChoice = "none"
 	} else {
-		req.Tools = r.a.toolDefs()
+		req.Tools = r.a.toolDefs(model)
 		if len(req.Tools) > 0 {
 			req.ToolChoice = "auto"
 			req.ParallelToolCalls = model.Features.Has(provider.FeatureParallelToolCalls)
@@ -445,7 +445,7 @@ func (r *Run) usageRecord(op, model string, ar *attemptResult) (session.Record, 
 	return session.UsageRecord(session.Usage{
 		RunID: r.id, RequestID: reqID, Operation: op, Model: model,
 		Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens,
-		CostPicodollars: cost,
+		CostPicodollars: cost, Priced: priced,
 	}), cost, priced
 }
 

@@ -5,36 +5,14 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"strconv"
-	"strings"
+
+	"github.com/octet-agent/octet/internal/price"
 )
 
 // Picodollars is an amount of money in 10⁻¹² US dollars. Money is never a
 // float in octet: a token price of $1.25 per million tokens is exactly
 // 1,250,000 picodollars per token.
-type Picodollars int64
-
-// Micros returns the amount in whole micro-dollars (10⁻⁶ USD), rounded
-// down, as the editor protocol's costMicros field carries it.
-func (p Picodollars) Micros() int64 { return int64(p) / 1_000_000 }
-
-// String formats the amount as exact decimal US dollars.
-func (p Picodollars) String() string {
-	neg := p < 0
-	u := uint64(p)
-	if neg {
-		u = -u
-	}
-	whole, frac := u/1_000_000_000_000, u%1_000_000_000_000
-	s := strconv.FormatUint(whole, 10)
-	if frac != 0 {
-		s += "." + strings.TrimRight(fmt.Sprintf("%012d", frac), "0")
-	}
-	if neg {
-		s = "-" + s
-	}
-	return "$" + s
-}
+type Picodollars = price.Picodollars
 
 // TokenUsage is the known usage of one completed provider request, in the
 // provider's categories: CachedInput is part of Input and Reasoning is part
@@ -57,11 +35,7 @@ type Price struct {
 // PriceSpec is the configuration form of a [Price]: exact decimal US
 // dollars per million tokens ("1.25"), as price lists state them. It
 // decodes from TOML or JSON without floats.
-type PriceSpec struct {
-	Input       string `toml:"input" json:"input"`
-	CachedInput string `toml:"cached_input" json:"cached_input"`
-	Output      string `toml:"output" json:"output"`
-}
+type PriceSpec = price.Spec
 
 // PriceTable maps a model name to its price. A model missing from the table
 // has unknown cost; a cost ceiling then fails closed.
@@ -93,19 +67,11 @@ func DefaultPrices() PriceTable {
 func NewPriceTable(specs map[string]PriceSpec) (PriceTable, error) {
 	t := make(PriceTable, len(specs))
 	for model, s := range specs {
-		var p Price
-		for _, f := range []struct {
-			name string
-			in   string
-			out  *Picodollars
-		}{{"input", s.Input, &p.Input}, {"cached_input", s.CachedInput, &p.CachedInput}, {"output", s.Output, &p.Output}} {
-			v, err := ParseUSDPerMillion(f.in)
-			if err != nil {
-				return nil, fmt.Errorf("price of model %q field %s: %w", model, f.name, err)
-			}
-			*f.out = v
+		in, cached, out, err := s.Parse()
+		if err != nil {
+			return nil, fmt.Errorf("price of model %q %w", model, err)
 		}
-		t[model] = p
+		t[model] = Price{Input: in, CachedInput: cached, Output: out}
 	}
 	return t, nil
 }
@@ -114,28 +80,7 @@ func NewPriceTable(specs map[string]PriceSpec) (PriceTable, error) {
 // million tokens ("1.25", "0.075", "10") into picodollars per token. At
 // most six fractional digits are representable exactly; more is an error,
 // never a rounding.
-func ParseUSDPerMillion(s string) (Picodollars, error) {
-	if s == "" {
-		return 0, errors.New("empty price")
-	}
-	whole, frac, _ := strings.Cut(s, ".")
-	if whole == "" || strings.TrimLeft(whole, "0123456789") != "" || strings.TrimLeft(frac, "0123456789") != "" {
-		return 0, fmt.Errorf("price %q is not a non-negative decimal", s)
-	}
-	frac = strings.TrimRight(frac, "0")
-	if len(frac) > 6 {
-		return 0, fmt.Errorf("price %q has more than six decimal places", s)
-	}
-	w, err := strconv.ParseInt(whole, 10, 64)
-	if err != nil || w > math.MaxInt64/1_000_000 {
-		return 0, fmt.Errorf("price %q is too large", s)
-	}
-	var f int64
-	if frac != "" {
-		f, _ = strconv.ParseInt(frac+strings.Repeat("0", 6-len(frac)), 10, 64)
-	}
-	return Picodollars(w*1_000_000 + f), nil
-}
+func ParseUSDPerMillion(s string) (Picodollars, error) { return price.ParseUSDPerMillion(s) }
 
 // Cost prices one request's known usage. Reasoning is already part of
 // Output. It fails for an unknown model, negative counts or overflow.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/octet-agent/octet/session"
@@ -240,7 +241,8 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 		cp.Error = boundedError(errors.Join(append([]error{runErr}, errs...)...))
 	}
 	if err := r.a.sess.Append(append(recs, session.CheckpointRecord(cp))...); err != nil {
-		errs = append(errs, fmt.Errorf("write checkpoint: %w", err))
+		errs = append(errs, fmt.Errorf("write checkpoint (%s): %w", writeAdvice(err), err))
+		r.keepUnwritten(recs, cp, err)
 	}
 	if runErr != nil {
 		for _, err := range errs {
@@ -255,6 +257,29 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 		r.a.log.Error("agent: run not settled", "run", r.id, "err", errors.Join(errs...))
 	}
 	return outcome, errors.Join(errs...)
+}
+
+// keepUnwritten keeps the run's end (recs and its checkpoint cp), which
+// could not be written (err), for the agent's next run to write first;
+// the checkpoint then says why it came late. If this process ends
+// first, the session's next writable open records the run's end itself.
+func (r *Run) keepUnwritten(recs []session.Record, cp session.Checkpoint, err error) {
+	note := fmt.Sprintf("this checkpoint could not be written when the run ended (%v; %s) and was written before the next run", err, writeAdvice(err))
+	if cp.Error != "" {
+		note = cp.Error + "; " + note
+	}
+	cp.Error = boundedError(errors.New(note))
+	r.a.mu.Lock()
+	r.a.unwritten = append(slices.Clone(recs), session.CheckpointRecord(cp))
+	r.a.mu.Unlock()
+}
+
+// writeAdvice says what to do about err, a failed session write.
+func writeAdvice(err error) string {
+	if a := session.WriteFailureAdvice(err); a != "" {
+		return a
+	}
+	return "fix what the error says, then try again"
 }
 
 // runEnd calls the RunEnd hook, turning a panic into a logged error (the

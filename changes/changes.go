@@ -25,6 +25,7 @@ import (
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
+	"github.com/octet-agent/octet/internal/pathtext"
 )
 
 // Kind says what a change did to its path.
@@ -51,7 +52,8 @@ type Change struct {
 	// outside the workspace.
 	Path string `json:"path"`
 	Kind Kind   `json:"kind"`
-	// Diff is the unified diff (labels a/Path and b/Path, /dev/null for an
+	// Diff is the unified diff (labels a/Path and b/Path, quoted when Path
+	// does not print as itself on one line, /dev/null for an
 	// absent side), or, with DiffOmitted, one summary line saying why the
 	// diff is not shown.
 	Diff string `json:"diff"`
@@ -263,14 +265,14 @@ func (r *Recorder) render(path string, old, updated []byte, hadOld, hasNew bool)
 	limit := r.maxDiff()
 	sizes := fmt.Sprintf("%s → %s", sizeText(old, hadOld), sizeText(updated, hasNew))
 	if isBinary(old) || isBinary(updated) {
-		return fmt.Sprintf("binary file %s changed (%s); no text diff", path, sizes), true
+		return fmt.Sprintf("binary file %s changed (%s); no text diff", pathtext.Quote(path), sizes), true
 	}
 	if len(updated)-len(old) > limit || len(old)-len(updated) > limit {
 		// Every added or removed byte is in the diff: over the bound
 		// whatever its shape, so spare computing it.
-		return fmt.Sprintf("diff of %s omitted: larger than the %d-byte bound (%s)", path, limit, sizes), true
+		return fmt.Sprintf("diff of %s omitted: larger than the %d-byte bound (%s)", pathtext.Quote(path), limit, sizes), true
 	}
-	from, to := "a/"+path, "b/"+path
+	from, to := pathtext.Label("a/", path), pathtext.Label("b/", path)
 	if !hadOld {
 		from = "/dev/null"
 	}

@@ -74,6 +74,25 @@ func TestStageKinds(t *testing.T) {
 	}
 }
 
+// TestStageQuotesOddPaths: a path with a newline in it is quoted in the
+// diff's headers, so no line of the diff is one the change did not make
+// (an editor shows the diff of every change, a run's "Changed" list too).
+func TestStageQuotesOddPaths(t *testing.T) {
+	r := newRecorder(t, 0)
+	rec, ok, err := r.Stage("odd\n+fake", file("a\n"), file("b\n"))
+	if err != nil || !ok {
+		t.Fatalf("Stage = %v, %v", ok, err)
+	}
+	for _, line := range strings.Split(rec.Diff, "\n") {
+		if line == "+fake" || line == "+fake\"" {
+			t.Fatalf("the path made a diff line:\n%s", rec.Diff)
+		}
+	}
+	if !strings.Contains(rec.Diff, `+++ "b/odd\n+fake"`) {
+		t.Errorf("header not quoted:\n%s", rec.Diff)
+	}
+}
+
 func TestStageDiffBound(t *testing.T) {
 	r := &Recorder{MaxDiffBytes: 1024}
 	big := strings.Repeat("line of text\n", 200) // 2600 bytes

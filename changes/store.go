@@ -78,13 +78,35 @@ func OpenWorkspace(home, workspace string, maxBlob int64) (*Store, error) {
 	return s, nil
 }
 
-// Open opens (creating it when missing) the store in dir. maxBlob bounds
-// one image (DefaultMaxBlobBytes when <= 0).
-func Open(dir string, maxBlob int64) (*Store, error) {
+// InspectWorkspace opens the store of workspace under home for reading
+// only (diffs, rewind previews): nothing is created, cleaned or claimed,
+// so it works on a read-only $OCTET_HOME, and a missing store reads as
+// an empty one. A store that names another workspace is refused, as by
+// OpenWorkspace. The caller must not write through it.
+func InspectWorkspace(home, workspace string, maxBlob int64) (*Store, error) {
+	dir := WorkspaceDir(home, workspace)
+	name := filepath.Join(dir, "workspace")
+	got, err := os.ReadFile(name)
+	switch {
+	case err == nil && string(got) != filepath.Clean(workspace):
+		return nil, fmt.Errorf("change store %s belongs to workspace %q, not %q", dir, got, workspace)
+	case err != nil && !errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("read change store %s: %w", name, err)
+	}
+	return newStore(dir, maxBlob), nil
+}
+
+func newStore(dir string, maxBlob int64) *Store {
 	if maxBlob <= 0 {
 		maxBlob = DefaultMaxBlobBytes
 	}
-	s := &Store{dir: dir, maxBlob: maxBlob, maxTotal: DefaultMaxStoreBytes, total: -1}
+	return &Store{dir: dir, maxBlob: maxBlob, maxTotal: DefaultMaxStoreBytes, total: -1}
+}
+
+// Open opens (creating it when missing) the store in dir. maxBlob bounds
+// one image (DefaultMaxBlobBytes when <= 0).
+func Open(dir string, maxBlob int64) (*Store, error) {
+	s := newStore(dir, maxBlob)
 	for _, d := range []string{dir, s.objects(), s.tmp()} {
 		if err := mkdirSynced(d); err != nil {
 			return nil, fmt.Errorf("open change store %s: %w (check the permissions of $OCTET_HOME)", dir, err)

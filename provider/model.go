@@ -84,6 +84,9 @@ type Model struct {
 	// Features are the model side of the qualification; the endpoint must
 	// grant the same features before any of them applies.
 	Features ResponsesFeatures
+	// ApplyPatch reports that the model was trained on the apply_patch
+	// patch format (Codex's), so it is offered that tool by default.
+	ApplyPatch bool
 }
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
@@ -96,18 +99,18 @@ const gpt5Family = FeatureReasoning | FeatureEncryptedReasoning | FeatureParalle
 	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
 
 var models = []Model{
-	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily},
-	{Name: "gpt-5.2-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily},
-	{Name: "gpt-5.1-codex-max", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily},
-	{Name: "gpt-5.1-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily},
-	{Name: "gpt-5.1-codex-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily},
-	{Name: "gpt-5-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily},
-	{Name: "gpt-5.2", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family},
-	{Name: "gpt-5.1", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family},
-	{Name: "gpt-5", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family},
-	{Name: "gpt-5-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family},
-	{Name: "gpt-5-nano", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family},
-	{Name: "gpt-4.1", ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Features: FeatureParallelToolCalls | FeaturePromptCacheKey},
+	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
+	{Name: "gpt-5.2-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
+	{Name: "gpt-5.1-codex-max", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
+	{Name: "gpt-5.1-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
+	{Name: "gpt-5.1-codex-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
+	{Name: "gpt-5-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
+	{Name: "gpt-5.2", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
+	{Name: "gpt-5.1", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
+	{Name: "gpt-5", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
+	{Name: "gpt-5-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
+	{Name: "gpt-5-nano", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
+	{Name: "gpt-4.1", ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Features: FeatureParallelToolCalls | FeaturePromptCacheKey, ApplyPatch: true},
 }
 
 // ModelNames returns the names of the built-in model table, newest family

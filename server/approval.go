@@ -13,6 +13,7 @@ import (
 
 	"go.lsp.dev/protocol"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -132,7 +133,7 @@ func (s *Server) approverFor(ss *sessionState) approverFunc {
 		var cancelled <-chan struct{}
 		if run != nil {
 			cancelled = run.cancelled
-			run.awaitApproval(req.CallID, "Waiting for approval: "+truncate(firstLine(req.Title), 60))
+			run.awaitApproval(req.CallID, "Waiting for approval: "+host.Clip(firstLine(req.Title), 60))
 		}
 		go s.askApproval(ctx, ss, pa)
 
@@ -258,14 +259,14 @@ func (s *Server) askApproval(ctx context.Context, ss *sessionState, pa *pendingA
 // an approval: which session asks (title, id, directory), the title, the
 // file the call changes (absolute), then the detail and the diff. A stock
 // client shows nothing else, and an editor may run several sessions.
-func fallbackApprovalMessage(p confirmParams, sess sessionHandle, path string) string {
+func fallbackApprovalMessage(p confirmParams, sess *host.Session, path string) string {
 	who := "octet session " + p.SessionID
 	if title := sess.Title(); title != "" {
 		who = fmt.Sprintf("octet session %q (%s)", title, p.SessionID)
 	}
 	msg := who + " in " + sess.Cwd() + " wants to run " + p.Tool + ": " + p.Title
 	if path != "" {
-		msg += "\nFile: " + path
+		msg += "\nFile: " + tools.ShownPath(path)
 	}
 	for _, part := range []string{p.Detail, p.Diff} {
 		if part != "" {

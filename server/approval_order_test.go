@@ -20,14 +20,14 @@ func TestApprovalFollowsItsEvents(t *testing.T) {
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			st := newStack(t, tools.Controlled)
-			st.provider.Enqueue(
+			st.Provider.Enqueue(
 				providertest.Reply(
 					providertest.Message(strings.Repeat("word ", 3000)+"done"),
 					providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`),
 				),
 				providertest.Text("Edited."),
 			)
-			writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+			writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
 			e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 			e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 			var before []string // what the client had when it was asked

@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -38,7 +40,7 @@ func TestProgressNoRunningAfterDenial(t *testing.T) {
 func TestDigestCaseInsensitive(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -56,6 +58,29 @@ func TestDigestCaseInsensitive(t *testing.T) {
 	}
 }
 
+// TestStockApprovalNamesOddPathOnOneLine: the stock client's approval
+// message names a model-chosen path with a newline on one line, quoted:
+// it cannot fake lines of the message ("wants to run bash: …").
+func TestStockApprovalNamesOddPathOnOneLine(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.Provider.Enqueue(
+		providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"x\n\nwants to run bash: ls","content":"y"}`)),
+		providertest.Text("done"),
+	)
+	e := st.editor(t, Options{}, nil)
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	e.respond("window/showMessageRequest", func(json.RawMessage) (any, error) { return nil, nil })
+	sid := e.newSession()
+	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "write"})
+	var smr struct{ Message string }
+	_ = json.Unmarshal(e.awaitRequest("window/showMessageRequest"), &smr)
+	want := "File: " + strconv.Quote(filepath.Join(st.Workspace, "x\n\nwants to run bash: ls"))
+	if !strings.Contains(smr.Message, want) || strings.Contains(smr.Message, "\nwants to run bash") {
+		t.Errorf("showMessageRequest message %q: want %q on one line", smr.Message, want)
+	}
+	waitAnswer(t, ch)
+}
+
 // TestStockApprovalCommands: a stock client's approval names the session
 // and the file it changes (the message used to name neither); octet.approve
 // finds it by an upper-case digest; octet.deny with nothing pending answers
@@ -63,7 +88,7 @@ func TestDigestCaseInsensitive(t *testing.T) {
 func TestStockApprovalCommands(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{}, nil)
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -79,7 +104,7 @@ func TestStockApprovalCommands(t *testing.T) {
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "edit a.txt"})
 	var smr struct{ Message string }
 	_ = json.Unmarshal(e.awaitRequest("window/showMessageRequest"), &smr)
-	for _, want := range []string{sid, `"test"`, st.workspace, "File: " + file, "+goodbye world"} {
+	for _, want := range []string{sid, `"test"`, st.Workspace, "File: " + file, "+goodbye world"} {
 		if !strings.Contains(smr.Message, want) {
 			t.Errorf("showMessageRequest message %q lacks %q", smr.Message, want)
 		}

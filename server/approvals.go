@@ -2,20 +2,16 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
 
-	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -60,7 +56,7 @@ func (s *Server) confirmAnswer(pa *pendingApproval, raw json.RawMessage) approva
 	}
 	if !approve {
 		if ans.Decision != decisionDeny {
-			s.log.Warn("unknown octet/confirmEffect decision; denied", "call", pa.params.CallID, "decision", truncate(ans.Decision, 40))
+			s.log.Warn("unknown octet/confirmEffect decision; denied", "call", pa.params.CallID, "decision", host.Clip(ans.Decision, 40))
 		}
 		return approvalAnswer{Reason: ans.Reason}
 	}
@@ -87,199 +83,6 @@ func fallbackAnswer(title string) approvalAnswer {
 	return approvalAnswer{}
 }
 
-// maxRules bounds the standing approvals of one session; beyond it an
-// "approve_for_session" approves the call once.
-const maxRules = 1000
-
-// ruleBook is one session's standing approvals and recorded policy, kept
-// in its ledger's approval records. Nothing is cached: every use folds
-// the records again after following appends of other processes
-// (Session.Refresh), so a revocation made by any writer of the session
-// holds at once. It implements tools.RuleStore.
-type ruleBook struct {
-	sess *session.Session
-	log  *slog.Logger
-	mu   sync.Mutex // serializes this process's changes
-}
-
-var _ tools.RuleStore = (*ruleBook)(nil)
-
-func newRuleBook(sess *session.Session, log *slog.Logger) *ruleBook {
-	return &ruleBook{sess: sess, log: log}
-}
-
-// state folds the ledger's approval records: the rules in force and the
-// last recorded policy ("" for none). A grant octet cannot read back
-// exactly (an unknown effect or policy, a newer writer's) is left out: a
-// rule is never widened by guessing. When the ledger cannot be followed
-// there are no rules (fail closed).
-func (b *ruleBook) state() (rules []tools.StandingRule, policy string) {
-	if _, err := b.sess.Refresh(); err != nil {
-		b.log.Warn("standing approvals unavailable", "session", b.sess.Header().ID, "error", err)
-		return nil, ""
-	}
-	for _, a := range b.sess.Approvals() {
-		switch a.Op {
-		case session.ApprovalGrant:
-			r, err := ruleOf(a)
-			if err != nil {
-				b.log.Warn("standing approval left out", "session", b.sess.Header().ID, "rule", a.RuleID, "error", err)
-				continue
-			}
-			rules = append(rules, r)
-		case session.ApprovalRevoke:
-			rules = slices.DeleteFunc(rules, func(r tools.StandingRule) bool { return r.ID == a.RuleID })
-		case session.ApprovalPolicy:
-			policy = a.Policy
-		}
-	}
-	return rules, policy
-}
-
-// ruleOf converts a grant record to a rule.
-func ruleOf(a session.Approval) (tools.StandingRule, error) {
-	eff, ok := tools.ParseEffect(a.Effect)
-	if !ok || eff == tools.Unknown {
-		return tools.StandingRule{}, fmt.Errorf("unknown effect %q", a.Effect)
-	}
-	pol, err := tools.ParsePolicy(a.Policy)
-	if err != nil {
-		return tools.StandingRule{}, err
-	}
-	return tools.StandingRule{
-		ID: a.RuleID, Tool: a.Tool, Effect: eff, Policy: pol, Created: a.Time,
-		Scope: tools.ApprovalScope{Path: a.Path, Command: a.Command, TimeoutMs: a.TimeoutMs, Dir: a.Dir, Env: a.EnvDigest},
-	}, nil
-}
-
-// Rules implements tools.RuleStore.
-func (b *ruleBook) Rules() []tools.StandingRule {
-	rules, _ := b.state()
-	return rules
-}
-
-// AddRule implements tools.RuleStore: the grant is durable before the
-// rule applies.
-func (b *ruleBook) AddRule(r tools.StandingRule) (tools.StandingRule, error) {
-	r.ID = "rule_" + randomHex(8)
-	if r.Created.IsZero() {
-		r.Created = time.Now().UTC()
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if rules, _ := b.state(); len(rules) >= maxRules {
-		return tools.StandingRule{}, fmt.Errorf("session has %d standing approvals, the most it keeps: revoke some with octet/approvals/revoke", len(rules))
-	}
-	err := b.sess.Append(session.ApprovalRecord(session.Approval{
-		Op: session.ApprovalGrant, RuleID: r.ID, Tool: r.Tool, Effect: r.Effect.String(),
-		Path: r.Scope.Path, Command: r.Scope.Command, TimeoutMs: r.Scope.TimeoutMs, Dir: r.Scope.Dir, EnvDigest: r.Scope.Env,
-		Policy: r.Policy.String(), Time: r.Created,
-	}))
-	if err != nil {
-		return tools.StandingRule{}, fmt.Errorf("record standing approval: %w", err)
-	}
-	return r, nil
-}
-
-// errNoRule: octet/approvals/revoke of a rule the session does not have.
-var errNoRule = errors.New("no such standing approval")
-
-// revoke durably revokes rule id.
-func (b *ruleBook) revoke(id string) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	rules, _ := b.state()
-	if !slices.ContainsFunc(rules, func(r tools.StandingRule) bool { return r.ID == id }) {
-		return errNoRule
-	}
-	err := b.sess.Append(session.ApprovalRecord(session.Approval{Op: session.ApprovalRevoke, RuleID: id, Time: time.Now().UTC()}))
-	if err != nil {
-		return fmt.Errorf("record revocation: %w", err)
-	}
-	return nil
-}
-
-// setPolicy moves broker to p, recording it first.
-func (b *ruleBook) setPolicy(broker *tools.Broker, p tools.Policy) (tools.EffectiveToolPolicy, error) {
-	if !p.NoLooserThan(broker.LaunchPolicy()) {
-		return broker.SetPolicy(p) // the broker's refusal says why
-	}
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	err := b.sess.Append(session.ApprovalRecord(session.Approval{Op: session.ApprovalPolicy, Policy: p.String(), Time: time.Now().UTC()}))
-	if err != nil {
-		return tools.EffectiveToolPolicy{}, fmt.Errorf("record effect policy: %w", err)
-	}
-	return broker.SetPolicy(p)
-}
-
-// recordedPolicy is the effect policy the session last recorded (nil:
-// none, or one this build does not know).
-func (b *ruleBook) recordedPolicy() *tools.Policy {
-	_, name := b.state()
-	if name == "" {
-		return nil
-	}
-	p, err := tools.ParsePolicy(name)
-	if err != nil {
-		return nil
-	}
-	return &p
-}
-
-// restorePolicy applies the session's recorded policy to broker when it
-// is still no looser than the launch policy; a recorded policy looser
-// than today's launch policy (the configuration was tightened since) is
-// not applied: the launch policy is the stricter one.
-func (b *ruleBook) restorePolicy(broker *tools.Broker) {
-	_, name := b.state()
-	if name == "" {
-		return
-	}
-	p, err := tools.ParsePolicy(name)
-	if err == nil {
-		_, err = broker.SetPolicy(p)
-	}
-	if err != nil {
-		b.log.Warn("session effect policy not restored; using the launch policy", "session", b.sess.Header().ID, "policy", name, "error", err)
-	}
-}
-
-func randomHex(n int) string {
-	buf := make([]byte, n)
-	_, _ = rand.Read(buf) // crypto/rand.Read never fails
-	return hex.EncodeToString(buf)
-}
-
-// approvalsHandle is what a session handle offers for the v1.1 approval
-// methods (runtimeSession does).
-type approvalsHandle interface {
-	Rules() []tools.StandingRule
-	RevokeRule(id string) error
-	SetEffectPolicy(p tools.Policy) (tools.EffectiveToolPolicy, error)
-}
-
-func (s *runtimeSession) Rules() []tools.StandingRule { return s.rules.Rules() }
-
-func (s *runtimeSession) RevokeRule(id string) error { return s.rules.revoke(id) }
-
-func (s *runtimeSession) SetEffectPolicy(p tools.Policy) (tools.EffectiveToolPolicy, error) {
-	return s.rules.setPolicy(s.built.Agent.Broker(), p)
-}
-
-// approvalsOf returns the open session id and its approval handle.
-func (s *Server) approvalsOf(id string) (*sessionState, approvalsHandle, error) {
-	ss, err := s.session(id)
-	if err != nil {
-		return nil, nil, err
-	}
-	h, ok := ss.handle.(approvalsHandle)
-	if !ok {
-		return nil, nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("session %s does not support approval rules", ss.id))
-	}
-	return ss, h, nil
-}
-
 // ruleView is one row of octet/approvals/list.
 type ruleView struct {
 	RuleID    string              `json:"ruleId"`
@@ -296,12 +99,12 @@ func (s *Server) approvalsList(_ context.Context, _ *jsonrpc2.Request, raw jsonr
 	if err != nil {
 		return nil, err
 	}
-	ss, h, err := s.approvalsOf(id)
+	ss, err := s.session(id)
 	if err != nil {
 		return nil, err
 	}
 	rules := []ruleView{}
-	for _, r := range h.Rules() {
+	for _, r := range ss.handle.Rules().Rules() {
 		rules = append(rules, ruleView{RuleID: r.ID, Tool: r.Tool, Effect: r.Effect.String(), Scope: r.Scope, Policy: r.Policy.String(), CreatedAt: r.Created.UTC()})
 	}
 	return rawResult(map[string]any{"pending": s.pendingViews(ss), "rules": rules})
@@ -347,13 +150,13 @@ func (s *Server) approvalsRevoke(_ context.Context, _ *jsonrpc2.Request, raw jso
 	if p.RuleID == "" {
 		return nil, invalidParams("ruleId is required")
 	}
-	ss, h, err := s.approvalsOf(p.SessionID)
+	ss, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	switch err := h.RevokeRule(p.RuleID); {
-	case errors.Is(err, errNoRule):
-		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.id, truncate(p.RuleID, 80))
+	switch err := ss.handle.Rules().Revoke(p.RuleID); {
+	case errors.Is(err, host.ErrNoRule):
+		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.id, host.Clip(p.RuleID, 80))
 	case err != nil:
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("revoke %s in session %s: %v", p.RuleID, ss.id, err))
 	}
@@ -381,11 +184,11 @@ func (s *Server) sessionSetPolicy(_ context.Context, _ *jsonrpc2.Request, raw js
 	if err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	ss, h, err := s.approvalsOf(p.SessionID)
+	ss, err := s.session(p.SessionID)
 	if err != nil {
 		return nil, err
 	}
-	eff, err := h.SetEffectPolicy(pol)
+	eff, err := ss.handle.SetEffectPolicy(pol)
 	switch {
 	case errors.Is(err, tools.ErrPolicyLooser):
 		return nil, invalidParams("session %s: %v", ss.id, err)
@@ -394,15 +197,4 @@ func (s *Server) sessionSetPolicy(_ context.Context, _ *jsonrpc2.Request, raw js
 	}
 	s.log.Info("session effect policy set", "session", ss.id, "policy", pol.String())
 	return rawResult(eff)
-}
-
-// applyEffectPolicy applies octet/session/new's effectPolicy (recorded in
-// the ledger like setPolicy).
-func (s *runtimeSession) applyEffectPolicy(name string) error {
-	p, err := tools.ParsePolicy(name)
-	if err != nil {
-		return err
-	}
-	_, err = s.SetEffectPolicy(p)
-	return err
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -76,7 +77,7 @@ func callTurns(st *stack, calls ...[2]string) {
 	for i, c := range calls {
 		turns = append(turns, providertest.Reply(providertest.FunctionCall(callName(i+1), c[0], c[1])))
 	}
-	st.provider.Enqueue(append(turns, providertest.Text("Done."))...)
+	st.Provider.Enqueue(append(turns, providertest.Text("Done."))...)
 }
 
 func callName(i int) string { return "call_" + string(rune('0'+i/10)) + string(rune('0'+i%10)) }
@@ -106,7 +107,7 @@ func decisionsOf(e *fakeEditor, runID string) map[string]map[string]any {
 func toolResults(t *testing.T, e *fakeEditor, sid string) map[string]string {
 	t.Helper()
 	var r struct {
-		Transcript []transcriptEntry `json:"transcript"`
+		Transcript []host.TranscriptEntry `json:"transcript"`
 	}
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &r)
 	out := map[string]string{}
@@ -149,9 +150,9 @@ func listApprovals(t *testing.T, e *fakeEditor, sid string) approvalList {
 // and with its controls made visible.
 func TestApproveForSessionCoversExactlyThatFile(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "v0\n")
-	writeFile(t, filepath.Join(st.workspace, "A.txt"), "v0\n")
-	if err := os.Symlink("a.txt", filepath.Join(st.workspace, "link.txt")); err != nil {
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "v0\n")
+	writeFile(t, filepath.Join(st.Workspace, "A.txt"), "v0\n")
+	if err := os.Symlink("a.txt", filepath.Join(st.Workspace, "link.txt")); err != nil {
 		t.Fatal(err)
 	}
 	callTurns(st,
@@ -190,7 +191,7 @@ func TestApproveForSessionCoversExactlyThatFile(t *testing.T) {
 	if d := ds["call_04"]; d["decision"] != "denied" || d["ruleId"] != nil {
 		t.Errorf("call_04 decision %v", d)
 	}
-	if got := readFile(t, filepath.Join(st.workspace, "a.txt")); got != "z\n" {
+	if got := readFile(t, filepath.Join(st.Workspace, "a.txt")); got != "z\n" {
 		t.Errorf("a.txt = %q", got)
 	}
 	res := toolResults(t, e, sid)
@@ -210,7 +211,7 @@ func TestApproveForSessionCoversExactlyThatFile(t *testing.T) {
 // asked again.
 func TestApprovalRuleSurvivesRestartAndRevoke(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "v0\n")
 	edit := func(from, to string) [2]string {
 		return [2]string{"edit", `{"path":"a.txt","old_text":"` + from + `","new_text":"` + to + `"}`}
@@ -289,7 +290,7 @@ func TestBashRuleExactCommand(t *testing.T) {
 		t.Errorf("asked %v, want %v", got, want)
 	}
 	sc := a.asked[0].RuleScope
-	if sc == nil || sc.Command != "touch one" || sc.Dir != st.workspace || len(sc.Env) != 64 || sc.Path != "" {
+	if sc == nil || sc.Command != "touch one" || sc.Dir != st.Workspace || len(sc.Env) != 64 || sc.Path != "" {
 		t.Errorf("ruleScope %+v", sc)
 	}
 	if d := decisionsOf(e, ans.RunID)["call_02"]; d["reason"] != "session_rule" {
@@ -342,7 +343,7 @@ func policyOf(t *testing.T, raw map[string]any) (value, source string) {
 // is stricter, and applies again when it is back.
 func TestSessionPolicy(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "v0\n")
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "v0\n")
 	a := &approvalScript{answers: map[string]map[string]string{"call_01": {"decision": "approve_for_session"}}}
 	e := approvalEditor(t, st, a)
 
@@ -355,7 +356,7 @@ func TestSessionPolicy(t *testing.T) {
 	if err := e.call("octet/session/new", map[string]any{"effectPolicy": "unsafe_host"}, nil); !strings.Contains(err.Error(), "looser") {
 		t.Errorf("refusal does not say why: %v", err)
 	}
-	if ents, _ := os.ReadDir(filepath.Join(st.home, "sessions")); len(ents) != 0 {
+	if ents, _ := os.ReadDir(filepath.Join(st.Home, "sessions")); len(ents) != 0 {
 		t.Errorf("refused session/new left %d files", len(ents))
 	}
 
@@ -426,7 +427,7 @@ func TestSessionPolicy(t *testing.T) {
 // open (rules are read from the ledger at each use, never cached).
 func TestRevocationByAnotherWriterHolds(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "v0\n")
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "v0\n")
 	a := &approvalScript{answers: map[string]map[string]string{"call_01": {"decision": "approve_for_session"}}}
 	e := approvalEditor(t, st, a)
 	sid := e.newSession()
@@ -436,7 +437,7 @@ func TestRevocationByAnotherWriterHolds(t *testing.T) {
 	if len(rules) != 1 {
 		t.Fatalf("rules %+v", rules)
 	}
-	other, err := session.Open(filepath.Join(st.home, "sessions", sid+".jsonl"))
+	other, err := session.Open(filepath.Join(st.Home, "sessions", sid+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -460,7 +461,7 @@ func TestRevocationByAnotherWriterHolds(t *testing.T) {
 // it grants the rule.
 func TestStockClientApproveForSession(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "v0\n")
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "v0\n")
 	callTurns(st,
 		[2]string{"edit", `{"path":"a.txt","old_text":"v0","new_text":"v1"}`},
 		[2]string{"edit", `{"path":"a.txt","old_text":"v1","new_text":"v2"}`})
@@ -479,7 +480,7 @@ func TestStockClientApproveForSession(t *testing.T) {
 	if d := decisionsOf(e, ans.RunID)["call_02"]; d["reason"] != "session_rule" {
 		t.Errorf("call_02 decision %v", d)
 	}
-	if got := readFile(t, filepath.Join(st.workspace, "a.txt")); got != "v2\n" {
+	if got := readFile(t, filepath.Join(st.Workspace, "a.txt")); got != "v2\n" {
 		t.Errorf("a.txt = %q", got)
 	}
 }

@@ -4,25 +4,13 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
-	"unicode/utf8"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/fsroot"
 )
 
-// Bounds of octet/prompt context attachments.
-const (
-	// MaxAttachments is how many attachments one prompt may carry; more
-	// are refused (InvalidParams).
-	MaxAttachments = 16
-	// MaxAttachmentBytes is how much of one attachment the model is given;
-	// a longer one is cut, with a note saying how much was left out.
-	MaxAttachmentBytes = 64 << 10
-	// MaxAttachmentsBytes bounds all attachments of one prompt together;
-	// later attachments are cut to what remains.
-	MaxAttachmentsBytes = 256 << 10
-	// maxAttachmentLabel bounds a labelled attachment's label.
-	maxAttachmentLabel = 200
-)
+// maxAttachmentLabel bounds a labelled attachment's label.
+const maxAttachmentLabel = 200
 
 // attachment is one octet/prompt context item: a file or a range of one
 // ({uri, range?}), or labelled text ({label, text}).
@@ -34,51 +22,23 @@ type attachment struct {
 }
 
 // withAttachments returns the user's message for the model: text, then
-// each attachment in a delimited block naming what it is. Files are read
+// each attachment as host.WithAttachments shows it. Files are read
 // through the session workspace's document overlay (unsaved text of open
 // documents), else from disk without following links, inside the
 // workspace only.
 func (s *Server) withAttachments(workspace, text string, items []attachment) (string, error) {
-	if len(items) == 0 {
-		return text, nil
+	if len(items) > host.MaxAttachments {
+		return "", invalidParams("context has %d attachments; at most %d are allowed", len(items), host.MaxAttachments)
 	}
-	if len(items) > MaxAttachments {
-		return "", invalidParams("context has %d attachments; at most %d are allowed", len(items), MaxAttachments)
-	}
-	var b strings.Builder
-	b.WriteString(text)
-	b.WriteString("\n\nThe user attached this context:\n")
-	budget := MaxAttachmentsBytes
+	atts := make([]host.Attachment, 0, len(items))
 	for i, it := range items {
 		title, body, err := s.readAttachment(workspace, it)
 		if err != nil {
 			return "", invalidParams("context[%d]: %v", i, err)
 		}
-		shown, cut := clipAttachment(body, min(MaxAttachmentBytes, budget))
-		budget -= len(shown)
-		fmt.Fprintf(&b, "\n--- attachment %d: %s ---\n%s", i+1, title, shown)
-		if !strings.HasSuffix(shown, "\n") {
-			b.WriteByte('\n')
-		}
-		if cut > 0 {
-			fmt.Fprintf(&b, "[attachment cut: %d more bytes not shown; use the read tool for the rest]\n", cut)
-		}
-		fmt.Fprintf(&b, "--- end of attachment %d ---\n", i+1)
+		atts = append(atts, host.Attachment{Title: title, Body: body})
 	}
-	return b.String(), nil
-}
-
-// clipAttachment cuts body to at most n bytes on a UTF-8 boundary and
-// reports how many bytes were left out.
-func clipAttachment(body string, n int) (string, int) {
-	if len(body) <= n {
-		return body, 0
-	}
-	cut := max(n, 0)
-	for cut > 0 && !utf8.RuneStart(body[cut]) {
-		cut--
-	}
-	return body[:cut], len(body) - cut
+	return host.WithAttachments(text, atts), nil
 }
 
 // readAttachment returns an attachment's title and text.
@@ -94,7 +54,7 @@ func (s *Server) readAttachment(workspace string, it attachment) (title, body st
 		if label == "" {
 			label = "text"
 		}
-		label, _ = clipAttachment(label, maxAttachmentLabel)
+		label, _ = host.ClipText(label, maxAttachmentLabel)
 		return fmt.Sprintf("%q", label), strings.ToValidUTF8(*it.Text, "\uFFFD"), nil
 	}
 	path := uriToPath(it.URI)

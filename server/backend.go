@@ -10,76 +10,9 @@ import (
 	"github.com/octet-agent/octet/tools"
 )
 
-// The server drives sessions through the small interfaces below; runtime.go
-// binds them to the session, agent and tools packages. Keeping the protocol
-// code on these seams keeps it readable and lets the wire mechanics be
-// tested without a model.
-
-// backend creates, opens and lists sessions.
-type backend interface {
-	// Create makes a new durable session and the agent that drives it.
-	Create(ctx context.Context, spec sessionSpec) (sessionHandle, error)
-	// Open reopens an existing session (writable) with a fresh agent.
-	Open(ctx context.Context, id string, approver approverFunc) (sessionHandle, error)
-	// List describes the sessions on disk without parsing whole files.
-	List(ctx context.Context) ([]sessionInfo, error)
-}
-
-// sessionSpec is what octet/session/new asks for.
-type sessionSpec struct {
-	Cwd       string
-	Title     string
-	Model     string
-	Reasoning string
-	Approver  approverFunc
-	// EffectPolicy is the session's own policy ("" for the launch one).
-	EffectPolicy string
-}
-
-// sessionInfo is one row of octet/session/list.
-type sessionInfo struct {
-	SessionID      string    `json:"sessionId"`
-	Title          string    `json:"title"`
-	Cwd            string    `json:"cwd"`
-	CreatedAt      time.Time `json:"createdAt"`
-	UpdatedAt      time.Time `json:"updatedAt"`
-	UsageUncertain bool      `json:"usageUncertain"`
-	// A delegated child's row (octet/session/list with parentSessionId)
-	// names its parent, agent and status.
-	ParentSessionID string `json:"parentSessionId,omitempty"`
-	AgentID         string `json:"agentId,omitempty"`
-	AgentPath       string `json:"agentPath,omitempty"`
-	Status          string `json:"status,omitempty"`
-}
-
-// sessionHandle is one open session with its agent.
-type sessionHandle interface {
-	ID() string
-	Cwd() string
-	// Title is the session's title ("" when it has none).
-	Title() string
-	// Head is the active head entry id ("" for an empty session).
-	Head() string
-	// Transcript is the active branch, oldest first, as JSON-ready values.
-	Transcript() (any, error)
-	// Usage is the session's known usage totals and whether they are
-	// uncertain (a known subtotal rather than a complete total).
-	Usage() (usage any, uncertain bool)
-	// SetHead moves the active head to entryID (a durable head update).
-	SetHead(entryID string) error
-	// Prompt starts one run. It fails with errBusy when a run is active.
-	// deliver, when not nil, is offered the run's events on its owner
-	// goroutine (see agent.PromptOptions.Deliver): an event it takes is
-	// not returned by the handle's Next.
-	Prompt(ctx context.Context, text string, withoutTools bool, deliver func(wireEvent) bool) (runHandle, error)
-	// SetModel and SetReasoning apply a setting and return the effective one.
-	SetModel(model string) (string, error)
-	SetReasoning(effort string) (string, error)
-	// Policy is the EffectiveToolPolicy snapshot.
-	Policy() any
-	// Close releases the session file.
-	Close() error
-}
+// A run is driven through the small runHandle seam below; runtime.go
+// binds it to the agent. Keeping the protocol code on it keeps it
+// readable.
 
 // runHandle is one run.
 type runHandle interface {
@@ -169,12 +102,10 @@ type approvalRequest struct {
 	AgentPath, ChildSessionID string
 }
 
-// Errors the backend reports for the server to map onto protocol errors.
+// Errors a run reports for the server to map onto protocol errors.
 var (
 	// errBusy: a prompt while the session already has a run.
 	errBusy = errors.New("session already has an active run")
 	// errRunEnded: a control sent to a run that has ended.
 	errRunEnded = errors.New("run has ended")
-	// errNoSession: an unknown session id.
-	errNoSession = errors.New("no such session")
 )

@@ -23,6 +23,7 @@ import (
 	"go.lsp.dev/jsonrpc2"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
@@ -310,21 +311,21 @@ func percentiles(d []time.Duration) (p50, p99 time.Duration) {
 }
 
 // benchRuntime is the real runtime against a provider at baseURL.
-func benchRuntime(b *testing.B, baseURL string) *Runtime {
+func benchRuntime(b *testing.B, baseURL string) *host.Runtime {
 	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: baseURL})
-	return &Runtime{
+	return &host.Runtime{
 		SessionsDir: filepath.Join(b.TempDir(), "sessions"),
-		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
-			host := tools.NewHost()
+		NewAgent: func(ctx context.Context, spec host.AgentSpec) (*host.Built, error) {
+			toolHost := tools.NewHost()
 			broker := tools.NewBroker(tools.BrokerConfig{Policy: tools.Controlled, Approver: spec.Approver})
 			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Host: host, Broker: broker,
+				Session: spec.Session, Transport: transport, Host: toolHost, Broker: broker,
 				Model: provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000},
 			})
 			if err != nil {
 				return nil, err
 			}
-			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy()}, nil
+			return &host.Built{Agent: a, Policy: broker.EffectiveToolPolicy()}, nil
 		},
 	}
 }
@@ -332,7 +333,7 @@ func benchRuntime(b *testing.B, baseURL string) *Runtime {
 // BenchmarkInitializeInProcess is server construction plus one
 // initialize round trip over net.Pipe (no process start).
 func BenchmarkInitializeInProcess(b *testing.B) {
-	rt := &Runtime{SessionsDir: b.TempDir()}
+	rt := &host.Runtime{SessionsDir: b.TempDir()}
 	for b.Loop() {
 		cli, srvEnd := net.Pipe()
 		done := make(chan struct{})

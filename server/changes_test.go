@@ -23,14 +23,14 @@ type diffAnswer struct {
 // new server process that resumed the session.
 func TestSessionDiffAcrossRestart(t *testing.T) {
 	st := newStack(t, tools.UnsafeHost)
-	if err := os.WriteFile(filepath.Join(st.workspace, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(st.Workspace, "a.txt"), []byte("one\ntwo\nthree\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// Every line of big.txt changes: a diff of 640 KB, over the bound.
-	if err := os.WriteFile(filepath.Join(st.workspace, "big.txt"), []byte(strings.Repeat("0123456789abcde\n", 20_000)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(st.Workspace, "big.txt"), []byte(strings.Repeat("0123456789abcde\n", 20_000)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`)),
 		pt.Reply(
 			pt.FunctionCall("e2", "edit", `{"path":"a.txt","old_text":"three","new_text":"3"}`),

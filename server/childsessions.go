@@ -5,15 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"go.lsp.dev/jsonrpc2"
 
-	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
-	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -22,7 +19,9 @@ import (
 // resume of a child is read-only and replays its buffered events; resume
 // of a parent names its children; diff, fork, rename and delete take a
 // child's session; a child that may still write (pending, running, idle)
-// cannot be renamed or deleted, nor can its parent be deleted.
+// cannot be renamed or deleted, nor can its parent be deleted. The host
+// owns the children's sessions (host/children.go); the server keeps the
+// events it sent of each, for resume.
 
 // Bounds of the children's replay buffers: each keeps at most
 // childRingBytes of events, and at most maxChildRings children keep one
@@ -33,197 +32,97 @@ const (
 	maxChildRings  = 64
 )
 
-// childState is what this server saw of one child's session.
-type childState struct {
-	rootID, agentID, agentPath, path string
-	status                           team.Status
+// childEvents are the events this server sent of one child's session.
+type childEvents struct {
 	// epoch and runID are those of its last buffered event; ring holds
 	// its events (nil once dropped).
 	epoch, runID string
 	seq          int64
-	ring         *eventRing
-}
-
-// live reports whether the child's agent may still write its session.
-func (c *childState) live() bool {
-	return c.status.Active() || c.status == team.StatusIdle
-}
-
-// childLocked returns the state of child, creating it (s.mu held).
-func (s *Server) childLocked(child team.Snapshot, rootID string) *childState {
-	cs := s.childSessions[child.SessionID]
-	if cs == nil {
-		cs = &childState{rootID: rootID, agentID: child.ID, agentPath: child.Path, path: child.SessionPath, status: child.Status}
-		s.childSessions[child.SessionID] = cs
-	}
-	return cs
+	ring         *host.EventRing
 }
 
 // bufferChildLocked keeps one child event for resume (s.mu held).
-func (s *Server) bufferChildLocked(child team.Snapshot, rootID, epoch, runID string, seq int64, params json.RawMessage) {
-	cs := s.childLocked(child, rootID)
-	if cs.ring == nil || cs.epoch != epoch {
-		if cs.ring == nil {
+func (s *Server) bufferChildLocked(child team.Snapshot, epoch, runID string, seq int64, params json.RawMessage) {
+	ce := s.childEvents[child.SessionID]
+	if ce == nil {
+		ce = &childEvents{}
+		s.childEvents[child.SessionID] = ce
+	}
+	if ce.ring == nil || ce.epoch != epoch {
+		if ce.ring == nil {
 			s.childRings = append(s.childRings, child.SessionID)
 			for len(s.childRings) > maxChildRings {
-				if old := s.childSessions[s.childRings[0]]; old != nil {
+				if old := s.childEvents[s.childRings[0]]; old != nil {
 					old.ring = nil
 				}
 				s.childRings = s.childRings[1:]
 			}
 		}
-		cs.ring = &eventRing{maxN: s.opts.EventBuffer, maxBytes: min(s.opts.EventBufferBytes, childRingBytes)}
+		ce.ring = host.NewEventRing(s.opts.EventBuffer, min(s.opts.EventBufferBytes, childRingBytes))
 	}
-	cs.epoch, cs.runID, cs.seq = epoch, runID, seq
-	cs.ring.add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
+	ce.epoch, ce.runID, ce.seq = epoch, runID, seq
+	ce.ring.Add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
 }
 
-// childBackend finds delegated children's sessions on disk;
-// runtimeBackend implements it (the teams directory beside the sessions).
-type childBackend interface {
-	ChildSessions(parentID string) ([]team.ChildSession, error)
-	FindChildSession(id string) (team.ChildSession, bool, error)
-}
-
-var _ childBackend = runtimeBackend{}
-
-// teamsDir is where the product keeps its teams (cmd/octet: beside the
-// session files).
-func (b runtimeBackend) teamsDir() string { return filepath.Join(b.rt.SessionsDir, "teams") }
-
-// ChildSessions implements childBackend.
-func (b runtimeBackend) ChildSessions(parentID string) ([]team.ChildSession, error) {
-	return team.ChildSessions(b.teamsDir(), parentID)
-}
-
-// FindChildSession implements childBackend.
-func (b runtimeBackend) FindChildSession(id string) (team.ChildSession, bool, error) {
-	return team.FindChildSession(b.teamsDir(), id)
-}
-
-// findChild finds the child session id: on disk through the backend's
-// teams, else among the children this server saw.
-func (s *Server) findChild(id string) (team.ChildSession, bool, error) {
-	if cb, ok := s.opts.backend.(childBackend); ok {
-		cs, found, err := cb.FindChildSession(id)
-		if err != nil {
-			return cs, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("find child session %s: %v", id, err))
-		}
-		if found {
-			return cs, true, nil
-		}
-	}
+// forgetChildren drops the events kept of the children cs.
+func (s *Server) forgetChildren(cs ...team.ChildSession) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c, ok := s.childSessions[id]
-	if !ok {
+	for _, c := range cs {
+		delete(s.childEvents, c.SessionID)
+	}
+}
+
+// findChild finds the child session id (host.FindChild).
+func (s *Server) findChild(id string) (team.ChildSession, bool, error) {
+	cs, ok, err := s.host.FindChild(id)
+	if err != nil {
+		return cs, true, jsonrpc2.NewError(CodeBackend, err.Error())
+	}
+	return cs, ok, nil
+}
+
+// asChild finds the child session id names, unless id is an open
+// session (the common case costs no disk look-up).
+func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
+	s.mu.Lock()
+	_, open := s.sessions[id]
+	s.mu.Unlock()
+	if open || id == "" {
 		return team.ChildSession{}, false, nil
 	}
-	return team.ChildSession{SessionID: id, Path: c.path, ParentSessionID: c.rootID, AgentID: c.agentID, AgentPath: c.agentPath, Status: c.status}, true, nil
+	return s.findChild(id)
 }
 
-// childStatus is the child's status as this server tells it: live from
-// its team, else the last one its provenance recorded; a child recorded
-// as pending, running or idle that no team of this server drives is
-// disconnected (its octet stopped before it ended).
-func (s *Server) childStatus(cs team.ChildSession) (status string, live bool) {
-	s.mu.Lock()
-	c := s.childSessions[cs.SessionID]
-	s.mu.Unlock()
-	if c != nil {
-		return string(c.status), c.live()
+// sessionOrChild returns the session id names, opened from disk when
+// this server has not opened it, or (isChild) the delegated child whose
+// session it is: the session methods that take a child's session route
+// it through here.
+func (s *Server) sessionOrChild(ctx context.Context, id string) (ss *sessionState, cs team.ChildSession, isChild bool, err error) {
+	if id == "" {
+		return nil, cs, false, invalidParams("sessionId is required")
 	}
-	if cs.Status.Active() || cs.Status == team.StatusIdle {
-		return "disconnected", false
+	if cs, isChild, err = s.asChild(id); isChild || err != nil {
+		return nil, cs, isChild, err
 	}
-	return string(cs.Status), false
+	ss, err = s.openOrReuse(ctx, id)
+	return ss, cs, false, err
 }
 
-// childrenOf returns the children of session parentID (nil without a
-// childBackend).
-func (s *Server) childrenOf(parentID string) ([]team.ChildSession, error) {
-	cb, ok := s.opts.backend.(childBackend)
-	if !ok {
-		return nil, nil
-	}
-	cs, err := cb.ChildSessions(parentID)
-	if err != nil {
-		return cs, fmt.Errorf("list the child sessions of %s: %w", parentID, err)
-	}
-	return cs, nil
-}
-
-// listChildren is octet/session/list with parentSessionId: the parent's
-// child sessions, each described like a session plus its parent, agent
-// and status.
-func (s *Server) listChildren(parentID string) ([]sessionInfo, error) {
-	cs, err := s.childrenOf(parentID)
-	if err != nil && len(cs) == 0 {
-		return nil, err
-	}
-	infos := map[string]session.Info{}
-	listed := map[string]bool{}
-	for _, c := range cs {
-		if listed[c.Team] {
-			continue
-		}
-		listed[c.Team] = true
-		in, _ := session.List(c.Team) // a file that cannot be described is listed from provenance
-		for _, i := range in {
-			infos[i.ID] = i
-		}
-	}
-	out := make([]sessionInfo, 0, len(cs))
-	for _, c := range cs {
-		if !childFileExists(c) {
-			continue // deleted on its own; its provenance stays
-		}
-		st, _ := s.childStatus(c)
-		row := sessionInfo{SessionID: c.SessionID, ParentSessionID: c.ParentSessionID, AgentID: c.AgentID, AgentPath: c.AgentPath, Status: st}
-		if in, ok := infos[c.SessionID]; ok {
-			updated := in.Updated
-			if updated.Before(in.Created) {
-				updated = in.Created
-			}
-			row.Title, row.Cwd, row.CreatedAt, row.UpdatedAt, row.UsageUncertain = in.Title, in.Cwd, in.Created.UTC(), updated.UTC(), in.UsageUncertain
-		}
-		out = append(out, row)
-	}
-	return out, nil
-}
-
-// childView names one child in a parent's resume result.
-type childView struct {
-	SessionID string `json:"sessionId"`
-	AgentID   string `json:"agentId"`
-	AgentPath string `json:"agentPath"`
-	Status    string `json:"status"`
-	Task      string `json:"task,omitempty"`
+// listChildren is octet/session/list with parentSessionId.
+func (s *Server) listChildren(parentID string) ([]host.SessionInfo, error) {
+	return s.host.ListChildren(parentID)
 }
 
 // resumeChildren adds the parent's children to its resume result.
 func (s *Server) resumeChildren(parentID string, res map[string]any) {
-	cs, err := s.childrenOf(parentID)
+	views, err := s.host.ChildViews(parentID)
 	if err != nil {
 		s.log.Warn("resume: child sessions", "session", parentID, "err", err)
-	}
-	views := make([]childView, 0, len(cs))
-	for _, c := range cs {
-		if !childFileExists(c) {
-			continue
-		}
-		st, _ := s.childStatus(c)
-		views = append(views, childView{SessionID: c.SessionID, AgentID: c.AgentID, AgentPath: c.AgentPath, Status: st, Task: clip(c.Task, 200)})
 	}
 	if len(views) > 0 {
 		res["children"] = views
 	}
-}
-
-// childFileExists reports whether the child's session file is still there.
-func childFileExists(c team.ChildSession) bool {
-	_, err := os.Lstat(c.Path)
-	return err == nil
 }
 
 // resumeChild answers octet/session/resume for a child's session: its
@@ -232,68 +131,58 @@ func childFileExists(c team.ChildSession) bool {
 // server buffered for it after the cursor (the parent's epoch; seq the
 // child's own).
 func (s *Server) resumeChild(cs team.ChildSession, afterSeq *int64, epoch string) (any, error) {
-	sess, err := session.Inspect(cs.Path)
+	read, err := s.host.ReadChild(cs, "", host.DefaultTranscriptLimit)
 	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", cs.SessionID, err))
+		return nil, childReadError(err)
 	}
-	defer sess.Close()
-	page, err := pageTranscript(cs.SessionID, sess.Branch(), "", defaultTranscriptLimit)
-	if err != nil {
-		return nil, err
-	}
-	oldestFirst := make([]pagedEntry, len(page.Entries))
-	for i, e := range page.Entries {
-		oldestFirst[len(oldestFirst)-1-i] = e
-	}
-	t := sess.Totals()
-	u := usageView{
-		Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output,
-		Reasoning: t.Known.Reasoning, CostMicros: t.Known.CostPicodollars / 1_000_000,
-		Requests: t.Requests, Complete: !t.Uncertain,
-	}
-	if t.Uncertain {
-		u.Uncertainty = agent.DescribeUncertainty(t.Cause)
-	}
-	status, _ := s.childStatus(cs)
+	status, _ := s.host.ChildStatus(cs)
 	res := map[string]any{
-		"sessionId": cs.SessionID, "head": sess.Head(), "transcript": oldestFirst, "usage": u, "usageUncertain": t.Uncertain,
+		"sessionId": cs.SessionID, "head": read.Head, "transcript": read.Transcript.OldestFirst(),
+		"usage": read.Usage, "usageUncertain": !read.Usage.Complete,
 		"parentSessionId": cs.ParentSessionID, "agentId": cs.AgentID, "agentPath": cs.AgentPath, "status": status,
 		"readOnly": true, "pendingApprovals": []any{},
 	}
-	if page.NextBefore != "" {
-		res["transcriptNextBefore"] = page.NextBefore
+	if next := read.Transcript.NextBefore; next != "" {
+		res["transcriptNextBefore"] = next
 	}
 	s.mu.Lock()
-	c := s.childSessions[cs.SessionID]
-	var ring *eventRing
-	var ringEpoch, runID string
-	var last int64
-	if c != nil {
-		ring, ringEpoch, runID, last = c.ring, c.epoch, c.runID, c.seq
-		if c.status.Active() {
-			res["activeRunId"] = runID
-		}
+	ce := s.childEvents[cs.SessionID]
+	if ce == nil {
+		ce = &childEvents{}
+	}
+	if team.Status(status).Active() {
+		res["activeRunId"] = ce.runID
 	}
 	if afterSeq != nil {
-		evs := []bufferedEvent{}
-		truncated := ring == nil && last > 0
-		if ring != nil {
-			if epoch != "" && epoch != ringEpoch {
-				evs, _ = ring.after(0, last)
-				truncated = true
-			} else {
-				evs, truncated = ring.after(max(*afterSeq, 0), last)
-			}
-			evs = append([]bufferedEvent{}, evs...)
-		}
-		res["events"], res["replayTruncated"] = evs, truncated
+		res["events"], res["replayTruncated"] = host.Replay(ce.ring, ce.epoch, ce.seq, epoch, *afterSeq)
 	}
 	s.mu.Unlock()
-	if ringEpoch != "" {
-		res["epoch"] = ringEpoch
+	if ce.epoch != "" {
+		res["epoch"] = ce.epoch
 	}
-	res["lastSeq"] = last
+	res["lastSeq"] = ce.seq
 	return rawResult(res)
+}
+
+// childReadError answers a child's session that could not be read: a
+// page the caller must change as it is, anything else as the backend's.
+func childReadError(err error) error {
+	if _, ok := errors.AsType[*host.InputError](err); ok {
+		return err
+	}
+	return jsonrpc2.NewError(CodeBackend, err.Error())
+}
+
+// childError answers the host's refusal to change a child's session (a
+// live child: SessionBusy) or its failure.
+func childError(err error) error {
+	if busy, ok := errors.AsType[*host.ChildBusyError](err); ok {
+		return childBusyError(busy.Child, busy.Status, busy.What)
+	}
+	if _, ok := errors.AsType[*host.InputError](err); ok {
+		return err
+	}
+	return jsonrpc2.NewError(CodeBackend, err.Error())
 }
 
 // childBusyError refuses to change the session of a child whose agent may
@@ -315,19 +204,8 @@ func childReadOnlyError(cs team.ChildSession) error {
 
 // renameChild sets an ended child's title.
 func (s *Server) renameChild(cs team.ChildSession, title string) (any, error) {
-	if st, live := s.childStatus(cs); live {
-		return nil, childBusyError(cs, st, "renamed")
-	}
-	sess, err := session.Open(cs.Path)
-	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("rename child session %s: %v", cs.SessionID, err))
-	}
-	err = sess.SetTitle(title)
-	if cerr := sess.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("rename child session %s: %v", cs.SessionID, err))
+	if err := s.host.RenameChild(cs, title); err != nil {
+		return nil, childError(err)
 	}
 	return json.RawMessage(`{}`), nil
 }
@@ -335,122 +213,29 @@ func (s *Server) renameChild(cs team.ChildSession, title string) (any, error) {
 // deleteChild removes an ended child's session file (its provenance and
 // the parent's mirrored usage stay).
 func (s *Server) deleteChild(cs team.ChildSession) (any, error) {
-	if st, live := s.childStatus(cs); live {
-		return nil, childBusyError(cs, st, "deleted")
+	if err := s.host.DeleteChild(cs); err != nil {
+		return nil, childError(err)
 	}
-	if err := session.Remove(cs.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("delete child session %s: %v", cs.SessionID, err))
-	}
-	s.mu.Lock()
-	delete(s.childSessions, cs.SessionID)
-	s.mu.Unlock()
+	s.forgetChildren(cs)
 	s.log.Info("child session deleted", "session", cs.SessionID, "parent", cs.ParentSessionID)
 	return json.RawMessage(`{}`), nil
 }
 
-// parentDeletable refuses the deletion of a session with a live child.
-func (s *Server) parentDeletable(parentID string) ([]team.ChildSession, error) {
-	cs, err := s.childrenOf(parentID)
-	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("delete session %s: %v", parentID, err))
-	}
-	for _, c := range cs {
-		if st, live := s.childStatus(c); live {
-			return nil, childBusyError(c, st, "deleted with its parent")
-		}
-	}
-	return cs, nil
-}
-
-// deleteTeams removes the team directories of the deleted parent's
-// children (their sessions and provenance).
-func (s *Server) deleteTeams(cs []team.ChildSession) error {
-	done := map[string]bool{}
-	var errs []error
-	for _, c := range cs {
-		if done[c.Team] || c.Team == "" {
-			continue
-		}
-		done[c.Team] = true
-		if err := os.RemoveAll(c.Team); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	s.mu.Lock()
-	for _, c := range cs {
-		delete(s.childSessions, c.SessionID)
-	}
-	s.mu.Unlock()
-	return errors.Join(errs...)
-}
-
-// childDiffer is implemented by session handles that can diff a child's
-// run with their change store (the children's tools are the parent's).
-type childDiffer interface {
-	DiffChild(path, runID string) ([]changes.Change, string, error)
-}
-
-// DiffChild implements childDiffer.
-func (s *runtimeSession) DiffChild(path, runID string) ([]changes.Change, string, error) {
-	sess, err := session.Inspect(path)
-	if err != nil {
-		return nil, "", err
-	}
-	defer sess.Close()
-	return Diff(sess, s.built.Changes, runID)
-}
-
-// asChild finds the child session id names, unless id is an open
-// session (the common case costs no disk look-up).
-func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
-	s.mu.Lock()
-	_, open := s.sessions[id]
-	s.mu.Unlock()
-	if open || id == "" {
-		return team.ChildSession{}, false, nil
-	}
-	return s.findChild(id)
-}
-
-// childForker forks from a session file's entries; runtimeBackend
-// implements it.
-type childForker interface {
-	ForkFrom(ctx context.Context, hdr session.Header, entryID string, entries []session.Entry, approver approverFunc, policy *tools.Policy) (sessionHandle, error)
-	// RecordedPolicy is the effect policy a session's file last recorded.
-	RecordedPolicy(id string) *tools.Policy
-}
-
 // forkChild forks a child's session: a new, ordinary session (no parent)
-// whose transcript is the child's up to entryID.
+// whose transcript is the child's up to entryID, with its parent's live
+// policy when the parent is open here.
 func (s *Server) forkChild(ctx context.Context, cs team.ChildSession, entryID string) (any, error) {
-	fb, ok := s.opts.backend.(childForker)
-	if !ok {
-		return nil, jsonrpc2.NewError(CodeBackend, "this server cannot fork child sessions")
-	}
-	src, err := session.Inspect(cs.Path)
-	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", cs.SessionID, err))
-	}
-	hdr := src.Header()
-	prefix, err := forkPrefix(cs.SessionID, src.Branch(), entryID)
-	_ = src.Close()
-	if err != nil {
-		return nil, err
-	}
-	// The fork acts with its parent's authority, as the child did: the
-	// parent's live policy when it is open here, else its recorded one.
-	policy := fb.RecordedPolicy(cs.ParentSessionID)
+	var policy *tools.Policy
 	s.mu.Lock()
 	if parent, ok := s.sessions[cs.ParentSessionID]; ok {
-		if p := currentPolicy(parent.handle); p != nil {
-			policy = p
-		}
+		p := parent.handle.Broker().Policy()
+		policy = &p
 	}
 	s.mu.Unlock()
 	holder := &approverHolder{}
-	h, err := fb.ForkFrom(ctx, hdr, entryID, prefix, holder.confirm, policy)
+	h, err := s.host.ForkChild(ctx, cs, entryID, s.binding(holder), policy)
 	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("fork session %s at %s: %v", cs.SessionID, entryID, err))
+		return nil, childError(err)
 	}
 	ss := s.newSessionState(h, nil)
 	holder.set(s.approverFor(ss))
@@ -469,12 +254,8 @@ func (s *Server) diffChild(ctx context.Context, cs team.ChildSession, runID stri
 	if err != nil {
 		return nil, err
 	}
-	d, ok := parent.handle.(childDiffer)
-	if !ok {
-		return nil, jsonrpc2.NewError(jsonrpc2.InternalError, "this server's sessions cannot report their children's changes")
-	}
 	jsonrpc2.Async(ctx)
-	chs, run, err := d.DiffChild(cs.Path, runID)
+	chs, run, err := parent.handle.DiffChild(cs.Path, runID)
 	if err != nil {
 		return nil, err
 	}

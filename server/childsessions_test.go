@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -12,10 +11,9 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
-	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
-	"github.com/octet-agent/octet/changes"
-	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -27,58 +25,7 @@ import (
 // delegation hook.
 func newDelegationStack(t *testing.T) *stack {
 	t.Helper()
-	st := &stack{home: t.TempDir(), workspace: t.TempDir(), provider: providertest.New(t)}
-	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
-	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL()})
-	st.runtime = &Runtime{
-		SessionsDir: filepath.Join(st.home, "sessions"),
-		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
-			store, err := changes.OpenWorkspace(st.home, spec.Workspace, 0)
-			if err != nil {
-				return nil, err
-			}
-			recorder := &changes.Recorder{Store: store}
-			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents, Changes: recorder})
-			if err != nil {
-				return nil, err
-			}
-			tcfg := team.Config{
-				Dir: filepath.Join(filepath.Dir(spec.Session.Path()), "teams"), Service: &team.ProductService,
-				NewAgent: func(cfg agent.Config) (*agent.Agent, func(), error) {
-					a, err := agent.New(cfg)
-					return a, nil, err
-				},
-			}
-			if spec.Delegation != nil {
-				spec.Delegation(&tcfg)
-			}
-			owner := team.NewOwner(tcfg)
-			host := tools.NewHost()
-			for _, tl := range append(builtins, team.ServiceTools(owner, team.StandardTools)...) {
-				if err := host.Register(tl); err != nil {
-					return nil, err
-				}
-			}
-			broker := tools.NewBroker(tools.BrokerConfig{
-				Policy: tools.UnsafeHost, Approver: spec.Approver, EffectivePolicy: tools.DefaultToolPolicy(tools.UnsafeHost, "system_bash"),
-				Principal: spec.Principal, Rules: spec.Rules,
-			})
-			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Model: model, Host: host, Broker: broker,
-				Instructions: "You are a test agent.", Principal: spec.Principal, Intents: store,
-				RunEnd: owner.RunEnd, Ledger: owner.Ledger,
-			})
-			if err != nil {
-				return nil, err
-			}
-			owner.Bind(a)
-			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Changes: recorder, Close: func() error {
-				owner.Close()
-				return closeTools()
-			}}, nil
-		},
-	}
-	return st
+	return &stack{hosttest.New(t, hosttest.Options{Policy: tools.UnsafeHost, Delegation: true})}
 }
 
 // rpcCode returns the JSON-RPC error code of err (0 for another error).
@@ -92,7 +39,7 @@ func rpcCode(err error) jsonrpc2.Code {
 
 // listRows is octet/session/list's result.
 type listRows struct {
-	Sessions []sessionInfo `json:"sessions"`
+	Sessions []host.SessionInfo `json:"sessions"`
 }
 
 // TestChildSessionsInSessionMethods: a delegated child's session is
@@ -103,7 +50,7 @@ type listRows struct {
 // refuses to be driven (prompt).
 func TestChildSessionsInSessionMethods(t *testing.T) {
 	st := newDelegationStack(t)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-ONE write a.txt"}`)).ForRequestContaining("ROOT-PROMPT"),
 		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":30}`)).ForRequestContaining("ROOT-PROMPT"),
 		providertest.Text("combined").ForRequestContaining("ROOT-PROMPT"),
@@ -132,16 +79,16 @@ func TestChildSessionsInSessionMethods(t *testing.T) {
 	}
 
 	var res struct {
-		SessionID       string          `json:"sessionId"`
-		ParentSessionID string          `json:"parentSessionId"`
-		AgentPath       string          `json:"agentPath"`
-		Status          string          `json:"status"`
-		ReadOnly        bool            `json:"readOnly"`
-		Transcript      []pagedEntry    `json:"transcript"`
-		Events          []bufferedEvent `json:"events"`
-		Epoch           string          `json:"epoch"`
-		LastSeq         int64           `json:"lastSeq"`
-		Usage           usageView       `json:"usage"`
+		SessionID       string            `json:"sessionId"`
+		ParentSessionID string            `json:"parentSessionId"`
+		AgentPath       string            `json:"agentPath"`
+		Status          string            `json:"status"`
+		ReadOnly        bool              `json:"readOnly"`
+		Transcript      []host.PagedEntry `json:"transcript"`
+		Events          []bufferedEvent   `json:"events"`
+		Epoch           string            `json:"epoch"`
+		LastSeq         int64             `json:"lastSeq"`
+		Usage           host.Usage        `json:"usage"`
 	}
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": child.SessionID, "afterSeq": 0}, &res)
 	if res.SessionID != child.SessionID || res.ParentSessionID != sid || res.AgentPath != "root/worker1" || !res.ReadOnly || res.Status != "completed" {
@@ -163,7 +110,7 @@ func TestChildSessionsInSessionMethods(t *testing.T) {
 		}
 	}
 	var parent struct {
-		Children []childView `json:"children"`
+		Children []host.ChildView `json:"children"`
 	}
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &parent)
 	if len(parent.Children) != 1 || parent.Children[0].SessionID != child.SessionID || parent.Children[0].AgentPath != "root/worker1" || parent.Children[0].Status != "completed" {
@@ -203,7 +150,7 @@ func TestChildSessionsInSessionMethods(t *testing.T) {
 // parent removes its children's sessions and provenance too.
 func TestChildSessionDeleteRules(t *testing.T) {
 	st := newDelegationStack(t)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-TWO stall"}`)).ForRequestContaining("ROOT-PROMPT"),
 		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":600}`)).ForRequestContaining("ROOT-PROMPT"),
 		providertest.Stall().ForRequestContaining("CHILD-TWO"),
@@ -240,7 +187,7 @@ func TestChildSessionDeleteRules(t *testing.T) {
 	if ans := waitAnswer(t, ch); ans.Outcome != "cancelled" {
 		t.Fatalf("prompt %+v", ans)
 	}
-	teams := filepath.Join(st.runtime.SessionsDir, "teams")
+	teams := filepath.Join(st.Runtime.SessionsDir, "teams")
 	des, _ := os.ReadDir(teams)
 	if len(des) != 1 {
 		t.Fatalf("%d team dirs, want 1", len(des))
@@ -274,11 +221,11 @@ func TestDisconnectedChildSession(t *testing.T) {
 	st := newDelegationStack(t)
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
-	dir := filepath.Join(st.runtime.SessionsDir, "teams", "team-0123456789abcdef0123456789abcdef")
+	dir := filepath.Join(st.Runtime.SessionsDir, "teams", "team-0123456789abcdef0123456789abcdef")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	child, err := session.Create(dir, session.Header{Cwd: st.workspace, Title: "root/worker1: lost"})
+	child, err := session.Create(dir, session.Header{Cwd: st.Workspace, Title: "root/worker1: lost"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -54,7 +54,7 @@ func awaitClosed(t *testing.T, s *Server, id string) {
 // to settle, releases the session, and resume opens it again.
 func TestSessionClose(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	st.Provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
@@ -83,7 +83,7 @@ func TestSessionClose(t *testing.T) {
 func TestIdleSessionReleased(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	writeFile(t, st.workspace+"/a.txt", "hello world\n")
+	writeFile(t, st.Workspace+"/a.txt", "hello world\n")
 	e := st.editor(t, Options{SessionIdleTimeout: 150 * time.Millisecond}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	release := make(chan struct{})
@@ -110,7 +110,7 @@ func TestIdleSessionReleased(t *testing.T) {
 
 	// A session the server released by itself comes back on the next
 	// request naming it: the editor never sees it vanish.
-	st.provider.Enqueue(providertest.Text("back again"))
+	st.Provider.Enqueue(providertest.Text("back again"))
 	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": idle, "text": "still there?"})); ans.Outcome != "completed" {
 		t.Fatalf("prompt on a released session: %+v\n%s", ans, e.dump())
 	}
@@ -121,7 +121,7 @@ func TestIdleSessionReleased(t *testing.T) {
 	}
 
 	// octet.prompt's default session, released, comes back as itself.
-	st.provider.Enqueue(providertest.Text("one"), providertest.Text("two"))
+	st.Provider.Enqueue(providertest.Text("one"), providertest.Text("two"))
 	var first, second promptAnswer
 	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.prompt", "arguments": []any{"one"}}, &first)
 	e.srv.mu.Lock()
@@ -140,8 +140,8 @@ func TestIdleSessionReleased(t *testing.T) {
 func TestOpenSessionBound(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	call := providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`))
-	st.provider.Enqueue(call, call, providertest.Text("Denied."), providertest.Text("Denied."))
-	writeFile(t, st.workspace+"/a.txt", "hello world\n")
+	st.Provider.Enqueue(call, call, providertest.Text("Denied."), providertest.Text("Denied."))
+	writeFile(t, st.Workspace+"/a.txt", "hello world\n")
 	e := st.editor(t, Options{MaxSessions: 2}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	release := make(chan struct{})

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/octet-agent/octet/host"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -112,7 +113,7 @@ func (s *Server) defaultSession(ctx context.Context) (*sessionState, error) {
 	if err != nil {
 		return nil, fmt.Errorf("octet.prompt: %w", err)
 	}
-	ss, err := s.createSession(ctx, sessionSpec{Cwd: cwd, Title: "editor session"})
+	ss, err := s.createSession(ctx, host.Spec{Cwd: cwd, Title: "editor session"})
 	if err != nil {
 		return nil, err
 	}

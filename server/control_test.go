@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -51,12 +52,12 @@ func isEvent(kind string) func(map[string]any) bool {
 func TestCancelRequestMidStream(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	long := strings.Repeat("word ", 50)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Text(long).StallAfter(6),
 		providertest.Text(long).StallAfter(6),
 	)
-	c, _ := newRawClient(t, Options{Runtime: st.runtime})
-	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"rootUri":"file://%s","capabilities":{"experimental":{"octet":{"events":true}}},"trace":null}}`, st.workspace)))
+	c, _ := newRawClient(t, Options{Runtime: st.Runtime})
+	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":"init","method":"initialize","params":{"rootUri":"file://%s","capabilities":{"experimental":{"octet":{"events":true}}},"trace":null}}`, st.Workspace)))
 	c.readUntil("initialize answer", isResponse("init"))
 	c.write(frame(`{"jsonrpc":"2.0","method":"initialized","params":{}}`))
 	c.write(frame(`{"jsonrpc":"2.0","id":"s","method":"octet/session/new","params":{}}`))
@@ -97,7 +98,7 @@ func TestCancelRequestMidStream(t *testing.T) {
 // TestWorkDoneProgressCancel cancels a run through its progress token.
 func TestWorkDoneProgressCancel(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text(strings.Repeat("x ", 40)).StallAfter(5))
+	st.Provider.Enqueue(providertest.Text(strings.Repeat("x ", 40)).StallAfter(5))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	sid := e.newSession()
@@ -117,8 +118,8 @@ func TestWorkDoneProgressCancel(t *testing.T) {
 func TestSteerFollowUpAndBusy(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	st.provider.Enqueue(providertest.Text("Follow-up handled."))
-	writeFile(t, st.workspace+"/a.txt", "hello world\n")
+	st.Provider.Enqueue(providertest.Text("Follow-up handled."))
+	writeFile(t, st.Workspace+"/a.txt", "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	release := make(chan struct{})
@@ -146,7 +147,7 @@ func TestSteerFollowUpAndBusy(t *testing.T) {
 	if ans.Outcome != "completed" {
 		t.Fatalf("answer %+v\n%s", ans, e.dump())
 	}
-	reqs := st.provider.Requests()
+	reqs := st.Provider.Requests()
 	if len(reqs) != 3 {
 		t.Fatalf("%d provider requests, want 3", len(reqs))
 	}
@@ -169,7 +170,7 @@ func TestSteerFollowUpAndBusy(t *testing.T) {
 // transcript and usage, and replayTruncated when the buffer is too short.
 func TestResumeAfterSeq(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("first answer here"), providertest.Text("second answer here"))
+	st.Provider.Enqueue(providertest.Text("first answer here"), providertest.Text("second answer here"))
 	e := st.editor(t, Options{EventBuffer: 6}, map[string]any{"events": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	sid := e.newSession()
@@ -229,10 +230,10 @@ func TestResumeAfterSeq(t *testing.T) {
 		t.Errorf("fresh resume: head %q vs %q, %d vs %d entries, truncated %v", r2.Head, r.Head, len(r2.Transcript), len(r.Transcript), r2.ReplayTruncated)
 	}
 	var list struct {
-		Sessions []sessionInfo
+		Sessions []host.SessionInfo
 	}
-	e2.mustCall("octet/session/list", map[string]any{"cwd": st.workspace}, &list)
-	if !slices.ContainsFunc(list.Sessions, func(s sessionInfo) bool { return s.SessionID == sid && s.Title == "test" }) {
+	e2.mustCall("octet/session/list", map[string]any{"cwd": st.Workspace}, &list)
+	if !slices.ContainsFunc(list.Sessions, func(s host.SessionInfo) bool { return s.SessionID == sid && s.Title == "test" }) {
 		t.Errorf("session/list %+v lacks %s", list.Sessions, sid)
 	}
 }
@@ -243,7 +244,7 @@ func TestResumeAfterSeq(t *testing.T) {
 func TestResumeReplaysPendingApproval(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	writeFile(t, st.workspace+"/a.txt", "hello world\n")
+	writeFile(t, st.Workspace+"/a.txt", "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	never := make(chan struct{})
@@ -274,7 +275,7 @@ func TestResumeReplaysPendingApproval(t *testing.T) {
 	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
 		t.Fatalf("answer %+v", ans)
 	}
-	if got := readFile(t, st.workspace+"/a.txt"); got != "goodbye world\n" {
+	if got := readFile(t, st.Workspace+"/a.txt"); got != "goodbye world\n" {
 		t.Errorf("a.txt = %q; the replayed approval should have approved it", got)
 	}
 }
@@ -283,7 +284,7 @@ func TestResumeReplaysPendingApproval(t *testing.T) {
 // octet/policy and octet/session/branch.
 func TestSessionSettingsAndBranch(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("first"), providertest.Text("second"), providertest.Text("third"))
+	st.Provider.Enqueue(providertest.Text("first"), providertest.Text("second"), providertest.Text("third"))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
 	var eff struct{ Effective string }
@@ -304,7 +305,7 @@ func TestSessionSettingsAndBranch(t *testing.T) {
 		t.Errorf("policy %v", pol)
 	}
 	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "one"}))
-	reqs := st.provider.Requests()
+	reqs := st.Provider.Requests()
 	if m := reqs[0].Body["model"]; m != "gpt-5.1-codex" {
 		t.Errorf("request model %v after setModel", m)
 	}
@@ -337,7 +338,7 @@ func TestSessionSettingsAndBranch(t *testing.T) {
 	}
 	// The next prompt continues from the branch point.
 	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "three"}))
-	if in := string(st.provider.Requests()[2].Raw); strings.Contains(in, `"two"`) || !strings.Contains(in, "three") {
+	if in := string(st.Provider.Requests()[2].Raw); strings.Contains(in, `"two"`) || !strings.Contains(in, "three") {
 		t.Errorf("third request should not contain the abandoned branch: %s", in)
 	}
 }
@@ -347,7 +348,7 @@ func TestSessionSettingsAndBranch(t *testing.T) {
 func TestFinishNow(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	writeFile(t, st.workspace+"/a.txt", "hello world\n")
+	writeFile(t, st.Workspace+"/a.txt", "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 	release := make(chan struct{})
 	e.respond("octet/confirmEffect", func(p json.RawMessage) (any, error) {
@@ -364,7 +365,7 @@ func TestFinishNow(t *testing.T) {
 	if ans := waitAnswer(t, ch); ans.Outcome != "completed" {
 		t.Fatalf("answer %+v", ans)
 	}
-	reqs := st.provider.Requests()
+	reqs := st.Provider.Requests()
 	if len(reqs) != 2 {
 		t.Fatalf("%d requests", len(reqs))
 	}
@@ -379,7 +380,7 @@ func TestSessionListPages(t *testing.T) {
 	e := st.editor(t, Options{}, nil)
 	ids := map[string]bool{e.newSession(): true, e.newSession(): true, e.newSession(): true}
 	type page struct {
-		Sessions   []sessionInfo
+		Sessions   []host.SessionInfo
 		NextCursor string
 	}
 	var p1, p2, other page
@@ -389,7 +390,7 @@ func TestSessionListPages(t *testing.T) {
 		t.Fatalf("pages %+v / %+v", p1, p2)
 	}
 	for _, s := range append(p1.Sessions, p2.Sessions...) {
-		if !ids[s.SessionID] || s.Cwd != st.workspace || s.CreatedAt.IsZero() || s.UpdatedAt.Before(s.CreatedAt) {
+		if !ids[s.SessionID] || s.Cwd != st.Workspace || s.CreatedAt.IsZero() || s.UpdatedAt.Before(s.CreatedAt) {
 			t.Errorf("listed %+v", s)
 		}
 		delete(ids, s.SessionID)
@@ -412,9 +413,9 @@ func TestSessionListPages(t *testing.T) {
 // which it did not allow), and can cancel through that token.
 func TestBareClientGetsProgress(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("Hello."), providertest.Text(strings.Repeat("word ", 50)).StallAfter(4))
-	c, _ := newRawClient(t, Options{Runtime: st.runtime})
-	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"rootUri":"file://%s","capabilities":{}}}`, st.workspace)))
+	st.Provider.Enqueue(providertest.Text("Hello."), providertest.Text(strings.Repeat("word ", 50)).StallAfter(4))
+	c, _ := newRawClient(t, Options{Runtime: st.Runtime})
+	c.write(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"rootUri":"file://%s","capabilities":{}}}`, st.Workspace)))
 	c.readUntil("initialize answer", isResponse(1))
 	c.write(frame(`{"jsonrpc":"2.0","id":2,"method":"octet/session/new","params":{}}`))
 	msgs := c.readUntil("session/new answer", isResponse(2))

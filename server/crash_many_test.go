@@ -15,7 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -41,14 +43,14 @@ func TestManyCrashesHelper(t *testing.T) {
 	seed, _ := strconv.ParseUint(os.Getenv("OCTET_MANY_CRASH_SEED"), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	st := newStack(t, tools.UnsafeHost)
-	st.home, st.workspace = home, os.Getenv("OCTET_MANY_CRASH_WORKSPACE")
-	st.runtime.SessionsDir = filepath.Join(home, "sessions")
+	st.Home, st.Workspace = home, os.Getenv("OCTET_MANY_CRASH_WORKSPACE")
+	st.Runtime.SessionsDir = filepath.Join(home, "sessions")
 	sid := os.Getenv("OCTET_MANY_CRASH_SESSION")
-	h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+	h, err := host.New(st.Runtime, nil).Open(context.Background(), sid, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs := h.(*runtimeSession)
+	rs := h
 	if err := os.WriteFile(filepath.Join(home, "ready"), nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -56,13 +58,13 @@ func TestManyCrashesHelper(t *testing.T) {
 		f := fmt.Sprintf("f%d.txt", rng.IntN(manyCrashFiles))
 		if rng.IntN(3) == 0 {
 			var users []string
-			for _, e := range rs.sess.Branch() {
+			for _, e := range rs.Branch() {
 				if e.Type == session.EntryUser {
 					users = append(users, e.ID)
 				}
 			}
 			if len(users) > 0 {
-				if _, err := rs.Rewind(context.Background(), RewindParams{SessionID: sid, EntryID: users[rng.IntN(len(users))], Files: true}); err != nil {
+				if _, err := rs.Rewind(context.Background(), host.RewindParams{SessionID: sid, EntryID: users[rng.IntN(len(users))], Files: true}); err != nil {
 					t.Fatal(err)
 				}
 				continue
@@ -72,8 +74,8 @@ func TestManyCrashesHelper(t *testing.T) {
 		if rng.IntN(2) == 0 {
 			tool, args = "bash", fmt.Sprintf(`{"command":"echo seed %d step %d > %s"}`, seed, n, f)
 		}
-		st.provider.Enqueue(pt.Reply(pt.FunctionCall(fmt.Sprintf("c%d-%d", seed, n), tool, args)), pt.Text("ok"))
-		run, err := rs.Prompt(context.Background(), "change "+f, false, nil)
+		st.Provider.Enqueue(pt.Reply(pt.FunctionCall(fmt.Sprintf("c%d-%d", seed, n), tool, args)), pt.Text("ok"))
+		run, err := rs.Prompt(context.Background(), "change "+f, agent.PromptOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,15 +117,15 @@ func TestManyCrashes(t *testing.T) {
 	}
 	st := newStack(t, tools.UnsafeHost)
 	for i := range manyCrashFiles {
-		writeMode(t, filepath.Join(st.workspace, fmt.Sprintf("f%d.txt", i)), "initial\n", 0o644)
+		writeMode(t, filepath.Join(st.Workspace, fmt.Sprintf("f%d.txt", i)), "initial\n", 0o644)
 	}
-	sess, err := session.Create(st.runtime.SessionsDir, session.Header{Cwd: st.workspace})
+	sess, err := session.Create(st.Runtime.SessionsDir, session.Header{Cwd: st.Workspace})
 	if err != nil {
 		t.Fatal(err)
 	}
 	sid := sess.Header().ID
 	sess.Close()
-	store, err := changes.OpenWorkspace(st.home, st.workspace, 0)
+	store, err := changes.OpenWorkspace(st.Home, st.Workspace, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +133,10 @@ func TestManyCrashes(t *testing.T) {
 	uncertain := map[string]bool{}
 	start := time.Now()
 	for kill := range manyCrashKills {
-		ready := filepath.Join(st.home, "ready")
+		ready := filepath.Join(st.Home, "ready")
 		os.Remove(ready)
 		cmd := exec.Command(os.Args[0], "-test.run=^TestManyCrashesHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "OCTET_MANY_CRASH_HOME="+st.home, "OCTET_MANY_CRASH_WORKSPACE="+st.workspace,
+		cmd.Env = append(os.Environ(), "OCTET_MANY_CRASH_HOME="+st.Home, "OCTET_MANY_CRASH_WORKSPACE="+st.Workspace,
 			"OCTET_MANY_CRASH_SESSION="+sid, "OCTET_MANY_CRASH_SEED="+strconv.Itoa(kill))
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -157,7 +159,7 @@ func TestManyCrashes(t *testing.T) {
 		_ = cmd.Wait()
 		// The guard of a command the child ran stops it once it sees
 		// the child gone; until then the command may still write.
-		waitNoProcessIn(t, st.workspace)
+		waitNoProcessIn(t, st.Workspace)
 		for _, k := range checkCrashState(t, st, sid, rec, kill) {
 			uncertain[k] = true
 		}
@@ -179,21 +181,21 @@ func TestManyCrashes(t *testing.T) {
 // before the change.
 func checkCrashState(t *testing.T, st *stack, sid string, rec *changes.Recorder, kill int) []string {
 	t.Helper()
-	h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+	h, err := host.New(st.Runtime, nil).Open(context.Background(), sid, host.Binding{})
 	if err != nil {
 		t.Fatalf("kill %d: reopen: %v", kill, err)
 	}
 	defer h.Close()
-	sess := h.(*runtimeSession).sess
+	sess := h.Ledger()
 	branch := sess.Branch()
-	stepsOf, err := steps(sid, branch)
+	stepsOf, err := host.Steps(sid, branch)
 	if err != nil {
 		t.Fatalf("kill %d: %v", kill, err)
 	}
 	var before []string
 	for i := range manyCrashFiles {
 		name := fmt.Sprintf("f%d.txt", i)
-		cur := stateOfFile(t, filepath.Join(st.workspace, name))
+		cur := stateOfFile(t, filepath.Join(st.Workspace, name))
 		initial := changes.State{Exists: true, SHA256: hex.EncodeToString(sha256Sum("initial\n")), Mode: 0o644, Size: 8}
 		want := []changes.State{initial}
 		unknown, recorded, at := false, false, ""

@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strconv"
 	"sync"
-	"unicode/utf8"
-
-	"go.lsp.dev/jsonrpc2"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
-	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -34,15 +30,13 @@ type children struct {
 	runs map[string]string // child agent id → its current run id
 }
 
-// delegationFor returns the hook a runtime installs in the team
-// configuration of the root session rootID.
-func (s *Server) delegationFor(rootID string) func(*team.Config) {
-	return func(cfg *team.Config) {
-		c := &children{s: s, root: rootID, seq: map[string]int64{}, runs: map[string]string{}}
-		cfg.OnEvent = c.event
-		cfg.OnUpdate = c.updated
-		cfg.Approver = c.approver
-	}
+// delegate is the hook a runtime installs in the team configuration of
+// the root session rootID (host.Binding.Delegation).
+func (s *Server) delegate(rootID string, cfg *team.Config) {
+	c := &children{s: s, root: rootID, seq: map[string]int64{}, runs: map[string]string{}}
+	cfg.OnEvent = c.event
+	cfg.OnUpdate = c.updated
+	cfg.Approver = c.approver
 }
 
 // rootSession returns the open root session, or nil.
@@ -84,7 +78,7 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 	params := childEnvelope(child, runID, ss, seq, body)
 	c.s.mu.Lock()
 	send := c.s.caps.sendEvents
-	c.s.bufferChildLocked(child, c.root, ss.epoch, runID, seq, params)
+	c.s.bufferChildLocked(child, ss.epoch, runID, seq, params)
 	c.s.mu.Unlock()
 	if send {
 		c.s.notify("octet/event", params)
@@ -134,16 +128,14 @@ type agentUsage struct {
 	Complete        bool  `json:"complete"`
 }
 
-// updated sends agent_updated on the root session's stream.
+// updated sends agent_updated on the root session's stream (the host
+// has recorded the child's status).
 func (c *children) updated(child team.Snapshot) {
-	c.s.mu.Lock()
-	c.s.childLocked(child, c.root).status = child.Status
-	c.s.mu.Unlock()
 	ss := c.rootSession()
 	if ss == nil {
 		return
 	}
-	ev := agentUpdated{Kind: "agent_updated", AgentID: child.ID, AgentPath: child.Path, SessionID: child.SessionID, Status: string(child.Status), Task: clip(child.Task, 200), Error: clip(child.Error, 500)}
+	ev := agentUpdated{Kind: "agent_updated", AgentID: child.ID, AgentPath: child.Path, SessionID: child.SessionID, Status: string(child.Status), Task: host.Clip(child.Task, 200), Error: host.Clip(child.Error, 500)}
 	if !child.Status.Active() {
 		u := child.Usage
 		ev.Usage = &agentUsage{Input: u.Input, CachedInput: u.CachedInput, Output: u.Output, Reasoning: u.Reasoning, CostPicodollars: u.CostPicodollars, Complete: !child.Uncertain}
@@ -188,34 +180,12 @@ func (s *Server) childRun(runID string) (team.Snapshot, bool) {
 	return c, ok
 }
 
-// clip bounds s to n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
 // childTranscript answers octet/session/transcript for a delegated child's
-// session (read-only: the child's own agent is its only writer), or
-// reports that id names no child session.
-func (s *Server) childTranscript(id, before string, limit int) (any, bool, error) {
-	cs, ok, err := s.findChild(id)
-	if !ok || err != nil {
-		return nil, ok, err
-	}
-	sess, err := session.Inspect(cs.Path)
+// session (read-only: the child's own agent is its only writer).
+func (s *Server) childTranscript(cs team.ChildSession, before string, limit int) (any, error) {
+	read, err := s.host.ReadChild(cs, before, limit)
 	if err != nil {
-		return nil, true, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read child session %s: %v", id, err))
+		return nil, childReadError(err)
 	}
-	defer sess.Close()
-	page, err := pageTranscript(id, sess.Branch(), before, limit)
-	if err != nil {
-		return nil, true, err
-	}
-	res, err := rawResult(page)
-	return res, true, err
+	return rawResult(read.Transcript)
 }

@@ -54,7 +54,7 @@ func sessionEvents(t *testing.T, e *fakeEditor, id string) (evs []eventNote, par
 func TestDeltasKeepOneOrderedStream(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	words := strings.TrimSpace(strings.Repeat("word ", 400))
-	st.provider.Enqueue(providertest.Text(words).Pace(200 * time.Microsecond))
+	st.Provider.Enqueue(providertest.Text(words).Pace(200 * time.Microsecond))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	var n atomic.Int64
 	e.onNote = func(note) {
@@ -107,7 +107,7 @@ func TestDeltasKeepOneOrderedStream(t *testing.T) {
 func TestStalledEditorDoesNotHoldCancelledRun(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	words := strings.TrimSpace(strings.Repeat("word ", 60))
-	st.provider.Enqueue(providertest.Text(words).StallAfter(40))
+	st.Provider.Enqueue(providertest.Text(words).StallAfter(40))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	stalled := make(chan struct{})
 	var deltas atomic.Int64
@@ -167,7 +167,7 @@ func runIDOf(t *testing.T, e *fakeEditor, sid string) string {
 // checkpointed reports whether session sid's file holds a checkpoint.
 func checkpointed(t *testing.T, st *stack, sid string) bool {
 	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(st.home, "sessions", "*"+sid+"*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(st.Home, "sessions", "*"+sid+"*.jsonl"))
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err == nil && bytes.Contains(b, []byte(`"kind":"checkpoint"`)) {

@@ -1,9 +1,12 @@
 // Package server is octet's editor protocol server: the LSP base protocol
 // (Content-Length framed JSON-RPC 2.0 over stdio) carrying the standard
 // lifecycle plus the octet/* methods documented in docs/protocol.md. It is
-// the only package that knows JSON-RPC; it drives sessions and runs through
-// the agent package and never writes anything but protocol bytes to its
-// output stream.
+// a dialect over package host, which owns the sessions and their
+// operations: a handler decodes its params, calls the host and encodes the
+// answer; this package keeps what is LSP's own (message order, progress,
+// approvals as server→client requests, the document overlay, the event
+// envelopes with their seq and replay buffers). It never writes anything
+// but protocol bytes to its output stream.
 //
 // # Message order
 //

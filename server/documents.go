@@ -159,6 +159,37 @@ func (d *documents) forWorkspace(dir string) tools.Documents {
 	return nil
 }
 
+// openIn returns the paths of the documents open in the editor within
+// dir (overlaid or not), sorted.
+func (d *documents) openIn(dir string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []string
+	for p := range d.docs {
+		if within(dir, p) {
+			out = append(out, p)
+		}
+	}
+	for p := range d.untracked {
+		if within(dir, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// editorFor is the runtime's AgentSpec.Editor for a session working in
+// dir: the client's name and the documents open within dir.
+func (s *Server) editorFor(dir string) func() (string, []string) {
+	return func() (string, []string) {
+		s.mu.Lock()
+		client := s.client
+		s.mu.Unlock()
+		return client, s.docs.openIn(dir)
+	}
+}
+
 func (d *documents) overlayLocked(root string) *overlay {
 	o := d.overlays[root]
 	if o == nil {

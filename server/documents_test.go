@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 	"go.lsp.dev/jsonrpc2"
@@ -162,8 +163,8 @@ func TestDocumentSyncCapabilities(t *testing.T) {
 		want  string
 	}{{nil, "utf-16"}, {[]string{"utf-16"}, "utf-16"}, {[]string{"utf-32", "utf-8", "utf-16"}, "utf-8"}} {
 		st := newStack(t, tools.Controlled)
-		e := newEditor(t, Options{Runtime: st.runtime})
-		res := e.initializeWith(st.workspace, docCaps(tc.offer...))
+		e := newEditor(t, Options{Runtime: st.Runtime})
+		res := e.initializeWith(st.Workspace, docCaps(tc.offer...))
 		caps := res["capabilities"].(map[string]any)
 		sync, _ := json.Marshal(caps["textDocumentSync"])
 		if string(sync) != `{"change":2,"openClose":true,"save":true}` {
@@ -188,9 +189,9 @@ func TestDocumentOverlayIncremental(t *testing.T) {
 	for _, enc := range []string{"utf-16", "utf-8"} {
 		t.Run(enc, func(t *testing.T) {
 			st := newStack(t, tools.Controlled)
-			e := newEditor(t, Options{Runtime: st.runtime})
-			e.initializeWith(st.workspace, docCaps(enc))
-			path := filepath.Join(st.workspace, "a.go")
+			e := newEditor(t, Options{Runtime: st.Runtime})
+			e.initializeWith(st.Workspace, docCaps(enc))
+			path := filepath.Join(st.Workspace, "a.go")
 			e.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
 				"uri": "file://" + path, "languageId": "go", "version": 1, "text": "x😀y\nsecond\n",
 			}})
@@ -205,7 +206,7 @@ func TestDocumentOverlayIncremental(t *testing.T) {
 					map[string]any{"range": lspRange{Start: lspPosition{1, 0}, End: lspPosition{1, 6}}, "text": "2nd"},
 				},
 			})
-			awaitOverlay(t, e, st.workspace, path, "x😀Z\n2nd\n")
+			awaitOverlay(t, e, st.Workspace, path, "x😀Z\n2nd\n")
 			e.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
 				"uri": "file:///etc/passwd", "version": 1, "text": "outside",
 			}})
@@ -216,7 +217,7 @@ func TestDocumentOverlayIncremental(t *testing.T) {
 				"textDocument":   map[string]any{"uri": "file://" + path, "version": 3},
 				"contentChanges": []any{map[string]any{"text": "full\n"}},
 			})
-			awaitOverlay(t, e, st.workspace, path, "full\n")
+			awaitOverlay(t, e, st.Workspace, path, "full\n")
 			if n, _ := e.srv.docs.stats(); n != 1 {
 				t.Errorf("%d documents overlaid, want 1 (outside and untitled ignored)", n)
 			}
@@ -235,23 +236,23 @@ func TestDocumentOverlayIncremental(t *testing.T) {
 // untracked until closed.
 func TestDocumentOverlayBounds(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	e := newEditor(t, Options{Runtime: st.runtime})
-	e.initializeWith(st.workspace, docCaps())
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.initializeWith(st.Workspace, docCaps())
 	e.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
-		"uri": "file://" + filepath.Join(st.workspace, "big"), "version": 1, "text": strings.Repeat("x", MaxDocumentBytes+1),
+		"uri": "file://" + filepath.Join(st.Workspace, "big"), "version": 1, "text": strings.Repeat("x", MaxDocumentBytes+1),
 	}})
 	for i := range MaxOpenDocuments + 5 {
 		e.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{
-			"uri": fmt.Sprintf("file://%s/f%d", st.workspace, i), "version": 1, "text": "x",
+			"uri": fmt.Sprintf("file://%s/f%d", st.Workspace, i), "version": 1, "text": "x",
 		}})
 	}
 	e.mustCall("octet/session/list", map[string]any{}, nil)
 	if n, b := e.srv.docs.stats(); n != MaxOpenDocuments || b != int64(MaxOpenDocuments) {
 		t.Errorf("%d documents (%d bytes) overlaid, want %d", n, b, MaxOpenDocuments)
 	}
-	ov := e.srv.docs.forWorkspace(st.workspace)
-	big := filepath.Join(st.workspace, "big")
-	last := filepath.Join(st.workspace, fmt.Sprintf("f%d", MaxOpenDocuments+4))
+	ov := e.srv.docs.forWorkspace(st.Workspace)
+	big := filepath.Join(st.Workspace, "big")
+	last := filepath.Join(st.Workspace, fmt.Sprintf("f%d", MaxOpenDocuments+4))
 	for _, p := range []string{big, last} {
 		if d, ok := ov.Document(p); !ok || !d.Untracked || d.Text != nil {
 			t.Errorf("%s: %+v %v, want open and untracked", p, d.Version, ok)
@@ -267,7 +268,7 @@ func TestDocumentOverlayBounds(t *testing.T) {
 // lastToolOutputs returns the function_call_output texts the provider was
 // sent in its last request.
 func lastToolOutputs(st *stack) []string {
-	reqs := st.provider.Requests()
+	reqs := st.Provider.Requests()
 	var out []string
 	for _, it := range reqs[len(reqs)-1].Input() {
 		m, _ := it.(map[string]any)
@@ -282,21 +283,21 @@ func lastToolOutputs(st *stack) []string {
 // see the editor's unsaved text, and say source "editor".
 func TestReadAndSearchSeeUnsavedText(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(
 			providertest.FunctionCall("call_r", "read", `{"path":"a.txt"}`),
 			providertest.FunctionCall("call_s", "search", `{"pattern":"unsaved"}`),
 		),
 		providertest.Text("done"),
 	)
-	e := newEditor(t, Options{Runtime: st.runtime})
-	e.initializeWith(st.workspace, docCaps())
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.initializeWith(st.Workspace, docCaps())
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	b := e.openBuffer(file, "hello world\n")
 	b.typeAt(1, 0, "an unsaved line\n")
-	awaitOverlay(t, e, st.workspace, file, "hello world\nan unsaved line\n")
+	awaitOverlay(t, e, st.Workspace, file, "hello world\nan unsaved line\n")
 	sid := e.newSession()
 	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "look"})); ans.Outcome != "completed" {
 		t.Fatalf("answer %+v", ans)
@@ -305,7 +306,7 @@ func TestReadAndSearchSeeUnsavedText(t *testing.T) {
 	if len(res) != 2 || !strings.Contains(res[0], "an unsaved line") || !strings.Contains(res[1], "a.txt:2:an unsaved line") {
 		t.Fatalf("tool results %q", res)
 	}
-	var tr struct{ Transcript []transcriptEntry }
+	var tr struct{ Transcript []host.TranscriptEntry }
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &tr)
 	sources := 0
 	for _, en := range tr.Transcript {
@@ -325,17 +326,17 @@ func TestReadAndSearchSeeUnsavedText(t *testing.T) {
 // while the editor has it open with an unsaved line.
 func docEditStack(t *testing.T, opts Options, caps map[string]any) (*stack, *fakeEditor, *buffer, string) {
 	st := newStack(t, tools.Controlled)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\nthird\n")
 	editScript(st)
-	opts.Runtime = st.runtime
+	opts.Runtime = st.Runtime
 	e := newEditor(t, opts)
-	e.initializeWith(st.workspace, caps)
+	e.initializeWith(st.Workspace, caps)
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	e.respond("octet/confirmEffect", confirmAnswer("approve", ""))
 	b := e.openBuffer(file, "hello world\nthird\n")
 	b.typeAt(1, 0, "typed 😀 here\n")
-	awaitOverlay(t, e, st.workspace, file, "hello world\ntyped 😀 here\nthird\n")
+	awaitOverlay(t, e, st.Workspace, file, "hello world\ntyped 😀 here\nthird\n")
 	return st, e, b, file
 }
 
@@ -377,7 +378,7 @@ func TestEditOpenDocumentAppliesInEditor(t *testing.T) {
 		t.Errorf("session diff of the editor edit: %+v", d)
 	}
 	b.undoLast()
-	awaitOverlay(t, e, st.workspace, file, "hello world\ntyped 😀 here\nthird\n")
+	awaitOverlay(t, e, st.Workspace, file, "hello world\ntyped 😀 here\nthird\n")
 }
 
 // TestEditOpenDocumentFailures: a refused edit, a version that moved
@@ -427,7 +428,7 @@ func TestEditOpenDocumentFailures(t *testing.T) {
 		e.respond("octet/confirmEffect", func(params json.RawMessage) (any, error) {
 			b.typeAt(0, 0, "//")
 			text, _ := b.get()
-			awaitOverlay(t, e, st.workspace, file, text)
+			awaitOverlay(t, e, st.Workspace, file, text)
 			return confirmAnswer("approve", "")(params)
 		})
 		sid := e.newSession()
@@ -447,15 +448,15 @@ func TestEditWithoutApplyEditWritesDisk(t *testing.T) {
 	caps := docCaps()
 	delete(caps, "workspace")
 	st := newStack(t, tools.Controlled)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	editScript(st)
-	e := newEditor(t, Options{Runtime: st.runtime})
-	e.initializeWith(st.workspace, caps)
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.initializeWith(st.Workspace, caps)
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	e.respond("octet/confirmEffect", confirmAnswer("approve", ""))
 	e.openBuffer(file, "hello world\n")
-	awaitOverlay(t, e, st.workspace, file, "hello world\n")
+	awaitOverlay(t, e, st.Workspace, file, "hello world\n")
 	sid := e.newSession()
 	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"}))
 	if got := readFile(t, file); got != "goodbye world\n" {
@@ -467,19 +468,19 @@ func TestEditWithoutApplyEditWritesDisk(t *testing.T) {
 // through the editor too.
 func TestWriteOpenDocumentAppliesInEditor(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello\n")
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_w", "write", `{"path":"a.txt","content":"new content\n"}`)),
 		providertest.Text("done"),
 	)
-	e := newEditor(t, Options{Runtime: st.runtime})
-	e.initializeWith(st.workspace, docCaps())
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.initializeWith(st.Workspace, docCaps())
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	e.respond("octet/confirmEffect", confirmAnswer("approve", ""))
 	b := e.openBuffer(file, "hello\n")
 	e.respond("workspace/applyEdit", b.applyEdits)
-	awaitOverlay(t, e, st.workspace, file, "hello\n")
+	awaitOverlay(t, e, st.Workspace, file, "hello\n")
 	sid := e.newSession()
 	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "write"}))
 	if text, _ := b.get(); text != "new content\n" || readFile(t, file) != "hello\n" {
@@ -492,26 +493,26 @@ func TestWriteOpenDocumentAppliesInEditor(t *testing.T) {
 // the user's message; bad ones are refused.
 func TestPromptContextAttachments(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "disk.txt"), "on disk\n")
-	open := filepath.Join(st.workspace, "open.txt")
+	writeFile(t, filepath.Join(st.Workspace, "disk.txt"), "on disk\n")
+	open := filepath.Join(st.Workspace, "open.txt")
 	writeFile(t, open, "saved\n")
-	st.provider.Enqueue(providertest.Text("ok"))
-	e := newEditor(t, Options{Runtime: st.runtime})
-	e.initializeWith(st.workspace, docCaps())
+	st.Provider.Enqueue(providertest.Text("ok"))
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.initializeWith(st.Workspace, docCaps())
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	b := e.openBuffer(open, "line one\nline two\n")
 	b.typeAt(1, 5, "unsaved ")
-	awaitOverlay(t, e, st.workspace, open, "line one\nline unsaved two\n")
+	awaitOverlay(t, e, st.Workspace, open, "line one\nline unsaved two\n")
 	sid := e.newSession()
 	ctx := []any{
 		map[string]any{"uri": "file://" + open, "range": lspRange{Start: lspPosition{1, 0}, End: lspPosition{2, 0}}},
-		map[string]any{"uri": "file://" + filepath.Join(st.workspace, "disk.txt")},
+		map[string]any{"uri": "file://" + filepath.Join(st.Workspace, "disk.txt")},
 		map[string]any{"label": "selection", "text": "some text"},
 	}
 	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "explain", "context": ctx})); ans.Outcome != "completed" {
 		t.Fatalf("answer %+v", ans)
 	}
-	body := string(st.provider.Requests()[0].Raw)
+	body := string(st.Provider.Requests()[0].Raw)
 	for _, want := range []string{
 		"attachment 1: open.txt lines 2-3 (editor buffer, unsaved changes included) ---\\nline unsaved two\\n",
 		"attachment 2: disk.txt ---\\non disk\\n",
@@ -524,8 +525,8 @@ func TestPromptContextAttachments(t *testing.T) {
 	for name, bad := range map[string][]any{
 		"outside":  {map[string]any{"uri": "file:///etc/hostname"}},
 		"scheme":   {map[string]any{"uri": "https://example.com/x"}},
-		"too many": slices.Repeat([]any{map[string]any{"label": "x", "text": "y"}}, MaxAttachments+1),
-		"missing":  {map[string]any{"uri": "file://" + filepath.Join(st.workspace, "nope")}},
+		"too many": slices.Repeat([]any{map[string]any{"label": "x", "text": "y"}}, host.MaxAttachments+1),
+		"missing":  {map[string]any{"uri": "file://" + filepath.Join(st.Workspace, "nope")}},
 	} {
 		err := e.call("octet/prompt", map[string]any{"sessionId": sid, "text": "x", "context": bad}, nil)
 		if codeOf(err) != jsonrpc2.InvalidParams {
@@ -534,17 +535,17 @@ func TestPromptContextAttachments(t *testing.T) {
 	}
 }
 
-// TestAttachmentBounds: one attachment is cut at MaxAttachmentBytes with a
-// note; all together stay within MaxAttachmentsBytes.
+// TestAttachmentBounds: one attachment is cut at host.MaxAttachmentBytes with a
+// note; all together stay within host.MaxAttachmentsBytes.
 func TestAttachmentBounds(t *testing.T) {
-	s := New(Options{backend: panicBackend{}})
-	big := strings.Repeat("é", MaxAttachmentBytes) // 2 bytes each
-	items := slices.Repeat([]attachment{{Label: "big", Text: &big}}, MaxAttachments)
+	s := New(Options{Runtime: &host.Runtime{}})
+	big := strings.Repeat("é", host.MaxAttachmentBytes) // 2 bytes each
+	items := slices.Repeat([]attachment{{Label: "big", Text: &big}}, host.MaxAttachments)
 	out, err := s.withAttachments(t.TempDir(), "hi", items)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(out) > MaxAttachmentsBytes+MaxAttachments*200 || !strings.Contains(out, "[attachment cut:") {
+	if len(out) > host.MaxAttachmentsBytes+host.MaxAttachments*200 || !strings.Contains(out, "[attachment cut:") {
 		t.Errorf("%d bytes for %d attachments", len(out), len(items))
 	}
 }
@@ -555,17 +556,17 @@ func TestAttachmentBounds(t *testing.T) {
 func TestDocumentURIMapping(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	other := t.TempDir()
-	e := newEditor(t, Options{Runtime: st.runtime})
+	e := newEditor(t, Options{Runtime: st.Runtime})
 	var res map[string]any
 	e.mustCall("initialize", map[string]any{"processId": nil, "capabilities": docCaps(),
 		"workspaceFolders": []any{
-			map[string]any{"uri": "file://" + st.workspace, "name": "a"},
+			map[string]any{"uri": "file://" + st.Workspace, "name": "a"},
 			map[string]any{"uri": "file://" + other, "name": "b"},
 		}}, &res)
 	e.notify("initialized", map[string]any{})
 	for _, uri := range []string{
-		"file://" + st.workspace + "/a%20b.txt",
-		"file://" + st.workspace + "/../escape.txt",
+		"file://" + st.Workspace + "/a%20b.txt",
+		"file://" + st.Workspace + "/../escape.txt",
 		"file://" + other + "/c.txt",
 	} {
 		e.notify("textDocument/didOpen", map[string]any{"textDocument": map[string]any{"uri": uri, "version": 1, "text": uri}})
@@ -574,10 +575,10 @@ func TestDocumentURIMapping(t *testing.T) {
 	if n, _ := e.srv.docs.stats(); n != 2 {
 		t.Errorf("%d documents overlaid, want 2", n)
 	}
-	if _, ok := e.srv.docs.forWorkspace(st.workspace).Document(filepath.Join(st.workspace, "a b.txt")); !ok {
+	if _, ok := e.srv.docs.forWorkspace(st.Workspace).Document(filepath.Join(st.Workspace, "a b.txt")); !ok {
 		t.Error("a%20b.txt is not overlaid as \"a b.txt\"")
 	}
-	if _, ok := e.srv.docs.forWorkspace(st.workspace).Document(filepath.Join(other, "c.txt")); ok {
+	if _, ok := e.srv.docs.forWorkspace(st.Workspace).Document(filepath.Join(other, "c.txt")); ok {
 		t.Error("the first folder's overlay holds the second folder's document")
 	}
 	if _, ok := e.srv.docs.forWorkspace(filepath.Join(other, "sub")).Document(filepath.Join(other, "c.txt")); !ok {
@@ -589,18 +590,18 @@ func TestDocumentURIMapping(t *testing.T) {
 // session of the outer folder sees a document of the inner one.
 func TestDocumentNestedRoots(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	inner := filepath.Join(st.workspace, "inner")
-	e := newEditor(t, Options{Runtime: st.runtime})
+	inner := filepath.Join(st.Workspace, "inner")
+	e := newEditor(t, Options{Runtime: st.Runtime})
 	e.mustCall("initialize", map[string]any{"processId": nil, "capabilities": docCaps(),
 		"workspaceFolders": []any{
-			map[string]any{"uri": "file://" + st.workspace, "name": "outer"},
+			map[string]any{"uri": "file://" + st.Workspace, "name": "outer"},
 			map[string]any{"uri": "file://" + inner, "name": "inner"},
 		}}, nil)
 	e.notify("initialized", map[string]any{})
 	path := filepath.Join(inner, "x.go")
 	e.openBuffer(path, "package x\n")
 	awaitOverlay(t, e, inner, path, "package x\n")
-	if _, ok := e.srv.docs.forWorkspace(st.workspace).Document(path); !ok {
+	if _, ok := e.srv.docs.forWorkspace(st.Workspace).Document(path); !ok {
 		t.Error("the outer folder's sessions do not see the inner folder's open document")
 	}
 }

@@ -1,10 +1,8 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,27 +10,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/octet-agent/octet/agent"
-	"github.com/octet-agent/octet/changes"
-	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
 
-// stack is the real runtime under a test: a loopback scripted provider,
-// real session files under a temporary OCTET_HOME, real tools in a
-// temporary workspace.
-type stack struct {
-	home, workspace string
-	provider        *providertest.Server
-	runtime         *Runtime
-	// hooks run around every tool call; intents, when set, wraps the
-	// agent's intent log (the change store). Crash tests pause in them.
-	hooks   []tools.Hooks
-	intents func(changes.IntentLog) changes.IntentLog
-	// storeMax, when set, caps the change store's blobs (its expiry).
-	storeMax int64
-}
+// stack is the real runtime under a test (host/hosttest): a loopback
+// scripted provider, real session files under a temporary OCTET_HOME,
+// real tools in a temporary workspace. Crash tests pause in its Hooks and
+// Intents.
+type stack struct{ *hosttest.Stack }
 
 // newStack builds the real runtime with policy.
 func newStack(t *testing.T, policy tools.Policy) *stack {
@@ -50,75 +38,15 @@ func newStackWith(t *testing.T, policy tools.Policy, recovery bool) *stack {
 // that run inside a testing/synctest bubble.
 func buildStack(t *testing.T, policy tools.Policy, recovery, inProcess bool) *stack {
 	t.Helper()
-	st := &stack{home: t.TempDir(), workspace: t.TempDir()}
-	var rt http.RoundTripper
-	if inProcess {
-		st.provider = providertest.NewInProcess(t)
-		rt = st.provider.RoundTripper()
-	} else {
-		st.provider = providertest.New(t)
-	}
-	model := provider.Model{Name: "gpt-test", ContextWindow: 128_000, MaxOutputTokens: 16_000}
-	if recovery {
-		model, _ = provider.LookupModel("gpt-5.1-codex")
-	}
-	transport := provider.NewHTTP(provider.HTTPConfig{BaseURL: st.provider.URL(), Features: model.Features, RoundTripper: rt})
-	st.runtime = &Runtime{
-		SessionsDir: filepath.Join(st.home, "sessions"),
-		NewAgent: func(ctx context.Context, spec AgentSpec) (*Built, error) {
-			store, err := changes.OpenWorkspace(st.home, spec.Workspace, 0)
-			if err != nil {
-				return nil, err
-			}
-			if st.storeMax > 0 {
-				store.SetMaxBytes(st.storeMax)
-			}
-			recorder := &changes.Recorder{Store: store}
-			builtins, closeTools, err := tools.Builtins(tools.Config{Root: spec.Workspace, Documents: spec.Documents, Changes: recorder})
-			if err != nil {
-				return nil, err
-			}
-			host := tools.NewHost()
-			for _, tl := range builtins {
-				if err := host.Register(tl); err != nil {
-					return nil, err
-				}
-			}
-			eff := tools.DefaultToolPolicy(policy, "system_bash")
-			broker := tools.NewBroker(tools.BrokerConfig{
-				Policy: policy, Approver: spec.Approver, EffectivePolicy: eff, Principal: spec.Principal, Rules: spec.Rules,
-				Hooks: st.hooks,
-			})
-			var intents changes.IntentLog = store
-			if st.intents != nil {
-				intents = st.intents(store)
-			}
-			var retry agent.RetryPolicy
-			if recovery {
-				retry = agent.NewCodexRecovery(agent.RecoveryConfig{
-					Profile: agent.ProfileCodex, Model: model, Endpoint: model.Features, InitialBackoff: 20 * time.Millisecond,
-				})
-			}
-			a, err := agent.New(agent.Config{
-				Session: spec.Session, Transport: transport, Model: model, Host: host,
-				Broker: broker, Instructions: "You are a test agent.", Principal: spec.Principal, Retry: retry,
-				Intents: intents,
-			})
-			if err != nil {
-				return nil, err
-			}
-			return &Built{Agent: a, Policy: broker.EffectiveToolPolicy(), Close: closeTools, Changes: recorder}, nil
-		},
-	}
-	return st
+	return &stack{hosttest.New(t, hosttest.Options{Policy: policy, Recovery: recovery, InProcess: inProcess})}
 }
 
 // editor starts a fake editor on the stack and initializes it.
 func (st *stack) editor(t *testing.T, opts Options, experimental map[string]any) *fakeEditor {
 	t.Helper()
-	opts.Runtime = st.runtime
+	opts.Runtime = st.Runtime
 	e := newEditor(t, opts)
-	e.initialize(st.workspace, experimental)
+	e.initialize(st.Workspace, experimental)
 	return e
 }
 
@@ -188,7 +116,7 @@ func (e *fakeEditor) awaitRunID(sessionID string) string {
 // whole stack and checks the events, their seq, progress and the answer.
 func TestPromptStreamsEventsAndProgress(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Reply(
+	st.Provider.Enqueue(providertest.Reply(
 		providertest.Reasoning("enc-1", "considering the question"),
 		providertest.Message("Hello from the scripted model."),
 	))
@@ -272,7 +200,7 @@ func progressOf(e *fakeEditor, token string) (kinds, msgs []string) {
 
 // editScript enqueues an edit of a.txt followed by a final answer.
 func editScript(st *stack) {
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`)),
 		providertest.Text("Edited."),
 	)
@@ -323,7 +251,7 @@ func TestApproveAndDeny(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			st := newStack(t, tools.Controlled)
 			editScript(st)
-			file := filepath.Join(st.workspace, "a.txt")
+			file := filepath.Join(st.Workspace, "a.txt")
 			writeFile(t, file, "hello world\n")
 			e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 			e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -363,7 +291,7 @@ func TestApproveAndDeny(t *testing.T) {
 func TestShowMessageRequestFallback(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{}, nil)
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -408,7 +336,7 @@ func TestShowMessageRequestFallback(t *testing.T) {
 		SessionID string
 		Events    []bufferedEvent
 	}
-	var list struct{ Sessions []sessionInfo }
+	var list struct{ Sessions []host.SessionInfo }
 	e.mustCall("octet/session/list", nil, &list)
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": list.Sessions[0].SessionID, "afterSeq": 0}, &r)
 	if len(r.Events) < 5 {
@@ -424,11 +352,11 @@ func TestShowMessageRequestFallback(t *testing.T) {
 func TestShowMessageRequestFallbackNeverCuts(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	long := strings.Repeat("goodbye world, ", 200) // 3,000 bytes of diff
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"`+long+`"}`)),
 		providertest.Text("Could not edit."),
 	)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{}, nil)
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -473,7 +401,7 @@ func TestShowMessageRequestFallbackNeverCuts(t *testing.T) {
 	if reason != tools.ReasonPreviewTooLarge {
 		t.Errorf("decision reason %q; events %v", reason, evs)
 	}
-	body, _ := json.Marshal(st.provider.Requests()[1].Body)
+	body, _ := json.Marshal(st.Provider.Requests()[1].Body)
 	if !strings.Contains(string(body), "Split it into smaller calls") {
 		t.Errorf("the model was not told to split the call: %s", body)
 	}
@@ -484,7 +412,7 @@ func TestShowMessageRequestFallbackNeverCuts(t *testing.T) {
 func TestApprovalTimeoutDenies(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{ApprovalTimeout: 300 * time.Millisecond}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -512,7 +440,7 @@ func TestApprovalTimeoutDenies(t *testing.T) {
 func TestApprovalDeadlineIsExpiresAt(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
 	const timeout = 400 * time.Millisecond
 	e := st.editor(t, Options{ApprovalTimeout: timeout}, map[string]any{"confirmEffect": true, "events": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -550,7 +478,7 @@ func TestApprovalDeadlineIsExpiresAt(t *testing.T) {
 // window/showMessage.
 func TestRunFailureShownToStockClient(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Status(400, "invalid_request_error", "bad_request", "the request was bad"))
+	st.Provider.Enqueue(providertest.Status(400, "invalid_request_error", "bad_request", "the request was bad"))
 	e := st.editor(t, Options{}, nil)
 	sid := e.newSession()
 	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"}))
@@ -570,7 +498,7 @@ func TestRunFailureShownToStockClient(t *testing.T) {
 // run must complete with the replacement's answer.
 func TestRecoveredOutputChannel(t *testing.T) {
 	st := newStackWith(t, tools.Controlled, true)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Text("partial words that never finish because the stream drops").DropAfter(7),
 		providertest.Text("Recovered answer."),
 	)
@@ -628,7 +556,7 @@ func TestRecoveredOutputChannel(t *testing.T) {
 func TestApproveCommand(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{}, nil)
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -660,7 +588,7 @@ func TestApproveCommand(t *testing.T) {
 func TestApprovalErrorAnswerDenies(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	file := filepath.Join(st.workspace, "a.txt")
+	file := filepath.Join(st.Workspace, "a.txt")
 	writeFile(t, file, "hello world\n")
 	e := st.editor(t, Options{ApprovalTimeout: time.Hour}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
@@ -682,7 +610,7 @@ func TestApprovalErrorAnswerDenies(t *testing.T) {
 // and progress names the command.
 func TestBashApproval(t *testing.T) {
 	st := newStack(t, tools.ControlledBashApproval)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_b", "bash", `{"command":"echo made > out.txt"}`)),
 		providertest.Text("Ran it."),
 	)
@@ -699,7 +627,7 @@ func TestBashApproval(t *testing.T) {
 	if p.Tool != "bash" || p.Effect != "host_process" || !strings.Contains(p.Detail, "echo made > out.txt") {
 		t.Errorf("confirmEffect %+v", p)
 	}
-	if got := readFile(t, filepath.Join(st.workspace, "out.txt")); got != "made\n" {
+	if got := readFile(t, filepath.Join(st.Workspace, "out.txt")); got != "made\n" {
 		t.Errorf("out.txt = %q", got)
 	}
 	var tok struct{ Token string }
@@ -720,7 +648,7 @@ func TestBashApproval(t *testing.T) {
 func TestProgressKeepsWaitingForApproval(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	release := make(chan struct{})
@@ -761,7 +689,7 @@ func TestProgressKeepsWaitingForApproval(t *testing.T) {
 // stay buffered for octet/session/resume.
 func TestEventsTurnedOff(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("Hello."))
+	st.Provider.Enqueue(providertest.Text("Hello."))
 	e := st.editor(t, Options{}, map[string]any{"events": false})
 	sid := e.newSession()
 	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"}))
@@ -785,7 +713,7 @@ func TestEventsTurnedOff(t *testing.T) {
 // next prompt on the session runs (it used to fail with -32010 meanwhile).
 func TestProgressCreateNeverAnswered(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("Hello there."), providertest.Text("Again."))
+	st.Provider.Enqueue(providertest.Text("Hello there."), providertest.Text("Again."))
 	e := st.editor(t, Options{RequestTimeout: time.Hour}, map[string]any{"events": true})
 	never := make(chan struct{})
 	t.Cleanup(func() { close(never) })
@@ -811,7 +739,7 @@ func TestProgressCreateNeverAnswered(t *testing.T) {
 // forever), and is not registered for the ended run.
 func TestProgressCreateAnsweredLate(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("Hello there."))
+	st.Provider.Enqueue(providertest.Text("Hello there."))
 	e := st.editor(t, Options{RequestTimeout: time.Hour}, map[string]any{"events": true})
 	release := make(chan struct{})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { <-release; return nil, nil })
@@ -838,7 +766,7 @@ func TestProgressCreateAnsweredLate(t *testing.T) {
 func TestApprovalWhileProgressTokenPending(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true, "events": true})
 	asked, release := make(chan struct{}), make(chan struct{})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) {

@@ -5,31 +5,12 @@ import (
 	"encoding/json"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/octet-agent/octet/host"
 )
 
-// Extensions is a session's view of its executable extensions (MCP
-// servers): what octet/extensions/list shows and octet/extensions/enable
-// changes. The server knows nothing else about them.
-type Extensions interface {
-	// List is the JSON-ready state: servers, their state, tools, errors.
-	List() any
-	// Enable re-enables the withheld tools of a server (all of them when
-	// tools is empty), pinning the definitions it presents now, and
-	// returns what it pinned.
-	Enable(server string, tools []string) (any, error)
-	// Subscribe calls f after every change (coalesced) until the
-	// returned function is called.
-	Subscribe(f func()) (cancel func())
-}
-
 // extensionsOf returns the session's extensions, or nil.
-func extensionsOf(h sessionHandle) Extensions {
-	rs, ok := h.(*runtimeSession)
-	if !ok || rs.built == nil {
-		return nil
-	}
-	return rs.built.Extensions
-}
+func extensionsOf(h *host.Session) host.Extensions { return h.Extensions() }
 
 // watchExtensions sends the session an extensions_changed octet/event
 // (no run; buffered for resume like every event) after each change of

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/octet-agent/octet/host"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -521,7 +522,7 @@ func (s *tolerantStream) readHeader() (length, consumed int, err error) {
 		name, value, ok := strings.Cut(trimmed, ":")
 		if !ok {
 			if bad == "" {
-				bad = fmt.Sprintf("header line %q has no colon", truncate(trimmed, 40))
+				bad = fmt.Sprintf("header line %q has no colon", host.Clip(trimmed, 40))
 			}
 			continue
 		}
@@ -529,7 +530,7 @@ func (s *tolerantStream) readHeader() (length, consumed int, err error) {
 			n, perr := strconv.Atoi(strings.TrimSpace(value))
 			if perr != nil || n <= 0 {
 				if bad == "" {
-					bad = fmt.Sprintf("bad Content-Length %q", truncate(strings.TrimSpace(value), 40))
+					bad = fmt.Sprintf("bad Content-Length %q", host.Clip(strings.TrimSpace(value), 40))
 				}
 				continue
 			}
@@ -674,15 +675,4 @@ func indexFold(s, substr string) int {
 		}
 	}
 	return -1
-}
-
-// truncate cuts s to at most n bytes, on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/octet-agent/octet/host"
 )
 
 // rawClient speaks raw bytes to a server, for inputs a jsonrpc2 client
@@ -106,7 +108,7 @@ func errCode(m map[string]any) int {
 // TestMalformedFrames sends every kind of broken input and checks each is
 // answered with the right JSON-RPC error while the server keeps serving.
 func TestMalformedFrames(t *testing.T) {
-	c, _ := newRawClient(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	c, _ := newRawClient(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"processId":null,"rootUri":null,"capabilities":{},"trace":null}}`
 	c.write(frame(init))
 	if m := c.read(); m["result"] == nil {
@@ -168,7 +170,7 @@ func TestMalformedFrames(t *testing.T) {
 // TestMalformedResponseIgnored checks that a broken response from the
 // client is dropped without an answer.
 func TestMalformedResponseIgnored(t *testing.T) {
-	c, _ := newRawClient(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	c, _ := newRawClient(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	c.write(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	c.read()
 	c.write(frame(`{"jsonrpc":"1.0","id":99,"result":{}}`))
@@ -181,7 +183,7 @@ func TestMalformedResponseIgnored(t *testing.T) {
 // initializedRawClient is a raw client past initialize.
 func initializedRawClient(t *testing.T) *rawClient {
 	t.Helper()
-	c, _ := newRawClient(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	c, _ := newRawClient(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	c.write(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 	if m := c.read(); m["result"] == nil {
 		t.Fatalf("initialize: %v", m)

@@ -74,18 +74,18 @@ func TestWireTranscripts(t *testing.T) {
 func replay(t *testing.T, sec map[string][]byte) []byte {
 	st := buildStack(t, tools.Controlled, false, true)
 	for _, line := range lines(sec["turns"]) {
-		st.provider.Enqueue(providertest.Text(line))
+		st.Provider.Enqueue(providertest.Text(line))
 	}
 	answers := map[string]json.RawMessage{}
 	for _, line := range lines(sec["answers"]) {
 		method, result, _ := strings.Cut(line, " ")
 		answers[method] = json.RawMessage(result)
 	}
-	c, served := newRawClient(t, Options{Runtime: st.runtime, Version: "test"})
+	c, served := newRawClient(t, Options{Runtime: st.Runtime, Version: "test"})
 	var out []map[string]any
 	session := ""
 	for _, line := range lines(sec["client"]) {
-		line = strings.ReplaceAll(line, "$WORKSPACE", st.workspace)
+		line = strings.ReplaceAll(line, "$WORKSPACE", st.Workspace)
 		line = strings.ReplaceAll(line, "$SESSION", session)
 		var msg map[string]any
 		if err := json.Unmarshal([]byte(line), &msg); err != nil {
@@ -125,7 +125,7 @@ func replay(t *testing.T, sec map[string][]byte) []byte {
 			}
 		}
 	}
-	return normalize(out, st.workspace)
+	return normalize(out, st.Workspace)
 }
 
 func lines(b []byte) []string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -41,20 +42,20 @@ func TestIntentCrashHelper(t *testing.T) {
 		t.Skip("child process of TestIntentSurvivesSIGKILL")
 	}
 	st := newStack(t, tools.UnsafeHost)
-	st.home, st.workspace = home, os.Getenv("OCTET_INTENT_CRASH_WORKSPACE")
-	st.runtime.SessionsDir = filepath.Join(home, "sessions")
+	st.Home, st.Workspace = home, os.Getenv("OCTET_INTENT_CRASH_WORKSPACE")
+	st.Runtime.SessionsDir = filepath.Join(home, "sessions")
 	marker := filepath.Join(home, "paused")
 	switch os.Getenv("OCTET_INTENT_CRASH_MODE") {
 	case "intent":
-		st.intents = func(l changes.IntentLog) changes.IntentLog { return pausingIntents{l, marker} }
+		st.Intents = func(l changes.IntentLog) changes.IntentLog { return pausingIntents{l, marker} }
 	case "effect":
-		st.hooks = []tools.Hooks{{AfterToolCall: func(context.Context, tools.EffectIntent, tools.Result) {
+		st.Hooks = []tools.Hooks{{AfterToolCall: func(context.Context, tools.EffectIntent, tools.Result) {
 			_ = os.WriteFile(marker, nil, 0o600)
 			select {}
 		}}}
 	}
 	// Mode "command": the command itself touches the marker and waits.
-	st.provider.Enqueue(pt.Reply(pt.FunctionCall("w1", os.Getenv("OCTET_INTENT_CRASH_TOOL"), os.Getenv("OCTET_INTENT_CRASH_ARGS"))), pt.Text("done"))
+	st.Provider.Enqueue(pt.Reply(pt.FunctionCall("w1", os.Getenv("OCTET_INTENT_CRASH_TOOL"), os.Getenv("OCTET_INTENT_CRASH_ARGS"))), pt.Text("done"))
 	e := st.editor(t, Options{}, nil)
 	sid := e.newSession()
 	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
@@ -87,22 +88,22 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st := newStack(t, tools.UnsafeHost)
-			file := filepath.Join(st.workspace, "a.txt")
+			file := filepath.Join(st.Workspace, "a.txt")
 			if c.tool == "write" {
-				file = filepath.Join(st.workspace, "new", "b.txt")
+				file = filepath.Join(st.Workspace, "new", "b.txt")
 			} else {
 				writeMode(t, file, string(c.before), 0o644)
 			}
-			args := strings.ReplaceAll(c.args, "{marker}", filepath.Join(st.home, "paused"))
+			args := strings.ReplaceAll(c.args, "{marker}", filepath.Join(st.Home, "paused"))
 			cmd := exec.Command(os.Args[0], "-test.run=^TestIntentCrashHelper$", "-test.count=1")
-			cmd.Env = append(os.Environ(), "OCTET_INTENT_CRASH_HOME="+st.home, "OCTET_INTENT_CRASH_WORKSPACE="+st.workspace,
+			cmd.Env = append(os.Environ(), "OCTET_INTENT_CRASH_HOME="+st.Home, "OCTET_INTENT_CRASH_WORKSPACE="+st.Workspace,
 				"OCTET_INTENT_CRASH_MODE="+c.mode, "OCTET_INTENT_CRASH_TOOL="+c.tool, "OCTET_INTENT_CRASH_ARGS="+args)
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			deadline := time.Now().Add(60 * time.Second)
 			for {
-				if _, err := os.Stat(filepath.Join(st.home, "paused")); err == nil {
+				if _, err := os.Stat(filepath.Join(st.Home, "paused")); err == nil {
 					break
 				}
 				if time.Now().After(deadline) {
@@ -121,7 +122,7 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 			}
 			wantFile(t, "after the kill", file, want, 0o644)
 
-			ents, _ := os.ReadDir(st.runtime.SessionsDir)
+			ents, _ := os.ReadDir(st.Runtime.SessionsDir)
 			var sid string
 			for _, e := range ents {
 				if name, ok := strings.CutSuffix(e.Name(), ".jsonl"); ok {
@@ -129,11 +130,11 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 				}
 			}
 			// Reopening resolves the call; the prompt is the first entry.
-			h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+			h, err := host.New(st.Runtime, nil).Open(context.Background(), sid, host.Binding{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			sess := h.(*runtimeSession).sess
+			sess := h.Ledger()
 			var prompt string
 			var recovered *session.ToolResult
 			for _, e := range sess.Branch() {

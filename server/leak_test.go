@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -23,7 +24,7 @@ import (
 func TestSessionsConcurrentlyAndNoLeaks(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	ignore := goleak.IgnoreCurrent()
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		providertest.Text("answer one"),
 		providertest.Text("answer two"),
 		providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5),
@@ -88,10 +89,10 @@ func TestSessionsConcurrentlyAndNoLeaks(t *testing.T) {
 // answered before Serve returns context.Canceled.
 func TestServeContextCancelSettlesRuns(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	st.Provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
 	ctx, cancel := context.WithCancel(context.Background())
-	e := newEditorCtx(t, ctx, Options{Runtime: st.runtime})
-	e.initialize(st.workspace, map[string]any{"events": true})
+	e := newEditorCtx(t, ctx, Options{Runtime: st.Runtime})
+	e.initialize(st.Workspace, map[string]any{"events": true})
 	sid := e.newSession()
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
 	e.await("streaming", hasEvent("output_delta", ""))
@@ -115,7 +116,7 @@ func TestServeContextCancelSettlesRuns(t *testing.T) {
 // not wait for an answer nobody can read).
 func TestClientDiesMidRun(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	st.Provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
 	e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
@@ -135,7 +136,7 @@ func TestClientDiesMidRun(t *testing.T) {
 		t.Errorf("Serve took %v to notice the client was gone", d)
 	}
 	// The run was settled: its durable checkpoint says cancelled.
-	sess, err := session.Inspect(filepath.Join(st.runtime.SessionsDir, sid+".jsonl"))
+	sess, err := session.Inspect(filepath.Join(st.Runtime.SessionsDir, sid+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestParentProcessGone(t *testing.T) {
 	if err := parent.Start(); err != nil {
 		t.Skip("no sleep binary:", err)
 	}
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}, parentPoll: 20 * time.Millisecond})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}, parentPoll: 20 * time.Millisecond})
 	e.mustCall("initialize", map[string]any{"processId": parent.Process.Pid, "capabilities": map[string]any{}}, nil)
 	select {
 	case <-e.served:

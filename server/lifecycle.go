@@ -73,6 +73,7 @@ type initializeParams struct {
 	EventsOff    bool
 	RecoveredOff bool
 	LogLevel     string // initializationOptions.logLevel
+	ClientName   string // clientInfo.name
 }
 
 // parseInitialize decodes raw leniently; only params that are not a JSON
@@ -105,6 +106,7 @@ func parseInitialize(raw []byte) (initializeParams, error) {
 	p.EventsOff = lookupFalse(caps, "experimental", "octet", "events")
 	p.RecoveredOff = lookupFalse(caps, "experimental", "octet", "recoveredOutput")
 	_ = json.Unmarshal(lookup(top["initializationOptions"], "logLevel"), &p.LogLevel)
+	_ = json.Unmarshal(lookup(top["clientInfo"], "name"), &p.ClientName)
 	return p, nil
 }
 
@@ -164,6 +166,7 @@ func (s *Server) initialize(raw jsonrpc2.RawMessage) (any, error) {
 	s.mu.Lock()
 	s.caps = caps
 	s.workspace = ws
+	s.client = p.ClientName
 	if p.Trace != nil {
 		s.trace = normalizeTrace(*p.Trace)
 	}

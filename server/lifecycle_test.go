@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,13 +9,14 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
 // TestRequestsBeforeInitialize checks -32002 for every request before
 // initialize, and that notifications before it are dropped harmlessly.
 func TestRequestsBeforeInitialize(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	e.notify("$/setTrace", map[string]string{"value": "verbose"})
 	for _, m := range []string{"octet/session/new", "octet/prompt", "shutdown", "workspace/executeCommand", "no/such"} {
 		err := e.call(m, map[string]any{}, nil)
@@ -37,7 +37,7 @@ func TestRequestsBeforeInitialize(t *testing.T) {
 // lifecycle: initialize (with "trace": null), initialized, shutdown, a
 // request after shutdown, exit.
 func TestHandshake(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}, Version: "test"})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}, Version: "test"})
 	res := e.initialize(t.TempDir(), map[string]any{"confirmEffect": true})
 	caps, _ := res["capabilities"].(map[string]any)
 	exp, _ := caps["experimental"].(map[string]any)
@@ -79,7 +79,7 @@ func TestHandshake(t *testing.T) {
 // TestExitWithoutShutdown checks the LSP rule: exit before shutdown is an
 // error exit.
 func TestExitWithoutShutdown(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	e.initialize(t.TempDir(), nil)
 	e.notify("exit", nil)
 	select {
@@ -96,7 +96,7 @@ func TestExitWithoutShutdown(t *testing.T) {
 // TestBadParamsAndUnknownMethods checks that bad params and unknown
 // methods get errors and the server keeps serving.
 func TestBadParamsAndUnknownMethods(t *testing.T) {
-	e := newEditor(t, Options{Runtime: &Runtime{SessionsDir: t.TempDir()}})
+	e := newEditor(t, Options{Runtime: &host.Runtime{SessionsDir: t.TempDir()}})
 	e.initialize(t.TempDir(), nil)
 	cases := []struct {
 		method string
@@ -137,8 +137,8 @@ func TestBadParamsAndUnknownMethods(t *testing.T) {
 // client asks for them ($/setTrace or initializationOptions.logLevel).
 func TestLogMessageWhenAsked(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	e := newEditor(t, Options{Runtime: st.runtime})
-	e.mustCall("initialize", map[string]any{"rootUri": "file://" + st.workspace, "capabilities": map[string]any{}}, nil)
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.mustCall("initialize", map[string]any{"rootUri": "file://" + st.Workspace, "capabilities": map[string]any{}}, nil)
 	e.newSession()
 	logged := func(notes []note) bool {
 		for _, n := range notes {
@@ -159,17 +159,14 @@ func TestLogMessageWhenAsked(t *testing.T) {
 	e.await("window/logMessage after $/setTrace messages", logged)
 }
 
-// panicBackend is a runtime with a broken invariant: every call panics.
-type panicBackend struct{ runtimeBackend }
-
-func (panicBackend) List(context.Context) ([]sessionInfo, error) { panic("broken invariant") }
-
-// TestHandlerPanicAnswered checks a panic inside a handler is answered
-// with -32603 and the server keeps serving.
+// TestHandlerPanicAnswered checks a panic inside a handler (a runtime
+// with a broken invariant) is answered with -32603 and the server keeps
+// serving.
 func TestHandlerPanicAnswered(t *testing.T) {
-	e := newEditor(t, Options{backend: panicBackend{runtimeBackend{rt: &Runtime{SessionsDir: t.TempDir()}}}})
+	rt := &host.Runtime{SessionsDir: t.TempDir(), Catalog: func() host.Catalog { panic("broken invariant") }}
+	e := newEditor(t, Options{Runtime: rt})
 	e.initialize(t.TempDir(), nil)
-	err := e.call("octet/session/list", nil, nil)
+	err := e.call("octet/models", nil, nil)
 	if codeOf(err) != jsonrpc2.InternalError || !strings.Contains(err.Error(), "broken invariant") {
 		t.Errorf("panicking handler: %v, want -32603", err)
 	}

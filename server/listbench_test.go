@@ -16,6 +16,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkSessionListPage10k(b *testing.B) {
 		}
 	})
 	b.Run("Page", func(b *testing.B) {
-		rt := &Runtime{SessionsDir: dir}
+		rt := &host.Runtime{SessionsDir: dir}
 		cli, srvEnd := net.Pipe()
 		go New(Options{Runtime: rt}).Serve(context.Background(), srvEnd)
 		defer cli.Close()

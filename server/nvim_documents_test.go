@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/internal/testbin"
 )
 
@@ -20,7 +21,7 @@ func TestNeovimDocumentCoherence(t *testing.T) {
 func runNvimDocuments(t *testing.T, nvim, bin, script string) {
 	w := newRealWorld(t, bin)
 	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\nthird\n")
-	editScript(&stack{provider: w.prov})
+	editScript(&stack{&hosttest.Stack{Provider: w.prov}})
 	res, out := w.runNvim(t, nvim, script)
 	t.Logf("nvim result:\n%s", res)
 	if !strings.HasPrefix(res, "ok\n") {
@@ -41,7 +42,7 @@ func TestVSCodeJSONRPCDocumentCoherence(t *testing.T) {
 	vscodeClient(t)
 	w := newRealWorld(t, testbin.Octet(t))
 	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\nthird\n")
-	editScript(&stack{provider: w.prov})
+	editScript(&stack{&hosttest.Stack{Provider: w.prov}})
 	var got struct {
 		Confirms                                   []struct{ Tool, Detail string }
 		ApplyEdits                                 []struct{ Version, Edits int }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
@@ -21,7 +22,7 @@ func TestNeovimClient(t *testing.T) {
 	eachNvim(t, "octet_test.lua", func(t *testing.T, nvim, bin, script string) {
 		w := newRealWorld(t, bin)
 		writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
-		editScript(&stack{provider: w.prov})
+		editScript(&stack{&hosttest.Stack{Provider: w.prov}})
 		res, out := w.runNvim(t, nvim, script)
 		t.Logf("nvim result:\n%s", res)
 		if !strings.HasPrefix(res, "ok\n") {
@@ -66,7 +67,7 @@ func TestNeovimReadmeSnippet(t *testing.T) {
 	}
 	writeFile(t, filepath.Join(ws, "a.txt"), "hello world\n")
 	prov := providertest.New(t)
-	editScript(&stack{provider: prov})
+	editScript(&stack{&hosttest.Stack{Provider: prov}})
 	result := filepath.Join(tmp, "result.txt")
 	init := filepath.Join(tmp, "init.lua")
 	writeFile(t, init, snippet)

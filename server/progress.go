@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	"go.lsp.dev/protocol"
 )
 
@@ -337,7 +338,7 @@ func toolMessage(tool string, args *bytes.Buffer) string {
 	for _, k := range []string{"command", "path", "pattern"} {
 		if v, ok := a[k].(string); ok && v != "" {
 			line, _, _ := strings.Cut(v, "\n")
-			return msg + ": " + truncate(line, 60)
+			return msg + ": " + host.Clip(line, 60)
 		}
 	}
 	return msg
@@ -357,7 +358,7 @@ func retryMessage(body json.RawMessage) string {
 	if json.Unmarshal(body, &b) != nil {
 		return "Reconnecting"
 	}
-	cause := truncate(strings.TrimSpace(b.Cause), maxCauseMessage)
+	cause := host.Clip(strings.TrimSpace(b.Cause), maxCauseMessage)
 	if b.RetryKind == "waiting_for_network" || b.MaxAttempts == nil {
 		if cause == "" {
 			return "Waiting for network"

@@ -38,7 +38,7 @@ func stopEditor(t *testing.T, e *fakeEditor) {
 // buffer and replayTruncated: true.
 func TestResumeEpochAcrossProcesses(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("first process answer"), providertest.Text("second process answer"))
+	st.Provider.Enqueue(providertest.Text("first process answer"), providertest.Text("second process answer"))
 	e1 := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e1.newSession()
 	first := waitAnswer(t, e1.promptAsync(map[string]any{"sessionId": sid, "text": "one"}))
@@ -96,7 +96,7 @@ func TestResumeEpochAcrossProcesses(t *testing.T) {
 func TestResumeResendsApprovalOnce(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	editScript(st)
-	writeFile(t, st.workspace+"/a.txt", "hello world\n")
+	writeFile(t, st.Workspace+"/a.txt", "hello world\n")
 	e := st.editor(t, Options{}, map[string]any{"confirmEffect": true})
 	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
 	never := make(chan struct{})

@@ -62,7 +62,7 @@ func TestSessionRewindBash(t *testing.T) {
 		t.Skip("bash not installed")
 	}
 	st := newStack(t, tools.UnsafeHost)
-	ws := func(p string) string { return filepath.Join(st.workspace, filepath.FromSlash(p)) }
+	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
 	writeMode(t, ws("a.txt"), "one\ntwo\n", 0o640)
 	writeMode(t, ws("gone.txt"), "bye\n", 0o600)
 	writeMode(t, ws("src/old.txt"), "move me\n", 0o644)
@@ -72,7 +72,7 @@ func TestSessionRewindBash(t *testing.T) {
 	big := bytes.Repeat([]byte("0123456789abcdef"), 9<<16) // 9 MiB: over the 8 MiB limit
 	writeMode(t, ws("big.bin"), string(big), 0o644)
 
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("sed", "bash", `{"command":"sed -i 's/one/1/' a.txt && chmod 755 a.txt"}`)),
 		pt.Reply(pt.FunctionCall("rm", "bash", `{"command":"rm gone.txt"}`)),
 		pt.Reply(pt.FunctionCall("mv", "bash", `{"command":"mv src/old.txt moved.txt && rmdir src"}`)),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -27,7 +28,7 @@ const crashFiles = 120
 // the change.
 func crashLedger(t *testing.T, st *stack) (sid, start, end string) {
 	t.Helper()
-	store, err := changes.OpenWorkspace(st.home, st.workspace, 0)
+	store, err := changes.OpenWorkspace(st.Home, st.Workspace, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,9 +42,9 @@ func crashLedger(t *testing.T, st *stack) (sid, start, end string) {
 			t.Fatal(err)
 		}
 		recs = append(recs, r)
-		writeMode(t, filepath.Join(st.workspace, name), fmt.Sprintf("after %d\n", i), 0o644)
+		writeMode(t, filepath.Join(st.Workspace, name), fmt.Sprintf("after %d\n", i), 0o644)
 	}
-	sess, err := session.Create(st.runtime.SessionsDir, session.Header{Cwd: st.workspace})
+	sess, err := session.Create(st.Runtime.SessionsDir, session.Header{Cwd: st.Workspace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,21 +71,21 @@ func TestRewindCrashHelper(t *testing.T) {
 		t.Skip("child process of TestRewindSurvivesSIGKILL")
 	}
 	st := newStack(t, tools.UnsafeHost)
-	st.home, st.workspace = home, os.Getenv("OCTET_REWIND_CRASH_WORKSPACE")
-	st.runtime.SessionsDir = filepath.Join(home, "sessions")
+	st.Home, st.Workspace = home, os.Getenv("OCTET_REWIND_CRASH_WORKSPACE")
+	st.Runtime.SessionsDir = filepath.Join(home, "sessions")
 	rewindIn(t, st, os.Getenv("OCTET_REWIND_CRASH_SESSION"), os.Getenv("OCTET_REWIND_CRASH_ENTRY"))
 }
 
 // rewindIn opens session sid of st in this process and rewinds its files
 // to entry.
-func rewindIn(t *testing.T, st *stack, sid, entry string) RewindResult {
+func rewindIn(t *testing.T, st *stack, sid, entry string) host.RewindResult {
 	t.Helper()
-	h, err := runtimeBackend{rt: st.runtime}.Open(context.Background(), sid, nil)
+	h, err := host.New(st.Runtime, nil).Open(context.Background(), sid, host.Binding{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	res, err := h.(*runtimeSession).Rewind(context.Background(), RewindParams{SessionID: sid, EntryID: entry, Files: true})
+	res, err := h.Rewind(context.Background(), host.RewindParams{SessionID: sid, EntryID: entry, Files: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,9 +105,9 @@ func TestRewindSurvivesSIGKILL(t *testing.T) {
 	for round := range 2 {
 		st := newStack(t, tools.UnsafeHost)
 		sid, start, end := crashLedger(t, st)
-		ledger := filepath.Join(st.runtime.SessionsDir, sid+".jsonl")
+		ledger := filepath.Join(st.Runtime.SessionsDir, sid+".jsonl")
 		cmd := exec.Command(os.Args[0], "-test.run=^TestRewindCrashHelper$", "-test.count=1")
-		cmd.Env = append(os.Environ(), "OCTET_REWIND_CRASH_HOME="+st.home, "OCTET_REWIND_CRASH_WORKSPACE="+st.workspace,
+		cmd.Env = append(os.Environ(), "OCTET_REWIND_CRASH_HOME="+st.Home, "OCTET_REWIND_CRASH_WORKSPACE="+st.Workspace,
 			"OCTET_REWIND_CRASH_SESSION="+sid, "OCTET_REWIND_CRASH_ENTRY="+start)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -131,7 +132,7 @@ func TestRewindSurvivesSIGKILL(t *testing.T) {
 
 		restored := 0
 		for i := range crashFiles {
-			p := filepath.Join(st.workspace, fmt.Sprintf("f%03d.txt", i))
+			p := filepath.Join(st.Workspace, fmt.Sprintf("f%03d.txt", i))
 			data, err := os.ReadFile(p)
 			fi, serr := os.Lstat(p)
 			switch {
@@ -160,7 +161,7 @@ func TestRewindSurvivesSIGKILL(t *testing.T) {
 			}
 		}
 		for i := range crashFiles {
-			wantFile(t, "after the rewind after the kill", filepath.Join(st.workspace, fmt.Sprintf("f%03d.txt", i)), []byte(fmt.Sprintf(state, i)), mode)
+			wantFile(t, "after the rewind after the kill", filepath.Join(st.Workspace, fmt.Sprintf("f%03d.txt", i)), []byte(fmt.Sprintf(state, i)), mode)
 		}
 	}
 }

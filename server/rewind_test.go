@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -60,7 +61,7 @@ func wantFile(t *testing.T, what, path string, data []byte, mode fs.FileMode) {
 // entryIDs returns the active branch's entry ids, oldest first.
 func entryIDs(t *testing.T, e *fakeEditor, sid string) []string {
 	t.Helper()
-	var page transcriptPage
+	var page host.TranscriptPage
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
 	ids := make([]string, len(page.Entries))
 	for i, en := range page.Entries {
@@ -90,12 +91,12 @@ func writeMode(t *testing.T, path, data string, mode fs.FileMode) {
 // conversation rewind moves the head.
 func TestSessionRewindFiles(t *testing.T) {
 	st := newStack(t, tools.UnsafeHost)
-	a := filepath.Join(st.workspace, "a.txt")
-	sh := filepath.Join(st.workspace, "run.sh")
-	b := filepath.Join(st.workspace, "new", "b.txt")
+	a := filepath.Join(st.Workspace, "a.txt")
+	sh := filepath.Join(st.Workspace, "run.sh")
+	b := filepath.Join(st.Workspace, "new", "b.txt")
 	writeMode(t, a, "one\ntwo\n", 0o640)
 	writeMode(t, sh, "echo hi\n", 0o755)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		pt.Reply(
 			pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`),
 			pt.FunctionCall("w1", "write", `{"path":"new/b.txt","content":"bee\n"}`),
@@ -231,11 +232,11 @@ func TestSessionRewindOpenDocument(t *testing.T) {
 // and a later rewind of the rest still restores them.
 func TestSessionRewindPaths(t *testing.T) {
 	st := newStack(t, tools.UnsafeHost)
-	a := filepath.Join(st.workspace, "a.txt")
-	b := filepath.Join(st.workspace, "b.txt")
+	a := filepath.Join(st.Workspace, "a.txt")
+	b := filepath.Join(st.Workspace, "b.txt")
 	writeMode(t, a, "one\n", 0o644)
 	writeMode(t, b, "bee\n", 0o644)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		pt.Reply(
 			pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`),
 			pt.FunctionCall("e2", "edit", `{"path":"b.txt","old_text":"bee","new_text":"B"}`),
@@ -270,11 +271,11 @@ func TestSessionRewindPaths(t *testing.T) {
 // checkpoint still rewinds.
 func TestSessionRewindReportsExpired(t *testing.T) {
 	st := newStack(t, tools.UnsafeHost)
-	st.storeMax = 3000 // each write's images are ~2 KB: the second expires the first
-	a, b := filepath.Join(st.workspace, "a.txt"), filepath.Join(st.workspace, "b.txt")
+	st.StoreMax = 3000 // each write's images are ~2 KB: the second expires the first
+	a, b := filepath.Join(st.Workspace, "a.txt"), filepath.Join(st.Workspace, "b.txt")
 	writeMode(t, a, strings.Repeat("a", 1000), 0o644)
 	writeMode(t, b, strings.Repeat("b", 1000), 0o644)
-	st.provider.Enqueue(
+	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("w1", "write", fmt.Sprintf(`{"path":"a.txt","content":%q}`, strings.Repeat("A", 1000)))),
 		pt.Text("first done"),
 		pt.Reply(pt.FunctionCall("w2", "write", fmt.Sprintf(`{"path":"b.txt","content":%q}`, strings.Repeat("B", 1000)))),
@@ -287,7 +288,7 @@ func TestSessionRewindReportsExpired(t *testing.T) {
 			t.Fatalf("run %s: %+v", text, ans)
 		}
 	}
-	var page transcriptPage
+	var page host.TranscriptPage
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
 	var w1, w2 string
 	for _, en := range page.Entries {

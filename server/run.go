@@ -14,6 +14,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/eventgate"
 	"github.com/octet-agent/octet/internal/jsonstr"
 )
@@ -158,7 +159,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		}
 		return false
 	}
-	h, err := ss.handle.Prompt(s.ctx, text, p.WithoutTools, deliver)
+	h, err := startRun(s.ctx, ss.handle, text, p.WithoutTools, deliver)
 	if err != nil {
 		ss.mu.Unlock()
 		if errors.Is(err, errBusy) {
@@ -275,7 +276,7 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 	if out.Outcome == "failed" && !events {
 		// A stock LSP client shows no octet/event; tell it why the run failed.
 		s.notify("window/showMessage", &protocol.ShowMessageParams{
-			Type: protocol.MessageTypeError, Message: "octet: the run failed: " + truncate(out.Error, 500),
+			Type: protocol.MessageTypeError, Message: "octet: the run failed: " + host.Clip(out.Error, 500),
 		})
 	}
 	s.log.Info("run finished", "session", r.session.id, "run", r.id, "outcome", out.Outcome)
@@ -407,10 +408,9 @@ func (s *Server) deliver(r *runState, ev wireEvent) bool {
 	if send && !s.stream.lockDirect() {
 		return false
 	}
-	ss.seq++
-	seq := ss.seq
+	seq := ss.events.Next()
 	params, body := r.envelope(seq, &ev)
-	ss.buf.add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
+	ss.events.Keep(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
 	if send {
 		s.stream.writeDirect("octet/event", params)
 	}

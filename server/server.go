@@ -17,7 +17,7 @@ import (
 	"go.lsp.dev/protocol"
 
 	"github.com/octet-agent/octet/agent/team"
-	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/host"
 )
 
 // Default limits; Options fields override them.
@@ -51,7 +51,7 @@ var ErrExitWithoutShutdown = errors.New("exit notification received before shutd
 // flags arrives here; the server parses no flags and reads no environment.
 type Options struct {
 	// Runtime builds sessions and their agents. Required.
-	Runtime *Runtime
+	Runtime *host.Runtime
 	// Logger receives the server's logs (stderr in octet lsp). When the
 	// client asks for them, logs are also sent as window/logMessage.
 	Logger *slog.Logger
@@ -80,8 +80,6 @@ type Options struct {
 	// fails with it).
 	ConfigError error
 
-	// backend replaces Runtime in tests of the wire mechanics.
-	backend backend
 	// parentPoll is how often the editor's processId is checked.
 	parentPoll time.Duration
 }
@@ -114,9 +112,6 @@ func (o *Options) fill() {
 	if o.Version == "" {
 		o.Version = "devel"
 	}
-	if o.backend == nil && o.Runtime != nil {
-		o.backend = runtimeBackend{rt: o.Runtime, lister: new(session.Lister)}
-	}
 }
 
 // lifecycle is the LSP server state.
@@ -134,6 +129,8 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 	conn jsonrpc2.Conn
+	// host creates, opens and lists the sessions (nil without a Runtime).
+	host *host.Host
 
 	// ctx lives as long as the connection; runs derive from it.
 	ctx    context.Context
@@ -157,8 +154,10 @@ type Server struct {
 	sawShut   bool
 	caps      clientCaps
 	workspace string
-	trace     string
-	sessions  map[string]*sessionState
+	// client is the editor's name (initialize's clientInfo.name).
+	client   string
+	trace    string
+	sessions map[string]*sessionState
 	// released are the sessions the server closed by itself (idle, or to
 	// make room); a request naming one opens it again.
 	released  map[string]bool
@@ -168,12 +167,12 @@ type Server struct {
 	ended     *endedRuns
 	// childRuns are the runs of delegated children (delegation.go).
 	childRuns map[string]team.Snapshot
-	// childSessions are the delegated children's sessions seen so far,
+	// childEvents are the events sent of delegated children's sessions,
 	// by session id (childsessions.go); childRings orders the ones that
 	// hold a replay buffer, oldest first.
-	childSessions map[string]*childState
-	childRings    []string
-	tokenSeq      int64
+	childEvents map[string]*childEvents
+	childRings  []string
+	tokenSeq    int64
 	// awaitingReply holds the request ids of long requests (prompts) whose
 	// answer has not been written yet; replyWG counts them.
 	awaitingReply map[jsonrpc2.ID]bool
@@ -195,7 +194,7 @@ func New(opts Options) *Server {
 		byToken:    make(map[string]*runState),
 		childRuns:  make(map[string]team.Snapshot),
 
-		childSessions: make(map[string]*childState),
+		childEvents: make(map[string]*childEvents),
 
 		awaitingReply: make(map[jsonrpc2.ID]bool),
 		ended:         newEndedRuns(1024),
@@ -203,10 +202,8 @@ func New(opts Options) *Server {
 	}
 	s.log = slog.New(&clientLogHandler{inner: opts.Logger.Handler(), srv: s})
 	s.docs = newDocuments(s)
-	if rb, ok := s.opts.backend.(runtimeBackend); ok {
-		rb.documents = s.docs.forWorkspace
-		rb.delegation = s.delegationFor
-		s.opts.backend = rb
+	if opts.Runtime != nil {
+		s.host = host.New(opts.Runtime, nil) // rule-book warnings go to slog.Default()
 	}
 	return s
 }
@@ -222,7 +219,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 
 // Serve runs the protocol over conn; see the package function Serve.
 func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
-	if s.opts.backend == nil {
+	if s.host == nil {
 		return errors.New("server: Options.Runtime is required")
 	}
 	s.ctx, s.cancel = context.WithCancel(context.WithoutCancel(ctx))
@@ -277,9 +274,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.cancel()
 	_ = conn.Close()
 	s.closeSessions()
-	if c, ok := s.opts.backend.(io.Closer); ok {
-		_ = c.Close()
-	}
+	_ = s.host.Close()
 	return err
 }
 
@@ -305,7 +300,11 @@ func (s *Server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 	res, herr := s.handleCall(ctx, req)
 	if herr != nil {
 		if !isWireError(herr) {
-			herr = jsonrpc2.NewError(jsonrpc2.InternalError, herr.Error())
+			code := jsonrpc2.InternalError
+			if _, ok := errors.AsType[*host.InputError](herr); ok {
+				code = jsonrpc2.InvalidParams // the host refused what was asked
+			}
+			herr = jsonrpc2.NewError(code, herr.Error())
 		}
 		herr = validUTF8Error(herr)
 		s.log.Debug("request failed", "method", method, "error", herr)

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -21,14 +21,15 @@ import (
 // replay buffer, its active run and its pending approvals.
 type sessionState struct {
 	id     string
-	handle sessionHandle
+	handle *host.Session
 	// epoch names this opening of the session in this process: seq
 	// counts from 1 in each epoch, so a cursor is (epoch, seq).
 	epoch string
 
-	mu     sync.Mutex
-	seq    int64
-	buf    eventRing
+	mu sync.Mutex
+	// events numbers the session's notifications and keeps the latest
+	// for octet/session/resume (its epoch is epoch).
+	events *host.Stream
 	active *runState
 	// rewinding is set while octet/session/rewind changes the session's
 	// files: a prompt then is refused as busy.
@@ -49,32 +50,13 @@ type sessionState struct {
 }
 
 // bufferedEvent is one emitted notification kept for replay.
-type bufferedEvent struct {
-	Seq    int64           `json:"seq"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
+type bufferedEvent = host.Event
 
 // replay returns the buffered events after the cursor (epoch, afterSeq)
-// and whether some events after it are missing. A cursor of another epoch
-// (another process, or the session closed and opened again) gets every
-// buffered event of this one, and is truncated: what came after it in its
-// own epoch is only in the transcript. Without an epoch (a v1 client) the
-// cursor is taken to be of this epoch; a negative afterSeq means "from the
-// start". The caller holds ss.mu.
+// and whether some events after it are missing (host.Stream.Replay; a v1
+// client's cursor has no epoch). The caller holds ss.mu.
 func (ss *sessionState) replay(epoch string, afterSeq int64) ([]bufferedEvent, bool) {
-	var evs []bufferedEvent
-	var truncated bool
-	if epoch != "" && epoch != ss.epoch {
-		evs, _ = ss.buf.after(0, ss.seq)
-		truncated = true
-	} else {
-		evs, truncated = ss.buf.after(max(afterSeq, 0), ss.seq)
-	}
-	if evs == nil {
-		evs = []bufferedEvent{}
-	}
-	return evs, truncated
+	return ss.events.Replay(epoch, afterSeq)
 }
 
 // emit assigns the next seq of the session, buffers the notification and,
@@ -83,10 +65,9 @@ func (ss *sessionState) replay(epoch string, afterSeq int64) ([]bufferedEvent, b
 // is serialized, so seq order is wire order.
 func (s *Server) emit(ss *sessionState, method string, send bool, build func(seq int64) json.RawMessage) {
 	ss.mu.Lock()
-	ss.seq++
-	seq := ss.seq
+	seq := ss.events.Next()
 	params := build(seq)
-	ss.buf.add(bufferedEvent{Seq: seq, Method: method, Params: params})
+	ss.events.Keep(bufferedEvent{Seq: seq, Method: method, Params: params})
 	// The notification is written under the session lock so that two
 	// emitters of one session can never reorder seq on the wire.
 	if send {
@@ -136,12 +117,13 @@ func closedError(id string) error {
 	return jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("session %s is closed: load it again with octet/session/resume", id))
 }
 
-func (s *Server) newSessionState(h sessionHandle, approver approverFunc) *sessionState {
+func (s *Server) newSessionState(h *host.Session, approver approverFunc) *sessionState {
+	events := host.NewStream(s.opts.EventBuffer, s.opts.EventBufferBytes)
 	return &sessionState{
 		id:       h.ID(),
 		handle:   h,
-		epoch:    rand.Text(),
-		buf:      eventRing{maxN: s.opts.EventBuffer, maxBytes: s.opts.EventBufferBytes},
+		epoch:    events.Epoch(),
+		events:   events,
 		pending:  make(map[string]*pendingApproval),
 		approver: approver,
 		lastUsed: time.Now(),
@@ -338,29 +320,31 @@ func (s *Server) sessionNew(ctx context.Context, _ *jsonrpc2.Request, raw jsonrp
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if err := checkReasoning(p.Reasoning); err != nil {
+	if err := host.CheckReasoning(p.Reasoning); err != nil {
 		return nil, invalidParams("%v", err)
 	}
+	var policy *tools.Policy
 	if p.EffectPolicy != "" {
-		if _, err := tools.ParsePolicy(p.EffectPolicy); err != nil {
+		pol, err := tools.ParsePolicy(p.EffectPolicy)
+		if err != nil {
 			return nil, invalidParams("%v", err)
 		}
+		policy = &pol
 	}
 	cwd, err := s.resolveCwd(p.Cwd)
 	if err != nil {
 		return nil, err
 	}
-	ss, err := s.createSession(ctx, sessionSpec{Cwd: cwd, Title: p.Title, Model: p.Model, Reasoning: p.Reasoning, EffectPolicy: p.EffectPolicy})
+	ss, err := s.createSession(ctx, host.Spec{Cwd: cwd, Title: p.Title, Model: p.Model, Reasoning: p.Reasoning, Policy: policy})
 	if err != nil {
 		return nil, err
 	}
 	return rawResult(map[string]any{"sessionId": ss.id, "effectiveToolPolicy": ss.handle.Policy()})
 }
 
-func (s *Server) createSession(ctx context.Context, spec sessionSpec) (*sessionState, error) {
+func (s *Server) createSession(ctx context.Context, spec host.Spec) (*sessionState, error) {
 	holder := &approverHolder{}
-	spec.Approver = holder.confirm
-	h, err := s.opts.backend.Create(ctx, spec)
+	h, err := s.host.Create(ctx, spec, s.binding(holder))
 	if errors.Is(err, tools.ErrPolicyLooser) {
 		return nil, invalidParams("create session: %v", err)
 	}
@@ -377,7 +361,15 @@ func (s *Server) createSession(ctx context.Context, spec sessionSpec) (*sessionS
 	return ss, nil
 }
 
-// approverHolder lets the backend receive the approver before the
+// binding is what the host builds a session of this server with: its
+// approver (through holder, set once the session is registered), the
+// editor's document overlay of its workspace and name, and its children's
+// hooks.
+func (s *Server) binding(holder *approverHolder) host.Binding {
+	return host.Binding{Approver: toolsApprover{holder.confirm}, Documents: s.docs.forWorkspace, Delegation: s.delegate, Editor: s.editorFor}
+}
+
+// approverHolder lets the host receive the approver before the
 // session state it refers to exists.
 type approverHolder struct {
 	mu sync.Mutex
@@ -420,12 +412,12 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		}
 		start = n
 	}
-	var infos []sessionInfo
+	var infos []host.SessionInfo
 	var err error
 	if p.ParentSessionID != "" {
 		infos, err = s.listChildren(p.ParentSessionID)
 	} else {
-		infos, err = s.opts.backend.List(ctx)
+		infos, err = s.host.List(ctx)
 	}
 	if err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("list sessions: %v", err))
@@ -435,9 +427,9 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		if err != nil {
 			return nil, err
 		}
-		infos = slices.DeleteFunc(infos, func(i sessionInfo) bool { return filepath.Clean(i.Cwd) != cwd })
+		infos = slices.DeleteFunc(infos, func(i host.SessionInfo) bool { return filepath.Clean(i.Cwd) != cwd })
 	}
-	newestFirst := func(a, b sessionInfo) int {
+	newestFirst := func(a, b host.SessionInfo) int {
 		if c := b.UpdatedAt.Compare(a.UpdatedAt); c != 0 {
 			return c
 		}
@@ -448,9 +440,9 @@ func (s *Server) sessionList(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 		slices.SortStableFunc(infos, newestFirst)
 	}
 	res := struct {
-		Sessions   []sessionInfo `json:"sessions"`
-		NextCursor string        `json:"nextCursor,omitempty"`
-	}{Sessions: []sessionInfo{}}
+		Sessions   []host.SessionInfo `json:"sessions"`
+		NextCursor string             `json:"nextCursor,omitempty"`
+	}{Sessions: []host.SessionInfo{}}
 	if start < len(infos) {
 		end := min(start+p.Limit, len(infos))
 		res.Sessions = infos[start:end]
@@ -485,32 +477,24 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err := decodeParams(raw, &p); err != nil {
 		return nil, err
 	}
-	if p.SessionID == "" {
-		return nil, invalidParams("sessionId is required")
-	}
-	if cs, ok, err := s.asChild(p.SessionID); ok || err != nil {
-		if err != nil {
-			return nil, err
-		}
+	ss, cs, isChild, err := s.sessionOrChild(ctx, p.SessionID)
+	switch {
+	case err != nil:
+		return nil, err
+	case isChild:
 		return s.resumeChild(cs, p.AfterSeq, p.Epoch)
 	}
-	ss, err := s.openOrReuse(ctx, p.SessionID)
-	if err != nil {
-		return nil, err
-	}
-	usage, uncertain := ss.handle.Usage()
+	usage := ss.handle.Usage()
 	res := map[string]any{
 		"sessionId":      ss.id,
 		"head":           ss.handle.Head(),
 		"usage":          usage,
-		"usageUncertain": uncertain,
+		"usageUncertain": !usage.Complete,
 	}
-	if err := resumeTranscript(ss, res); err != nil {
+	if err := resumeTranscript(ss.handle.Transcript, res); err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
 	}
-	if ro, ok := ss.handle.(interface{ RecoveredOutput() any }); ok {
-		res["recoveredOutput"] = ro.RecoveredOutput()
-	}
+	res["recoveredOutput"] = ss.handle.RecoveredOutput()
 	s.resumeChildren(ss.id, res)
 	ss.mu.Lock()
 	pending := ss.pendingSorted()
@@ -524,7 +508,7 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		res["replayTruncated"] = truncated
 	}
 	res["epoch"] = ss.epoch
-	res["lastSeq"] = ss.seq
+	res["lastSeq"] = ss.events.LastSeq()
 	s.emitSessionStateLocked(ss)
 	var resend []*pendingApproval
 	for _, pa := range pending {
@@ -541,6 +525,23 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 
 // openOrReuse returns the open session id, marked used, or opens it from
 // disk (after a close of it still under way has finished).
+// openHere returns the session id when this server has it open (and is
+// not closing it), or nil.
+func (s *Server) openHere(id string) *sessionState {
+	s.mu.Lock()
+	ss := s.sessions[id]
+	s.mu.Unlock()
+	if ss == nil {
+		return nil
+	}
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.closing {
+		return nil
+	}
+	return ss
+}
+
 func (s *Server) openOrReuse(ctx context.Context, id string) (*sessionState, error) {
 	s.mu.Lock()
 	ss := s.sessions[id]
@@ -560,12 +561,12 @@ func (s *Server) openOrReuse(ctx context.Context, id string) (*sessionState, err
 
 func (s *Server) openSession(ctx context.Context, id string) (*sessionState, error) {
 	holder := &approverHolder{}
-	h, err := s.opts.backend.Open(ctx, id, holder.confirm)
+	h, err := s.host.Open(ctx, id, s.binding(holder))
 	if err != nil {
-		if cs, ok, _ := s.findChild(id); ok && errors.Is(err, errNoSession) {
+		if cs, ok, _ := s.findChild(id); ok && errors.Is(err, host.ErrNoSession) {
 			return nil, childReadOnlyError(cs)
 		}
-		if errors.Is(err, errNoSession) {
+		if errors.Is(err, host.ErrNoSession) {
 			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: %v", id, err))
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("open session %s: %v", id, err))

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -20,7 +21,7 @@ import (
 // listedTitle returns the title octet/session/list shows for id.
 func listedTitle(t *testing.T, e *fakeEditor, id string) string {
 	t.Helper()
-	var list struct{ Sessions []sessionInfo }
+	var list struct{ Sessions []host.SessionInfo }
 	e.mustCall("octet/session/list", map[string]any{}, &list)
 	for _, in := range list.Sessions {
 		if in.SessionID == id {
@@ -43,7 +44,7 @@ func TestSessionRename(t *testing.T) {
 	if got := listedTitle(t, e, sid); got != "Fix the [31m build now" {
 		t.Errorf("listed title %q", got)
 	}
-	for _, bad := range []string{"", " \t\n", strings.Repeat("x", maxTitleRunes+1)} {
+	for _, bad := range []string{"", " \t\n", strings.Repeat("x", host.MaxTitleRunes+1)} {
 		if err := e.call("octet/session/rename", map[string]any{"sessionId": sid, "title": bad}, nil); codeOf(err) != -32602 {
 			t.Errorf("rename to %d bytes %q…: %v, want -32602", len(bad), bad[:min(len(bad), 8)], err)
 		}
@@ -60,7 +61,7 @@ func TestSessionRename(t *testing.T) {
 
 	// The automatic title: the first non-blank line, bounded; a session
 	// that has a title keeps it.
-	st.provider.Enqueue(providertest.Text("ok"), providertest.Text("ok"), providertest.Text("ok"))
+	st.Provider.Enqueue(providertest.Text("ok"), providertest.Text("ok"), providertest.Text("ok"))
 	var res struct{ SessionID string }
 	e2.mustCall("octet/session/new", map[string]any{}, &res)
 	long := strings.Repeat("word ", 40)
@@ -74,7 +75,7 @@ func TestSessionRename(t *testing.T) {
 	}
 	e2.mustCall("octet/session/new", map[string]any{}, &res)
 	waitAnswer(t, e2.promptAsync(map[string]any{"sessionId": res.SessionID, "text": long}))
-	if got := listedTitle(t, e2, res.SessionID); utf8.RuneCountInString(got) > autoTitleRunes || !strings.HasPrefix(got, "word word") || !strings.HasSuffix(got, "…") {
+	if got := listedTitle(t, e2, res.SessionID); utf8.RuneCountInString(got) > host.AutoTitleRunes || !strings.HasPrefix(got, "word word") || !strings.HasSuffix(got, "…") {
 		t.Errorf("automatic title of a long prompt %q", got)
 	}
 	if got := listedTitle(t, e2, sid); got != "Release notes" {
@@ -82,7 +83,7 @@ func TestSessionRename(t *testing.T) {
 	}
 }
 
-// transcriptPage as the client decodes it.
+// host.TranscriptPage as the client decodes it.
 type pageResult struct {
 	Entries []struct {
 		ID        string
@@ -100,8 +101,8 @@ type pageResult struct {
 // a tool call and its result.
 func TestSessionFork(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
-	st.provider.Enqueue(
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
+	st.Provider.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_1", "read", `{"path":"a.txt"}`)),
 		providertest.Text("It says hello."),
 		providertest.Text("Second answer."),
@@ -121,7 +122,7 @@ func TestSessionFork(t *testing.T) {
 	if strings.Join(types, ",") != "assistant,user,assistant,tool_result,assistant,user" {
 		t.Fatalf("transcript types %v", types)
 	}
-	srcPath := filepath.Join(st.runtime.SessionsDir, sid+".jsonl")
+	srcPath := filepath.Join(st.Runtime.SessionsDir, sid+".jsonl")
 	before := readFile(t, srcPath)
 
 	call := page.Entries[4].ID
@@ -148,14 +149,14 @@ func TestSessionFork(t *testing.T) {
 		t.Fatalf("prompt on the fork: %+v", ans)
 	}
 	// The fork's request replays the prefix, not the source's later run.
-	body, _ := json.Marshal(st.provider.Requests()[len(st.provider.Requests())-1].Body)
+	body, _ := json.Marshal(st.Provider.Requests()[len(st.Provider.Requests())-1].Body)
 	if !strings.Contains(string(body), "It says hello.") || strings.Contains(string(body), "Second answer.") {
 		t.Errorf("the fork's request does not hold exactly the prefix: %s", body)
 	}
 	if after := readFile(t, srcPath); after != before {
 		t.Error("forking (and running the fork) changed the source session file")
 	}
-	fs, err := session.Inspect(filepath.Join(st.runtime.SessionsDir, fork.SessionID+".jsonl"))
+	fs, err := session.Inspect(filepath.Join(st.Runtime.SessionsDir, fork.SessionID+".jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,10 +174,10 @@ func TestSessionFork(t *testing.T) {
 // and removes its file and listing cache.
 func TestSessionDelete(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
+	st.Provider.Enqueue(providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
-	path := filepath.Join(st.runtime.SessionsDir, sid+".jsonl")
+	path := filepath.Join(st.Runtime.SessionsDir, sid+".jsonl")
 	ch := e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})
 	runID := e.awaitRunID(sid)
 	e.await("streaming", hasEvent("output_delta", runID))
@@ -203,7 +204,7 @@ func TestSessionDelete(t *testing.T) {
 	if isOpen(e.srv, sid) {
 		t.Error("the deleted session is still open")
 	}
-	var list struct{ Sessions []sessionInfo }
+	var list struct{ Sessions []host.SessionInfo }
 	e.mustCall("octet/session/list", nil, &list)
 	if len(list.Sessions) != 0 {
 		t.Errorf("listed after delete: %+v", list.Sessions)
@@ -222,7 +223,7 @@ func TestSessionDelete(t *testing.T) {
 // stack's sessions directory and returns its id and its branch.
 func writeLongSession(t *testing.T, st *stack, n int, text func(i int) string) (string, []session.Entry) {
 	t.Helper()
-	s, err := session.Create(st.runtime.SessionsDir, session.Header{Cwd: st.workspace, Title: "long"})
+	s, err := session.Create(st.Runtime.SessionsDir, session.Header{Cwd: st.Workspace, Title: "long"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,13 +254,13 @@ func TestSessionTranscriptPaging(t *testing.T) {
 	e := st.editor(t, Options{}, nil)
 
 	var r struct {
-		Transcript           []pagedEntry
+		Transcript           []host.PagedEntry
 		TranscriptNextBefore string
 	}
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid}, &r)
 	n := len(branch)
-	if len(r.Transcript) != defaultTranscriptLimit || r.Transcript[0].ID != branch[n-defaultTranscriptLimit].ID ||
-		r.Transcript[len(r.Transcript)-1].ID != branch[n-1].ID || r.TranscriptNextBefore != branch[n-defaultTranscriptLimit].ID {
+	if len(r.Transcript) != host.DefaultTranscriptLimit || r.Transcript[0].ID != branch[n-host.DefaultTranscriptLimit].ID ||
+		r.Transcript[len(r.Transcript)-1].ID != branch[n-1].ID || r.TranscriptNextBefore != branch[n-host.DefaultTranscriptLimit].ID {
 		t.Fatalf("resume transcript: %d entries, next %q", len(r.Transcript), r.TranscriptNextBefore)
 	}
 
@@ -298,8 +299,8 @@ func TestSessionTranscriptPaging(t *testing.T) {
 		t.Errorf("the last page of one: %+v", p)
 	}
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid, "limit": 10_000}, &p)
-	if len(p.Entries) != maxTranscriptLimit {
-		t.Errorf("limit 10000 gave %d entries, want the maximum %d", len(p.Entries), maxTranscriptLimit)
+	if len(p.Entries) != host.MaxTranscriptLimit {
+		t.Errorf("limit 10000 gave %d entries, want the maximum %d", len(p.Entries), host.MaxTranscriptLimit)
 	}
 	if err := e.call("octet/session/transcript", map[string]any{"sessionId": sid, "beforeEntryId": "gone"}, nil); codeOf(err) != -32602 {
 		t.Errorf("unknown beforeEntryId: %v, want -32602", err)
@@ -309,8 +310,8 @@ func TestSessionTranscriptPaging(t *testing.T) {
 	big, bigBranch := writeLongSession(t, st, 10, func(i int) string { return strings.Repeat("é", 200_000) })
 	var raw json.RawMessage
 	e.mustCall("octet/session/transcript", map[string]any{"sessionId": big}, &raw)
-	if len(raw) > maxTranscriptPageBytes+4096 {
-		t.Errorf("page of %d bytes, over the %d bound", len(raw), maxTranscriptPageBytes)
+	if len(raw) > host.MaxTranscriptPageBytes+4096 {
+		t.Errorf("page of %d bytes, over the %d bound", len(raw), host.MaxTranscriptPageBytes)
 	}
 	p = pageResult{}
 	if err := json.Unmarshal(raw, &p); err != nil {
@@ -320,7 +321,7 @@ func TestSessionTranscriptPaging(t *testing.T) {
 		t.Errorf("big page: %d entries, next %q", len(p.Entries), p.NextBefore)
 	}
 	for _, en := range p.Entries {
-		if en.Type == "user" && (!en.Truncated || len(en.Text) > maxTranscriptEntryBytes || !utf8.ValidString(en.Text) ||
+		if en.Type == "user" && (!en.Truncated || len(en.Text) > host.MaxTranscriptEntryBytes || !utf8.ValidString(en.Text) ||
 			!strings.Contains(en.Text, "more bytes in the session file")) {
 			t.Errorf("big entry: truncated %v, %d bytes", en.Truncated, len(en.Text))
 		}
@@ -332,8 +333,8 @@ func TestSessionTranscriptPaging(t *testing.T) {
 // event.
 func TestSessionStateFirstOnResume(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	writeFile(t, filepath.Join(st.workspace, "a.txt"), "hello world\n")
-	st.provider.Enqueue(
+	writeFile(t, filepath.Join(st.Workspace, "a.txt"), "hello world\n")
+	st.Provider.Enqueue(
 		providertest.Text(strings.Repeat("slow ", 40)).StallAfter(5),
 		providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`)),
 		providertest.Text("Edited."),
@@ -434,8 +435,8 @@ func TestModels(t *testing.T) {
 	}
 
 	// A configured catalog: its default and prices.
-	st.runtime.Catalog = func() Catalog {
-		c := DefaultCatalog()
+	st.Runtime.Catalog = func() host.Catalog {
+		c := host.DefaultCatalog()
 		c.Default = "gpt-5-mini"
 		c.Prices = nil
 		return c
@@ -456,7 +457,7 @@ func TestModels(t *testing.T) {
 // and contextWindow.
 func TestUsageContextTokens(t *testing.T) {
 	st := newStack(t, tools.Controlled)
-	st.provider.Enqueue(providertest.Text("hello"))
+	st.Provider.Enqueue(providertest.Text("hello"))
 	e := st.editor(t, Options{}, map[string]any{"events": true})
 	sid := e.newSession()
 	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "hi"}))

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
 )
@@ -20,7 +21,7 @@ func TestVSCodeJSONRPCClient(t *testing.T) {
 	vscodeClient(t)
 	w := newRealWorld(t, testbin.Octet(t))
 	writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
-	editScript(&stack{provider: w.prov})
+	editScript(&stack{&hosttest.Stack{Provider: w.prov}})
 	w.prov.Enqueue(providertest.Text(strings.Repeat("word ", 200)).StallAfter(8))
 
 	var got struct {

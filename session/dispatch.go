@@ -263,6 +263,18 @@ func (ix *index) unsettled() []recLoc {
 	return out
 }
 
+// firstPending returns the offset of the first dispatch not yet settled,
+// own or another writer's (0: none), for the listing cache.
+func (ix *index) firstPending() int64 {
+	var first int64
+	for p := range maps.Values(ix.dispatches) {
+		if first == 0 || p.loc.off < first {
+			first = p.loc.off
+		}
+	}
+	return first
+}
+
 // readDispatch decodes the dispatch record at loc.
 func (s *Session) readDispatch(loc recLoc) (Dispatch, error) {
 	buf := make([]byte, loc.n)
@@ -279,14 +291,16 @@ func (s *Session) readDispatch(loc recLoc) (Dispatch, error) {
 
 // settleUnsettled durably turns every dispatch another writer left
 // unsettled into a usage_uncertain marker (reason
-// [ReasonUnsettledDispatch]) with its settlement, as one batch. The caller
-// holds the exclusive lock and has folded the whole file.
+// [ReasonUnsettledDispatch]) with its settlement, and records the end of
+// every run left without a checkpoint ([Session.OpenRuns]), as one
+// batch. The caller holds the exclusive lock, has folded the whole file
+// and is the session's only live writer.
 func (s *Session) settleUnsettled() error {
 	locs := s.ix.unsettled()
-	if len(locs) == 0 {
+	if len(locs) == 0 && len(s.ix.openRuns) == 0 {
 		return nil
 	}
-	recs := make([]Record, 0, 2*len(locs))
+	recs := make([]Record, 0, 2*len(locs)+len(s.ix.openRuns))
 	for _, loc := range locs {
 		d, err := s.readDispatch(loc)
 		if err != nil {
@@ -298,9 +312,15 @@ func (s *Session) settleUnsettled() error {
 			UncertainRecord(UsageUncertain{RunID: d.RunID, Operation: d.Operation, Reason: ReasonUnsettledDispatch, Dispatched: true, Attempt: d.Attempt}),
 			SettledRecord(DispatchSettled{ID: d.ID, RunID: d.RunID, Outcome: SettledUncertain}))
 	}
+	// The runs that requests were in flight for, and any other that ended
+	// without its checkpoint, get theirs after the markers.
+	recs = append(recs, s.unrecordedCheckpoints()...)
 	// The writable open that called this rewrites the listing cache.
 	if err := s.writeBatch(recs); err != nil {
-		return fmt.Errorf("session %s: record usage uncertainty of unsettled requests: %w", s.path, err)
+		if advice := WriteFailureAdvice(err); advice != "" {
+			return fmt.Errorf("session %s: record the end of runs left unsettled by a writer that is gone (%s): %w", s.path, advice, err)
+		}
+		return fmt.Errorf("session %s: record the end of runs left unsettled by a writer that is gone: %w", s.path, err)
 	}
 	return nil
 }
@@ -309,23 +329,7 @@ func (s *Session) settleUnsettled() error {
 func (s *Session) RecoveredOutputs() []RecoveredOutput {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]RecoveredOutput, 0, len(s.ix.recovered))
-	var sc bodyScratch
-	for _, loc := range s.ix.recovered {
-		buf := make([]byte, loc.n)
-		_, err := s.f.ReadAt(buf, loc.off)
-		var r Record
-		if err == nil {
-			r, err = decodeBody(KindRecoveredOutput, buf, &s.alloc, &sc)
-		}
-		if err != nil {
-			// The line was checked when folded; only I/O can fail here.
-			slog.Error("session: reading recovered output", "path", s.path, "line", loc.line, "err", err)
-			break
-		}
-		out = append(out, *r.Recovered)
-	}
-	return out
+	return readRecords(s, KindRecoveredOutput, s.ix.recovered, func(r Record) RecoveredOutput { return *r.Recovered })
 }
 
 // totalsLocked is the totals as [Session.Totals] reports them: an

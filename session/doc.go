@@ -26,6 +26,11 @@
 // only then updates in-memory state. A failed write or sync truncates the
 // file back to its previous length and leaves memory unchanged.
 //
+// Every writer also holds a shared holder lock while the session is open
+// (hold.go); [Remove] refuses, with an [InUseError], a session any writer
+// holds, and [Session.EntryIDs] lists the ids a command resolves prefixes
+// against.
+//
 // [Open] repairs a torn final record (the tail of a writer killed mid-write)
 // under the exclusive lock; damage anywhere else is a [CorruptError] naming
 // the line and the file is left untouched. [Inspect] takes a shared lock,

@@ -43,14 +43,14 @@ func CreateFrom(dir string, h Header, entries []Entry) (*Session, error) {
 	if err := ensureDir(dir); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
-	final := filepath.Join(dir, h.ID+".jsonl")
-	err := writeNewWith(dir, final, func(w *bufio.Writer) error {
+	name := h.ID + ".jsonl"
+	err := writeNewWith(pathDir(dir), name, func(w *bufio.Writer) error {
 		return writeChain(w, h, entries)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
-	return open(final, false, true)
+	return open(filepath.Join(dir, name), false, true)
 }
 
 // writeChain writes the header and entries (one record each) within the
@@ -86,14 +86,13 @@ func writeChain(w *bufio.Writer, h Header, entries []Entry) error {
 	return nil
 }
 
-// writeNewWith atomically creates final (mode 0600) with what fill writes;
-// it fails if final exists.
-func writeNewWith(dir, final string, fill func(*bufio.Writer) error) error {
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(final)+".tmp-*")
+// writeNewWith atomically creates name in d (mode 0600) with what fill
+// writes; it fails if name exists.
+func writeNewWith(d sessionDir, name string, fill func(*bufio.Writer) error) error {
+	tmp, tmpName, err := d.createTemp("." + name + ".tmp-*")
 	if err != nil {
 		return err
 	}
-	name := tmp.Name()
 	w := bufio.NewWriterSize(tmp, 1<<20)
 	err = fill(w)
 	if err == nil {
@@ -104,43 +103,61 @@ func writeNewWith(dir, final string, fill func(*bufio.Writer) error) error {
 	}
 	err = errors.Join(err, tmp.Close())
 	if err == nil {
-		err = osfile.RenameNoReplace(name, final)
+		err = d.renameNoReplace(tmpName, name)
 		if errors.Is(err, fs.ErrExist) {
-			err = fmt.Errorf("%s: %w", final, fs.ErrExist)
+			err = fmt.Errorf("%s: %w", filepath.Join(d.path(), name), fs.ErrExist)
 		}
 	}
 	if err != nil {
-		os.Remove(name)
+		d.remove(tmpName)
 		return err
 	}
-	return syncDir(dir)
+	return d.sync()
 }
 
-// Remove deletes the session file at path with its listing cache (and
-// the marker file older versions wrote). It takes the file's exclusive
-// lock first, so an append another process has under way completes
-// before the file goes; a process that keeps the session open after that
-// appends to a file nobody can open again. Close the session before
-// removing it.
+// Remove deletes the session file at path with its listing cache, its
+// holder file (and the marker file older versions wrote). A session that
+// a writer (in any process, this one included) has open is not removed:
+// the error is an *[InUseError]. Close the session before removing it.
+// Remove also takes the file's exclusive lock, so an append under way
+// completes before the file goes.
 func Remove(path string) error {
-	f, err := osfile.OpenNoFollow(path, os.O_RDWR, 0)
+	return remove(pathDir(filepath.Dir(path)), filepath.Base(path))
+}
+
+// RemoveIn is [Remove] for the session file name (<id>.jsonl) in a
+// directory the caller holds open as root: nothing is reached by path.
+func RemoveIn(root *os.Root, name string) error {
+	return remove(rootDir{root: root, dir: root.Name()}, name)
+}
+
+func remove(d sessionDir, name string) error {
+	path := filepath.Join(d.path(), name)
+	f, err := d.openFile(name, os.O_RDWR, 0)
 	if err != nil {
 		return fmt.Errorf("remove session: %w", err)
 	}
 	defer f.Close()
+	h, err := claim(d, name, f)
+	if err != nil {
+		return fmt.Errorf("remove session: %w", err)
+	}
+	if h != nil {
+		defer h.Close()
+	}
 	if err := osfile.Lock(f, true); err != nil {
 		return fmt.Errorf("remove session %s: lock: %w", path, err)
 	}
-	if err := os.Remove(path); err != nil {
+	if err := d.remove(name); err != nil {
 		return fmt.Errorf("remove session: %w", err)
 	}
 	var errs []error
-	for _, p := range []string{listingPath(path), legacySidecarPath(path)} {
-		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	for _, p := range []string{listingPath(name), legacySidecarPath(name), holderName(name)} {
+		if err := d.remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
 	}
-	errs = append(errs, syncDir(filepath.Dir(path)))
+	errs = append(errs, d.sync())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("remove session %s: %w", path, err)
 	}

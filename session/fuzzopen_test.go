@@ -64,12 +64,14 @@ func FuzzOpen(f *testing.F) {
 }
 
 // withoutSettlement drops the batch Open appends for unsettled dispatches
-// (usage_uncertain markers and dispatch_settled lines at the end).
+// (usage_uncertain markers and dispatch_settled lines at the end) and
+// runs left without a checkpoint.
 func withoutSettlement(b []byte) []byte {
 	for len(b) > 0 {
 		i := bytes.LastIndexByte(b[:len(b)-1], '\n')
 		line := b[i+1:]
-		if !bytes.Contains(line, []byte(`"reason":"unsettled_dispatch"`)) && !bytes.HasPrefix(line, []byte(`{"kind":"dispatch_settled"`)) {
+		if !bytes.Contains(line, []byte(`"reason":"unsettled_dispatch"`)) && !bytes.HasPrefix(line, []byte(`{"kind":"dispatch_settled"`)) &&
+			!bytes.Contains(line, []byte(ReasonRunUnrecorded)) {
 			return b
 		}
 		b = b[:i+1]

@@ -38,6 +38,7 @@ type index struct {
 	scratch     bodyScratch
 	totals      Totals
 	checkpoints []recLoc // decoded on demand
+	delegated   []recLoc // delegated_usage records, decoded on demand
 	// dispatches are the dispatches not yet settled, by id.
 	dispatches map[string]pendingDispatch
 	recovered  []recLoc // recovered output, decoded on demand
@@ -50,6 +51,11 @@ type index struct {
 	approvals []recLoc
 	unknown   int
 	ids0      strAlloc // backing store for id map keys
+	// openRuns are the runs with a dispatch and no checkpoint, in the
+	// order they started (see OpenRuns); runBuf is the reused buffer
+	// their ids are decoded into.
+	openRuns []string
+	runBuf   []byte
 
 	// branch is the typed active branch, root→head; branchIdx holds the
 	// matching entry indices.
@@ -99,11 +105,24 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 				return err
 			}
 		}
-		if r.Kind == KindCheckpoint {
+		switch r.Kind {
+		case KindCheckpoint:
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
+		case KindDelegatedUsage:
+			ix.delegated = append(ix.delegated, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
 		}
 		ix.account(r)
+		if r.Kind == KindCheckpoint {
+			if err := ix.noteRunLine(KindCheckpoint, line); err != nil {
+				return err
+			}
+		}
 	case KindDispatch, KindDispatchSettled, KindRecoveredOutput:
+		if string(m.kind) == KindDispatch {
+			if err := ix.noteRunLine(KindDispatch, line); err != nil {
+				return err
+			}
+		}
 		r, err := decodeBody(string(m.kind), line, nil, &ix.scratch)
 		if err != nil {
 			return err
@@ -230,6 +249,9 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 		if err := ix.addDispatchLog(r, id, recLoc{off: off, n: uint32(n), line: int32(lineNo)}, true); err != nil {
 			return err
 		}
+		if r.Dispatch != nil {
+			ix.noteRun(KindDispatch, r.Dispatch.RunID)
+		}
 	case KindTitle:
 		ix.setTitle(r.Title, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
 	case KindApproval:
@@ -237,8 +259,12 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 			return err
 		}
 	default:
-		if r.Kind == KindCheckpoint {
+		switch r.Kind {
+		case KindCheckpoint:
 			ix.checkpoints = append(ix.checkpoints, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
+			ix.noteRun(KindCheckpoint, r.Checkpoint.RunID)
+		case KindDelegatedUsage:
+			ix.delegated = append(ix.delegated, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
 		}
 		ix.account(*r)
 	}
@@ -254,6 +280,9 @@ func (ix *index) account(r Record) {
 		addUsage(&t.Own, r.Usage)
 		addUsage(&t.Known, r.Usage)
 		t.Requests++
+		if unpriced(r.Usage) {
+			t.Unpriced++
+		}
 	case KindUsageUncertain:
 		t.UncertainMarkers++
 		if !t.Uncertain {
@@ -264,6 +293,9 @@ func (ix *index) account(r Record) {
 		addUsage(&t.Delegated, &r.Delegated.Usage)
 		addUsage(&t.Known, &r.Delegated.Usage)
 		t.DelegatedRecords++
+		if unpriced(&r.Delegated.Usage) {
+			t.Unpriced++
+		}
 		if r.Delegated.Uncertain {
 			t.DelegatedUncertain++
 			if !t.Uncertain {
@@ -272,6 +304,13 @@ func (ix *index) account(r Record) {
 			t.Uncertain = true
 		}
 	}
+}
+
+// unpriced reports whether u has tokens without a cost because its model
+// had no price: not marked priced, and (for records from before the mark)
+// no cost.
+func unpriced(u *Usage) bool {
+	return !u.Priced && u.CostPicodollars == 0 && u.Input+u.Output > 0
 }
 
 func addUsage(dst, u *Usage) {

@@ -317,11 +317,12 @@ func describe(path string) (describedFile, error) {
 	return describedFile{stamp: stamp, info: Info{
 		ID: h.ID, Title: title, Cwd: h.Cwd,
 		Created: h.Created, Updated: modTime,
-		UsageUncertain: l.uncertain,
-		UsageRecords:   int(l.records),
-		Known:          l.known,
-		Path:           path,
-		Version:        h.Version,
+		UsageUncertain:  l.uncertain || l.unsettled(),
+		UsageRecords:    int(l.records),
+		UnpricedRecords: int(l.unpriced),
+		Known:           l.known,
+		Path:            path,
+		Version:         h.Version,
 	}}, nil
 }
 

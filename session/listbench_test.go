@@ -71,7 +71,7 @@ func makeSessions(tb testing.TB, dir string, n int) []string {
 			tb.Fatal(err)
 		}
 		l.ino = fi.Sys().(*syscall.Stat_t).Ino
-		if err := writeListingFile(listingPath(p), l.encode()); err != nil {
+		if err := writeListingFile(pathDir(dir), listingPath(id+".jsonl"), l.encode()); err != nil {
 			tb.Fatal(err)
 		}
 		mt := base.Add(time.Duration(i*7919%n) * time.Minute)

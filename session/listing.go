@@ -6,18 +6,21 @@ import (
 	"hash/crc32"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
-
-	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // The listing cache lets List say whether a session holds usage
 // uncertainty, and what its known usage adds up to, without reading the
 // whole file. The ledger is the source of truth; the cache, <id>.listing
 // next to the file, only records "the first Size bytes of the file with
-// inode Ino hold (or do not hold) an uncertainty marker, and these usage
-// records". Writers rewrite it, best effort, on a writable Open, when the
+// inode Ino hold (or do not hold) an uncertainty marker, these usage
+// records, and their first dispatch not settled within them is at
+// PendingOff". A dispatch not settled in the file makes the listing
+// uncertain, as it makes [Session.Totals] of a reader: its writer died
+// with the request in flight, or the request is in flight now (a file
+// cannot tell which; either way its usage is not known yet). Writers rewrite it, best effort, on a writable Open, when the
 // session becomes uncertain, once listingEvery bytes were appended since
 // the last rewrite, and on Close if anything was appended (Create writes
 // none); it is never a reason for an append (or Open) to fail. Because
@@ -32,13 +35,16 @@ const listingEvery = 1 << 20
 
 // listingFields is the number of fixed-width numbers after the version:
 // inode, size, the uncertainty flag, usage records, the five known
-// usage sums and the offset of the last title record (0: none).
-const listingFields = 10
+// usage sums, the offset of the last title record (0: none), the
+// offset of the first dispatch not settled in the prefix (0: none) and
+// the unpriced usage records.
+const listingFields = 12
 
-// listingVersion names the cache format. v2 caches (written before title
-// records) are not trusted: their prefix may hold a title they did not
-// note, so List reads such a file whole until a writer rewrites it.
-const listingVersion = "v3"
+// listingVersion names the cache format. Older caches are not trusted:
+// their prefix may hold a title (v2) or an unsettled dispatch (v3) they
+// did not note, so List reads such a file whole until a writer rewrites
+// it. (v5 added the unpriced count.)
+const listingVersion = "v5"
 
 // listingLen is the fixed length of the cache line: the version and
 // listingFields numbers of 20 digits, a CRC of 8 hex digits and a
@@ -68,7 +74,16 @@ type listing struct {
 	// titleOff is the offset of the last title record in the prefix
 	// (0: none; offset 0 is the header).
 	titleOff int64
+	// pendingOff is the offset of the first dispatch record in the
+	// prefix that no settlement in the prefix settles (0: none).
+	pendingOff int64
+	// unpriced counts the prefix's usage records without a price.
+	unpriced int64
 }
+
+// unsettled reports whether the prefix holds a dispatch it does not
+// settle.
+func (l listing) unsettled() bool { return l.pendingOff > 0 }
 
 func (l listing) encode() []byte {
 	u := int64(0)
@@ -76,8 +91,8 @@ func (l listing) encode() []byte {
 		u = 1
 	}
 	k := l.known
-	body := fmt.Sprintf("%s %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d", listingVersion,
-		l.ino, l.size, u, l.records, k.Input, k.CachedInput, k.Output, k.Reasoning, k.CostPicodollars, l.titleOff)
+	body := fmt.Sprintf("%s %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d %020d", listingVersion,
+		l.ino, l.size, u, l.records, k.Input, k.CachedInput, k.Output, k.Reasoning, k.CostPicodollars, l.titleOff, l.pendingOff, l.unpriced)
 	return fmt.Appendf(nil, "%s %08x\n", body, crc32.ChecksumIEEE([]byte(body)))
 }
 
@@ -111,7 +126,7 @@ func decodeListing(b []byte) (l listing, ok bool) {
 	}
 	return listing{ino: ino, size: n[0], uncertain: n[1] == 1, records: n[2],
 		known:    Usage{Input: n[3], CachedInput: n[4], Output: n[5], Reasoning: n[6], CostPicodollars: n[7]},
-		titleOff: n[8]}, true
+		titleOff: n[8], pendingOff: n[9], unpriced: n[10]}, true
 }
 
 // listingDue reports whether the listing cache should be rewritten after
@@ -127,12 +142,13 @@ func (s *Session) listingDue() bool {
 func (s *Session) writeListing() {
 	t := &s.ix.totals
 	l := listing{ino: s.ino, size: s.size, uncertain: t.Uncertain,
-		records: int64(t.Requests + t.DelegatedRecords), known: t.Known}
+		records: int64(t.Requests + t.DelegatedRecords), known: t.Known, unpriced: int64(t.Unpriced)}
 	if s.ix.titled {
 		l.titleOff = s.ix.titleLoc.off
 	}
+	l.pendingOff = s.ix.firstPending()
 	s.listed = l // on failure too: retried when due again, not per append
-	err := writeListingFile(listingPath(s.path), l.encode())
+	err := writeListingFile(s.dir, listingPath(filepath.Base(s.path)), l.encode())
 	if err == nil {
 		s.listingWarned = false
 		return
@@ -143,8 +159,8 @@ func (s *Session) writeListing() {
 	}
 }
 
-func writeListingFile(path string, b []byte) error {
-	f, err := osfile.OpenNoFollow(path, os.O_WRONLY|os.O_CREATE, 0o600)
+func writeListingFile(d sessionDir, name string, b []byte) error {
+	f, err := d.openFile(name, os.O_WRONLY|os.O_CREATE, 0o600)
 	if err != nil {
 		return err
 	}
@@ -173,14 +189,22 @@ func listed(path string, f *os.File, ino uint64, size int64) (listing, error) {
 
 // scanListing folds the complete records in [l.size, end) of f into l:
 // uncertainty markers (an own usage_uncertain, or delegated usage marked
-// uncertain) and usage records, as the index accounts them. It is
-// conservative about uncertainty: a marker in a torn batch counts. Lines
-// it cannot read are skipped (the header, damage that Open reports).
+// uncertain), usage records, as the index accounts them, and the title.
+// Dispatches are followed from l.pendingOff when the prefix left one
+// unsettled, so a settlement after the prefix is matched with it. It is
+// conservative about uncertainty: a marker in a torn batch counts, and a
+// settlement in one does not. Lines it cannot read are skipped (the
+// header, damage that Open reports).
 func scanListing(f *os.File, l *listing, end int64) error {
-	lr := newLineReader(f.ReadAt, l.size, end, limits.recordBytes)
+	from := l.size
+	if l.unsettled() && l.pendingOff < from {
+		from = l.pendingOff
+	}
+	lr := newLineReader(f.ReadAt, from, end, limits.recordBytes)
 	var m meta
 	var a strAlloc
 	var ix index
+	var d dispatchScan
 	for {
 		line, off, complete, ok, err := lr.next()
 		if errors.Is(err, errRecordTooBig) {
@@ -194,6 +218,10 @@ func scanListing(f *os.File, l *listing, end int64) error {
 		}
 		if !complete || scanMeta(line, &m, false) != nil {
 			continue
+		}
+		d.add(line, off, &m)
+		if off < l.size {
+			continue // before the cache's end: only its dispatches are read again
 		}
 		switch string(m.kind) {
 		case KindTitle:
@@ -210,6 +238,61 @@ func scanListing(f *os.File, l *listing, end int64) error {
 	l.size = end
 	l.uncertain = l.uncertain || t.Uncertain
 	l.records += int64(t.Requests + t.DelegatedRecords)
+	l.unpriced += int64(t.Unpriced)
 	addUsage(&l.known, &t.Known)
+	l.pendingOff = d.first()
 	return nil
+}
+
+// dispatchScan follows which dispatches a run of records leaves
+// unsettled. A settlement counts once its batch is complete, so one in a
+// torn final batch settles nothing (as a reader's [Session.Totals] sees
+// it).
+type dispatchScan struct {
+	pending map[string]int64 // dispatch id → its record's offset
+	held    []string         // settled in the batch being read
+	inBatch bool
+}
+
+// add folds one record, scanned into m.
+func (d *dispatchScan) add(line []byte, off int64, m *meta) {
+	if m.batch > 1 || m.batchOf == 0 {
+		d.held, d.inBatch = d.held[:0], m.batch > 1 // a batch left open was torn
+	}
+	switch string(m.kind) {
+	case KindDispatch, KindDispatchSettled:
+		id := m.id
+		if len(id) == 0 {
+			var full meta // "id" after other members: read the whole line
+			if scanMeta(line, &full, true) != nil {
+				break
+			}
+			id = full.id
+		}
+		if string(m.kind) == KindDispatch {
+			if d.pending == nil {
+				d.pending = map[string]int64{}
+			}
+			d.pending[string(id)] = off
+		} else {
+			d.held = append(d.held, string(id))
+		}
+	}
+	if !d.inBatch || m.batchIndex == m.batchOf && m.batchOf > 0 {
+		for _, id := range d.held {
+			delete(d.pending, id)
+		}
+		d.held, d.inBatch = d.held[:0], false
+	}
+}
+
+// first is the offset of the first dispatch left unsettled (0: none).
+func (d *dispatchScan) first() int64 {
+	var first int64
+	for _, off := range d.pending {
+		if first == 0 || off < first {
+			first = off
+		}
+	}
+	return first
 }

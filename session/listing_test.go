@@ -218,3 +218,88 @@ func TestListSumsUsageThroughTheCache(t *testing.T) {
 		t.Fatalf("List with a prefix cache: %d records, input %d; want the cache's 100/1000 plus the tail's 1/10", in.UsageRecords, in.Known.Input)
 	}
 }
+
+// TestListSeesUnsettledDispatch: a dispatch no record settles makes the
+// listing uncertain at once, as it makes a reader's totals (sessions
+// show), whether its writer died or is streaming the request now; the
+// settlement makes it known again, also when the dispatch is in the
+// prefix the cache covers and the settlement after it. A settlement in a
+// torn final batch settles nothing.
+func TestListSeesUnsettledDispatch(t *testing.T) {
+	s := newSession(t)
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "hi"})
+	s.Close()
+	w, err := Open(s.Path()) // the cache now covers the file
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	path := w.Path()
+	agree := func(step string, want bool) {
+		t.Helper()
+		ro, err := Inspect(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shown := ro.Totals().Uncertain
+		ro.Close()
+		var lister Lister
+		defer lister.Close()
+		infos, err := lister.List(filepath.Dir(path))
+		if err != nil || len(infos) != 1 {
+			t.Fatalf("%s: Lister: %v, %+v", step, err, infos)
+		}
+		if listed := listedUncertainty(t, path); listed != want || shown != want || infos[0].UsageUncertain != want {
+			t.Fatalf("%s: List says uncertain %v, Lister %v, Inspect's totals %v; want %v", step, listed, infos[0].UsageUncertain, shown, want)
+		}
+	}
+	agree("no request", false)
+
+	d := Dispatch{ID: NewID(), RunID: "r1", Operation: "main", Model: "m"}
+	if err := w.Append(DispatchRecord(d)); err != nil {
+		t.Fatal(err)
+	}
+	agree("request in flight", true)
+	dispatchAt := w.Size() - int64(len(mustEncode(t, DispatchRecord(d))))
+	// A cache written while the request is in flight names it.
+	w.mu.Lock()
+	w.writeListing()
+	w.mu.Unlock()
+	if l := readListing(t, path); l.pendingOff != dispatchAt || l.size != w.Size() {
+		t.Fatalf("cache %+v, want the pending dispatch at %d", l, dispatchAt)
+	}
+	agree("cache written in flight", true)
+
+	settle := []Record{UsageRecord(Usage{RunID: "r1", Input: 3, Output: 4}), SettledRecord(DispatchSettled{ID: d.ID, RunID: "r1", Outcome: SettledUsage})}
+	if err := w.Append(settle...); err != nil {
+		t.Fatal(err)
+	}
+	agree("settled after the cache's prefix", false)
+
+	// A second request whose settlement batch is torn.
+	d2 := Dispatch{ID: NewID(), RunID: "r2", Operation: "main", Model: "m"}
+	if err := w.Append(DispatchRecord(d2)); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	torn, _ := appendRecord(nil, UsageRecord(Usage{RunID: "r2", Input: 1}), 0, 3)
+	torn, _ = appendRecord(torn, SettledRecord(DispatchSettled{ID: d2.ID, RunID: "r2", Outcome: SettledUsage}), 1, 3)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(torn); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	agree("settlement in a torn batch", true)
+}
+
+func mustEncode(t *testing.T, r Record) []byte {
+	t.Helper()
+	b, err := appendRecord(nil, r, 0, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

@@ -112,6 +112,7 @@ func appendUsage(b []byte, u *Usage) []byte {
 	b = appendIntField(b, "output", u.Output)
 	b = appendIntField(b, "reasoning", u.Reasoning)
 	b = appendIntField(b, "cost_picodollars", u.CostPicodollars)
+	b = appendBoolField(b, "priced", u.Priced)
 	return b
 }
 
@@ -579,6 +580,9 @@ func decodeUsageFast(line []byte, u *Usage, a *strAlloc) bool {
 			*fld.dst = f.num()
 		}
 	}
+	if f.key("priced") {
+		u.Priced = f.lit("true")
+	}
 	return f.ok && string(f.b) == "}"
 }
 
@@ -657,6 +661,8 @@ func (d *decoder) usageField(key []byte, u *Usage, a *strAlloc) {
 		u.Reasoning = d.int()
 	case "cost_picodollars":
 		u.CostPicodollars = d.int()
+	case "priced":
+		u.Priced = d.bool()
 	default:
 		d.skip(0)
 	}

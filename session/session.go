@@ -36,8 +36,11 @@ var (
 type Session struct {
 	mu       sync.Mutex
 	path     string
+	dir      sessionDir // the file's directory, for its listing cache
 	f        *os.File
+	holder   *os.File // the shared holder lock of a writer (hold.go)
 	readOnly bool
+	alone    bool // a writer that found no other live writer at open
 	closed   bool
 	hdr      Header
 	size     int64 // end of the last complete record folded
@@ -109,6 +112,39 @@ func validID(id string) bool {
 // Created is assigned. The header is written to a temporary file, synced
 // and renamed into place, so a session file never lacks its header.
 func Create(dir string, h Header) (*Session, error) {
+	h, err := newHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	if err := ensureDir(dir); err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	return create(pathDir(dir), h)
+}
+
+// CreateIn is [Create] in a directory the caller holds open as root (dir
+// is its path, for [Session.Path] and messages). The file is created and
+// opened, and its listing cache written, through root, never by path, so a
+// directory replaced by a link after root was opened is not followed. The
+// session keeps a handle of its own on the directory until Close.
+func CreateIn(root *os.Root, dir string, h Header) (*Session, error) {
+	h, err := newHeader(h)
+	if err != nil {
+		return nil, err
+	}
+	own, err := root.OpenRoot(".")
+	if err != nil {
+		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
+	}
+	s, err := create(rootDir{root: own, dir: dir}, h)
+	if err != nil {
+		own.Close()
+	}
+	return s, err
+}
+
+// newHeader completes and checks the header of a new session.
+func newHeader(h Header) (Header, error) {
 	if h.Created.IsZero() {
 		h.Created = time.Now().UTC()
 	}
@@ -116,21 +152,28 @@ func Create(dir string, h Header) (*Session, error) {
 		h.ID = newSessionID(h.Created)
 	}
 	if !validID(h.ID) {
-		return nil, fmt.Errorf("create session: invalid session id %q", h.ID)
+		return h, fmt.Errorf("create session: invalid session id %q", h.ID)
 	}
 	h.Version = FormatVersion
-	if err := ensureDir(dir); err != nil {
-		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
-	}
+	return h, nil
+}
+
+// create writes the session file of header h in d and opens it; the
+// session owns d from then on.
+func create(d sessionDir, h Header) (*Session, error) {
 	buf := appendHeader(nil, h)
 	if len(buf) > limits.recordBytes {
 		return nil, &LimitError{Path: h.ID, Limit: "record bytes", Max: int64(limits.recordBytes), Got: int64(len(buf)), Line: 1}
 	}
-	final := filepath.Join(dir, h.ID+".jsonl")
-	if err := writeNew(dir, final, buf); err != nil {
+	name := h.ID + ".jsonl"
+	if err := writeNew(d, name, buf); err != nil {
 		return nil, fmt.Errorf("create session %s: %w", h.ID, err)
 	}
-	s, err := openFile(final, false, true)
+	f, err := d.openFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open session: %w", err)
+	}
+	s, err := openOn(f, d, name, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -150,16 +193,14 @@ func ensureDir(dir string) error {
 	return os.Chmod(dir, 0o700)
 }
 
-// writeNew atomically creates final with content buf (mode 0600); it fails
-// if final exists.
-func writeNew(dir, final string, buf []byte) error {
-	return writeNewWith(dir, final, func(w *bufio.Writer) error {
+// writeNew atomically creates name in d with content buf (mode 0600); it
+// fails if name exists.
+func writeNew(d sessionDir, name string, buf []byte) error {
+	return writeNewWith(d, name, func(w *bufio.Writer) error {
 		_, err := w.Write(buf)
 		return err
 	})
 }
-
-func syncDir(dir string) error { return osfile.SyncDir(dir) }
 
 // Open opens a session file for reading and appending. Under the exclusive
 // lock it repairs a torn final record (or torn final batch) left by a
@@ -186,18 +227,38 @@ func open(path string, ro, typed bool) (*Session, error) {
 
 // openFile is open without touching the listing cache.
 func openFile(path string, ro, typed bool) (*Session, error) {
-	flag, how := os.O_RDWR, lockEx
+	flag := os.O_RDWR
 	if ro {
-		flag, how = os.O_RDONLY, lockSh
+		flag = os.O_RDONLY
 	}
-	f, err := osfile.OpenNoFollow(path, flag, 0)
+	d, name := pathDir(filepath.Dir(path)), filepath.Base(path)
+	f, err := d.openFile(name, flag, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
-	s := &Session{path: path, f: f, readOnly: ro, ix: newIndex(), specOK: typed}
+	return openOn(f, d, name, ro, typed)
+}
+
+// openOn reads the session file f, name in d, opened read-write unless ro;
+// it closes f and d on failure.
+func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, error) {
+	how := lockEx
+	if ro {
+		how = lockSh
+	}
+	s := &Session{path: filepath.Join(d.path(), name), dir: d, f: f, readOnly: ro, ix: newIndex(), specOK: typed}
+	var err error
 	if s.ino, err = osfile.FileID(f); err != nil {
 		f.Close()
+		d.close()
 		return nil, fmt.Errorf("open session: %w", err)
+	}
+	if !ro {
+		if s.holder, err = hold(d, name, f); err != nil {
+			f.Close()
+			d.close()
+			return nil, err
+		}
 	}
 	err = s.withLock(how, func() error {
 		_, err := s.catchUp()
@@ -220,16 +281,123 @@ func openFile(path string, ro, typed bool) (*Session, error) {
 		// Only once everything before the tail has been validated (and the
 		// branch typed) may the torn tail be cut: a damaged file is left
 		// untouched.
-		if err := s.repairTail(); err != nil {
-			return err
-		}
-		return s.settleUnsettled()
+		return s.repairAndSettle()
 	})
+	if err == nil && !ro && !s.alone && s.needsSettling() {
+		err = s.awaitAlone()
+	}
 	if err != nil {
 		f.Close()
+		s.closeHolder()
+		d.close()
 		return nil, err
 	}
 	return s, nil
+}
+
+// closeHolder releases a writer's holder lock.
+func (s *Session) closeHolder() error {
+	if s.holder == nil {
+		return nil
+	}
+	return s.holder.Close()
+}
+
+// repairAndSettle cuts a torn tail and, when this writer is alone
+// (claimWriter), settles what other writers left unsettled. The caller
+// holds the exclusive lock and has folded and validated the whole file.
+func (s *Session) repairAndSettle() error {
+	if err := s.repairTail(); err != nil {
+		return err
+	}
+	if s.alone = s.claimWriter(); !s.alone {
+		return nil
+	}
+	return s.settleUnsettled()
+}
+
+// aloneWait is the first wait of a writable open that finds another
+// writer, and something to settle, for it to go away; each next wait
+// doubles, up to aloneMaxWait, for aloneTries tries (about 1 s in all:
+// on a loaded machine the lingering child below may wait that long for
+// a CPU).
+const (
+	aloneWait    = 10 * time.Millisecond
+	aloneMaxWait = 400 * time.Millisecond
+	aloneTries   = 7
+)
+
+// needsSettling reports whether a writer alone would record anything:
+// another writer's unsettled dispatch or a run without its checkpoint.
+func (s *Session) needsSettling() bool {
+	return len(s.ix.unsettled()) > 0 || len(s.ix.openRuns) > 0
+}
+
+// awaitAlone retries claimWriter for a while, without holding the file
+// lock in between, before it leaves what it found unsettled to the
+// writer it saw: the "writer" may be a killed process's child between
+// fork and exec, which still holds the session's descriptor for a few
+// milliseconds after its parent's death, longer on a loaded machine (a
+// resume right after a crash).
+// Once alone, it settles as open does.
+func (s *Session) awaitAlone() error {
+	wait := aloneWait
+	for range aloneTries {
+		time.Sleep(wait)
+		wait = min(2*wait, aloneMaxWait)
+		err := s.withLock(lockEx, func() error {
+			if _, err := s.catchUpForeign(); err != nil {
+				return err
+			}
+			return s.repairAndSettle()
+		})
+		if err != nil || s.alone {
+			return err // open rewrites the listing cache
+		}
+	}
+	slog.Info("session: another writer has the session open; what it left unsettled is left to it", "path", s.path)
+	return nil
+}
+
+// claimWriter advertises this writable Session as a live writer of the
+// file for as long as it is open (osfile.LockLive) and reports whether
+// it is the only one: then a dispatch another writer left unsettled was
+// left by a writer that is gone, and may be recorded as uncertain. With
+// another writer live, its requests in flight are its own to settle, so
+// nothing is recorded (they still count in Totals until settled). Where
+// the platform cannot tell, every other writer is taken for gone, as
+// before writers advertised themselves. The caller holds the exclusive
+// lock.
+func (s *Session) claimWriter() (alone bool) {
+	alone, err := osfile.LockLive(s.f)
+	switch {
+	case errors.Is(err, errors.ErrUnsupported):
+		return true
+	case err != nil:
+		// Without the lock this writer cannot tell the others' liveness,
+		// nor show its own: leave their dispatches alone.
+		slog.Warn("session: writer presence lock not taken; unsettled requests of other writers are left unrecorded", "path", s.path, "err", err)
+		return false
+	}
+	return alone
+}
+
+// Alone reports whether this writable Session found no other live
+// writer of the file when it was opened (see claimWriter): whatever
+// another process left unsettled then was left by one that is gone. It
+// is false for [Inspect].
+func (s *Session) Alone() bool { return s.alone }
+
+// WriterLive reports whether another Session (in any process) has the
+// file open for writing now. Where the platform cannot tell, it returns
+// an error wrapping [errors.ErrUnsupported].
+func (s *Session) WriterLive() (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false, ErrClosed
+	}
+	return osfile.LiveHeld(s.f)
 }
 
 // The two lock modes withLock takes.
@@ -612,6 +780,22 @@ func (s *Session) Entry(id string) (Entry, bool) {
 	return es[0], true
 }
 
+// EntryIDs returns the ids of every entry in the tree (all branches), in
+// the order they were appended: what a command resolving an id prefix
+// matches against.
+func (s *Session) EntryIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make([]string, len(s.ix.ents))
+	for k, i := range s.ix.ids.hex {
+		ids[i] = fmt.Sprintf("%016x", k)
+	}
+	for id, i := range s.ix.ids.str {
+		ids[i] = id
+	}
+	return slices.DeleteFunc(ids, func(id string) bool { return id == "" })
+}
+
 // Len returns the number of entries in the tree (all branches).
 func (s *Session) Len() int {
 	s.mu.Lock()
@@ -660,22 +844,36 @@ func (s *Session) Totals() Totals {
 func (s *Session) Checkpoints() []Checkpoint {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]Checkpoint, 0, len(s.ix.checkpoints))
+	return readRecords(s, KindCheckpoint, s.ix.checkpoints, func(r Record) Checkpoint { return *r.Checkpoint })
+}
+
+// Delegated returns every delegated_usage record (the children's usage
+// mirrored into this session) in file order.
+func (s *Session) Delegated() []DelegatedUsage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return readRecords(s, KindDelegatedUsage, s.ix.delegated, func(r Record) DelegatedUsage { return *r.Delegated })
+}
+
+// readRecords decodes the records of one kind at locs. The caller holds
+// s.mu.
+func readRecords[T any](s *Session, kind string, locs []recLoc, val func(Record) T) []T {
+	out := make([]T, 0, len(locs))
 	var sc bodyScratch
 	var buf []byte
-	for _, loc := range s.ix.checkpoints {
+	for _, loc := range locs {
 		buf = slices.Grow(buf[:0], int(loc.n))[:loc.n]
 		_, err := s.f.ReadAt(buf, loc.off)
 		var r Record
 		if err == nil {
-			r, err = decodeBody(KindCheckpoint, buf, &s.alloc, &sc)
+			r, err = decodeBody(kind, buf, &s.alloc, &sc)
 		}
 		if err != nil {
 			// The line was checked when folded; only I/O can fail here.
-			slog.Error("session: reading checkpoint", "path", s.path, "line", loc.line, "err", err)
+			slog.Error("session: reading "+kind, "path", s.path, "line", loc.line, "err", err)
 			break
 		}
-		out = append(out, *r.Checkpoint)
+		out = append(out, val(r))
 	}
 	return out
 }
@@ -740,5 +938,5 @@ func (s *Session) Close() error {
 	if !s.readOnly && s.listed.size != s.size {
 		s.writeListing()
 	}
-	return s.f.Close()
+	return errors.Join(s.f.Close(), s.closeHolder(), s.dir.close())
 }

@@ -61,6 +61,11 @@ const (
 	EntrySteering EntryType = "steering"
 	// EntryFollowUp is a delivered follow-up input (user role); Text holds it.
 	EntryFollowUp EntryType = "follow_up"
+	// EntryContext is context the host gives the model as user-role
+	// input (the environment: workspace, OS, shell, date, policy); Text
+	// holds it. It is replayed to the model like a prompt but is not one
+	// a person wrote.
+	EntryContext EntryType = "context"
 	// EntryRewind is a rewind of the workspace's files to an earlier
 	// entry (octet/session/rewind); Result.Details holds its changes,
 	// written before any file is touched. The agent does not replay it.
@@ -167,6 +172,10 @@ type Usage struct {
 	Input, CachedInput, Output, Reasoning int64
 	// CostPicodollars is the exact cost in 10^-12 dollars.
 	CostPicodollars int64
+	// Priced is true when the cost was computed from a price for the
+	// model (a price of 0 included). Records written before it existed
+	// carry none: their usage counts as priced when it has a cost.
+	Priced bool
 }
 
 // UsageUncertain marks usage that is unknown, not zero: a failed or
@@ -340,6 +349,10 @@ type Totals struct {
 	Delegated Usage
 	// DelegatedRecords counts delegated_usage records.
 	DelegatedRecords int
+	// Unpriced counts the usage records (own and delegated) whose
+	// tokens have no cost because the model had no price (see
+	// [Usage.Priced]): Known's cost leaves them out.
+	Unpriced int
 	// Uncertain reports that some usage is unknown: an own marker or an
 	// uncertain child. It never goes back to false.
 	Uncertain bool
@@ -364,16 +377,20 @@ type Info struct {
 	ID, Title, Cwd string
 	// Created comes from the header, Updated from the file's mtime.
 	Created, Updated time.Time
-	// UsageUncertain reports an uncertainty marker in the ledger (read
-	// through its listing cache). It is conservative: a marker in a torn
-	// final batch counts too.
+	// UsageUncertain reports an uncertainty marker in the ledger, or a
+	// dispatch no record settles (a request whose writer died, or one in
+	// flight now), read through its listing cache: what a reader's
+	// [Session.Totals] says. It is conservative: a marker in a torn final
+	// batch counts too, a settlement in one does not.
 	UsageUncertain bool
 	// UsageRecords counts the session's usage records, own and
 	// delegated; Known sums their known usage (a subtotal when
-	// UsageUncertain), as [Totals.Known] does. Both are read through the
-	// listing cache like UsageUncertain.
-	UsageRecords int
-	Known        Usage
+	// UsageUncertain), as [Totals.Known] does, and UnpricedRecords counts
+	// those whose usage had no price ([Totals.Unpriced]). All are read
+	// through the listing cache like UsageUncertain.
+	UsageRecords    int
+	UnpricedRecords int
+	Known           Usage
 	// Path is the session file.
 	Path string
 	// Version is the header's format version; a session with a version

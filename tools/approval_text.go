@@ -2,10 +2,11 @@ package tools
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/octet-agent/octet/internal/pathtext"
 )
 
 // Rendering text for a person who must approve it. The rule is that an
@@ -109,40 +110,58 @@ func plural(n int, noun string) string {
 }
 
 // approvalText renders s for an approval prompt (see above).
-func approvalText(s string) string { return renderApproval(s, false) }
+func approvalText(s string) string { return renderText(s, modePrompt) }
 
 // approvalLine renders s for a one-line field of an approval prompt (its
 // title): as approvalText, and newlines and tabs are caret notation too
 // (^J, ^I), so the field cannot seem to end, or another begin, inside it.
-func approvalLine(s string) string { return renderApproval(s, true) }
+func approvalLine(s string) string { return renderText(s, modeLine) }
 
-// shownPath is a path as an approval prompt names it: as it is, or,
-// when it holds a character a display would hide or that would end a
-// line or a diff header (a control, a hidden or bidirectional character,
-// invalid UTF-8), or a quote or backslash, quoted with Go's escapes
-// (git's quoting of such paths in diff headers): "odd\n+fake".
-func shownPath(p string) string {
-	for i := 0; i < len(p); {
-		r, size := utf8.DecodeRuneInString(p[i:])
-		if r < 0x20 || r == 0x7f || r == '"' || r == '\\' || (r == utf8.RuneError && size == 1) || hiddenRune(r) {
-			return strconv.Quote(p)
-		}
-		i += size
-	}
-	return p
-}
+// ShownPath is shownPath for the dialects: a path named in an approval
+// surface they write themselves.
+func ShownPath(p string) string { return shownPath(p) }
 
-func renderApproval(s string, oneLine bool) string {
+// shownPath is a path as an approval prompt names it: as it is, or
+// quoted when a display would not show it as itself on one line
+// (pathtext.Quote: "odd\n+fake").
+func shownPath(p string) string { return pathtext.Quote(p) }
+
+// VisibleText renders s for a terminal, in the notation above, so that
+// it can neither drive the terminal nor reorder what it shows: C0
+// controls but newline and tab (ESC and CR included) and DEL in caret
+// notation, invalid UTF-8 as \xNN, and C1 controls, bidirectional
+// controls, tag characters and line and paragraph separators as
+// ⟨U+XXXX⟩. Nothing is removed. Unlike a prompt it keeps blank runs and
+// the characters that only shape text (zero-width joiners, variation
+// selectors, other spaces: emoji and scripts need them) as they are,
+// and leaves ⟨ alone (nothing is approved from it), so a prompt's
+// rendering passes through unchanged. It is for text a model or a
+// repository controls that the CLI prints: titles, tool names and
+// arguments, answers and output.
+func VisibleText(s string) string { return renderText(s, modeTerminal) }
+
+// textMode is what renderText renders for.
+type textMode int
+
+const (
+	modePrompt   textMode = iota // approvalText
+	modeLine                     // approvalLine
+	modeTerminal                 // VisibleText
+)
+
+func renderText(s string, mode textMode) string {
 	var out strings.Builder
 	out.Grow(len(s) + len(s)/8)
 	for i := 0; i < len(s); {
 		switch c := s[i]; {
-		case c == ' ' || c == '\t' && !oneLine:
+		case mode == modePrompt && (c == ' ' || c == '\t'), mode == modeLine && c == ' ':
 			i = writeBlankRun(&out, s, i)
 			continue
-		case c == '\n' && !oneLine:
+		case mode == modePrompt && c == '\n':
 			i = writeNewlineRun(&out, s, i)
 			continue
+		case mode == modeTerminal && (c == '\n' || c == '\t'):
+			out.WriteByte(c)
 		case c < 0x20:
 			out.WriteByte('^')
 			out.WriteByte(c + '@')
@@ -150,8 +169,11 @@ func renderApproval(s string, oneLine bool) string {
 			out.WriteString("^?")
 		case c < utf8.RuneSelf:
 			out.WriteByte(c)
+		case mode != modeTerminal:
+			i = writeRune(&out, s, i, hiddenRune)
+			continue
 		default:
-			i = writeRune(&out, s, i)
+			i = writeRune(&out, s, i, terminalRune)
 			continue
 		}
 		i++
@@ -200,16 +222,16 @@ func writeNewlineRun(out *strings.Builder, s string, i int) int {
 	return j
 }
 
-// writeRune writes the non-ASCII character at s[i], escaped when a display
-// would hide it, collapsing a run of the same escaped character; it
-// returns the index after what it wrote.
-func writeRune(out *strings.Builder, s string, i int) int {
+// writeRune writes the non-ASCII character at s[i], escaped when escape
+// says so, collapsing a run of the same escaped character; it returns the
+// index after what it wrote.
+func writeRune(out *strings.Builder, s string, i int, escape func(rune) bool) int {
 	r, size := utf8.DecodeRuneInString(s[i:])
 	if r == utf8.RuneError && size == 1 {
 		fmt.Fprintf(out, `\x%02X`, s[i])
 		return i + 1
 	}
-	if !hiddenRune(r) {
+	if !escape(r) {
 		out.WriteString(s[i : i+size])
 		return i + size
 	}
@@ -254,6 +276,12 @@ func hiddenRune(r rune) bool {
 		return true
 	}
 	return false
+}
+
+// terminalRune reports whether a terminal would act on r rather than
+// show it, show nothing, or reorder the text around it.
+func terminalRune(r rune) bool {
+	return r >= 0x80 && r <= 0x9f || isBidiControl(r) || isTagChar(r) || r == 0x2028 || r == 0x2029
 }
 
 // isBidiControl reports whether r is a Unicode bidirectional formatting

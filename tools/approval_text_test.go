@@ -38,6 +38,30 @@ func TestApprovalText(t *testing.T) {
 	}
 }
 
+// TestVisibleText: the CLI's rendering uses the prompt's notation for
+// controls and the characters that reorder or hide text, keeps blank
+// runs, ⟨ and the characters that only shape text as they are, and
+// passes a prompt's rendering through unchanged.
+func TestVisibleText(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{"title\x1b]0;pwned\x07\x1b[2J\u202eabc\x7f", "title^[]0;pwned^G^[[2J⟨U+202E⟩abc^?"},
+		{"code\n\n\n" + strings.Repeat(" ", 40) + "x\t⟨y⟩", "code\n\n\n" + strings.Repeat(" ", 40) + "x\t⟨y⟩"},
+		{"c1\u0085\u009b2J bad\xff\r", `c1⟨U+0085⟩⟨U+009B⟩2J bad\xFF^M`},
+		{"tag\U000E0041 line\u2028sep \u2066iso\u2069", "tag⟨U+E0041⟩ line⟨U+2028⟩sep ⟨U+2066⟩iso⟨U+2069⟩"},
+		// Characters that only shape text stay: emoji, no-break spaces.
+		{"family 👨\u200d👩\u200d👧 heart ❤\ufe0f 10\u00a0km", "family 👨\u200d👩\u200d👧 heart ❤\ufe0f 10\u00a0km"},
+	} {
+		if got := VisibleText(tt.in); got != tt.want {
+			t.Errorf("VisibleText(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+	for _, in := range []string{"fake ⟨9 spaces⟩ \u202e\x1b", "ls\n\n\n\n\nrm" + strings.Repeat("\u200b", 9)} {
+		if shown := approvalText(in); VisibleText(shown) != shown {
+			t.Errorf("VisibleText changed the prompt rendering %q to %q", shown, VisibleText(shown))
+		}
+	}
+}
+
 func TestApprovalHeadline(t *testing.T) {
 	for _, tt := range []struct {
 		in   string
@@ -101,6 +125,28 @@ func FuzzApprovalText(f *testing.F) {
 				t.Fatalf("%q lost %q (from %q)", out, r, in)
 			}
 			rest = rest[i+utf8.RuneLen(r):]
+		}
+	})
+}
+
+// FuzzVisibleText: the CLI's rendering is valid UTF-8, holds no control
+// (but newline and tab) and no character a terminal acts on or reorders
+// by, and rendering it again changes nothing.
+func FuzzVisibleText(f *testing.F) {
+	f.Add("t\x1b]0;pwned\x07i\x1b[2Jtle\u202ecba")
+	f.Add("\xc2\x9b2J \xff\xfe \x1b\u2066 👨\u200d👩 ⟨x⟩\r\n")
+	f.Fuzz(func(t *testing.T, in string) {
+		out := VisibleText(in)
+		if !utf8.ValidString(out) {
+			t.Fatalf("VisibleText(%q) = %q: invalid UTF-8", in, out)
+		}
+		for _, r := range out {
+			if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7f || terminalRune(r) {
+				t.Fatalf("%U survived in %q (from %q)", r, out, in)
+			}
+		}
+		if again := VisibleText(out); again != out {
+			t.Fatalf("VisibleText is not stable: %q, then %q", out, again)
 		}
 	})
 }

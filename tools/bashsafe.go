@@ -60,7 +60,11 @@ const (
 // (races with a concurrently running process, entries met while a program
 // recurses into a checked directory, mount points) is documented in
 // docs/security.md.
-func CheckReadOnly(call ShellCall) error {
+func CheckReadOnly(call ShellCall) error { return checkReadOnly(call, nil) }
+
+// checkReadOnly is CheckReadOnly, recording in rec (when not nil) what it
+// examined.
+func checkReadOnly(call ShellCall, rec *inspection) error {
 	cmds, err := parseReadOnly(call.Command)
 	if err != nil {
 		return err
@@ -73,6 +77,7 @@ func CheckReadOnly(call ShellCall) error {
 	if err != nil {
 		return err
 	}
+	rec.sawOutside(call.Shell)
 	if err := checkShell(call.Shell, env, ws); err != nil {
 		return err
 	}
@@ -85,10 +90,56 @@ func CheckReadOnly(call ShellCall) error {
 			external = append(external, c.name)
 		}
 	}
-	if err := commandLookupFixed(env, ws, external); err != nil {
+	if err := commandLookupFixed(env, ws, external, rec); err != nil {
 		return err
 	}
-	return checkOperands(call.Dir, cmds)
+	rec.planned(cmds)
+	return checkOperands(call.Dir, cmds, rec)
+}
+
+// inspection is what one check examined: the commands as it parsed them,
+// the paths beneath the working directory it inspected for each program,
+// and the absolute paths it looked at outside (the shell, every PATH
+// candidate). The test that runs the real programs under strace
+// (bashsafe_strace_test.go) asserts that they touch nothing else. A nil
+// *inspection records nothing.
+type inspection struct {
+	commands []plannedCommand
+	inside   map[string]map[string]bool // program → cleaned relative paths
+	outside  map[string]bool
+}
+
+// planned records the commands as parsed.
+func (r *inspection) planned(cmds []plannedCommand) {
+	if r != nil {
+		r.commands = cmds
+	}
+}
+
+// saw records that rel, beneath the working directory, was inspected for
+// program.
+func (r *inspection) saw(program, rel string) {
+	if r == nil {
+		return
+	}
+	if r.inside == nil {
+		r.inside = map[string]map[string]bool{}
+	}
+	if r.inside[program] == nil {
+		r.inside[program] = map[string]bool{}
+	}
+	r.inside[program][path.Clean(rel)] = true
+}
+
+// sawOutside records that the absolute path p was looked at.
+func (r *inspection) sawOutside(p string) {
+	if r == nil {
+		return
+	}
+	if r.outside == nil {
+		r.outside = map[string]bool{}
+	}
+	r.outside[p] = true
 }
 
 // IsReadOnlyCommand reports whether command passes the syntactic part of
@@ -101,9 +152,11 @@ func IsReadOnlyCommand(command string) bool {
 	return err == nil
 }
 
-// plannedCommand is one command of an admitted pipeline: the program and
-// the workspace-relative paths it will open that must be inspected.
+// plannedCommand is one command of an admitted pipeline: its words, the
+// program and the workspace-relative paths it will open that must be
+// inspected.
 type plannedCommand struct {
+	argv  []string
 	name  string
 	paths []string
 }
@@ -167,7 +220,7 @@ func planArgv(argv []string) (plannedCommand, error) {
 	if err != nil {
 		return plannedCommand{}, fmt.Errorf("%s: %w", name, err)
 	}
-	return plannedCommand{name: name, paths: paths}, nil
+	return plannedCommand{argv: argv, name: name, paths: paths}, nil
 }
 
 // onlyLiteralNodes walks the whole tree and refuses any node outside the
@@ -581,6 +634,15 @@ func filesCheck(dashIsFile bool) func(*readOnlyProgram, []string) ([]string, err
 	}
 }
 
+// lsCheck: every operand is a path ("-" too); none lists ".".
+func lsCheck(p *readOnlyProgram, args []string) ([]string, error) {
+	paths, err := filesCheck(true)(p, args)
+	if err == nil && len(paths) == 0 {
+		paths = []string{"."}
+	}
+	return paths, err
+}
+
 // obsoleteCountCheck admits head's and tail's obsolete "-NUM" as the
 // first argument only, then parses like filesCheck.
 func obsoleteCountCheck(p *readOnlyProgram, args []string) ([]string, error) {
@@ -591,23 +653,47 @@ func obsoleteCountCheck(p *readOnlyProgram, args []string) ([]string, error) {
 }
 
 // patternCheck is grep's and rg's structure: the first operand is the
-// pattern unless a pattern option was given (or, for rg, --files lists
-// files); the rest are files.
-func patternCheck(patternOpts ...string) func(*readOnlyProgram, []string) ([]string, error) {
+// pattern unless -e/--regexp was given (or, for rg, --files lists files);
+// the rest are files, "-" being standard input (which rg also stats as a
+// path: statsDash). Without them the program searches "." when
+// searchesDot says so for the options given, else standard input.
+func patternCheck(searchesDot func([]parsedOpt) bool, statsDash bool) func(*readOnlyProgram, []string) ([]string, error) {
 	return func(p *readOnlyProgram, args []string) ([]string, error) {
 		opts, ops, err := p.opts.parse(args)
 		if err != nil {
 			return nil, err
 		}
-		if !has(opts, patternOpts...) && !has(opts, "--files") {
+		if !has(opts, "-e", "--regexp") && !has(opts, "--files") {
 			if len(ops) == 0 {
 				return nil, errors.New("no pattern")
 			}
 			ops = ops[1:]
 		}
-		return pathOperands(ops, true)
+		if len(ops) == 0 && searchesDot(opts) {
+			return []string{"."}, nil
+		}
+		return pathOperands(ops, !statsDash)
 	}
 }
+
+// grepRecursive reports whether grep's last directories setting (-r,
+// --recursive, -d or --directories) is recurse: grep then searches "."
+// when given no file.
+func grepRecursive(opts []parsedOpt) bool {
+	recursive := false
+	for _, o := range opts {
+		switch o.name {
+		case "-r", "--recursive":
+			recursive = true
+		case "-d", "--directories":
+			recursive = o.value == "recurse"
+		}
+	}
+	return recursive
+}
+
+// rgSearchesDot is rg's searchesDot: without a path it searches ".".
+func rgSearchesDot([]parsedOpt) bool { return true }
 
 // uniqCheck: at most one operand; a second would be the output file.
 func uniqCheck(p *readOnlyProgram, args []string) ([]string, error) {
@@ -700,25 +786,29 @@ var (
 	}
 )
 
-// findCheck parses find [-P] [starting-point...] [expression]: starting
-// points are the words before the first that starts the expression (a
-// word starting with "-", or "(", "!"); every expression word must be an
-// allowlisted operator or primary with its argument.
+// findCheck parses find [-P]... [--] [starting-point...] [expression] as
+// GNU find does (process_leading_options, then looks_like_expression):
+// leading options end at "--" or at the first other word (only -P is
+// admitted); the starting points are the words that follow up to the
+// first that starts the expression, none meaning "."; every expression
+// word must be an allowlisted operator or primary with its argument.
 func findCheck(_ *readOnlyProgram, args []string) ([]string, error) {
 	i := 0
 	for i < len(args) && args[i] == "-P" {
 		i++
 	}
+	if i < len(args) && args[i] == "--" {
+		i++
+	}
 	var paths []string
-	for ; i < len(args); i++ {
-		a := args[i]
-		if strings.HasPrefix(a, "-") || findOperators[a] {
-			break
-		}
-		if err := pathShape(a); err != nil {
+	for ; i < len(args) && !findStartsExpression(args[i], true); i++ {
+		if err := pathShape(args[i]); err != nil {
 			return nil, err
 		}
-		paths = append(paths, a)
+		paths = append(paths, args[i])
+	}
+	if len(paths) == 0 {
+		paths = []string{"."}
 	}
 	for ; i < len(args); i++ {
 		a := args[i]
@@ -748,6 +838,20 @@ func findCheck(_ *readOnlyProgram, args []string) ([]string, error) {
 	return paths, nil
 }
 
+// findStartsExpression is GNU find's looks_like_expression: a word of two
+// or more characters starting with "-", and "(" and "!", start the
+// expression; ")" and "," do too, except where a starting point may stand
+// (leading), where they are paths like "-" and any other word.
+func findStartsExpression(a string, leading bool) bool {
+	switch a {
+	case "(", "!":
+		return true
+	case ")", ",":
+		return !leading
+	}
+	return len(a) > 1 && a[0] == '-'
+}
+
 // The allowlisted programs. git is deliberately absent: repository
 // configuration (core.fsmonitor, diff.external, textconv drivers, pagers)
 // lets a hostile .git/config run programs from an innocent-looking git
@@ -758,7 +862,7 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 	"ls": {
 		opts: newOpts("abcdfghiklmnopqrstuvxABCGNQRSUXZ1",
 			[]string{"--all", "--almost-all", "--author", "--escape", "--ignore-backups", "--directory",
-				"--full-time", "--group-directories-first", "--no-group", "--human-readable",
+				"--full-time", "--no-group", "--human-readable",
 				"--si", "--inode", "--kibibytes", "--literal", "--numeric-uid-gid", "--hide-control-chars",
 				"--show-control-chars", "--quote-name", "--reverse", "--recursive", "--size", "--context",
 				"--zero", "--help", "--version"},
@@ -777,11 +881,13 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 				"--color":  {kind: attachedArg, valid: oneOf("never", "no", "none", "auto", "tty", "if-tty")},
 				"--colour": {kind: attachedArg, valid: oneOf("never", "no", "none", "auto", "tty", "if-tty")},
 			}),
-		// -F, --classify and --file-type stat what each symbolic link
-		// points to (an outside path's existence and type).
+		// -F, --classify, --file-type and --group-directories-first stat
+		// what each symbolic link points to (an outside path's existence
+		// and type).
 		refused: []string{"-L", "--dereference", "-H", "--dereference-command-line",
-			"--dereference-command-line-symlink-to-dir", "-F", "--classify", "--file-type"},
-		check: filesCheck(true),
+			"--dereference-command-line-symlink-to-dir", "-F", "--classify", "--file-type",
+			"--group-directories-first"},
+		check: lsCheck,
 	},
 	"cat": {
 		opts: newOpts("AbeEnstTuv",
@@ -835,7 +941,7 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 			}),
 		refused: []string{"-f", "--file", "--exclude-from", "-R", "--dereference-recursive", "-D", "--devices"},
 		env:     []string{"GREP_OPTIONS"},
-		check:   patternCheck("-e", "--regexp"),
+		check:   patternCheck(grepRecursive, false),
 	},
 	"rg": {
 		opts: newOpts("abcFHhIilNnopPqSsUuvVwx0.",
@@ -889,7 +995,7 @@ var readOnlyPrograms = map[string]*readOnlyProgram{
 			"-f", "--file", "--ignore-file"},
 		env:         []string{"RIPGREP_CONFIG_PATH"},
 		ignoreFiles: true,
-		check:       patternCheck("-e", "--regexp"),
+		check:       patternCheck(rgSearchesDot, true),
 	},
 	"find": {
 		refused: []string{"-exec", "-execdir", "-ok", "-okdir", "-delete", "-fprint", "-fprint0",
@@ -950,7 +1056,7 @@ var (
 // checkOperands inspects every path of every command beneath dir with the
 // file tools' no-follow resolver: each must be a directory or a regular
 // file with one hard link.
-func checkOperands(dir string, cmds []plannedCommand) error {
+func checkOperands(dir string, cmds []plannedCommand, rec *inspection) error {
 	n := 0
 	for _, c := range cmds {
 		n += len(c.paths)
@@ -968,6 +1074,7 @@ func checkOperands(dir string, cmds []plannedCommand) error {
 	defer root.Close()
 	for _, c := range cmds {
 		for _, p := range c.paths {
+			rec.saw(c.name, p)
 			kind, links, err := root.Inspect(p)
 			switch {
 			case err != nil:
@@ -987,7 +1094,7 @@ func checkOperands(dir string, cmds []plannedCommand) error {
 			if len(roots) == 0 {
 				roots = []string{"."}
 			}
-			if err := checkIgnoreFiles(root, roots); err != nil {
+			if err := checkIgnoreFiles(root, roots, func(rel string) { rec.saw(c.name, rel) }); err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
@@ -1013,18 +1120,22 @@ var maxIgnoreWalkEntries = 50000
 // would read, so it needs confirmation. Ripgrep opens these files with
 // links followed and reports the lines it cannot parse, so a link to an
 // outside file would show it.
-func checkIgnoreFiles(root *fsroot.Root, roots []string) error {
+func checkIgnoreFiles(root *fsroot.Root, roots []string, saw func(rel string)) error {
 	checked := map[string]bool{}
 	checkDir := func(dir string) error {
 		if checked[dir] {
 			return nil
 		}
 		checked[dir] = true
+		saw(dir)
 		for _, name := range rgIgnoreNames {
+			saw(path.Join(dir, name))
 			if err := absentOrPlainFile(root, path.Join(dir, name)); err != nil {
 				return err
 			}
 		}
+		saw(path.Join(dir, ".git"))
+		saw(path.Join(dir, ".git", "info", "exclude"))
 		kind, _, err := root.Inspect(path.Join(dir, ".git"))
 		switch {
 		case fsroot.IsNotExist(err):
@@ -1319,7 +1430,7 @@ func checkEnv(env map[string]string, cmds []plannedCommand, ws workspace) error 
 // outside the workspace may still hold a link into it). Otherwise no
 // command is auto-approved: a repository could supply the program that
 // runs.
-func commandLookupFixed(env map[string]string, ws workspace, programs []string) error {
+func commandLookupFixed(env map[string]string, ws workspace, programs []string, rec *inspection) error {
 	path, ok := env["PATH"]
 	if !ok {
 		return errors.New("PATH is unset (the shell would use its built-in default)")
@@ -1332,6 +1443,7 @@ func commandLookupFixed(env map[string]string, ws workspace, programs []string) 
 		found := false
 		for _, dir := range dirs {
 			cand := filepath.Join(dir, name)
+			rec.sawOutside(cand)
 			if _, err := os.Lstat(cand); err != nil {
 				if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 					continue

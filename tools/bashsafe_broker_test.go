@@ -69,6 +69,8 @@ func newROWorld(t *testing.T) *roWorld {
 	links := map[string]string{
 		"link.txt": filepath.Join(w.out, "secret.txt"), // cat link.txt
 		"linkdir":  w.out,                              // head linkdir/secret.txt, grep -R, find -L
+		",":        w.out,                              // find , (a starting point, not an operator)
+		")":        filepath.Join(w.out, "secret.txt"), // find ')'
 	}
 	for name, target := range links {
 		if err := os.Symlink(target, filepath.Join(w.ws, name)); err != nil {
@@ -182,6 +184,12 @@ func TestReadOnlyRegressSymlinks(t *testing.T) {
 		"ls linkdir",
 		"find linkdir",
 		"find . -newer link.txt",
+		// GNU find takes "," and ")" where a starting point may stand as
+		// paths (-ls shows a link's target).
+		"find , -ls",
+		"find . , -ls",
+		"find ')' -ls",
+		"find -- , -ls",
 		"cat hard.txt",
 		"cat fifo",
 		"cat sock",
@@ -200,6 +208,9 @@ func TestReadOnlyRegressSymlinks(t *testing.T) {
 		"ls -RL .",
 		"ls -R --dereference .",
 		"ls -lH linkdir",
+		// stats what each link points to, to group links to directories
+		// (found by the strace test)
+		"ls --group-directories-first",
 		"rg -L OUTSIDE",
 		"rg --follow OUTSIDE",
 	} {

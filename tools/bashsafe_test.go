@@ -577,7 +577,20 @@ func TestReadOnlyOperandStructure(t *testing.T) {
 		{`ls -p --indicator-style=slash`, true},
 		{`ls --indicator-style=classify`, false},
 		{`find . -fstype nfs`, false},
-		{`find -- .`, false},
+		// GNU find's starting points: "--" ends its leading options, and
+		// "-", and "," and ")" where a starting point may stand, are paths.
+		{`find -- .`, true},
+		{`find -P -- . -name a`, true},
+		{`find -- -P`, false},
+		{`find -- -- .`, false},
+		{`find , -name x`, true},
+		{`find . , -name x`, true},
+		{`find ')' -print`, true},
+		{`find - -print`, true},
+		{`find ,x ')y' '!z' -print`, true},
+		{`find . -name a , -print`, true}, // an operator after the expression starts
+		{`find '(' -print`, true},         // "(" starts the expression (find reports the imbalance)
+		{`find , /etc`, false},
 		// uniq: at most one operand.
 		{`uniq a`, true},
 		{`uniq -`, true},
@@ -703,27 +716,40 @@ type roFixture struct {
 	call    ShellCall
 }
 
-func newROFixture(t testing.TB) *roFixture {
+// scratchTree makes a temporary directory holding dirs and files (their
+// names relative to it), removed when t ends, and returns its resolved
+// path. Not t.TempDir: its name is the test's, whose characters would
+// change how commands embedding it parse.
+func scratchTree(t testing.TB, prefix string, dirs []string, files map[string]string) string {
 	t.Helper()
-	base, err := os.MkdirTemp("", "octet-rofx-")
+	base, err := os.MkdirTemp("", prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(base) })
-	f := &roFixture{ws: filepath.Join(base, "ws"), out: filepath.Join(base, "out")}
-	for _, d := range []string{"ws/src/sub", "ws/bin", "out/bin"} {
+	if base, err = filepath.EvalSymlinks(base); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(filepath.Join(base, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, body := range map[string]string{
-		"ws/a.txt": "a\n", "ws/b.txt": "b\n", "ws/src/main.go": "package main\n", "ws/src/sub/x.go": "package sub\n",
-		"out/secret.txt": "secret\n", "ws/-n": "dash\n",
-	} {
+	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(base, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return base
+}
+
+func newROFixture(t testing.TB) *roFixture {
+	t.Helper()
+	base := scratchTree(t, "octet-rofx-", []string{"ws/src/sub", "ws/bin", "out/bin"}, map[string]string{
+		"ws/a.txt": "a\n", "ws/b.txt": "b\n", "ws/src/main.go": "package main\n", "ws/src/sub/x.go": "package sub\n",
+		"out/secret.txt": "secret\n", "ws/-n": "dash\n",
+	})
+	f := &roFixture{ws: filepath.Join(base, "ws"), out: filepath.Join(base, "out")}
 	for _, exe := range []string{"out/bin/rg", "ws/bin/ls"} {
 		if err := os.WriteFile(filepath.Join(base, exe), []byte("#!/bin/sh\nexit 1\n"), 0o755); err != nil {
 			t.Fatal(err)
@@ -740,6 +766,8 @@ func newROFixture(t testing.TB) *roFixture {
 	mustDo(os.Symlink(f.out, filepath.Join(f.ws, "linkdir")))
 	mustDo(os.Symlink("src", filepath.Join(f.ws, "srclink")))
 	mustDo(os.Symlink(filepath.Join(f.out, "gone"), filepath.Join(f.ws, "dangling")))
+	mustDo(os.Symlink(f.out, filepath.Join(f.ws, ",")))
+	mustDo(os.Symlink(f.out, filepath.Join(f.ws, ")")))
 	mustDo(os.Link(filepath.Join(f.out, "secret.txt"), filepath.Join(f.ws, "hard.txt")))
 	mustDo(unix.Mkfifo(filepath.Join(f.ws, "fifo"), 0o644))
 	f.call = ShellCall{
@@ -827,6 +855,14 @@ func TestCheckReadOnlyFilesystem(t *testing.T) {
 		{"find src -newer link.txt", false},
 		{"find src -samefile hard.txt", false},
 		{"find linkdir", false},
+		// find takes "," and ")" where a starting point may stand, and "-",
+		// as paths: each is inspected (here links, or absent).
+		{"find , -name x", false},
+		{"find . , -name x", false},
+		{"find ')' -print", false},
+		{"find - -print", false},
+		{"find -- , -print", false},
+		{"find src , -print", false},
 		{"find srclink -name x", false},
 		{"head -n 1 a.txt | wc -l", true},
 		{"echo x | cat - a.txt", true},

@@ -94,7 +94,7 @@ func (c Config) normalized() (Config, error) {
 	return c, nil
 }
 
-// Builtins constructs read, search, edit, write and bash over one shared
+// Builtins constructs read, search, edit, write, apply_patch and bash over one shared
 // configuration and read-tracking state. The returned close function
 // removes the bash tool's retained spill files; call it when the host that
 // owns the tools shuts down.
@@ -119,11 +119,15 @@ func Builtins(cfg Config) ([]Tool, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	patch, err := NewApplyPatch(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
 	bash, err := NewBash(cfg)
 	if err != nil {
 		return nil, nil, err
 	}
-	return []Tool{read, search, edit, write, bash}, bash.Close, nil
+	return []Tool{read, search, edit, write, patch, bash}, bash.Close, nil
 }
 
 // FileTracker remembers, per file, the content hash the model last saw

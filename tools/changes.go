@@ -18,19 +18,32 @@ const newFileMode fs.FileMode = 0o644
 // editor) calls it with the bytes it changes from and to; the file keeps
 // its mode (a new one gets newFileMode, as fsroot creates it).
 func (c *Config) stageChange(tg *target, before []byte, existed bool, after []byte) ([]changes.Record, error) {
-	mode, err := tg.root.Mode(tg.rel)
-	if err != nil {
-		mode = newFileMode // absent on disk (or not inspectable): as created
-	}
+	mode := tg.mode()
 	var from *changes.File
 	if existed {
 		from = &changes.File{Data: before, Mode: mode}
 	}
-	rec, ok, err := c.Changes.Stage(tg.display, from, &changes.File{Data: after, Mode: mode})
+	return c.stageFile(tg.display, from, &changes.File{Data: after, Mode: mode})
+}
+
+// stageFile is stageChange for a change whose sides the caller built (nil:
+// absent), a removal or a file moved with its mode included.
+func (c *Config) stageFile(display string, before, after *changes.File) ([]changes.Record, error) {
+	rec, ok, err := c.Changes.Stage(display, before, after)
 	if err != nil || !ok {
 		return nil, err
 	}
 	return []changes.Record{rec}, nil
+}
+
+// mode is tg's file's permission bits, or the mode fsroot gives a file it
+// creates when it is absent on disk (or not inspectable).
+func (tg *target) mode() fs.FileMode {
+	mode, err := tg.root.Mode(tg.rel)
+	if err != nil {
+		return newFileMode
+	}
+	return mode
 }
 
 // recordIntent keeps recs as inv's intended changes (when the caller

@@ -11,6 +11,7 @@ import (
 	"github.com/aymanbagabas/go-udiff"
 
 	"github.com/octet-agent/octet/internal/fsroot"
+	"github.com/octet-agent/octet/internal/pathtext"
 )
 
 //go:embed edit.md
@@ -96,10 +97,7 @@ func (t *EditTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.externalPaths() {
-		return HostMutation, nil
-	}
-	return WorkspaceMutation, nil
+	return t.cfg.mutationEffect(), nil
 }
 
 // plan is a computed edit: the content it applies to and the result.
@@ -238,10 +236,17 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 // shows a cut diff). A name a header line could not hold as it is is
 // quoted (shownPath): a newline in it cannot fake diff lines.
 func unifiedDiff(name, old, updated string) string {
-	if q := shownPath(name); q != name {
-		return udiff.Unified(`"a/`+q[1:], `"b/`+q[1:], old, updated)
+	return udiff.Unified(diffLabel("a/", name), diffLabel("b/", name), old, updated)
+}
+
+// diffLabel is name as a diff header line names it, after prefix ("a/",
+// "b/"): quoted when it must be (pathtext.Label), and /dev/null for an
+// absent side ("").
+func diffLabel(prefix, name string) string {
+	if name == "" {
+		return "/dev/null"
 	}
-	return udiff.Unified("a/"+name, "b/"+name, old, updated)
+	return pathtext.Label(prefix, name)
 }
 
 // diffTooLarge reports that the diff of old → updated cannot fit an

@@ -75,10 +75,14 @@ func (shown fileState) changedFrom(cur fileState) bool {
 // canonical arguments), the target state the approval preview's diff was
 // computed against, so Execute applies exactly the approved change or
 // nothing. It is bounded (LRU) and safe for concurrent use.
-type shownPriors struct {
+type shownPriors = shownStates[fileState]
+
+// shownStates is shownPriors for any state: a single file's
+// (fileState), or the states of every file of a patch.
+type shownStates[S any] struct {
 	mu      sync.Mutex
 	entries map[shownKey]*list.Element
-	order   list.List // of *shownEntry, most recent at the front
+	order   list.List // of *shownEntry[S], most recent at the front
 }
 
 type shownKey struct {
@@ -86,13 +90,15 @@ type shownKey struct {
 	args   [32]byte
 }
 
-type shownEntry struct {
+type shownEntry[S any] struct {
 	key   shownKey
-	state fileState
+	state S
 }
 
-func newShownPriors() *shownPriors {
-	return &shownPriors{entries: map[shownKey]*list.Element{}}
+func newShownPriors() *shownPriors { return newShownStates[fileState]() }
+
+func newShownStates[S any]() *shownStates[S] {
+	return &shownStates[S]{entries: map[shownKey]*list.Element{}}
 }
 
 func makeShownKey(callID string, args json.RawMessage) shownKey {
@@ -101,7 +107,7 @@ func makeShownKey(callID string, args json.RawMessage) shownKey {
 
 // remember records st as what the preview for (callID, args) showed. It
 // does nothing for an empty call id (a preview outside an approval).
-func (s *shownPriors) remember(callID string, args json.RawMessage, st fileState) {
+func (s *shownStates[S]) remember(callID string, args json.RawMessage, st S) {
 	if callID == "" {
 		return
 	}
@@ -109,38 +115,38 @@ func (s *shownPriors) remember(callID string, args json.RawMessage, st fileState
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if el, ok := s.entries[k]; ok {
-		el.Value.(*shownEntry).state = st
+		el.Value.(*shownEntry[S]).state = st
 		s.order.MoveToFront(el)
 		return
 	}
-	s.entries[k] = s.order.PushFront(&shownEntry{key: k, state: st})
+	s.entries[k] = s.order.PushFront(&shownEntry[S]{key: k, state: st})
 	for s.order.Len() > maxShownPriors {
 		oldest := s.order.Back()
 		s.order.Remove(oldest)
-		delete(s.entries, oldest.Value.(*shownEntry).key)
+		delete(s.entries, oldest.Value.(*shownEntry[S]).key)
 	}
 }
 
 // take removes and returns the state recorded for (callID, args); ok is
 // false when no preview was recorded for exactly this call.
-func (s *shownPriors) take(callID string, args json.RawMessage) (st fileState, ok bool) {
+func (s *shownStates[S]) take(callID string, args json.RawMessage) (st S, ok bool) {
 	if callID == "" {
-		return fileState{}, false
+		return st, false
 	}
 	k := makeShownKey(callID, args)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	el, ok := s.entries[k]
 	if !ok {
-		return fileState{}, false
+		return st, false
 	}
 	s.order.Remove(el)
 	delete(s.entries, k)
-	return el.Value.(*shownEntry).state, true
+	return el.Value.(*shownEntry[S]).state, true
 }
 
 // len returns the number of remembered previews.
-func (s *shownPriors) len() int {
+func (s *shownStates[S]) len() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.entries)

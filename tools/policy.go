@@ -183,3 +183,31 @@ func (p Policy) offers(t Tool) bool {
 	}
 	return false
 }
+
+// Verdict is what a policy does with one kind of call, in the words a
+// person (or the model) is told.
+type Verdict string
+
+// The verdicts.
+const (
+	// VerdictRuns: admitted without asking.
+	VerdictRuns Verdict = "runs"
+	// VerdictAsks: a person confirms it first.
+	VerdictAsks Verdict = "asks"
+	// VerdictRefused: denied whatever anyone answers.
+	VerdictRefused Verdict = "refused"
+)
+
+// Verdict returns what p does with a call classified e: shell says it
+// runs through the shell channel (bash), readOnly that its command is on
+// the read-only allowlist. It reads the broker's own decision table, so a
+// description built from it cannot drift from what the broker does.
+func (p Policy) Verdict(e Effect, shell, readOnly bool) Verdict {
+	switch v, _ := p.decide(callFacts{effect: e, shell: shell, readOnly: readOnly}); v {
+	case verdictAdmit:
+		return VerdictRuns
+	case verdictConfirm:
+		return VerdictAsks
+	}
+	return VerdictRefused
+}

@@ -242,7 +242,7 @@ func TestStaticStatements(t *testing.T) {
 		r ReplaySafety
 	}{
 		"read": {Parallel, ReplaySafe}, "search": {Parallel, ReplaySafe},
-		"edit": {Sequential, ReplayUnsafe}, "write": {Sequential, ReplayUnsafe}, "bash": {Sequential, ReplayUnsafe},
+		"edit": {Sequential, ReplayUnsafe}, "write": {Sequential, ReplayUnsafe}, "apply_patch": {Sequential, ReplayUnsafe}, "bash": {Sequential, ReplayUnsafe},
 	}
 	for _, tl := range tools {
 		w, ok := want[tl.Name()]

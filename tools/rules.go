@@ -228,6 +228,16 @@ func (c *Confinement) Set(on bool) {
 // externalPaths reports whether the file tools accept external paths now.
 func (c *Config) externalPaths() bool { return c.AllowExternalPaths && !c.Confine.On() }
 
+// mutationEffect is the classification of every call of a file-changing
+// tool: WorkspaceMutation, or HostMutation whenever external paths are
+// allowed (a path-resolution race must not lower admission authority).
+func (c *Config) mutationEffect() Effect {
+	if c.externalPaths() {
+		return HostMutation
+	}
+	return WorkspaceMutation
+}
+
 // maxDenialNote bounds the person's reason a denial passes to the model.
 const maxDenialNote = 1 << 10
 

@@ -1,11 +1,10 @@
 package tools
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strings"
+
+	"github.com/octet-agent/octet/internal/osfile"
 )
 
 // ShellSelection names how the bash tool's shell was chosen. Policy
@@ -86,20 +85,4 @@ func resolveShell(configured string, windows bool, lookPath func(string) (string
 // (following links: the shell path is host configuration, not a model
 // argument) and returns it made absolute. On Unix that means an execute
 // permission bit; on Windows, which has none, an ".exe" name.
-func executableFile(p string, windows bool) (string, bool) {
-	if !filepath.IsAbs(p) {
-		abs, err := filepath.Abs(p)
-		if err != nil {
-			return "", false
-		}
-		p = abs
-	}
-	st, err := os.Stat(p)
-	if err != nil || !st.Mode().IsRegular() {
-		return "", false
-	}
-	if windows {
-		return p, strings.EqualFold(filepath.Ext(p), ".exe")
-	}
-	return p, st.Mode().Perm()&0o111 != 0
-}
+func executableFile(p string, windows bool) (string, bool) { return osfile.ExecutableFile(p, windows) }

@@ -1,7 +1,7 @@
 // Package tools defines the Tool interface, the host registry that decides
 // which tools a run may advertise and execute, the effect broker that admits
 // each exact call, and octet's built-in tools (read, search, edit, write,
-// bash).
+// apply_patch, bash).
 //
 // A tool never decides its own authority from the model's arguments: the
 // host-owned Classify method maps the exact parsed call to an Effect, and the

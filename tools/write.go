@@ -87,10 +87,7 @@ func (t *WriteTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.externalPaths() {
-		return HostMutation, nil
-	}
-	return WorkspaceMutation, nil
+	return t.cfg.mutationEffect(), nil
 }
 
 // current reads the target's present content: the open editor document

@@ -133,7 +133,7 @@ func (j *journal) close() error {
 // below parent, opened by descriptor, with its journal.
 type teamDir struct {
 	name   string   // the directory's name in its parent
-	path   string   // its path, for session files
+	path   string   // its path, for messages and session paths (never opened)
 	parent *os.Root // the directory holding team directories
 	root   *os.Root // the team directory itself
 	j      *journal
@@ -207,7 +207,7 @@ func (d *teamDir) open(first Record) error {
 	if err := d.j.append(first); err != nil {
 		return err
 	}
-	return osfile.SyncDir(d.path)
+	return osfile.SyncRoot(root)
 }
 
 // journalOpened, when set by a test, sees the new journal before its first

@@ -235,3 +235,36 @@ func TestConcurrentWaitLimit(t *testing.T) {
 		t.Fatalf("wait after the slots came back: %v", err)
 	}
 }
+
+// TestSpawnBeforeParentRunStarted: a child spawns a grandchild before the
+// child's owner goroutine has started its run. The spawn must succeed
+// (never panic: the old code derived the grandchild's context from the
+// child's run context, still nil, and panicked with "cannot create
+// context from nil parent"), and the grandchild belongs to the child's
+// first run: cancelling the child stops it.
+func TestSpawnBeforeParentRunStarted(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.stalls(2)
+	tm := f.team()
+	release := make(chan struct{})
+	tm.holdWork = func(id string) {
+		if id == "worker1" {
+			<-release
+		}
+	}
+	c1, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c2, err := tm.Spawn(SpawnRequest{Parent: c1.ID, Task: "grandchild"})
+	if err != nil {
+		t.Fatalf("spawn before the parent's run started: %v", err)
+	}
+	close(release)
+	waitStatus(t, tm, c1.ID, StatusRunning)
+	waitStatus(t, tm, c2.ID, StatusRunning)
+	if _, err := tm.Interrupt("root", c1.ID); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, c2.ID, StatusCancelled)
+}

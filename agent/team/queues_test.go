@@ -15,15 +15,24 @@ import (
 
 // occupy starts another run on the child's agent, so that a prompt the
 // team appends fails (agent.ErrBusy) until the returned release is called.
-func occupy(t *testing.T, tm *Team, id string) (release func()) {
+// It returns once that run's request reached srv (the child's provider),
+// so the turn it takes (a stall) is never left to the next run.
+func occupy(t *testing.T, tm *Team, id string, srv *providertest.Server) (release func()) {
 	t.Helper()
 	tm.mu.Lock()
 	child := tm.nodes[id].agent
 	tm.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
+	sent := len(srv.Requests())
 	r, err := child.Prompt(ctx, "OCCUPY", agent.PromptOptions{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(srv.Requests()) == sent; {
+		if time.Now().After(deadline) {
+			t.Fatal("the occupying run sent no request")
+		}
+		time.Sleep(time.Millisecond)
 	}
 	go func() {
 		for range r.Events() {
@@ -68,7 +77,7 @@ func TestFollowupRetriedOnItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitStatus(t, tm, s.ID, StatusIdle)
-	release := occupy(t, tm, s.ID)
+	release := occupy(t, tm, s.ID, f.childSrv)
 	if _, err := tm.Followup("root", s.ID, "TASK-B"); err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +225,7 @@ func TestQueuedMessagesRestoredOnFailedAppend(t *testing.T) {
 	tm := f.team()
 	s, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "FIRST"})
 	waitStatus(t, tm, s.ID, StatusIdle)
-	release := occupy(t, tm, s.ID)
+	release := occupy(t, tm, s.ID, f.childSrv)
 	for _, m := range []string{"M1", "M2"} {
 		if err := tm.Send("root", s.ID, m); err != nil {
 			t.Fatal(err)
@@ -376,7 +385,7 @@ func TestInterruptDuringRetry(t *testing.T) {
 	tm := f.team()
 	s, _ := tm.Spawn(SpawnRequest{Parent: "root", Task: "FIRST"})
 	waitStatus(t, tm, s.ID, StatusIdle)
-	release := occupy(t, tm, s.ID)
+	release := occupy(t, tm, s.ID, f.childSrv)
 	if _, err := tm.Followup("root", s.ID, "TASK-B"); err != nil {
 		t.Fatal(err)
 	}

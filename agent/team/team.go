@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -175,6 +175,9 @@ type node struct {
 	// from it, so the end of each run stops them.
 	runCtx    context.Context
 	runCancel context.CancelFunc
+	// runUnused: runCtx was made for the first run, which has not taken
+	// it yet (see nextRunCtxLocked).
+	runUnused bool
 	finishing bool // an idle child is being ended for good
 	// backlog holds the accepted follow-ups not yet acknowledged (durable
 	// in the child's session), oldest first; backlogBytes their tasks'
@@ -213,6 +216,9 @@ type Team struct {
 	mirrored bool
 	// wg counts reserved spawns and running children; Shutdown waits on it.
 	wg sync.WaitGroup
+	// holdWork, set by tests before the first spawn, is called as each
+	// child's owner goroutine starts (to order it after other work).
+	holdWork func(agentID string)
 }
 
 // Start activates a team: its private directory and journal, with
@@ -471,7 +477,7 @@ func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delegation: %w", err)
 	}
-	n.sess, err = session.Create(t.dir.path, session.Header{Cwd: parent.sess.Header().Cwd, Title: title(n.path, req.Task)})
+	n.sess, err = session.CreateIn(t.dir.root, t.dir.path, session.Header{Cwd: parent.sess.Header().Cwd, Title: title(n.path, req.Task)})
 	if err != nil {
 		return nil, fmt.Errorf("delegation: create the child session: %w", err)
 	}
@@ -498,10 +504,25 @@ func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
 		return nil, fmt.Errorf("delegation: build the child agent: %w", err)
 	}
 	t.mu.Lock()
-	pctx := parent.runCtx
+	pctx := nextRunCtxLocked(parent)
 	t.mu.Unlock()
+	if pctx.Err() != nil {
+		t.discard(n)
+		return nil, fmt.Errorf("delegation: the run of agent %s has ended; it cannot spawn", parent.path)
+	}
 	n.ctx, n.cancel = context.WithCancel(pctx)
 	return n, nil
+}
+
+// nextRunCtxLocked returns n's current run context, making the one its
+// first run will take when it has none yet: a child may spawn (or be
+// spawned under) before its owner goroutine started that run. t.mu held.
+func nextRunCtxLocked(n *node) context.Context {
+	if n.runCtx == nil {
+		n.runCtx, n.runCancel = context.WithCancel(n.ctx)
+		n.runUnused = true
+	}
+	return n.runCtx
 }
 
 // childScope resolves the child's tool names: the parent's standard tools,
@@ -557,9 +578,9 @@ func (t *Team) discard(n *node) {
 		n.release()
 	}
 	if n.sess != nil {
-		path := n.sess.Path()
+		name := filepath.Base(n.sess.Path())
 		_ = n.sess.Close()
-		_ = os.Remove(path)
+		_ = session.RemoveIn(t.dir.root, name)
 	}
 }
 
@@ -599,6 +620,9 @@ func (t *Team) transition(n *node, st Status, detail string) error {
 // and while the child is idle it waits on its command channel (cmds).
 func (t *Team) work(n *node) {
 	defer t.wg.Done()
+	if t.holdWork != nil {
+		t.holdWork(n.id)
+	}
 	announce := false
 	for {
 		if announce && !t.announce(n) {
@@ -718,7 +742,10 @@ func (t *Team) finishIdle(n *node, st Status) bool {
 // then its task) and waits for it.
 func (t *Team) run(n *node) (Status, string) {
 	t.mu.Lock()
-	n.runCtx, n.runCancel = context.WithCancel(n.ctx)
+	if !n.runUnused { // a spawn made the first run's context already
+		n.runCtx, n.runCancel = context.WithCancel(n.ctx)
+	}
+	n.runUnused = false
 	if n.interrupted {
 		n.runCancel()
 	}

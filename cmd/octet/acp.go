@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 
-	"github.com/octet-agent/octet/acp"
+	"github.com/octet-agent/octet/cmd/octet/internal/dialects"
 )
 
 const acpUsage = "octet acp [flags]   (speaks the Agent Client Protocol on stdin/stdout)"
@@ -18,9 +18,7 @@ func runACP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer d.w.close()
-	err = acp.Serve(ctx, e.stdin, e.stdout, acp.Options{
-		Runtime: d.rt, Logger: d.log, Version: versionString(), ConfigError: d.startErr,
-	})
+	err = dialects.ServeACP(ctx, e.stdin, e.stdout, d.options())
 	if ctx.Err() != nil {
 		return &exitError{code: exitCancelled}
 	}

@@ -264,7 +264,7 @@ func testACPDelegationFallback(t *testing.T, option, askedStatuses, file string)
 		if c == nil {
 			t.Fatalf("no tool call for %s: %v", path, cards)
 		}
-		if c.kind != "think" || c.title != path+": "+want.task || c.content != want.final ||
+		if c.kind != "think" || c.title != path+": `"+want.task+"`" || c.content != want.final ||
 			strings.Join(c.statuses, ",") != "pending,in_progress,completed" { // idle is completed; its end at the run's end adds nothing
 			t.Errorf("%s shown as %+v", path, c)
 		}

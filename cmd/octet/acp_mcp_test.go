@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/server"
 )
 
 // acpClient speaks newline-delimited JSON-RPC to a real `octet acp`.
@@ -22,6 +22,8 @@ type acpClient struct {
 	in  *json.Encoder
 	out *bufio.Scanner
 	id  int
+	// stop closes its stdin and waits for octet to exit.
+	stop func()
 }
 
 // call sends a request and returns its result or error, skipping the
@@ -50,6 +52,27 @@ func (c *acpClient) call(method string, params any) (result, rpcErr json.RawMess
 	return nil, nil
 }
 
+// startACPProcess starts a real `octet acp` with env added to the
+// test's environment, killed after limit, and returns a client on its
+// stdio and its stderr. The process is stopped when the test ends.
+func startACPProcess(t *testing.T, env []string, limit time.Duration, args ...string) (*acpClient, *strings.Builder) {
+	t.Helper()
+	cmd := exec.Command(octetBin, append([]string{"acp"}, args...)...)
+	cmd.Env = append(os.Environ(), env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := new(strings.Builder)
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	timer := time.AfterFunc(limit, func() { cmd.Process.Kill() })
+	t.Cleanup(func() { timer.Stop(); stdin.Close(); cmd.Wait() })
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 16<<20)
+	return &acpClient{t: t, in: json.NewEncoder(stdin), out: sc, stop: func() { stdin.Close(); cmd.Wait() }}, stderr
+}
+
 // TestACPSessionMCPServers: MCP servers handed in by session/new start
 // under the rules of configured ones — under unsafe_host their tools reach
 // the model; under controlled and --offline they never start; a malformed
@@ -70,21 +93,7 @@ func TestACPSessionMCPServers(t *testing.T) {
 			srv := providertest.New(t)
 			srv.Enqueue(providertest.Text("ok"))
 			marker := filepath.Join(t.TempDir(), "started")
-			cmd := exec.Command(octetBin, append([]string{"acp"}, tc.args...)...)
-			cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-			stdin, _ := cmd.StdinPipe()
-			stdout, _ := cmd.StdoutPipe()
-			var stderr strings.Builder
-			cmd.Stderr = &stderr
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-			timer := time.AfterFunc(60*time.Second, func() { cmd.Process.Kill() })
-			defer timer.Stop()
-			sc := bufio.NewScanner(stdout)
-			sc.Buffer(nil, 16<<20)
-			c := &acpClient{t: t, in: json.NewEncoder(stdin), out: sc}
+			c, stderr := startACPProcess(t, []string{"OCTET_HOME=" + home, "OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=" + fakeKey}, 60*time.Second, tc.args...)
 			if _, e := c.call("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}); e != nil {
 				t.Fatalf("initialize: %s", e)
 			}
@@ -123,7 +132,7 @@ func TestACPSessionMCPServers(t *testing.T) {
 // TestClientSecrets: the header values and secret-named environment
 // values of client-supplied MCP servers are redacted from tool output.
 func TestClientSecrets(t *testing.T) {
-	got := clientSecrets([]server.MCPServer{
+	got := clientSecrets([]host.MCPServer{
 		{Name: "h", URL: "http://x", Headers: map[string]string{"Authorization": "Bearer abcdefghijklmnop"}},
 		{Name: "s", Command: "x", Env: map[string]string{"GITHUB_TOKEN": "ghp_0123456789abcdef", "HOME_DIR": "/home/someone/x"}},
 	})

@@ -80,14 +80,14 @@ func (a *termApprover) decide(ctx context.Context, req tools.ConfirmRequest) (to
 // describe renders one request for a person: title, detail, whole diff.
 func describe(req tools.ConfirmRequest) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "── approval needed: %s (%s)\n", neutralize(req.Title), req.Intent.Effect)
+	fmt.Fprintf(&b, "── approval needed: %s (%s)\n", visible(req.Title), req.Intent.Effect)
 	if req.Detail != "" {
-		fmt.Fprintf(&b, "%s\n", neutralize(req.Detail))
+		fmt.Fprintf(&b, "%s\n", visible(req.Detail))
 	}
 	if d := req.Diff; d != "" {
 		// Whole: the broker already refused what cannot be shown whole
 		// (an approval never shows less than what runs).
-		b.WriteString(neutralize(d))
+		b.WriteString(visible(d))
 		if !strings.HasSuffix(d, "\n") {
 			b.WriteByte('\n')
 		}
@@ -103,19 +103,12 @@ func shortDigest(d string) string {
 	return d
 }
 
-// neutralize replaces terminal control characters (other than newline and
-// tab) so model-chosen text cannot drive the terminal.
-func neutralize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' {
-			return r
-		}
-		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
-			return '�'
-		}
-		return r
-	}, s)
-}
+// visible is how the CLI prints text a model or a repository controls
+// (titles, tool names and arguments, output, error text): every control,
+// invalid byte and invisible or reordering character made visible
+// (tools.VisibleText: ESC as ^[, U+202E as ⟨U+202E⟩), so it can neither
+// drive the terminal nor hide what is shown.
+func visible(s string) string { return tools.VisibleText(s) }
 
 // askYesNo writes prompt to tty and reads one line; only y/yes approves.
 // It returns when ctx ends (closing tty unblocks the read).

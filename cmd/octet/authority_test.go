@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -73,13 +72,7 @@ func startAuthorityLSP(t *testing.T) *authorityLSP {
 		t.Fatal(err)
 	}
 	a.srv = providertest.New(t)
-	cmd := lspCommand(t, 120*time.Second)
-	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+a.srv.URL(), "OPENAI_API_KEY="+fakeKey)
-	a.c, _, _ = startLSP(t, cmd)
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	a.c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + a.ws, "capabilities": map[string]any{
-		"experimental": map[string]any{"octet": map[string]any{"events": true}}}}, nil, nil)
-	a.c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	a.c, _ = launchLSP(t, home, a.srv.URL(), a.ws, 120*time.Second)
 	return a
 }
 
@@ -246,8 +239,6 @@ func TestLSPSessionResumedAtItsPolicy(t *testing.T) {
 	if exists(a.started) {
 		t.Fatal("the MCP server started for a session that asks")
 	}
-	b, _ := json.Marshal(a.notes)
-	_ = b
 }
 
 // TestLSPMCPModuleNotFromWorkspace: `python3 -m NAME` configured by the
@@ -266,13 +257,7 @@ func TestLSPMCPModuleNotFromWorkspace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	srv := providertest.New(t)
-	cmd := lspCommand(t, 60*time.Second)
-	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-	c, _, _ := startLSP(t, cmd)
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
-	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c, _ := launchLSP(t, home, providertest.New(t).URL(), ws, 60*time.Second)
 	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
 	a := &authorityLSP{c: c}
 	s := a.server(t, res["sessionId"].(string))
@@ -294,19 +279,8 @@ func TestACPModeStopsAndStartsClientMCPServers(t *testing.T) {
 	home, ws := t.TempDir(), t.TempDir()
 	srv := providertest.New(t)
 	marker := filepath.Join(t.TempDir(), "started")
-	cmd := exec.Command(octetBin, "acp")
-	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	timer := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
-	defer timer.Stop()
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 16<<20)
-	c := &acpClient{t: t, in: json.NewEncoder(stdin), out: sc}
+	env := []string{"OCTET_HOME=" + home, "OPENAI_BASE_URL=" + srv.URL(), "OPENAI_API_KEY=" + fakeKey}
+	c, _ := startACPProcess(t, env, 90*time.Second)
 	must := func(method string, params any) json.RawMessage {
 		t.Helper()
 		res, e := c.call(method, params)
@@ -353,21 +327,8 @@ func TestACPModeStopsAndStartsClientMCPServers(t *testing.T) {
 	// A session recorded at a mode that asks loads without starting it.
 	must("session/set_mode", map[string]any{"sessionId": s.SessionID, "modeId": "controlled"})
 	os.Remove(marker)
-	stdin.Close()
-	cmd.Wait()
-	cmd2 := exec.Command(octetBin, "acp")
-	cmd2.Env = cmd.Env
-	stdin2, _ := cmd2.StdinPipe()
-	stdout2, _ := cmd2.StdoutPipe()
-	if err := cmd2.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin2.Close(); cmd2.Wait() })
-	timer2 := time.AfterFunc(60*time.Second, func() { cmd2.Process.Kill() })
-	defer timer2.Stop()
-	sc2 := bufio.NewScanner(stdout2)
-	sc2.Buffer(nil, 16<<20)
-	c = &acpClient{t: t, in: json.NewEncoder(stdin2), out: sc2}
+	c.stop()
+	c, _ = startACPProcess(t, env, 60*time.Second)
 	must("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}, "agentCapabilities": map[string]any{"loadSession": true}})
 	must("session/load", map[string]any{"sessionId": s.SessionID, "cwd": ws, "mcpServers": servers})
 	if tl := offered(); strings.Contains(tl, "mcp__c__") || exists(marker) {
@@ -399,12 +360,7 @@ func TestLSPEnabledMCPToolReachesTheModel(t *testing.T) {
 			}
 			srv := providertest.New(t)
 			ws := t.TempDir()
-			cmd := lspCommand(t, 120*time.Second, tc.flags...)
-			cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-			c, _, _ := startLSP(t, cmd)
-			t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-			c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
-			c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+			c, _ := launchLSP(t, home, srv.URL(), ws, 120*time.Second, tc.flags...)
 			a := &authorityLSP{c: c, srv: srv}
 			sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
 			names := a.offered(t, sid)

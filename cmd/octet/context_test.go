@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/harness"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -79,7 +80,7 @@ func TestLSPContextReloadReachesOpenSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sess.Close()
-	built, err := ws.newAgent(t.Context(), server.AgentSpec{Session: sess, Workspace: root, Principal: "test"})
+	built, err := ws.newAgent(t.Context(), host.AgentSpec{Session: sess, Workspace: root, Principal: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestLSPContextReloadReachesOpenSession(t *testing.T) {
 	if !strings.Contains(first, "rule one") || !strings.Contains(second, "rule two") || strings.Contains(second, "rule one") {
 		t.Fatalf("instructions:\nfirst:  %q\nsecond: %q", first, second)
 	}
-	if !strings.HasPrefix(second, baseInstructions) {
+	if !strings.HasPrefix(second, harness.Instructions(harness.Options{})) {
 		t.Errorf("reloaded instructions lost the built-in prompt: %q", second)
 	}
 

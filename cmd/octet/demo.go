@@ -14,7 +14,6 @@ import (
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
-	"github.com/octet-agent/octet/tools"
 )
 
 //go:embed testdata/demo
@@ -27,7 +26,7 @@ const demoUsage = "octet demo"
 // copy of the demo workspace. It uses built-in defaults (not your config)
 // with the controlled policy so that the edit asks for approval.
 func runDemo(ctx context.Context, args []string, e env) error {
-	fs := newFlagSet("demo", demoUsage, e.stderr)
+	fs := newFlagSet("demo", demoUsage, e.stdout)
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -36,14 +35,20 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	}
 	start := time.Now()
 	log := newLogger(e.stderr, e.lookup)
-	home, err := demoHome(e)
+	home, tempHome, err := demoHome(e)
 	if err != nil {
 		return err
 	}
+	if tempHome {
+		defer os.RemoveAll(home)
+	}
+	// The workspace is a copy made for the demo: it goes when the demo
+	// ends (deferred first, so it runs after everything using it closed).
 	ws, err := os.MkdirTemp("", "octet-demo-workspace-")
 	if err != nil {
 		return fmt.Errorf("demo workspace: %w", err)
 	}
+	defer os.RemoveAll(ws)
 	if err := copyDemoWorkspace(ws); err != nil {
 		return err
 	}
@@ -85,30 +90,29 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	after, _ := os.ReadFile(filepath.Join(ws, "greet.go"))
 	fmt.Fprintf(e.stdout, "\n── result: run %s in %.1fs\n", res.Outcome, time.Since(start).Seconds())
 	fmt.Fprintf(e.stdout, "greet.go:  %s\n", greetingLine(after))
-	fmt.Fprintf(e.stdout, "session:   %s\n", sess.Path())
-	envPrefix := ""
-	if _, set := e.lookup("OCTET_HOME"); !set {
-		envPrefix = "OCTET_HOME=" + home + " "
+	if tempHome {
+		fmt.Fprintf(e.stdout, "cleanup:   the demo's temporary home and workspace copy are removed now; run it as OCTET_HOME=DIR octet demo to keep its session for octet sessions show\n")
+	} else {
+		fmt.Fprintf(e.stdout, "session:   %s\n", sess.Path())
+		fmt.Fprintf(e.stdout, "inspect:   octet sessions show %s   (the workspace copy was temporary and is removed; octet sessions delete %s removes the session)\n", sess.Header().ID, sess.Header().ID)
 	}
-	fmt.Fprintf(e.stdout, "inspect:   %soctet sessions show %s\n", envPrefix, sess.Header().ID)
-	fmt.Fprintf(e.stdout, "resume:    %soctet exec --session %s \"your next prompt\"   (with a real OPENAI_API_KEY), or octet/session/resume from an editor\n", envPrefix, sess.Header().ID)
 	if res.Outcome != agent.OutcomeCompleted {
-		return outcomeError(res, cfg)
+		return outcomeError(res.RunResult, cfg)
 	}
 	return nil
 }
 
-// demoHome is $OCTET_HOME when set, else a fresh temporary home (kept so
-// the session can be inspected afterwards).
-func demoHome(e env) (string, error) {
+// demoHome is $OCTET_HOME when set, else a fresh temporary home (temp
+// is true: the demo removes it when it ends).
+func demoHome(e env) (home string, temp bool, err error) {
 	if h, ok := e.lookup("OCTET_HOME"); ok && h != "" {
-		return filepath.Abs(h)
+		home, err = filepath.Abs(h)
+		return home, false, err
 	}
-	h, err := os.MkdirTemp("", "octet-demo-home-")
-	if err != nil {
-		return "", fmt.Errorf("demo home: %w", err)
+	if home, err = os.MkdirTemp("", "octet-demo-home-"); err != nil {
+		return "", false, fmt.Errorf("demo home: %w", err)
 	}
-	return h, nil
+	return home, true, nil
 }
 
 // demoConfig is the built-in defaults with the controlled policy and the
@@ -117,7 +121,7 @@ func demoConfig(home, ws, baseURL string) *config.Config {
 	c := config.Defaults()
 	c.Home, c.Workspace = home, ws
 	c.BaseURL = config.Setting[string]{Value: baseURL, Source: config.SourceFlag}
-	c.EffectPolicy = config.Setting[tools.Policy]{Value: tools.Controlled, Source: config.SourceFlag}
+	c.EffectPolicy = config.Setting[config.EffectPolicy]{Value: config.Controlled, Source: config.SourceFlag}
 	c.AllowExternalPaths = config.Setting[bool]{Value: false, Source: config.SourceFlag}
 	// The scripted server plays the Codex route: local function tools over
 	// Responses, so the agent's recovery envelope applies.

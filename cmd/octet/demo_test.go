@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
-	"github.com/octet-agent/octet/tools"
 )
 
 // TestDemoBinary runs the real binary as a user would with stdin from
@@ -57,13 +57,13 @@ func TestDemoBinary(t *testing.T) {
 	if ws == nil || sp == nil {
 		t.Fatalf("demo output lacks workspace or session path:\n%s", stdout)
 	}
-	t.Cleanup(func() { os.RemoveAll(ws[1]) })
-	got, err := os.ReadFile(filepath.Join(ws[1], "greet.go"))
-	if err != nil {
-		t.Fatal(err)
+	// The workspace copy is removed when the demo ends; its result line
+	// shows what greet.go held then.
+	if _, err := os.Stat(ws[1]); !os.IsNotExist(err) {
+		t.Errorf("the demo's workspace copy %s is still there (%v)", ws[1], err)
 	}
-	if !bytes.Contains(got, []byte(`return "Hello, " + name + "!"`)) {
-		t.Errorf("greet.go was not changed:\n%s", got)
+	if !strings.Contains(stdout, `greet.go:  return "Hello, " + name + "!"`) {
+		t.Errorf("greet.go was not changed:\n%s", stdout)
 	}
 	if !strings.HasPrefix(sp[1], filepath.Join(home, "sessions")) {
 		t.Errorf("session %s is not under OCTET_HOME %s", sp[1], home)
@@ -137,7 +137,32 @@ func TestExecSIGINT(t *testing.T) {
 // the product default (unsafe_host) an edit would not ask.
 func TestDemoConfigIsControlled(t *testing.T) {
 	c := demoConfig(t.TempDir(), t.TempDir(), "http://127.0.0.1:1/v1")
-	if c.EffectPolicy.Value != tools.Controlled || c.AllowExternalPaths.Value {
+	if c.EffectPolicy.Value != config.Controlled || c.AllowExternalPaths.Value {
 		t.Errorf("demo policy = %v external=%v", c.EffectPolicy.Value, c.AllowExternalPaths.Value)
+	}
+}
+
+// TestDemoLeavesNothingBehind: the demo's workspace copy, and its home
+// when OCTET_HOME is not set, are removed when it ends; with OCTET_HOME
+// the session stays there to inspect.
+func TestDemoLeavesNothingBehind(t *testing.T) {
+	tmp := t.TempDir()
+	r := runBin(t, t.TempDir(), map[string]string{"TMPDIR": tmp}, "", "demo")
+	if r.code != exitOK || !strings.Contains(r.stdout, "cleanup:") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the demo left %v in TMPDIR", left)
+	}
+	home := t.TempDir()
+	r = runBin(t, t.TempDir(), map[string]string{"TMPDIR": tmp, "OCTET_HOME": home}, "", "demo")
+	if r.code != exitOK || !strings.Contains(r.stdout, "inspect:   octet sessions show ") {
+		t.Fatalf("exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if left, _ := os.ReadDir(tmp); len(left) != 0 {
+		t.Errorf("the demo left %v in TMPDIR", left)
+	}
+	if m, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl")); len(m) != 1 {
+		t.Errorf("sessions under OCTET_HOME: %v", m)
 	}
 }

@@ -2,59 +2,64 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"io/fs"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 )
 
 const execUsage = `octet exec [flags] "prompt"   (or - to read the prompt from stdin)`
 
-// maxStdinPrompt bounds a prompt read from stdin (octet exec -).
+// maxStdinPrompt bounds a prompt read from stdin (octet exec -), and the
+// stdin context block appended to a prompt argument.
 const maxStdinPrompt = 1 << 20
 
-// execOptions are exec's own flags.
+// stdinWaitNotice is how long exec reads stdin for a context block before
+// it says on stderr what it is waiting for.
+const stdinWaitNotice = 2 * time.Second
+
+// execOptions are exec's own flags, validated.
 type execOptions struct {
 	json, approve, deny bool
 	sessionID           string
-	maxTurns            int
+	last, ephemeral     bool
+	// maxTurns is 0 when --max-turns was not given (the agent's default).
+	maxTurns int
+	// dir is the absolute working directory (--cd, else the process's).
+	dir string
+	// output is the absolute path -o names ("": none).
+	output string
+	prompt string
 }
 
 func runExec(ctx context.Context, args []string, e env) error {
-	var flags config.Flags
-	var opts execOptions
-	fs := newFlagSet("exec", execUsage, e.stderr)
-	addPolicyFlags(fs, &flags)
-	fs.BoolVar(&opts.json, "json", false, "print events as JSON lines on stdout instead of the answer text")
-	fs.BoolVar(&opts.approve, "approve", false, "approve every effect confirmation without asking")
-	fs.BoolVar(&opts.deny, "deny", false, "deny every effect confirmation without asking")
-	fs.IntVar(&opts.maxTurns, "max-turns", 0, "stop the run after `n` provider turns (default 100)")
-	fs.StringVar(&opts.sessionID, "session", "", "continue the session with this `id` (or an unambiguous prefix of it) instead of starting a new one")
-	err := parseFlags(fs, args)
+	flags, opts, err := parseExec(args, e)
 	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
-		return usageErrorf("exec needs exactly one prompt argument: %s", execUsage)
-	}
-	if opts.maxTurns < 0 {
-		return usageErrorf("--max-turns must not be negative")
-	}
-	if opts.approve && opts.deny {
-		return usageErrorf("--approve conflicts with --deny; pass at most one")
-	}
-	prompt := fs.Arg(0)
-	if prompt == "-" {
+	prompt := opts.prompt
+	switch {
+	case prompt == "-":
 		if prompt, err = readPrompt(e.stdin); err != nil {
 			return err
 		}
+	case e.stdinIsData:
+		block, err := readStdinBlock(ctx, e.stdin, e.stderr)
+		if err != nil {
+			return err
+		}
+		prompt += block
 	}
 	log := newLogger(e.stderr, e.lookup)
 	home, err := config.HomeDir(e.lookup)
@@ -62,18 +67,29 @@ func runExec(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	// A continued session keeps its own workspace; a new one uses the
-	// current directory.
-	ws := e.cwd
+	// working directory.
+	ws := opts.dir
 	var sess *session.Session
+	if opts.last {
+		if opts.sessionID, err = lastSession(session.Dir(home), ws); err != nil {
+			return err
+		}
+	}
 	if opts.sessionID != "" {
 		if sess, err = openSession(session.Dir(home), opts.sessionID); err != nil {
 			return err
 		}
 		defer sess.Close()
 		ws = sess.Header().Cwd
+		if filepath.Clean(ws) != opts.dir {
+			fmt.Fprintf(e.stderr, "continuing session %s in its own directory %s\n", sess.Header().ID, visible(ws))
+		}
 	}
 	cfg, err := loadConfig(e, ws, flags, log)
 	if err != nil {
+		return err
+	}
+	if err := checkToolsFlag(cfg); err != nil {
 		return err
 	}
 	key, err := loadAPIKey(e, cfg)
@@ -92,38 +108,251 @@ func runExec(ctx context.Context, args []string, e env) error {
 	case opts.deny:
 		ap.mode = denyAll
 	}
+	created := false
 	if sess == nil {
-		sess, err = session.Create(cfg.SessionsDir(), session.Header{Cwd: ws, Title: oneLine(prompt, 80)})
+		dir := cfg.SessionsDir()
+		if opts.ephemeral {
+			tmp, err := os.MkdirTemp("", "octet-ephemeral-")
+			if err != nil {
+				return fmt.Errorf("ephemeral session: %w", err)
+			}
+			defer os.RemoveAll(tmp)
+			dir = tmp
+		}
+		sess, err = session.Create(dir, session.Header{Cwd: ws, Title: oneLine(opts.prompt, 80)})
 		if err != nil {
 			return fmt.Errorf("create session: %w", err)
 		}
 		defer sess.Close()
+		created = true
 	}
 	st.maxTurns = opts.maxTurns
+	out, ctx, cancel := watchOutput(ctx, e.stdout)
+	defer cancel(nil)
+	e.stdout = out
 	res, err := drive(ctx, st, sess, ap, prompt, opts.json, e)
+	if werr := out.failed(); werr != nil {
+		return outputError(werr, sess.Header().ID)
+	}
 	if err != nil {
+		if created && sess.Len() == 0 {
+			// No run started: the session holds nothing worth keeping.
+			sess.Close()
+			_ = session.Remove(sess.Path())
+		}
 		return err
 	}
-	if !opts.json {
+	outErr := outcomeError(res.RunResult, cfg)
+	var writeErr error
+	if opts.output != "" {
+		if writeErr = writeAnswer(opts.output, res.answer); writeErr != nil {
+			writeErr = fmt.Errorf("-o: %w", writeErr)
+			if outErr == nil {
+				outErr = writeErr
+			}
+		}
+	}
+	switch {
+	case opts.json:
+		writeResult(e.stdout, sess.Header().ID, res, exitCode(outErr), outErr)
+	case opts.ephemeral:
+		fmt.Fprintf(e.stderr, "session %s not kept (--ephemeral)\n", sess.Header().ID)
+	default:
 		fmt.Fprintf(e.stderr, "session %s: %s\n", sess.Header().ID, sess.Path())
 	}
-	return outcomeError(res, cfg)
+	if writeErr != nil && writeErr != outErr {
+		fmt.Fprintf(e.stderr, "octet: %v\n", writeErr)
+	}
+	return outErr
+}
+
+// parseExec parses and validates exec's command line: every flag value
+// is checked here, before anything is read or started.
+func parseExec(args []string, e env) (config.Flags, execOptions, error) {
+	var flags config.Flags
+	var opts execOptions
+	fs := newFlagSet("exec", execUsage, e.stdout)
+	addPolicyFlags(fs, &flags)
+	fs.BoolVar(&opts.json, "json", false, "print events as JSON lines on stdout instead of the answer text, then a final {\"type\":\"result\"} line")
+	fs.BoolVar(&opts.approve, "approve", false, "approve every effect confirmation without asking")
+	fs.BoolVar(&opts.deny, "deny", false, "deny every effect confirmation without asking")
+	fs.Func("max-turns", "stop the run after `n` provider turns, at least 1 (default 100)", func(s string) error {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return fmt.Errorf("want a whole number of turns, at least 1")
+		}
+		opts.maxTurns = n
+		return nil
+	})
+	fs.StringVar(&opts.sessionID, "session", "", "continue the session with this `id` (or an unambiguous prefix of it), in the directory it started in")
+	fs.BoolVar(&opts.last, "last", false, "continue the most recently updated session started in the working directory")
+	fs.BoolVar(&opts.ephemeral, "ephemeral", false, "do not keep the session: it is written to a private temporary directory and removed when the run ends")
+	cd := fs.String("cd", "", "run in `dir` instead of the current directory")
+	output := ""
+	fs.StringVar(&output, "o", "", "write the final answer (the run's last assistant message) to `file`, even when the run fails (then what it has, possibly nothing)")
+	err := parseFlags(fs, args)
+	if err != nil {
+		return flags, opts, err
+	}
+	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
+		return flags, opts, usageErrorf("exec needs exactly one prompt argument: %s", execUsage)
+	}
+	opts.prompt = fs.Arg(0)
+	switch {
+	case opts.approve && opts.deny:
+		return flags, opts, usageErrorf("--approve conflicts with --deny; pass at most one")
+	case opts.last && opts.sessionID != "":
+		return flags, opts, usageErrorf("--last conflicts with --session; pass at most one")
+	case opts.ephemeral && (opts.last || opts.sessionID != ""):
+		return flags, opts, usageErrorf("--ephemeral starts a session that is not kept; it cannot continue one (drop --last or --session)")
+	}
+	if opts.dir, err = execDir(e.cwd, *cd); err != nil {
+		return flags, opts, err
+	}
+	if opts.sessionID != "" && *cd != "" {
+		return flags, opts, usageErrorf("--cd conflicts with --session: a continued session runs in the directory it started in")
+	}
+	if output != "" {
+		if opts.output, err = outputPath(e.cwd, output); err != nil {
+			return flags, opts, err
+		}
+	}
+	if err := config.CheckFlags(flags, e.lookup); err != nil {
+		return flags, opts, err
+	}
+	return flags, opts, nil
+}
+
+// execDir resolves --cd against the process's directory cwd: it must be
+// an existing directory.
+func execDir(cwd, cd string) (string, error) {
+	if cd == "" {
+		return filepath.Clean(cwd), nil
+	}
+	dir := cd
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(cwd, dir)
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case err != nil:
+		return "", usageErrorf("--cd %s: %v", visible(cd), pathError(err))
+	case !fi.IsDir():
+		return "", usageErrorf("--cd %s: not a directory", visible(cd))
+	}
+	return filepath.Clean(dir), nil
+}
+
+// outputPath resolves -o against cwd: its directory must exist and the
+// path must not be a directory, so a run is never paid for only to find
+// its answer cannot be written.
+func outputPath(cwd, name string) (string, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cwd, path)
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return "", usageErrorf("-o %s: is a directory; name a file", visible(name))
+	}
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return "", usageErrorf("-o %s: its directory %s does not exist", visible(name), visible(filepath.Dir(path)))
+	}
+	return path, nil
+}
+
+// pathError is err without the path the message already names.
+func pathError(err error) error {
+	if pe, ok := errors.AsType[*fs.PathError](err); ok {
+		if errors.Is(pe.Err, fs.ErrNotExist) {
+			return errors.New("no such directory")
+		}
+		return pe.Err
+	}
+	return err
+}
+
+// writeAnswer writes the final answer to path (created, or truncated).
+func writeAnswer(path, answer string) error {
+	if answer != "" && !strings.HasSuffix(answer, "\n") {
+		answer += "\n"
+	}
+	return os.WriteFile(path, []byte(answer), 0o666)
+}
+
+// lastSession returns the id of the most recently updated session in dir
+// that started in ws.
+func lastSession(dir, ws string) (string, error) {
+	infos, err := session.List(dir)
+	for _, in := range infos { // most recently updated first
+		if filepath.Clean(in.Cwd) == ws {
+			return in.ID, nil
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("find the last session: %w", err)
+	}
+	return "", usageErrorf("--last: no session started in %s (octet sessions list shows the sessions and their directories)", visible(ws))
 }
 
 // readPrompt reads the whole prompt from in (octet exec -).
 func readPrompt(in io.Reader) (string, error) {
-	b, err := io.ReadAll(io.LimitReader(in, maxStdinPrompt+1))
+	b, err := readStdin(in, "the prompt on stdin")
 	switch {
 	case err != nil:
-		return "", fmt.Errorf("read the prompt from stdin: %w", err)
-	case len(b) > maxStdinPrompt:
-		return "", usageErrorf("the prompt on stdin is larger than %d bytes", maxStdinPrompt)
-	case !utf8.Valid(b):
-		return "", usageErrorf("the prompt on stdin is not valid UTF-8 text")
+		return "", err
 	case strings.TrimSpace(string(b)) == "":
 		return "", usageErrorf("the prompt on stdin is empty (octet exec - reads the prompt from stdin until end of file)")
 	}
 	return string(b), nil
+}
+
+// readStdin reads all of in: at most maxStdinPrompt bytes of UTF-8 text.
+func readStdin(in io.Reader, what string) ([]byte, error) {
+	b, err := io.ReadAll(io.LimitReader(in, maxStdinPrompt+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	case len(b) > maxStdinPrompt:
+		return nil, usageErrorf("%s is larger than %d bytes", what, maxStdinPrompt)
+	case !utf8.Valid(b):
+		return nil, usageErrorf("%s is not valid UTF-8 text", what)
+	}
+	return b, nil
+}
+
+// readStdinBlock reads stdin (a pipe or a file) to append it to a prompt
+// argument as a <stdin> context block, as `codex exec` does; "" when it is
+// empty. A pipe nobody closes would wait for ever, so after a moment it
+// says on notes what it waits for.
+func readStdinBlock(ctx context.Context, in io.Reader, notes io.Writer) (string, error) {
+	type read struct {
+		b   []byte
+		err error
+	}
+	done := make(chan read, 1)
+	go func() {
+		b, err := readStdin(in, "stdin (appended to the prompt)")
+		done <- read{b, err}
+	}()
+	timer := time.NewTimer(stdinWaitNotice)
+	defer timer.Stop()
+	var r read
+	select {
+	case r = <-done:
+	case <-timer.C:
+		fmt.Fprintln(notes, "octet: waiting for stdin to end: it is appended to the prompt (run with </dev/null to leave it out)")
+		select {
+		case r = <-done:
+		case <-ctx.Done():
+			return "", &exitError{code: exitCancelled, err: errors.New("cancelled while reading stdin")}
+		}
+	case <-ctx.Done():
+		return "", &exitError{code: exitCancelled, err: errors.New("cancelled while reading stdin")}
+	}
+	if r.err != nil || strings.TrimSpace(string(r.b)) == "" {
+		return "", r.err
+	}
+	return "\n\n<stdin>\n" + strings.TrimSuffix(string(r.b), "\n") + "\n</stdin>", nil
 }
 
 // openSession opens session id in dir for appending.
@@ -134,16 +363,29 @@ func openSession(dir, id string) (*session.Session, error) {
 	}
 	s, err := session.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("open session %s: %w", strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
+		id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+		if advice := session.WriteFailureAdvice(err); advice != "" {
+			return nil, fmt.Errorf("open session %s for writing (%s): %w", id, advice, err)
+		}
+		return nil, fmt.Errorf("open session %s: %w", id, err)
 	}
 	return s, nil
+}
+
+// execResult is how an exec run ended: the run's result, its final
+// answer (the text of its last assistant message, from the session) and
+// its last usage subtotal (nil: none).
+type execResult struct {
+	agent.RunResult
+	answer string
+	usage  *agent.Usage
 }
 
 // drive runs one prompt on a fresh agent for sess and renders its events
 // (text, or JSON lines with asJSON) until the run has settled. The loop
 // that renders is the only writer of the terminal: ap's notices and
 // prompts are written by it, after the events that came before them.
-func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env) (agent.RunResult, error) {
+func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env) (execResult, error) {
 	term := newTerminal()
 	defer term.stop()
 	ap.term = term
@@ -155,7 +397,10 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		jr = &jsonRenderer{out: e.stdout, sessionID: sess.Header().ID}
 		render, children.jr = jr.event, jr
 	} else {
-		tr := newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal)
+		// A terminal or a pipe gets answer text as it arrives; a file
+		// only committed text.
+		tr := newTextRenderer(e.stdout, e.stderr, e.stdoutIsTerminal || e.stdoutIsPipe)
+		tr.dim = e.stderrIsTerminal
 		tr.result = func(callID string) *session.ToolResult { return findResult(sess, callID) }
 		render, endLine = tr.event, tr.endLine
 	}
@@ -163,24 +408,56 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	st.delegation = children.install
 	// A continued session keeps the effect policy it recorded (when the
 	// launch policy still allows it), as it would in an editor.
-	a, release, err := st.newAgent(sess, ap, nil, server.NewSessionRules(sess, st.log).RecordedPolicy())
+	a, release, err := st.newAgent(sess, ap, nil, host.NewRuleBook(sess, st.log).RecordedPolicy())
 	if err != nil {
-		return agent.RunResult{}, fmt.Errorf("start agent: %w", err)
+		return execResult{}, fmt.Errorf("start agent: %w", err)
 	}
 	defer release()
+	if err := st.ext.checkListedTools(st.cfg, st.log); err != nil {
+		return execResult{}, err
+	}
 	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{})
 	if err != nil {
-		return agent.RunResult{}, fmt.Errorf("start run: %w", err)
+		return execResult{}, fmt.Errorf("start run: %w", err)
 	}
 	if jr != nil {
 		jr.runID = run.ID()
 	}
-	ownTerminal(run.Events(), term, render, endLine)
-	res := run.Wait()
+	var res execResult
+	ownTerminal(run.Events(), term, func(ev agent.Event) {
+		if u, ok := ev.(*agent.Usage); ok {
+			res.usage = u
+		}
+		render(ev)
+	}, endLine)
+	res.RunResult = run.Wait()
+	res.answer = finalAnswer(sess, res.RunID)
 	if jr != nil && jr.err != nil {
-		st.log.Warn("write events", slog.Any("err", jr.err))
+		st.log.Warn(fmt.Sprintf("could not write every event to stdout: %v", jr.err))
 	}
 	return res, nil
+}
+
+// finalAnswer is the text of the last assistant message with text that
+// run runID committed to sess's branch ("" when it committed none).
+func finalAnswer(sess *session.Session, runID string) string {
+	br := sess.Branch()
+	for i := len(br) - 1; i >= 0; i-- {
+		en := br[i]
+		if en.RunID != runID || en.Type != session.EntryAssistant {
+			continue
+		}
+		var b strings.Builder
+		for _, it := range en.Items {
+			if it.Type == session.ItemText {
+				b.WriteString(it.Text)
+			}
+		}
+		if b.Len() > 0 {
+			return b.String()
+		}
+	}
+	return ""
 }
 
 // ownTerminal renders events until the stream closes and runs term's
@@ -254,6 +531,9 @@ func outcomeError(res agent.RunResult, cfg *config.Config) error {
 	}
 	if hint := providerHint(res.Err, cfg.BaseURL.Value, cfg.Model.Value); hint != "" {
 		msg += "\n  " + hint
+	}
+	if advice := session.WriteFailureAdvice(res.Err); advice != "" {
+		msg += "\n  " + advice
 	}
 	return &exitError{code: exitFailed, err: fmt.Errorf("%s", msg)}
 }

@@ -49,6 +49,9 @@ func parseJSONLines(t *testing.T, out string) ([]jsonLine, []map[string]any) {
 	var lines []jsonLine
 	var events []map[string]any
 	for l := range strings.Lines(out) {
+		if strings.HasPrefix(l, `{"type":"result"`) {
+			continue // the final result line (parseResult)
+		}
 		var jl jsonLine
 		if err := json.Unmarshal([]byte(l), &jl); err != nil {
 			t.Fatalf("stdout line is not JSON: %q: %v", l, err)
@@ -339,7 +342,7 @@ func TestExecRecoversOnCodexProfile(t *testing.T) {
 	}
 }
 
-// TestExecTextOmitsFailedAttempt: written to a file or pipe, stdout holds
+// TestExecTextOmitsFailedAttempt: written to a file, stdout holds
 // only committed answer text — never the text of an interrupted attempt,
 // which appears on stderr as recovered output instead.
 func TestExecTextOmitsFailedAttempt(t *testing.T) {

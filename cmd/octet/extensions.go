@@ -11,15 +11,15 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/tools"
 	"github.com/octet-agent/octet/tools/mcp"
 )
 
 // extensions are a stack's MCP servers: started into the stack's host
 // when the launch policy allows and while the session's own policy does
-// (follow), listed and re-enabled through server.Extensions, and stopped
+// (follow), listed and re-enabled through host.Extensions, and stopped
 // with the stack.
 type extensions struct {
 	m       *mcp.Manager
@@ -39,7 +39,7 @@ type extensions struct {
 	next int
 }
 
-var _ server.Extensions = (*extensions)(nil)
+var _ host.Extensions = (*extensions)(nil)
 
 // mcpSpecs turns the configured servers into the manager's specs, each
 // with the reason it must not start (configuration decides).
@@ -61,7 +61,7 @@ func mcpSpecs(cfg *config.Config) []mcp.Spec {
 // --offline; each blocked by the launch policy as configured ones are,
 // and by a tools allowlist naming none of its tools. A name that is
 // invalid or taken by a configured server is left out, logged.
-func clientSpecs(cfg *config.Config, client []server.MCPServer, log *slog.Logger) []mcp.Spec {
+func clientSpecs(cfg *config.Config, client []host.MCPServer, log *slog.Logger) []mcp.Spec {
 	if cfg.Offline.Value {
 		return nil
 	}
@@ -69,7 +69,7 @@ func clientSpecs(cfg *config.Config, client []server.MCPServer, log *slog.Logger
 	for _, c := range client {
 		if !config.ValidMCPServerName(c.Name) || slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == c.Name }) ||
 			slices.ContainsFunc(out, func(s mcp.Spec) bool { return s.Name == c.Name }) {
-			log.Warn("MCP server from the client not started: its name is invalid or already used (letters, digits, dashes and single underscores)", "server", c.Name)
+			log.Warn(fmt.Sprintf("MCP server %q from the client not started: its name is invalid or already used (letters, digits, dashes and single underscores)", c.Name))
 			continue
 		}
 		blocked := cfg.MCPStartBlocked()
@@ -88,7 +88,7 @@ func clientSpecs(cfg *config.Config, client []server.MCPServer, log *slog.Logger
 // startExtensions starts the configured MCP servers that may start, and
 // those the client handed in, registering their tools in host, and logs
 // why the others do not.
-func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger, client []server.MCPServer) *extensions {
+func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger, client []host.MCPServer) *extensions {
 	x := &extensions{offline: cfg.Offline.Value, subs: map[int]func(){}}
 	if cfg.Offline.Value && len(cfg.MCPServers)+len(client) > 0 {
 		log.Info("MCP servers not discovered", "reason", cfg.MCPStartBlocked())
@@ -98,14 +98,14 @@ func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log
 		switch {
 		case sp.Blocked == "":
 		case cfg.MCPServers[i].Enabled.Value:
-			log.Warn("MCP server not started", "server", sp.Name, "reason", sp.Blocked)
+			log.Warn(fmt.Sprintf("MCP server %s not started: %s", sp.Name, sp.Blocked))
 		default:
 			log.Info("MCP server not started", "server", sp.Name, "reason", sp.Blocked)
 		}
 	}
 	for _, sp := range clientSpecs(cfg, client, log) {
 		if sp.Blocked != "" {
-			log.Warn("MCP server from the client not started", "server", sp.Name, "reason", sp.Blocked)
+			log.Warn(fmt.Sprintf("MCP server %s from the client not started: %s", sp.Name, sp.Blocked))
 		}
 		specs = append(specs, sp)
 	}
@@ -135,11 +135,11 @@ func serverDir(home, workspace string, log *slog.Logger) (dir string, temp bool)
 		if err == nil {
 			return dir, false
 		}
-		log.Warn("MCP servers: no directory under OCTET_HOME to run in; using a temporary one", "err", err)
+		log.Warn(fmt.Sprintf("MCP servers: no directory under OCTET_HOME to run in (%v); using a temporary one", err))
 	}
 	tmp, err := os.MkdirTemp("", "octet-mcp-")
 	if err != nil {
-		log.Warn("MCP servers: no directory to run in; stdio servers without cwd will not start", "err", err)
+		log.Warn(fmt.Sprintf("MCP servers: no directory to run in (%v); stdio servers without cwd will not start", err))
 		return "", false
 	}
 	return tmp, true
@@ -194,7 +194,7 @@ func (x *extensions) apply(ctx context.Context, p tools.Policy) {
 // and of their environment variables named like a secret (…TOKEN, …KEY,
 // …SECRET, …PASSWORD), for the redactor: a server echoing them does not
 // hand them to the model.
-func clientSecrets(client []server.MCPServer) []string {
+func clientSecrets(client []host.MCPServer) []string {
 	var out []string
 	for _, c := range client {
 		for _, v := range c.Headers {
@@ -221,7 +221,7 @@ func bearerTokens(cfg *config.Config) []string {
 	return out
 }
 
-// List implements server.Extensions.
+// List implements host.Extensions.
 func (x *extensions) List() any {
 	return struct {
 		Offline bool             `json:"offline"`
@@ -229,7 +229,7 @@ func (x *extensions) List() any {
 	}{x.offline, x.m.List()}
 }
 
-// Enable implements server.Extensions.
+// Enable implements host.Extensions.
 func (x *extensions) Enable(name string, tools []string) (any, error) {
 	pinned, err := x.m.Enable(name, tools)
 	if err != nil {
@@ -244,7 +244,7 @@ func (x *extensions) Enable(name string, tools []string) (any, error) {
 	}{name, pinned}, nil
 }
 
-// Subscribe implements server.Extensions.
+// Subscribe implements host.Extensions.
 func (x *extensions) Subscribe(f func()) func() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -280,4 +280,54 @@ func (x *extensions) Close() error {
 		err = errors.Join(err, os.RemoveAll(x.tmp))
 	}
 	return err
+}
+
+// checkToolsFlag refuses, before anything starts, a --tools name
+// mcp__<server>__<tool> whose server is not configured.
+func checkToolsFlag(cfg *config.Config) error {
+	if cfg.Tools.Source != config.SourceFlag {
+		return nil
+	}
+	for _, n := range cfg.Tools.Value {
+		server, _, ok := config.SplitMCPToolName(n)
+		if ok && !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
+			return usageErrorf("--tools %s: no MCP server %q is configured (octet mcp list shows the servers; an [mcp_servers.NAME] table in %s defines one)",
+				n, server, filepath.Join(cfg.Home, "config.toml"))
+		}
+	}
+	return nil
+}
+
+// checkListedTools refuses a --tools name of a running server's tool
+// that the server does not list, once it has listed its tools; a tool of
+// a server that is not running cannot be known, and is warned about.
+func (x *extensions) checkListedTools(cfg *config.Config, log *slog.Logger) error {
+	if cfg.Tools.Source != config.SourceFlag {
+		return nil
+	}
+	infos := x.m.List()
+	for _, n := range cfg.Tools.Value {
+		server, _, ok := config.SplitMCPToolName(n)
+		i := slices.IndexFunc(infos, func(s mcp.ServerInfo) bool { return s.Name == server })
+		if !ok || i < 0 {
+			continue
+		}
+		si := infos[i]
+		if si.State != mcp.StateRunning {
+			why := si.State
+			if si.Reason != "" {
+				why += ": " + si.Reason
+			}
+			log.Warn(fmt.Sprintf("--tools names %s, but MCP server %s is not running (%s), so that tool is not offered", n, server, why))
+			continue
+		}
+		if !slices.ContainsFunc(si.Tools, func(t mcp.ToolInfo) bool { return t.Name == n }) {
+			names := make([]string, len(si.Tools))
+			for i, t := range si.Tools {
+				names[i] = t.Name
+			}
+			return usageErrorf("--tools %s: MCP server %s has no such tool; it lists %s", n, server, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

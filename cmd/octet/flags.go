@@ -21,13 +21,20 @@ func newFlagSet(name, synopsis string, out io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(out)
 	fs.Usage = func() {
-		fmt.Fprintf(out, "usage: %s\n\nflags:\n", synopsis)
+		fmt.Fprintf(out, "usage: %s\n", synopsis)
+		header := "\nflags:\n"
 		fs.VisitAll(func(f *flag.Flag) {
 			if hiddenFlags[f.Name] {
 				return
 			}
+			fmt.Fprint(out, header)
+			header = ""
 			name, usage := flag.UnquoteUsage(f)
-			fmt.Fprintf(out, "  --%s %s\n    \t%s\n", f.Name, name, usage)
+			dashes := "--"
+			if len(f.Name) == 1 {
+				dashes = "-"
+			}
+			fmt.Fprintf(out, "  %s%s %s\n    \t%s\n", dashes, f.Name, name, usage)
 		})
 	}
 	return fs
@@ -134,7 +141,7 @@ func closestFlag(fs *flag.FlagSet, name string) string {
 			return
 		}
 		d := editDistance(strings.ToLower(name), f.Name)
-		if len(name) >= 3 && (strings.Contains(f.Name, name) || strings.Contains(name, f.Name)) {
+		if len(name) >= 3 && len(f.Name) >= 3 && (strings.Contains(f.Name, name) || strings.Contains(name, f.Name)) {
 			d = min(d, 1)
 		}
 		if best == "" || d < bestDist {
@@ -170,6 +177,9 @@ func editDistance(a, b string) int {
 
 // exitCode maps an error to the documented exit codes.
 func exitCode(err error) int {
+	if err == nil {
+		return exitOK
+	}
 	if xe, ok := errors.AsType[*exitError](err); ok {
 		return xe.code
 	}

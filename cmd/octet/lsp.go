@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/cmd/octet/internal/dialects"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -32,11 +33,9 @@ func runLSP(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer d.w.close()
-	err = server.Serve(ctx, e.stdin, e.stdout, server.Options{
-		Runtime: d.rt, Logger: d.log, Version: versionString(), ConfigError: d.startErr,
-	})
+	err = dialects.ServeLSP(ctx, e.stdin, e.stdout, d.options())
 	switch {
-	case errors.Is(err, server.ErrExitWithoutShutdown):
+	case errors.Is(err, dialects.ErrExitWithoutShutdown):
 		return &exitError{code: exitFailed}
 	case ctx.Err() != nil:
 		return &exitError{code: exitCancelled}
@@ -47,7 +46,7 @@ func runLSP(ctx context.Context, args []string, e env) error {
 // dialect is what an editor protocol (octet lsp, octet acp) serves: the
 // runtime over the workspaces' configuration and agents.
 type dialect struct {
-	rt  *server.Runtime
+	rt  *host.Runtime
 	w   *workspaces
 	log *slog.Logger
 	// startErr is a mistake in a configuration file found at startup: the
@@ -55,11 +54,16 @@ type dialect struct {
 	startErr error
 }
 
+// options are what the dialect is served with.
+func (d *dialect) options() dialects.Options {
+	return dialects.Options{Runtime: d.rt, Logger: d.log, Version: versionString(), ConfigError: d.startErr}
+}
+
 // startDialect parses the editor protocol command's flags and builds its
 // runtime. The caller closes d.w.
 func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 	var flags config.Flags
-	fs := newFlagSet(name, usage, e.stderr)
+	fs := newFlagSet(name, usage, e.stdout)
 	addPolicyFlags(fs, &flags)
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
@@ -91,7 +95,7 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 		w.close()
 		return nil, err
 	}
-	rt := &server.Runtime{
+	rt := &host.Runtime{
 		SessionsDir:  filepath.Join(home, "sessions"),
 		NewAgent:     w.newAgent,
 		ResolveModel: w.resolveModel,
@@ -119,7 +123,7 @@ func modelResolver(configured string) func(string) (provider.Model, error) {
 			if configured != "" {
 				extra = append(extra, configured+" (configured)")
 			}
-			return provider.Model{}, server.UnknownModelError(name, extra...)
+			return provider.Model{}, host.UnknownModelError(name, extra...)
 		}
 		return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
 	}
@@ -197,14 +201,14 @@ func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
 
 // catalog is Runtime.Catalog: the model table (and the configured model
 // when the table does not know it) with the configured prices.
-func (ws *workspaces) catalog() server.Catalog {
-	cat := server.DefaultCatalog()
+func (ws *workspaces) catalog() host.Catalog {
+	cat := host.DefaultCatalog()
 	cfg := ws.current()
 	if cfg == nil {
 		return cat
 	}
 	cat.Default = cfg.Model.Value
-	cat.Prices = cfg.Prices.Value
+	cat.Prices = host.Prices(cfg)
 	listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == cat.Default })
 	if !listed && cat.Default != "" {
 		// Not in the table, or a dated snapshot of a model in it.
@@ -225,7 +229,7 @@ type watchedContext struct {
 	w      config.Watcher
 }
 
-func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*server.Built, error) {
+func (ws *workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.Built, error) {
 	root, err := filepath.Abs(spec.Workspace)
 	if err != nil {
 		return nil, fmt.Errorf("workspace %s: %w", spec.Workspace, err)
@@ -257,6 +261,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 	if spec.Delegation != nil {
 		st.delegation = func(_ *session.Session, cfg *team.Config) { spec.Delegation(cfg) }
 	}
+	st.editor = spec.Editor
 	a, release, err := st.newAgent(spec.Session, spec.Approver, spec.Rules, spec.Policy)
 	if err != nil {
 		st.Close()
@@ -268,7 +273,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec server.AgentSpec) (*ser
 		release()
 		return st.Close()
 	}
-	return &server.Built{Agent: a, Policy: cfg.EffectiveToolPolicy(st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
+	return &host.Built{Agent: a, Policy: host.EffectiveToolPolicy(cfg, st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
 }
 
 // contextFor returns the workspace's watched context set, loading it and
@@ -291,12 +296,12 @@ func (ws *workspaces) contextFor(cfg *config.Config, root string) *config.Contex
 	paths := config.ContextFilePaths(cfg.Home, root)
 	set, err := config.NewContextSet(paths)
 	if err != nil {
-		ws.log.Warn("context files", "err", err)
+		ws.log.Warn(err.Error())
 	}
 	wc.set = set
 	w, err := config.NewFSWatcher(config.WatchPaths(paths), contextDebounce)
 	if err != nil {
-		ws.log.Warn("context files will not reload on change", "err", err)
+		ws.log.Warn("context files will not reload when they change: " + err.Error())
 		close(wc.done)
 		return set
 	}

@@ -11,6 +11,8 @@
 //	     tool, config file error, missing or unsafe credentials)
 //	3    exec: the run stopped at its turn limit (max_turns)
 //	130  exec: cancelled by SIGINT
+//	141  exec: standard output closed (… | head); the run was cancelled
+//	     and settled, not killed by SIGPIPE
 package main
 
 import (
@@ -18,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"sync"
@@ -45,9 +48,19 @@ type env struct {
 	tty func() (io.ReadWriteCloser, error)
 	// stdinIsTerminal reports whether stdin is an interactive terminal.
 	stdinIsTerminal bool
-	// stdoutIsTerminal reports whether stdout is a terminal: answer text
-	// then streams live; otherwise only committed answer text is written.
-	stdoutIsTerminal bool
+	// stdoutIsTerminal reports whether stdout is a terminal, and
+	// stdoutIsPipe whether it is a pipe: answer text then streams as it
+	// arrives; otherwise (a file) only committed answer text is written.
+	stdoutIsTerminal, stdoutIsPipe bool
+	// stderrIsTerminal reports whether stderr is a terminal: reasoning
+	// summaries are then dimmed.
+	stderrIsTerminal bool
+	// stdinIsData reports whether stdin is a pipe or a regular file: exec
+	// appends it to a prompt argument as a context block.
+	stdinIsData bool
+	// setDefaultLog installs the process's default logger (what packages
+	// without a logger of their own log to); nil leaves it (tests).
+	setDefaultLog func(*slog.Logger)
 }
 
 func main() {
@@ -66,7 +79,9 @@ func main() {
 	e := env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		lookup: os.LookupEnv, cwd: cwd, tty: openTTY,
-		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout),
+		stdinIsTerminal: isTerminal(os.Stdin), stdoutIsTerminal: isTerminal(os.Stdout), stderrIsTerminal: isTerminal(os.Stderr),
+		stdoutIsPipe: isPipe(os.Stdout), stdinIsData: isPipe(os.Stdin) || isRegular(os.Stdin),
+		setDefaultLog: slog.SetDefault,
 	}
 	code := run(ctx, os.Args[1:], e)
 	stop()
@@ -82,19 +97,26 @@ commands:
   exec [flags] "prompt"     run one prompt headless in the current directory
                             ("-" reads the prompt from stdin)
   sessions list             list sessions with their cost
-  sessions show <id>        print a session's transcript, usage and cost
+  sessions show <id>        print a session's transcript (with entry ids), usage and cost
   sessions export <id>      print a session as redacted JSONL
   sessions diff <id>        print what octet's tools changed in the last run
   sessions rewind <id> <entry> [--files] [--conversation] [--dry-run]
                             restore the files octet changed after an entry
                             and/or move the conversation back to it
-                            (<id> may be an unambiguous prefix of the id)
+  sessions delete <id>...   delete sessions (with their child agents' sessions)
+  sessions prune --older-than <age> [--failed] [--dry-run]
+                            delete the sessions not updated for <age> (30d, 12h)
   mcp list                  list the configured MCP servers (starts none)
   mcp unpin <server>        forget a server's pinned tool definitions
   version                   print the version
+  help [command]            print this, or a command's help
 
-Run "octet <command> -h" for the flags of a command.
+Session and entry ids may be given as any unambiguous prefix.
+Run "octet <command> -h" (or "octet help <command>") for a command's flags.
 `
+
+// commandNames are the commands dispatch knows (help excepted).
+var commandNames = []string{"demo", "lsp", "acp", "exec", "sessions", "mcp", "version"}
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, e env) int {
@@ -113,29 +135,48 @@ func run(ctx context.Context, args []string, e env) int {
 		e.stdout = &lockedWriter{mu: &mu, w: e.stdout}
 		e.stderr = &lockedWriter{mu: &mu, w: e.stderr}
 	}
-	var err error
+	if e.setDefaultLog != nil {
+		e.setDefaultLog(newLogger(e.stderr, e.lookup))
+	}
+	return report(dispatch(ctx, cmd, rest, e), e)
+}
+
+// dispatch runs command cmd with its arguments.
+func dispatch(ctx context.Context, cmd string, args []string, e env) error {
 	switch cmd {
 	case "demo":
-		err = runDemo(ctx, rest, e)
+		return runDemo(ctx, args, e)
 	case "lsp":
-		err = runLSP(ctx, rest, e)
+		return runLSP(ctx, args, e)
 	case "acp":
-		err = runACP(ctx, rest, e)
+		return runACP(ctx, args, e)
 	case "exec":
-		err = runExec(ctx, rest, e)
+		return runExec(ctx, args, e)
 	case "sessions":
-		err = runSessions(ctx, rest, e)
+		return sessionsGroup.run(ctx, args, e)
 	case "mcp":
-		err = runMCP(ctx, rest, e)
+		return mcpGroup.run(ctx, args, e)
 	case "version", "--version", "-version":
-		err = runVersion(rest, e)
-	case "help", "-h", "--help":
-		fmt.Fprint(e.stdout, usageText)
-		return exitOK
-	default:
-		err = usageErrorf("unknown command %q; run octet help", cmd)
+		return runVersion(args, e)
+	case "help", "-h", "--help", "-help":
+		return runHelp(ctx, args, e)
 	}
-	return report(err, e)
+	if s := closestName(cmd, commandNames); s != "" {
+		return usageErrorf("unknown command %q; did you mean %q? (octet help lists the commands)", cmd, s)
+	}
+	return usageErrorf("unknown command %q; run octet help", cmd)
+}
+
+// isPipe reports whether f is a pipe (or FIFO).
+func isPipe(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode()&os.ModeNamedPipe != 0
+}
+
+// isRegular reports whether f is a regular file.
+func isRegular(f *os.File) bool {
+	fi, err := f.Stat()
+	return err == nil && fi.Mode().IsRegular()
 }
 
 // lockedWriter serialises writes to w under a lock shared by writers.
@@ -176,7 +217,7 @@ func report(err error, e env) int {
 	}
 	code := exitCode(err)
 	if xe, ok := errors.AsType[*exitError](err); !ok || xe.err != nil {
-		fmt.Fprintf(e.stderr, "octet: %v\n", err)
+		fmt.Fprintf(e.stderr, "octet: %s\n", visible(err.Error()))
 	}
 	return code
 }

@@ -105,7 +105,7 @@ func TestUsageErrors(t *testing.T) {
 		{"safe-mode with effect-policy", []string{"exec", "--safe-mode", "--effect-policy", "controlled", "hi"}, []string{"--safe-mode conflicts with --effect-policy"}},
 		{"hidden safe alias conflicts too", []string{"exec", "--safe", "--effect-policy=unsafe_host", "hi"}, []string{"--safe-mode conflicts with --effect-policy"}},
 		{"yolo", []string{"exec", "--yolo", "hi"}, []string{"--yolo is no longer accepted"}},
-		{"unknown tool", []string{"exec", "--tools", "read,grep", "hi"}, []string{`unknown tool "grep"`, "read, search, edit, write, bash"}},
+		{"unknown tool", []string{"exec", "--tools", "read,grep", "hi"}, []string{`unknown tool "grep"`, "read, search, edit, write, apply_patch, bash"}},
 		{"bad policy", []string{"exec", "--effect-policy", "everything", "hi"}, []string{"unknown effect policy", "unsafe_host"}},
 		{"approve and deny", []string{"exec", "--approve", "--deny", "hi"}, []string{"--approve conflicts with --deny"}},
 		{"no prompt", []string{"exec"}, []string{"exactly one prompt"}},
@@ -147,7 +147,8 @@ func TestBadFlagsSpeakGNU(t *testing.T) {
 		{[]string{"exec", "--max-turns", "many", "hi"}, `invalid value "many" for flag --max-turns`},
 		{[]string{"exec", "--allow-shell=maybe", "hi"}, `invalid boolean value "maybe" for --allow-shell`},
 		{[]string{"lsp", "--saf-mode"}, "did you mean --safe-mode?"},
-		{[]string{"sessions", "--all", "list"}, "unknown flag --all (sessions takes no flags)"},
+		{[]string{"sessions", "--all", "list"}, "sessions: unknown flag --all; flags come after the command"},
+		{[]string{"sessions", "list", "--all"}, "unknown flag --all (sessions list takes no flags)"},
 	} {
 		r := runCLI(t, t.TempDir(), map[string]string{"OCTET_HOME": t.TempDir()}, tc.args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
@@ -167,11 +168,11 @@ func TestHelpHidesHiddenFlags(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d", r.code)
 	}
-	if !strings.Contains(r.stderr, "--safe-mode") || !strings.Contains(r.stderr, "--effect-policy") {
-		t.Errorf("help lacks flags:\n%s", r.stderr)
+	if !strings.Contains(r.stdout, "--safe-mode") || !strings.Contains(r.stdout, "--effect-policy") {
+		t.Errorf("help lacks flags:\n%s", r.stdout)
 	}
-	if strings.Contains(r.stderr, "--safe ") || strings.Contains(r.stderr, "--yolo") {
-		t.Errorf("help lists hidden flags:\n%s", r.stderr)
+	if strings.Contains(r.stdout, "--safe ") || strings.Contains(r.stdout, "--yolo") {
+		t.Errorf("help lists hidden flags:\n%s", r.stdout)
 	}
 }
 

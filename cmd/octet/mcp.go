@@ -4,54 +4,52 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
+	"path/filepath"
 	"slices"
 
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/tools/mcp"
 )
 
-const mcpUsage = "octet mcp list | unpin <server>"
-
-// runMCP is `octet mcp`: list the configured MCP servers (without
+// mcpGroup is `octet mcp`: list the configured MCP servers (without
 // starting any) or forget a server's pinned tool definitions.
-func runMCP(_ context.Context, args []string, e env) error {
-	fs := newFlagSet("mcp", mcpUsage, e.stderr)
-	if err := parseFlags(fs, args); err != nil {
+var mcpGroup = group{name: "mcp", subs: []subcommand{
+	{"list", "octet mcp list", mcpList},
+	{"unpin", "octet mcp unpin <server>", mcpUnpin},
+}}
+
+func mcpList(_ context.Context, args []string, e env) error {
+	const synopsis = "octet mcp list"
+	if _, err := parseSub(newFlagSet("mcp list", synopsis, e.stdout), synopsis, args, 0); err != nil {
 		return err
 	}
-	args = fs.Args()
-	if len(args) == 0 {
-		fs.Usage()
-		return &exitError{code: exitUsage}
-	}
-	cfg, err := loadConfig(e, e.cwd, config.Flags{}, slog.New(slog.NewTextHandler(e.stderr, nil)))
+	cfg, err := loadConfig(e, e.cwd, config.Flags{}, newLogger(e.stderr, e.lookup))
 	if err != nil {
 		return err
 	}
-	pins := mcp.OpenPins(cfg.Home)
-	switch args[0] {
-	case "list":
-		if len(args) != 1 {
-			return usageErrorf("usage: octet mcp list")
-		}
-		listMCP(cfg, pins, e.stdout)
-		return nil
-	case "unpin":
-		if len(args) != 2 {
-			return usageErrorf("usage: octet mcp unpin <server>")
-		}
-		name := args[1]
-		if !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == name }) {
-			return usageErrorf("no MCP server %q in %s/config.toml", name, cfg.Home)
-		}
-		if err := pins.Forget(name); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "forgot the pinned tool definitions of %s: its next start pins the definitions it presents then\n", name)
-		return nil
+	listMCP(cfg, mcp.OpenPins(cfg.Home), e.stdout)
+	return nil
+}
+
+func mcpUnpin(_ context.Context, args []string, e env) error {
+	const synopsis = "octet mcp unpin <server>"
+	pos, err := parseSub(newFlagSet("mcp unpin", synopsis, e.stdout), synopsis, args, 1)
+	if err != nil {
+		return err
 	}
-	return usageErrorf("unknown mcp command %q; usage: %s", args[0], mcpUsage)
+	cfg, err := loadConfig(e, e.cwd, config.Flags{}, newLogger(e.stderr, e.lookup))
+	if err != nil {
+		return err
+	}
+	name := pos[0]
+	if !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == name }) {
+		return usageErrorf("no MCP server %q in %s (octet mcp list shows the servers)", visible(name), filepath.Join(cfg.Home, "config.toml"))
+	}
+	if err := mcp.OpenPins(cfg.Home).Forget(name); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "forgot the pinned tool definitions of %s: its next start pins the definitions it presents then\n", name)
+	return nil
 }
 
 // listMCP prints each configured server, whether it would start in this
@@ -75,6 +73,6 @@ func listMCP(cfg *config.Config, pins *mcp.PinStore, w io.Writer) {
 		if p, ok := pins.Server(s.Name); ok {
 			pinned = fmt.Sprintf("%d tool definitions pinned", len(p))
 		}
-		fmt.Fprintf(w, "%s\t%s\n\t%s\n\t%s\n", s.Name, neutralize(transport), neutralize(state), pinned)
+		fmt.Fprintf(w, "%s\t%s\n\t%s\n\t%s\n", s.Name, visible(transport), visible(state), pinned)
 	}
 }

@@ -37,19 +37,28 @@ func startMCPLSP(t *testing.T, home string, serverArgs string) *mcpLSP {
 	}
 	srv := providertest.New(t)
 	ws := t.TempDir()
-	cmd := lspCommand(t, 120*time.Second)
-	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-	c, _, _ := startLSP(t, cmd)
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{
-		"experimental": map[string]any{"octet": map[string]any{"events": true}}}}, nil, nil)
-	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c, cmd := launchLSP(t, home, srv.URL(), ws, 120*time.Second)
 	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
 	sid, _ := res["sessionId"].(string)
 	if sid == "" {
 		t.Fatalf("session/new = %v", res)
 	}
 	return &mcpLSP{c: c, sid: sid, srv: srv, pid: func() int { return cmd.Process.Pid }}
+}
+
+// launchLSP starts a real octet lsp (flags added) on home and the
+// provider at url, initialized for workspace ws with octet's events on;
+// it is killed when the test ends.
+func launchLSP(t *testing.T, home, url, ws string, limit time.Duration, flags ...string) (*lspClient, *exec.Cmd) {
+	t.Helper()
+	cmd := lspCommand(t, limit, flags...)
+	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+url, "OPENAI_API_KEY="+fakeKey)
+	c, _, _ := startLSP(t, cmd)
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{
+		"experimental": map[string]any{"octet": map[string]any{"events": true}}}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	return c, cmd
 }
 
 // server returns server t of octet/extensions/list.

@@ -86,7 +86,7 @@ func TestExecMCPPolicyTable(t *testing.T) {
 		{"unsafe_host disabled", false, "", nil, false, ""},
 		{"project cannot enable", false, "[mcp_servers.t]\nenabled = true\n", nil, false, "may not enable MCP server"},
 		{"project disables", true, "[mcp_servers.t]\nenabled = false\n", nil, false, ""},
-		{"controlled", true, "", []string{"--effect-policy", "controlled"}, false, "MCP server not started"},
+		{"controlled", true, "", []string{"--effect-policy", "controlled"}, false, "MCP server t not started"},
 		{"controlled_bash_approval", true, "", []string{"--effect-policy", "controlled_bash_approval"}, false, "start only under unsafe_host"},
 		{"safe-mode", true, "", []string{"--safe-mode"}, false, "--safe-mode"},
 		{"offline", true, "", []string{"--offline"}, false, ""},

@@ -158,3 +158,33 @@ func TestContextFileLinkNotLoaded(t *testing.T) {
 		}
 	}
 }
+
+// TestProjectModelMustBeKnown: a repository's .octet/config.toml may pick
+// a model octet knows, but a name octet does not know (here one carrying
+// a terminal title sequence) is ignored with a warning on stderr naming
+// the file and line, and the request goes to the user's model.
+func TestProjectModelMustBeKnown(t *testing.T) {
+	for _, tc := range []struct{ project, want string }{
+		{"# the repository's choice\nmodel = \"\\u001b]0;pwned\\u0007gpt-9-ultra\"\n", "gpt-5-mini"},
+		{"model = \"gpt-5-nano\"\n", "gpt-5-nano"},
+	} {
+		x := newExecEnv(t, providertest.Text("ok"))
+		x.writeGlobalConfig(t, "model = \"gpt-5-mini\"\n")
+		os.MkdirAll(filepath.Join(x.ws, ".octet"), 0o755)
+		os.WriteFile(filepath.Join(x.ws, ".octet", "config.toml"), []byte(tc.project), 0o644)
+		r := runCLI(t, x.ws, x.vars, "exec", "hi")
+		if r.code != exitOK {
+			t.Fatalf("exec: exit %d\nstderr: %s", r.code, r.stderr)
+		}
+		if got := x.srv.Requests()[0].Body["model"]; got != tc.want {
+			t.Errorf("project %q: request model %v, want %s", tc.project, got, tc.want)
+		}
+		warned := strings.Contains(r.stderr, filepath.Join(".octet", "config.toml")+":2: model ignored")
+		if warned != (tc.want == "gpt-5-mini") {
+			t.Errorf("project %q: warning on stderr %v:\n%s", tc.project, warned, r.stderr)
+		}
+		if strings.ContainsAny(r.stderr+r.stdout, "\x1b\x07") {
+			t.Errorf("the model name's controls reached the terminal:\n%q", r.stderr)
+		}
+	}
+}

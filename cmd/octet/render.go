@@ -14,13 +14,20 @@ import (
 // everything else (tool activity, retries, recovered output) on notes
 // (stderr), so `octet exec ... > answer.txt` captures only the answer.
 //
-// On a terminal (live) answer text streams as it arrives; a provider
-// retry then says the text above it is discarded. Otherwise deltas are
-// held until the assistant message is committed, so a pipe or file gets
-// only committed answer text, never the output of a failed attempt.
+// On a terminal or a pipe (live) answer text streams as it arrives; a
+// provider retry then says on notes that the text already written from
+// the failed attempt is discarded. Otherwise (a file) deltas are held
+// until the assistant message is committed, so the file gets only
+// committed answer text, never the output of a failed attempt (as -o and
+// the --json result's answer always do).
 type textRenderer struct {
-	out, notes  io.Writer
-	live        bool
+	out, notes io.Writer
+	live       bool
+	// dim is set when notes is a terminal: reasoning summaries are shown
+	// dimmed there (plain, after "┆ ", otherwise).
+	dim bool
+	// thinking is set while a reasoning summary is being shown.
+	thinking    bool
 	pending     strings.Builder
 	atLineStart bool
 	// args collects the provisional arguments of streamed calls, shown
@@ -58,7 +65,7 @@ func (r *textRenderer) write(s string) {
 	if s == "" {
 		return
 	}
-	io.WriteString(r.out, neutralize(s))
+	io.WriteString(r.out, visible(s))
 	r.atLineStart = strings.HasSuffix(s, "\n")
 }
 
@@ -84,8 +91,48 @@ func (r *textRenderer) note(format string, args ...any) {
 	fmt.Fprintf(r.notes, format+"\n", args...)
 }
 
+// Select Graphic Rendition sequences that dim text and end it.
+const (
+	sgrDim    = "\x1b[2m"
+	sgrNormal = "\x1b[22m"
+)
+
+// think shows reasoning summary text on notes as it streams: on a line of
+// its own, each line after "┆ ", dimmed on a terminal.
+func (r *textRenderer) think(s string) {
+	if s == "" {
+		return
+	}
+	if !r.thinking {
+		r.endLine()
+		r.thinking = true
+		if r.dim {
+			io.WriteString(r.notes, sgrDim)
+		}
+		io.WriteString(r.notes, "┆ ")
+	}
+	io.WriteString(r.notes, strings.ReplaceAll(visible(s), "\n", "\n┆ "))
+}
+
+// endThinking ends a reasoning summary being shown.
+func (r *textRenderer) endThinking() {
+	if !r.thinking {
+		return
+	}
+	r.thinking = false
+	if r.dim {
+		io.WriteString(r.notes, sgrNormal)
+	}
+	io.WriteString(r.notes, "\n")
+}
+
 // event renders one agent event.
 func (r *textRenderer) event(ev agent.Event) {
+	if d, ok := ev.(*agent.OutputDelta); ok && d.Channel == agent.ChannelReasoning {
+		r.think(d.Text)
+		return
+	}
+	r.endThinking()
 	switch e := ev.(type) {
 	case *agent.OutputDelta:
 		if e.Channel == agent.ChannelText {
@@ -105,17 +152,17 @@ func (r *textRenderer) event(ev agent.Event) {
 	case *agent.ToolStarted:
 		args := ""
 		if b := r.args[e.CallID]; b != nil {
-			args = " " + neutralize(oneLine(b.String(), 120))
+			args = " " + visible(oneLine(b.String(), 120))
 			delete(r.args, e.CallID)
 		}
-		r.note("▸ %s%s", e.Tool, args)
+		r.note("▸ %s%s", visible(e.Tool), args)
 	case *agent.ToolPolicyDecision:
 		if e.Decision != "allowed" {
 			reason := e.Reason
 			if reason == "" {
 				reason = e.Decision
 			}
-			r.note("  %s: %s", e.Decision, reason)
+			r.note("  %s: %s", e.Decision, visible(reason))
 		}
 	case *agent.ToolOutput:
 		r.toolOutput(e.CallID, e.Text)
@@ -132,7 +179,7 @@ func (r *textRenderer) event(ev agent.Event) {
 	case *agent.ProviderRetry:
 		r.retry(e)
 	case *agent.RecoveredOutput:
-		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(neutralize(e.Text), "\n", "\n┆ "))
+		r.note("┆ recovered output of the interrupted attempt (%s, not part of the answer):\n┆ %s", e.Channel, strings.ReplaceAll(visible(e.Text), "\n", "\n┆ "))
 	case *agent.ProviderUsageUncertain:
 		r.uncertain = true
 		r.note("! usage is now uncertain: %s", e.Reason)
@@ -207,7 +254,7 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 	if cause == "" {
 		cause = e.Reason
 	}
-	what := neutralize(cause)
+	what := visible(cause)
 	if cause == r.lastCause {
 		what = "still failing"
 	}
@@ -232,7 +279,51 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 	}
 	discarded := "output of the failed attempt is discarded"
 	if r.live {
-		discarded = "answer text above from the failed attempt is discarded"
+		discarded = "answer text already written from the failed attempt is discarded"
 	}
 	r.note("↻ %s; retrying %d/%s in %dms — %s", what, e.Attempt, maxA, e.DelayMs, discarded)
+}
+
+// execResultLine is the last line of `octet exec --json`: how the run
+// ended, for a script that reads only it.
+type execResultLine struct {
+	Type      string `json:"type"`
+	Outcome   string `json:"outcome"`
+	ExitCode  int    `json:"exitCode"`
+	Error     string `json:"error,omitempty"`
+	Answer    string `json:"answer"`
+	SessionID string `json:"sessionId"`
+	RunID     string `json:"runId"`
+	Usage     struct {
+		Requests    int   `json:"requests"`
+		Input       int64 `json:"input"`
+		CachedInput int64 `json:"cachedInput"`
+		Output      int64 `json:"output"`
+		Reasoning   int64 `json:"reasoning"`
+		// Complete is false when some of the run's usage is unknown:
+		// the numbers (and the cost) are then a known subtotal.
+		Complete bool `json:"complete"`
+	} `json:"usage"`
+	// CostUSD is the run's known cost as an exact decimal string of US
+	// dollars, null when the model has no price.
+	CostUSD *string `json:"costUsd"`
+}
+
+// writeResult writes the result line of an exec run to out.
+func writeResult(out io.Writer, sessionID string, res execResult, code int, err error) {
+	l := execResultLine{Type: "result", Outcome: string(res.Outcome), ExitCode: code,
+		Answer: res.answer, SessionID: sessionID, RunID: res.RunID}
+	if err != nil {
+		l.Error = err.Error()
+	}
+	u := res.Usage
+	l.Usage.Requests, l.Usage.Input, l.Usage.CachedInput, l.Usage.Output, l.Usage.Reasoning =
+		u.Requests, u.Input, u.CachedInput, u.Output, u.Reasoning
+	l.Usage.Complete = u.Complete
+	if res.usage != nil && res.usage.CostMicros != nil {
+		c := strings.TrimPrefix(agent.Picodollars(u.CostPicodollars).String(), "$")
+		l.CostUSD = &c
+	}
+	b, _ := json.Marshal(l)
+	out.Write(append(b, '\n'))
 }

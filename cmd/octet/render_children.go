@@ -67,9 +67,9 @@ func (c *childRenderer) updated(s team.Snapshot) {
 		line := "  ↳ " + s.Path + " " + string(s.Status)
 		switch {
 		case s.Status == team.StatusPending:
-			line += ": " + neutralize(oneLine(s.Task, 100))
+			line += ": " + visible(oneLine(s.Task, 100))
 		case s.Error != "":
-			line += ": " + neutralize(oneLine(s.Error, 200))
+			line += ": " + visible(oneLine(s.Error, 200))
 		}
 		io.WriteString(c.notes, line+"\n")
 	})
@@ -95,7 +95,7 @@ func (c *childRenderer) event(s team.Snapshot, ev agent.Event) {
 	if ts, ok := ev.(*agent.ToolStarted); ok {
 		c.do(func() {
 			c.endLine()
-			io.WriteString(c.notes, "  ↳ "+s.Path+" ▸ "+ts.Tool+"\n")
+			io.WriteString(c.notes, "  ↳ "+s.Path+" ▸ "+visible(ts.Tool)+"\n")
 		})
 	}
 }

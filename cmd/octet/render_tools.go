@@ -11,7 +11,7 @@ import (
 // toolOutput shows a call's output on notes, line by line, each line
 // marked as tool output; a line's unfinished end waits for the rest.
 func (r *textRenderer) toolOutput(callID, text string) {
-	buf := r.output[callID] + neutralize(text)
+	buf := r.output[callID] + visible(text)
 	for {
 		line, rest, ok := strings.Cut(buf, "\n")
 		if !ok {
@@ -51,7 +51,7 @@ func (r *textRenderer) failure(callID string) string {
 	if first == "" {
 		return ""
 	}
-	return ": " + neutralize(clip(first, 200))
+	return ": " + visible(clip(first, 200))
 }
 
 // commandStatus describes a bash result's failure from its details:

@@ -5,11 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
-	"github.com/octet-agent/octet/server"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -38,8 +39,13 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 
 // changeRecorder returns the recorder of workspace's change store under
 // home, redacting the configured API key (when there is one) from diffs.
-func changeRecorder(home, workspace string, lookup func(string) (string, bool)) (*changes.Recorder, error) {
-	store, err := changes.OpenWorkspace(home, workspace, 0)
+// With readOnly the store is only read (changes.InspectWorkspace).
+func changeRecorder(home, workspace string, lookup func(string) (string, bool), readOnly bool) (*changes.Recorder, error) {
+	open := changes.OpenWorkspace
+	if readOnly {
+		open = changes.InspectWorkspace
+	}
+	store, err := open(home, workspace, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -52,26 +58,32 @@ func changeRecorder(home, workspace string, lookup func(string) (string, bool)) 
 
 // sessionsDiff prints what octet's tools changed in one run of a session
 // (the last by default), one diff per path.
-func sessionsDiff(home, dir string, args []string, e env) error {
-	fs := newFlagSet("sessions diff", diffUsage, e.stderr)
-	run := fs.String("run", "", "the `runId` to show (default: the last run)")
-	pos, err := parseInterleaved(fs, args)
+func sessionsDiff(_ context.Context, args []string, e env) error {
+	fs := newFlagSet("sessions diff", diffUsage, e.stdout)
+	run := fs.String("run", "", "the `runId` to show, or an unambiguous prefix of it (default: the last run)")
+	pos, err := parseSub(fs, diffUsage, args, 1)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return usageErrorf("usage: %s", diffUsage)
+	home, dir, err := sessionsDir(e)
+	if err != nil {
+		return err
 	}
-	sess, err := openForRewind(dir, pos[0])
+	sess, err := openForRewind(dir, pos[0], true)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup, true)
 	if err != nil {
 		return err
 	}
-	chs, runID, err := server.Diff(sess, rec, *run)
+	if *run != "" {
+		if *run, err = resolveRun(sess, *run); err != nil {
+			return err
+		}
+	}
+	chs, runID, err := host.Diff(sess, rec, *run)
 	if err != nil {
 		return fmt.Errorf("diff of session %s: %w", sess.Header().ID, err)
 	}
@@ -88,9 +100,9 @@ func sessionsDiff(home, dir string, args []string, e env) error {
 
 // sessionsRewind rewinds a session's files and/or conversation to an
 // entry, printing a preview of every path (a dry run changes nothing).
-func sessionsRewind(ctx context.Context, home, dir string, args []string, e env) error {
-	fs := newFlagSet("sessions rewind", rewindUsage, e.stderr)
-	var p server.RewindParams
+func sessionsRewind(ctx context.Context, args []string, e env) error {
+	fs := newFlagSet("sessions rewind", rewindUsage, e.stdout)
+	var p host.RewindParams
 	fs.BoolVar(&p.Files, "files", false, "restore the files octet changed after the entry (default when --conversation is not given)")
 	fs.BoolVar(&p.Conversation, "conversation", false, "move the session's head back to the entry")
 	fs.BoolVar(&p.DryRun, "dry-run", false, "show what would change and change nothing")
@@ -98,28 +110,34 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 		p.Force = append(p.Force, s)
 		return nil
 	})
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseSub(fs, rewindUsage, args, 2)
 	if err != nil {
 		return err
-	}
-	if len(pos) != 2 {
-		return usageErrorf("usage: %s", rewindUsage)
 	}
 	if !p.Conversation {
 		p.Files = true
 	}
-	sess, err := openForRewind(dir, pos[0])
+	home, dir, err := sessionsDir(e)
+	if err != nil {
+		return err
+	}
+	// A dry run only reads: it must neither change the session (nor
+	// record another process's request in flight as unsettled) nor need
+	// a writable OCTET_HOME.
+	sess, err := openForRewind(dir, pos[0], p.DryRun)
 	if err != nil {
 		return err
 	}
 	defer sess.Close()
-	p.SessionID, p.EntryID = sess.Header().ID, pos[1]
-	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup)
+	p.SessionID = sess.Header().ID
+	if p.EntryID, err = resolveEntry(sess, pos[1]); err != nil {
+		return err
+	}
+	rec, err := changeRecorder(home, sess.Header().Cwd, e.lookup, p.DryRun)
 	if err != nil {
 		return err
 	}
-	cfg := &tools.Config{Root: sess.Header().Cwd, AllowExternalPaths: true, Changes: rec}
-	res, err := server.Rewind(ctx, sess, cfg, p)
+	res, err := host.RewindLedger(ctx, sess, rec, p)
 	if err != nil {
 		return fmt.Errorf("rewind session %s: %w", p.SessionID, err)
 	}
@@ -130,14 +148,45 @@ func sessionsRewind(ctx context.Context, home, dir string, args []string, e env)
 	return nil
 }
 
+// resolveEntry maps an entry id of sess, or an unambiguous prefix of one
+// (of any branch), to the full id.
+func resolveEntry(sess *session.Session, id string) (string, error) {
+	sid := sess.Header().ID
+	return matchPrefix(id, sess.EntryIDs(), "entry", "entries",
+		fmt.Sprintf("no entry %q in session %s (octet sessions show %s lists the entry ids)", visible(id), sid, sid))
+}
+
+// resolveRun maps a run id of sess's active branch, or an unambiguous
+// prefix of one, to the full id.
+func resolveRun(sess *session.Session, id string) (string, error) {
+	var runs []string
+	for _, en := range sess.Branch() {
+		if en.RunID != "" && !slices.Contains(runs, en.RunID) {
+			runs = append(runs, en.RunID)
+		}
+	}
+	sid := sess.Header().ID
+	return matchPrefix(id, runs, "run", "runs",
+		fmt.Sprintf("no run %q on the active branch of session %s (octet sessions show %s lists its runs)", visible(id), sid, sid))
+}
+
 // openForRewind opens the session id (or an unambiguous prefix) for
-// writing.
-func openForRewind(dir, id string) (*session.Session, error) {
-	path, err := resolveSession(dir, id)
+// writing, or with readOnly for reading only (session.Inspect: shared
+// lock, no repair, nothing recorded).
+func openForRewind(dir, id string, readOnly bool) (*session.Session, error) {
+	resolve := resolveSession
+	if readOnly {
+		resolve = resolveReadable
+	}
+	path, err := resolve(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	sess, err := session.Open(path)
+	open := session.Open
+	if readOnly {
+		open = session.Inspect
+	}
+	sess, err := open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open session: %w", err)
 	}
@@ -145,7 +194,7 @@ func openForRewind(dir, id string) (*session.Session, error) {
 }
 
 // printRewind prints the readable preview (or report) of a rewind.
-func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) {
+func printRewind(out io.Writer, p host.RewindParams, res host.RewindResult) {
 	var what []string
 	if p.Files {
 		what = append(what, "files")
@@ -164,12 +213,12 @@ func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) 
 		}
 	}
 	fmt.Fprintf(out, "%s %s of session %s to entry %s: %d path(s), %d conflict(s)\n",
-		verb, strings.Join(what, " and "), p.SessionID, neutralize(p.EntryID), len(res.Changes)-conflicts, conflicts)
+		verb, strings.Join(what, " and "), p.SessionID, visible(p.EntryID), len(res.Changes)-conflicts, conflicts)
 	for _, c := range res.Changes {
-		fmt.Fprintf(out, "  %-8s %s\n", rewindLabel(c), neutralize(c.Path))
+		fmt.Fprintf(out, "  %-8s %s\n", rewindLabel(c), visible(c.Path))
 	}
 	if len(res.Expired) > 0 {
-		fmt.Fprintf(out, "no longer rewindable (their checkpoints expired from the change store): entries %s\n", neutralize(strings.Join(res.Expired, ", ")))
+		fmt.Fprintf(out, "no longer rewindable (their checkpoints expired from the change store): entries %s\n", visible(strings.Join(res.Expired, ", ")))
 	}
 	for _, c := range res.Changes {
 		note := ""
@@ -178,8 +227,11 @@ func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) 
 		}
 		printChange(out, c.Change, note)
 	}
+	if conflicts > 0 {
+		fmt.Fprintln(out, "\nto overwrite a path in conflict, run the rewind again with --force <path> (repeatable)")
+	}
 	if p.Conversation && !p.DryRun {
-		fmt.Fprintf(out, "head: %s\n", neutralize(res.Head))
+		fmt.Fprintf(out, "head: %s\n", visible(res.Head))
 	}
 	if res.RewindEntryID != "" {
 		fmt.Fprintf(out, "recorded as entry %s (rewind to its parent to undo)\n", res.RewindEntryID)
@@ -187,7 +239,7 @@ func printRewind(out io.Writer, p server.RewindParams, res server.RewindResult) 
 }
 
 // rewindLabel is a change's short label in the preview's list.
-func rewindLabel(c server.RewindChange) string {
+func rewindLabel(c host.RewindChange) string {
 	if c.Conflict != "" {
 		return "conflict"
 	}
@@ -202,11 +254,11 @@ func rewindLabel(c server.RewindChange) string {
 
 // printChange prints one path's diff (or summary line) under a header.
 func printChange(out io.Writer, c changes.Change, note string) {
-	fmt.Fprintf(out, "\n== %s (%s)\n", neutralize(c.Path), c.Kind)
+	fmt.Fprintf(out, "\n== %s (%s)\n", visible(c.Path), c.Kind)
 	if note != "" {
-		fmt.Fprintln(out, neutralize(note))
+		fmt.Fprintln(out, visible(note))
 	}
-	fmt.Fprint(out, neutralize(c.Diff))
+	fmt.Fprint(out, visible(c.Diff))
 	if !strings.HasSuffix(c.Diff, "\n") {
 		fmt.Fprintln(out)
 	}

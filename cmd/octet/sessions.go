@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -13,58 +14,83 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/session"
 )
 
-const sessionsUsage = "octet sessions list | show <id> | export <id> | diff <id> | rewind <id> <entry>"
-
 // maxShownText bounds each text block `sessions show` prints.
 const maxShownText = 4 << 10
 
-func runSessions(ctx context.Context, args []string, e env) error {
-	fs := newFlagSet("sessions", sessionsUsage, e.stderr)
-	if err := parseFlags(fs, args); err != nil {
+// sessionsGroup is `octet sessions`.
+var sessionsGroup = group{name: "sessions", subs: []subcommand{
+	{"list", "octet sessions list", sessionsList},
+	{"show", "octet sessions show <id>", sessionsShowExport("show")},
+	{"export", "octet sessions export <id>", sessionsShowExport("export")},
+	{"diff", diffUsage, sessionsDiff},
+	{"rewind", rewindUsage, sessionsRewind},
+	{"delete", deleteUsage, sessionsDelete},
+	{"prune", pruneUsage, sessionsPrune},
+}}
+
+// sessionsDir returns $OCTET_HOME and its sessions directory.
+func sessionsDir(e env) (home, dir string, err error) {
+	home, err = config.HomeDir(e.lookup)
+	if err != nil {
+		return "", "", err
+	}
+	return home, session.Dir(home), nil
+}
+
+// parseSub parses a subcommand's flags (anywhere among its arguments)
+// and checks it got n positional arguments (n < 0: at least one).
+func parseSub(fs *flag.FlagSet, synopsis string, args []string, n int) ([]string, error) {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	if n >= 0 && len(pos) != n || n < 0 && len(pos) == 0 {
+		return nil, usageErrorf("usage: %s", synopsis)
+	}
+	return pos, nil
+}
+
+func sessionsList(_ context.Context, args []string, e env) error {
+	const synopsis = "octet sessions list"
+	if _, err := parseSub(newFlagSet("sessions list", synopsis, e.stdout), synopsis, args, 0); err != nil {
 		return err
 	}
-	args = fs.Args()
-	if len(args) == 0 {
-		fs.Usage()
-		return &exitError{code: exitUsage}
-	}
-	home, err := config.HomeDir(e.lookup)
+	_, dir, err := sessionsDir(e)
 	if err != nil {
 		return err
 	}
-	dir := session.Dir(home)
-	switch args[0] {
-	case "list":
-		if len(args) != 1 {
-			return usageErrorf("usage: octet sessions list")
-		}
-		return listSessions(dir, e.stdout)
-	case "show", "export":
-		if len(args) != 2 {
-			return usageErrorf("usage: octet sessions %s <id>", args[0])
-		}
-		path, err := resolveSession(dir, args[1])
+	return listSessions(dir, e.stdout)
+}
+
+// sessionsShowExport is `sessions show` or `sessions export`.
+func sessionsShowExport(name string) func(context.Context, []string, env) error {
+	return func(_ context.Context, args []string, e env) error {
+		synopsis := "octet sessions " + name + " <id>"
+		pos, err := parseSub(newFlagSet("sessions "+name, synopsis, e.stdout), synopsis, args, 1)
 		if err != nil {
 			return err
 		}
-		if args[0] == "export" {
+		_, dir, err := sessionsDir(e)
+		if err != nil {
+			return err
+		}
+		path, err := resolveReadable(dir, pos[0])
+		if err != nil {
+			return err
+		}
+		if name == "export" {
 			return session.Export(path, e.stdout)
 		}
 		return showSession(path, e.stdout)
-	case "diff":
-		return sessionsDiff(home, dir, args[1:], e)
-	case "rewind":
-		return sessionsRewind(ctx, home, dir, args[1:], e)
-	default:
-		return usageErrorf("unknown sessions command %q; usage: %s", args[0], sessionsUsage)
 	}
 }
 
-// maxCandidates bounds the sessions an ambiguous-prefix error lists.
+// maxCandidates bounds the ids an ambiguous-prefix error lists.
 const maxCandidates = 10
 
 // resolveSession maps a session id, or an unambiguous prefix of one, to
@@ -83,25 +109,54 @@ func resolveSession(dir, id string) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	full, err := matchPrefix(id, ids, "session", "sessions",
+		fmt.Sprintf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", id, dir))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, full+".jsonl"), nil
+}
+
+// matchPrefix returns the one id of ids that is prefix or starts with it.
+// No match is a usage error saying none; several, one listing them (at
+// most maxCandidates) and asking for more of the id.
+func matchPrefix(prefix string, ids []string, kind, kinds, none string) (string, error) {
 	var matches []string
 	for _, cand := range ids {
-		if strings.HasPrefix(cand, id) {
+		if cand == prefix {
+			return cand, nil
+		}
+		if strings.HasPrefix(cand, prefix) {
 			matches = append(matches, cand)
 		}
 	}
 	switch len(matches) {
 	case 0:
-		return "", usageErrorf("no session %q in %s (octet sessions list shows the sessions there; OCTET_HOME selects another home)", id, dir)
+		return "", usageErrorf("%s", none)
 	case 1:
-		return filepath.Join(dir, matches[0]+".jsonl"), nil
+		return matches[0], nil
 	}
 	shown := matches[:min(len(matches), maxCandidates)]
 	more := ""
 	if n := len(matches) - len(shown); n > 0 {
 		more = fmt.Sprintf("\n  … and %d more", n)
 	}
-	return "", usageErrorf("session id prefix %q is ambiguous: it matches %d sessions; give more of the id:\n  %s%s",
-		id, len(matches), strings.Join(shown, "\n  "), more)
+	return "", usageErrorf("%s id prefix %q is ambiguous: it matches %d %s; give more of the id:\n  %s%s",
+		kind, visible(prefix), len(matches), kinds, visible(strings.Join(shown, "\n  ")), more)
+}
+
+// resolveReadable is resolveSession for commands that only read a
+// session: an id no session in dir has may also name a delegated child's
+// session (kept in its team's directory, under dir/teams).
+func resolveReadable(dir, id string) (string, error) {
+	path, err := resolveSession(dir, id)
+	if err == nil {
+		return path, nil
+	}
+	if cs, ok, ferr := team.FindChildSession(filepath.Join(dir, "teams"), strings.TrimSuffix(id, ".jsonl")); ferr == nil && ok {
+		return cs.Path, nil
+	}
+	return "", err
 }
 
 // sessionIDs lists the ids of the session files in dir, sorted.
@@ -134,8 +189,8 @@ func listSessions(dir string, out io.Writer) error {
 		if in.UsageUncertain {
 			usage = "uncertain"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", in.ID, in.Updated.Local().Format(time.DateTime),
-			neutralize(oneLine(in.Title, 60)), neutralize(in.Cwd), usage, listedCost(in))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", visible(in.ID), in.Updated.Local().Format(time.DateTime),
+			visible(oneLine(in.Title, 60)), visible(in.Cwd), usage, listedCost(in))
 	}
 	if ferr := tw.Flush(); ferr != nil {
 		return ferr
@@ -153,15 +208,18 @@ func showSession(path string, out io.Writer) error {
 	}
 	defer s.Close()
 	h := s.Header()
-	fmt.Fprintf(out, "session %s\n  created %s\n  cwd     %s\n  file    %s\n", h.ID, h.Created.Local().Format(time.DateTime), neutralize(h.Cwd), path)
+	fmt.Fprintf(out, "session %s\n  created %s\n  cwd     %s\n  file    %s\n", visible(h.ID), h.Created.Local().Format(time.DateTime), visible(h.Cwd), visible(path))
 	if title := s.Title(); title != "" {
-		fmt.Fprintf(out, "  title   %s\n", neutralize(oneLine(title, 200)))
+		fmt.Fprintf(out, "  title   %s\n", visible(oneLine(title, 200)))
 	}
 	if h.ForkOf != "" {
-		fmt.Fprintf(out, "  fork of %s at entry %s\n", neutralize(h.ForkOf), neutralize(h.ForkEntry))
+		fmt.Fprintf(out, "  fork of %s at entry %s\n", visible(h.ForkOf), visible(h.ForkEntry))
 	}
+	showChildren(out, path, h.ID)
+	idLen := shortIDLen(s.EntryIDs())
+	fmt.Fprintf(out, "\nentry ids are in the first column (octet sessions rewind <id> <entry> takes one, or any unambiguous prefix)\n")
 	for _, en := range s.Branch() {
-		showEntry(out, en)
+		showEntry(out, en, idLen)
 	}
 	t := s.Totals()
 	state := "complete"
@@ -176,7 +234,10 @@ func showSession(path string, out io.Writer) error {
 		if c.Error != "" {
 			line += " (" + oneLine(c.Error, 200) + ")"
 		}
-		fmt.Fprintln(out, neutralize(line))
+		fmt.Fprintln(out, visible(line))
+	}
+	for _, id := range s.OpenRuns() {
+		fmt.Fprintln(out, visible(fmt.Sprintf("run %s: no checkpoint yet: it is still running, or octet stopped or could not write the session before it ended (the next writable open records its end)", id)))
 	}
 	if n := s.TornBytes(); n > 0 {
 		fmt.Fprintf(out, "note: the file ends with %d bytes of an unfinished record (repaired when the session is next opened for writing)\n", n)
@@ -184,39 +245,52 @@ func showSession(path string, out io.Writer) error {
 	return nil
 }
 
+// showChildren lists the delegated child sessions of the session id at
+// path (octet sessions show takes their ids too), or, for a child, whose
+// child it is.
+func showChildren(out io.Writer, path, id string) {
+	dir := filepath.Dir(path)
+	if filepath.Base(filepath.Dir(dir)) == "teams" {
+		if cs, ok, err := team.FindChildSession(filepath.Dir(dir), id); err == nil && ok {
+			fmt.Fprintf(out, "  child   %s of session %s (%s)\n", visible(cs.AgentPath), visible(cs.ParentSessionID), visible(string(cs.Status)))
+		}
+		return
+	}
+	children, _ := team.ChildSessions(filepath.Join(dir, "teams"), id)
+	for _, c := range children {
+		fmt.Fprintf(out, "  child   %s: session %s (%s)\n", visible(c.AgentPath), visible(c.SessionID), visible(string(c.Status)))
+	}
+}
+
 // listedCost is a session's known cost for the listing, from its listing
 // summary (no session file is read in full): "$0.02", "-" for no known
-// usage, "unpriced" when its usage has no price, "≥$0.02" for a known
-// subtotal.
+// usage, "unpriced" when none of its usage has a price, "≥$0.02" for a
+// known subtotal (uncertain, or some usage without a price). A price of
+// 0 is a price: "$0".
 func listedCost(in session.Info) string {
 	if in.UsageRecords == 0 {
 		return "-"
 	}
-	c, ok := knownCost(in.Known)
-	switch {
-	case !ok:
+	if in.UnpricedRecords == in.UsageRecords {
 		return "unpriced"
-	case in.UsageUncertain:
+	}
+	c := agent.Picodollars(in.Known.CostPicodollars).String()
+	if in.UsageUncertain || in.UnpricedRecords > 0 {
 		return "≥" + c
 	}
 	return c
 }
 
-// knownCost formats the known cost of a session's totals; ok is false when
-// its usage was recorded without any cost (no price for the model).
-func knownCost(k session.Usage) (string, bool) {
-	if k.CostPicodollars == 0 && k.Input+k.Output > 0 {
-		return "", false
-	}
-	return agent.Picodollars(k.CostPicodollars).String(), true
-}
-
-// shownCost is knownCost for sessions show.
+// shownCost is the known cost of a session's totals for sessions show.
 func shownCost(t session.Totals) string {
-	if c, ok := knownCost(t.Known); ok {
+	c := agent.Picodollars(t.Known.CostPicodollars).String()
+	switch records := t.Requests + t.DelegatedRecords; {
+	case t.Unpriced == 0:
 		return c
+	case t.Unpriced == records:
+		return "unknown (no price for the model)"
 	}
-	return "unknown (no price for the model)"
+	return c + " for the usage with a price; some has none"
 }
 
 // showUncertainty prints why usage is uncertain and the recovered output
@@ -224,7 +298,7 @@ func shownCost(t session.Totals) string {
 // conversation.
 func showUncertainty(out io.Writer, s *session.Session, t session.Totals) {
 	if t.Uncertain {
-		fmt.Fprintln(out, neutralize("usage uncertain since "+agent.DescribeUncertainty(t.Cause)))
+		fmt.Fprintln(out, visible("usage uncertain since "+agent.DescribeUncertainty(t.Cause)))
 		if t.UnsettledDispatches > 0 {
 			fmt.Fprintf(out, "  %d request(s) dispatched and never settled (recorded when the session is next opened for writing)\n", t.UnsettledDispatches)
 		}
@@ -235,22 +309,55 @@ func showUncertainty(out io.Writer, s *session.Session, t session.Totals) {
 	}
 	fmt.Fprintln(out, "\nrecovered output (partial output of interrupted attempts that were replaced; not part of the conversation):")
 	for _, o := range rec {
-		fmt.Fprintf(out, "  [run %s, attempt %d, %s] %s\n", neutralize(o.RunID), o.Attempt, neutralize(o.Channel), neutralize(clip(o.Text, maxShownText)))
+		fmt.Fprintf(out, "  [run %s, attempt %d, %s] %s\n", visible(o.RunID), o.Attempt, visible(o.Channel), visible(clip(o.Text, maxShownText)))
 	}
 }
 
-func showEntry(out io.Writer, en session.Entry) {
+// minShownID is the shortest entry id prefix sessions show prints.
+const minShownID = 8
+
+// shortIDLen is the length at which every id in ids is told apart by its
+// prefix, at least minShownID.
+func shortIDLen(ids []string) int {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	n := minShownID
+	for i := 1; i < len(sorted); i++ {
+		a, b := sorted[i-1], sorted[i]
+		k := 0
+		for k < len(a) && k < len(b) && a[k] == b[k] {
+			k++
+		}
+		n = max(n, k+1)
+	}
+	return n
+}
+
+// showEntry prints one entry of the branch, its id (cut to idLen) first.
+func showEntry(out io.Writer, en session.Entry, idLen int) {
+	id := visible(en.ID)
+	if len(id) > idLen {
+		id = id[:idLen]
+	}
+	pad := strings.Repeat(" ", len(id))
 	switch en.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp:
-		fmt.Fprintf(out, "\n[%s] %s\n", en.Type, neutralize(clip(en.Text, maxShownText)))
+		fmt.Fprintf(out, "\n%s [%s] %s\n", id, en.Type, visible(clip(en.Text, maxShownText)))
 	case session.EntryAssistant:
+		lead := "\n" + id
 		for _, it := range en.Items {
 			switch it.Type {
 			case session.ItemText:
-				fmt.Fprintf(out, "\n[assistant] %s\n", neutralize(clip(it.Text, maxShownText)))
+				fmt.Fprintf(out, "%s [assistant] %s\n", lead, visible(clip(it.Text, maxShownText)))
 			case session.ItemFunctionCall:
-				fmt.Fprintf(out, "[call %s] %s %s\n", it.CallID, it.Name, neutralize(oneLine(it.Arguments, 300)))
+				if lead != pad {
+					fmt.Fprintf(out, "%s [assistant]\n", lead)
+				}
+				fmt.Fprintf(out, "%s [call %s] %s %s\n", pad, visible(it.CallID), visible(it.Name), visible(oneLine(it.Arguments, 300)))
+			default:
+				continue
 			}
+			lead = pad
 		}
 	case session.EntryToolResult:
 		if r := en.Result; r != nil {
@@ -261,12 +368,12 @@ func showEntry(out io.Writer, en session.Entry) {
 					status += ", " + why
 				}
 			}
-			fmt.Fprintf(out, "[result %s %s] %s\n", r.CallID, status, neutralize(oneLine(r.Text, 300)))
+			fmt.Fprintf(out, "%s [result %s %s] %s\n", id, visible(r.CallID), status, visible(oneLine(r.Text, 300)))
 		}
 	case session.EntryCompaction:
-		fmt.Fprintln(out, "\n[compaction]")
+		fmt.Fprintf(out, "\n%s [compaction]\n", id)
 	case session.EntryRewind:
-		fmt.Fprintf(out, "\n[rewind %s] %s\n", en.ID, neutralize(oneLine(en.Text, 300)))
+		fmt.Fprintf(out, "\n%s [rewind] %s\n", id, visible(oneLine(en.Text, 300)))
 	}
 }
 

@@ -82,7 +82,27 @@ func TestExecWebSocketNeedsCodexRoute(t *testing.T) {
 	if got := strings.Join(transports(x.srv.Requests()), ","); got != "http" {
 		t.Fatalf("transports = %s, want http", got)
 	}
-	if !strings.Contains(r.stderr, "transport = websocket needs runtime_profile = codex") {
+	if !strings.Contains(r.stderr, "transport = websocket is not used: it needs runtime_profile = codex") {
+		t.Errorf("stderr does not explain: %s", r.stderr)
+	}
+}
+
+// TestExecWebSocketNeedsQualifiedModel: on the Codex profile with a model
+// octet does not know to qualify for recovery (so no fallback), a server
+// refusing the WebSocket does not fail the run: octet warns and uses HTTP,
+// as the README says.
+func TestExecWebSocketNeedsQualifiedModel(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"))
+	x.srv.RejectWebSocket(http.StatusUpgradeRequired)
+	x.writeGlobalConfig(t, "transport = \"websocket\"\n")
+	r := runBin(t, x.ws, x.vars, "", "exec", "--model", "local-model", "hello")
+	if r.code != exitOK {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	if got := strings.Join(transports(x.srv.Requests()), ","); got != "http" {
+		t.Errorf("transports = %s, want http", got)
+	}
+	if !strings.Contains(r.stderr, "octet: warning: transport = websocket is not used: model local-model does not qualify for provider recovery") {
 		t.Errorf("stderr does not explain: %s", r.stderr)
 	}
 }
@@ -106,7 +126,7 @@ func TestExecOffline(t *testing.T) {
 		t.Errorf("--offline changed the request:\n%s\n%s", a, b)
 	}
 	help := runCLI(t, x.ws, x.vars, "exec", "-h")
-	if !strings.Contains(help.stderr, "no MCP server is listed or started") {
-		t.Errorf("--offline help does not say what it does:\n%s", help.stderr)
+	if !strings.Contains(help.stdout, "no MCP server is listed or started") {
+		t.Errorf("--offline help does not say what it does:\n%s", help.stdout)
 	}
 }

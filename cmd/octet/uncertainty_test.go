@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -132,4 +133,55 @@ func TestExecKilledMidRequest(t *testing.T) {
 	if !strings.Contains(list.stdout, "uncertain") {
 		t.Errorf("sessions list after the reopen:\n%s", list.stdout)
 	}
+}
+
+// TestSessionsListAgreesWithShowMidRequest: while a real octet exec
+// streams a request (the scripted provider stalls mid-answer) and after
+// it is SIGKILLed there, `octet sessions list` says the session's usage
+// is uncertain, as `octet sessions show` does, without a writable open
+// recording the unsettled request first.
+func TestSessionsListAgreesWithShowMidRequest(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("The answer is forty two and nothing else").StallAfter(3))
+	cmd := exec.CommandContext(t.Context(), octetBin, "exec", "question")
+	cmd.Dir = x.ws
+	cmd.Env = os.Environ()
+	for k, v := range x.vars {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(20 * time.Second); len(x.srv.Requests()) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no provider request")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	agree := func(when string) {
+		t.Helper()
+		show := runCLI(t, x.ws, x.vars, "sessions", "show", sid)
+		if !strings.Contains(show.stdout, "usage uncertain since") {
+			t.Fatalf("%s: sessions show does not say uncertain:\n%s", when, show.stdout)
+		}
+		list := runCLI(t, x.ws, x.vars, "sessions", "list")
+		row := ""
+		for line := range strings.Lines(list.stdout) {
+			if strings.HasPrefix(line, sid) {
+				row = line
+			}
+		}
+		if f := strings.Fields(row); len(f) < 2 || !slices.Contains(f, "uncertain") || slices.Contains(f, "known") {
+			t.Fatalf("%s: sessions list row %q, want usage uncertain (as sessions show says)\n%s", when, row, list.stdout)
+		}
+	}
+	agree("request streaming")
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	agree("octet killed mid-request")
 }

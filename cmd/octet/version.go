@@ -33,8 +33,9 @@ func versionString() string {
 }
 
 func runVersion(args []string, e env) error {
-	if len(args) > 0 {
-		return usageErrorf("version takes no arguments")
+	const synopsis = "octet version"
+	if _, err := parseSub(newFlagSet("version", synopsis, e.stdout), synopsis, args, 0); err != nil {
+		return err
 	}
 	fmt.Fprintln(e.stdout, versionString())
 	return nil

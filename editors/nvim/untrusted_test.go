@@ -59,8 +59,9 @@ func TestStatuslineShowsToolTextLiterally(t *testing.T) {
 
 // TestChatTakesNewlinesInNames: a file name with a newline in it (the
 // model's) reaches the approval float's title and the chat's "Changed"
-// line, where a newline would split the line or fail to draw; both show
-// it as ^J on one line, and the approved write lands.
+// line, where a newline would split the line or fail to draw; the float
+// names it quoted on one line (octet's preview), the chat as ^J, and the
+// change's diff names it quoted, and the approved write lands.
 func TestChatTakesNewlinesInNames(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
 		w.prov.Enqueue(
@@ -69,10 +70,10 @@ func TestChatTakesNewlinesInNames(t *testing.T) {
 		)
 		r := w.run(t, "untrusted_test.lua", "OCTET_TEST_CASE=newline")
 		t.Logf("float:\n%s\nchat:\n%s", r.str("float_text"), r.str("chat"))
-		if !strings.Contains(r.str("float_text"), "odd^Jname.txt") {
+		if !strings.Contains(r.str("float_text"), `write "odd\nname.txt"`) {
 			t.Errorf("the approval float does not name the file on one line:\n%s", r.str("float_text"))
 		}
-		if c := r.str("chat"); !strings.Contains(c, "**Changed odd^Jname.txt**") || !strings.Contains(c, "Written.") {
+		if c := r.str("chat"); !strings.Contains(c, "**Changed odd^Jname.txt**") || !strings.Contains(c, `+++ "b/odd\nname.txt"`) || !strings.Contains(c, "Written.") {
 			t.Errorf("the chat does not show the change on one line:\n%s", c)
 		}
 		if got := readFile(t, filepath.Join(w.ws, "odd\nname.txt")); got != "x\n" {

@@ -229,12 +229,15 @@ func (e *e2e) drive(script, url string, cfg map[string]string, d time.Duration, 
 }
 
 // TestVSCodeChatApprovals installs the .vsix into code-server, opens a
-// workspace, sends a prompt through the chat view, opens the approval's
-// diff and approves it from the notification (the file changes on disk),
-// checks the session is listed, denies a second edit with a reason (the
-// model is told it; the file stays), reloads the window (the last
-// session comes back in the chat), and approves in the chat an edit of a
-// file open in the editor (it lands in the unsaved buffer; undo reverts it).
+// workspace, sends a prompt through the chat view, reviews the approval
+// from its notification (which offers nothing else), opens its diff from
+// the chat's card and approves it there (the file changes on disk),
+// checks the session is listed, approves a multi-line command from its
+// card after its notification showed it on one line with no link and no
+// decision, denies an edit with a reason (the model is told it; the file
+// stays), reloads the window (the last session comes back in the chat),
+// and approves in the chat an edit of a file open in the editor (it lands
+// in the unsaved buffer; undo reverts it).
 func TestVSCodeChatApprovals(t *testing.T) {
 	e := newE2E(t)
 	ws, userDir := e.ws, e.userDir
@@ -262,10 +265,16 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	machine, _ := json.Marshal(map[string]any{"octet.path": bin})
 	writeFile(t, filepath.Join(userDir, "Machine", "settings.json"), string(machine))
 
+	// A command whose first line is harmless and whose notification, before,
+	// showed only that line (as a link to a command) with Approve buttons.
+	const bashCommand = "echo \"see [the docs](command:workbench.action.showCommands)\"\necho pwned > pwned.txt"
+	bashArgs, _ := json.Marshal(map[string]string{"command": bashCommand})
 	prov := providertest.New(t)
 	prov.Enqueue(
 		providertest.Reply(providertest.Reasoning("enc", "The user wants a greeting: edit a.txt."), providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"hello, world"}`)),
 		providertest.Text("I changed `a.txt` as asked:\n\n- `hello` is now **hello, world**"),
+		providertest.Reply(providertest.FunctionCall("call_b", "bash", string(bashArgs))),
+		providertest.Text("The tests ran."),
 		providertest.Reply(providertest.FunctionCall("call_2", "edit", `{"path":"b.txt","old_text":"bye","new_text":"farewell"}`)),
 		providertest.Text("Understood: b.txt stays as it was."),
 		providertest.Reply(providertest.FunctionCall("call_3", "edit", `{"path":"c.txt","old_text":"quiet","new_text":"LOUD"}`)),
@@ -273,7 +282,14 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	)
 	url := e.launch(prov)
 
+	type toast struct {
+		Message        string
+		Buttons, Links []string
+	}
 	var seen struct {
+		EditNotification, BashNotification    toast
+		BashCard, StatusWhileWaiting          string
+		TitleIcons                            int
 		Failed, ApprovalNotification, DiffTab string
 		RunDiffTab                            string
 		ChatAfterApprove, ChatAfterDeny       string
@@ -288,9 +304,10 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	e.drive("drive.mjs", url, map[string]string{
 		"approvePrompt": "Please greet the world in a.txt", "proposedText": "hello, world",
 		"approveAnswer": "I changed a.txt as asked:", "sessionTitle": "Please greet the world in a.txt",
+		"bashPrompt": "Run the tests", "bashAnswer": "The tests ran.",
 		"denyPrompt": "Now change b.txt too", "denyReason": "b.txt is frozen", "denyAnswer": "b.txt stays as it was.",
 		"openFile": "c.txt", "bufferPrompt": "Shout in c.txt", "bufferText": "LOUD", "bufferAnswer": "c.txt is loud now.",
-		"newTitle": "Greetings",
+		"newTitle": "Greetings $(rocket)",
 	}, 8*time.Minute, &seen)
 
 	// The approved edit reached the file; the denied one did not.
@@ -302,6 +319,30 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	if !strings.Contains(seen.ApprovalNotification, "edit a.txt") {
 		t.Errorf("approval notification %q does not name the edit", seen.ApprovalNotification)
+	}
+	// A notification cannot show the whole effect: it only opens the card.
+	for _, n := range []toast{seen.EditNotification, seen.BashNotification} {
+		if !slices.Equal(n.Buttons, []string{"Review…"}) || len(n.Links) > 0 {
+			t.Errorf("approval notification %q offers %q and links %q, want only Review… and no link", n.Message, n.Buttons, n.Links)
+		}
+	}
+	if !strings.Contains(seen.BashNotification.Message, `showCommands)"⏎echo pwned`) {
+		t.Errorf("the command's notification %q does not show that it goes on past its first line", seen.BashNotification.Message)
+	}
+	if !strings.Contains(seen.BashCard, bashCommand) {
+		t.Errorf("the approval card shows\n%s\nwithout the whole command\n%s", seen.BashCard, bashCommand)
+	}
+	if got, _ := os.ReadFile(filepath.Join(ws, "pwned.txt")); string(got) != "pwned\n" {
+		t.Errorf("pwned.txt = %q after approving the command in the card, want %q", got, "pwned\n")
+	}
+	// The server's progress ("Waiting for approval: bash", "Running bash: …"
+	// with the model's arguments) is not drawn in the status bar, where
+	// $(name) would be an icon.
+	if strings.Contains(seen.StatusWhileWaiting, "Waiting for approval:") {
+		t.Errorf("the status bar shows the server's progress: %q", seen.StatusWhileWaiting)
+	}
+	if seen.TitleIcons != 0 {
+		t.Errorf("the Sessions view drew %d icons in a title with $(rocket)", seen.TitleIcons)
 	}
 	if !strings.Contains(seen.DiffTab, "a.txt") {
 		t.Errorf("diff editor tab %q does not name a.txt", seen.DiffTab)
@@ -337,10 +378,10 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	// The model was told of the denial and its reason.
 	reqs := prov.Requests()
-	if len(reqs) != 6 {
-		t.Fatalf("provider got %d requests, want 6", len(reqs))
+	if len(reqs) != 8 {
+		t.Fatalf("provider got %d requests, want 8", len(reqs))
 	}
-	if raw := string(reqs[3].Raw); !strings.Contains(raw, "b.txt is frozen") {
+	if raw := string(reqs[5].Raw); !strings.Contains(raw, "b.txt is frozen") {
 		t.Errorf("the request after the denial does not carry the reason: %s", raw)
 	}
 	// Renamed, forked, and the fork deleted: one session file, titled.
@@ -351,7 +392,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	if len(sessions) != 1 {
 		t.Fatalf("session files %v, want one", sessions)
 	}
-	if data, _ := os.ReadFile(sessions[0]); !strings.Contains(string(data), `{"kind":"title","title":"Greetings"}`) {
+	if data, _ := os.ReadFile(sessions[0]); !strings.Contains(string(data), `{"kind":"title","title":"Greetings $(rocket)"}`) {
 		t.Errorf("the session file does not record the new title:\n%s", tail(data))
 	}
 	t.Logf("screenshots in %s", e.shots)

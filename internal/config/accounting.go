@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/price"
 )
 
 // Provider transports (the transport key).
@@ -28,8 +28,8 @@ const MaxNetworkWaitLimit = 30 * 24 * time.Hour
 // "0.000001") into picodollars. At most six fractional digits (one
 // micro-dollar, the protocol's costMicros unit) are accepted; more is an
 // error, never a rounding. Money is never a float in octet.
-func ParseUSD(s string) (agent.Picodollars, error) {
-	micros, err := agent.ParseUSDPerMillion(strings.TrimSpace(s))
+func ParseUSD(s string) (price.Picodollars, error) {
+	micros, err := price.ParseUSDPerMillion(strings.TrimSpace(s))
 	if err != nil {
 		return 0, fmt.Errorf("%q is not a decimal amount of US dollars with at most six decimal places (for example \"5.00\")", s)
 	}
@@ -39,20 +39,19 @@ func ParseUSD(s string) (agent.Picodollars, error) {
 	return micros * 1_000_000, nil
 }
 
-// priceTable builds the price table of a config file's [prices.<model>]
-// tables, naming the model and field of the first invalid price.
-func (fc *fileConfig) priceTable() (agent.PriceTable, error) {
+// priceTable checks a config file's [prices.<model>] tables, naming the
+// model and field of the first invalid price.
+func (fc *fileConfig) priceTable() (map[string]price.Spec, error) {
 	var errs []error
-	t := agent.PriceTable{}
+	t := map[string]price.Spec{}
 	for _, model := range slices.Sorted(maps.Keys(fc.Prices)) {
 		spec := fc.Prices[model]
-		one, err := agent.NewPriceTable(map[string]agent.PriceSpec{model: spec})
-		if err != nil {
+		if _, _, _, err := spec.Parse(); err != nil {
 			errs = append(errs, &FileError{Path: fc.path, Line: tableLine(fc.data, "prices", model),
-				Msg: fmt.Sprintf("prices.%s: %v (every model needs input, cached_input and output as decimal strings of US dollars per million tokens, e.g. input = \"1.25\")", model, err)})
+				Msg: fmt.Sprintf("prices.%s: price of model %q %v (every model needs input, cached_input and output as decimal strings of US dollars per million tokens, e.g. input = \"1.25\")", model, model, err)})
 			continue
 		}
-		t[model] = one[model]
+		t[model] = spec
 	}
 	if len(errs) > 0 {
 		return nil, errs[0]
@@ -113,7 +112,7 @@ func (fc *fileConfig) applyAccounting(c *Config, src Source) {
 	if len(fc.prices) > 0 {
 		t := maps.Clone(c.Prices.Value)
 		if t == nil {
-			t = agent.PriceTable{}
+			t = map[string]price.Spec{}
 		}
 		maps.Copy(t, fc.prices)
 		set(&c.Prices, t, src)
@@ -151,7 +150,7 @@ func (fc *fileConfig) tightenAccounting(c *Config, warn func(key, format string,
 
 // tightenLimit applies v to a limit where zero means "no limit": it takes
 // effect only when it is stricter than the current value.
-func tightenLimit[T int64 | agent.Picodollars | time.Duration](s *Setting[T], v T, key string, warn func(string, string, ...any)) {
+func tightenLimit[T int64 | price.Picodollars | time.Duration](s *Setting[T], v T, key string, warn func(string, string, ...any)) {
 	switch {
 	case v == s.Value:
 	case v != 0 && (s.Value == 0 || v < s.Value):

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/internal/price"
 )
 
 func TestAccountingDefaults(t *testing.T) {
@@ -19,8 +18,8 @@ func TestAccountingDefaults(t *testing.T) {
 	if c.Transport != (Setting[string]{TransportHTTP, SourceDefault}) {
 		t.Errorf("transport = %+v", c.Transport)
 	}
-	if diff := cmp.Diff(agent.DefaultPrices(), c.Prices.Value); diff != "" || c.Prices.Source != SourceDefault {
-		t.Errorf("prices differ from agent.DefaultPrices (source %s):\n%s", c.Prices.Source, diff)
+	if len(c.Prices.Value) != 0 || c.Prices.Source != SourceDefault {
+		t.Errorf("prices configured by default (source %s): %v", c.Prices.Source, c.Prices.Value)
 	}
 	if c.MaxSessionTokens.Value != 0 || c.MaxSessionCost.Value != 0 || c.MaxNetworkWait.Value != 0 {
 		t.Errorf("ceilings set by default: %+v %+v %+v", c.MaxSessionTokens, c.MaxSessionCost, c.MaxNetworkWait)
@@ -53,7 +52,7 @@ output = "0"
 	if c.MaxSessionTokens != (Setting[int64]{200000, SourceConfig}) {
 		t.Errorf("max tokens = %+v", c.MaxSessionTokens)
 	}
-	if c.MaxSessionCost != (Setting[agent.Picodollars]{2_500_000_000_000, SourceConfig}) {
+	if c.MaxSessionCost != (Setting[price.Picodollars]{2_500_000_000_000, SourceConfig}) {
 		t.Errorf("max cost = %+v", c.MaxSessionCost)
 	}
 	if c.MaxNetworkWait != (Setting[time.Duration]{90 * time.Second, SourceConfig}) {
@@ -62,15 +61,12 @@ output = "0"
 	if c.Prices.Source != SourceConfig {
 		t.Errorf("prices source = %s", c.Prices.Source)
 	}
-	want := agent.Price{Input: 2_000_000, CachedInput: 200_000, Output: 16_000_001}
-	if got := c.Prices.Value["gpt-5.1-codex"]; got != want {
-		t.Errorf("overridden price = %+v, want %+v", got, want)
+	want := map[string]price.Spec{
+		"gpt-5.1-codex": {Input: "2", CachedInput: "0.2", Output: "16.000001"},
+		"local-model":   {Input: "0", CachedInput: "0", Output: "0"},
 	}
-	if got, ok := c.Prices.Value["local-model"]; !ok || got != (agent.Price{}) {
-		t.Errorf("added model price = %+v, %v", got, ok)
-	}
-	if got, want := c.Prices.Value["gpt-5-mini"], agent.DefaultPrices()["gpt-5-mini"]; got != want {
-		t.Errorf("untouched built-in price = %+v, want %+v", got, want)
+	if diff := cmp.Diff(want, c.Prices.Value); diff != "" {
+		t.Errorf("configured prices (-want +got):\n%s", diff)
 	}
 }
 
@@ -119,7 +115,7 @@ max_session_cost_usd = "5"
 			t.Fatal(err)
 		}
 		if c.MaxSessionTokens != (Setting[int64]{500, SourceProjectConfig}) ||
-			c.MaxSessionCost != (Setting[agent.Picodollars]{250_000_000_000, SourceProjectConfig}) ||
+			c.MaxSessionCost != (Setting[price.Picodollars]{250_000_000_000, SourceProjectConfig}) ||
 			c.MaxNetworkWait != (Setting[time.Duration]{30 * time.Second, SourceProjectConfig}) {
 			t.Errorf("tightened = %+v %+v %+v", c.MaxSessionTokens, c.MaxSessionCost, c.MaxNetworkWait)
 		}
@@ -140,11 +136,11 @@ output = "0"
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.MaxSessionTokens != (Setting[int64]{1000, SourceConfig}) || c.MaxSessionCost != (Setting[agent.Picodollars]{5_000_000_000_000, SourceConfig}) {
+		if c.MaxSessionTokens != (Setting[int64]{1000, SourceConfig}) || c.MaxSessionCost != (Setting[price.Picodollars]{5_000_000_000_000, SourceConfig}) {
 			t.Errorf("a project relaxed a ceiling: %+v %+v", c.MaxSessionTokens, c.MaxSessionCost)
 		}
-		if c.Transport.Value != TransportWebSocket || c.Prices.Value["gpt-5.1-codex"] != agent.DefaultPrices()["gpt-5.1-codex"] {
-			t.Errorf("a project changed transport or prices: %+v %+v", c.Transport, c.Prices.Value["gpt-5.1-codex"])
+		if c.Transport.Value != TransportWebSocket || len(c.Prices.Value) != 0 {
+			t.Errorf("a project changed transport or prices: %+v %+v", c.Transport, c.Prices.Value)
 		}
 		all := strings.Join(c.Warnings, "\n")
 		for _, want := range []string{
@@ -161,7 +157,7 @@ output = "0"
 }
 
 func TestParseUSD(t *testing.T) {
-	for in, want := range map[string]agent.Picodollars{
+	for in, want := range map[string]price.Picodollars{
 		"0": 0, "5": 5_000_000_000_000, "12.50": 12_500_000_000_000, "0.000001": 1_000_000, " 1.5 ": 1_500_000_000_000,
 	} {
 		if got, err := ParseUSD(in); err != nil || got != want {

@@ -31,6 +31,8 @@ type keySpec struct {
 var keySpecs = map[string]keySpec{
 	"model":                 {kindText, "a model name", `"gpt-5.1-codex"`},
 	"reasoning":             {kindText, "a reasoning effort", `"medium"`},
+	"reasoning_summary":     {kindText, "a reasoning summary mode (auto, concise, detailed or none)", `"auto"`},
+	"apply_patch":           {kindText, "which models are offered apply_patch (auto, on or off)", `"auto"`},
 	"effect_policy":         {kindText, "an effect policy name", `"controlled"`},
 	"allow_external_paths":  {kindBool, "true or false", "false"},
 	"allow_edit":            {kindBool, "true or false", "true"},

@@ -1,6 +1,7 @@
 // Package config resolves octet's effective configuration for one workspace:
 // built-in defaults, the global $OCTET_HOME/config.toml, environment
-// variables, command-line flags and, last, a project .octet/config.toml that
+// variables, command-line flags and, last, the project .octet/config.toml
+// files from the repository root down to the workspace (ProjectDirs), which
 // may tighten but never relax the authority profile. Every resolved setting
 // remembers where its value came from (default, config, project_config, env
 // or flag) so the EffectiveToolPolicy snapshot can show it.
@@ -11,15 +12,18 @@
 package config
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
 
-	"github.com/octet-agent/octet/agent"
-	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/internal/osfile"
+	"github.com/octet-agent/octet/internal/price"
 )
 
 // Source names where a setting's value came from.
@@ -61,13 +65,22 @@ const (
 )
 
 // BuiltinTools is the full built-in tool surface, in advertising order.
-var BuiltinTools = []string{"read", "search", "edit", "write", "bash"}
+var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash"}
 
 // RuntimeProfiles lists the accepted runtime_profile values.
 var RuntimeProfiles = []string{"codex", "none"}
 
 // ReasoningEfforts lists the accepted reasoning values.
 var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
+
+// ReasoningSummaries lists the accepted reasoning_summary values: the
+// Responses API's reasoning.summary modes, and "none" to ask for none.
+var ReasoningSummaries = []string{"auto", "concise", "detailed", "none"}
+
+// ApplyPatchModes lists the accepted apply_patch values: "auto" offers
+// the tool to the models octet's table says were trained on its format,
+// "on" to every model, "off" to none.
+var ApplyPatchModes = []string{"auto", "on", "off"}
 
 // Config is the resolved configuration for one octet process and workspace.
 type Config struct {
@@ -78,9 +91,15 @@ type Config struct {
 
 	Model     Setting[string]
 	Reasoning Setting[string]
-	BaseURL   Setting[string]
+	// ReasoningSummary is the reasoning.summary requested from models
+	// that reason (reasoning_summary; "none" requests none).
+	ReasoningSummary Setting[string]
+	// ApplyPatch selects which models are offered apply_patch (auto, on,
+	// off; see ApplyPatchModes).
+	ApplyPatch Setting[string]
+	BaseURL    Setting[string]
 
-	EffectPolicy       Setting[tools.Policy]
+	EffectPolicy       Setting[EffectPolicy]
 	AllowExternalPaths Setting[bool]
 	AllowEdit          Setting[bool]
 	AllowWrite         Setting[bool]
@@ -108,10 +127,10 @@ type Config struct {
 	// "websocket" (the Responses WebSocket, falling back to HTTP when the
 	// server asks for it or the socket keeps failing). Global config only.
 	Transport Setting[string]
-	// Prices turn known usage into exact cost: agent.DefaultPrices with
-	// every [prices.<model>] table of the global config replacing that
-	// model's price.
-	Prices Setting[agent.PriceTable]
+	// Prices are the global config's [prices.<model>] tables, checked:
+	// each replaces that model's built-in price in the table the host
+	// assembles (host.Prices) to turn known usage into exact cost.
+	Prices Setting[map[string]price.Spec]
 	// MaxSessionTokens is a hard ceiling on a session's cumulative input
 	// plus output tokens (0: none). Like every hard ceiling it also
 	// refuses further requests while the session has outstanding usage
@@ -119,7 +138,7 @@ type Config struct {
 	MaxSessionTokens Setting[int64]
 	// MaxSessionCost is a hard ceiling on a session's cumulative known
 	// cost (0: none); max_session_cost_usd in the config file.
-	MaxSessionCost Setting[agent.Picodollars]
+	MaxSessionCost Setting[price.Picodollars]
 	// MaxNetworkWait bounds how long one network outage is waited out
 	// before the run fails (0: unbounded; cancellation always wins).
 	MaxNetworkWait Setting[time.Duration]
@@ -208,8 +227,10 @@ func Defaults() Config {
 	var c Config
 	set(&c.Model, DefaultModel, SourceDefault)
 	set(&c.Reasoning, DefaultReasoning, SourceDefault)
+	set(&c.ReasoningSummary, "auto", SourceDefault)
+	set(&c.ApplyPatch, "auto", SourceDefault)
 	set(&c.BaseURL, DefaultBaseURL, SourceDefault)
-	set(&c.EffectPolicy, tools.UnsafeHost, SourceDefault)
+	set(&c.EffectPolicy, UnsafeHost, SourceDefault)
 	set(&c.AllowExternalPaths, true, SourceDefault)
 	set(&c.AllowEdit, true, SourceDefault)
 	set(&c.AllowWrite, true, SourceDefault)
@@ -221,7 +242,7 @@ func Defaults() Config {
 	set(&c.Tools, slices.Clone(BuiltinTools), SourceDefault)
 	set(&c.RuntimeProfile, "codex", SourceDefault)
 	set(&c.Transport, TransportHTTP, SourceDefault)
-	set(&c.Prices, agent.DefaultPrices(), SourceDefault)
+	set(&c.Prices, nil, SourceDefault)
 	set(&c.MaxSessionTokens, 0, SourceDefault)
 	set(&c.MaxSessionCost, 0, SourceDefault)
 	set(&c.MaxNetworkWait, 0, SourceDefault)
@@ -231,8 +252,9 @@ func Defaults() Config {
 }
 
 // Load resolves the configuration: defaults, then $OCTET_HOME/config.toml,
-// then the environment, then flags, then the workspace's
-// .octet/config.toml, which may only tighten the authority profile.
+// then the environment, then flags, then the .octet/config.toml of each
+// of the workspace's ProjectDirs (repository root first), which may only
+// tighten the authority profile.
 // A configuration file error names the file and line; a flag error is a
 // *UsageError.
 func Load(opts Options) (*Config, error) {
@@ -279,19 +301,38 @@ func Load(opts Options) (*Config, error) {
 			return nil, fmt.Errorf("workspace %s: %w", opts.Workspace, err)
 		}
 		c.Workspace = ws
-		project, skipped, err := readProjectFile(ws, known)
-		if err != nil {
+		if err := applyProjectFiles(&c, ws, known); err != nil {
 			return nil, err
+		}
+	}
+	enforceControlled(&c)
+	if why := shellProblem(c.ShellPath.Value); c.ShellPath.Value != "" && why != "" && c.ShellPath.Source != SourceFlag {
+		c.Warnings = append(c.Warnings, fmt.Sprintf("shell_path %s (from %s): %s, so every bash call will fail; fix shell_path or remove it", c.ShellPath.Value, c.ShellPath.Source, why))
+	}
+	return &c, nil
+}
+
+// applyProjectFiles tightens c with the .octet/config.toml of each of
+// the workspace's ProjectDirs, the repository root's first and the
+// workspace's last (a later file may only tighten further, and its model
+// or reasoning wins).
+func applyProjectFiles(c *Config, ws string, known []string) error {
+	for _, dir := range ProjectDirs(ws) {
+		if isHomeConfigDir(dir, c.Home) {
+			continue
+		}
+		project, skipped, err := readProjectFile(dir, known)
+		if err != nil {
+			return err
 		}
 		if skipped != "" {
 			c.Warnings = append(c.Warnings, skipped)
 		}
 		if project != nil {
-			project.tighten(&c)
+			project.tighten(c)
 		}
 	}
-	enforceControlled(&c)
-	return &c, nil
+	return nil
 }
 
 // checkFlags rejects flag combinations and retired switches before anything
@@ -329,7 +370,7 @@ func applyEnv(c *Config, lookup func(string) (string, bool)) error {
 func applyFlags(c *Config, f Flags, known []string) error {
 	if f.SafeMode {
 		c.SafeMode = true
-		set(&c.EffectPolicy, tools.ControlledBashApproval, SourceFlag)
+		set(&c.EffectPolicy, ControlledBashApproval, SourceFlag)
 		set(&c.AllowExternalPaths, false, SourceFlag)
 	}
 	if f.EffectPolicy != nil {
@@ -359,6 +400,9 @@ func applyFlags(c *Config, f Flags, known []string) error {
 		if !filepath.IsAbs(*f.ShellPath) {
 			return &UsageError{Msg: fmt.Sprintf("--shell-path %q: must be an absolute path", *f.ShellPath)}
 		}
+		if why := shellProblem(*f.ShellPath); why != "" {
+			return &UsageError{Msg: fmt.Sprintf("--shell-path %s: %s; name an executable shell such as /bin/bash", *f.ShellPath, why)}
+		}
 		set(&c.ShellPath, *f.ShellPath, SourceFlag)
 	}
 	if f.Model != nil {
@@ -376,10 +420,36 @@ func applyFlags(c *Config, f Flags, known []string) error {
 	return nil
 }
 
+// shellProblem says why path cannot run bash's commands ("" when it can),
+// by the test the bash tool's resolver applies to a configured shell
+// (osfile.ExecutableFile).
+func shellProblem(path string) string {
+	if _, ok := osfile.ExecutableFile(path, runtime.GOOS == "windows"); ok {
+		return ""
+	}
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return "no such file"
+	}
+	return "not an executable file"
+}
+
+// CheckFlags validates the command-line flags alone, as Load does, so a
+// command can refuse a bad flag value before it reads or starts anything.
+func CheckFlags(f Flags, lookup func(string) (string, bool)) error {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if err := checkFlags(f, lookup); err != nil {
+		return err
+	}
+	c := Defaults()
+	return applyFlags(&c, f, BuiltinTools)
+}
+
 // enforceControlled applies the product rule that controlled policies never
 // reach outside the workspace with the built-in file tools.
 func enforceControlled(c *Config) {
-	if c.EffectPolicy.Value != tools.UnsafeHost && c.AllowExternalPaths.Value {
+	if c.EffectPolicy.Value != UnsafeHost && c.AllowExternalPaths.Value {
 		set(&c.AllowExternalPaths, false, c.EffectPolicy.Source)
 	}
 }

@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -10,8 +11,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/octet-agent/octet/tools"
 )
 
 func envMap(m map[string]string) func(string) (string, bool) {
@@ -54,7 +53,7 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.EffectPolicy != (Setting[tools.Policy]{tools.UnsafeHost, SourceDefault}) {
+	if c.EffectPolicy != (Setting[EffectPolicy]{UnsafeHost, SourceDefault}) {
 		t.Errorf("effect policy = %+v, want unsafe_host from default", c.EffectPolicy)
 	}
 	if c.BashTimeout.Value != 120*time.Second || c.MaxOutputBytes.Value != 1048576 {
@@ -88,7 +87,7 @@ func TestPrecedenceAndSources(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("sources (-want +got):\n%s", diff)
 	}
-	if c.Model.Value != "m-flag" || c.EffectPolicy.Value != tools.ControlledBashApproval || c.BashTimeout.Value != 30*time.Second {
+	if c.Model.Value != "m-flag" || c.EffectPolicy.Value != ControlledBashApproval || c.BashTimeout.Value != 30*time.Second {
 		t.Errorf("values: %+v %+v %+v", c.Model, c.EffectPolicy, c.BashTimeout)
 	}
 	if c.AllowExternalPaths.Value {
@@ -153,7 +152,7 @@ func TestProjectErrorsHaveFileAndLine(t *testing.T) {
 
 func TestProjectMayTightenNeverRelax(t *testing.T) {
 	type want struct {
-		policy    tools.Policy
+		policy    EffectPolicy
 		external  bool
 		shell     bool
 		timeout   time.Duration
@@ -173,39 +172,49 @@ func TestProjectMayTightenNeverRelax(t *testing.T) {
 		want                  want
 	}{
 		{"tighten policy", "", `effect_policy = "controlled"`, nil, Flags{},
-			want{tools.Controlled, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceProjectConfig, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{Controlled, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceProjectConfig, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"relax policy from config", `effect_policy = "controlled"`, `effect_policy = "unsafe_host"`, nil, Flags{},
-			want{tools.Controlled, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceConfig, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{Controlled, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceConfig, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"relax policy from safe-mode flag", "", `effect_policy = "unsafe_host"`, nil, Flags{SafeMode: true},
-			want{tools.ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceFlag, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceFlag, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"relax policy from env", "", `effect_policy = "controlled"`, map[string]string{"OCTET_EFFECT_POLICY": "controlled_bash_approval"}, Flags{},
-			want{tools.ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceEnv, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceEnv, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"tighten controlled to bash approval", "", `effect_policy = "controlled_bash_approval"`, map[string]string{"OCTET_EFFECT_POLICY": "controlled"}, Flags{},
-			want{tools.ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceProjectConfig, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceProjectConfig, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"relax safe mode to controlled", "", `effect_policy = "controlled"`, nil, Flags{SafeMode: true},
-			want{tools.ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceFlag, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceFlag, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"turn shell off", "", "allow_shell = false", nil, Flags{},
-			want{tools.UnsafeHost, true, false, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{UnsafeHost, true, false, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"turn shell on", "allow_shell = false", "allow_shell = true", nil, Flags{},
-			want{tools.UnsafeHost, true, false, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{UnsafeHost, true, false, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"external paths on under safe mode", "", "allow_external_paths = true", nil, Flags{SafeMode: true},
-			want{tools.ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceFlag, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{ControlledBashApproval, false, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceFlag, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"lower limits", "", "bash_timeout_secs = 10\nmax_output_bytes = 4096", nil, Flags{},
-			want{tools.UnsafeHost, true, true, 10 * time.Second, 4096, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{UnsafeHost, true, true, 10 * time.Second, 4096, "read,search,edit,write,apply_patch,bash", 0, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"raise limits", "bash_timeout_secs = 10\nmax_output_bytes = 4096", "bash_timeout_secs = 600\nmax_output_bytes = 8192", nil, Flags{},
-			want{tools.UnsafeHost, true, true, 10 * time.Second, 4096, "read,search,edit,write,bash", 2, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{UnsafeHost, true, true, 10 * time.Second, 4096, "read,search,edit,write,apply_patch,bash", 2, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"narrow tools", "", `tools = ["read", "search"]`, nil, Flags{},
-			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search", 0, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search", 0, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"widen tools", "", `tools = ["read", "bash"]`, nil, Flags{Tools: ptr("read,search")},
-			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"redirect base url", "", `base_url = "http://attacker.example/v1"`, nil, Flags{},
-			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
 		{"pick shell", "", `shell_path = "/tmp/evil"`, nil, Flags{},
-			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
-		{"model from project", `model = "g"`, `model = "p"`, nil, Flags{},
-			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "p", SourceProjectConfig}},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+		{"known model from project", `model = "g"`, `model = "gpt-5-mini"`, nil, Flags{},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceDefault, DefaultBaseURL, "", "gpt-5-mini", SourceProjectConfig}},
+		{"dated snapshot from project", "", `model = "gpt-5-nano-2025-08-07"`, nil, Flags{},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceDefault, DefaultBaseURL, "", "gpt-5-nano-2025-08-07", SourceProjectConfig}},
+		{"unknown model from project", `model = "g"`, "# pick\nmodel = \"o1-pro-expensive\"", nil, Flags{},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceDefault, DefaultBaseURL, "", "g", SourceConfig}},
+		{"unknown model from project over the default", "", "model = \"\u202egnp.exe\"", nil, Flags{},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 1, SourceDefault, DefaultBaseURL, "", DefaultModel, SourceDefault}},
+		{"the user's own model from project", `model = "local-llm"`, `model = "local-llm"`, nil, Flags{},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceDefault, DefaultBaseURL, "", "local-llm", SourceProjectConfig}},
+		{"a model the user priced from project", "[prices.local-llm]\ninput = \"0\"\ncached_input = \"0\"\noutput = \"0\"\n", `model = "local-llm"`, nil, Flags{},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceDefault, DefaultBaseURL, "", "local-llm", SourceProjectConfig}},
 		{"flag model beats project", "", `model = "p"`, nil, Flags{Model: ptr("f")},
-			want{tools.UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,bash", 0, SourceDefault, DefaultBaseURL, "", "f", SourceFlag}},
+			want{UnsafeHost, true, true, 120 * time.Second, 1 << 20, "read,search,edit,write,apply_patch,bash", 0, SourceDefault, DefaultBaseURL, "", "f", SourceFlag}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -223,6 +232,9 @@ func TestProjectMayTightenNeverRelax(t *testing.T) {
 				if !strings.Contains(w, filepath.Join(".octet", "config.toml")+":") || !strings.Contains(w, "ignored") {
 					t.Errorf("warning %q should name the project file:line and say ignored", w)
 				}
+				if strings.Contains(tt.name, "unknown model") && (!strings.Contains(w, "config.toml:"+fmt.Sprint(strings.Count(tt.project, "\n")+1)+": model ignored") || strings.ContainsRune(w, '\u202e')) {
+					t.Errorf("warning %q should name the model's line and quote the name", w)
+				}
 			}
 		})
 	}
@@ -233,7 +245,7 @@ func TestSafeModeFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.EffectPolicy != (Setting[tools.Policy]{tools.ControlledBashApproval, SourceFlag}) || c.AllowExternalPaths != (Setting[bool]{false, SourceFlag}) {
+	if c.EffectPolicy != (Setting[EffectPolicy]{ControlledBashApproval, SourceFlag}) || c.AllowExternalPaths != (Setting[bool]{false, SourceFlag}) {
 		t.Errorf("safe mode: policy %+v external %+v", c.EffectPolicy, c.AllowExternalPaths)
 	}
 	_, err = load(t, "", "", nil, Flags{SafeMode: true, EffectPolicy: ptr("unsafe_host")})
@@ -260,7 +272,7 @@ func TestUnknownTool(t *testing.T) {
 	if !ok {
 		t.Fatalf("err = %v, want *UsageError", err)
 	}
-	for _, want := range []string{`"grep"`, "read, search, edit, write, bash"} {
+	for _, want := range []string{`"grep"`, "read, search, edit, write, apply_patch, bash"} {
 		if !strings.Contains(ue.Msg, want) {
 			t.Errorf("message %q lacks %q", ue.Msg, want)
 		}

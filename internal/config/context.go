@@ -35,8 +35,8 @@ type ContextFile struct {
 type ContextPath struct {
 	// Path is the file's absolute path.
 	Path string
-	// Workspace, when set, is the workspace root the file lies in
-	// directly. Such a file is read with the file tools' no-follow
+	// Workspace, when set, is the directory of the workspace (or of a
+	// repository above it) the file lies in directly. Such a file is read with the file tools' no-follow
 	// resolution beneath the root: a symbolic link (even one pointing
 	// inside) or a special file is skipped with a warning, so a
 	// repository cannot make octet load another file into the model's
@@ -47,14 +47,19 @@ type ContextPath struct {
 }
 
 // ContextFilePaths returns the context files octet reads, global first:
-// $OCTET_HOME/AGENTS.md, then <workspace>/AGENTS.md.
+// $OCTET_HOME/AGENTS.md, then the AGENTS.md of each of the workspace's
+// ProjectDirs, from the repository root down to the workspace (deeper
+// files later, so nearer guidance comes last). Each is read beneath its
+// own directory without following links.
 func ContextFilePaths(home, workspace string) []ContextPath {
 	var paths []ContextPath
 	if home != "" {
 		paths = append(paths, ContextPath{Path: filepath.Join(home, ContextFileName)})
 	}
 	if workspace != "" {
-		paths = append(paths, ContextPath{Path: filepath.Join(workspace, ContextFileName), Workspace: workspace})
+		for _, dir := range ProjectDirs(workspace) {
+			paths = append(paths, ContextPath{Path: filepath.Join(dir, ContextFileName), Workspace: dir})
+		}
 	}
 	return paths
 }

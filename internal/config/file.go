@@ -12,9 +12,8 @@ import (
 
 	"github.com/BurntSushi/toml"
 
-	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/fsroot"
-	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/internal/price"
 )
 
 // MaxConfigBytes bounds a configuration file; larger files are refused.
@@ -42,6 +41,8 @@ type fileConfig struct {
 
 	Model              *string   `toml:"model"`
 	Reasoning          *string   `toml:"reasoning"`
+	ReasoningSummary   *string   `toml:"reasoning_summary"`
+	ApplyPatch         *string   `toml:"apply_patch"`
 	EffectPolicy       *string   `toml:"effect_policy"`
 	AllowExternalPaths *bool     `toml:"allow_external_paths"`
 	AllowEdit          *bool     `toml:"allow_edit"`
@@ -55,17 +56,17 @@ type fileConfig struct {
 	BaseURL            *string   `toml:"base_url"`
 	RuntimeProfile     *string   `toml:"runtime_profile"`
 
-	Transport          *string                    `toml:"transport"`
-	Prices             map[string]agent.PriceSpec `toml:"prices"`
-	MaxSessionTokens   *int64                     `toml:"max_session_tokens"`
-	MaxSessionCostUSD  *string                    `toml:"max_session_cost_usd"`
-	MaxNetworkWaitSecs *int64                     `toml:"max_network_wait_secs"`
-	MCPServers         map[string]mcpFile         `toml:"mcp_servers"`
+	Transport          *string               `toml:"transport"`
+	Prices             map[string]price.Spec `toml:"prices"`
+	MaxSessionTokens   *int64                `toml:"max_session_tokens"`
+	MaxSessionCostUSD  *string               `toml:"max_session_cost_usd"`
+	MaxNetworkWaitSecs *int64                `toml:"max_network_wait_secs"`
+	MCPServers         map[string]mcpFile    `toml:"mcp_servers"`
 
 	// Parsed by validate.
-	policy  *tools.Policy
-	prices  agent.PriceTable
-	maxCost agent.Picodollars
+	policy  *EffectPolicy
+	prices  map[string]price.Spec
+	maxCost price.Picodollars
 }
 
 // readFile reads and validates the user's own config file (the global
@@ -145,7 +146,7 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 }
 
 var validKeys = []string{
-	"model", "reasoning", "effect_policy", "allow_external_paths", "allow_edit",
+	"model", "reasoning", "reasoning_summary", "apply_patch", "effect_policy", "allow_external_paths", "allow_edit",
 	"allow_write", "allow_process", "allow_shell", "shell_path",
 	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
 	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
@@ -246,6 +247,12 @@ func (fc *fileConfig) validate(known []string) error {
 	if fc.Reasoning != nil && !slices.Contains(ReasoningEfforts, *fc.Reasoning) {
 		errs = append(errs, fc.errAt("reasoning", "%q is not one of %s", *fc.Reasoning, strings.Join(ReasoningEfforts, ", ")))
 	}
+	if fc.ReasoningSummary != nil && !slices.Contains(ReasoningSummaries, *fc.ReasoningSummary) {
+		errs = append(errs, fc.errAt("reasoning_summary", "%q is not one of %s", *fc.ReasoningSummary, strings.Join(ReasoningSummaries, ", ")))
+	}
+	if fc.ApplyPatch != nil && !slices.Contains(ApplyPatchModes, *fc.ApplyPatch) {
+		errs = append(errs, fc.errAt("apply_patch", "%q is not one of %s", *fc.ApplyPatch, strings.Join(ApplyPatchModes, ", ")))
+	}
 	if fc.ShellPath != nil && !strings.HasPrefix(*fc.ShellPath, "/") {
 		errs = append(errs, fc.errAt("shell_path", "must be an absolute path"))
 	}
@@ -282,6 +289,8 @@ func (fc *fileConfig) validate(known []string) error {
 func (fc *fileConfig) apply(c *Config, src Source) {
 	setIf(&c.Model, fc.Model, src)
 	setIf(&c.Reasoning, fc.Reasoning, src)
+	setIf(&c.ReasoningSummary, fc.ReasoningSummary, src)
+	setIf(&c.ApplyPatch, fc.ApplyPatch, src)
 	setIf(&c.EffectPolicy, fc.policy, src)
 	setIf(&c.AllowExternalPaths, fc.AllowExternalPaths, src)
 	setIf(&c.AllowEdit, fc.AllowEdit, src)

@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-
-	"github.com/octet-agent/octet/tools"
 )
 
 // Limits and defaults of [mcp_servers.NAME].
@@ -83,12 +81,22 @@ func MCPToolName(server, tool string) string { return MCPToolPrefix + server + "
 
 // isMCPToolName reports whether n has the shape mcp__<server>__<tool>.
 func isMCPToolName(n string) bool {
+	_, _, ok := SplitMCPToolName(n)
+	return ok
+}
+
+// SplitMCPToolName splits a name of the shape mcp__<server>__<tool>; ok
+// is false for any other name.
+func SplitMCPToolName(n string) (server, tool string, ok bool) {
 	rest, ok := strings.CutPrefix(n, MCPToolPrefix)
 	if !ok {
-		return false
+		return "", "", false
 	}
-	server, tool, ok := strings.Cut(rest, "__")
-	return ok && mcpServerName.MatchString(server) && tool != ""
+	server, tool, ok = strings.Cut(rest, "__")
+	if !ok || !mcpServerName.MatchString(server) || tool == "" {
+		return "", "", false
+	}
+	return server, tool, true
 }
 
 // mcpFile is one [mcp_servers.NAME] table as written. Nil fields were
@@ -236,19 +244,19 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 		m := fc.MCPServers[name]
 		i := slices.IndexFunc(c.MCPServers, func(s MCPServer) bool { return s.Name == name })
 		if i < 0 {
-			warn("mcp_servers", "a project may not add MCP server %q (only the global config defines servers)", name)
+			warn("mcp_servers."+name, "a project may not add MCP server %q (only the global config defines servers)", name)
 			continue
 		}
 		s := &c.MCPServers[i]
 		if m.definesServer() {
-			warn("mcp_servers", "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
+			warn("mcp_servers."+name, "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
 		}
 		if m.Enabled != nil {
 			switch {
 			case !*m.Enabled && s.Enabled.Value:
 				set(&s.Enabled, false, SourceProjectConfig)
 			case *m.Enabled && !s.Enabled.Value:
-				warn("mcp_servers", "a project may not enable MCP server %q (disabled from %s)", name, s.Enabled.Source)
+				warn("mcp_servers."+name, "a project may not enable MCP server %q (disabled from %s)", name, s.Enabled.Source)
 			}
 		}
 		if m.DisabledTools != nil {
@@ -268,7 +276,7 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 				}
 			}
 			if len(extra) > 0 {
-				warn("mcp_servers", "a project may not enable tools %s of MCP server %q", strings.Join(extra, ", "), name)
+				warn("mcp_servers."+name, "a project may not enable tools %s of MCP server %q", strings.Join(extra, ", "), name)
 			}
 			if kept == nil {
 				kept = []string{}
@@ -290,7 +298,7 @@ func (c *Config) MCPStartBlocked() string {
 		return "--offline skips MCP server discovery and startup"
 	case c.SafeMode:
 		return "--safe-mode: MCP servers start only under effect_policy unsafe_host"
-	case c.EffectPolicy.Value != tools.UnsafeHost:
+	case c.EffectPolicy.Value != UnsafeHost:
 		return fmt.Sprintf("effect_policy %s (from %s): MCP servers start only under unsafe_host", c.EffectPolicy.Value, c.EffectPolicy.Source)
 	}
 	return ""

@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/octet-agent/octet/tools"
 )
 
 const mcpGlobal = `
@@ -239,8 +237,8 @@ func TestMCPToolIsNotAProcessCapability(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := c.EffectiveToolPolicy(tools.ShellSystemBash)
-	if p.AllowProcess.Value || p.AllowShell.Value || p.AllowProcess.Source != "flag" {
-		t.Errorf("allow_process %+v allow_shell %+v", p.AllowProcess, p.AllowShell)
+	_, _, process, shell := c.Capabilities()
+	if process.Value || shell.Value || process.Source != "flag" {
+		t.Errorf("allow_process %+v allow_shell %+v", process, shell)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 )
 
 func TestParseEffectPolicy(t *testing.T) {
-	for _, p := range []tools.Policy{tools.Controlled, tools.ControlledBashApproval, tools.UnsafeHost} {
+	for _, p := range []EffectPolicy{Controlled, ControlledBashApproval, UnsafeHost} {
 		got, err := parseEffectPolicy(p.String())
 		if err != nil || got != p {
 			t.Errorf("parseEffectPolicy(%q) = %v, %v; want %v", p.String(), got, err, p)
@@ -50,7 +51,7 @@ func TestRetiredPolicyEverywhere(t *testing.T) {
 // written from what each policy admits rather than from the code:
 // controlled_bash_approval confirms every bash call; controlled also
 // auto-approves read-only bash; unsafe_host admits every classified effect.
-var looseness = map[tools.Policy]int{tools.ControlledBashApproval: 0, tools.Controlled: 1, tools.UnsafeHost: 2}
+var looseness = map[EffectPolicy]int{ControlledBashApproval: 0, Controlled: 1, UnsafeHost: 2}
 
 // TestProjectPolicyTightenOnly covers every (launch policy, project policy)
 // pair, with the launch policy coming from each place it can come from
@@ -59,7 +60,7 @@ var looseness = map[tools.Policy]int{tools.ControlledBashApproval: 0, tools.Cont
 // ignored with a warning. The regression: a project's "controlled" used to
 // turn --safe-mode into auto-approved bash.
 func TestProjectPolicyTightenOnly(t *testing.T) {
-	all := []tools.Policy{tools.ControlledBashApproval, tools.Controlled, tools.UnsafeHost}
+	all := []EffectPolicy{ControlledBashApproval, Controlled, UnsafeHost}
 	type launch struct {
 		name   string
 		src    Source
@@ -67,13 +68,13 @@ func TestProjectPolicyTightenOnly(t *testing.T) {
 		env    map[string]string
 		flags  Flags
 	}
-	launches := func(p tools.Policy) []launch {
+	launches := func(p EffectPolicy) []launch {
 		l := []launch{
 			{"config", SourceConfig, "effect_policy = \"" + p.String() + "\"\n", nil, Flags{}},
 			{"env", SourceEnv, "", map[string]string{"OCTET_EFFECT_POLICY": p.String()}, Flags{}},
 			{"flag", SourceFlag, "", nil, Flags{EffectPolicy: ptr(p.String())}},
 		}
-		if p == tools.ControlledBashApproval {
+		if p == ControlledBashApproval {
 			l = append(l, launch{"safe-mode", SourceFlag, "", nil, Flags{SafeMode: true}})
 		}
 		return l
@@ -94,7 +95,7 @@ func TestProjectPolicyTightenOnly(t *testing.T) {
 					case looseness[pp] > looseness[lp]:
 						warned = true
 					}
-					if cfg.EffectPolicy != (Setting[tools.Policy]{want, src}) {
+					if cfg.EffectPolicy != (Setting[EffectPolicy]{want, src}) {
 						t.Errorf("policy = %+v, want {%v %s}", cfg.EffectPolicy, want, src)
 					}
 					got := len(cfg.Warnings) == 1 && strings.Contains(cfg.Warnings[0], "effect_policy ignored: a project may not relax")
@@ -175,5 +176,35 @@ func TestProjectConfigNoFollow(t *testing.T) {
 				t.Errorf("warnings = %q", cfg.Warnings)
 			}
 		})
+	}
+}
+
+// TestEffectPoliciesMatchBroker keeps configuration's names and order of
+// the effect policies in step with the broker's, whose decision table
+// defines what each admits: the same names, and NoLooserThan agrees on
+// every pair.
+func TestEffectPoliciesMatchBroker(t *testing.T) {
+	var broker []string
+	for p := tools.Policy(0); p.Valid(); p++ {
+		broker = append(broker, p.String())
+	}
+	var names []string
+	for _, p := range EffectPolicies {
+		names = append(names, string(p))
+	}
+	if !slices.Equal(slices.Sorted(slices.Values(broker)), slices.Sorted(slices.Values(names))) {
+		t.Fatalf("configuration names %v, the broker %v", names, broker)
+	}
+	for _, p := range EffectPolicies {
+		for _, q := range EffectPolicies {
+			bp, _ := tools.ParsePolicy(string(p))
+			bq, _ := tools.ParsePolicy(string(q))
+			if got, want := p.NoLooserThan(q), bp.NoLooserThan(bq); got != want {
+				t.Errorf("%s.NoLooserThan(%s) = %v, the broker says %v", p, q, got, want)
+			}
+		}
+		if _, err := parseEffectPolicy(" " + strings.ToUpper(string(p)) + " "); err != nil {
+			t.Errorf("%s does not parse: %v", p, err)
+		}
 	}
 }

@@ -2,9 +2,12 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/octet-agent/octet/provider"
 )
 
 // tighten overlays a project config onto c. Authority settings may only
@@ -12,7 +15,9 @@ import (
 // down); an attempt to relax is ignored with a warning. Keys a repository
 // must never control (base_url would redirect the API key, shell_path picks
 // the executable every bash call runs) are ignored with a warning too.
-// model and reasoning apply unless the environment or a flag set them.
+// model and reasoning apply unless the environment or a flag set them; a
+// model name octet does not know and the user did not configure is
+// ignored with a warning.
 func (fc *fileConfig) tighten(c *Config) {
 	warn := func(key, format string, args ...any) {
 		loc := fc.path
@@ -23,7 +28,7 @@ func (fc *fileConfig) tighten(c *Config) {
 	}
 	const src = SourceProjectConfig
 	if p := fc.policy; p != nil && *p != c.EffectPolicy.Value {
-		// Ranked by what each policy admits (tools.Policy.NoLooserThan):
+		// Ranked by what each policy admits (EffectPolicies):
 		// controlled_bash_approval < controlled < unsafe_host.
 		if p.NoLooserThan(c.EffectPolicy.Value) {
 			set(&c.EffectPolicy, *p, src)
@@ -82,11 +87,41 @@ func (fc *fileConfig) tighten(c *Config) {
 	fc.tightenAccounting(c, warn)
 	fc.tightenMCP(c, warn)
 	if fc.Model != nil && weakerThanProject(c.Model.Source) {
-		set(&c.Model, *fc.Model, src)
+		if m := *fc.Model; c.knownModel(m) {
+			set(&c.Model, m, src)
+		} else {
+			warn("model", "%q is neither a model octet knows nor one your configuration names (model, [prices.<model>] in %s, or --model); keeping %s from %s",
+				m, filepath.Join(c.Home, "config.toml"), c.Model.Value, c.Model.Source)
+		}
 	}
 	if fc.Reasoning != nil && weakerThanProject(c.Reasoning.Source) {
 		set(&c.Reasoning, *fc.Reasoning, src)
 	}
+	if fc.ReasoningSummary != nil && weakerThanProject(c.ReasoningSummary.Source) {
+		set(&c.ReasoningSummary, *fc.ReasoningSummary, src)
+	}
+	if fc.ApplyPatch != nil && *fc.ApplyPatch != c.ApplyPatch.Value {
+		if *fc.ApplyPatch == "off" {
+			set(&c.ApplyPatch, "off", src)
+		} else {
+			warn("apply_patch", "a project may only turn it off (%s from %s)", c.ApplyPatch.Value, c.ApplyPatch.Source)
+		}
+	}
+}
+
+// knownModel reports whether a project may select the model name: one in
+// octet's model table (or a dated snapshot of one), the model the user
+// configured, or one the user priced. Any other name is a repository's
+// choice alone: it could run up an unpriced bill, and it reaches editors'
+// status lines.
+func (c *Config) knownModel(name string) bool {
+	if _, ok := provider.LookupModel(name); ok {
+		return true
+	}
+	if _, priced := c.Prices.Value[name]; priced {
+		return true
+	}
+	return name == c.Model.Value && c.Model.Source != SourceDefault
 }
 
 func weakerThanProject(s Source) bool { return s == SourceDefault || s == SourceConfig }

@@ -64,6 +64,32 @@ func TestRenameNoReplace(t *testing.T) {
 	})
 }
 
+// TestTryLock: TryLock refuses at once, without an error, a lock that
+// conflicts with one held through another open file, and takes it once
+// that is released.
+func TestTryLock(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "f")
+	write(t, path, "x")
+	a, b := open(t, path), open(t, path)
+	if err := Lock(a, false); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := TryLock(b, false); !ok || err != nil {
+		t.Fatalf("shared beside shared: %v %v", ok, err)
+	}
+	Unlock(b)
+	if ok, err := TryLock(b, true); ok || err != nil {
+		t.Fatalf("exclusive beside shared: %v %v", ok, err)
+	}
+	Unlock(a)
+	if ok, err := TryLock(b, true); !ok || err != nil {
+		t.Fatalf("exclusive alone: %v %v", ok, err)
+	}
+	if ok, err := TryLock(a, false); ok || err != nil {
+		t.Fatalf("shared beside exclusive: %v %v", ok, err)
+	}
+}
+
 // TestLockExcludes: an exclusive lock excludes a second exclusive and a
 // shared lock taken through another open file description; shared locks
 // coexist.

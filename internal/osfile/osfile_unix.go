@@ -21,6 +21,20 @@ func Lock(f *os.File, exclusive bool) error {
 	return flock(f, how)
 }
 
+// TryLock is Lock without waiting: ok is false when another open file
+// holds a conflicting lock.
+func TryLock(f *os.File, exclusive bool) (ok bool, err error) {
+	how := unix.LOCK_SH
+	if exclusive {
+		how = unix.LOCK_EX
+	}
+	err = flock(f, how|unix.LOCK_NB)
+	if errors.Is(err, unix.EWOULDBLOCK) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Unlock releases the lock Lock took.
 func Unlock(f *os.File) error { return flock(f, unix.LOCK_UN) }
 
@@ -97,6 +111,15 @@ func wrapRename(oldpath, newpath string, err error) error {
 // removals) durable by syncing the directory itself.
 func SyncDir(dir string) error {
 	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	return errors.Join(d.Sync(), d.Close())
+}
+
+// SyncRoot is SyncDir for a directory held open as root.
+func SyncRoot(root *os.Root) error {
+	d, err := root.Open(".")
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package osfile
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -23,6 +24,21 @@ func Lock(f *os.File, exclusive bool) error {
 	}
 	ol := new(windows.Overlapped)
 	return windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, ^uint32(0), ^uint32(0), ol)
+}
+
+// TryLock is Lock without waiting: ok is false when another handle holds
+// a conflicting lock.
+func TryLock(f *os.File, exclusive bool) (ok bool, err error) {
+	flags := uint32(windows.LOCKFILE_FAIL_IMMEDIATELY)
+	if exclusive {
+		flags |= windows.LOCKFILE_EXCLUSIVE_LOCK
+	}
+	ol := new(windows.Overlapped)
+	err = windows.LockFileEx(windows.Handle(f.Fd()), flags, 0, ^uint32(0), ^uint32(0), ol)
+	if errors.Is(err, windows.ERROR_LOCK_VIOLATION) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Unlock releases the lock Lock took.
@@ -110,3 +126,6 @@ func RenameNoReplace(oldpath, newpath string) error {
 // NTFS journals its metadata, and RenameNoReplace passes
 // MOVEFILE_WRITE_THROUGH so a rename is on disk when it returns.
 func SyncDir(dir string) error { return nil }
+
+// SyncRoot does nothing on Windows, as SyncDir.
+func SyncRoot(root *os.Root) error { return nil }

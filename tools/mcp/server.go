@@ -53,20 +53,26 @@ type server struct {
 
 	listMu sync.Mutex // serializes listing and registering tools
 
-	mu        sync.Mutex
-	state     string
-	reason    string
-	restarts  int
-	errs      []string
-	sess      *sdk.ClientSession
-	loop      *loop // the supervise loop, nil when none runs
-	held      bool  // Manager.Hold: registers no tools until started again
+	mu       sync.Mutex
+	state    string
+	reason   string
+	restarts int
+	errs     []string
+	sess     *sdk.ClientSession
+	conn     *conn // the connection sess belongs to
+	loop     *loop // the supervise loop, nil when none runs
+	// recycling: a timed-out call stopped the connection (recycle); the
+	// supervise loop is restarting it and calls wait for it (await).
+	// back is closed (and replaced) whenever that wait is over.
+	recycling bool
+	back      chan struct{}
+	held      bool // Manager.Hold: registers no tools until started again
 	presented []*definition
 	infos     []ToolInfo
 }
 
 func newServer(m *Manager, sp Spec) *server {
-	s := &server{m: m, spec: sp, transport: "stdio", prefix: "mcp__" + sp.Name + "__", state: StateStarting}
+	s := &server{m: m, spec: sp, transport: "stdio", prefix: "mcp__" + sp.Name + "__", state: StateStarting, back: make(chan struct{})}
 	if sp.URL != "" {
 		s.transport = "http"
 	}
@@ -97,6 +103,64 @@ func (s *server) current() (*sdk.ClientSession, string) {
 		return s.sess, ""
 	}
 	return nil, s.state + ": " + s.reason
+}
+
+// await returns the live session like current, first waiting while the
+// server restarts after a recycle (a timed-out call), until it is back,
+// its restart failed, it was held or stopped, or ctx ends. The wait is
+// bounded by the restart's own bounds: the largest backoff and the
+// startup timeout.
+func (s *server) await(ctx context.Context) (*sdk.ClientSession, string) {
+	timer := time.NewTimer(s.m.opts.MaxBackoff + s.spec.StartupTimeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		recycling, back := s.recycling, s.back
+		s.mu.Unlock()
+		if !recycling {
+			return s.current()
+		}
+		select {
+		case <-back:
+		case <-ctx.Done():
+			return s.current()
+		case <-timer.C:
+			return s.current()
+		}
+	}
+}
+
+// recycle stops the connection whose session is cs (a call on it timed
+// out: the server may be hung, and every later call would wait out its
+// timeout too). The session is withdrawn at once, so no later call
+// reaches it; the supervise loop stops the connection (a stdio server's
+// process tree), records why and restarts it after its backoff.
+func (s *server) recycle(cs *sdk.ClientSession, why string) {
+	s.mu.Lock()
+	c := s.conn
+	if s.sess != cs || c == nil {
+		s.mu.Unlock()
+		return // already recycled, or restarted since
+	}
+	s.sess, s.conn, s.recycling = nil, nil, true
+	s.state, s.reason = StateDown, why
+	s.mu.Unlock()
+	select {
+	case c.stop <- why:
+	default:
+	}
+	s.m.log.Warn("MCP server recycled after a timed-out call", "server", s.spec.Name, "reason", why)
+	s.m.changed()
+}
+
+// endRecycleLocked ends the wait of await: the server is back, or will
+// not come back by itself. s.mu held.
+func (s *server) endRecycleLocked() {
+	if s.recycling {
+		s.recycling = false
+		close(s.back)
+		s.back = make(chan struct{})
+	}
 }
 
 // loop is one running supervise loop: cancel stops it, done is closed
@@ -167,7 +231,8 @@ func (s *server) hold(reason string) {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
 	s.mu.Lock()
-	s.sess = nil
+	s.sess, s.conn = nil, nil
+	s.endRecycleLocked()
 	s.state, s.reason = StateDisabled, reason
 	for i := range s.infos {
 		if s.infos[i].State == ToolActive {
@@ -231,7 +296,10 @@ func (s *server) supervise(ctx context.Context, up func()) {
 func (s *server) down(err error, wasUp, giveUp bool) {
 	msg := clip(err.Error(), maxErrorText)
 	s.mu.Lock()
-	s.sess = nil
+	s.sess, s.conn = nil, nil
+	if !wasUp || giveUp { // a recycled server that did not come back
+		s.endRecycleLocked()
+	}
 	s.state, s.reason = StateDown, msg
 	if giveUp {
 		s.state = StateFailed
@@ -263,12 +331,15 @@ func (s *server) down(err error, wasUp, giveUp bool) {
 	s.m.changed()
 }
 
-func (s *server) setSession(cs *sdk.ClientSession) {
+// setSession makes c the live connection (nil: none, the loop ended).
+func (s *server) setSession(c *conn) {
 	s.mu.Lock()
-	s.sess = cs
-	if cs != nil {
+	s.sess, s.conn = nil, c
+	if c != nil {
+		s.sess = c.cs
 		s.state, s.reason = StateRunning, ""
 	}
+	s.endRecycleLocked()
 	s.mu.Unlock()
 }
 
@@ -277,6 +348,8 @@ type conn struct {
 	cs     *sdk.ClientSession
 	p      *proc.Process
 	stderr *stderrLog
+	// stop ends wait with its reason (server.recycle).
+	stop chan string
 }
 
 // connect starts the server (a stdio server's process under its guard),
@@ -285,7 +358,7 @@ type conn struct {
 func (s *server) connect(ctx context.Context) (*conn, error) {
 	sctx, cancel := context.WithTimeout(ctx, s.spec.StartupTimeout)
 	defer cancel()
-	c := &conn{}
+	c := &conn{stop: make(chan string, 1)}
 	var tr sdk.Transport
 	if s.transport == "http" {
 		if s.spec.BearerTokenEnv != "" && s.spec.BearerToken == "" {
@@ -317,7 +390,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	if err := s.list(sctx, cs); err != nil {
 		return c, s.startError(c, fmt.Errorf("list tools: %w", err), sctx)
 	}
-	s.setSession(cs)
+	s.setSession(c)
 	s.m.changed()
 	return c, nil
 }
@@ -449,6 +522,8 @@ func (c *conn) wait(ctx context.Context, every time.Duration) error {
 		case <-exited:
 			st, _ := c.p.Wait()
 			return fmt.Errorf("the server process ended (%s)", st)
+		case why := <-c.stop:
+			return errors.New(why)
 		case <-tick.C:
 			pctx, cancel := context.WithTimeout(ctx, pingTimeout)
 			err := c.cs.Ping(pctx, nil)

@@ -130,7 +130,7 @@ func (t *Tool) Effects() []tools.Effect { return []tools.Effect{tools.Extension}
 func (t *Tool) Execute(ctx context.Context, inv tools.Invocation) (tools.Result, error) {
 	sp := t.srv.spec
 	details := map[string]any{"mcp_server": sp.Name, "mcp_tool": t.def.name}
-	cs, why := t.srv.current()
+	cs, why := t.srv.await(ctx)
 	if cs == nil {
 		return tools.Result{IsError: true, Details: details, Text: fmt.Sprintf(
 			"MCP server %q is not running (%s). octet restarts it automatically; try the call again later, or continue without it.",
@@ -145,7 +145,8 @@ func (t *Tool) Execute(ctx context.Context, inv tools.Invocation) (tools.Result,
 		case ctx.Err() != nil:
 			msg = "The call was cancelled."
 		case errors.Is(cctx.Err(), context.DeadlineExceeded):
-			msg = fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s).", t.name, int(sp.ToolTimeout.Seconds()))
+			msg = fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
+			t.srv.recycle(cs, fmt.Sprintf("a call of %s did not answer within tool_timeout_secs (%d s)", t.def.name, int(sp.ToolTimeout.Seconds())))
 		}
 		return tools.Result{IsError: true, Details: details, Text: tools.NeutralizeText(msg)}, nil
 	}

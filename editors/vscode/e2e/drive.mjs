@@ -1,6 +1,8 @@
 // Drives the octet extension in code-server through headless Chromium
 // (puppeteer-core from the code-server install): the chat, an approval
-// after its diff, a denial with a reason, the sessions tree and a reload.
+// reviewed from its notification and decided in the chat after its diff, a
+// multi-line command's approval, a denial with a reason, the sessions tree
+// and a reload.
 // Run by ../e2e_test.go:  node drive.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
 import { readFileSync } from "node:fs";
@@ -27,6 +29,28 @@ async function chatText(frame, text, what) {
   }
 }
 
+// notification waits for the toast whose message includes text and
+// returns its message, its buttons' labels and the links in its message.
+async function notification(page, text) {
+  const h = await page.waitForFunction(
+    (t) => [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((n) => n.innerText.includes(t)),
+    { timeout },
+    text,
+  );
+  return page.evaluate((n) => ({
+    message: n.querySelector(".notification-list-item-message").innerText,
+    buttons: [...n.querySelectorAll(".monaco-button")].map((b) => b.textContent.trim()).filter((l) => l !== ""),
+    links: [...n.querySelectorAll(".notification-list-item-message a")].map((a) => a.getAttribute("href")),
+  }), h);
+}
+
+// clickCard clicks the button of the pending approval card in the chat
+// whose data-decision is decision.
+async function clickCard(frame, decision) {
+  const b = await frame.waitForSelector(`.approval.state-pending button[data-decision="${decision}"]`, { timeout });
+  await b.click();
+}
+
 // clickNotification clicks the button labelled label of a notification toast.
 async function clickNotification(page, label) {
   const h = await page.waitForFunction(
@@ -39,12 +63,11 @@ async function clickNotification(page, label) {
   return text;
 }
 
-// waitForDiffEditor waits for the diff editor that View Diff opens. On a
-// loaded machine a click can land while the toast is still moving and do
-// nothing: the toast comes back after a diff is shown, so while no diff
-// editor appears, View Diff is clicked again (opening a diff twice shows
-// the same one).
-async function waitForDiffEditor(page) {
+// waitForDiffEditor waits for the diff editor that the card's View diff
+// opens; while none appears (a click on a loaded machine can land while
+// the chat redraws), View diff is clicked again (opening a diff twice
+// shows the same one).
+async function waitForDiffEditor(page, frame) {
   const end = Date.now() + timeout;
   for (;;) {
     const left = end - Date.now();
@@ -57,7 +80,7 @@ async function waitForDiffEditor(page) {
     if (Date.now() >= end) {
       throw new Error("View Diff opened no diff editor in " + timeout + " ms");
     }
-    await clickNotification(page, "View Diff").catch(() => {});
+    await clickCard(frame, "view_diff").catch(() => {});
   }
 }
 
@@ -79,10 +102,14 @@ async function main() {
     await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
     seen.statusBefore = await page.$eval(".statusbar", (e) => e.innerText);
 
-    // Case 1: approve an edit after opening its diff.
+    // Case 1: the notification only opens the chat's card; the card's View
+    // diff opens the diff, and the card approves.
     await send(frame, cfg.approvePrompt);
-    seen.approvalNotification = await clickNotification(page, "View Diff");
-    await waitForDiffEditor(page);
+    seen.editNotification = await notification(page, "a.txt");
+    seen.approvalNotification = await clickNotification(page, "Review…");
+    await frame.waitForSelector(".approval.state-pending.revealed", { timeout });
+    await clickCard(frame, "view_diff");
+    await waitForDiffEditor(page, frame);
     await page.waitForFunction(
       (t) => [...document.querySelectorAll(".monaco-diff-editor .modified .view-lines")].some((e) => e.innerText.replace(/\u00a0/g, " ").includes(t)),
       { timeout },
@@ -92,7 +119,7 @@ async function main() {
     await chatText(frame, "Approval:", "the inline approval");
     await new Promise((r) => setTimeout(r, 500));
     await shot(page, "approval-diff.png");
-    await clickNotification(page, "Approve");
+    await clickCard(frame, "approve");
     await page.waitForFunction(() => document.querySelector(".monaco-diff-editor") === null, { timeout });
     seen.diffClosed = true;
     await chatText(frame, cfg.approveAnswer, "after approving");
@@ -128,14 +155,29 @@ async function main() {
     );
     seen.sessionListed = true;
 
-    // Case 2: deny another edit, with a reason.
+    // Case 2: a multi-line command. Its notification shows it on one line
+    // (⏎ for the newline), makes no link of it and offers only Review…;
+    // Review… shows the card with the whole command, which approves it.
+    await send(frame, cfg.bashPrompt);
+    seen.bashNotification = await notification(page, "bash");
+    await new Promise((r) => setTimeout(r, 500));
+    await shot(page, "approval-notification.png");
+    await clickNotification(page, "Review…");
+    await frame.waitForSelector(".approval.state-pending.revealed", { timeout });
+    seen.bashCard = await frame.$eval(".approval.state-pending", (e) => e.innerText);
+    seen.statusWhileWaiting = await page.$eval(".statusbar", (e) => e.innerText);
+    await new Promise((r) => setTimeout(r, 300));
+    await shot(page, "approval-card.png");
+    await clickCard(frame, "approve");
+    await chatText(frame, cfg.bashAnswer, "after approving the command");
+
+    // Case 3: deny another edit, with a reason (the card's Deny with reason…).
     await send(frame, cfg.denyPrompt);
-    // Under load a toast can be redrawn under the click (the progress
-    // notification beside it updates); the approval is still pending
-    // then, and its notification still there: click again.
+    // Under load the chat can redraw under the click; the approval is
+    // still pending then: click again.
     let input;
     for (let attempt = 1; !input; attempt++) {
-      await clickNotification(page, "Deny…");
+      await clickCard(frame, "deny_reason");
       input = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout: 15000 }).catch((e) => {
         if (attempt === 4) throw e;
         return undefined;
@@ -162,7 +204,7 @@ async function main() {
     await chatText(frame, cfg.denyAnswer, "after a reload");
     seen.restored = true;
     await shot(page, "reloaded.png");
-    // Case 3: an edit of a file open in the editor, approved in the chat,
+    // Case 4: an edit of a file open in the editor, approved in the chat,
     // lands in its buffer (workspace/applyEdit), not on disk; undo reverts it.
     await page.keyboard.press("F1");
     const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
@@ -226,6 +268,11 @@ async function main() {
     await title.press("Enter");
     await page.waitForFunction(async (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].some((r) => r.innerText.includes(t)), { timeout }, cfg.newTitle);
     seen.renamed = true;
+    // A title is plain text in the tree: $(name) in it draws no icon.
+    seen.titleIcons = await page.evaluate(
+      (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).flatMap((r) => [...r.querySelectorAll(".label-name .codicon")]).length,
+      cfg.newTitle,
+    );
     await rowAction(cfg.newTitle, "Fork Session");
     await page.waitForFunction(
       (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length === 2,

@@ -53,6 +53,17 @@
       if (old) old.remove();
     } else if (m.type === "state") {
       setState(m.state);
+    } else if (m.type === "reveal") {
+      // An approval's notification asked to show its card: bring it into
+      // view and focus the card itself (never one of its buttons).
+      const el = document.getElementById(m.id);
+      if (el) {
+        el.scrollIntoView({ block: "center" });
+        el.classList.add("revealed");
+        el.focus({ preventScroll: true });
+        setTimeout(() => el.classList.remove("revealed"), 2000);
+      }
+      return;
     }
     if (stick) window.scrollTo(0, document.body.scrollHeight);
   });

@@ -160,6 +160,11 @@ export class ChatModel {
     this.add({ id: this.nextId(), kind: "approval", params, state: "pending" });
   }
 
+  /** approvalId is the id of the item showing the approval of digest, if any. */
+  approvalId(digest: string): string | undefined {
+    return this.findApproval(digest)?.id;
+  }
+
   private findApproval(digest: string) {
     const d = digest.toLowerCase();
     return this.items.find(

@@ -23,6 +23,8 @@ export class ChatView implements vscode.WebviewViewProvider {
   static readonly viewId = "octet.chat";
   private view: vscode.WebviewView | undefined;
   private ready = false;
+  /** revealId is an item to bring into view once the webview is ready. */
+  private revealId: string | undefined;
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -59,10 +61,28 @@ export class ChatView implements vscode.WebviewViewProvider {
     }
   }
 
+  /** revealItem shows the view with the item id in view (drawn first if it is not yet). */
+  async revealItem(id: string): Promise<void> {
+    this.revealId = id;
+    await this.reveal();
+    if (this.view && this.ready) {
+      this.update();
+      this.postReveal();
+    }
+  }
+
+  private postReveal(): void {
+    if (this.revealId !== undefined) {
+      this.post({ type: "reveal", id: this.revealId });
+      this.revealId = undefined;
+    }
+  }
+
   /** redraw draws every item again. */
   redraw(): void {
     this.model.takeChanges();
     this.post({ type: "reset", items: this.model.items.map(renderItem), state: this.model.state });
+    this.postReveal();
   }
 
   /** update draws what changed in the model since the last update. */

@@ -10,11 +10,12 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 import { resolveBinary } from "./binary";
+import { clientCapabilities } from "./protocol";
 
-/** OctetFeature advertises octet's experimental client capabilities. */
+/** OctetFeature advertises octet's client capabilities (registered last, it has the last word). */
 class OctetFeature implements StaticFeature {
   fillClientCapabilities(caps: ClientCapabilities): void {
-    caps.experimental = { ...(caps.experimental as object | undefined), octet: { confirmEffect: true, events: true, recoveredOutput: true } };
+    clientCapabilities(caps);
   }
   initialize(): void {}
   getState(): FeatureState {

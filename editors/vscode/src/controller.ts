@@ -4,13 +4,14 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { CancellationToken, LanguageClient } from "vscode-languageclient/node";
+import { approvalNotice, reviewAction } from "./approvals";
 import { ChatModel, type ErrorAction } from "./chatModel";
 import type { ViewMessage } from "./chatView";
 import { ChatView } from "./chatView";
 import { createClient } from "./client";
 import { diffPath } from "./diff";
 import { DiffDocuments, showChange, showProposed } from "./diffDocs";
-import { approvalText } from "./format";
+import { changePicks, modelPicks, rewindPicks } from "./format";
 import { modeOf, modes, policyOf } from "./policy";
 import {
   ErrorCodes,
@@ -24,10 +25,12 @@ import {
   type RecoveredOutputParams,
   type ResumeResult,
   type SessionInfo,
+  type ShowMessageParams,
   type TranscriptEntry,
 } from "./protocol";
 import { SessionNode, SessionsTree } from "./sessionsTree";
 import { Status } from "./status";
+import { displayText } from "./text";
 
 const lastSessionKey = "octet.lastSession";
 
@@ -114,7 +117,7 @@ export class Octet implements vscode.Disposable {
       this.status.problem(made.error);
       this.model.addError(made.error, ["openSettings", "restart"]);
       this.refresh();
-      void vscode.window.showErrorMessage(made.error, "Open Settings").then((a) => {
+      void vscode.window.showErrorMessage(displayText(made.error, "message", 600), "Open Settings").then((a) => {
         if (a) {
           void this.onAction("openSettings");
         }
@@ -131,6 +134,11 @@ export class Octet implements vscode.Disposable {
       }
     });
     c.onRequest("octet/confirmEffect", (p: ConfirmEffectParams, token: CancellationToken) => this.confirm(p, token));
+    // vscode-languageclient would put the server's messages into
+    // notifications as they are, and approve from one that shows the
+    // approval's text folded and cut: these handlers replace its own.
+    c.onNotification("window/showMessage", (p: ShowMessageParams) => this.serverMessage(p));
+    c.onRequest("window/showMessageRequest", (p: ShowMessageParams) => this.serverMessageRequest(p));
     try {
       await c.start();
     } catch (e) {
@@ -321,7 +329,7 @@ export class Octet implements vscode.Disposable {
 
   private async deleteSession(n: SessionNode): Promise<void> {
     const ok = await vscode.window.showWarningMessage(
-      `Delete the octet session "${n.info.title || n.info.sessionId}"? Its file is removed.`,
+      `Delete the octet session "${displayText(n.info.title || n.info.sessionId, "line", 200)}"? Its file is removed.`,
       { modal: true },
       "Delete",
     );
@@ -482,26 +490,36 @@ export class Octet implements vscode.Disposable {
     this.refresh();
   }
 
+  /**
+   * notify shows an approval's notification. It cannot show the whole
+   * effect, so its one action, Review…, opens the chat's card, which does
+   * and is where the approval is decided (approvals.ts).
+   */
   private async notify(p: ConfirmEffectParams): Promise<void> {
-    const key = p.digest.toLowerCase();
-    // A toast has room for four buttons: "Deny…" asks for an optional reason.
-    const buttons = ["Approve", ...(p.ruleScope ? ["Approve for Session"] : []), "Deny…", ...(p.diff ? ["View Diff"] : [])];
-    const decisions: Record<string, string> = {
-      Approve: "approve",
-      "Approve for Session": "approve_for_session",
-      "Deny…": "deny_reason",
-      "View Diff": "view_diff",
-    };
-    const what = p.tool === "bash" && p.detail ? `: ${p.detail.split("\n")[0].slice(0, 200)}` : "";
-    const text = approvalText(p, what);
-    while (this.pending.has(key)) {
-      const pick = await vscode.window.showWarningMessage(text, ...buttons);
-      if (pick === undefined || !this.pending.has(key)) {
-        return; // dismissed: it can still be answered in the chat
-      }
-      if (await this.decide(key, decisions[pick])) {
-        return;
-      }
+    const n = approvalNotice(p);
+    const pick = await vscode.window.showWarningMessage(n.text, ...n.actions);
+    if (pick === reviewAction) {
+      await this.review(p.digest.toLowerCase());
+    }
+  }
+
+  /** review shows a pending approval's card in the chat (its session's, resumed if the chat shows another). */
+  private async review(key: string): Promise<void> {
+    const p = this.pending.get(key)?.params;
+    if (!p) {
+      return; // decided meanwhile
+    }
+    if (p.sessionId !== this.sessionId) {
+      await this.resume(p.sessionId); // shows the session's pending approvals
+    }
+    if (p.sessionId !== this.sessionId || !this.pending.has(key)) {
+      return;
+    }
+    this.model.addApproval(p);
+    const id = this.model.approvalId(p.digest);
+    this.refresh();
+    if (id !== undefined) {
+      await this.view.revealItem(id);
     }
   }
 
@@ -524,7 +542,7 @@ export class Octet implements vscode.Disposable {
         return true;
       case "deny_reason": {
         const reason = await vscode.window.showInputBox({
-          title: `Deny "${p.title}"`,
+          title: `Deny "${displayText(p.title, "line", 120)}"`,
           prompt: "Why? octet tells the model. Enter without a reason just denies; Escape goes back.",
           placeHolder: "reason (optional)",
         });
@@ -620,7 +638,7 @@ export class Octet implements vscode.Disposable {
     const pick =
       changes.length === 1
         ? changes[0]
-        : (await vscode.window.showQuickPick(changes.map((c) => ({ label: c.path, description: c.kind, change: c })), { title: "Files the last run changed" }))?.change;
+        : (await vscode.window.showQuickPick(changePicks(changes), { title: "Files the last run changed" }))?.value;
     if (pick) {
       await this.openChange(pick);
     }
@@ -639,10 +657,7 @@ export class Octet implements vscode.Disposable {
         void vscode.window.showInformationMessage("octet: nothing to rewind: the session has no earlier prompt to go back before.");
         return;
       }
-      const entry = await vscode.window.showQuickPick(
-        targets.map((e) => ({ label: (e.text ?? "").split("\n")[0].slice(0, 120), description: e.time ?? "", entryId: e.parent! })),
-        { title: "Rewind to before which prompt?" },
-      );
+      const entry = (await vscode.window.showQuickPick(rewindPicks(targets), { title: "Rewind to before which prompt?" }))?.value;
       if (!entry) {
         return;
       }
@@ -657,11 +672,11 @@ export class Octet implements vscode.Disposable {
       if (!what) {
         return;
       }
-      const params = { sessionId: id, entryId: entry.entryId, files: what.files, conversation: what.conversation };
+      const params = { sessionId: id, entryId: entry.parent!, files: what.files, conversation: what.conversation };
       const dry = await this.request<{ changes: FileChange[] }>("octet/session/rewind", { ...params, dryRun: true });
-      const lines = dry.changes.map((c) => `${c.kind} ${c.path}${c.conflict ? ` — left as it is: ${c.conflict}` : ""}`);
+      const lines = dry.changes.map((c) => `${c.kind} ${displayText(c.path, "line")}${c.conflict ? ` — left as it is: ${displayText(c.conflict, "line", 300)}` : ""}`);
       const ok = await vscode.window.showWarningMessage(
-        `Rewind to before "${entry.label}"?`,
+        `Rewind to before "${displayText(entry.text ?? "", "line", 120)}"?`,
         { modal: true, detail: lines.length > 0 ? lines.join("\n") : "No file changes." },
         "Rewind",
       );
@@ -671,7 +686,8 @@ export class Octet implements vscode.Disposable {
       const r = await this.request<{ applied: boolean; changes: FileChange[] }>("octet/session/rewind", params);
       const conflicts = r.changes.filter((c) => c.conflict);
       if (!r.applied || conflicts.length > 0) {
-        void vscode.window.showWarningMessage(`octet: rewind left ${conflicts.length} file(s) as they are: ${conflicts.map((c) => `${c.path} (${c.conflict})`).join("; ")}`);
+        const which = conflicts.map((c) => `${c.path} (${c.conflict})`).join("; ");
+        void vscode.window.showWarningMessage(displayText(`octet: rewind left ${conflicts.length} file(s) as they are: ${which}`, "message", 800));
       }
       await this.resume(id);
     } catch (e) {
@@ -684,21 +700,18 @@ export class Octet implements vscode.Disposable {
     if (models.length === 0) {
       return;
     }
-    const pick = await vscode.window.showQuickPick(
-      models.map((m) => ({ label: m.id, description: m.id === this.modelName ? "current" : m.contextWindow ? `${m.contextWindow} tokens` : "" })),
-      { title: "octet model" },
-    );
-    if (!pick) {
+    const pick = (await vscode.window.showQuickPick(modelPicks(models, this.modelName), { title: "octet model" }))?.value;
+    if (pick === undefined) {
       return;
     }
     if (!this.sessionId) {
-      await vscode.workspace.getConfiguration("octet").update("model", pick.label, vscode.ConfigurationTarget.Workspace);
-      this.modelName = pick.label;
+      await vscode.workspace.getConfiguration("octet").update("model", pick, vscode.ConfigurationTarget.Workspace);
+      this.modelName = pick;
       this.refresh();
       return;
     }
     try {
-      const r = await this.request<{ effective: string }>("octet/setModel", { sessionId: this.sessionId, model: pick.label });
+      const r = await this.request<{ effective: string }>("octet/setModel", { sessionId: this.sessionId, model: pick });
       this.modelName = r.effective;
       this.refresh();
     } catch (e) {
@@ -732,6 +745,40 @@ export class Octet implements vscode.Disposable {
         ["openSettings"],
       );
     }
+  }
+
+  // --- the server's own messages ------------------------------------------
+
+  /** serverMessage shows a window/showMessage: whole in the log, on one line and bounded in a notification. */
+  private serverMessage(p: ShowMessageParams): void {
+    const log = p.type === 1 ? this.output.error : p.type === 2 ? this.output.warn : this.output.info;
+    log.call(this.output, p.message);
+    const show = p.type === 1 ? vscode.window.showErrorMessage : p.type === 2 ? vscode.window.showWarningMessage : vscode.window.showInformationMessage;
+    this.notifyWithLog(show, displayText(p.message, "message", 600));
+  }
+
+  /**
+   * serverMessageRequest answers window/showMessageRequest, which octet
+   * sends only to put an approval to a client without octet/confirmEffect:
+   * a notification cannot show it whole, so it is denied (null), never
+   * approved, and the person is told.
+   */
+  private serverMessageRequest(p: ShowMessageParams): null {
+    this.output.warn(`denied a window/showMessageRequest (a notification cannot show an approval whole):\n${p.message}`);
+    this.notifyWithLog(
+      vscode.window.showWarningMessage,
+      "octet asked for an approval through a notification, which cannot show it whole: it was denied (the log has its text). If approvals stop reaching the chat, run octet: Restart Server.",
+    );
+    return null;
+  }
+
+  /** notifyWithLog shows a notification whose one action opens the octet log. */
+  private notifyWithLog(show: (text: string, ...items: string[]) => Thenable<string | undefined>, text: string): void {
+    void show(text, "Show Log").then((a) => {
+      if (a) {
+        this.output.show();
+      }
+    });
   }
 
   // --- the view ---------------------------------------------------------

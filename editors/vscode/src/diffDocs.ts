@@ -4,6 +4,7 @@
 import * as vscode from "vscode";
 import { applyDiff, reverseDiff } from "./diff";
 import type { FileChange } from "./protocol";
+import { displayText } from "./text";
 
 /** The URI scheme of octet's virtual documents. */
 export const scheme = "octet-diff";
@@ -77,7 +78,8 @@ export async function showProposed(
   }
   const left = docs.add(relPath, "current", cur.text);
   const right = docs.add(relPath, "proposed", proposed);
-  await vscode.commands.executeCommand("vscode.diff", left, right, `${relPath}: current ↔ proposed (${title})`, { preview: true });
+  const label = `${displayText(relPath, "line", 200)}: current ↔ proposed (${displayText(title, "line", 120)})`;
+  await vscode.commands.executeCommand("vscode.diff", left, right, label, { preview: true });
   return right;
 }
 
@@ -87,7 +89,7 @@ export async function showProposed(
  */
 export async function showChange(docs: DiffDocuments, file: vscode.Uri, change: FileChange): Promise<void> {
   if (change.diffOmitted) {
-    void vscode.window.showInformationMessage(`octet: ${change.path}: ${change.diff}`);
+    void vscode.window.showInformationMessage(displayText(`octet: ${change.path}: ${change.diff}`, "message", 600));
     return;
   }
   const cur = await currentContent(file);
@@ -98,5 +100,5 @@ export async function showChange(docs: DiffDocuments, file: vscode.Uri, change: 
   }
   const left = docs.add(change.path, "before", before);
   const right = cur.exists ? file : docs.add(change.path, "after", "");
-  await vscode.commands.executeCommand("vscode.diff", left, right, `${change.path}: octet's change`, { preview: true });
+  await vscode.commands.executeCommand("vscode.diff", left, right, `${displayText(change.path, "line", 200)}: octet's change`, { preview: true });
 }

@@ -1,20 +1,9 @@
-// Formatting for the status bar and the chat: costs, token counts, states.
+// Formatting for the status bar, quick picks and the chat: costs, token
+// counts, states. Untrusted text goes through displayText (text.ts).
 
 import type { SessionState } from "./chatModel";
-import type { ConfirmEffectParams, Usage } from "./protocol";
-
-/**
- * approvalText is the notification text of an approval; a delegated
- * child's names the child (its title's "path: " prefix becomes the subject).
- */
-export function approvalText(p: ConfirmEffectParams, what: string): string {
-  if (!p.agentPath) {
-    return `octet wants to ${p.title}${what} (${p.tool}, ${p.effect})`;
-  }
-  const prefix = `${p.agentPath}: `;
-  const title = p.title.startsWith(prefix) ? p.title.slice(prefix.length) : p.title;
-  return `octet sub-agent ${p.agentPath} wants to ${title}${what} (${p.tool}, ${p.effect})`;
-}
+import type { FileChange, ModelInfo, TranscriptEntry, Usage } from "./protocol";
+import { displayText } from "./text";
 
 /** formatCost formats micro-dollars as dollars ("$0.0042"); unknown is "". */
 export function formatCost(micros: number | undefined): string {
@@ -68,7 +57,7 @@ const stateIcon: Record<SessionState, string> = {
 export function statusText(state: SessionState, model: string, u: Usage): string {
   const parts = [`${stateIcon[state]} octet: ${stateText[state]}`];
   if (model !== "") {
-    parts.push(model);
+    parts.push(displayText(model, "label", 40));
   }
   const cost = formatCost(u.costMicros);
   if (cost !== "") {
@@ -85,7 +74,7 @@ export function statusText(state: SessionState, model: string, u: Usage): string
 export function statusTooltip(state: SessionState, model: string, u: Usage): string {
   const lines = [`octet — ${stateText[state]}`];
   if (model !== "") {
-    lines.push(`Model: ${model}`);
+    lines.push(`Model: ${displayText(model, "line", 200)}`);
   }
   if (u.input !== undefined || u.output !== undefined) {
     lines.push(`Tokens: ${formatTokens(u.input ?? 0)} in (${formatTokens(u.cachedInput ?? 0)} cached), ${formatTokens(u.output ?? 0)} out`);
@@ -121,4 +110,30 @@ export function relativeTime(iso: string | undefined, now: number = Date.now()):
     return `${Math.floor(s / 3600)} h ago`;
   }
   return `${Math.floor(s / 86400)} d ago`;
+}
+
+/** A quick pick item carrying the value it stands for. */
+export interface Pick<T> {
+  label: string;
+  description?: string;
+  value: T;
+}
+
+/** changePicks are the files a run changed, to pick one to open. */
+export function changePicks(changes: FileChange[]): Pick<FileChange>[] {
+  return changes.map((c) => ({ label: displayText(c.path, "label", 200), description: c.kind, value: c }));
+}
+
+/** rewindPicks are the prompts a session can be rewound to before (their text on one line). */
+export function rewindPicks(entries: TranscriptEntry[]): Pick<TranscriptEntry>[] {
+  return entries.map((e) => ({ label: displayText(e.text ?? "", "label", 120), description: displayText(e.time ?? "", "label", 40), value: e }));
+}
+
+/** modelPicks are the models to choose from, the current one marked. */
+export function modelPicks(models: ModelInfo[], current: string): Pick<string>[] {
+  return models.map((m) => ({
+    label: displayText(m.id, "label", 120),
+    description: m.id === current ? "current" : m.contextWindow ? `${m.contextWindow} tokens` : "",
+    value: m.id,
+  }));
 }

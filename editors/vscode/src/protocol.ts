@@ -179,6 +179,25 @@ export interface ModelInfo {
   reasoning?: boolean;
 }
 
+/** The params of window/showMessage and window/showMessageRequest (type 1 error, 2 warning, 3 info, 4 log). */
+export interface ShowMessageParams {
+  type: number;
+  message: string;
+  actions?: { title: string }[];
+}
+
+/**
+ * clientCapabilities adds octet's to the capabilities vscode-languageclient
+ * computed, and takes back window.workDoneProgress: VS Code would show the
+ * server's progress (the tool running, with the model's arguments) in the
+ * status bar, where `$(name)` is drawn as an icon; the chat and octet's own
+ * status bar item show the run instead.
+ */
+export function clientCapabilities(caps: { experimental?: unknown; window?: { workDoneProgress?: boolean } }): void {
+  caps.experimental = { ...(caps.experimental as object | undefined), octet: { confirmEffect: true, events: true, recoveredOutput: true } };
+  caps.window = { ...caps.window, workDoneProgress: false };
+}
+
 /** Error codes of the octet protocol. */
 export const ErrorCodes = {
   RunEnded: -32803,

@@ -1,10 +1,12 @@
 // HTML of chat items for the webview. All text is escaped; the webview's
 // script only wires the data-* attributes to messages to the extension.
 
+import { scopeText } from "./approvals";
 import type { AgentItem, ChatItem, ErrorAction } from "./chatModel";
 import { formatCost, formatTokens } from "./format";
 import { escapeHtml, renderMarkdown } from "./markdown";
 import type { FileChange } from "./protocol";
+import { displayText } from "./text";
 
 const actionLabel: Record<ErrorAction, string> = {
   retry: "Retry",
@@ -24,22 +26,29 @@ const toolIcon: Record<string, string> = {
   denied: "⊘",
 };
 
-/** argSummary is a one-line summary of a tool call's JSON arguments. */
-export function argSummary(name: string, args: string): string {
+/**
+ * argSummary is a one-line summary of a tool call's JSON arguments: its
+ * command, path or pattern, every line of it (newlines shown as ⏎),
+ * cut with a marker.
+ */
+export function argSummary(args: string): string {
   let v: unknown;
   try {
     v = JSON.parse(args);
   } catch {
-    return args.length > 80 ? args.slice(0, 79) + "…" : args;
+    return displayText(args, "line", 80);
   }
   if (v === null || typeof v !== "object") {
     return "";
   }
   const o = v as Record<string, unknown>;
   const s = typeof o.command === "string" ? o.command : typeof o.path === "string" ? o.path : typeof o.pattern === "string" ? o.pattern : "";
-  const one = s.split("\n")[0];
-  void name;
-  return one.length > 80 ? one.slice(0, 79) + "…" : one;
+  return displayText(s, "line", 80);
+}
+
+/** toolName is a tool's name on one line ("tool" when it has none yet). */
+function toolName(name: string): string {
+  return name === "" ? "tool" : displayText(name, "line", 60);
 }
 
 function changesHtml(runId: string, changes: FileChange[]): string {
@@ -80,12 +89,12 @@ const agentIcon: Record<string, string> = {
 export function agentActivity(a: AgentItem): string {
   const t = a.activeCall !== undefined ? a.tools.find((x) => x.callId === a.activeCall) : undefined;
   if (t) {
-    const arg = argSummary(t.name, t.args);
+    const arg = argSummary(t.args);
     const what = t.status === "waiting" ? "waiting for approval: " : "";
-    return `${what}${t.name || "tool"}${arg ? " " + arg : ""}`;
+    return `${what}${toolName(t.name)}${arg ? " " + arg : ""}`;
   }
   if (a.status === "running" && a.live.trim() !== "") {
-    const l = a.live.replace(/\s+/g, " ").trim();
+    const l = displayText(a.live.replace(/\s+/g, " ").trim(), "line");
     return a.live.length >= 240 ? "…" + l : l;
   }
   if (a.status === "pending") {
@@ -126,8 +135,8 @@ function agentHtml(item: AgentItem): string {
   const tools = item.tools
     .map(
       (t) =>
-        `<li class="status-${escapeHtml(t.status)}"><span class="icon">${toolIcon[t.status] ?? ""}</span> <strong>${escapeHtml(t.name || "tool")}</strong> ` +
-        `<span class="arg">${escapeHtml(argSummary(t.name, t.args))}</span></li>`,
+        `<li class="status-${escapeHtml(t.status)}"><span class="icon">${toolIcon[t.status] ?? ""}</span> <strong>${escapeHtml(toolName(t.name))}</strong> ` +
+        `<span class="arg">${escapeHtml(argSummary(t.args))}</span></li>`,
     )
     .join("");
   const hidden = item.toolCount - item.tools.length;
@@ -143,8 +152,8 @@ function agentHtml(item: AgentItem): string {
   return (
     `<div id="${id}" class="item agent agent-${st}" data-session="${escapeHtml(item.sessionId)}">` +
     `<div class="head"><span class="badge badge-${st}">${agentIcon[item.status] ?? ""} ${st}</span> ` +
-    `<strong class="path">${escapeHtml(item.agentPath || item.agentId || "sub-agent")}</strong>${stop}</div>` +
-    (item.task !== "" ? `<div class="task">${escapeHtml(clipLine(item.task, 400))}</div>` : "") +
+    `<strong class="path">${escapeHtml(displayText(item.agentPath || item.agentId || "sub-agent", "line", 120))}</strong>${stop}</div>` +
+    (item.task !== "" ? `<div class="task">${escapeHtml(displayText(item.task, "line", 400))}</div>` : "") +
     (activity !== "" ? `<div class="activity">${escapeHtml(activity)}</div>` : "") +
     detail +
     (item.answer !== "" ? `<div class="answer">${renderMarkdown(item.answer)}</div>` : "") +
@@ -152,10 +161,6 @@ function agentHtml(item: AgentItem): string {
     (usage !== "" ? `<div class="usage">${escapeHtml(usage)}</div>` : "") +
     `</div>`
   );
-}
-
-function clipLine(s: string, n: number): string {
-  return s.length > n ? s.slice(0, n - 1) + "…" : s;
 }
 
 /** renderItem returns the HTML of one chat item (its outer element has id). */
@@ -178,8 +183,8 @@ export function renderItem(item: ChatItem): string {
       const args = item.args === "" ? "" : `<pre class="args">${escapeHtml(item.args)}</pre>`;
       return (
         `<div id="${id}" class="item tool status-${escapeHtml(item.status)}"><details>` +
-        `<summary><span class="icon">${toolIcon[item.status] ?? ""}</span> <strong>${escapeHtml(item.name || "tool")}</strong> ` +
-        `<span class="arg">${escapeHtml(argSummary(item.name, item.args))}</span> <span class="status">${escapeHtml(status)}</span></summary>` +
+        `<summary><span class="icon">${toolIcon[item.status] ?? ""}</span> <strong>${escapeHtml(toolName(item.name))}</strong> ` +
+        `<span class="arg">${escapeHtml(argSummary(item.args))}</span> <span class="status">${escapeHtml(status)}</span></summary>` +
         `${args}${output}</details>${changesHtml(item.runId, item.changes ?? [])}</div>`
       );
     }
@@ -204,11 +209,14 @@ export function renderItem(item: ChatItem): string {
             `<button class="secondary" data-approval="${d}" data-decision="deny_reason">Deny with reason…</button>` +
             (p.diff ? `<button class="secondary" data-approval="${d}" data-decision="view_diff">View diff</button>` : "") +
             `</div>`;
+      const scope = item.state === "pending" ? scopeText(p) : "";
       return (
-        `<div id="${id}" class="item approval state-${escapeHtml(item.state)}">` +
-        (p.agentPath ? `<div class="agent-of">Sub-agent <strong>${escapeHtml(p.agentPath)}</strong> asks</div>` : "") +
+        `<div id="${id}" class="item approval state-${escapeHtml(item.state)}" tabindex="-1">` +
+        (p.agentPath ? `<div class="agent-of">Sub-agent <strong>${escapeHtml(displayText(p.agentPath, "line", 120))}</strong> asks</div>` : "") +
         `<div class="title">Approval: ${escapeHtml(p.title)}</div>` +
-        `${p.diff && p.detail ? `<div class="detail">${escapeHtml(p.detail)}</div>` : ""}${body}${buttons}</div>`
+        `${p.diff && p.detail ? `<div class="detail">${escapeHtml(p.detail)}</div>` : ""}${body}` +
+        (scope !== "" ? `<div class="scope">${escapeHtml(scope)}</div>` : "") +
+        `${buttons}</div>`
       );
     }
     case "run":

@@ -3,6 +3,12 @@
 import * as vscode from "vscode";
 import { relativeTime } from "./format";
 import type { SessionInfo } from "./protocol";
+import { displayText } from "./text";
+
+/** sessionLabel is a session's title on one line ("(untitled)" without one). */
+function sessionLabel(info: SessionInfo): string {
+  return info.title ? displayText(info.title, "line", 200) : "(untitled)";
+}
 
 /** A session in the tree. */
 export class SessionNode extends vscode.TreeItem {
@@ -10,11 +16,12 @@ export class SessionNode extends vscode.TreeItem {
     readonly info: SessionInfo,
     current: boolean,
   ) {
-    super(info.title && info.title !== "" ? info.title : "(untitled)", vscode.TreeItemCollapsibleState.None);
+    super(sessionLabel(info), vscode.TreeItemCollapsibleState.None);
     this.id = info.sessionId;
     this.contextValue = "session";
     this.description = (current ? "● " : "") + relativeTime(info.updatedAt);
-    this.tooltip = `${info.title ?? ""}\n${info.sessionId}\n${info.cwd ?? ""}${info.usageUncertain ? "\nusage partly unknown" : ""}`;
+    const tip = `${info.title ?? ""}\n${info.sessionId}\n${info.cwd ?? ""}${info.usageUncertain ? "\nusage partly unknown" : ""}`;
+    this.tooltip = displayText(tip, "block", 2000);
     this.iconPath = new vscode.ThemeIcon(current ? "comment-discussion" : "comment");
     this.command = { command: "octet.resumeSession", title: "Resume Session", arguments: [this] };
   }

@@ -5,6 +5,7 @@ import * as vscode from "vscode";
 import type { ChatModel } from "./chatModel";
 import { statusText, statusTooltip } from "./format";
 import { modeOf } from "./policy";
+import { displayText } from "./text";
 
 /** Status owns octet's two status bar items. */
 export class Status implements vscode.Disposable {
@@ -34,7 +35,7 @@ export class Status implements vscode.Disposable {
   /** problem shows that octet is not running. */
   problem(text: string): void {
     this.main.text = "$(error) octet: not running";
-    this.main.tooltip = text;
+    this.main.tooltip = displayText(text, "block", 2000);
   }
 
   dispose(): void {

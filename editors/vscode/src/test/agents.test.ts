@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
 import { ChatModel, type AgentItem } from "../chatModel";
-import { approvalText } from "../format";
+import { approvalNotice } from "../approvals";
 import type { EventParams, OctetEvent } from "../protocol";
 import { agentActivity, agentUsage, renderItem } from "../render";
 
@@ -132,8 +132,9 @@ test("a failed child shows its error; its pending approval is withdrawn when its
 
 test("a child's approval notification names the child", () => {
   const p = { sessionId: "s1", runId: "r", callId: "c", tool: "bash", effect: "host_process", title: "root/worker1: run ls", digest: "D", agentPath: "root/worker1" };
-  assert.equal(approvalText(p, ""), "octet sub-agent root/worker1 wants to run ls (bash, host_process)");
-  assert.equal(approvalText({ ...p, agentPath: undefined, title: "run ls" }, ""), "octet wants to run ls (bash, host_process)");
+  const review = ". Review it in the chat to approve or deny.";
+  assert.equal(approvalNotice(p).text, "octet sub-agent root/worker1 wants to run ls (bash, host_process)" + review);
+  assert.equal(approvalNotice({ ...p, agentPath: undefined, title: "run ls" }).text, "octet wants to run ls (bash, host_process)" + review);
 });
 
 test("a hostile task, path, answer and error show as text", () => {

@@ -28,7 +28,7 @@ test("a tool's changes link to their diffs; errors carry their actions", () => {
   assert.ok(t.includes('class="open-diff" data-run="r1" data-path="a.txt"'), t);
   const e = renderItem({ id: "i5", kind: "error", text: "boom", actions: ["retry", "showLog"] });
   assert.ok(e.includes('data-action="retry">Retry') && e.includes('data-action="showLog">Show Log'), e);
-  assert.equal(argSummary("bash", '{"command":"go test ./...\\nmore"}'), "go test ./...");
+  assert.equal(argSummary('{"command":"go test ./...\\nmore"}'), "go test ./...⏎more");
 });
 
 test("diffs mark added and removed lines and escape them", () => {

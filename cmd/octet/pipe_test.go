@@ -1,0 +1,76 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
+)
+
+// TestExecStdoutClosedSettles runs the real binary in a real shell
+// pipeline, `octet exec --json … | head -c 100`, while the provider
+// streams a long answer: once head has its 100 bytes and exits, octet's
+// next write fails, and the run is cancelled and settled like one a
+// client cancelled (its checkpoint durable, its request settled), and
+// octet exits 141 (documented). On the old code SIGPIPE killed octet
+// mid-run (exit 141 too, from the signal), leaving no checkpoint and the
+// request unsettled.
+func TestExecStdoutClosedSettles(t *testing.T) {
+	words := strings.Repeat("streaming words for a reader that stops early ", 60)
+	x := newExecEnv(t, providertest.Text(words).Pace(20*time.Millisecond))
+	sh := exec.CommandContext(t.Context(), "bash", "-c", `"$OCTET" exec --json "write a long answer" | head -c 100 >/dev/null; echo "${PIPESTATUS[0]}"`)
+	sh.Dir = x.ws
+	sh.Env = append(os.Environ(), "OCTET="+octetBin)
+	for k, v := range x.vars {
+		sh.Env = append(sh.Env, k+"="+v)
+	}
+	var stderr strings.Builder
+	sh.Stderr = &stderr
+	began := time.Now()
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatalf("pipeline: %v\nstderr: %s", err, stderr.String())
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("pipeline printed %q", out)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	s, err := session.Inspect(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	cps := s.Checkpoints()
+	if len(cps) != 1 || cps[0].Outcome != "cancelled" {
+		t.Fatalf("checkpoints %+v (exit %d, after %s; stderr: %s)", cps, code, time.Since(began), stderr.String())
+	}
+	if tot := s.Totals(); tot.UnsettledDispatches != 0 {
+		t.Errorf("%d request(s) left unsettled: %+v", tot.UnsettledDispatches, tot)
+	}
+	if code != exitStdoutClosed {
+		t.Errorf("octet exit status %d, want %d", code, exitStdoutClosed)
+	}
+	if !strings.Contains(stderr.String(), "standard output was closed") || !strings.Contains(stderr.String(), "the run was cancelled and settled") {
+		t.Errorf("stderr does not say what happened:\n%s", stderr.String())
+	}
+	if d := time.Since(began); d > 20*time.Second {
+		t.Errorf("the pipeline took %s: the run was not cancelled when its reader left", d)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	show := runCLI(t, x.ws, x.vars, "sessions", "show", sid)
+	if !strings.Contains(show.stdout, ": cancelled") {
+		t.Errorf("sessions show has no outcome:\n%s", show.stdout)
+	}
+}

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/session"
+)
+
+const (
+	deleteUsage = "octet sessions delete <id>..."
+	pruneUsage  = "octet sessions prune --older-than <age> [--failed] [--dry-run]"
+)
+
+// teamsDir is where the delegated children of the sessions in dir keep
+// their teams (sessions and provenance).
+func teamsDir(dir string) string { return filepath.Join(dir, "teams") }
+
+// sessionsDelete is `octet sessions delete`: every id is resolved first,
+// so a mistyped one deletes nothing.
+func sessionsDelete(_ context.Context, args []string, e env) error {
+	fs := newFlagSet("sessions delete", deleteUsage, e.stdout)
+	pos, err := parseSub(fs, deleteUsage, args, -1)
+	if err != nil {
+		return err
+	}
+	_, dir, err := sessionsDir(e)
+	if err != nil {
+		return err
+	}
+	var paths []string
+	for _, id := range pos {
+		path, err := resolveSession(dir, id)
+		if err != nil {
+			return err
+		}
+		if !slices.Contains(paths, path) {
+			paths = append(paths, path)
+		}
+	}
+	return removeSessions(dir, paths, e)
+}
+
+// sessionsPrune is `octet sessions prune`.
+func sessionsPrune(_ context.Context, args []string, e env) error {
+	fs := newFlagSet("sessions prune", pruneUsage, e.stdout)
+	var age time.Duration
+	fs.Func("older-than", "delete the sessions not updated for `age`: a number and a unit, s, m, h, d (days) or w (weeks), such as 30d", func(s string) error {
+		d, err := parseAge(s)
+		age = d
+		return err
+	})
+	failed := fs.Bool("failed", false, "only the sessions whose last run did not complete (it failed, was cancelled or stopped at its turn limit) or that recorded no run")
+	dry := fs.Bool("dry-run", false, "list what would be deleted, and delete nothing")
+	if _, err := parseSub(fs, pruneUsage, args, 0); err != nil {
+		return err
+	}
+	if age == 0 {
+		return usageErrorf("sessions prune needs --older-than <age>, such as --older-than 30d (octet sessions prune -h)")
+	}
+	_, dir, err := sessionsDir(e)
+	if err != nil {
+		return err
+	}
+	infos, listErr := session.List(dir)
+	cutoff := time.Now().Add(-age)
+	var paths []string
+	for _, in := range infos {
+		if in.Updated.After(cutoff) || *failed && !lastRunIncomplete(in.Path) {
+			continue
+		}
+		if *dry {
+			fmt.Fprintf(e.stdout, "would delete session %s (updated %s) %s\n", in.ID, in.Updated.Local().Format(time.DateTime), visible(oneLine(in.Title, 60)))
+		}
+		paths = append(paths, in.Path)
+	}
+	if listErr != nil {
+		fmt.Fprintf(e.stderr, "octet: %s\n", visible("some sessions could not be read and are left as they are: "+listErr.Error()))
+	}
+	if len(paths) == 0 {
+		fmt.Fprintf(e.stdout, "no session to prune among the %d in %s\n", len(infos), dir)
+	}
+	if *dry {
+		return nil
+	}
+	err = removeSessions(dir, paths, e)
+	if n := removeLeftovers(dir); n > 0 {
+		fmt.Fprintf(e.stdout, "removed %d leftover file(s) of sessions no longer there\n", n)
+	}
+	return err
+}
+
+// parseAge parses an age: a Go duration (90m, 12h) or a whole number of
+// days (30d) or weeks (2w).
+func parseAge(s string) (time.Duration, error) {
+	bad := fmt.Errorf("want a positive age such as 30d, 2w or 12h")
+	var d time.Duration
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		days, err := strconv.Atoi(n)
+		if err != nil {
+			return 0, bad
+		}
+		d = time.Duration(days) * 24 * time.Hour
+	} else if n, ok := strings.CutSuffix(s, "w"); ok {
+		weeks, err := strconv.Atoi(n)
+		if err != nil {
+			return 0, bad
+		}
+		d = time.Duration(weeks) * 7 * 24 * time.Hour
+	} else {
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, bad
+		}
+	}
+	if d <= 0 {
+		return 0, bad
+	}
+	return d, nil
+}
+
+// lastRunIncomplete reports whether the session at path recorded no run,
+// or its last run did not complete. A session that cannot be read is
+// left alone (false).
+func lastRunIncomplete(path string) bool {
+	s, err := session.Inspect(path)
+	if err != nil {
+		return false
+	}
+	defer s.Close()
+	cps := s.Checkpoints()
+	return len(cps) == 0 || cps[len(cps)-1].Outcome != string(agent.OutcomeCompleted)
+}
+
+// removeSessions deletes the sessions at paths, each with its delegated
+// children's teams, saying what it deleted; a session open in another
+// process, or one that cannot be removed, is left and reported, and the
+// others are still deleted.
+func removeSessions(dir string, paths []string, e env) error {
+	failed := 0
+	for _, path := range paths {
+		id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+		kids, err := removeSession(dir, path)
+		switch {
+		case err != nil:
+			failed++
+			fmt.Fprintf(e.stderr, "octet: session %s not deleted: %s\n", id, visible(deleteError(err)))
+		case kids > 0:
+			fmt.Fprintf(e.stdout, "deleted session %s and its %d child agent session(s)\n", id, kids)
+		default:
+			fmt.Fprintf(e.stdout, "deleted session %s\n", id)
+		}
+	}
+	if failed > 0 {
+		return &exitError{code: exitFailed, err: fmt.Errorf("%d of %d session(s) not deleted (see above)", failed, len(paths))}
+	}
+	return nil
+}
+
+// deleteError words a removal failure for the command line.
+func deleteError(err error) string {
+	if _, ok := errors.AsType[*session.InUseError](err); ok {
+		return "it is open in another process (an editor, or a running octet exec); close it there or wait for the run to end, then delete it again"
+	}
+	return err.Error()
+}
+
+// removeSession deletes the session file at path (refused while a writer
+// has it open) and then its delegated children: their sessions and, once
+// all of a team's are gone, the team's directory. It returns how many
+// child sessions it deleted.
+func removeSession(dir, path string) (int, error) {
+	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	kids, kidsErr := team.ChildSessions(teamsDir(dir), id)
+	if err := session.Remove(path); err != nil {
+		return 0, err
+	}
+	n := 0
+	keep := map[string]bool{}
+	var errs []error
+	for _, k := range kids {
+		err := session.Remove(k.Path)
+		switch {
+		case err == nil:
+			n++
+		case errors.Is(err, fs.ErrNotExist):
+		default:
+			keep[k.Team] = true
+			errs = append(errs, err)
+		}
+	}
+	for _, k := range kids {
+		if !keep[k.Team] {
+			if err := os.RemoveAll(k.Team); err != nil {
+				errs = append(errs, err)
+			}
+			keep[k.Team] = true // once
+		}
+	}
+	if err := errors.Join(append(errs, kidsErr)...); err != nil {
+		return n, fmt.Errorf("the session was deleted, but not all of its child agents' sessions: %w", err)
+	}
+	return n, nil
+}
+
+// removeLeftovers removes the listing caches, holder files and legacy
+// markers in dir whose session file is gone (deleted by hand), and
+// returns how many it removed.
+func removeLeftovers(dir string) int {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, de := range des {
+		name := de.Name()
+		ext := filepath.Ext(name)
+		if !de.Type().IsRegular() || strings.HasPrefix(name, ".") || ext != ".listing" && ext != ".lock" && ext != ".uncertain" {
+			continue
+		}
+		if _, err := os.Lstat(filepath.Join(dir, strings.TrimSuffix(name, ext)+".jsonl")); !errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if os.Remove(filepath.Join(dir, name)) == nil {
+			n++
+		}
+	}
+	return n
+}

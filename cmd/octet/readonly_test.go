@@ -1,0 +1,153 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
+)
+
+// TestInspectionLeavesLiveRunAlone: while a real `octet exec` under a
+// cost ceiling has a request in flight, `octet sessions diff`, `show`,
+// `export` and `rewind --dry-run` (each a real process) read the session
+// without touching it: the live run completes, its session stays
+// complete (no unsettled_dispatch marker), and the next prompt under the
+// ceiling is served. On the old code diff and the dry run opened the
+// session for writing and recorded the live request as unsettled: the
+// live run then failed ("a request was in flight when octet stopped")
+// and every later prompt was refused.
+func TestInspectionLeavesLiveRunAlone(t *testing.T) {
+	// The first answer streams for about 5 s: the inspections run while
+	// it does.
+	long := strings.Repeat("streaming while another process reads the session ", 60)
+	x := newExecEnv(t,
+		providertest.Reply(providertest.Message(long), providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)).Pace(10*time.Millisecond),
+		providertest.Text("done"),
+		providertest.Text("again"),
+	)
+	x.writeGlobalConfig(t, "max_session_cost_usd = \"10\"\n")
+	live := x.octetCmd(t, "exec", "--json", "make a file")
+	var out, errb bytes.Buffer
+	live.Stdout, live.Stderr = &out, &errb
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	x.awaitRequests(t, 1)
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	before, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := firstEntry(t, string(before))
+	for _, args := range [][]string{
+		{"sessions", "diff", sid},
+		{"sessions", "rewind", sid, entry, "--dry-run"},
+		{"sessions", "show", sid},
+		{"sessions", "export", sid},
+	} {
+		if r := x.runOctet(t, args...); r.code != exitOK {
+			t.Errorf("%s during the run: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+	if after, _ := os.ReadFile(files[0]); !bytes.Equal(after, before) {
+		t.Errorf("reading the session changed it: %d bytes before, %d after:\n%s", len(before), len(after), after[len(before):])
+	}
+	if n := len(x.srv.Requests()); n != 1 {
+		t.Fatalf("test setup: the first answer stopped streaming before the inspections ended (%d requests)", n)
+	}
+	if err := live.Wait(); err != nil {
+		t.Fatalf("the live run: %v\nstderr: %s", err, errb.String())
+	}
+	s, err := session.Inspect(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	tot := s.Totals()
+	s.Close()
+	if tot.Uncertain || tot.UncertainMarkers != 0 {
+		t.Fatalf("the live run's session became uncertain: %+v", tot)
+	}
+	if r := x.runOctet(t, "exec", "--session", sid, "once more"); r.code != exitOK {
+		t.Errorf("the next prompt under the ceiling: exit %d\n%s", r.code, r.stderr)
+	}
+}
+
+// TestInspectionOnReadOnlyHome: with OCTET_HOME read-only (a read-only
+// bind mount, which stops root too), `octet sessions diff`, `show`,
+// `export` and `rewind --dry-run` still answer; diff failed there on the
+// old code (it opened the session for writing).
+func TestInspectionOnReadOnlyHome(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
+		providertest.Text("done"),
+	)
+	if r := x.runOctet(t, "exec", "make a file"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := firstEntry(t, string(raw))
+	readOnlyBind(t, x.home)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sessions", "diff", sid}, "== made.txt (add)"},
+		{[]string{"sessions", "rewind", sid, entry, "--dry-run"}, "  delete   made.txt"},
+		{[]string{"sessions", "show", sid}, "run "},
+		{[]string{"sessions", "export", sid}, `"kind":"checkpoint"`},
+	} {
+		r := x.runOctet(t, tc.args...)
+		if r.code != exitOK || !strings.Contains(r.stdout, tc.want) {
+			t.Errorf("%s on a read-only OCTET_HOME: exit %d\n%s%s", strings.Join(tc.args, " "), r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// readOnlyBind makes dir read-only with a read-only bind mount of itself
+// (skipping when mounts are not allowed) until the test ends or undo is
+// called.
+func readOnlyBind(t *testing.T, dir string) (undo func()) {
+	t.Helper()
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mounts need CAP_SYS_ADMIN (root in CI): %v", err)
+	}
+	mounted := true
+	undo = func() {
+		if mounted {
+			mounted = false
+			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil {
+				t.Errorf("unmount %s: %v", dir, err)
+			}
+		}
+	}
+	t.Cleanup(undo)
+	if err := unix.Mount("", dir, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+		t.Fatalf("remount read-only: %v", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "probe"), nil, 0o600); !errors.Is(err, unix.EROFS) {
+		t.Fatalf("%s is writable (%v); the test needs it read-only", dir, err)
+	}
+	return undo
+}

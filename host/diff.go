@@ -1,0 +1,54 @@
+package host
+
+import (
+	"fmt"
+
+	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/session"
+)
+
+// Diff returns what octet's tools changed in run runID of sess ("" = the
+// last run on the active branch), one change per path, and the run it
+// resolved to ("" when the session has no run): the changes recorded in
+// the run's tool results on the active branch, folded per path with the
+// images in rec's store.
+func Diff(sess *session.Session, rec *changes.Recorder, runID string) ([]changes.Change, string, error) {
+	branch := sess.Branch()
+	id := sess.Header().ID
+	if runID == "" {
+		runID = lastRun(branch)
+		if runID == "" {
+			return nil, "", nil
+		}
+	}
+	var recs []changes.Record
+	found := false
+	for _, e := range branch {
+		if e.RunID != runID {
+			continue
+		}
+		found = true
+		if e.Type != session.EntryToolResult || e.Result == nil {
+			continue
+		}
+		rs, err := changes.FromDetails(e.Result.Details)
+		if err != nil {
+			return nil, "", fmt.Errorf("session %s entry %s: %w", id, e.ID, err)
+		}
+		recs = append(recs, rs...)
+	}
+	if !found {
+		return nil, "", inputErrorf("no run %q on the active branch of session %s: give a runId from its transcript, or none for the last run", runID, id)
+	}
+	return rec.Cumulative(recs), runID, nil
+}
+
+// lastRun returns the run id of the newest entry of branch that has one.
+func lastRun(branch []session.Entry) string {
+	for i := len(branch) - 1; i >= 0; i-- {
+		if id := branch[i].RunID; id != "" {
+			return id
+		}
+	}
+	return ""
+}

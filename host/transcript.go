@@ -1,0 +1,215 @@
+package host
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+	"unicode/utf8"
+
+	"github.com/octet-agent/octet/session"
+)
+
+// Transcript page bounds.
+const (
+	// DefaultTranscriptLimit and MaxTranscriptLimit bound the entries of
+	// one transcript page.
+	DefaultTranscriptLimit = 50
+	MaxTranscriptLimit     = 500
+	// MaxTranscriptPageBytes bounds the encoded entries of one page; a
+	// page always holds at least one entry.
+	MaxTranscriptPageBytes = 1 << 20
+	// MaxTranscriptEntryBytes bounds one encoded entry: longer texts are
+	// cut (marked truncated), so no page is ever unbounded.
+	MaxTranscriptEntryBytes = 256 << 10
+)
+
+// TranscriptEntry is one session entry as a transcript shows it: opaque
+// reasoning content is left out.
+type TranscriptEntry struct {
+	ID         string           `json:"id"`
+	Parent     string           `json:"parent,omitempty"`
+	Time       time.Time        `json:"time"`
+	Type       string           `json:"type"`
+	RunID      string           `json:"runId,omitempty"`
+	Text       string           `json:"text,omitempty"`
+	Items      []TranscriptItem `json:"items,omitempty"`
+	StopReason string           `json:"stopReason,omitempty"`
+	Result     *TranscriptTool  `json:"result,omitempty"`
+	Summary    string           `json:"summary,omitempty"`
+}
+
+// TranscriptItem is one item of an assistant entry.
+type TranscriptItem struct {
+	Type      string `json:"type"`
+	Text      string `json:"text,omitempty"`
+	CallID    string `json:"callId,omitempty"`
+	Name      string `json:"name,omitempty"`
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// TranscriptTool is a tool result.
+type TranscriptTool struct {
+	CallID  string         `json:"callId"`
+	Tool    string         `json:"tool"`
+	Text    string         `json:"text"`
+	IsError bool           `json:"isError"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+// ToTranscript converts an entry, leaving out opaque reasoning content.
+func ToTranscript(e session.Entry) TranscriptEntry {
+	t := TranscriptEntry{
+		ID: e.ID, Parent: e.Parent, Time: e.Time.UTC(), Type: string(e.Type), RunID: e.RunID,
+		Text: e.Text, StopReason: e.StopReason,
+	}
+	for _, it := range e.Items {
+		t.Items = append(t.Items, TranscriptItem{Type: it.Type, Text: it.Text, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+	}
+	if r := e.Result; r != nil {
+		t.Result = &TranscriptTool{CallID: r.CallID, Tool: r.Tool, Text: r.Text, IsError: r.IsError, Details: r.Details}
+	}
+	if c := e.Compaction; c != nil {
+		t.Summary = c.Summary
+	}
+	return t
+}
+
+// PagedEntry is a transcript entry as a page carries it.
+type PagedEntry struct {
+	TranscriptEntry
+	// Truncated reports that long texts of the entry were cut to fit the
+	// page bounds (the session file holds them whole).
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// TranscriptPage is one page of the active branch, newest first.
+type TranscriptPage struct {
+	Entries    []PagedEntry `json:"entries"`
+	NextBefore string       `json:"nextBefore,omitempty"`
+}
+
+// OldestFirst returns the page's entries oldest first.
+func (p TranscriptPage) OldestFirst() []PagedEntry {
+	out := make([]PagedEntry, len(p.Entries))
+	for i, e := range p.Entries {
+		out[len(out)-1-i] = e
+	}
+	return out
+}
+
+// Transcript returns a page of the session's active branch: see
+// PageTranscript.
+func (s *Session) Transcript(beforeID string, limit int) (TranscriptPage, error) {
+	return PageTranscript(s.ID(), s.Branch(), beforeID, limit)
+}
+
+// ReadTranscript returns a page of session id's active branch read from
+// its file under a shared lock (session.Inspect): no agent is attached,
+// no torn tail repaired, nothing recorded, so another process's live run
+// is untouched. [ErrNoSession] when there is no such session.
+func (h *Host) ReadTranscript(id, beforeID string, limit int) (TranscriptPage, error) {
+	if !ValidSessionID(id) {
+		return TranscriptPage{}, fmt.Errorf("%w: invalid session id %q", ErrNoSession, id)
+	}
+	sess, err := session.Inspect(h.path(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return TranscriptPage{}, fmt.Errorf("%w: %s", ErrNoSession, id)
+	}
+	if err != nil {
+		return TranscriptPage{}, fmt.Errorf("read session %s: %w", id, err)
+	}
+	defer sess.Close()
+	return PageTranscript(id, sess.Branch(), beforeID, limit)
+}
+
+// PageTranscript returns the entries of branch (session sessionID's)
+// before beforeID (all of them when ""), newest first, at most limit
+// (DefaultTranscriptLimit when 0, at most MaxTranscriptLimit) and about a
+// mebibyte; NextBefore names the oldest entry returned when older ones
+// remain. An unknown beforeID is an *InputError.
+func PageTranscript(sessionID string, branch []session.Entry, beforeID string, limit int) (TranscriptPage, error) {
+	if limit <= 0 {
+		limit = DefaultTranscriptLimit
+	}
+	limit = min(limit, MaxTranscriptLimit)
+	end := len(branch)
+	if beforeID != "" {
+		end = -1
+		for i := len(branch) - 1; i >= 0; i-- {
+			if branch[i].ID == beforeID {
+				end = i
+				break
+			}
+		}
+		if end < 0 {
+			return TranscriptPage{}, inputErrorf("no entry %q on the active branch of session %s (the head may have moved): page again from the newest entry, without beforeEntryId", beforeID, sessionID)
+		}
+	}
+	page := TranscriptPage{Entries: []PagedEntry{}}
+	bytes := 0
+	i := end - 1
+	for ; i >= 0 && len(page.Entries) < limit; i-- {
+		pe, n := boundedEntry(branch[i])
+		if len(page.Entries) > 0 && bytes+n > MaxTranscriptPageBytes {
+			break
+		}
+		bytes += n
+		page.Entries = append(page.Entries, pe)
+	}
+	if i >= 0 && len(page.Entries) > 0 {
+		page.NextBefore = page.Entries[len(page.Entries)-1].ID
+	}
+	return page, nil
+}
+
+// boundedEntry converts e for a page, cutting its longest texts until it
+// encodes within MaxTranscriptEntryBytes; it returns the encoded size.
+func boundedEntry(e session.Entry) (PagedEntry, int) {
+	pe := PagedEntry{TranscriptEntry: ToTranscript(e)}
+	n := encodedLen(pe)
+	for limit := MaxTranscriptEntryBytes / 2; n > MaxTranscriptEntryBytes && limit >= 64; limit /= 2 {
+		pe.Truncated = true
+		t := &pe.TranscriptEntry
+		if t.Result != nil {
+			r := *t.Result
+			r.Details = nil
+			r.Text = cutText(r.Text, limit)
+			t.Result = &r
+		}
+		t.Text = cutText(t.Text, limit)
+		t.Summary = cutText(t.Summary, limit)
+		items := make([]TranscriptItem, len(t.Items))
+		per := max(limit/max(len(t.Items), 1), 64)
+		for i, it := range t.Items {
+			it.Text = cutText(it.Text, per)
+			it.Arguments = cutText(it.Arguments, per)
+			items[i] = it
+		}
+		t.Items = items
+		n = encodedLen(pe)
+	}
+	return pe, n
+}
+
+// cutText returns s cut to at most n bytes at a rune boundary, with a
+// note of how much was left out.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("\n[… %d more bytes in the session file]", len(s)-cut)
+}
+
+func encodedLen(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return len(b)
+}
