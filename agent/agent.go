@@ -345,7 +345,11 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 		a.release(r)
 		return nil, fmt.Errorf("agent: keep the prompt's images: %w", err)
 	}
-	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text, Images: refs}); err != nil {
+	user := session.Entry{Type: session.EntryUser, RunID: r.id, Text: text}
+	if len(refs) > 0 {
+		user.Attached = &session.Attached{Images: refs}
+	}
+	if _, err := a.sess.AppendEntry(user); err != nil {
 		r.cancel()
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist prompt: %w", err)

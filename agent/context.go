@@ -114,7 +114,7 @@ func appendEntryItems(out []provider.Item, e *session.Entry, imgs imageRefs) []p
 	switch e.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryContext:
 		it := userMessage(e.Text)
-		withImages(&it, &it.Text, e.Images, imgs)
+		withImages(&it, &it.Text, e.PromptImages(), imgs)
 		out = append(out, it)
 	case session.EntryAssistant:
 		for _, it := range e.Items {
@@ -137,7 +137,7 @@ func appendEntryItems(out []provider.Item, e *session.Entry, imgs imageRefs) []p
 	case session.EntryToolResult:
 		if e.Result != nil {
 			it := provider.Item{Type: provider.ItemFunctionCallOutput, CallID: e.Result.CallID, Output: e.Result.Text}
-			withImages(&it, &it.Output, e.Result.Images, imgs)
+			withImages(&it, &it.Output, e.Result.ResultImages(), imgs)
 			out = append(out, it)
 		}
 	}

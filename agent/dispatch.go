@@ -481,8 +481,11 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 	call := r.pending[i].item
 	imgs := r.a.resultImages(&res)
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
-		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res), Images: imgs,
+		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res),
 	}}
+	if len(imgs) > 0 {
+		e.Result.Attached = &session.Attached{Images: imgs}
+	}
 	if in := r.a.cfg.Intents; in != nil && len(res.Changes) > 0 {
 		if err := in.Commit(r.a.intentKey(call.CallID), res.Changes); err != nil {
 			// The images stay in the store, unprotected: they expire first.

@@ -80,13 +80,13 @@ func imageViews(imgs []session.Image) []ImageView {
 func ToTranscript(e session.Entry) TranscriptEntry {
 	t := TranscriptEntry{
 		ID: e.ID, Parent: e.Parent, Time: e.Time.UTC(), Type: string(e.Type), RunID: e.RunID,
-		Text: e.Text, StopReason: e.StopReason, Images: imageViews(e.Images),
+		Text: e.Text, StopReason: e.StopReason, Images: imageViews(e.PromptImages()),
 	}
 	for _, it := range e.Items {
 		t.Items = append(t.Items, TranscriptItem{Type: it.Type, Text: it.Text, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 	}
 	if r := e.Result; r != nil {
-		t.Result = &TranscriptTool{CallID: r.CallID, Tool: r.Tool, Text: r.Text, IsError: r.IsError, Details: r.Details, Images: imageViews(r.Images)}
+		t.Result = &TranscriptTool{CallID: r.CallID, Tool: r.Tool, Text: r.Text, IsError: r.IsError, Details: r.Details, Images: imageViews(r.ResultImages())}
 	}
 	if c := e.Compaction; c != nil {
 		t.Summary = c.Summary

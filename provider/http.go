@@ -128,6 +128,22 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 	return h
 }
 
+// setHeaders adds the configured headers (never Authorization) and the
+// bearer key, when there is one, to hr.
+func (h *HTTP) setHeaders(hr *http.Request, key string) {
+	for k, vs := range h.cfg.Headers {
+		if http.CanonicalHeaderKey(k) == "Authorization" {
+			continue
+		}
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
+	}
+	if key != "" {
+		hr.Header.Set("Authorization", "Bearer "+key)
+	}
+}
+
 func defaultHTTPTransport() *http.Transport {
 	return &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -240,19 +256,9 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		cancel(nil)
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: scrubErr(fmt.Errorf("build request: %w", err), key)}
 	}
-	for k, vs := range h.cfg.Headers {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
-			continue
-		}
-		for _, v := range vs {
-			hr.Header.Add(k, v)
-		}
-	}
+	h.setHeaders(hr, key)
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "text/event-stream")
-	if key != "" {
-		hr.Header.Set("Authorization", "Bearer "+key)
-	}
 	h.log.Debug("provider http open", "url", h.logURL, "model", req.Model, "bytes", len(body))
 	if hook != nil && !h.reliable {
 		// A custom RoundTripper may never report GotConn: the hook runs

@@ -41,18 +41,8 @@ func (h *HTTP) ListModels(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: scrubErr(fmt.Errorf("build model list request: %w", err), key)}
 	}
-	for k, vs := range h.cfg.Headers {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
-			continue
-		}
-		for _, v := range vs {
-			hr.Header.Add(k, v)
-		}
-	}
+	h.setHeaders(hr, key)
 	hr.Header.Set("Accept", "application/json")
-	if key != "" {
-		hr.Header.Set("Authorization", "Bearer "+key)
-	}
 	resp, err := h.client.Do(hr)
 	if err != nil {
 		class := ResponseHeaders

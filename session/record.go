@@ -123,7 +123,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	b = appendStrField(b, "type", string(e.Type))
 	b = appendStrField(b, "run_id", e.RunID)
 	b = appendStrField(b, "text", e.Text)
-	b = appendImages(b, e.Images)
+	b = appendImages(b, e.PromptImages())
 	if len(e.Items) > 0 {
 		b = append(appendKey(b, "items"), '[')
 		for i := range e.Items {
@@ -141,7 +141,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 		b = appendStrField(b, "tool", r.Tool)
 		b = appendStrField(b, "text", r.Text)
 		b = appendBoolField(b, "is_error", r.IsError)
-		b = appendImages(b, r.Images)
+		b = appendImages(b, r.ResultImages())
 		if len(r.Details) > 0 {
 			raw, err := json.Marshal(r.Details)
 			if err != nil {
@@ -714,7 +714,9 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 		case "text":
 			e.Text = d.str(a)
 		case "images":
-			e.Images = d.images(a)
+			if imgs := d.images(a); len(imgs) > 0 {
+				e.Attached = &Attached{Images: imgs}
+			}
 		case "items":
 			items := a.items[:0]
 			d.arr(func() {
@@ -811,7 +813,9 @@ func (d *decoder) result(r *ToolResult, a *strAlloc) {
 		case "is_error":
 			r.IsError = d.bool()
 		case "images":
-			r.Images = d.images(a)
+			if imgs := d.images(a); len(imgs) > 0 {
+				r.Attached = &Attached{Images: imgs}
+			}
 		case "details":
 			raw := d.raw()
 			if d.err != nil || string(raw) == "null" {

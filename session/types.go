@@ -115,9 +115,31 @@ type ToolResult struct {
 	// Details holds structured, tool-specific data for frontends; it is
 	// never sent to the model.
 	Details map[string]any
-	// Images are images the result gives the model (view_image), kept
-	// in octet's image store.
+	// Attached is what the result gives the model besides its text
+	// (view_image's image); nil: nothing.
+	Attached *Attached
+}
+
+// ResultImages are the images a tool result gives the model (nil: none).
+func (r *ToolResult) ResultImages() []Image {
+	if r == nil || r.Attached == nil {
+		return nil
+	}
+	return r.Attached.Images
+}
+
+// Attached is what a prompt or a tool result carries besides its text.
+type Attached struct {
+	// Images are its images, kept in octet's image store.
 	Images []Image
+}
+
+// PromptImages are the images of a user entry's prompt (nil: none).
+func (e *Entry) PromptImages() []Image {
+	if e.Attached == nil {
+		return nil
+	}
+	return e.Attached.Images
 }
 
 // Image is an image given to the model, kept in octet's image store
@@ -162,8 +184,9 @@ type Entry struct {
 	RunID string
 	// Text is the text of user, steering and follow-up entries.
 	Text string
-	// Images are the images a user entry's prompt carries.
-	Images []Image
+	// Attached is what a user entry's prompt carries besides its text
+	// (nil: nothing; a pointer keeps the entries that have none small).
+	Attached *Attached
 	// Items are the output items of an assistant entry.
 	Items []Item
 	// StopReason is why an assistant response ended ("completed",

@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -200,6 +201,26 @@ func (e *e2e) launch(prov *providertest.Server) string {
 	return startCodeServer(e.t, e.s, e.env, e.userDir, e.extDir, e.ws)
 }
 
+// settings writes code-server's user settings (a quiet workbench, plus
+// user) and the remote's Machine settings (machine: octet's
+// machine-scoped settings, which a workspace cannot set).
+func (e *e2e) settings(user, machine map[string]any) {
+	u := map[string]any{
+		"security.workspace.trust.enabled":             false,
+		"workbench.startupEditor":                      "none",
+		"workbench.tips.enabled":                       false,
+		"workbench.secondarySideBar.defaultVisibility": "hidden",
+		"chat.disableAIFeatures":                       true,
+		"telemetry.telemetryLevel":                     "off",
+		"extensions.autoCheckUpdates":                  false,
+	}
+	maps.Copy(u, user)
+	b, _ := json.Marshal(u)
+	writeFile(e.t, filepath.Join(e.userDir, "User", "settings.json"), string(b))
+	b, _ = json.Marshal(machine)
+	writeFile(e.t, filepath.Join(e.userDir, "Machine", "settings.json"), string(b))
+}
+
 // drive runs the puppeteer script e2e/<script> against url with cfg (plus
 // the stack's and the run's own keys), bounded by d, and decodes what it
 // saw into seen; a script that failed (its "failed" key) fails the test
@@ -241,30 +262,18 @@ func (e *e2e) drive(script, url string, cfg map[string]string, d time.Duration, 
 // in the unsaved buffer; undo reverts it).
 func TestVSCodeChatApprovals(t *testing.T) {
 	e := newE2E(t)
-	ws, userDir := e.ws, e.userDir
+	ws := e.ws
 	writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
 	writeFile(t, filepath.Join(ws, "b.txt"), "bye\n")
 	writeFile(t, filepath.Join(ws, "c.txt"), "quiet\n")
 
 	bin := e.bin
-	settings, _ := json.Marshal(map[string]any{
-		"octet.path":                                   bin,
-		"security.workspace.trust.enabled":             false,
-		"workbench.startupEditor":                      "none",
-		"workbench.tips.enabled":                       false,
-		"workbench.secondarySideBar.defaultVisibility": "hidden",
-		"chat.disableAIFeatures":                       true,
-		"telemetry.telemetryLevel":                     "off",
-		"extensions.autoCheckUpdates":                  false,
+	e.settings(map[string]any{
+		"octet.path": bin,
 		// VS Code for the Web saves after a delay by default; the test
 		// checks that octet's edit of an open file stays in its buffer.
 		"files.autoSave": "off",
-	})
-	writeFile(t, filepath.Join(userDir, "User", "settings.json"), string(settings))
-	// octet.path is machine-scoped (a workspace cannot choose the binary):
-	// in code-server that is the remote's Machine settings.
-	machine, _ := json.Marshal(map[string]any{"octet.path": bin})
-	writeFile(t, filepath.Join(userDir, "Machine", "settings.json"), string(machine))
+	}, map[string]any{"octet.path": bin}) // machine-scoped: a workspace cannot choose the binary
 
 	// A command whose first line is harmless and whose notification, before,
 	// showed only that line (as a link to a command) with Approve buttons.
@@ -428,27 +437,16 @@ func tail(b []byte) []byte {
 // directory.
 func TestVSCodeSubAgents(t *testing.T) {
 	e := newE2E(t)
-	ws, userDir := e.ws, e.userDir
+	ws := e.ws
 	writeFile(t, filepath.Join(ws, "notes.txt"), "release on friday\n")
 	bin := e.bin
-	settings, _ := json.Marshal(map[string]any{
-		"security.workspace.trust.enabled":             false,
-		"workbench.startupEditor":                      "none",
-		"workbench.tips.enabled":                       false,
-		"workbench.secondarySideBar.defaultVisibility": "hidden",
-		"chat.disableAIFeatures":                       true,
-		"telemetry.telemetryLevel":                     "off",
-		"extensions.autoCheckUpdates":                  false,
-	})
-	writeFile(t, filepath.Join(userDir, "User", "settings.json"), string(settings))
 	// The binary, its flags and the policy of new sessions are
 	// machine-scoped: the remote's Machine settings.
-	machine, _ := json.Marshal(map[string]any{
+	e.settings(nil, map[string]any{
 		"octet.path":       bin,
 		"octet.args":       []string{"--effect-policy", "unsafe_host"},
 		"octet.policyMode": "full-access",
 	})
-	writeFile(t, filepath.Join(userDir, "Machine", "settings.json"), string(machine))
 
 	const childAnswer = "The notes say: release on friday."
 	prov := providertest.New(t)
@@ -515,18 +513,7 @@ func TestVSCodeSubAgents(t *testing.T) {
 // reload restores the session with its plan card.
 func TestVSCodePlanAndImages(t *testing.T) {
 	e := newE2E(t)
-	settings, _ := json.Marshal(map[string]any{
-		"security.workspace.trust.enabled":             false,
-		"workbench.startupEditor":                      "none",
-		"workbench.tips.enabled":                       false,
-		"workbench.secondarySideBar.defaultVisibility": "hidden",
-		"chat.disableAIFeatures":                       true,
-		"telemetry.telemetryLevel":                     "off",
-		"extensions.autoCheckUpdates":                  false,
-	})
-	writeFile(t, filepath.Join(e.userDir, "User", "settings.json"), string(settings))
-	machine, _ := json.Marshal(map[string]any{"octet.path": e.bin})
-	writeFile(t, filepath.Join(e.userDir, "Machine", "settings.json"), string(machine))
+	e.settings(nil, map[string]any{"octet.path": e.bin})
 
 	pasted := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR pasted"
 	dropped := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR dropped!"

@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { chatFrame, openChat, send, timeout } from "./workbench.mjs";
+import { openChat, reloadChat, send, timeout } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -64,13 +64,7 @@ async function main() {
     await page.screenshot({ path: path.join(cfg.shots, "plan.png") });
 
     // A reload restores the session: the plan card comes back.
-    await page.reload({ waitUntil: "networkidle2", timeout: 90000 });
-    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
-    const icon = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
-    if (!(await page.$('.activitybar [aria-label="octet"].checked, .activitybar .checked [aria-label="octet"]'))) {
-      await icon.click();
-    }
-    frame = await chatFrame(page);
+    frame = await reloadChat(page);
     await frame.waitForFunction(() => document.querySelector(".item.plan") !== null, { timeout });
     seen.planAfterReload = await frame.$eval(".item.plan", (e) => e.innerText);
     seen.planCardsAfterReload = await frame.$$eval(".item.plan", (es) => es.length);
