@@ -559,6 +559,10 @@ function M.send(text, opts)
       return
     end
     if s.run_id then
+      if text:find("#image:", 1, true) then
+        -- Steering is text only: keep the prompt for when the run ends.
+        return notify("images go with a prompt, not with input to a running run: send it when the run ends", vim.log.levels.WARN)
+      end
       return M.steer(text, opts.follow_up)
     end
     if s.sending then
