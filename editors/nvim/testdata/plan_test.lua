@@ -21,13 +21,22 @@ T.run(function()
     return octet.session() ~= nil
   end)
   local s = octet.session()
+  -- The chat as it is when a plan first appears (the second may follow
+  -- at once: each change is looked at as it happens).
   local first
+  vim.api.nvim_buf_attach(s.chat.buf, false, {
+    on_lines = function()
+      if first then
+        return true -- detach
+      end
+      local c = T.text(s.chat.buf)
+      if c:find("**Plan**", 1, true) and c:find("Fix the bug", 1, true) then
+        first = c
+      end
+    end,
+  })
   T.wait("the first plan", function()
-    local c = T.text(s.chat.buf)
-    if c:find("**Plan**", 1, true) then
-      first = first or c
-      return true
-    end
+    return first ~= nil
   end, 60000)
   T.fact("first", first)
   T.wait_idle(octet)
