@@ -104,6 +104,10 @@ func TestModelsCatalogFromEndpoint(t *testing.T) {
 	if res := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "again"}, nil, nil); res["outcome"] != "completed" {
 		t.Fatalf("prompt: %v", res)
 	}
+	if err := c.callError("octet/session/new", map[string]any{"cwd": ws, "model": "gpt-nonesuch"}); err["code"] != float64(-32602) ||
+		!strings.Contains(err["message"].(string), `unknown model "gpt-nonesuch"`) {
+		t.Errorf("session/new of a name nobody knows: %v", err)
+	}
 	if err := c.callError("octet/setModel", map[string]any{"sessionId": sid, "model": "gpt-nonesuch"}); err["code"] != float64(-32602) ||
 		!strings.Contains(err["message"].(string), "the endpoint does not list it either") {
 		t.Errorf("setModel of a name nobody knows: %v", err)
