@@ -1,11 +1,19 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -66,5 +74,43 @@ func TestSessionNewBehindInitialize(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestStartsWithoutHome: agentic.nvim starts the agent with only PATH and
+// the user's variables. With neither HOME nor OCTET_HOME octet still
+// answers initialize (it once exited first), keeping its state in the
+// account's home directory from the user database, and says so in its
+// log.
+func TestStartsWithoutHome(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("HOME is a Unix variable")
+	}
+	if testing.Short() {
+		t.Skip("builds the octet binary")
+	}
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" {
+		t.Skip("no user database entry for this account:", err)
+	}
+	bin := testbin.Octet(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, "acp")
+	cmd.Dir = t.TempDir()
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Stdin = strings.NewReader(rawRequest("1", "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}) + "\n")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("octet acp: %v\n%s", err, stderr.String())
+	}
+	var m message
+	if err := json.Unmarshal(out, &m); err != nil || m.Error != nil || len(m.Result) == 0 {
+		t.Fatalf("initialize answered %q (%v)\nstderr: %s", out, err, stderr.String())
+	}
+	if want := filepath.Join(u.HomeDir, ".octet"); !strings.Contains(stderr.String(), want) {
+		t.Errorf("the log does not say the state goes to %s:\n%s", want, stderr.String())
 	}
 }

@@ -90,10 +90,15 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 	if startErr != nil {
 		log.Error(startErr.Error())
 	}
-	home, err := config.HomeDir(e.lookup)
+	home, origin, err := config.HomeOrigin(e.lookup)
 	if err != nil {
 		w.close()
 		return nil, err
+	}
+	if origin == config.HomeFromAccount {
+		log.Warn("HOME is not set: octet keeps its state in " + home + ", in the account's home directory (set OCTET_HOME to choose another)")
+	} else {
+		log.Info("octet's state directory", "dir", home, "from", origin)
 	}
 	rt := &host.Runtime{
 		SessionsDir:  filepath.Join(home, "sessions"),
