@@ -1,0 +1,72 @@
+//go:build linux
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/internal/config"
+)
+
+// TestLoginOnTerminal: octet login on a terminal asks for the key, does
+// not echo what is typed (nothing of the key reaches the screen), and
+// saves it in the credentials file, private to the user, where octet
+// reads it.
+func TestLoginOnTerminal(t *testing.T) {
+	const key = "sk-typed-on-the-terminal-4242"
+	home := filepath.Join(t.TempDir(), "home")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, octetBin, "login")
+	cmd.Env = binEnv(map[string]string{"OCTET_HOME": home})
+	master, slave := openPTY(t)
+	defer master.Close()
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	slave.Close()
+	var out bytes.Buffer
+	buf := make([]byte, 4096)
+	typed := false
+	for {
+		n, err := master.Read(buf)
+		out.Write(buf[:n])
+		if !typed && bytes.Contains(out.Bytes(), []byte("OpenAI API key")) {
+			time.Sleep(50 * time.Millisecond) // the echo is off once the prompt is out
+			master.WriteString(key + "\n")
+			typed = true
+		}
+		if err != nil { // EIO once the child closed the terminal
+			break
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("octet login: %v\n%s", err, out.String())
+	}
+	if !typed {
+		t.Fatalf("no prompt:\n%s", out.String())
+	}
+	if bytes.Contains(out.Bytes(), []byte("typed-on")) {
+		t.Errorf("the key was echoed:\n%q", out.String())
+	}
+	path := config.CredentialsPath(home)
+	creds, err := config.LoadCredentials(home, func(string) (string, bool) { return "", false })
+	if err != nil || creds.APIKey.Reveal() != key {
+		t.Fatalf("credentials: %v (the key read back equal: %v)", err, creds.APIKey.Reveal() == key)
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("%s: %v %v", path, err, st.Mode())
+	}
+	if !bytes.Contains(out.Bytes(), []byte("Saved the key in "+path)) {
+		t.Errorf("the terminal does not say where the key went:\n%s", out.String())
+	}
+}
