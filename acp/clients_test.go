@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/internal/testbin"
+	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -112,5 +113,45 @@ func TestStartsWithoutHome(t *testing.T) {
 	}
 	if want := filepath.Join(u.HomeDir, ".octet"); !strings.Contains(stderr.String(), want) {
 		t.Errorf("the log does not say the state goes to %s:\n%s", want, stderr.String())
+	}
+}
+
+// TestLoadSessionOpenHere: Zed drops an idle thread without
+// session/close and reopens it with session/load. A session already open
+// on the connection is attached again and replayed, never refused, and
+// goes on.
+func TestLoadSessionOpenHere(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.prov.Enqueue(providertest.Text("first answer"), providertest.Text("second answer"))
+	p.initialize(false)
+	id := p.newSession()
+	if stop := p.prompt(id, "remember"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	before := len(p.notifications("session/update"))
+	var res struct {
+		Modes         struct{ CurrentModeID string }
+		ConfigOptions []struct{ ID string }
+	}
+	p.ok("session/load", map[string]any{"sessionId": id, "cwd": p.ws, "mcpServers": []any{}}, &res)
+	if res.Modes.CurrentModeID != "controlled" || len(res.ConfigOptions) == 0 {
+		t.Errorf("session/load answered %+v", res)
+	}
+	var replayed strings.Builder
+	for _, raw := range p.notifications("session/update")[before:] {
+		var n struct {
+			Update struct {
+				SessionUpdate string
+				Content       struct{ Text string }
+			}
+		}
+		_ = json.Unmarshal(raw, &n)
+		replayed.WriteString(n.Update.SessionUpdate + ":" + n.Update.Content.Text + "\n")
+	}
+	if !strings.Contains(replayed.String(), "user_message_chunk:remember\n") || !strings.Contains(replayed.String(), "agent_message_chunk:first answer\n") {
+		t.Errorf("replay:\n%s", replayed.String())
+	}
+	if stop := p.prompt(id, "again"); stop != stopEndTurn {
+		t.Errorf("prompt after the reload: %q", stop)
 	}
 }

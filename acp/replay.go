@@ -10,7 +10,7 @@ import (
 // as agent chunks, calls as tool_call and their results as
 // tool_call_update (completed or failed, with the recorded diffs).
 // Opaque reasoning content is never sent.
-func (as *acpSession) replay() error {
+func (as *acpSession) replay() {
 	for _, e := range as.hs.Branch() {
 		switch e.Type {
 		case session.EntryUser, session.EntrySteering:
@@ -29,7 +29,6 @@ func (as *acpSession) replay() error {
 			}
 		}
 	}
-	return nil
 }
 
 func (as *acpSession) replayItem(entryID string, it session.Item) {

@@ -57,6 +57,16 @@ type acpSession struct {
 
 var _ tools.Approver = (*acpSession)(nil)
 
+// update sends one session/update on the session.
+func (as *acpSession) update(u map[string]any) { as.srv.update(as.id, u) }
+
+// running reports whether a prompt is running in the session.
+func (as *acpSession) running() bool {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return as.run != nil
+}
+
 // broker returns the session's effect broker.
 func (as *acpSession) broker() *tools.Broker { return as.hs.Broker() }
 

@@ -287,6 +287,17 @@ func (a *Agent) SetReasoning(effort string) string {
 	return effort
 }
 
+// Reasoning returns the selected reasoning effort ("" for the provider's
+// default).
+func (a *Agent) Reasoning() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reasoning == nil {
+		return ""
+	}
+	return a.reasoning.Effort
+}
+
 // Active returns the active run, or nil.
 func (a *Agent) Active() *Run {
 	a.mu.Lock()

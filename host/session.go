@@ -120,6 +120,13 @@ func (s *Session) SetReasoning(effort string) (string, error) {
 	return s.built.Agent.SetReasoning(effort), nil
 }
 
+// Model is the model the session's next request uses.
+func (s *Session) Model() provider.Model { return s.built.Agent.Model() }
+
+// Reasoning is the session's reasoning effort ("" for the provider's
+// default).
+func (s *Session) Reasoning() string { return s.built.Agent.Reasoning() }
+
 // CheckReasoning refuses an effort the Responses API does not know.
 func CheckReasoning(effort string) error {
 	switch effort {
