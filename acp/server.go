@@ -51,7 +51,7 @@ type Server struct {
 
 	mu          sync.Mutex
 	initialized bool
-	caps        clientCapabilities
+	clientCaps  clientCapabilities
 	// client is the client's name (initialize's clientInfo.name).
 	client   string
 	sessions map[string]*acpSession
@@ -73,13 +73,39 @@ type clientCapabilities struct {
 	Auth struct {
 		Terminal bool `json:"terminal"`
 	} `json:"auth"`
+	// Session.Compaction: the client shows compaction_update.
+	Session struct {
+		Compaction json.RawMessage `json:"compaction"`
+	} `json:"session"`
+	// Meta.Octet.Notifications: the client takes octet's _octet/*
+	// notifications.
+	Meta struct {
+		Octet struct {
+			Notifications bool `json:"notifications"`
+		} `json:"octet"`
+	} `json:"_meta"`
+}
+
+// compaction reports whether the client advertised session.compaction.
+func (c clientCapabilities) compaction() bool { return isObject(c.Session.Compaction) }
+
+// extensions reports whether the client asked for _octet/*
+// notifications.
+func (c clientCapabilities) extensions() bool { return c.Meta.Octet.Notifications }
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// caps is what the client advertised at initialize.
+func (s *Server) caps() clientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clientCaps
 }
 
 // subagents reports whether the client advertised the subagents
 // capability.
-func (c clientCapabilities) subagents() bool {
-	return len(c.Subagents) > 0 && c.Subagents[0] == '{'
-}
+func (c clientCapabilities) subagents() bool { return isObject(c.Subagents) }
 
 // Serve speaks ACP on in and out until in ends or ctx is done, then
 // cancels the runs still going and closes every session.
@@ -164,7 +190,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	}
 	s.mu.Lock()
 	s.initialized = true
-	s.caps = p.Capabilities
+	s.clientCaps = p.Capabilities
 	s.client = p.ClientInfo.Name
 	s.mu.Unlock()
 	// Negotiation: octet answers with the version it speaks; a client
@@ -201,7 +227,7 @@ func (s *Server) ready() (clientCapabilities, error) {
 	if !s.initialized {
 		return clientCapabilities{}, &rpcError{Code: codeInvalidRequest, Message: "initialize first"}
 	}
-	return s.caps, nil
+	return s.clientCaps, nil
 }
 
 // sessionParams are the common params of session/new and session/load.

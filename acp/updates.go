@@ -31,6 +31,11 @@ type runStream struct {
 	output map[string][]byte
 	// gate is told of each tool_call sent.
 	gate *eventgate.Gate
+	// totals, when set, are the session's usage totals (the cost a
+	// usage_update reports); a child's stream has none.
+	totals func() session.Totals
+	// compactions numbers the run's compactions (compaction_update ids).
+	compactions int
 }
 
 // entryReader reads the entries of a run's session.
@@ -45,8 +50,13 @@ func newRunStream(srv *Server, sid, cwd string, entries entryReader, runID strin
 
 func (st *runStream) update(u map[string]any) { st.srv.update(st.sid, u) }
 
-// ext sends an _octet/ extension notification.
+// ext sends an _octet/ extension notification, to a client that asked
+// for them only (clientCapabilities._meta.octet.notifications): others
+// warn about notifications they do not know.
 func (st *runStream) ext(method string, params map[string]any) {
+	if !st.srv.caps().extensions() {
+		return
+	}
 	params["sessionId"] = st.sid
 	params["runId"] = st.runID
 	if err := st.srv.c.notify(method, params); err != nil {
@@ -74,7 +84,11 @@ func (st *runStream) event(ev agent.Event) {
 		// Historical progress of a replaced attempt: never an answer chunk.
 		st.ext("_octet/recoveredOutput", map[string]any{"channel": e.Channel, "text": e.Text})
 	case *agent.Usage:
-		st.ext("_octet/usage", map[string]any{"usage": e})
+		st.usage(e)
+	case *agent.CompactionStarted:
+		st.compaction(map[string]any{"status": "in_progress", "_meta": map[string]any{"octet": map[string]any{"tokensBefore": e.TokensBefore}}})
+	case *agent.CompactionFinished:
+		st.compactionFinished(e)
 	case *agent.AssistantCommitted:
 		st.committed(e.EntryID)
 		st.attempt++
@@ -197,4 +211,52 @@ func changeContent(cs []changes.Change) []map[string]any {
 		content = append(content, literalContent(info, tools.ApprovalText(c.Diff)))
 	}
 	return content
+}
+
+// usage sends usage_update after a response: the context the
+// conversation fills of the model's window and, when every request of
+// the session was priced, its cost so far; _octet/usage carries the
+// response's own tokens.
+func (st *runStream) usage(e *agent.Usage) {
+	u := map[string]any{"sessionUpdate": "usage_update", "used": max(e.ContextTokens, 0), "size": max(e.ContextWindow, 0)}
+	if st.totals != nil {
+		t := st.totals()
+		if t.Unpriced == 0 {
+			u["cost"] = map[string]any{"amount": float64(t.Known.CostPicodollars) / 1e12, "currency": "USD"}
+		}
+		u["_meta"] = map[string]any{"octet": map[string]any{"complete": !t.Uncertain}}
+	}
+	st.update(u)
+	st.ext("_octet/usage", map[string]any{"usage": e})
+}
+
+// compaction sends a compaction_update of the run's current compaction,
+// to a client that advertised session.compaction.
+func (st *runStream) compaction(u map[string]any) {
+	if !st.srv.caps().compaction() {
+		return
+	}
+	if u["status"] == "in_progress" {
+		st.compactions++
+	}
+	u["sessionUpdate"] = "compaction_update"
+	u["compactionId"] = fmt.Sprintf("%s-c%d", st.runID, st.compactions)
+	st.update(u)
+}
+
+// compactionFinished ends the current compaction: completed with its
+// summary, failed, or cancelled.
+func (st *runStream) compactionFinished(e *agent.CompactionFinished) {
+	switch {
+	case e.EntryID != "":
+		u := map[string]any{"status": "completed"}
+		if en, ok := st.entries.Entry(e.EntryID); ok && en.Compaction != nil {
+			u["summary"] = []map[string]any{{"type": "text", "text": en.Compaction.Summary}}
+		}
+		st.compaction(u)
+	case e.Error == "cancelled":
+		st.compaction(map[string]any{"status": "cancelled"})
+	default:
+		st.compaction(map[string]any{"status": "failed", "error": e.Error})
+	}
 }

@@ -351,6 +351,36 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 	return r, nil
 }
 
+// Compact starts a run that summarizes the whole conversation now (a
+// person's /compact) and ends: the next prompt sees the summary in place
+// of everything before it. The run emits CompactionStarted and
+// CompactionFinished like an automatic compaction; it fails when the
+// summary could not be made, and completes without either event when
+// there is nothing to summarize. It returns ErrBusy while another run is
+// active.
+func (a *Agent) Compact(ctx context.Context) (*Run, error) {
+	a.mu.Lock()
+	if a.active != nil {
+		a.mu.Unlock()
+		return nil, ErrBusy
+	}
+	r := newRun(a, ctx, PromptOptions{WithoutTools: true})
+	r.compactOnly = true
+	a.active = r
+	a.mu.Unlock()
+	err := a.writeUnwritten()
+	if err == nil {
+		err = a.resolveLeftovers(ctx)
+	}
+	if err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, err
+	}
+	go r.drive()
+	return r, nil
+}
+
 // writeUnwritten writes the end of the previous run that could not be
 // written when it ended (before anything of the next run, which it
 // precedes). Until it is durable no new run starts.

@@ -73,6 +73,12 @@ func (s *Session) Prompt(ctx context.Context, text string, opts agent.PromptOpti
 	return s.built.Agent.Prompt(ctx, text, opts)
 }
 
+// Compact starts a run that summarizes the whole conversation now
+// (agent.Agent.Compact; agent.ErrBusy while a run is active).
+func (s *Session) Compact(ctx context.Context) (*agent.Run, error) {
+	return s.built.Agent.Compact(ctx)
+}
+
 // Explain puts the runtime's actionable sentence before a run's failure
 // (first, so a shortened message keeps it; err itself stays in the
 // chain).
