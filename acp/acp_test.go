@@ -232,7 +232,7 @@ func TestClientGoneMidPrompt(t *testing.T) {
 	p.initialize(false)
 	id := p.newSession()
 	go p.call("session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "go"}}})
-	for deadline := time.Now().Add(10 * time.Second); len(p.notifications("session/update")) == 0; {
+	for deadline := time.Now().Add(10 * time.Second); len(p.updates("agent_message_chunk")) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("no chunk streamed")
 		}

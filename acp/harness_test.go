@@ -176,9 +176,21 @@ func (p *peer) ok(method string, params, res any) {
 	}
 }
 
+// initialize initializes the connection as a client that takes octet's
+// _octet/* notifications, with the fs capabilities when fs is set.
 func (p *peer) initialize(fs bool) {
 	p.t.Helper()
-	p.ok("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"fs": map[string]bool{"readTextFile": fs, "writeTextFile": fs}}}, nil)
+	p.initializeWith(map[string]any{
+		"fs":    map[string]bool{"readTextFile": fs, "writeTextFile": fs},
+		"_meta": map[string]any{"octet": map[string]any{"notifications": true}},
+	})
+}
+
+// initializeWith initializes the connection with the client capabilities
+// caps.
+func (p *peer) initializeWith(caps map[string]any) {
+	p.t.Helper()
+	p.ok("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": caps}, nil)
 }
 
 func (p *peer) newSession() string {
@@ -263,6 +275,19 @@ func (p *peer) stray() []message {
 	for _, m := range p.notes {
 		if m.Method == "" {
 			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// updates returns the session/update notifications of kind received so
+// far (their update objects).
+func (p *peer) updates(kind string) []map[string]any {
+	var out []map[string]any
+	for _, raw := range p.notifications("session/update") {
+		var n struct{ Update map[string]any }
+		if json.Unmarshal(raw, &n) == nil && n.Update["sessionUpdate"] == kind {
+			out = append(out, n.Update)
 		}
 	}
 	return out

@@ -139,6 +139,12 @@ type update struct {
 	// Description is a subagent_update's.
 	Description string
 	Locations   []struct{ Path string }
+	// Used, Size and Cost are a usage_update's.
+	Used, Size int64
+	Cost       *struct {
+		Amount   float64
+		Currency string
+	}
 }
 
 // text returns the concatenated text of the updates of kind.
