@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -49,6 +50,10 @@ type peer struct {
 	notes   []message
 	// onRequest answers the server's requests (nil: method not found).
 	onRequest func(m message) (any, *rpcError)
+	// wire validates what octet sends against the ACP schema.
+	wire *wireCheck
+	// readDone is closed when the reader has seen the server's output end.
+	readDone chan struct{}
 }
 
 func newPeer(t *testing.T, o stackOpts) *peer {
@@ -62,7 +67,8 @@ func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws st
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{}}
+	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{},
+		wire: newWireCheck(loadSchemas(t)), readDone: make(chan struct{})}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.DiscardHandler), Version: "test"})
 		outW.Close()
@@ -79,11 +85,13 @@ func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws st
 		case <-time.After(10 * time.Second):
 			t.Error("Serve did not return after stdin closed")
 		}
+		<-p.readDone
 	})
 	return p
 }
 
 func (p *peer) read(r io.Reader) {
+	defer close(p.readDone)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
@@ -91,6 +99,9 @@ func (p *peer) read(r io.Reader) {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			p.t.Errorf("server wrote a line that is not JSON: %q", sc.Text())
 			continue
+		}
+		if err := p.wire.fromOctet(sc.Bytes()); err != nil {
+			p.t.Errorf("octet sent a message the ACP schema refuses: %v\n%s", err, sc.Bytes())
 		}
 		switch {
 		case m.Method != "" && len(m.ID) > 0:
@@ -137,6 +148,9 @@ func (p *peer) send(m message) {
 
 // raw writes one line as is.
 func (p *peer) raw(line string) {
+	for l := range strings.SplitSeq(line, "\n") {
+		p.wire.fromClient([]byte(l))
+	}
 	if _, err := io.WriteString(p.w, line+"\n"); err != nil {
 		p.t.Errorf("write to server: %v", err)
 	}

@@ -3,7 +3,7 @@
 // scenario is the first argument; the script prints one JSON line with
 // what it saw ({"failed": ...} when something went wrong).
 import { spawn } from 'node:child_process';
-import { Readable, Writable } from 'node:stream';
+import { Readable, Transform, Writable } from 'node:stream';
 // A client that advertises subagents (second argument "subagents") uses
 // the SDK's unstable v1 surface, which has them.
 const acp = process.argv[3] === 'subagents'
@@ -15,12 +15,35 @@ const scenario = process.argv[2];
 // Updates on another session than out.session (a child's) carry
 // onSession.
 
+// wires are every connection's lines, both ways, in order
+// ({dir: "client"|"octet", line}); acp/realclient_test.go validates what
+// octet sent against the ACP schema.
+const wires = [];
+
+// tap passes a byte stream through, recording each line in wire.
+function tap(wire, dir) {
+  let rest = '';
+  return new Transform({
+    transform(chunk, _enc, cb) {
+      const lines = (rest + chunk.toString('utf8')).split('\n');
+      rest = lines.pop();
+      for (const line of lines) if (line.trim()) wire.push({ dir, line });
+      cb(null, chunk);
+    },
+  });
+}
+
 // run starts `octet acp`, connects a client with the given file-system
 // capabilities and calls op(ctx, out); it returns out with octet's exit.
+// handlers.env is added to octet's environment.
 async function run(fs, handlers, op) {
-  const srv = spawn(process.env.OCTET_BIN, ['acp'], { cwd: '/', stdio: ['pipe', 'pipe', 'inherit'] });
+  const srv = spawn(process.env.OCTET_BIN, ['acp'], { cwd: '/', stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...(handlers.env || {}) } });
   const exited = new Promise((r) => srv.on('exit', (c) => r(c)));
-  const stream = acp.ndJsonStream(Writable.toWeb(srv.stdin), Readable.toWeb(srv.stdout));
+  const wire = [];
+  wires.push(wire);
+  const toOctet = tap(wire, 'client');
+  toOctet.pipe(srv.stdin);
+  const stream = acp.ndJsonStream(Writable.toWeb(toOctet), Readable.toWeb(srv.stdout.pipe(tap(wire, 'octet'))));
   const out = { updates: [], ext: [], permissions: [], reads: [], writes: [] };
   const app = acp.client({ name: 'octet-test' });
   app.onNotification(acp.methods.client.session.update, ({ params }) => {
@@ -52,7 +75,7 @@ async function run(fs, handlers, op) {
     });
     await op(ctx, out);
   });
-  srv.stdin.end();
+  toOctet.end();
   out.exitCode = await exited;
   return out;
 }
@@ -173,6 +196,7 @@ const scenarios = {
 
 try {
   const out = await scenarios[scenario]();
+  out.wires = wires;
   console.log(JSON.stringify(out));
   process.exit(0);
 } catch (e) {
