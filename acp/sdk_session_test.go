@@ -81,16 +81,16 @@ func TestSDKSessionLifecycle(t *testing.T) {
 	}
 	var got struct {
 		sdkOut
-		A, B                                  state
-		AfterNew, AfterResume                 []string
-		SetMode, SetThought, SetModel         state
-		BadModel, LegacyMode, Close, Delete   rpcResult
-		DeleteAgain, PromptClosed             rpcResult
-		AfterSetMode, AfterPrompt             []map[string]any
-		ListAll, ListWs, ListAfterDelete      listed
-		Resume, Load                          state
-		Again                                 struct{ StopReason string }
-		AfterLoad                             []string
+		A, B                                state
+		AfterNew, AfterResume               []string
+		SetMode, SetThought, SetModel       state
+		BadModel, LegacyMode, Close, Delete rpcResult
+		DeleteAgain, PromptClosed           rpcResult
+		AfterSetMode, AfterPrompt           []map[string]any
+		ListAll, ListWs, ListAfterDelete    listed
+		Resume, Load                        state
+		Again                               struct{ StopReason string }
+		AfterLoad                           []string
 	}
 	w.run(t, "lifecycle", &got)
 	a := got.A.SessionID
@@ -185,7 +185,7 @@ func TestSDKSlashCommands(t *testing.T) {
 	}
 	var got struct {
 		sdkOut
-		Commands                                []struct{ Name string }
+		Commands                                 []struct{ Name string }
 		Diff, Rewind, DiffAfter, Review, Compact said
 	}
 	w.run(t, "commands", &got)
