@@ -165,10 +165,16 @@ func (as *acpSession) rewindLast(ctx context.Context, _ string, _ []contentBlock
 				break
 			}
 		}
-		if last <= 0 {
-			return "Nothing to rewind: no prompt to go back before.", nil
+		if last < 0 {
+			return "Nothing to rewind: no prompt yet.", nil
 		}
-		p := host.RewindParams{SessionID: as.id, EntryID: branch[last-1].ID, Files: true, Conversation: true, DryRun: true}
+		// The files as they were before the prompt ran anything: as at
+		// the entry before it, or at the prompt itself when it is the
+		// first entry (the conversation then cannot go back before it).
+		p := host.RewindParams{SessionID: as.id, EntryID: branch[last].ID, Files: true, DryRun: true}
+		if last > 0 {
+			p.EntryID, p.Conversation = branch[last-1].ID, true
+		}
 		plan, err := as.hs.Rewind(ctx, p)
 		if err != nil {
 			return "", fmt.Errorf("rewind session %s: %w", as.id, err)
@@ -192,6 +198,9 @@ func (as *acpSession) rewindLast(ctx context.Context, _ string, _ []contentBlock
 		files := "No file needed restoring."
 		if len(paths) > 0 {
 			files = "Restored " + strings.Join(paths, ", ") + "."
+		}
+		if !p.Conversation {
+			return fmt.Sprintf("Rewound the files of the first prompt (%s). %s The conversation cannot go back before its first prompt: start a new session for a fresh one.", prompt, files), nil
 		}
 		return fmt.Sprintf("Rewound the last prompt (%s). %s The conversation goes on from before it.", prompt, files), nil
 	})

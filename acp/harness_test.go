@@ -24,15 +24,21 @@ type stackOpts struct {
 	policy   tools.Policy
 	maxTurns int
 	recovery bool
+	// runtime, when set, changes the runtime before it serves.
+	runtime func(*host.Runtime)
 }
 
 // testRuntime is the real agent, tools and broker over the scripted
 // provider, as cmd/octet builds them (without configuration files).
 func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOpts) *host.Runtime {
-	return hosttest.New(t, hosttest.Options{
+	rt := hosttest.New(t, hosttest.Options{
 		Home: home, Provider: prov, Policy: o.policy, MaxTurns: o.maxTurns,
 		Recovery: o.recovery, Backoff: 10 * time.Millisecond,
 	}).Runtime
+	if o.runtime != nil {
+		o.runtime(rt)
+	}
+	return rt
 }
 
 // peer is a Go ACP client of an in-process Serve.

@@ -87,8 +87,9 @@ func (s *Server) open(id string) *acpSession {
 	return s.sessions[id]
 }
 
-// listPage is how many sessions one session/list answers.
-const listPage = 50
+// listPage is how many sessions one session/list answers (a variable for
+// the tests).
+var listPage = 50
 
 // listCursor is the position after which a session/list page starts:
 // the last session of the page before, in the listing's order (newest
