@@ -249,9 +249,10 @@ func TestClientGoneMidPrompt(t *testing.T) {
 
 // TestWriteDiff: a write's permission request shows the preview octet's
 // digest binds (what it replaces and the diff of the file's whole text
-// before and after), its final tool_call_update the diff octet recorded,
-// and its tool_call no diff of the model's; the approved write lands on
-// disk (no fs capability).
+// before and after), its final tool_call_update the change octet recorded
+// as a diff block of the whole file (the text before and after), and its
+// tool_call no diff of the model's; the approved write lands on disk (no
+// fs capability).
 func TestWriteDiff(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
 	path := filepath.Join(p.ws, "w.txt")
@@ -267,8 +268,11 @@ func TestWriteDiff(t *testing.T) {
 	if a, want := ps.list(), "```text\nreplace w.txt (12 -> 11 bytes)\n```"+diff; len(a) != 1 || permissionText(a[0].content) != want {
 		t.Errorf("permission requests %+v, want one with content %q", a, want)
 	}
-	if c, want := p.shownCalls()["call_1"], diff+"```text\nReplaced w.txt (11 bytes).\n```"; c == nil || !slices.Equal(c.contents, []string{want}) {
-		t.Errorf("tool call shown as %+v, want no content until it completed with %q", c, want)
+	// Completed: the whole file before and after (a client renders the
+	// hunks), and the result.
+	wantDiff := diffBlock{Path: path, OldText: "before\nkept\n", NewText: "after\nkept\n"}
+	if c, want := p.shownCalls()["call_1"], "```text\nReplaced w.txt (11 bytes).\n```"; c == nil || !slices.Equal(c.contents, []string{want}) || !slices.Equal(c.diffs, []diffBlock{wantDiff}) {
+		t.Errorf("tool call shown as %+v, want no content until it completed with the diff %+v and %q", c, wantDiff, want)
 	}
 	if s, _ := os.ReadFile(path); string(s) != "after\nkept\n" {
 		t.Errorf("w.txt = %q", s)

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -60,15 +59,7 @@ func (as *acpSession) replayResult(r *session.ToolResult) {
 		status = "failed"
 	}
 	// The files the call changed, as recorded with its result.
-	recs, err := changes.FromDetails(r.Details)
-	if err != nil {
-		as.srv.log.Warn("recorded changes not shown", "session", as.id, "call", r.CallID, "error", err)
-	}
-	cs := make([]changes.Change, 0, len(recs))
-	for _, rec := range recs {
-		cs = append(cs, rec.Change)
-	}
-	content := append(changeContent(cs), literalContent("text", r.Text))
+	content := append(recordedContent(as.srv.log, as.cwd, r, as.hs.FileTexts), literalContent("text", r.Text))
 	as.srv.update(as.id, map[string]any{
 		"sessionUpdate": "tool_call_update", "toolCallId": r.CallID, "status": status,
 		"content": content, "rawOutput": map[string]any{"text": r.Text, "isError": r.IsError},

@@ -146,7 +146,7 @@ func (as *acpSession) runPrompt(ctx context.Context, start func(context.Context)
 	as.mu.Unlock()
 
 	st := newRunStream(as.srv, as.id, as.cwd, as.hs.Ledger(), r.ID())
-	st.gate, st.totals = gate, as.hs.Ledger().Totals
+	st.gate, st.totals, st.texts = gate, as.hs.Ledger().Totals, as.hs.FileTexts
 	for ev := range r.Events() {
 		st.event(ev)
 	}

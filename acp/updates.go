@@ -2,6 +2,8 @@ package acp
 
 import (
 	"fmt"
+	"log/slog"
+	"path/filepath"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/changes"
@@ -36,7 +38,14 @@ type runStream struct {
 	totals func() session.Totals
 	// compactions numbers the run's compactions (compaction_update ids).
 	compactions int
+	// texts, when set, reads the whole texts of a recorded change (a
+	// child's stream has none: its changes are shown as unified diffs).
+	texts fileTexts
 }
+
+// fileTexts returns the whole text a recorded change replaced and the
+// one it left (host.Session.FileTexts).
+type fileTexts func(rec changes.Record, maxBytes int64) (old, updated *string, ok bool)
 
 // entryReader reads the entries of a run's session.
 type entryReader interface {
@@ -166,8 +175,6 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 		status = "failed"
 	}
 	u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": status}
-	// The files the call changed, as octet recorded them.
-	content := changeContent(e.Changes)
 	if len(e.Changes) > 0 {
 		diffs := make([]map[string]any, 0, len(e.Changes))
 		for _, c := range e.Changes {
@@ -175,9 +182,15 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 		}
 		u["_meta"] = map[string]any{"octet": map[string]any{"changes": diffs}}
 	}
-	if res, ok := st.result(e.CallID); ok {
+	// The files the call changed, as octet recorded them.
+	var content []map[string]any
+	res, ok := st.result(e.CallID)
+	if ok {
+		content = recordedContent(st.srv.log, st.cwd, res, st.texts)
 		content = append(content, literalContent("text", res.Text))
 		u["rawOutput"] = map[string]any{"text": res.Text, "isError": res.IsError}
+	} else {
+		content = changeContent(e.Changes)
 	}
 	if len(content) > 0 {
 		u["content"] = content
@@ -204,11 +217,48 @@ func (st *runStream) result(callID string) (*session.ToolResult, bool) {
 func changeContent(cs []changes.Change) []map[string]any {
 	var content []map[string]any
 	for _, c := range cs {
-		info := "diff"
-		if c.DiffOmitted {
-			info = "text"
+		content = append(content, unifiedContent(c))
+	}
+	return content
+}
+
+func unifiedContent(c changes.Change) map[string]any {
+	info := "diff"
+	if c.DiffOmitted {
+		info = "text"
+	}
+	return literalContent(info, tools.ApprovalText(c.Diff))
+}
+
+// maxDiffText bounds a file shown whole in a diff content block.
+const maxDiffText = 1 << 20
+
+// recordedContent shows the changes recorded with a call's result: a
+// whole-file diff (the path, the text before and after, so a client
+// renders real hunks) where the change store kept both texts, else the
+// recorded unified diff. The texts are made visible as every text octet
+// shows about a call is (display.go).
+func recordedContent(log *slog.Logger, cwd string, r *session.ToolResult, texts fileTexts) []map[string]any {
+	recs, err := changes.FromDetails(r.Details)
+	if err != nil {
+		log.Warn("recorded changes not shown", "call", r.CallID, "error", err)
+	}
+	var content []map[string]any
+	for _, rec := range recs {
+		if texts != nil {
+			if old, updated, ok := texts(rec, maxDiffText); ok {
+				d := map[string]any{"type": "diff", "path": location(cwd, filepath.FromSlash(rec.Path)), "newText": ""}
+				if old != nil {
+					d["oldText"] = tools.ApprovalText(*old)
+				}
+				if updated != nil {
+					d["newText"] = tools.ApprovalText(*updated)
+				}
+				content = append(content, d)
+				continue
+			}
 		}
-		content = append(content, literalContent(info, tools.ApprovalText(c.Diff)))
+		content = append(content, unifiedContent(rec.Change))
 	}
 	return content
 }
