@@ -9,7 +9,9 @@ import (
 	"os/user"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,5 +155,157 @@ func TestLoadSessionOpenHere(t *testing.T) {
 	}
 	if stop := p.prompt(id, "again"); stop != stopEndTurn {
 		t.Errorf("prompt after the reload: %q", stop)
+	}
+}
+
+// TestBufferWithoutFinalNewline: avante's follow-along opens the file in
+// a buffer between the preview and the write, and its buffer read joins
+// the lines without the final newline. The approved edit is applied
+// through fs/write_text_file (it once failed: "changed after it was
+// shown"), with the file's own final newline.
+func TestBufferWithoutFinalNewline(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	path := filepath.Join(p.ws, "a.txt")
+	writeFile(t, path, "one\ntwo\n")
+	var mu sync.Mutex
+	opened := false // the buffer, once follow-along opened it
+	var wrote []string
+	ps := p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
+		var req struct{ Path, Content string }
+		_ = json.Unmarshal(m.Params, &req)
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "fs/read_text_file":
+			b, err := os.ReadFile(req.Path)
+			if err != nil {
+				return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
+			}
+			if opened {
+				return map[string]any{"content": strings.TrimSuffix(string(b), "\n")}, nil
+			}
+			return map[string]any{"content": string(b)}, nil
+		case "fs/write_text_file":
+			wrote = append(wrote, req.Content)
+			os.WriteFile(req.Path, []byte(req.Content), 0o600) // as the editor saves
+			return map[string]any{}, nil
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	})
+	answer := p.onRequest
+	p.onRequest = func(m message) (any, *rpcError) {
+		res, err := answer(m)
+		if m.Method == "session/request_permission" {
+			mu.Lock()
+			opened = true
+			mu.Unlock()
+		}
+		return res, err
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"two","new_text":"three"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "edit"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	if out := callOutput(t, p.prov.Requests()[1].Body, "call_1"); !strings.HasPrefix(out, "Edited") {
+		t.Errorf("the edit's result %q", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(wrote, []string{"one\nthree\n"}) || len(ps.list()) != 1 {
+		t.Errorf("fs/write_text_file calls %q after %d permission requests", wrote, len(ps.list()))
+	}
+}
+
+// TestMissingFileNotAskedOfClient: a client that answers "" for a file it
+// does not have (rather than an error) is never asked for a file that is
+// not on disk: reading it says there is no such file (it once read as
+// empty), and writing it creates it on disk, previewed as a creation.
+func TestMissingFileNotAskedOfClient(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	var mu sync.Mutex
+	var asked []string
+	ps := p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
+		var req struct{ Path string }
+		_ = json.Unmarshal(m.Params, &req)
+		mu.Lock()
+		asked = append(asked, m.Method+" "+filepath.Base(req.Path))
+		mu.Unlock()
+		if m.Method == "fs/read_text_file" {
+			return map[string]any{"content": ""}, nil
+		}
+		return map[string]any{}, nil
+	})
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "read", `{"path":"missing.txt"}`)),
+		providertest.Reply(providertest.FunctionCall("call_2", "write", `{"path":"new.txt","content":"hello\n"}`)),
+		providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "go"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	reqs := p.prov.Requests()
+	if out := callOutput(t, reqs[1].Body, "call_1"); !strings.Contains(strings.ToLower(out), "no such file") && !strings.Contains(strings.ToLower(out), "does not exist") && !strings.Contains(strings.ToLower(out), "not found") {
+		t.Errorf("reading a missing file gave the model %q", out)
+	}
+	if s := readFile(t, filepath.Join(p.ws, "new.txt")); s != "hello\n" {
+		t.Errorf("new.txt = %q", s)
+	}
+	if a := ps.list(); len(a) != 1 || !strings.Contains(permissionText(a[0].content), "create new.txt") {
+		t.Errorf("the write was asked for as %+v, want a creation", a)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(asked) != 0 {
+		t.Errorf("the client was asked %q", asked)
+	}
+}
+
+// TestBufferChangedAfterPreviewRefused: the final-newline allowance is
+// no looser than that: a buffer that really changed between the preview
+// and the write refuses the approved edit, and nothing is written.
+func TestBufferChangedAfterPreviewRefused(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	path := filepath.Join(p.ws, "a.txt")
+	writeFile(t, path, "one\ntwo\n")
+	var mu sync.Mutex
+	buffer := "one\ntwo\n"
+	var wrote []string
+	p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "fs/read_text_file":
+			return map[string]any{"content": buffer}, nil
+		case "fs/write_text_file":
+			wrote = append(wrote, m.Method)
+			return map[string]any{}, nil
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	})
+	answer := p.onRequest
+	p.onRequest = func(m message) (any, *rpcError) {
+		res, err := answer(m)
+		if m.Method == "session/request_permission" {
+			mu.Lock()
+			buffer = "one\ntwo\nthree" // the person typed meanwhile
+			mu.Unlock()
+		}
+		return res, err
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"two","new_text":"2"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "edit"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	if out := callOutput(t, p.prov.Requests()[1].Body, "call_1"); !strings.Contains(out, "changed") {
+		t.Errorf("the edit's result %q, want a refusal", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(wrote) != 0 {
+		t.Errorf("written: %v", wrote)
 	}
 }
