@@ -309,3 +309,86 @@ func TestBufferChangedAfterPreviewRefused(t *testing.T) {
 		t.Errorf("written: %v", wrote)
 	}
 }
+
+// TestAnswerWithoutOptionID: avante answers a permission request with
+// outcome "selected" and no optionId after "Always allow". The call is
+// not run, and the client is told why in the call's update (it once said
+// only "approval_denied"); the model sees a denial.
+func TestAnswerWithoutOptionID(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.onRequest = func(m message) (any, *rpcError) {
+		return map[string]any{"outcome": map[string]any{"outcome": "selected"}}, nil
+	}
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "bash", `{"command":"touch made"}`)), providertest.Text("ok"))
+	p.initialize(false)
+	id := p.newSession()
+	if stop := p.prompt(id, "go"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	if _, err := os.Stat(filepath.Join(p.ws, "made")); err == nil {
+		t.Fatal("the call ran")
+	}
+	c := p.shownCalls()["call_1"]
+	if c == nil || len(c.contents) == 0 || !strings.Contains(c.contents[len(c.contents)-1], "no optionId") {
+		t.Errorf("the client was shown %+v, want why the call was not run", c)
+	}
+	if out := callOutput(t, p.prov.Requests()[1].Body, "call_1"); !strings.Contains(out, "not approved") && !strings.Contains(out, "denied") {
+		t.Errorf("the model saw %q", out)
+	}
+}
+
+// TestBashAllowAlways: a bash call octet can scope exactly (the command,
+// its directory and environment) is offered allow_always; the rule then
+// admits exactly that command without asking, another command is asked.
+// Under controlled_bash_approval every command is asked once, and the
+// always options are not offered.
+func TestBashAllowAlways(t *testing.T) {
+	bash := func(id, cmd string) providertest.Turn {
+		return providertest.Reply(providertest.FunctionCall(id, "bash", `{"command":"`+cmd+`"}`))
+	}
+	for _, tc := range []struct {
+		policy  tools.Policy
+		asked   []string
+		options []string
+	}{
+		{tools.Controlled, []string{"call_1", "call_3"}, []string{"allow_once", "allow_always", "reject_once", "reject_always"}},
+		{tools.ControlledBashApproval, []string{"call_1", "call_2", "call_3"}, []string{"allow_once", "reject_once"}},
+	} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			p := newPeer(t, stackOpts{policy: tc.policy})
+			var mu sync.Mutex
+			var asked []string
+			var options [][]string
+			p.onRequest = func(m message) (any, *rpcError) {
+				var req struct {
+					ToolCall struct{ ToolCallID string }
+					Options  []struct{ OptionID, Kind string }
+				}
+				_ = json.Unmarshal(m.Params, &req)
+				var kinds []string
+				choice := "allow_once"
+				for _, o := range req.Options {
+					kinds = append(kinds, o.Kind)
+					if o.Kind == "allow_always" {
+						choice = o.OptionID
+					}
+				}
+				mu.Lock()
+				asked, options = append(asked, req.ToolCall.ToolCallID), append(options, kinds)
+				mu.Unlock()
+				return map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": choice}}, nil
+			}
+			p.prov.Enqueue(bash("call_1", "touch one"), bash("call_2", "touch one"), bash("call_3", "touch two"), providertest.Text("done"))
+			p.initialize(false)
+			id := p.newSession()
+			if stop := p.prompt(id, "go"); stop != stopEndTurn {
+				t.Fatalf("stop %q", stop)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(asked, tc.asked) || !slices.Equal(options[0], tc.options) {
+				t.Errorf("asked for %v with options %v; want %v with %v", asked, options, tc.asked, tc.options)
+			}
+		})
+	}
+}

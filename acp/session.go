@@ -50,6 +50,9 @@ type acpSession struct {
 	gate *eventgate.Gate
 	// waits are the session/request_permission requests unanswered.
 	waits map[*permissionWait]struct{}
+	// denials are why octet itself denied a call (an answer without an
+	// option), by session and call id, until its decision update is sent.
+	denials map[[2]string]string
 	// rejected are the reject_always answers: calls of exactly these
 	// tools and scopes are denied without asking while the session is
 	// open on this connection.
@@ -146,7 +149,7 @@ func (as *acpSession) runPrompt(ctx context.Context, start func(context.Context)
 	as.mu.Unlock()
 
 	st := newRunStream(as.srv, as.id, as.cwd, as.hs.Ledger(), r.ID())
-	st.gate, st.totals, st.texts = gate, as.hs.Ledger().Totals, as.hs.FileTexts
+	st.gate, st.totals, st.texts, st.denial = gate, as.hs.Ledger().Totals, as.hs.FileTexts, as.takeDenial
 	for ev := range r.Events() {
 		st.event(ev)
 	}

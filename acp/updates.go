@@ -41,6 +41,9 @@ type runStream struct {
 	// texts, when set, reads the whole texts of a recorded change (a
 	// child's stream has none: its changes are shown as unified diffs).
 	texts fileTexts
+	// denial, when set, returns why octet itself denied a call of session
+	// sessionID ("": the broker's reason stands).
+	denial func(sessionID, callID string) string
 }
 
 // fileTexts returns the whole text a recorded change replaced and the
@@ -150,9 +153,13 @@ func (st *runStream) decision(e *agent.ToolPolicyDecision) {
 		st.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": "in_progress", "_meta": meta})
 		return
 	}
+	why := ""
+	if st.denial != nil {
+		why = st.denial(st.sid, e.CallID)
+	}
 	st.update(map[string]any{
 		"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": "failed", "_meta": meta,
-		"content": []map[string]any{textContent("Not run: " + firstNonEmpty(e.Reason, e.Decision))},
+		"content": []map[string]any{notRun(why, e)},
 	})
 }
 
@@ -309,4 +316,10 @@ func (st *runStream) compactionFinished(e *agent.CompactionFinished) {
 	default:
 		st.compaction(map[string]any{"status": "failed", "error": e.Error})
 	}
+}
+
+// notRun is the content of a denied call: why octet denied it, or the
+// broker's reason.
+func notRun(why string, e *agent.ToolPolicyDecision) map[string]any {
+	return textContent("Not run: " + firstNonEmpty(why, firstNonEmpty(e.Reason, e.Decision)))
 }
