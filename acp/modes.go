@@ -19,9 +19,27 @@ var modeOrder = []struct {
 	policy      tools.Policy
 	name, about string
 }{
-	{tools.ControlledBashApproval, "Ask", "Edits and every shell command wait for your approval (controlled_bash_approval)."},
-	{tools.Controlled, "Auto (read-only)", "Commands octet can prove only read the workspace run without asking; edits and other commands wait for your approval (controlled)."},
-	{tools.UnsafeHost, "Full access", "Every edit and command runs with octet's own authority, without asking (unsafe_host)."},
+	{tools.ControlledBashApproval, "Ask", "Edits and every shell command wait for your approval (controlled_bash_approval)"},
+	{tools.Controlled, "Auto (read-only)", "Commands octet can prove only read the workspace run without asking; edits and other commands wait for your approval (controlled)"},
+	{tools.UnsafeHost, "Full access", "Every edit and command runs with octet's own authority, without asking (unsafe_host)"},
+}
+
+// modeChoice is one mode the session offers.
+type modeChoice struct{ id, name, description string }
+
+// modeChoices are the modes the session offers: the policies no looser
+// than the launch policy, each described with the OS sandbox its shell
+// commands run in.
+func (as *acpSession) modeChoices() []modeChoice {
+	b := as.broker()
+	sandbox := b.LaunchEffectiveToolPolicy().Sandbox
+	var out []modeChoice
+	for _, m := range modeOrder {
+		if m.policy.NoLooserThan(b.LaunchPolicy()) {
+			out = append(out, modeChoice{m.policy.String(), m.name, m.about + sandboxNote(tools.SandboxForPolicy(sandbox, m.policy)) + "."})
+		}
+	}
+	return out
 }
 
 // Config option ids.
@@ -41,28 +59,21 @@ var reasoningNames = map[string]string{
 
 // modes is the session's SessionModeState.
 func (as *acpSession) modes() map[string]any {
-	b := as.broker()
-	launch := b.LaunchPolicy()
 	avail := []map[string]any{}
-	for _, m := range modeOrder {
-		if m.policy.NoLooserThan(launch) {
-			avail = append(avail, map[string]any{"id": m.policy.String(), "name": m.name, "description": m.about})
-		}
+	for _, m := range as.modeChoices() {
+		avail = append(avail, map[string]any{"id": m.id, "name": m.name, "description": m.description})
 	}
-	return map[string]any{"currentModeId": b.Policy().String(), "availableModes": avail}
+	return map[string]any{"currentModeId": as.broker().Policy().String(), "availableModes": avail}
 }
 
 // configOptions are the session's SessionConfigOptions: its mode, model
 // and (for a model that reasons) reasoning effort.
 func (as *acpSession) configOptions() []map[string]any {
-	b := as.broker()
 	var modes []map[string]any
-	for _, m := range modeOrder {
-		if m.policy.NoLooserThan(b.LaunchPolicy()) {
-			modes = append(modes, map[string]any{"value": m.policy.String(), "name": m.name, "description": m.about})
-		}
+	for _, m := range as.modeChoices() {
+		modes = append(modes, map[string]any{"value": m.id, "name": m.name, "description": m.description})
 	}
-	opts := []map[string]any{selectOption(configMode, "Mode", "mode", b.Policy().String(), modes)}
+	opts := []map[string]any{selectOption(configMode, "Mode", "mode", as.broker().Policy().String(), modes)}
 	model := as.hs.Model()
 	var models []map[string]any
 	for _, m := range as.srv.host.Catalog().Models {
@@ -90,6 +101,25 @@ func selectOption(id, name, category, current string, options []map[string]any) 
 // modes and the config options.
 func (as *acpSession) state() map[string]any {
 	return map[string]any{"modes": as.modes(), "configOptions": as.configOptions()}
+}
+
+// sandboxNote is what a mode's description says of the OS sandbox its
+// shell commands run in, so a client shows it next to the mode.
+func sandboxNote(s tools.Setting[tools.SandboxValue]) string {
+	v := s.Value
+	switch {
+	case v.Mechanism == "":
+		return ""
+	case !v.Available():
+		return "; OS sandbox unavailable here, commands are only admitted"
+	case v.Profile == tools.SandboxNone:
+		return "; no OS sandbox"
+	}
+	note := fmt.Sprintf("; commands run in the %s OS sandbox (%s", v.Profile, v.Mechanism)
+	if v.ABI > 0 {
+		note += fmt.Sprintf(" ABI %d", v.ABI)
+	}
+	return note + ", no network)"
 }
 
 // setMode handles session/set_mode: the mode's policy is recorded in the

@@ -180,6 +180,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
 	st.ext = startExtensions(cfg, st.host, workspace, log, clientMCP)
+	logSandbox(host.EffectiveToolPolicy(cfg, st.shellSelection).Sandbox, log)
 	if st.context != nil {
 		return st, nil
 	}
@@ -218,6 +219,7 @@ func (st *stack) facts() harness.Facts {
 		Shell:         st.shellPath,
 		FilesConfined: func() bool { return !st.cfg.AllowExternalPaths.Value || st.confine.On() },
 		Network:       "not restricted by octet: commands reach the network as the user can",
+		Sandbox:       host.EffectiveToolPolicy(st.cfg, st.shellSelection).Sandbox,
 		Editor:        st.editor,
 	}
 }
@@ -422,4 +424,19 @@ func providerHint(err error, baseURL, model string) string {
 		return fmt.Sprintf("the provider at %s has no Responses endpoint or model %q (HTTP 404): check OPENAI_BASE_URL and --model", baseURL, model)
 	}
 	return ""
+}
+
+// logSandbox states the OS sandbox on stderr when a stack starts: a
+// warning when the host cannot sandbox commands (the controlled policies
+// then only admit them) or enforces less than the profiles say.
+func logSandbox(s tools.Setting[tools.SandboxValue], log *slog.Logger) {
+	v := s.Value
+	switch {
+	case !v.Available():
+		log.Warn("OS sandbox unavailable: commands are admitted by the effect policy but not confined", "reason", v.Note)
+	case v.Note != "":
+		log.Warn("OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "not enforced here", v.Note)
+	default:
+		log.Debug("OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "source", s.Source)
+	}
 }
