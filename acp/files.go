@@ -21,8 +21,8 @@ const clientReadTimeout = 10 * time.Second
 // the client's fs/read_text_file (what the editor has, unsaved text
 // included) and fs/write_text_file (an approved change applied by the
 // editor). Only files inside the session's workspace go through it; when
-// the client cannot give a file (no such file, an error), the tools use
-// the disk as always.
+// the client cannot give a file (an error), or the file is not on disk,
+// the tools use the disk as always.
 type clientFiles struct {
 	s           *acpSession
 	root        string

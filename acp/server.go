@@ -230,7 +230,7 @@ func (s *Server) ready() (clientCapabilities, error) {
 	return s.clientCaps, nil
 }
 
-// sessionParams are the common params of session/new and session/load.
+// sessionParams are the common params of session/new, load and resume.
 type sessionParams struct {
 	SessionID  string            `json:"sessionId"`
 	Cwd        string            `json:"cwd"`
@@ -249,7 +249,7 @@ func checkCwd(cwd string) error {
 }
 
 // sessionRequest is the client's capabilities and the params of a
-// session/new or session/load, once initialized.
+// session/new, load or resume, once initialized.
 func (s *Server) sessionRequest(raw json.RawMessage) (clientCapabilities, sessionParams, error) {
 	var p sessionParams
 	caps, err := s.ready()
