@@ -158,6 +158,32 @@ func TestLoadSessionOpenHere(t *testing.T) {
 	}
 }
 
+// afterPermission calls fn after each session/request_permission the peer
+// answers: what an editor does between the approval and the write.
+func (p *peer) afterPermission(fn func()) {
+	answer := p.onRequest
+	p.onRequest = func(m message) (any, *rpcError) {
+		res, err := answer(m)
+		if m.Method == "session/request_permission" {
+			fn()
+		}
+		return res, err
+	}
+}
+
+// editTwo has the model edit "two" into text in a.txt, on a connection
+// with the fs capabilities, and returns the edit's result.
+func (p *peer) editTwo(text string) string {
+	p.t.Helper()
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"two","new_text":"`+text+`"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	if stop := p.prompt(id, "edit"); stop != stopEndTurn {
+		p.t.Fatalf("stop %q", stop)
+	}
+	return callOutput(p.t, p.prov.Requests()[1].Body, "call_1")
+}
+
 // TestBufferWithoutFinalNewline: avante's follow-along opens the file in
 // a buffer between the preview and the write, and its buffer read joins
 // the lines without the final newline. The approved edit is applied
@@ -192,23 +218,12 @@ func TestBufferWithoutFinalNewline(t *testing.T) {
 		}
 		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
 	})
-	answer := p.onRequest
-	p.onRequest = func(m message) (any, *rpcError) {
-		res, err := answer(m)
-		if m.Method == "session/request_permission" {
-			mu.Lock()
-			opened = true
-			mu.Unlock()
-		}
-		return res, err
-	}
-	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"two","new_text":"three"}`)), providertest.Text("ok"))
-	p.initialize(true)
-	id := p.newSession()
-	if stop := p.prompt(id, "edit"); stop != stopEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
-	if out := callOutput(t, p.prov.Requests()[1].Body, "call_1"); !strings.HasPrefix(out, "Edited") {
+	p.afterPermission(func() {
+		mu.Lock()
+		opened = true
+		mu.Unlock()
+	})
+	if out := p.editTwo("three"); !strings.HasPrefix(out, "Edited") {
 		t.Errorf("the edit's result %q", out)
 	}
 	mu.Lock()
@@ -284,23 +299,12 @@ func TestBufferChangedAfterPreviewRefused(t *testing.T) {
 		}
 		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
 	})
-	answer := p.onRequest
-	p.onRequest = func(m message) (any, *rpcError) {
-		res, err := answer(m)
-		if m.Method == "session/request_permission" {
-			mu.Lock()
-			buffer = "one\ntwo\nthree" // the person typed meanwhile
-			mu.Unlock()
-		}
-		return res, err
-	}
-	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"two","new_text":"2"}`)), providertest.Text("ok"))
-	p.initialize(true)
-	id := p.newSession()
-	if stop := p.prompt(id, "edit"); stop != stopEndTurn {
-		t.Fatalf("stop %q", stop)
-	}
-	if out := callOutput(t, p.prov.Requests()[1].Body, "call_1"); !strings.Contains(out, "changed") {
+	p.afterPermission(func() {
+		mu.Lock()
+		buffer = "one\ntwo\nthree" // the person typed meanwhile
+		mu.Unlock()
+	})
+	if out := p.editTwo("2"); !strings.Contains(out, "changed") {
 		t.Errorf("the edit's result %q, want a refusal", out)
 	}
 	mu.Lock()

@@ -64,11 +64,13 @@ func readKey(ctx context.Context, e env) (string, error) {
 		return "", fmt.Errorf("login: open the terminal: %w", err)
 	}
 	defer tty.Close()
-	fmt.Fprint(tty, "OpenAI API key (not shown as you type): ")
+	// Echo goes off before the prompt shows: a key typed (or pasted) as
+	// soon as the prompt appears is not shown either.
 	restore, err := noEcho(tty)
 	if err != nil {
 		return "", fmt.Errorf("login: cannot turn off the terminal's echo, so the key is not asked for there (%w); pipe it to stdin instead", err)
 	}
+	fmt.Fprint(tty, "OpenAI API key (not shown as you type): ")
 	type read struct {
 		line string
 		err  error

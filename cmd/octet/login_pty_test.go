@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,30 +25,8 @@ func TestLoginOnTerminal(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, octetBin, "login")
 	cmd.Env = binEnv(map[string]string{"OCTET_HOME": home})
-	master, slave := openPTY(t)
-	defer master.Close()
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	slave.Close()
-	var out bytes.Buffer
-	buf := make([]byte, 4096)
-	typed := false
-	for {
-		n, err := master.Read(buf)
-		out.Write(buf[:n])
-		if !typed && bytes.Contains(out.Bytes(), []byte("OpenAI API key")) {
-			time.Sleep(50 * time.Millisecond) // the echo is off once the prompt is out
-			master.WriteString(key + "\n")
-			typed = true
-		}
-		if err != nil { // EIO once the child closed the terminal
-			break
-		}
-	}
-	if err := cmd.Wait(); err != nil {
+	out, typed, err := runOnPTY(t, cmd, "OpenAI API key", key+"\n")
+	if err != nil {
 		t.Fatalf("octet login: %v\n%s", err, out.String())
 	}
 	if !typed {
