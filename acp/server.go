@@ -310,8 +310,11 @@ func (s *Server) attach(caps clientCapabilities, mcp []host.MCPServer, open func
 		return nil, authRequired(err)
 	}
 	if err != nil {
-		if _, ok := errors.AsType[*host.AgentError](err); ok && s.opts.ConfigError != nil && !errors.Is(err, s.opts.ConfigError) {
-			err = fmt.Errorf("%w (at startup: %v)", err, s.opts.ConfigError)
+		// A missing key at startup is not worth repeating: the person
+		// may have logged in since.
+		startErr := s.opts.ConfigError
+		if _, ok := errors.AsType[*host.AgentError](err); ok && startErr != nil && !errors.Is(err, startErr) && !errors.Is(startErr, host.ErrAuthRequired) {
+			err = fmt.Errorf("%w (at startup: %v)", err, startErr)
 		}
 		return nil, err
 	}
