@@ -167,8 +167,8 @@ func TestSDKSessionLifecycle(t *testing.T) {
 // TestSDKSlashCommands: /diff shows the edit the last prompt made,
 // /rewind restores the file and takes the conversation back, /diff then
 // shows nothing, /review sends octet's review prompt with the person's
-// words, and /compact summarizes the conversation (the next request
-// carries the summary only).
+// words, and /compact summarizes the conversation, shown with
+// compaction_update to a client that advertised session.compaction.
 func TestSDKSlashCommands(t *testing.T) {
 	w := newWorld(t)
 	path := filepath.Join(w.ws, "a.txt")
@@ -187,6 +187,10 @@ func TestSDKSlashCommands(t *testing.T) {
 		sdkOut
 		Commands                                 []struct{ Name string }
 		Diff, Rewind, DiffAfter, Review, Compact said
+		Compaction                               []struct {
+			CompactionID, Status string
+			Summary              []struct{ Text string }
+		}
 	}
 	w.run(t, "commands", &got)
 	var names []string
@@ -215,6 +219,12 @@ func TestSDKSlashCommands(t *testing.T) {
 	}
 	if got.Review.Said != "The review." || !strings.Contains(got.Compact.Said, "Compacted the conversation") {
 		t.Errorf("/review said %q, /compact said %q", got.Review.Said, got.Compact.Said)
+	}
+	// The client advertised session.compaction: the compaction is shown
+	// as it goes, ending with its summary.
+	if c := got.Compaction; len(c) != 2 || c[0].Status != "in_progress" || c[1].Status != "completed" || c[0].CompactionID != c[1].CompactionID ||
+		len(c[1].Summary) != 1 || c[1].Summary[0].Text != "THE SUMMARY" {
+		t.Errorf("compaction_update %+v", c)
 	}
 }
 

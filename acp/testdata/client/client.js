@@ -237,7 +237,7 @@ const scenarios = {
   // The slash commands: /diff after an edit, /rewind of it, /compact,
   // /review (a prompt of octet's).
   async commands() {
-    return run(false, { permission: select('allow_once') }, async (ctx, out) => {
+    return run(false, { permission: select('allow_once'), caps: { session: { compaction: {} } } }, async (ctx, out) => {
       out.session = await newSession(ctx);
       const s = out.session.sessionId;
       out.commands = out.updates.find((u) => u.sessionUpdate === 'available_commands_update')?.availableCommands;
@@ -252,7 +252,9 @@ const scenarios = {
       out.rewind = await text('/rewind');
       out.diffAfter = await text('/diff');
       out.review = await text('/review look at the tests');
+      const m = out.updates.length;
       out.compact = await text('/compact');
+      out.compaction = out.updates.slice(m).filter((u) => u.sessionUpdate === 'compaction_update');
     });
   },
   // Authentication: no key until the client runs the terminal method
