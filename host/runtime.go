@@ -40,6 +40,10 @@ type Runtime struct {
 	// (provider.HTTP.ListModels); the host merges the answer into the
 	// catalog (Host.ListModels). Nil: the catalog is octet's own.
 	ListModels func(ctx context.Context) ([]string, error)
+	// Authenticate, when set, reads the provider credentials again (a
+	// person has just logged in) and returns an error wrapping
+	// ErrAuthRequired while there are still none.
+	Authenticate func(ctx context.Context) error
 }
 
 // AgentSpec is what the host knows when it needs an agent.

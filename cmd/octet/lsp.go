@@ -89,10 +89,15 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 	if startErr != nil {
 		log.Error(startErr.Error())
 	}
-	home, err := config.HomeDir(e.lookup)
+	home, origin, err := config.HomeOrigin(e.lookup)
 	if err != nil {
 		w.close()
 		return nil, err
+	}
+	if origin == config.HomeFromAccount {
+		log.Warn("HOME is not set: octet keeps its state in " + home + ", in the account's home directory (set OCTET_HOME to choose another)")
+	} else {
+		log.Info("octet's state directory", "dir", home, "from", origin)
 	}
 	rt := &host.Runtime{
 		SessionsDir:  filepath.Join(home, "sessions"),
@@ -101,6 +106,7 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 		ExplainError: w.explain,
 		Catalog:      w.catalog,
 		ListModels:   w.listModels,
+		Authenticate: w.authenticate,
 	}
 	return &dialect{rt: rt, w: w, log: log, startErr: startErr}, nil
 }
@@ -161,16 +167,35 @@ func (ws *workspaces) loadGlobal() error {
 }
 
 // credentials records cfg as the current global configuration and returns
-// the API key, reading it the first time.
+// the API key, reading it the first time and again while there is none
+// (a person may have run octet login since). A missing key is
+// host.ErrAuthRequired.
 func (ws *workspaces) credentials(cfg *config.Config) (config.Secret, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.global = cfg
-	if !ws.keyLoaded {
+	if !ws.keyLoaded || errors.Is(ws.keyErr, host.ErrAuthRequired) {
 		ws.key, ws.keyErr = loadAPIKey(ws.e, cfg)
+		if _, missing := errors.AsType[*config.MissingKeyError](ws.keyErr); missing {
+			ws.keyErr = fmt.Errorf("%w: %w", host.ErrAuthRequired, ws.keyErr)
+		}
 		ws.keyLoaded = true
 	}
 	return ws.key, ws.keyErr
+}
+
+// authenticate is Runtime.Authenticate: the configuration and the
+// credentials read again.
+func (ws *workspaces) authenticate(context.Context) error {
+	cfg, err := loadConfig(ws.e, "", ws.flags, ws.log)
+	if err != nil {
+		return err
+	}
+	ws.mu.Lock()
+	ws.keyLoaded = false
+	ws.mu.Unlock()
+	_, err = ws.credentials(cfg)
+	return err
 }
 
 // current returns the last global configuration that loaded (nil if none).

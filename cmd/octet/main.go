@@ -108,6 +108,8 @@ commands:
                             delete the sessions not updated for <age> (30d, 12h)
   models [--json]           list the models: octet's table merged with the
                             endpoint's own list (what octet does not know: unknown)
+  login                     ask for an OpenAI API key (not echoed) and save it
+                            in octet's credentials file, private to you
   mcp list                  list the configured MCP servers (starts none)
   mcp unpin <server>        forget a server's pinned tool definitions
   version                   print the version
@@ -118,7 +120,7 @@ Run "octet <command> -h" (or "octet help <command>") for a command's flags.
 `
 
 // commandNames are the commands dispatch knows (help excepted).
-var commandNames = []string{"demo", "lsp", "acp", "exec", "sessions", "models", "mcp", "version"}
+var commandNames = []string{"demo", "lsp", "acp", "exec", "sessions", "models", "login", "mcp", "version"}
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, e env) int {
@@ -158,6 +160,8 @@ func dispatch(ctx context.Context, cmd string, args []string, e env) error {
 		return sessionsGroup.run(ctx, args, e)
 	case "models":
 		return runModels(ctx, args, e)
+	case "login":
+		return runLogin(ctx, args, e)
 	case "mcp":
 		return mcpGroup.run(ctx, args, e)
 	case "version", "--version", "-version":

@@ -66,7 +66,7 @@ func CredentialsPath(home string) string { return filepath.Join(home, "credentia
 type MissingKeyError struct{ Path string }
 
 func (e *MissingKeyError) Error() string {
-	return fmt.Sprintf("no OpenAI API key: set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
+	return fmt.Sprintf("no OpenAI API key: run octet login, set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
 }
 
 // ModeError refuses a credentials file that others can read or write.
