@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -481,5 +482,10 @@ func TestPlanUpdate(t *testing.T) {
 	}
 	if len(plans) != 1 || plans[0] != "completed:Read:medium,in_progress:Fix:medium,pending:Test:medium" {
 		t.Errorf("plan updates %q", plans)
+	}
+	// session/load replays the session, its plan last.
+	p.ok("session/load", map[string]any{"sessionId": id, "cwd": p.ws, "mcpServers": []any{}}, nil)
+	if got := p.updates("plan"); len(got) != 2 || fmt.Sprint(got[1]["entries"]) != fmt.Sprint(got[0]["entries"]) {
+		t.Errorf("plan updates after session/load: %v", got)
 	}
 }
