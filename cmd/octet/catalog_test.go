@@ -154,17 +154,10 @@ func rowHas(table, model, want string) bool {
 // callError sends a request that must fail and returns its error object.
 func (c *lspClient) callError(method string, params any) map[string]any {
 	c.t.Helper()
-	c.next++
-	id := float64(c.next)
-	c.send(map[string]any{"id": c.next, "method": method, "params": params})
-	for {
-		m := c.read()
-		if m["id"] == id && m["method"] == nil {
-			e, _ := m["error"].(map[string]any)
-			if e == nil {
-				c.t.Fatalf("%s succeeded: %v", method, m["result"])
-			}
-			return e
-		}
+	m := c.exchange(method, params, nil, nil)
+	e, _ := m["error"].(map[string]any)
+	if e == nil {
+		c.t.Fatalf("%s succeeded: %v", method, m["result"])
 	}
+	return e
 }
