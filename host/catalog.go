@@ -197,12 +197,14 @@ const (
 )
 
 // modelList is the endpoint's model list as last read, shared by a
-// host's sessions.
+// host's sessions. fetch serializes the reads of the list; mu guards
+// the fields only, so the catalog is never held up by a read.
 type modelList struct {
-	mu  sync.Mutex
-	ids []string
-	err error
-	at  time.Time
+	fetch sync.Mutex
+	mu    sync.Mutex
+	ids   []string
+	err   error
+	at    time.Time
 }
 
 // merged is cat with the last list read merged in (or its error).
@@ -223,9 +225,9 @@ func (l *modelList) merged(cat Catalog) Catalog {
 // refresh reads the list again with list when the last one is stale.
 // Concurrent callers wait for one read.
 func (l *modelList) refresh(ctx context.Context, list func(context.Context) ([]string, error)) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.at.IsZero() && time.Since(l.at) < listFresh && (l.err == nil || time.Since(l.at) < listRetry) {
+	l.fetch.Lock()
+	defer l.fetch.Unlock()
+	if l.fresh() {
 		return
 	}
 	ids, err := list(ctx)
@@ -235,7 +237,18 @@ func (l *modelList) refresh(ctx context.Context, list func(context.Context) ([]s
 	if err != nil {
 		err = fmt.Errorf("the endpoint did not list its models: %w", err)
 	}
+	l.mu.Lock()
 	l.ids, l.err, l.at = ids, err, time.Now()
+	l.mu.Unlock()
+}
+
+// fresh reports whether the list last read (or its failure) is recent
+// enough to keep.
+func (l *modelList) fresh() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	age := time.Since(l.at)
+	return !l.at.IsZero() && age < listFresh && (l.err == nil || age < listRetry)
 }
 
 // Catalog is the model catalog: the runtime's (DefaultCatalog when it

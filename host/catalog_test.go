@@ -1,8 +1,12 @@
 package host
 
 import (
+	"context"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // TestCatalogWithListing: listed models first (the catalog's in its
@@ -39,5 +43,40 @@ func TestCatalogWithListing(t *testing.T) {
 	}
 	if m, ok := got.Lookup("gpt-5-mini-2025-08-07"); !ok || !m.Known || m.Listed {
 		t.Errorf("Lookup of a dated snapshot: %+v %v", m, ok)
+	}
+}
+
+// TestListModelsNeverHoldsTheCatalog: while the endpoint's list is being
+// read, the catalog answers at once (without it); callers reading it
+// together wait for one request; its answer is kept and merged in.
+func TestListModelsNeverHoldsTheCatalog(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	h := New(&Runtime{ListModels: func(ctx context.Context) ([]string, error) {
+		calls.Add(1)
+		<-release
+		return []string{"local"}, nil
+	}}, nil)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() { h.ListModels(context.Background()) })
+	}
+	done := make(chan Catalog)
+	go func() { done <- h.Catalog() }()
+	select {
+	case cat := <-done:
+		if cat.Listed {
+			t.Error("the catalog was listed before the endpoint answered")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Catalog waited for the endpoint's list")
+	}
+	close(release)
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d list requests for three callers", n)
+	}
+	if m, ok := h.Catalog().Lookup("local"); !ok || !m.Listed {
+		t.Errorf("the list was not kept: %+v %v", m, ok)
 	}
 }
