@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -245,16 +244,6 @@ func New(cfg Config) (*Agent, error) {
 	return a, nil
 }
 
-// SetModel selects the model for subsequent provider requests (an active run
-// picks it up at its next request boundary).
-func (a *Agent) SetModel(m provider.Model) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if m.Name != "" {
-		a.model = m
-	}
-}
-
 // Broker returns the effect broker the agent admits calls through (for
 // its session's policy: Broker.SetPolicy).
 func (a *Agent) Broker() *tools.Broker { return a.cfg.Broker }
@@ -264,35 +253,6 @@ func (a *Agent) Model() provider.Model {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.model
-}
-
-// ReasoningEfforts are the effort names SetReasoning accepts.
-var ReasoningEfforts = []string{"none", "minimal", "low", "medium", "high", "xhigh"}
-
-// SetReasoning selects the reasoning effort for subsequent requests (an
-// active run applies it at its next request boundary) and returns the
-// effective effort. An empty effort clears the selection (provider
-// default) and returns ""; an unknown effort changes nothing and returns
-// the current effective effort.
-func (a *Agent) SetReasoning(effort string) string {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if effort == "" {
-		a.reasoning = nil
-		return ""
-	}
-	if !slices.Contains(ReasoningEfforts, effort) {
-		if a.reasoning == nil {
-			return ""
-		}
-		return a.reasoning.Effort
-	}
-	r := provider.Reasoning{Effort: effort}
-	if a.reasoning != nil {
-		r.Summary = a.reasoning.Summary
-	}
-	a.reasoning = &r
-	return effort
 }
 
 // Reasoning returns the selected reasoning effort ("" for the provider's

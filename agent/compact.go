@@ -49,7 +49,7 @@ const compactionRequestText = "Summarize the conversation above as instructed. O
 // unchanged, the turn continues uncompacted and is not compacted again
 // before its main response completes.
 func (r *Run) compact(v view, est int) (bool, error) {
-	model := r.a.Model()
+	model := r.pin.model
 	budget := min(model.ContextWindow/keepFraction, (model.ContextWindow-r.a.cfg.OutputReserve)/2)
 	k := keepBoundary(v.entries, budget)
 	if k == 0 {
@@ -92,6 +92,9 @@ func (r *Run) compactTo(v view, k, est int) error {
 // compactNow is the loop of a Compact run: the whole conversation
 // summarized, nothing kept verbatim.
 func (r *Run) compactNow() (Outcome, error) {
+	if err := r.repin(session.BaselineRunStart); err != nil {
+		return OutcomeFailed, err
+	}
 	_, v, est := r.buildRequest()
 	if len(v.entries) == 0 {
 		return OutcomeCompleted, nil
@@ -125,7 +128,7 @@ func keepBoundary(entries []session.Entry, budget int) int {
 // summarize runs the summary request for v.entries[:k] (plus the previous
 // summary) and persists the compaction entry with the request's usage.
 func (r *Run) summarize(v view, k int, est int) (string, string, error) {
-	model := r.a.Model()
+	model := r.pin.model
 	var input []provider.Item
 	if v.summary != nil {
 		input = append(input, userMessage(summaryPrefix+v.summary.Summary))
@@ -181,10 +184,14 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 		return "", "", r.settleFailed(errCancelled)
 	}
 	recs = append(recs, r.settlement(settledOutcome(ar.resp.Usage))...)
-	if err := r.a.sess.Append(recs...); err != nil {
+	// The compaction rebases the retained prefix: the request baseline is
+	// pinned anew in the same batch (a failed compaction leaves it).
+	rebase, pin := r.rebase()
+	if err := r.a.sess.Append(append(recs, rebase...)...); err != nil {
 		return "", "", fmt.Errorf("%w compaction: %w", errPersist, err)
 	}
 	r.settled()
+	r.pin = *pin
 	// The context now holds the summary and the kept tail.
 	after := estimateText(summaryPrefix + summary)
 	for i := k; i < len(v.entries); i++ {

@@ -352,7 +352,7 @@ func (r *Run) admitCall(i int, sink *toolSink) (*admitted, bool, error) {
 // reason or "".
 func (r *Run) validate(call session.Item) string {
 	host := r.a.cfg.Host
-	if _, ok := host.Lookup(call.Name); !ok || !r.a.offered(r.a.Model(), call.Name) {
+	if _, ok := host.Lookup(call.Name); !ok || !r.a.offered(r.pin.model, call.Name) {
 		return tools.ReasonUnknownTool
 	}
 	canon, err := tools.CanonicalArguments(json.RawMessage(call.Arguments))

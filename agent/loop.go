@@ -90,6 +90,15 @@ type attemptResult struct {
 // the retry policy decides. Every attempt re-enters the preparation
 // boundary (steering delivery, sticky FinishNow, compaction, limits).
 func (r *Run) mainTurn() (*attemptResult, error) {
+	// A safe response boundary: a selection made since the last one
+	// applies from here; the turn's replacements keep it.
+	reason := session.BaselineBoundary
+	if r.turn == 1 {
+		reason = session.BaselineRunStart
+	}
+	if err := r.repin(reason); err != nil {
+		return nil, err
+	}
 	for attempt := 0; ; attempt++ {
 		req, est, err := r.prepareMain()
 		if err != nil {
@@ -222,7 +231,7 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 		return nil, 0, err
 	}
 	req, v, est := r.buildRequest()
-	model := r.a.Model()
+	model := r.pin.model
 	window := model.ContextWindow
 	if window > 0 && est+r.a.cfg.OutputReserve > window && !r.compactionFailed {
 		compacted, err := r.compact(v, est)
@@ -256,7 +265,7 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 // buildRequest reconstructs the canonical provider request from the
 // active branch.
 func (r *Run) buildRequest() (*provider.Request, view, int) {
-	model, reasoning := r.a.snapshot()
+	model, reasoning := r.pin.model, r.pin.reasoning
 	v := contextView(r.a.sess.Branch())
 	req := &provider.Request{
 		Model:        model.Name,
@@ -384,7 +393,7 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 	case refused(out):
 		stop = "refusal"
 	}
-	model := r.a.Model()
+	model := r.pin.model
 	recs := []session.Record{session.EntryRecord(session.Entry{Type: session.EntryAssistant, RunID: r.id, Items: items, StopReason: stop})}
 	u := ar.resp.Usage
 	var cost int64
@@ -467,7 +476,7 @@ func (r *Run) addUsage(u *provider.Usage, cost int64, priced bool) {
 	ev := &Usage{
 		Input: r.usage.Input, CachedInput: r.usage.CachedInput, Output: r.usage.Output, Reasoning: r.usage.Reasoning,
 		Complete:      !r.a.sess.Totals().Uncertain,
-		ContextTokens: r.contextTokens, ContextWindow: int64(r.a.Model().ContextWindow),
+		ContextTokens: r.contextTokens, ContextWindow: int64(r.pin.model.ContextWindow),
 	}
 	if r.priced {
 		micros := r.usage.CostPicodollars / 1_000_000
@@ -483,7 +492,7 @@ func (r *Run) gate(op string, req *provider.Request) error {
 	if !ok {
 		return nil
 	}
-	if err := g.BeforeRequest(op, r.a.Model(), req, r.a.ceilingTotals()); err != nil {
+	if err := g.BeforeRequest(op, r.pin.model, req, r.a.ceilingTotals()); err != nil {
 		return fmt.Errorf("request refused before sending: %w", err)
 	}
 	return nil

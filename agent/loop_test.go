@@ -154,7 +154,7 @@ func TestOrderingReadsFileAtEachStep(t *testing.T) {
 	// Deltas never reach the file: every line is a known record kind.
 	for _, rec := range recs {
 		switch rec.str("kind") {
-		case "header", "entry", "usage", "checkpoint", "dispatch", "dispatch_settled":
+		case "header", "entry", "usage", "checkpoint", "dispatch", "dispatch_settled", session.KindReasoning:
 		default:
 			t.Fatalf("unexpected record %v", rec)
 		}
@@ -465,15 +465,17 @@ func TestEventJSON(t *testing.T) {
 func TestSetModelAndReasoningApplyAtNextRequest(t *testing.T) {
 	checkLeaks(t)
 	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true, Features: provider.FeaturePromptCacheKey}})
-	if got := h.agent.SetReasoning("high"); got != "high" {
-		t.Fatalf("effective %q", got)
+	if got, err := h.agent.SetReasoning("high"); got != "high" || err != nil {
+		t.Fatalf("effective %q, %v", got, err)
 	}
-	if got := h.agent.SetReasoning("turbo"); got != "high" {
-		t.Fatalf("unknown effort changed the selection to %q", got)
+	if got, err := h.agent.SetReasoning("turbo"); got != "high" || err != nil {
+		t.Fatalf("unknown effort changed the selection to %q (%v)", got, err)
 	}
 	h.srv.Enqueue(pt.Text("a"), pt.Text("b"))
 	checkRunEvents(t, drain(t, h.prompt("one", PromptOptions{})), OutcomeCompleted)
-	h.agent.SetModel(provider.Model{Name: "m2"})
+	if err := h.agent.SetModel(provider.Model{Name: "m2"}); err != nil {
+		t.Fatal(err)
+	}
 	checkRunEvents(t, drain(t, h.prompt("two", PromptOptions{})), OutcomeCompleted)
 	reqs := h.srv.Requests()
 	r0, _ := reqs[0].Body["reasoning"].(map[string]any)
@@ -565,7 +567,9 @@ func TestReplayedRequestMatchesResponsesWire(t *testing.T) {
 		Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true,
 		Features: provider.FeatureParallelToolCalls | provider.FeatureEncryptedReasoning,
 	}})
-	h.agent.SetReasoning("high")
+	if _, err := h.agent.SetReasoning("high"); err != nil {
+		t.Fatal(err)
+	}
 	h.srv.Enqueue(
 		pt.Reply(pt.Reasoning("enc-r1", "plan the calls"), pt.Message("checking"),
 			pt.FunctionCall("c1", "probe", `{"n":1}`), pt.FunctionCall("c2", "nosuchtool", `{}`)),

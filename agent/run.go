@@ -46,6 +46,9 @@ type Run struct {
 	compactionFailed bool
 	// compactOnly: the run compacts the conversation and ends (Compact).
 	compactOnly bool
+	// pin is the model and reasoning selection the run's requests are
+	// sent with (see selection.go).
+	pin selection
 }
 
 // newRun prepares a run; drive starts it.

@@ -169,10 +169,11 @@ func (h *Host) attach(ctx context.Context, sess *session.Session, model, reasoni
 	if built == nil || built.Agent == nil {
 		return nil, &AgentError{Err: errors.New("factory returned no agent")}
 	}
-	if reasoning != "" {
-		built.Agent.SetReasoning(reasoning)
-	}
 	s := &Session{rt: rt, sess: sess, built: built, startModel: built.Agent.Model(), rules: rules, docs: docs, resolve: h.resolveModel, catalog: h.Catalog}
+	if err := s.settleSelection(model, reasoning, h.log); err != nil {
+		_ = s.closeAgent()
+		return nil, err
+	}
 	if record && policy != nil {
 		if _, err := s.SetEffectPolicy(*policy); err != nil {
 			_ = s.closeAgent()

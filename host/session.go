@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 
 	"github.com/octet-agent/octet/agent"
@@ -115,16 +116,16 @@ func (s *Session) SetHead(entryID string) error {
 // the runtime resolves, or one the endpoint lists (its list read again,
 // for at most 5 s, when stale).
 func (s *Session) SetModel(name string) (string, error) {
-	if name == s.startModel.Name {
-		// The model the session was built with is always allowed.
-		s.built.Agent.SetModel(s.startModel)
-		return name, nil
+	m := s.startModel // the model the session was built with is always allowed
+	if name != s.startModel.Name {
+		var err error
+		if m, err = s.resolve(name); err != nil {
+			return "", err
+		}
 	}
-	m, err := s.resolve(name)
-	if err != nil {
+	if err := s.built.Agent.SetModel(m); err != nil {
 		return "", err
 	}
-	s.built.Agent.SetModel(m)
 	return s.built.Agent.Model().Name, nil
 }
 
@@ -134,7 +135,7 @@ func (s *Session) SetReasoning(effort string) (string, error) {
 	if err := CheckReasoning(effort); err != nil {
 		return "", err
 	}
-	return s.built.Agent.SetReasoning(effort), nil
+	return s.built.Agent.SetReasoning(effort)
 }
 
 // Model is the model the session's next request uses.
@@ -251,4 +252,38 @@ func (s *Session) Close() error {
 		s.closeErr = errors.Join(s.closeAgent(), s.sess.Close())
 	})
 	return s.closeErr
+}
+
+// settleSelection makes the session's model and reasoning selection
+// durable when it starts: the one asked for at creation (model,
+// reasoning) is recorded, and a resumed session (neither asked for)
+// gets back the effective selection it recorded last, over the
+// configuration. A recorded model that can no longer be resolved keeps
+// the configured one, with a warning; nothing is recorded then.
+func (s *Session) settleSelection(model, reasoning string, log *slog.Logger) error {
+	a := s.built.Agent
+	if model != "" || reasoning != "" {
+		if reasoning == "" {
+			reasoning = a.Reasoning()
+		}
+		return a.SetSelection(a.Model(), reasoning)
+	}
+	sel, ok := s.sess.Selection()
+	if !ok {
+		return nil
+	}
+	m := s.startModel
+	if sel.Model != m.Name {
+		var err error
+		if m, err = s.resolve(sel.Model); err != nil {
+			log.Warn("the session's selected model is not available; using the configured one",
+				"session", s.ID(), "model", sel.Model, "configured", s.startModel.Name, "err", err)
+			return nil
+		}
+	}
+	if CheckReasoning(sel.Effort) != nil {
+		log.Warn("the session's recorded reasoning effort is unknown; using the configured one", "session", s.ID(), "effort", sel.Effort)
+		return a.SetSelection(m, a.Reasoning())
+	}
+	return a.SetSelection(m, sel.Effort)
 }

@@ -490,6 +490,10 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		"head":           ss.handle.Head(),
 		"usage":          usage,
 		"usageUncertain": !usage.Complete,
+		// The selection the session's next request is sent with: the
+		// one it recorded last, over the configuration.
+		"model":     ss.handle.Model().Name,
+		"reasoning": ss.handle.Reasoning(),
 	}
 	if err := resumeTranscript(ss.handle.Transcript, res); err != nil {
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))

@@ -73,12 +73,13 @@ func (r Record) validateApproval() (err error, ok bool) {
 	return nil, true
 }
 
-// appendApprovalBody appends the members of an approval record after its
-// kind and batch marks.
-func appendApprovalBody(b []byte, a *Approval) ([]byte, error) {
-	body, err := json.Marshal(a)
+// appendJSONBody appends the members of v, a record body encoded with
+// encoding/json (an approval, a reasoning record), after its kind and
+// batch marks.
+func appendJSONBody(b []byte, kind string, v any) ([]byte, error) {
+	body, err := json.Marshal(v)
 	if err != nil {
-		return b, fmt.Errorf("encode approval record: %w", err)
+		return b, fmt.Errorf("encode %s record: %w", kind, err)
 	}
 	// body is {"op":...}: splice its members after the kind.
 	return append(append(b, ','), body[1:len(body)-1]...), nil

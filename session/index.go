@@ -49,6 +49,9 @@ type index struct {
 	titled   bool
 	// approvals are the approval records, decoded on demand.
 	approvals []recLoc
+	// reasoning are the typed reasoning records, in file order (few and
+	// small: kept decoded).
+	reasoning []Reasoning
 	unknown   int
 	ids0      strAlloc // backing store for id map keys
 	// openRuns are the runs with a dispatch and no checkpoint, in the
@@ -146,6 +149,10 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 		ix.setTitle(title, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)})
 	case KindApproval:
 		if err := ix.addApproval(line, recLoc{off: off, n: uint32(len(line)), line: int32(lineNo)}); err != nil {
+			return err
+		}
+	case KindReasoning:
+		if err := ix.addReasoning(nil, line); err != nil {
 			return err
 		}
 	case KindHeader:
@@ -256,6 +263,10 @@ func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) 
 		ix.setTitle(r.Title, recLoc{off: off, n: uint32(n), line: int32(lineNo)})
 	case KindApproval:
 		if err := ix.addApproval(nil, recLoc{off: off, n: uint32(n), line: int32(lineNo)}); err != nil {
+			return err
+		}
+	case KindReasoning:
+		if err := ix.addReasoning(r.Reasoning, nil); err != nil {
 			return err
 		}
 	default:

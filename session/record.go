@@ -95,7 +95,12 @@ func appendRecord(b []byte, r Record, at, n int) ([]byte, error) {
 		b = appendStrField(b, "title", r.Title)
 	case KindApproval:
 		var err error
-		if b, err = appendApprovalBody(b, r.Approval); err != nil {
+		if b, err = appendJSONBody(b, KindApproval, r.Approval); err != nil {
+			return b, err
+		}
+	case KindReasoning:
+		var err error
+		if b, err = appendJSONBody(b, KindReasoning, r.Reasoning); err != nil {
 			return b, err
 		}
 	}

@@ -306,6 +306,8 @@ type Record struct {
 	Title string
 	// Approval is set for KindApproval.
 	Approval *Approval
+	// Reasoning is set for KindReasoning.
+	Reasoning *Reasoning
 }
 
 // EntryRecord returns a record appending e.
@@ -336,6 +338,9 @@ func (r Record) validate() error {
 		return err
 	}
 	if err, ok := r.validateApproval(); ok {
+		return err
+	}
+	if err, ok := r.validateReasoning(); ok {
 		return err
 	}
 	switch r.Kind {

@@ -1,0 +1,78 @@
+//go:build unix
+
+package main
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// TestLSPSelectionSurvivesRestart is issue 34's reproduction through the
+// real `octet lsp`: set the reasoning effort to high and the model to
+// gpt-5.1, close the session, stop the server, start a new one on the
+// same home, resume: the resume result and the next request carry high
+// and gpt-5.1, not the configuration's medium and gpt-5.1-codex.
+func TestLSPSelectionSurvivesRestart(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.Text("before"), providertest.Text("after"))
+	home, ws := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(home+"/config.toml", []byte("model = \"gpt-5.1-codex\"\nreasoning = \"medium\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := func() (*lspClient, func()) {
+		cmd := lspCommand(t, 60*time.Second)
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
+		c, stdin, stderr := startLSP(t, cmd)
+		c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+		c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+		return c, func() {
+			c.call("shutdown", nil, nil, nil)
+			c.send(map[string]any{"method": "exit"})
+			stdin.Close()
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("octet lsp exit: %v\nstderr: %s", err, stderr.String())
+			}
+		}
+	}
+	c, stop := start()
+	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
+	c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "one"}, nil, nil)
+	if got := c.call("octet/setReasoning", map[string]any{"sessionId": sid, "effort": "high"}, nil, nil); got["effective"] != "high" {
+		t.Fatalf("setReasoning = %v", got)
+	}
+	if got := c.call("octet/setModel", map[string]any{"sessionId": sid, "model": "gpt-5.1"}, nil, nil); got["effective"] != "gpt-5.1" {
+		t.Fatalf("setModel = %v", got)
+	}
+	c.call("octet/session/close", map[string]any{"sessionId": sid}, nil, nil)
+	stop()
+
+	c, stop = start()
+	defer stop()
+	res := c.call("octet/session/resume", map[string]any{"sessionId": sid}, nil, nil)
+	if res["model"] != "gpt-5.1" || res["reasoning"] != "high" {
+		t.Errorf("resume result model %v reasoning %v, want gpt-5.1 high", res["model"], res["reasoning"])
+	}
+	if got := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "two"}, nil, nil); got["outcome"] != "completed" {
+		t.Fatalf("prompt after resume = %v", got)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	first, last := reqs[0].Body, reqs[1].Body
+	effort := func(b map[string]any) any { r, _ := b["reasoning"].(map[string]any); return r["effort"] }
+	if first["model"] != "gpt-5.1-codex" || effort(first) != "medium" {
+		t.Errorf("first request %v %v: the configuration should apply before any selection", first["model"], effort(first))
+	}
+	if last["model"] != "gpt-5.1" || effort(last) != "high" {
+		t.Errorf("request after restart and resume: model %v effort %v, want gpt-5.1 high", last["model"], effort(last))
+	}
+	if !strings.Contains(string(reqs[1].Raw), "one") {
+		t.Errorf("the resumed request lost the conversation: %s", reqs[1].Raw)
+	}
+}
