@@ -90,7 +90,7 @@ func modelCommand(name string) func(*acpSession, context.Context, string, []cont
 // answered as a prompt is, followed by a line saying what it did.
 func (as *acpSession) compact(ctx context.Context, _ string, _ []contentBlock) (any, error) {
 	head := as.hs.Head()
-	res, err := as.runPrompt(ctx, func(ctx context.Context) (*agent.Run, error) { return as.hs.Compact(ctx) })
+	res, err := as.runPrompt(ctx, func(ctx context.Context) (*agent.Run, error) { return as.hs.Compact(ctx, agent.PromptOptions{}) })
 	if err != nil {
 		return nil, err
 	}

@@ -335,14 +335,15 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 // CompactionFinished like an automatic compaction; it fails when the
 // summary could not be made, and completes without either event when
 // there is nothing to summarize. It returns ErrBusy while another run is
-// active.
-func (a *Agent) Compact(ctx context.Context) (*Run, error) {
+// active. Of opts only Deliver is used (the run is always tool-free and
+// carries no images).
+func (a *Agent) Compact(ctx context.Context, opts PromptOptions) (*Run, error) {
 	a.mu.Lock()
 	if a.active != nil {
 		a.mu.Unlock()
 		return nil, ErrBusy
 	}
-	r := newRun(a, ctx, PromptOptions{WithoutTools: true})
+	r := newRun(a, ctx, PromptOptions{WithoutTools: true, Deliver: opts.Deliver})
 	r.compactOnly = true
 	a.active = r
 	a.mu.Unlock()

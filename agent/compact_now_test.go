@@ -15,7 +15,7 @@ import (
 // the earlier turns. With nothing to summarize it completes at once.
 func TestCompactNow(t *testing.T) {
 	h := newHarness(t, harnessOpt{})
-	empty, err := h.agent.Compact(context.Background())
+	empty, err := h.agent.Compact(context.Background(), PromptOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +24,7 @@ func TestCompactNow(t *testing.T) {
 	}
 	h.srv.Enqueue(pt.Text("EARLIER ANSWER"), pt.Text("THE SUMMARY"), pt.Text("after"))
 	drain(t, h.prompt("EARLIER QUESTION", PromptOptions{}))
-	r, err := h.agent.Compact(context.Background())
+	r, err := h.agent.Compact(context.Background(), PromptOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -217,7 +217,7 @@ func TestCompactionRebasesThePin(t *testing.T) {
 			second = pt.Text("cut").EOFAfter(1)
 		}
 		h.srv.Enqueue(pt.Text("cut").EOFAfter(1), second)
-		r, err := h.agent.Compact(t.Context())
+		r, err := h.agent.Compact(t.Context(), PromptOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

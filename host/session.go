@@ -86,8 +86,8 @@ func (s *Session) Prompt(ctx context.Context, text string, opts agent.PromptOpti
 
 // Compact starts a run that summarizes the whole conversation now
 // (agent.Agent.Compact; agent.ErrBusy while a run is active).
-func (s *Session) Compact(ctx context.Context) (*agent.Run, error) {
-	return s.built.Agent.Compact(ctx)
+func (s *Session) Compact(ctx context.Context, opts agent.PromptOptions) (*agent.Run, error) {
+	return s.built.Agent.Compact(ctx, opts)
 }
 
 // Explain puts the runtime's actionable sentence before a run's failure

@@ -140,6 +140,37 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 	if err := ss.handle.CheckImages(imgs); err != nil {
 		return nil, invalidParams("%v", err)
 	}
+	return s.ownRun(ctx, reqID, ss, p.WorkDoneToken, func(deliver func(wireEvent) bool) (runHandle, error) {
+		s.titleFromPrompt(ss, p.Text)
+		return startRun(s.ctx, ss.handle, text, agent.PromptOptions{WithoutTools: p.WithoutTools, Images: imgs}, deliver)
+	})
+}
+
+// sessionCompact handles octet/session/compact: a run that summarizes the
+// whole conversation now (host.Session.Compact), owned and answered as a
+// prompt's run is.
+func (s *Server) sessionCompact(ctx context.Context, req *jsonrpc2.Request, raw jsonrpc2.RawMessage) (any, error) {
+	var p struct {
+		SessionID     string          `json:"sessionId"`
+		WorkDoneToken json.RawMessage `json:"workDoneToken"`
+	}
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	ss, err := s.session(p.SessionID)
+	if err != nil {
+		return nil, err
+	}
+	return s.ownRun(ctx, req.ID(), ss, p.WorkDoneToken, func(deliver func(wireEvent) bool) (runHandle, error) {
+		return startCompact(s.ctx, ss.handle, deliver)
+	})
+}
+
+// ownRun starts a run with start (called with ss.mu held, once the
+// session is known to be idle), registers it for every cancel path,
+// releases the reader and owns the run until it ends; the answer is its
+// outcome.
+func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState, workDone json.RawMessage, start func(deliver func(wireEvent) bool) (runHandle, error)) (any, error) {
 	ss.mu.Lock()
 	if ss.closing {
 		ss.mu.Unlock()
@@ -154,7 +185,6 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		ss.mu.Unlock()
 		return nil, rewindingError(ss.id)
 	}
-	s.titleFromPrompt(ss, p.Text)
 	var live atomic.Pointer[runState] // set once r exists
 	deliver := func(ev wireEvent) bool {
 		if r := live.Load(); r != nil {
@@ -162,7 +192,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		}
 		return false
 	}
-	h, err := startRun(s.ctx, ss.handle, text, agent.PromptOptions{WithoutTools: p.WithoutTools, Images: imgs}, deliver)
+	h, err := start(deliver)
 	if err != nil {
 		ss.mu.Unlock()
 		if errors.Is(err, errBusy) {
@@ -184,8 +214,8 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 	if reqID.IsValid() {
 		s.byRequest[reqID] = r
 	}
-	if len(p.WorkDoneToken) > 0 && string(p.WorkDoneToken) != "null" {
-		r.token = tokenKey(p.WorkDoneToken)
+	if len(workDone) > 0 && string(workDone) != "null" {
+		r.token = tokenKey(workDone)
 		s.byToken[r.token] = r
 	}
 	// settleRuns waits on handlerWG/replyWG only after the state is shuttingDown (set
@@ -245,7 +275,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		ss.mu.Unlock()
 		close(r.done)
 	}()
-	res := s.driveRun(r, p.WorkDoneToken)
+	res := s.driveRun(r, workDone)
 	settled = true
 	return rawResult(res)
 }

@@ -14,15 +14,24 @@ import (
 // driven through the small runHandle seam (backend.go), which turns the
 // agent's events into wireEvents.
 
-// startRun starts one run of text on hs. deliver, when not nil, is
-// offered the run's events on its owner goroutine (see
-// agent.PromptOptions.Deliver): an event it takes is not returned by the
-// handle's Next. It fails with errBusy when a run is active.
+// startRun starts a run of text on hs; deliver, when set, is offered
+// each event before it is queued (agent.PromptOptions.Deliver).
 func startRun(ctx context.Context, hs *host.Session, text string, opts agent.PromptOptions, deliver func(wireEvent) bool) (runHandle, error) {
+	return started(hs, opts, deliver, func(o agent.PromptOptions) (*agent.Run, error) { return hs.Prompt(ctx, text, o) })
+}
+
+// startCompact starts hs's compaction run (octet/session/compact), its
+// events offered to deliver as startRun's are.
+func startCompact(ctx context.Context, hs *host.Session, deliver func(wireEvent) bool) (runHandle, error) {
+	return started(hs, agent.PromptOptions{}, deliver, func(o agent.PromptOptions) (*agent.Run, error) { return hs.Compact(ctx, o) })
+}
+
+// started starts a run of hs with opts (Deliver set from deliver).
+func started(hs *host.Session, opts agent.PromptOptions, deliver func(wireEvent) bool, start func(agent.PromptOptions) (*agent.Run, error)) (runHandle, error) {
 	if deliver != nil {
 		opts.Deliver = func(ev agent.Event) bool { return deliver(offered(ev)) }
 	}
-	r, err := hs.Prompt(ctx, text, opts)
+	r, err := start(opts)
 	if errors.Is(err, agent.ErrBusy) {
 		return nil, errBusy
 	}

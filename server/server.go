@@ -396,6 +396,7 @@ func (s *Server) methods() map[string]methodHandler {
 		"octet/session/resume":     s.sessionResume,
 		"octet/session/branch":     s.sessionBranch,
 		"octet/session/close":      s.sessionClose,
+		"octet/session/compact":    s.sessionCompact,
 		"octet/session/diff":       s.sessionDiff,
 		"octet/session/rewind":     s.sessionRewind,
 		"octet/session/rename":     s.sessionRename,
