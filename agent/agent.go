@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/provider"
@@ -83,6 +84,13 @@ type Config struct {
 	// Retry decides whether a failed provider attempt is replaced
 	// (nil: never; the turn fails cleanly).
 	Retry RetryPolicy
+	// RetryHook, when set, is told of every replacement Retry decided and
+	// may stop it or add bounded host delay (see [RetryHook]); a child
+	// inherits it.
+	RetryHook RetryHook
+	// RetryHookTimeout is RetryHook's advisory timeout (0:
+	// DefaultRetryHookTimeout).
+	RetryHookTimeout time.Duration
 	// Telemetry, when set, observes coarse boundaries (no payloads).
 	Telemetry Observer
 	// Logger receives diagnostics (nil: discarded).

@@ -164,7 +164,11 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 	if kind == "" {
 		kind = RetryInterruptedInference
 	}
-	ev := &ProviderRetry{Attempt: dec.Attempt, MaxAttempts: dec.MaxAttempts, DelayMs: dec.Delay.Milliseconds(), RetryKind: kind, Reason: dec.Reason, Cause: describeFailure(err)}
+	delay, herr := r.hookRetry(op, dec, kind, err)
+	if herr != nil {
+		return herr
+	}
+	ev := &ProviderRetry{Attempt: dec.Attempt, MaxAttempts: dec.MaxAttempts, DelayMs: delay.Milliseconds(), RetryKind: kind, Reason: dec.Reason, Cause: describeFailure(err)}
 	if op != "" {
 		o := op
 		ev.Operation = &o
@@ -183,7 +187,7 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 	if err := r.settleFailed(nil); err != nil { // settled before the wait
 		return err
 	}
-	return r.sleep(dec.Delay)
+	return r.sleep(delay)
 }
 
 // sleep waits d unless the run is cancelled first.

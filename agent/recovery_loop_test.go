@@ -54,6 +54,9 @@ type recRigOpt struct {
 	// without keep-alive (an idle connection's reader is not durably
 	// blocked, so it would stop the bubble's clock), on virtual time.
 	server *providertest.Server
+	// hook and hookTimeout are the agent's RetryHook and its timeout.
+	hook        RetryHook
+	hookTimeout time.Duration
 }
 
 func newRecRig(t *testing.T, o recRigOpt) *recRig {
@@ -94,6 +97,7 @@ func newRecRig(t *testing.T, o recRigOpt) *recRig {
 		Session: g.sess, Transport: provider.NewHTTP(cfg), Model: model,
 		Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}),
 		Instructions: "You are a test agent.", Retry: g.policy, Principal: "test",
+		RetryHook: o.hook, RetryHookTimeout: o.hookTimeout,
 	})
 	if err != nil {
 		t.Fatalf("new agent: %v", err)

@@ -13,9 +13,13 @@ const (
 	RetryWaitingForNetwork    = "waiting_for_network"
 )
 
-// OperationCompaction is the auxiliary operation name of a local
-// compaction summary request ("" is the main assistant request).
-const OperationCompaction = "compaction"
+// Auxiliary operation names ("" is the main assistant request).
+const (
+	// OperationCompaction is a local compaction summary request.
+	OperationCompaction = "compaction"
+	// OperationTerminalGate is a completion policy's gate request.
+	OperationTerminalGate = "terminal_gate"
+)
 
 // Failure describes one failed provider attempt to a [RetryPolicy].
 type Failure struct {
