@@ -84,6 +84,9 @@ type Config struct {
 	// Retry decides whether a failed provider attempt is replaced
 	// (nil: never; the turn fails cleanly).
 	Retry RetryPolicy
+	// Completion, when set, is the terminal gate asked before the run
+	// ends naturally (see [CompletionPolicy]); a child inherits it.
+	Completion *CompletionPolicy
 	// RetryHook, when set, is told of every replacement Retry decided and
 	// may stop it or add bounded host delay (see [RetryHook]); a child
 	// inherits it.

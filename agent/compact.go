@@ -150,20 +150,7 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	var b strings.Builder
-	out := ar.resp.Output
-	if len(out) == 0 {
-		out = ar.items
-	}
-	for _, it := range out {
-		if it.Type == provider.ItemMessage && it.Text != "" {
-			if b.Len() > 0 {
-				b.WriteString("\n\n")
-			}
-			b.WriteString(it.Text)
-		}
-	}
-	summary := strings.TrimSpace(b.String())
+	summary := strings.TrimSpace(responseText(ar))
 	if summary == "" {
 		return "", "", errors.New("compaction response had no summary text")
 	}

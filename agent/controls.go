@@ -96,20 +96,37 @@ func (c *controls) takeSteering() []control {
 func (c *controls) closeOrNext() ([]control, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if next := c.queuedLocked(); next != nil {
+		return next, false
+	}
+	c.closed = true
+	return nil, true
+}
+
+// takeQueued returns what closeOrNext would deliver (queued steering,
+// else one follow-up) without closing the inbox when nothing is queued.
+func (c *controls) takeQueued() []control {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.queuedLocked()
+}
+
+// queuedLocked removes and returns the queued steering, else one
+// follow-up (nil: nothing queued). c.mu is held.
+func (c *controls) queuedLocked() []control {
 	// A FinishNow without text asks for nothing a finished answer lacks.
 	c.steering = slices.DeleteFunc(c.steering, func(x control) bool { return x.kind == controlFinishNow && x.text == "" })
 	if len(c.steering) > 0 {
 		s := c.steering
 		c.steering = nil
-		return s, false
+		return s
 	}
 	if len(c.follow) > 0 {
 		f := c.follow[0]
 		c.follow = c.follow[1:]
-		return []control{f}, false
+		return []control{f}
 	}
-	c.closed = true
-	return nil, true
+	return nil
 }
 
 // closeAll closes the inbox and returns everything still queued, in order

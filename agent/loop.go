@@ -46,8 +46,32 @@ func (r *Run) loop() (Outcome, error) {
 		if r.ctx.Err() != nil { // cancellation has priority over the final drain
 			return OutcomeCancelled, errCancelled
 		}
+		if r.gates() {
+			// A gate never returns ahead of queued input: that goes on
+			// first, and the gate is asked when the run would end again.
+			if next := r.ctl.takeQueued(); len(next) > 0 {
+				if err := r.deliver(next); err != nil {
+					return OutcomeFailed, err
+				}
+				continue
+			}
+			more, err := r.terminalGate()
+			if err != nil {
+				return OutcomeFailed, err
+			}
+			if more != nil {
+				if err := r.deliver([]control{*more}); err != nil {
+					return OutcomeFailed, err
+				}
+				continue
+			}
+			if r.ctx.Err() != nil {
+				return OutcomeCancelled, errCancelled
+			}
+		}
 		// The atomic final drain/close boundary: queued steering, then one
-		// follow-up, continue the run; otherwise the inbox closes.
+		// follow-up, continue the run; otherwise the inbox closes. Input
+		// accepted during a gate's request (or its final poll) is here.
 		next, closed := r.ctl.closeOrNext()
 		if closed {
 			return OutcomeCompleted, nil

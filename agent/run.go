@@ -46,6 +46,8 @@ type Run struct {
 	compactionFailed bool
 	// compactOnly: the run compacts the conversation and ends (Compact).
 	compactOnly bool
+	// gateContinuations counts the completion gate's continuations.
+	gateContinuations int
 	// pin is the model and reasoning selection the run's requests are
 	// sent with (see selection.go).
 	pin selection
