@@ -149,4 +149,3 @@ func responseText(ar *attemptResult) string {
 	}
 	return b.String()
 }
-

@@ -190,7 +190,7 @@ func genLarge(tb testing.TB, path string, records int, size int64) int {
 			branch = branch[:i+1]
 			branchLen = len(branch)
 		case left >= 40 && run%300 == 299:
-			entry(Entry{Type: EntryCompaction, Compaction: &Compaction{Summary: randText(rng, pad(300, 100)), FirstKept: branch[len(branch)-4], Skills: []string{"go"}, ReadFiles: []string{"a.go", "b.go"}, ModifiedFiles: []string{"c.go"}, TokensBefore: 250000}})
+			entry(Entry{Type: EntryCompaction, Compaction: &Compaction{Summary: randText(rng, pad(300, 100)), FirstKept: branch[len(branch)-4], ReadFiles: []string{"a.go", "b.go"}, ModifiedFiles: []string{"c.go"}, TokensBefore: 250000}})
 		case left >= 40:
 			// One run: a prompt, 1-8 tool loops, a final answer, usage
 			// for every response and a checkpoint.

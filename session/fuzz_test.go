@@ -19,7 +19,7 @@ func FuzzDecodeRecord(f *testing.F) {
 	for _, r := range []Record{
 		EntryRecord(Entry{ID: "e1", Type: EntryUser, Text: "hi"}),
 		EntryRecord(sampleAssistant()),
-		EntryRecord(Entry{ID: "c1", Parent: "e1", Type: EntryCompaction, Compaction: &Compaction{Summary: "s", FirstKept: "e1", Skills: []string{"go"}, ReadFiles: []string{"a"}, ModifiedFiles: []string{"b"}, TokensBefore: 5}}),
+		EntryRecord(Entry{ID: "c1", Parent: "e1", Type: EntryCompaction, Compaction: &Compaction{Summary: "s", FirstKept: "e1", ReadFiles: []string{"a"}, ModifiedFiles: []string{"b"}, TokensBefore: 5}}),
 		EntryRecord(Entry{ID: "t1", Type: EntryToolResult, Result: &ToolResult{CallID: "c", Tool: "bash", Text: "out", IsError: true, Details: map[string]any{"exit": 1.0}}}),
 		HeadRecord("e1"),
 		UsageRecord(Usage{RunID: "r", RequestID: "q", Input: 1, CachedInput: 2, Output: 3, Reasoning: 4, CostPicodollars: -5}),

@@ -86,3 +86,39 @@ func TestReasoningRecordDamageRefused(t *testing.T) {
 		t.Fatal("a damaged reasoning record was accepted")
 	}
 }
+
+// TestCompactionSkillsOfOlderVersionsSkipped: the active-skill snapshot
+// is no longer written (octet has no skill registry: it was always
+// empty); a compaction written with one by an earlier version still
+// opens, its other fields intact.
+func TestCompactionSkillsOfOlderVersionsSkipped(t *testing.T) {
+	s := newSession(t)
+	mustAppend(t, s, Entry{Type: EntryUser, Text: "hi"})
+	mustAppend(t, s, Entry{Type: EntryCompaction, Compaction: &Compaction{Summary: "sum", ReadFiles: []string{"a.go"}, TokensBefore: 7}})
+	path := s.Path()
+	s.Close()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(b), `"skills"`) {
+		t.Fatalf("a skills snapshot was written: %s", b)
+	}
+	old := strings.Replace(string(b), `"compaction":{"summary":"sum"`, `"compaction":{"summary":"sum","skills":["go"]`, 1)
+	if old == string(b) {
+		t.Fatalf("no compaction to age in %s", b)
+	}
+	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	br := s2.Branch()
+	c := br[len(br)-1].Compaction
+	if c == nil || c.Summary != "sum" || len(c.ReadFiles) != 1 || c.TokensBefore != 7 {
+		t.Fatalf("compaction after reopen %+v", c)
+	}
+}

@@ -160,7 +160,6 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 		b = append(appendKey(b, "compaction"), `{"summary":`...)
 		b = appendString(b, c.Summary)
 		b = appendStrField(b, "first_kept", c.FirstKept)
-		b = appendStrings(b, "skills", c.Skills)
 		b = appendStrings(b, "readFiles", c.ReadFiles)
 		b = appendStrings(b, "modifiedFiles", c.ModifiedFiles)
 		b = appendIntField(b, "tokens_before", c.TokensBefore)
@@ -845,8 +844,9 @@ func (d *decoder) compaction(c *Compaction, a *strAlloc) {
 			c.Summary = d.str(a)
 		case "first_kept":
 			c.FirstKept = d.str(a)
-		case "skills":
-			strs(&c.Skills)
+		// "skills" (an active-skill snapshot, always empty: octet has
+		// no skill registry) was written by earlier versions; it is
+		// skipped.
 		case "readFiles":
 			strs(&c.ReadFiles)
 		case "modifiedFiles":

@@ -81,7 +81,7 @@ func TestCreateAppendReopen(t *testing.T) {
 	if tr.Parent != "a1" {
 		t.Fatalf("tool result parent %q, want a1", tr.Parent)
 	}
-	comp := mustAppend(t, s, Entry{Type: EntryCompaction, Compaction: &Compaction{Summary: "did stuff", FirstKept: tr.ID, Skills: []string{"go"}, ReadFiles: []string{"a.go"}, ModifiedFiles: []string{"b.go"}, TokensBefore: 9000}})
+	comp := mustAppend(t, s, Entry{Type: EntryCompaction, Compaction: &Compaction{Summary: "did stuff", FirstKept: tr.ID, ReadFiles: []string{"a.go"}, ModifiedFiles: []string{"b.go"}, TokensBefore: 9000}})
 	if err := s.Append(UncertainRecord(UsageUncertain{RunID: "run1", Operation: "compaction", Reason: "http_5xx", Dispatched: true, Attempt: 2}),
 		DelegatedRecord(DelegatedUsage{ChildSession: "child1", Usage: Usage{Input: 5, Output: 6, CostPicodollars: 7}}),
 		CheckpointRecord(Checkpoint{RunID: "run1", Outcome: OutcomeCompleted})); err != nil {

@@ -162,8 +162,6 @@ type Compaction struct {
 	// FirstKept is the id of the first entry kept verbatim after the
 	// summary.
 	FirstKept string
-	// Skills is the active-skill snapshot at compaction time.
-	Skills []string
 	// ReadFiles and ModifiedFiles are the cumulative file sets.
 	ReadFiles, ModifiedFiles []string
 	// TokensBefore is the estimated context size before compaction.
