@@ -30,13 +30,7 @@ func TestApprovalRecordsSurviveReopen(t *testing.T) {
 	if d := cmp.Diff(want, s.Approvals()); d != "" {
 		t.Fatalf("before reopen (-want +got):\n%s", d)
 	}
-	path := s.Path()
-	s.Close()
-	s2, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s)
 	if d := cmp.Diff(want, s2.Approvals()); d != "" {
 		t.Fatalf("after reopen (-want +got):\n%s", d)
 	}
@@ -59,18 +53,41 @@ func TestApprovalRecordDamageRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, Entry{Type: EntryUser, Text: "after"})
+	if s, err := rewriteAndOpen(t, s, `"op":"revoke"`, `"op":7`); err == nil {
+		s.Close()
+		t.Fatal("a damaged approval record was accepted")
+	}
+}
+
+// reopen closes s and opens its file again (closed when the test ends).
+func reopen(t *testing.T, s *Session) *Session {
+	t.Helper()
+	path := s.Path()
+	s.Close()
+	s2, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s2.Close() })
+	return s2
+}
+
+// rewriteAndOpen closes s, replaces the first old in its file with new
+// (failing the test when there is none) and opens the file again.
+func rewriteAndOpen(t *testing.T, s *Session, old, new string) (*Session, error) {
+	t.Helper()
 	path := s.Path()
 	s.Close()
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b = []byte(strings.Replace(string(b), `"op":"revoke"`, `"op":7`, 1))
-	if err := os.WriteFile(path, b, 0o600); err != nil {
+	changed := strings.Replace(string(b), old, new, 1)
+	if changed == string(b) {
+		t.Fatalf("no %s in %s", old, b)
+	}
+	if err := os.WriteFile(path, []byte(changed), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if s, err := Open(path); err == nil {
-		s.Close()
-		t.Fatal("a damaged approval record was accepted")
-	}
+	return Open(path)
 }

@@ -42,13 +42,7 @@ func TestReasoningRecordsSurviveReopen(t *testing.T) {
 		}
 	}
 	check(s, "before reopen")
-	path := s.Path()
-	s.Close()
-	s2, err := Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s2.Close()
+	s2 := reopen(t, s)
 	check(s2, "after reopen")
 	if n := len(s2.Branch()); n != 1 {
 		t.Errorf("branch has %d entries, want 1 (reasoning records are not entries)", n)
@@ -71,17 +65,7 @@ func TestReasoningRecordDamageRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustAppend(t, s, Entry{Type: EntryUser, Text: "after"})
-	path := s.Path()
-	s.Close()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b = []byte(strings.Replace(string(b), `"op":"update"`, `"op":"config_update"`, 1))
-	if err := os.WriteFile(path, b, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := Open(path); err == nil {
+	if s, err := rewriteAndOpen(t, s, `"op":"update"`, `"op":"config_update"`); err == nil {
 		s.Close()
 		t.Fatal("a damaged reasoning record was accepted")
 	}
@@ -95,23 +79,10 @@ func TestCompactionSkillsOfOlderVersionsSkipped(t *testing.T) {
 	s := newSession(t)
 	mustAppend(t, s, Entry{Type: EntryUser, Text: "hi"})
 	mustAppend(t, s, Entry{Type: EntryCompaction, Compaction: &Compaction{Summary: "sum", ReadFiles: []string{"a.go"}, TokensBefore: 7}})
-	path := s.Path()
-	s.Close()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
+	if b, err := os.ReadFile(s.Path()); err != nil || strings.Contains(string(b), `"skills"`) {
+		t.Fatalf("a skills snapshot was written (%v): %s", err, b)
 	}
-	if strings.Contains(string(b), `"skills"`) {
-		t.Fatalf("a skills snapshot was written: %s", b)
-	}
-	old := strings.Replace(string(b), `"compaction":{"summary":"sum"`, `"compaction":{"summary":"sum","skills":["go"]`, 1)
-	if old == string(b) {
-		t.Fatalf("no compaction to age in %s", b)
-	}
-	if err := os.WriteFile(path, []byte(old), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	s2, err := Open(path)
+	s2, err := rewriteAndOpen(t, s, `"compaction":{"summary":"sum"`, `"compaction":{"summary":"sum","skills":["go"]`)
 	if err != nil {
 		t.Fatal(err)
 	}
