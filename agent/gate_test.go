@@ -240,3 +240,50 @@ func TestChildInheritsCompletionPolicy(t *testing.T) {
 		t.Fatalf("child config: completion %p (want %p), retry hook set %v", cfg.Completion, gate, cfg.RetryHook != nil)
 	}
 }
+
+// TestTerminalGateHoldsControls: "Auxiliary drives drain accepted
+// controls while the immutable request is pending, then deliver at the
+// safe settlement boundary … FinishNow remains sticky." More than eight
+// controls accepted while the gate's request is held all reach the next
+// main request, in submission order; the FinishNow among them makes it
+// and the rest of the run tool-free, and no gate is asked again.
+func TestTerminalGateHoldsControls(t *testing.T) {
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{})
+	h.agent.cfg.Completion = testGate()
+	hold := make(chan struct{})
+	h.srv.Enqueue(pt.Text("answer"), pt.Text("DONE").HoldUntil(hold), pt.Text("final"))
+	r := h.prompt("go", PromptOptions{})
+	evs := make(chan []Event, 1)
+	go func() { evs <- drain(t, r) }()
+	waitFor(t, func() bool { return len(h.srv.Requests()) == 2 })
+	var want []string
+	for i := range 9 {
+		text := "STEER-" + string(rune('A'+i))
+		if _, err := r.Steer(text); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, text)
+	}
+	if err := r.FinishNow("FINISH-NOW"); err != nil {
+		t.Fatal(err)
+	}
+	want = append(want, "FINISH-NOW")
+	close(hold)
+	<-evs
+	if res := r.Wait(); res.Outcome != OutcomeCompleted {
+		t.Fatalf("run %+v", res)
+	}
+	reqs := h.srv.Requests()
+	if len(reqs) != 3 || isGate(reqs[2]) || reqs[2].Body["tool_choice"] != "none" {
+		t.Fatalf("%d requests; the last: gate %v tool_choice %v", len(reqs), isGate(reqs[len(reqs)-1]), reqs[len(reqs)-1].Body["tool_choice"])
+	}
+	in, last := inputText(reqs[2]), -1
+	for _, w := range want {
+		i := strings.Index(in, w)
+		if i <= last {
+			t.Fatalf("%s missing or out of order in the request after the gate: %s", w, in)
+		}
+		last = i
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 )
 
 // hookLog records what a retry hook was told and when.
@@ -165,4 +166,94 @@ func TestRetryHookPreemptedByOutageDeadline(t *testing.T) {
 			t.Fatalf("hook contexts ended at %v (start %v)", preempted, start)
 		}
 	})
+}
+
+// TestAuxiliaryOpeningBoundedBodyHealthy: "Local summary and gate calls
+// expose opening separately from body collection: outage deadlines cover
+// opening/backoff, never a healthy reconnected response body." For a
+// manual compaction and for a terminal gate: an outage longer than the
+// one-minute bound ends the run with NetworkWaitLimit and nothing of the
+// operation committed; an outage that ends within the bound is followed
+// by a healthy, slow body that outlives the bound and completes.
+func TestAuxiliaryOpeningBoundedBodyHealthy(t *testing.T) {
+	slow := func(text string) providertest.Turn { return providertest.Text(text).Pace(10 * time.Second) }
+	for _, op := range []string{OperationCompaction, OperationTerminalGate} {
+		for _, healthy := range []bool{true, false} {
+			name := op + "/cut"
+			if healthy {
+				name = op + "/healthy"
+			}
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					g := newRecRig(t, recRigOpt{})
+					g.srv.Enqueue(providertest.Text("first answer"))
+					if op == OperationTerminalGate {
+						g.agent.cfg.Completion = testGate()
+						g.srv.Enqueue(providertest.Text("DONE")) // the first run's gate
+					}
+					if res, _ := g.run(context.Background(), "first"); res.Outcome != OutcomeCompleted {
+						t.Fatalf("first run %s: %v", res.Outcome, res.Err)
+					}
+					g.policy.SetMaxNetworkWait(time.Minute)
+					start := time.Now()
+					g.gate = func(*http.Request) error {
+						if !healthy || time.Since(start) < 30*time.Second {
+							return netUnreachable()
+						}
+						return nil
+					}
+					var res RunResult
+					var evs []Event
+					if op == OperationCompaction {
+						g.srv.Enqueue(slow("SUMMARY of a slow but healthy compaction"))
+						r, err := g.agent.Compact(context.Background(), PromptOptions{})
+						if err != nil {
+							t.Fatal(err)
+						}
+						for e := range r.Events() {
+							evs = append(evs, e)
+						}
+						res = r.Wait()
+					} else {
+						g.srv.Enqueue(providertest.Text("second answer"), slow("DONE, slowly but healthily"))
+						g.gate = func(req *http.Request) error {
+							// Only the gate meets the outage: the main
+							// request of this run goes through.
+							if len(g.srv.Requests()) < 3 {
+								return nil
+							}
+							if !healthy || time.Since(start) < 30*time.Second {
+								return netUnreachable()
+							}
+							return nil
+						}
+						res, evs = g.run(context.Background(), "second")
+					}
+					waits := eventsOf[*ProviderRetry](evs)
+					if len(waits) == 0 || waits[0].Operation == nil || *waits[0].Operation != op || waits[0].RetryKind != RetryWaitingForNetwork {
+						t.Fatalf("retries %+v, want %s-scoped network waits", waits, op)
+					}
+					var committed bool
+					for _, rec := range readFile(t, g.sess.Path()) {
+						committed = committed || (rec.str("kind") == session.KindUsage && rec.str("operation") == op && rec.str("run_id") == res.RunID)
+					}
+					if !healthy {
+						if _, ok := errors.AsType[*NetworkWaitLimit](res.Err); res.Outcome != OutcomeFailed || !ok || committed {
+							t.Fatalf("run %s: %v (committed %v), want NetworkWaitLimit and nothing committed", res.Outcome, res.Err, committed)
+						}
+						if time.Since(start) > 2*time.Minute {
+							t.Errorf("the outage bound of one minute held the run %v", time.Since(start))
+						}
+						return
+					}
+					if res.Outcome != OutcomeCompleted || !committed {
+						t.Fatalf("run %s: %v (committed %v)", res.Outcome, res.Err, committed)
+					}
+					if time.Since(start) < 2*time.Minute {
+						t.Fatal("the body did not outlive the outage bound; the test proves nothing")
+					}
+				})
+			})
+		}
+	}
 }
