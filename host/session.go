@@ -257,9 +257,7 @@ func (s *Session) Close() error {
 // settleSelection makes the session's model and reasoning selection
 // durable when it starts: the one asked for at creation (model,
 // reasoning) is recorded, and a resumed session (neither asked for)
-// gets back the effective selection it recorded last, over the
-// configuration. A recorded model that can no longer be resolved keeps
-// the configured one, with a warning; nothing is recorded then.
+// gets back the selection it recorded last (RestoreSelection).
 func (s *Session) settleSelection(model, reasoning string, log *slog.Logger) error {
 	a := s.built.Agent
 	if model != "" || reasoning != "" {
@@ -268,22 +266,39 @@ func (s *Session) settleSelection(model, reasoning string, log *slog.Logger) err
 		}
 		return a.SetSelection(a.Model(), reasoning)
 	}
-	sel, ok := s.sess.Selection()
+	return RestoreSelection(a, s.sess, func(name string) (provider.Model, error) {
+		if name == s.startModel.Name {
+			return s.startModel, nil
+		}
+		return s.resolve(name)
+	}, log)
+}
+
+// RestoreSelection gives the agent of a reopened session the model and
+// reasoning selection the session recorded last (session.Session.Selection),
+// over the configuration; resolve maps the recorded model name to a
+// model. A recorded model that can no longer be resolved, or an effort
+// octet no longer knows, keeps the agent's, with a warning. A session
+// that never recorded a selection changes nothing.
+func RestoreSelection(a *agent.Agent, sess *session.Session, resolve func(name string) (provider.Model, error), log *slog.Logger) error {
+	sel, ok := sess.Selection()
 	if !ok {
 		return nil
 	}
-	m := s.startModel
+	m := a.Model()
 	if sel.Model != m.Name {
-		var err error
-		if m, err = s.resolve(sel.Model); err != nil {
+		r, err := resolve(sel.Model)
+		if err != nil {
 			log.Warn("the session's selected model is not available; using the configured one",
-				"session", s.ID(), "model", sel.Model, "configured", s.startModel.Name, "err", err)
-			return nil
+				"session", sess.Header().ID, "model", sel.Model, "configured", m.Name, "err", err)
+		} else {
+			m = r
 		}
 	}
-	if CheckReasoning(sel.Effort) != nil {
-		log.Warn("the session's recorded reasoning effort is unknown; using the configured one", "session", s.ID(), "effort", sel.Effort)
-		return a.SetSelection(m, a.Reasoning())
+	effort := sel.Effort
+	if CheckReasoning(effort) != nil {
+		log.Warn("the session's recorded reasoning effort is unknown; using the configured one", "session", sess.Header().ID, "effort", effort)
+		effort = a.Reasoning()
 	}
-	return a.SetSelection(m, sel.Effort)
+	return a.SetSelection(m, effort)
 }

@@ -413,6 +413,9 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		return execResult{}, fmt.Errorf("start agent: %w", err)
 	}
 	defer release()
+	if err := st.settleSelection(a, sess); err != nil {
+		return execResult{}, fmt.Errorf("model and reasoning selection: %w", err)
+	}
 	if err := st.ext.checkListedTools(st.cfg, st.log); err != nil {
 		return execResult{}, err
 	}

@@ -76,3 +76,30 @@ func TestLSPSelectionSurvivesRestart(t *testing.T) {
 		t.Errorf("the resumed request lost the conversation: %s", reqs[1].Raw)
 	}
 }
+
+// TestExecSelectionSurvivesContinuation: octet exec records the model
+// and effort its flags chose; continuing the session without them keeps
+// that selection (not the configuration's), and a flag given again
+// changes only what it names.
+func TestExecSelectionSurvivesContinuation(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("first"), providertest.Text("second"), providertest.Text("third"))
+	r := runCLI(t, x.ws, x.vars, "exec", "--json", "--model", "gpt-5.1", "--reasoning", "high", "one")
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	lines, _ := parseJSONLines(t, r.stdout)
+	id := lines[0].SessionID
+	if r = runCLI(t, x.ws, x.vars, "exec", "--json", "--session", id, "two"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if r = runCLI(t, x.ws, x.vars, "exec", "--json", "--session", id, "--reasoning", "low", "three"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	effort := func(b map[string]any) any { r, _ := b["reasoning"].(map[string]any); return r["effort"] }
+	reqs := x.srv.Requests()
+	for i, want := range []struct{ model, effort string }{{"gpt-5.1", "high"}, {"gpt-5.1", "high"}, {"gpt-5.1", "low"}} {
+		if reqs[i].Body["model"] != want.model || effort(reqs[i].Body) != want.effort {
+			t.Errorf("request %d: %v %v, want %s %s", i+1, reqs[i].Body["model"], effort(reqs[i].Body), want.model, want.effort)
+		}
+	}
+}

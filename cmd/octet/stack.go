@@ -454,3 +454,35 @@ func logSandbox(s tools.Setting[tools.SandboxValue], log *slog.Logger) {
 		log.Debug("OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "source", s.Source)
 	}
 }
+
+// settleSelection settles the model and reasoning selection of sess's
+// agent a before a run of octet exec: a continued session gets back the
+// selection it recorded last (host.RestoreSelection) unless --model or
+// --reasoning choose anew; what was chosen by a flag is recorded, so a
+// later continuation without the flag keeps it.
+func (st *stack) settleSelection(a *agent.Agent, sess *session.Session) error {
+	err := host.RestoreSelection(a, sess, func(name string) (provider.Model, error) {
+		if m, ok := provider.LookupModel(name); ok {
+			return m, nil
+		}
+		return provider.Model{}, fmt.Errorf("model %q is not in octet's model table", name)
+	}, st.log)
+	if err != nil {
+		return err
+	}
+	byModel, byEffort := st.cfg.Model.Source == config.SourceFlag, st.cfg.Reasoning.Source == config.SourceFlag
+	if !byModel && !byEffort {
+		return nil
+	}
+	m, effort := a.Model(), a.Reasoning()
+	if byModel {
+		m = st.model
+	}
+	if byEffort {
+		effort = ""
+		if r := st.reasoning(); r != nil {
+			effort = r.Effort
+		}
+	}
+	return a.SetSelection(m, effort)
+}
