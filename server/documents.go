@@ -102,6 +102,9 @@ type docClientCaps struct {
 	encodings       []string
 	applyEdit       bool
 	documentChanges bool
+	// octetApprovals: the client takes octet's approvals itself
+	// (experimental.octet.confirmEffect).
+	octetApprovals bool
 }
 
 func parseDocCaps(raw []byte) docClientCaps {
@@ -110,6 +113,7 @@ func parseDocCaps(raw []byte) docClientCaps {
 	_ = json.Unmarshal(lookup(caps, "general", "positionEncodings"), &c.encodings)
 	c.applyEdit = lookupBool(caps, "workspace", "applyEdit")
 	c.documentChanges = lookupBool(caps, "workspace", "workspaceEdit", "documentChanges")
+	c.octetApprovals = lookupBool(caps, "experimental", "octet", "confirmEffect")
 	// Resource operations exist only in documentChanges, so a client
 	// that offers them takes documentChanges (Neovim says only this).
 	var ops []string
@@ -138,7 +142,14 @@ func (d *documents) configure(raw []byte, p initializeParams) positionEncoding {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.roots = roots
-	d.applyEdit = c.applyEdit && c.documentChanges
+	// One person, one question: the approval octet asked admitted the
+	// edit, so it goes through workspace/applyEdit only to a client that
+	// applies it without asking again. A stock client may put its own
+	// question first (eglot's "Proceed?") while the request waits for a
+	// machine's answer; a client that takes octet's approvals itself
+	// (the octet plugins) does not. Every other client keeps the disk
+	// path, which refuses to write behind a buffer with unsaved changes.
+	d.applyEdit = c.applyEdit && c.documentChanges && c.octetApprovals
 	if slices.Contains(c.encodings, string(encUTF8)) {
 		d.enc = encUTF8
 	}
