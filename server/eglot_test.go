@@ -1,14 +1,11 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/octet-agent/octet/host/hosttest"
 	"github.com/octet-agent/octet/internal/testbin"
@@ -48,17 +45,7 @@ func TestEglotStockClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	result := filepath.Join(w.tmp, "result.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, emacs, "--batch", "-l", script)
-	cmd.Dir = w.tmp
-	cmd.Env = w.env("OCTET_TEST_RESULT=" + result)
-	out, err := cmd.CombinedOutput()
-	raw, rerr := os.ReadFile(result)
-	if rerr != nil {
-		t.Fatalf("emacs wrote no result (err %v): %s", err, out)
-	}
+	raw := w.runClient(t, emacs, []string{"--batch", "-l", script})
 	var got struct {
 		Status    string
 		Answer    struct{ Outcome, Text string }
@@ -69,7 +56,7 @@ func TestEglotStockClient(t *testing.T) {
 		t.Fatalf("result %s: %v", raw, err)
 	}
 	if got.Status != "answered" || got.Answer.Outcome != "completed" || got.Answer.Text != "Edited." {
-		t.Fatalf("octet.prompt in eglot: %s %+v\nemacs output: %s", got.Status, got.Answer, out)
+		t.Fatalf("octet.prompt in eglot: %s %+v", got.Status, got.Answer)
 	}
 	if len(got.Questions) != 1 || !strings.Contains(got.Questions[0], "wants to run edit") {
 		t.Errorf("the person was asked %d questions, want only octet's approval: %q", len(got.Questions), got.Questions)

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
@@ -33,27 +31,19 @@ func vimClient(t *testing.T) string {
 }
 
 // runVim runs the Vim script testdata/vim/<script> silently (no
-// terminal) against the world and decodes the JSON it wrote.
+// terminal) against the world and decodes the JSON it wrote; octet's
+// stderr goes to a file the failure message shows.
 func (w *realWorld) runVim(t *testing.T, vim, script string, got any) {
 	t.Helper()
 	path, err := filepath.Abs(filepath.Join("testdata", "vim", script))
 	if err != nil {
 		t.Fatal(err)
 	}
-	result, stderr := filepath.Join(w.tmp, "result.json"), filepath.Join(w.tmp, "octet.stderr")
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, vim, "-N", "-u", "NONE", "-i", "NONE", "-n", "-es", "-S", path)
-	cmd.Dir = w.tmp
-	cmd.Env = w.env("OCTET_TEST_RESULT="+result, "OCTET_TEST_STDERR="+stderr)
-	out, err := cmd.CombinedOutput()
-	res, rerr := os.ReadFile(result)
-	if rerr != nil {
-		logs, _ := os.ReadFile(stderr)
-		t.Fatalf("vim wrote no result (err %v): %s\noctet's stderr:\n%s", err, out, logs)
-	}
+	stderr := filepath.Join(w.tmp, "octet.stderr")
+	res := w.runClient(t, vim, []string{"-N", "-u", "NONE", "-i", "NONE", "-n", "-es", "-S", path}, "OCTET_TEST_STDERR="+stderr)
 	if err := json.Unmarshal(res, got); err != nil {
-		t.Fatalf("vim result %s: %v", res, err)
+		logs, _ := os.ReadFile(stderr)
+		t.Fatalf("vim result %s: %v\noctet's stderr:\n%s", res, err, logs)
 	}
 }
 

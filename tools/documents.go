@@ -180,6 +180,20 @@ func (c *Config) commitChange(ctx context.Context, tg *target, doc *Document, up
 	return ""
 }
 
+// commitWatched is commitChange followed by the call's diagnostics watch
+// w (nil: none): a change through the editor is noted before it is made
+// and once the editor has applied it.
+func (c *Config) commitWatched(ctx context.Context, w *diagWatch, tg *target, doc *Document, updated []byte, prior fsroot.Prior, opts fsroot.WriteOptions, bound bool) string {
+	if doc != nil {
+		w.changing(tg.key)
+	}
+	msg := c.commitChange(ctx, tg, doc, updated, prior, opts, bound)
+	if msg == "" && doc != nil {
+		w.applied(tg.key)
+	}
+	return msg
+}
+
 // previewBinding adds the editor version to an approval preview of a
 // change computed against doc (nil: a disk change, left as it is).
 func previewBinding(pv Preview, tg *target, doc *Document) Preview {
