@@ -104,6 +104,9 @@ type promptParams struct {
 	WithoutTools  bool            `json:"withoutTools"`
 	// Context is what the user attached (attachments.go).
 	Context []attachment `json:"context"`
+	// withText puts the run's final answer in the result's text
+	// (octet.prompt: a stock client sees no octet/event).
+	withText bool
 }
 
 // promptResult is the final answer to octet/prompt.
@@ -112,6 +115,9 @@ type promptResult struct {
 	Outcome string `json:"outcome"`
 	Usage   any    `json:"usage"`
 	Error   string `json:"error,omitempty"`
+	// Text is the run's final answer, for octet.prompt only (present,
+	// possibly empty, there; absent from octet/prompt's answer).
+	Text *string `json:"text,omitempty"`
 }
 
 // prompt handles octet/prompt.
@@ -140,7 +146,7 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 	if err := ss.handle.CheckImages(imgs); err != nil {
 		return nil, invalidParams("%v", err)
 	}
-	return s.ownRun(ctx, reqID, ss, p.WorkDoneToken, func(deliver func(wireEvent) bool) (runHandle, error) {
+	return s.ownRun(ctx, reqID, ss, runOptions{workDone: p.WorkDoneToken, withText: p.withText}, func(deliver func(wireEvent) bool) (runHandle, error) {
 		s.titleFromPrompt(ss, p.Text)
 		return startRun(s.ctx, ss.handle, text, agent.PromptOptions{WithoutTools: p.WithoutTools, Images: imgs}, deliver)
 	})
@@ -161,16 +167,24 @@ func (s *Server) sessionCompact(ctx context.Context, req *jsonrpc2.Request, raw 
 	if err != nil {
 		return nil, err
 	}
-	return s.ownRun(ctx, req.ID(), ss, p.WorkDoneToken, func(deliver func(wireEvent) bool) (runHandle, error) {
+	return s.ownRun(ctx, req.ID(), ss, runOptions{workDone: p.WorkDoneToken}, func(deliver func(wireEvent) bool) (runHandle, error) {
 		return startCompact(s.ctx, ss.handle, deliver)
 	})
+}
+
+// runOptions are what a run's request asked of its answer.
+type runOptions struct {
+	// workDone is the client's work-done progress token (nil: none).
+	workDone json.RawMessage
+	// withText puts the run's final answer in the result's text.
+	withText bool
 }
 
 // ownRun starts a run with start (called with ss.mu held, once the
 // session is known to be idle), registers it for every cancel path,
 // releases the reader and owns the run until it ends; the answer is its
 // outcome.
-func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState, workDone json.RawMessage, start func(deliver func(wireEvent) bool) (runHandle, error)) (any, error) {
+func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState, o runOptions, start func(deliver func(wireEvent) bool) (runHandle, error)) (any, error) {
 	ss.mu.Lock()
 	if ss.closing {
 		ss.mu.Unlock()
@@ -214,8 +228,8 @@ func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState
 	if reqID.IsValid() {
 		s.byRequest[reqID] = r
 	}
-	if len(workDone) > 0 && string(workDone) != "null" {
-		r.token = tokenKey(workDone)
+	if len(o.workDone) > 0 && string(o.workDone) != "null" {
+		r.token = tokenKey(o.workDone)
 		s.byToken[r.token] = r
 	}
 	// settleRuns waits on handlerWG/replyWG only after the state is shuttingDown (set
@@ -275,7 +289,11 @@ func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState
 		ss.mu.Unlock()
 		close(r.done)
 	}()
-	res := s.driveRun(r, workDone)
+	res := s.driveRun(r, o.workDone)
+	if o.withText {
+		text := host.FinalAnswer(ss.handle.Ledger(), r.id)
+		res.Text = &text
+	}
 	settled = true
 	return rawResult(res)
 }
