@@ -90,7 +90,7 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	}
 	tr := o.transport
 	if tr == nil {
-		tr = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL()})
+		tr = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL(), Features: provider.AllFeatures})
 	}
 	h.agent, err = New(Config{
 		Session: h.sess, Transport: tr, Model: h.model, Host: h.host, Broker: h.broker,

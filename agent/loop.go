@@ -300,10 +300,12 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 		Instructions: r.a.Instructions(),
 		Input:        r.a.encoded.items(v, imageMode(model), r.a.imagesFor(model)),
 	}
-	if reasoning != nil && model.Reasoning {
+	granted := r.a.granted(model)
+	if reasoning != nil && model.Reasoning && granted.Has(provider.FeatureReasoning) {
 		req.Reasoning = reasoning
 	}
-	if model.Features.Has(provider.FeaturePromptCacheKey) {
+	req.EncryptedReasoning = model.Reasoning && granted.Has(provider.FeatureEncryptedReasoning)
+	if granted.Has(provider.FeaturePromptCacheKey) {
 		req.PromptCacheKey = r.a.sess.Header().ID // one cache prefix per session
 	}
 	if r.toolFree {
@@ -312,7 +314,7 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 		req.Tools = r.a.toolDefs(model)
 		if len(req.Tools) > 0 {
 			req.ToolChoice = "auto"
-			req.ParallelToolCalls = model.Features.Has(provider.FeatureParallelToolCalls)
+			req.ParallelToolCalls = granted.Has(provider.FeatureParallelToolCalls)
 		} else {
 			req.ToolChoice = "none"
 		}

@@ -464,7 +464,7 @@ func TestEventJSON(t *testing.T) {
 // next request; unknown efforts change nothing.
 func TestSetModelAndReasoningApplyAtNextRequest(t *testing.T) {
 	checkLeaks(t)
-	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true, Features: provider.FeaturePromptCacheKey}})
+	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true, Features: provider.FeaturePromptCacheKey | provider.FeatureReasoning}})
 	if got, err := h.agent.SetReasoning("high"); got != "high" || err != nil {
 		t.Fatalf("effective %q, %v", got, err)
 	}
@@ -565,7 +565,7 @@ func TestReplayedRequestMatchesResponsesWire(t *testing.T) {
 	}}
 	h := newHarness(t, harnessOpt{extra: []tools.Tool{probe}, policy: tools.UnsafeHost, model: provider.Model{
 		Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true,
-		Features: provider.FeatureParallelToolCalls | provider.FeatureEncryptedReasoning,
+		Features: provider.FeatureParallelToolCalls | provider.FeatureEncryptedReasoning | provider.FeatureReasoning,
 	}})
 	if _, err := h.agent.SetReasoning("high"); err != nil {
 		t.Fatal(err)

@@ -60,8 +60,8 @@ func selections(s *session.Session) []session.Reasoning {
 // in the ledger, and the effective selection survives a reopen.
 func TestSelectionAppliesAtResponseBoundary(t *testing.T) {
 	checkLeaks(t)
-	m1 := provider.Model{Name: "m1", Reasoning: true}
-	m2 := provider.Model{Name: "m2", Reasoning: true}
+	m1 := provider.Model{Name: "m1", Reasoning: true, Features: provider.FeatureReasoning}
+	m2 := provider.Model{Name: "m2", Reasoning: true, Features: provider.FeatureReasoning}
 	probe := &probeTool{name: "probe", effect: tools.Pure}
 	hook := &retryOnceHook{}
 	h := newHarness(t, harnessOpt{model: m1, extra: []tools.Tool{probe}, retry: hook})
@@ -139,7 +139,7 @@ func drainWait(t *testing.T, r *Run) RunResult {
 // host's selection.
 func TestProviderConfigurationUpdateRejected(t *testing.T) {
 	checkLeaks(t)
-	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true}})
+	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true, Features: provider.FeatureReasoning}})
 	if _, err := h.agent.SetReasoning("low"); err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestProviderConfigurationUpdateRejected(t *testing.T) {
 // recorded is not applied (the host reports the error).
 func TestSelectionWriteFailureChangesNothing(t *testing.T) {
 	checkLeaks(t)
-	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true}})
+	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true, Features: provider.FeatureReasoning}})
 	if _, err := h.agent.SetReasoning("low"); err != nil {
 		t.Fatal(err)
 	}
@@ -200,7 +200,7 @@ func TestCompactionRebasesThePin(t *testing.T) {
 	checkLeaks(t)
 	for _, succeed := range []bool{true, false} {
 		hook := &retryOnceHook{}
-		h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true}, retry: hook})
+		h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true, Features: provider.FeatureReasoning}, retry: hook})
 		if _, err := h.agent.SetReasoning("low"); err != nil {
 			t.Fatal(err)
 		}

@@ -7,7 +7,11 @@ import "strings"
 // route) have it; a model or endpoint name alone grants nothing.
 type ResponsesFeatures uint64
 
-// Responses features.
+// Responses features. Each is declared only with a consumer that honours
+// it (agent.TestEveryFeatureHasAConsumer): the async tools, native
+// steering and native compaction of the seed's qualified controls are
+// not declared until octet implements them, so no model or endpoint can
+// claim them.
 const (
 	// FeatureReasoning: reasoning effort/summary controls.
 	FeatureReasoning ResponsesFeatures = 1 << iota
@@ -15,14 +19,8 @@ const (
 	FeatureEncryptedReasoning
 	// FeatureParallelToolCalls: several function calls per response.
 	FeatureParallelToolCalls
-	// FeatureAsyncTools: independent observations may overlap the next response.
-	FeatureAsyncTools
 	// FeatureWebSocket: the Responses WebSocket mode.
 	FeatureWebSocket
-	// FeatureNativeSteering: response.steer on a qualified WebSocket run.
-	FeatureNativeSteering
-	// FeatureNativeCompaction: server-side compaction items.
-	FeatureNativeCompaction
 	// FeaturePromptCacheKey: prompt_cache_key routing.
 	FeaturePromptCacheKey
 	// FeatureCodexProfile: the route is the Codex runtime profile that
@@ -38,12 +36,22 @@ var featureNames = []struct {
 	{FeatureReasoning, "reasoning"},
 	{FeatureEncryptedReasoning, "encrypted_reasoning"},
 	{FeatureParallelToolCalls, "parallel_tool_calls"},
-	{FeatureAsyncTools, "async_tools"},
 	{FeatureWebSocket, "websocket"},
-	{FeatureNativeSteering, "native_steering"},
-	{FeatureNativeCompaction, "native_compaction"},
 	{FeaturePromptCacheKey, "prompt_cache_key"},
 	{FeatureCodexProfile, "codex_profile"},
+}
+
+// AllFeatures are every declared feature.
+const AllFeatures = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
+	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+
+// DeclaredFeatures returns each declared feature, in declaration order.
+func DeclaredFeatures() []ResponsesFeatures {
+	out := make([]ResponsesFeatures, len(featureNames))
+	for i, n := range featureNames {
+		out[i] = n.f
+	}
+	return out
 }
 
 // Has reports whether every feature in x is in f.
@@ -93,8 +101,7 @@ type Model struct {
 }
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureAsyncTools | FeatureWebSocket | FeatureNativeSteering | FeatureNativeCompaction |
-	FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
 
 // gpt5Family also carries the model side of the Codex runtime profile:
 // Codex generates with these models and locally dispatched function tools.

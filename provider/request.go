@@ -24,10 +24,12 @@ type Request struct {
 	ToolChoice string
 	// ParallelToolCalls lets the model emit several calls in one response.
 	ParallelToolCalls bool
-	// Reasoning, when set, selects reasoning effort and summaries and makes
-	// the request include "reasoning.encrypted_content" so reasoning can be
-	// replayed without server-side storage.
+	// Reasoning, when set, selects reasoning effort and summaries.
 	Reasoning *Reasoning
+	// EncryptedReasoning makes the request include
+	// "reasoning.encrypted_content" so reasoning can be replayed without
+	// server-side storage.
+	EncryptedReasoning bool
 	// PromptCacheKey groups requests that share a prefix for prompt caching.
 	PromptCacheKey string
 	// MaxOutputTokens bounds the response; zero omits the field.
@@ -319,6 +321,8 @@ func (r *Request) wire() (*wireRequest, error) {
 	}
 	if r.Reasoning != nil {
 		t.Reasoning = &wireReasoning{Effort: r.Reasoning.Effort, Summary: r.Reasoning.Summary}
+	}
+	if r.EncryptedReasoning {
 		t.Include = []string{"reasoning.encrypted_content"}
 	}
 	return w, nil

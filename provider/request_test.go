@@ -87,7 +87,7 @@ func TestRequestBytesUnchanged(t *testing.T) {
 		{Model: "m", Input: nil},
 		{Model: "m <&>", Instructions: "be <brief> & \u2028", Input: sampleItems(3),
 			Tools:             []FunctionTool{{Name: "read", Description: "reads <files>", Parameters: json.RawMessage(`{"type":"object"}`), Strict: true}, {Name: "x"}},
-			ParallelToolCalls: true, Reasoning: &Reasoning{Effort: "high", Summary: "auto"}, PromptCacheKey: "k", MaxOutputTokens: 100},
+			ParallelToolCalls: true, Reasoning: &Reasoning{Effort: "high", Summary: "auto"}, EncryptedReasoning: true, PromptCacheKey: "k", MaxOutputTokens: 100},
 		{Model: "m", Input: sampleItems(1), ToolChoice: "none", Reasoning: &Reasoning{}},
 	}
 	for i, r := range reqs {

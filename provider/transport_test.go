@@ -151,9 +151,9 @@ func TestRequestsRecorded(t *testing.T) {
 		},
 		Tools:             []provider.FunctionTool{{Name: "read", Description: "Read a file", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`), Strict: true}},
 		ParallelToolCalls: true,
-		Reasoning:         &provider.Reasoning{Effort: "high", Summary: "auto"},
-		PromptCacheKey:    "session-123",
-		MaxOutputTokens:   16000,
+		Reasoning:         &provider.Reasoning{Effort: "high", Summary: "auto"}, EncryptedReasoning: true,
+		PromptCacheKey:  "session-123",
+		MaxOutputTokens: 16000,
 	}
 	wantInput := `[
 		{"type":"message","role":"developer","content":[{"type":"input_text","text":"env"}]},

@@ -103,3 +103,33 @@ func TestExecSelectionSurvivesContinuation(t *testing.T) {
 		}
 	}
 }
+
+// TestExecFeaturesNeedTheRoute is issue 34's second reproduction: on a
+// route whose runtime_profile is none the endpoint grants no Responses
+// feature but the reasoning controls, so a request of a model that has
+// them all carries no parallel tool calls, no prompt_cache_key and no
+// encrypted-reasoning include; the default codex route carries them.
+func TestExecFeaturesNeedTheRoute(t *testing.T) {
+	for _, profile := range []string{"none", "codex"} {
+		t.Run(profile, func(t *testing.T) {
+			x := newExecEnv(t, providertest.Text("ok"))
+			if err := os.WriteFile(x.home+"/config.toml", []byte("runtime_profile = \""+profile+"\"\nmodel = \"gpt-5.1-codex\"\nreasoning = \"high\"\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if r := runCLI(t, x.ws, x.vars, "exec", "--json", "go"); r.code != 0 {
+				t.Fatalf("exit %d: %s", r.code, r.stderr)
+			}
+			b := x.srv.Requests()[0].Body
+			r, _ := b["reasoning"].(map[string]any)
+			_, cacheKey := b["prompt_cache_key"]
+			_, include := b["include"]
+			if r["effort"] != "high" {
+				t.Errorf("reasoning %v, want the configured high on every route", b["reasoning"])
+			}
+			want := profile == "codex"
+			if b["parallel_tool_calls"] != want || cacheKey != want || include != want {
+				t.Errorf("parallel_tool_calls %v, prompt_cache_key %v, include %v; want each %v on a %s route", b["parallel_tool_calls"], cacheKey, include, want, profile)
+			}
+		})
+	}
+}

@@ -110,11 +110,10 @@ func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog
 // MCP servers the client handed in for the session.
 func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []host.MCPServer) (*stack, error) {
 	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
-	if cfg.RuntimeProfile.Value == "codex" {
-		// The host asserts the Codex route (configuration, never inferred
-		// from a name): the endpoint side of recovery qualification.
-		st.endpoint = provider.FeatureCodexProfile
-	}
+	// The host asserts the route (configuration, never inferred from a
+	// name): the endpoint side of every Responses feature, recovery's
+	// qualification included.
+	st.endpoint = agent.EndpointGrant(agent.RuntimeProfile(cfg.RuntimeProfile.Value))
 	st.transport = provider.NewHTTP(provider.HTTPConfig{
 		BaseURL:  cfg.BaseURL.Value,
 		APIKey:   key.Reveal(),
@@ -128,7 +127,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	}
 	st.model = m
 	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
-	if st.webSocket && !provider.Granted(m.Features, st.endpoint).Has(provider.FeatureCodexProfile) {
+	if st.webSocket && !agent.WebSocketGranted(m, st.endpoint) {
 		// The WebSocket→HTTP fallback (a 426 handshake, repeated socket
 		// failures) is a decision of the recovery policy, which only a
 		// qualified Codex route has (runtime_profile = codex and a model

@@ -1,0 +1,50 @@
+package agent
+
+import "github.com/octet-agent/octet/provider"
+
+// Responses features are authorized by both sides: the model's (octet's
+// model table) and the endpoint's (the host-configured route, reported
+// by the transport as provider.FeatureReporter). A transport that
+// reports none grants nothing; model names, Responses Lite or a
+// WebSocket being reachable grant nothing. Each declared feature has
+// exactly one consumer:
+//
+//	reasoning            the request's reasoning effort/summary (buildRequest)
+//	encrypted_reasoning  include reasoning.encrypted_content (buildRequest)
+//	parallel_tool_calls  parallel_tool_calls: true (buildRequest)
+//	prompt_cache_key     prompt_cache_key: the session id (buildRequest)
+//	websocket            the Responses WebSocket transport (WebSocketGranted)
+//	codex_profile        in-process provider recovery (RouteFor, CodexRecovery)
+//
+// Ordinary routes keep synchronous tools (parallel_tool_calls false) and
+// queued steering.
+
+// EndpointGrant is what a route of the host-selected runtime profile
+// authorizes on the endpoint side: ProfileCodex (an OpenAI Responses
+// route generating with locally dispatched function tools) every
+// feature octet implements; any other profile (an endpoint that only
+// borrows the wire format) the reasoning controls the person configured
+// and nothing else.
+func EndpointGrant(profile RuntimeProfile) provider.ResponsesFeatures {
+	if profile == ProfileCodex {
+		return provider.AllFeatures
+	}
+	return provider.FeatureReasoning
+}
+
+// WebSocketGranted reports whether a run of model on an endpoint
+// granting endpoint may use the Responses WebSocket: both sides grant
+// it, and the Codex profile that owns the WebSocket→HTTP fallback.
+func WebSocketGranted(model provider.Model, endpoint provider.ResponsesFeatures) bool {
+	return provider.Qualified(model.Features, endpoint, provider.FeatureWebSocket|provider.FeatureCodexProfile)
+}
+
+// granted returns the features both model and the agent's transport
+// authorize.
+func (a *Agent) granted(model provider.Model) provider.ResponsesFeatures {
+	var endpoint provider.ResponsesFeatures
+	if fr, ok := a.cfg.Transport.(provider.FeatureReporter); ok {
+		endpoint = fr.EndpointFeatures()
+	}
+	return provider.Granted(model.Features, endpoint)
+}

@@ -1,0 +1,80 @@
+package agent
+
+import (
+	"testing"
+
+	"github.com/octet-agent/octet/provider"
+)
+
+// TestEveryFeatureHasAConsumer: "Model and endpoint ResponsesFeatures
+// must both authorize each feature." Every declared feature has a
+// consumer that honours it, and each is on when both sides grant it and
+// off when either lacks it.
+func TestEveryFeatureHasAConsumer(t *testing.T) {
+	// request builds the main request a model with features m makes on an
+	// endpoint granting e.
+	request := func(t *testing.T, m, e provider.ResponsesFeatures) *provider.Request {
+		model := provider.Model{Name: "m", ContextWindow: 100_000, MaxOutputTokens: 10_000, Reasoning: true, Features: m}
+		tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: "http://127.0.0.1:1/v1", Features: e})
+		h := newHarness(t, harnessOpt{model: model, transport: tr})
+		if _, err := h.agent.SetReasoning("high"); err != nil {
+			t.Fatal(err)
+		}
+		req, _, _ := (&Run{a: h.agent, pin: h.agent.selection()}).buildRequest()
+		return req
+	}
+	consumers := map[provider.ResponsesFeatures]func(t *testing.T, m, e provider.ResponsesFeatures) bool{
+		provider.FeatureReasoning: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			return request(t, m, e).Reasoning != nil
+		},
+		provider.FeatureEncryptedReasoning: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			return request(t, m, e).EncryptedReasoning
+		},
+		provider.FeatureParallelToolCalls: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			return request(t, m, e).ParallelToolCalls
+		},
+		provider.FeaturePromptCacheKey: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			return request(t, m, e).PromptCacheKey != ""
+		},
+		provider.FeatureWebSocket: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			return WebSocketGranted(provider.Model{Name: "m", Features: m}, e)
+		},
+		provider.FeatureCodexProfile: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			req := request(t, m, e)
+			return RouteFor(ProfileCodex, provider.Model{Name: "m", Features: m}, e, false, req).Qualify() == nil
+		},
+	}
+	all := provider.AllFeatures
+	for _, f := range provider.DeclaredFeatures() {
+		on, ok := consumers[f]
+		if !ok {
+			t.Errorf("feature %s has no consumer: declare a feature only with the code that honours it", f)
+			continue
+		}
+		t.Run(f.String(), func(t *testing.T) {
+			if !on(t, all, all) {
+				t.Errorf("%s is off although model and endpoint grant it", f)
+			}
+			if on(t, all&^f, all) {
+				t.Errorf("%s is on although the model lacks it", f)
+			}
+			if on(t, all, all&^f) {
+				t.Errorf("%s is on although the endpoint lacks it", f)
+			}
+		})
+	}
+	if len(consumers) != len(provider.DeclaredFeatures()) {
+		t.Errorf("%d consumers for %d declared features", len(consumers), len(provider.DeclaredFeatures()))
+	}
+}
+
+// TestEndpointGrant: the Codex profile grants every declared feature on
+// the endpoint side; any other profile only the reasoning controls.
+func TestEndpointGrant(t *testing.T) {
+	if g := EndpointGrant(ProfileCodex); g != provider.AllFeatures {
+		t.Errorf("codex grants %s", g)
+	}
+	if g := EndpointGrant("none"); g != provider.FeatureReasoning {
+		t.Errorf("none grants %s", g)
+	}
+}
