@@ -464,10 +464,12 @@ func (r *Run) addUsage(u *provider.Usage, cost int64, priced bool) {
 	if priced {
 		r.priced = true
 	}
+	t := r.a.sess.Totals()
 	ev := &Usage{
 		Input: r.usage.Input, CachedInput: r.usage.CachedInput, Output: r.usage.Output, Reasoning: r.usage.Reasoning,
-		Complete:      !r.a.sess.Totals().Uncertain,
+		Complete:      !t.Uncertain,
 		ContextTokens: r.contextTokens, ContextWindow: int64(r.a.Model().ContextWindow),
+		Session: SessionUsageOf(t),
 	}
 	if r.priced {
 		micros := r.usage.CostPicodollars / 1_000_000

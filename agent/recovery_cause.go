@@ -105,12 +105,18 @@ func detail(msg string, err error) string {
 }
 
 // bound keeps s to maxCauseBytes on a rune boundary, on one line.
-func bound(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= maxCauseBytes {
+func bound(s string) string { return clipText(strings.Join(strings.Fields(s), " "), maxCauseBytes) }
+
+// MaxToolErrorEventBytes bounds a failed call's result in its
+// tool_finished event (the whole result is in the session).
+const MaxToolErrorEventBytes = 1 << 10
+
+// clipText keeps s to n bytes on a rune boundary, marking a cut with "…".
+func clipText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxCauseBytes
+	cut := n
 	for cut > 0 && s[cut]&0xC0 == 0x80 {
 		cut--
 	}
