@@ -125,7 +125,7 @@ type FeatureReporter interface {
 // header returns a copy of h with sensitive values removed, for debugging.
 func redactHeader(h http.Header) http.Header {
 	out := h.Clone()
-	for _, k := range []string{"Authorization", "Proxy-Authorization", "Api-Key", "Openai-Api-Key", "Cookie"} {
+	for _, k := range credentialHeaders {
 		if _, ok := out[k]; ok {
 			out[k] = []string{"[REDACTED]"}
 		}

@@ -97,6 +97,8 @@ type Item struct {
 	Input string
 	// Output is a call output's text.
 	Output string
+	// Images are the images of a user message, after its text.
+	Images []Image
 	// Status is the provider's item status ("completed", "incomplete"), if any.
 	Status string
 	// Raw is the item's wire JSON on output items; nil on items built locally.
@@ -110,8 +112,14 @@ type Item struct {
 	Encoded []byte
 }
 
-// EncodeItem returns the JSON an item is sent as in a request's input.
+// EncodeItem returns the JSON an item is sent as in a request's input on
+// the Responses route, or nil for an item the route leaves out (the
+// opaque reasoning state of another wire format, which the Responses API
+// cannot read).
 func EncodeItem(it *Item) ([]byte, error) {
+	if it.Type == ItemReasoning && foreignReasoning(it, WireResponses) {
+		return nil, nil
+	}
 	w, err := wireItem(it)
 	if err != nil {
 		return nil, err
@@ -135,9 +143,10 @@ var errUnknownItem = errors.New("item type cannot be sent")
 // wireContent is one content part of an input message: input_text and
 // output_text parts carry "text", a refusal part carries "refusal".
 type wireContent struct {
-	Type    string  `json:"type"`
-	Text    *string `json:"text,omitempty"`
-	Refusal *string `json:"refusal,omitempty"`
+	Type     string  `json:"type"`
+	Text     *string `json:"text,omitempty"`
+	Refusal  *string `json:"refusal,omitempty"`
+	ImageURL string  `json:"image_url,omitempty"`
 }
 
 type wireSummary struct {
@@ -283,6 +292,9 @@ func (r *Request) wire() (*wireRequest, error) {
 			if enc, err = EncodeItem(it); err != nil {
 				return nil, fmt.Errorf("encode request: input %d: %w", i, err)
 			}
+			if enc == nil {
+				continue
+			}
 		}
 		w.input = append(w.input, enc)
 	}
@@ -325,6 +337,15 @@ func wireItem(it *Item) (wireInputItem, error) {
 		}
 		if it.Role == "assistant" && refusal != "" {
 			w.Content = append(w.Content, wireContent{Type: "refusal", Refusal: &refusal})
+		}
+		if len(it.Images) > 0 && it.Role != "user" {
+			return w, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
+		}
+		for _, im := range it.Images {
+			if err := im.check(); err != nil {
+				return w, err
+			}
+			w.Content = append(w.Content, wireContent{Type: "input_image", ImageURL: im.dataURL()})
 		}
 	case ItemReasoning:
 		s := make([]wireSummary, 0, len(it.Summary))

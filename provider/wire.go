@@ -1,0 +1,102 @@
+package provider
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// WireAPI names a wire format: what a route's endpoint speaks.
+type WireAPI string
+
+// The wire formats octet speaks over HTTP server-sent events.
+const (
+	// WireResponses is the OpenAI Responses API (POST …/responses), the
+	// only route that can be qualified for provider recovery.
+	WireResponses WireAPI = "responses"
+	// WireChat is the OpenAI Chat Completions API (POST
+	// …/chat/completions), which local servers and gateways speak.
+	WireChat WireAPI = "chat"
+	// WireAnthropic is the Anthropic Messages API (POST …/messages).
+	WireAnthropic WireAPI = "anthropic"
+)
+
+// WireAPIs lists the wire formats, Responses first.
+var WireAPIs = []WireAPI{WireResponses, WireChat, WireAnthropic}
+
+// Key headers: where a route sends its credential.
+const (
+	// KeyAuthorization sends "Authorization: Bearer <key>" (OpenAI,
+	// most OpenAI-compatible servers).
+	KeyAuthorization = "authorization"
+	// KeyAPIKey sends "api-key: <key>" (Azure OpenAI).
+	KeyAPIKey = "api-key"
+	// KeyXAPIKey sends "x-api-key: <key>" (Anthropic).
+	KeyXAPIKey = "x-api-key"
+)
+
+// KeyHeaders lists the accepted key header names.
+var KeyHeaders = []string{KeyAuthorization, KeyAPIKey, KeyXAPIKey}
+
+// WireReporter is implemented by transports that say which wire format
+// their endpoint speaks. Recovery qualification asks the route, never a
+// model or provider name.
+type WireReporter interface {
+	WireAPI() WireAPI
+}
+
+// setKey puts key where keyHeader says, replacing any value configured
+// headers gave that header.
+func setKey(h http.Header, keyHeader, key string) {
+	switch keyHeader {
+	case KeyAPIKey:
+		h.Set("Api-Key", key)
+	case KeyXAPIKey:
+		h.Set("X-Api-Key", key)
+	default:
+		h.Set("Authorization", "Bearer "+key)
+	}
+}
+
+// credentialHeaders are header names that carry a credential: configured
+// headers never set them (the key has its own source), and debug dumps
+// redact them.
+var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Openai-Api-Key", "Cookie"}
+
+func isCredentialHeader(k string) bool {
+	k = http.CanonicalHeaderKey(k)
+	for _, c := range credentialHeaders {
+		if k == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Image is an image the user attached to a message: its media type
+// ("image/png", "image/jpeg", "image/gif", "image/webp") and its bytes in
+// standard base64. Every route sends it inline (a data URL, or an
+// Anthropic base64 source); nothing is uploaded.
+type Image struct {
+	MediaType string
+	Base64    string
+}
+
+// ImageMediaTypes are the media types every route accepts.
+var ImageMediaTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
+
+// dataURL is the image as a data: URL (Responses input_image, Chat
+// image_url).
+func (im Image) dataURL() string { return "data:" + im.MediaType + ";base64," + im.Base64 }
+
+func (im Image) check() error {
+	for _, t := range ImageMediaTypes {
+		if im.MediaType == t {
+			if im.Base64 == "" {
+				return fmt.Errorf("image of type %s is empty", im.MediaType)
+			}
+			return nil
+		}
+	}
+	return fmt.Errorf("image media type %q is not one of %s", im.MediaType, strings.Join(ImageMediaTypes, ", "))
+}
