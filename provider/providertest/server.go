@@ -47,6 +47,7 @@ package providertest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -223,7 +224,7 @@ func redact(h http.Header) http.Header {
 	if out == nil {
 		out = http.Header{}
 	}
-	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key"} {
+	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key", "X-Api-Key"} {
 		if _, ok := out[k]; ok {
 			out[k] = []string{"[REDACTED]"}
 		}
@@ -231,13 +232,15 @@ func redact(h http.Header) http.Header {
 	return out
 }
 
-// ServeHTTP serves POST …/responses (SSE) and GET …/responses upgrades.
+// ServeHTTP serves POST …/responses (SSE), GET …/responses upgrades,
+// POST …/chat/completions and POST …/messages.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !strings.HasSuffix(r.URL.Path, "/responses") {
+	route, ok := wireOf(r.URL.Path)
+	if !ok {
 		http.Error(w, "providertest: unknown path", http.StatusNotFound)
 		return
 	}
-	if websocket.IsWebSocketUpgrade(r) {
+	if route == wireResponses && websocket.IsWebSocketUpgrade(r) {
 		s.serveWebSocket(w, r)
 		return
 	}
@@ -265,11 +268,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range turn.header {
 		w.Header()[k] = vs
 	}
-	w.Header().Set("X-Request-Id", "req_"+strconv.Itoa(n))
+	w.Header().Set(route.requestIDHeader(), "req_"+strconv.Itoa(n))
 	if turn.status != 0 {
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", cmp.Or(turn.contentType, "application/json"))
 		w.WriteHeader(turn.status)
-		w.Write(turn.errBody)
+		w.Write(route.errorBody(turn, n))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -281,7 +284,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.Flush()
 	var buf bytes.Buffer
-	end := play(turn, func(f frame) error {
+	end := play(turn, route, func(f frame) error {
 		buf.Reset()
 		writeSSE(&buf, f)
 		if _, err := w.Write(buf.Bytes()); err != nil {
@@ -301,9 +304,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// play writes the turn's frames up to its cut and returns how it ends.
-func play(t *Turn, write func(frame) error) ending {
-	frames := t.rendered()
+// play writes the turn's frames for route up to its cut and returns how
+// it ends.
+func play(t *Turn, route wire, write func(frame) error) ending {
+	frames := t.framesFor(route)
 	n := len(frames)
 	if t.cut >= 0 && t.cut < n {
 		n = t.cut
@@ -387,7 +391,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		switch play(turn, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
+		switch play(turn, wireResponses, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
 		case endDrop:
 			return
 		case endEOF:
@@ -452,6 +456,11 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			tr.WroteRequest(httptrace.WroteRequestInfo{})
 		}
 	}
+	route, ok := wireOf(req.URL.Path)
+	if !ok {
+		return &http.Response{Status: "404 Not Found", StatusCode: http.StatusNotFound, Header: http.Header{},
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req, Body: io.NopCloser(strings.NewReader("providertest: unknown path"))}, nil
+	}
 	turn, n := rt.s.next("inprocess", req.Method, req.URL.Path, "", req.Header, raw)
 	if turn == nil {
 		turn = &exhausted
@@ -463,13 +472,14 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if h == nil {
 		h = http.Header{}
 	}
-	h.Set("X-Request-Id", "req_"+strconv.Itoa(n))
+	h.Set(route.requestIDHeader(), "req_"+strconv.Itoa(n))
 	resp := &http.Response{Status: http.StatusText(turn.status), StatusCode: turn.status, Header: h,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req}
 	if turn.status != 0 {
-		h.Set("Content-Type", "application/json")
-		resp.Body = io.NopCloser(bytes.NewReader(turn.errBody))
-		resp.ContentLength = int64(len(turn.errBody))
+		h.Set("Content-Type", cmp.Or(turn.contentType, "application/json"))
+		body := route.errorBody(turn, n)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
 		return resp, nil
 	}
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
@@ -487,7 +497,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		defer stop()
 		bw := bufio.NewWriterSize(pw, 4<<10)
 		var buf bytes.Buffer
-		end := play(turn, func(f frame) error {
+		end := play(turn, route, func(f frame) error {
 			buf.Reset()
 			writeSSE(&buf, f)
 			if _, err := bw.Write(buf.Bytes()); err != nil {
