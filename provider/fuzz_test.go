@@ -75,3 +75,57 @@ func FuzzDecodeEvent(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRouteDecoders feeds the chat and anthropic decoders any sequence
+// of frame payloads (one per line): they never panic, every failure is a
+// typed, dispatched body-phase error, and a completed response carries
+// only calls with an id and a name.
+func FuzzRouteDecoders(f *testing.F) {
+	f.Add([]byte("{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n[DONE]"))
+	f.Add([]byte("{\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n{\"type\":\"content_block_stop\",\"index\":0}\n{\"type\":\"message_stop\"}"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, d := range []frameDecoder{&chatDecoder{}, &anthropicDecoder{}} {
+			var out []Event
+			ended := false
+			for _, payload := range bytes.Split(in, []byte("\n")) {
+				var final bool
+				var err *Error
+				out, final, err = d.frame(&SSEEvent{Data: payload}, out[:0])
+				if err == nil && !final {
+					continue
+				}
+				checkRouteOutcome(t, out, final, err, payload)
+				ended = true
+				break
+			}
+			if !ended {
+				out, err := d.end(out[:0])
+				checkRouteOutcome(t, out, err == nil, err, nil)
+			}
+		}
+	})
+}
+
+func checkRouteOutcome(t *testing.T, out []Event, final bool, err *Error, payload []byte) {
+	t.Helper()
+	if err != nil {
+		if err.Phase != Body || !err.Dispatched || err.Class == 0 {
+			t.Fatalf("untyped failure %+v", err)
+		}
+		if err.Class == StreamFailure && err.Decode == DecodeNone {
+			t.Fatalf("stream failure without decode kind")
+		}
+		if err.Decode == DecodeInvalidUTF8 && utf8.Valid(payload) {
+			t.Fatalf("valid UTF-8 reported invalid")
+		}
+		return
+	}
+	if !final || len(out) == 0 || out[len(out)-1].Type != EventCompleted || out[len(out)-1].Response == nil {
+		t.Fatalf("a stream ended without its completed event: %+v", out)
+	}
+	for _, it := range out[len(out)-1].Response.Output {
+		if it.Type == ItemFunctionCall && (it.CallID == "" || it.Name == "" || it.Arguments == "") {
+			t.Fatalf("completed call without id, name or arguments: %+v", it)
+		}
+	}
+}
