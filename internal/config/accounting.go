@@ -102,6 +102,9 @@ func (fc *fileConfig) validateAccounting() []error {
 	if fc.MaxNetworkWaitSecs != nil && (*fc.MaxNetworkWaitSecs < 0 || *fc.MaxNetworkWaitSecs > int64(MaxNetworkWaitLimit/time.Second)) {
 		errs = append(errs, fc.errAt("max_network_wait_secs", "%d is out of range 0..%d (0 means no bound)", *fc.MaxNetworkWaitSecs, int64(MaxNetworkWaitLimit/time.Second)))
 	}
+	if fc.MaxRetryWaitSecs != nil && (*fc.MaxRetryWaitSecs < 0 || *fc.MaxRetryWaitSecs > int64(MaxNetworkWaitLimit/time.Second)) {
+		errs = append(errs, fc.errAt("max_retry_wait_secs", "%d is out of range 0..%d (0 means no bound)", *fc.MaxRetryWaitSecs, int64(MaxNetworkWaitLimit/time.Second)))
+	}
 	return errs
 }
 
