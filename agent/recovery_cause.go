@@ -36,6 +36,11 @@ func describeFailure(err error) string {
 		s = "the provider credential is unavailable" + detail(pe.Message, pe.Err)
 	case provider.Connect:
 		s = "cannot connect to the provider: " + netCause(pe.Err)
+		if pe.LocalRefused {
+			s += "; " + pe.Message
+		}
+	case provider.NotEventStream:
+		s = pe.Message
 	case provider.ResponseHeaders:
 		s = "the provider did not answer the request: " + netCause(pe.Err)
 	case provider.HTTPStatus:

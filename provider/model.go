@@ -87,7 +87,18 @@ type Model struct {
 	// ApplyPatch reports that the model was trained on the apply_patch
 	// patch format (Codex's), so it is offered that tool by default.
 	ApplyPatch bool
+	// Images reports that the model accepts images in user messages.
+	Images bool
+	// Assumed is true when neither octet's table nor the configuration
+	// knows the model's context window: ContextWindow is
+	// AssumedContextWindow, a guess, and MaxOutputTokens is unknown
+	// (requests leave the output bound to the server).
+	Assumed bool
 }
+
+// AssumedContextWindow is the context window assumed for a model whose
+// window nobody declared.
+const AssumedContextWindow = 128_000
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
 	FeatureAsyncTools | FeatureWebSocket | FeatureNativeSteering | FeatureNativeCompaction |
@@ -99,18 +110,18 @@ const gpt5Family = FeatureReasoning | FeatureEncryptedReasoning | FeatureParalle
 	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
 
 var models = []Model{
-	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.2-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.1-codex-max", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.1-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.1-codex-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true},
-	{Name: "gpt-5.2", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5.1", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-5-nano", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true},
-	{Name: "gpt-4.1", ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Features: FeatureParallelToolCalls | FeaturePromptCacheKey, ApplyPatch: true},
+	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.2-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1-codex-max", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1-codex-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.2", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5.1", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5-mini", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-5-nano", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: gpt5Family, ApplyPatch: true, Images: true},
+	{Name: "gpt-4.1", ContextWindow: 1_047_576, MaxOutputTokens: 32_768, Features: FeatureParallelToolCalls | FeaturePromptCacheKey, ApplyPatch: true, Images: true},
 }
 
 // ModelNames returns the names of the built-in model table, newest family

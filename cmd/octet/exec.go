@@ -529,7 +529,7 @@ func outcomeError(res agent.RunResult, cfg *config.Config) error {
 	if res.Err != nil {
 		msg += ": " + res.Err.Error()
 	}
-	if hint := providerHint(res.Err, cfg.BaseURL.Value, cfg.Model.Value); hint != "" {
+	if hint := providerHint(res.Err, cfg); hint != "" {
 		msg += "\n  " + hint
 	}
 	if advice := session.WriteFailureAdvice(res.Err); advice != "" {

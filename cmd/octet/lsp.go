@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os/signal"
 	"path/filepath"
+	"maps"
 	"slices"
 	"sync"
 	"syscall"
@@ -106,26 +107,33 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 }
 
 // modelResolver maps a model name (octet/setModel, octet/session/new) to
-// the provider's model table. The configured model is allowed whatever its
-// name (with a conservative 128K window when the table does not know it);
-// any other unknown name is refused with the list of known ones, at the
-// call rather than at the run's first provider request.
-func modelResolver(configured string) func(string) (provider.Model, error) {
+// a provider model (host.Model): the model table, the models cfg
+// declares ([models."NAME"]) and the configured model are allowed (one
+// octet does not know with an assumed window); any other name is refused
+// with the list of allowed ones, at the call rather than at the run's
+// first provider request.
+func modelResolver(cfg *config.Config) func(string) (provider.Model, error) {
 	return func(name string) (provider.Model, error) {
 		if name == "" {
 			return provider.Model{}, errors.New("empty model name")
 		}
-		if m, ok := provider.LookupModel(name); ok {
-			return m, nil
+		_, known := provider.LookupModel(name)
+		_, declared := cfg.Models[name]
+		if known || declared || name == cfg.Model.Value {
+			return host.Model(cfg, name), nil
 		}
-		if name != configured {
-			var extra []string
-			if configured != "" {
-				extra = append(extra, configured+" (configured)")
+		var extra []string
+		if cfg.Model.Value != "" {
+			if _, ok := provider.LookupModel(cfg.Model.Value); !ok {
+				extra = append(extra, cfg.Model.Value+" (configured)")
 			}
-			return provider.Model{}, host.UnknownModelError(name, extra...)
 		}
-		return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}, nil
+		for _, n := range slices.Sorted(maps.Keys(cfg.Models)) {
+			if n != cfg.Model.Value {
+				extra = append(extra, n+" (declared)")
+			}
+		}
+		return provider.Model{}, host.UnknownModelError(name, extra...)
 	}
 }
 
@@ -186,17 +194,18 @@ func (ws *workspaces) explain(err error) string {
 	if cfg == nil {
 		return ""
 	}
-	return providerHint(err, cfg.BaseURL.Value, cfg.Model.Value)
+	return providerHint(err, cfg)
 }
 
 // resolveModel is Runtime.ResolveModel: the model table plus the
-// configured model.
+// configured and declared models.
 func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
-	configured := ""
-	if cfg := ws.current(); cfg != nil {
-		configured = cfg.Model.Value
+	cfg := ws.current()
+	if cfg == nil {
+		c := config.Defaults()
+		cfg = &c
 	}
-	return modelResolver(configured)(name)
+	return modelResolver(cfg)(name)
 }
 
 // catalog is Runtime.Catalog: the model table (and the configured model
@@ -209,11 +218,17 @@ func (ws *workspaces) catalog() host.Catalog {
 	}
 	cat.Default = cfg.Model.Value
 	cat.Prices = host.Prices(cfg)
-	listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == cat.Default })
-	if !listed && cat.Default != "" {
-		// Not in the table, or a dated snapshot of a model in it.
-		if m, err := modelResolver(cat.Default)(cat.Default); err == nil {
-			cat.Models = append([]provider.Model{m}, cat.Models...)
+	// The configured model when the table does not list it (unknown, or
+	// a dated snapshot of a model in it), then the declared models.
+	for i, name := range append([]string{cat.Default}, slices.Sorted(maps.Keys(cfg.Models))...) {
+		listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == name })
+		if listed || name == "" {
+			continue
+		}
+		if i == 0 {
+			cat.Models = append([]provider.Model{host.Model(cfg, name)}, cat.Models...)
+		} else {
+			cat.Models = append(cat.Models, host.Model(cfg, name))
 		}
 	}
 	return cat
@@ -251,7 +266,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.
 		return nil, err
 	}
 	if spec.Model != "" {
-		m, err := modelResolver(cfg.Model.Value)(spec.Model)
+		m, err := modelResolver(cfg)(spec.Model)
 		if err != nil {
 			st.Close()
 			return nil, err
