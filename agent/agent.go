@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -141,6 +142,9 @@ type PromptOptions struct {
 	// event after one was queued while the consumer is behind, skips it
 	// or is refused by it, so the delivery contract is unchanged.
 	Deliver func(Event) bool
+	// Images are attached to the prompt's user message, after its text.
+	// The model must accept images (provider.Model.Images).
+	Images []provider.Image
 }
 
 // RunUsage is the known usage of one run, its delegated children's
@@ -294,6 +298,26 @@ func (a *Agent) Active() *Run {
 	return a.active
 }
 
+// ErrNoImages is returned by Prompt for images the model does not accept.
+var ErrNoImages = errors.New("the model does not accept images")
+
+// checkImages refuses images the model cannot take: a model that is not
+// known to accept images, or an image of a media type no route sends.
+func (a *Agent) checkImages(ims []provider.Image) error {
+	if len(ims) == 0 {
+		return nil
+	}
+	if m := a.Model(); !m.Images {
+		return fmt.Errorf("%w: %s is not known to (declare images = true in its [models] table if it does)", ErrNoImages, m.Name)
+	}
+	for i, im := range ims {
+		if !slices.Contains(provider.ImageMediaTypes, im.MediaType) || im.Base64 == "" {
+			return fmt.Errorf("agent: image %d: media type %q is not one of %s", i+1, im.MediaType, strings.Join(provider.ImageMediaTypes, ", "))
+		}
+	}
+	return nil
+}
+
 // Prompt appends text as a user entry and starts a run that drives the
 // model until it answers without tool calls (and no follow-up is queued),
 // the turn limit, a failure or cancellation. ctx cancellation and
@@ -304,6 +328,9 @@ func (a *Agent) Active() *Run {
 func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*Run, error) {
 	if text == "" {
 		return nil, ErrEmptyInput
+	}
+	if err := a.checkImages(opts.Images); err != nil {
+		return nil, err
 	}
 	a.mu.Lock()
 	if a.active != nil {
@@ -331,7 +358,7 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist environment context: %w", err)
 	}
-	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text}); err != nil {
+	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text, Media: sessionMedia(opts.Images)}); err != nil {
 		r.cancel()
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist prompt: %w", err)

@@ -120,7 +120,13 @@ func userMessage(text string) provider.Item {
 func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
 	switch e.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryContext:
-		out = append(out, userMessage(e.Text))
+		m := userMessage(e.Text)
+		if e.Media != nil {
+			for _, im := range e.Media.Images {
+				m.Images = append(m.Images, provider.Image{MediaType: im.MediaType, Base64: im.Data})
+			}
+		}
+		out = append(out, m)
 	case session.EntryAssistant:
 		for _, it := range e.Items {
 			switch it.Type {
@@ -145,6 +151,19 @@ func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
 		}
 	}
 	return out
+}
+
+// sessionMedia converts a prompt's images into the session's form (nil
+// for none).
+func sessionMedia(ims []provider.Image) *session.Media {
+	if len(ims) == 0 {
+		return nil
+	}
+	m := &session.Media{}
+	for _, im := range ims {
+		m.Images = append(m.Images, session.Image{MediaType: im.MediaType, Data: im.Base64})
+	}
+	return m
 }
 
 // sessionItems converts a provider response's output into session items.
@@ -191,6 +210,10 @@ func sessionItems(out []provider.Item) (items []session.Item, bad string) {
 const (
 	bytesPerToken   = 4
 	perItemOverhead = 8
+	// imageTokens is what one image is estimated at: above what OpenAI
+	// (a high-detail 1024×1024 image) and Anthropic (a 1.15 megapixel
+	// image) count.
+	imageTokens = 1600
 )
 
 // estimateText estimates the tokens of s.
@@ -202,6 +225,7 @@ func estimateItems(items []provider.Item) int {
 	for i := range items {
 		it := &items[i]
 		n += perItemOverhead + estimateText(it.Text) + estimateText(it.Arguments) + estimateText(it.Output) + estimateText(it.Name)
+		n += len(it.Images) * imageTokens
 		for _, s := range it.Summary {
 			n += estimateText(s)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -79,6 +80,9 @@ func netCause(err error) string {
 	}
 	if errno, ok := errors.AsType[syscall.Errno](err); ok {
 		return errno.Error()
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the connection was closed"
 	}
 	if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) || strings.Contains(err.Error(), "timeout") {
 		return "timed out"

@@ -123,6 +123,20 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	b = appendStrField(b, "type", string(e.Type))
 	b = appendStrField(b, "run_id", e.RunID)
 	b = appendStrField(b, "text", e.Text)
+	if e.Media != nil && len(e.Media.Images) > 0 {
+		b = append(appendKey(b, "images"), '[')
+		for i, im := range e.Media.Images {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(b, `{"media_type":`...)
+			b = appendString(b, im.MediaType)
+			b = append(b, `,"data":`...)
+			b = appendString(b, im.Data)
+			b = append(b, '}')
+		}
+		b = append(b, ']')
+	}
 	if len(e.Items) > 0 {
 		b = append(appendKey(b, "items"), '[')
 		for i := range e.Items {
@@ -692,6 +706,24 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 			e.RunID = a.intern(d.strBytes())
 		case "text":
 			e.Text = d.str(a)
+		case "images":
+			d.arr(func() {
+				var im Image
+				d.obj(func(key []byte) {
+					switch string(key) {
+					case "media_type":
+						im.MediaType = a.intern(d.strBytes())
+					case "data":
+						im.Data = d.str(a)
+					default:
+						d.skip(0)
+					}
+				})
+				if e.Media == nil {
+					e.Media = new(Media)
+				}
+				e.Media.Images = append(e.Media.Images, im)
+			})
 		case "items":
 			items := a.items[:0]
 			d.arr(func() {

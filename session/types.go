@@ -102,6 +102,20 @@ type Item struct {
 	CallID, Name, Arguments string
 }
 
+// Media is what a user entry carries besides its text.
+type Media struct {
+	// Images are shown to the model after the entry's text.
+	Images []Image
+}
+
+// Image is an image attached to a user entry: its media type and its
+// bytes in standard base64, replayed to the provider with every request
+// of the session.
+type Image struct {
+	MediaType string
+	Data      string
+}
+
 // ToolResult is the outcome of one tool call, paired to it by CallID.
 type ToolResult struct {
 	// CallID is the provider call id this result answers.
@@ -146,6 +160,9 @@ type Entry struct {
 	RunID string
 	// Text is the text of user, steering and follow-up entries.
 	Text string
+	// Media holds what is attached to a user entry besides its text
+	// (nil: nothing; a pointer keeps the entries of a long session small).
+	Media *Media
 	// Items are the output items of an assistant entry.
 	Items []Item
 	// StopReason is why an assistant response ended ("completed",

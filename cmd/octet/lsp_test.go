@@ -511,7 +511,7 @@ func TestLSPUnreachableProviderExplained(t *testing.T) {
 	sid, _ := c.call("octet/session/new", map[string]any{}, nil, nil)["sessionId"].(string)
 	var notes []map[string]any
 	res := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "hi"}, nil, &notes)
-	const hint = "cannot reach the provider at http://127.0.0.1:9/v1: check your network and OPENAI_BASE_URL"
+	const hint = "no server is listening at http://127.0.0.1:9/v1: start it, or check OPENAI_BASE_URL"
 	if msg, _ := res["error"].(string); res["outcome"] != "failed" || !strings.Contains(msg, hint) {
 		t.Errorf("prompt result %v, want failed with %q", res, hint)
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"flag"
 	"fmt"
@@ -343,6 +344,11 @@ func showEntry(out io.Writer, en session.Entry, idLen int) {
 	switch en.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp:
 		fmt.Fprintf(out, "\n%s [%s] %s\n", id, en.Type, visible(clip(en.Text, maxShownText)))
+		if en.Media != nil {
+			for _, im := range en.Media.Images {
+				fmt.Fprintf(out, "%s [image] %s, %d bytes\n", strings.Repeat(" ", len(id)), visible(im.MediaType), base64.StdEncoding.DecodedLen(len(im.Data)))
+			}
+		}
 	case session.EntryAssistant:
 		lead := "\n" + id
 		for _, it := range en.Items {
