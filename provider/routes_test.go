@@ -494,7 +494,7 @@ func TestOpaqueReasoningStaysOnItsRoute(t *testing.T) {
 	claude := provider.Item{Type: provider.ItemReasoning, Summary: []string{"s"}, EncryptedContent: "anthropic.thinking:SIG"}
 	user := provider.Item{Type: provider.ItemMessage, Role: "user", Text: "hi"}
 	for _, c := range []struct {
-		w          provider.WireAPI
+		w             provider.WireAPI
 		first, second provider.Item
 	}{
 		{provider.WireResponses, openai, claude},

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
@@ -471,6 +472,19 @@ func providerHint(err error, cfg *config.Config) string {
 		return fmt.Sprintf("the provider refused the API key (HTTP %d): check %s", pe.Status, keySource)
 	case pe.Class == provider.HTTPStatus && pe.Status == 404:
 		return fmt.Sprintf("the provider at %s has no %s endpoint or model %q (HTTP 404): check %s and --model", p.BaseURL, api, cfg.Model.Value, where)
+	case pe.Class == provider.HTTPStatus && (pe.Status == 429 || pe.Status >= 500):
+		what := "is overloaded or failing"
+		if pe.Status == 429 {
+			what = "rate-limited the request"
+		}
+		s := fmt.Sprintf("the provider %s (HTTP %d)", what, pe.Status)
+		if pe.HasRetryAfter {
+			s += fmt.Sprintf("; it asks to wait %s before trying again", pe.RetryAfter.Round(time.Second))
+		}
+		if cfg.RuntimeProfile.Value != "codex" || p.WireAPI != config.WireResponses {
+			s += fmt.Sprintf("; provider %s is not a qualified route, so octet never resends a request on its own: run the prompt again", p.Name)
+		}
+		return s
 	}
 	return ""
 }

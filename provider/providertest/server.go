@@ -55,6 +55,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +75,8 @@ type Request struct {
 	Transport string
 	Method    string
 	Path      string
+	// Query is the request URL's query (Azure's api-version, say).
+	Query url.Values
 	// Header has Authorization (and similar) replaced by "[REDACTED]";
 	// for WebSocket it is the upgrade handshake's header.
 	Header http.Header
@@ -112,10 +115,20 @@ type Server struct {
 // New starts a server on 127.0.0.1 (random port). With a non-nil tb the
 // server closes at the end of the test; otherwise call Close.
 func New(tb TB) *Server {
-	s := newServer()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := NewAt(tb, "127.0.0.1:0")
 	if err != nil {
-		panic(fmt.Sprintf("providertest: listen: %v", err))
+		panic(fmt.Sprintf("providertest: %v", err))
+	}
+	return s
+}
+
+// NewAt starts a server listening on addr (a local server's default
+// port, say), or fails when addr cannot be listened on.
+func NewAt(tb TB, addr string) (*Server, error) {
+	s := newServer()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	s.ln = ln
 	s.url = "http://" + ln.Addr().String() + "/v1"
@@ -124,7 +137,7 @@ func New(tb TB) *Server {
 	if tb != nil {
 		tb.Cleanup(s.Close)
 	}
-	return s
+	return s, nil
 }
 
 // NewInProcess returns a server without sockets: only RoundTripper plays
@@ -198,8 +211,8 @@ func (s *Server) Close() {
 }
 
 // next records a request and pops the next turn (nil when exhausted).
-func (s *Server) next(transport, method, path, remote string, h http.Header, raw []byte) (*Turn, int) {
-	r := Request{Transport: transport, Method: method, Path: path, Header: redact(h), Raw: bytes.Clone(raw), RemoteAddr: remote}
+func (s *Server) next(transport, method string, u *url.URL, remote string, h http.Header, raw []byte) (*Turn, int) {
+	r := Request{Transport: transport, Method: method, Path: u.Path, Query: u.Query(), Header: redact(h), Raw: bytes.Clone(raw), RemoteAddr: remote}
 	var body map[string]any
 	if json.Unmarshal(raw, &body) == nil {
 		r.Body = body
@@ -252,7 +265,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	turn, n := s.next("http", r.Method, r.URL.Path, r.RemoteAddr, r.Header, raw)
+	turn, n := s.next("http", r.Method, r.URL, r.RemoteAddr, r.Header, raw)
 	if turn == nil {
 		turn = &exhausted
 	}
@@ -378,7 +391,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		turn, _ := s.next("websocket", "WS", r.URL.Path, r.RemoteAddr, hdr, msg)
+		turn, _ := s.next("websocket", "WS", r.URL, r.RemoteAddr, hdr, msg)
 		if turn == nil {
 			turn = &exhausted
 		}
@@ -461,7 +474,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return &http.Response{Status: "404 Not Found", StatusCode: http.StatusNotFound, Header: http.Header{},
 			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req, Body: io.NopCloser(strings.NewReader("providertest: unknown path"))}, nil
 	}
-	turn, n := rt.s.next("inprocess", req.Method, req.URL.Path, "", req.Header, raw)
+	turn, n := rt.s.next("inprocess", req.Method, req.URL, "", req.Header, raw)
 	if turn == nil {
 		turn = &exhausted
 	}
