@@ -25,12 +25,32 @@ func (as *acpSession) modes() map[string]any {
 	b := as.broker()
 	launch := b.LaunchPolicy()
 	avail := []map[string]any{}
+	sandbox := b.LaunchEffectiveToolPolicy().Sandbox
 	for _, m := range modeOrder {
 		if m.policy.NoLooserThan(launch) {
-			avail = append(avail, map[string]any{"id": m.policy.String(), "name": m.name, "description": m.about})
+			avail = append(avail, map[string]any{"id": m.policy.String(), "name": m.name, "description": m.about + sandboxNote(tools.SandboxForPolicy(sandbox, m.policy))})
 		}
 	}
 	return map[string]any{"currentModeId": b.Policy().String(), "availableModes": avail}
+}
+
+// sandboxNote is what a mode's description says of the OS sandbox its
+// shell commands run in, so a client shows it next to the mode.
+func sandboxNote(s tools.Setting[tools.SandboxValue]) string {
+	v := s.Value
+	switch {
+	case v.Mechanism == "":
+		return ""
+	case !v.Available():
+		return "; OS sandbox unavailable here, commands are only admitted"
+	case v.Profile == tools.SandboxNone:
+		return "; no OS sandbox"
+	}
+	note := fmt.Sprintf("; commands run in the %s OS sandbox (%s", v.Profile, v.Mechanism)
+	if v.ABI > 0 {
+		note += fmt.Sprintf(" ABI %d", v.ABI)
+	}
+	return note + ", no network)"
 }
 
 // setMode handles session/set_mode: the mode's policy is recorded in the

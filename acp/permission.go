@@ -182,7 +182,7 @@ func (as *acpSession) permissionCall(req tools.ConfirmRequest) map[string]any {
 	call := map[string]any{
 		"toolCallId": in.CallID, "title": codeSpan(title), "kind": v.kind,
 		"status": "pending", "rawInput": rawArgs(in.Arguments), "content": content,
-		"_meta": map[string]any{"octet": map[string]any{"digest": req.Digest, "effect": in.Effect.String(), "scope": req.Scope}},
+		"_meta": map[string]any{"octet": map[string]any{"digest": req.Digest, "effect": in.Effect.String(), "scope": req.Scope, "sandbox": req.Sandbox}},
 	}
 	if len(v.locations) > 0 {
 		call["locations"] = v.locations

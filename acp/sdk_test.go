@@ -183,7 +183,7 @@ func TestSDKLoad(t *testing.T) {
 			Loaded   struct {
 				Modes struct {
 					CurrentModeID  string
-					AvailableModes []struct{ ID string }
+					AvailableModes []struct{ ID, Description string }
 				}
 			}
 			Looser struct{ Code int }
@@ -203,6 +203,13 @@ func TestSDKLoad(t *testing.T) {
 	}
 	if m := second.Loaded.Modes; m.CurrentModeID != "controlled" || len(m.AvailableModes) != 2 {
 		t.Errorf("modes %+v: want controlled current, two modes (unsafe_host is looser than the launch policy)", m)
+	}
+	for _, m := range second.Loaded.Modes.AvailableModes {
+		// Each mode says which OS sandbox its commands run in (or that
+		// this host has none).
+		if !strings.Contains(m.Description, "OS sandbox") {
+			t.Errorf("mode %s does not state the sandbox: %q", m.ID, m.Description)
+		}
 	}
 	if second.Looser.Code != codeInvalidParams {
 		t.Errorf("set_mode unsafe_host: %+v", second.Looser)

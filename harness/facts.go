@@ -23,8 +23,13 @@ type Facts struct {
 	// FilesConfined reports whether the file tools accept only workspace
 	// paths now (nil: they do).
 	FilesConfined func() bool
-	// Network is what octet knows of network access ("": nothing said).
+	// Network is what octet knows of network access ("": nothing said);
+	// a sandbox that blocks it says so instead.
 	Network string
+	// Sandbox is the launch policy's OS sandbox setting (its
+	// EffectiveToolPolicy's); the context states the one in force for
+	// the session's policy (tools.SandboxForPolicy). Zero: nothing said.
+	Sandbox tools.Setting[tools.SandboxValue]
 	// Editor, when set, returns the editor's name and the documents open
 	// in it (the dialect's hook: LSP or ACP clientInfo, the document
 	// overlay).
@@ -41,6 +46,13 @@ func (f Facts) Environment(p tools.Policy) string {
 		Roots: []string{f.Workspace}, OS: runtime.GOOS, Arch: runtime.GOARCH,
 		Shell: f.Shell, Policy: p, FilesConfined: f.FilesConfined == nil || f.FilesConfined(),
 		Network: f.Network,
+	}
+	if f.Sandbox.Value.Mechanism != "" {
+		sb, network := SandboxLines(tools.SandboxForPolicy(f.Sandbox, p))
+		e.Sandbox = sb
+		if network != "" {
+			e.Network = network
+		}
 	}
 	if f.Now != nil {
 		e.Now = f.Now()

@@ -145,3 +145,26 @@ func TestRenderHostileValues(t *testing.T) {
 		t.Errorf("bounds not stated:\n%s", got)
 	}
 }
+
+// TestEnvironmentStatesSandbox: the context says which sandbox commands
+// run in for the session's policy, how to ask for more, and that the
+// network is blocked; a host without a sandbox says so (never silently);
+// a default setting follows the policy.
+func TestEnvironmentStatesSandbox(t *testing.T) {
+	landlock := tools.Setting[tools.SandboxValue]{Value: tools.SandboxValue{Profile: tools.SandboxNone, Mechanism: "landlock", ABI: 7}, Source: tools.SourceDefault}
+	f := Facts{Workspace: "/ws", NoGit: true, Network: "not restricted by octet", Sandbox: landlock}
+	full := f.Environment(tools.UnsafeHost)
+	if !strings.Contains(full, "sandbox: none: commands run with the user's own permissions") || !strings.Contains(full, "network: not restricted by octet") {
+		t.Errorf("full access:\n%s", full)
+	}
+	ctl := f.Environment(tools.Controlled)
+	for _, want := range []string{"sandbox: workspace-write (landlock ABI 7)", "not .git or .octet", "sandbox_escalation", "network: blocked for sandboxed commands"} {
+		if !strings.Contains(ctl, want) {
+			t.Errorf("controlled lacks %q:\n%s", want, ctl)
+		}
+	}
+	f.Sandbox.Value = tools.SandboxValue{Profile: tools.SandboxWorkspaceWrite, Mechanism: "unavailable", Note: "Landlock is not enabled in this kernel"}
+	if got := f.Environment(tools.Controlled); !strings.Contains(got, "sandbox: unavailable on this host (Landlock is not enabled in this kernel): commands are not sandboxed, only admitted") {
+		t.Errorf("fallback not stated:\n%s", got)
+	}
+}

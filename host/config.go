@@ -53,7 +53,14 @@ func EffectiveToolPolicy(cfg *config.Config, shellSelection tools.ShellSelection
 		BashTimeoutMs:   tools.Setting[int64]{Value: cfg.BashTimeout.Value.Milliseconds(), Source: tools.Source(cfg.BashTimeout.Source)},
 		MaxOutputBytes:  toolsSetting(cfg.MaxOutputBytes),
 		AllowRemoteRead: tools.Setting[bool]{Value: false, Source: tools.SourceDefault},
+		Sandbox:         tools.HostSandbox(cfg.SandboxProfile(), tools.Source(cfg.Sandbox.Source)),
 	}
+}
+
+// SandboxPaths is the user's widening of every OS sandbox (bash's and
+// sandboxed MCP servers'): sandbox_read_paths and sandbox_write_paths.
+func SandboxPaths(cfg *config.Config) tools.SandboxConfig {
+	return tools.SandboxConfig{ReadPaths: cfg.SandboxReadPaths.Value, WritePaths: cfg.SandboxWritePaths.Value}
 }
 
 // ToolsConfig returns the built-in tools' configuration for the workspace
@@ -65,6 +72,7 @@ func ToolsConfig(cfg *config.Config, root string) tools.Config {
 		BashTimeout:        cfg.BashTimeout.Value,
 		BashMaxOutputBytes: int(cfg.MaxOutputBytes.Value),
 		ShellPath:          cfg.ShellPath.Value,
+		Sandbox:            SandboxPaths(cfg),
 	}
 }
 

@@ -64,6 +64,7 @@ func TestEffectiveToolPolicySnapshot(t *testing.T) {
 		"bash_timeout_ms":       {"value": 30000.0, "source": "config"},
 		"max_output_bytes":      {"value": 1048576.0, "source": "default"},
 		"allow_remote_read":     {"value": false, "source": "default"},
+		"sandbox":               {"value": sandboxValue(tools.SandboxWorkspaceWrite), "source": "default"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("snapshot (-want +got):\n%s", diff)
@@ -115,5 +116,39 @@ func TestToolPolicyFailsClosed(t *testing.T) {
 	}
 	if cfg := host.ToolsConfig(c, "/w"); cfg.Root != "/w" || cfg.BashTimeout != c.BashTimeout.Value {
 		t.Errorf("tools config %+v", cfg)
+	}
+}
+
+// sandboxValue is the JSON value of the sandbox setting for profile on
+// this host (its mechanism and ABI are the host's).
+func sandboxValue(p tools.SandboxProfile) map[string]any {
+	b, _ := json.Marshal(tools.HostSandbox(p, tools.SourceDefault).Value)
+	var v map[string]any
+	json.Unmarshal(b, &v)
+	return v
+}
+
+// TestSandboxSetting: the effective policy's sandbox follows the policy's
+// default, or the configured profile with its source, and the tools get
+// the configured paths.
+func TestSandboxSetting(t *testing.T) {
+	for _, c := range []struct {
+		global string
+		env    map[string]string
+		want   tools.SandboxProfile
+		source tools.Source
+	}{
+		{"", nil, tools.SandboxNone, tools.SourceDefault},
+		{"", map[string]string{"OCTET_EFFECT_POLICY": "controlled_bash_approval"}, tools.SandboxWorkspaceWrite, tools.SourceDefault},
+		{"sandbox = \"read-only\"\nsandbox_write_paths = [\"/cache\"]\n", nil, tools.SandboxReadOnly, tools.SourceConfig},
+	} {
+		cfg := loadConfig(t, c.global, "", c.env)
+		got := host.EffectiveToolPolicy(cfg, tools.ShellSystemBash).Sandbox
+		if got.Value.Profile != c.want || got.Source != c.source || got.Value.Mechanism == "" {
+			t.Errorf("%q %v: sandbox %+v, want %s from %s", c.global, c.env, got, c.want, c.source)
+		}
+		if w := host.ToolsConfig(cfg, "/ws").Sandbox.WritePaths; c.global != "" && (len(w) != 1 || w[0] != "/cache") {
+			t.Errorf("write paths %q", w)
+		}
 	}
 }

@@ -635,7 +635,8 @@ func TestBashApproval(t *testing.T) {
 	_, msgs := progressOf(e, tok.Token)
 	// The approval wait is reported, and the command is reported running
 	// after it (the pump's tool_started report may land on either side).
-	i := slices.Index(msgs, "Waiting for approval: bash")
+	// The title ends with the sandbox the command will run in.
+	i := slices.IndexFunc(msgs, func(m string) bool { return strings.HasPrefix(m, "Waiting for approval: bash — sandbox: ") })
 	if i < 0 || !slices.Contains(msgs[i:], "Running bash: echo made > out.txt") {
 		t.Errorf("progress messages %q", msgs)
 	}

@@ -165,6 +165,10 @@ func normalize(msgs []map[string]any, workspace string) []byte {
 	walk = func(key string, v any) any {
 		switch x := v.(type) {
 		case map[string]any:
+			if key == "sandbox" {
+				// The OS sandbox's mechanism and ABI are the host's.
+				return "<host sandbox>"
+			}
 			keys := make([]string, 0, len(x))
 			for k := range x {
 				keys = append(keys, k)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/proc"
+	"github.com/octet-agent/octet/internal/sandbox"
 )
 
 //go:embed bash.md
@@ -28,7 +29,17 @@ const bashSchemaFormat = `{
   "type": "object",
   "properties": {
     "command": {"type": "string", "minLength": 1, "description": "The shell command to run."},
-    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default and maximum %d; a larger value is lowered to it)."}
+    "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (default and maximum %d; a larger value is lowered to it)."},
+    "sandbox_escalation": {
+      "type": "object",
+      "description": "Only when the command needs more than the OS sandbox allows: run it with network access, or without the sandbox. The user must approve it.",
+      "properties": {
+        "to": {"type": "string", "enum": ["network", "none"], "description": "network: the sandbox plus network access; none: no sandbox (full disk and network)."},
+        "justification": {"type": "string", "minLength": 1, "maxLength": 300, "description": "One line saying why the command needs it."}
+      },
+      "required": ["to", "justification"],
+      "additionalProperties": false
+    }
   },
   "required": ["command"],
   "additionalProperties": false
@@ -81,8 +92,9 @@ func (t *BashTool) ShellSelection() ShellSelection { return t.selection }
 func (t *BashTool) Close() error { return t.spills.Close() }
 
 type bashArgs struct {
-	Command   *string `json:"command"`
-	TimeoutMS *int64  `json:"timeout_ms"`
+	Command    *string     `json:"command"`
+	TimeoutMS  *int64      `json:"timeout_ms"`
+	Escalation *Escalation `json:"sandbox_escalation"`
 }
 
 func (t *BashTool) parse(raw json.RawMessage) (bashArgs, time.Duration, error) {
@@ -98,6 +110,11 @@ func (t *BashTool) parse(raw json.RawMessage) (bashArgs, time.Duration, error) {
 	}
 	if strings.IndexByte(*a.Command, 0) >= 0 {
 		return a, 0, errors.New("command contains a NUL byte")
+	}
+	if a.Escalation != nil {
+		if err := a.Escalation.validate(); err != nil {
+			return a, 0, err
+		}
 	}
 	timeout := t.cfg.BashTimeout
 	if a.TimeoutMS != nil {
@@ -150,7 +167,31 @@ func (t *BashTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 	if timeout != t.cfg.BashTimeout {
 		title = fmt.Sprintf("bash (timeout %s)", timeout)
 	}
+	if e := a.Escalation; e != nil {
+		// The broker's title says what the escalation grants; the reason
+		// is the model's, shown as such above the command.
+		detail = fmt.Sprintf("Asks to run %s. The model's reason: %s\n\n%s", escalationWords(e.To), strings.TrimSpace(e.Justification), detail)
+	}
 	return Preview{Title: title, Detail: detail}, nil
+}
+
+// escalationWords says what an escalation asks for.
+func escalationWords(to string) string {
+	if to == EscalateNone {
+		return "WITHOUT the sandbox (full disk and network access)"
+	}
+	return "in the sandbox WITH network access"
+}
+
+var _ SandboxEscalator = (*BashTool)(nil)
+
+// SandboxEscalation returns the call's sandbox_escalation, if any.
+func (t *BashTool) SandboxEscalation(args json.RawMessage) (*Escalation, error) {
+	a, _, err := t.parse(args)
+	if err != nil {
+		return nil, err
+	}
+	return a.Escalation, nil
 }
 
 // outcome is how a command ended.
@@ -202,7 +243,18 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
 	spillFrom := t.cfg.MaxOutputBytes
 	capt := newCapture(t.spills, headCap, headCap, spillFrom, inv.Progress != nil)
-	oc, runErr := t.run(ctx, *a.Command, timeout, capt, inv.Progress)
+	env := commandEnv(os.Environ())
+	var spec *sandbox.Spec
+	if inv.Sandbox.confined() {
+		tmp, cleanup, err := privateTemp(t.cfg.SpillDir)
+		if err != nil {
+			capt.finish()
+			return t.checkpoint(errorResult(err.Error()+"; nothing was run"), pre), nil
+		}
+		defer cleanup()
+		spec, env = t.spec(inv.Sandbox, tmp), sandboxEnv(env, tmp)
+	}
+	oc, runErr := t.run(ctx, *a.Command, env, spec, timeout, capt, inv.Progress)
 	if runErr != nil {
 		capt.finish()
 		res := errorResult(fmt.Sprintf("could not start the command: %v", runErr))
@@ -211,7 +263,7 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		}
 		return t.checkpoint(res, pre), nil
 	}
-	res := t.checkpoint(t.result(capt.finish(), oc, timeout), pre)
+	res := t.checkpoint(t.result(capt.finish(), oc, timeout, inv.Sandbox), pre)
 	if noCheckpoint != nil {
 		res.CannotUndo = noCheckpoint
 	}
@@ -246,7 +298,7 @@ func (t *BashTool) checkpoint(res Result, pre *snapshot) Result {
 // cancelled, so nothing the command started outlives the call — nor
 // octet, should octet die meanwhile. Without a guard nothing runs: a
 // guard that cannot be started is an error.
-func (t *BashTool) run(ctx context.Context, command string, timeout time.Duration, capt *capture, progress func(string)) (outcome, error) {
+func (t *BashTool) run(ctx context.Context, command string, env []string, spec *sandbox.Spec, timeout time.Duration, capt *capture, progress func(string)) (outcome, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return outcome{}, err
@@ -261,7 +313,7 @@ func (t *BashTool) run(ctx context.Context, command string, timeout time.Duratio
 	growPipe(errW)
 	p, startErr := proc.Start(proc.Command{
 		Path: t.shell, Args: []string{t.shell, "-c", command},
-		Dir: t.cfg.Root, Env: commandEnv(os.Environ()),
+		Dir: t.cfg.Root, Env: env, Sandbox: spec,
 		Stdout: outW, Stderr: errW, Grace: BashKillGrace,
 	})
 	outW.Close()
@@ -390,8 +442,11 @@ func startProgress(capt *capture, progress func(string)) func() {
 	return func() { close(done); <-stopped }
 }
 
-// result builds the model-visible text and the Details.
-func (t *BashTool) result(c captured, oc outcome, timeout time.Duration) Result {
+// result builds the model-visible text and the Details: how the command
+// ended, where cut output was saved, and the sandbox it ran in (with,
+// for a failure that looks like the sandbox's refusal, what it refused
+// and how to ask for more).
+func (t *BashTool) result(c captured, oc outcome, timeout time.Duration, sb CallSandbox) Result {
 	var footer []string
 	switch {
 	case oc.timedOut:
@@ -421,6 +476,17 @@ func (t *BashTool) result(c captured, oc outcome, timeout time.Duration) Result 
 			footer = append(footer, fmt.Sprintf("[first %d of %d %s bytes saved to %s]", r.spilledBytes, r.bytes, id, r.partialPath))
 		}
 		details[id.String()] = streamDetails(r)
+	}
+	details["sandbox"] = sb.Label()
+	if sb.confined() {
+		footer = append(footer, "[sandbox: "+sb.Label()+"]")
+		failed := oc.exitCode != 0 && !oc.timedOut && !oc.cancelled
+		if hint := sandboxHint(sb, string(c.head)+string(c.tail)); failed && hint != "" {
+			footer = append(footer, hint)
+			details["sandbox_refusal_suspected"] = true
+		}
+	} else if sb.Escalated {
+		footer = append(footer, "[ran without the sandbox: approved escalation]")
 	}
 	foot := strings.Join(footer, "\n")
 	body, truncated := t.body(c, t.cfg.MaxOutputBytes-len(foot)-1)

@@ -37,6 +37,10 @@ type ConfirmRequest struct {
 	// of this call would cover: calls of the same tool and effect with
 	// exactly this scope. Nil: the call can only be approved once.
 	Scope *ApprovalScope
+	// Sandbox, for a shell call, is the OS sandbox it will run under
+	// (CallSandbox.Label); the Title says it too, and Digest is bound to
+	// it.
+	Sandbox string
 }
 
 // Approval is an approver's answer. An answer whose Digest differs from
@@ -227,6 +231,10 @@ func (b *Broker) LaunchPolicy() Policy { return b.launch.policy }
 // EffectiveToolPolicy returns the evidence snapshot (octet/policy).
 func (b *Broker) EffectiveToolPolicy() EffectiveToolPolicy { return b.state.Load().effective }
 
+// LaunchEffectiveToolPolicy returns the launch policy's evidence
+// snapshot (what SetPolicy restores).
+func (b *Broker) LaunchEffectiveToolPolicy() EffectiveToolPolicy { return b.launch.effective }
+
 // PolicyVersion returns the policy version recorded in every intent.
 func (b *Broker) PolicyVersion() string { return b.state.Load().version }
 
@@ -257,6 +265,7 @@ func (b *Broker) SetPolicy(p Policy) (EffectiveToolPolicy, error) {
 	}
 	eff := b.launch.effective
 	eff.EffectPolicy = Setting[Policy]{Value: p, Source: SourceSession}
+	eff.Sandbox = SandboxForPolicy(eff.Sandbox, p)
 	if p != UnsafeHost && !eff.WorkspaceConfinement.Value {
 		eff.WorkspaceConfinement = Setting[bool]{Value: true, Source: SourceSession}
 		b.confine.Set(true)
@@ -438,6 +447,10 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 	}
 	v, reason := ps.policy.decide(facts)
 	adm := &Admission{b: b, ps: ps, host: host, tool: tool, intent: intent, digest: intent.Digest(), obs: obs}
+	if facts.shell && eff == HostProcess {
+		sb, _ := ps.callSandbox(v == verdictAdmit && reason == ReasonReadOnlyCommand, facts.esc)
+		adm.sandbox = &sb
+	}
 	switch v {
 	case verdictAdmit:
 		adm.reason = reason
@@ -469,7 +482,7 @@ func (b *Broker) admitConfirmed(ctx context.Context, ps *policyState, adm *Admis
 		}
 		sp = &scope
 	}
-	c := b.confirm(ctx, adm.tool, adm.intent, adm.digest, sp, adm.obs)
+	c := b.confirm(ctx, adm.tool, adm.intent, adm.digest, sp, adm.sandbox, adm.obs)
 	if c.reason != ReasonApproved {
 		d := ps.decision(adm.intent.CallID, DecisionDenied, c.reason, f.effect)
 		d.Note = c.note
@@ -494,8 +507,11 @@ func (b *Broker) grantRule(ps *policyState, intent EffectIntent, scope ApprovalS
 	return ReasonApprovedForSession, r.ID
 }
 
-// facts derives the host-owned facts a policy decides on. The read-only
-// check only matters, and only runs, under Controlled: it parses the
+// facts derives the host-owned facts a policy decides on. A shell call
+// that asks for more than its sandbox (SandboxEscalator) is escalated: a
+// person approves it under every policy, and it is never auto-approved
+// as a read. The read-only check only matters, and only runs, under
+// Controlled: it parses the
 // command first (cheap, syntactic) and looks at the environment and the
 // filesystem only for a command that passes. Why a call is not
 // auto-approved goes to the debug log, never to the model.
@@ -506,7 +522,18 @@ func (b *Broker) facts(ps *policyState, tool Tool, eff Effect, args json.RawMess
 		return f
 	}
 	f.shell = true
-	if ps.policy != Controlled {
+	if se, ok := tool.(SandboxEscalator); ok {
+		esc, err := safeEscalation(se, args)
+		if err != nil {
+			// Unreadable: ask, as for an escalation, rather than guess.
+			b.log.Debug("sandbox escalation unreadable", "tool", tool.Name(), "err", err)
+			f.escalated = true
+			return f
+		}
+		f.esc = esc
+		_, f.escalated = ps.callSandbox(false, esc)
+	}
+	if ps.policy != Controlled || f.escalated {
 		return f
 	}
 	call, err := safeShellCommand(sc, args)
@@ -548,7 +575,12 @@ type confirmed struct {
 // would cover (nil: none can be granted). When the preview names the
 // state its diff was computed against (Preview.Binding), the digest asked
 // for and bound is BindDigest(digest, binding).
-func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, scope *ApprovalScope, obs DispatchObserver) confirmed {
+//
+// sb, when set, is the sandbox the call will run under: the title says it
+// (an escalation plainly: "runs WITHOUT the sandbox: full disk and
+// network access") and the digest is bound to it, so an approval of the
+// call in its sandbox never grants it without.
+func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, scope *ApprovalScope, sb *CallSandbox, obs DispatchObserver) confirmed {
 	deny := func(reason string) confirmed { return confirmed{reason: reason} }
 	if b.approver == nil {
 		return deny(ReasonApprovalUnavailable)
@@ -562,6 +594,12 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 	req.Title, req.Detail, req.Diff, binding, whole = b.preview(actx, tool, intent)
 	if binding != "" {
 		digest = BindDigest(digest, binding)
+	}
+	if sb != nil {
+		req.Sandbox = sb.Label()
+		req.Title = approvalLine(req.Title + " — " + sb.approvalLabel())
+		whole = whole && len(req.Title) <= MaxPreviewTitle
+		digest = BindDigest(digest, "sandbox:"+sb.Label())
 	}
 	req.Digest = digest
 	if !whole {

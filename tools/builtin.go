@@ -59,6 +59,9 @@ type Config struct {
 	// Builtins sets it; a tool constructed alone with a nil Files gets its
 	// own.
 	Files *FileTracker
+	// Sandbox is the user's widening of the OS sandbox bash commands run
+	// in (the broker decides the profile of each call).
+	Sandbox SandboxConfig
 	// Changes stages the file changes of edit and write: their images
 	// are kept in its store before the effect, and each result carries
 	// its changes. Nil keeps no images (diffs only).

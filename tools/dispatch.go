@@ -33,7 +33,10 @@ type Admission struct {
 	digest string
 	reason string // allowed reason once committed
 	ruleID string // the standing approval that admitted it, or was granted with it
-	obs    DispatchObserver
+	// sandbox is the OS sandbox a shell call runs under (nil: not a
+	// shell call).
+	sandbox *CallSandbox
+	obs     DispatchObserver
 
 	mu        sync.Mutex
 	state     admissionState
@@ -150,6 +153,9 @@ func (a *Admission) finalize(decision, reason string) ToolPolicyDecision {
 	d := a.policy().decision(a.intent.CallID, decision, reason, a.intent.Effect)
 	if decision == DecisionAllowed {
 		d.RuleID = a.ruleID
+		if a.sandbox != nil {
+			d.Sandbox = a.sandbox.Label()
+		}
 	}
 	a.mu.Lock()
 	first := !a.finalized
@@ -268,6 +274,9 @@ func (a *Admission) commit(ctx context.Context) string {
 // result, and bounds the result.
 func (a *Admission) run(ctx context.Context) Result {
 	inv := Invocation{CallID: a.intent.CallID, Arguments: a.intent.Arguments, ReadOnly: a.reason == ReasonReadOnlyCommand, Intent: a.obs.OnIntent}
+	if a.sandbox != nil {
+		inv.Sandbox = *a.sandbox
+	}
 	var progress *RedactStream
 	if a.obs.OnProgress != nil {
 		emit := a.obs.OnProgress
@@ -353,6 +362,15 @@ func safeClassify(t Tool, args json.RawMessage) (eff Effect, err error) {
 		eff = Unknown
 	}
 	return eff, nil
+}
+
+func safeEscalation(se SandboxEscalator, args json.RawMessage) (esc *Escalation, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			esc, err = nil, fmt.Errorf("sandbox escalation panicked: %v", p)
+		}
+	}()
+	return se.SandboxEscalation(args)
 }
 
 func safeShellCommand(sc ShellCommander, args json.RawMessage) (call ShellCall, err error) {

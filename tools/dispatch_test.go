@@ -396,7 +396,7 @@ func TestEvidenceJSON(t *testing.T) {
 		t.Fatalf("decision json %s", b)
 	}
 	pol := got["effectiveToolPolicy"].(map[string]any)
-	want := []string{"effect_policy", "workspace_confinement", "allow_edit", "allow_write", "allow_process", "allow_shell", "shell_path", "bash_timeout_ms", "max_output_bytes", "allow_remote_read"}
+	want := []string{"effect_policy", "workspace_confinement", "allow_edit", "allow_write", "allow_process", "allow_shell", "shell_path", "bash_timeout_ms", "max_output_bytes", "allow_remote_read", "sandbox"}
 	if len(pol) != len(want) {
 		t.Fatalf("policy keys %v", pol)
 	}
@@ -409,7 +409,9 @@ func TestEvidenceJSON(t *testing.T) {
 	if pol["effect_policy"].(map[string]any)["value"] != "controlled_bash_approval" ||
 		pol["shell_path"].(map[string]any)["value"].(map[string]any)["selection"] != "path_bash" ||
 		pol["shell_path"].(map[string]any)["source"] != "flag" ||
-		pol["bash_timeout_ms"].(map[string]any)["value"] != float64(120000) {
+		pol["bash_timeout_ms"].(map[string]any)["value"] != float64(120000) ||
+		pol["sandbox"].(map[string]any)["value"].(map[string]any)["profile"] != "workspace-write" ||
+		pol["sandbox"].(map[string]any)["value"].(map[string]any)["mechanism"] == nil {
 		t.Fatalf("policy json %s", b)
 	}
 	// A path smuggled into the selection is never emitted.

@@ -112,6 +112,9 @@ type ToolPolicyDecision struct {
 	// RuleID names the standing approval that admitted an allowed call
 	// (ReasonSessionRule) or was granted with it (ReasonApprovedForSession).
 	RuleID string `json:"ruleId,omitempty"`
+	// Sandbox is the OS sandbox an allowed shell call runs under
+	// (CallSandbox.Label: "workspace-write, no network", "none").
+	Sandbox string `json:"sandbox,omitempty"`
 	// Note is the person's reason for an approval denial, already bounded
 	// and made visible; DenialResult passes it to the model. It is not
 	// part of the evidence encoding.
@@ -209,6 +212,10 @@ type EffectiveToolPolicy struct {
 	MaxOutputBytes Setting[int64] `json:"max_output_bytes"`
 	// AllowRemoteRead says whether remote (network) reads are enabled.
 	AllowRemoteRead Setting[bool] `json:"allow_remote_read"`
+	// Sandbox is the OS sandbox shell calls run under and what this host
+	// enforces (see SandboxValue); a zero value runs every call
+	// unsandboxed.
+	Sandbox Setting[SandboxValue] `json:"sandbox"`
 }
 
 // Product defaults recorded in a default snapshot.
@@ -220,7 +227,9 @@ const (
 // DefaultToolPolicy returns the snapshot of built-in defaults for p, every
 // source "default". Workspace confinement is on except under UnsafeHost
 // (where the product allows external paths by default); edit, write,
-// process and shell are enabled; remote reads are off. shell is what
+// process and shell are enabled; remote reads are off; the sandbox is the
+// policy's default profile (DefaultSandboxProfile) as far as this host
+// enforces it. shell is what
 // ResolveShell (the bash tool's own resolver) reported.
 func DefaultToolPolicy(p Policy, shell ShellSelection) EffectiveToolPolicy {
 	def := func(b bool) Setting[bool] { return Setting[bool]{b, SourceDefault} }
@@ -235,6 +244,7 @@ func DefaultToolPolicy(p Policy, shell ShellSelection) EffectiveToolPolicy {
 		BashTimeoutMs:        Setting[int64]{DefaultBashTimeoutMs, SourceDefault},
 		MaxOutputBytes:       Setting[int64]{DefaultMaxOutputBytes, SourceDefault},
 		AllowRemoteRead:      def(false),
+		Sandbox:              HostSandbox(DefaultSandboxProfile(p), SourceDefault),
 	}
 }
 

@@ -96,6 +96,10 @@ type callFacts struct {
 	effect   Effect
 	shell    bool // the call runs through the shell process channel
 	readOnly bool // the shell command is on the read-only allowlist
+	// escalated: the shell call asks for more than its sandbox (network,
+	// or none); a person approves that under every policy.
+	escalated bool
+	esc       *Escalation // what it asks for (nil: nothing)
 }
 
 // decide maps facts to a verdict and, for a denial or an automatic
@@ -103,6 +107,9 @@ type callFacts struct {
 func (p Policy) decide(f callFacts) (verdict, string) {
 	if f.effect == Unknown || f.effect < 0 || int(f.effect) >= len(effectNames) {
 		return verdictDeny, ReasonUnknownEffect
+	}
+	if f.escalated && f.effect == HostProcess && f.shell && p.Valid() {
+		return verdictConfirm, ""
 	}
 	switch p {
 	case UnsafeHost:
@@ -141,7 +148,7 @@ var verdictRank = [...]int{verdictDeny: 0, verdictConfirm: 1, verdictAdmit: 2}
 // UnsafeHost. A project configuration may only move to such a policy.
 func (p Policy) NoLooserThan(q Policy) bool {
 	for e := Effect(0); int(e) < len(effectNames); e++ {
-		for _, f := range []callFacts{{effect: e}, {effect: e, shell: true}, {effect: e, shell: true, readOnly: true}} {
+		for _, f := range []callFacts{{effect: e}, {effect: e, shell: true}, {effect: e, shell: true, readOnly: true}, {effect: e, shell: true, escalated: true}} {
 			vp, _ := p.decide(f)
 			vq, _ := q.decide(f)
 			if verdictRank[vp] > verdictRank[vq] {

@@ -92,6 +92,9 @@ func (b *Broker) ruleScope(ps *policyState, tool Tool, f callFacts, args json.Ra
 		return ApprovalScope{}, false
 	}
 	switch {
+	case f.escalated:
+		// An escalation is approved one call at a time.
+		return ApprovalScope{}, false
 	case f.effect == WorkspaceMutation && !f.shell:
 	case f.effect == HostProcess && f.shell && ps.policy == Controlled:
 	default:

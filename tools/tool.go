@@ -102,6 +102,9 @@ type Invocation struct {
 	// shell command on the read-only allowlist): bash takes no workspace
 	// checkpoint for it.
 	ReadOnly bool
+	// Sandbox is the OS sandbox the broker decided the call runs under
+	// (shell calls); the zero value runs it unsandboxed.
+	Sandbox CallSandbox
 }
 
 // Result is a tool's model-visible outcome.

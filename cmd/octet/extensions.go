@@ -51,6 +51,8 @@ func mcpSpecs(cfg *config.Config) []mcp.Spec {
 			URL: s.URL, Headers: s.Headers, BearerTokenEnv: s.BearerTokenEnv, BearerToken: s.BearerToken.Reveal(),
 			StartupTimeout: s.StartupTimeout, ToolTimeout: s.ToolTimeout,
 			Offered: s.ToolOffered, Blocked: cfg.MCPServerBlocked(&s),
+			Sandbox:      tools.SandboxProfile(s.Sandbox.Value),
+			SandboxPaths: host.SandboxPaths(cfg),
 		})
 	}
 	return out

@@ -70,11 +70,18 @@ func TestSessionsDelete(t *testing.T) {
 		ids = append(ids, parseResult(t, r.stdout).SessionID)
 	}
 	sessions := filepath.Join(x.home, "sessions")
-	r := runBin(t, x.ws, x.vars, "", "sessions", "delete", ids[0][:16], "nope")
+	// The shortest prefix of the first id that is not the second's (two
+	// sessions of the same second share their first 16 characters).
+	n := 0
+	for n < len(ids[0]) && n < len(ids[1]) && ids[0][n] == ids[1][n] {
+		n++
+	}
+	prefix := ids[0][:n+1]
+	r := runBin(t, x.ws, x.vars, "", "sessions", "delete", prefix, "nope")
 	if r.code != exitUsage || len(x.sessionFiles(t)) != 2 {
 		t.Fatalf("an unknown id among them: exit %d, %d sessions left: %s", r.code, len(x.sessionFiles(t)), r.stderr)
 	}
-	r = runBin(t, x.ws, x.vars, "", "sessions", "delete", ids[0][:16])
+	r = runBin(t, x.ws, x.vars, "", "sessions", "delete", prefix)
 	if r.code != exitOK || r.stdout != "deleted session "+ids[0]+"\n" {
 		t.Fatalf("delete: exit %d: %s%s", r.code, r.stdout, r.stderr)
 	}

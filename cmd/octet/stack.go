@@ -179,6 +179,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
 	st.ext = startExtensions(cfg, st.host, workspace, log, clientMCP)
+	logSandbox(host.EffectiveToolPolicy(cfg, st.shellSelection).Sandbox, log)
 	if st.context != nil {
 		return st, nil
 	}
@@ -217,6 +218,7 @@ func (st *stack) facts() harness.Facts {
 		Shell:         st.shellPath,
 		FilesConfined: func() bool { return !st.cfg.AllowExternalPaths.Value || st.confine.On() },
 		Network:       "not restricted by octet: commands reach the network as the user can",
+		Sandbox:       host.EffectiveToolPolicy(st.cfg, st.shellSelection).Sandbox,
 		Editor:        st.editor,
 	}
 }
@@ -505,4 +507,19 @@ func keySources(p config.Provider) string {
 		return "provider " + p.Name + " has no key source (env_key or credentials)"
 	}
 	return strings.Join(s, " or ")
+}
+
+// logSandbox states the OS sandbox on stderr when a stack starts: a
+// warning when the host cannot sandbox commands (the controlled policies
+// then only admit them) or enforces less than the profiles say.
+func logSandbox(s tools.Setting[tools.SandboxValue], log *slog.Logger) {
+	v := s.Value
+	switch {
+	case !v.Available():
+		log.Warn("OS sandbox unavailable: commands are admitted by the effect policy but not confined", "reason", v.Note)
+	case v.Note != "":
+		log.Warn("OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "not enforced here", v.Note)
+	default:
+		log.Debug("OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "source", s.Source)
+	}
 }

@@ -83,6 +83,12 @@ func TestInputAndRunControl(t *testing.T) {
 		if !strings.Contains(r.str("statusline_full"), "FULL ACCESS") || r.str("server_policy") != "unsafe_host" {
 			t.Errorf("full access: statusline %q, server policy %q", r.str("statusline_full"), r.str("server_policy"))
 		}
+		if !strings.Contains(r.str("statusline_full"), "FULL ACCESS · no sandbox") {
+			t.Errorf("full access statusline does not show the sandbox: %q", r.str("statusline_full"))
+		}
+		if !strings.Contains(r.str("statusline_ask"), "octet ask · workspace-write sandbox") && !strings.Contains(r.str("statusline_ask"), "octet ask · no OS sandbox") {
+			t.Errorf("statusline after :OctetPolicy ask does not show the sandbox next to the mode: %q", r.str("statusline_ask"))
+		}
 		if !strings.Contains(r.str("statusline_ask"), "octet ask") {
 			t.Errorf("statusline after :OctetPolicy ask: %q", r.str("statusline_ask"))
 		}

@@ -111,6 +111,14 @@ type Config struct {
 	MaxOutputBytes Setting[int64]
 	// Tools is the final allowlist of tool names, in BuiltinTools order.
 	Tools Setting[[]string]
+	// Sandbox is the OS sandbox profile approved shell calls run under
+	// ("": the effect policy's default, SandboxProfile).
+	Sandbox Setting[string]
+	// SandboxReadPaths and SandboxWritePaths widen every sandbox: absolute
+	// paths commands may also read, or write (a relative write path names
+	// a workspace entry: ".git" opens the repository's metadata).
+	SandboxReadPaths  Setting[[]string]
+	SandboxWritePaths Setting[[]string]
 
 	// RuntimeProfile is the host-selected runtime profile of the provider
 	// route: "codex" asserts an OpenAI Responses route generating with
@@ -256,6 +264,9 @@ func Defaults() Config {
 	set(&c.BashTimeout, DefaultBashTimeout, SourceDefault)
 	set(&c.MaxOutputBytes, int64(DefaultMaxOutputBytes), SourceDefault)
 	set(&c.Tools, slices.Clone(BuiltinTools), SourceDefault)
+	set(&c.Sandbox, "", SourceDefault)
+	set(&c.SandboxReadPaths, nil, SourceDefault)
+	set(&c.SandboxWritePaths, nil, SourceDefault)
 	set(&c.RuntimeProfile, "codex", SourceDefault)
 	set(&c.Transport, TransportHTTP, SourceDefault)
 	set(&c.Prices, nil, SourceDefault)

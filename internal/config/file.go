@@ -53,6 +53,9 @@ type fileConfig struct {
 	BashTimeoutSecs    *int64    `toml:"bash_timeout_secs"`
 	MaxOutputBytes     *int64    `toml:"max_output_bytes"`
 	Tools              *[]string `toml:"tools"`
+	Sandbox            *string   `toml:"sandbox"`
+	SandboxReadPaths   *[]string `toml:"sandbox_read_paths"`
+	SandboxWritePaths  *[]string `toml:"sandbox_write_paths"`
 	BaseURL            *string   `toml:"base_url"`
 	RuntimeProfile     *string   `toml:"runtime_profile"`
 
@@ -166,6 +169,7 @@ var validKeys = []string{
 	"model", "reasoning", "reasoning_summary", "apply_patch", "effect_policy", "allow_external_paths", "allow_edit",
 	"allow_write", "allow_process", "allow_shell", "shell_path",
 	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
+	"sandbox", "sandbox_read_paths", "sandbox_write_paths",
 	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
 	"max_retry_wait_secs", "mcp_servers", "model_provider", "model_providers", "models",
 }
@@ -270,6 +274,7 @@ func (fc *fileConfig) validate(known []string) error {
 	if fc.ApplyPatch != nil && !slices.Contains(ApplyPatchModes, *fc.ApplyPatch) {
 		errs = append(errs, fc.errAt("apply_patch", "%q is not one of %s", *fc.ApplyPatch, strings.Join(ApplyPatchModes, ", ")))
 	}
+	errs = append(errs, fc.validateSandbox()...)
 	if fc.ShellPath != nil && !strings.HasPrefix(*fc.ShellPath, "/") {
 		errs = append(errs, fc.errAt("shell_path", "must be an absolute path"))
 	}
@@ -316,6 +321,9 @@ func (fc *fileConfig) apply(c *Config, src Source) {
 	setIf(&c.AllowProcess, fc.AllowProcess, src)
 	setIf(&c.AllowShell, fc.AllowShell, src)
 	setIf(&c.ShellPath, fc.ShellPath, src)
+	setIf(&c.Sandbox, fc.Sandbox, src)
+	setIf(&c.SandboxReadPaths, fc.SandboxReadPaths, src)
+	setIf(&c.SandboxWritePaths, fc.SandboxWritePaths, src)
 	if fc.BashTimeoutSecs != nil {
 		set(&c.BashTimeout, time.Duration(*fc.BashTimeoutSecs)*time.Second, src)
 	}

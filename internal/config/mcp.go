@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/octet-agent/octet/internal/sandbox"
 )
 
 // Limits and defaults of [mcp_servers.NAME].
@@ -65,6 +67,10 @@ type MCPServer struct {
 	// never offered.
 	EnabledTools  []string
 	DisabledTools []string
+	// Sandbox is the OS sandbox a stdio server runs in: none by default
+	// (a server needs its own access), read-only or workspace-write (no
+	// network) when the global config says so; a project may tighten it.
+	Sandbox Setting[string]
 }
 
 // ToolOffered reports whether the server's tool named tool passes the
@@ -114,11 +120,12 @@ type mcpFile struct {
 	ToolTimeoutSecs    *int64            `toml:"tool_timeout_secs"`
 	EnabledTools       *[]string         `toml:"enabled_tools"`
 	DisabledTools      *[]string         `toml:"disabled_tools"`
+	Sandbox            *string           `toml:"sandbox"`
 }
 
 var mcpKeys = []string{
 	"command", "args", "env", "cwd", "url", "headers", "bearer_token_env_var",
-	"enabled", "startup_timeout_secs", "tool_timeout_secs", "enabled_tools", "disabled_tools",
+	"enabled", "startup_timeout_secs", "tool_timeout_secs", "enabled_tools", "disabled_tools", "sandbox",
 }
 
 // validateMCP checks every [mcp_servers.NAME] table.
@@ -161,6 +168,11 @@ func (fc *fileConfig) validateMCP() error {
 		if m.StartupTimeoutSecs != nil && (*m.StartupTimeoutSecs < 1 || time.Duration(*m.StartupTimeoutSecs)*time.Second > MaxMCPStartupTimeout) {
 			bad("startup_timeout_secs %d is out of range 1..%d", *m.StartupTimeoutSecs, int(MaxMCPStartupTimeout.Seconds()))
 		}
+		if m.Sandbox != nil {
+			if _, err := sandbox.ParseProfile(*m.Sandbox); err != nil {
+				bad("%v", err)
+			}
+		}
 		if m.ToolTimeoutSecs != nil && (*m.ToolTimeoutSecs < 1 || time.Duration(*m.ToolTimeoutSecs)*time.Second > MaxMCPToolTimeout) {
 			bad("tool_timeout_secs %d is out of range 1..%d", *m.ToolTimeoutSecs, int(MaxMCPToolTimeout.Seconds()))
 		}
@@ -197,6 +209,10 @@ func (fc *fileConfig) applyMCP(c *Config, lookup func(string) (string, bool)) er
 			StartupTimeout: DefaultMCPStartupTimeout, ToolTimeout: DefaultMCPToolTimeout,
 		}
 		set(&s.Enabled, false, SourceDefault)
+		set(&s.Sandbox, string(sandbox.None), SourceDefault)
+		if m.Sandbox != nil {
+			set(&s.Sandbox, *m.Sandbox, SourceConfig)
+		}
 		if m.Command != nil {
 			s.Command = *m.Command
 		}
@@ -236,8 +252,8 @@ func (fc *fileConfig) applyMCP(c *Config, lookup func(string) (string, bool)) er
 }
 
 // tightenMCP applies a project's [mcp_servers.NAME] tables: a project may
-// disable a server (enabled = false), disable tools (disabled_tools) or
-// narrow enabled_tools; it may never add a server, enable one, or say how
+// disable a server (enabled = false), disable tools (disabled_tools),
+// narrow enabled_tools or tighten its sandbox; it may never add a server, enable one, or say how
 // one runs. Anything else is ignored with a warning.
 func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args ...any)) {
 	for _, name := range sortedKeys(fc.MCPServers) {
@@ -250,6 +266,16 @@ func (fc *fileConfig) tightenMCP(c *Config, warn func(key, format string, args .
 		s := &c.MCPServers[i]
 		if m.definesServer() {
 			warn("mcp_servers."+name, "a project may not say how MCP server %q runs (command, url, env, timeouts: global config only)", name)
+		}
+		if m.Sandbox != nil {
+			cur, _ := sandbox.ParseProfile(s.Sandbox.Value)
+			switch p, _ := sandbox.ParseProfile(*m.Sandbox); {
+			case p == cur:
+			case p.NoLooserThan(cur):
+				set(&s.Sandbox, string(p), SourceProjectConfig)
+			default:
+				warn("mcp_servers", "a project may only tighten MCP server %q's sandbox (%s from %s)", name, cur, s.Sandbox.Source)
+			}
 		}
 		if m.Enabled != nil {
 			switch {

@@ -75,6 +75,7 @@ func (fc *fileConfig) tighten(c *Config) {
 			set(&c.Tools, kept, src)
 		}
 	}
+	fc.tightenSandbox(c, warn)
 	if fc.ShellPath != nil {
 		warn("shell_path", "only the global config or --shell-path may select the shell")
 	}

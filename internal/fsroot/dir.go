@@ -45,7 +45,7 @@ func (r *Root) Mkdir(rel string, mode fs.FileMode) error {
 	if err := unix.Fchmod(fd, uint32(mode&fs.ModePerm)); err != nil {
 		return fmt.Errorf("set the mode of directory %s: %w", clean, err)
 	}
-	if err := unix.Fsync(pfd); err != nil {
+	if err := sysFsync(pfd); err != nil {
 		return fmt.Errorf("fsync directory of %s: %w", clean, err)
 	}
 	return nil
@@ -91,7 +91,7 @@ func (r *Root) RemoveDir(rel string) error {
 		}
 		return fmt.Errorf("remove directory %s: %w", clean, err)
 	}
-	if err := unix.Fsync(pfd); err != nil {
+	if err := sysFsync(pfd); err != nil {
 		return fmt.Errorf("fsync directory of %s: %w", clean, err)
 	}
 	return nil

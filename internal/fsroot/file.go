@@ -104,7 +104,7 @@ func readUpTo(fd int, name string, limit, size int64) ([]byte, error) {
 			buf = append(buf, 0)[:len(buf)]
 		}
 		end := min(int64(cap(buf)), limit+1)
-		n, err := unix.Read(fd, buf[len(buf):end])
+		n, err := sysRead(fd, buf[len(buf):end])
 		if err == unix.EINTR || err == unix.EAGAIN {
 			continue
 		}
@@ -221,7 +221,7 @@ func commitAt(pfd int, name, display string, data []byte, prior Prior, perm uint
 	if err := unix.Fchmod(tfd, mode); err != nil {
 		return fmt.Errorf("chmod temporary for %s: %w", display, err)
 	}
-	if err := unix.Fsync(tfd); err != nil {
+	if err := sysFsync(tfd); err != nil {
 		return fmt.Errorf("fsync temporary for %s: %w", display, err)
 	}
 	unix.Close(tfd)
@@ -233,7 +233,7 @@ func commitAt(pfd int, name, display string, data []byte, prior Prior, perm uint
 		return err
 	}
 	committed = true
-	if err := unix.Fsync(pfd); err != nil {
+	if err := sysFsync(pfd); err != nil {
 		return fmt.Errorf("fsync directory of %s: %w", display, err)
 	}
 	return nil
@@ -280,7 +280,7 @@ func truncName(name string) string {
 
 func writeAll(fd int, data []byte) error {
 	for len(data) > 0 {
-		n, err := unix.Write(fd, data)
+		n, err := sysWrite(fd, data)
 		if err == unix.EINTR {
 			continue
 		}

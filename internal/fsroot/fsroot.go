@@ -159,7 +159,7 @@ func openWalk(dirfd int, rel string, flags int, mode uint32) (int, error) {
 
 func openat(dirfd int, name string, flags int, mode uint32) (int, error) {
 	for {
-		fd, err := unix.Openat(dirfd, name, flags, mode)
+		fd, err := sysOpenat(dirfd, name, flags, mode)
 		if err == unix.EINTR {
 			continue
 		}

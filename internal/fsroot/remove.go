@@ -44,7 +44,7 @@ func (r *Root) Remove(rel string, prior Prior) error {
 		}
 		return fmt.Errorf("remove %s: %w", clean, err)
 	}
-	if err := unix.Fsync(pfd); err != nil {
+	if err := sysFsync(pfd); err != nil {
 		return fmt.Errorf("fsync directory of %s: %w", clean, err)
 	}
 	return nil

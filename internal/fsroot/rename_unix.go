@@ -31,7 +31,7 @@ func exclusiveRenameAt(pfd int, tmp, name string, rename func() error) error {
 // is tmp unlinked. A crash in between leaves the temporary behind, never
 // a replaced target.
 func renameLinkAt(pfd int, tmp, name string) error {
-	if err := unix.Linkat(pfd, tmp, pfd, name, 0); err != nil {
+	if err := sysLinkat(pfd, tmp, pfd, name, 0); err != nil {
 		return err
 	}
 	return unix.Unlinkat(pfd, tmp, 0)

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/octet-agent/octet/internal/sandbox"
 )
 
 // ErrGuardLost reports that the guard ended without reporting that the
@@ -32,6 +34,10 @@ type Command struct {
 	// Grace is how long the process tree gets between SIGTERM and
 	// SIGKILL when it is stopped.
 	Grace time.Duration
+	// Sandbox, when non-nil, confines the command and everything it
+	// starts (see internal/sandbox). Start fails rather than run it
+	// unconfined. Windows refuses a sandboxed command.
+	Sandbox *sandbox.Spec
 }
 
 // Status is how a command ended.

@@ -86,7 +86,16 @@ func runGuard() int {
 		g.send("failed", fmt.Sprintf("process guard: %v", err))
 		return 1
 	}
-	pid, err := syscall.ForkExec(spec.Path, spec.Args, &syscall.ProcAttr{
+	path, args := spec.Path, spec.Args
+	if spec.Sandbox != nil {
+		// From here on this goroutine stays on its thread, which starts
+		// the command (see sandbox.Apply).
+		if path, args, err = confine(spec.Sandbox, path, args); err != nil {
+			g.send("failed", fmt.Sprintf("the sandbox could not be applied, so the command was not run: %v", err))
+			return 1
+		}
+	}
+	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
 		Env:   spec.Env,
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pgid: commandGroup(g.self)},

@@ -31,12 +31,20 @@
 // scope, but octet still kills the command's process group when it sees
 // its guard die, and kills a guard that stops answering.
 //
+// A command with a sandbox Spec is confined by its guard: on Linux the
+// guard makes the Spec's mounts and applies its Landlock rules, seccomp
+// filter and capability limits to the thread that then starts the
+// command (internal/sandbox), which inherits them with every descendant; on macOS the guard starts the
+// command through sandbox-exec. A guard that cannot apply the Spec
+// reports a failure and starts nothing.
+//
 // Guard mode is entered from this package's init when the environment
 // holds the guard marker, so every binary that imports the package —
 // octet, its test binaries, programs embedding octet's tools — serves as
 // its own guard with no extra call. The package imports only the standard
-// library and golang.org/x/sys, so its init runs before any octet
-// package's, and in guard mode it never returns. The guard removes the
+// library, golang.org/x/sys and internal/sandbox (with its Landlock
+// library), so its init runs before any other octet package's, and in
+// guard mode it never returns. The guard removes the
 // marker before starting the command, so nothing the command runs is
 // turned into a guard.
 //
@@ -60,6 +68,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/octet-agent/octet/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -89,6 +98,8 @@ type guardSpec struct {
 	Args  []string      `json:"args"`
 	Env   []string      `json:"env"`
 	Grace time.Duration `json:"grace"`
+	// Sandbox, when set, confines the command (see internal/sandbox).
+	Sandbox *sandbox.Spec `json:"sandbox,omitempty"`
 }
 
 // runtimeEnv names the Go runtime's own settings. The guard is a Go
@@ -135,7 +146,12 @@ func Start(c Command) (*Process, error) {
 	if c.Path == "" || len(c.Args) == 0 {
 		return nil, errors.New("start process guard: no command")
 	}
-	spec, err := json.Marshal(guardSpec{Path: c.Path, Args: c.Args, Env: withoutMarker(c.Env), Grace: c.Grace})
+	if c.Sandbox != nil {
+		if err := c.Sandbox.Validate(); err != nil {
+			return nil, fmt.Errorf("start process guard: %w", err)
+		}
+	}
+	spec, err := json.Marshal(guardSpec{Path: c.Path, Args: c.Args, Env: withoutMarker(c.Env), Grace: c.Grace, Sandbox: c.Sandbox})
 	if err != nil || len(spec) > maxSpec {
 		return nil, fmt.Errorf("start process guard: command description too large (%d bytes)", len(spec))
 	}
@@ -157,6 +173,9 @@ func Start(c Command) (*Process, error) {
 		// The guard leads a process group of its own (on Linux the
 		// command joins it): octet's fallback kill needs no report.
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	}
+	if c.Sandbox != nil && c.Sandbox.NeedsNamespace() {
+		sandbox.NamespaceAttr(guard.SysProcAttr)
 	}
 	// Leaving a field nil gives the guard /dev/null; a nil *os.File
 	// stored in the io.Reader/io.Writer fields would not.

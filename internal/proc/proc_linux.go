@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/octet-agent/octet/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -162,4 +163,10 @@ func signalProcess(k procKey, sig unix.Signal) {
 		return
 	}
 	unix.PidfdSendSignal(fd, sig, nil, 0)
+}
+
+// confine applies the sandbox to the guard's current thread, which then
+// starts the command (from the same goroutine, locked to it).
+func confine(s *sandbox.Spec, path string, args []string) (string, []string, error) {
+	return path, args, sandbox.Apply(s)
 }

@@ -3,9 +3,12 @@
 package proc
 
 import (
+	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 
+	"github.com/octet-agent/octet/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,4 +67,14 @@ func (g *guard) signalTree(sig unix.Signal, once map[procKey]bool) {
 	if sig == unix.SIGTERM {
 		unix.Kill(-g.shell, unix.SIGCONT)
 	}
+}
+
+// confine runs the command through sandbox-exec on macOS; other systems
+// have no sandbox, so a sandboxed command is refused.
+func confine(s *sandbox.Spec, path string, args []string) (string, []string, error) {
+	if runtime.GOOS != "darwin" {
+		return "", nil, fmt.Errorf("no sandbox on %s", runtime.GOOS)
+	}
+	argv := sandbox.SeatbeltArgs(s, path, args)
+	return argv[0], argv, nil
 }

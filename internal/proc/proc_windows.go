@@ -41,6 +41,9 @@ func Start(c Command) (*Process, error) {
 	if c.Path == "" || len(c.Args) == 0 {
 		return nil, fmt.Errorf("start command: no command")
 	}
+	if c.Sandbox != nil {
+		return nil, fmt.Errorf("start command: Windows has no sandbox; the command was not run")
+	}
 	job, err := newKillOnCloseJob()
 	if err != nil {
 		return nil, fmt.Errorf("start command: job object: %w", err)

@@ -73,6 +73,10 @@ type Spec struct {
 	Offered func(tool string) bool
 	// Blocked says why the server must not start ("" starts it).
 	Blocked string
+	// Sandbox is the OS sandbox a stdio server runs in ("" or none: its
+	// user's own access); SandboxPaths widen it as they widen bash's.
+	Sandbox      tools.SandboxProfile
+	SandboxPaths tools.SandboxConfig
 }
 
 // Options configure a Manager.

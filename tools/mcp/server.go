@@ -19,6 +19,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/octet-agent/octet/internal/proc"
+	"github.com/octet-agent/octet/internal/sandbox"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -348,6 +349,8 @@ type conn struct {
 	cs     *sdk.ClientSession
 	p      *proc.Process
 	stderr *stderrLog
+	// cleanup removes a sandboxed server's private temporary directory.
+	cleanup func()
 	// stop ends wait with its reason (server.recycle).
 	stop chan string
 }
@@ -447,19 +450,69 @@ func (s *server) startProcess(c *conn) (sdk.Transport, error) {
 		closeAll(inR, inW, outR, outW)
 		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
 	}
+	box, env, err := s.sandbox(c, path, env)
+	if err != nil {
+		closeAll(inR, inW, outR, outW, errR, errW)
+		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
+	}
 	p, err := proc.Start(proc.Command{
 		Path: path, Args: append([]string{s.spec.Command}, s.spec.Args...), Dir: dir,
-		Env: env, Stdin: inR, Stdout: outW, Stderr: errW, Grace: killGrace,
+		Env: env, Stdin: inR, Stdout: outW, Stderr: errW, Grace: killGrace, Sandbox: box,
 	})
 	closeAll(inR, outW, errW)
 	if err != nil {
 		closeAll(inW, outR, errR)
+		if c.cleanup != nil {
+			c.cleanup()
+		}
 		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
 	}
 	c.p = p
 	c.stderr = newStderrLog(s.m.log, s.spec.Name)
 	go c.stderr.drain(errR)
 	return &sdk.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxFrameBytes}, nil
+}
+
+// sandbox is the sandbox Spec of a stdio server whose configuration asks
+// for one (nil otherwise), with its environment pointing TMPDIR at the
+// server's private temporary directory, removed when the server stops.
+// The server's program is readable wherever it is. A host without a
+// sandbox refuses to start such a server rather than run it unconfined.
+func (s *server) sandbox(c *conn, path string, env []string) (*sandbox.Spec, []string, error) {
+	p := s.spec.Sandbox
+	if p != tools.SandboxReadOnly && p != tools.SandboxWorkspaceWrite {
+		return nil, env, nil
+	}
+	st := sandbox.Probe()
+	if !st.Available() {
+		return nil, nil, fmt.Errorf("its configuration asks for the %s sandbox, which this host cannot apply: %s", p, st.Reason)
+	}
+	tmp, err := os.MkdirTemp("", "octet-mcp-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("sandbox temporary directory: %w", err)
+	}
+	c.cleanup = func() { os.RemoveAll(tmp) }
+	spec := &sandbox.Spec{
+		Profile: p, Workspace: s.m.opts.Workspace, Shell: path, TempDir: tmp,
+		Protected: sandbox.ProtectedNames, Namespace: st.Namespaces,
+	}
+	for _, r := range s.spec.SandboxPaths.ReadPaths {
+		if filepath.IsAbs(r) {
+			spec.ReadPaths = append(spec.ReadPaths, r)
+		}
+	}
+	for _, w := range s.spec.SandboxPaths.WritePaths {
+		if filepath.IsAbs(w) {
+			spec.WritePaths = append(spec.WritePaths, w)
+		}
+	}
+	out := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMPDIR=") {
+			out = append(out, kv)
+		}
+	}
+	return spec, append(out, "TMPDIR="+tmp), nil
 }
 
 func closeAll(fs ...*os.File) {
@@ -550,6 +603,9 @@ func (c *conn) close() {
 	if c.p != nil {
 		c.p.Terminate()
 		c.p.Wait()
+	}
+	if c.cleanup != nil {
+		c.cleanup()
 	}
 }
 

@@ -12,7 +12,7 @@ import { createClient } from "./client";
 import { diffPath } from "./diff";
 import { DiffDocuments, showChange, showProposed } from "./diffDocs";
 import { changePicks, modelPicks, rewindPicks } from "./format";
-import { modeOf, modes, policyOf } from "./policy";
+import { modeOf, modes, policyOf, sandboxLabel } from "./policy";
 import {
   ErrorCodes,
   type ConfirmEffectParams,
@@ -55,6 +55,8 @@ export class Octet implements vscode.Disposable {
   private sessionId: string | undefined;
   private modelName = "";
   private policy: string | undefined;
+  /** The OS sandbox the session's commands run in (sandboxLabel). */
+  private sandbox: string | undefined;
   private lastPrompt: string | undefined;
   private pending = new Map<string, Pending>();
   /** approvalDiffs maps a pending approval to its proposed-content URI. */
@@ -104,7 +106,7 @@ export class Octet implements vscode.Disposable {
   private refresh(): void {
     this.view.update();
     const configured = policyOf(vscode.workspace.getConfiguration("octet").get<string>("policyMode", "ask"));
-    this.status.update(this.model, this.modelName, this.policy ?? configured);
+    this.status.update(this.model, this.modelName, this.policy ?? configured, this.sandbox);
   }
 
   // --- the server ---------------------------------------------------------
@@ -243,6 +245,7 @@ export class Octet implements vscode.Disposable {
       const r = await this.request<{ sessionId: string; effectiveToolPolicy: EffectiveToolPolicy }>("octet/session/new", params);
       this.model.clear();
       this.policy = r.effectiveToolPolicy.effect_policy?.value;
+      this.sandbox = sandboxLabel(r.effectiveToolPolicy);
       this.modelName = m !== "" ? m : this.modelName;
       this.setSession(r.sessionId);
       this.refresh();
@@ -283,8 +286,10 @@ export class Octet implements vscode.Disposable {
       try {
         const pol = await this.request<EffectiveToolPolicy>("octet/policy", { sessionId: id });
         this.policy = pol.effect_policy?.value;
+        this.sandbox = sandboxLabel(pol);
       } catch {
         this.policy = undefined;
+        this.sandbox = undefined;
       }
       this.refresh();
     } catch (e) {
@@ -738,6 +743,7 @@ export class Octet implements vscode.Disposable {
     try {
       const r = await this.request<EffectiveToolPolicy>("octet/session/setPolicy", { sessionId: this.sessionId, effectPolicy: pick.mode.policy });
       this.policy = r.effect_policy?.value;
+      this.sandbox = sandboxLabel(r);
       this.refresh();
     } catch (e) {
       this.showError(

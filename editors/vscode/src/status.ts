@@ -21,14 +21,21 @@ export class Status implements vscode.Disposable {
     this.policy.show();
   }
 
-  /** update shows the model's state; policy is the session's effect policy. */
-  update(model: ChatModel, modelName: string, policy: string | undefined): void {
+  /**
+   * update shows the model's state; policy is the session's effect policy
+   * and sandbox the OS sandbox its commands run in (sandboxLabel), shown
+   * next to the mode.
+   */
+  update(model: ChatModel, modelName: string, policy: string | undefined, sandbox?: string): void {
     const u = model.usage();
     this.main.text = statusText(model.state, modelName, u);
     this.main.tooltip = statusTooltip(model.state, modelName, u);
     const mode = modeOf(policy);
-    this.policy.text = mode ? `$(${mode.mode === "full-access" ? "warning" : "shield"}) ${mode.label}` : "$(shield) policy: ?";
-    this.policy.tooltip = mode ? `octet policy: ${mode.label} — ${mode.description}. Click to change.` : "octet policy";
+    const box = sandbox ? ` · ${sandbox}` : "";
+    this.policy.text = mode ? `$(${mode.mode === "full-access" ? "warning" : "shield"}) ${mode.label}${box}` : "$(shield) policy: ?";
+    this.policy.tooltip = mode
+      ? `octet policy: ${mode.label} — ${mode.description}${sandbox ? `; commands run with ${sandbox}` : ""}. Click to change.`
+      : "octet policy";
     this.policy.backgroundColor = mode?.mode === "full-access" ? new vscode.ThemeColor("statusBarItem.warningBackground") : undefined;
   }
 

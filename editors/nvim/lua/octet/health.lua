@@ -168,6 +168,13 @@ local function check_policy()
       ok(line)
     end
   end
+  if s and s.sandbox then
+    if s.sandbox == "no OS sandbox" then
+      warn("OS sandbox: unavailable on this host; commands are only admitted by the policy, not confined (see octet's docs/security.md)")
+    else
+      info("OS sandbox of the current session's commands: " .. s.sandbox)
+    end
+  end
 end
 
 function M.check()

@@ -152,6 +152,7 @@ local function on_event(p)
     approval.decided(p.sessionId, e.callId, e.decision, reason)
     if type(e.effectiveToolPolicy) == "table" and type(e.effectiveToolPolicy.effect_policy) == "table" then
       s.policy = e.effectiveToolPolicy.effect_policy.value
+      s.sandbox = sandbox_label(e.effectiveToolPolicy) or s.sandbox
     end
   elseif k == "tool_started" then
     c:tool_start(e.callId, e.tool)
@@ -381,6 +382,23 @@ local function policy_value(p)
   return type(p) == "table" and type(p.effect_policy) == "table" and p.effect_policy or {}
 end
 
+--- The OS sandbox an EffectiveToolPolicy p states, in a few words for the
+--- statusline ("workspace-write sandbox", "no sandbox", "no OS sandbox"
+--- when the host has none), or nil when p says nothing of it.
+local function sandbox_label(p)
+  local sb = type(p) == "table" and type(p.sandbox) == "table" and p.sandbox.value
+  if type(sb) ~= "table" then
+    return nil
+  end
+  if sb.mechanism == "unavailable" then
+    return "no OS sandbox"
+  elseif sb.profile == "none" or type(sb.profile) ~= "string" then
+    return "no sandbox"
+  end
+  return sb.profile .. " sandbox"
+end
+M._sandbox_label = sandbox_label
+
 --- Creates a session in the configured mode; cb(err, session).
 function M.new_session(cb, title)
   cb = cb or function() end
@@ -395,6 +413,7 @@ function M.new_session(cb, title)
     end
     local s = new_session_object(res.sessionId, title)
     s.policy = policy_value(res.effectiveToolPolicy).value
+    s.sandbox = sandbox_label(res.effectiveToolPolicy)
     s.model = config.options.model
     state.current = s.id
     write_last(state.root, s.id)
@@ -429,6 +448,7 @@ function M.resume(sid, cb)
       local ep = policy_value(pol)
       if perr or ep.source == "session" then
         s.policy = ep.value
+        s.sandbox = sandbox_label(pol)
         return cb(nil, s)
       end
       M.set_mode(config.options.mode, function()
@@ -615,6 +635,7 @@ function M.set_mode(mode, cb, s)
       return cb(err)
     end
     s.policy = policy_value(res).value
+    s.sandbox = sandbox_label(res)
     redraw()
     cb(nil)
   end)
@@ -728,7 +749,8 @@ function M.open(cb)
   end)
 end
 
---- A statusline component: "octet ask · running · gpt-5 · $0.01 · 12% ctx",
+--- A statusline component: "octet ask · workspace-write sandbox · running ·
+--- gpt-5 · $0.01 · 12% ctx",
 --- as a 'statusline' format: the text the server, the model or the
 --- repository wrote (progress, model name) is shown as it is, its "%"
 --- doubled, so the component is safe where its result is interpreted
@@ -740,6 +762,10 @@ function M.statusline()
   end
   local mode = config.mode_names[s.policy or ""] or "?"
   local parts = { "octet " .. (mode == "full" and "FULL ACCESS" or mode) }
+  if s.sandbox then
+    -- Next to the mode: the OS sandbox its commands run in.
+    table.insert(parts, s.sandbox)
+  end
   local n = approval.pending(s.id)
   if n > 0 then
     table.insert(parts, "APPROVAL PENDING" .. (n > 1 and (" ×" .. n) or ""))

@@ -1,7 +1,7 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
 import { contextFill, formatCost, formatTokens, relativeTime, statusText } from "../format";
-import { modeOf, policyOf } from "../policy";
+import { modeOf, policyOf, sandboxLabel } from "../policy";
 
 test("costs, tokens and context fill", () => {
   assert.equal(formatCost(undefined), "");
@@ -34,4 +34,13 @@ test("relative times", () => {
   assert.equal(relativeTime("2026-12-01T11:30:00Z", now), "30 min ago");
   assert.equal(relativeTime("2026-11-29T12:00:00Z", now), "2 d ago");
   assert.equal(relativeTime("garbage", now), "");
+});
+
+test("the sandbox label says which OS sandbox commands run in, or that there is none", () => {
+  const pol = (value: unknown) => ({ sandbox: { value, source: "default" } });
+  assert.equal(sandboxLabel(pol({ profile: "workspace-write", mechanism: "landlock", abi: 7 })), "workspace-write sandbox");
+  assert.equal(sandboxLabel(pol({ profile: "none", mechanism: "landlock" })), "no sandbox");
+  assert.equal(sandboxLabel(pol({ profile: "workspace-write", mechanism: "unavailable", note: "no Landlock" })), "no OS sandbox");
+  assert.equal(sandboxLabel({}), undefined);
+  assert.equal(sandboxLabel(undefined), undefined);
 });
