@@ -275,3 +275,45 @@ func TestLoadProviderKey(t *testing.T) {
 		t.Errorf("bad entry name: %v", err)
 	}
 }
+
+// TestReadmeProviderExamples: every configuration example of the
+// README's "Using other providers" loads, and selects what it says.
+func TestReadmeProviderExamples(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "### Using other providers\n")
+	if !ok {
+		t.Fatal("README has no Using other providers section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	var n int
+	selected := map[string]bool{}
+	for rest := section; ; {
+		_, after, ok := strings.Cut(rest, "```toml\n")
+		if !ok {
+			break
+		}
+		block, tail, _ := strings.Cut(after, "```\n")
+		rest = tail
+		n++
+		c, err := load(t, block, "", nil, Flags{})
+		if err != nil {
+			t.Errorf("example %d does not load: %v\n%s", n, err, block)
+			continue
+		}
+		if !strings.Contains(block, `model_provider = "`+c.ModelProvider.Value+`"`) || c.BaseURL.Value == "" {
+			t.Errorf("example %d selects %s at %q", n, c.ModelProvider.Value, c.BaseURL.Value)
+		}
+		selected[c.ModelProvider.Value] = true
+	}
+	for name := range ProviderPresets() {
+		if !selected[name] {
+			t.Errorf("no example selects the %s preset", name)
+		}
+	}
+	if len(selected) <= len(ProviderPresets()) {
+		t.Errorf("no example defines a provider of its own")
+	}
+}

@@ -1,7 +1,11 @@
-// Package providertest is a scripted OpenAI Responses server for tests and
-// for `octet demo`. It is a real HTTP + WebSocket server on 127.0.0.1 that
-// plays scripted turns, plus an in-process [http.RoundTripper] that plays
-// the same scripts without sockets so tests can run under testing/synctest.
+// Package providertest is a scripted model server for tests and for `octet
+// demo`. It is a real HTTP + WebSocket server on 127.0.0.1 that plays
+// scripted turns, plus an in-process [http.RoundTripper] that plays the
+// same scripts without sockets so tests can run under testing/synctest.
+// It serves the OpenAI Responses API (…/responses, HTTP and WebSocket),
+// Chat Completions (…/chat/completions) and Anthropic Messages
+// (…/messages): a turn is played as the service the request's path names
+// streams it, so one script drives every route.
 //
 // Usage:
 //
