@@ -515,7 +515,7 @@ func (d *anthropicDecoder) response(status string) *Response {
 	if d.hasUsage {
 		// Anthropic counts cache reads and writes apart from input_tokens;
 		// octet's input is all of them, of which the reads are cached.
-		r.Usage = &Usage{InputTokens: d.input + d.cacheW + d.cacheR, CachedTokens: d.cacheR, OutputTokens: d.output}
+		r.Usage = &Usage{InputTokens: d.input + d.cacheW + d.cacheR, CachedTokens: d.cacheR, OutputTokens: d.output, CacheWriteTokens: d.cacheW}
 	}
 	return r
 }

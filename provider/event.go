@@ -91,6 +91,9 @@ type Usage struct {
 	CachedTokens    int64
 	OutputTokens    int64
 	ReasoningTokens int64
+	// CacheWriteTokens is the part of InputTokens written to a prompt
+	// cache, which some providers (Anthropic) bill above input.
+	CacheWriteTokens int64
 }
 
 // Stream is one in-flight response. It is owned by one goroutine: Next is not

@@ -510,3 +510,26 @@ func TestOpaqueReasoningStaysOnItsRoute(t *testing.T) {
 		}
 	}
 }
+
+// TestAnthropicUsageCountsCacheWritesAndReads: octet's input is all of
+// Anthropic's input (uncached, cache writes, cache reads); the reads are
+// the cached part and the writes are reported apart, for pricing.
+func TestAnthropicUsageCountsCacheWritesAndReads(t *testing.T) {
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.Events(
+		[]byte(`{"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":12,"cache_creation_input_tokens":3000,"cache_read_input_tokens":9000,"output_tokens":1}}}`),
+		[]byte(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`),
+		[]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"ok"}}`),
+		[]byte(`{"type":"content_block_stop","index":0}`),
+		[]byte(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":5}}`),
+		[]byte(`{"type":"message_stop"}`),
+	))
+	evs, err := run(t, routeTransport(srv, provider.WireAnthropic), simpleRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &provider.Usage{InputTokens: 12012, CachedTokens: 9000, CacheWriteTokens: 3000, OutputTokens: 5}
+	if diff := cmp.Diff(want, completed(t, evs).Usage); diff != "" {
+		t.Errorf("usage (-want +got):\n%s", diff)
+	}
+}

@@ -147,7 +147,7 @@ func specOf(key string) (keySpec, string, bool) {
 	}
 	for _, table := range []string{"prices.", "models."} {
 		if rest, ok := strings.CutPrefix(key, table); ok {
-			for _, f := range []string{"input", "cached_input", "output"} {
+			for _, f := range []string{"input", "cached_input", "output", "cache_write"} {
 				if strings.HasSuffix(rest, "."+f) && (table == "prices." || strings.HasSuffix(rest, ".price."+f)) {
 					return priceFieldSpec, key, true
 				}

@@ -137,7 +137,7 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 			msg = fmt.Sprintf("unknown key %q of an MCP server; valid keys are %s", k.String(), strings.Join(mcpKeys, ", "))
 		}
 		if len(k) == 3 && k[0] == "prices" {
-			msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output", k.String())
+			msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output, cache_write", k.String())
 		}
 		if len(k) == 3 && k[0] == "model_providers" {
 			msg = fmt.Sprintf("unknown key %q of a provider; valid keys are %s", k.String(), strings.Join(providerKeys, ", "))
@@ -148,7 +148,7 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 		if len(k) >= 3 && k[0] == "models" {
 			msg = fmt.Sprintf("unknown key %q of a model; valid keys are %s", k.String(), strings.Join(modelKeys, ", "))
 			if len(k) == 4 && k[2] == "price" {
-				msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output", k.String())
+				msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output, cache_write", k.String())
 			}
 		}
 		if k.String() == "yolo" {

@@ -312,7 +312,11 @@ func (m ModelSpec) check() error {
 		}
 	}
 	if m.Price != nil {
-		if _, _, _, err := m.Price.Parse(); err != nil {
+		in, _, _, err := m.Price.Parse()
+		if err == nil {
+			_, err = m.Price.CacheWritePrice(in)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("price %v (input, cached_input and output as decimal strings of US dollars per million tokens, e.g. input = \"1.25\")", err))
 		}
 	}
