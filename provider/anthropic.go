@@ -118,10 +118,7 @@ type anthropicRequest struct {
 var thinkingBudgets = map[string]int{"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
 
 func (anthropicCodec) encode(r *Request) ([]byte, error) {
-	if r.Model == "" {
-		return nil, errors.New("encode request: empty model")
-	}
-	tools, choice, err := functionTools(r)
+	tools, choice, err := checkRequest(r)
 	if err != nil {
 		return nil, err
 	}

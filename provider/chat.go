@@ -92,10 +92,7 @@ type chatRequest struct {
 
 // encode builds the Chat Completions body.
 func (chatCodec) encode(r *Request) ([]byte, error) {
-	if r.Model == "" {
-		return nil, errors.New("encode request: empty model")
-	}
-	tools, choice, err := functionTools(r)
+	tools, choice, err := checkRequest(r)
 	if err != nil {
 		return nil, err
 	}
@@ -123,35 +120,6 @@ func (chatCodec) encode(r *Request) ([]byte, error) {
 		w.ReasoningEffort = r.Reasoning.Effort
 	}
 	return json.Marshal(&w)
-}
-
-// functionTools checks the request's tools and tool choice, as every
-// route needs them: names set, parameters valid JSON (an empty object
-// schema when none), tool_choice auto or none.
-func functionTools(r *Request) ([]FunctionTool, string, error) {
-	choice := r.ToolChoice
-	if choice == "" {
-		choice = "none"
-		if len(r.Tools) > 0 {
-			choice = "auto"
-		}
-	}
-	if choice != "auto" && choice != "none" {
-		return nil, "", fmt.Errorf("encode request: tool_choice %q is not auto or none", choice)
-	}
-	out := make([]FunctionTool, 0, len(r.Tools))
-	for i, ft := range r.Tools {
-		if ft.Name == "" {
-			return nil, "", fmt.Errorf("encode request: tool %d has no name", i)
-		}
-		if len(ft.Parameters) == 0 {
-			ft.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
-		} else if !json.Valid(ft.Parameters) {
-			return nil, "", fmt.Errorf("encode request: tool %s: parameters are not valid JSON", ft.Name)
-		}
-		out = append(out, ft)
-	}
-	return out, choice, nil
 }
 
 // appendChatItem appends the message(s) one input item becomes. The

@@ -51,16 +51,7 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Fatalf("fast and general decoders disagree on %q:\nfast %+v %+v %v\nslow %+v %+v %v", payload, ev, st, err, sev, sst, serr)
 			}
 			if err != nil {
-				statusFrame := err.Class == HTTPStatus && err.Phase == Opening
-				if (err.Phase != Body && !statusFrame) || !err.Dispatched || err.Class == 0 {
-					t.Fatalf("untyped failure %+v", err)
-				}
-				if err.Class == StreamFailure && err.Decode == DecodeNone {
-					t.Fatalf("stream failure without decode kind")
-				}
-				if err.Decode == DecodeInvalidUTF8 && utf8.Valid(payload) {
-					t.Fatalf("valid UTF-8 reported invalid")
-				}
+				checkFailure(t, err, payload)
 				return
 			}
 			if st.emit && (ev.Type < EventCreated || ev.Type > EventCompleted) {
@@ -109,15 +100,7 @@ func FuzzRouteDecoders(f *testing.F) {
 func checkRouteOutcome(t *testing.T, out []Event, final bool, err *Error, payload []byte) {
 	t.Helper()
 	if err != nil {
-		if err.Phase != Body || !err.Dispatched || err.Class == 0 {
-			t.Fatalf("untyped failure %+v", err)
-		}
-		if err.Class == StreamFailure && err.Decode == DecodeNone {
-			t.Fatalf("stream failure without decode kind")
-		}
-		if err.Decode == DecodeInvalidUTF8 && utf8.Valid(payload) {
-			t.Fatalf("valid UTF-8 reported invalid")
-		}
+		checkFailure(t, err, payload)
 		return
 	}
 	if !final || len(out) == 0 || out[len(out)-1].Type != EventCompleted || out[len(out)-1].Response == nil {
@@ -127,5 +110,23 @@ func checkRouteOutcome(t *testing.T, out []Event, final bool, err *Error, payloa
 		if it.Type == ItemFunctionCall && (it.CallID == "" || it.Name == "" || it.Arguments == "") {
 			t.Fatalf("completed call without id, name or arguments: %+v", it)
 		}
+	}
+}
+
+// checkFailure fails t unless err is a typed decoder failure: a body-phase
+// (or, for a WebSocket error frame with a status, an opening-phase),
+// dispatched failure of a known class, a stream failure naming its codec
+// step, invalid UTF-8 only for a payload that is not UTF-8.
+func checkFailure(t *testing.T, err *Error, payload []byte) {
+	t.Helper()
+	statusFrame := err.Class == HTTPStatus && err.Phase == Opening
+	if (err.Phase != Body && !statusFrame) || !err.Dispatched || err.Class == 0 {
+		t.Fatalf("untyped failure %+v", err)
+	}
+	if err.Class == StreamFailure && err.Decode == DecodeNone {
+		t.Fatalf("stream failure without decode kind")
+	}
+	if err.Decode == DecodeInvalidUTF8 && utf8.Valid(payload) {
+		t.Fatalf("valid UTF-8 reported invalid")
 	}
 }

@@ -311,7 +311,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	}
 	h.codec.header(hr.Header)
 	for k, vs := range h.cfg.Headers {
-		if isCredentialHeader(k) {
+		if IsCredentialHeader(k) {
 			continue
 		}
 		hr.Header.Del(k)

@@ -63,7 +63,10 @@ func setKey(h http.Header, keyHeader, key string) {
 // redact them.
 var credentialHeaders = []string{"Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Openai-Api-Key", "Cookie"}
 
-func isCredentialHeader(k string) bool {
+// IsCredentialHeader reports whether a header carries a credential
+// (Authorization, api-key, x-api-key, …): configured headers may not set
+// one, and debug dumps redact them.
+func IsCredentialHeader(k string) bool {
 	k = http.CanonicalHeaderKey(k)
 	for _, c := range credentialHeaders {
 		if k == c {

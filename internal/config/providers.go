@@ -4,20 +4,20 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/http"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/octet-agent/octet/internal/price"
+	"github.com/octet-agent/octet/provider"
 )
 
-// Wire formats a provider speaks (wire_api).
+// Wire formats a provider speaks (wire_api): the provider package's.
 const (
-	WireResponses = "responses"
-	WireChat      = "chat"
-	WireAnthropic = "anthropic"
+	WireResponses = string(provider.WireResponses)
+	WireChat      = string(provider.WireChat)
+	WireAnthropic = string(provider.WireAnthropic)
 )
 
 // WireAPIs lists the accepted wire_api values.
@@ -26,7 +26,7 @@ var WireAPIs = []string{WireResponses, WireChat, WireAnthropic}
 // KeyHeaders lists the accepted key_header values: where the key is
 // sent ("authorization" as a bearer token, Azure's "api-key",
 // Anthropic's "x-api-key").
-var KeyHeaders = []string{"authorization", "api-key", "x-api-key"}
+var KeyHeaders = provider.KeyHeaders
 
 // DefaultProvider is the provider used when model_provider is not set.
 const DefaultProvider = "openai"
@@ -96,17 +96,6 @@ var providerName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // headerName is an HTTP header field name (RFC 9110 token).
 var headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
-
-// credentialHeader reports header names that carry a credential: a
-// configured header may not set them (the key has its own source, kept
-// out of logs and sessions).
-func credentialHeader(name string) bool {
-	switch http.CanonicalHeaderKey(name) {
-	case "Authorization", "Proxy-Authorization", "Api-Key", "X-Api-Key", "Openai-Api-Key", "Cookie":
-		return true
-	}
-	return false
-}
 
 // providerFile is one [model_providers.NAME] table as written.
 type providerFile struct {
@@ -259,7 +248,7 @@ func (pf *providerFile) overlay(p *Provider) error {
 			switch {
 			case !headerName.MatchString(k):
 				bad("headers: %q is not a header name", k)
-			case credentialHeader(k):
+			case provider.IsCredentialHeader(k): // the key has its own source, kept out of logs and sessions
 				bad("headers: %s carries a credential; the key comes from env_key or credentials (key_header says where it goes)", k)
 			case strings.ContainsAny(v, "\r\n\x00"):
 				bad("headers: the value of %s has a line break", k)
