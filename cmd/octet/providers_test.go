@@ -441,3 +441,37 @@ func TestExecImageNeedsAModelThatTakesImages(t *testing.T) {
 		t.Fatalf("a text file as an image: exit %d\nstderr: %s", r.code, r.stderr)
 	}
 }
+
+// TestProviderKeysNotInCommandEnvironment: a bash command the model runs
+// gets no provider key variable, the selected route's or any other's
+// (before, only OPENAI_API_KEY was kept from commands).
+func TestProviderKeysNotInCommandEnvironment(t *testing.T) {
+	for _, c := range routeCases {
+		t.Run(c.name, func(t *testing.T) {
+			x := routeEnv(t, c,
+				providertest.Reply(providertest.FunctionCall("call_env", "bash", `{"command":"env"}`)),
+				providertest.Text("done"),
+			)
+			x.vars["OPENROUTER_API_KEY"] = "sk-or-not-for-commands"
+			x.vars["OCTET_MARKER"] = "visible-marker"
+			r := runBin(t, x.ws, x.vars, "", "exec", "--approve", "run env")
+			if r.code != exitOK {
+				t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+			}
+			reqs := x.srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests", len(reqs))
+			}
+			sent := string(reqs[1].Raw)
+			if !strings.Contains(sent, "OCTET_MARKER=visible-marker") {
+				t.Fatalf("the env output did not reach the model: %s", sent)
+			}
+			for _, v := range []string{c.keyVar + "=", "OPENROUTER_API_KEY=", "ANTHROPIC_API_KEY=", "sk-or-not-for-commands"} {
+				if strings.Contains(sent, v) {
+					t.Errorf("a command saw %s", v)
+				}
+			}
+			assertNoSecret(t, []string{r.stdout, r.stderr, sent}, x.home)
+		})
+	}
+}

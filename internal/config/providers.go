@@ -409,6 +409,25 @@ func (c *Config) resolveProvider() error {
 	return nil
 }
 
+// KeyVariables names every environment variable a provider takes its key
+// from (each preset's and each table's env_key), sorted: commands octet
+// runs never get them.
+func (c *Config) KeyVariables() []string {
+	var out []string
+	for _, p := range c.Providers {
+		if p.EnvKey != "" && !slices.Contains(out, p.EnvKey) {
+			out = append(out, p.EnvKey)
+		}
+	}
+	for _, p := range ProviderPresets() {
+		if p.EnvKey != "" && !slices.Contains(out, p.EnvKey) {
+			out = append(out, p.EnvKey)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Provider returns the selected provider (model_provider), with the
 // effective base URL and runtime profile.
 func (c *Config) Provider() Provider {
