@@ -177,6 +177,31 @@ func LoadProviderKey(home string, p Provider, lookup func(string) (string, bool)
 	return Secret{}, "", missing
 }
 
+// KnownKeys returns every provider key octet can find without a
+// configuration, for redaction: the values of the presets' key
+// variables and every key of the credentials file (an unreadable or
+// unsafe file contributes none).
+func KnownKeys(home string, lookup func(string) (string, bool)) []Secret {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var out []Secret
+	for _, p := range ProviderPresets() {
+		if v, ok := lookup(p.EnvKey); ok && p.EnvKey != "" && strings.TrimSpace(v) != "" {
+			out = append(out, NewSecret(strings.TrimSpace(v)))
+		}
+	}
+	if f, err := readCredentialsFile(CredentialsPath(home)); err == nil {
+		if !f.openai.IsZero() {
+			out = append(out, f.openai)
+		}
+		for _, k := range f.keys {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
 // credentialsFile is a parsed credentials file.
 type credentialsFile struct {
 	openai Secret

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -315,5 +316,18 @@ func TestReadmeProviderExamples(t *testing.T) {
 	}
 	if len(selected) <= len(ProviderPresets()) {
 		t.Errorf("no example defines a provider of its own")
+	}
+}
+
+func TestKnownKeys(t *testing.T) {
+	home := t.TempDir()
+	writeFile(t, CredentialsPath(home), "openai_api_key = \"sk-file\"\n[api_keys]\ngw = \"gw-file\"\n", 0o600)
+	var got []string
+	for _, k := range KnownKeys(home, envMap(map[string]string{"ANTHROPIC_API_KEY": "sk-ant-env", "UNRELATED": "x"})) {
+		got = append(got, k.Reveal())
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"gw-file", "sk-ant-env", "sk-file"}, got); diff != "" {
+		t.Errorf("known keys (-want +got):\n%s", diff)
 	}
 }
