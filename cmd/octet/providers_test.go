@@ -475,3 +475,36 @@ func TestProviderKeysNotInCommandEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// TestProviderRouteOutputLimit: a response that stops at the output limit
+// while emitting a tool call (finish_reason length, stop_reason
+// max_tokens) is handled as the seeds say on every route: the assistant
+// message is kept, the call is answered with an error without running,
+// and a corrective continuation asks for it again.
+func TestProviderRouteOutputLimit(t *testing.T) {
+	for _, c := range routeCases {
+		t.Run(c.name, func(t *testing.T) {
+			x := routeEnv(t, c,
+				providertest.Incomplete("max_output_tokens", providertest.Message("Writing the file."), providertest.FunctionCall("call_w", "write", `{"path":"out.txt","content":"partial`)),
+				providertest.Text("I will write it in smaller pieces."),
+			)
+			r := runBin(t, x.ws, x.vars, "", "exec", "--approve", "write out.txt")
+			if r.code != exitOK || !strings.Contains(r.stdout, "I will write it in smaller pieces.") {
+				t.Fatalf("exit %d stdout %q\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(x.ws, "out.txt")); err == nil {
+				t.Error("the truncated call ran")
+			}
+			reqs := x.srv.Requests()
+			if len(reqs) != 2 {
+				t.Fatalf("%d requests, want 2", len(reqs))
+			}
+			sent := string(reqs[1].Raw)
+			for _, want := range []string{"call_w", "reached its output token limit while emitting tool calls", "Reissue the tool calls"} {
+				if !strings.Contains(sent, want) {
+					t.Errorf("the continuation lacks %q: %s", want, sent)
+				}
+			}
+		})
+	}
+}
