@@ -146,15 +146,26 @@ type workspaces struct {
 	log   *slog.Logger
 
 	mu sync.Mutex
-	// global is the last configuration without a workspace that loaded,
-	// key and keyErr the credentials read with it (keyErr: missing, an
-	// unsafe or broken credentials file; every session creation reports
-	// it). keyLoaded is false until a configuration has loaded.
-	global    *config.Config
-	key       config.Secret
-	keyErr    error
-	keyLoaded bool
-	contexts  map[string]*watchedContext
+	// global is the last configuration that loaded; keys are the
+	// credentials read for each key source a configuration's provider
+	// named (an error: missing, an unsafe or broken credentials file;
+	// every session creation reports it), each read once.
+	global   *config.Config
+	keys     map[keySource]loadedKey
+	contexts map[string]*watchedContext
+}
+
+// keySource is where a provider's key comes from: a workspace whose
+// project selects another of the user's providers gets that provider's
+// key, never the one read for another provider.
+type keySource struct {
+	envKey, entry string
+	loopback      bool // a missing key is no error
+}
+
+type loadedKey struct {
+	key config.Secret
+	err error
 }
 
 // loadGlobal loads the configuration without a workspace and, the first
@@ -169,16 +180,23 @@ func (ws *workspaces) loadGlobal() error {
 }
 
 // credentials records cfg as the current global configuration and returns
-// the API key, reading it the first time.
+// the key of its provider, reading it the first time that key source is
+// named.
 func (ws *workspaces) credentials(cfg *config.Config) (config.Secret, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.global = cfg
-	if !ws.keyLoaded {
-		ws.key, ws.keyErr = loadAPIKey(ws.e, cfg)
-		ws.keyLoaded = true
+	p := cfg.Provider()
+	src := keySource{envKey: p.EnvKey, entry: p.Credentials, loopback: isLoopback(p.BaseURL)}
+	k, ok := ws.keys[src]
+	if !ok {
+		k.key, k.err = loadAPIKey(ws.e, cfg)
+		if ws.keys == nil {
+			ws.keys = map[keySource]loadedKey{}
+		}
+		ws.keys[src] = k
 	}
-	return ws.key, ws.keyErr
+	return k.key, k.err
 }
 
 // current returns the last global configuration that loaded (nil if none).
