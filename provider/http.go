@@ -412,7 +412,7 @@ func (h *HTTP) openError(ctx context.Context, cause, err error, wrote bool, key 
 	switch {
 	case !wrote && isNetUnreachable(err):
 		return &Error{Phase: PreSend, Class: NetworkUnavailable, Err: err}
-	case dialFailed && errors.Is(err, syscall.ECONNREFUSED) && isLoopbackURL(h.cfg.BaseURL):
+	case dialFailed && isRefused(err) && isLoopbackURL(h.cfg.BaseURL):
 		// Nothing listens on this machine's port: a local server that is
 		// not running. Waiting cannot help, so this is said at once.
 		return &Error{Phase: Opening, Class: Connect, LocalRefused: true, Err: err,
