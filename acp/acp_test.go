@@ -15,9 +15,8 @@ import (
 )
 
 // TestMalformedInput: lines that are not JSON-RPC get JSON-RPC errors
-// (id null when there is none), bad params get InvalidParams, session
-// methods before initialize are refused, and the connection keeps
-// serving a well-formed prompt afterwards.
+// (id null when there is none), bad params get InvalidParams, and the
+// connection keeps serving a well-formed prompt afterwards.
 func TestMalformedInput(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
 	p.prov.Enqueue(providertest.Text("still fine"))
@@ -31,9 +30,6 @@ func TestMalformedInput(t *testing.T) {
 			return 0
 		}
 		return m.Error.Code
-	}
-	if c := codes(p.call("session/new", map[string]any{"cwd": p.ws, "mcpServers": []any{}})); c != codeInvalidRequest {
-		t.Errorf("session/new before initialize: code %d", c)
 	}
 	for _, bad := range []any{"a string", map[string]any{}, map[string]any{"protocolVersion": "one"}} {
 		if c := codes(p.call("initialize", bad)); c != codeInvalidParams {
@@ -236,7 +232,7 @@ func TestClientGoneMidPrompt(t *testing.T) {
 	p.initialize(false)
 	id := p.newSession()
 	go p.call("session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "go"}}})
-	for deadline := time.Now().Add(10 * time.Second); len(p.notifications("session/update")) == 0; {
+	for deadline := time.Now().Add(10 * time.Second); len(p.updates("agent_message_chunk")) == 0; {
 		if time.Now().After(deadline) {
 			t.Fatal("no chunk streamed")
 		}
@@ -253,9 +249,10 @@ func TestClientGoneMidPrompt(t *testing.T) {
 
 // TestWriteDiff: a write's permission request shows the preview octet's
 // digest binds (what it replaces and the diff of the file's whole text
-// before and after), its final tool_call_update the diff octet recorded,
-// and its tool_call no diff of the model's; the approved write lands on
-// disk (no fs capability).
+// before and after), its final tool_call_update the change octet recorded
+// as a diff block of the whole file (the text before and after), and its
+// tool_call no diff of the model's; the approved write lands on disk (no
+// fs capability).
 func TestWriteDiff(t *testing.T) {
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
 	path := filepath.Join(p.ws, "w.txt")
@@ -271,8 +268,11 @@ func TestWriteDiff(t *testing.T) {
 	if a, want := ps.list(), "```text\nreplace w.txt (12 -> 11 bytes)\n```"+diff; len(a) != 1 || permissionText(a[0].content) != want {
 		t.Errorf("permission requests %+v, want one with content %q", a, want)
 	}
-	if c, want := p.shownCalls()["call_1"], diff+"```text\nReplaced w.txt (11 bytes).\n```"; c == nil || !slices.Equal(c.contents, []string{want}) {
-		t.Errorf("tool call shown as %+v, want no content until it completed with %q", c, want)
+	// Completed: the whole file before and after (a client renders the
+	// hunks), and the result.
+	wantDiff := diffBlock{Path: path, OldText: "before\nkept\n", NewText: "after\nkept\n"}
+	if c, want := p.shownCalls()["call_1"], "```text\nReplaced w.txt (11 bytes).\n```"; c == nil || !slices.Equal(c.contents, []string{want}) || !slices.Equal(c.diffs, []diffBlock{wantDiff}) {
+		t.Errorf("tool call shown as %+v, want no content until it completed with the diff %+v and %q", c, wantDiff, want)
 	}
 	if s, _ := os.ReadFile(path); string(s) != "after\nkept\n" {
 		t.Errorf("w.txt = %q", s)

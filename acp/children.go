@@ -135,7 +135,7 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 			u["status"] = "in_progress"
 		} else {
 			u["status"] = "failed"
-			u["content"] = []map[string]any{textContent("Not run: " + firstNonEmpty(e.Reason, e.Decision))}
+			u["content"] = []map[string]any{notRun(c.as.takeDenial(c.as.id, e.CallID), e)}
 		}
 	case *agent.ToolFinished:
 		u["status"] = "completed"

@@ -70,8 +70,21 @@ type conn struct {
 	pending map[string]chan message
 	closed  bool
 
+	// Start-up order (read and written by the reader goroutine only):
+	// until an initialize is answered successfully, the client's other
+	// messages wait in early, in the order they came; initialize itself
+	// is answered on the reader, so nothing read after it can overtake
+	// it. Clients send session/new right behind initialize without
+	// waiting for its answer.
+	started bool
+	early   []message
+
 	wg sync.WaitGroup
 }
+
+// maxEarly bounds the messages kept waiting for initialize; one more is
+// refused (a client that never initializes cannot grow the queue).
+const maxEarly = 256
 
 func newConn(w io.Writer, log *slog.Logger) *conn {
 	return &conn{w: w, log: log, pending: map[string]chan message{}}
@@ -226,19 +239,59 @@ func (c *conn) dispatch(ctx context.Context, line []byte, h handler) {
 			id = json.RawMessage("null")
 		}
 		_ = c.write(message{ID: id, Error: &rpcError{Code: codeInvalidRequest, Message: `a request needs "jsonrpc":"2.0" and a method`}})
-	case len(m.ID) == 0 || string(m.ID) == "null":
-		// A notification: handled in order (session/cancel is quick).
+	case !c.started:
+		c.beforeStart(ctx, m, h)
+	default:
+		c.handle(ctx, m, h)
+	}
+}
+
+// beforeStart handles a request or notification read before initialize
+// was answered: initialize is answered now, on the reader, and once it
+// succeeds the messages that came before it are handled in their order;
+// anything else waits for it.
+func (c *conn) beforeStart(ctx context.Context, m message, h handler) {
+	if m.Method != "initialize" || isNotification(m) {
+		if len(c.early) >= maxEarly {
+			if !isNotification(m) {
+				_ = c.write(message{ID: m.ID, Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("initialize first: %d messages already wait for it", maxEarly)}})
+			}
+			return
+		}
+		c.early = append(c.early, m)
+		return
+	}
+	res, err := safeHandle(ctx, h, m.Method, m.Params)
+	c.reply(m.ID, res, err)
+	if err != nil {
+		return
+	}
+	c.started = true
+	early := c.early
+	c.early = nil
+	for _, e := range early {
+		c.handle(ctx, e, h)
+	}
+}
+
+func isNotification(m message) bool { return len(m.ID) == 0 || string(m.ID) == "null" }
+
+// handle runs one request in its own goroutine (so a long session/prompt
+// does not hold up session/cancel) or one notification in order
+// (session/cancel is quick).
+func (c *conn) handle(ctx context.Context, m message, h handler) {
+	if isNotification(m) {
 		if _, err := safeHandle(ctx, h, m.Method, m.Params); err != nil {
 			c.log.Warn("notification failed", "method", m.Method, "error", err)
 		}
-	default:
-		c.wg.Add(1)
-		go func() {
-			defer c.wg.Done()
-			res, err := safeHandle(ctx, h, m.Method, m.Params)
-			c.reply(m.ID, res, err)
-		}()
+		return
 	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		res, err := safeHandle(ctx, h, m.Method, m.Params)
+		c.reply(m.ID, res, err)
+	}()
 }
 
 // reply answers request id with res or err.

@@ -45,9 +45,12 @@ func codeSpan(s string) string {
 // literalContent is text content showing s exactly: a fenced Markdown code
 // block whose fence no line of s can close, info naming its language
 // ("diff", "sh", "text").
-func literalContent(info, s string) map[string]any {
+func literalContent(info, s string) map[string]any { return textContent(fenced(info, s)) }
+
+// fenced is s as a fenced Markdown code block no line of s can close.
+func fenced(info, s string) string {
 	fence := strings.Repeat("`", max(3, longestRun(s, '`')+1))
-	return textContent(fence + info + "\n" + strings.TrimSuffix(s, "\n") + "\n" + fence)
+	return fence + info + "\n" + strings.TrimSuffix(s, "\n") + "\n" + fence
 }
 
 // longestRun is the length of the longest run of c in s.

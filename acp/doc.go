@@ -6,6 +6,9 @@
 // server) is: the same sessions, agent, effect broker and ledger, built
 // by the same host.Runtime.
 //
-// The mapping of each ACP method and session/update to octet's events is
-// in docs/protocol.md ("ACP dialect").
+// It serves all of stable ACP v1's agent side (initialize, authenticate,
+// session/new, load, resume, list, close, delete, prompt, cancel,
+// set_mode, set_config_option) and octet's slash commands. The mapping of
+// each method and session/update to octet's events, and what octet does
+// not implement and why, is in docs/protocol.md ("ACP dialect").
 package acp

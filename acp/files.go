@@ -10,6 +10,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/octet-agent/octet/internal/fsroot"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -20,8 +21,8 @@ const clientReadTimeout = 10 * time.Second
 // the client's fs/read_text_file (what the editor has, unsaved text
 // included) and fs/write_text_file (an approved change applied by the
 // editor). Only files inside the session's workspace go through it; when
-// the client cannot give a file (no such file, an error), the tools use
-// the disk as always.
+// the client cannot give a file (an error), or the file is not on disk,
+// the tools use the disk as always.
 type clientFiles struct {
 	s           *acpSession
 	root        string
@@ -56,9 +57,19 @@ func (f *clientFiles) fetch(ctx context.Context, path string) ([]byte, error) {
 // the text, so an approval's digest binds the text it was computed on.
 func version(text []byte) int32 { return int32(crc32.ChecksumIEEE(text) & 0x7fffffff) }
 
-// Document implements tools.Documents: the client's text of path.
+// Document implements tools.Documents: the client's text of path. A
+// file that is not on disk is not asked for (octet is creating it; a
+// client may answer "" for a file it does not have, which is not an empty
+// file). A client text that is the disk's without its final newline (a
+// buffer read that joins lines, as avante's does) is the disk's text: the
+// newline is not a change.
 func (f *clientFiles) Document(path string) (tools.Document, bool) {
 	if !f.read || !f.inside(path) {
+		return tools.Document{}, false
+	}
+	disk, exists := f.disk(path)
+	if !exists {
+		f.s.srv.log.Debug("not on disk: not asked of the client", "path", path)
 		return tools.Document{}, false
 	}
 	text, err := f.fetch(context.Background(), path)
@@ -66,7 +77,46 @@ func (f *clientFiles) Document(path string) (tools.Document, bool) {
 		f.s.srv.log.Debug("fs/read_text_file: using the disk", "path", path, "error", err)
 		return tools.Document{}, false
 	}
+	if disk != nil && lacksFinalNewline(text, disk) {
+		text = disk
+	}
 	return tools.Document{Text: text, Version: version(text)}, true
+}
+
+// disk reads path from the disk without following links: exists is
+// false when there is no such file, data nil when it cannot be read as a
+// regular file of at most tools.MaxFileBytes.
+func (f *clientFiles) disk(path string) (data []byte, exists bool) {
+	rel, err := filepath.Rel(f.root, path)
+	if err != nil {
+		return nil, true
+	}
+	root, err := fsroot.Open(f.root)
+	if err != nil {
+		return nil, true
+	}
+	defer root.Close()
+	data, _, err = root.ReadFile(filepath.ToSlash(rel), tools.MaxFileBytes)
+	switch {
+	case fsroot.IsNotExist(err):
+		return nil, false
+	case err != nil:
+		return nil, true
+	}
+	return data, true
+}
+
+// lacksFinalNewline reports whether text is full without its final line
+// ending.
+func lacksFinalNewline(text, full []byte) bool {
+	rest, ok := bytes.CutPrefix(full, text)
+	return ok && (string(rest) == "\n" || string(rest) == "\r\n")
+}
+
+// sameText reports whether the client's text a is b, up to the final
+// newline a client's buffer read may drop (or a save may add).
+func sameText(a, b []byte) bool {
+	return bytes.Equal(a, b) || lacksFinalNewline(a, b) || lacksFinalNewline(b, a)
 }
 
 // AppliesEdits implements tools.Documents.
@@ -85,7 +135,7 @@ func (f *clientFiles) Apply(ctx context.Context, path string, base tools.Documen
 	if err != nil {
 		return fmt.Errorf("cannot read %s from the editor before writing it: %w", path, err)
 	}
-	if !bytes.Equal(now, base.Text) {
+	if !sameText(now, base.Text) {
 		return fmt.Errorf("%s changed in the editor since octet read it: read it again", path)
 	}
 	err = f.s.srv.c.call(ctx, "fs/write_text_file", map[string]any{"sessionId": f.s.id, "path": path, "content": string(updated)}, nil)

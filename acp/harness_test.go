@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,15 +24,21 @@ type stackOpts struct {
 	policy   tools.Policy
 	maxTurns int
 	recovery bool
+	// runtime, when set, changes the runtime before it serves.
+	runtime func(*host.Runtime)
 }
 
 // testRuntime is the real agent, tools and broker over the scripted
 // provider, as cmd/octet builds them (without configuration files).
 func testRuntime(t *testing.T, prov *providertest.Server, home string, o stackOpts) *host.Runtime {
-	return hosttest.New(t, hosttest.Options{
+	rt := hosttest.New(t, hosttest.Options{
 		Home: home, Provider: prov, Policy: o.policy, MaxTurns: o.maxTurns,
 		Recovery: o.recovery, Backoff: 10 * time.Millisecond,
 	}).Runtime
+	if o.runtime != nil {
+		o.runtime(rt)
+	}
+	return rt
 }
 
 // peer is a Go ACP client of an in-process Serve.
@@ -49,6 +56,10 @@ type peer struct {
 	notes   []message
 	// onRequest answers the server's requests (nil: method not found).
 	onRequest func(m message) (any, *rpcError)
+	// wire validates what octet sends against the ACP schema.
+	wire *wireCheck
+	// readDone is closed when the reader has seen the server's output end.
+	readDone chan struct{}
 }
 
 func newPeer(t *testing.T, o stackOpts) *peer {
@@ -62,7 +73,8 @@ func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws st
 	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{}}
+	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{},
+		wire: newWireCheck(loadSchemas(t)), readDone: make(chan struct{})}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.DiscardHandler), Version: "test"})
 		outW.Close()
@@ -79,11 +91,13 @@ func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws st
 		case <-time.After(10 * time.Second):
 			t.Error("Serve did not return after stdin closed")
 		}
+		<-p.readDone
 	})
 	return p
 }
 
 func (p *peer) read(r io.Reader) {
+	defer close(p.readDone)
 	sc := bufio.NewScanner(r)
 	sc.Buffer(nil, 64<<20)
 	for sc.Scan() {
@@ -91,6 +105,9 @@ func (p *peer) read(r io.Reader) {
 		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
 			p.t.Errorf("server wrote a line that is not JSON: %q", sc.Text())
 			continue
+		}
+		if err := p.wire.fromOctet(sc.Bytes()); err != nil {
+			p.t.Errorf("octet sent a message the ACP schema refuses: %v\n%s", err, sc.Bytes())
 		}
 		switch {
 		case m.Method != "" && len(m.ID) > 0:
@@ -137,6 +154,9 @@ func (p *peer) send(m message) {
 
 // raw writes one line as is.
 func (p *peer) raw(line string) {
+	for l := range strings.SplitSeq(line, "\n") {
+		p.wire.fromClient([]byte(l))
+	}
 	if _, err := io.WriteString(p.w, line+"\n"); err != nil {
 		p.t.Errorf("write to server: %v", err)
 	}
@@ -176,9 +196,21 @@ func (p *peer) ok(method string, params, res any) {
 	}
 }
 
+// initialize initializes the connection as a client that takes octet's
+// _octet/* notifications, with the fs capabilities when fs is set.
 func (p *peer) initialize(fs bool) {
 	p.t.Helper()
-	p.ok("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{"fs": map[string]bool{"readTextFile": fs, "writeTextFile": fs}}}, nil)
+	p.initializeWith(map[string]any{
+		"fs":    map[string]bool{"readTextFile": fs, "writeTextFile": fs},
+		"_meta": map[string]any{"octet": map[string]any{"notifications": true}},
+	})
+}
+
+// initializeWith initializes the connection with the client capabilities
+// caps.
+func (p *peer) initializeWith(caps map[string]any) {
+	p.t.Helper()
+	p.ok("initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": caps}, nil)
 }
 
 func (p *peer) newSession() string {
@@ -263,6 +295,19 @@ func (p *peer) stray() []message {
 	for _, m := range p.notes {
 		if m.Method == "" {
 			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// updates returns the session/update notifications of kind received so
+// far (their update objects).
+func (p *peer) updates(kind string) []map[string]any {
+	var out []map[string]any
+	for _, raw := range p.notifications("session/update") {
+		var n struct{ Update map[string]any }
+		if json.Unmarshal(raw, &n) == nil && n.Update["sessionUpdate"] == kind {
+			out = append(out, n.Update)
 		}
 	}
 	return out

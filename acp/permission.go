@@ -114,8 +114,8 @@ func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, tar
 	params := map[string]any{"sessionId": target.sessionID, "toolCall": call, "options": permissionOptions(req)}
 	var resp struct {
 		Outcome struct {
-			Outcome  string `json:"outcome"`
-			OptionID string `json:"optionId"`
+			Outcome  string  `json:"outcome"`
+			OptionID *string `json:"optionId"`
 		} `json:"outcome"`
 	}
 	err := as.srv.c.call(ctx, "session/request_permission", params, &resp)
@@ -132,8 +132,17 @@ func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, tar
 		// else: not approved.
 		return no, nil
 	}
-	as.srv.log.Info("permission answered", "session", as.id, "call", req.Intent.CallID, "option", truncate(resp.Outcome.OptionID, 40))
-	switch resp.Outcome.OptionID {
+	if resp.Outcome.OptionID == nil || *resp.Outcome.OptionID == "" {
+		// avante answers so after "Always allow": which option the
+		// person chose is not known, so nothing is allowed.
+		as.srv.log.Warn("permission answer without an optionId; denied", "session", as.id, "call", req.Intent.CallID)
+		no.Reason = noOptionDenial
+		as.noteDenial(target.sessionID, req.Intent.CallID, noOptionDenial)
+		return no, nil
+	}
+	optionID := *resp.Outcome.OptionID
+	as.srv.log.Info("permission answered", "session", as.id, "call", req.Intent.CallID, "option", truncate(optionID, 40))
+	switch optionID {
 	case optAllowOnce:
 		return tools.Approval{Approved: true, Digest: req.Digest}, nil
 	case optAllowAlways:
@@ -145,8 +154,36 @@ func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, tar
 	case optRejectOnce:
 		return no, nil
 	}
-	as.srv.log.Warn("unknown permission option; denied", "call", req.Intent.CallID, "option", truncate(resp.Outcome.OptionID, 40))
+	as.srv.log.Warn("unknown permission option; denied", "call", req.Intent.CallID, "option", truncate(optionID, 40))
+	no.Reason = "the editor answered with an option octet did not offer; not run"
+	as.noteDenial(target.sessionID, req.Intent.CallID, no.Reason)
 	return no, nil
+}
+
+// noOptionDenial is why a call answered without an option was not run.
+const noOptionDenial = "the editor's answer to the permission request named no option (no optionId), so the call was not run; choose Allow or Reject again"
+
+// noteDenial keeps why octet itself denied call callID asked on session
+// sessionID, for the call's decision update (the broker's decision says
+// only that it was denied).
+func (as *acpSession) noteDenial(sessionID, callID, why string) {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	if as.denials == nil {
+		as.denials = map[[2]string]string{}
+	}
+	as.denials[[2]string{sessionID, callID}] = why
+}
+
+// takeDenial returns (and forgets) why octet denied call callID asked on
+// session sessionID.
+func (as *acpSession) takeDenial(sessionID, callID string) string {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	key := [2]string{sessionID, callID}
+	why := as.denials[key]
+	delete(as.denials, key)
+	return why
 }
 
 // permissionCall is the ToolCallUpdate a permission request shows, with

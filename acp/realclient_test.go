@@ -95,6 +95,7 @@ func (w *world) run(t *testing.T, scenario string, got any) {
 	if err := json.Unmarshal(stdout, got); err != nil {
 		t.Fatalf("client %s output %s: %v", scenario, stdout, err)
 	}
+	checkWires(t, stdout)
 	t.Logf("client output: %s\noctet's logs:\n%s", stdout, stderr.String())
 }
 
@@ -139,6 +140,12 @@ type update struct {
 	// Description is a subagent_update's.
 	Description string
 	Locations   []struct{ Path string }
+	// Used, Size and Cost are a usage_update's.
+	Used, Size int64
+	Cost       *struct {
+		Amount   float64
+		Currency string
+	}
 }
 
 // text returns the concatenated text of the updates of kind.
@@ -188,4 +195,35 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// checkWires validates every line octet sent on each of the client's
+// connections against the ACP schema (schema_test.go).
+func checkWires(t *testing.T, stdout []byte) {
+	t.Helper()
+	var out struct {
+		Wires [][]struct{ Dir, Line string }
+	}
+	if err := json.Unmarshal(stdout, &out); err != nil || len(out.Wires) == 0 {
+		t.Fatalf("the client recorded no wire: %v", err)
+	}
+	s := loadSchemas(t)
+	if s == nil {
+		return
+	}
+	n := 0
+	for _, wire := range out.Wires {
+		w := newWireCheck(s)
+		for _, l := range wire {
+			if l.Dir == "client" {
+				w.fromClient([]byte(l.Line))
+				continue
+			}
+			n++
+			if err := w.fromOctet([]byte(l.Line)); err != nil {
+				t.Errorf("octet sent a message the ACP schema refuses: %v\n%s", err, l.Line)
+			}
+		}
+	}
+	t.Logf("%d messages from octet validated against the ACP schema", n)
 }

@@ -1,7 +1,6 @@
 package acp
 
 import (
-	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -10,7 +9,7 @@ import (
 // as agent chunks, calls as tool_call and their results as
 // tool_call_update (completed or failed, with the recorded diffs).
 // Opaque reasoning content is never sent.
-func (as *acpSession) replay() error {
+func (as *acpSession) replay() {
 	for _, e := range as.hs.Branch() {
 		switch e.Type {
 		case session.EntryUser, session.EntrySteering:
@@ -29,7 +28,6 @@ func (as *acpSession) replay() error {
 			}
 		}
 	}
-	return nil
 }
 
 func (as *acpSession) replayItem(entryID string, it session.Item) {
@@ -61,15 +59,7 @@ func (as *acpSession) replayResult(r *session.ToolResult) {
 		status = "failed"
 	}
 	// The files the call changed, as recorded with its result.
-	recs, err := changes.FromDetails(r.Details)
-	if err != nil {
-		as.srv.log.Warn("recorded changes not shown", "session", as.id, "call", r.CallID, "error", err)
-	}
-	cs := make([]changes.Change, 0, len(recs))
-	for _, rec := range recs {
-		cs = append(cs, rec.Change)
-	}
-	content := append(changeContent(cs), literalContent("text", r.Text))
+	content := append(recordedContent(as.srv.log, as.cwd, r, as.hs.FileTexts), literalContent("text", r.Text))
 	as.srv.update(as.id, map[string]any{
 		"sessionUpdate": "tool_call_update", "toolCallId": r.CallID, "status": status,
 		"content": content, "rawOutput": map[string]any{"text": r.Text, "isError": r.IsError},

@@ -16,7 +16,9 @@ import (
 // and embedded context; a prompt with a resource link and an embedded
 // resource gives the model both; the answer streams as
 // agent_message_chunk (reasoning as agent_thought_chunk) and ends with
-// end_turn; usage arrives as _octet/usage, never as a chunk; an unknown
+// end_turn; usage arrives as usage_update (the context filled of the
+// model's window, the cost so far), never as a chunk, and no _octet/*
+// notification reaches a client that did not ask for them; an unknown
 // session is an error and the connection goes on.
 func TestSDKPromptStreaming(t *testing.T) {
 	w := newWorld(t)
@@ -43,13 +45,20 @@ func TestSDKPromptStreaming(t *testing.T) {
 	if s := got.text("agent_thought_chunk"); !strings.Contains(s, "thinking about it") {
 		t.Errorf("agent_thought_chunk text %q", s)
 	}
-	if !slices.ContainsFunc(got.Ext, func(e struct {
-		Method string
-		Params map[string]any
-	}) bool {
-		return e.Method == "_octet/usage"
-	}) {
-		t.Errorf("no _octet/usage notification: %+v", got.Ext)
+	if len(got.Ext) != 0 {
+		t.Errorf("_octet/* notifications to a client that did not ask for them: %+v", got.Ext)
+	}
+	var usage []update
+	for _, u := range got.Updates {
+		if u.SessionUpdate == "usage_update" {
+			usage = append(usage, u)
+		}
+	}
+	// 10 input and 5 output tokens of gpt-5.1-codex ($1.25 and $10 per
+	// million).
+	if len(usage) != 1 || usage[0].Used != 15 || usage[0].Size != 400_000 || usage[0].Cost == nil ||
+		usage[0].Cost.Amount != 0.0000625 || usage[0].Cost.Currency != "USD" {
+		t.Errorf("usage_update %+v", usage)
 	}
 	reqs := w.prov.Requests()
 	if len(reqs) != 1 {

@@ -19,8 +19,9 @@ import (
 // ProtocolVersion is the ACP version octet speaks.
 const ProtocolVersion = 1
 
-// maxSessions bounds the sessions open on one connection (ACP v1 has no
-// way to close one): each holds an agent, its tools and a session file.
+// maxSessions bounds the sessions open on one connection (a client that
+// never sends session/close keeps them): each holds an agent, its tools
+// and a session file.
 const maxSessions = 256
 
 // Options configures Serve.
@@ -45,9 +46,12 @@ type Server struct {
 	// host creates and opens the sessions.
 	host *host.Host
 
+	// openMu serializes opening existing sessions (load, resume).
+	openMu sync.Mutex
+
 	mu          sync.Mutex
 	initialized bool
-	caps        clientCapabilities
+	clientCaps  clientCapabilities
 	// client is the client's name (initialize's clientInfo.name).
 	client   string
 	sessions map[string]*acpSession
@@ -65,13 +69,43 @@ type clientCapabilities struct {
 	// Subagents is the unstable subagents capability: an object (even
 	// {}) means the client understands child sessions.
 	Subagents json.RawMessage `json:"subagents"`
+	// Auth.Terminal: the client can run octet in a terminal to log in.
+	Auth struct {
+		Terminal bool `json:"terminal"`
+	} `json:"auth"`
+	// Session.Compaction: the client shows compaction_update.
+	Session struct {
+		Compaction json.RawMessage `json:"compaction"`
+	} `json:"session"`
+	// Meta.Octet.Notifications: the client takes octet's _octet/*
+	// notifications.
+	Meta struct {
+		Octet struct {
+			Notifications bool `json:"notifications"`
+		} `json:"octet"`
+	} `json:"_meta"`
+}
+
+// compaction reports whether the client advertised session.compaction.
+func (c clientCapabilities) compaction() bool { return isObject(c.Session.Compaction) }
+
+// extensions reports whether the client asked for _octet/*
+// notifications.
+func (c clientCapabilities) extensions() bool { return c.Meta.Octet.Notifications }
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool { return len(raw) > 0 && raw[0] == '{' }
+
+// caps is what the client advertised at initialize.
+func (s *Server) caps() clientCapabilities {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.clientCaps
 }
 
 // subagents reports whether the client advertised the subagents
 // capability.
-func (c clientCapabilities) subagents() bool {
-	return len(c.Subagents) > 0 && c.Subagents[0] == '{'
-}
+func (c clientCapabilities) subagents() bool { return isObject(c.Subagents) }
 
 // Serve speaks ACP on in and out until in ends or ctx is done, then
 // cancels the runs still going and closes every session.
@@ -104,7 +138,7 @@ func (s *Server) handle(ctx context.Context, method string, raw json.RawMessage)
 	case "initialize":
 		return s.initialize(raw)
 	case "authenticate":
-		return struct{}{}, nil
+		return s.authenticate(ctx, raw)
 	case "session/new":
 		return s.sessionNew(ctx, raw)
 	case "session/load":
@@ -115,6 +149,16 @@ func (s *Server) handle(ctx context.Context, method string, raw json.RawMessage)
 		return nil, s.cancel(raw)
 	case "session/set_mode":
 		return s.setMode(raw)
+	case "session/set_config_option":
+		return s.setConfigOption(raw)
+	case "session/list":
+		return s.list(ctx, raw)
+	case "session/resume":
+		return s.sessionResume(ctx, raw)
+	case "session/close":
+		return s.sessionClose(raw)
+	case "session/delete":
+		return s.sessionDelete(raw)
 	}
 	return nil, &rpcError{Code: codeMethodNotFound, Message: fmt.Sprintf("method %q is not part of octet's ACP dialect", truncate(method, 80))}
 }
@@ -146,7 +190,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 	}
 	s.mu.Lock()
 	s.initialized = true
-	s.caps = p.Capabilities
+	s.clientCaps = p.Capabilities
 	s.client = p.ClientInfo.Name
 	s.mu.Unlock()
 	// Negotiation: octet answers with the version it speaks; a client
@@ -155,13 +199,16 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 		"protocolVersion": ProtocolVersion,
 		"agentCapabilities": map[string]any{
 			"loadSession": true,
+			"sessionCapabilities": map[string]any{
+				"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{},
+			},
 			"promptCapabilities": map[string]any{
 				"image": false, "audio": false, "embeddedContext": true,
 			},
 			"mcpCapabilities": map[string]any{"http": true, "sse": false},
 		},
 		"agentInfo":   map[string]any{"name": "octet", "title": "octet", "version": s.opts.Version},
-		"authMethods": []any{},
+		"authMethods": authMethods(p.Capabilities),
 	}, nil
 }
 
@@ -180,10 +227,10 @@ func (s *Server) ready() (clientCapabilities, error) {
 	if !s.initialized {
 		return clientCapabilities{}, &rpcError{Code: codeInvalidRequest, Message: "initialize first"}
 	}
-	return s.caps, nil
+	return s.clientCaps, nil
 }
 
-// sessionParams are the common params of session/new and session/load.
+// sessionParams are the common params of session/new, load and resume.
 type sessionParams struct {
 	SessionID  string            `json:"sessionId"`
 	Cwd        string            `json:"cwd"`
@@ -202,7 +249,7 @@ func checkCwd(cwd string) error {
 }
 
 // sessionRequest is the client's capabilities and the params of a
-// session/new or session/load, once initialized.
+// session/new, load or resume, once initialized.
 func (s *Server) sessionRequest(raw json.RawMessage) (clientCapabilities, sessionParams, error) {
 	var p sessionParams
 	caps, err := s.ready()
@@ -231,49 +278,10 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"sessionId": as.id, "modes": as.modes()}, nil
-}
-
-func (s *Server) sessionLoad(ctx context.Context, raw json.RawMessage) (any, error) {
-	caps, p, err := s.sessionRequest(raw)
-	if err != nil {
-		return nil, err
-	}
-	id := p.SessionID
-	if id == "" || filepath.Base(id) != id || id == "." || id == ".." {
-		return nil, invalidParams("invalid sessionId %q", truncate(id, 80))
-	}
-	s.mu.Lock()
-	_, open := s.sessions[id]
-	s.mu.Unlock()
-	if open {
-		return nil, invalidParams("session %s is already open on this connection", id)
-	}
-	path := filepath.Join(s.opts.Runtime.SessionsDir, id+".jsonl")
-	if _, err := os.Stat(path); err != nil {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("no session %s in %s", id, s.opts.Runtime.SessionsDir)}
-	}
-	mcp, err := mcpServersOf(p.MCPServers)
-	if err != nil {
-		return nil, err
-	}
-	as, err := s.attach(caps, mcp, func(b host.Binding) (*host.Session, error) {
-		hs, err := s.host.Open(ctx, id, b)
-		if _, agentErr := errors.AsType[*host.AgentError](err); err != nil && !agentErr {
-			err = fmt.Errorf("open session %s: %w", id, err)
-		}
-		return hs, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	if p.Cwd != "" && filepath.Clean(p.Cwd) != as.cwd {
-		s.log.Warn("session/load cwd differs from the session's; the session's is used", "session", id, "cwd", p.Cwd, "sessionCwd", as.cwd)
-	}
-	if err := as.replay(); err != nil {
-		return nil, err
-	}
-	return map[string]any{"modes": as.modes()}, nil
+	res := as.state()
+	res["sessionId"] = as.id
+	as.ready()
+	return res, nil
 }
 
 // attach opens a session with open (the host's create or open, given
@@ -298,9 +306,15 @@ func (s *Server) attach(caps clientCapabilities, mcp []host.MCPServer, open func
 		}
 	}
 	hs, err := open(b)
+	if errors.Is(err, host.ErrAuthRequired) {
+		return nil, authRequired(err)
+	}
 	if err != nil {
-		if _, ok := errors.AsType[*host.AgentError](err); ok && s.opts.ConfigError != nil && !errors.Is(err, s.opts.ConfigError) {
-			err = fmt.Errorf("%w (at startup: %v)", err, s.opts.ConfigError)
+		// A missing key at startup is not worth repeating: the person
+		// may have logged in since.
+		startErr := s.opts.ConfigError
+		if _, ok := errors.AsType[*host.AgentError](err); ok && startErr != nil && !errors.Is(err, startErr) && !errors.Is(startErr, host.ErrAuthRequired) {
+			err = fmt.Errorf("%w (at startup: %v)", err, startErr)
 		}
 		return nil, err
 	}

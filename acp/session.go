@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/host"
@@ -41,11 +42,17 @@ type acpSession struct {
 	// session/cancel for it.
 	run       *agent.Run
 	cancelled bool
+	// busy is set while a slash command that does not run the model
+	// (/diff, /rewind) holds the prompt slot.
+	busy bool
 	// gate records the tool_call updates sent for the prompt in
 	// progress: a permission request follows its call's (nil: none).
 	gate *eventgate.Gate
 	// waits are the session/request_permission requests unanswered.
 	waits map[*permissionWait]struct{}
+	// denials are why octet itself denied a call (an answer without an
+	// option), by session and call id, until its decision update is sent.
+	denials map[[2]string]string
 	// rejected are the reject_always answers: calls of exactly these
 	// tools and scopes are denied without asking while the session is
 	// open on this connection.
@@ -57,12 +64,25 @@ type acpSession struct {
 
 var _ tools.Approver = (*acpSession)(nil)
 
+// update sends one session/update on the session.
+func (as *acpSession) update(u map[string]any) { as.srv.update(as.id, u) }
+
+// running reports whether a prompt is running in the session.
+func (as *acpSession) running() bool {
+	as.mu.Lock()
+	defer as.mu.Unlock()
+	return as.run != nil
+}
+
 // broker returns the session's effect broker.
 func (as *acpSession) broker() *tools.Broker { return as.hs.Broker() }
 
-// prompt handles session/prompt: it runs the prompt, streaming its events
-// as session/update, and answers with the stop reason once the run is
-// settled.
+// errPromptRunning refuses a prompt while another one runs.
+var errPromptRunning = &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session: wait for its answer or send session/cancel"}
+
+// prompt handles session/prompt: it runs the prompt (or the slash
+// command it starts with), streaming its events as session/update, and
+// answers with the stop reason once the run is settled.
 func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		SessionID string         `json:"sessionId"`
@@ -75,27 +95,53 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cmd, arg := slashCommand(p.Prompt); cmd != nil {
+		s.log.Info("slash command", "session", as.id, "command", cmd.name)
+		return cmd.run(as, ctx, arg, p.Prompt[1:])
+	}
 	text, err := promptText(as.cwd, p.Prompt)
 	if err != nil {
 		return nil, err
 	}
-	return as.runPrompt(ctx, text)
+	return as.runText(ctx, text)
 }
 
-func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
+// runText runs text as the user's prompt; the session's first prompt
+// gives it its title (session_info_update).
+func (as *acpSession) runText(ctx context.Context, text string) (any, error) {
+	return as.runPrompt(ctx, func(ctx context.Context) (*agent.Run, error) {
+		untitled := as.hs.Title() == ""
+		r, err := as.hs.Prompt(ctx, text, agent.PromptOptions{})
+		if err == nil && untitled {
+			if err := as.hs.TitleFromPrompt(text); err != nil {
+				as.srv.log.Warn("could not set the session's automatic title", "session", as.id, "error", err)
+			} else if title := as.hs.Title(); title != "" {
+				as.update(map[string]any{"sessionUpdate": "session_info_update", "title": title, "updatedAt": now()})
+			}
+		}
+		return r, err
+	})
+}
+
+// now is the current time as session_info_update's updatedAt.
+func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
+
+// runPrompt runs the run start begins, streaming its events, and answers
+// once it is settled; session_info_update then says the session changed.
+func (as *acpSession) runPrompt(ctx context.Context, start func(context.Context) (*agent.Run, error)) (any, error) {
 	as.mu.Lock()
-	if as.run != nil {
+	if as.run != nil || as.busy {
 		as.mu.Unlock()
-		return nil, &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session: wait for its answer or send session/cancel"}
+		return nil, errPromptRunning
 	}
 	gate := new(eventgate.Gate)
 	as.gate = gate
-	r, err := as.hs.Prompt(ctx, text, agent.PromptOptions{})
+	r, err := start(ctx)
 	if err != nil {
 		as.gate = nil
 		as.mu.Unlock()
 		if errors.Is(err, agent.ErrBusy) {
-			return nil, &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session"}
+			return nil, errPromptRunning
 		}
 		return nil, fmt.Errorf("start prompt: %w", err)
 	}
@@ -103,7 +149,7 @@ func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
 	as.mu.Unlock()
 
 	st := newRunStream(as.srv, as.id, as.cwd, as.hs.Ledger(), r.ID())
-	st.gate = gate
+	st.gate, st.totals, st.texts, st.denial = gate, as.hs.Ledger().Totals, as.hs.FileTexts, as.takeDenial
 	for ev := range r.Events() {
 		st.event(ev)
 	}
@@ -113,6 +159,7 @@ func (as *acpSession) runPrompt(ctx context.Context, text string) (any, error) {
 	cancelled := as.cancelled
 	as.run, as.gate = nil, nil
 	as.mu.Unlock()
+	as.update(map[string]any{"sessionUpdate": "session_info_update", "updatedAt": now()})
 	return as.answer(res, cancelled)
 }
 

@@ -17,7 +17,12 @@ import (
 type shownCall struct {
 	titles   []string
 	contents []string
+	// diffs are the diff blocks of its contents.
+	diffs []diffBlock
 }
+
+// diffBlock is a ToolCallContent of type diff.
+type diffBlock struct{ Path, OldText, NewText string }
 
 // shownCalls collects the tool_call and tool_call_update notifications
 // received so far, by call id.
@@ -46,6 +51,15 @@ func (p *peer) shownCalls() map[string]*shownCall {
 		if len(u.Content) > 0 {
 			c.contents = append(c.contents, permissionText(u.Content))
 		}
+		for _, b := range u.Content {
+			if b["type"] == "diff" {
+				var d diffBlock
+				d.Path, _ = b["path"].(string)
+				d.OldText, _ = b["oldText"].(string)
+				d.NewText, _ = b["newText"].(string)
+				c.diffs = append(c.diffs, d)
+			}
+		}
 	}
 	return calls
 }
@@ -54,8 +68,9 @@ func (p *peer) shownCalls() map[string]*shownCall {
 // not asked for (full access) is octet's text, never less than the
 // effect: a replace_all edit's tool_call says "replace all" and carries no
 // diff of the model's one old_text → new_text, its final update shows the
-// recorded diff with every hunk, and so does its replay by session/load on
-// another connection. Titles from the model's arguments (a search pattern
+// recorded change (the whole file before and after) with every
+// replacement, and so does its replay by session/load on another
+// connection. Titles from the model's arguments (a search pattern
 // with a bidirectional control and Markdown link syntax, a path with a
 // newline) are Markdown code spans of the text made visible, one line,
 // marked when cut.
@@ -77,11 +92,13 @@ func TestToolCallsShowOctetsText(t *testing.T) {
 	if stop := p.prompt(id, "go"); stop != stopEndTurn {
 		t.Fatalf("stop %q", stop)
 	}
+	// The recorded change: the whole file before and after, every
+	// replacement in it.
 	hunks := func(c *shownCall) int {
 		n := 0
-		for _, s := range c.contents {
+		for _, d := range c.diffs {
 			for i := range 3 {
-				if strings.Contains(s, fmt.Sprintf("-v%d = OLD\n+v%d = NEW\n", i, i)) {
+				if strings.Contains(d.OldText, fmt.Sprintf("v%d = OLD\n", i)) && strings.Contains(d.NewText, fmt.Sprintf("v%d = NEW\n", i)) {
 					n++
 				}
 			}

@@ -105,7 +105,7 @@ func (s *subagents) event(child team.Snapshot, ev agent.Event) {
 	if rs, ok := ev.(*agent.RunStarted); ok {
 		k.gate = new(eventgate.Gate)
 		k.stream = newRunStream(s.as.srv, child.SessionID, s.as.cwd, sessionFile(child.SessionPath), rs.RunID)
-		k.stream.gate = k.gate
+		k.stream.gate, k.stream.denial = k.gate, s.as.takeDenial
 	}
 	st, gate := k.stream, k.gate
 	if _, fin := ev.(*agent.RunFinished); fin {

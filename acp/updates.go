@@ -2,6 +2,8 @@ package acp
 
 import (
 	"fmt"
+	"log/slog"
+	"path/filepath"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/changes"
@@ -31,7 +33,22 @@ type runStream struct {
 	output map[string][]byte
 	// gate is told of each tool_call sent.
 	gate *eventgate.Gate
+	// totals, when set, are the session's usage totals (the cost a
+	// usage_update reports); a child's stream has none.
+	totals func() session.Totals
+	// compactions numbers the run's compactions (compaction_update ids).
+	compactions int
+	// texts, when set, reads the whole texts of a recorded change (a
+	// child's stream has none: its changes are shown as unified diffs).
+	texts fileTexts
+	// denial, when set, returns why octet itself denied a call of session
+	// sessionID ("": the broker's reason stands).
+	denial func(sessionID, callID string) string
 }
+
+// fileTexts returns the whole text a recorded change replaced and the
+// one it left (host.Session.FileTexts).
+type fileTexts func(rec changes.Record, maxBytes int64) (old, updated *string, ok bool)
 
 // entryReader reads the entries of a run's session.
 type entryReader interface {
@@ -45,8 +62,13 @@ func newRunStream(srv *Server, sid, cwd string, entries entryReader, runID strin
 
 func (st *runStream) update(u map[string]any) { st.srv.update(st.sid, u) }
 
-// ext sends an _octet/ extension notification.
+// ext sends an _octet/ extension notification, to a client that asked
+// for them only (clientCapabilities._meta.octet.notifications): others
+// warn about notifications they do not know.
 func (st *runStream) ext(method string, params map[string]any) {
+	if !st.srv.caps().extensions() {
+		return
+	}
 	params["sessionId"] = st.sid
 	params["runId"] = st.runID
 	if err := st.srv.c.notify(method, params); err != nil {
@@ -75,7 +97,11 @@ func (st *runStream) event(ev agent.Event) {
 		// Historical progress of a replaced attempt: never an answer chunk.
 		st.ext("_octet/recoveredOutput", map[string]any{"channel": e.Channel, "text": e.Text})
 	case *agent.Usage:
-		st.ext("_octet/usage", map[string]any{"usage": e})
+		st.usage(e)
+	case *agent.CompactionStarted:
+		st.compaction(map[string]any{"status": "in_progress", "_meta": map[string]any{"octet": map[string]any{"tokensBefore": e.TokensBefore}}})
+	case *agent.CompactionFinished:
+		st.compactionFinished(e)
 	case *agent.AssistantCommitted:
 		st.committed(e.EntryID)
 		st.attempt++
@@ -128,9 +154,13 @@ func (st *runStream) decision(e *agent.ToolPolicyDecision) {
 		st.update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": "in_progress", "_meta": meta})
 		return
 	}
+	why := ""
+	if st.denial != nil {
+		why = st.denial(st.sid, e.CallID)
+	}
 	st.update(map[string]any{
 		"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": "failed", "_meta": meta,
-		"content": []map[string]any{textContent("Not run: " + firstNonEmpty(e.Reason, e.Decision))},
+		"content": []map[string]any{notRun(why, e)},
 	})
 }
 
@@ -153,8 +183,6 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 		status = "failed"
 	}
 	u := map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": e.CallID, "status": status}
-	// The files the call changed, as octet recorded them.
-	content := changeContent(e.Changes)
 	if len(e.Changes) > 0 {
 		diffs := make([]map[string]any, 0, len(e.Changes))
 		for _, c := range e.Changes {
@@ -162,9 +190,15 @@ func (st *runStream) toolFinished(e *agent.ToolFinished) {
 		}
 		u["_meta"] = map[string]any{"octet": map[string]any{"changes": diffs}}
 	}
-	if res, ok := st.result(e.CallID); ok {
+	// The files the call changed, as octet recorded them.
+	var content []map[string]any
+	res, ok := st.result(e.CallID)
+	if ok {
+		content = recordedContent(st.srv.log, st.cwd, res, st.texts)
 		content = append(content, literalContent("text", res.Text))
 		u["rawOutput"] = map[string]any{"text": res.Text, "isError": res.IsError}
+	} else {
+		content = changeContent(e.Changes)
 	}
 	if len(content) > 0 {
 		u["content"] = content
@@ -191,11 +225,102 @@ func (st *runStream) result(callID string) (*session.ToolResult, bool) {
 func changeContent(cs []changes.Change) []map[string]any {
 	var content []map[string]any
 	for _, c := range cs {
-		info := "diff"
-		if c.DiffOmitted {
-			info = "text"
-		}
-		content = append(content, literalContent(info, tools.ApprovalText(c.Diff)))
+		content = append(content, unifiedContent(c))
 	}
 	return content
+}
+
+func unifiedContent(c changes.Change) map[string]any {
+	info := "diff"
+	if c.DiffOmitted {
+		info = "text"
+	}
+	return literalContent(info, tools.ApprovalText(c.Diff))
+}
+
+// maxDiffText bounds a file shown whole in a diff content block.
+const maxDiffText = 1 << 20
+
+// recordedContent shows the changes recorded with a call's result: a
+// whole-file diff (the path, the text before and after, so a client
+// renders real hunks) where the change store kept both texts, else the
+// recorded unified diff. The texts are made visible as every text octet
+// shows about a call is (display.go).
+func recordedContent(log *slog.Logger, cwd string, r *session.ToolResult, texts fileTexts) []map[string]any {
+	recs, err := changes.FromDetails(r.Details)
+	if err != nil {
+		log.Warn("recorded changes not shown", "call", r.CallID, "error", err)
+	}
+	var content []map[string]any
+	for _, rec := range recs {
+		if texts != nil {
+			if old, updated, ok := texts(rec, maxDiffText); ok {
+				d := map[string]any{"type": "diff", "path": location(cwd, filepath.FromSlash(rec.Path)), "newText": ""}
+				if old != nil {
+					d["oldText"] = tools.ApprovalText(*old)
+				}
+				if updated != nil {
+					d["newText"] = tools.ApprovalText(*updated)
+				}
+				content = append(content, d)
+				continue
+			}
+		}
+		content = append(content, unifiedContent(rec.Change))
+	}
+	return content
+}
+
+// usage sends usage_update after a response: the context the
+// conversation fills of the model's window and, when every request of
+// the session was priced, its cost so far; _octet/usage carries the
+// response's own tokens.
+func (st *runStream) usage(e *agent.Usage) {
+	u := map[string]any{"sessionUpdate": "usage_update", "used": max(e.ContextTokens, 0), "size": max(e.ContextWindow, 0)}
+	if st.totals != nil {
+		t := st.totals()
+		if t.Unpriced == 0 {
+			u["cost"] = map[string]any{"amount": float64(t.Known.CostPicodollars) / 1e12, "currency": "USD"}
+		}
+		u["_meta"] = map[string]any{"octet": map[string]any{"complete": !t.Uncertain}}
+	}
+	st.update(u)
+	st.ext("_octet/usage", map[string]any{"usage": e})
+}
+
+// compaction sends a compaction_update of the run's current compaction,
+// to a client that advertised session.compaction.
+func (st *runStream) compaction(u map[string]any) {
+	if !st.srv.caps().compaction() {
+		return
+	}
+	if u["status"] == "in_progress" {
+		st.compactions++
+	}
+	u["sessionUpdate"] = "compaction_update"
+	u["compactionId"] = fmt.Sprintf("%s-c%d", st.runID, st.compactions)
+	st.update(u)
+}
+
+// compactionFinished ends the current compaction: completed with its
+// summary, failed, or cancelled.
+func (st *runStream) compactionFinished(e *agent.CompactionFinished) {
+	switch {
+	case e.EntryID != "":
+		u := map[string]any{"status": "completed"}
+		if en, ok := st.entries.Entry(e.EntryID); ok && en.Compaction != nil {
+			u["summary"] = []map[string]any{{"type": "text", "text": en.Compaction.Summary}}
+		}
+		st.compaction(u)
+	case e.Error == "cancelled":
+		st.compaction(map[string]any{"status": "cancelled"})
+	default:
+		st.compaction(map[string]any{"status": "failed", "error": e.Error})
+	}
+}
+
+// notRun is the content of a denied call: why octet denied it, or the
+// broker's reason.
+func notRun(why string, e *agent.ToolPolicyDecision) map[string]any {
+	return textContent("Not run: " + firstNonEmpty(why, firstNonEmpty(e.Reason, e.Decision)))
 }

@@ -291,6 +291,17 @@ func (a *Agent) SetReasoning(effort string) string {
 	return effort
 }
 
+// Reasoning returns the selected reasoning effort ("" for the provider's
+// default).
+func (a *Agent) Reasoning() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.reasoning == nil {
+		return ""
+	}
+	return a.reasoning.Effort
+}
+
 // Active returns the active run, or nil.
 func (a *Agent) Active() *Run {
 	a.mu.Lock()
@@ -362,6 +373,36 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 		r.cancel()
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist prompt: %w", err)
+	}
+	go r.drive()
+	return r, nil
+}
+
+// Compact starts a run that summarizes the whole conversation now (a
+// person's /compact) and ends: the next prompt sees the summary in place
+// of everything before it. The run emits CompactionStarted and
+// CompactionFinished like an automatic compaction; it fails when the
+// summary could not be made, and completes without either event when
+// there is nothing to summarize. It returns ErrBusy while another run is
+// active.
+func (a *Agent) Compact(ctx context.Context) (*Run, error) {
+	a.mu.Lock()
+	if a.active != nil {
+		a.mu.Unlock()
+		return nil, ErrBusy
+	}
+	r := newRun(a, ctx, PromptOptions{WithoutTools: true})
+	r.compactOnly = true
+	a.active = r
+	a.mu.Unlock()
+	err := a.writeUnwritten()
+	if err == nil {
+		err = a.resolveLeftovers(ctx)
+	}
+	if err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, err
 	}
 	go r.drive()
 	return r, nil

@@ -55,6 +55,22 @@ func (r *Run) compact(v view, est int) (bool, error) {
 	if k == 0 {
 		return false, nil // nothing to summarize: the tail alone is the context
 	}
+	err := r.compactTo(v, k, est)
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.Is(err, errCancelled):
+		return false, errCancelled
+	case IsRecoveryTerminal(err) || errors.Is(err, errPersist):
+		return false, fmt.Errorf("compact the context: %w", err)
+	}
+	r.a.log.Warn("agent: compaction failed; continuing uncompacted", "run", r.id, "err", err)
+	r.compactionFailed = true
+	return false, nil
+}
+
+// compactTo summarizes v.entries[:k] in place, with its events.
+func (r *Run) compactTo(v view, k, est int) error {
 	r.emit(&CompactionStarted{TokensBefore: est})
 	t0 := time.Now()
 	entryID, summary, err := r.summarize(v, k, est)
@@ -63,19 +79,27 @@ func (r *Run) compact(v view, est int) (bool, error) {
 	if err != nil {
 		if errors.Is(err, errCancelled) {
 			r.emit(&CompactionFinished{Error: "cancelled"})
-			return false, errCancelled
+			return errCancelled
 		}
 		r.emit(&CompactionFinished{Error: boundedError(err)})
-		if IsRecoveryTerminal(err) || errors.Is(err, errPersist) {
-			return false, fmt.Errorf("compact the context: %w", err)
-		}
-		r.a.log.Warn("agent: compaction failed; continuing uncompacted", "run", r.id, "err", err)
-		r.compactionFailed = true
-		return false, nil
+		return err
 	}
 	r.a.setCalibration(calibration{})
 	r.emit(&CompactionFinished{EntryID: entryID})
-	return true, nil
+	return nil
+}
+
+// compactNow is the loop of a Compact run: the whole conversation
+// summarized, nothing kept verbatim.
+func (r *Run) compactNow() (Outcome, error) {
+	_, v, est := r.buildRequest()
+	if len(v.entries) == 0 {
+		return OutcomeCompleted, nil
+	}
+	if err := r.compactTo(v, len(v.entries), est); err != nil {
+		return OutcomeFailed, fmt.Errorf("compact the conversation: %w", err)
+	}
+	return OutcomeCompleted, nil
 }
 
 // keepBoundary returns the index of the first entry of the verbatim tail:

@@ -16,6 +16,9 @@ import (
 // returns errCancelled (or any error while the run context is done) for a
 // cancelled run.
 func (r *Run) loop() (Outcome, error) {
+	if r.compactOnly {
+		return r.compactNow()
+	}
 	for {
 		if r.ctx.Err() != nil {
 			return OutcomeCancelled, errCancelled

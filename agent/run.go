@@ -44,6 +44,8 @@ type Run struct {
 	// the logical turn after a failed summary the turn survives, so every
 	// replacement does not pay for (and reset nothing with) another one.
 	compactionFailed bool
+	// compactOnly: the run compacts the conversation and ends (Compact).
+	compactOnly bool
 }
 
 // newRun prepares a run; drive starts it.

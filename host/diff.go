@@ -2,6 +2,7 @@ package host
 
 import (
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/session"
@@ -51,4 +52,29 @@ func lastRun(branch []session.Entry) string {
 		}
 	}
 	return ""
+}
+
+// FileTexts returns the whole text a recorded change of the session
+// replaced and the one it left (nil for an absent side), read back from
+// the change store, for a dialect that shows a change as whole files; ok
+// is false when a side was not kept, is a directory, is not UTF-8 text
+// or is over maxBytes.
+func (s *Session) FileTexts(rec changes.Record, maxBytes int64) (old, updated *string, ok bool) {
+	side := func(img *changes.Image) (*string, bool) {
+		if img == nil {
+			return nil, true
+		}
+		if img.Dir || img.Unstored || img.Size > maxBytes || s.built.Changes == nil {
+			return nil, false
+		}
+		b, err := s.built.Changes.Content(changes.StateOf(img))
+		if err != nil || !utf8.Valid(b) {
+			return nil, false
+		}
+		t := string(b)
+		return &t, true
+	}
+	old, okOld := side(rec.Before)
+	updated, okNew := side(rec.After)
+	return old, updated, okOld && okNew && (old != nil || updated != nil)
 }

@@ -9,6 +9,11 @@ import (
 // id that cannot name one).
 var ErrNoSession = errors.New("no such session")
 
+// ErrAuthRequired: the runtime has no credentials for the provider (a
+// Runtime.NewAgent error wraps it). A dialect asks its client to log in
+// (ACP's auth_required) rather than reporting a failure.
+var ErrAuthRequired = errors.New("authentication required")
+
 // InputError is an operation refused because of what its caller asked:
 // an entry, a run or a title that does not fit. Nothing was changed; the
 // message says what to ask instead. The dialects answer it as a bad

@@ -36,6 +36,10 @@ type Runtime struct {
 	// Catalog, when set, is the model catalog (the configured model,
 	// prices); nil is DefaultCatalog.
 	Catalog func() Catalog
+	// Authenticate, when set, reads the provider credentials again (a
+	// person has just logged in) and returns an error wrapping
+	// ErrAuthRequired while there are still none.
+	Authenticate func(ctx context.Context) error
 }
 
 // AgentSpec is what the host knows when it needs an agent.

@@ -73,6 +73,12 @@ func (s *Session) Prompt(ctx context.Context, text string, opts agent.PromptOpti
 	return s.built.Agent.Prompt(ctx, text, opts)
 }
 
+// Compact starts a run that summarizes the whole conversation now
+// (agent.Agent.Compact; agent.ErrBusy while a run is active).
+func (s *Session) Compact(ctx context.Context) (*agent.Run, error) {
+	return s.built.Agent.Compact(ctx)
+}
+
 // Explain puts the runtime's actionable sentence before a run's failure
 // (first, so a shortened message keeps it; err itself stays in the
 // chain).
@@ -119,6 +125,13 @@ func (s *Session) SetReasoning(effort string) (string, error) {
 	}
 	return s.built.Agent.SetReasoning(effort), nil
 }
+
+// Model is the model the session's next request uses.
+func (s *Session) Model() provider.Model { return s.built.Agent.Model() }
+
+// Reasoning is the session's reasoning effort ("" for the provider's
+// default).
+func (s *Session) Reasoning() string { return s.built.Agent.Reasoning() }
 
 // CheckReasoning refuses an effort the Responses API does not know.
 func CheckReasoning(effort string) error {

@@ -25,6 +25,9 @@ import (
 // the tools offered; the recorded reasoning stream reaching every front
 // door; and apply_patch end to end.
 
+// approvePrompt is how octet asks on a terminal (runOnPTY answers it).
+const approvePrompt = "Approve? [y/N]"
+
 // inputMessages returns the role and text of each message item of a
 // request's input ("" role for other items, with their type as text).
 func inputMessages(r providertest.Request) [][2]string {
@@ -376,7 +379,7 @@ func TestReasoningSummaryReachesEveryFrontDoor(t *testing.T) {
 		cmd := exec.Command(octetBin, "exec", "compute")
 		cmd.Dir = t.TempDir()
 		cmd.Env = append(os.Environ(), "OCTET_HOME="+t.TempDir(), "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
-		shown, _, err := runOnPTY(t, cmd, "")
+		shown, _, err := runOnPTY(t, cmd, approvePrompt, "")
 		if err != nil {
 			t.Fatalf("exec: %v\n%s", err, shown)
 		}

@@ -19,7 +19,7 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		{"demo"}, {"lsp"}, {"acp"}, {"exec"}, {"version"},
 		{"sessions"}, {"sessions", "list"}, {"sessions", "show"}, {"sessions", "export"}, {"sessions", "diff"},
 		{"sessions", "rewind"}, {"sessions", "delete"}, {"sessions", "prune"},
-		{"mcp"}, {"mcp", "list"}, {"mcp", "unpin"},
+		{"mcp"}, {"mcp", "list"}, {"mcp", "unpin"}, {"login"},
 	} {
 		name := strings.Join(cmd, " ")
 		var first string

@@ -91,10 +91,15 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 	if startErr != nil {
 		log.Error(startErr.Error())
 	}
-	home, err := config.HomeDir(e.lookup)
+	home, origin, err := config.HomeOrigin(e.lookup)
 	if err != nil {
 		w.close()
 		return nil, err
+	}
+	if origin == config.HomeFromAccount {
+		log.Warn("HOME is not set: octet keeps its state in " + home + ", in the account's home directory (set OCTET_HOME to choose another)")
+	} else {
+		log.Info("octet's state directory", "dir", home, "from", origin)
 	}
 	rt := &host.Runtime{
 		SessionsDir:  filepath.Join(home, "sessions"),
@@ -102,6 +107,7 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 		ResolveModel: w.resolveModel,
 		ExplainError: w.explain,
 		Catalog:      w.catalog,
+		Authenticate: w.authenticate,
 	}
 	return &dialect{rt: rt, w: w, log: log, startErr: startErr}, nil
 }
@@ -181,7 +187,8 @@ func (ws *workspaces) loadGlobal() error {
 
 // credentials records cfg as the current global configuration and returns
 // the key of its provider, reading it the first time that key source is
-// named.
+// named and again while there is none (a person may have run octet login
+// since). A missing key is host.ErrAuthRequired.
 func (ws *workspaces) credentials(cfg *config.Config) (config.Secret, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
@@ -189,14 +196,31 @@ func (ws *workspaces) credentials(cfg *config.Config) (config.Secret, error) {
 	p := cfg.Provider()
 	src := keySource{envKey: p.EnvKey, entry: p.Credentials, loopback: isLoopback(p.BaseURL)}
 	k, ok := ws.keys[src]
-	if !ok {
+	if !ok || errors.Is(k.err, host.ErrAuthRequired) {
 		k.key, k.err = loadAPIKey(ws.e, cfg)
+		if _, missing := errors.AsType[*config.MissingKeyError](k.err); missing {
+			k.err = fmt.Errorf("%w: %w", host.ErrAuthRequired, k.err)
+		}
 		if ws.keys == nil {
 			ws.keys = map[keySource]loadedKey{}
 		}
 		ws.keys[src] = k
 	}
 	return k.key, k.err
+}
+
+// authenticate is Runtime.Authenticate: the configuration and the
+// credentials read again.
+func (ws *workspaces) authenticate(context.Context) error {
+	cfg, err := loadConfig(ws.e, "", ws.flags, ws.log)
+	if err != nil {
+		return err
+	}
+	ws.mu.Lock()
+	ws.keys = nil
+	ws.mu.Unlock()
+	_, err = ws.credentials(cfg)
+	return err
 }
 
 // current returns the last global configuration that loaded (nil if none).

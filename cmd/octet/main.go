@@ -106,6 +106,8 @@ commands:
   sessions delete <id>...   delete sessions (with their child agents' sessions)
   sessions prune --older-than <age> [--failed] [--dry-run]
                             delete the sessions not updated for <age> (30d, 12h)
+  login                     ask for an OpenAI API key (not echoed) and save it
+                            in octet's credentials file, private to you
   mcp list                  list the configured MCP servers (starts none)
   mcp unpin <server>        forget a server's pinned tool definitions
   version                   print the version
@@ -116,7 +118,7 @@ Run "octet <command> -h" (or "octet help <command>") for a command's flags.
 `
 
 // commandNames are the commands dispatch knows (help excepted).
-var commandNames = []string{"demo", "lsp", "acp", "exec", "sessions", "mcp", "version"}
+var commandNames = []string{"demo", "lsp", "acp", "exec", "sessions", "login", "mcp", "version"}
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, e env) int {
@@ -154,6 +156,8 @@ func dispatch(ctx context.Context, cmd string, args []string, e env) error {
 		return runExec(ctx, args, e)
 	case "sessions":
 		return sessionsGroup.run(ctx, args, e)
+	case "login":
+		return runLogin(ctx, args, e)
 	case "mcp":
 		return mcpGroup.run(ctx, args, e)
 	case "version", "--version", "-version":

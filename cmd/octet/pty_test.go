@@ -42,10 +42,10 @@ func openPTY(t *testing.T) (master, slave *os.File) {
 }
 
 // runOnPTY runs cmd with a pseudo-terminal as its controlling terminal and
-// its stdin, stdout and stderr, answers the first approval prompt with
-// answer, and returns everything the terminal showed ("\r\n" as "\n"),
-// whether the prompt came, and how cmd ended.
-func runOnPTY(t *testing.T, cmd *exec.Cmd, answer string) (*bytes.Buffer, bool, error) {
+// its stdin, stdout and stderr, answers the first prompt (the terminal
+// showing prompt) with answer, and returns everything the terminal showed
+// ("\r\n" as "\n"), whether the prompt came, and how cmd ended.
+func runOnPTY(t *testing.T, cmd *exec.Cmd, prompt, answer string) (*bytes.Buffer, bool, error) {
 	t.Helper()
 	master, slave := openPTY(t)
 	defer master.Close()
@@ -61,7 +61,7 @@ func runOnPTY(t *testing.T, cmd *exec.Cmd, answer string) (*bytes.Buffer, bool, 
 	for {
 		n, err := master.Read(buf)
 		out.Write(buf[:n])
-		if !answered && bytes.Contains(out.Bytes(), []byte("Approve? [y/N]")) {
+		if !answered && bytes.Contains(out.Bytes(), []byte(prompt)) {
 			master.WriteString(answer)
 			answered = true
 		}
@@ -86,7 +86,7 @@ func TestDemoAsksOnTerminal(t *testing.T) {
 			defer cancel()
 			cmd := exec.CommandContext(ctx, octetBin, "demo")
 			cmd.Env = append(os.Environ(), "OCTET_HOME="+t.TempDir())
-			out, answered, err := runOnPTY(t, cmd, tc.answer)
+			out, answered, err := runOnPTY(t, cmd, approvePrompt, tc.answer)
 			if err != nil {
 				t.Fatalf("demo: %v\n%s", err, out.String())
 			}
@@ -127,7 +127,7 @@ func TestExecApprovalPromptOwnsItsLines(t *testing.T) {
 			for k, v := range x.vars {
 				cmd.Env = append(cmd.Env, k+"="+v)
 			}
-			out, answered, err := runOnPTY(t, cmd, "y\n")
+			out, answered, err := runOnPTY(t, cmd, approvePrompt, "y\n")
 			shown := out.String()
 			if err != nil || !answered {
 				t.Fatalf("exec: %v, prompt shown %v\n%s", err, answered, shown)

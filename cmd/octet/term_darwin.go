@@ -2,4 +2,7 @@ package main
 
 import "golang.org/x/sys/unix"
 
-const ioctlGetTermios = unix.TIOCGETA
+const (
+	ioctlGetTermios = unix.TIOCGETA
+	ioctlSetTermios = unix.TIOCSETA
+)

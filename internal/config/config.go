@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/user"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -230,19 +231,44 @@ type UsageError struct{ Msg string }
 
 func (e *UsageError) Error() string { return e.Msg }
 
-// HomeDir returns $OCTET_HOME, or ~/.octet when it is unset.
+// HomeDir returns $OCTET_HOME, or .octet in the user's home directory
+// (HomeOrigin says which).
 func HomeDir(lookup func(string) (string, bool)) (string, error) {
+	h, _, err := HomeOrigin(lookup)
+	return h, err
+}
+
+// Where HomeOrigin found octet's state directory.
+const (
+	HomeFromEnv     = "OCTET_HOME"
+	HomeFromHome    = "the home directory"
+	HomeFromAccount = "the account's home directory (HOME is not set)"
+)
+
+// HomeOrigin is HomeDir and where it came from: $OCTET_HOME, the home
+// directory ($HOME; on Windows %USERPROFILE%) or, when that is not set
+// (editors may start octet with only PATH and a few variables), the
+// account's home directory from the user database (on Windows the
+// profile directory).
+func HomeOrigin(lookup func(string) (string, bool)) (dir, origin string, err error) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
 	if h, ok := lookup("OCTET_HOME"); ok && h != "" {
-		return filepath.Abs(h)
+		dir, err = filepath.Abs(h)
+		return dir, HomeFromEnv, err
 	}
-	u, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find home directory (set OCTET_HOME): %w", err)
+	if u, err := os.UserHomeDir(); err == nil && u != "" {
+		return filepath.Join(u, ".octet"), HomeFromHome, nil
 	}
-	return filepath.Join(u, ".octet"), nil
+	u, err := user.Current()
+	if err != nil || u.HomeDir == "" || !filepath.IsAbs(u.HomeDir) {
+		if err == nil {
+			err = errors.New("the user database names no home directory")
+		}
+		return "", "", fmt.Errorf("find home directory (set OCTET_HOME, or HOME): %w", err)
+	}
+	return filepath.Join(u.HomeDir, ".octet"), HomeFromAccount, nil
 }
 
 // Defaults returns the built-in configuration before any file, environment

@@ -75,7 +75,7 @@ type MissingKeyError struct {
 
 func (e *MissingKeyError) Error() string {
 	if e.Provider == "" || e.Provider == "openai" && e.EnvKey == "OPENAI_API_KEY" && e.Entry == "openai" {
-		return fmt.Sprintf("no OpenAI API key: set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
+		return fmt.Sprintf("no OpenAI API key: run octet login, set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
 	}
 	var where []string
 	if e.EnvKey != "" {

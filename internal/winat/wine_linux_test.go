@@ -20,7 +20,7 @@ import (
 var windowsTests = map[string]string{
 	"./internal/fsroot": "^(TestWindows|TestCleanRel)",
 	"./internal/unixfd": "^TestWindows",
-	"./internal/config": "^(TestCredentialsSDRules|TestCredentialsACL|TestCredentialsMissingSaysIcacls)$",
+	"./internal/config": "^(TestCredentialsSDRules|TestCredentialsACL|TestCredentialsMissingSaysIcacls|TestSaveCredentials)$",
 	"./tools":           "^TestWindowsFileTools$",
 }
 

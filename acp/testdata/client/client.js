@@ -3,7 +3,7 @@
 // scenario is the first argument; the script prints one JSON line with
 // what it saw ({"failed": ...} when something went wrong).
 import { spawn } from 'node:child_process';
-import { Readable, Writable } from 'node:stream';
+import { Readable, Transform, Writable } from 'node:stream';
 // A client that advertises subagents (second argument "subagents") uses
 // the SDK's unstable v1 surface, which has them.
 const acp = process.argv[3] === 'subagents'
@@ -15,12 +15,35 @@ const scenario = process.argv[2];
 // Updates on another session than out.session (a child's) carry
 // onSession.
 
+// wires are every connection's lines, both ways, in order
+// ({dir: "client"|"octet", line}); acp/realclient_test.go validates what
+// octet sent against the ACP schema.
+const wires = [];
+
+// tap passes a byte stream through, recording each line in wire.
+function tap(wire, dir) {
+  let rest = '';
+  return new Transform({
+    transform(chunk, _enc, cb) {
+      const lines = (rest + chunk.toString('utf8')).split('\n');
+      rest = lines.pop();
+      for (const line of lines) if (line.trim()) wire.push({ dir, line });
+      cb(null, chunk);
+    },
+  });
+}
+
 // run starts `octet acp`, connects a client with the given file-system
 // capabilities and calls op(ctx, out); it returns out with octet's exit.
+// handlers.env is added to octet's environment.
 async function run(fs, handlers, op) {
-  const srv = spawn(process.env.OCTET_BIN, ['acp'], { cwd: '/', stdio: ['pipe', 'pipe', 'inherit'] });
+  const srv = spawn(process.env.OCTET_BIN, ['acp'], { cwd: '/', stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...(handlers.env || {}) } });
   const exited = new Promise((r) => srv.on('exit', (c) => r(c)));
-  const stream = acp.ndJsonStream(Writable.toWeb(srv.stdin), Readable.toWeb(srv.stdout));
+  const wire = [];
+  wires.push(wire);
+  const toOctet = tap(wire, 'client');
+  toOctet.pipe(srv.stdin);
+  const stream = acp.ndJsonStream(Writable.toWeb(toOctet), Readable.toWeb(srv.stdout.pipe(tap(wire, 'octet'))));
   const out = { updates: [], ext: [], permissions: [], reads: [], writes: [] };
   const app = acp.client({ name: 'octet-test' });
   app.onNotification(acp.methods.client.session.update, ({ params }) => {
@@ -52,7 +75,7 @@ async function run(fs, handlers, op) {
     });
     await op(ctx, out);
   });
-  srv.stdin.end();
+  toOctet.end();
   out.exitCode = await exited;
   return out;
 }
@@ -61,6 +84,19 @@ const select = (kind) => (p) => ({ outcome: { outcome: 'selected', optionId: p.o
 const newSession = (ctx) => ctx.request(acp.methods.agent.session.new, { cwd: ws, mcpServers: [] });
 const prompt = (ctx, sessionId, text, extra = []) =>
   ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text }, ...extra] });
+
+// call sends a request and returns its result, or {error: {code,
+// message}} when octet answered an error.
+const call = async (ctx, method, params) => {
+  try {
+    return await ctx.request(method, params);
+  } catch (e) {
+    return { error: { code: e.code, message: e.message } };
+  }
+};
+// mark returns the number of updates so far (updates after it are
+// since(out, mark)).
+const since = (out, mark) => out.updates.slice(mark).map((u) => u.sessionUpdate);
 
 const scenarios = {
   // A prompt with a resource link and an embedded resource; the answer
@@ -160,6 +196,87 @@ const scenarios = {
       out.answer = await prompt(ctx, s.sessionId, 'show me');
     });
   },
+  // Every stable session method: new (configOptions), set_config_option,
+  // set_mode, prompt (title, usage), list (cwd filter), close, resume
+  // (no replay), load of a session open here (replay), delete.
+  async lifecycle() {
+    const other = process.env.OCTET_TEST_OTHER_WORKSPACE;
+    return run(false, { permission: select('reject_once') }, async (ctx, out) => {
+      const m = out.updates.length;
+      out.a = await newSession(ctx);
+      out.session = out.a;
+      out.afterNew = since(out, m);
+      const a = out.a.sessionId;
+      out.setMode = await call(ctx, acp.methods.agent.session.setConfigOption, { sessionId: a, configId: 'mode', value: 'controlled_bash_approval' });
+      out.setThought = await call(ctx, acp.methods.agent.session.setConfigOption, { sessionId: a, configId: 'thought_level', value: 'high' });
+      out.setModel = await call(ctx, acp.methods.agent.session.setConfigOption, { sessionId: a, configId: 'model', value: 'gpt-5.1-codex-mini' });
+      out.badModel = await call(ctx, acp.methods.agent.session.setConfigOption, { sessionId: a, configId: 'model', value: 'no-such-model' });
+      const m2 = out.updates.length;
+      out.legacyMode = await call(ctx, acp.methods.agent.session.setMode, { sessionId: a, modeId: 'controlled' });
+      out.afterSetMode = out.updates.slice(m2);
+      const m3 = out.updates.length;
+      out.answer = await prompt(ctx, a, 'First prompt of A\nwith a second line');
+      out.afterPrompt = out.updates.slice(m3).filter((u) => u.sessionUpdate !== 'agent_message_chunk');
+      out.b = await ctx.request(acp.methods.agent.session.new, { cwd: other, mcpServers: [] });
+      out.listAll = await call(ctx, acp.methods.agent.session.list, {});
+      out.listWs = await call(ctx, acp.methods.agent.session.list, { cwd: ws });
+      out.close = await call(ctx, acp.methods.agent.session.close, { sessionId: a });
+      out.promptClosed = await call(ctx, acp.methods.agent.session.prompt, { sessionId: a, prompt: [{ type: 'text', text: 'x' }] });
+      const m4 = out.updates.length;
+      out.resume = await call(ctx, acp.methods.agent.session.resume, { sessionId: a, cwd: ws, mcpServers: [] });
+      out.afterResume = since(out, m4);
+      out.again = await prompt(ctx, a, 'after resume');
+      const m5 = out.updates.length;
+      out.load = await call(ctx, acp.methods.agent.session.load, { sessionId: a, cwd: ws, mcpServers: [] });
+      out.afterLoad = out.updates.slice(m5).filter((u) => u.sessionUpdate.endsWith('_chunk')).map((u) => u.sessionUpdate + ':' + u.content.text);
+      out.delete = await call(ctx, acp.methods.agent.session.delete, { sessionId: out.b.sessionId });
+      out.listAfterDelete = await call(ctx, acp.methods.agent.session.list, {});
+      out.deleteAgain = await call(ctx, acp.methods.agent.session.delete, { sessionId: out.b.sessionId });
+    });
+  },
+  // The slash commands: /diff after an edit, /rewind of it, /compact,
+  // /review (a prompt of octet's).
+  async commands() {
+    return run(false, { permission: select('allow_once'), caps: { session: { compaction: {} } } }, async (ctx, out) => {
+      out.session = await newSession(ctx);
+      const s = out.session.sessionId;
+      out.commands = out.updates.find((u) => u.sessionUpdate === 'available_commands_update')?.availableCommands;
+      out.edit = await prompt(ctx, s, 'edit a.txt');
+      const text = async (cmd) => {
+        const m = out.updates.length;
+        const answer = await prompt(ctx, s, cmd);
+        const said = out.updates.slice(m).filter((u) => u.sessionUpdate === 'agent_message_chunk').map((u) => u.content.text).join('');
+        return { answer, said };
+      };
+      out.diff = await text('/diff');
+      out.rewind = await text('/rewind');
+      out.diffAfter = await text('/diff');
+      out.review = await text('/review look at the tests');
+      const m = out.updates.length;
+      out.compact = await text('/compact');
+      out.compaction = out.updates.slice(m).filter((u) => u.sessionUpdate === 'compaction_update');
+    });
+  },
+  // Authentication: no key until the client runs the terminal method
+  // (octet login, here with the key on stdin) and authenticates.
+  async auth() {
+    const env = { OPENAI_API_KEY: '' };
+    return run(false, { permission: select('reject_once'), caps: { auth: { terminal: true } }, env }, async (ctx, out) => {
+      out.before = await call(ctx, acp.methods.agent.session.new, { cwd: ws, mcpServers: [] });
+      const method = out.init.authMethods.find((m) => m.type === 'terminal');
+      out.login = await new Promise((resolve) => {
+        const p = spawn(process.env.OCTET_BIN, method.args, { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env, ...(method.env || {}) } });
+        let output = '';
+        p.stdout.on('data', (d) => (output += d));
+        p.stderr.on('data', (d) => (output += d));
+        p.on('exit', (code) => resolve({ code, output }));
+        p.stdin.end('sk-test-from-login\n');
+      });
+      out.authenticate = await call(ctx, acp.methods.agent.authenticate, { methodId: out.init.authMethods.find((m) => m.type !== 'terminal').id });
+      out.session = await newSession(ctx);
+      out.answer = await prompt(ctx, out.session.sessionId, 'hello with a key');
+    });
+  },
   // A delegating prompt (octet under unsafe_host): with the subagents
   // capability when the second argument says so.
   async delegate() {
@@ -173,6 +290,7 @@ const scenarios = {
 
 try {
   const out = await scenarios[scenario]();
+  out.wires = wires;
   console.log(JSON.stringify(out));
   process.exit(0);
 } catch (e) {
