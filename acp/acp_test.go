@@ -2,6 +2,7 @@ package acp
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -445,5 +446,46 @@ func TestClientOwnedWriteSkipsHardLinks(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(other); string(b) != "original\n" {
 		t.Errorf("the other name of the file now holds %q", b)
+	}
+}
+
+// TestPlanUpdate: an update_plan call reaches the client as a plan
+// session update holding the whole plan.
+func TestPlanUpdate(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.prov.Enqueue(
+		providertest.Reply(providertest.FunctionCall("p1", "update_plan", `{"plan":[{"step":"Read","status":"completed"},{"step":"Fix","status":"in_progress"},{"step":"Test","status":"pending"}]}`)),
+		providertest.Text("done"),
+	)
+	p.initialize(false)
+	id := p.newSession()
+	if stop := p.prompt(id, "go"); stop != stopEndTurn {
+		t.Fatalf("stop %q", stop)
+	}
+	var plans []string
+	for _, raw := range p.notifications("session/update") {
+		var n struct {
+			Update struct {
+				SessionUpdate string
+				Entries       []struct{ Content, Priority, Status string }
+			}
+		}
+		_ = json.Unmarshal(raw, &n)
+		if n.Update.SessionUpdate != "plan" {
+			continue
+		}
+		var steps []string
+		for _, e := range n.Update.Entries {
+			steps = append(steps, e.Status+":"+e.Content+":"+e.Priority)
+		}
+		plans = append(plans, strings.Join(steps, ","))
+	}
+	if len(plans) != 1 || plans[0] != "completed:Read:medium,in_progress:Fix:medium,pending:Test:medium" {
+		t.Errorf("plan updates %q", plans)
+	}
+	// session/load replays the session, its plan last.
+	p.ok("session/load", map[string]any{"sessionId": id, "cwd": p.ws, "mcpServers": []any{}}, nil)
+	if got := p.updates("plan"); len(got) != 2 || fmt.Sprint(got[1]["entries"]) != fmt.Sprint(got[0]["entries"]) {
+		t.Errorf("plan updates after session/load: %v", got)
 	}
 }

@@ -7,8 +7,9 @@ import (
 // replay sends the session's branch as session/update notifications, in
 // order: prompts as user_message_chunk, answers and reasoning summaries
 // as agent chunks, calls as tool_call and their results as
-// tool_call_update (completed or failed, with the recorded diffs).
-// Opaque reasoning content is never sent.
+// tool_call_update (completed or failed, with the recorded diffs), then
+// the session's plan, if it has one. Opaque reasoning content is never
+// sent.
 func (as *acpSession) replay() {
 	for _, e := range as.hs.Branch() {
 		switch e.Type {
@@ -27,6 +28,10 @@ func (as *acpSession) replay() {
 				as.srv.update(as.id, chunk("agent_thought_chunk", e.ID, "Earlier conversation, compacted:\n"+c.Summary))
 			}
 		}
+	}
+	if p := as.hs.Plan(); p != nil {
+		// The session's plan, as the model last set it.
+		as.srv.update(as.id, map[string]any{"sessionUpdate": "plan", "entries": planEntries(p.Steps)})
 	}
 }
 

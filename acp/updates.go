@@ -113,11 +113,24 @@ func (st *runStream) event(ev agent.Event) {
 		st.toolOutput(e)
 	case *agent.ToolFinished:
 		st.toolFinished(e)
+	case *agent.PlanUpdate:
+		st.update(map[string]any{"sessionUpdate": "plan", "entries": planEntries(e.Plan)})
 	case *agent.RunFinished:
 		if e.Error != "" {
 			st.ext("_octet/runFinished", map[string]any{"outcome": string(e.Outcome), "error": e.Error})
 		}
 	}
+}
+
+// planEntries are a plan's steps as ACP plan entries: the whole plan,
+// which replaces the client's; octet's plans have no priorities, so each
+// step is "medium".
+func planEntries(steps []tools.PlanStep) []map[string]any {
+	out := make([]map[string]any, 0, len(steps))
+	for _, s := range steps {
+		out = append(out, map[string]any{"content": s.Step, "priority": "medium", "status": s.Status})
+	}
+	return out
 }
 
 // committed records the arguments of the committed message's calls.

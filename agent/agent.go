@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -117,6 +116,10 @@ type Config struct {
 	// refuses is neither advertised nor executed for that model (a call
 	// of it is an unknown tool). Nil offers every tool of Host.
 	Offer func(m provider.Model, name string) bool
+	// Images, when set, keeps the images of prompts and tool results
+	// (view_image); nil: prompts with images are refused and a result's
+	// images are dropped with a note.
+	Images ImageStore
 	// Intents, when set, keeps the changes edit and write are about to
 	// make, before they make them (the change store): a crash before such
 	// a call's result is durable leaves them there, and crash recovery
@@ -130,6 +133,10 @@ type PromptOptions struct {
 	// WithoutTools starts the run with the sticky tool-free policy: no tool
 	// schemas and tool_choice none on every request.
 	WithoutTools bool
+	// Images are images the prompt carries after its text (each a type
+	// internal/images accepts); they are kept in Config.Images before the
+	// prompt is durable. The caller checks the model takes image input.
+	Images []provider.Image
 	// Deliver, when set, is offered each event on the run's owner
 	// goroutine, while the run is live, before it would be queued on
 	// [Run.Events]: it returns true when it has taken the event (it will
@@ -142,9 +149,6 @@ type PromptOptions struct {
 	// event after one was queued while the consumer is behind, skips it
 	// or is refused by it, so the delivery contract is unchanged.
 	Deliver func(Event) bool
-	// Images are attached to the prompt's user message, after its text.
-	// The model must accept images (provider.Model.Images).
-	Images []provider.Image
 }
 
 // RunUsage is the known usage of one run, its delegated children's
@@ -309,26 +313,6 @@ func (a *Agent) Active() *Run {
 	return a.active
 }
 
-// ErrNoImages is returned by Prompt for images the model does not accept.
-var ErrNoImages = errors.New("the model does not accept images")
-
-// checkImages refuses images the model cannot take: a model that is not
-// known to accept images, or an image of a media type no route sends.
-func (a *Agent) checkImages(ims []provider.Image) error {
-	if len(ims) == 0 {
-		return nil
-	}
-	if m := a.Model(); !m.Images {
-		return fmt.Errorf("%w: %s is not known to (declare images = true in its [models] table if it does)", ErrNoImages, m.Name)
-	}
-	for i, im := range ims {
-		if !slices.Contains(provider.ImageMediaTypes, im.MediaType) || im.Base64 == "" {
-			return fmt.Errorf("agent: image %d: media type %q is not one of %s", i+1, im.MediaType, strings.Join(provider.ImageMediaTypes, ", "))
-		}
-	}
-	return nil
-}
-
 // Prompt appends text as a user entry and starts a run that drives the
 // model until it answers without tool calls (and no follow-up is queued),
 // the turn limit, a failure or cancellation. ctx cancellation and
@@ -339,9 +323,6 @@ func (a *Agent) checkImages(ims []provider.Image) error {
 func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*Run, error) {
 	if text == "" {
 		return nil, ErrEmptyInput
-	}
-	if err := a.checkImages(opts.Images); err != nil {
-		return nil, err
 	}
 	a.mu.Lock()
 	if a.active != nil {
@@ -369,7 +350,17 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist environment context: %w", err)
 	}
-	if _, err := a.sess.AppendEntry(session.Entry{Type: session.EntryUser, RunID: r.id, Text: text, Media: sessionMedia(opts.Images)}); err != nil {
+	refs, err := a.keepImages(opts.Images)
+	if err != nil {
+		r.cancel()
+		a.release(r)
+		return nil, fmt.Errorf("agent: keep the prompt's images: %w", err)
+	}
+	user := session.Entry{Type: session.EntryUser, RunID: r.id, Text: text}
+	if len(refs) > 0 {
+		user.Attached = &session.Attached{Images: refs}
+	}
+	if _, err := a.sess.AppendEntry(user); err != nil {
 		r.cancel()
 		a.release(r)
 		return nil, fmt.Errorf("agent: persist prompt: %w", err)

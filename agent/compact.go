@@ -110,7 +110,7 @@ func keepBoundary(entries []session.Entry, budget int) int {
 	tail := 0
 	best := len(entries)
 	for k := len(entries) - 1; k >= 0; k-- {
-		tail += estimateItems(appendEntryItems(nil, &entries[k]))
+		tail += estimateItems(appendEntryItems(nil, &entries[k], countImages))
 		if tail > budget {
 			break
 		}
@@ -131,7 +131,7 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 		input = append(input, userMessage(summaryPrefix+v.summary.Summary))
 	}
 	for i := 0; i < k; i++ {
-		input = appendEntryItems(input, &v.entries[i])
+		input = appendEntryItems(input, &v.entries[i], describeImages)
 	}
 	maxOut := summaryMaxTokens
 	if model.MaxOutputTokens > 0 && model.MaxOutputTokens < maxOut {
@@ -188,7 +188,7 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 	// The context now holds the summary and the kept tail.
 	after := estimateText(summaryPrefix + summary)
 	for i := k; i < len(v.entries); i++ {
-		after += estimateItems(appendEntryItems(nil, &v.entries[i]))
+		after += estimateItems(appendEntryItems(nil, &v.entries[i], countImages))
 	}
 	r.contextTokens = int64(after)
 	if u := ar.resp.Usage; u != nil {

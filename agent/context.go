@@ -53,18 +53,6 @@ func contextView(branch []session.Entry) view {
 	return v
 }
 
-// items converts the view into provider input items.
-func (v view) items() []provider.Item {
-	out := make([]provider.Item, 0, len(v.entries)*2+1)
-	if v.summary != nil {
-		out = append(out, userMessage(summaryPrefix+v.summary.Summary))
-	}
-	for i := range v.entries {
-		out = appendEntryItems(out, &v.entries[i])
-	}
-	return out
-}
-
 // itemCache keeps the provider items of committed entries, by entry id,
 // with their request encoding (provider.Item.Encoded): a committed entry
 // never changes, so each request encodes only the entries added since the
@@ -73,18 +61,23 @@ func (v view) items() []provider.Item {
 type itemCache struct {
 	mu   sync.Mutex
 	byID map[string][]provider.Item
+	// mode names how images were resolved (imageMode): the cached items
+	// hold them so, and another mode starts the cache again.
+	mode string
 }
 
-// items is view.items, from the cache where it can.
-func (c *itemCache) items(v view) []provider.Item {
+// items converts the view into provider input items, from the cache
+// where it can; imgs resolves the entries' images, as mode names.
+func (c *itemCache) items(v view, mode string, imgs imageRefs) []provider.Item {
 	out := make([]provider.Item, 0, len(v.entries)*2+1)
 	if v.summary != nil {
 		out = append(out, userMessage(summaryPrefix+v.summary.Summary))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.byID == nil || len(c.byID) > 2*len(v.entries)+64 {
+	if c.byID == nil || len(c.byID) > 2*len(v.entries)+64 || c.mode != mode {
 		c.byID = make(map[string][]provider.Item, len(v.entries))
+		c.mode = mode
 	}
 	for i := range v.entries {
 		e := &v.entries[i]
@@ -93,7 +86,7 @@ func (c *itemCache) items(v view) []provider.Item {
 			continue
 		}
 		start := len(out)
-		out = appendEntryItems(out, e)
+		out = appendEntryItems(out, e, imgs)
 		if e.ID == "" {
 			continue
 		}
@@ -114,19 +107,15 @@ func userMessage(text string) provider.Item {
 	return provider.Item{Type: provider.ItemMessage, Role: "user", Text: text}
 }
 
-// appendEntryItems appends the canonical provider items of one entry.
-// Entry types the agent does not replay (and compaction entries, which the
-// view handles) contribute nothing.
-func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
+// appendEntryItems appends the canonical provider items of one entry,
+// its images as imgs resolves them. Entry types the agent does not replay
+// (and compaction entries, which the view handles) contribute nothing.
+func appendEntryItems(out []provider.Item, e *session.Entry, imgs imageRefs) []provider.Item {
 	switch e.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp, session.EntryContext:
-		m := userMessage(e.Text)
-		if e.Media != nil {
-			for _, im := range e.Media.Images {
-				m.Images = append(m.Images, provider.Image{MediaType: im.MediaType, Base64: im.Data})
-			}
-		}
-		out = append(out, m)
+		it := userMessage(e.Text)
+		withImages(&it, &it.Text, e.PromptImages(), imgs)
+		out = append(out, it)
 	case session.EntryAssistant:
 		for _, it := range e.Items {
 			switch it.Type {
@@ -147,23 +136,25 @@ func appendEntryItems(out []provider.Item, e *session.Entry) []provider.Item {
 		}
 	case session.EntryToolResult:
 		if e.Result != nil {
-			out = append(out, provider.Item{Type: provider.ItemFunctionCallOutput, CallID: e.Result.CallID, Output: e.Result.Text})
+			it := provider.Item{Type: provider.ItemFunctionCallOutput, CallID: e.Result.CallID, Output: e.Result.Text}
+			withImages(&it, &it.Output, e.Result.ResultImages(), imgs)
+			out = append(out, it)
 		}
 	}
 	return out
 }
 
-// sessionMedia converts a prompt's images into the session's form (nil
-// for none).
-func sessionMedia(ims []provider.Image) *session.Media {
-	if len(ims) == 0 {
-		return nil
+// withImages gives item it the images refs name, as imgs resolves them,
+// with the note it adds to text.
+func withImages(it *provider.Item, text *string, refs []session.Image, imgs imageRefs) {
+	if len(refs) == 0 {
+		return
 	}
-	m := &session.Media{}
-	for _, im := range ims {
-		m.Images = append(m.Images, session.Image{MediaType: im.MediaType, Data: im.Base64})
+	var note string
+	it.Images, note = imgs(refs)
+	if note != "" {
+		*text += "\n\n" + note
 	}
-	return m
 }
 
 // sessionItems converts a provider response's output into session items.
@@ -261,7 +252,7 @@ func estimate(req *provider.Request, v view, cal calibration) int {
 			if v.entries[i].ID == cal.entryID {
 				var tail []provider.Item
 				for j := i + 1; j < len(v.entries); j++ {
-					tail = appendEntryItems(tail, &v.entries[j])
+					tail = appendEntryItems(tail, &v.entries[j], countImages)
 				}
 				return cal.tokens + estimateItems(tail)
 			}

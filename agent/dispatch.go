@@ -479,9 +479,13 @@ func (r *Run) syntheticResult(i int, text string) error {
 // call that ran (executed) is a *ResultNotSavedError.
 func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.Time) error {
 	call := r.pending[i].item
+	imgs := r.a.resultImages(&res)
 	e := session.Entry{Type: session.EntryToolResult, RunID: r.id, Result: &session.ToolResult{
 		CallID: call.CallID, Tool: call.Name, Text: res.Text, IsError: res.IsError, Details: ledgerDetails(res),
 	}}
+	if len(imgs) > 0 {
+		e.Result.Attached = &session.Attached{Images: imgs}
+	}
 	if in := r.a.cfg.Intents; in != nil && len(res.Changes) > 0 {
 		if err := in.Commit(r.a.intentKey(call.CallID), res.Changes); err != nil {
 			// The images stay in the store, unprotected: they expire first.
@@ -500,6 +504,9 @@ func (r *Run) persistResult(i int, res tools.Result, executed bool, start time.T
 	r.pending[i].done = true
 	if executed && r.a.cfg.Intents != nil {
 		r.a.cfg.Intents.DropIntent(r.a.intentKey(call.CallID)) // the result holds them now
+	}
+	if p := res.Plan; p != nil && !res.IsError {
+		r.emit(&PlanUpdate{CallID: call.CallID, Explanation: p.Explanation, Plan: p.Steps})
 	}
 	r.callFinished(i, res, executed, start, true)
 	return nil

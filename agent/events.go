@@ -29,6 +29,7 @@ const (
 	KindTurnFinished           = "turn_finished"
 	KindRunFinished            = "run_finished"
 	KindRecoveredOutput        = "recovered_output"
+	KindPlan                   = "plan"
 )
 
 // Output channels of [OutputDelta] and [RecoveredOutput].
@@ -194,6 +195,16 @@ type ToolFinished struct {
 	CannotUndo []string `json:"cannotUndo,omitempty"`
 }
 
+// PlanUpdate reports the session's plan after an update_plan call, whole
+// (it replaces the plan before it). It follows the call's durable result
+// and precedes its ToolFinished.
+type PlanUpdate struct {
+	header
+	CallID      string           `json:"callId"`
+	Explanation string           `json:"explanation,omitempty"`
+	Plan        []tools.PlanStep `json:"plan"`
+}
+
 // ProviderRetry reports that a failed provider attempt is being replaced.
 // It invalidates all provisional output of the failed attempt.
 type ProviderRetry struct {
@@ -312,6 +323,9 @@ func (*ToolOutput) Kind() string { return KindToolOutput }
 // Kind returns the protocol kind (KindToolFinished).
 func (*ToolFinished) Kind() string { return KindToolFinished }
 
+// Kind returns the protocol kind (KindPlan).
+func (*PlanUpdate) Kind() string { return KindPlan }
+
 // Kind returns the protocol kind (KindProviderRetry).
 func (*ProviderRetry) Kind() string { return KindProviderRetry }
 
@@ -393,6 +407,12 @@ func (e *ToolOutput) MarshalJSON() ([]byte, error) {
 // MarshalJSON encodes the event with its kind.
 func (e *ToolFinished) MarshalJSON() ([]byte, error) {
 	type a ToolFinished
+	return withKind(e.Kind(), (*a)(e))
+}
+
+// MarshalJSON encodes the event with its kind.
+func (e *PlanUpdate) MarshalJSON() ([]byte, error) {
+	type a PlanUpdate
 	return withKind(e.Kind(), (*a)(e))
 }
 

@@ -271,7 +271,7 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 	req := &provider.Request{
 		Model:        model.Name,
 		Instructions: r.a.Instructions(),
-		Input:        r.a.encoded.items(v),
+		Input:        r.a.encoded.items(v, imageMode(model), r.a.imagesFor(model)),
 	}
 	if reasoning != nil && model.Reasoning {
 		req.Reasoning = reasoning

@@ -1,12 +1,8 @@
 package host
 
 import (
-	"fmt"
-	"path/filepath"
-
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/internal/config"
-	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -101,54 +97,4 @@ func Budget(cfg *config.Config) *agent.Budget {
 		Prices:   Prices(cfg),
 		Ceilings: agent.Ceilings{MaxTokens: cfg.MaxSessionTokens.Value, MaxCost: cfg.MaxSessionCost.Value},
 	}
-}
-
-// Model is the model cfg knows by name: octet's table entry with what a
-// [models."NAME"] table declares over it, a model only such a table
-// describes, or, for any other name, a model whose limits are assumed
-// (provider.Model.Assumed: an AssumedContextWindow, the output bound left
-// to the server). Qualification for provider recovery follows the
-// host-selected profile and route, never the model's name: a model octet
-// does not know carries the model side of the Codex profile, so on a
-// qualified route it keeps the route's recovery rules.
-func Model(cfg *config.Config, name string) provider.Model {
-	m, known := provider.LookupModel(name)
-	spec, declared := cfg.Models[name]
-	if !known {
-		m = provider.Model{Name: name, ContextWindow: provider.AssumedContextWindow, Assumed: true,
-			Features: provider.FeatureCodexProfile | provider.FeatureParallelToolCalls}
-	}
-	if !declared {
-		return m
-	}
-	if spec.ContextWindow != nil {
-		m.ContextWindow, m.Assumed = int(*spec.ContextWindow), false
-	}
-	if spec.MaxOutputTokens != nil {
-		m.MaxOutputTokens = int(*spec.MaxOutputTokens)
-	}
-	if spec.Reasoning != nil {
-		m.Reasoning = *spec.Reasoning
-	}
-	if spec.Images != nil {
-		m.Images = *spec.Images
-	}
-	if spec.ParallelToolCalls != nil {
-		if *spec.ParallelToolCalls {
-			m.Features |= provider.FeatureParallelToolCalls
-		} else {
-			m.Features &^= provider.FeatureParallelToolCalls
-		}
-	}
-	return m
-}
-
-// ModelWarning is what to tell the user about the model cfg selects, or
-// "": that its context window is assumed, and where to declare it.
-func ModelWarning(cfg *config.Config, m provider.Model) string {
-	if !m.Assumed {
-		return ""
-	}
-	return fmt.Sprintf("model %q: context window unknown; assuming %d tokens (declare context_window and max_output_tokens in [models.%q] of %s)",
-		m.Name, m.ContextWindow, m.Name, filepath.Join(cfg.Home, "config.toml"))
 }

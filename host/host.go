@@ -26,6 +26,8 @@ type Host struct {
 	log *slog.Logger
 	// lister keeps what listings read of each session file.
 	lister *session.Lister
+	// models is the endpoint's model list as last read (catalog.go).
+	models *modelList
 
 	mu sync.Mutex
 	// seen are the delegated children this host's sessions reported, by
@@ -39,7 +41,7 @@ func New(rt *Runtime, log *slog.Logger) *Host {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Host{rt: rt, log: log, lister: new(session.Lister), seen: map[string]*seenChild{}}
+	return &Host{rt: rt, log: log, lister: new(session.Lister), models: new(modelList), seen: map[string]*seenChild{}}
 }
 
 // Runtime is the configuration the host builds sessions with.
@@ -47,15 +49,6 @@ func (h *Host) Runtime() *Runtime { return h.rt }
 
 // Close releases what listing holds (the listing's directory watch).
 func (h *Host) Close() error { return h.lister.Close() }
-
-// Catalog is the model catalog (DefaultCatalog when the runtime has
-// none).
-func (h *Host) Catalog() Catalog {
-	if h.rt.Catalog != nil {
-		return h.rt.Catalog()
-	}
-	return DefaultCatalog()
-}
 
 // Binding is what a front door hands the host for one session it opens:
 // how the session asks its person, and what of the client its tools and
@@ -156,6 +149,13 @@ func (h *Host) attach(ctx context.Context, sess *session.Session, model, reasoni
 		Approver: b.Approver, Principal: "editor:" + hdr.ID, Rules: rules,
 		Documents: docs, Policy: policy, MCPServers: b.MCPServers,
 	}
+	if model != "" {
+		m, err := h.resolveModel(model)
+		if err != nil {
+			return nil, &InputError{Msg: err.Error()}
+		}
+		spec.Resolved = m
+	}
 	if b.Delegation != nil {
 		spec.Delegation = h.delegation(hdr.ID, b.Delegation)
 	}
@@ -172,7 +172,7 @@ func (h *Host) attach(ctx context.Context, sess *session.Session, model, reasoni
 	if reasoning != "" {
 		built.Agent.SetReasoning(reasoning)
 	}
-	s := &Session{rt: rt, sess: sess, built: built, startModel: built.Agent.Model(), rules: rules, docs: docs}
+	s := &Session{rt: rt, sess: sess, built: built, startModel: built.Agent.Model(), rules: rules, docs: docs, resolve: h.resolveModel, catalog: h.Catalog}
 	if record && policy != nil {
 		if _, err := s.SetEffectPolicy(*policy); err != nil {
 			_ = s.closeAgent()

@@ -33,9 +33,13 @@ type Runtime struct {
 	// OPENAI_BASE_URL"), or "" when it has none. The dialects add it to
 	// the error they report.
 	ExplainError func(err error) string
-	// Catalog, when set, is the model catalog (the configured model,
-	// prices); nil is DefaultCatalog.
+	// Catalog, when set, is the model catalog of the configuration
+	// (CatalogFor); nil is DefaultCatalog.
 	Catalog func() Catalog
+	// ListModels, when set, asks the endpoint which models it serves
+	// (provider.HTTP.ListModels); the host merges the answer into the
+	// catalog (Host.ListModels). Nil: the catalog is octet's own.
+	ListModels func(ctx context.Context) ([]string, error)
 	// Authenticate, when set, reads the provider credentials again (a
 	// person has just logged in) and returns an error wrapping
 	// ErrAuthRequired while there are still none.
@@ -51,6 +55,10 @@ type AgentSpec struct {
 	// Model and Reasoning are what the client asked for ("" for the
 	// configured default).
 	Model, Reasoning string
+	// Resolved is Model as the host resolved it from the catalog (its
+	// limits and features; assumed for a model only the endpoint
+	// lists); zero when Model is "".
+	Resolved provider.Model
 	// Approver asks the person at the front door to confirm effects.
 	Approver tools.Approver
 	// Principal names the editor session the run acts for.

@@ -28,6 +28,10 @@ type Session struct {
 	// docs is the client's overlay for the workspace (nil: none): a
 	// rewind of an open document goes through it, as an edit does.
 	docs tools.Documents
+	// resolve maps a model name to a model (Host.resolveModel); catalog
+	// is the host's catalog.
+	resolve func(name string) (provider.Model, error)
+	catalog func() Catalog
 	// rewindMu serializes rewinds of the session.
 	rewindMu sync.Mutex
 
@@ -69,7 +73,13 @@ func (s *Session) Policy() tools.EffectiveToolPolicy { return s.Broker().Effecti
 func (s *Session) Branch() []session.Entry { return s.sess.Branch() }
 
 // Prompt starts one run of text (agent.ErrBusy while one is active).
+// Images (opts.Images, from DecodeImage) are refused with an *InputError,
+// before anything is kept or sent, when there are too many or the
+// session's model does not take image input (the catalog says which).
 func (s *Session) Prompt(ctx context.Context, text string, opts agent.PromptOptions) (*agent.Run, error) {
+	if err := s.CheckImages(opts.Images); err != nil {
+		return nil, err
+	}
 	return s.built.Agent.Prompt(ctx, text, opts)
 }
 
@@ -101,15 +111,16 @@ func (s *Session) SetHead(entryID string) error {
 }
 
 // SetModel selects the model name for the session's next requests and
-// returns the one in effect: the model the session was built with, or one
-// the runtime resolves.
+// returns the one in effect: the model the session was built with, one
+// the runtime resolves, or one the endpoint lists (its list read again,
+// for at most 5 s, when stale).
 func (s *Session) SetModel(name string) (string, error) {
 	if name == s.startModel.Name {
 		// The model the session was built with is always allowed.
 		s.built.Agent.SetModel(s.startModel)
 		return name, nil
 	}
-	m, err := s.rt.Resolve(name)
+	m, err := s.resolve(name)
 	if err != nil {
 		return "", err
 	}

@@ -34,6 +34,7 @@ type TranscriptEntry struct {
 	Type       string           `json:"type"`
 	RunID      string           `json:"runId,omitempty"`
 	Text       string           `json:"text,omitempty"`
+	Images     []ImageView      `json:"images,omitempty"`
 	Items      []TranscriptItem `json:"items,omitempty"`
 	StopReason string           `json:"stopReason,omitempty"`
 	Result     *TranscriptTool  `json:"result,omitempty"`
@@ -56,19 +57,36 @@ type TranscriptTool struct {
 	Text    string         `json:"text"`
 	IsError bool           `json:"isError"`
 	Details map[string]any `json:"details,omitempty"`
+	Images  []ImageView    `json:"images,omitempty"`
+}
+
+// ImageView is an image of an entry as a transcript names it (its bytes
+// are in octet's image store, not in the transcript).
+type ImageView struct {
+	MimeType string `json:"mimeType"`
+	Bytes    int64  `json:"bytes"`
+	SHA256   string `json:"sha256"`
+}
+
+func imageViews(imgs []session.Image) []ImageView {
+	var out []ImageView
+	for _, im := range imgs {
+		out = append(out, ImageView{MimeType: im.MimeType, Bytes: im.Bytes, SHA256: im.SHA256})
+	}
+	return out
 }
 
 // ToTranscript converts an entry, leaving out opaque reasoning content.
 func ToTranscript(e session.Entry) TranscriptEntry {
 	t := TranscriptEntry{
 		ID: e.ID, Parent: e.Parent, Time: e.Time.UTC(), Type: string(e.Type), RunID: e.RunID,
-		Text: e.Text, StopReason: e.StopReason,
+		Text: e.Text, StopReason: e.StopReason, Images: imageViews(e.PromptImages()),
 	}
 	for _, it := range e.Items {
 		t.Items = append(t.Items, TranscriptItem{Type: it.Type, Text: it.Text, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
 	}
 	if r := e.Result; r != nil {
-		t.Result = &TranscriptTool{CallID: r.CallID, Tool: r.Tool, Text: r.Text, IsError: r.IsError, Details: r.Details}
+		t.Result = &TranscriptTool{CallID: r.CallID, Tool: r.Tool, Text: r.Text, IsError: r.IsError, Details: r.Details, Images: imageViews(r.ResultImages())}
 	}
 	if c := e.Compaction; c != nil {
 		t.Summary = c.Summary

@@ -2,6 +2,7 @@ package provider
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,7 +18,8 @@ import (
 // items of one assistant response are one assistant message of thinking,
 // redacted_thinking, text and tool_use blocks in output order; user
 // messages and function results are one user message whose tool_result
-// blocks come first; images are base64 image blocks; tools carry
+// blocks come first; images are base64 image blocks, in user messages
+// and inside tool_result content (view_image's); tools carry
 // input_schema; tool_choice auto or none; reasoning effort is an extended
 // thinking budget. Thinking blocks are sent back exactly as received, with
 // their signatures (the API verifies them); their opaque state is kept in
@@ -71,18 +73,19 @@ type anthropicSource struct {
 
 // anthropicBlock is one content block of a request message.
 type anthropicBlock struct {
-	Type         string           `json:"type"`
-	Text         *string          `json:"text,omitempty"`
-	Thinking     *string          `json:"thinking,omitempty"`
-	Signature    string           `json:"signature,omitempty"`
-	Data         string           `json:"data,omitempty"`
-	Source       *anthropicSource `json:"source,omitempty"`
-	ID           string           `json:"id,omitempty"`
-	Name         string           `json:"name,omitempty"`
-	Input        json.RawMessage  `json:"input,omitempty"`
-	ToolUseID    string           `json:"tool_use_id,omitempty"`
-	Content      *string          `json:"content,omitempty"`
-	CacheControl *cacheControl    `json:"cache_control,omitempty"`
+	Type      string           `json:"type"`
+	Text      *string          `json:"text,omitempty"`
+	Thinking  *string          `json:"thinking,omitempty"`
+	Signature string           `json:"signature,omitempty"`
+	Data      string           `json:"data,omitempty"`
+	Source    *anthropicSource `json:"source,omitempty"`
+	ID        string           `json:"id,omitempty"`
+	Name      string           `json:"name,omitempty"`
+	Input     json.RawMessage  `json:"input,omitempty"`
+	ToolUseID string           `json:"tool_use_id,omitempty"`
+	// Content is a tool_result's: a string, or text and image blocks.
+	Content      any           `json:"content,omitempty"`
+	CacheControl *cacheControl `json:"cache_control,omitempty"`
 }
 
 type anthropicMessage struct {
@@ -196,16 +199,10 @@ func appendAnthropicItem(msgs []anthropicMessage, it *Item) ([]anthropicMessage,
 	case ItemMessage:
 		switch it.Role {
 		case "user", "developer":
-			blocks := text(it.Text)
-			for _, im := range it.Images {
-				if err := im.check(); err != nil {
-					return nil, err
-				}
-				if it.Role != "user" {
-					return nil, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
-				}
-				blocks = append(blocks, anthropicBlock{Type: "image", Source: &anthropicSource{Type: "base64", MediaType: im.MediaType, Data: im.Base64}})
+			if len(it.Images) > 0 && it.Role != "user" {
+				return nil, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
 			}
+			blocks := appendAnthropicImages(text(it.Text), it.Images)
 			if len(blocks) == 0 {
 				blocks = text("(empty message)")
 			}
@@ -239,10 +236,35 @@ func appendAnthropicItem(msgs []anthropicMessage, it *Item) ([]anthropicMessage,
 		if it.CallID == "" {
 			return nil, errors.New("function_call_output needs call_id")
 		}
-		out := it.Output
-		return add("user", anthropicBlock{Type: "tool_result", ToolUseID: it.CallID, Content: &out}), nil
+		var content any = it.Output
+		if len(it.Images) > 0 { // view_image's: text and image blocks
+			content = appendAnthropicImages(text(it.Output), it.Images)
+		}
+		return add("user", anthropicBlock{Type: "tool_result", ToolUseID: it.CallID, Content: content}), nil
 	}
 	return nil, fmt.Errorf("%w on the anthropic route: %q", errUnknownItem, it.Type)
+}
+
+// AnthropicMaxImageBase64 is the Messages API's bound on one image: its
+// base64 is at most 5 MiB (3.75 MiB of image), where octet takes up to
+// 20 MiB.
+const AnthropicMaxImageBase64 = 5 << 20
+
+// appendAnthropicImages appends a base64 image block per image. An image
+// over the API's bound is a text block saying so instead: it is kept in
+// the session and sent with every later request, and one refused image
+// would fail them all.
+func appendAnthropicImages(blocks []anthropicBlock, imgs []Image) []anthropicBlock {
+	for _, im := range imgs {
+		if base64.StdEncoding.EncodedLen(len(im.Data)) > AnthropicMaxImageBase64 {
+			note := fmt.Sprintf("[a %s image of %d bytes is not shown: the Messages API takes images of at most 3.75 MiB]", im.MimeType, len(im.Data))
+			blocks = append(blocks, anthropicBlock{Type: "text", Text: &note})
+			continue
+		}
+		blocks = append(blocks, anthropicBlock{Type: "image", Source: &anthropicSource{Type: "base64",
+			MediaType: im.MimeType, Data: base64.StdEncoding.EncodeToString(im.Data)}})
+	}
+	return blocks
 }
 
 // toolInput is a tool call's arguments as the JSON object tool_use.input

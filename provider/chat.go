@@ -16,7 +16,10 @@ import (
 // llama.cpp, LM Studio, Ollama and most gateways serve it.
 //
 // What it maps: the system prompt is the first message (role system);
-// user messages with images carry image_url parts (data URLs); the
+// user messages with images carry image_url parts (data URLs), and the
+// images of function call outputs (view_image's) follow the tool messages
+// in a user message of image_url parts, since a tool message carries only
+// text; the
 // assistant items of one response (text, function calls) are one
 // assistant message with tool_calls; function_call_output items are
 // role tool messages; tools are {type:function, function:{…}};
@@ -101,10 +104,23 @@ func (chatCodec) encode(r *Request) ([]byte, error) {
 	if r.Instructions != "" {
 		w.Messages = append(w.Messages, chatMessage{Role: "system", Content: r.Instructions})
 	}
+	var toolImages []chatPart // images of the tool messages just added
 	for i := range r.Input {
-		if w.Messages, err = appendChatItem(w.Messages, &r.Input[i]); err != nil {
+		it := &r.Input[i]
+		if it.Type != ItemFunctionCallOutput && len(toolImages) > 0 {
+			w.Messages = append(w.Messages, chatMessage{Role: "user", Content: toolImages})
+			toolImages = nil
+		}
+		if w.Messages, err = appendChatItem(w.Messages, it); err != nil {
 			return nil, fmt.Errorf("encode request: input %d: %w", i, err)
 		}
+		if it.Type == ItemFunctionCallOutput && len(it.Images) > 0 {
+			toolImages = append(toolImages, chatPart{Type: "text", Text: "The images of tool call " + it.CallID + ":"})
+			toolImages = appendChatImages(toolImages, it.Images)
+		}
+	}
+	if len(toolImages) > 0 {
+		w.Messages = append(w.Messages, chatMessage{Role: "user", Content: toolImages})
 	}
 	for _, t := range tools {
 		w.Tools = append(w.Tools, chatTool{Type: "function", Function: chatFunctionDef{Name: t.Name, Description: t.Description, Parameters: t.Parameters, Strict: t.Strict}})
@@ -122,7 +138,18 @@ func (chatCodec) encode(r *Request) ([]byte, error) {
 	return json.Marshal(&w)
 }
 
-// appendChatItem appends the message(s) one input item becomes. The
+// appendChatImages appends an image_url part (a data URL) per image.
+func appendChatImages(parts []chatPart, imgs []Image) []chatPart {
+	for _, im := range imgs {
+		parts = append(parts, chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: im.dataURL()}})
+	}
+	return parts
+}
+
+// appendChatItem appends the message(s) one input item becomes. A
+// function call output's images are not among them: a tool message
+// carries only text, so encode sends them in a user message after the
+// tool messages of the response. The
 // items of one assistant response join one assistant message.
 func appendChatItem(msgs []chatMessage, it *Item) ([]chatMessage, error) {
 	last := func() *chatMessage {
@@ -145,13 +172,7 @@ func appendChatItem(msgs []chatMessage, it *Item) ([]chatMessage, error) {
 			if role != "user" {
 				return nil, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
 			}
-			parts := []chatPart{{Type: "text", Text: it.Text}}
-			for _, im := range it.Images {
-				if err := im.check(); err != nil {
-					return nil, err
-				}
-				parts = append(parts, chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: im.dataURL()}})
-			}
+			parts := appendChatImages([]chatPart{{Type: "text", Text: it.Text}}, it.Images)
 			return append(msgs, chatMessage{Role: role, Content: parts}), nil
 		case "assistant":
 			if len(it.Images) > 0 {

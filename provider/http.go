@@ -152,8 +152,27 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 	case nil, *http.Transport:
 		h.reliable = true
 	}
-	h.noAuth = cfg.NoAuth || isLoopbackURL(cfg.BaseURL)
+	h.noAuth = cfg.NoAuth || IsLoopbackURL(cfg.BaseURL)
 	return h
+}
+
+// setHeaders adds the route's own headers, the configured headers
+// (which may replace those, but never set a credential header) and the
+// key, when there is one, where the route sends it.
+func (h *HTTP) setHeaders(hr *http.Request, key string) {
+	h.codec.header(hr.Header)
+	for k, vs := range h.cfg.Headers {
+		if IsCredentialHeader(k) {
+			continue
+		}
+		hr.Header.Del(k)
+		for _, v := range vs {
+			hr.Header.Add(k, v)
+		}
+	}
+	if key != "" {
+		setKey(hr.Header, h.cfg.KeyHeader, key)
+	}
 }
 
 func defaultHTTPTransport() *http.Transport {
@@ -167,14 +186,16 @@ func defaultHTTPTransport() *http.Transport {
 	}
 }
 
-// isLoopbackURL reports whether raw names a loopback host.
-func isLoopbackURL(raw string) bool {
+// IsLoopbackURL reports whether raw names a loopback host: localhost (in
+// any case, with or without the root's dot) or a loopback address
+// (127.0.0.0/8, ::1, and IPv4-mapped ::ffff:127.x).
+func IsLoopbackURL(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return false
 	}
 	host := u.Hostname()
-	if host == "localhost" {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
@@ -309,21 +330,9 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		cancel(nil)
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: scrubErr(fmt.Errorf("build request: %w", err), key)}
 	}
-	h.codec.header(hr.Header)
-	for k, vs := range h.cfg.Headers {
-		if IsCredentialHeader(k) {
-			continue
-		}
-		hr.Header.Del(k)
-		for _, v := range vs {
-			hr.Header.Add(k, v)
-		}
-	}
+	h.setHeaders(hr, key)
 	hr.Header.Set("Content-Type", "application/json")
 	hr.Header.Set("Accept", "text/event-stream")
-	if key != "" {
-		setKey(hr.Header, h.cfg.KeyHeader, key)
-	}
 	h.log.Debug("provider http open", "url", h.logURL, "model", req.Model, "bytes", len(body))
 	if hook != nil && !h.reliable {
 		// A custom RoundTripper may never report GotConn: the hook runs
@@ -412,7 +421,7 @@ func (h *HTTP) openError(ctx context.Context, cause, err error, wrote bool, key 
 	switch {
 	case !wrote && isNetUnreachable(err):
 		return &Error{Phase: PreSend, Class: NetworkUnavailable, Err: err}
-	case dialFailed && isRefused(err) && isLoopbackURL(h.cfg.BaseURL):
+	case dialFailed && isRefused(err) && IsLoopbackURL(h.cfg.BaseURL):
 		// Nothing listens on this machine's port: a local server that is
 		// not running. Waiting cannot help, so this is said at once.
 		return &Error{Phase: Opening, Class: Connect, LocalRefused: true, Err: err,

@@ -87,7 +87,9 @@ type Model struct {
 	// ApplyPatch reports that the model was trained on the apply_patch
 	// patch format (Codex's), so it is offered that tool by default.
 	ApplyPatch bool
-	// Images reports that the model accepts images in user messages.
+	// Images reports that the model takes image input (input_image
+	// parts, image_url parts, image blocks): prompts may carry images and
+	// it is offered view_image.
 	Images bool
 	// Assumed is true when neither octet's table nor the configuration
 	// knows the model's context window: ContextWindow is

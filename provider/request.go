@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,7 +98,8 @@ type Item struct {
 	Input string
 	// Output is a call output's text.
 	Output string
-	// Images are the images of a user message, after its text.
+	// Images are images after the text of a user message or of a
+	// function call's output, sent as input_image parts (a data URL).
 	Images []Image
 	// Status is the provider's item status ("completed", "incomplete"), if any.
 	Status string
@@ -110,6 +112,17 @@ type Item struct {
 	// request costs a copy of what did not change. Whoever changes a
 	// field must clear it.
 	Encoded []byte
+}
+
+// Image is an image input: its MIME type and bytes.
+type Image struct {
+	MimeType string
+	Data     []byte
+}
+
+// dataURL is the image as a data URL (data:image/png;base64,…).
+func (im Image) dataURL() string {
+	return "data:" + im.MimeType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 }
 
 // EncodeItem returns the JSON an item is sent as in a request's input on
@@ -141,7 +154,8 @@ func (it *Item) Known() bool {
 var errUnknownItem = errors.New("item type cannot be sent")
 
 // wireContent is one content part of an input message: input_text and
-// output_text parts carry "text", a refusal part carries "refusal".
+// output_text parts carry "text", a refusal part carries "refusal", an
+// input_image part "image_url".
 type wireContent struct {
 	Type     string  `json:"type"`
 	Text     *string `json:"text,omitempty"`
@@ -165,7 +179,9 @@ type wireInputItem struct {
 	Name             string         `json:"name,omitempty"`
 	Arguments        *string        `json:"arguments,omitempty"`
 	Input            *string        `json:"input,omitempty"`
-	Output           *string        `json:"output,omitempty"`
+	// Output is a call output: a string, or content parts (text and
+	// images).
+	Output any `json:"output,omitempty"`
 }
 
 type wireTool struct {
@@ -333,6 +349,14 @@ func checkRequest(r *Request) ([]FunctionTool, string, error) {
 	return out, choice, nil
 }
 
+// appendImageParts appends an input_image part per image.
+func appendImageParts(parts []wireContent, imgs []Image) []wireContent {
+	for _, im := range imgs {
+		parts = append(parts, wireContent{Type: "input_image", ImageURL: im.dataURL()})
+	}
+	return parts
+}
+
 func wireItem(it *Item) (wireInputItem, error) {
 	w := wireInputItem{Type: it.Type}
 	switch it.Type {
@@ -351,17 +375,14 @@ func wireItem(it *Item) (wireInputItem, error) {
 		if it.Role != "assistant" || text != "" || refusal == "" {
 			w.Content = []wireContent{{Type: part, Text: &text}}
 		}
+		if len(it.Images) > 0 {
+			if it.Role != "user" {
+				return w, fmt.Errorf("a %s message cannot carry images", it.Role)
+			}
+			w.Content = appendImageParts(w.Content, it.Images)
+		}
 		if it.Role == "assistant" && refusal != "" {
 			w.Content = append(w.Content, wireContent{Type: "refusal", Refusal: &refusal})
-		}
-		if len(it.Images) > 0 && it.Role != "user" {
-			return w, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
-		}
-		for _, im := range it.Images {
-			if err := im.check(); err != nil {
-				return w, err
-			}
-			w.Content = append(w.Content, wireContent{Type: "input_image", ImageURL: im.dataURL()})
 		}
 	case ItemReasoning:
 		s := make([]wireSummary, 0, len(it.Summary))
@@ -391,6 +412,12 @@ func wireItem(it *Item) (wireInputItem, error) {
 		w.CallID = it.CallID
 		out := it.Output
 		w.Output = &out
+		if len(it.Images) > 0 {
+			if it.Type != ItemFunctionCallOutput {
+				return w, errors.New("a custom tool call output cannot carry images")
+			}
+			w.Output = appendImageParts([]wireContent{{Type: "input_text", Text: &out}}, it.Images)
+		}
 	default:
 		return w, fmt.Errorf("%w: %q", errUnknownItem, it.Type)
 	}

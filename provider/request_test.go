@@ -195,3 +195,27 @@ func TestCachedRequestEncodingIsFast(t *testing.T) {
 		t.Fatalf("1.6 MB request: %v with encoded items, %v with json.Marshal: the item encodings are not reused", cached, full)
 	}
 }
+
+// TestEncodeImages: a user message's images follow its text as
+// input_image parts with data URLs; a function call output with images
+// is an array of its text and the images; an assistant message cannot
+// carry one.
+func TestEncodeImages(t *testing.T) {
+	img := Image{MimeType: "image/png", Data: []byte("\x89PNG")}
+	got, err := EncodeItem(&Item{Type: ItemMessage, Role: "user", Text: "look", Images: []Image{img, img}})
+	want := `{"type":"message","role":"user","content":[{"type":"input_text","text":"look"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw=="},{"type":"input_image","image_url":"data:image/png;base64,iVBORw=="}]}`
+	if err != nil || string(got) != want {
+		t.Errorf("user message:\n%s, %v\nwant\n%s", got, err, want)
+	}
+	got, err = EncodeItem(&Item{Type: ItemFunctionCallOutput, CallID: "c1", Output: "a.png (image/png)", Images: []Image{img}})
+	want = `{"type":"function_call_output","call_id":"c1","output":[{"type":"input_text","text":"a.png (image/png)"},{"type":"input_image","image_url":"data:image/png;base64,iVBORw=="}]}`
+	if err != nil || string(got) != want {
+		t.Errorf("call output:\n%s, %v\nwant\n%s", got, err, want)
+	}
+	if got, err := EncodeItem(&Item{Type: ItemFunctionCallOutput, CallID: "c1", Output: "plain"}); err != nil || string(got) != `{"type":"function_call_output","call_id":"c1","output":"plain"}` {
+		t.Errorf("call output without images: %s, %v", got, err)
+	}
+	if _, err := EncodeItem(&Item{Type: ItemMessage, Role: "assistant", Text: "x", Images: []Image{img}}); err == nil {
+		t.Error("an assistant message with an image was encoded")
+	}
+}

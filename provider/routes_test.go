@@ -2,6 +2,7 @@ package provider_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/url"
 	"strings"
@@ -406,20 +407,22 @@ func encodeOn(t *testing.T, w provider.WireAPI, req *provider.Request) map[strin
 
 // conversation is a replayed history with every item kind: a user
 // message with an image, an assistant response of reasoning, text and
-// two calls, their results, and the next user message.
+// two calls, their results (the second with an image, as view_image's),
+// and the next user message.
 func conversation(reasoning provider.Item) *provider.Request {
+	png := provider.Image{MimeType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")} // iVBORw0KGgo=
 	return &provider.Request{
 		Model: "m", Instructions: "You are octet.", MaxOutputTokens: 4000,
 		Reasoning: &provider.Reasoning{Effort: "medium"},
 		Tools:     []provider.FunctionTool{{Name: "read", Description: "Read a file.", Parameters: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}}}`)}},
 		Input: []provider.Item{
-			{Type: provider.ItemMessage, Role: "user", Text: "What is in the picture?", Images: []provider.Image{{MediaType: "image/png", Base64: "iVBORw0KGgo="}}},
+			{Type: provider.ItemMessage, Role: "user", Text: "What is in the picture?", Images: []provider.Image{png}},
 			reasoning,
 			{Type: provider.ItemMessage, Role: "assistant", Text: "Reading both."},
 			{Type: provider.ItemFunctionCall, CallID: "call_a", Name: "read", Arguments: `{"path":"a"}`},
 			{Type: provider.ItemFunctionCall, CallID: "call_b", Name: "read", Arguments: `{"path":"b"}`},
 			{Type: provider.ItemFunctionCallOutput, CallID: "call_a", Output: "A"},
-			{Type: provider.ItemFunctionCallOutput, CallID: "call_b", Output: "B"},
+			{Type: provider.ItemFunctionCallOutput, CallID: "call_b", Output: "B", Images: []provider.Image{png}},
 			{Type: provider.ItemMessage, Role: "user", Text: "Thanks."},
 		},
 	}
@@ -444,6 +447,10 @@ func TestChatRequestShape(t *testing.T) {
 			}},
 			map[string]any{"role": "tool", "tool_call_id": "call_a", "content": "A"},
 			map[string]any{"role": "tool", "tool_call_id": "call_b", "content": "B"},
+			map[string]any{"role": "user", "content": []any{
+				map[string]any{"type": "text", "text": "The images of tool call call_b:"},
+				map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,iVBORw0KGgo="}},
+			}},
 			map[string]any{"role": "user", "content": "Thanks."},
 		},
 	}
@@ -476,13 +483,35 @@ func TestAnthropicRequestShape(t *testing.T) {
 			}},
 			map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "tool_result", "tool_use_id": "call_a", "content": "A"},
-				map[string]any{"type": "tool_result", "tool_use_id": "call_b", "content": "B"},
+				map[string]any{"type": "tool_result", "tool_use_id": "call_b", "content": []any{
+					map[string]any{"type": "text", "text": "B"},
+					map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+				}},
 				map[string]any{"type": "text", "text": "Thanks.", "cache_control": eph},
 			}},
 		},
 	}
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("anthropic body (-want +got):\n%s", diff)
+	}
+}
+
+// TestAnthropicImageOverTheBound: an image over the Messages API's 5 MiB
+// of base64 (which octet takes, up to 20 MiB) is a note in its place, in
+// a prompt and in a tool result alike, so the session it is kept in is
+// not refused on every later request; one within the bound is sent.
+func TestAnthropicImageOverTheBound(t *testing.T) {
+	big := provider.Image{MimeType: "image/png", Data: make([]byte, provider.AnthropicMaxImageBase64/4*3+1)}
+	small := provider.Image{MimeType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}
+	body := encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
+		{Type: provider.ItemMessage, Role: "user", Text: "look", Images: []provider.Image{big, small}},
+		{Type: provider.ItemFunctionCall, CallID: "c1", Name: "view_image", Arguments: `{"path":"a.png"}`},
+		{Type: provider.ItemFunctionCallOutput, CallID: "c1", Output: "a.png", Images: []provider.Image{big}},
+	}})
+	raw, _ := json.Marshal(body["messages"])
+	note := fmt.Sprintf("[a image/png image of %d bytes is not shown: the Messages API takes images of at most 3.75 MiB]", len(big.Data))
+	if n := strings.Count(string(raw), note); n != 2 || strings.Count(string(raw), `"type":"image"`) != 1 || len(raw) > 1<<20 {
+		t.Errorf("%d notes, %d images in %d bytes of messages; want 2 notes and the small image", n, strings.Count(string(raw), `"type":"image"`), len(raw))
 	}
 }
 

@@ -1,10 +1,6 @@
 package provider
 
-import (
-	"fmt"
-	"net/http"
-	"strings"
-)
+import "net/http"
 
 // WireAPI names a wire format: what a route's endpoint speaks.
 type WireAPI string
@@ -74,32 +70,4 @@ func IsCredentialHeader(k string) bool {
 		}
 	}
 	return false
-}
-
-// Image is an image the user attached to a message: its media type
-// ("image/png", "image/jpeg", "image/gif", "image/webp") and its bytes in
-// standard base64. Every route sends it inline (a data URL, or an
-// Anthropic base64 source); nothing is uploaded.
-type Image struct {
-	MediaType string
-	Base64    string
-}
-
-// ImageMediaTypes are the media types every route accepts.
-var ImageMediaTypes = []string{"image/png", "image/jpeg", "image/gif", "image/webp"}
-
-// dataURL is the image as a data: URL (Responses input_image, Chat
-// image_url).
-func (im Image) dataURL() string { return "data:" + im.MediaType + ";base64," + im.Base64 }
-
-func (im Image) check() error {
-	for _, t := range ImageMediaTypes {
-		if im.MediaType == t {
-			if im.Base64 == "" {
-				return fmt.Errorf("image of type %s is empty", im.MediaType)
-			}
-			return nil
-		}
-	}
-	return fmt.Errorf("image media type %q is not one of %s", im.MediaType, strings.Join(ImageMediaTypes, ", "))
 }

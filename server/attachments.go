@@ -7,38 +7,63 @@ import (
 
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/fsroot"
+	"github.com/octet-agent/octet/provider"
 )
 
 // maxAttachmentLabel bounds a labelled attachment's label.
 const maxAttachmentLabel = 200
 
 // attachment is one octet/prompt context item: a file or a range of one
-// ({uri, range?}), or labelled text ({label, text}).
+// ({uri, range?}), labelled text ({label, text}), or an image ({type:
+// "image", mimeType, data}).
 type attachment struct {
 	URI   string    `json:"uri"`
 	Range *lspRange `json:"range"`
 	Label string    `json:"label"`
 	Text  *string   `json:"text"`
+	// Type is "image" for an image, else "" (or "text").
+	Type     string `json:"type"`
+	MimeType string `json:"mimeType"`
+	Data     string `json:"data"`
 }
 
-// withAttachments returns the user's message for the model: text, then
-// each attachment as host.WithAttachments shows it. Files are read
-// through the session workspace's document overlay (unsaved text of open
-// documents), else from disk without following links, inside the
-// workspace only.
-func (s *Server) withAttachments(workspace, text string, items []attachment) (string, error) {
-	if len(items) > host.MaxAttachments {
-		return "", invalidParams("context has %d attachments; at most %d are allowed", len(items), host.MaxAttachments)
-	}
-	atts := make([]host.Attachment, 0, len(items))
+// withAttachments returns the user's message for the model (text, then
+// each text attachment as host.WithAttachments shows it) and the images
+// attached (host.DecodeImage). Files are read through the session
+// workspace's document overlay (unsaved text of open documents), else
+// from disk without following links, inside the workspace only.
+func (s *Server) withAttachments(workspace, text string, items []attachment) (string, []provider.Image, error) {
+	var atts []host.Attachment
+	var imgs []provider.Image
 	for i, it := range items {
+		switch it.Type {
+		case "image":
+			if it.URI != "" || it.Text != nil || it.Label != "" {
+				return "", nil, invalidParams("context[%d]: an image is {type: \"image\", mimeType, data}, without uri, label or text", i)
+			}
+			img, err := host.DecodeImage(it.MimeType, it.Data)
+			if err != nil {
+				return "", nil, invalidParams("context[%d]: %v", i, err)
+			}
+			imgs = append(imgs, img)
+			continue
+		case "", "text":
+		default:
+			return "", nil, invalidParams("context[%d]: type %q is not image or text", i, host.Clip(it.Type, 40))
+		}
+		if len(atts) == host.MaxAttachments {
+			return "", nil, invalidParams("context has more than %d text attachments", host.MaxAttachments)
+		}
 		title, body, err := s.readAttachment(workspace, it)
 		if err != nil {
-			return "", invalidParams("context[%d]: %v", i, err)
+			return "", nil, invalidParams("context[%d]: %v", i, err)
 		}
 		atts = append(atts, host.Attachment{Title: title, Body: body})
 	}
-	return host.WithAttachments(text, atts), nil
+	if err := host.CheckImages(imgs); err != nil {
+		return "", nil, invalidParams("%v", err)
+	}
+	return host.WithAttachments(text, atts), imgs, nil
 }
 
 // readAttachment returns an attachment's title and text.

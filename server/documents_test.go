@@ -541,7 +541,7 @@ func TestAttachmentBounds(t *testing.T) {
 	s := New(Options{Runtime: &host.Runtime{}})
 	big := strings.Repeat("é", host.MaxAttachmentBytes) // 2 bytes each
 	items := slices.Repeat([]attachment{{Label: "big", Text: &big}}, host.MaxAttachments)
-	out, err := s.withAttachments(t.TempDir(), "hi", items)
+	out, _, err := s.withAttachments(t.TempDir(), "hi", items)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ var features = []string{"octet/session/close",
 	"octet/session/diff", "octet/session/rewind",
 	"octet/extensions/list", "octet/extensions/enable", "extensions_changed",
 	"agent_updated", "octet/session/rewind.paths",
-	"child_sessions",
+	"child_sessions", "plan", "octet/models.listed", "octet/prompt.images",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

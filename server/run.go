@@ -133,9 +133,12 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 	if p.Text == "" {
 		return nil, invalidParams("text is required")
 	}
-	text, err := s.withAttachments(ss.handle.Cwd(), p.Text, p.Context)
+	text, imgs, err := s.withAttachments(ss.handle.Cwd(), p.Text, p.Context)
 	if err != nil {
 		return nil, err
+	}
+	if err := ss.handle.CheckImages(imgs); err != nil {
+		return nil, invalidParams("%v", err)
 	}
 	ss.mu.Lock()
 	if ss.closing {
@@ -159,11 +162,14 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		}
 		return false
 	}
-	h, err := startRun(s.ctx, ss.handle, text, p.WithoutTools, deliver)
+	h, err := startRun(s.ctx, ss.handle, text, agent.PromptOptions{WithoutTools: p.WithoutTools, Images: imgs}, deliver)
 	if err != nil {
 		ss.mu.Unlock()
 		if errors.Is(err, errBusy) {
 			return nil, busyError(ss.id, "(unknown)")
+		}
+		if _, ok := errors.AsType[*host.InputError](err); ok {
+			return nil, invalidParams("%v", err)
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("start run: %v", err))
 	}

@@ -18,8 +18,7 @@ import (
 // offered the run's events on its owner goroutine (see
 // agent.PromptOptions.Deliver): an event it takes is not returned by the
 // handle's Next. It fails with errBusy when a run is active.
-func startRun(ctx context.Context, hs *host.Session, text string, withoutTools bool, deliver func(wireEvent) bool) (runHandle, error) {
-	opts := agent.PromptOptions{WithoutTools: withoutTools}
+func startRun(ctx context.Context, hs *host.Session, text string, opts agent.PromptOptions, deliver func(wireEvent) bool) (runHandle, error) {
 	if deliver != nil {
 		opts.Deliver = func(ev agent.Event) bool { return deliver(offered(ev)) }
 	}

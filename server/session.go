@@ -345,7 +345,7 @@ func (s *Server) sessionNew(ctx context.Context, _ *jsonrpc2.Request, raw jsonrp
 func (s *Server) createSession(ctx context.Context, spec host.Spec) (*sessionState, error) {
 	holder := &approverHolder{}
 	h, err := s.host.Create(ctx, spec, s.binding(holder))
-	if errors.Is(err, tools.ErrPolicyLooser) {
+	if _, ok := errors.AsType[*host.InputError](err); ok || errors.Is(err, tools.ErrPolicyLooser) {
 		return nil, invalidParams("create session: %v", err)
 	}
 	if err != nil {
@@ -495,6 +495,9 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
 	}
 	res["recoveredOutput"] = ss.handle.RecoveredOutput()
+	if plan := ss.handle.Plan(); plan != nil {
+		res["plan"] = plan
+	}
 	s.resumeChildren(ss.id, res)
 	ss.mu.Lock()
 	pending := ss.pendingSorted()

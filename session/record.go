@@ -123,20 +123,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	b = appendStrField(b, "type", string(e.Type))
 	b = appendStrField(b, "run_id", e.RunID)
 	b = appendStrField(b, "text", e.Text)
-	if e.Media != nil && len(e.Media.Images) > 0 {
-		b = append(appendKey(b, "images"), '[')
-		for i, im := range e.Media.Images {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, `{"media_type":`...)
-			b = appendString(b, im.MediaType)
-			b = append(b, `,"data":`...)
-			b = appendString(b, im.Data)
-			b = append(b, '}')
-		}
-		b = append(b, ']')
-	}
+	b = appendImages(b, e.PromptImages())
 	if len(e.Items) > 0 {
 		b = append(appendKey(b, "items"), '[')
 		for i := range e.Items {
@@ -154,6 +141,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 		b = appendStrField(b, "tool", r.Tool)
 		b = appendStrField(b, "text", r.Text)
 		b = appendBoolField(b, "is_error", r.IsError)
+		b = appendImages(b, r.ResultImages())
 		if len(r.Details) > 0 {
 			raw, err := json.Marshal(r.Details)
 			if err != nil {
@@ -174,6 +162,25 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 		b = append(b, '}')
 	}
 	return append(b, '}', '\n'), nil
+}
+
+// appendImages appends the "images" member unless there are none.
+func appendImages(b []byte, imgs []Image) []byte {
+	if len(imgs) == 0 {
+		return b
+	}
+	b = append(appendKey(b, "images"), '[')
+	for i, im := range imgs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `{"mime_type":`...)
+		b = appendString(b, im.MimeType)
+		b = appendStrField(b, "sha256", im.SHA256)
+		b = appendIntField(b, "bytes", im.Bytes)
+		b = append(b, '}')
+	}
+	return append(b, ']')
 }
 
 func appendItem(b []byte, it *Item) []byte {
@@ -707,23 +714,9 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 		case "text":
 			e.Text = d.str(a)
 		case "images":
-			d.arr(func() {
-				var im Image
-				d.obj(func(key []byte) {
-					switch string(key) {
-					case "media_type":
-						im.MediaType = a.intern(d.strBytes())
-					case "data":
-						im.Data = d.str(a)
-					default:
-						d.skip(0)
-					}
-				})
-				if e.Media == nil {
-					e.Media = new(Media)
-				}
-				e.Media.Images = append(e.Media.Images, im)
-			})
+			if imgs := d.images(a); len(imgs) > 0 {
+				e.Attached = &Attached{Images: imgs}
+			}
 		case "items":
 			items := a.items[:0]
 			d.arr(func() {
@@ -786,6 +779,28 @@ func (d *decoder) item(it *Item, a *strAlloc) {
 	})
 }
 
+// images decodes an "images" array.
+func (d *decoder) images(a *strAlloc) []Image {
+	var out []Image
+	d.arr(func() {
+		var im Image
+		d.obj(func(key []byte) {
+			switch string(key) {
+			case "mime_type":
+				im.MimeType = a.intern(d.strBytes())
+			case "sha256":
+				im.SHA256 = d.str(a)
+			case "bytes":
+				im.Bytes = d.int()
+			default:
+				d.skip(0)
+			}
+		})
+		out = append(out, im)
+	})
+	return out
+}
+
 func (d *decoder) result(r *ToolResult, a *strAlloc) {
 	d.obj(func(key []byte) {
 		switch string(key) {
@@ -797,6 +812,10 @@ func (d *decoder) result(r *ToolResult, a *strAlloc) {
 			r.Text = d.str(a)
 		case "is_error":
 			r.IsError = d.bool()
+		case "images":
+			if imgs := d.images(a); len(imgs) > 0 {
+				r.Attached = &Attached{Images: imgs}
+			}
 		case "details":
 			raw := d.raw()
 			if d.err != nil || string(raw) == "null" {

@@ -67,7 +67,8 @@ func TestCreateAppendReopen(t *testing.T) {
 		t.Fatal("new session not empty")
 	}
 
-	u := mustAppend(t, s, Entry{Type: EntryUser, Text: "read a.go", RunID: "run1"})
+	img := Image{MimeType: "image/png", SHA256: strings.Repeat("ab", 32), Bytes: 1234}
+	u := mustAppend(t, s, Entry{Type: EntryUser, Text: "read a.go", RunID: "run1", Attached: &Attached{Images: []Image{img, img}}})
 	if u.Parent != "" || u.ID == "" || u.Time.IsZero() {
 		t.Fatalf("first entry: %+v", u)
 	}
@@ -76,7 +77,7 @@ func TestCreateAppendReopen(t *testing.T) {
 	if err := s.Append(EntryRecord(asst), UsageRecord(Usage{RunID: "run1", RequestID: "resp_1", Model: "gpt-5", Input: 100, CachedInput: 20, Output: 30, Reasoning: 10, CostPicodollars: 12345})); err != nil {
 		t.Fatal(err)
 	}
-	tr := mustAppend(t, s, Entry{Type: EntryToolResult, RunID: "run1", Result: &ToolResult{CallID: "call_1", Tool: "read", Text: "package a", Details: map[string]any{"lines": 1.0, "path": "a.go"}}})
+	tr := mustAppend(t, s, Entry{Type: EntryToolResult, RunID: "run1", Result: &ToolResult{CallID: "call_1", Tool: "read", Text: "package a", Details: map[string]any{"lines": 1.0, "path": "a.go"}, Attached: &Attached{Images: []Image{img}}}})
 	if tr.Parent != "a1" {
 		t.Fatalf("tool result parent %q, want a1", tr.Parent)
 	}

@@ -102,20 +102,6 @@ type Item struct {
 	CallID, Name, Arguments string
 }
 
-// Media is what a user entry carries besides its text.
-type Media struct {
-	// Images are shown to the model after the entry's text.
-	Images []Image
-}
-
-// Image is an image attached to a user entry: its media type and its
-// bytes in standard base64, replayed to the provider with every request
-// of the session.
-type Image struct {
-	MediaType string
-	Data      string
-}
-
 // ToolResult is the outcome of one tool call, paired to it by CallID.
 type ToolResult struct {
 	// CallID is the provider call id this result answers.
@@ -129,6 +115,44 @@ type ToolResult struct {
 	// Details holds structured, tool-specific data for frontends; it is
 	// never sent to the model.
 	Details map[string]any
+	// Attached is what the result gives the model besides its text
+	// (view_image's image); nil: nothing.
+	Attached *Attached
+}
+
+// ResultImages are the images a tool result gives the model (nil: none).
+func (r *ToolResult) ResultImages() []Image {
+	if r == nil || r.Attached == nil {
+		return nil
+	}
+	return r.Attached.Images
+}
+
+// Attached is what a prompt or a tool result carries besides its text.
+type Attached struct {
+	// Images are its images, kept in octet's image store.
+	Images []Image
+}
+
+// PromptImages are the images of a user entry's prompt (nil: none).
+func (e *Entry) PromptImages() []Image {
+	if e.Attached == nil {
+		return nil
+	}
+	return e.Attached.Images
+}
+
+// Image is an image given to the model, kept in octet's image store
+// ($OCTET_HOME/images) under the hex SHA-256 of its bytes: the ledger
+// names it, the store holds it.
+type Image struct {
+	// MimeType is image/png, image/jpeg, image/gif or image/webp.
+	MimeType string
+	// SHA256 is the hex SHA-256 of the image's bytes: its name in the
+	// store.
+	SHA256 string
+	// Bytes is its size.
+	Bytes int64
 }
 
 // Compaction is the summary that replaces the context before FirstKept.
@@ -160,9 +184,9 @@ type Entry struct {
 	RunID string
 	// Text is the text of user, steering and follow-up entries.
 	Text string
-	// Media holds what is attached to a user entry besides its text
-	// (nil: nothing; a pointer keeps the entries of a long session small).
-	Media *Media
+	// Attached is what a user entry's prompt carries besides its text
+	// (nil: nothing; a pointer keeps the entries that have none small).
+	Attached *Attached
 	// Items are the output items of an assistant entry.
 	Items []Item
 	// StopReason is why an assistant response ended ("completed",

@@ -101,7 +101,8 @@ func (c Config) normalized() (Config, error) {
 	return c, nil
 }
 
-// Builtins constructs read, search, edit, write, apply_patch and bash over one shared
+// Builtins constructs read, search, edit, write, apply_patch, bash,
+// view_image and update_plan over one shared
 // configuration and read-tracking state. The returned close function
 // removes the bash tool's retained spill files; call it when the host that
 // owns the tools shuts down.
@@ -134,7 +135,11 @@ func Builtins(cfg Config) ([]Tool, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return []Tool{read, search, edit, write, patch, bash}, bash.Close, nil
+	view, err := NewViewImage(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []Tool{read, search, edit, write, patch, bash, view, UpdatePlanTool{}}, bash.Close, nil
 }
 
 // FileTracker remembers, per file, the content hash the model last saw

@@ -243,6 +243,7 @@ func TestStaticStatements(t *testing.T) {
 	}{
 		"read": {Parallel, ReplaySafe}, "search": {Parallel, ReplaySafe},
 		"edit": {Sequential, ReplayUnsafe}, "write": {Sequential, ReplayUnsafe}, "apply_patch": {Sequential, ReplayUnsafe}, "bash": {Sequential, ReplayUnsafe},
+		"update_plan": {Sequential, ReplaySafe}, "view_image": {Parallel, ReplaySafe},
 	}
 	for _, tl := range tools {
 		w, ok := want[tl.Name()]

@@ -131,6 +131,13 @@ type Result struct {
 	// checkpointed bash call: network effects, processes, files outside
 	// the workspace or over the snapshot limit); nil for other calls.
 	CannotUndo []string `json:"cannotUndo,omitempty"`
+	// Images are images the result gives the model (view_image): the
+	// run keeps them in the image store and the session names them.
+	Images []Image `json:"-"`
+	// Plan, set by update_plan, is the session's plan after the call
+	// (also in Details): the run announces it once the result is
+	// durable. It is never persisted itself.
+	Plan *Plan `json:"-"`
 }
 
 // Tool is one callable capability. Implementations must be safe for

@@ -2,15 +2,12 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -198,16 +195,16 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 	fs.BoolVar(&opts.last, "last", false, "continue the most recently updated session started in the working directory")
 	fs.BoolVar(&opts.ephemeral, "ephemeral", false, "do not keep the session: it is written to a private temporary directory and removed when the run ends")
 	cd := fs.String("cd", "", "run in `dir` instead of the current directory")
-	fs.Func("image", "attach the image `file` (PNG, JPEG, GIF or WebP, at most 5 MiB) to the prompt; repeatable", func(name string) error {
+	fs.Func("image", fmt.Sprintf("attach the image `file` (PNG, JPEG, GIF or WebP, at most 20 MiB) to the prompt; repeatable, at most %d times", host.MaxImages), func(name string) error {
+		if len(opts.images) == host.MaxImages {
+			return fmt.Errorf("at most %d images", host.MaxImages)
+		}
 		im, err := readImage(e.cwd, name)
 		if err != nil {
 			return err
 		}
-		if len(opts.images) == maxImages {
-			return fmt.Errorf("at most %d images", maxImages)
-		}
 		opts.images = append(opts.images, im)
-		return nil
+		return host.CheckImages(opts.images)
 	})
 	output := ""
 	fs.StringVar(&output, "o", "", "write the final answer (the run's last assistant message) to `file`, even when the run fails (then what it has, possibly nothing)")
@@ -244,14 +241,9 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 	return flags, opts, nil
 }
 
-// Bounds of --image: the strictest route's (Anthropic: 5 MB per image).
-const (
-	maxImageBytes = 5 << 20
-	maxImages     = 20
-)
-
-// readImage reads an --image file, relative to cwd: a regular file of at
-// most maxImageBytes whose content is a PNG, JPEG, GIF or WebP image.
+// readImage reads an --image file, relative to cwd: a regular file that
+// host.NewImage takes (a PNG, JPEG, GIF or WebP image, recognized by its
+// bytes, of at most host.MaxImageBytes).
 func readImage(cwd, name string) (provider.Image, error) {
 	path := name
 	if !filepath.IsAbs(path) {
@@ -265,18 +257,11 @@ func readImage(cwd, name string) (provider.Image, error) {
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
 		return provider.Image{}, errors.New("not a regular file")
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxImageBytes+1))
+	data, err := io.ReadAll(io.LimitReader(f, host.MaxImageBytes+1))
 	if err != nil {
 		return provider.Image{}, err
 	}
-	if len(data) > maxImageBytes {
-		return provider.Image{}, fmt.Errorf("larger than %d bytes", maxImageBytes)
-	}
-	mt := http.DetectContentType(data)
-	if !slices.Contains(provider.ImageMediaTypes, mt) {
-		return provider.Image{}, fmt.Errorf("its content is %s, not one of %s", mt, strings.Join(provider.ImageMediaTypes, ", "))
-	}
-	return provider.Image{MediaType: mt, Base64: base64.StdEncoding.EncodeToString(data)}, nil
+	return host.NewImage(data, "")
 }
 
 // execDir resolves --cd against the process's directory cwd: it must be
@@ -471,6 +456,10 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	defer release()
 	if err := st.ext.checkListedTools(st.cfg, st.log); err != nil {
 		return execResult{}, err
+	}
+	if p := host.PlanOf(sess.Branch()); p != nil {
+		// A continued session's plan, before its run (runId "" in --json).
+		render(&agent.PlanUpdate{Explanation: p.Explanation, Plan: p.Steps})
 	}
 	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{Images: images})
 	if err != nil {

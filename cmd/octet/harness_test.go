@@ -41,7 +41,8 @@ func inputMessages(r providertest.Request) [][2]string {
 		}
 		var text string
 		for _, c := range m["content"].([]any) {
-			text += c.(map[string]any)["text"].(string)
+			t, _ := c.(map[string]any)["text"].(string) // input_image parts have none
+			text += t
 		}
 		out = append(out, [2]string{role, text})
 	}

@@ -107,6 +107,7 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 		ResolveModel: w.resolveModel,
 		ExplainError: w.explain,
 		Catalog:      w.catalog,
+		ListModels:   w.listModels,
 		Authenticate: w.authenticate,
 	}
 	return &dialect{rt: rt, w: w, log: log, startErr: startErr}, nil
@@ -194,7 +195,7 @@ func (ws *workspaces) credentials(cfg *config.Config) (config.Secret, error) {
 	defer ws.mu.Unlock()
 	ws.global = cfg
 	p := cfg.Provider()
-	src := keySource{envKey: p.EnvKey, entry: p.Credentials, loopback: isLoopback(p.BaseURL)}
+	src := keySource{envKey: p.EnvKey, entry: p.Credentials, loopback: provider.IsLoopbackURL(p.BaseURL)}
 	k, ok := ws.keys[src]
 	if !ok || errors.Is(k.err, host.ErrAuthRequired) {
 		k.key, k.err = loadAPIKey(ws.e, cfg)
@@ -250,30 +251,27 @@ func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
 	return modelResolver(cfg)(name)
 }
 
-// catalog is Runtime.Catalog: the model table (and the configured model
-// when the table does not know it) with the configured prices.
+// catalog is Runtime.Catalog: the catalog of the current configuration.
 func (ws *workspaces) catalog() host.Catalog {
-	cat := host.DefaultCatalog()
 	cfg := ws.current()
 	if cfg == nil {
-		return cat
+		return host.DefaultCatalog()
 	}
-	cat.Default = cfg.Model.Value
-	cat.Prices = host.Prices(cfg)
-	// The configured model when the table does not list it (unknown, or
-	// a dated snapshot of a model in it), then the declared models.
-	for i, name := range append([]string{cat.Default}, slices.Sorted(maps.Keys(cfg.Models))...) {
-		listed := slices.ContainsFunc(cat.Models, func(m provider.Model) bool { return m.Name == name })
-		if listed || name == "" {
-			continue
-		}
-		if i == 0 {
-			cat.Models = append([]provider.Model{host.Model(cfg, name)}, cat.Models...)
-		} else {
-			cat.Models = append(cat.Models, host.Model(cfg, name))
-		}
+	return host.CatalogFor(cfg)
+}
+
+// listModels is Runtime.ListModels: the model list of the current
+// configuration's endpoint.
+func (ws *workspaces) listModels(ctx context.Context) ([]string, error) {
+	cfg := ws.current()
+	if cfg == nil {
+		return nil, errors.New("no configuration has loaded")
 	}
-	return cat
+	key, err := ws.credentials(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return endpointModels(ctx, cfg, key, ws.log)
 }
 
 // watchedContext is a workspace's AGENTS.md set, reloaded on change.
@@ -307,7 +305,10 @@ func (ws *workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.
 	if err != nil {
 		return nil, err
 	}
-	if spec.Model != "" {
+	switch {
+	case spec.Resolved.Name != "":
+		st.model = spec.Resolved
+	case spec.Model != "":
 		m, err := modelResolver(cfg)(spec.Model)
 		if err != nil {
 			st.Close()

@@ -96,6 +96,18 @@ func (c *lspClient) read() map[string]any {
 // with answer and collecting notifications on the way.
 func (c *lspClient) call(method string, params any, answer func(map[string]any) any, notes *[]map[string]any) map[string]any {
 	c.t.Helper()
+	m := c.exchange(method, params, answer, notes)
+	if m["error"] != nil {
+		c.t.Fatalf("%s: error %v", method, m["error"])
+	}
+	res, _ := m["result"].(map[string]any)
+	return res
+}
+
+// exchange sends a request and returns its response message, answering
+// server requests with answer and collecting notifications on the way.
+func (c *lspClient) exchange(method string, params any, answer func(map[string]any) any, notes *[]map[string]any) map[string]any {
+	c.t.Helper()
 	c.next++
 	id := float64(c.next)
 	c.send(map[string]any{"id": c.next, "method": method, "params": params})
@@ -103,11 +115,7 @@ func (c *lspClient) call(method string, params any, answer func(map[string]any) 
 		m := c.read()
 		switch {
 		case m["id"] == id && m["method"] == nil:
-			if m["error"] != nil {
-				c.t.Fatalf("%s: error %v", method, m["error"])
-			}
-			res, _ := m["result"].(map[string]any)
-			return res
+			return m
 		case m["method"] != nil && m["id"] != nil: // server → client request
 			var result any = nil
 			if answer != nil {

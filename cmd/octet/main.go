@@ -106,6 +106,8 @@ commands:
   sessions delete <id>...   delete sessions (with their child agents' sessions)
   sessions prune --older-than <age> [--failed] [--dry-run]
                             delete the sessions not updated for <age> (30d, 12h)
+  models [--json]           list the models: octet's table merged with the
+                            endpoint's own list (what octet does not know: unknown)
   login                     ask for an OpenAI API key (not echoed) and save it
                             in octet's credentials file, private to you
   mcp list                  list the configured MCP servers (starts none)
@@ -118,7 +120,7 @@ Run "octet <command> -h" (or "octet help <command>") for a command's flags.
 `
 
 // commandNames are the commands dispatch knows (help excepted).
-var commandNames = []string{"demo", "lsp", "acp", "exec", "sessions", "login", "mcp", "version"}
+var commandNames = []string{"demo", "lsp", "acp", "exec", "sessions", "models", "login", "mcp", "version"}
 
 // run executes one command line and returns the process exit code.
 func run(ctx context.Context, args []string, e env) int {
@@ -156,6 +158,8 @@ func dispatch(ctx context.Context, cmd string, args []string, e env) error {
 		return runExec(ctx, args, e)
 	case "sessions":
 		return sessionsGroup.run(ctx, args, e)
+	case "models":
+		return runModels(ctx, args, e)
 	case "login":
 		return runLogin(ctx, args, e)
 	case "mcp":

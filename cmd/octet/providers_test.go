@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"image"
-	"image/png"
+	"image/color"
 	"io"
 	"log/slog"
 	"net"
@@ -64,15 +62,11 @@ func routeEnv(t *testing.T, c routeCase, turns ...providertest.Turn) *execEnv {
 	return x
 }
 
-// writePNG writes a 2×2 PNG and returns its path.
+// writePNG writes a small PNG (pngImage) and returns its path.
 func writePNG(t *testing.T, dir string) string {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := png.Encode(&buf, image.NewGray(image.Rect(0, 0, 2, 2))); err != nil {
-		t.Fatal(err)
-	}
 	path := filepath.Join(dir, "pic.png")
-	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, pngImage(t, color.Gray{Y: 128}), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -102,7 +96,8 @@ func get(v any, path ...any) any {
 // TestProviderRoutesEndToEnd drives each route through the real binary
 // against a loopback server that streams as the real service does:
 // reasoning (thinking), text, two parallel tool calls run and their
-// results sent back, an image, usage. It checks what the model was sent
+// results sent back (one of them view_image's image, in the route's
+// shape), an image with the prompt, usage. It checks what the model was sent
 // in the route's own shapes, what the user was shown, the accounting,
 // and that the key never leaves memory.
 func TestProviderRoutesEndToEnd(t *testing.T) {
@@ -113,9 +108,9 @@ func TestProviderRoutesEndToEnd(t *testing.T) {
 					providertest.Reasoning("sig-opaque-1", "Let me read both files."),
 					providertest.Message("Reading."),
 					providertest.FunctionCall("call_1", "read", `{"path":"notes.txt"}`),
-					providertest.FunctionCall("call_2", "read", `{"path":"b.txt"}`),
+					providertest.FunctionCall("call_2", "view_image", `{"path":"pic.png"}`),
 				).WithUsage(provider.Usage{InputTokens: 1200, CachedTokens: 1000, OutputTokens: 40}),
-				providertest.Text("notes.txt lists alpha and beta; b.txt gamma."),
+				providertest.Text("notes.txt lists alpha and beta; the picture is grey."),
 			)
 			img := writePNG(t, x.ws)
 			r := runBin(t, x.ws, x.vars, "", "exec", "--json", "--image", img, "what is in the files and the picture?")
@@ -123,7 +118,7 @@ func TestProviderRoutesEndToEnd(t *testing.T) {
 				t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 			}
 			res := parseResult(t, r.stdout)
-			if res.Answer != "notes.txt lists alpha and beta; b.txt gamma." {
+			if res.Answer != "notes.txt lists alpha and beta; the picture is grey." {
 				t.Errorf("answer = %q", res.Answer)
 			}
 			if res.Usage.Requests != 2 || res.Usage.Input != 1300 || res.Usage.CachedInput != 1000 || !res.Usage.Complete {
@@ -189,7 +184,7 @@ func checkAnthropicRequests(t *testing.T, reqs []providertest.Request) {
 	if get(asst, "content", 0, "signature") != "sig-opaque-1" || get(asst, "content", 0, "thinking") != "Let me read both files." {
 		t.Errorf("thinking not sent back as received: %v", get(asst, "content", 0))
 	}
-	if get(asst, "content", 3, "input", "path") != "b.txt" {
+	if get(asst, "content", 3, "input", "path") != "pic.png" {
 		t.Errorf("tool_use input = %v", get(asst, "content", 3))
 	}
 	results := get(second, "messages", 2)
@@ -201,6 +196,11 @@ func checkAnthropicRequests(t *testing.T, reqs []providertest.Request) {
 	}
 	if s, _ := get(results, "content", 0, "content").(string); !strings.Contains(s, "alpha") {
 		t.Errorf("the first result does not carry the file: %q", s)
+	}
+	// view_image's result: its text and the image, inside the tool_result.
+	viewed := get(results, "content", 1, "content", -1)
+	if get(viewed, "type") != "image" || get(viewed, "source", "media_type") != "image/png" || get(viewed, "source", "data") != get(img, "source", "data") {
+		t.Errorf("view_image's result = %v, want the picture as an image block", get(results, "content", 1))
 	}
 	if get(results, "content", -1, "cache_control", "type") != "ephemeral" {
 		t.Errorf("no cache breakpoint on the last block: %v", get(results, "content", -1))
@@ -225,7 +225,7 @@ func checkChatRequests(t *testing.T, reqs []providertest.Request) {
 	}
 	msgs := get(second, "messages").([]any)
 	asst := msgs[3]
-	if get(asst, "role") != "assistant" || get(asst, "content") != "Reading." || get(asst, "tool_calls", 1, "id") != "call_2" || get(asst, "tool_calls", 1, "function", "name") != "read" {
+	if get(asst, "role") != "assistant" || get(asst, "content") != "Reading." || get(asst, "tool_calls", 1, "id") != "call_2" || get(asst, "tool_calls", 1, "function", "name") != "view_image" {
 		t.Errorf("assistant message = %v", asst)
 	}
 	for i, id := range []string{"call_1", "call_2"} {
@@ -236,6 +236,11 @@ func checkChatRequests(t *testing.T, reqs []providertest.Request) {
 	}
 	if s, _ := get(msgs[4], "content").(string); !strings.Contains(s, "alpha") {
 		t.Errorf("the first result does not carry the file: %q", s)
+	}
+	// A tool message carries only text: view_image's image follows the
+	// tool messages in a user message.
+	if len(msgs) != 7 || get(msgs[6], "role") != "user" || get(msgs[6], "content", 1, "image_url", "url") != get(first, "messages", 2, "content", 1, "image_url", "url") {
+		t.Errorf("view_image's image after the tool messages = %v", msgs[6:])
 	}
 	raw, _ := json.Marshal(second)
 	if strings.Contains(string(raw), "Let me read both files.") {
@@ -440,7 +445,7 @@ func TestExecImageNeedsAModelThatTakesImages(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = runBin(t, x.ws, x.vars, "", "exec", "--image", "not.png", "hi")
-	if r.code != exitUsage || !strings.Contains(r.stderr, "not one of image/png") {
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not a PNG, JPEG, GIF or WebP image") {
 		t.Fatalf("a text file as an image: exit %d\nstderr: %s", r.code, r.stderr)
 	}
 }

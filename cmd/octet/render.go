@@ -9,6 +9,7 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // textRenderer prints a run for a person: the answer text on out (stdout),
@@ -46,11 +47,14 @@ type textRenderer struct {
 	// that some of the run's usage is unknown.
 	usage     *agent.Usage
 	uncertain bool
+	// plans are the running update_plan calls: their checklist (the plan
+	// event) stands for them, so they get no call lines of their own.
+	plans map[string]bool
 }
 
 func newTextRenderer(out, notes io.Writer, live bool) *textRenderer {
 	return &textRenderer{out: out, notes: notes, live: live, atLineStart: true,
-		args: map[string]*strings.Builder{}, output: map[string]string{}}
+		args: map[string]*strings.Builder{}, output: map[string]string{}, plans: map[string]bool{}}
 }
 
 // text shows answer text now (live) or holds it until it is committed.
@@ -151,6 +155,11 @@ func (r *textRenderer) event(ev agent.Event) {
 			b.WriteString(e.Delta)
 		}
 	case *agent.ToolStarted:
+		if e.Tool == (tools.UpdatePlanTool{}).Name() {
+			r.plans[e.CallID] = true
+			delete(r.args, e.CallID)
+			return
+		}
 		args := ""
 		if b := r.args[e.CallID]; b != nil {
 			args = " " + visible(oneLine(b.String(), 120))
@@ -167,8 +176,17 @@ func (r *textRenderer) event(ev agent.Event) {
 		}
 	case *agent.ToolOutput:
 		r.toolOutput(e.CallID, e.Text)
+	case *agent.PlanUpdate:
+		r.plan(e)
 	case *agent.ToolFinished:
 		r.flushOutput(e.CallID)
+		if r.plans[e.CallID] {
+			delete(r.plans, e.CallID)
+			if !e.IsError && !e.Unrecorded {
+				return
+			}
+			r.note("▸ update_plan")
+		}
 		switch {
 		case e.Unrecorded:
 			r.note("  ! ran, but its result could not be saved: the session records it as indeterminate")
@@ -195,6 +213,30 @@ func (r *textRenderer) event(ev agent.Event) {
 		if line := r.usageLine(); line != "" {
 			r.note("%s", line)
 		}
+	}
+}
+
+// plan shows a plan as a checklist on notes: [x] completed, [>] in
+// progress, [ ] pending. A plan without a call is the session's plan
+// so far, shown when exec continues a session.
+func (r *textRenderer) plan(e *agent.PlanUpdate) {
+	head := "plan"
+	if e.CallID == "" {
+		head = "plan so far in this session"
+	}
+	if e.Explanation != "" {
+		head += ": " + visible(oneLine(e.Explanation, 200))
+	}
+	r.note("☰ %s", head)
+	for _, s := range e.Plan {
+		mark := "[ ]"
+		switch s.Status {
+		case tools.StepCompleted:
+			mark = "[x]"
+		case tools.StepInProgress:
+			mark = "[>]"
+		}
+		r.note("  %s %s", mark, visible(oneLine(s.Step, 200)))
 	}
 }
 

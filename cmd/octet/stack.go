@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 	"github.com/octet-agent/octet/harness"
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/internal/images"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
@@ -78,19 +80,10 @@ func loadConfig(e env, workspace string, flags config.Flags, log *slog.Logger) (
 // local server) and no key is configured.
 func loadAPIKey(e env, cfg *config.Config) (config.Secret, error) {
 	key, _, err := config.LoadProviderKey(cfg.Home, cfg.Provider(), e.lookup)
-	if _, missing := errors.AsType[*config.MissingKeyError](err); missing && isLoopback(cfg.BaseURL.Value) {
+	if _, missing := errors.AsType[*config.MissingKeyError](err); missing && provider.IsLoopbackURL(cfg.BaseURL.Value) {
 		return config.Secret{}, nil
 	}
 	return key, err
-}
-
-func isLoopback(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	h := u.Hostname()
-	return h == "localhost" || h == "127.0.0.1" || h == "::1"
 }
 
 // newStack builds the shared runtime for workspace (an absolute path),
@@ -205,9 +198,11 @@ func (st *stack) Close() error {
 	return nil
 }
 
-// instructions is the system prompt with the current context files.
+// instructions is the system prompt with the current context files, and
+// the plan section when update_plan is among the tools.
 func (st *stack) instructions() string {
-	return harness.Instructions(harness.Options{ContextFiles: st.context.Instructions()})
+	_, plan := st.host.Lookup(tools.UpdatePlanTool{}.Name())
+	return harness.Instructions(harness.Options{Plan: plan, ContextFiles: st.context.Instructions()})
 }
 
 // facts are what the environment context tells the model of the
@@ -239,12 +234,16 @@ func (st *stack) reasoning() *provider.Reasoning {
 
 // offer is the agent's Config.Offer: apply_patch goes to the models
 // octet's table says were trained on its format (apply_patch = "auto"),
-// or to every model ("on"); every other tool to every model.
+// or to every model ("on"); view_image to the models that take image
+// input; every other tool to every model.
 func (st *stack) offer(m provider.Model, name string) bool {
-	if name != "apply_patch" {
-		return true
+	switch name {
+	case "apply_patch":
+		return st.cfg.ApplyPatch.Value == "on" || (st.cfg.ApplyPatch.Value == "auto" && m.ApplyPatch)
+	case "view_image":
+		return m.Images
 	}
-	return st.cfg.ApplyPatch.Value == "on" || (st.cfg.ApplyPatch.Value == "auto" && m.ApplyPatch)
+	return true
 }
 
 // qualified reports whether the host asserts the Codex runtime profile on
@@ -373,6 +372,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
 		Intents:      st.changes.Store,
+		Images:       images.Open(filepath.Join(st.cfg.Home, "images")),
 	}
 	if owner != nil {
 		cfg.RunEnd, cfg.Ledger = owner.RunEnd, owner.Ledger
@@ -445,6 +445,12 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 		}
 	}
 	return host, owner, nil
+}
+
+// endpointModels lists the models the selected provider's endpoint
+// serves (GET …/models, with the route's headers, key and query).
+func endpointModels(ctx context.Context, cfg *config.Config, key config.Secret, log *slog.Logger) ([]string, error) {
+	return provider.NewHTTP(httpConfig(cfg.Provider(), key, 0, log)).ListModels(ctx)
 }
 
 // providerHint turns a provider failure into an actionable sentence

@@ -10,8 +10,10 @@ package vscode_test
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -199,6 +201,26 @@ func (e *e2e) launch(prov *providertest.Server) string {
 	return startCodeServer(e.t, e.s, e.env, e.userDir, e.extDir, e.ws)
 }
 
+// settings writes code-server's user settings (a quiet workbench, plus
+// user) and the remote's Machine settings (machine: octet's
+// machine-scoped settings, which a workspace cannot set).
+func (e *e2e) settings(user, machine map[string]any) {
+	u := map[string]any{
+		"security.workspace.trust.enabled":             false,
+		"workbench.startupEditor":                      "none",
+		"workbench.tips.enabled":                       false,
+		"workbench.secondarySideBar.defaultVisibility": "hidden",
+		"chat.disableAIFeatures":                       true,
+		"telemetry.telemetryLevel":                     "off",
+		"extensions.autoCheckUpdates":                  false,
+	}
+	maps.Copy(u, user)
+	b, _ := json.Marshal(u)
+	writeFile(e.t, filepath.Join(e.userDir, "User", "settings.json"), string(b))
+	b, _ = json.Marshal(machine)
+	writeFile(e.t, filepath.Join(e.userDir, "Machine", "settings.json"), string(b))
+}
+
 // drive runs the puppeteer script e2e/<script> against url with cfg (plus
 // the stack's and the run's own keys), bounded by d, and decodes what it
 // saw into seen; a script that failed (its "failed" key) fails the test
@@ -240,30 +262,18 @@ func (e *e2e) drive(script, url string, cfg map[string]string, d time.Duration, 
 // in the unsaved buffer; undo reverts it).
 func TestVSCodeChatApprovals(t *testing.T) {
 	e := newE2E(t)
-	ws, userDir := e.ws, e.userDir
+	ws := e.ws
 	writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
 	writeFile(t, filepath.Join(ws, "b.txt"), "bye\n")
 	writeFile(t, filepath.Join(ws, "c.txt"), "quiet\n")
 
 	bin := e.bin
-	settings, _ := json.Marshal(map[string]any{
-		"octet.path":                                   bin,
-		"security.workspace.trust.enabled":             false,
-		"workbench.startupEditor":                      "none",
-		"workbench.tips.enabled":                       false,
-		"workbench.secondarySideBar.defaultVisibility": "hidden",
-		"chat.disableAIFeatures":                       true,
-		"telemetry.telemetryLevel":                     "off",
-		"extensions.autoCheckUpdates":                  false,
+	e.settings(map[string]any{
+		"octet.path": bin,
 		// VS Code for the Web saves after a delay by default; the test
 		// checks that octet's edit of an open file stays in its buffer.
 		"files.autoSave": "off",
-	})
-	writeFile(t, filepath.Join(userDir, "User", "settings.json"), string(settings))
-	// octet.path is machine-scoped (a workspace cannot choose the binary):
-	// in code-server that is the remote's Machine settings.
-	machine, _ := json.Marshal(map[string]any{"octet.path": bin})
-	writeFile(t, filepath.Join(userDir, "Machine", "settings.json"), string(machine))
+	}, map[string]any{"octet.path": bin}) // machine-scoped: a workspace cannot choose the binary
 
 	// A command whose first line is harmless and whose notification, before,
 	// showed only that line (as a link to a command) with Approve buttons.
@@ -427,27 +437,16 @@ func tail(b []byte) []byte {
 // directory.
 func TestVSCodeSubAgents(t *testing.T) {
 	e := newE2E(t)
-	ws, userDir := e.ws, e.userDir
+	ws := e.ws
 	writeFile(t, filepath.Join(ws, "notes.txt"), "release on friday\n")
 	bin := e.bin
-	settings, _ := json.Marshal(map[string]any{
-		"security.workspace.trust.enabled":             false,
-		"workbench.startupEditor":                      "none",
-		"workbench.tips.enabled":                       false,
-		"workbench.secondarySideBar.defaultVisibility": "hidden",
-		"chat.disableAIFeatures":                       true,
-		"telemetry.telemetryLevel":                     "off",
-		"extensions.autoCheckUpdates":                  false,
-	})
-	writeFile(t, filepath.Join(userDir, "User", "settings.json"), string(settings))
 	// The binary, its flags and the policy of new sessions are
 	// machine-scoped: the remote's Machine settings.
-	machine, _ := json.Marshal(map[string]any{
+	e.settings(nil, map[string]any{
 		"octet.path":       bin,
 		"octet.args":       []string{"--effect-policy", "unsafe_host"},
 		"octet.policyMode": "full-access",
 	})
-	writeFile(t, filepath.Join(userDir, "Machine", "settings.json"), string(machine))
 
 	const childAnswer = "The notes say: release on friday."
 	prov := providertest.New(t)
@@ -505,4 +504,58 @@ func TestVSCodeSubAgents(t *testing.T) {
 			seen.StatusesAfterStop, seen.DistinctSessions, seen.StoppedPath, seen.StoppedHasButton)
 	}
 	t.Logf("card: %+v; screenshots in %s", seen, e.shots)
+}
+
+// TestVSCodePlanAndImages pastes an image into the chat's prompt and
+// drops another on it (two chips), sends the prompt (the model gets both
+// as input_image items), and shows the model's plan as one card updated
+// in place by its two update_plan calls, with no tool item for them; a
+// reload restores the session with its plan card.
+func TestVSCodePlanAndImages(t *testing.T) {
+	e := newE2E(t)
+	e.settings(nil, map[string]any{"octet.path": e.bin})
+
+	pasted := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR pasted"
+	dropped := "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR dropped!"
+	prov := providertest.New(t)
+	prov.Enqueue(
+		providertest.Reply(providertest.FunctionCall("p1", "update_plan", `{"explanation":"look first","plan":[{"step":"Look at the images","status":"in_progress"},{"step":"Compare them","status":"pending"}]}`)),
+		providertest.Reply(providertest.FunctionCall("p2", "update_plan", `{"plan":[{"step":"Look at the images","status":"completed"},{"step":"Compare them","status":"in_progress"}]}`)),
+		providertest.Text("Both are tiny PNG headers."),
+	)
+	url := e.launch(prov)
+	var seen struct {
+		Failed, Log, Chips              string
+		ChipsAfterSend                  int
+		UserImages, ToolItems           []string
+		PlanCards, PlanCardsAfterReload int
+		Plan, PlanAfterReload           string
+	}
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	e.drive("drive-plan.mjs", url, map[string]string{
+		"pasted": b64(pasted), "dropped": b64(dropped),
+		"prompt": "What do these show?", "answer": "Both are tiny PNG headers.",
+	}, 5*time.Minute, &seen)
+	if !strings.Contains(seen.Chips, "pasted.png") || !strings.Contains(seen.Chips, "dropped.png") || seen.ChipsAfterSend != 0 || len(seen.UserImages) != 2 {
+		t.Errorf("chips %q, left after sending %d, on the prompt %q", seen.Chips, seen.ChipsAfterSend, seen.UserImages)
+	}
+	reqs := prov.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests", len(reqs))
+	}
+	for _, img := range []string{pasted, dropped} {
+		if url := "data:image/png;base64," + b64(img); !strings.Contains(string(reqs[0].Raw), `"type":"input_image","image_url":"`+url+`"`) {
+			t.Errorf("the request lacks the image %s", url)
+		}
+	}
+	want := []string{"1 of 2 done", "Look at the images", "Compare them"}
+	for _, w := range want {
+		if !strings.Contains(seen.Plan, w) || !strings.Contains(seen.PlanAfterReload, w) {
+			t.Errorf("plan card %q (after a reload %q) lacks %q", seen.Plan, seen.PlanAfterReload, w)
+		}
+	}
+	if seen.PlanCards != 1 || seen.PlanCardsAfterReload != 1 || len(seen.ToolItems) != 0 {
+		t.Errorf("plan cards %d (after a reload %d), tool items %q: want one card, no update_plan items", seen.PlanCards, seen.PlanCardsAfterReload, seen.ToolItems)
+	}
+	t.Logf("screenshots in %s", e.shots)
 }

@@ -66,7 +66,7 @@ const (
 )
 
 // BuiltinTools is the full built-in tool surface, in advertising order.
-var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash"}
+var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash", "view_image", "update_plan"}
 
 // RuntimeProfiles lists the accepted runtime_profile values.
 var RuntimeProfiles = []string{"codex", "none"}

@@ -38,6 +38,7 @@
 // [Turn.EOFAfter] (clean end without completion), [Turn.StallAfter],
 // [Turn.MalformedAt], [Turn.InvalidUTF8At], [Turn.Pace] (a delay before
 // every frame), [Turn.WithHeader] and [Turn.WithRetryAfter].
+// [Server.SetModels] gives it a model list (GET …/models).
 // [Server.RejectWebSocket] makes upgrade handshakes fail with a status (426
 // asks the client to fall back to HTTP); [Server.Pings] counts keepalive
 // pings.
@@ -110,6 +111,10 @@ type Server struct {
 	pings     int
 	closed    chan struct{}
 	closeOnce sync.Once
+	// models is the model list GET …/models answers (nil: 404);
+	// listed counts those requests.
+	models []string
+	listed int
 
 	ln  net.Listener
 	srv *http.Server
@@ -191,6 +196,48 @@ func (s *Server) Requests() []Request {
 	return append([]Request(nil), s.reqs...)
 }
 
+// SetModels makes GET …/models answer the OpenAI model list of ids
+// (without it the path is unknown: 404). Model list requests are not
+// turns: they consume none and are not among Requests.
+func (s *Server) SetModels(ids ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.models = append([]string{}, ids...)
+}
+
+// ModelListRequests is the number of GET …/models requests received.
+func (s *Server) ModelListRequests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.listed
+}
+
+// serveModels answers GET …/models.
+func (s *Server) serveModels(w http.ResponseWriter) {
+	s.mu.Lock()
+	s.listed++
+	ids := s.models
+	s.mu.Unlock()
+	if ids == nil {
+		http.Error(w, "providertest: unknown path", http.StatusNotFound)
+		return
+	}
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		OwnedBy string `json:"owned_by"`
+	}
+	list := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: []model{}}
+	for _, id := range ids {
+		list.Data = append(list.Data, model{ID: id, Object: "model", OwnedBy: "providertest"})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(list)
+}
+
 // Pings is the number of WebSocket pings received from clients.
 func (s *Server) Pings() int {
 	s.mu.Lock()
@@ -250,8 +297,12 @@ func redact(h http.Header) http.Header {
 }
 
 // ServeHTTP serves POST …/responses (SSE), GET …/responses upgrades,
-// POST …/chat/completions and POST …/messages.
+// POST …/chat/completions, POST …/messages and GET …/models (SetModels).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if strings.HasSuffix(r.URL.Path, "/models") && r.Method == http.MethodGet {
+		s.serveModels(w)
+		return
+	}
 	route, ok := wireOf(r.URL.Path)
 	if !ok {
 		http.Error(w, "providertest: unknown path", http.StatusNotFound)

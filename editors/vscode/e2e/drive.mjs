@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { chatFrame, openChat, send, timeout } from "./workbench.mjs";
+import { openChat, reloadChat, send, timeout } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -193,13 +193,7 @@ async function main() {
     seen.statusAfter = await page.$eval(".statusbar", (e) => e.innerText);
 
     // A reload restores the workspace's last session in the chat.
-    await page.reload({ waitUntil: "networkidle2", timeout: 90000 });
-    await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
-    const icon2 = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
-    if (!(await page.$('.activitybar [aria-label="octet"].checked, .activitybar .checked [aria-label="octet"]'))) {
-      await icon2.click();
-    }
-    frame = await chatFrame(page);
+    frame = await reloadChat(page);
     await chatText(frame, cfg.approvePrompt, "after a reload");
     await chatText(frame, cfg.denyAnswer, "after a reload");
     seen.restored = true;

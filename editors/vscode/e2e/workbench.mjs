@@ -51,3 +51,15 @@ export async function send(frame, text) {
   await box.type(text);
   await box.press("Enter");
 }
+
+// reloadChat reloads the workbench and returns the octet chat's frame
+// again (showing the octet view when the reload did not).
+export async function reloadChat(page) {
+  await page.reload({ waitUntil: "networkidle2", timeout: 90000 });
+  await page.waitForSelector(".monaco-workbench", { timeout: 90000 });
+  const icon = await page.waitForSelector('.activitybar [aria-label="octet"]', { timeout: 90000 });
+  if (!(await page.$('.activitybar [aria-label="octet"].checked, .activitybar .checked [aria-label="octet"]'))) {
+    await icon.click();
+  }
+  return chatFrame(page);
+}

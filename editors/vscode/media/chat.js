@@ -8,6 +8,7 @@
   const cancel = document.getElementById("cancel");
   const followUp = document.getElementById("followUp");
   const stateEl = document.getElementById("state");
+  const attachments = document.getElementById("attachments");
   let running = false;
 
   function atBottom() {
@@ -53,6 +54,9 @@
       if (old) old.remove();
     } else if (m.type === "state") {
       setState(m.state);
+    } else if (m.type === "attachments") {
+      attachments.innerHTML = m.html;
+      return;
     } else if (m.type === "reveal") {
       // An approval's notification asked to show its card: bring it into
       // view and focus the card itself (never one of its buttons).
@@ -84,6 +88,42 @@
     }
   });
   followUp.addEventListener("click", () => submit("followUp"));
+  // Images pasted or dropped go to the extension, which checks them and
+  // shows them above the prompt until the next prompt takes them.
+  function attachFiles(files) {
+    for (const f of files) {
+      const r = new FileReader();
+      r.onload = () => {
+        const url = String(r.result);
+        vscode.postMessage({ type: "attachImage", name: f.name || "pasted image", data: url.slice(url.indexOf(",") + 1) });
+      };
+      r.readAsDataURL(f);
+    }
+  }
+  prompt.addEventListener("paste", (e) => {
+    const files = [...(e.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+    if (files.length > 0) {
+      e.preventDefault();
+      attachFiles(files);
+    }
+  });
+  const composer = document.getElementById("composer");
+  composer.addEventListener("dragover", (e) => e.preventDefault());
+  composer.addEventListener("drop", (e) => {
+    e.preventDefault();
+    const files = [...(e.dataTransfer?.files ?? [])];
+    if (files.length > 0) {
+      attachFiles(files);
+      return;
+    }
+    // Dragged from VS Code's explorer (with Shift): the files' URIs.
+    const uris = (e.dataTransfer?.getData("text/uri-list") ?? "").split(/\r?\n/).filter((u) => u !== "" && !u.startsWith("#"));
+    for (const uri of uris) vscode.postMessage({ type: "attachUri", uri });
+  });
+  attachments.addEventListener("click", (e) => {
+    const b = e.target.closest("button[data-remove-image]");
+    if (b) vscode.postMessage({ type: "removeImage", index: Number(b.dataset.removeImage) });
+  });
   cancel.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
   log.addEventListener("click", (e) => {
     const t = e.target.closest("a, button");

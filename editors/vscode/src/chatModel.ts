@@ -9,10 +9,13 @@ import type {
   ConfirmEffectParams,
   EventParams,
   FileChange,
+  Plan,
+  PlanStep,
   RecoveredOutputParams,
   TranscriptEntry,
   Usage,
 } from "./protocol";
+import { imageLabel } from "./images";
 
 /** An action offered with an error. */
 export type ErrorAction = "retry" | "newSession" | "showLog" | "selectModel" | "openSettings" | "restart";
@@ -75,8 +78,23 @@ export interface AgentItem {
   usage?: AgentUsage;
 }
 
+/**
+ * The model's plan (its update_plan tool): one card per chat, updated in
+ * place by each plan event (and by a resumed session's plan).
+ */
+export interface PlanItem {
+  id: string;
+  kind: "plan";
+  explanation: string;
+  steps: PlanStep[];
+}
+
+/** planTool is the tool whose calls the plan card stands for. */
+export const planTool = "update_plan";
+
 export type ChatItem =
-  | { id: string; kind: "user"; text: string }
+  | { id: string; kind: "user"; text: string; images?: string[] }
+  | PlanItem
   | { id: string; kind: "assistant"; runId: string; text: string; reasoning: string; committed: boolean }
   | ToolItem
   | AgentItem
@@ -101,6 +119,8 @@ export class ChatModel {
   private n = 0;
   private dirty = new Set<string>();
   private reset = false;
+  /** planCalls are update_plan calls: the plan card shows them, no tool item. */
+  private planCalls = new Set<string>();
 
   /** nextId returns a new item id. */
   private nextId(): string {
@@ -125,7 +145,36 @@ export class ChatModel {
     this.sessionUsage = {};
     this.runUsage = {};
     this.dirty.clear();
+    this.planCalls.clear();
     this.reset = true;
+  }
+
+  /** setPlan shows the plan: the chat's plan card, made or updated in place. */
+  setPlan(p: Plan): void {
+    const steps = Array.isArray(p.plan)
+      ? p.plan.filter((s): s is PlanStep => s !== null && typeof s === "object" && typeof s.step === "string")
+      : [];
+    const explanation = typeof p.explanation === "string" ? p.explanation : "";
+    const card = this.items.find((i): i is PlanItem => i.kind === "plan");
+    if (card) {
+      card.steps = steps;
+      card.explanation = explanation;
+      this.touch(card);
+      return;
+    }
+    this.add<PlanItem>({ id: this.nextId(), kind: "plan", explanation, steps });
+  }
+
+  /**
+   * planCall reports whether an event is of an update_plan call (noting
+   * the call when it names the tool), which gets no tool item.
+   */
+  private planCall(e: Record<string, unknown>): boolean {
+    const callId = typeof e.callId === "string" ? e.callId : "";
+    if ((e.kind === "tool_call_started" && e.name === planTool) || (e.kind === "tool_started" && e.tool === planTool)) {
+      this.planCalls.add(callId);
+    }
+    return this.planCalls.has(callId);
   }
 
   /**
@@ -140,8 +189,9 @@ export class ChatModel {
     return c;
   }
 
-  addUser(text: string): void {
-    this.add({ id: this.nextId(), kind: "user", text });
+  /** addUser shows a prompt (images: the labels of its images). */
+  addUser(text: string, images?: string[]): void {
+    this.add({ id: this.nextId(), kind: "user", text, ...(images && images.length > 0 ? { images } : {}) });
   }
 
   addInfo(text: string): void {
@@ -403,7 +453,16 @@ export class ChatModel {
     const e = p.event;
     const runId = p.runId;
     const str = (k: string): string => (typeof e[k] === "string" ? (e[k] as string) : "");
+    if (e.kind.startsWith("tool_") && this.planCall(e)) {
+      if (e.kind === "tool_finished" && e.isError === true) {
+        this.addInfo("The plan was not updated (update_plan failed).");
+      }
+      return;
+    }
     switch (e.kind) {
+      case "plan":
+        this.setPlan(e as unknown as Plan);
+        break;
       case "run_started":
         this.runId = str("runId") || runId;
         this.state = "running";
@@ -579,7 +638,7 @@ export class ChatModel {
         case "user":
         case "steering":
         case "follow_up":
-          this.addUser(e.text ?? "");
+          this.addUser(e.text ?? "", (e.images ?? []).map((i) => imageLabel(i.mimeType, i.bytes)));
           break;
         case "assistant": {
           let text = "";
@@ -598,6 +657,9 @@ export class ChatModel {
             this.add({ id: this.nextId(), kind: "assistant", runId, text, reasoning, committed: true });
           }
           for (const c of calls) {
+            if (c.name === planTool) {
+              continue;
+            }
             const t = this.add<ToolItem>({ id: this.nextId(), kind: "tool", runId, callId: c.callId, name: c.name, args: c.args, output: "", status: "ok" });
             tools.set(c.callId, t);
           }
@@ -606,6 +668,12 @@ export class ChatModel {
         case "tool_result": {
           const r = e.result;
           if (!r) {
+            break;
+          }
+          if (r.tool === planTool) {
+            if (!r.isError && r.details?.plan) {
+              this.setPlan({ plan: r.details.plan, explanation: r.details.explanation });
+            }
             break;
           }
           const t = tools.get(r.callId);

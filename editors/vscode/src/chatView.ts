@@ -4,7 +4,7 @@
 import * as crypto from "node:crypto";
 import * as vscode from "vscode";
 import type { ChatModel } from "./chatModel";
-import { renderItem } from "./render";
+import { attachmentsHtml, renderItem } from "./render";
 
 /** A message from the webview's script. */
 export type ViewMessage =
@@ -16,7 +16,10 @@ export type ViewMessage =
   | { type: "openHref"; href: string }
   | { type: "openDiff"; runId: string; path: string }
   | { type: "cancel" }
-  | { type: "cancelAgent"; runId: string };
+  | { type: "cancelAgent"; runId: string }
+  | { type: "attachImage"; name: string; data: string }
+  | { type: "attachUri"; uri: string }
+  | { type: "removeImage"; index: number };
 
 /** ChatView draws the model in the octet.chat webview view. */
 export class ChatView implements vscode.WebviewViewProvider {
@@ -103,6 +106,11 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.post({ type: "state", state: this.model.state });
   }
 
+  /** setAttachments shows the images waiting for the next prompt. */
+  setAttachments(labels: string[]): void {
+    this.post({ type: "attachments", html: attachmentsHtml(labels), count: labels.length });
+  }
+
   private post(m: unknown): void {
     void this.view?.webview.postMessage(m);
   }
@@ -119,7 +127,8 @@ export class ChatView implements vscode.WebviewViewProvider {
 <body>
 <div id="log" role="log" aria-live="polite"></div>
 <form id="composer">
-  <textarea id="prompt" rows="3" placeholder="Ask octet… (Enter to send, Shift+Enter for a new line)" aria-label="Prompt"></textarea>
+  <div id="attachments" aria-label="Images for the next prompt"></div>
+  <textarea id="prompt" rows="3" placeholder="Ask octet… (Enter to send, Shift+Enter for a new line; paste or drop images)" aria-label="Prompt"></textarea>
   <div class="row">
     <span id="state"></span>
     <button type="button" id="cancel" class="secondary" hidden>Cancel</button>

@@ -12,6 +12,7 @@ import { createClient } from "./client";
 import { diffPath } from "./diff";
 import { DiffDocuments, showChange, showProposed } from "./diffDocs";
 import { changePicks, modelPicks, rewindPicks } from "./format";
+import { addImage, imageLabel, type PromptImage, promptContext } from "./images";
 import { modeOf, modes, policyOf, sandboxLabel } from "./policy";
 import {
   ErrorCodes,
@@ -58,6 +59,9 @@ export class Octet implements vscode.Disposable {
   /** The OS sandbox the session's commands run in (sandboxLabel). */
   private sandbox: string | undefined;
   private lastPrompt: string | undefined;
+  private lastImages: PromptImage[] = [];
+  /** images wait for the next prompt (pasted or dropped into the chat). */
+  private images: PromptImage[] = [];
   private pending = new Map<string, Pending>();
   /** approvalDiffs maps a pending approval to its proposed-content URI. */
   private approvalDiffs = new Map<string, string>();
@@ -274,6 +278,10 @@ export class Octet implements vscode.Disposable {
       if (r.children && r.children.length > 0) {
         this.model.addChildren(r.children);
       }
+      if (r.plan) {
+        // The transcript page may not reach back to the plan's call.
+        this.model.setPlan(r.plan);
+      }
       if (r.usage?.refusal) {
         this.model.addError(r.usage.refusal, ["newSession"]);
       }
@@ -357,6 +365,37 @@ export class Octet implements vscode.Disposable {
 
   // --- runs -----------------------------------------------------------------
 
+  /** attach adds an image for the next prompt, or says why it cannot. */
+  private attach(name: string, bytes: Uint8Array): void {
+    const r = addImage(this.images, name, bytes);
+    if (typeof r === "string") {
+      void vscode.window.showWarningMessage(`octet: ${r}`);
+      return;
+    }
+    this.images = r;
+    this.showImages();
+  }
+
+  private showImages(): void {
+    this.view.setAttachments(this.images.map((i) => imageLabel(i.name, i.bytes)));
+  }
+
+  /** attachUri attaches an image file dropped from VS Code's explorer. */
+  private async attachUri(raw: string): Promise<void> {
+    let uri: vscode.Uri;
+    try {
+      uri = vscode.Uri.parse(raw, true);
+      const stat = await vscode.workspace.fs.stat(uri);
+      if (stat.size > 20 * 1024 * 1024) {
+        void vscode.window.showWarningMessage(`octet: ${path.basename(uri.path)} is over 20 MiB; attach a smaller image.`);
+        return;
+      }
+      this.attach(path.basename(uri.path), await vscode.workspace.fs.readFile(uri));
+    } catch (e) {
+      void vscode.window.showWarningMessage(`octet: cannot attach ${displayText(raw, "line", 200)}: ${message(e)}`);
+    }
+  }
+
   /** send sends the chat input: a prompt, or input for the running run. */
   async send(text: string, mode: "prompt" | "steer" | "followUp"): Promise<void> {
     const runId = this.model.runId;
@@ -379,17 +418,31 @@ export class Octet implements vscode.Disposable {
     await this.prompt(text);
   }
 
-  private async prompt(text: string): Promise<void> {
+  /**
+   * prompt runs text with the images waiting for it (images: these
+   * instead, when the prompt is sent again).
+   */
+  private async prompt(text: string, images?: PromptImage[]): Promise<void> {
     const id = this.sessionId ?? (await this.newSession());
     if (!id) {
       return;
     }
+    if (images === undefined) {
+      images = this.images;
+      this.images = [];
+      this.showImages();
+    }
     this.lastPrompt = text;
-    this.model.addUser(text);
+    this.lastImages = images;
+    this.model.addUser(text, images.map((i) => imageLabel(i.name, i.bytes)));
     this.model.state = "running";
     this.refresh();
     try {
-      const r = await this.request<PromptResult>("octet/prompt", { sessionId: id, text });
+      const params: Record<string, unknown> = { sessionId: id, text };
+      if (images.length > 0) {
+        params.context = promptContext(images);
+      }
+      const r = await this.request<PromptResult>("octet/prompt", params);
       if (r.outcome === "failed" && !this.model.items.some((i) => i.kind === "error")) {
         this.model.addError(r.error ?? "The run failed.", ["retry", "showLog"]);
       }
@@ -799,7 +852,7 @@ export class Octet implements vscode.Disposable {
     switch (a) {
       case "retry":
         if (this.lastPrompt) {
-          await this.prompt(this.lastPrompt);
+          await this.prompt(this.lastPrompt, this.lastImages);
         }
         break;
       case "newSession":
@@ -836,6 +889,16 @@ export class Octet implements vscode.Disposable {
         break;
       case "cancelAgent":
         await this.cancelAgent(m.runId);
+        break;
+      case "attachImage":
+        this.attach(m.name, Buffer.from(m.data, "base64"));
+        break;
+      case "attachUri":
+        await this.attachUri(m.uri);
+        break;
+      case "removeImage":
+        this.images = this.images.filter((_, i) => i !== m.index);
+        this.showImages();
         break;
       case "openFile": {
         const uri = this.fileUri(m.path);

@@ -133,7 +133,13 @@ export function rewindPicks(entries: TranscriptEntry[]): Pick<TranscriptEntry>[]
 export function modelPicks(models: ModelInfo[], current: string): Pick<string>[] {
   return models.map((m) => ({
     label: displayText(m.id, "label", 120),
-    description: m.id === current ? "current" : m.contextWindow ? `${m.contextWindow} tokens` : "",
+    description: [
+      m.id === current ? "current" : "",
+      typeof m.contextWindow === "number" ? `${m.contextWindow} tokens` : "context window unknown",
+      m.listed === false ? "not listed by the endpoint" : "",
+    ]
+      .filter((x) => x !== "")
+      .join(" · "),
     value: m.id,
   }));
 }

@@ -133,9 +133,29 @@ export interface TranscriptEntry {
   type: string;
   runId?: string;
   text?: string;
+  /** images are a prompt's images (kept by octet, named here). */
+  images?: { mimeType: string; bytes: number; sha256?: string }[];
   items?: TranscriptItem[];
-  result?: { callId: string; tool: string; text: string; isError: boolean; details?: { changes?: FileChange[] } };
+  result?: {
+    callId: string;
+    tool: string;
+    text: string;
+    isError: boolean;
+    details?: { changes?: FileChange[]; plan?: PlanStep[]; explanation?: string };
+  };
   summary?: string;
+}
+
+/** One step of the model's plan. */
+export interface PlanStep {
+  step: string;
+  status: "pending" | "in_progress" | "completed";
+}
+
+/** The model's plan (plan events, resume's plan). */
+export interface Plan {
+  explanation?: string;
+  plan: PlanStep[];
 }
 
 /** The result of octet/session/resume. */
@@ -151,6 +171,7 @@ export interface ResumeResult {
   epoch?: string;
   lastSeq?: number;
   children?: ChildInfo[];
+  plan?: Plan;
 }
 
 /** One session of octet/session/list. */
@@ -174,9 +195,13 @@ export interface PromptResult {
 /** One model of octet/models. */
 export interface ModelInfo {
   id: string;
-  contextWindow?: number;
-  maxOutputTokens?: number;
-  reasoning?: boolean;
+  /** null: octet does not know (a model only the endpoint lists). */
+  contextWindow?: number | null;
+  maxOutputTokens?: number | null;
+  reasoning?: boolean | null;
+  images?: boolean | null;
+  /** Present when the endpoint's list was read: whether it lists the model. */
+  listed?: boolean;
 }
 
 /** The params of window/showMessage and window/showMessageRequest (type 1 error, 2 warning, 3 info, 4 log). */

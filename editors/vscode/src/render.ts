@@ -2,7 +2,7 @@
 // script only wires the data-* attributes to messages to the extension.
 
 import { scopeText } from "./approvals";
-import type { AgentItem, ChatItem, ErrorAction } from "./chatModel";
+import type { AgentItem, ChatItem, ErrorAction, PlanItem } from "./chatModel";
 import { formatCost, formatTokens } from "./format";
 import { escapeHtml, renderMarkdown } from "./markdown";
 import type { FileChange } from "./protocol";
@@ -163,12 +163,54 @@ function agentHtml(item: AgentItem): string {
   );
 }
 
+const stepIcon: Record<string, string> = { completed: "✓", in_progress: "▸", pending: "○" };
+
+/** planHtml is the plan card: the steps as a checklist. */
+export function planHtml(item: PlanItem): string {
+  const done = item.steps.filter((s) => s.status === "completed").length;
+  const steps = item.steps
+    .map(
+      (s) =>
+        `<li class="step step-${escapeHtml(s.status)}"><span class="icon">${stepIcon[s.status] ?? "○"}</span> ` +
+        `${escapeHtml(displayText(s.step, "line", 300))}</li>`,
+    )
+    .join("");
+  return (
+    `<div id="${escapeHtml(item.id)}" class="item plan"><div class="head"><strong>Plan</strong> ` +
+    `<span class="progress">${done} of ${item.steps.length} done</span></div>` +
+    (item.explanation !== "" ? `<div class="explanation">${escapeHtml(displayText(item.explanation, "line", 400))}</div>` : "") +
+    `<ul class="steps">${steps}</ul></div>`
+  );
+}
+
+/** imagesHtml shows a prompt's images as labelled chips. */
+function imagesHtml(labels: string[]): string {
+  if (labels.length === 0) {
+    return "";
+  }
+  return `<div class="images">${labels.map((l) => `<span class="image-chip">${escapeHtml(displayText(l, "line", 120))}</span>`).join("")}</div>`;
+}
+
+/**
+ * attachmentsHtml is the composer's images waiting for the next prompt,
+ * each with a button that removes it.
+ */
+export function attachmentsHtml(labels: string[]): string {
+  return labels
+    .map(
+      (l, i) =>
+        `<span class="image-chip">${escapeHtml(displayText(l, "line", 120))} ` +
+        `<button type="button" class="secondary remove-image" data-remove-image="${i}" title="Remove this image" aria-label="Remove this image">×</button></span>`,
+    )
+    .join("");
+}
+
 /** renderItem returns the HTML of one chat item (its outer element has id). */
 export function renderItem(item: ChatItem): string {
   const id = escapeHtml(item.id);
   switch (item.kind) {
     case "user":
-      return `<div id="${id}" class="item user">${renderMarkdown(item.text)}</div>`;
+      return `<div id="${id}" class="item user">${renderMarkdown(item.text)}${imagesHtml(item.images ?? [])}</div>`;
     case "assistant": {
       const reasoning =
         item.reasoning === ""
@@ -190,6 +232,8 @@ export function renderItem(item: ChatItem): string {
     }
     case "agent":
       return agentHtml(item);
+    case "plan":
+      return planHtml(item);
     case "recovered":
       return (
         `<div id="${id}" class="item recovered"><div class="label">Recovered ${escapeHtml(item.channel)} of an interrupted attempt ` +

@@ -50,6 +50,7 @@ function Chat:clear()
   self:set_lines(0, -1, title)
   self.blocks, self.calls, self.cur, self.provisional = {}, {}, nil, {}
   self.answer_header, self.changed, self.fold_tick = false, nil, nil
+  self.plan_region = nil
 end
 
 --- Sets the title line.
@@ -172,6 +173,29 @@ function Chat:set_region(r, lines)
   self.fold_tick = nil
   self:follow()
   return s
+end
+
+local plan_marks = { completed = "[x]", in_progress = "[>]", pending = "[ ]" }
+
+--- The model's plan ({explanation?, plan = {{step, status}}}, a plan
+--- event or resume's plan): a checklist block, replaced in place by each
+--- later plan.
+function Chat:plan(p)
+  local head = "**Plan**"
+  if type(p.explanation) == "string" and p.explanation ~= "" then
+    head = head .. " — " .. text.line(p.explanation, 200)
+  end
+  local lines = { head }
+  for _, st in ipairs(type(p.plan) == "table" and p.plan or {}) do
+    if type(st) == "table" then
+      table.insert(lines, "- " .. (plan_marks[st.status] or "[ ]") .. " " .. text.line(st.step or "", 300))
+    end
+  end
+  if self:region_rows(self.plan_region) then
+    self:set_region(self.plan_region, lines)
+  else
+    self.plan_region = self:region(lines)
+  end
 end
 
 --- Deletes block b's lines (a provisional attempt the server replaced).
@@ -423,6 +447,9 @@ function Chat:transcript(entries, recovered)
     if e.type == "user" or e.type == "steering" or e.type == "follow_up" then
       local label = ({ steering = "You (steering)", follow_up = "You (follow-up)" })[e.type]
       self:user(rpc_text(e.text), label)
+      for _, im in ipairs(type(e.images) == "table" and e.images or {}) do
+        self:append({ "", "[image: " .. text.line(im.mimeType or "?", 40) .. ", " .. tostring(tonumber(im.bytes) or 0) .. " bytes]" })
+      end
     elseif e.type == "assistant" then
       for _, it in ipairs(e.items or {}) do
         if it.type == "text" or it.type == "reasoning" then
@@ -432,6 +459,11 @@ function Chat:transcript(entries, recovered)
         end
       end
       self:commit()
+    elseif e.type == "tool_result" and type(e.result) == "table" and e.result.tool == "update_plan" then
+      local details = e.result.details
+      if not e.result.isError and type(details) == "table" then
+        self:plan(details)
+      end
     elseif e.type == "tool_result" and type(e.result) == "table" then
       local id = e.result.callId
       self:tool_start(id, e.result.tool)

@@ -11,6 +11,7 @@ local approval = require("octet.approval")
 local documents = require("octet.documents")
 local agents = require("octet.agents")
 local text = require("octet.text")
+local image = require("octet.image")
 
 local state = {
   conn = nil,
@@ -154,10 +155,21 @@ local function on_event(p)
       s.policy = e.effectiveToolPolicy.effect_policy.value
       s.sandbox = sandbox_label(e.effectiveToolPolicy) or s.sandbox
     end
+  elseif k == "tool_started" and e.tool == "update_plan" then
+    -- Its plan event is what the chat shows of it.
+    s.plan_calls = s.plan_calls or {}
+    s.plan_calls[e.callId] = true
   elseif k == "tool_started" then
     c:tool_start(e.callId, e.tool)
+  elseif k == "plan" then
+    c:plan(e)
   elseif k == "tool_output" then
     c:tool_output(e.callId, e.text)
+  elseif k == "tool_finished" and s.plan_calls and s.plan_calls[e.callId] then
+    s.plan_calls[e.callId] = nil
+    if e.isError then
+      c:notice("The plan was not updated (update_plan failed).")
+    end
   elseif k == "tool_finished" then
     c:tool_finish(e.callId, e.isError, rpc.nn(e.changes))
     local call = c:call(e.callId)
@@ -435,6 +447,10 @@ function M.resume(sid, cb)
         s.chat:notice("Earlier entries are not shown here (octet sessions show " .. sid .. " prints them all).")
       end
       s.chat:transcript(res.transcript, res.recoveredOutput)
+      if type(res.plan) == "table" then
+        -- The page may not reach back to the plan's call.
+        s.chat:plan(res.plan)
+      end
       agents.resumed(s, res.children)
     end
     s.run_id = rpc.nn(res.activeRunId)
@@ -500,9 +516,18 @@ function M.current(cb)
 end
 
 -- Attachments named in the text: #buffer (the last file buffer),
--- #file:path.
+-- #file:path, #image:path. Returns nil and why when an image cannot be
+-- attached.
 local function attachments(text, context)
   context = context or {}
+  for path in text:gmatch("#image:(%S+)") do
+    local abs = path:match("^[/~]") and path or state.root .. "/" .. path
+    local item, why = image.attachment(vim.fn.fnamemodify(abs, ":p"))
+    if not item then
+      return nil, why
+    end
+    table.insert(context, item)
+  end
   if text:find("#buffer", 1, true) and state.last_file and api.nvim_buf_is_valid(state.last_file) then
     local uri = documents.uri(state.last_file)
     if uri then
@@ -534,6 +559,10 @@ function M.send(text, opts)
       return
     end
     if s.run_id then
+      if text:find("#image:", 1, true) then
+        -- Steering is text only: keep the prompt for when the run ends.
+        return notify("images go with a prompt, not with input to a running run: send it when the run ends", vim.log.levels.WARN)
+      end
       return M.steer(text, opts.follow_up)
     end
     if s.sending then
@@ -546,7 +575,10 @@ function M.send(text, opts)
         end, 20)
       end
     end
-    local context = attachments(text, opts.context)
+    local context, why = attachments(text, opts.context)
+    if not context then
+      return notify("the prompt was not sent: " .. why, vim.log.levels.ERROR)
+    end
     s.chat:user(text)
     s.state, s.sending = "running", true
     redraw()

@@ -148,7 +148,11 @@ function M.pick_model()
         prompt = "octet model (default " .. text.line(res.default) .. ")",
         kind = "octet.model",
         format_item = function(m)
-          local s2 = tostring(m.id) .. "  ·  " .. math.floor((tonumber(m.contextWindow) or 0) / 1000) .. "K context"
+          local window = tonumber(m.contextWindow)
+          local s2 = tostring(m.id) .. "  ·  " .. (window and math.floor(window / 1000) .. "K context" or "context unknown")
+          if m.listed == false then
+            s2 = s2 .. "  ·  not listed by the endpoint"
+          end
           if type(m.prices) == "table" then
             s2 = s2 .. "  ·  $" .. tostring(m.prices.input) .. "/$" .. tostring(m.prices.output) .. " per M"
           end

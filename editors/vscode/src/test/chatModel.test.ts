@@ -138,3 +138,47 @@ test("a resumed transcript shows prompts, answers and tool calls with their resu
   assert.ok(t.kind === "tool" && t.status === "error" && t.output === "denied");
   assert.equal(m.takeChanges().reset, true);
 });
+
+test("the plan is one card updated in place; update_plan calls get no tool item", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "run_started", runId: "run_1" });
+  ev(m, { kind: "tool_call_started", callId: "p1", name: "update_plan" });
+  ev(m, { kind: "tool_call_delta", callId: "p1", delta: "{}" });
+  ev(m, { kind: "tool_started", callId: "p1", tool: "update_plan" });
+  ev(m, { kind: "tool_policy_decision", callId: "p1", decision: "allowed" });
+  ev(m, { kind: "plan", callId: "p1", explanation: "parser first", plan: [{ step: "Read", status: "in_progress" }, { step: "Fix", status: "pending" }] });
+  ev(m, { kind: "tool_finished", callId: "p1", isError: false });
+  ev(m, { kind: "output_delta", channel: "text", text: "reading" });
+  ev(m, { kind: "tool_started", callId: "p2", tool: "update_plan" });
+  m.takeChanges();
+  ev(m, { kind: "plan", callId: "p2", plan: [{ step: "Read", status: "completed" }, { step: "Fix", status: "in_progress" }] });
+  ev(m, { kind: "tool_finished", callId: "p2", isError: false });
+  assert.deepEqual(kinds(m), ["plan", "assistant"]);
+  const p = m.items[0];
+  assert.ok(p.kind === "plan");
+  if (p.kind === "plan") {
+    assert.deepEqual(p.steps.map((s) => s.status + ":" + s.step), ["completed:Read", "in_progress:Fix"]);
+    assert.equal(p.explanation, "");
+    assert.deepEqual(m.takeChanges().ids, [p.id], "the card is redrawn in place");
+  }
+  ev(m, { kind: "tool_started", callId: "p3", tool: "update_plan" });
+  ev(m, { kind: "tool_finished", callId: "p3", isError: true });
+  assert.deepEqual(kinds(m), ["plan", "assistant", "info"], "a failed update says so");
+});
+
+test("a resumed transcript shows the plan its update_plan results recorded, then resume's plan", () => {
+  const m = new ChatModel();
+  m.loadTranscript([
+    { id: "e1", type: "user", text: "fix" },
+    { id: "e2", type: "assistant", runId: "r", items: [{ type: "function_call", callId: "p1", name: "update_plan", arguments: "{}" }] },
+    {
+      id: "e3", type: "tool_result", runId: "r",
+      result: { callId: "p1", tool: "update_plan", text: "Plan updated", isError: false, details: { plan: [{ step: "Read", status: "in_progress" }], explanation: "why" } },
+    },
+  ]);
+  assert.deepEqual(kinds(m), ["user", "plan"]);
+  m.setPlan({ plan: [{ step: "Read", status: "completed" }] });
+  assert.deepEqual(kinds(m), ["user", "plan"]);
+  const p = m.items[1];
+  assert.ok(p.kind === "plan" && p.steps[0].status === "completed");
+});

@@ -36,3 +36,15 @@ test("diffs mark added and removed lines and escape them", () => {
   assert.ok(h.includes('<span class="del">-&lt;old&gt;</span>') && h.includes('<span class="add">+new</span>'), h);
   assert.ok(h.includes('<span class="hdr">--- a/x</span>') && h.includes(" ctx"), h);
 });
+
+test("the plan card is a checklist with its progress, its text escaped", () => {
+  const html = renderItem({
+    id: "i1", kind: "plan", explanation: "<b>why</b>",
+    steps: [{ step: "Read <x>", status: "completed" }, { step: "Fix", status: "in_progress" }, { step: "Test", status: "pending" }],
+  });
+  assert.match(html, /1 of 3 done/);
+  assert.match(html, /class="step step-completed"><span class="icon">✓<\/span> Read &lt;x&gt;/);
+  assert.match(html, /step-in_progress"><span class="icon">▸/);
+  assert.match(html, /&lt;b&gt;why&lt;\/b&gt;/);
+  assert.doesNotMatch(html, /<b>/);
+});
