@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
 	"image/color"
+	"image/png"
 	"io"
 	"log/slog"
 	"net"
@@ -60,6 +63,20 @@ func routeEnv(t *testing.T, c routeCase, turns ...providertest.Turn) *execEnv {
 		t.Fatal(err)
 	}
 	return x
+}
+
+// pngImage is a small real PNG image.
+func pngImage(t *testing.T, c color.Color) []byte {
+	t.Helper()
+	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
+	for x := range 3 {
+		img.Set(x, 1, c)
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
 }
 
 // writePNG writes a small PNG (pngImage) and returns its path.

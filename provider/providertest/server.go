@@ -112,9 +112,9 @@ type Server struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	// models is the model list GET …/models answers (nil: 404);
-	// listed counts those requests.
+	// lists are those requests.
 	models []string
-	listed int
+	lists  []Request
 
 	ln  net.Listener
 	srv *http.Server
@@ -209,13 +209,21 @@ func (s *Server) SetModels(ids ...string) {
 func (s *Server) ModelListRequests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.listed
+	return len(s.lists)
+}
+
+// ModelLists returns the GET …/models requests received (headers
+// redacted as Requests' are), in order.
+func (s *Server) ModelLists() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.lists...)
 }
 
 // serveModels answers GET …/models.
-func (s *Server) serveModels(w http.ResponseWriter) {
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.listed++
+	s.lists = append(s.lists, Request{Transport: "http", Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: redact(r.Header), RemoteAddr: r.RemoteAddr})
 	ids := s.models
 	s.mu.Unlock()
 	if ids == nil {
@@ -300,7 +308,7 @@ func redact(h http.Header) http.Header {
 // POST …/chat/completions, POST …/messages and GET …/models (SetModels).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/models") && r.Method == http.MethodGet {
-		s.serveModels(w)
+		s.serveModels(w, r)
 		return
 	}
 	route, ok := wireOf(r.URL.Path)
