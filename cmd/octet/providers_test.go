@@ -384,43 +384,59 @@ func TestAzureRequest(t *testing.T) {
 	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
 }
 
-// TestExecLocalServerNotRunning: a refused connection to a loopback
-// endpoint is reported at once, with no retry, on the qualified route
-// too (it used to be retried 29 times over about six minutes).
+// responsesRoute is the default provider's (qualified) Responses route
+// on the scripted server, as routeCases are the others.
+var responsesRoute = routeCase{name: "responses", path: "/v1/responses", keyVar: "OPENAI_API_KEY", config: `model = "scripted-model"
+[model_providers.openai]
+base_url = "%s"
+`}
+
+// TestExecLocalServerNotRunning: on every route, a refused connection to
+// a loopback endpoint is reported at once, with no retry, on the
+// qualified route too (it used to be retried 29 times over about six
+// minutes).
 func TestExecLocalServerNotRunning(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	x := newExecEnv(t)
-	x.vars["OPENAI_BASE_URL"] = "http://" + addr + "/v1"
-	x.writeGlobalConfig(t, "runtime_profile = \"codex\"\n")
-	r := runBin(t, x.ws, x.vars, "", "exec", "hi")
-	if r.code != exitFailed || strings.Contains(r.stderr, "↻") || !strings.Contains(r.stderr, "is the server running?") {
-		t.Fatalf("exit %d, want a failure without retries asking whether the server runs:\n%s", r.code, r.stderr)
+	for _, c := range append([]routeCase{responsesRoute}, routeCases...) {
+		t.Run(c.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			closed := "http://" + ln.Addr().String() + "/v1"
+			ln.Close()
+			x := routeEnv(t, c)
+			x.writeGlobalConfig(t, fmt.Sprintf(c.config, closed)+modelTable)
+			r := runBin(t, x.ws, x.vars, "", "exec", "hi")
+			if r.code != exitFailed || strings.Contains(r.stderr, "↻") || !strings.Contains(r.stderr, "is the server running?") {
+				t.Fatalf("exit %d, want a failure without retries asking whether the server runs:\n%s", r.code, r.stderr)
+			}
+		})
 	}
 }
 
-// TestExecNotAnEventStream: a base URL that answers 200 with an HTML page
-// is a configuration error named with the URL and the content type after
-// one request, with no usage uncertainty (it used to be replaced eleven
-// times, then reported as possibly billed).
+// TestExecNotAnEventStream: on every route, a base URL that answers 200
+// with an HTML page is a configuration error named with the URL and the
+// content type after one request, with no usage uncertainty (it used to
+// be replaced eleven times, then reported as possibly billed).
 func TestExecNotAnEventStream(t *testing.T) {
-	x := newExecEnv(t, providertest.NotEventStream("text/html; charset=utf-8", "<!doctype html><title>Sign in</title>"))
-	x.writeGlobalConfig(t, "runtime_profile = \"codex\"\n")
-	r := runBin(t, x.ws, x.vars, "", "exec", "hi")
-	if r.code != exitFailed {
-		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
-	}
-	for _, want := range []string{x.srv.URL() + "/responses answered with Content-Type \"text/html; charset=utf-8\", not an event stream", "does not look like a Responses API root"} {
-		if !strings.Contains(r.stderr, want) {
-			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
-		}
-	}
-	if n := len(x.srv.Requests()); n != 1 || strings.Contains(r.stderr, "↻") || strings.Contains(r.stderr, "uncertain") {
-		t.Errorf("%d requests, want 1, no retry and no uncertainty:\n%s", n, r.stderr)
+	api := map[string]string{"responses": "Responses", "chat": "Chat Completions", "anthropic": "Messages"}
+	for _, c := range append([]routeCase{responsesRoute}, routeCases...) {
+		t.Run(c.name, func(t *testing.T) {
+			x := routeEnv(t, c, providertest.NotEventStream("text/html; charset=utf-8", "<!doctype html><title>Sign in</title>"))
+			r := runBin(t, x.ws, x.vars, "", "exec", "hi")
+			if r.code != exitFailed {
+				t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+			}
+			url := strings.TrimSuffix(x.srv.URL(), "/v1") + c.path
+			for _, want := range []string{url + ` answered with Content-Type "text/html; charset=utf-8", not an event stream`, "does not look like a " + api[c.name] + " API root"} {
+				if !strings.Contains(r.stderr, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
+				}
+			}
+			if n := len(x.srv.Requests()); n != 1 || strings.Contains(r.stderr, "↻") || strings.Contains(r.stderr, "uncertain") {
+				t.Errorf("%d requests, want 1, no retry and no uncertainty:\n%s", n, r.stderr)
+			}
+		})
 	}
 }
 
