@@ -78,6 +78,9 @@ func (e *MissingKeyError) Error() string {
 		return fmt.Sprintf("no OpenAI API key: run octet login, set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
 	}
 	var where []string
+	if e.Entry != "" {
+		where = append(where, "run octet login")
+	}
 	if e.EnvKey != "" {
 		where = append(where, "set "+e.EnvKey)
 	}
