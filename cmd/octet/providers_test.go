@@ -164,6 +164,11 @@ func TestProviderRoutesEndToEnd(t *testing.T) {
 					t.Errorf("request went to %s, want %s", q.Path, c.path)
 				}
 			}
+			// The transcript names the prompt's image and view_image's.
+			show := runBin(t, x.ws, x.vars, "", "sessions", "show", res.SessionID)
+			if n := strings.Count(show.stdout, "[image] image/png, "); show.code != exitOK || n != 2 {
+				t.Errorf("sessions show: exit %d, %d images named, want 2:\n%s", show.code, n, show.stdout)
+			}
 			switch c.name {
 			case "anthropic":
 				checkAnthropicRequests(t, reqs)
