@@ -19,7 +19,8 @@ import (
 // redacted_thinking, text and tool_use blocks in output order; user
 // messages and function results are one user message whose tool_result
 // blocks come first; images are base64 image blocks, in user messages
-// and inside tool_result content (view_image's); tools carry
+// and inside tool_result content (view_image's), the newest within the
+// API's bounds (an image left out is a note); tools carry
 // input_schema; tool_choice auto or none; reasoning effort is an extended
 // thinking budget. Thinking blocks are sent back exactly as received, with
 // their signatures (the API verifies them); their opaque state is kept in
@@ -133,8 +134,9 @@ func (anthropicCodec) encode(r *Request) ([]byte, error) {
 		text := r.Instructions
 		w.System = []anthropicBlock{{Type: "text", Text: &text, CacheControl: ephemeral}}
 	}
+	left := anthropicImageBudget(r)
 	for i := range r.Input {
-		if w.Messages, err = appendAnthropicItem(w.Messages, &r.Input[i]); err != nil {
+		if w.Messages, err = appendAnthropicItem(w.Messages, &r.Input[i], left); err != nil {
 			return nil, fmt.Errorf("encode request: input %d: %w", i, err)
 		}
 	}
@@ -168,7 +170,7 @@ func (anthropicCodec) encode(r *Request) ([]byte, error) {
 // opening a new message when the role changes (the Messages API
 // alternates user and assistant). In a user message, tool_result blocks
 // come before any other block, as the API requires.
-func appendAnthropicItem(msgs []anthropicMessage, it *Item) ([]anthropicMessage, error) {
+func appendAnthropicItem(msgs []anthropicMessage, it *Item, left map[*Image]string) ([]anthropicMessage, error) {
 	add := func(role string, b ...anthropicBlock) []anthropicMessage {
 		if len(b) == 0 {
 			return msgs
@@ -202,7 +204,7 @@ func appendAnthropicItem(msgs []anthropicMessage, it *Item) ([]anthropicMessage,
 			if len(it.Images) > 0 && it.Role != "user" {
 				return nil, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
 			}
-			blocks := appendAnthropicImages(text(it.Text), it.Images)
+			blocks := appendAnthropicImages(text(it.Text), it.Images, left)
 			if len(blocks) == 0 {
 				blocks = text("(empty message)")
 			}
@@ -238,26 +240,64 @@ func appendAnthropicItem(msgs []anthropicMessage, it *Item) ([]anthropicMessage,
 		}
 		var content any = it.Output
 		if len(it.Images) > 0 { // view_image's: text and image blocks
-			content = appendAnthropicImages(text(it.Output), it.Images)
+			content = appendAnthropicImages(text(it.Output), it.Images, left)
 		}
 		return add("user", anthropicBlock{Type: "tool_result", ToolUseID: it.CallID, Content: content}), nil
 	}
 	return nil, fmt.Errorf("%w on the anthropic route: %q", errUnknownItem, it.Type)
 }
 
-// AnthropicMaxImageBase64 is the Messages API's bound on one image: its
-// base64 is at most 5 MiB (3.75 MiB of image), where octet takes up to
-// 20 MiB.
-const AnthropicMaxImageBase64 = 5 << 20
+// Bounds of the Messages API on images: one image's base64 is at most
+// 5 MiB (3.75 MiB of image, where octet takes up to 20 MiB), a request
+// carries at most 100 images, and a whole request at most 32 MB, of
+// which octet gives images 24 MiB of base64.
+const (
+	AnthropicMaxImageBase64    = 5 << 20
+	AnthropicMaxImages         = 100
+	AnthropicMaxImagesBase64   = 24 << 20
+	anthropicImageOverBound    = "the Messages API takes images of at most 3.75 MiB"
+	anthropicImagesOverRequest = "the request already carries the newer images the Messages API takes (100, 24 MiB)"
+)
 
-// appendAnthropicImages appends a base64 image block per image. An image
-// over the API's bound is a text block saying so instead: it is kept in
+// anthropicImageBudget decides which images of a request are sent: the
+// newest first, each within AnthropicMaxImageBase64, until
+// AnthropicMaxImages or AnthropicMaxImagesBase64 is reached. It returns
+// why each image left out is (keyed by its address in r.Input).
+func anthropicImageBudget(r *Request) map[*Image]string {
+	var out map[*Image]string
+	skip := func(im *Image, why string) {
+		if out == nil {
+			out = map[*Image]string{}
+		}
+		out[im] = why
+	}
+	n, total := 0, 0
+	for i := len(r.Input) - 1; i >= 0; i-- {
+		imgs := r.Input[i].Images
+		for j := len(imgs) - 1; j >= 0; j-- {
+			size := base64.StdEncoding.EncodedLen(len(imgs[j].Data))
+			switch {
+			case size > AnthropicMaxImageBase64:
+				skip(&imgs[j], anthropicImageOverBound)
+			case n == AnthropicMaxImages || total+size > AnthropicMaxImagesBase64:
+				skip(&imgs[j], anthropicImagesOverRequest)
+			default:
+				n, total = n+1, total+size
+			}
+		}
+	}
+	return out
+}
+
+// appendAnthropicImages appends a base64 image block per image, or for
+// an image the budget leaves out a text block saying why: it is kept in
 // the session and sent with every later request, and one refused image
 // would fail them all.
-func appendAnthropicImages(blocks []anthropicBlock, imgs []Image) []anthropicBlock {
-	for _, im := range imgs {
-		if base64.StdEncoding.EncodedLen(len(im.Data)) > AnthropicMaxImageBase64 {
-			note := fmt.Sprintf("[a %s image of %d bytes is not shown: the Messages API takes images of at most 3.75 MiB]", im.MimeType, len(im.Data))
+func appendAnthropicImages(blocks []anthropicBlock, imgs []Image, left map[*Image]string) []anthropicBlock {
+	for i := range imgs {
+		im := &imgs[i]
+		if why, ok := left[im]; ok {
+			note := fmt.Sprintf("[a %s image of %d bytes is not shown: %s]", im.MimeType, len(im.Data), why)
 			blocks = append(blocks, anthropicBlock{Type: "text", Text: &note})
 			continue
 		}

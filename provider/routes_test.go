@@ -496,11 +496,16 @@ func TestAnthropicRequestShape(t *testing.T) {
 	}
 }
 
-// TestAnthropicImageOverTheBound: an image over the Messages API's 5 MiB
-// of base64 (which octet takes, up to 20 MiB) is a note in its place, in
-// a prompt and in a tool result alike, so the session it is kept in is
-// not refused on every later request; one within the bound is sent.
-func TestAnthropicImageOverTheBound(t *testing.T) {
+// TestAnthropicImageBounds: images the Messages API would refuse (one
+// over 5 MiB of base64, which octet takes up to 20 MiB; beyond 100 in a
+// request; beyond 24 MiB of base64 together) are notes in their place,
+// the newest images sent first, in a prompt and in a tool result alike,
+// so the session they are kept in is not refused on every later request.
+func TestAnthropicImageBounds(t *testing.T) {
+	note := func(im provider.Image, why string) string {
+		return fmt.Sprintf("[a %s image of %d bytes is not shown: %s]", im.MimeType, len(im.Data), why)
+	}
+	const over, full = "the Messages API takes images of at most 3.75 MiB", "the request already carries the newer images the Messages API takes (100, 24 MiB)"
 	big := provider.Image{MimeType: "image/png", Data: make([]byte, provider.AnthropicMaxImageBase64/4*3+1)}
 	small := provider.Image{MimeType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}
 	body := encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
@@ -509,9 +514,46 @@ func TestAnthropicImageOverTheBound(t *testing.T) {
 		{Type: provider.ItemFunctionCallOutput, CallID: "c1", Output: "a.png", Images: []provider.Image{big}},
 	}})
 	raw, _ := json.Marshal(body["messages"])
-	note := fmt.Sprintf("[a image/png image of %d bytes is not shown: the Messages API takes images of at most 3.75 MiB]", len(big.Data))
-	if n := strings.Count(string(raw), note); n != 2 || strings.Count(string(raw), `"type":"image"`) != 1 || len(raw) > 1<<20 {
+	if n := strings.Count(string(raw), note(big, over)); n != 2 || strings.Count(string(raw), `"type":"image"`) != 1 || len(raw) > 1<<20 {
 		t.Errorf("%d notes, %d images in %d bytes of messages; want 2 notes and the small image", n, strings.Count(string(raw), `"type":"image"`), len(raw))
+	}
+
+	// 101 small images: the oldest one is left out.
+	many := make([]provider.Image, provider.AnthropicMaxImages+1)
+	for i := range many {
+		many[i] = provider.Image{MimeType: "image/png", Data: fmt.Appendf(nil, "\x89PNG\r\n\x1a\n%03d", i)}
+	}
+	body = encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
+		{Type: provider.ItemMessage, Role: "user", Text: "first", Images: many[:1]},
+		{Type: provider.ItemMessage, Role: "user", Text: "then", Images: many[1:]},
+	}})
+	raw, _ = json.Marshal(body["messages"])
+	if strings.Count(string(raw), `"type":"image"`) != provider.AnthropicMaxImages || !strings.Contains(string(raw), note(many[0], full)) {
+		t.Errorf("101 images: %d sent, the oldest noted %v", strings.Count(string(raw), `"type":"image"`), strings.Contains(string(raw), note(many[0], full)))
+	}
+
+	// Seven 3.75 MiB images (5 MiB of base64 each): the newest four fit
+	// in 24 MiB, the three oldest are notes.
+	mid := provider.Image{MimeType: "image/jpeg", Data: make([]byte, provider.AnthropicMaxImageBase64/4*3)}
+	seven := []provider.Image{mid, mid, mid, mid, mid, mid, mid}
+	body = encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
+		{Type: provider.ItemMessage, Role: "user", Text: "seven", Images: seven},
+	}})
+	content, _ := body["messages"].([]any)[0].(map[string]any)["content"].([]any)
+	var kinds []string
+	for _, b := range content {
+		b := b.(map[string]any)
+		switch {
+		case b["type"] == "image":
+			kinds = append(kinds, "image")
+		case b["text"] == note(mid, full):
+			kinds = append(kinds, "note")
+		default:
+			kinds = append(kinds, "text")
+		}
+	}
+	if strings.Join(kinds, " ") != "text note note note image image image image" {
+		t.Errorf("seven 3.75 MiB images: %v", kinds)
 	}
 }
 
