@@ -199,25 +199,18 @@ func appendAnthropicItem(msgs []anthropicMessage, it *Item, left map[*Image]stri
 	}
 	switch it.Type {
 	case ItemMessage:
+		if err := checkImageRole(it); err != nil {
+			return nil, err
+		}
 		switch it.Role {
 		case "user", "developer":
-			if len(it.Images) > 0 && it.Role != "user" {
-				return nil, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
-			}
 			blocks := appendAnthropicImages(text(it.Text), it.Images, left)
 			if len(blocks) == 0 {
 				blocks = text("(empty message)")
 			}
 			return add("user", blocks...), nil
 		case "assistant":
-			if len(it.Images) > 0 {
-				return nil, errors.New("images in an assistant message (only user messages carry images)")
-			}
-			s := it.Text
-			if s == "" {
-				s = it.Refusal
-			}
-			return add("assistant", text(s)...), nil
+			return add("assistant", text(replayedText(it))...), nil
 		}
 		return nil, fmt.Errorf("message role %q is not user, assistant or developer", it.Role)
 	case ItemReasoning:

@@ -160,6 +160,9 @@ func appendChatItem(msgs []chatMessage, it *Item) ([]chatMessage, error) {
 	}
 	switch it.Type {
 	case ItemMessage:
+		if err := checkImageRole(it); err != nil {
+			return nil, err
+		}
 		switch it.Role {
 		case "user", "developer":
 			role := "user"
@@ -169,19 +172,10 @@ func appendChatItem(msgs []chatMessage, it *Item) ([]chatMessage, error) {
 			if len(it.Images) == 0 {
 				return append(msgs, chatMessage{Role: role, Content: it.Text}), nil
 			}
-			if role != "user" {
-				return nil, fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
-			}
 			parts := appendChatImages([]chatPart{{Type: "text", Text: it.Text}}, it.Images)
 			return append(msgs, chatMessage{Role: role, Content: parts}), nil
 		case "assistant":
-			if len(it.Images) > 0 {
-				return nil, errors.New("images in an assistant message (only user messages carry images)")
-			}
-			text := it.Text
-			if text == "" {
-				text = it.Refusal
-			}
+			text := replayedText(it)
 			if m := last(); m != nil && len(m.ToolCalls) == 0 {
 				s, _ := m.Content.(string)
 				m.Content = s + text

@@ -349,6 +349,24 @@ func checkRequest(r *Request) ([]FunctionTool, string, error) {
 	return out, choice, nil
 }
 
+// checkImageRole refuses images on a message that is not the user's:
+// on every route only user messages carry images.
+func checkImageRole(it *Item) error {
+	if len(it.Images) > 0 && it.Role != "user" {
+		return fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
+	}
+	return nil
+}
+
+// replayedText is the text an assistant message is sent back as on a
+// route without refusal parts: its text, or its refusal when it has none.
+func replayedText(it *Item) string {
+	if it.Text == "" {
+		return it.Refusal
+	}
+	return it.Text
+}
+
 // appendImageParts appends an input_image part per image.
 func appendImageParts(parts []wireContent, imgs []Image) []wireContent {
 	for _, im := range imgs {
@@ -375,12 +393,10 @@ func wireItem(it *Item) (wireInputItem, error) {
 		if it.Role != "assistant" || text != "" || refusal == "" {
 			w.Content = []wireContent{{Type: part, Text: &text}}
 		}
-		if len(it.Images) > 0 {
-			if it.Role != "user" {
-				return w, fmt.Errorf("a %s message cannot carry images", it.Role)
-			}
-			w.Content = appendImageParts(w.Content, it.Images)
+		if err := checkImageRole(it); err != nil {
+			return w, err
 		}
+		w.Content = appendImageParts(w.Content, it.Images)
 		if it.Role == "assistant" && refusal != "" {
 			w.Content = append(w.Content, wireContent{Type: "refusal", Refusal: &refusal})
 		}
