@@ -203,6 +203,9 @@ base_url = "%s"
 				if h.Get("X-Api-Key") != "[REDACTED]" || h.Get("Anthropic-Version") != provider.AnthropicVersion || h.Get("Authorization") != "" {
 					t.Errorf("anthropic list request headers %v", h)
 				}
+				if q.Get("limit") != "1000" { // a page holds 20 models by default
+					t.Errorf("anthropic list request query %v, want limit=1000", q)
+				}
 			case "chat":
 				if h.Get("Authorization") != "[REDACTED]" {
 					t.Errorf("chat list request headers %v", h)
