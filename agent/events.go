@@ -223,6 +223,11 @@ type ProviderRetry struct {
 	// Cause names the failure as it is, for people ("cannot connect to
 	// the provider: connection refused"); bounded and secret-free.
 	Cause string `json:"cause"`
+	// GiveUpInMs is how long from now the turn may still spend retrying
+	// before it fails (max_retry_wait_secs, or max_network_wait_secs
+	// while waiting for the network); null when only the attempt budget
+	// bounds it.
+	GiveUpInMs *int64 `json:"giveUpInMs"`
 }
 
 // ProviderUsageUncertain reports that the session's usage totals are no

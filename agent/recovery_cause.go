@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -36,6 +37,11 @@ func describeFailure(err error) string {
 		s = "the provider credential is unavailable" + detail(pe.Message, pe.Err)
 	case provider.Connect:
 		s = "cannot connect to the provider: " + netCause(pe.Err)
+		if pe.LocalRefused {
+			s += "; " + pe.Message
+		}
+	case provider.NotEventStream:
+		s = pe.Message
 	case provider.ResponseHeaders:
 		s = "the provider did not answer the request: " + netCause(pe.Err)
 	case provider.HTTPStatus:
@@ -74,6 +80,9 @@ func netCause(err error) string {
 	}
 	if errno, ok := errors.AsType[syscall.Errno](err); ok {
 		return errno.Error()
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the connection was closed"
 	}
 	if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) || strings.Contains(err.Error(), "timeout") {
 		return "timed out"
