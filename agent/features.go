@@ -16,20 +16,24 @@ import "github.com/octet-agent/octet/provider"
 //	websocket            the Responses WebSocket transport (WebSocketGranted)
 //	codex_profile        in-process provider recovery (RouteFor, CodexRecovery)
 //
-// Ordinary routes keep synchronous tools (parallel_tool_calls false) and
-// queued steering.
+// Ordinary routes keep synchronous tools and queued steering (octet
+// implements neither async tools nor native steering yet).
 
 // EndpointGrant is what a route of the host-selected runtime profile
 // authorizes on the endpoint side: ProfileCodex (an OpenAI Responses
 // route generating with locally dispatched function tools) every
 // feature octet implements; any other profile (an endpoint that only
-// borrows the wire format) the reasoning controls the person configured
-// and nothing else.
+// borrows the wire format, a chat or anthropic route) the controls every
+// such wire format has — the reasoning effort the person configured and
+// parallel function calls (which the model side still decides, e.g. a
+// [models] table's parallel_tool_calls) — and none of OpenAI's
+// extensions (prompt_cache_key, encrypted reasoning), the WebSocket or
+// recovery.
 func EndpointGrant(profile RuntimeProfile) provider.ResponsesFeatures {
 	if profile == ProfileCodex {
 		return provider.AllFeatures
 	}
-	return provider.FeatureReasoning
+	return provider.FeatureReasoning | provider.FeatureParallelToolCalls
 }
 
 // WebSocketGranted reports whether a run of model on an endpoint

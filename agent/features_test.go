@@ -41,7 +41,7 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 		},
 		provider.FeatureCodexProfile: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			req := request(t, m, e)
-			return RouteFor(ProfileCodex, provider.Model{Name: "m", Features: m}, e, false, req).Qualify() == nil
+			return RouteFor(ProfileCodex, provider.WireResponses, provider.Model{Name: "m", Features: m}, e, false, req).Qualify() == nil
 		},
 	}
 	all := provider.AllFeatures
@@ -69,12 +69,13 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 }
 
 // TestEndpointGrant: the Codex profile grants every declared feature on
-// the endpoint side; any other profile only the reasoning controls.
+// the endpoint side; any other profile only the reasoning controls and
+// parallel function calls.
 func TestEndpointGrant(t *testing.T) {
 	if g := EndpointGrant(ProfileCodex); g != provider.AllFeatures {
 		t.Errorf("codex grants %s", g)
 	}
-	if g := EndpointGrant("none"); g != provider.FeatureReasoning {
+	if g := EndpointGrant("none"); g != provider.FeatureReasoning|provider.FeatureParallelToolCalls {
 		t.Errorf("none grants %s", g)
 	}
 }

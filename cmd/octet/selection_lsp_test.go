@@ -105,10 +105,11 @@ func TestExecSelectionSurvivesContinuation(t *testing.T) {
 }
 
 // TestExecFeaturesNeedTheRoute is issue 34's second reproduction: on a
-// route whose runtime_profile is none the endpoint grants no Responses
-// feature but the reasoning controls, so a request of a model that has
-// them all carries no parallel tool calls, no prompt_cache_key and no
-// encrypted-reasoning include; the default codex route carries them.
+// route whose runtime_profile is none the endpoint grants only the
+// controls every wire format has (reasoning, parallel calls), so a
+// request of a model that has every feature carries no prompt_cache_key
+// and no encrypted-reasoning include; the default codex route carries
+// them.
 func TestExecFeaturesNeedTheRoute(t *testing.T) {
 	for _, profile := range []string{"none", "codex"} {
 		t.Run(profile, func(t *testing.T) {
@@ -127,8 +128,8 @@ func TestExecFeaturesNeedTheRoute(t *testing.T) {
 				t.Errorf("reasoning %v, want the configured high on every route", b["reasoning"])
 			}
 			want := profile == "codex"
-			if b["parallel_tool_calls"] != want || cacheKey != want || include != want {
-				t.Errorf("parallel_tool_calls %v, prompt_cache_key %v, include %v; want each %v on a %s route", b["parallel_tool_calls"], cacheKey, include, want, profile)
+			if b["parallel_tool_calls"] != true || cacheKey != want || include != want {
+				t.Errorf("parallel_tool_calls %v, prompt_cache_key %v, include %v; want true, %v, %v on a %s route", b["parallel_tool_calls"], cacheKey, include, want, want, profile)
 			}
 		})
 	}
