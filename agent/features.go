@@ -44,8 +44,14 @@ func WebSocketGranted(model provider.Model, endpoint provider.ResponsesFeatures)
 }
 
 // granted returns the features both model and the agent's transport
-// authorize.
+// authorize. On a route of another wire format (chat, anthropic) there
+// are no Responses features: its codec maps the controls it has
+// (reasoning, parallel calls) as the model side declares them and
+// drops the rest.
 func (a *Agent) granted(model provider.Model) provider.ResponsesFeatures {
+	if wr, ok := a.cfg.Transport.(provider.WireReporter); ok && wr.WireAPI() != provider.WireResponses {
+		return model.Features
+	}
 	var endpoint provider.ResponsesFeatures
 	if fr, ok := a.cfg.Transport.(provider.FeatureReporter); ok {
 		endpoint = fr.EndpointFeatures()

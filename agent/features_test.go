@@ -79,3 +79,23 @@ func TestEndpointGrant(t *testing.T) {
 		t.Errorf("none grants %s", g)
 	}
 }
+
+// TestOtherWiresHaveNoResponsesFeatures: on a chat or anthropic route
+// the transport grants no Responses feature (provider.HTTP zeroes them),
+// and the request carries the controls as the model declares them for
+// that route's codec to map (reasoning, parallel calls) or drop.
+func TestOtherWiresHaveNoResponsesFeatures(t *testing.T) {
+	model := provider.Model{Name: "m", ContextWindow: 100_000, Reasoning: true, Features: provider.FeatureReasoning | provider.FeatureParallelToolCalls}
+	tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: "http://127.0.0.1:1/v1", Wire: provider.WireChat, Features: provider.AllFeatures})
+	if tr.EndpointFeatures() != 0 {
+		t.Fatalf("a chat route reports Responses features %s", tr.EndpointFeatures())
+	}
+	h := newHarness(t, harnessOpt{model: model, transport: tr})
+	if _, err := h.agent.SetReasoning("high"); err != nil {
+		t.Fatal(err)
+	}
+	req, _, _ := (&Run{a: h.agent, pin: h.agent.selection()}).buildRequest()
+	if req.Reasoning == nil || !req.ParallelToolCalls || req.PromptCacheKey != "" || req.EncryptedReasoning {
+		t.Fatalf("chat request: reasoning %v parallel %v cache key %q encrypted %v", req.Reasoning, req.ParallelToolCalls, req.PromptCacheKey, req.EncryptedReasoning)
+	}
+}

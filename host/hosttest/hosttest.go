@@ -97,13 +97,23 @@ func (o Options) retry(model provider.Model) agent.RetryPolicy {
 	if backoff == 0 {
 		backoff = 20 * time.Millisecond
 	}
-	return agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Wire: provider.WireResponses, Model: model, Endpoint: model.Features, InitialBackoff: backoff})
+	return agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Wire: provider.WireResponses, Model: model, Endpoint: o.endpoint(), InitialBackoff: backoff})
+}
+
+// endpoint is what the stack's route grants on the endpoint side, as the
+// CLI's: every feature on the Codex profile (Recovery), else what any
+// wire format has.
+func (o Options) endpoint() provider.ResponsesFeatures {
+	if o.Recovery {
+		return agent.EndpointGrant(agent.ProfileCodex)
+	}
+	return agent.EndpointGrant("none")
 }
 
 // builder is the runtime's NewAgent.
 func (st *Stack) builder(o Options) func(context.Context, host.AgentSpec) (*host.Built, error) {
 	model := o.model()
-	hc := provider.HTTPConfig{BaseURL: st.Provider.URL(), Features: model.Features}
+	hc := provider.HTTPConfig{BaseURL: st.Provider.URL(), Features: o.endpoint()}
 	if o.InProcess {
 		hc.RoundTripper = st.Provider.RoundTripper()
 	}
