@@ -20,7 +20,7 @@ import (
 	"github.com/octet-agent/octet/session"
 )
 
-const execUsage = `octet exec [flags] "prompt"   (or - to read the prompt from stdin)`
+const execUsage = `octet exec [flags] "prompt"   (or - to read the prompt from stdin; --compact --session ID takes none)`
 
 // maxStdinPrompt bounds a prompt read from stdin (octet exec -), and the
 // stdin context block appended to a prompt argument.
@@ -44,6 +44,8 @@ type execOptions struct {
 	prompt string
 	// images are the --image files, read and checked.
 	images []provider.Image
+	// compact summarizes the continued session instead of prompting it.
+	compact bool
 }
 
 func runExec(ctx context.Context, args []string, e env) error {
@@ -53,6 +55,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 	}
 	prompt := opts.prompt
 	switch {
+	case opts.compact:
 	case prompt == "-":
 		if prompt, err = readPrompt(e.stdin); err != nil {
 			return err
@@ -137,7 +140,11 @@ func runExec(ctx context.Context, args []string, e env) error {
 	out, ctx, cancel := watchOutput(ctx, e.stdout)
 	defer cancel(nil)
 	e.stdout = out
-	res, err := drive(ctx, st, sess, ap, prompt, opts.images, opts.json, e)
+	start := prompting(ctx, prompt, opts.images)
+	if opts.compact {
+		start = func(a *agent.Agent) (*agent.Run, error) { return a.Compact(ctx, agent.PromptOptions{}) }
+	}
+	res, err := drive(ctx, st, sess, ap, start, opts.json, e)
 	if werr := out.failed(); werr != nil {
 		return outputError(werr, sess.Header().ID)
 	}
@@ -191,6 +198,7 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 		opts.maxTurns = n
 		return nil
 	})
+	fs.BoolVar(&opts.compact, "compact", false, "summarize the continued session (--session or --last) now instead of prompting it: the next prompt sees the summary in place of the conversation")
 	fs.StringVar(&opts.sessionID, "session", "", "continue the session with this `id` (or an unambiguous prefix of it), in the directory it started in")
 	fs.BoolVar(&opts.last, "last", false, "continue the most recently updated session started in the working directory")
 	fs.BoolVar(&opts.ephemeral, "ephemeral", false, "do not keep the session: it is written to a private temporary directory and removed when the run ends")
@@ -212,10 +220,15 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 	if err != nil {
 		return flags, opts, err
 	}
-	if fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "" {
+	switch {
+	case opts.compact && (opts.sessionID == "" && !opts.last || fs.NArg() != 0 || len(opts.images) > 0):
+		return flags, opts, usageErrorf("--compact summarizes a continued session: pass --session ID or --last, and no prompt or --image")
+	case opts.compact:
+	case fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "":
 		return flags, opts, usageErrorf("exec needs exactly one prompt argument: %s", execUsage)
+	default:
+		opts.prompt = fs.Arg(0)
 	}
-	opts.prompt = fs.Arg(0)
 	switch {
 	case opts.approve && opts.deny:
 		return flags, opts, usageErrorf("--approve conflicts with --deny; pass at most one")
@@ -422,11 +435,19 @@ type execResult struct {
 	usage  *agent.Usage
 }
 
-// drive runs one prompt on a fresh agent for sess and renders its events
+// prompting starts a run of prompt (with images) on an agent: drive's
+// usual start.
+func prompting(ctx context.Context, prompt string, images []provider.Image) func(*agent.Agent) (*agent.Run, error) {
+	return func(a *agent.Agent) (*agent.Run, error) {
+		return a.Prompt(ctx, prompt, agent.PromptOptions{Images: images})
+	}
+}
+
+// drive runs one run (start: a prompt, or a compaction) on a fresh agent for sess and renders its events
 // (text, or JSON lines with asJSON) until the run has settled. The loop
 // that renders is the only writer of the terminal: ap's notices and
 // prompts are written by it, after the events that came before them.
-func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, images []provider.Image, asJSON bool, e env) (execResult, error) {
+func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, start func(*agent.Agent) (*agent.Run, error), asJSON bool, e env) (execResult, error) {
 	term := newTerminal()
 	defer term.stop()
 	ap.term = term
@@ -464,7 +485,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		// A continued session's plan, before its run (runId "" in --json).
 		render(&agent.PlanUpdate{Explanation: p.Explanation, Plan: p.Steps})
 	}
-	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{Images: images})
+	run, err := start(a)
 	if err != nil {
 		return execResult{}, fmt.Errorf("start run: %w", err)
 	}

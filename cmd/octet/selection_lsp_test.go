@@ -134,3 +134,41 @@ func TestExecFeaturesNeedTheRoute(t *testing.T) {
 		})
 	}
 }
+
+// TestExecCompact: `octet exec --compact --session ID` summarizes the
+// session in a run of its own (compaction events, the summary request
+// without tools); the next prompt sees the summary instead of the
+// earlier conversation. Without a session to continue, or with a
+// prompt, it is a usage error.
+func TestExecCompact(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("EARLIER ANSWER"), providertest.Text("THE SUMMARY"), providertest.Text("after"))
+	r := runCLI(t, x.ws, x.vars, "exec", "--json", "EARLIER QUESTION")
+	lines, _ := parseJSONLines(t, r.stdout)
+	id := lines[0].SessionID
+	r = runCLI(t, x.ws, x.vars, "exec", "--json", "--compact", "--session", id)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	_, events := parseJSONLines(t, r.stdout)
+	if len(eventsOfKind(events, "compaction_started")) != 1 || len(eventsOfKind(events, "compaction_finished")) != 1 {
+		t.Errorf("compaction events missing: %v", events)
+	}
+	if r = runCLI(t, x.ws, x.vars, "exec", "--json", "--session", id, "next"); r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	reqs := x.srv.Requests()
+	if len(reqs) != 3 {
+		t.Fatalf("%d requests, want 3", len(reqs))
+	}
+	if s := string(reqs[1].Raw); !strings.Contains(s, "EARLIER QUESTION") || strings.Contains(s, `"tools"`) {
+		t.Errorf("summary request: %s", s)
+	}
+	if s := string(reqs[2].Raw); !strings.Contains(s, "THE SUMMARY") || strings.Contains(s, "EARLIER QUESTION") {
+		t.Errorf("the prompt after --compact sent %s", s)
+	}
+	for _, args := range [][]string{{"exec", "--compact"}, {"exec", "--compact", "--session", id, "a prompt"}} {
+		if r := runCLI(t, x.ws, x.vars, args...); r.code != 2 || !strings.Contains(r.stderr, "--compact") {
+			t.Errorf("%v: exit %d, stderr %q; want a usage error", args, r.code, r.stderr)
+		}
+	}
+}
