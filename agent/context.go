@@ -131,7 +131,7 @@ func appendEntryItems(out []provider.Item, e *session.Entry, imgs imageRefs) []p
 				}
 				out = append(out, provider.Item{Type: provider.ItemReasoning, Summary: summary, EncryptedContent: it.EncryptedContent})
 			case session.ItemFunctionCall:
-				out = append(out, provider.Item{Type: provider.ItemFunctionCall, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+				out = append(out, provider.Item{Type: provider.ItemFunctionCall, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Async: it.Async})
 			}
 		}
 	case session.EntryToolResult:
@@ -185,7 +185,7 @@ func sessionItems(out []provider.Item) (items []session.Item, bad string) {
 		case provider.ItemReasoning:
 			items = append(items, session.Item{Type: session.ItemReasoning, ID: it.ID, Text: strings.Join(it.Summary, "\n\n"), EncryptedContent: it.EncryptedContent})
 		case provider.ItemFunctionCall:
-			items = append(items, session.Item{Type: session.ItemFunctionCall, ID: it.ID, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments})
+			items = append(items, session.Item{Type: session.ItemFunctionCall, ID: it.ID, CallID: it.CallID, Name: it.Name, Arguments: it.Arguments, Async: it.Async})
 		default:
 			return nil, "type " + strconv.Quote(string(it.Type))
 		}

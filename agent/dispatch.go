@@ -169,7 +169,12 @@ func (r *Run) dispatch(calls []session.Item, truncated bool) error {
 	}
 	sink := newToolSink()
 	defer sink.close()
-	for i := 0; i < len(calls); {
+	return r.dispatchRest(0, sink)
+}
+
+// dispatchRest dispatches r.pending[from:] in model order (see dispatch).
+func (r *Run) dispatchRest(from int, sink *toolSink) error {
+	for i := from; i < len(r.pending); {
 		if r.ctx.Err() != nil {
 			return errCancelled
 		}
@@ -396,13 +401,34 @@ type outcome struct {
 // persisted: each call still gets its tool_finished, marked unrecorded,
 // and the first ResultNotSavedError is returned.
 func (r *Run) executeWave(wave []admitted, sink *toolSink) error {
+	return r.settleWave(r.startWave(wave), sink)
+}
+
+// waveRun is a wave whose calls are executing.
+type waveRun struct {
+	wave    []admitted
+	ctx     context.Context
+	cancel  context.CancelFunc
+	results chan outcome
+}
+
+// startWave starts the admitted calls' executions, each on its own
+// goroutine, and returns at once.
+func (r *Run) startWave(wave []admitted) *waveRun {
 	wctx, cancel := context.WithCancel(r.ctx)
-	defer cancel()
-	results := make(chan outcome, len(wave))
-	for _, w := range wave {
-		r.pending[w.idx].started = true
-		go r.execute(wctx, w, results)
+	w := &waveRun{wave: wave, ctx: wctx, cancel: cancel, results: make(chan outcome, len(wave))}
+	for _, a := range wave {
+		r.pending[a.idx].started = true
+		go r.execute(wctx, a, w.results)
 	}
+	return w
+}
+
+// settleWave waits for a started wave and persists its results in call
+// order (executeWave's second half).
+func (r *Run) settleWave(wr *waveRun, sink *toolSink) error {
+	wave, wctx, cancel, results := wr.wave, wr.ctx, wr.cancel, wr.results
+	defer cancel()
 	got := make(map[int]tools.Result, len(wave))
 	next := 0
 	var failed error

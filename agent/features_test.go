@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"testing"
 
 	"github.com/octet-agent/octet/provider"
@@ -20,7 +21,7 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 		if _, err := h.agent.SetReasoning("high"); err != nil {
 			t.Fatal(err)
 		}
-		req, _, _ := (&Run{a: h.agent, pin: h.agent.selection()}).buildRequest()
+		req, _, _ := testRun(h.agent).buildRequest()
 		return req
 	}
 	consumers := map[provider.ResponsesFeatures]func(t *testing.T, m, e provider.ResponsesFeatures) bool{
@@ -32,6 +33,14 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 		},
 		provider.FeatureParallelToolCalls: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			return request(t, m, e).ParallelToolCalls
+		},
+		provider.FeatureAsyncTools: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			for _, tool := range request(t, m, e).Tools {
+				if tool.Async {
+					return true
+				}
+			}
+			return false
 		},
 		provider.FeaturePromptCacheKey: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			return request(t, m, e).PromptCacheKey != ""
@@ -68,6 +77,13 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 	}
 }
 
+// testRun is a run of a that is not driven: its requests can be built.
+func testRun(a *Agent) *Run {
+	r := newRun(a, context.Background(), PromptOptions{})
+	r.pin = a.selection()
+	return r
+}
+
 // TestEndpointGrant: the Codex profile grants every declared feature on
 // the endpoint side; any other profile only the reasoning controls and
 // parallel function calls.
@@ -94,7 +110,7 @@ func TestOtherWiresHaveNoResponsesFeatures(t *testing.T) {
 	if _, err := h.agent.SetReasoning("high"); err != nil {
 		t.Fatal(err)
 	}
-	req, _, _ := (&Run{a: h.agent, pin: h.agent.selection()}).buildRequest()
+	req, _, _ := testRun(h.agent).buildRequest()
 	if req.Reasoning == nil || !req.ParallelToolCalls || req.PromptCacheKey != "" || req.EncryptedReasoning {
 		t.Fatalf("chat request: reasoning %v parallel %v cache key %q encrypted %v", req.Reasoning, req.ParallelToolCalls, req.PromptCacheKey, req.EncryptedReasoning)
 	}

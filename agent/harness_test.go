@@ -46,7 +46,10 @@ type harnessOpt struct {
 	sessDir   string
 	transport provider.Transport
 	maxResult int // the broker's MaxResultBytes (0: default)
-	changes   *changes.Recorder
+	// endpoint, when set, is what the scripted route grants (default:
+	// every feature).
+	endpoint *provider.ResponsesFeatures
+	changes  *changes.Recorder
 }
 
 // checkLeaks verifies at the very end of the test (after every other
@@ -90,7 +93,11 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 	}
 	tr := o.transport
 	if tr == nil {
-		tr = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL(), Features: provider.AllFeatures})
+		features := provider.AllFeatures
+		if o.endpoint != nil {
+			features = *o.endpoint
+		}
+		tr = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL(), Features: features})
 	}
 	h.agent, err = New(Config{
 		Session: h.sess, Transport: tr, Model: h.model, Host: h.host, Broker: h.broker,

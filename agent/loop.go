@@ -35,10 +35,25 @@ func (r *Run) loop() (Outcome, error) {
 		if err != nil {
 			return OutcomeFailed, err
 		}
+		// The async calls of the previous response settle after this one,
+		// which did not consume them, and before its own calls run.
+		settled := r.async != nil
+		if err := r.settleAsync(false); err != nil {
+			return OutcomeFailed, err
+		}
 		if len(calls) > 0 {
-			if err := r.dispatch(calls, ar.truncated); err != nil {
+			if r.asyncEligible(calls, ar.truncated) {
+				err = r.dispatchAsync(calls)
+			} else {
+				err = r.dispatch(calls, ar.truncated)
+			}
+			if err != nil {
 				return OutcomeFailed, err
 			}
+			r.emit(&TurnFinished{Turn: r.turn})
+			continue
+		}
+		if settled { // the model has not seen those results yet
 			r.emit(&TurnFinished{Turn: r.turn})
 			continue
 		}
@@ -265,7 +280,9 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 	req, v, est := r.buildRequest()
 	model := r.pin.model
 	window := model.ContextWindow
-	if window > 0 && est+r.a.cfg.OutputReserve > window && !r.compactionFailed {
+	// A pending async job disables compaction: its calls' results are
+	// not on the branch yet.
+	if window > 0 && est+r.a.cfg.OutputReserve > window && !r.compactionFailed && r.async == nil {
 		compacted, err := r.compact(v, est)
 		if err != nil {
 			return nil, 0, err
@@ -322,6 +339,9 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 		req.ToolChoice = "none"
 	} else {
 		req.Tools = r.a.toolDefs(model)
+		if r.asyncGranted(model) {
+			r.markAsync(req.Tools)
+		}
 		if len(req.Tools) > 0 {
 			req.ToolChoice = "auto"
 			req.ParallelToolCalls = granted.Has(provider.FeatureParallelToolCalls)

@@ -153,6 +153,10 @@ func (a *Agent) settleLeftover(ctx context.Context, u unresolvedCall) (tools.Res
 		return tools.Result{Text: textTruncatedCall, IsError: true}, "not_executed"
 	case u.index >= a.cfg.MaxToolCallsPerTurn:
 		return tools.Result{Text: textTooManyCalls, IsError: true}, "not_executed"
+	case u.item.Async:
+		// An async call may have run while the next response was
+		// generated: never redispatched, even when replay-safe.
+		return tools.Result{Text: textIndeterminate, IsError: true}, "indeterminate"
 	}
 	if res, ok := a.replay(ctx, u); ok {
 		return res, "replayed"

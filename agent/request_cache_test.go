@@ -34,7 +34,7 @@ func longBranch(t testing.TB, s *session.Session, size int) {
 
 // buildAndEncode is what each turn costs before it is sent.
 func buildAndEncode(t testing.TB, a *Agent) []byte {
-	req, _, _ := (&Run{a: a, pin: a.selection()}).buildRequest()
+	req, _, _ := testRun(a).buildRequest()
 	body, err := req.EncodeHTTP()
 	if err != nil {
 		t.Fatal(err)

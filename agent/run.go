@@ -46,6 +46,9 @@ type Run struct {
 	compactionFailed bool
 	// compactOnly: the run compacts the conversation and ends (Compact).
 	compactOnly bool
+	// async is the run's started async batch, settled after the next
+	// response (nil: none).
+	async *asyncJob
 	// gateContinuations counts the completion gate's continuations.
 	gateContinuations int
 	// pin is the model and reasoning selection the run's requests are
@@ -224,6 +227,11 @@ func (r *Run) loopSafe() (outcome Outcome, err error) {
 // names its first cause once.
 func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 	var errs []error
+	// A run's end cancels its async job and settles it: every started
+	// call records its own outcome.
+	if err := r.settleAsync(true); err != nil {
+		errs = append(errs, err)
+	}
 	if err := r.settleAtEnd(); err != nil {
 		errs = append(errs, err)
 	}

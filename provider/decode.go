@@ -82,6 +82,7 @@ type wireOutputItem struct {
 	CallID           string              `json:"call_id"`
 	Name             string              `json:"name"`
 	Arguments        string              `json:"arguments"`
+	Async            bool                `json:"async"`
 	Input            string              `json:"input"`
 	Output           flexString          `json:"output"`
 }
@@ -325,7 +326,7 @@ func decodeItem(raw []byte) (Item, error) {
 	it := Item{
 		Type: ItemType(w.Type), ID: w.ID, Role: w.Role, Phase: w.Phase, Status: w.Status,
 		EncryptedContent: w.EncryptedContent, CallID: w.CallID, Name: w.Name,
-		Arguments: w.Arguments, Input: w.Input, Output: string(w.Output),
+		Arguments: w.Arguments, Async: w.Async && w.Type == string(ItemFunctionCall), Input: w.Input, Output: string(w.Output),
 		Raw: slices.Clone(json.RawMessage(raw)),
 	}
 	var text, refusal []byte

@@ -8,10 +8,9 @@ import "strings"
 type ResponsesFeatures uint64
 
 // Responses features. Each is declared only with a consumer that honours
-// it (agent.TestEveryFeatureHasAConsumer): the async tools, native
-// steering and native compaction of the seed's qualified controls are
-// not declared until octet implements them, so no model or endpoint can
-// claim them.
+// it (agent.TestEveryFeatureHasAConsumer): the native steering and native
+// compaction of the seed's qualified controls are not declared until
+// octet implements them, so no model or endpoint can claim them.
 const (
 	// FeatureReasoning: reasoning effort/summary controls.
 	FeatureReasoning ResponsesFeatures = 1 << iota
@@ -19,6 +18,9 @@ const (
 	FeatureEncryptedReasoning
 	// FeatureParallelToolCalls: several function calls per response.
 	FeatureParallelToolCalls
+	// FeatureAsyncTools: parallel observation tools advertised async; their
+	// calls may overlap the next response.
+	FeatureAsyncTools
 	// FeatureWebSocket: the Responses WebSocket mode.
 	FeatureWebSocket
 	// FeaturePromptCacheKey: prompt_cache_key routing.
@@ -36,6 +38,7 @@ var featureNames = []struct {
 	{FeatureReasoning, "reasoning"},
 	{FeatureEncryptedReasoning, "encrypted_reasoning"},
 	{FeatureParallelToolCalls, "parallel_tool_calls"},
+	{FeatureAsyncTools, "async_tools"},
 	{FeatureWebSocket, "websocket"},
 	{FeaturePromptCacheKey, "prompt_cache_key"},
 	{FeatureCodexProfile, "codex_profile"},
@@ -43,7 +46,7 @@ var featureNames = []struct {
 
 // AllFeatures are every declared feature.
 const AllFeatures = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
 
 // DeclaredFeatures returns each declared feature, in declaration order.
 func DeclaredFeatures() []ResponsesFeatures {
@@ -111,7 +114,7 @@ type Model struct {
 const AssumedContextWindow = 128_000
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
 
 // gpt5Family also carries the model side of the Codex runtime profile:
 // Codex generates with these models and locally dispatched function tools.

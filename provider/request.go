@@ -44,6 +44,9 @@ type FunctionTool struct {
 	Parameters json.RawMessage
 	// Strict asks the provider to enforce the schema exactly.
 	Strict bool
+	// Async advertises the tool as async (FeatureAsyncTools): the model
+	// may go on working after calling it, before its output arrives.
+	Async bool
 }
 
 // Reasoning selects reasoning effort ("minimal", "low", "medium", "high",
@@ -96,6 +99,10 @@ type Item struct {
 	Name string
 	// Arguments is the function call's arguments as a JSON string.
 	Arguments string
+	// Async marks a function call the model made async (its tool was
+	// advertised async): the model went on without its output, which a
+	// later request carries. Replayed as the call's "async": true.
+	Async bool
 	// Input is a custom tool call's free-form input.
 	Input string
 	// Output is a call output's text.
@@ -180,6 +187,7 @@ type wireInputItem struct {
 	CallID           string         `json:"call_id,omitempty"`
 	Name             string         `json:"name,omitempty"`
 	Arguments        *string        `json:"arguments,omitempty"`
+	Async            bool           `json:"async,omitempty"`
 	Input            *string        `json:"input,omitempty"`
 	// Output is a call output: a string, or content parts (text and
 	// images).
@@ -192,6 +200,7 @@ type wireTool struct {
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters"`
 	Strict      bool            `json:"strict"`
+	Async       bool            `json:"async,omitempty"`
 }
 
 type wireReasoning struct {
@@ -309,7 +318,7 @@ func (r *Request) wire() (*wireRequest, error) {
 		w.input = append(w.input, enc)
 	}
 	for _, ft := range tools {
-		t.Tools = append(t.Tools, wireTool{Type: "function", Name: ft.Name, Description: ft.Description, Parameters: ft.Parameters, Strict: ft.Strict})
+		t.Tools = append(t.Tools, wireTool{Type: "function", Name: ft.Name, Description: ft.Description, Parameters: ft.Parameters, Strict: ft.Strict, Async: ft.Async})
 	}
 	if r.Reasoning != nil {
 		t.Reasoning = &wireReasoning{Effort: r.Reasoning.Effort, Summary: r.Reasoning.Summary}
@@ -415,7 +424,7 @@ func wireItem(it *Item) (wireInputItem, error) {
 		if it.CallID == "" || it.Name == "" {
 			return w, errors.New("function_call needs call_id and name")
 		}
-		w.CallID, w.Name = it.CallID, it.Name
+		w.CallID, w.Name, w.Async = it.CallID, it.Name, it.Async
 		args := it.Arguments
 		w.Arguments = &args
 	case ItemCustomToolCall:

@@ -197,6 +197,7 @@ func appendItem(b []byte, it *Item) []byte {
 	b = appendStrField(b, "call_id", it.CallID)
 	b = appendStrField(b, "name", it.Name)
 	b = appendStrField(b, "arguments", it.Arguments)
+	b = appendBoolField(b, "async", it.Async)
 	return append(b, '}')
 }
 
@@ -777,6 +778,8 @@ func (d *decoder) item(it *Item, a *strAlloc) {
 			it.Name = a.intern(d.strBytes())
 		case "arguments":
 			it.Arguments = d.str(a)
+		case "async":
+			it.Async = d.bool()
 		default:
 			d.skip(0)
 		}

@@ -100,6 +100,10 @@ type Item struct {
 	// CallID, Name and Arguments describe a function call; Arguments is the
 	// JSON string exactly as the model emitted it.
 	CallID, Name, Arguments string
+	// Async marks a function call the model made async (its tool was
+	// advertised async): it is replayed as such, and after a crash it is
+	// never executed again (an indeterminate error pairs it).
+	Async bool
 }
 
 // ToolResult is the outcome of one tool call, paired to it by CallID.

@@ -81,6 +81,7 @@ type Output struct {
 	callID    string
 	name      string
 	args      string
+	async     bool
 }
 
 // Message is an assistant message with text, streamed as word deltas.
@@ -95,6 +96,14 @@ func Reasoning(encrypted string, summary ...string) Output {
 // FunctionCall is a function call whose JSON arguments stream in pieces.
 func FunctionCall(callID, name, args string) Output {
 	return Output{kind: provider.ItemFunctionCall, callID: callID, name: name, args: args}
+}
+
+// AsyncFunctionCall is a function call the model marked async (its tool
+// was advertised with async: true): the call item carries "async": true.
+func AsyncFunctionCall(callID, name, args string) Output {
+	o := FunctionCall(callID, name, args)
+	o.async = true
+	return o
 }
 
 // CustomToolCall is a free-form tool call whose input streams in pieces.
@@ -508,6 +517,9 @@ func renderItem(r *renderer, idx int, o Output) (map[string]any, int, int) {
 			r.add("response.function_call_arguments.done", map[string]any{"item_id": id, "output_index": idx, "arguments": o.args})
 		}
 		item := map[string]any{"id": id, "type": string(o.kind), "status": "completed", "call_id": o.callID, "name": o.name, field: o.args}
+		if o.async {
+			item["async"] = true
+		}
 		r.add("response.output_item.done", map[string]any{"output_index": idx, "item": item})
 		return item, n, 0
 	default:
