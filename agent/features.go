@@ -12,12 +12,13 @@ import "github.com/octet-agent/octet/provider"
 //	reasoning            the request's reasoning effort/summary (buildRequest)
 //	encrypted_reasoning  include reasoning.encrypted_content (buildRequest)
 //	parallel_tool_calls  parallel_tool_calls: true (buildRequest)
+//	async_tools          parallel tools advertised async, their batches overlapping the next response (async.go)
 //	prompt_cache_key     prompt_cache_key: the session id (buildRequest)
 //	websocket            the Responses WebSocket transport (WebSocketGranted)
 //	codex_profile        in-process provider recovery (RouteFor, CodexRecovery)
 //
 // Ordinary routes keep synchronous tools and queued steering (octet
-// implements neither async tools nor native steering yet).
+// does not implement native steering yet).
 
 // EndpointGrant is what a route of the host-selected runtime profile
 // authorizes on the endpoint side: ProfileCodex (an OpenAI Responses
