@@ -66,18 +66,14 @@ func TestAsyncToolsOverlapTheNextResponse(t *testing.T) {
 		pt.Text("both done"),
 	)
 	r := h.prompt("go", PromptOptions{})
-	evs := make(chan []Event, 1)
-	go func() { evs <- drain(t, r) }()
+	evs := drainLater(t, r)
 	waitFor(t, func() bool { return len(h.srv.Requests()) >= 2 && probe.inside.Load() == 2 })
 	if n := len(h.srv.Requests()); n != 2 {
 		t.Fatalf("%d requests while the calls run, want 2", n)
 	}
 	close(probe.gate)
 	<-evs
-	if res := r.Wait(); res.Outcome != OutcomeCompleted {
-		t.Fatalf("run %+v", res)
-	}
-	reqs := h.srv.Requests()
+	reqs := h.completed(t, r.Wait())
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests, want 3", len(reqs))
 	}
@@ -145,11 +141,7 @@ func TestAsyncToolsBarriers(t *testing.T) {
 			}
 			h := newHarness(t, o)
 			h.srv.Enqueue(pt.Reply(c.calls...), pt.Text("done"))
-			res := drainWait(t, h.prompt("go", PromptOptions{}))
-			if res.Outcome != OutcomeCompleted {
-				t.Fatalf("run %+v", res)
-			}
-			reqs := h.srv.Requests()
+			reqs := h.completed(t, drainWait(t, h.prompt("go", PromptOptions{})))
 			if len(reqs) != 2 {
 				t.Fatalf("%d requests, want 2", len(reqs))
 			}
@@ -208,8 +200,7 @@ func TestAsyncJobsSettleAtRunEnd(t *testing.T) {
 	h := newHarness(t, harnessOpt{model: asyncModel, extra: []tools.Tool{probe}})
 	h.srv.Enqueue(pt.Reply(pt.AsyncFunctionCall("a1", "probe", `{"n":1}`), pt.AsyncFunctionCall("a2", "probe", `{"n":2}`)), pt.Stall())
 	r := h.prompt("go", PromptOptions{})
-	evs := make(chan []Event, 1)
-	go func() { evs <- drain(t, r) }()
+	evs := drainLater(t, r)
 	waitFor(t, func() bool { return len(h.srv.Requests()) == 2 && probe.inside.Load() == 2 })
 	r.Cancel()
 	got := <-evs

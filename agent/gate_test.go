@@ -41,11 +41,7 @@ func TestTerminalGateContinuesThenEnds(t *testing.T) {
 	h := newHarness(t, harnessOpt{})
 	h.agent.cfg.Completion = testGate()
 	h.srv.Enqueue(pt.Text("first answer"), pt.Text("NOT YET: one test fails"), pt.Text("second answer"), pt.Text("DONE"))
-	res := drainWait(t, h.prompt("fix the test", PromptOptions{}))
-	if res.Outcome != OutcomeCompleted {
-		t.Fatalf("run %+v", res)
-	}
-	reqs := h.srv.Requests()
+	reqs := h.completed(t, drainWait(t, h.prompt("fix the test", PromptOptions{})))
 	if len(reqs) != 4 || isGate(reqs[0]) || !isGate(reqs[1]) || isGate(reqs[2]) || !isGate(reqs[3]) {
 		t.Fatalf("%d requests, want main, gate, main, gate", len(reqs))
 	}
@@ -98,8 +94,7 @@ func TestTerminalGateNeverAheadOfQueuedInput(t *testing.T) {
 		pt.Text("DONE"),
 	)
 	r := h.prompt("go", PromptOptions{})
-	evs := make(chan []Event, 1)
-	go func() { evs <- drain(t, r) }()
+	evs := drainLater(t, r)
 	waitFor(t, func() bool { return len(h.srv.Requests()) == 1 })
 	if _, err := r.Steer("STEERING"); err != nil {
 		t.Fatal(err)
@@ -111,10 +106,7 @@ func TestTerminalGateNeverAheadOfQueuedInput(t *testing.T) {
 	}
 	close(holdGate)
 	<-evs
-	if res := r.Wait(); res.Outcome != OutcomeCompleted {
-		t.Fatalf("run %+v", res)
-	}
-	reqs := h.srv.Requests()
+	reqs := h.completed(t, r.Wait())
 	var kinds []string
 	for _, q := range reqs {
 		if isGate(q) {
@@ -143,18 +135,14 @@ func TestTerminalGateSkippedAfterFinishNow(t *testing.T) {
 	hold := make(chan struct{})
 	h.srv.Enqueue(pt.Text("partial").HoldUntil(hold), pt.Text("wrapped up"))
 	r := h.prompt("go", PromptOptions{})
-	evs := make(chan []Event, 1)
-	go func() { evs <- drain(t, r) }()
+	evs := drainLater(t, r)
 	waitFor(t, func() bool { return len(h.srv.Requests()) == 1 })
 	if err := r.FinishNow("Wrap up now."); err != nil {
 		t.Fatal(err)
 	}
 	close(hold)
 	<-evs
-	if res := r.Wait(); res.Outcome != OutcomeCompleted {
-		t.Fatalf("run %+v", res)
-	}
-	reqs := h.srv.Requests()
+	reqs := h.completed(t, r.Wait())
 	if len(reqs) != 2 || isGate(reqs[1]) || reqs[1].Body["tool_choice"] != "none" {
 		t.Fatalf("%d requests; the second: gate %v, tool_choice %v", len(reqs), len(reqs) > 1 && isGate(reqs[1]), reqs[len(reqs)-1].Body["tool_choice"])
 	}
@@ -254,8 +242,7 @@ func TestTerminalGateHoldsControls(t *testing.T) {
 	hold := make(chan struct{})
 	h.srv.Enqueue(pt.Text("answer"), pt.Text("DONE").HoldUntil(hold), pt.Text("final"))
 	r := h.prompt("go", PromptOptions{})
-	evs := make(chan []Event, 1)
-	go func() { evs <- drain(t, r) }()
+	evs := drainLater(t, r)
 	waitFor(t, func() bool { return len(h.srv.Requests()) == 2 })
 	var want []string
 	for i := range 9 {
@@ -271,10 +258,7 @@ func TestTerminalGateHoldsControls(t *testing.T) {
 	want = append(want, "FINISH-NOW")
 	close(hold)
 	<-evs
-	if res := r.Wait(); res.Outcome != OutcomeCompleted {
-		t.Fatalf("run %+v", res)
-	}
-	reqs := h.srv.Requests()
+	reqs := h.completed(t, r.Wait())
 	if len(reqs) != 3 || isGate(reqs[2]) || reqs[2].Body["tool_choice"] != "none" {
 		t.Fatalf("%d requests; the last: gate %v tool_choice %v", len(reqs), isGate(reqs[len(reqs)-1]), reqs[len(reqs)-1].Body["tool_choice"])
 	}

@@ -120,6 +120,24 @@ func (h *harness) prompt(text string, opts PromptOptions) *Run {
 	return r
 }
 
+// drainLater drains r on a goroutine of its own; the channel gets its
+// events once the run's stream is closed.
+func drainLater(t *testing.T, r *Run) <-chan []Event {
+	evs := make(chan []Event, 1)
+	go func() { evs <- drain(t, r) }()
+	return evs
+}
+
+// completed checks that res is a completed run and returns the requests
+// the scripted server received.
+func (h *harness) completed(t *testing.T, res RunResult) []providertest.Request {
+	t.Helper()
+	if res.Outcome != OutcomeCompleted {
+		t.Fatalf("run %+v", res)
+	}
+	return h.srv.Requests()
+}
+
 // drain collects every event of r until the channel closes, with a
 // watchdog so a hung run fails instead of blocking the test binary.
 func drain(t *testing.T, r *Run) []Event {

@@ -78,10 +78,7 @@ func TestSelectionAppliesAtResponseBoundary(t *testing.T) {
 	})
 	h.srv.Enqueue(pt.Text("cut").EOFAfter(1), pt.Reply(pt.FunctionCall("c1", "probe", `{"n":1}`)), pt.Text("done"))
 	res := drainWait(t, h.prompt("go", PromptOptions{}))
-	if res.Outcome != OutcomeCompleted {
-		t.Fatalf("run %+v", res)
-	}
-	reqs := h.srv.Requests()
+	reqs := h.completed(t, res)
 	if len(reqs) != 3 {
 		t.Fatalf("%d requests, want 3", len(reqs))
 	}
