@@ -13,7 +13,7 @@ import (
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
-// TestCapture regenerates doc/capture.txt and doc/capture.ansi: Neovim in
+// TestCapture regenerates captures/approval-0.7.txt and .ansi: Neovim in
 // a tmux pane with the chat open, an edit waiting for approval in its
 // float, captured with tmux capture-pane. It runs only when
 // OCTET_CAPTURE_DIR names the directory to write to (scripts/capture.sh
@@ -96,7 +96,7 @@ vim.defer_fn(function() vim.cmd("Octet change the greeting to hello, octet") vim
 	time.Sleep(300 * time.Millisecond)
 	text = run("capture-pane", "-p", "-t", "octet")
 	ansi := run("capture-pane", "-p", "-e", "-t", "octet")
-	for name, data := range map[string]string{"capture.txt": text, "capture.ansi": ansi} {
+	for name, data := range map[string]string{"approval-0.7.txt": text, "approval-0.7.ansi": ansi} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerates doc/capture.txt and doc/capture.ansi — Neovim in a tmux pane
+# Regenerates captures/approval-0.7.txt and .ansi — Neovim in a tmux pane
 # with the octet chat and an edit approval float, captured with tmux
 # capture-pane (TestCapture in capture_test.go, against the real
 # `octet lsp` and a scripted model) — and the copy of the text capture in
@@ -9,10 +9,10 @@
 set -eu
 here=$(cd "$(dirname "$0")/.." && pwd)
 cd "$here"
-OCTET_CAPTURE_DIR="$here/doc" go test -count=1 -run '^TestCapture$' . >/dev/null
-awk -v cap="$here/doc/capture.txt" '
+OCTET_CAPTURE_DIR="$here/captures" go test -count=1 -run '^TestCapture$' . >/dev/null
+awk -v cap="$here/captures/approval-0.7.txt" '
   /^<!-- capture -->$/ { print; print "```"; while ((getline l < cap) > 0) print l; print "```"; skip = 1; next }
   /^<!-- \/capture -->$/ { skip = 0 }
   !skip { print }' README.md > README.md.new
 mv README.md.new README.md
-echo "wrote doc/capture.txt, doc/capture.ansi and README.md's copy"
+echo "wrote captures/approval-0.7.txt, .ansi and README.md's copy"
