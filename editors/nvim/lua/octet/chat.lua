@@ -59,10 +59,35 @@ function Chat:set_title(title)
   self:set_lines(0, 1, { "# octet · " .. text.line(title) })
 end
 
+-- The windows showing the chat with the cursor on its last line: they
+-- follow the stream (a window whose cursor was moved up stays put).
+function Chat:at_end()
+  local last, wins = api.nvim_buf_line_count(self.buf), {}
+  for _, win in ipairs(api.nvim_list_wins()) do
+    if api.nvim_win_get_buf(win) == self.buf and api.nvim_win_get_cursor(win)[1] >= last then
+      table.insert(wins, win)
+    end
+  end
+  return wins
+end
+
+-- Moves the cursor of wins (Chat:at_end before a change) to the last line.
+function Chat:follow(wins)
+  local last = api.nvim_buf_line_count(self.buf)
+  for _, win in ipairs(wins) do
+    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == self.buf then
+      api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+end
+
+-- Every change of the chat's text goes through here or Chat:write.
 function Chat:set_lines(s, e, lines)
+  local wins = self:at_end()
   vim.bo[self.buf].modifiable = true
   api.nvim_buf_set_lines(self.buf, s, e, false, lines)
   vim.bo[self.buf].modifiable = false
+  self:follow(wins)
 end
 
 function Chat:last_row()
@@ -78,7 +103,6 @@ function Chat:append(lines)
     return 0
   end
   self:set_lines(n, n, lines)
-  self:follow()
   return n
 end
 
@@ -118,12 +142,13 @@ function Chat:write(b, chunk)
   for i = 2, #lines do
     lines[i] = b.prefix .. lines[i]
   end
+  local wins = self:at_end()
   vim.bo[self.buf].modifiable = true
   api.nvim_buf_set_text(self.buf, pos[1], pos[2], pos[1], pos[2], lines)
   vim.bo[self.buf].modifiable = false
+  self:follow(wins)
   b.empty = false
   self.fold_tick = nil
-  self:follow()
 end
 
 --- Replaces the header line of block b.
@@ -171,7 +196,6 @@ function Chat:set_region(r, lines)
   api.nvim_buf_set_extmark(self.buf, ns, s, 0, { id = r.start, right_gravity = false })
   api.nvim_buf_set_extmark(self.buf, ns, s + #lines - 1, 0, { id = r.stop, right_gravity = false })
   self.fold_tick = nil
-  self:follow()
   return s
 end
 
@@ -211,19 +235,6 @@ function Chat:remove(b)
     end
   end
   self.fold_tick = nil
-end
-
--- Keeps windows whose cursor was at the end of the chat at its end (a
--- window scrolled up to read stays where it is).
-function Chat:follow()
-  local last = api.nvim_buf_line_count(self.buf)
-  local before = self.followed or last
-  for _, win in ipairs(api.nvim_list_wins()) do
-    if api.nvim_win_get_buf(win) == self.buf and api.nvim_win_get_cursor(win)[1] >= before - 1 then
-      api.nvim_win_set_cursor(win, { last, 0 })
-    end
-  end
-  self.followed = last
 end
 
 --- A user prompt (or steering / follow-up input).
