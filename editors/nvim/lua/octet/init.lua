@@ -117,6 +117,21 @@ local function progress(s, value)
   redraw()
 end
 
+-- Adds a run's usage (octet/prompt's, or its last usage event) to the
+-- session's totals; the run's own usage is then no longer shown apart.
+local function add_usage(s, u)
+  s.run_usage = nil
+  if type(u) ~= "table" then
+    return
+  end
+  local t = s.totals or {}
+  local cost = rpc.nn(u.costMicros)
+  s.totals = {
+    costMicros = cost and (rpc.nn(t.costMicros) or 0) + cost or rpc.nn(t.costMicros),
+    complete = t.complete ~= false and u.complete ~= false and cost ~= nil,
+  }
+end
+
 local function on_event(p)
   if type(p.parentSessionId) == "string" then
     -- A delegated child's own event: its block in the parent's chat.
@@ -184,13 +199,18 @@ local function on_event(p)
       end)
     end
   elseif k == "usage" then
-    s.usage = e
+    s.run_usage, s.context = e, e
   elseif k == "session_state" then
     s.state = e.state
     s.run_id = rpc.nn(e.activeRunId) or s.run_id
   elseif k == "compaction_started" then
     c:notice("Compacting context…")
   elseif k == "run_finished" then
+    if not s.sending then
+      -- A run this Neovim did not prompt: no octet/prompt answer brings
+      -- its usage, the events did.
+      add_usage(s, s.run_usage)
+    end
     c:run_end(e.outcome, rpc.nn(e.error))
     s.state, s.run_id, s.cancelling = "idle", nil, nil
     approval.clear(p.sessionId)
@@ -380,7 +400,7 @@ function M.request(method, params, cb)
 end
 
 local function new_session_object(sid, title)
-  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title) }
+  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title), totals = {} }
   if config.options.keymaps.stop_agent then
     vim.keymap.set("n", config.options.keymaps.stop_agent, function()
       M.stop_agent_at_cursor()
@@ -455,7 +475,10 @@ function M.resume(sid, cb)
     end
     s.run_id = rpc.nn(res.activeRunId)
     s.state = s.run_id and "running" or "idle"
-    s.usage = res.usage
+    s.totals, s.run_usage = type(res.usage) == "table" and res.usage or {}, nil
+    if rpc.nn(res.usageUncertain) then
+      s.totals.complete = false
+    end
     state.current = sid
     write_last(state.root, sid)
     -- A session that was never switched by a person starts in the
@@ -592,7 +615,7 @@ function M.send(text, opts)
           redraw()
           return
         end
-        s.totals = res.usage
+        add_usage(s, res.usage)
         if res.outcome == "failed" and s.run_id then
           s.chat:run_end("failed", res.error)
         end
@@ -781,6 +804,19 @@ function M.open(cb)
   end)
 end
 
+-- The session's known cost so far ("$0.42"), the running run's included;
+-- "+" when some of it is not known (a request not priced or cancelled
+-- after it was sent); nil before anything was priced.
+local function session_cost(s)
+  local t, r = s.totals or {}, s.run_usage or {}
+  local total, run = rpc.nn(t.costMicros), rpc.nn(r.costMicros)
+  if not total and not run then
+    return nil
+  end
+  local known = t.complete ~= false and (not s.run_usage or (r.complete ~= false and run ~= nil))
+  return string.format("$%.2f%s", ((total or 0) + (run or 0)) / 1e6, known and "" or "+")
+end
+
 --- A statusline component: "octet ask · workspace-write sandbox · running ·
 --- gpt-5 · $0.01 · 12% ctx",
 --- as a 'statusline' format: the text the server, the model or the
@@ -813,11 +849,12 @@ function M.statusline()
   if s.model or state.default_model then
     table.insert(parts, text.line(s.model or state.default_model, 60))
   end
-  local u = s.usage
+  local cost = session_cost(s)
+  if cost then
+    table.insert(parts, cost)
+  end
+  local u = s.context
   if type(u) == "table" then
-    if rpc.nn(u.costMicros) then
-      table.insert(parts, string.format("$%.2f", u.costMicros / 1e6))
-    end
     if rpc.nn(u.contextWindow) and u.contextWindow > 0 and rpc.nn(u.contextTokens) then
       table.insert(parts, string.format("%d%% ctx", math.floor(100 * u.contextTokens / u.contextWindow + 0.5)))
     end
