@@ -50,7 +50,7 @@ function Chat:clear()
   self:set_lines(0, -1, title)
   self.blocks, self.calls, self.cur, self.provisional = {}, {}, nil, {}
   self.answer_header, self.changed, self.fold_tick = false, nil, nil
-  self.plan_region = nil
+  self.plan_region, self.retrying = nil, nil
 end
 
 --- Sets the title line.
@@ -258,6 +258,7 @@ end
 
 --- Streams answer text (channel "text") or reasoning.
 function Chat:delta(channel, delta)
+  self:retried()
   self:ensure_answer_header()
   local kind = channel == "reasoning" and "reasoning" or "text"
   if not self.cur or self.cur.kind ~= kind then
@@ -321,6 +322,7 @@ end
 
 --- A tool call starts: its block holds the output, folded.
 function Chat:tool_start(id, tool)
+  self:retried()
   self:ensure_answer_header()
   local c = self:call(id)
   c.tool = tool
@@ -412,6 +414,29 @@ function Chat:recovered(channel, output, attempt)
   self.cur = nil
 end
 
+--- A provider retry ("retrying 3/29 in 4 s: …", text.retry) with the key
+--- that cancels: one line, replaced in place by the next retry until the
+--- answer goes on.
+function Chat:retry(line, key)
+  local lines = { "> " .. line .. (key and (" — " .. key .. " or :OctetCancel cancels") or "") }
+  if self.retrying and self:region_rows(self.retrying.region) then
+    self:set_region(self.retrying.region, lines)
+  else
+    self.retrying = { region = self:region(lines) }
+  end
+  self.retrying.line = line
+end
+
+-- The retries are over (the answer goes on, or the run ended): the line
+-- stays, without the cancel key.
+function Chat:retried()
+  local r = self.retrying
+  self.retrying = nil
+  if r and self:region_rows(r.region) then
+    self:set_region(r.region, { "> " .. r.line })
+  end
+end
+
 --- A notice (retry, info): one quoted line.
 function Chat:notice(notice)
   self:append({ "", "> " .. text.line(notice) })
@@ -430,6 +455,7 @@ end
 
 --- The run ended.
 function Chat:run_end(outcome, err)
+  self:retried()
   self:commit()
   if outcome == "failed" then
     self:error(err or "the run failed", "fix the cause above, then send the prompt again (:Octet)")

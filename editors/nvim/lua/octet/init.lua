@@ -158,7 +158,8 @@ local function on_event(p)
     if rpc.nn(e.operation) == nil then
       c:discard()
     end
-    s.message = "retrying: " .. tostring(e.cause)
+    s.message = text.retry(e)
+    c:retry(s.message, config.options.keymaps.cancel)
   elseif k == "tool_policy_decision" then
     local reason = rpc.nn(e.reason)
     if s.cancelling and e.decision == "denied" then
@@ -401,6 +402,11 @@ end
 
 local function new_session_object(sid, title)
   local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title), totals = {} }
+  if config.options.keymaps.cancel then
+    vim.keymap.set("n", config.options.keymaps.cancel, function()
+      M.cancel()
+    end, { buffer = s.chat.buf, desc = "octet: cancel the run" })
+  end
   if config.options.keymaps.stop_agent then
     vim.keymap.set("n", config.options.keymaps.stop_agent, function()
       M.stop_agent_at_cursor()

@@ -168,6 +168,35 @@ function M.statusline(s)
   return (s:gsub("%%", "%%%%"))
 end
 
+-- A delay in words: "0.2 s", "4 s", "2 min".
+local function delay(ms)
+  ms = tonumber(ms) or 0
+  if ms < 1000 then
+    return string.format("%.1f s", ms / 1000)
+  elseif ms < 120000 then
+    return string.format("%d s", math.floor(ms / 1000 + 0.5))
+  end
+  return string.format("%d min", math.floor(ms / 60000 + 0.5))
+end
+
+--- A provider_retry event in the words both editors use: "retrying 3/29
+--- in 4 s: <cause>" ("retrying 3 in 4 s: …" while octet waits for the
+--- network with no limit; an auxiliary operation's retry names it).
+function M.retry(e)
+  local attempt = tostring(tonumber(e.attempt) or "?")
+  local max = tonumber(e.maxAttempts ~= vim.NIL and e.maxAttempts or nil)
+  local s = "retrying " .. attempt .. (max and ("/" .. max) or "") .. " in " .. delay(e.delayMs)
+  local cause = e.cause ~= vim.NIL and e.cause or e.reason
+  if cause ~= nil and cause ~= vim.NIL then
+    s = s .. ": " .. M.line(cause, 300)
+  end
+  local op = e.operation ~= vim.NIL and e.operation or nil
+  if op then
+    s = M.line(op, 40) .. " " .. s
+  end
+  return s
+end
+
 --- vim.notify of msg with the "octet: " prefix, its text shown as it is.
 function M.notify(msg, level)
   vim.notify("octet: " .. M.lines(msg), level or vim.log.levels.INFO)

@@ -1,0 +1,65 @@
+package nvim
+
+import (
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// TestRetriesInChat: a provider that fails twice before answering shows
+// "retrying 1/N in … s: <cause>" in the chat as it happens, the second
+// retry replacing the first in place (one line, not one per attempt);
+// with nothing listening at the provider's address the chat says it is
+// retrying and how to cancel, the statusline says the same words, and
+// <C-c> in the chat cancels the run at once.
+func TestRetriesInChat(t *testing.T) {
+	eachNvim(t, func(t *testing.T, w *world) {
+		w.prov.Enqueue(
+			providertest.Status(503, "server_error", "overloaded", "The server is overloaded"),
+			providertest.Status(503, "server_error", "overloaded", "The server is overloaded"),
+			providertest.Text("Answered after all."),
+		)
+		r := w.run(t, "retry_test.lua", "OCTET_TEST_CASE=flaky")
+		seen, _ := r["seen"].([]any)
+		var first string
+		for _, s := range seen {
+			if s, _ := s.(string); strings.Contains(s, "retrying 1/") {
+				first = s
+				break
+			}
+		}
+		if first == "" || !strings.Contains(first, " s: ") || !strings.Contains(first, "503") {
+			t.Errorf("the chat never showed the first retry with its cause: %q", seen)
+		}
+		if !strings.Contains(first, "<C-c> or :OctetCancel cancels") {
+			t.Errorf("the retry line does not say how to cancel:\n%s", first)
+		}
+		chat := r.str("chat")
+		if strings.Count(chat, "retrying") != 1 || !strings.Contains(chat, "retrying 2/") || !strings.Contains(chat, "Answered after all.") {
+			t.Errorf("chat after two retries (one line, updated in place, wanted):\n%s", chat)
+		}
+
+		// Nothing listens at the provider's address.
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dead := "http://" + l.Addr().String() + "/v1"
+		l.Close()
+		r = w.run(t, "retry_test.lua", "OCTET_TEST_CASE=outage", "OPENAI_BASE_URL="+dead)
+		if c := r.str("retry_chat"); !strings.Contains(c, "retrying ") || !strings.Contains(c, "cannot connect") {
+			t.Errorf("chat during the outage:\n%s", c)
+		}
+		if st := r.str("statusline"); !strings.Contains(st, "retrying ") || !strings.Contains(st, "cannot connect") {
+			t.Errorf("statusline during the outage: %q", st)
+		}
+		if c := r.str("chat"); !strings.Contains(c, "Cancelled.") {
+			t.Errorf("chat after <C-c>:\n%s", c)
+		}
+		if ms, _ := r["cancel_ms"].(float64); ms > 5000 {
+			t.Errorf("the run took %v ms to end after <C-c>", ms)
+		}
+	})
+}
