@@ -7,6 +7,7 @@ local M = {}
 
 local api = vim.api
 local text = require("octet.text")
+local attach = require("octet.attach")
 local ns = api.nvim_create_namespace("octet.chat")
 local chats = {} -- bufnr -> Chat
 
@@ -237,14 +238,18 @@ function Chat:remove(b)
   self.fold_tick = nil
 end
 
---- A user prompt (or steering / follow-up input).
-function Chat:user(prompt, label)
+--- A user prompt (or steering / follow-up input), and the names of its
+--- attachments under it.
+function Chat:user(prompt, label, attachments)
   if not self.titled then
     -- As the server titles an untitled session: its first prompt's line.
     self:set_title(text.line((vim.trim(prompt):gsub("\n.*", "")), 80))
   end
   self:append({ "", "## " .. (label or "You"), "" })
   self:append(vim.split(prompt, "\n", { plain = true }))
+  if attachments and #attachments > 0 then
+    self:append({ "", "> Attached: " .. text.line(table.concat(attachments, " · ")) })
+  end
   self.cur = nil
   self.answer_header = false
 end
@@ -483,10 +488,13 @@ function Chat:transcript(entries, recovered)
   for _, e in ipairs(entries or {}) do
     if e.type == "user" or e.type == "steering" or e.type == "follow_up" then
       local label = ({ steering = "You (steering)", follow_up = "You (follow-up)" })[e.type]
-      self:user(rpc_text(e.text), label)
+      -- The recorded text has the attachments appended: their titles
+      -- are shown, not their text.
+      local prompt, names = attach.split(rpc_text(e.text))
       for _, im in ipairs(type(e.images) == "table" and e.images or {}) do
-        self:append({ "", "[image: " .. text.line(im.mimeType or "?", 40) .. ", " .. tostring(tonumber(im.bytes) or 0) .. " bytes]" })
+        table.insert(names, "image (" .. text.line(im.mimeType or "?", 40) .. ", " .. tostring(tonumber(im.bytes) or 0) .. " bytes)")
       end
+      self:user(prompt, label, names)
     elseif e.type == "assistant" then
       for _, it in ipairs(e.items or {}) do
         if it.type == "text" or it.type == "reasoning" then

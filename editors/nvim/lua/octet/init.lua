@@ -11,7 +11,7 @@ local approval = require("octet.approval")
 local documents = require("octet.documents")
 local agents = require("octet.agents")
 local text = require("octet.text")
-local image = require("octet.image")
+local attach = require("octet.attach")
 
 local state = {
   conn = nil,
@@ -544,37 +544,6 @@ function M.current(cb)
   end)
 end
 
--- Attachments named in the text: #buffer (the last file buffer),
--- #file:path, #image:path. Returns nil and why when an image cannot be
--- attached.
-local function attachments(text, context)
-  context = context or {}
-  for path in text:gmatch("#image:(%S+)") do
-    local abs = path:match("^[/~]") and path or state.root .. "/" .. path
-    local item, why = image.attachment(vim.fn.fnamemodify(abs, ":p"))
-    if not item then
-      return nil, why
-    end
-    table.insert(context, item)
-  end
-  if text:find("#buffer", 1, true) and state.last_file and api.nvim_buf_is_valid(state.last_file) then
-    local uri = documents.uri(state.last_file)
-    if uri then
-      table.insert(context, { uri = uri })
-    end
-  end
-  for path in text:gmatch("#file:(%S+)") do
-    local abs = vim.fn.fnamemodify(path, ":p")
-    if path:sub(1, 1) ~= "/" then
-      abs = state.root .. "/" .. path
-    end
-    local b = documents.buf_named(abs)
-    local uri = b and documents.uri(b) or vim.uri_from_fname(abs)
-    table.insert(context, { uri = uri })
-  end
-  return context
-end
-
 --- Sends text: a prompt when the session is idle, else steering input
 --- (opts.follow_up queues it for when the run ends instead). opts.context
 --- is the attachments ([{uri, range?}]).
@@ -604,11 +573,11 @@ function M.send(text, opts)
         end, 20)
       end
     end
-    local context, why = attachments(text, opts.context)
+    local context, names = attach.parse(text, opts.context)
     if not context then
-      return notify("the prompt was not sent: " .. why, vim.log.levels.ERROR)
+      return notify("the prompt was not sent: " .. names, vim.log.levels.ERROR)
     end
-    s.chat:user(text)
+    s.chat:user(text, nil, names)
     s.state, s.sending = "running", true
     redraw()
     M.request("octet/prompt", { sessionId = s.id, text = text, context = #context > 0 and context or nil },
@@ -756,8 +725,29 @@ local function input_buffer()
     M.send(take(), { follow_up = true })
   end, { buffer = buf, desc = "octet: queue a follow-up" })
   vim.keymap.set("n", k.cancel, M.cancel, { buffer = buf, desc = "octet: cancel the run" })
+  attach.setup_buffer(buf)
+  local hint_ns = api.nvim_create_namespace("octet.input.hint")
+  local function hint()
+    api.nvim_buf_clear_namespace(buf, hint_ns, 0, -1)
+    local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+    if #lines == 1 and lines[1] == "" then
+      api.nvim_buf_set_extmark(buf, hint_ns, 0, 0, {
+        virt_text = { { M.input_hint(), "Comment" } },
+        virt_text_pos = "overlay",
+      })
+    end
+  end
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI", "BufEnter" }, { buffer = buf, callback = hint })
+  hint()
   state.input = buf
   return buf
+end
+
+--- The key hint the empty input window shows.
+function M.input_hint()
+  local k = config.options.keymaps
+  return string.format("%s send · %s queue a follow-up · %s cancel · #buffer #file: #image: attach",
+    k.send, k.follow_up, k.cancel)
 end
 
 local function show_buf(buf)
@@ -821,6 +811,30 @@ local function session_cost(s)
   end
   local known = t.complete ~= false and (not s.run_usage or (r.complete ~= false and run ~= nil))
   return string.format("$%.2f%s", ((total or 0) + (run or 0)) / 1e6, known and "" or "+")
+end
+
+--- Closes the current session's chat and input windows when they are
+--- shown in this tab, else opens them (:OctetToggle).
+function M.toggle()
+  local s = M.session()
+  local wins = {}
+  for _, b in ipairs({ s and s.chat.buf, state.input }) do
+    local w = b and api.nvim_buf_is_valid(b) and show_buf(b)
+    if w then
+      table.insert(wins, w)
+    end
+  end
+  if #wins == 0 then
+    return M.open()
+  end
+  for _, w in ipairs(wins) do
+    if #api.nvim_tabpage_list_wins(0) > 1 then
+      api.nvim_win_close(w, false)
+    else
+      -- The last window of the tab: show another buffer in it.
+      vim.cmd("enew")
+    end
+  end
 end
 
 --- A statusline component: "octet ask · workspace-write sandbox · running ·
