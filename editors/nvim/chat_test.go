@@ -84,3 +84,18 @@ func TestChatFollowsTheStream(t *testing.T) {
 		}
 	})
 }
+
+// TestChatSurvivesFiletypeErrors: a markdown FileType handler that fails
+// (the markdown ftplugin of a Neovim whose tree-sitter parser is missing,
+// as in an unpacked Debian build) does not stop the chat: the answer is
+// shown and the input window opens.
+func TestChatSurvivesFiletypeErrors(t *testing.T) {
+	eachNvim(t, func(t *testing.T, w *world) {
+		w.prov.Enqueue(providertest.Text("Hello anyway."))
+		w.errorsExpected = true // the handler's own
+		r := w.run(t, "filetype_test.lua")
+		if !strings.Contains(r.str("chat"), "Hello anyway.") || r["input"] != true {
+			t.Errorf("chat (input window shown %v):\n%s", r["input"], r.str("chat"))
+		}
+	})
+}

@@ -14,6 +14,23 @@ local chats = {} -- bufnr -> Chat
 local Chat = {}
 Chat.__index = Chat
 
+--- Makes buf a markdown buffer. An error of a FileType handler (a
+--- markdown ftplugin whose tree-sitter parser is missing) does not stop
+--- the chat: the buffer is still markdown, without what failed.
+function M.markdown(buf)
+  -- Through :setlocal, so the handler's error is this call's, caught
+  -- here (set as an option, some versions report it at the next API
+  -- call instead).
+  local ok, err = pcall(api.nvim_buf_call, buf, function()
+    vim.cmd("setlocal filetype=markdown")
+  end)
+  if not ok then
+    vim.schedule(function()
+      text.notify("the markdown filetype of the chat failed: " .. tostring(err), vim.log.levels.WARN)
+    end)
+  end
+end
+
 --- Creates the chat buffer of session sid.
 function M.new(sid, title)
   local buf = api.nvim_create_buf(false, true)
@@ -21,7 +38,7 @@ function M.new(sid, title)
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
-  vim.bo[buf].filetype = "markdown"
+  M.markdown(buf)
   vim.b[buf].octet_session = sid
   local self = setmetatable({ buf = buf, sid = sid, blocks = {}, calls = {}, cur = nil, provisional = {} }, Chat)
   chats[buf] = self

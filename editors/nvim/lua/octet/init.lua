@@ -117,6 +117,27 @@ local function progress(s, value)
   redraw()
 end
 
+local function policy_value(p)
+  return type(p) == "table" and type(p.effect_policy) == "table" and p.effect_policy or {}
+end
+
+--- The OS sandbox an EffectiveToolPolicy p states, in a few words for the
+--- statusline ("workspace-write sandbox", "no sandbox", "no OS sandbox"
+--- when the host has none), or nil when p says nothing of it.
+local function sandbox_label(p)
+  local sb = type(p) == "table" and type(p.sandbox) == "table" and p.sandbox.value
+  if type(sb) ~= "table" then
+    return nil
+  end
+  if sb.mechanism == "unavailable" then
+    return "no OS sandbox"
+  elseif sb.profile == "none" or type(sb.profile) ~= "string" then
+    return "no sandbox"
+  end
+  return sb.profile .. " sandbox"
+end
+M._sandbox_label = sandbox_label
+
 -- Adds a run's usage (octet/prompt's, or its last usage event) to the
 -- session's totals; the run's own usage is then no longer shown apart.
 local function add_usage(s, u)
@@ -416,27 +437,6 @@ local function new_session_object(sid, title)
   return s
 end
 
-local function policy_value(p)
-  return type(p) == "table" and type(p.effect_policy) == "table" and p.effect_policy or {}
-end
-
---- The OS sandbox an EffectiveToolPolicy p states, in a few words for the
---- statusline ("workspace-write sandbox", "no sandbox", "no OS sandbox"
---- when the host has none), or nil when p says nothing of it.
-local function sandbox_label(p)
-  local sb = type(p) == "table" and type(p.sandbox) == "table" and p.sandbox.value
-  if type(sb) ~= "table" then
-    return nil
-  end
-  if sb.mechanism == "unavailable" then
-    return "no OS sandbox"
-  elseif sb.profile == "none" or type(sb.profile) ~= "string" then
-    return "no sandbox"
-  end
-  return sb.profile .. " sandbox"
-end
-M._sandbox_label = sandbox_label
-
 --- Creates a session in the configured mode; cb(err, session).
 function M.new_session(cb, title)
   cb = cb or function() end
@@ -708,7 +708,7 @@ local function input_buffer()
   pcall(api.nvim_buf_set_name, buf, "octet://input")
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
-  vim.bo[buf].filetype = "markdown"
+  chat.markdown(buf)
   local k = config.options.keymaps
   local function take()
     local text = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
