@@ -40,7 +40,7 @@ func TestAttachmentCompletion(t *testing.T) {
 		w.prov.Enqueue(providertest.Text("Looked at all three."))
 		r := w.run(t, "attach_test.lua")
 		j := func(k string) string { b, _ := json.Marshal(r[k]); return string(b) }
-		if h := r.str("hint_empty"); !strings.Contains(h, "<C-s> send") || !strings.Contains(h, "<C-f> queue") || !strings.Contains(h, "#file:") {
+		if h := r.str("hint_empty"); !strings.Contains(h, "<C-s> send") || !strings.Contains(h, "<C-f> queue") || !strings.Contains(h, "<C-c> cancel · # attach") {
 			t.Errorf("the empty input window's hint: %q", h)
 		}
 		if r.str("hint_typed") != "" || r.str("hint_sent") == "" {

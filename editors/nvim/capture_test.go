@@ -25,13 +25,18 @@ type scene struct {
 	turns []providertest.Turn
 	start string
 	ready []string
+	// gopls: the scene runs gopls as greet.go's language server (skipped
+	// without it).
+	gopls bool
+	// rows of the pane (default 34).
+	rows int
 }
 
 const greetGo = "package main\n\nimport \"fmt\"\n\nfunc main() {\n\tfmt.Println(\"hello world\")\n}\n"
 
 // answerText is a streamed answer with a table and code.
 const answerText = "Three ways to choose whom to greet:\n\n" +
-	"| Option | Set by | Needs |\n|---|---|---|\n| flag | `-name ada` | nothing |\n| variable | `GREET_NAME=ada` | nothing |\n| file | `greet.toml` | a parser |\n\n" +
+	"| Option   | Set by           | Needs    |\n|----------|------------------|----------|\n| flag     | `-name ada`      | nothing  |\n| variable | `GREET_NAME=ada` | nothing  |\n| file     | `greet.toml`     | a parser |\n\n" +
 	"The flag is the simplest:\n\n```go\nname := flag.String(\"name\", \"world\", \"whom to greet\")\nflag.Parse()\nfmt.Printf(\"hello, %s\\n\", *name)\n```\n\nShall I add it?"
 
 var scenes = []scene{
@@ -74,13 +79,72 @@ var scenes = []scene{
 		start: `vim.cmd("Octet add a -name flag to greet.go")`,
 		ready: []string{"[>] Add the -name flag", "[a] approve"},
 	},
+	{
+		name:  "diagnostics",
+		gopls: true,
+		rows:  48,
+		files: map[string]string{"go.mod": "module greet\n\ngo 1.22\n", "greet.go": strings.Replace(greetGo, "Println", "Printn", 1)},
+		turns: []providertest.Turn{
+			providertest.Reply(
+				providertest.Message("Let me see what the editor reports for greet.go."),
+				providertest.FunctionCall("d1", "diagnostics", `{"path":"greet.go"}`),
+			),
+			providertest.Reply(providertest.FunctionCall("e1", "edit", `{"path":"greet.go","old_text":"fmt.Printn","new_text":"fmt.Println"}`)),
+			providertest.Text("Fixed: `fmt.Printn` is `fmt.Println`; gopls reports no problem now."),
+		},
+		// Once gopls has reported, ask; approve the edit as "a" would;
+		// show the tool blocks open when the run is over.
+		start: `local function go()
+  if #vim.diagnostic.get(vim.fn.bufnr("greet.go")) == 0 then return vim.defer_fn(go, 200) end
+  -- As a person reads the error first: octet has it by then.
+  vim.defer_fn(function() vim.cmd("Octet greet.go does not build: fix it") end, 1500)
+end
+go()
+vim.api.nvim_create_autocmd("User", { pattern = "OctetApproval", callback = function()
+  vim.defer_fn(function()
+    local ap = require("octet.approval")
+    local a = ap.current()
+    if a then ap.decide(a, "approve") end
+  end, 500)
+end })
+vim.api.nvim_create_autocmd("User", { pattern = "OctetRunFinished", callback = function()
+  for _, w in ipairs(vim.api.nvim_list_wins()) do
+    local b = vim.api.nvim_win_get_buf(w)
+    if vim.b[b].octet_session then
+      vim.wo[w].foldlevel = 99
+      local top = 1
+      for i, l in ipairs(vim.api.nvim_buf_get_lines(b, 0, -1, false)) do
+        if l == "## octet" then top = i end
+      end
+      vim.api.nvim_win_call(w, function() vim.api.nvim_win_set_cursor(w, { top, 0 }) vim.cmd("normal! zt") end)
+    end
+  end
+end })`,
+		ready: []string{"gopls reports no problem", "1 went away", "· idle ·"},
+	},
+}
+
+// goplsPath is gopls on PATH or in GOPATH/bin, or "".
+func goplsPath() string {
+	if p, err := exec.LookPath("gopls"); err == nil {
+		return p
+	}
+	out, err := exec.Command("go", "env", "GOPATH").Output()
+	if err != nil {
+		return ""
+	}
+	p := filepath.Join(strings.TrimSpace(string(out)), "bin", "gopls")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 // TestCapture regenerates captures/<scene>-<version>.txt and .ansi:
-// Neovim in a 150×34 tmux pane against the real `octet lsp` and a
+// Neovim in a 150×34 tmux pane (150×48 for the diagnostics) against the real `octet lsp` and a
 // scripted model, captured with tmux capture-pane, for each scene (a
 // streamed answer with a table and code, an approval with its diff, a
-// plan). It runs only when OCTET_CAPTURE_DIR names the directory to
+// plan, a diagnostics-driven fix with gopls). It runs only when OCTET_CAPTURE_DIR names the directory to
 // write to (scripts/capture.sh sets it); OCTET_CAPTURE_NVIM is the Neovim
 // to run (default: nvim on PATH). Neovim 0.9 and later run as a headless
 // server with a --remote-ui client in the pane: the newer builds of
@@ -111,9 +175,13 @@ func TestCapture(t *testing.T) {
 	remote := major > 0 || minor >= 9
 	bin := testbin.Octet(t)
 	plugin, _ := filepath.Abs(".")
+	gopls := goplsPath()
 	for _, sc := range scenes {
 		t.Run(sc.name, func(t *testing.T) {
-			text, ansi := capture(t, sc, tmux, nvim, bin, plugin, remote)
+			if sc.gopls && gopls == "" {
+				t.Skip("gopls not installed (go install golang.org/x/tools/gopls@latest)")
+			}
+			text, ansi := capture(t, sc, tmux, nvim, bin, plugin, remote, gopls)
 			for name, data := range map[string]string{sc.name + "-" + label + ".txt": text, sc.name + "-" + label + ".ansi": ansi} {
 				if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o644); err != nil {
 					t.Fatal(err)
@@ -126,7 +194,7 @@ func TestCapture(t *testing.T) {
 
 // capture runs scene sc in a tmux pane and returns the pane as text and
 // with its colours (ANSI escapes).
-func capture(t *testing.T, sc scene, tmux, nvim, bin, plugin string, remote bool) (string, string) {
+func capture(t *testing.T, sc scene, tmux, nvim, bin, plugin string, remote bool, gopls string) (string, string) {
 	tmp := t.TempDir()
 	ws, home := filepath.Join(tmp, "project"), filepath.Join(tmp, "home")
 	for _, d := range []string{ws, home} {
@@ -141,6 +209,16 @@ func capture(t *testing.T, sc scene, tmux, nvim, bin, plugin string, remote bool
 	prov.Enqueue(sc.turns...)
 	init := filepath.Join(tmp, "init.lua")
 	first := "greet.go"
+	lsp := ""
+	if sc.gopls {
+		// gopls through vim.lsp, as a user's config starts it (0.7 has no
+		// vim.lsp.start).
+		lsp = fmt.Sprintf(`vim.api.nvim_create_autocmd("FileType", { pattern = "go", callback = function(a)
+  local cfg = { name = "gopls", cmd = { %q }, root_dir = %q }
+  if vim.lsp.start then vim.lsp.start(cfg) else vim.lsp.buf_attach_client(a.buf, vim.lsp.start_client(cfg)) end
+end })
+`, gopls, ws)
+	}
 	// An unpacked Debian build has its tree-sitter parsers in
 	// <prefix>/lib/nvim, beside <prefix>/share/nvim/runtime.
 	writeFile(t, init, fmt.Sprintf(`vim.opt.rtp:prepend(%q)
@@ -150,11 +228,11 @@ vim.cmd("syntax on") vim.cmd("filetype plugin on")
 vim.o.termguicolors = true
 vim.o.laststatus = 2
 vim.o.statusline = "%%t %%= %%{%%luaeval(\"require'octet'.statusline()\")%%} "
-require("octet").setup({ cmd = { %q, "lsp" }, root = %q, width = 70, approval_delay = 0 })
+%srequire("octet").setup({ cmd = { %q, "lsp" }, root = %q, width = 70, approval_delay = 0 })
 vim.cmd("edit %s")
 vim.defer_fn(function() vim.cmd("OctetChat") vim.defer_fn(function() %s end, 300) end, 300)
-`, plugin, bin, ws, filepath.Join(ws, first), sc.start))
-	env := []string{"TERM=tmux-256color", "OCTET_HOME=" + home, "OPENAI_BASE_URL=" + prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+`, plugin, lsp, bin, ws, filepath.Join(ws, first), sc.start))
+	env := []string{"TERM=tmux-256color", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod", "OCTET_HOME=" + home, "OPENAI_BASE_URL=" + prov.URL(), "OPENAI_API_KEY=test-not-a-key",
 		"XDG_CONFIG_HOME=" + tmp, "XDG_DATA_HOME=" + tmp, "XDG_STATE_HOME=" + tmp}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -192,7 +270,11 @@ vim.defer_fn(function() vim.cmd("OctetChat") vim.defer_fn(function() %s end, 300
 		}
 		return string(out)
 	}
-	run("new-session", "-d", "-s", "octet", "-x", "150", "-y", "34", shell)
+	rows := 34
+	if sc.rows > 0 {
+		rows = sc.rows
+	}
+	run("new-session", "-d", "-s", "octet", "-x", "150", "-y", strconv.Itoa(rows), shell)
 	defer exec.Command(tmux, "-S", sock, "kill-server").Run()
 	var text string
 	deadline := time.Now().Add(60 * time.Second)

@@ -280,6 +280,8 @@ local function on_request(method, p, respond, id)
     approval.request(s and s.chat, p, respond, id)
   elseif method == "workspace/applyEdit" then
     documents.apply_edit(p, respond)
+  elseif method == "octet/saveDocuments" then
+    documents.save_documents(p, respond)
   elseif method == "window/workDoneProgress/create" then
     respond(vim.NIL)
   elseif method == "window/showMessageRequest" then
@@ -320,7 +322,9 @@ local function capabilities()
     window = { workDoneProgress = true, showMessage = vim.empty_dict() },
     workspace = { applyEdit = true, workspaceEdit = { documentChanges = true }, workspaceFolders = true },
     textDocument = { synchronization = { didSave = true, dynamicRegistration = false } },
-    experimental = { octet = { confirmEffect = true, events = true, recoveredOutput = true } },
+    experimental = {
+      octet = { confirmEffect = true, events = true, recoveredOutput = true, saveDocuments = true, diagnostics = true },
+    },
   }
 end
 
@@ -746,8 +750,7 @@ end
 --- The key hint the empty input window shows.
 function M.input_hint()
   local k = config.options.keymaps
-  return string.format("%s send · %s queue a follow-up · %s cancel · #buffer #file: #image: attach",
-    k.send, k.follow_up, k.cancel)
+  return string.format("%s send · %s queue · %s cancel · # attach", k.send, k.follow_up, k.cancel)
 end
 
 local function show_buf(buf)
@@ -965,6 +968,12 @@ local function augroup()
       documents.detach(a.buf)
     end,
   })
+  api.nvim_create_autocmd("DiagnosticChanged", {
+    group = g,
+    callback = function(a)
+      documents.diagnostics_changed(a.buf)
+    end,
+  })
   api.nvim_create_autocmd("ColorScheme", {
     group = g,
     callback = agents.define_highlights,
@@ -992,14 +1001,7 @@ function M.ask(l1, l2, text)
     end
     -- The range ends at the end of line l2, in the negotiated encoding.
     local last = api.nvim_buf_get_lines(buf, l2 - 1, l2, false)[1] or ""
-    local width = #last
-    if documents.encoding() ~= "utf-8" then
-      if vim.fn.has("nvim-0.11") == 1 then
-        width = vim.str_utfindex(last, "utf-16")
-      else
-        width = select(2, vim.str_utfindex(last))
-      end
-    end
+    local width = documents.character(last, #last)
     local range = { start = { line = l1 - 1, character = 0 }, ["end"] = { line = l2 - 1, character = width } }
     if text == nil or vim.trim(text) == "" then
       text = "Explain this code."
