@@ -5,6 +5,7 @@ import (
 
 	"github.com/octet-agent/octet/internal/images"
 	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
 )
 
 // Bounds of a prompt's images (internal/images): each at most 20 MiB,
@@ -84,3 +85,7 @@ func (s *Session) CheckImages(imgs []provider.Image) error {
 	}
 	return nil
 }
+
+// Image reads one of the session's kept images (a prompt's or a tool
+// result's) from the image store; an error when it is no longer there.
+func (s *Session) Image(ref session.Image) ([]byte, error) { return s.built.Agent.Image(ref) }
