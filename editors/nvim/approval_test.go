@@ -61,8 +61,11 @@ func TestApprovalFloat(t *testing.T) {
 		if strings.Contains(r.str("statusline_after"), "APPROVAL") {
 			t.Errorf("statusline after approving: %q", r.str("statusline_after"))
 		}
-		if !strings.Contains(r.str("bash_float"), "make") {
-			t.Errorf("bash approval float:\n%s", r.str("bash_float"))
+		if f := r.str("bash_float"); !strings.Contains(f, "make") || !strings.Contains(f, "Not saved in the editor") || !strings.Contains(f, "a.txt") {
+			t.Errorf("bash approval float (want the command and a.txt named as not saved):\n%s", f)
+		}
+		if !strings.Contains(r.str("asked"), "a.txt has your unsaved edits besides octet's") {
+			t.Errorf("before the bash call the user was asked %q", r.str("asked"))
 		}
 		if in := inputText(t, w.prov, 3); !strings.Contains(in, "The user's reason: use make instead") {
 			t.Errorf("the denial reason did not reach the model: %s", in)
