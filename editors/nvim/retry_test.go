@@ -1,6 +1,7 @@
 package nvim
 
 import (
+	"encoding/json"
 	"net"
 	"strings"
 	"testing"
@@ -9,8 +10,10 @@ import (
 )
 
 // TestRetriesInChat: a provider that fails twice before answering shows
-// "retrying 1/N in … s: <cause>" in the chat as it happens, the second
-// retry replacing the first in place (one line, not one per attempt);
+// "retrying 1/N in 1 s: <cause>" in the chat as it happens (the words of
+// the VS Code extension too), the second retry replacing the first in
+// place (one line, not one per attempt), "retried 2 times: <cause>" once
+// the answer goes on;
 // with nothing listening at the provider's address the chat says it is
 // retrying and how to cancel, the statusline says the same words, and
 // <C-c> in the chat cancels the run at once.
@@ -22,6 +25,14 @@ func TestRetriesInChat(t *testing.T) {
 			providertest.Text("Answered after all."),
 		)
 		r := w.run(t, "retry_test.lua", "OCTET_TEST_CASE=flaky")
+		cause := "cannot connect to the provider: connection refused"
+		words, _ := json.Marshal(r["words"])
+		if want, _ := json.Marshal([]string{
+			"retrying 3/29 in 4 s: " + cause + " (gives up in 6 min)", "retrying 4 in 1 min: " + cause, "retried 4 times: " + cause,
+			"retrying compaction 1/5 in 1 s: HTTP 503", "retried compaction 1 time: HTTP 503",
+		}); string(words) != string(want) {
+			t.Errorf("retry words:\n%s\nwant\n%s", words, want)
+		}
 		seen, _ := r["seen"].([]any)
 		var first string
 		for _, s := range seen {
@@ -30,14 +41,14 @@ func TestRetriesInChat(t *testing.T) {
 				break
 			}
 		}
-		if first == "" || !strings.Contains(first, " s: ") || !strings.Contains(first, "503") {
+		if first == "" || !strings.Contains(first, "retrying 1/29 in 1 s: ") || !strings.Contains(first, "503") {
 			t.Errorf("the chat never showed the first retry with its cause: %q", seen)
 		}
 		if !strings.Contains(first, "<C-c> or :OctetCancel cancels") {
 			t.Errorf("the retry line does not say how to cancel:\n%s", first)
 		}
 		chat := r.str("chat")
-		if strings.Count(chat, "retrying") != 1 || !strings.Contains(chat, "retrying 2/") || !strings.Contains(chat, "Answered after all.") {
+		if strings.Count(chat, "retr") != 1 || !strings.Contains(chat, "> retried 2 times: the provider answered HTTP 503") || !strings.Contains(chat, "Answered after all.") {
 			t.Errorf("chat after two retries (one line, updated in place, wanted):\n%s", chat)
 		}
 

@@ -7,6 +7,16 @@ local T = dofile(os.getenv("OCTET_TEST_LIB"))
 local api = vim.api
 T.run(function()
   local octet = T.setup()
+  -- The words for events octet sends (the VS Code extension's cases).
+  local text = require("octet.text")
+  local cause = "cannot connect to the provider: connection refused"
+  T.fact("words", {
+    text.retry({ attempt = 3, maxAttempts = 29, delayMs = 3500, operation = vim.NIL, cause = cause, giveUpInMs = 355000 }),
+    text.retry({ attempt = 4, maxAttempts = vim.NIL, delayMs = 60000, operation = vim.NIL, cause = cause }),
+    text.retry({ attempt = 4, maxAttempts = vim.NIL, delayMs = 60000, operation = vim.NIL, cause = cause }, true),
+    text.retry({ attempt = 1, maxAttempts = 5, delayMs = 200, operation = "compaction", cause = "HTTP 503" }),
+    text.retry({ attempt = 1, maxAttempts = 5, delayMs = 200, operation = "compaction", cause = "HTTP 503" }, true),
+  })
   vim.cmd("OctetNew")
   T.wait("the chat", function()
     local s = octet.session()

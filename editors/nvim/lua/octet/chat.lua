@@ -436,26 +436,26 @@ function Chat:recovered(channel, output, attempt)
   self.cur = nil
 end
 
---- A provider retry ("retrying 3/29 in 4 s: …", text.retry) with the key
---- that cancels: one line, replaced in place by the next retry until the
---- answer goes on.
-function Chat:retry(line, key)
-  local lines = { "> " .. line .. (key and (" — " .. key .. " or :OctetCancel cancels") or "") }
+--- A provider retry event e ("retrying 3/29 in 4 s: …", text.retry) with
+--- the key that cancels: one line, replaced in place by the next retry
+--- until the answer goes on.
+function Chat:retry(e, key)
+  local lines = { "> " .. text.retry(e) .. (key and (" — " .. key .. " or :OctetCancel cancels") or "") }
   if self.retrying and self:region_rows(self.retrying.region) then
     self:set_region(self.retrying.region, lines)
   else
     self.retrying = { region = self:region(lines) }
   end
-  self.retrying.line = line
+  self.retrying.event = e
 end
 
 -- The retries are over (the answer goes on, or the run ended): the line
--- stays, without the cancel key.
+-- says how many there were ("retried 3 times: …").
 function Chat:retried()
   local r = self.retrying
   self.retrying = nil
   if r and self:region_rows(r.region) then
-    self:set_region(r.region, { "> " .. r.line })
+    self:set_region(r.region, { "> " .. text.retry(r.event, true) })
   end
 end
 

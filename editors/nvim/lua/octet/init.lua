@@ -180,7 +180,7 @@ local function on_event(p)
       c:discard()
     end
     s.message = text.retry(e)
-    c:retry(s.message, config.options.keymaps.cancel)
+    c:retry(e, config.options.keymaps.cancel)
   elseif k == "tool_policy_decision" then
     local reason = rpc.nn(e.reason)
     if s.cancelling and e.decision == "denied" then

@@ -168,33 +168,44 @@ function M.statusline(s)
   return (s:gsub("%%", "%%%%"))
 end
 
--- A delay in words: "0.2 s", "4 s", "2 min".
-local function delay(ms)
-  ms = tonumber(ms) or 0
-  if ms < 1000 then
-    return string.format("%.1f s", ms / 1000)
-  elseif ms < 120000 then
-    return string.format("%d s", math.floor(ms / 1000 + 0.5))
+-- A duration in words, as octet's VS Code extension says it: whole
+-- seconds rounded up ("1 s", "4 s"), then minutes ("6 min"), then hours.
+local function duration(ms)
+  local s = math.max(0, math.ceil((tonumber(ms) or 0) / 1000))
+  if s < 60 then
+    return s .. " s"
   end
-  return string.format("%d min", math.floor(ms / 60000 + 0.5))
+  local m = math.ceil(s / 60)
+  if m < 60 then
+    return m .. " min"
+  end
+  return math.floor(m / 60) .. " h" .. (m % 60 == 0 and "" or (" " .. m % 60 .. " min"))
+end
+
+local function nn(v)
+  if v == vim.NIL then
+    return nil
+  end
+  return v
 end
 
 --- A provider_retry event in the words both editors use: "retrying 3/29
 --- in 4 s: <cause>" ("retrying 3 in 4 s: …" while octet waits for the
---- network with no limit; an auxiliary operation's retry names it).
-function M.retry(e)
-  local attempt = tostring(tonumber(e.attempt) or "?")
-  local max = tonumber(e.maxAttempts ~= vim.NIL and e.maxAttempts or nil)
-  local s = "retrying " .. attempt .. (max and ("/" .. max) or "") .. " in " .. delay(e.delayMs)
-  local cause = e.cause ~= vim.NIL and e.cause or e.reason
-  if cause ~= nil and cause ~= vim.NIL then
-    s = s .. ": " .. M.line(cause, 300)
+--- network with no attempt limit; "retrying compaction 1/5 …" for an
+--- auxiliary operation; "(gives up in 6 min)" when octet knows). done:
+--- the run went on or ended: "retried 3 times: <cause>".
+function M.retry(e, done)
+  local op = nn(e.operation)
+  local what = op and (" " .. M.line(op, 40)) or ""
+  local cause = M.line(nn(e.cause) or nn(e.reason) or "", 300)
+  local attempt = tonumber(nn(e.attempt)) or 0
+  if done then
+    return string.format("retried%s %d %s: %s", what, attempt, attempt == 1 and "time" or "times", cause)
   end
-  local op = e.operation ~= vim.NIL and e.operation or nil
-  if op then
-    s = M.line(op, 40) .. " " .. s
-  end
-  return s
+  local max = tonumber(nn(e.maxAttempts))
+  local give = tonumber(nn(e.giveUpInMs))
+  return string.format("retrying%s %s in %s: %s%s", what, max and (attempt .. "/" .. max) or tostring(attempt),
+    duration(e.delayMs), cause, give and (" (gives up in " .. duration(give) .. ")") or "")
 end
 
 --- vim.notify of msg with the "octet: " prefix, its text shown as it is.
