@@ -14,8 +14,8 @@ import (
 // the VS Code extension too), the second retry replacing the first in
 // place (one line, not one per attempt), "retried 2 times: <cause>" once
 // the answer goes on;
-// with nothing listening at the provider's address the chat says it is
-// retrying and how to cancel, the statusline says the same words, and
+// with a provider address that drops every connection the chat says it
+// is retrying and how to cancel, the statusline says the same words, and
 // <C-c> in the chat cancels the run at once.
 func TestRetriesInChat(t *testing.T) {
 	eachNvim(t, func(t *testing.T, w *world) {
@@ -52,18 +52,29 @@ func TestRetriesInChat(t *testing.T) {
 			t.Errorf("chat after two retries (one line, updated in place, wanted):\n%s", chat)
 		}
 
-		// Nothing listens at the provider's address.
+		// An outage: the provider's address takes connections and drops
+		// them at once (nothing listening at all is told at once, without
+		// retrying, for a loopback address).
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer l.Close()
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				c.Close()
+			}
+		}()
 		dead := "http://" + l.Addr().String() + "/v1"
-		l.Close()
 		r = w.run(t, "retry_test.lua", "OCTET_TEST_CASE=outage", "OPENAI_BASE_URL="+dead)
-		if c := r.str("retry_chat"); !strings.Contains(c, "retrying ") || !strings.Contains(c, "cannot connect") {
+		if c := r.str("retry_chat"); !strings.Contains(c, "> retrying 1/") || !strings.Contains(c, "<C-c> or :OctetCancel cancels") {
 			t.Errorf("chat during the outage:\n%s", c)
 		}
-		if st := r.str("statusline"); !strings.Contains(st, "retrying ") || !strings.Contains(st, "cannot connect") {
+		if st := r.str("statusline"); !strings.Contains(st, " · retrying ") || !strings.Contains(st, "/29 in ") {
 			t.Errorf("statusline during the outage: %q", st)
 		}
 		if c := r.str("chat"); !strings.Contains(c, "Cancelled.") {

@@ -500,9 +500,34 @@ local function rpc_text(v)
   return v
 end
 
---- Renders a transcript page (octet/session/resume's, oldest first).
-function Chat:transcript(entries, recovered)
-  for _, e in ipairs(entries or {}) do
+--- Renders a transcript page (octet/session/resume's, oldest first);
+--- runs ([{runId, outcome, error?}]) are how its runs that did not
+--- complete ended, marked after their last entry as the live chat did.
+function Chat:transcript(entries, recovered, runs)
+  local ended = {}
+  for _, r in ipairs(type(runs) == "table" and runs or {}) do
+    if type(r) == "table" and type(r.runId) == "string" then
+      ended[r.runId] = r
+    end
+  end
+  entries = entries or {}
+  for i, e in ipairs(entries) do
+    self:entry(e)
+    local next_run = entries[i + 1] and entries[i + 1].runId
+    local r = e.runId and ended[e.runId]
+    if r and next_run ~= e.runId then
+      self:run_end(r.outcome, rpc_text(r.error) ~= "" and r.error or nil)
+    end
+  end
+  for _, r in ipairs(recovered or {}) do
+    self:recovered(r.channel, r.text, r.attempt)
+  end
+  self.answer_header = false
+end
+
+-- Renders one transcript entry.
+function Chat:entry(e)
+  do
     if e.type == "user" or e.type == "steering" or e.type == "follow_up" then
       local label = ({ steering = "You (steering)", follow_up = "You (follow-up)" })[e.type]
       -- The recorded text has the attachments appended: their titles
@@ -530,8 +555,13 @@ function Chat:transcript(entries, recovered)
       local id = e.result.callId
       self:tool_start(id, e.result.tool)
       self:write(self.calls[id].block, rpc_text(e.result.text))
-      self:tool_status(id, e.result.isError and "error" or "done")
       local details = e.result.details
+      if type(details) == "table" and type(details.policy_denial) == "string" then
+        -- Denied, not failed: its text says why.
+        self:tool_status(id, "denied")
+      else
+        self:tool_status(id, e.result.isError and "error" or "done")
+      end
       if type(details) == "table" and type(details.changes) == "table" then
         for _, ch in ipairs(details.changes) do
           if type(ch) == "table" and type(ch.path) == "string" then
@@ -544,10 +574,6 @@ function Chat:transcript(entries, recovered)
       self:notice("Context compacted.")
     end
   end
-  for _, r in ipairs(recovered or {}) do
-    self:recovered(r.channel, r.text, r.attempt)
-  end
-  self.answer_header = false
 end
 
 --- The chat of buffer buf.

@@ -138,11 +138,27 @@ local function sandbox_label(p)
 end
 M._sandbox_label = sandbox_label
 
+-- A usage event: the session's totals when the server sends them
+-- (usage.session, every run and child included), else the run's usage,
+-- added to the totals when the run ends (add_usage).
+local function usage_event(s, e)
+  s.context = e
+  if e.complete == false or rpc.nn(e.costMicros) == nil then
+    s.uncertain = true -- a request not priced, or not known
+  end
+  if type(e.session) == "table" then
+    s.totals, s.run_usage, s.server_totals = e.session, nil, true
+  else
+    s.run_usage = e
+  end
+end
+
 -- Adds a run's usage (octet/prompt's, or its last usage event) to the
--- session's totals; the run's own usage is then no longer shown apart.
+-- session's totals, unless the server's usage events carry them; the
+-- run's own usage is then no longer shown apart.
 local function add_usage(s, u)
   s.run_usage = nil
-  if type(u) ~= "table" then
+  if type(u) ~= "table" or s.server_totals then
     return
   end
   local t = s.totals or {}
@@ -165,6 +181,9 @@ local function on_event(p)
   end
   local e, c = p.event or {}, s.chat
   local k = e.kind
+  if k == "output_delta" or k == "tool_call_started" or k == "tool_started" or k == "run_finished" then
+    s.retry = nil -- the answer goes on (or the run ended)
+  end
   if k == "agent_updated" then
     agents.updated(p.sessionId, e, state.sessions)
   elseif k == "run_started" then
@@ -179,7 +198,9 @@ local function on_event(p)
     if rpc.nn(e.operation) == nil then
       c:discard()
     end
-    s.message = text.retry(e)
+    -- The statusline says it in these words until the answer goes on
+    -- (the server's progress message says it in its own).
+    s.retry = text.retry(e)
     c:retry(e, config.options.keymaps.cancel)
   elseif k == "tool_policy_decision" then
     local reason = rpc.nn(e.reason)
@@ -221,7 +242,7 @@ local function on_event(p)
       end)
     end
   elseif k == "usage" then
-    s.run_usage, s.context = e, e
+    usage_event(s, e)
   elseif k == "session_state" then
     s.state = e.state
     s.run_id = rpc.nn(e.activeRunId) or s.run_id
@@ -476,7 +497,7 @@ function M.resume(sid, cb)
       if rpc.nn(res.transcriptNextBefore) then
         s.chat:notice("Earlier entries are not shown here (octet sessions show " .. sid .. " prints them all).")
       end
-      s.chat:transcript(res.transcript, res.recoveredOutput)
+      s.chat:transcript(res.transcript, res.recoveredOutput, res.runs)
       if type(res.plan) == "table" then
         -- The page may not reach back to the plan's call.
         s.chat:plan(res.plan)
@@ -486,9 +507,7 @@ function M.resume(sid, cb)
     s.run_id = rpc.nn(res.activeRunId)
     s.state = s.run_id and "running" or "idle"
     s.totals, s.run_usage = type(res.usage) == "table" and res.usage or {}, nil
-    if rpc.nn(res.usageUncertain) then
-      s.totals.complete = false
-    end
+    s.uncertain = rpc.nn(res.usageUncertain) or s.totals.complete == false
     state.current = sid
     write_last(state.root, sid)
     -- A session that was never switched by a person starts in the
@@ -812,7 +831,7 @@ local function session_cost(s)
   if not total and not run then
     return nil
   end
-  local known = t.complete ~= false and (not s.run_usage or (r.complete ~= false and run ~= nil))
+  local known = not s.uncertain and t.complete ~= false
   return string.format("$%.2f%s", ((total or 0) + (run or 0)) / 1e6, known and "" or "+")
 end
 
@@ -860,8 +879,8 @@ function M.statusline()
   local n = approval.pending(s.id)
   if n > 0 then
     table.insert(parts, "APPROVAL PENDING" .. (n > 1 and (" ×" .. n) or ""))
-  elseif s.message and s.state ~= "idle" then
-    table.insert(parts, text.line(s.message, 80))
+  elseif (s.retry or s.message) and s.state ~= "idle" then
+    table.insert(parts, text.line(s.retry or s.message, 80))
   else
     table.insert(parts, text.line(s.state, 20))
   end
