@@ -14,24 +14,15 @@ import (
 
 // isOpen reports whether the server holds session id open.
 func isOpen(s *Server, id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id] != nil
+	_, ok := s.sessions.Get(id)
+	return ok
 }
 
 // pendingApprovals counts the server's pending approvals.
 func pendingApprovals(s *Server) int {
-	s.mu.Lock()
-	var open []*sessionState
-	for _, ss := range s.sessions {
-		open = append(open, ss)
-	}
-	s.mu.Unlock()
 	n := 0
-	for _, ss := range open {
-		ss.mu.Lock()
-		n += len(ss.pending)
-		ss.mu.Unlock()
+	for _, ss := range s.sessions.All() {
+		n += len(ss.Pending())
 	}
 	return n
 }
