@@ -62,6 +62,9 @@ type OpenSession struct {
 	closing  bool
 	released bool
 	closed   chan struct{}
+	// closeErr is what closing the session's file and agent returned
+	// (set before closed is closed).
+	closeErr error
 }
 
 // NewOpenSession returns s held open, its event stream keeping at most

@@ -90,15 +90,43 @@ func (r *Registry[S]) Add(s S) (S, error) {
 			r.mu.Unlock()
 			return s, nil
 		}
-		open := r.allLocked()
 		r.mu.Unlock()
-		victim, ok := leastRecentlyUsedIdle(open)
-		if !ok {
+		if err := r.releaseOne(); err != nil {
 			var zero S
-			return zero, &LimitError{Open: len(open)}
+			return zero, err
 		}
-		r.closeIf(victim, "released for another session (open-session bound)", (*OpenSession).idleLocked, true)
 	}
+}
+
+// MakeRoom makes room for one more session before the caller opens it,
+// so that a session refused for the bound leaves nothing behind: with
+// MaxOpen sessions open, it releases the least recently used idle one,
+// and without one it fails with a *LimitError. (Add makes room again
+// when others took it meanwhile.)
+func (r *Registry[S]) MakeRoom() error {
+	for {
+		r.mu.Lock()
+		full := len(r.open) >= r.opts.MaxOpen
+		r.mu.Unlock()
+		if !full {
+			return nil
+		}
+		if err := r.releaseOne(); err != nil {
+			return err
+		}
+	}
+}
+
+// releaseOne releases the least recently used idle session, or fails
+// with a *LimitError when every open session is busy.
+func (r *Registry[S]) releaseOne() error {
+	open := r.All()
+	victim, ok := leastRecentlyUsedIdle(open)
+	if !ok {
+		return &LimitError{Open: len(open)}
+	}
+	r.closeIf(victim, "released for another session (open-session bound)", (*OpenSession).idleLocked, true)
+	return nil
 }
 
 // leastRecentlyUsedIdle returns the idle session used longest ago.
@@ -122,10 +150,6 @@ func leastRecentlyUsedIdle[S Opened](open []S) (S, bool) {
 func (r *Registry[S]) All() []S {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.allLocked()
-}
-
-func (r *Registry[S]) allLocked() []S {
 	out := make([]S, 0, len(r.open))
 	for _, s := range r.open {
 		out = append(out, s)
@@ -150,21 +174,37 @@ func (r *Registry[S]) Get(id string) (S, bool) {
 }
 
 // Lookup returns session id when it is open and not closing.
-func (r *Registry[S]) Lookup(id string) (S, bool) {
+func (r *Registry[S]) Lookup(id string) (S, bool) { return r.find(id, false) }
+
+// Reuse returns the open session id, marked used; ok is false when it
+// is not open, after a close of it under way has finished: the caller
+// then opens it (again).
+func (r *Registry[S]) Reuse(id string) (S, bool) { return r.find(id, true) }
+
+// find returns session id when it is open and not closing; use marks it
+// used and waits for a close of it under way.
+func (r *Registry[S]) find(id string, use bool) (S, bool) {
+	var zero S
 	r.mu.Lock()
 	s, ok := r.open[id]
 	r.mu.Unlock()
 	if !ok {
-		return s, false
+		return zero, false
 	}
 	o := s.openSession()
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.closing {
-		var zero S
-		return zero, false
+	closing := o.closing
+	if use && !closing {
+		o.lastUsed = time.Now()
 	}
-	return s, true
+	o.mu.Unlock()
+	switch {
+	case !closing:
+		return s, true
+	case use:
+		<-o.closed
+	}
+	return zero, false
 }
 
 // Use returns the open session id and marks it used. When it is not
@@ -201,36 +241,15 @@ func (r *Registry[S]) Use(id string) (S, error) {
 	return zero, fmt.Errorf("session %s: %w", id, ErrReleased)
 }
 
-// Reuse returns the open session id, marked used; ok is false when it
-// is not open, after a close of it under way has finished: the caller
-// then opens it (again).
-func (r *Registry[S]) Reuse(id string) (S, bool) {
-	r.mu.Lock()
-	s, ok := r.open[id]
-	r.mu.Unlock()
-	if !ok {
-		return s, false
-	}
-	o := s.openSession()
-	o.mu.Lock()
-	closing := o.closing
-	o.lastUsed = time.Now()
-	o.mu.Unlock()
-	if !closing {
-		return s, true
-	}
-	<-o.closed
-	var zero S
-	return zero, false
-}
-
 // Close closes s at a client's request: later requests naming it get
 // ErrClosed until it is opened again; its activity, if any, is
 // cancelled and waited for (bounded by Settle), the approvals it waits
 // for are cancelled, then its file and agent are closed. Closing a
-// session twice waits for the first close.
-func (r *Registry[S]) Close(s S, why string) {
+// session twice waits for the first close. The error is closing the
+// session's file and agent.
+func (r *Registry[S]) Close(s S, why string) error {
 	r.closeIf(s, why, nil, false)
+	return s.openSession().closeErr
 }
 
 // CloseIdle is Close when s is idle (no activity, no pending approval);
@@ -306,8 +325,8 @@ func (r *Registry[S]) closeIf(s S, why string, cond func(*OpenSession) bool, rel
 		delete(r.released, o.id)
 	}
 	r.mu.Unlock()
-	if err := o.s.Close(); err != nil {
-		r.log.Warn("closing session", "session", o.id, "error", err)
+	if o.closeErr = o.s.Close(); o.closeErr != nil {
+		r.log.Warn("closing session", "session", o.id, "error", o.closeErr)
 	}
 	close(o.closed)
 	r.log.Info("session closed", "session", o.id, "why", why)

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -127,7 +128,7 @@ func TestIdleSessionReleased(t *testing.T) {
 
 // TestOpenSessionBound: opening one session more than MaxSessions releases
 // the least recently used idle one; with every open session running, the
-// new one is refused.
+// new one is refused and leaves no session file.
 func TestOpenSessionBound(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	call := providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`))
@@ -161,9 +162,13 @@ func TestOpenSessionBound(t *testing.T) {
 			t.Fatalf("never two pending approvals:\n%s", e.dump())
 		}
 	}
+	files, _ := filepath.Glob(filepath.Join(st.Runtime.SessionsDir, "*.jsonl"))
 	err := e.call("octet/session/new", map[string]any{}, nil)
 	if codeOf(err) != CodeBackend || !strings.Contains(err.Error(), "octet/session/close") {
 		t.Errorf("session/new with every open session running: %v, want -32013 saying how to free one", err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(st.Runtime.SessionsDir, "*.jsonl")); len(after) != len(files) {
+		t.Errorf("the refused session/new left a session file: %d files, %d before", len(after), len(files))
 	}
 	close(release)
 	waitAnswer(t, ch)

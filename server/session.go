@@ -76,17 +76,22 @@ func closedError(id string) error {
 // any (the caller then closes its own handle).
 func (s *Server) register(ss *host.OpenSession) (*host.OpenSession, error) {
 	got, err := s.sessions.Add(ss)
-	if _, full := errors.AsType[*host.LimitError](err); full {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf(
-			"%v with octet/session/close", err))
-	}
 	if err != nil {
-		return nil, err
+		return nil, limitError(err)
 	}
 	if got == ss {
 		s.watchExtensions(ss)
 	}
 	return got, nil
+}
+
+// limitError answers a session refused for the open-session bound
+// (host.LimitError).
+func limitError(err error) error {
+	if _, full := errors.AsType[*host.LimitError](err); full {
+		return jsonrpc2.NewError(CodeBackend, fmt.Sprintf("%v with octet/session/close", err))
+	}
+	return err
 }
 
 // closeSession releases ss: new requests naming it are refused at once,
@@ -191,6 +196,10 @@ func (s *Server) createSession(ctx context.Context, spec host.Spec) (*host.OpenS
 // it open (register): the session already held under the same id, if
 // any, is returned instead. open's error is returned as it is.
 func (s *Server) hold(open func(host.Binding) (*host.Session, error)) (*host.OpenSession, error) {
+	// Room first: a session refused for the bound leaves nothing behind.
+	if err := s.sessions.MakeRoom(); err != nil {
+		return nil, limitError(err)
+	}
 	holder := &approverHolder{}
 	h, err := open(s.binding(holder))
 	if err != nil {
