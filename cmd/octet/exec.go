@@ -48,18 +48,9 @@ func runExec(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	prompt := opts.prompt
-	switch {
-	case prompt == "-":
-		if prompt, err = readPrompt(e.stdin); err != nil {
-			return err
-		}
-	case e.stdinIsData:
-		block, err := readStdinBlock(ctx, e.stdin, e.stderr)
-		if err != nil {
-			return err
-		}
-		prompt += block
+	prompt, err := execPrompt(ctx, opts.prompt, e)
+	if err != nil {
+		return err
 	}
 	log := newLogger(e.stderr, e.lookup)
 	home, err := config.HomeDir(e.lookup)
@@ -164,6 +155,22 @@ func runExec(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stderr, "octet: %v\n", writeErr)
 	}
 	return outErr
+}
+
+// execPrompt is the prompt of exec's command line: read from stdin for
+// "-", else with the data piped to stdin appended.
+func execPrompt(ctx context.Context, prompt string, e env) (string, error) {
+	switch {
+	case prompt == "-":
+		return readPrompt(e.stdin)
+	case e.stdinIsData:
+		block, err := readStdinBlock(ctx, e.stdin, e.stderr)
+		if err != nil {
+			return "", err
+		}
+		prompt += block
+	}
+	return prompt, nil
 }
 
 // parseExec parses and validates exec's command line: every flag value
