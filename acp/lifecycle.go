@@ -245,7 +245,7 @@ func (s *Server) sessionDelete(raw json.RawMessage) (any, error) {
 		return nil, &rpcError{Code: codeInvalidRequest, Message: err.Error()}
 	}
 	if as, ok := s.sessions.Get(id); ok && !s.sessions.CloseIdle(as, "session/delete") {
-		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("a prompt is running in session %s: cancel it (session/cancel) and wait for its answer before deleting the session", id)}
+		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("a prompt is running in session %s (or a permission request of it waits): cancel it (session/cancel) and wait for its answer before deleting the session", id)}
 	}
 	s.forget(id)
 	if err := s.host.Delete(id); err != nil {

@@ -331,9 +331,11 @@ func (s *Server) attach(caps clientCapabilities, mcp []host.MCPServer, open func
 	if err != nil {
 		return nil, limitError(err)
 	}
-	s.mu.Lock()
-	s.mcp[got.ID()] = mcp
-	s.mu.Unlock()
+	if got == as {
+		s.mu.Lock()
+		s.mcp[as.ID()] = mcp
+		s.mu.Unlock()
+	}
 	return got, nil
 }
 
