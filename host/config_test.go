@@ -72,7 +72,7 @@ func TestEffectiveToolPolicySnapshot(t *testing.T) {
 	if strings.Contains(string(b), "/bin/sh") {
 		t.Error("snapshot leaks the shell path")
 	}
-	if diff := cmp.Diff([]string{"read", "search", "edit", "bash", "view_image", "update_plan"}, c.EnabledTools()); diff != "" {
+	if diff := cmp.Diff([]string{"read", "search", "edit", "bash", "view_image", "update_plan", "diagnostics"}, c.EnabledTools()); diff != "" {
 		t.Errorf("enabled tools (-want +got):\n%s", diff)
 	}
 }

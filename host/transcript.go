@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -230,4 +231,28 @@ func encodedLen(v any) int {
 		return 0
 	}
 	return len(b)
+}
+
+// FinalAnswer is the text of the last assistant message with text that
+// run runID committed to sess's branch ("" when it committed none): what
+// a client that shows no events (octet exec's -o, an LSP client's
+// octet.prompt) gets as the run's answer.
+func FinalAnswer(sess *session.Session, runID string) string {
+	br := sess.Branch()
+	for i := len(br) - 1; i >= 0; i-- {
+		en := br[i]
+		if en.RunID != runID || en.Type != session.EntryAssistant {
+			continue
+		}
+		var b strings.Builder
+		for _, it := range en.Items {
+			if it.Type == session.ItemText {
+				b.WriteString(it.Text)
+			}
+		}
+		if b.Len() > 0 {
+			return b.String()
+		}
+	}
+	return ""
 }

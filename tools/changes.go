@@ -107,6 +107,8 @@ type fileChange struct {
 	// are the write's.
 	prior fsroot.Prior
 	opts  fsroot.WriteOptions
+	// watch follows the editor's diagnostics of the change (nil: none).
+	watch *diagWatch
 }
 
 // apply makes ch for call inv: it keeps the change's images and intent,
@@ -128,7 +130,7 @@ func (c fileChanger) apply(ctx context.Context, inv Invocation, ch fileChange, s
 	if bound {
 		ch.prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
-	if msg := c.cfg.commitChange(ctx, ch.tg, ch.doc, ch.updated, ch.prior, ch.opts, bound); msg != "" {
+	if msg := c.cfg.commitWatched(ctx, ch.watch, ch.tg, ch.doc, ch.updated, ch.prior, ch.opts, bound); msg != "" {
 		return nil, msg, nil
 	}
 	c.cfg.Files.record(ch.tg.key, ch.updated)

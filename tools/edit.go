@@ -168,8 +168,9 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if refusal != "" {
 		return errorResult(refusal), nil
 	}
+	watch := t.cfg.watchDiagnostics()
 	recs, refusal, err := t.apply(ctx, inv, fileChange{tg: p.tg, doc: p.doc, old: p.old, existed: true, updated: []byte(p.updated),
-		prior: fsroot.PriorOf(p.old)}, shown, bound)
+		prior: fsroot.PriorOf(p.old), watch: watch}, shown, bound)
 	if err != nil {
 		return Result{}, err
 	}
@@ -177,7 +178,7 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		return errorResult(refusal), nil
 	}
 	return Result{
-		Text:    fmt.Sprintf("Edited %s (%s).", p.tg.display, plural(p.count, "replacement")),
+		Text:    fmt.Sprintf("Edited %s (%s).", p.tg.display, plural(p.count, "replacement")) + watch.note(ctx),
 		Details: map[string]any{"path": p.tg.display, "replacements": p.count},
 		Changes: recs,
 	}, nil

@@ -134,8 +134,9 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		return errorResult(errChangedSinceRead), nil
 	}
 	content := []byte(*a.Content)
+	watch := t.cfg.watchDiagnostics()
 	recs, refusal, err := t.apply(ctx, inv, fileChange{tg: tg, doc: doc, old: old, existed: exists, updated: content,
-		prior: cur.prior, opts: fsroot.WriteOptions{CreateParents: true}}, shown, bound)
+		prior: cur.prior, opts: fsroot.WriteOptions{CreateParents: true}, watch: watch}, shown, bound)
 	if err != nil {
 		return Result{}, err
 	}
@@ -147,7 +148,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		verb = "Replaced"
 	}
 	return Result{
-		Text:    fmt.Sprintf("%s %s (%d bytes).", verb, tg.display, len(content)),
+		Text:    fmt.Sprintf("%s %s (%d bytes).", verb, tg.display, len(content)) + watch.note(ctx),
 		Details: map[string]any{"path": tg.display, "bytes": len(content), "created": !exists},
 		Changes: recs,
 	}, nil

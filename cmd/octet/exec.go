@@ -442,33 +442,11 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		render(ev)
 	}, endLine)
 	res.RunResult = run.Wait()
-	res.answer = finalAnswer(sess, res.RunID)
+	res.answer = host.FinalAnswer(sess, res.RunID)
 	if jr != nil && jr.err != nil {
 		st.log.Warn(fmt.Sprintf("could not write every event to stdout: %v", jr.err))
 	}
 	return res, nil
-}
-
-// finalAnswer is the text of the last assistant message with text that
-// run runID committed to sess's branch ("" when it committed none).
-func finalAnswer(sess *session.Session, runID string) string {
-	br := sess.Branch()
-	for i := len(br) - 1; i >= 0; i-- {
-		en := br[i]
-		if en.RunID != runID || en.Type != session.EntryAssistant {
-			continue
-		}
-		var b strings.Builder
-		for _, it := range en.Items {
-			if it.Type == session.ItemText {
-				b.WriteString(it.Text)
-			}
-		}
-		if b.Len() > 0 {
-			return b.String()
-		}
-	}
-	return ""
 }
 
 // ownTerminal renders events until the stream closes and runs term's

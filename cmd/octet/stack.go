@@ -51,6 +51,9 @@ type stack struct {
 	// confine is the file tools' confinement switch, which the broker
 	// turns on when a session tightens its policy below unsafe_host.
 	confine *tools.Confinement
+	// buffers keeps commands and the editor's buffers in agreement (nil
+	// without an editor that tracks them).
+	buffers *tools.BufferGuard
 	// ext are the MCP servers whose tools are in host.
 	ext *extensions
 	// delegation, when set, adds observers (events, status, approvals)
@@ -145,6 +148,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	tc := host.ToolsConfig(cfg, workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
+	st.buffers = tools.NewBufferGuard(docs, workspace)
 	store, err := changes.OpenWorkspace(cfg.Home, workspace, 0)
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
@@ -172,7 +176,9 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 			return true // registered when its server lists it
 		}
 		if !slices.Contains(have, n) {
-			log.Warn(fmt.Sprintf("tool %q is not available in this build", n))
+			if n != "diagnostics" { // built only for an editor that forwards them
+				log.Warn(fmt.Sprintf("tool %q is not available in this build", n))
+			}
 			return true
 		}
 		return false
@@ -311,6 +317,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		Approver:        approver,
 		Rules:           rules,
 		Confine:         st.confine,
+		Buffers:         st.buffers,
 		EffectivePolicy: host.EffectiveToolPolicy(st.cfg, st.shellSelection),
 		Principal:       sess.Header().ID,
 		Logger:          st.log,

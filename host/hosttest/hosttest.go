@@ -145,6 +145,7 @@ func (st *Stack) builder(o Options) func(context.Context, host.AgentSpec) (*host
 		broker := tools.NewBroker(tools.BrokerConfig{
 			Policy: o.Policy, Approver: spec.Approver, EffectivePolicy: tools.DefaultToolPolicy(o.Policy, "system_bash"),
 			Principal: spec.Principal, Rules: spec.Rules, Hooks: st.Hooks,
+			Buffers: tools.NewBufferGuard(spec.Documents, spec.Workspace),
 		})
 		if p := spec.Policy; p != nil && *p != broker.Policy() && p.NoLooserThan(broker.LaunchPolicy()) {
 			if _, err := broker.SetPolicy(*p); err != nil {

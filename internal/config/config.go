@@ -66,7 +66,8 @@ const (
 )
 
 // BuiltinTools is the full built-in tool surface, in advertising order.
-var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash", "view_image", "update_plan"}
+// diagnostics is there only for an editor that forwards its diagnostics.
+var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash", "view_image", "update_plan", "diagnostics"}
 
 // RuntimeProfiles lists the accepted runtime_profile values.
 var RuntimeProfiles = []string{"codex", "none"}
