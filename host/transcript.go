@@ -107,6 +107,45 @@ type PagedEntry struct {
 type TranscriptPage struct {
 	Entries    []PagedEntry `json:"entries"`
 	NextBefore string       `json:"nextBefore,omitempty"`
+	// Runs are how the runs of the page's entries ended, for those that
+	// did not complete (failed, cancelled, max_turns): what a resumed
+	// view marks, as run_finished did live.
+	Runs []RunEnd `json:"runs,omitempty"`
+}
+
+// RunEnd is how one run ended, as its checkpoint recorded it.
+type RunEnd struct {
+	RunID   string `json:"runId"`
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}
+
+// withRunEnds sets page.Runs from the session's checkpoints: the last one
+// of each run on the page that did not complete.
+func withRunEnds(page TranscriptPage, checkpoints []session.Checkpoint) TranscriptPage {
+	on := map[string]bool{}
+	for _, e := range page.Entries {
+		if e.RunID != "" {
+			on[e.RunID] = true
+		}
+	}
+	last := map[string]session.Checkpoint{}
+	var order []string
+	for _, c := range checkpoints {
+		if !on[c.RunID] {
+			continue
+		}
+		if _, seen := last[c.RunID]; !seen {
+			order = append(order, c.RunID)
+		}
+		last[c.RunID] = c
+	}
+	for _, id := range order {
+		if c := last[id]; c.Outcome != "completed" {
+			page.Runs = append(page.Runs, RunEnd{RunID: id, Outcome: c.Outcome, Error: c.Error})
+		}
+	}
+	return page
 }
 
 // OldestFirst returns the page's entries oldest first.
@@ -121,7 +160,8 @@ func (p TranscriptPage) OldestFirst() []PagedEntry {
 // Transcript returns a page of the session's active branch: see
 // PageTranscript.
 func (s *Session) Transcript(beforeID string, limit int) (TranscriptPage, error) {
-	return PageTranscript(s.ID(), s.Branch(), beforeID, limit)
+	page, err := PageTranscript(s.ID(), s.Branch(), beforeID, limit)
+	return withRunEnds(page, s.sess.Checkpoints()), err
 }
 
 // ReadTranscript returns a page of session id's active branch read from
@@ -140,7 +180,8 @@ func (h *Host) ReadTranscript(id, beforeID string, limit int) (TranscriptPage, e
 		return TranscriptPage{}, fmt.Errorf("read session %s: %w", id, err)
 	}
 	defer sess.Close()
-	return PageTranscript(id, sess.Branch(), beforeID, limit)
+	page, err := PageTranscript(id, sess.Branch(), beforeID, limit)
+	return withRunEnds(page, sess.Checkpoints()), err
 }
 
 // PageTranscript returns the entries of branch (session sessionID's)

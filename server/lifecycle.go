@@ -36,6 +36,7 @@ var features = []string{"octet/session/close",
 	"agent_updated", "octet/session/rewind.paths",
 	"child_sessions", "plan", "octet/models.listed", "octet/prompt.images",
 	"octet.prompt.text", "octet/saveDocuments", "octet/diagnostics",
+	"tool_finished.error", "usage.session", "transcript.runs",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

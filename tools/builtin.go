@@ -40,6 +40,10 @@ type Config struct {
 	// BashMaxOutputBytes bounds the in-memory capture of one bash command
 	// (DefaultBashMaxOutputBytes when zero).
 	BashMaxOutputBytes int
+	// ScrubEnv names more environment variables that hold credentials
+	// of the octet process (every model provider's key variable): bash
+	// commands never get them, like OPENAI_API_KEY.
+	ScrubEnv []string
 	// ShellPath is an explicitly configured shell; empty selects /bin/bash,
 	// then bash on PATH, then sh (see ResolveShell).
 	ShellPath string

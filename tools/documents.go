@@ -116,7 +116,7 @@ func editorBinding(tg *target, doc Document) string {
 
 // editorState is the fileState of an open editor document.
 func editorState(doc Document) fileState {
-	return fileState{prior: fsroot.PriorOf(doc.Text), readable: true, editor: true, version: doc.Version}
+	return fileState{prior: fsroot.PriorOf(doc.Text), readable: true}
 }
 
 // readForChange reads what an edit changes: the open editor document

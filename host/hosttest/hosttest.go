@@ -97,7 +97,7 @@ func (o Options) retry(model provider.Model) agent.RetryPolicy {
 	if backoff == 0 {
 		backoff = 20 * time.Millisecond
 	}
-	return agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Model: model, Endpoint: model.Features, InitialBackoff: backoff})
+	return agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Wire: provider.WireResponses, Model: model, Endpoint: model.Features, InitialBackoff: backoff})
 }
 
 // builder is the runtime's NewAgent.
