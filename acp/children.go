@@ -103,7 +103,7 @@ func (c *children) updated(child team.Snapshot) {
 	case team.StatusCancelled:
 		u["content"] = []map[string]any{textContent("Cancelled")}
 	}
-	c.as.srv.update(c.as.id, u)
+	c.as.srv.update(c.as.ID(), u)
 }
 
 // event follows the calls of a child that asked for permission to their
@@ -135,7 +135,7 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 			u["status"] = "in_progress"
 		} else {
 			u["status"] = "failed"
-			u["content"] = []map[string]any{notRun(c.as.takeDenial(c.as.id, e.CallID), e)}
+			u["content"] = []map[string]any{notRun(c.as.takeDenial(c.as.ID(), e.CallID), e)}
 		}
 	case *agent.ToolFinished:
 		u["status"] = "completed"
@@ -143,7 +143,7 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 			u["status"] = "failed"
 		}
 	}
-	c.as.srv.update(c.as.id, u)
+	c.as.srv.update(c.as.ID(), u)
 }
 
 // childApprover asks the parent session's client for a child's
@@ -166,9 +166,9 @@ func (a childApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (t
 		for k, v := range call {
 			u[k] = v
 		}
-		c.as.srv.update(c.as.id, u)
+		c.as.srv.update(c.as.ID(), u)
 	}
-	return c.as.confirm(ctx, req, permissionTarget{sessionID: c.as.id, show: show})
+	return c.as.confirm(ctx, req, permissionTarget{sessionID: c.as.ID(), show: show})
 }
 
 // nameChild names the child in a permission request's call.

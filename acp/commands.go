@@ -78,7 +78,7 @@ func slashCommand(blocks []contentBlock) (*command, string) {
 func modelCommand(name string) func(*acpSession, context.Context, string, []contentBlock) (any, error) {
 	return func(as *acpSession, ctx context.Context, arg string, rest []contentBlock) (any, error) {
 		prompt, _ := harness.CommandPrompt(name, arg)
-		in, err := readPrompt(as.cwd, append([]contentBlock{{Type: "text", Text: prompt}}, rest...))
+		in, err := readPrompt(as.cwd(), append([]contentBlock{{Type: "text", Text: prompt}}, rest...))
 		if err != nil {
 			return nil, err
 		}
@@ -89,14 +89,14 @@ func modelCommand(name string) func(*acpSession, context.Context, string, []cont
 // compact summarizes the conversation now (/compact): a run of its own,
 // answered as a prompt is, followed by a line saying what it did.
 func (as *acpSession) compact(ctx context.Context, _ string, _ []contentBlock) (any, error) {
-	head := as.hs.Head()
-	res, err := as.runPrompt(ctx, func(ctx context.Context) (*agent.Run, error) { return as.hs.Compact(ctx, agent.PromptOptions{}) })
+	head := as.Session().Head()
+	res, err := as.runPrompt(ctx, func(ctx context.Context) (*agent.Run, error) { return as.Session().Compact(ctx, agent.PromptOptions{}) })
 	if err != nil {
 		return nil, err
 	}
 	switch {
 	case res.(map[string]any)["stopReason"] != stopEndTurn:
-	case as.hs.Head() == head:
+	case as.Session().Head() == head:
 		as.say("Nothing to compact yet.")
 	default:
 		as.say("Compacted the conversation: the model now sees a summary of it in place of the messages so far.")
@@ -107,18 +107,11 @@ func (as *acpSession) compact(ctx context.Context, _ string, _ []contentBlock) (
 // local runs a command that does not run the model, with the session's
 // prompt slot held (no prompt runs meanwhile), and answers end_turn.
 func (as *acpSession) local(do func() (string, error)) (any, error) {
-	as.mu.Lock()
-	if as.run != nil || as.busy {
-		as.mu.Unlock()
-		return nil, errPromptRunning
+	t := newTurn()
+	if err := as.begin(t, nil); err != nil {
+		return nil, err
 	}
-	as.busy = true
-	as.mu.Unlock()
-	defer func() {
-		as.mu.Lock()
-		as.busy = false
-		as.mu.Unlock()
-	}()
+	defer as.end(t)
 	text, err := do()
 	if err != nil {
 		return nil, err
@@ -131,9 +124,9 @@ func (as *acpSession) local(do func() (string, error)) (any, error) {
 // file's recorded unified diff, made visible, as a Markdown code block.
 func (as *acpSession) showDiff(context.Context, string, []contentBlock) (any, error) {
 	return as.local(func() (string, error) {
-		cs, runID, err := as.hs.Diff("")
+		cs, runID, err := as.Session().Diff("")
 		if err != nil {
-			return "", fmt.Errorf("diff of session %s: %w", as.id, err)
+			return "", fmt.Errorf("diff of session %s: %w", as.ID(), err)
 		}
 		if runID == "" || len(cs) == 0 {
 			return "octet changed no file in the last prompt.", nil
@@ -157,7 +150,7 @@ func (as *acpSession) showDiff(context.Context, string, []contentBlock) (any, er
 // else: the conflicts are listed instead.
 func (as *acpSession) rewindLast(ctx context.Context, _ string, _ []contentBlock) (any, error) {
 	return as.local(func() (string, error) {
-		branch := as.hs.Branch()
+		branch := as.Session().Branch()
 		last := -1
 		for i := len(branch) - 1; i >= 0; i-- {
 			if branch[i].Type == session.EntryUser {
@@ -171,22 +164,22 @@ func (as *acpSession) rewindLast(ctx context.Context, _ string, _ []contentBlock
 		// The files as they were before the prompt ran anything: as at
 		// the entry before it, or at the prompt itself when it is the
 		// first entry (the conversation then cannot go back before it).
-		p := host.RewindParams{SessionID: as.id, EntryID: branch[last].ID, Files: true, DryRun: true}
+		p := host.RewindParams{SessionID: as.ID(), EntryID: branch[last].ID, Files: true, DryRun: true}
 		if last > 0 {
 			p.EntryID, p.Conversation = branch[last-1].ID, true
 		}
-		plan, err := as.hs.Rewind(ctx, p)
+		plan, err := as.Session().Rewind(ctx, p)
 		if err != nil {
-			return "", fmt.Errorf("rewind session %s: %w", as.id, err)
+			return "", fmt.Errorf("rewind session %s: %w", as.ID(), err)
 		}
 		prompt := codeSpan(titleText(branch[last].Text))
 		if conflicts := rewindConflicts(plan); conflicts != "" {
 			return "Nothing was rewound: these files changed after octet wrote them, and rewinding would lose that:\n" + conflicts, nil
 		}
 		p.DryRun = false
-		res, err := as.hs.Rewind(ctx, p)
+		res, err := as.Session().Rewind(ctx, p)
 		if err != nil {
-			return "", fmt.Errorf("rewind session %s: %w", as.id, err)
+			return "", fmt.Errorf("rewind session %s: %w", as.ID(), err)
 		}
 		if conflicts := rewindConflicts(res); conflicts != "" || !res.Applied {
 			return "The rewind was not completed:\n" + conflicts, nil

@@ -44,7 +44,7 @@ func (f *clientFiles) fetch(ctx context.Context, path string) ([]byte, error) {
 	var resp struct {
 		Content *string `json:"content"`
 	}
-	if err := f.s.srv.c.call(ctx, "fs/read_text_file", map[string]any{"sessionId": f.s.id, "path": path}, &resp); err != nil {
+	if err := f.s.srv.c.call(ctx, "fs/read_text_file", map[string]any{"sessionId": f.s.ID(), "path": path}, &resp); err != nil {
 		return nil, err
 	}
 	if resp.Content == nil {
@@ -138,7 +138,7 @@ func (f *clientFiles) Apply(ctx context.Context, path string, base tools.Documen
 	if !sameText(now, base.Text) {
 		return fmt.Errorf("%s changed in the editor since octet read it: read it again", path)
 	}
-	err = f.s.srv.c.call(ctx, "fs/write_text_file", map[string]any{"sessionId": f.s.id, "path": path, "content": string(updated)}, nil)
+	err = f.s.srv.c.call(ctx, "fs/write_text_file", map[string]any{"sessionId": f.s.ID(), "path": path, "content": string(updated)}, nil)
 	if err != nil {
 		return fmt.Errorf("the editor did not write %s: %w", path, err)
 	}

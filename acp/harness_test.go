@@ -15,6 +15,7 @@ import (
 
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/host/hosttest"
+	"github.com/octet-agent/octet/internal/testlog"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -24,6 +25,8 @@ type stackOpts struct {
 	policy   tools.Policy
 	maxTurns int
 	recovery bool
+	// maxSessions is Options.MaxSessions (0: the default).
+	maxSessions int
 	// runtime, when set, changes the runtime before it serves.
 	runtime func(*host.Runtime)
 }
@@ -60,6 +63,8 @@ type peer struct {
 	wire *wireCheck
 	// readDone is closed when the reader has seen the server's output end.
 	readDone chan struct{}
+	// logs are the server's logs.
+	logs testlog.Buffer
 }
 
 func newPeer(t *testing.T, o stackOpts) *peer {
@@ -76,7 +81,7 @@ func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws st
 	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{},
 		wire: newWireCheck(loadSchemas(t)), readDone: make(chan struct{})}
 	go func() {
-		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.DiscardHandler), Version: "test"})
+		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.NewTextHandler(&p.logs, nil)), Version: "test", MaxSessions: o.maxSessions})
 		outW.Close()
 		p.done <- err
 	}()

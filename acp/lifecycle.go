@@ -44,33 +44,12 @@ func (s *Server) reopen(ctx context.Context, raw json.RawMessage, replay bool) (
 	if err != nil {
 		return nil, err
 	}
-	// One opening at a time: two loads of one session must not both
-	// open it.
-	s.openMu.Lock()
-	as := s.open(id)
-	if as != nil {
-		s.log.Info("session already open on this connection: attached again", "session", id)
-		if len(mcp) > 0 {
-			s.log.Warn("the session keeps the MCP servers it was opened with", "session", id)
-		}
-	} else {
-		as, err = s.attach(caps, mcp, func(b host.Binding) (*host.Session, error) {
-			hs, err := s.host.Open(ctx, id, b)
-			if _, agentErr := errors.AsType[*host.AgentError](err); err != nil && !agentErr {
-				err = fmt.Errorf("open session %s: %w", id, err)
-			}
-			return hs, err
-		})
-	}
-	s.openMu.Unlock()
-	if errors.Is(err, host.ErrNoSession) {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("no session %s in %s", id, s.opts.Runtime.SessionsDir)}
-	}
+	as, err := s.load(ctx, caps, id, mcp)
 	if err != nil {
 		return nil, err
 	}
-	if p.Cwd != "" && filepath.Clean(p.Cwd) != as.cwd {
-		s.log.Warn("the cwd asked for differs from the session's; the session's is used", "session", id, "cwd", p.Cwd, "sessionCwd", as.cwd)
+	if p.Cwd != "" && filepath.Clean(p.Cwd) != as.cwd() {
+		s.log.Warn("the cwd asked for differs from the session's; the session's is used", "session", id, "cwd", p.Cwd, "sessionCwd", as.cwd())
 	}
 	if replay {
 		as.replay()
@@ -80,11 +59,31 @@ func (s *Server) reopen(ctx context.Context, raw json.RawMessage, replay bool) (
 	return res, nil
 }
 
-// open returns session id when it is open on this connection.
-func (s *Server) open(id string) *acpSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id]
+// load opens session id on this connection with the MCP servers mcp,
+// or takes it as it is when it is open here already.
+func (s *Server) load(ctx context.Context, caps clientCapabilities, id string, mcp []host.MCPServer) (*acpSession, error) {
+	// One opening at a time: two loads of one session must not both
+	// open it.
+	s.openMu.Lock()
+	defer s.openMu.Unlock()
+	if as, ok := s.sessions.Reuse(id); ok {
+		s.log.Info("session already open on this connection: attached again", "session", id)
+		if len(mcp) > 0 {
+			s.log.Warn("the session keeps the MCP servers it was opened with", "session", id)
+		}
+		return as, nil
+	}
+	as, err := s.attach(caps, mcp, func(b host.Binding) (*host.Session, error) {
+		hs, err := s.host.Open(ctx, id, b)
+		if _, agentErr := errors.AsType[*host.AgentError](err); err != nil && !agentErr {
+			err = fmt.Errorf("open session %s: %w", id, err)
+		}
+		return hs, err
+	})
+	if errors.Is(err, host.ErrNoSession) {
+		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("no session %s in %s", id, s.opts.Runtime.SessionsDir)}
+	}
+	return as, err
 }
 
 // listPage is how many sessions one session/list answers (a variable for
@@ -209,28 +208,24 @@ func (s *Server) sessionClose(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	as, err := s.detach(id)
-	if err != nil {
-		return nil, err
-	}
-	as.cancelPrompt()
-	if err := as.close(); err != nil {
-		return nil, fmt.Errorf("close session %s: %w", id, err)
-	}
-	s.log.Info("session closed", "session", id)
-	return struct{}{}, nil
-}
-
-// detach removes the open session id from the connection.
-func (s *Server) detach(id string) (*acpSession, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	as, ok := s.sessions[id]
+	as, ok := s.sessions.Get(id)
 	if !ok {
 		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("session %q is not open on this connection", truncate(id, 80))}
 	}
-	delete(s.sessions, id)
-	return as, nil
+	s.forget(id)
+	as.cancelPrompt()
+	if err := s.sessions.Close(as, "session/close"); err != nil {
+		return nil, fmt.Errorf("close session %s: %w", id, err)
+	}
+	return struct{}{}, nil
+}
+
+// forget forgets the MCP servers of session id: a client closed or
+// deleted it, so it is not opened again by itself.
+func (s *Server) forget(id string) {
+	s.mu.Lock()
+	delete(s.mcp, id)
+	s.mu.Unlock()
 }
 
 // sessionDelete handles session/delete: refused while the session has a
@@ -249,16 +244,10 @@ func (s *Server) sessionDelete(raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, &rpcError{Code: codeInvalidRequest, Message: err.Error()}
 	}
-	if as := s.open(id); as != nil {
-		if as.running() {
-			return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("a prompt is running in session %s: cancel it (session/cancel) and wait for its answer before deleting the session", id)}
-		}
-		if _, err := s.detach(id); err == nil {
-			if err := as.close(); err != nil {
-				s.log.Warn("close session before deleting it", "session", id, "error", err)
-			}
-		}
+	if as, ok := s.sessions.Get(id); ok && !s.sessions.CloseIdle(as, "session/delete") {
+		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("a prompt is running in session %s (or a permission request of it waits): cancel it (session/cancel) and wait for its answer before deleting the session", id)}
 	}
+	s.forget(id)
 	if err := s.host.Delete(id); err != nil {
 		if errors.Is(err, host.ErrNoSession) {
 			return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("no session %s: nothing to delete", id)}

@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
@@ -131,4 +133,76 @@ func TestAuthRequired(t *testing.T) {
 	keyed.Store(true)
 	p.ok("authenticate", map[string]any{"methodId": authCredentials}, nil)
 	p.newSession()
+}
+
+// TestOpenSessionBound: a connection holds at most MaxSessions sessions
+// open, as octet lsp does (host.Registry): one more releases the least
+// recently used idle one, which the next prompt naming it opens again
+// with its conversation; while every open session has a prompt running,
+// session/new is refused (-32600) and leaves no session file.
+func TestOpenSessionBound(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled, maxSessions: 2})
+	p.prov.Enqueue(providertest.Text("one"), providertest.Text("two"))
+	p.initialize(false)
+	a := p.newSession()
+	if stop := p.prompt(a, "remember the word kumquat"); stop != stopEndTurn {
+		t.Fatalf("first prompt: %q", stop)
+	}
+	b := p.newSession()
+	c := p.newSession() // releases a, the least recently used
+	if !p.released(a) {
+		t.Fatalf("three sessions open with MaxSessions 2: %s was not released\n%s", a, p.logs.String())
+	}
+	if stop := p.prompt(a, "which word?"); stop != stopEndTurn {
+		t.Fatalf("prompt to the released session: %q", stop)
+	}
+	reqs := p.prov.Requests()
+	if last := string(reqs[len(reqs)-1].Raw); !strings.Contains(last, "kumquat") {
+		t.Errorf("the reopened session lost its conversation: %s", last)
+	}
+	if !p.released(b) {
+		t.Errorf("reopening %s did not release %s, the least recently used", a, b)
+	}
+
+	p.prov.Enqueue(providertest.Text("slow and steady ").StallAfter(6), providertest.Text("slow and steady ").StallAfter(6))
+	before := len(p.notifications("session/update"))
+	for _, id := range []string{a, c} {
+		go p.call("session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "go"}}})
+	}
+	// Both prompts are running once each session streamed a chunk.
+	streaming := func() bool {
+		seen := map[string]bool{}
+		for _, raw := range p.notifications("session/update")[before:] {
+			var n struct {
+				SessionID string
+				Update    map[string]any
+			}
+			if json.Unmarshal(raw, &n) == nil && n.Update["sessionUpdate"] == "agent_message_chunk" {
+				seen[n.SessionID] = true
+			}
+		}
+		return seen[a] && seen[c]
+	}
+	for deadline := time.Now().Add(10 * time.Second); !streaming(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the two prompts did not start")
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(p.home, "sessions", "*.jsonl"))
+	m := p.call("session/new", map[string]any{"cwd": p.ws, "mcpServers": []any{}})
+	if m.Error == nil || m.Error.Code != codeInvalidRequest {
+		t.Fatalf("session/new with every open session busy: %+v", m)
+	}
+	if after, _ := filepath.Glob(filepath.Join(p.home, "sessions", "*.jsonl")); len(after) != len(files) {
+		t.Errorf("the refused session/new left a file: %d session files, %d before", len(after), len(files))
+	}
+	for _, id := range []string{a, c} {
+		p.send(message{Method: "session/cancel", Params: json.RawMessage(fmt.Sprintf(`{"sessionId":%q}`, id))})
+	}
+}
+
+// released reports whether the server logged releasing session id for
+// the open-session bound.
+func (p *peer) released(id string) bool {
+	return strings.Contains(p.logs.String(), fmt.Sprintf(`msg="session closed" session=%s why="released for another session (open-session bound)"`, id))
 }

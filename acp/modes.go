@@ -1,6 +1,7 @@
 package acp
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ func (as *acpSession) configOptions() []map[string]any {
 		modes = append(modes, map[string]any{"value": m.id, "name": m.name, "description": m.description})
 	}
 	opts := []map[string]any{selectOption(configMode, "Mode", "mode", as.broker().Policy().String(), modes)}
-	model := as.hs.Model()
+	model := as.Session().Model()
 	var models []map[string]any
 	for _, m := range as.srv.host.Catalog().Models {
 		models = append(models, map[string]any{"value": m.Name, "name": m.Name})
@@ -88,7 +89,7 @@ func (as *acpSession) configOptions() []map[string]any {
 		for _, e := range agent.ReasoningEfforts {
 			efforts = append(efforts, map[string]any{"value": e, "name": reasoningNames[e]})
 		}
-		opts = append(opts, selectOption(configReasoning, "Reasoning effort", "thought_level", firstNonEmpty(as.hs.Reasoning(), reasoningDefault), efforts))
+		opts = append(opts, selectOption(configReasoning, "Reasoning effort", "thought_level", firstNonEmpty(as.Session().Reasoning(), reasoningDefault), efforts))
 	}
 	return opts
 }
@@ -125,7 +126,7 @@ func sandboxNote(s tools.Setting[tools.SandboxValue]) string {
 // setMode handles session/set_mode: the mode's policy is recorded in the
 // ledger and applies from the next call's admission; a policy looser than
 // the launch policy is refused.
-func (s *Server) setMode(raw json.RawMessage) (any, error) {
+func (s *Server) setMode(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		SessionID string `json:"sessionId"`
 		ModeID    string `json:"modeId"`
@@ -133,7 +134,7 @@ func (s *Server) setMode(raw json.RawMessage) (any, error) {
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	as, err := s.session(p.SessionID)
+	as, err := s.session(ctx, p.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -151,14 +152,14 @@ func (as *acpSession) setPolicy(id string) error {
 	if err != nil {
 		return invalidParams("unknown mode %q: %v", truncate(id, 80), err)
 	}
-	_, err = as.hs.SetEffectPolicy(pol)
+	_, err = as.Session().SetEffectPolicy(pol)
 	switch {
 	case errors.Is(err, tools.ErrPolicyLooser):
-		return invalidParams("session %s: %v", as.id, err)
+		return invalidParams("session %s: %v", as.ID(), err)
 	case err != nil:
-		return fmt.Errorf("set mode of %s: %w", as.id, err)
+		return fmt.Errorf("set mode of %s: %w", as.ID(), err)
 	}
-	as.srv.log.Info("session mode set", "session", as.id, "policy", pol.String())
+	as.srv.log.Info("session mode set", "session", as.ID(), "policy", pol.String())
 	as.update(map[string]any{"sessionUpdate": "current_mode_update", "currentModeId": pol.String()})
 	return nil
 }
@@ -166,7 +167,7 @@ func (as *acpSession) setPolicy(id string) error {
 // setConfigOption handles session/set_config_option: mode (as
 // set_mode), model (the catalog's, or the configured one) or
 // thought_level; it answers every option's new state.
-func (s *Server) setConfigOption(raw json.RawMessage) (any, error) {
+func (s *Server) setConfigOption(ctx context.Context, raw json.RawMessage) (any, error) {
 	var p struct {
 		SessionID string          `json:"sessionId"`
 		ConfigID  string          `json:"configId"`
@@ -175,7 +176,7 @@ func (s *Server) setConfigOption(raw json.RawMessage) (any, error) {
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	as, err := s.session(p.SessionID)
+	as, err := s.session(ctx, p.SessionID)
 	if err != nil {
 		return nil, err
 	}
@@ -188,16 +189,16 @@ func (s *Server) setConfigOption(raw json.RawMessage) (any, error) {
 		err = as.setPolicy(value)
 	case configModel:
 		var name string
-		if name, err = as.hs.SetModel(value); err != nil {
+		if name, err = as.Session().SetModel(value); err != nil {
 			err = invalidParams("%v", err)
 		} else {
-			s.log.Info("session model set", "session", as.id, "model", name)
+			s.log.Info("session model set", "session", as.ID(), "model", name)
 		}
 	case configReasoning:
 		if value == reasoningDefault {
 			value = ""
 		}
-		if _, err = as.hs.SetReasoning(value); err != nil {
+		if _, err = as.Session().SetReasoning(value); err != nil {
 			err = invalidParams("%v", err)
 		}
 	default:

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/octet-agent/octet/internal/eventgate"
 	"github.com/octet-agent/octet/tools"
@@ -17,11 +16,6 @@ const (
 	optRejectOnce   = "reject_once"
 	optRejectAlways = "reject_always"
 )
-
-// permissionWait is one unanswered session/request_permission.
-type permissionWait struct {
-	cancel context.CancelCauseFunc
-}
 
 // errPromptCancelled ends the permission waits of a cancelled prompt.
 var errPromptCancelled = errors.New("prompt cancelled")
@@ -54,10 +48,11 @@ func permissionOptions(req tools.ConfirmRequest) []map[string]string {
 // broker's single-use grant and standing rules work as for the LSP
 // dialect (allow_always is its approve_for_session).
 func (as *acpSession) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
-	as.mu.Lock()
-	gate := as.gate
-	as.mu.Unlock()
-	return as.confirm(ctx, req, permissionTarget{sessionID: as.id, gate: gate})
+	var gate *eventgate.Gate
+	if t := as.current(); t != nil {
+		gate = t.gate
+	}
+	return as.confirm(ctx, req, permissionTarget{sessionID: as.ID(), gate: gate})
 }
 
 // permissionTarget is where a permission request goes: the session and,
@@ -79,33 +74,23 @@ func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, tar
 		no.Reason = "the user chose to always reject this exact call in this session"
 		return no, nil
 	}
-	if !req.ExpiresAt.IsZero() {
-		if !time.Now().Before(req.ExpiresAt) {
-			return no, fmt.Errorf("call %s: %w", req.Intent.CallID, tools.ErrApprovalExpired)
-		}
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, req.ExpiresAt)
-		defer cancel()
+	// The request waits in the session (it is not idle meanwhile) until
+	// the broker's expiry, if any, or session/cancel.
+	pa, err := as.AddPending(ctx, as.ViewOf(req), 0)
+	if err != nil {
+		return no, err
 	}
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	w := &permissionWait{cancel: cancel}
+	defer as.RemovePending(pa)
+	if t := as.current(); t != nil && t.cancelled.Load() {
+		// Checked after the request was added: a cancel either sees it
+		// or has been seen here.
+		return no, context.Canceled
+	}
+	ctx = pa.Context()
 	if target.gate != nil {
 		// The call's tool_call (and the text before it) goes first.
 		target.gate.Await(ctx, req.Intent.CallID)
 	}
-	as.mu.Lock()
-	if as.cancelled {
-		as.mu.Unlock()
-		return no, context.Canceled
-	}
-	as.waits[w] = struct{}{}
-	as.mu.Unlock()
-	defer func() {
-		as.mu.Lock()
-		delete(as.waits, w)
-		as.mu.Unlock()
-	}()
 
 	call := as.permissionCall(req)
 	if target.show != nil {
@@ -118,7 +103,7 @@ func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, tar
 			OptionID *string `json:"optionId"`
 		} `json:"outcome"`
 	}
-	err := as.srv.c.call(ctx, "session/request_permission", params, &resp)
+	err = as.srv.c.call(ctx, "session/request_permission", params, &resp)
 	switch {
 	case errors.Is(context.Cause(ctx), errPromptCancelled):
 		return no, context.Canceled
@@ -135,13 +120,13 @@ func (as *acpSession) confirm(ctx context.Context, req tools.ConfirmRequest, tar
 	if resp.Outcome.OptionID == nil || *resp.Outcome.OptionID == "" {
 		// avante answers so after "Always allow": which option the
 		// person chose is not known, so nothing is allowed.
-		as.srv.log.Warn("permission answer without an optionId; denied", "session", as.id, "call", req.Intent.CallID)
+		as.srv.log.Warn("permission answer without an optionId; denied", "session", as.ID(), "call", req.Intent.CallID)
 		no.Reason = noOptionDenial
 		as.noteDenial(target.sessionID, req.Intent.CallID, noOptionDenial)
 		return no, nil
 	}
 	optionID := *resp.Outcome.OptionID
-	as.srv.log.Info("permission answered", "session", as.id, "call", req.Intent.CallID, "option", truncate(optionID, 40))
+	as.srv.log.Info("permission answered", "session", as.ID(), "call", req.Intent.CallID, "option", truncate(optionID, 40))
 	switch optionID {
 	case optAllowOnce:
 		return tools.Approval{Approved: true, Digest: req.Digest}, nil
@@ -199,7 +184,7 @@ func (as *acpSession) takeDenial(sessionID, callID string) string {
 // showed for the call before.
 func (as *acpSession) permissionCall(req tools.ConfirmRequest) map[string]any {
 	in := req.Intent
-	v := describeCall(as.cwd, in.Tool, in.Arguments)
+	v := describeCall(as.cwd(), in.Tool, in.Arguments)
 	title := tools.ApprovalHeadline(req.Title, tools.MaxPreviewTitle)
 	content := []map[string]any{}
 	if title != req.Title {
@@ -255,5 +240,3 @@ func (as *acpSession) rejectAlways(req tools.ConfirmRequest) {
 		as.rejected = append(as.rejected, rejection{tool: req.Intent.Tool, effect: req.Intent.Effect, scope: *req.Scope})
 	}
 }
-
-func (w *permissionWait) cancelPrompt() { w.cancel(errPromptCancelled) }

@@ -14,10 +14,10 @@ import (
 // the session's plan, if it has one. Opaque reasoning content is never
 // sent.
 func (as *acpSession) replay() {
-	for _, e := range as.hs.Branch() {
+	for _, e := range as.Session().Branch() {
 		switch e.Type {
 		case session.EntryUser, session.EntrySteering:
-			as.srv.update(as.id, chunk("user_message_chunk", e.ID, e.Text))
+			as.srv.update(as.ID(), chunk("user_message_chunk", e.ID, e.Text))
 			as.replayImages(e.ID, e.PromptImages())
 		case session.EntryAssistant:
 			for _, it := range e.Items {
@@ -29,13 +29,13 @@ func (as *acpSession) replay() {
 			}
 		case session.EntryCompaction:
 			if c := e.Compaction; c != nil && c.Summary != "" {
-				as.srv.update(as.id, chunk("agent_thought_chunk", e.ID, "Earlier conversation, compacted:\n"+c.Summary))
+				as.srv.update(as.ID(), chunk("agent_thought_chunk", e.ID, "Earlier conversation, compacted:\n"+c.Summary))
 			}
 		}
 	}
-	if p := as.hs.Plan(); p != nil {
+	if p := as.Session().Plan(); p != nil {
 		// The session's plan, as the model last set it.
-		as.srv.update(as.id, map[string]any{"sessionUpdate": "plan", "entries": planEntries(p.Steps)})
+		as.srv.update(as.ID(), map[string]any{"sessionUpdate": "plan", "entries": planEntries(p.Steps)})
 	}
 }
 
@@ -43,14 +43,14 @@ func (as *acpSession) replayItem(entryID string, it session.Item) {
 	switch it.Type {
 	case session.ItemText:
 		if it.Text != "" {
-			as.srv.update(as.id, chunk("agent_message_chunk", entryID, it.Text))
+			as.srv.update(as.ID(), chunk("agent_message_chunk", entryID, it.Text))
 		}
 	case session.ItemReasoning:
 		if it.Text != "" {
-			as.srv.update(as.id, chunk("agent_thought_chunk", entryID, it.Text))
+			as.srv.update(as.ID(), chunk("agent_thought_chunk", entryID, it.Text))
 		}
 	case session.ItemFunctionCall:
-		v := describeCall(as.cwd, it.Name, []byte(it.Arguments))
+		v := describeCall(as.cwd(), it.Name, []byte(it.Arguments))
 		u := map[string]any{
 			"sessionUpdate": "tool_call", "toolCallId": it.CallID, "title": v.title, "kind": v.kind,
 			"status": "pending", "rawInput": rawArgs([]byte(it.Arguments)),
@@ -58,7 +58,7 @@ func (as *acpSession) replayItem(entryID string, it session.Item) {
 		if len(v.locations) > 0 {
 			u["locations"] = v.locations
 		}
-		as.srv.update(as.id, u)
+		as.srv.update(as.ID(), u)
 	}
 }
 
@@ -68,8 +68,8 @@ func (as *acpSession) replayResult(r *session.ToolResult) {
 		status = "failed"
 	}
 	// The files the call changed, as recorded with its result.
-	content := append(recordedContent(as.srv.log, as.cwd, r, as.hs.FileTexts), literalContent("text", r.Text))
-	as.srv.update(as.id, map[string]any{
+	content := append(recordedContent(as.srv.log, as.cwd(), r, as.Session().FileTexts), literalContent("text", r.Text))
+	as.srv.update(as.ID(), map[string]any{
 		"sessionUpdate": "tool_call_update", "toolCallId": r.CallID, "status": status,
 		"content": content, "rawOutput": map[string]any{"text": r.Text, "isError": r.IsError},
 	})
@@ -80,12 +80,12 @@ func (as *acpSession) replayResult(r *session.ToolResult) {
 // message; an image gone from the image store is said in text.
 func (as *acpSession) replayImages(entryID string, imgs []session.Image) {
 	for _, im := range imgs {
-		data, err := as.hs.Image(im)
+		data, err := as.Session().Image(im)
 		if err != nil {
-			as.srv.update(as.id, chunk("user_message_chunk", entryID, fmt.Sprintf("[an image (%s) no longer in octet's image store]", im.MimeType)))
+			as.srv.update(as.ID(), chunk("user_message_chunk", entryID, fmt.Sprintf("[an image (%s) no longer in octet's image store]", im.MimeType)))
 			continue
 		}
-		as.srv.update(as.id, map[string]any{"sessionUpdate": "user_message_chunk", "messageId": entryID,
+		as.srv.update(as.ID(), map[string]any{"sessionUpdate": "user_message_chunk", "messageId": entryID,
 			"content": map[string]any{"type": "image", "mimeType": im.MimeType, "data": base64.StdEncoding.EncodeToString(data)}})
 	}
 }

@@ -19,11 +19,6 @@ import (
 // ProtocolVersion is the ACP version octet speaks.
 const ProtocolVersion = 1
 
-// maxSessions bounds the sessions open on one connection (a client that
-// never sends session/close keeps them): each holds an agent, its tools
-// and a session file.
-const maxSessions = 256
-
 // Options configures Serve.
 type Options struct {
 	// Runtime builds each session's agent (the same as octet lsp's).
@@ -36,6 +31,12 @@ type Options struct {
 	// startup; session/new and session/load report it until the
 	// configuration loads (NewAgent reads it anew).
 	ConfigError error
+	// MaxSessions bounds the sessions open on the connection (default
+	// host.DefaultMaxSessions; a client that never sends session/close
+	// keeps them, and each holds an agent, its tools and a session
+	// file): opening one more releases the least recently used idle one,
+	// which the next request naming it opens again.
+	MaxSessions int
 }
 
 // Server is one ACP connection's state.
@@ -49,12 +50,17 @@ type Server struct {
 	// openMu serializes opening existing sessions (load, resume).
 	openMu sync.Mutex
 
+	// sessions are the sessions open on the connection.
+	sessions *host.Registry[*acpSession]
+
 	mu          sync.Mutex
 	initialized bool
 	clientCaps  clientCapabilities
 	// client is the client's name (initialize's clientInfo.name).
-	client   string
-	sessions map[string]*acpSession
+	client string
+	// mcp are the MCP servers each session was opened with, to open it
+	// again with them after the registry released it.
+	mcp map[string][]host.MCPServer
 	// kids interrupt the exposed child sessions still active (the
 	// subagents capability), by child session id.
 	kids map[string]func() error
@@ -117,7 +123,8 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{opts: opts, log: log, c: newConn(out, log), host: host.New(opts.Runtime, log), sessions: map[string]*acpSession{}, kids: map[string]func() error{}}
+	s := &Server{opts: opts, log: log, c: newConn(out, log), host: host.New(opts.Runtime, log), mcp: map[string][]host.MCPServer{}, kids: map[string]func() error{}}
+	s.sessions = host.NewRegistry[*acpSession](host.RegistryOptions{MaxOpen: opts.MaxSessions, Logger: log})
 	defer s.host.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -128,7 +135,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	// prompts answered (into the void), before the sessions close.
 	s.cancelAll()
 	s.c.wg.Wait()
-	s.closeAll()
+	s.sessions.CloseAll()
 	return err
 }
 
@@ -148,9 +155,9 @@ func (s *Server) handle(ctx context.Context, method string, raw json.RawMessage)
 	case "session/cancel":
 		return nil, s.cancel(raw)
 	case "session/set_mode":
-		return s.setMode(raw)
+		return s.setMode(ctx, raw)
 	case "session/set_config_option":
-		return s.setConfigOption(raw)
+		return s.setConfigOption(ctx, raw)
 	case "session/list":
 		return s.list(ctx, raw)
 	case "session/resume":
@@ -279,7 +286,7 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 		return nil, err
 	}
 	res := as.state()
-	res["sessionId"] = as.id
+	res["sessionId"] = as.ID()
 	as.ready()
 	return res, nil
 }
@@ -288,13 +295,11 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 // this connection's binding: the session's approver, its client files
 // and children's hooks, the client's MCP servers) and registers it.
 func (s *Server) attach(caps clientCapabilities, mcp []host.MCPServer, open func(host.Binding) (*host.Session, error)) (*acpSession, error) {
-	s.mu.Lock()
-	n := len(s.sessions)
-	s.mu.Unlock()
-	if n >= maxSessions {
-		return nil, &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%d sessions are open on this connection, the most octet keeps: restart the agent server to open more", n)}
+	// Room first: a session refused for the bound leaves nothing behind.
+	if err := s.sessions.MakeRoom(); err != nil {
+		return nil, limitError(err)
 	}
-	as := &acpSession{srv: s, waits: map[*permissionWait]struct{}{}, subagents: caps.subagents()}
+	as := &acpSession{srv: s, subagents: caps.subagents()}
 	b := host.Binding{
 		Approver: as, MCPServers: mcp, Editor: func(string) func() (string, []string) { return s.editor },
 		Delegation: func(_ string, cfg *team.Config) { as.delegation(cfg) },
@@ -318,25 +323,61 @@ func (s *Server) attach(caps clientCapabilities, mcp []host.MCPServer, open func
 		}
 		return nil, err
 	}
-	as.hs, as.id, as.cwd = hs, hs.ID(), hs.Cwd()
-	s.mu.Lock()
-	s.sessions[as.id] = as
-	s.mu.Unlock()
+	as.OpenSession = host.NewOpenSession(hs, 0, 0)
+	got, err := s.sessions.Add(as)
+	if err != nil || got != as {
+		_ = hs.Close()
+	}
+	if err != nil {
+		return nil, limitError(err)
+	}
+	if got == as {
+		s.mu.Lock()
+		s.mcp[as.ID()] = mcp
+		s.mu.Unlock()
+	}
+	return got, nil
+}
+
+// limitError is the answer to a session refused for the open-session
+// bound (host.LimitError).
+func limitError(err error) error {
+	if _, ok := errors.AsType[*host.LimitError](err); ok {
+		return &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("%v (session/cancel, session/close)", err)}
+	}
+	return err
+}
+
+// session returns the open session id, marked used. A session the
+// connection's registry released by itself (idle, for the open-session
+// bound) is opened again, with the MCP servers it was opened with.
+func (s *Server) session(ctx context.Context, id string) (*acpSession, error) {
+	caps, err := s.ready()
+	if err != nil {
+		return nil, err
+	}
+	as, err := s.sessions.Use(id)
+	if errors.Is(err, host.ErrReleased) {
+		s.log.Info("reopening a released session", "session", id)
+		return s.load(ctx, caps, id, s.mcpOf(id))
+	}
+	if err != nil {
+		return nil, notOpenError(id)
+	}
 	return as, nil
 }
 
-// session returns the open session id.
-func (s *Server) session(id string) (*acpSession, error) {
-	if _, err := s.ready(); err != nil {
-		return nil, err
-	}
+// notOpenError answers a request naming a session that is not open on
+// the connection.
+func notOpenError(id string) error {
+	return &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("session %q is not open on this connection: use session/new or session/load", truncate(id, 80))}
+}
+
+// mcpOf is the MCP servers session id was opened with.
+func (s *Server) mcpOf(id string) []host.MCPServer {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	as, ok := s.sessions[id]
-	if !ok {
-		return nil, &rpcError{Code: codeResourceNotFound, Message: fmt.Sprintf("session %q is not open on this connection: use session/new or session/load", truncate(id, 80))}
-	}
-	return as, nil
+	return s.mcp[id]
 }
 
 func (s *Server) cancel(raw json.RawMessage) error {
@@ -346,12 +387,15 @@ func (s *Server) cancel(raw json.RawMessage) error {
 	if err := decode(raw, &p); err != nil {
 		return err
 	}
-	if _, err := s.ready(); err == nil && s.cancelKid(p.SessionID) {
+	if _, err := s.ready(); err != nil {
+		return err
+	}
+	if s.cancelKid(p.SessionID) {
 		return nil
 	}
-	as, err := s.session(p.SessionID)
-	if err != nil {
-		return err
+	as, ok := s.sessions.Lookup(p.SessionID)
+	if !ok {
+		return notOpenError(p.SessionID)
 	}
 	as.cancelPrompt()
 	return nil
@@ -359,27 +403,8 @@ func (s *Server) cancel(raw json.RawMessage) error {
 
 // cancelAll cancels every session's prompt (the client is gone).
 func (s *Server) cancelAll() {
-	for _, as := range s.all() {
+	for _, as := range s.sessions.All() {
 		as.cancelPrompt()
-	}
-}
-
-func (s *Server) all() []*acpSession {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]*acpSession, 0, len(s.sessions))
-	for _, as := range s.sessions {
-		out = append(out, as)
-	}
-	return out
-}
-
-// closeAll closes every session once its run has settled.
-func (s *Server) closeAll() {
-	for _, as := range s.all() {
-		if err := as.close(); err != nil {
-			s.log.Warn("close session", "session", as.id, "error", err)
-		}
 	}
 }
 

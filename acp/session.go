@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/octet-agent/octet/agent"
@@ -24,13 +25,12 @@ const (
 	stopCancelled       = "cancelled"
 )
 
-// acpSession is one open session with its agent.
+// acpSession is one session open on the connection: the host's open
+// session (its agent, its activity, the permission requests it waits
+// for, held in the connection's registry) and what ACP keeps beside it.
 type acpSession struct {
+	*host.OpenSession
 	srv *Server
-	id  string
-	cwd string
-	// hs is the session in the host: its ledger, agent and rules.
-	hs *host.Session
 	// files are the client's files (nil: the client has no fs
 	// capability).
 	files *clientFiles
@@ -38,18 +38,6 @@ type acpSession struct {
 	subagents bool
 
 	mu sync.Mutex
-	// run is the prompt in progress (nil: none); cancelled is set by
-	// session/cancel for it.
-	run       *agent.Run
-	cancelled bool
-	// busy is set while a slash command that does not run the model
-	// (/diff, /rewind) holds the prompt slot.
-	busy bool
-	// gate records the tool_call updates sent for the prompt in
-	// progress: a permission request follows its call's (nil: none).
-	gate *eventgate.Gate
-	// waits are the session/request_permission requests unanswered.
-	waits map[*permissionWait]struct{}
 	// denials are why octet itself denied a call (an answer without an
 	// option), by session and call id, until its decision update is sent.
 	denials map[[2]string]string
@@ -57,25 +45,75 @@ type acpSession struct {
 	// tools and scopes are denied without asking while the session is
 	// open on this connection.
 	rejected []rejection
-
-	closeOnce sync.Once
-	closeErr  error
 }
 
 var _ tools.Approver = (*acpSession)(nil)
 
-// update sends one session/update on the session.
-func (as *acpSession) update(u map[string]any) { as.srv.update(as.id, u) }
+// cwd is the session's workspace.
+func (as *acpSession) cwd() string { return as.Session().Cwd() }
 
-// running reports whether a prompt is running in the session.
-func (as *acpSession) running() bool {
-	as.mu.Lock()
-	defer as.mu.Unlock()
-	return as.run != nil
+// update sends one session/update on the session.
+func (as *acpSession) update(u map[string]any) { as.srv.update(as.ID(), u) }
+
+// turn is what holds a session busy on the connection (host.Activity):
+// a prompt's run, or a slash command that runs no model (run nil). One
+// at a time: a prompt while another holds the session is refused.
+type turn struct {
+	run *agent.Run
+	// gate records the tool_call updates sent for the run: a permission
+	// request follows its call's.
+	gate *eventgate.Gate
+	// cancelled is set by session/cancel (or a close) for the run.
+	cancelled atomic.Bool
+	done      chan struct{}
+}
+
+func newTurn() *turn { return &turn{gate: new(eventgate.Gate), done: make(chan struct{})} }
+
+// Cancel cancels the turn's run (a slash command runs to its end).
+func (t *turn) Cancel(string) {
+	if t.run != nil {
+		t.cancelled.Store(true)
+		t.run.Cancel()
+	}
+}
+
+func (t *turn) Done() <-chan struct{} { return t.done }
+
+// current is the session's turn (nil: none).
+func (as *acpSession) current() *turn {
+	t, _ := as.Busy().(*turn)
+	return t
+}
+
+// begin holds the session for t (started by start under the session's
+// lock, when given): errPromptRunning while another turn holds it.
+func (as *acpSession) begin(t *turn, start func() error) error {
+	_, err := as.Start(func() (host.Activity, error) {
+		if start != nil {
+			if err := start(); err != nil {
+				return nil, err
+			}
+		}
+		return t, nil
+	})
+	if _, busy := errors.AsType[*host.BusyError](err); busy || errors.Is(err, agent.ErrBusy) {
+		return errPromptRunning
+	}
+	if errors.Is(err, host.ErrClosed) {
+		return notOpenError(as.ID())
+	}
+	return err
+}
+
+// end releases the session from t.
+func (as *acpSession) end(t *turn) {
+	as.End(t)
+	close(t.done)
 }
 
 // broker returns the session's effect broker.
-func (as *acpSession) broker() *tools.Broker { return as.hs.Broker() }
+func (as *acpSession) broker() *tools.Broker { return as.Session().Broker() }
 
 // errPromptRunning refuses a prompt while another one runs.
 var errPromptRunning = &rpcError{Code: codeInvalidRequest, Message: "a prompt is already running in this session: wait for its answer or send session/cancel"}
@@ -91,15 +129,15 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err := decode(raw, &p); err != nil {
 		return nil, err
 	}
-	as, err := s.session(p.SessionID)
+	as, err := s.session(ctx, p.SessionID)
 	if err != nil {
 		return nil, err
 	}
 	if cmd, arg := slashCommand(p.Prompt); cmd != nil {
-		s.log.Info("slash command", "session", as.id, "command", cmd.name)
+		s.log.Info("slash command", "session", as.ID(), "command", cmd.name)
 		return cmd.run(as, ctx, arg, p.Prompt[1:])
 	}
-	in, err := readPrompt(as.cwd, p.Prompt)
+	in, err := readPrompt(as.cwd(), p.Prompt)
 	if err != nil {
 		return nil, err
 	}
@@ -110,17 +148,17 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
 // its title (session_info_update). Images the session's model does not
 // take are refused (invalid params) before anything is kept or sent.
 func (as *acpSession) runInput(ctx context.Context, in promptInput) (any, error) {
-	if err := as.hs.CheckImages(in.images); err != nil {
+	if err := as.Session().CheckImages(in.images); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	text := in.text
 	return as.runPrompt(ctx, func(ctx context.Context) (*agent.Run, error) {
-		untitled := as.hs.Title() == ""
-		r, err := as.hs.Prompt(ctx, text, agent.PromptOptions{Images: in.images})
+		untitled := as.Session().Title() == ""
+		r, err := as.Session().Prompt(ctx, text, agent.PromptOptions{Images: in.images})
 		if err == nil && untitled {
-			if err := as.hs.TitleFromPrompt(text); err != nil {
-				as.srv.log.Warn("could not set the session's automatic title", "session", as.id, "error", err)
-			} else if title := as.hs.Title(); title != "" {
+			if err := as.Session().TitleFromPrompt(text); err != nil {
+				as.srv.log.Warn("could not set the session's automatic title", "session", as.ID(), "error", err)
+			} else if title := as.Session().Title(); title != "" {
 				as.update(map[string]any{"sessionUpdate": "session_info_update", "title": title, "updatedAt": now()})
 			}
 		}
@@ -134,36 +172,24 @@ func now() string { return time.Now().UTC().Format(time.RFC3339Nano) }
 // runPrompt runs the run start begins, streaming its events, and answers
 // once it is settled; session_info_update then says the session changed.
 func (as *acpSession) runPrompt(ctx context.Context, start func(context.Context) (*agent.Run, error)) (any, error) {
-	as.mu.Lock()
-	if as.run != nil || as.busy {
-		as.mu.Unlock()
-		return nil, errPromptRunning
-	}
-	gate := new(eventgate.Gate)
-	as.gate = gate
-	r, err := start(ctx)
+	t := newTurn()
+	err := as.begin(t, func() (err error) {
+		t.run, err = start(ctx)
+		return err
+	})
 	if err != nil {
-		as.gate = nil
-		as.mu.Unlock()
-		if errors.Is(err, agent.ErrBusy) {
-			return nil, errPromptRunning
-		}
 		return nil, fmt.Errorf("start prompt: %w", err)
 	}
-	as.run, as.cancelled = r, false
-	as.mu.Unlock()
-
-	st := newRunStream(as.srv, as.id, as.cwd, as.hs.Ledger(), r.ID())
-	st.gate, st.totals, st.texts, st.denial = gate, as.hs.Ledger().Totals, as.hs.FileTexts, as.takeDenial
+	r := t.run
+	st := newRunStream(as.srv, as.ID(), as.cwd(), as.Session().Ledger(), r.ID())
+	st.gate, st.totals, st.texts, st.denial = t.gate, as.Session().Ledger().Totals, as.Session().FileTexts, as.takeDenial
 	for ev := range r.Events() {
 		st.event(ev)
 	}
-	gate.End()
+	t.gate.End()
 	res := r.Wait()
-	as.mu.Lock()
-	cancelled := as.cancelled
-	as.run, as.gate = nil, nil
-	as.mu.Unlock()
+	cancelled := t.cancelled.Load()
+	as.end(t)
 	as.update(map[string]any{"sessionUpdate": "session_info_update", "updatedAt": now()})
 	return as.answer(res, cancelled)
 }
@@ -181,7 +207,7 @@ func (as *acpSession) answer(res agent.RunResult, cancelled bool) (any, error) {
 	case res.Outcome == agent.OutcomeFailed:
 		msg := "the run failed"
 		if res.Err != nil {
-			msg = as.hs.Explain(res.Err).Error()
+			msg = as.Session().Explain(res.Err).Error()
 		}
 		return nil, &rpcError{Code: codeInternalError, Message: msg, Data: map[string]any{"runId": res.RunID}}
 	default:
@@ -193,7 +219,7 @@ func (as *acpSession) answer(res agent.RunResult, cancelled bool) (any, error) {
 // completedStop is the stop reason of a completed run: max_tokens when
 // its last response stopped at the output limit, else end_turn.
 func (as *acpSession) completedStop(runID string) string {
-	branch := as.hs.Branch()
+	branch := as.Session().Branch()
 	for i := len(branch) - 1; i >= 0; i-- {
 		e := branch[i]
 		if e.RunID != runID {
@@ -215,35 +241,12 @@ func (as *acpSession) completedStop(runID string) string {
 // cancelPrompt cancels the prompt in progress and answers its pending
 // permission requests as cancelled.
 func (as *acpSession) cancelPrompt() {
-	as.mu.Lock()
-	r := as.run
-	if r != nil {
-		as.cancelled = true
+	t := as.current()
+	if t != nil && t.run != nil {
+		t.cancelled.Store(true)
 	}
-	waits := make([]*permissionWait, 0, len(as.waits))
-	for w := range as.waits {
-		waits = append(waits, w)
+	as.CancelPending(errPromptCancelled)
+	if t != nil {
+		t.Cancel("session/cancel")
 	}
-	as.mu.Unlock()
-	for _, w := range waits {
-		w.cancelPrompt()
-	}
-	if r != nil {
-		r.Cancel()
-	}
-}
-
-// close releases the agent and the session file once the run settled.
-func (as *acpSession) close() error {
-	as.closeOnce.Do(func() {
-		as.mu.Lock()
-		r := as.run
-		as.mu.Unlock()
-		if r != nil {
-			r.Cancel()
-			r.Wait()
-		}
-		as.closeErr = as.hs.Close()
-	})
-	return as.closeErr
 }

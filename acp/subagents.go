@@ -73,7 +73,7 @@ func (s *subagents) updatedLocked(child team.Snapshot, k *subagent) {
 	if first {
 		u["title"] = child.Path
 		u["description"] = titleText(child.Task)
-		u["cwd"] = s.as.cwd
+		u["cwd"] = s.as.cwd()
 	}
 	if child.Status.Active() {
 		u["capabilities"] = map[string]any{"cancel": map[string]any{}}
@@ -82,7 +82,7 @@ func (s *subagents) updatedLocked(child team.Snapshot, k *subagent) {
 		u["capabilities"] = nil
 		s.as.srv.setKid(child.SessionID, nil)
 	}
-	s.as.srv.update(s.as.id, u)
+	s.as.srv.update(s.as.ID(), u)
 	if first {
 		// The task, as the child's first message.
 		s.as.srv.update(child.SessionID, map[string]any{"sessionUpdate": "user_message_chunk", "content": map[string]any{"type": "text", "text": clip(child.Task, maxToolOutput)}})
@@ -104,7 +104,7 @@ func (s *subagents) event(child team.Snapshot, ev agent.Event) {
 	}
 	if rs, ok := ev.(*agent.RunStarted); ok {
 		k.gate = new(eventgate.Gate)
-		k.stream = newRunStream(s.as.srv, child.SessionID, s.as.cwd, sessionFile(child.SessionPath), rs.RunID)
+		k.stream = newRunStream(s.as.srv, child.SessionID, s.as.cwd(), sessionFile(child.SessionPath), rs.RunID)
 		k.stream.gate, k.stream.denial = k.gate, s.as.takeDenial
 	}
 	st, gate := k.stream, k.gate

@@ -70,9 +70,12 @@ func (h *Host) sawChild(rootID string, child team.Snapshot, update bool) {
 	}
 }
 
-// teamsDir is where the product keeps its teams (cmd/octet: beside the
-// session files).
-func (h *Host) teamsDir() string { return filepath.Join(h.rt.SessionsDir, "teams") }
+// TeamsDir is where the delegated children of the sessions in
+// sessionsDir keep their teams (provenance and child sessions).
+func TeamsDir(sessionsDir string) string { return filepath.Join(sessionsDir, "teams") }
+
+// teamsDir is where the host's sessions keep their teams.
+func (h *Host) teamsDir() string { return TeamsDir(h.rt.SessionsDir) }
 
 // Children are the delegated children's sessions of session parentID,
 // from their teams' provenance on disk.

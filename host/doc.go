@@ -6,12 +6,17 @@
 // them: create, open, list, transcript pages, rename, fork, delete,
 // branch, rewind and diff; standing approval rules and each session's
 // effect policy (kept in its ledger); the model catalog; context
-// attachments; and delegated children as child sessions.
+// attachments; delegated children as child sessions; and the sessions a
+// front door holds open ([Registry] of [OpenSession]: the bound and idle
+// release, each session's event stream, its one [Activity] and the
+// approvals it waits for).
 //
 // The dialects decode a request, call the host and encode its answer.
 // Errors a caller branches on are typed: [ErrNoSession], [ErrNoRule],
-// [*AgentError] for an agent the runtime could not build, and
-// [*InputError] for a request the caller must change.
+// [*AgentError] for an agent the runtime could not build, [*InputError]
+// for a request the caller must change, and for open sessions
+// [ErrClosed], [ErrReleased], [ErrNotOpen], [*BusyError] and
+// [*LimitError].
 // gopls's split between protocol (the wire) and cache/golang (the work)
 // is the model.
 package host

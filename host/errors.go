@@ -34,3 +34,36 @@ type AgentError struct{ Err error }
 func (e *AgentError) Error() string { return "build agent: " + e.Err.Error() }
 
 func (e *AgentError) Unwrap() error { return e.Err }
+
+// ErrClosed: the session is closed, or being closed, at a client's
+// request; it is opened again only when a client asks (a resume, a
+// load).
+var ErrClosed = errors.New("session is closed")
+
+// ErrReleased: the registry released the session by itself (idle, or to
+// make room for another); a request naming it opens it again.
+var ErrReleased = errors.New("session was released")
+
+// ErrNotOpen: the registry does not hold the session open (it may still
+// be on disk).
+var ErrNotOpen = errors.New("session is not open")
+
+// BusyError is an operation refused because the session has an activity
+// (a run, a rewind) that it must not overlap.
+type BusyError struct {
+	SessionID string
+	// Holder is the activity: the front door's run, or a *Hold.
+	Holder Activity
+}
+
+func (e *BusyError) Error() string {
+	return fmt.Sprintf("session %s is busy: wait until its run or rewind has ended", e.SessionID)
+}
+
+// LimitError is a session refused because the registry holds as many as
+// it may and every one of them is busy.
+type LimitError struct{ Open int }
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%d sessions are open and every one has a run: cancel a run, or close a session", e.Open)
+}

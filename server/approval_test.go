@@ -114,11 +114,9 @@ func TestStockApprovalCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	var digest string
-	ss.mu.Lock()
-	for _, pa := range ss.pending {
-		digest = pa.params.Digest
+	for _, v := range ss.Pending() {
+		digest = v.Digest
 	}
-	ss.mu.Unlock()
 	e.mustCall("workspace/executeCommand", map[string]any{"command": "octet.approve",
 		"arguments": []any{map[string]any{"digest": strings.ToUpper(digest)}}}, &res)
 	if res.Resolved == nil || *res.Resolved != 1 {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -39,7 +38,7 @@ const (
 // "approve" or "approve_for_session" echoing the request's digest
 // approves; anything else (an unknown decision, another digest, a result
 // that does not decode) denies.
-func (s *Server) confirmAnswer(pa *pendingApproval, raw json.RawMessage) approvalAnswer {
+func (s *Server) confirmAnswer(pa *host.PendingApproval, raw json.RawMessage) tools.Approval {
 	var ans struct {
 		Decision string `json:"decision"`
 		Digest   string `json:"digest"`
@@ -47,20 +46,20 @@ func (s *Server) confirmAnswer(pa *pendingApproval, raw json.RawMessage) approva
 	}
 	if err := json.Unmarshal(raw, &ans); err != nil {
 		s.log.Warn("undecodable octet/confirmEffect answer; denied", "error", err)
-		return approvalAnswer{}
+		return tools.Approval{}
 	}
 	approve := ans.Decision == decisionApprove || ans.Decision == decisionApproveForSession
-	if approve && !sameDigest(ans.Digest, pa.params.Digest) {
-		s.log.Warn("approval echoed a different digest; denied", "call", pa.params.CallID)
-		return approvalAnswer{}
+	if approve && !host.SameDigest(ans.Digest, pa.View.Digest) {
+		s.log.Warn("approval echoed a different digest; denied", "call", pa.View.CallID)
+		return tools.Approval{}
 	}
 	if !approve {
 		if ans.Decision != decisionDeny {
-			s.log.Warn("unknown octet/confirmEffect decision; denied", "call", pa.params.CallID, "decision", host.Clip(ans.Decision, 40))
+			s.log.Warn("unknown octet/confirmEffect decision; denied", "call", pa.View.CallID, "decision", host.Clip(ans.Decision, 40))
 		}
-		return approvalAnswer{Reason: ans.Reason}
+		return tools.Approval{Reason: ans.Reason}
 	}
-	return approvalAnswer{Approved: true, ForSession: ans.Decision == decisionApproveForSession}
+	return tools.Approval{Approved: true, ForSession: ans.Decision == decisionApproveForSession}
 }
 
 // fallbackActions are the buttons of a stock client's approval: "Approve
@@ -73,14 +72,14 @@ func fallbackActions(p confirmParams) []protocol.MessageActionItem {
 }
 
 // fallbackAnswer maps the chosen action's title to an answer.
-func fallbackAnswer(title string) approvalAnswer {
+func fallbackAnswer(title string) tools.Approval {
 	switch title {
 	case actionApprove:
-		return approvalAnswer{Approved: true}
+		return tools.Approval{Approved: true}
 	case actionApproveForSession:
-		return approvalAnswer{Approved: true, ForSession: true}
+		return tools.Approval{Approved: true, ForSession: true}
 	}
-	return approvalAnswer{}
+	return tools.Approval{}
 }
 
 // ruleView is one row of octet/approvals/list.
@@ -104,38 +103,10 @@ func (s *Server) approvalsList(_ context.Context, _ *jsonrpc2.Request, raw jsonr
 		return nil, err
 	}
 	rules := []ruleView{}
-	for _, r := range ss.handle.Rules().Rules() {
+	for _, r := range ss.Session().Rules().Rules() {
 		rules = append(rules, ruleView{RuleID: r.ID, Tool: r.Tool, Effect: r.Effect.String(), Scope: r.Scope, Policy: r.Policy.String(), CreatedAt: r.Created.UTC()})
 	}
-	return rawResult(map[string]any{"pending": s.pendingViews(ss), "rules": rules})
-}
-
-// pendingViews is the octet/confirmEffect params of every approval ss
-// is waiting for, oldest first.
-func (s *Server) pendingViews(ss *sessionState) []confirmParams {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	return viewsOf(ss.pendingSorted())
-}
-
-// pendingSorted returns the pending approvals, oldest first. The caller
-// holds ss.mu.
-func (ss *sessionState) pendingSorted() []*pendingApproval {
-	pending := make([]*pendingApproval, 0, len(ss.pending))
-	for _, pa := range ss.pending {
-		pending = append(pending, pa)
-	}
-	slices.SortFunc(pending, func(a, b *pendingApproval) int { return a.created.Compare(b.created) })
-	return pending
-}
-
-// viewsOf returns the octet/confirmEffect params of each approval.
-func viewsOf(pending []*pendingApproval) []confirmParams {
-	views := make([]confirmParams, 0, len(pending))
-	for _, pa := range pending {
-		views = append(views, pa.params)
-	}
-	return views
+	return rawResult(map[string]any{"pending": ss.Pending(), "rules": rules})
 }
 
 // approvalsRevoke handles octet/approvals/revoke.
@@ -154,13 +125,13 @@ func (s *Server) approvalsRevoke(_ context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, err
 	}
-	switch err := ss.handle.Rules().Revoke(p.RuleID); {
+	switch err := ss.Session().Rules().Revoke(p.RuleID); {
 	case errors.Is(err, host.ErrNoRule):
-		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.id, host.Clip(p.RuleID, 80))
+		return nil, invalidParams("session %s has no standing approval %q (octet/approvals/list shows them)", ss.ID(), host.Clip(p.RuleID, 80))
 	case err != nil:
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("revoke %s in session %s: %v", p.RuleID, ss.id, err))
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("revoke %s in session %s: %v", p.RuleID, ss.ID(), err))
 	}
-	s.log.Info("standing approval revoked", "session", ss.id, "rule", p.RuleID)
+	s.log.Info("standing approval revoked", "session", ss.ID(), "rule", p.RuleID)
 	return json.RawMessage(`{}`), nil
 }
 
@@ -188,13 +159,13 @@ func (s *Server) sessionSetPolicy(_ context.Context, _ *jsonrpc2.Request, raw js
 	if err != nil {
 		return nil, err
 	}
-	eff, err := ss.handle.SetEffectPolicy(pol)
+	eff, err := ss.Session().SetEffectPolicy(pol)
 	switch {
 	case errors.Is(err, tools.ErrPolicyLooser):
-		return nil, invalidParams("session %s: %v", ss.id, err)
+		return nil, invalidParams("session %s: %v", ss.ID(), err)
 	case err != nil:
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("set effect policy of %s: %v", ss.id, err))
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("set effect policy of %s: %v", ss.ID(), err))
 	}
-	s.log.Info("session effect policy set", "session", ss.id, "policy", pol.String())
+	s.log.Info("session effect policy set", "session", ss.ID(), "policy", pol.String())
 	return rawResult(eff)
 }

@@ -1,13 +1,10 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"time"
 
 	"github.com/octet-agent/octet/agent"
-	"github.com/octet-agent/octet/tools"
 )
 
 // A run is driven through the small runHandle seam below; runtime.go
@@ -62,44 +59,6 @@ type runResult struct {
 	Outcome string
 	Usage   any
 	Err     error
-}
-
-// approverFunc asks the editor to confirm one effect; the server binds one
-// per session.
-type approverFunc func(ctx context.Context, req approvalRequest) (approvalAnswer, error)
-
-// approvalAnswer is the editor's decision on one approval.
-type approvalAnswer struct {
-	// Approved is true for approve and approve_for_session with the
-	// request's digest.
-	Approved bool
-	// Digest is the digest the answer is for.
-	Digest string
-	// ForSession asks for a standing approval (approve_for_session).
-	ForSession bool
-	// Reason is the person's reason for a denial (client text).
-	Reason string
-}
-
-// approvalRequest is the editor-facing view of one effect confirmation.
-type approvalRequest struct {
-	RunID     string
-	CallID    string
-	Tool      string
-	Effect    string
-	Title     string
-	Detail    string
-	Diff      string
-	Digest    string
-	ExpiresAt time.Time
-	// Scope is what approve_for_session would cover (nil: approve once).
-	Scope *tools.ApprovalScope
-	// Arguments are the call's canonical arguments (for progress text only;
-	// never sent to the client beyond what title/detail/diff show).
-	Arguments json.RawMessage
-	// AgentPath and ChildSessionID name the delegated child whose call
-	// this is ("" for the session's own agent).
-	AgentPath, ChildSessionID string
 }
 
 // Errors a run reports for the server to map onto protocol errors.

@@ -38,7 +38,7 @@ func (s *Server) sessionDiff(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 	}
 	// Reading the images may take a moment: let later messages in.
 	jsonrpc2.Async(ctx)
-	chs, run, err := ss.handle.Diff(p.RunID)
+	chs, run, err := ss.Session().Diff(p.RunID)
 	if err != nil {
 		return nil, err
 	}

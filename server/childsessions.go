@@ -61,7 +61,7 @@ func (s *Server) bufferChildLocked(child team.Snapshot, epoch, runID string, seq
 		ce.ring = host.NewEventRing(s.opts.EventBuffer, min(s.opts.EventBufferBytes, childRingBytes))
 	}
 	ce.epoch, ce.runID, ce.seq = epoch, runID, seq
-	ce.ring.Add(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
+	ce.ring.Add(host.Event{Seq: seq, Method: "octet/event", Params: params})
 }
 
 // forgetChildren drops the events kept of the children cs.
@@ -85,10 +85,7 @@ func (s *Server) findChild(id string) (team.ChildSession, bool, error) {
 // asChild finds the child session id names, unless id is an open
 // session (the common case costs no disk look-up).
 func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
-	s.mu.Lock()
-	_, open := s.sessions[id]
-	s.mu.Unlock()
-	if open || id == "" {
+	if _, open := s.sessions.Get(id); open || id == "" {
 		return team.ChildSession{}, false, nil
 	}
 	return s.findChild(id)
@@ -98,7 +95,7 @@ func (s *Server) asChild(id string) (team.ChildSession, bool, error) {
 // this server has not opened it, or (isChild) the delegated child whose
 // session it is: the session methods that take a child's session route
 // it through here.
-func (s *Server) sessionOrChild(ctx context.Context, id string) (ss *sessionState, cs team.ChildSession, isChild bool, err error) {
+func (s *Server) sessionOrChild(ctx context.Context, id string) (ss *host.OpenSession, cs team.ChildSession, isChild bool, err error) {
 	if id == "" {
 		return nil, cs, false, invalidParams("sessionId is required")
 	}
@@ -226,25 +223,22 @@ func (s *Server) deleteChild(cs team.ChildSession) (any, error) {
 // policy when the parent is open here.
 func (s *Server) forkChild(ctx context.Context, cs team.ChildSession, entryID string) (any, error) {
 	var policy *tools.Policy
-	s.mu.Lock()
-	if parent, ok := s.sessions[cs.ParentSessionID]; ok {
-		p := parent.handle.Broker().Policy()
+	if parent, ok := s.sessions.Get(cs.ParentSessionID); ok {
+		p := parent.Session().Broker().Policy()
 		policy = &p
 	}
-	s.mu.Unlock()
-	holder := &approverHolder{}
-	h, err := s.host.ForkChild(ctx, cs, entryID, s.binding(holder), policy)
+	ss, err := s.hold(func(b host.Binding) (*host.Session, error) {
+		h, err := s.host.ForkChild(ctx, cs, entryID, b, policy)
+		if err != nil {
+			return nil, childError(err)
+		}
+		return h, nil
+	})
 	if err != nil {
-		return nil, childError(err)
-	}
-	ss := s.newSessionState(h, nil)
-	holder.set(s.approverFor(ss))
-	if _, err := s.register(ss); err != nil {
-		_ = h.Close()
 		return nil, err
 	}
-	s.log.Info("child session forked", "session", ss.id, "from", cs.SessionID, "entry", entryID)
-	return rawResult(map[string]string{"sessionId": ss.id})
+	s.log.Info("child session forked", "session", ss.ID(), "from", cs.SessionID, "entry", entryID)
+	return rawResult(map[string]string{"sessionId": ss.ID()})
 }
 
 // diffChild answers octet/session/diff for a child's session: its runs'
@@ -255,7 +249,7 @@ func (s *Server) diffChild(ctx context.Context, cs team.ChildSession, runID stri
 		return nil, err
 	}
 	jsonrpc2.Async(ctx)
-	chs, run, err := parent.handle.DiffChild(cs.Path, runID)
+	chs, run, err := parent.Session().DiffChild(cs.Path, runID)
 	if err != nil {
 		return nil, err
 	}

@@ -85,7 +85,7 @@ func TestChildSessionsInSessionMethods(t *testing.T) {
 		Status          string            `json:"status"`
 		ReadOnly        bool              `json:"readOnly"`
 		Transcript      []host.PagedEntry `json:"transcript"`
-		Events          []bufferedEvent   `json:"events"`
+		Events          []host.Event      `json:"events"`
 		Epoch           string            `json:"epoch"`
 		LastSeq         int64             `json:"lastSeq"`
 		Usage           host.Usage        `json:"usage"`

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,24 +15,15 @@ import (
 
 // isOpen reports whether the server holds session id open.
 func isOpen(s *Server, id string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.sessions[id] != nil
+	_, ok := s.sessions.Get(id)
+	return ok
 }
 
 // pendingApprovals counts the server's pending approvals.
 func pendingApprovals(s *Server) int {
-	s.mu.Lock()
-	var open []*sessionState
-	for _, ss := range s.sessions {
-		open = append(open, ss)
-	}
-	s.mu.Unlock()
 	n := 0
-	for _, ss := range open {
-		ss.mu.Lock()
-		n += len(ss.pending)
-		ss.mu.Unlock()
+	for _, ss := range s.sessions.All() {
+		n += len(ss.Pending())
 	}
 	return n
 }
@@ -136,7 +128,7 @@ func TestIdleSessionReleased(t *testing.T) {
 
 // TestOpenSessionBound: opening one session more than MaxSessions releases
 // the least recently used idle one; with every open session running, the
-// new one is refused.
+// new one is refused and leaves no session file.
 func TestOpenSessionBound(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	call := providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`))
@@ -170,9 +162,13 @@ func TestOpenSessionBound(t *testing.T) {
 			t.Fatalf("never two pending approvals:\n%s", e.dump())
 		}
 	}
+	files, _ := filepath.Glob(filepath.Join(st.Runtime.SessionsDir, "*.jsonl"))
 	err := e.call("octet/session/new", map[string]any{}, nil)
 	if codeOf(err) != CodeBackend || !strings.Contains(err.Error(), "octet/session/close") {
 		t.Errorf("session/new with every open session running: %v, want -32013 saying how to free one", err)
+	}
+	if after, _ := filepath.Glob(filepath.Join(st.Runtime.SessionsDir, "*.jsonl")); len(after) != len(files) {
+		t.Errorf("the refused session/new left a session file: %d files, %d before", len(after), len(files))
 	}
 	close(release)
 	waitAnswer(t, ch)

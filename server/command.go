@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/tools"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -57,13 +58,13 @@ func (s *Server) executeCommand(ctx context.Context, req *jsonrpc2.Request, raw 
 		if err := decodeParams(arg, &a); err != nil {
 			return nil, err
 		}
-		ans := approvalAnswer{Approved: p.Command == "octet.approve", ForSession: a.ForSession, Reason: a.Reason}
+		ans := tools.Approval{Approved: p.Command == "octet.approve", ForSession: a.ForSession, Reason: a.Reason}
 		if ans.Approved {
 			ans.Reason = ""
 		} else {
 			ans.ForSession = false
 		}
-		n, err := s.decideApproval(ans, a.CallID, a.Digest)
+		n, err := s.sessions.Decide(ans, a.CallID, a.Digest)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg, 
 		// ExecuteCommandParams carries the LSP work-done token itself.
 		p.WorkDoneToken = token
 	}
-	var ss *sessionState
+	var ss *host.OpenSession
 	if p.SessionID != "" {
 		var err error
 		if ss, err = s.session(p.SessionID); err != nil {
@@ -103,7 +104,7 @@ func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg, 
 }
 
 // defaultSession is the session octet.prompt uses without a sessionId.
-func (s *Server) defaultSession(ctx context.Context) (*sessionState, error) {
+func (s *Server) defaultSession(ctx context.Context) (*host.OpenSession, error) {
 	s.mu.Lock()
 	id := s.defaultID
 	s.mu.Unlock()
@@ -120,7 +121,7 @@ func (s *Server) defaultSession(ctx context.Context) (*sessionState, error) {
 		return nil, err
 	}
 	s.mu.Lock()
-	s.defaultID = ss.id
+	s.defaultID = ss.ID()
 	s.mu.Unlock()
 	return ss, nil
 }

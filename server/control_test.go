@@ -190,7 +190,7 @@ func TestResumeAfterSeq(t *testing.T) {
 		Transcript       []map[string]any
 		UsageUncertain   bool
 		PendingApprovals []any
-		Events           []bufferedEvent
+		Events           []host.Event
 		ReplayTruncated  bool
 		ActiveRunID      string
 	}

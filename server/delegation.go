@@ -40,10 +40,9 @@ func (s *Server) delegate(rootID string, cfg *team.Config) {
 }
 
 // rootSession returns the open root session, or nil.
-func (c *children) rootSession() *sessionState {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	return c.s.sessions[c.root]
+func (c *children) rootSession() *host.OpenSession {
+	ss, _ := c.s.sessions.Get(c.root)
+	return ss
 }
 
 // event forwards one child run event.
@@ -78,7 +77,7 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 	params := childEnvelope(child, runID, ss, seq, body)
 	c.s.mu.Lock()
 	send := c.s.caps.sendEvents
-	c.s.bufferChildLocked(child, ss.epoch, runID, seq, params)
+	c.s.bufferChildLocked(child, ss.Epoch(), runID, seq, params)
 	c.s.mu.Unlock()
 	if send {
 		c.s.notify("octet/event", params)
@@ -87,18 +86,18 @@ func (c *children) event(child team.Snapshot, ev agent.Event) {
 
 // childEnvelope is an octet/event of a child: the root's envelope fields
 // for the child's session and run, plus parentSessionId and agentPath.
-func childEnvelope(child team.Snapshot, runID string, root *sessionState, seq int64, body json.RawMessage) json.RawMessage {
+func childEnvelope(child team.Snapshot, runID string, root *host.OpenSession, seq int64, body json.RawMessage) json.RawMessage {
 	b := make([]byte, 0, len(body)+200)
 	b = append(b, `{"sessionId":`...)
 	b = appendJSONString(b, child.SessionID)
 	b = append(b, `,"runId":`...)
 	b = appendJSONString(b, runID)
 	b = append(b, `,"epoch":`...)
-	b = appendJSONString(b, root.epoch)
+	b = appendJSONString(b, root.Epoch())
 	b = append(b, `,"seq":`...)
 	b = strconv.AppendInt(b, seq, 10)
 	b = append(b, `,"parentSessionId":`...)
-	b = appendJSONString(b, root.id)
+	b = appendJSONString(b, root.ID())
 	b = append(b, `,"agentPath":`...)
 	b = appendJSONString(b, child.Path)
 	b = append(b, `,"event":`...)
@@ -141,31 +140,28 @@ func (c *children) updated(child team.Snapshot) {
 		ev.Usage = &agentUsage{Input: u.Input, CachedInput: u.CachedInput, Output: u.Output, Reasoning: u.Reasoning, CostPicodollars: u.CostPicodollars, Complete: !child.Uncertain}
 	}
 	body := mustJSON(ev)
-	ss.mu.Lock()
 	runID := ""
-	if ss.active != nil {
-		runID = ss.active.id
+	if run := runOf(ss.Busy()); run != nil {
+		runID = run.id
 	}
-	ss.mu.Unlock()
 	c.s.mu.Lock()
 	send := c.s.caps.sendEvents
 	c.s.mu.Unlock()
 	c.s.emit(ss, "octet/event", send, func(seq int64) json.RawMessage {
-		return eventEnvelope(ss.id, runID, ss.epoch, seq, body)
+		return eventEnvelope(ss.ID(), runID, ss.Epoch(), seq, body)
 	})
 }
 
 // approver asks the root session's editor for the child's confirmations,
 // naming the child.
 func (c *children) approver(child team.Snapshot) tools.Approver {
-	return toolsApprover{f: func(ctx context.Context, req approvalRequest) (approvalAnswer, error) {
+	return approverFunc(func(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
 		ss := c.rootSession()
 		if ss == nil {
-			return approvalAnswer{}, errNoRootSession
+			return tools.Approval{}, errNoRootSession
 		}
-		req.AgentPath, req.ChildSessionID = child.Path, child.SessionID
-		return c.s.approverFor(ss)(ctx, req)
-	}}
+		return c.s.confirm(ctx, ss, req, child)
+	})
 }
 
 // errNoRootSession refuses a child's approval once its root session is

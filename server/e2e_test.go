@@ -334,7 +334,7 @@ func TestShowMessageRequestFallback(t *testing.T) {
 	}
 	var r struct {
 		SessionID string
-		Events    []bufferedEvent
+		Events    []host.Event
 	}
 	var list struct{ Sessions []host.SessionInfo }
 	e.mustCall("octet/session/list", nil, &list)
@@ -700,7 +700,7 @@ func TestEventsTurnedOff(t *testing.T) {
 	if evs := e.eventsOf(""); len(evs) != 0 {
 		t.Errorf("%d octet/event notifications sent to a client that set events to false", len(evs))
 	}
-	var r struct{ Events []bufferedEvent }
+	var r struct{ Events []host.Event }
 	e.mustCall("octet/session/resume", map[string]any{"sessionId": sid, "afterSeq": 0}, &r)
 	if len(r.Events) < 3 || r.Events[0].Method != "octet/event" {
 		t.Errorf("resume replayed %+v", r.Events)

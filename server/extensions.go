@@ -15,8 +15,8 @@ func extensionsOf(h *host.Session) host.Extensions { return h.Extensions() }
 // watchExtensions sends the session an extensions_changed octet/event
 // (no run; buffered for resume like every event) after each change of
 // its extensions, until the session's handle closes them.
-func (s *Server) watchExtensions(ss *sessionState) {
-	ex := extensionsOf(ss.handle)
+func (s *Server) watchExtensions(ss *host.OpenSession) {
+	ex := extensionsOf(ss.Session())
 	if ex == nil {
 		return
 	}
@@ -26,7 +26,7 @@ func (s *Server) watchExtensions(ss *sessionState) {
 		s.mu.Unlock()
 		body, _ := json.Marshal(map[string]any{"kind": "extensions_changed"})
 		s.emit(ss, "octet/event", send, func(seq int64) json.RawMessage {
-			return eventEnvelope(ss.id, "", ss.epoch, seq, body)
+			return eventEnvelope(ss.ID(), "", ss.Epoch(), seq, body)
 		})
 	})
 }
@@ -37,7 +37,7 @@ func (s *Server) extensionsList(_ context.Context, _ *jsonrpc2.Request, raw json
 	if err != nil {
 		return nil, err
 	}
-	ex := extensionsOf(ss.handle)
+	ex := extensionsOf(ss.Session())
 	if ex == nil {
 		return rawResult(map[string]any{"servers": []any{}})
 	}
@@ -61,7 +61,7 @@ func (s *Server) extensionsEnable(_ context.Context, _ *jsonrpc2.Request, raw js
 	if err != nil {
 		return nil, err
 	}
-	ex := extensionsOf(ss.handle)
+	ex := extensionsOf(ss.Session())
 	if ex == nil {
 		return nil, invalidParams("session %s has no MCP servers", p.SessionID)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -13,7 +14,7 @@ import (
 type resumeResult struct {
 	Epoch            string
 	LastSeq          int64
-	Events           []bufferedEvent
+	Events           []host.Event
 	ReplayTruncated  bool
 	PendingApprovals []confirmParams
 	ActiveRunID      string

@@ -24,27 +24,17 @@ func (s *Server) sessionRewind(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, err
 	}
-	ss.mu.Lock()
-	switch {
-	case ss.active != nil:
-		active := ss.active.id
-		ss.mu.Unlock()
-		return nil, busyError(ss.id, active)
-	case ss.rewinding:
-		ss.mu.Unlock()
-		return nil, rewindingError(ss.id)
+	// The rewind holds the session: no run starts meanwhile, and the
+	// session is neither released for being idle nor closed under it.
+	hold, err := ss.Hold()
+	if err != nil {
+		return nil, startError(ss.ID(), err)
 	}
-	ss.rewinding = true
-	ss.mu.Unlock()
-	defer func() {
-		ss.mu.Lock()
-		ss.rewinding = false
-		ss.mu.Unlock()
-	}()
+	defer ss.Release(hold)
 	// Reading images and the editor's answers take a while: let later
 	// messages (the editor's applyEdit responses) in.
 	jsonrpc2.Async(ctx)
-	res, err := ss.handle.Rewind(ctx, p)
+	res, err := ss.Session().Rewind(ctx, p)
 	if err != nil {
 		return nil, err
 	}

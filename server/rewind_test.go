@@ -227,6 +227,46 @@ func TestSessionRewindOpenDocument(t *testing.T) {
 	}
 }
 
+// TestSessionRewindHoldsTheSession: a rewind holds its session as a run
+// does. While it waits for the editor's applyEdit answer, the session is
+// neither released for being idle (the idle timeout passes meanwhile)
+// nor closed and deleted by octet/session/delete (refused as busy); the
+// rewind then completes. Before, a rewinding session counted as idle:
+// the release and the delete closed its file under the rewind.
+func TestSessionRewindHoldsTheSession(t *testing.T) {
+	_, e, b, _ := docEditStack(t, Options{SessionIdleTimeout: 60 * time.Millisecond}, docCaps())
+	var sid string
+	deleted := make(chan error, 1)
+	openAfterIdle := make(chan bool, 1)
+	calls := 0
+	e.respond("workspace/applyEdit", func(params json.RawMessage) (any, error) {
+		if calls++; calls == 2 { // the rewind's
+			go func() { deleted <- e.call("octet/session/delete", map[string]any{"sessionId": sid}, nil) }()
+			time.Sleep(400 * time.Millisecond)
+			openAfterIdle <- isOpen(e.srv, sid)
+		}
+		return b.applyEdits(params)
+	})
+	sid = e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"})); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v\n%s", ans, e.dump())
+	}
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": entryIDs(t, e, sid)[0], "files": true}, &rw)
+	if !rw.Applied || len(rw.Changes) != 1 {
+		t.Fatalf("rewind: %+v", rw)
+	}
+	if !<-openAfterIdle {
+		t.Error("the session was released for being idle during its rewind")
+	}
+	if err := <-deleted; codeOf(err) != CodeSessionBusy || !strings.Contains(err.Error(), "is being rewound") {
+		t.Errorf("delete during the rewind: %v, want busy (being rewound)", err)
+	}
+	if text, _ := b.get(); text != "hello world\ntyped 😀 here\nthird\n" {
+		t.Errorf("buffer after the rewind %q", text)
+	}
+}
+
 // TestSessionRewindPaths: a files rewind limited to paths restores only
 // those (an editor's per-file revert); the others keep octet's changes,
 // and a later rewind of the rest still restores them.

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"go.lsp.dev/jsonrpc2"
 	"go.lsp.dev/protocol"
@@ -23,7 +22,7 @@ import (
 // octet/prompt request; other goroutines only cancel it or send controls.
 type runState struct {
 	id      string
-	session *sessionState
+	session *host.OpenSession
 	handle  runHandle
 	reqID   jsonrpc2.ID
 	token   string // tokenKey of the progress token, "" when none
@@ -53,6 +52,8 @@ type runState struct {
 	// envPrefix is the envelope of the run's octet/event params up to the
 	// seq: {"sessionId":…,"runId":…,"epoch":…,"seq":
 	envPrefix []byte
+	// directEv is the event deliver is emitting (guarded by fwdMu).
+	directEv directEvent
 }
 
 // cancel is the one cancel path for $/cancelRequest,
@@ -63,6 +64,18 @@ func (r *runState) cancel(why string) {
 		r.handle.Cancel()
 	})
 	_ = why
+}
+
+// Cancel implements host.Activity: closing the run's session cancels it.
+func (r *runState) Cancel(why string) { r.cancel(why) }
+
+// Done implements host.Activity.
+func (r *runState) Done() <-chan struct{} { return r.done }
+
+// runOf is the run a session's activity is (nil: none, or a rewind).
+func runOf(a host.Activity) *runState {
+	r, _ := a.(*runState)
+	return r
 }
 
 // report sends a progress report for the run, if it has progress.
@@ -135,20 +148,20 @@ func (s *Server) prompt(ctx context.Context, req *jsonrpc2.Request, raw jsonrpc2
 
 // runPrompt starts a run, registers it for every cancel path, releases the
 // reader and owns the run until it ends; the answer is its outcome.
-func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState, p promptParams) (any, error) {
+func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *host.OpenSession, p promptParams) (any, error) {
 	if p.Text == "" {
 		return nil, invalidParams("text is required")
 	}
-	text, imgs, err := s.withAttachments(ss.handle.Cwd(), p.Text, p.Context)
+	text, imgs, err := s.withAttachments(ss.Session().Cwd(), p.Text, p.Context)
 	if err != nil {
 		return nil, err
 	}
-	if err := ss.handle.CheckImages(imgs); err != nil {
+	if err := ss.Session().CheckImages(imgs); err != nil {
 		return nil, invalidParams("%v", err)
 	}
 	return s.ownRun(ctx, reqID, ss, runOptions{workDone: p.WorkDoneToken, withText: p.withText}, func(deliver func(wireEvent) bool) (runHandle, error) {
 		s.titleFromPrompt(ss, p.Text)
-		return startRun(s.ctx, ss.handle, text, agent.PromptOptions{WithoutTools: p.WithoutTools, Images: imgs}, deliver)
+		return startRun(s.ctx, ss.Session(), text, agent.PromptOptions{WithoutTools: p.WithoutTools, Images: imgs}, deliver)
 	})
 }
 
@@ -168,7 +181,7 @@ func (s *Server) sessionCompact(ctx context.Context, req *jsonrpc2.Request, raw 
 		return nil, err
 	}
 	return s.ownRun(ctx, req.ID(), ss, runOptions{workDone: p.WorkDoneToken}, func(deliver func(wireEvent) bool) (runHandle, error) {
-		return startCompact(s.ctx, ss.handle, deliver)
+		return startCompact(s.ctx, ss.Session(), deliver)
 	})
 }
 
@@ -180,25 +193,10 @@ type runOptions struct {
 	withText bool
 }
 
-// ownRun starts a run with start (called with ss.mu held, once the
-// session is known to be idle), registers it for every cancel path,
-// releases the reader and owns the run until it ends; the answer is its
-// outcome.
-func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState, o runOptions, start func(deliver func(wireEvent) bool) (runHandle, error)) (any, error) {
-	ss.mu.Lock()
-	if ss.closing {
-		ss.mu.Unlock()
-		return nil, closedError(ss.id)
-	}
-	if ss.active != nil {
-		active := ss.active.id
-		ss.mu.Unlock()
-		return nil, busyError(ss.id, active)
-	}
-	if ss.rewinding {
-		ss.mu.Unlock()
-		return nil, rewindingError(ss.id)
-	}
+// ownRun starts a run with start (under the session's lock, see
+// host.OpenSession.Start), registers it for every cancel path, releases
+// the reader and owns the run until it ends; the answer is its outcome.
+func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *host.OpenSession, o runOptions, start func(deliver func(wireEvent) bool) (runHandle, error)) (any, error) {
 	var live atomic.Pointer[runState] // set once r exists
 	deliver := func(ev wireEvent) bool {
 		if r := live.Load(); r != nil {
@@ -206,21 +204,22 @@ func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState
 		}
 		return false
 	}
-	h, err := start(deliver)
+	// The run starts under the session's lock: a close or an idle
+	// release sees it, or the prompt sees the session closing.
+	a, err := ss.Start(func() (host.Activity, error) {
+		h, err := start(deliver)
+		if err != nil {
+			return nil, err
+		}
+		r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{}), done: make(chan struct{})}
+		r.envPrefix = eventEnvelopePrefix(ss.ID(), r.id, ss.Epoch(), 0)
+		return r, nil
+	})
 	if err != nil {
-		ss.mu.Unlock()
-		if errors.Is(err, errBusy) {
-			return nil, busyError(ss.id, "(unknown)")
-		}
-		if _, ok := errors.AsType[*host.InputError](err); ok {
-			return nil, invalidParams("%v", err)
-		}
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("start run: %v", err))
+		return nil, startError(ss.ID(), err)
 	}
-	r := &runState{id: h.ID(), session: ss, handle: h, reqID: reqID, cancelled: make(chan struct{}), done: make(chan struct{})}
-	r.envPrefix = eventEnvelopePrefix(ss.id, r.id, ss.epoch, 0)
-	ss.active = r
-	ss.mu.Unlock()
+	r := a.(*runState)
+	h := r.handle
 
 	s.mu.Lock()
 	r.caps = s.caps
@@ -281,21 +280,37 @@ func (s *Server) ownRun(ctx context.Context, reqID jsonrpc2.ID, ss *sessionState
 		}
 		s.mu.Unlock()
 		s.ended.add(r.id)
-		ss.mu.Lock()
-		if ss.active == r {
-			ss.active = nil
-		}
-		ss.lastUsed = time.Now()
-		ss.mu.Unlock()
+		ss.End(r)
 		close(r.done)
 	}()
 	res := s.driveRun(r, o.workDone)
 	if o.withText {
-		text := host.FinalAnswer(ss.handle.Ledger(), r.id)
+		text := host.FinalAnswer(ss.Session().Ledger(), r.id)
 		res.Text = &text
 	}
 	settled = true
 	return rawResult(res)
+}
+
+// startError answers a prompt whose run could not start in session
+// sessionID.
+func startError(sessionID string, err error) error {
+	if busy, ok := errors.AsType[*host.BusyError](err); ok {
+		if run := runOf(busy.Holder); run != nil {
+			return busyError(sessionID, run.id)
+		}
+		return rewindingError(sessionID)
+	}
+	switch {
+	case errors.Is(err, host.ErrClosed):
+		return closedError(sessionID)
+	case errors.Is(err, errBusy):
+		return busyError(sessionID, "(unknown)")
+	}
+	if _, ok := errors.AsType[*host.InputError](err); ok {
+		return invalidParams("%v", err)
+	}
+	return jsonrpc2.NewError(CodeBackend, fmt.Sprintf("start run: %v", err))
 }
 
 // driveRun pumps the run's events to the client, keeps progress, and
@@ -333,7 +348,7 @@ func (s *Server) driveRun(r *runState, clientToken json.RawMessage) promptResult
 			Type: protocol.MessageTypeError, Message: "octet: the run failed: " + host.Clip(out.Error, 500),
 		})
 	}
-	s.log.Info("run finished", "session", r.session.id, "run", r.id, "outcome", out.Outcome)
+	s.log.Info("run finished", "session", r.session.ID(), "run", r.id, "outcome", out.Outcome)
 	return out
 }
 
@@ -355,7 +370,7 @@ func (s *Server) forward(r *runState, ev wireEvent) {
 		}
 		s.emit(ss, "octet/recoveredOutput", caps.sendRecovered, func(seq int64) json.RawMessage {
 			b, _ := json.Marshal(map[string]any{
-				"sessionId": ss.id, "runId": r.id, "epoch": ss.epoch, "seq": seq,
+				"sessionId": ss.ID(), "runId": r.id, "epoch": ss.Epoch(), "seq": seq,
 				"channel": body.Channel, "text": body.Text,
 			})
 			return b
@@ -453,27 +468,46 @@ func (s *Server) deliver(r *runState, ev wireEvent) bool {
 	if ev.Seq != r.fwdSeq+1 || !r.prog.quiet(ev) {
 		return false
 	}
-	ss := r.session
-	if !ss.mu.TryLock() {
+	d := &r.directEv
+	*d = directEvent{s: s, r: r, ev: ev, send: r.caps.sendEvents}
+	defer func() { *d = directEvent{} }()
+	if !r.session.TryEmit("octet/event", d) {
 		return false
-	}
-	defer ss.mu.Unlock()
-	send := r.caps.sendEvents
-	if send && !s.stream.lockDirect() {
-		return false
-	}
-	seq := ss.events.Next()
-	params, body := r.envelope(seq, &ev)
-	ss.events.Keep(bufferedEvent{Seq: seq, Method: "octet/event", Params: params})
-	if send {
-		s.stream.writeDirect("octet/event", params)
 	}
 	r.fwdSeq = ev.Seq
 	if ev.Kind == "tool_call_delta" {
-		ev.Body = body
+		ev.Body = d.body
 		r.prog.observe(ev)
 	}
 	return true
+}
+
+// directEvent is the event deliver emits (host.DirectEmission): the
+// run's own, reused under fwdMu, so a delivered event allocates nothing
+// for its emission.
+type directEvent struct {
+	s    *Server
+	r    *runState
+	ev   wireEvent
+	send bool
+	// body is the event object the envelope encoded.
+	body json.RawMessage
+}
+
+// Ready reports whether the stream can take a direct write now (when
+// the client shows the event).
+func (d *directEvent) Ready() bool { return !d.send || d.s.stream.lockDirect() }
+
+func (d *directEvent) Params(seq int64) json.RawMessage {
+	params, body := d.r.envelope(seq, &d.ev)
+	d.body = body
+	return params
+}
+
+func (d *directEvent) Send(params json.RawMessage) {
+	if d.send {
+		d.s.stream.writeDirect("octet/event", params)
+	}
 }
 
 // runControl finds a run for a control request.

@@ -6,7 +6,6 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/host"
-	"github.com/octet-agent/octet/tools"
 )
 
 // The server drives sessions through the host (package host): a handler
@@ -39,24 +38,6 @@ func started(hs *host.Session, opts agent.PromptOptions, deliver func(wireEvent)
 		return nil, err
 	}
 	return &agentRun{r: r, sess: hs}, nil
-}
-
-// toolsApprover adapts the server's approver to tools.Approver.
-type toolsApprover struct{ f approverFunc }
-
-var _ tools.Approver = toolsApprover{}
-
-// Confirm implements tools.Approver.
-func (a toolsApprover) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
-	ans, err := a.f(ctx, approvalRequest{
-		RunID: req.Intent.RunID, CallID: req.Intent.CallID, Tool: req.Intent.Tool,
-		Effect: req.Intent.Effect.String(), Title: req.Title, Detail: req.Detail, Diff: req.Diff,
-		Digest: req.Digest, ExpiresAt: req.ExpiresAt, Scope: req.Scope, Arguments: req.Intent.Arguments,
-	})
-	if err != nil {
-		return tools.Approval{}, err
-	}
-	return tools.Approval{Approved: ans.Approved, Digest: ans.Digest, ForSession: ans.ForSession, Reason: ans.Reason}, nil
 }
 
 // agentRun adapts *agent.Run to runHandle.

@@ -29,14 +29,14 @@ const (
 	DefaultRequestTimeout = 10 * time.Second
 	// DefaultEventBuffer is how many recent events each session keeps for
 	// octet/session/resume.
-	DefaultEventBuffer = 4096
+	DefaultEventBuffer = host.DefaultEventBuffer
 	// DefaultEventBufferBytes bounds the same buffer by encoded size.
-	DefaultEventBufferBytes = 16 << 20
+	DefaultEventBufferBytes = host.DefaultEventBufferBytes
 	// DefaultSessionIdleTimeout is how long an open session without a run
 	// and without requests stays open before it is released.
-	DefaultSessionIdleTimeout = 15 * time.Minute
+	DefaultSessionIdleTimeout = host.DefaultSessionIdleTimeout
 	// DefaultMaxSessions bounds the sessions one server keeps open.
-	DefaultMaxSessions = 32
+	DefaultMaxSessions = host.DefaultMaxSessions
 	// settleTimeout bounds how long shutdown and exit wait for cancelled runs.
 	settleTimeout = 30 * time.Second
 	// replyTimeout bounds how long settled runs' answers may take to write.
@@ -131,6 +131,8 @@ type Server struct {
 	conn jsonrpc2.Conn
 	// host creates, opens and lists the sessions (nil without a Runtime).
 	host *host.Host
+	// sessions are the sessions the server holds open.
+	sessions *host.Registry[*host.OpenSession]
 
 	// ctx lives as long as the connection; runs derive from it.
 	ctx    context.Context
@@ -155,12 +157,8 @@ type Server struct {
 	caps      clientCaps
 	workspace string
 	// client is the editor's name (initialize's clientInfo.name).
-	client   string
-	trace    string
-	sessions map[string]*sessionState
-	// released are the sessions the server closed by itself (idle, or to
-	// make room); a request naming one opens it again.
-	released  map[string]bool
+	client    string
+	trace     string
 	runs      map[string]*runState
 	byRequest map[jsonrpc2.ID]*runState
 	byToken   map[string]*runState
@@ -187,8 +185,6 @@ func New(opts Options) *Server {
 		exitCh: make(chan struct{}),
 
 		parentGone: make(chan struct{}),
-		sessions:   make(map[string]*sessionState),
-		released:   make(map[string]bool),
 		runs:       make(map[string]*runState),
 		byRequest:  make(map[jsonrpc2.ID]*runState),
 		byToken:    make(map[string]*runState),
@@ -201,6 +197,7 @@ func New(opts Options) *Server {
 		trace:         "off",
 	}
 	s.log = slog.New(&clientLogHandler{inner: opts.Logger.Handler(), srv: s})
+	s.sessions = host.NewRegistry[*host.OpenSession](host.RegistryOptions{MaxOpen: opts.MaxSessions, Settle: settleTimeout, Logger: s.log})
 	s.docs = newDocuments(s)
 	if opts.Runtime != nil {
 		s.host = host.New(opts.Runtime, nil) // rule-book warnings go to slog.Default()
@@ -230,7 +227,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	s.stream = stream
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(lspCodec{}))
 	s.conn.Go(s.ctx, s.handle)
-	go s.releaseIdleSessions()
+	go s.sessions.ReleaseIdleUntil(s.ctx, s.opts.SessionIdleTimeout)
 
 	var err error
 	select {
@@ -273,7 +270,7 @@ func (s *Server) Serve(ctx context.Context, conn io.ReadWriteCloser) error {
 	t.Stop()
 	s.cancel()
 	_ = conn.Close()
-	s.closeSessions()
+	s.sessions.CloseAll()
 	_ = s.host.Close()
 	return err
 }
@@ -490,18 +487,6 @@ func waitGroup(wg *sync.WaitGroup, stop <-chan struct{}, timeout time.Duration) 
 		return true
 	case <-t.C:
 		return false
-	}
-}
-
-func (s *Server) closeSessions() {
-	s.mu.Lock()
-	sessions := s.sessions
-	s.sessions = map[string]*sessionState{}
-	s.mu.Unlock()
-	for _, ss := range sessions {
-		if err := ss.handle.Close(); err != nil {
-			s.opts.Logger.Warn("closing session", "session", ss.id, "error", err)
-		}
 	}
 }
 

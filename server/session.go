@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"go.lsp.dev/jsonrpc2"
 
@@ -17,230 +16,89 @@ import (
 	"github.com/octet-agent/octet/tools"
 )
 
-// sessionState is one open session: its handle, its event counter and
-// replay buffer, its active run and its pending approvals.
-type sessionState struct {
-	id     string
-	handle *host.Session
-	// epoch names this opening of the session in this process: seq
-	// counts from 1 in each epoch, so a cursor is (epoch, seq).
-	epoch string
-
-	mu sync.Mutex
-	// events numbers the session's notifications and keeps the latest
-	// for octet/session/resume (its epoch is epoch).
-	events *host.Stream
-	active *runState
-	// rewinding is set while octet/session/rewind changes the session's
-	// files: a prompt then is refused as busy.
-	rewinding bool
-	pending   map[string]*pendingApproval // by approval key (callId/digest)
-	approver  approverFunc
-	// lastUsed is when a request last named the session or its last run
-	// ended; an idle session is released after Options.SessionIdleTimeout.
-	lastUsed time.Time
-	// closing is set once the session is being released; closed is
-	// closed when its file and agent have been.
-	closing bool
-	closed  chan struct{}
-	// released is set when the server closed the session by itself (idle,
-	// or to make room), not because a client asked: a later request
-	// naming it opens it again.
-	released bool
-}
-
-// bufferedEvent is one emitted notification kept for replay.
-type bufferedEvent = host.Event
-
-// replay returns the buffered events after the cursor (epoch, afterSeq)
-// and whether some events after it are missing (host.Stream.Replay; a v1
-// client's cursor has no epoch). The caller holds ss.mu.
-func (ss *sessionState) replay(epoch string, afterSeq int64) ([]bufferedEvent, bool) {
-	return ss.events.Replay(epoch, afterSeq)
-}
-
 // emit assigns the next seq of the session, buffers the notification and,
 // when send is true (the client advertised it can show it), sends it.
 // build receives the seq and returns the params. Emission for one session
-// is serialized, so seq order is wire order.
-func (s *Server) emit(ss *sessionState, method string, send bool, build func(seq int64) json.RawMessage) {
-	ss.mu.Lock()
-	seq := ss.events.Next()
-	params := build(seq)
-	ss.events.Keep(bufferedEvent{Seq: seq, Method: method, Params: params})
-	// The notification is written under the session lock so that two
-	// emitters of one session can never reorder seq on the wire.
-	if send {
-		s.notify(method, params)
-	}
-	ss.mu.Unlock()
+// is serialized (host.OpenSession.Emit), so seq order is wire order.
+func (s *Server) emit(ss *host.OpenSession, method string, send bool, build func(seq int64) json.RawMessage) {
+	ss.Emit(method, &notification{s: s, method: method, send: send, build: build})
 }
 
-// session looks up an open session and marks it used.
-func (s *Server) session(id string) (*sessionState, error) {
+// notification is one notification of a session (host.Emission).
+type notification struct {
+	s      *Server
+	method string
+	send   bool
+	build  func(seq int64) json.RawMessage
+}
+
+func (n *notification) Params(seq int64) json.RawMessage { return n.build(seq) }
+
+// Send writes the notification under the session's lock, so two
+// emitters of one session can never reorder seq on the wire.
+func (n *notification) Send(params json.RawMessage) {
+	if n.send {
+		n.s.notify(n.method, params)
+	}
+}
+
+// session looks up an open session and marks it used. A session the
+// server released by itself (idle, or to make room) is opened again, as
+// resume would (with a new epoch), so an editor never sees its session
+// vanish.
+func (s *Server) session(id string) (*host.OpenSession, error) {
 	if id == "" {
 		return nil, invalidParams("sessionId is required")
 	}
-	s.mu.Lock()
-	ss := s.sessions[id]
-	reopen := ss == nil && s.released[id]
-	s.mu.Unlock()
-	if ss != nil {
-		ss.mu.Lock()
-		closing, released := ss.closing, ss.released
-		if !closing {
-			ss.lastUsed = time.Now()
-		}
-		ss.mu.Unlock()
-		if !closing {
-			return ss, nil
-		}
-		if !released {
-			return nil, closedError(id)
-		}
-		<-ss.closed
-		reopen = true
+	ss, err := s.sessions.Use(id)
+	switch {
+	case err == nil:
+		return ss, nil
+	case errors.Is(err, host.ErrClosed):
+		return nil, closedError(id)
+	case errors.Is(err, host.ErrReleased):
+		s.log.Info("reopening a released session", "session", id)
+		return s.openOrReuse(s.ctx, id)
 	}
-	if !reopen {
-		if cs, ok, _ := s.findChild(id); ok {
-			return nil, childReadOnlyError(cs)
-		}
-		return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: create it with octet/session/new or load it with octet/session/resume", id))
+	if cs, ok, _ := s.findChild(id); ok {
+		return nil, childReadOnlyError(cs)
 	}
-	// The server released it, not the client: open it again, as resume
-	// would (with a new epoch), so an editor never sees its session vanish.
-	s.log.Info("reopening a released session", "session", id)
-	return s.openOrReuse(s.ctx, id)
+	return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: create it with octet/session/new or load it with octet/session/resume", id))
 }
 
 func closedError(id string) error {
 	return jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("session %s is closed: load it again with octet/session/resume", id))
 }
 
-func (s *Server) newSessionState(h *host.Session, approver approverFunc) *sessionState {
-	events := host.NewStream(s.opts.EventBuffer, s.opts.EventBufferBytes)
-	return &sessionState{
-		id:       h.ID(),
-		handle:   h,
-		epoch:    events.Epoch(),
-		events:   events,
-		pending:  make(map[string]*pendingApproval),
-		approver: approver,
-		lastUsed: time.Now(),
-		closed:   make(chan struct{}),
+// register holds a newly opened session open (host.Registry.Add: at most
+// Options.MaxSessions, the least recently used idle one released to make
+// room). It returns the session already registered under the same id, if
+// any (the caller then closes its own handle).
+func (s *Server) register(ss *host.OpenSession) (*host.OpenSession, error) {
+	got, err := s.sessions.Add(ss)
+	if err != nil {
+		return nil, limitError(err)
 	}
+	if got == ss {
+		s.watchExtensions(ss)
+	}
+	return got, nil
 }
 
-// register adds a newly opened session, keeping at most
-// Options.MaxSessions open: the least recently used idle session is
-// released to make room, and without one the new session is refused. It
-// returns the session already registered under the same id, if any (the
-// caller then closes its own handle).
-func (s *Server) register(ss *sessionState) (*sessionState, error) {
-	for {
-		s.mu.Lock()
-		if existing := s.sessions[ss.id]; existing != nil {
-			s.mu.Unlock()
-			return existing, nil
-		}
-		if len(s.sessions) < s.opts.MaxSessions {
-			s.sessions[ss.id] = ss
-			s.mu.Unlock()
-			s.watchExtensions(ss)
-			return ss, nil
-		}
-		open := s.openSessions()
-		s.mu.Unlock()
-		victim := leastRecentlyUsedIdle(open)
-		if victim == nil {
-			return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf(
-				"%d sessions are open and every one has a run: cancel a run, or close a session with octet/session/close", len(open)))
-		}
-		s.closeIf(victim, "released for another session (open-session bound)", (*sessionState).idle)
+// limitError answers a session refused for the open-session bound
+// (host.LimitError).
+func limitError(err error) error {
+	if _, full := errors.AsType[*host.LimitError](err); full {
+		return jsonrpc2.NewError(CodeBackend, fmt.Sprintf("%v with octet/session/close", err))
 	}
-}
-
-// openSessions snapshots the open sessions. The caller holds s.mu.
-func (s *Server) openSessions() []*sessionState {
-	out := make([]*sessionState, 0, len(s.sessions))
-	for _, ss := range s.sessions {
-		out = append(out, ss)
-	}
-	return out
-}
-
-// leastRecentlyUsedIdle returns the idle session used longest ago, or nil.
-func leastRecentlyUsedIdle(sessions []*sessionState) *sessionState {
-	var lru *sessionState
-	var lruAt time.Time
-	for _, ss := range sessions {
-		ss.mu.Lock()
-		idle, at := ss.idle(), ss.lastUsed
-		ss.mu.Unlock()
-		if idle && (lru == nil || at.Before(lruAt)) {
-			lru, lruAt = ss, at
-		}
-	}
-	return lru
-}
-
-// idle reports whether the session has no run, no pending approval and is
-// not closing. The caller holds ss.mu.
-func (ss *sessionState) idle() bool {
-	return ss.active == nil && len(ss.pending) == 0 && !ss.closing
+	return err
 }
 
 // closeSession releases ss: new requests naming it are refused at once,
 // its run (if any) is cancelled and waited for (bounded), then its file
 // and agent are closed. Closing a session twice waits for the first close.
-func (s *Server) closeSession(ss *sessionState, why string) {
-	s.closeIf(ss, why, nil)
-}
-
-// closeIf is closeSession when cond, checked under ss.mu as the close
-// begins, holds (nil: always); it reports whether it closed ss. A session
-// released for being idle is thus never one whose run just started.
-func (s *Server) closeIf(ss *sessionState, why string, cond func(*sessionState) bool) bool {
-	ss.mu.Lock()
-	if ss.closing {
-		ss.mu.Unlock()
-		<-ss.closed
-		return cond == nil
-	}
-	if cond != nil && !cond(ss) {
-		ss.mu.Unlock()
-		return false
-	}
-	ss.closing = true
-	ss.released = cond != nil
-	run := ss.active
-	ss.mu.Unlock()
-	if run != nil {
-		run.cancel(why)
-		t := time.NewTimer(settleTimeout)
-		select {
-		case <-run.done:
-		case <-t.C:
-			s.log.Error("run did not settle before its session was closed", "session", ss.id, "run", run.id)
-		}
-		t.Stop()
-	}
-	s.mu.Lock()
-	if s.sessions[ss.id] == ss {
-		delete(s.sessions, ss.id)
-	}
-	if ss.released {
-		s.released[ss.id] = true
-	} else {
-		delete(s.released, ss.id)
-	}
-	s.mu.Unlock()
-	if err := ss.handle.Close(); err != nil {
-		s.opts.Logger.Warn("closing session", "session", ss.id, "error", err)
-	}
-	close(ss.closed)
-	s.log.Info("session closed", "session", ss.id, "why", why)
-	return true
+func (s *Server) closeSession(ss *host.OpenSession, why string) {
+	s.sessions.Close(ss, why)
 }
 
 // sessionClose handles octet/session/close: the session's run, if any, is
@@ -252,38 +110,12 @@ func (s *Server) sessionClose(ctx context.Context, _ *jsonrpc2.Request, raw json
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	ss := s.sessions[id]
-	s.mu.Unlock()
-	if ss != nil {
+	if ss, ok := s.sessions.Get(id); ok {
 		// The run may take a moment to settle: let later messages in.
 		jsonrpc2.Async(ctx)
 		s.closeSession(ss, "octet/session/close")
 	}
 	return json.RawMessage(`{}`), nil
-}
-
-// releaseIdleSessions closes, until the connection ends, every session
-// that has stayed idle for Options.SessionIdleTimeout.
-func (s *Server) releaseIdleSessions() {
-	every := max(s.opts.SessionIdleTimeout/4, 10*time.Millisecond)
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-t.C:
-		}
-		s.mu.Lock()
-		open := s.openSessions()
-		s.mu.Unlock()
-		for _, ss := range open {
-			s.closeIf(ss, "idle", func(ss *sessionState) bool {
-				return ss.idle() && time.Since(ss.lastUsed) >= s.opts.SessionIdleTimeout
-			})
-		}
-	}
 }
 
 // resolveCwd turns a client cwd into an absolute path: relative paths are
@@ -339,26 +171,47 @@ func (s *Server) sessionNew(ctx context.Context, _ *jsonrpc2.Request, raw jsonrp
 	if err != nil {
 		return nil, err
 	}
-	return rawResult(map[string]any{"sessionId": ss.id, "effectiveToolPolicy": ss.handle.Policy()})
+	return rawResult(map[string]any{"sessionId": ss.ID(), "effectiveToolPolicy": ss.Session().Policy()})
 }
 
-func (s *Server) createSession(ctx context.Context, spec host.Spec) (*sessionState, error) {
-	holder := &approverHolder{}
-	h, err := s.host.Create(ctx, spec, s.binding(holder))
-	if _, ok := errors.AsType[*host.InputError](err); ok || errors.Is(err, tools.ErrPolicyLooser) {
-		return nil, invalidParams("create session: %v", err)
-	}
+func (s *Server) createSession(ctx context.Context, spec host.Spec) (*host.OpenSession, error) {
+	ss, err := s.hold(func(b host.Binding) (*host.Session, error) {
+		h, err := s.host.Create(ctx, spec, b)
+		if _, ok := errors.AsType[*host.InputError](err); ok || errors.Is(err, tools.ErrPolicyLooser) {
+			return nil, invalidParams("create session: %v", err)
+		}
+		if err != nil {
+			return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("create session: %v", err))
+		}
+		return h, nil
+	})
 	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("create session: %v", err))
-	}
-	ss := s.newSessionState(h, nil)
-	holder.set(s.approverFor(ss))
-	if _, err := s.register(ss); err != nil {
-		_ = h.Close()
 		return nil, err
 	}
-	s.log.Info("session created", "session", ss.id, "cwd", spec.Cwd)
+	s.log.Info("session created", "session", ss.ID(), "cwd", spec.Cwd)
 	return ss, nil
+}
+
+// hold opens a session with open, given this server's binding, and holds
+// it open (register): the session already held under the same id, if
+// any, is returned instead. open's error is returned as it is.
+func (s *Server) hold(open func(host.Binding) (*host.Session, error)) (*host.OpenSession, error) {
+	// Room first: a session refused for the bound leaves nothing behind.
+	if err := s.sessions.MakeRoom(); err != nil {
+		return nil, limitError(err)
+	}
+	holder := &approverHolder{}
+	h, err := open(s.binding(holder))
+	if err != nil {
+		return nil, err
+	}
+	ss := host.NewOpenSession(h, s.opts.EventBuffer, s.opts.EventBufferBytes)
+	holder.set(s.approverFor(ss))
+	got, err := s.register(ss)
+	if got != ss {
+		_ = h.Close()
+	}
+	return got, err
 }
 
 // binding is what the host builds a session of this server with: its
@@ -366,7 +219,7 @@ func (s *Server) createSession(ctx context.Context, spec host.Spec) (*sessionSta
 // editor's document overlay of its workspace and name, and its children's
 // hooks.
 func (s *Server) binding(holder *approverHolder) host.Binding {
-	return host.Binding{Approver: toolsApprover{holder.confirm}, Documents: s.docs.forWorkspace, Delegation: s.delegate, Editor: s.editorFor}
+	return host.Binding{Approver: holder, Documents: s.docs.forWorkspace, Delegation: s.delegate, Editor: s.editorFor}
 }
 
 // approverHolder lets the host receive the approver before the
@@ -378,12 +231,13 @@ type approverHolder struct {
 
 func (h *approverHolder) set(f approverFunc) { h.mu.Lock(); h.f = f; h.mu.Unlock() }
 
-func (h *approverHolder) confirm(ctx context.Context, req approvalRequest) (approvalAnswer, error) {
+// Confirm implements tools.Approver.
+func (h *approverHolder) Confirm(ctx context.Context, req tools.ConfirmRequest) (tools.Approval, error) {
 	h.mu.Lock()
 	f := h.f
 	h.mu.Unlock()
 	if f == nil {
-		return approvalAnswer{}, errors.New("approval requested before the session was registered")
+		return tools.Approval{}, errors.New("approval requested before the session was registered")
 	}
 	return f(ctx, req)
 }
@@ -484,92 +338,66 @@ func (s *Server) sessionResume(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	case isChild:
 		return s.resumeChild(cs, p.AfterSeq, p.Epoch)
 	}
-	usage := ss.handle.Usage()
+	usage := ss.Session().Usage()
 	res := map[string]any{
-		"sessionId":      ss.id,
-		"head":           ss.handle.Head(),
+		"sessionId":      ss.ID(),
+		"head":           ss.Session().Head(),
 		"usage":          usage,
 		"usageUncertain": !usage.Complete,
 		// The selection the session's next request is sent with: the
 		// one it recorded last, over the configuration.
-		"model":     ss.handle.Model().Name,
-		"reasoning": ss.handle.Reasoning(),
+		"model":     ss.Session().Model().Name,
+		"reasoning": ss.Session().Reasoning(),
 	}
-	if err := resumeTranscript(ss.handle.Transcript, res); err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.id, err))
+	if err := resumeTranscript(ss.Session().Transcript, res); err != nil {
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("read transcript of %s: %v", ss.ID(), err))
 	}
-	res["recoveredOutput"] = ss.handle.RecoveredOutput()
-	if plan := ss.handle.Plan(); plan != nil {
+	res["recoveredOutput"] = ss.Session().RecoveredOutput()
+	if plan := ss.Session().Plan(); plan != nil {
 		res["plan"] = plan
 	}
-	s.resumeChildren(ss.id, res)
-	ss.mu.Lock()
-	pending := ss.pendingSorted()
-	res["pendingApprovals"] = viewsOf(pending)
-	if ss.active != nil {
-		res["activeRunId"] = ss.active.id
+	s.resumeChildren(ss.ID(), res)
+	snap := ss.Reattach(p.Epoch, p.AfterSeq, func(r host.Reattachment, seq int64) {
+		s.sendSessionState(ss, r, seq)
+	})
+	res["pendingApprovals"] = host.Views(snap.Pending)
+	if run := runOf(snap.Busy); run != nil {
+		res["activeRunId"] = run.id
 	}
 	if p.AfterSeq != nil {
-		evs, truncated := ss.replay(p.Epoch, *p.AfterSeq)
-		res["events"] = evs
-		res["replayTruncated"] = truncated
+		res["events"] = snap.Events
+		res["replayTruncated"] = snap.Truncated
 	}
-	res["epoch"] = ss.epoch
-	res["lastSeq"] = ss.events.LastSeq()
-	s.emitSessionStateLocked(ss)
-	var resend []*pendingApproval
-	for _, pa := range pending {
-		if pa.resendable() {
-			resend = append(resend, pa)
-		}
-	}
-	ss.mu.Unlock()
-	for _, pa := range resend {
-		go s.askApproval(pa.ctx, ss, pa)
+	res["epoch"] = snap.Epoch
+	res["lastSeq"] = snap.LastSeq
+	for _, pa := range snap.Resend {
+		go s.askApproval(pa.Context(), ss, pa)
 	}
 	return rawResult(res)
 }
 
-// openOrReuse returns the open session id, marked used, or opens it from
-// disk (after a close of it still under way has finished).
 // openHere returns the session id when this server has it open (and is
 // not closing it), or nil.
-func (s *Server) openHere(id string) *sessionState {
-	s.mu.Lock()
-	ss := s.sessions[id]
-	s.mu.Unlock()
-	if ss == nil {
-		return nil
-	}
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.closing {
-		return nil
-	}
+func (s *Server) openHere(id string) *host.OpenSession {
+	ss, _ := s.sessions.Lookup(id)
 	return ss
 }
 
-func (s *Server) openOrReuse(ctx context.Context, id string) (*sessionState, error) {
-	s.mu.Lock()
-	ss := s.sessions[id]
-	s.mu.Unlock()
-	if ss != nil {
-		ss.mu.Lock()
-		closing := ss.closing
-		ss.lastUsed = time.Now()
-		ss.mu.Unlock()
-		if !closing {
-			return ss, nil
-		}
-		<-ss.closed
+// openOrReuse returns the open session id, marked used, or opens it from
+// disk (after a close of it still under way has finished).
+func (s *Server) openOrReuse(ctx context.Context, id string) (*host.OpenSession, error) {
+	if ss, ok := s.sessions.Reuse(id); ok {
+		return ss, nil
 	}
 	return s.openSession(ctx, id)
 }
 
-func (s *Server) openSession(ctx context.Context, id string) (*sessionState, error) {
-	holder := &approverHolder{}
-	h, err := s.host.Open(ctx, id, s.binding(holder))
-	if err != nil {
+func (s *Server) openSession(ctx context.Context, id string) (*host.OpenSession, error) {
+	return s.hold(func(b host.Binding) (*host.Session, error) {
+		h, err := s.host.Open(ctx, id, b)
+		if err == nil {
+			return h, nil
+		}
 		if cs, ok, _ := s.findChild(id); ok && errors.Is(err, host.ErrNoSession) {
 			return nil, childReadOnlyError(cs)
 		}
@@ -577,14 +405,7 @@ func (s *Server) openSession(ctx context.Context, id string) (*sessionState, err
 			return nil, jsonrpc2.NewError(CodeNoSession, fmt.Sprintf("unknown session %q: %v", id, err))
 		}
 		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("open session %s: %v", id, err))
-	}
-	ss := s.newSessionState(h, nil)
-	holder.set(s.approverFor(ss))
-	got, err := s.register(ss)
-	if got != ss {
-		_ = h.Close()
-	}
-	return got, err
+	})
 }
 
 // sessionBranch handles octet/session/branch.
@@ -603,16 +424,13 @@ func (s *Server) sessionBranch(_ context.Context, _ *jsonrpc2.Request, raw jsonr
 	if err != nil {
 		return nil, err
 	}
-	ss.mu.Lock()
-	active := ss.active
-	ss.mu.Unlock()
-	if active != nil {
-		return nil, busyError(ss.id, active.id)
+	if run := runOf(ss.Busy()); run != nil {
+		return nil, busyError(ss.ID(), run.id)
 	}
-	if err := ss.handle.SetHead(p.EntryID); err != nil {
-		return nil, invalidParams("branch %s to %s: %v", ss.id, p.EntryID, err)
+	if err := ss.Session().SetHead(p.EntryID); err != nil {
+		return nil, invalidParams("branch %s to %s: %v", ss.ID(), p.EntryID, err)
 	}
-	return rawResult(map[string]string{"head": ss.handle.Head()})
+	return rawResult(map[string]string{"head": ss.Session().Head()})
 }
 
 // setReasoning handles octet/setReasoning.
@@ -628,7 +446,7 @@ func (s *Server) setReasoning(_ context.Context, _ *jsonrpc2.Request, raw jsonrp
 	if err != nil {
 		return nil, err
 	}
-	eff, err := ss.handle.SetReasoning(p.Effort)
+	eff, err := ss.Session().SetReasoning(p.Effort)
 	if err != nil {
 		return nil, invalidParams("set reasoning: %v", err)
 	}
@@ -651,7 +469,7 @@ func (s *Server) setModel(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.R
 	if err != nil {
 		return nil, err
 	}
-	eff, err := ss.handle.SetModel(p.Model)
+	eff, err := ss.Session().SetModel(p.Model)
 	if err != nil {
 		return nil, invalidParams("set model: %v", err)
 	}
@@ -664,11 +482,11 @@ func (s *Server) policy(_ context.Context, _ *jsonrpc2.Request, raw jsonrpc2.Raw
 	if err != nil {
 		return nil, err
 	}
-	return rawResult(ss.handle.Policy())
+	return rawResult(ss.Session().Policy())
 }
 
 // sessionParam is the open session that params {sessionId} name.
-func (s *Server) sessionParam(raw jsonrpc2.RawMessage) (*sessionState, error) {
+func (s *Server) sessionParam(raw jsonrpc2.RawMessage) (*host.OpenSession, error) {
 	id, err := sessionIDParam(raw)
 	if err != nil {
 		return nil, err

@@ -34,17 +34,17 @@ func (s *Server) sessionRename(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	case isChild:
 		return s.renameChild(cs, title)
 	}
-	if err := ss.handle.Rename(title); err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("rename session %s: %v", ss.id, err))
+	if err := ss.Session().Rename(title); err != nil {
+		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("rename session %s: %v", ss.ID(), err))
 	}
 	return json.RawMessage(`{}`), nil
 }
 
 // titleFromPrompt gives a session without a title the automatic title of
 // text. A failure is logged: the prompt does not depend on it.
-func (s *Server) titleFromPrompt(ss *sessionState, text string) {
-	if err := ss.handle.TitleFromPrompt(text); err != nil {
-		s.log.Warn("could not set the session's automatic title", "session", ss.id, "error", err)
+func (s *Server) titleFromPrompt(ss *host.OpenSession, text string) {
+	if err := ss.Session().TitleFromPrompt(text); err != nil {
+		s.log.Warn("could not set the session's automatic title", "session", ss.ID(), "error", err)
 	}
 }
 
@@ -73,22 +73,21 @@ func (s *Server) sessionFork(ctx context.Context, _ *jsonrpc2.Request, raw jsonr
 	case isChild:
 		return s.forkChild(ctx, cs, p.EntryID)
 	}
-	holder := &approverHolder{}
-	h, err := s.host.Fork(ctx, src.handle, p.EntryID, s.binding(holder))
-	if _, ok := errors.AsType[*host.InputError](err); ok {
-		return nil, err
-	}
+	ss, err := s.hold(func(b host.Binding) (*host.Session, error) {
+		h, err := s.host.Fork(ctx, src.Session(), p.EntryID, b)
+		if _, ok := errors.AsType[*host.InputError](err); ok {
+			return nil, err
+		}
+		if err != nil {
+			return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("fork session %s at %s: %v", src.ID(), p.EntryID, err))
+		}
+		return h, nil
+	})
 	if err != nil {
-		return nil, jsonrpc2.NewError(CodeBackend, fmt.Sprintf("fork session %s at %s: %v", src.id, p.EntryID, err))
-	}
-	ss := s.newSessionState(h, nil)
-	holder.set(s.approverFor(ss))
-	if _, err := s.register(ss); err != nil {
-		_ = h.Close()
 		return nil, err
 	}
-	s.log.Info("session forked", "session", ss.id, "from", src.id, "entry", p.EntryID)
-	return rawResult(map[string]string{"sessionId": ss.id})
+	s.log.Info("session forked", "session", ss.ID(), "from", src.ID(), "entry", p.EntryID)
+	return rawResult(map[string]string{"sessionId": ss.ID()})
 }
 
 // sessionDelete handles octet/session/delete: refused while the session
@@ -113,24 +112,14 @@ func (s *Server) sessionDelete(ctx context.Context, _ *jsonrpc2.Request, raw jso
 	if err != nil {
 		return nil, childError(err)
 	}
-	s.mu.Lock()
-	ss := s.sessions[id]
-	s.mu.Unlock()
-	if ss != nil {
-		free := func(ss *sessionState) bool { return ss.active == nil && len(ss.pending) == 0 }
-		if !s.closeIf(ss, "octet/session/delete", free) {
-			select {
-			case <-ss.closed: // closed meanwhile by someone else
-			default:
-				ss.mu.Lock()
-				runID := "(approval pending)"
-				if ss.active != nil {
-					runID = ss.active.id
-				}
-				ss.mu.Unlock()
-				return nil, deleteBusyError(ss.id, runID)
-			}
+	if ss, ok := s.sessions.Get(id); ok && !s.sessions.CloseIdle(ss, "octet/session/delete") {
+		switch busy := ss.Busy().(type) {
+		case *runState:
+			return nil, deleteBusyError(ss.ID(), busy.id)
+		case *host.Hold:
+			return nil, rewindingError(ss.ID())
 		}
+		return nil, deleteBusyError(ss.ID(), "(approval pending)")
 	}
 	if err := s.host.Delete(id); err != nil {
 		if errors.Is(err, host.ErrNoSession) {
@@ -186,7 +175,7 @@ func (s *Server) sessionTranscript(ctx context.Context, _ *jsonrpc2.Request, raw
 	var page host.TranscriptPage
 	var err error
 	if ss := s.openHere(p.SessionID); ss != nil {
-		page, err = ss.handle.Transcript(p.BeforeEntryID, p.Limit)
+		page, err = ss.Session().Transcript(p.BeforeEntryID, p.Limit)
 	} else {
 		// Not open here: read it from disk without opening it (no agent,
 		// no repair, nothing recorded, another process's run untouched).
@@ -227,29 +216,28 @@ const (
 	stateWaitingForApproval = "waiting_for_approval"
 )
 
-// emitSessionStateLocked sends a resumed session its session_state event
-// (the caller holds ss.mu, under which every emission of the session is
-// serialized): resume calls it after reading the replay and lastSeq, in
-// the same critical section, so the event is the first after the
-// resume's cursor and reflects the state that cursor saw. It takes the
-// next seq but is not buffered for replay: it is a snapshot, and every
-// resume sends a fresh one.
-func (s *Server) emitSessionStateLocked(ss *sessionState) {
+// sendSessionState sends a resumed session its session_state event,
+// with the seq host.OpenSession.Reattach took for it in the same
+// critical section as the replay and lastSeq: the event is the first
+// after the resume's cursor and reflects the state that cursor saw. It
+// is not buffered for replay: it is a snapshot, and every resume sends a
+// fresh one.
+func (s *Server) sendSessionState(ss *host.OpenSession, r host.Reattachment, seq int64) {
 	s.mu.Lock()
 	send := s.caps.sendEvents
 	s.mu.Unlock()
 	ev := map[string]any{"kind": "session_state", "state": stateIdle}
 	runID := ""
-	if ss.active != nil {
-		runID = ss.active.id
+	if run := runOf(r.Busy); run != nil {
+		runID = run.id
 		ev["state"] = stateRunning
 		ev["activeRunId"] = runID
 	}
-	if len(ss.pending) > 0 {
+	if len(r.Pending) > 0 {
 		ev["state"] = stateWaitingForApproval
 	}
 	body, _ := json.Marshal(ev)
-	params := eventEnvelope(ss.id, runID, ss.epoch, ss.events.Next(), body)
+	params := eventEnvelope(ss.ID(), runID, ss.Epoch(), seq, body)
 	if send {
 		s.notify("octet/event", params)
 	}

@@ -1,9 +1,11 @@
 package tools
 
 import (
+	"context"
 	"io/fs"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/internal/fsroot"
 )
 
 // newFileMode is the mode fsroot gives a file it creates.
@@ -68,4 +70,69 @@ func (c *Config) recordIntent(inv Invocation, recs []changes.Record) string {
 // not keep a file's images.
 func stageErrorText(err error) string {
 	return err.Error() + "; nothing was written (octet keeps every file's prior content before changing it: free space in $OCTET_HOME or fix its permissions, then try again)"
+}
+
+// fileChanger is what the tools that change one whole file (edit, write)
+// share: their configuration and the file states their approval
+// previews showed, by call.
+type fileChanger struct {
+	cfg   Config
+	shown *shownPriors
+}
+
+func newFileChanger(cfg Config) (fileChanger, error) {
+	cfg, err := cfg.normalized()
+	if err != nil {
+		return fileChanger{}, err
+	}
+	return fileChanger{cfg: cfg, shown: newShownPriors()}, nil
+}
+
+// Concurrency reports Sequential: mutations are barriers.
+func (fileChanger) Concurrency() Concurrency { return Sequential }
+
+// ReplaySafety reports ReplayUnsafe: an interrupted change is
+// indeterminate.
+func (fileChanger) ReplaySafety() ReplaySafety { return ReplayUnsafe }
+
+// fileChange is one whole-file change: tg from old (absent unless
+// existed) to updated, through the editor when doc is set.
+type fileChange struct {
+	tg      *target
+	doc     *Document
+	old     []byte
+	existed bool
+	updated []byte
+	// prior is what the file held when the change was computed; opts
+	// are the write's.
+	prior fsroot.Prior
+	opts  fsroot.WriteOptions
+	// watch follows the editor's diagnostics of the change (nil: none).
+	watch *diagWatch
+}
+
+// apply makes ch for call inv: it keeps the change's images and intent,
+// then commits the write, comparing the file with what it held when the
+// change was computed or, when an approval preview was shown (bound),
+// with what that preview showed. It returns the change's records, or the
+// model-visible refusal; err is the call's cancellation.
+func (c fileChanger) apply(ctx context.Context, inv Invocation, ch fileChange, shown fileState, bound bool) ([]changes.Record, string, error) {
+	recs, err := c.cfg.stageChange(ch.tg, ch.old, ch.existed, ch.updated)
+	if err != nil {
+		return nil, stageErrorText(err), nil
+	}
+	if msg := c.cfg.recordIntent(inv, recs); msg != "" {
+		return nil, msg, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, "", err
+	}
+	if bound {
+		ch.prior = shown.prior // equal to prior here; named so the commit compares with what was shown
+	}
+	if msg := c.cfg.commitWatched(ctx, ch.watch, ch.tg, ch.doc, ch.updated, ch.prior, ch.opts, bound); msg != "" {
+		return nil, msg, nil
+	}
+	c.cfg.Files.record(ch.tg.key, ch.updated)
+	return recs, "", nil
 }

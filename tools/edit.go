@@ -32,10 +32,7 @@ var editSchema = json.RawMessage(`{
 // EditTool is the built-in edit tool: an exact, unique (unless replace_all)
 // text replacement committed through fsroot's compare-before-commit write.
 // It refuses when the file changed since the model last read it.
-type EditTool struct {
-	cfg   Config
-	shown *shownPriors
-}
+type EditTool struct{ fileChanger }
 
 var (
 	_ Tool      = (*EditTool)(nil)
@@ -44,11 +41,11 @@ var (
 
 // NewEdit constructs the edit tool.
 func NewEdit(cfg Config) (*EditTool, error) {
-	cfg, err := cfg.normalized()
+	fc, err := newFileChanger(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &EditTool{cfg: cfg, shown: newShownPriors()}, nil
+	return &EditTool{fc}, nil
 }
 
 type editArgs struct {
@@ -84,12 +81,6 @@ func (t *EditTool) Description() string { return editDescription }
 
 // Schema returns the edit argument schema.
 func (t *EditTool) Schema() json.RawMessage { return editSchema }
-
-// Concurrency reports Sequential: mutations are barriers.
-func (t *EditTool) Concurrency() Concurrency { return Sequential }
-
-// ReplaySafety reports ReplayUnsafe: an interrupted edit is indeterminate.
-func (t *EditTool) ReplaySafety() ReplaySafety { return ReplayUnsafe }
 
 // Classify returns WorkspaceMutation, or HostMutation for every call when
 // external paths are allowed.
@@ -177,25 +168,15 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if refusal != "" {
 		return errorResult(refusal), nil
 	}
-	recs, err := t.cfg.stageChange(p.tg, p.old, true, []byte(p.updated))
+	watch := t.cfg.watchDiagnostics()
+	recs, refusal, err := t.apply(ctx, inv, fileChange{tg: p.tg, doc: p.doc, old: p.old, existed: true, updated: []byte(p.updated),
+		prior: fsroot.PriorOf(p.old), watch: watch}, shown, bound)
 	if err != nil {
-		return errorResult(stageErrorText(err)), nil
-	}
-	if msg := t.cfg.recordIntent(inv, recs); msg != "" {
-		return errorResult(msg), nil
-	}
-	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	prior := fsroot.PriorOf(p.old)
-	if bound {
-		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
+	if refusal != "" {
+		return errorResult(refusal), nil
 	}
-	watch := t.cfg.watchDiagnostics()
-	if msg := t.cfg.commitWatched(ctx, watch, p.tg, p.doc, []byte(p.updated), prior, fsroot.WriteOptions{}, bound); msg != "" {
-		return errorResult(msg), nil
-	}
-	t.cfg.Files.record(p.tg.key, []byte(p.updated))
 	return Result{
 		Text:    fmt.Sprintf("Edited %s (%s).", p.tg.display, plural(p.count, "replacement")) + watch.note(ctx),
 		Details: map[string]any{"path": p.tg.display, "replacements": p.count},

@@ -26,10 +26,7 @@ var writeSchema = json.RawMessage(`{
 // WriteTool is the built-in write tool: create or replace a whole file
 // through fsroot's compare-before-commit write, creating missing parent
 // directories with the same no-follow walk.
-type WriteTool struct {
-	cfg   Config
-	shown *shownPriors
-}
+type WriteTool struct{ fileChanger }
 
 var (
 	_ Tool      = (*WriteTool)(nil)
@@ -38,11 +35,11 @@ var (
 
 // NewWrite constructs the write tool.
 func NewWrite(cfg Config) (*WriteTool, error) {
-	cfg, err := cfg.normalized()
+	fc, err := newFileChanger(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &WriteTool{cfg: cfg, shown: newShownPriors()}, nil
+	return &WriteTool{fc}, nil
 }
 
 type writeArgs struct {
@@ -74,12 +71,6 @@ func (t *WriteTool) Description() string { return writeDescription }
 
 // Schema returns the write argument schema.
 func (t *WriteTool) Schema() json.RawMessage { return writeSchema }
-
-// Concurrency reports Sequential: mutations are barriers.
-func (t *WriteTool) Concurrency() Concurrency { return Sequential }
-
-// ReplaySafety reports ReplayUnsafe: an interrupted write is indeterminate.
-func (t *WriteTool) ReplaySafety() ReplaySafety { return ReplayUnsafe }
 
 // Classify returns WorkspaceMutation, or HostMutation for every call when
 // external paths are allowed.
@@ -136,32 +127,22 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		return errorResult(fileErrorText(tg.display, err)), nil
 	}
 	cur := stateOfCurrent(old, exists, doc)
-	prior := cur.prior
 	if bound && shown.changedFrom(cur) {
 		return errorResult(errChangedSinceShown), nil
 	}
 	if exists && t.cfg.Files.stale(tg.key, old) {
 		return errorResult(errChangedSinceRead), nil
 	}
-	recs, err := t.cfg.stageChange(tg, old, exists, []byte(*a.Content))
-	if err != nil {
-		return errorResult(stageErrorText(err)), nil
-	}
-	if msg := t.cfg.recordIntent(inv, recs); msg != "" {
-		return errorResult(msg), nil
-	}
-	if err := ctx.Err(); err != nil {
-		return Result{}, err
-	}
-	if bound {
-		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
-	}
 	content := []byte(*a.Content)
 	watch := t.cfg.watchDiagnostics()
-	if msg := t.cfg.commitWatched(ctx, watch, tg, doc, content, prior, fsroot.WriteOptions{CreateParents: true}, bound); msg != "" {
-		return errorResult(msg), nil
+	recs, refusal, err := t.apply(ctx, inv, fileChange{tg: tg, doc: doc, old: old, existed: exists, updated: content,
+		prior: cur.prior, opts: fsroot.WriteOptions{CreateParents: true}, watch: watch}, shown, bound)
+	if err != nil {
+		return Result{}, err
 	}
-	t.cfg.Files.record(tg.key, content)
+	if refusal != "" {
+		return errorResult(refusal), nil
+	}
 	verb := "Created"
 	if exists {
 		verb = "Replaced"

@@ -3,7 +3,6 @@ package team
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 
 	"github.com/octet-agent/octet/tools"
@@ -85,23 +84,13 @@ func (sendMessageTool) Name() string { return NativeSend }
 func (sendMessageTool) Description() string {
 	return `Send a message to one of your child agents or to a peer (another child of the agent that started you, by its agent_id): a running one gets it at its next step, an idle one with its next task. With agent_id "parent" it goes to the agent that started you (it gets it at its next wait).`
 }
-func (sendMessageTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"message":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","message"],"additionalProperties":false}`)
-}
+func (sendMessageTool) Schema() json.RawMessage { return json.RawMessage(messageSchema) }
 
 func (t sendMessageTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
-	var a struct {
-		ID      string `json:"agent_id"`
-		Message string `json:"message"`
-	}
-	if err := decode(inv.Arguments, &a); err != nil {
+	tm, a, err := acting[messageArgs](t.base, inv.Arguments)
+	if err != nil {
 		return fail(err)
 	}
-	tm := t.current()
-	if tm == nil {
-		return fail(errors.New("no child agent was started in this run"))
-	}
-	var err error
 	if a.ID == "parent" {
 		err = tm.Post(t.caller, a.Message)
 	} else {
@@ -126,16 +115,12 @@ func (followupTool) Schema() json.RawMessage {
 }
 
 func (t followupTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
-	var a struct {
+	tm, a, err := acting[struct {
 		ID   string `json:"agent_id"`
 		Task string `json:"task"`
-	}
-	if err := decode(inv.Arguments, &a); err != nil {
+	}](t.base, inv.Arguments)
+	if err != nil {
 		return fail(err)
-	}
-	tm := t.current()
-	if tm == nil {
-		return fail(errors.New("no child agent was started in this run"))
 	}
 	s, err := tm.Followup(t.caller, a.ID, a.Task)
 	if err != nil {

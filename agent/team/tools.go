@@ -81,6 +81,33 @@ func decode(args json.RawMessage, v any) error {
 	return nil
 }
 
+// errNoTeam is what a tool acting on the caller's children says before
+// any was started in the run.
+var errNoTeam = errors.New("no child agent was started in this run")
+
+// acting decodes a tool's arguments into a T and returns them with the
+// caller's team of this run (errNoTeam before one started).
+func acting[T any](b base, args json.RawMessage) (*Team, T, error) {
+	var a T
+	if err := decode(args, &a); err != nil {
+		return nil, a, err
+	}
+	tm := b.current()
+	if tm == nil {
+		return nil, a, errNoTeam
+	}
+	return tm, a, nil
+}
+
+// messageArgs are the arguments of the tools that message a child.
+type messageArgs struct {
+	ID      string `json:"agent_id"`
+	Message string `json:"message"`
+}
+
+// messageSchema is the schema of messageArgs.
+const messageSchema = `{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"message":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","message"],"additionalProperties":false}`
+
 // fail is a model-visible error result.
 func fail(err error) (tools.Result, error) {
 	return tools.Result{Text: err.Error(), IsError: true}, nil
@@ -250,7 +277,7 @@ func (t waitTool) Execute(ctx context.Context, inv tools.Invocation) (tools.Resu
 		}
 	}
 	if tm == nil {
-		return fail(errors.New("no child agent was started in this run"))
+		return fail(errNoTeam)
 	}
 	snaps, err := tm.Wait(ctx, t.caller, a.IDs, timeout)
 	if err != nil {
@@ -302,15 +329,11 @@ func (interruptTool) Schema() json.RawMessage {
 }
 
 func (t interruptTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
-	var a struct {
+	tm, a, err := acting[struct {
 		ID string `json:"agent_id"`
-	}
-	if err := decode(inv.Arguments, &a); err != nil {
+	}](t.base, inv.Arguments)
+	if err != nil {
 		return fail(err)
-	}
-	tm := t.current()
-	if tm == nil {
-		return fail(errors.New("no child agent was started in this run"))
 	}
 	s, err := tm.Interrupt(t.caller, a.ID)
 	if err != nil {
@@ -325,21 +348,12 @@ func (sendTool) Name() string { return ToolSend }
 func (sendTool) Description() string {
 	return "Send a message to one of your running child agents (a correction, an answer to its question, more context). It reaches the child at its next step, after its current tool calls. An idle child (its task completed) takes a new task with agents_followup instead; a failed or stopped one takes nothing: start a new one."
 }
-func (sendTool) Schema() json.RawMessage {
-	return json.RawMessage(`{"type":"object","properties":{"agent_id":{"type":"string","minLength":1},"message":{"type":"string","minLength":1,"maxLength":131072}},"required":["agent_id","message"],"additionalProperties":false}`)
-}
+func (sendTool) Schema() json.RawMessage { return json.RawMessage(messageSchema) }
 
 func (t sendTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
-	var a struct {
-		ID      string `json:"agent_id"`
-		Message string `json:"message"`
-	}
-	if err := decode(inv.Arguments, &a); err != nil {
+	tm, a, err := acting[messageArgs](t.base, inv.Arguments)
+	if err != nil {
 		return fail(err)
-	}
-	tm := t.current()
-	if tm == nil {
-		return fail(errors.New("no child agent was started in this run"))
 	}
 	if err := tm.Send(t.caller, a.ID, a.Message); err != nil {
 		if s, ok := tm.child(t.caller, a.ID); ok && s.Status == StatusIdle && tm.idles() {

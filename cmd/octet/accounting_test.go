@@ -1,16 +1,11 @@
 package main
 
 import (
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/octet-agent/octet/agent"
-	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 )
@@ -147,53 +142,6 @@ func TestExecCostCeilingReached(t *testing.T) {
 	}
 	if !strings.Contains(second.stderr, "hard cost ceiling reached: $0.01125 of $0.01") {
 		t.Errorf("stderr = %s", second.stderr)
-	}
-}
-
-// TestStackMaxNetworkWait: max_network_wait_secs bounds an outage of the
-// Codex route's recovery policy (SetMaxNetworkWait); unset, an outage is
-// waited out without a deadline.
-func TestStackMaxNetworkWait(t *testing.T) {
-	outage := agent.Failure{Err: &provider.Error{Phase: provider.PreSend, Class: provider.NetworkUnavailable, Err: errors.New("network is unreachable")}}
-	for _, tc := range []struct {
-		config string
-		want   time.Duration
-	}{
-		{"runtime_profile = \"codex\"\nmax_network_wait_secs = 90\n", 90 * time.Second},
-		{"runtime_profile = \"codex\"\n", 0},
-	} {
-		home, ws := t.TempDir(), t.TempDir()
-		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(tc.config), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		vars := map[string]string{"OCTET_HOME": home, "OPENAI_BASE_URL": "http://127.0.0.1:1/v1"}
-		lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-		log := newLogger(io.Discard, lookup)
-		cfg, err := loadConfig(env{lookup: lookup}, ws, config.Flags{}, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, err := newStack(cfg, config.Secret{}, ws, log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, ok := st.retryPolicy().(*agent.CodexRecovery)
-		if !ok {
-			t.Fatalf("retry policy is %T, want *agent.CodexRecovery", st.retryPolicy())
-		}
-		before := time.Now()
-		if d := p.Decide(outage); !d.Retry || d.Kind != agent.RetryWaitingForNetwork {
-			t.Fatalf("decision = %+v, want waiting for network", d)
-		}
-		after := time.Now()
-		deadline, bounded := p.OutageDeadline()
-		switch {
-		case tc.want == 0 && bounded:
-			t.Errorf("unbounded config, but the outage ends at %v", deadline)
-		case tc.want > 0 && (!bounded || deadline.Before(before.Add(tc.want)) || deadline.After(after.Add(tc.want))):
-			t.Errorf("outage deadline %v (bounded %v), want %v after the first failure", deadline, bounded, tc.want)
-		}
-		st.Close()
 	}
 }
 

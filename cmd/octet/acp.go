@@ -17,7 +17,7 @@ func runACP(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	defer d.w.close()
+	defer d.w.Close()
 	err = dialects.ServeACP(ctx, e.stdin, e.stdout, d.options())
 	if ctx.Err() != nil {
 		return &exitError{code: exitCancelled}

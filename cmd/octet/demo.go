@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/host/stack"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
@@ -57,7 +58,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	srv.Enqueue(demoScript()...)
 
 	cfg := demoConfig(home, ws, srv.URL())
-	st, err := newStack(cfg, config.Secret{}, ws, log)
+	st, err := stack.New(cfg, config.Secret{}, ws, log)
 	if err != nil {
 		return err
 	}

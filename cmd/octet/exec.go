@@ -15,6 +15,7 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/host/stack"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
@@ -53,19 +54,11 @@ func runExec(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	prompt := opts.prompt
-	switch {
-	case opts.compact:
-	case prompt == "-":
-		if prompt, err = readPrompt(e.stdin); err != nil {
+	var prompt string
+	if !opts.compact {
+		if prompt, err = execPrompt(ctx, opts.prompt, e); err != nil {
 			return err
 		}
-	case e.stdinIsData:
-		block, err := readStdinBlock(ctx, e.stdin, e.stderr)
-		if err != nil {
-			return err
-		}
-		prompt += block
 	}
 	log := newLogger(e.stderr, e.lookup)
 	home, err := config.HomeDir(e.lookup)
@@ -91,25 +84,25 @@ func runExec(ctx context.Context, args []string, e env) error {
 			fmt.Fprintf(e.stderr, "continuing session %s in its own directory %s\n", sess.Header().ID, visible(ws))
 		}
 	}
-	cfg, err := loadConfig(e, ws, flags, log)
+	cfg, err := stack.LoadConfig(e.lookup, ws, flags, log)
 	if err != nil {
 		return err
 	}
 	if err := checkToolsFlag(cfg); err != nil {
 		return err
 	}
-	key, err := loadAPIKey(e, cfg)
+	key, err := stack.LoadAPIKey(e.lookup, cfg)
 	if err != nil {
 		return err
 	}
-	st, err := newStack(cfg, key, ws, log)
+	st, err := stack.New(cfg, key, ws, log)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	if len(opts.images) > 0 && !st.model.Images {
+	if len(opts.images) > 0 && !st.Model().Images {
 		return usageErrorf("--image: model %s is not known to accept images; if it does, declare images = true in [models.%q] of %s",
-			visible(st.model.Name), st.model.Name, filepath.Join(cfg.Home, "config.toml"))
+			visible(st.Model().Name), st.Model().Name, filepath.Join(cfg.Home, "config.toml"))
 	}
 	ap := &termApprover{mode: askTerminal, open: e.tty, notice: e.stderr}
 	switch {
@@ -136,7 +129,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 		defer sess.Close()
 		created = true
 	}
-	st.maxTurns = opts.maxTurns
+	st.MaxTurns = opts.maxTurns
 	out, ctx, cancel := watchOutput(ctx, e.stdout)
 	defer cancel(nil)
 	e.stdout = out
@@ -178,6 +171,22 @@ func runExec(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stderr, "octet: %v\n", writeErr)
 	}
 	return outErr
+}
+
+// execPrompt is the prompt of exec's command line: read from stdin for
+// "-", else with the data piped to stdin appended.
+func execPrompt(ctx context.Context, prompt string, e env) (string, error) {
+	switch {
+	case prompt == "-":
+		return readPrompt(e.stdin)
+	case e.stdinIsData:
+		block, err := readStdinBlock(ctx, e.stdin, e.stderr)
+		if err != nil {
+			return "", err
+		}
+		prompt += block
+	}
+	return prompt, nil
 }
 
 // parseExec parses and validates exec's command line: every flag value
@@ -447,7 +456,7 @@ func prompting(ctx context.Context, prompt string, images []provider.Image) func
 // (text, or JSON lines with asJSON) until the run has settled. The loop
 // that renders is the only writer of the terminal: ap's notices and
 // prompts are written by it, after the events that came before them.
-func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, start func(*agent.Agent) (*agent.Run, error), asJSON bool, e env) (execResult, error) {
+func drive(ctx context.Context, st *stack.Stack, sess *session.Session, ap *termApprover, start func(*agent.Agent) (*agent.Run, error), asJSON bool, e env) (execResult, error) {
 	term := newTerminal()
 	defer term.stop()
 	ap.term = term
@@ -467,18 +476,18 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		render, endLine = tr.event, tr.endLine
 	}
 	children.endLine = func() { endLine() }
-	st.delegation = children.install
+	st.Delegation = children.install
 	// A continued session keeps the effect policy it recorded (when the
 	// launch policy still allows it), as it would in an editor.
-	a, release, err := st.newAgent(sess, ap, nil, host.NewRuleBook(sess, st.log).RecordedPolicy())
+	a, release, err := st.NewAgent(sess, ap, nil, host.NewRuleBook(sess, st.Logger()).RecordedPolicy())
 	if err != nil {
 		return execResult{}, fmt.Errorf("start agent: %w", err)
 	}
 	defer release()
-	if err := st.settleSelection(a, sess); err != nil {
+	if err := st.SettleSelection(a, sess); err != nil {
 		return execResult{}, fmt.Errorf("model and reasoning selection: %w", err)
 	}
-	if err := st.ext.checkListedTools(st.cfg, st.log); err != nil {
+	if err := checkListedTools(st.Config(), st.MCPServers(), st.Logger()); err != nil {
 		return execResult{}, err
 	}
 	if p := host.PlanOf(sess.Branch()); p != nil {
@@ -502,7 +511,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 	res.RunResult = run.Wait()
 	res.answer = host.FinalAnswer(sess, res.RunID)
 	if jr != nil && jr.err != nil {
-		st.log.Warn(fmt.Sprintf("could not write every event to stdout: %v", jr.err))
+		st.Logger().Warn(fmt.Sprintf("could not write every event to stdout: %v", jr.err))
 	}
 	return res, nil
 }
@@ -576,7 +585,7 @@ func outcomeError(res agent.RunResult, cfg *config.Config) error {
 	if res.Err != nil {
 		msg += ": " + res.Err.Error()
 	}
-	if hint := providerHint(res.Err, cfg); hint != "" {
+	if hint := stack.ProviderHint(res.Err, cfg); hint != "" {
 		msg += "\n  " + hint
 	}
 	if advice := session.WriteFailureAdvice(res.Err); advice != "" {

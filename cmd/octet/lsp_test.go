@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 )
@@ -539,27 +538,3 @@ func TestLSPUnreachableProviderExplained(t *testing.T) {
 		t.Errorf("exit: %v\nstderr: %s", err, stderr.String())
 	}
 }
-
-// TestModelResolver: octet lsp allows the model table and the configured
-// model (a proxy's own name, say); any other name is refused with the list.
-func TestModelResolver(t *testing.T) {
-	cfg := config.Defaults()
-	cfg.Model.Value = "my-proxy-model"
-	cfg.Models = map[string]config.ModelSpec{"llama3.2": {ContextWindow: ptrTo(int64(131072))}}
-	resolve := modelResolver(&cfg)
-	if m, err := resolve("llama3.2"); err != nil || m.ContextWindow != 131072 || m.Assumed {
-		t.Errorf("declared model: %+v, %v", m, err)
-	}
-	if m, err := resolve("my-proxy-model"); err != nil || m.ContextWindow == 0 {
-		t.Errorf("configured model: %+v, %v", m, err)
-	}
-	if m, err := resolve("gpt-5"); err != nil || m.Name != "gpt-5" {
-		t.Errorf("gpt-5: %+v, %v", m, err)
-	}
-	_, err := resolve("gpt-nope")
-	if err == nil || !strings.Contains(err.Error(), "gpt-5.1-codex") || !strings.Contains(err.Error(), "my-proxy-model (configured)") || !strings.Contains(err.Error(), "llama3.2 (declared)") {
-		t.Errorf("gpt-nope: %v, want a refusal listing the allowed names", err)
-	}
-}
-
-func ptrTo[T any](v T) *T { return &v }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"path/filepath"
 	"slices"
+	"strings"
 
+	"github.com/octet-agent/octet/host/stack"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/tools/mcp"
 )
@@ -23,7 +26,7 @@ func mcpList(_ context.Context, args []string, e env) error {
 	if _, err := parseSub(newFlagSet("mcp list", synopsis, e.stdout), synopsis, args, 0); err != nil {
 		return err
 	}
-	cfg, err := loadConfig(e, e.cwd, config.Flags{}, newLogger(e.stderr, e.lookup))
+	cfg, err := stack.LoadConfig(e.lookup, e.cwd, config.Flags{}, newLogger(e.stderr, e.lookup))
 	if err != nil {
 		return err
 	}
@@ -37,7 +40,7 @@ func mcpUnpin(_ context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := loadConfig(e, e.cwd, config.Flags{}, newLogger(e.stderr, e.lookup))
+	cfg, err := stack.LoadConfig(e.lookup, e.cwd, config.Flags{}, newLogger(e.stderr, e.lookup))
 	if err != nil {
 		return err
 	}
@@ -75,4 +78,54 @@ func listMCP(cfg *config.Config, pins *mcp.PinStore, w io.Writer) {
 		}
 		fmt.Fprintf(w, "%s\t%s\n\t%s\n\t%s\n", s.Name, visible(transport), visible(state), pinned)
 	}
+}
+
+// checkToolsFlag refuses, before anything starts, a --tools name
+// mcp__<server>__<tool> whose server is not configured.
+func checkToolsFlag(cfg *config.Config) error {
+	if cfg.Tools.Source != config.SourceFlag {
+		return nil
+	}
+	for _, n := range cfg.Tools.Value {
+		server, _, ok := config.SplitMCPToolName(n)
+		if ok && !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
+			return usageErrorf("--tools %s: no MCP server %q is configured (octet mcp list shows the servers; an [mcp_servers.NAME] table in %s defines one)",
+				n, server, filepath.Join(cfg.Home, "config.toml"))
+		}
+	}
+	return nil
+}
+
+// checkListedTools refuses a --tools name of a running server's tool
+// that the server does not list (infos: the servers as started), once it
+// has listed its tools; a tool of a server that is not running cannot be
+// known, and is warned about.
+func checkListedTools(cfg *config.Config, infos []mcp.ServerInfo, log *slog.Logger) error {
+	if cfg.Tools.Source != config.SourceFlag {
+		return nil
+	}
+	for _, n := range cfg.Tools.Value {
+		server, _, ok := config.SplitMCPToolName(n)
+		i := slices.IndexFunc(infos, func(s mcp.ServerInfo) bool { return s.Name == server })
+		if !ok || i < 0 {
+			continue
+		}
+		si := infos[i]
+		if si.State != mcp.StateRunning {
+			why := si.State
+			if si.Reason != "" {
+				why += ": " + si.Reason
+			}
+			log.Warn(fmt.Sprintf("--tools names %s, but MCP server %s is not running (%s), so that tool is not offered", n, server, why))
+			continue
+		}
+		if !slices.ContainsFunc(si.Tools, func(t mcp.ToolInfo) bool { return t.Name == n }) {
+			names := make([]string, len(si.Tools))
+			for i, t := range si.Tools {
+				names[i] = t.Name
+			}
+			return usageErrorf("--tools %s: MCP server %s has no such tool; it lists %s", n, server, strings.Join(names, ", "))
+		}
+	}
+	return nil
 }

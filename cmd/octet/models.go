@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/host/stack"
 	"github.com/octet-agent/octet/internal/config"
 )
 
@@ -25,14 +26,14 @@ func runModels(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	log := newLogger(e.stderr, e.lookup)
-	cfg, err := loadConfig(e, e.cwd, config.Flags{}, log)
+	cfg, err := stack.LoadConfig(e.lookup, e.cwd, config.Flags{}, log)
 	if err != nil {
 		return err
 	}
 	cat := host.CatalogFor(cfg)
-	key, err := loadAPIKey(e, cfg)
+	key, err := stack.LoadAPIKey(e.lookup, cfg)
 	if err == nil {
-		ids, lerr := endpointModels(ctx, cfg, key, log)
+		ids, lerr := stack.EndpointModels(ctx, cfg, key, log)
 		if lerr == nil {
 			cat = cat.WithListing(ids)
 		} else {

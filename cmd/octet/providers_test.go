@@ -7,15 +7,12 @@ import (
 	"image"
 	"image/color"
 	"image/png"
-	"io"
-	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 )
@@ -552,36 +549,5 @@ func TestProviderRouteOutputLimit(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestLSPKeyFollowsTheWorkspacesProvider: octet lsp serves workspaces
-// whose project configs may select different providers of the user's;
-// each gets its own provider's key. (It used to read one key, for the
-// first configuration, and send it to every workspace's provider.)
-func TestLSPKeyFollowsTheWorkspacesProvider(t *testing.T) {
-	home := t.TempDir()
-	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[model_providers.gw]\nbase_url = \"https://gw.example/v1\"\nwire_api = \"chat\"\nenv_key = \"GW_KEY\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	plain, gw := t.TempDir(), t.TempDir()
-	if err := os.MkdirAll(filepath.Join(gw, ".octet"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(gw, ".octet", "config.toml"), []byte("model_provider = \"gw\"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	vars := map[string]string{"OCTET_HOME": home, "OPENAI_API_KEY": "sk-openai-key", "GW_KEY": "gw-key"}
-	e := env{lookup: func(k string) (string, bool) { v, ok := vars[k]; return v, ok }, stderr: io.Discard}
-	ws := &workspaces{e: e, log: slog.New(slog.DiscardHandler)}
-	for _, c := range []struct{ dir, want string }{{plain, "sk-openai-key"}, {gw, "gw-key"}, {plain, "sk-openai-key"}} {
-		cfg, err := loadConfig(e, c.dir, config.Flags{}, ws.log)
-		if err != nil {
-			t.Fatal(err)
-		}
-		key, err := ws.credentials(cfg)
-		if err != nil || key.Reveal() != c.want {
-			t.Errorf("workspace with provider %s got key %q (%v), want %q", cfg.Provider().Name, key.Reveal(), err, c.want)
-		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
+	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -21,10 +22,6 @@ const (
 	deleteUsage = "octet sessions delete <id>..."
 	pruneUsage  = "octet sessions prune --older-than <age> [--failed] [--dry-run]"
 )
-
-// teamsDir is where the delegated children of the sessions in dir keep
-// their teams (sessions and provenance).
-func teamsDir(dir string) string { return filepath.Join(dir, "teams") }
 
 // sessionsDelete is `octet sessions delete`: every id is resolved first,
 // so a mistyped one deletes nothing.
@@ -181,7 +178,7 @@ func deleteError(err error) string {
 // child sessions it deleted.
 func removeSession(dir, path string) (int, error) {
 	id := strings.TrimSuffix(filepath.Base(path), ".jsonl")
-	kids, kidsErr := team.ChildSessions(teamsDir(dir), id)
+	kids, kidsErr := team.ChildSessions(host.TeamsDir(dir), id)
 	if err := session.Remove(path); err != nil {
 		return 0, err
 	}

@@ -61,8 +61,11 @@ func TestApprovalFloat(t *testing.T) {
 		if strings.Contains(r.str("statusline_after"), "APPROVAL") {
 			t.Errorf("statusline after approving: %q", r.str("statusline_after"))
 		}
-		if !strings.Contains(r.str("bash_float"), "make") {
-			t.Errorf("bash approval float:\n%s", r.str("bash_float"))
+		if f := r.str("bash_float"); !strings.Contains(f, "make") || !strings.Contains(f, "Not saved in the editor") || !strings.Contains(f, "a.txt") {
+			t.Errorf("bash approval float (want the command and a.txt named as not saved):\n%s", f)
+		}
+		if !strings.Contains(r.str("asked"), "a.txt has your unsaved edits besides octet's") {
+			t.Errorf("before the bash call the user was asked %q", r.str("asked"))
 		}
 		if in := inputText(t, w.prov, 3); !strings.Contains(in, "The user's reason: use make instead") {
 			t.Errorf("the denial reason did not reach the model: %s", in)
@@ -86,6 +89,41 @@ func TestApprovalFloat(t *testing.T) {
 		}
 		if got := r.str("buffer_after_rule"); got != "hey world\ntyped here\nthird" {
 			t.Errorf("buffer after the two edits = %q", got)
+		}
+	})
+}
+
+// TestApprovalWhileTyping drives testdata/approval_insert_test.lua with
+// keys as typed (nvim_input): an approval float that appears while the
+// user is in insert mode in the input window is in normal mode (its text
+// is not typed into); a key typed as it appears decides nothing; after a
+// pause "a" approves; the user is back in the input window in insert
+// mode.
+func TestApprovalWhileTyping(t *testing.T) {
+	eachNvim(t, func(t *testing.T, w *world) {
+		writeFile(t, filepath.Join(w.ws, "a.txt"), "hello world\n")
+		w.prov.Enqueue(
+			providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"goodbye"}`)),
+			providertest.Text("Edited."),
+		)
+		r := w.run(t, "approval_insert_test.lua")
+		if r.str("mode_in_float") != "n" {
+			t.Errorf("mode in the approval float = %q, want normal mode", r.str("mode_in_float"))
+		}
+		if n, _ := r["pending_after_early_key"].(float64); n != 1 || r["float_unchanged"] != true {
+			t.Errorf("a key typed as the float appeared: %v pending (want 1), float unchanged %v", n, r["float_unchanged"])
+		}
+		if r["armed"] != true || r["answered"] != true {
+			t.Errorf("after a pause: keys armed %v, run answered %v", r["armed"], r["answered"])
+		}
+		if n, _ := r["pending_after"].(float64); n != 0 || r.str("buffer") != "goodbye world" {
+			t.Errorf("after \"a\": %v approvals pending, buffer %q", n, r.str("buffer"))
+		}
+		if r.str("input_text") != "" {
+			t.Errorf("the input window has %q", r.str("input_text"))
+		}
+		if r["back_in_input"] != true || r.str("mode_after") != "i" {
+			t.Errorf("after deciding: back in the input window %v, mode %q; want the input window in insert mode", r["back_in_input"], r.str("mode_after"))
 		}
 	})
 }

@@ -52,3 +52,50 @@ func TestChatStreamsAndContinues(t *testing.T) {
 		}
 	})
 }
+
+// TestChatFollowsTheStream: the chat window of a new chat, opened by
+// :OctetNew with the input window current, follows a long streamed answer
+// (cursor on the last line, the last line in view); moved up, it stays
+// where it is while the next answer streams; moved back to the end, it
+// follows again.
+func TestChatFollowsTheStream(t *testing.T) {
+	long := strings.Repeat("A line of the answer that keeps growing.\n\n", 40)
+	eachNvim(t, func(t *testing.T, w *world) {
+		w.prov.Enqueue(providertest.Text(long), providertest.Text(long), providertest.Text(long))
+		r := w.run(t, "follow_test.lua")
+		if r["input_current"] != true {
+			t.Errorf("the input window is not the current one after :OctetNew")
+		}
+		pos := func(k string) (cursor, last, bottom float64) {
+			m, _ := r[k].(map[string]any)
+			cursor, _ = m["cursor"].(float64)
+			last, _ = m["last"].(float64)
+			bottom, _ = m["bottom"].(float64)
+			return
+		}
+		if c, l, b := pos("first"); l < 60 || c != l || b != l {
+			t.Errorf("new chat after a long answer: cursor %v, bottom line in view %v, last line %v; want both the last", c, b, l)
+		}
+		if c, l, _ := pos("second"); c != 3 || l < 120 {
+			t.Errorf("chat moved up to line 3: cursor on %v of %v after the next answer", c, l)
+		}
+		if c, l, b := pos("third"); l < 180 || c != l || b != l {
+			t.Errorf("chat back at the end: cursor %v, bottom %v, last %v", c, b, l)
+		}
+	})
+}
+
+// TestChatSurvivesFiletypeErrors: a markdown FileType handler that fails
+// (the markdown ftplugin of a Neovim whose tree-sitter parser is missing,
+// as in an unpacked Debian build) does not stop the chat: the answer is
+// shown and the input window opens.
+func TestChatSurvivesFiletypeErrors(t *testing.T) {
+	eachNvim(t, func(t *testing.T, w *world) {
+		w.prov.Enqueue(providertest.Text("Hello anyway."))
+		w.errorsExpected = true // the handler's own
+		r := w.run(t, "filetype_test.lua")
+		if !strings.Contains(r.str("chat"), "Hello anyway.") || r["input"] != true {
+			t.Errorf("chat (input window shown %v):\n%s", r["input"], r.str("chat"))
+		}
+	})
+}

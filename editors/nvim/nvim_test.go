@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,6 +28,8 @@ func TestMain(m *testing.M) {
 type world struct {
 	tmp, bin, ws, home, nvim string
 	prov                     *providertest.Server
+	// errorsExpected: the script makes Neovim report errors on purpose.
+	errorsExpected bool
 }
 
 // eachNvim runs fn as a parallel subtest per Neovim binary, each with a
@@ -98,6 +101,16 @@ func (w *world) run(t *testing.T, script string, env ...string) result {
 	}
 	if f := r.str("failed"); f != "" {
 		t.Fatalf("%s failed: %s\nfacts: %s\nnvim output: %s", script, f, raw, output)
+	}
+	if !w.errorsExpected {
+		// A Lua error in a callback (an event handler, a timer) does not
+		// stop the script: Neovim reports it, here on its output.
+		for _, e := range []string{"Error executing", "stack traceback", "E5108", "E5113"} {
+			if strings.Contains(string(output), e) {
+				t.Errorf("%s: Neovim reported an error:\n%s", script, output)
+				break
+			}
+		}
 	}
 	return r
 }

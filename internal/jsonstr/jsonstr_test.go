@@ -1,7 +1,9 @@
 package jsonstr
 
 import (
+	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -11,33 +13,58 @@ var cases = []string{
 	"ends in \xe2\x82", "emoji 👩‍💻 done",
 }
 
-// TestAppendMatchesMarshal checks every case byte for byte against
-// encoding/json.
-func TestAppendMatchesMarshal(t *testing.T) {
-	for _, s := range cases {
-		want, _ := json.Marshal(s)
-		if got := Append(nil, s); string(got) != string(want) {
-			t.Errorf("Append(%q) = %s, json.Marshal = %s", s, got, want)
-		}
+// marshal is encoding/json's encoding of s, HTML-escaped or not.
+func marshal(s string, html bool) string {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(html)
+	_ = enc.Encode(s)
+	return string(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+}
+
+// check compares Append with encoding/json for s, and AppendStable with
+// encoding/json without HTML escaping (an invalid byte's \ufffd written
+// as the character) and with itself after a decode.
+func check(t *testing.T, s string) {
+	t.Helper()
+	if got, want := string(Append([]byte("x"), s)[1:]), marshal(s, true); got != want {
+		t.Errorf("Append(%q) = %s, json.Marshal = %s", s, got, want)
+	}
+	got := AppendStable([]byte("x"), s)[1:]
+	if want := strings.ReplaceAll(marshal(s, false), `\ufffd`, "\uFFFD"); string(got) != want {
+		t.Errorf("AppendStable(%q) = %s, json.Encoder without HTML escaping = %s", s, got, want)
+	}
+	var back string
+	if err := json.Unmarshal(got, &back); err != nil {
+		t.Fatalf("AppendStable(%q) = %s: %v", s, got, err)
+	}
+	if again := AppendStable(nil, back); string(again) != string(got) {
+		t.Errorf("AppendStable is not stable: %q encodes to %s, decoded and encoded again to %s", s, got, again)
 	}
 }
 
-// FuzzAppend checks arbitrary strings against encoding/json.
+// TestAppendMatchesMarshal checks every case byte for byte against
+// encoding/json, with and without HTML escaping.
+func TestAppendMatchesMarshal(t *testing.T) {
+	for _, s := range cases {
+		check(t, s)
+	}
+}
+
+// FuzzAppend checks arbitrary strings against encoding/json (corpus in
+// testdata/fuzz/FuzzAppend).
 func FuzzAppend(f *testing.F) {
 	for _, s := range cases {
 		f.Add(s)
 	}
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := Append([]byte("x"), s); string(got[1:]) != string(want) {
-			t.Fatalf("Append(%q) = %s, json.Marshal = %s", s, got[1:], want)
-		}
-	})
+	f.Fuzz(check)
 }
 
 func TestAppendDoesNotAllocate(t *testing.T) {
 	buf := make([]byte, 0, 256)
-	if n := testing.AllocsPerRun(100, func() { buf = Append(buf[:0], "some <text> with \"escapes\"\n") }); n != 0 {
-		t.Errorf("Append allocates %v times", n)
+	for name, append := range map[string]func([]byte, string) []byte{"Append": Append, "AppendStable": AppendStable} {
+		if n := testing.AllocsPerRun(100, func() { buf = append(buf[:0], "some <text> with \"escapes\"\n") }); n != 0 {
+			t.Errorf("%s allocates %v times", name, n)
+		}
 	}
 }

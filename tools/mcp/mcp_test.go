@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/testlog"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -47,28 +47,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// logBuffer is a concurrency-safe log sink.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type fixture struct {
 	m      *Manager
 	host   *tools.Host
-	log    *logBuffer
+	log    *testlog.Buffer
 	broker *tools.Broker
 }
 
@@ -78,7 +60,7 @@ func stdioSpec(name string, args ...string) Spec {
 
 func start(t *testing.T, opts Options) *fixture {
 	t.Helper()
-	f := &fixture{host: tools.NewHost(), log: &logBuffer{}}
+	f := &fixture{host: tools.NewHost(), log: &testlog.Buffer{}}
 	if opts.Host == nil {
 		opts.Host = f.host
 	} else {

@@ -27,6 +27,10 @@ command("OctetChat", function()
   octet().open()
 end, { desc = "octet: open the chat" })
 
+command("OctetToggle", function()
+  octet().toggle()
+end, { desc = "octet: open or close the chat" })
+
 command("OctetNew", function(c)
   octet().new_session(function(err)
     if not err then

@@ -55,6 +55,7 @@ T.run(function()
     T.fact("float_text", T.text(fbuf))
     local hl = api.nvim_buf_get_extmarks(fbuf, api.nvim_create_namespace("octet.approval"), { 0, 0 }, { 0, -1 }, { details = true })
     T.fact("float_first_hl", #hl > 0 and hl[1][4].hl_group or "")
+    T.armed()
     api.nvim_feedkeys("a", "x", false)
     T.wait_idle(octet)
   elseif os.getenv("OCTET_TEST_CASE") == "stop" then

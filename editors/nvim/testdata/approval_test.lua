@@ -3,13 +3,22 @@
 -- diff), the chat and the statusline show the approval pending; "a"
 -- approves and the edit lands in the buffer beside the unsaved line, the
 -- disk untouched. Then a bash call is denied with "r" and a reason typed
--- at the prompt, a third run's approval closes itself when the run is
+-- at the prompt (octet first asks to save a.txt, which is kept unsaved,
+-- and the float names it), a third run's approval closes itself when the run is
 -- cancelled, and "s" approves an edit for the session (the next edit of
 -- the file is not asked). Driven by TestApprovalFloat.
 local T = dofile(os.getenv("OCTET_TEST_LIB"))
 local api = vim.api
 
 local float = T.float
+
+-- Before the bash call octet asks to save a.txt, which has the user's
+-- line besides octet's edit: kept unsaved (the disk stays as it was).
+local asked = {}
+vim.ui.select = function(items, opts, on_choice)
+  table.insert(asked, opts.prompt)
+  on_choice("Keep unsaved")
+end
 
 T.run(function()
   local octet = T.setup()
@@ -26,6 +35,7 @@ T.run(function()
   local s = octet.session()
   T.fact("chat_pending", T.text(s.chat.buf))
   T.fact("statusline_pending", octet.statusline())
+  T.armed()
   -- Closing the float keeps the approval pending; :OctetApprovals shows it.
   api.nvim_feedkeys("q", "x", false)
   T.fact("closed_float", float() == nil)
@@ -56,6 +66,8 @@ T.run(function()
   vim.cmd("Octet now run make")
   T.wait("the bash approval", float)
   T.fact("bash_float", T.text(api.nvim_win_get_buf(float())))
+  T.fact("asked", table.concat(asked, "\n"))
+  T.armed()
   api.nvim_feedkeys("ruse make instead\r", "x", false)
   T.wait("the second answer", function()
     return (s.answers or 0) >= 2
@@ -79,6 +91,7 @@ T.run(function()
   vim.cmd("Octet edit twice")
   T.wait("the session-wide approval", float)
   T.fact("session_keys", T.text(api.nvim_win_get_buf(float())))
+  T.armed()
   api.nvim_feedkeys("s", "x", false)
   T.wait("the fourth answer", function()
     return (s.answers or 0) >= 4

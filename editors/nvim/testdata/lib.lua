@@ -63,6 +63,15 @@ function T.float()
   end
 end
 
+--- Waits until the approval float takes its keys (an approval float that
+--- opens by itself does once no key was typed for a moment).
+function T.armed()
+  T.wait("the approval float's keys", function()
+    local win = T.float()
+    return win and vim.b[vim.api.nvim_win_get_buf(win)].octet_armed == true
+  end)
+end
+
 --- Sets up the plugin for the test workspace.
 function T.setup(extra)
   local octet = require("octet")
@@ -84,6 +93,59 @@ function T.run(fn)
   if not ok then
     T.fail("script error: " .. tostring(err))
   end
+end
+
+-- T.async runs fn as a coroutine: T.await and T.sleep in it wait without
+-- blocking Neovim's main loop, so keys given with nvim_input are handled
+-- as typed (a blocking vim.wait does not run them).
+function T.async(fn)
+  local co = coroutine.create(function()
+    T.run(fn)
+  end)
+  local ok, err = coroutine.resume(co)
+  if not ok then
+    T.fail("script error: " .. tostring(err))
+  end
+end
+
+--- In T.async: waits until cond() is true (at most ms); returns whether
+--- it became true.
+function T.try_await(cond, ms)
+  local co = coroutine.running()
+  local uv = vim.uv or vim.loop
+  local deadline = uv.now() + (ms or 30000)
+  local timer = uv.new_timer()
+  timer:start(20, 20, vim.schedule_wrap(function()
+    local done = cond()
+    if done or uv.now() > deadline then
+      if not timer:is_closing() then
+        timer:stop()
+        timer:close()
+        local ok, err = coroutine.resume(co, done and true or false)
+        if not ok then
+          T.fail("script error: " .. tostring(err))
+        end
+      end
+    end
+  end))
+  return coroutine.yield()
+end
+
+--- In T.async: waits until cond() is true (at most ms), else fails naming
+--- what.
+function T.await(what, cond, ms)
+  if not T.try_await(cond, ms) then
+    T.fail("timed out waiting for " .. what)
+  end
+end
+
+--- In T.async: lets Neovim run for ms.
+function T.sleep(ms)
+  local uv = vim.uv or vim.loop
+  local until_ = uv.now() + ms
+  T.try_await(function()
+    return uv.now() >= until_
+  end, ms + 1000)
 end
 
 vim.defer_fn(function()

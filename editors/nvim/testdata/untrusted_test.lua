@@ -62,6 +62,7 @@ function cases.newline(octet)
     T.fail("timed out waiting for the approval float")
   end
   T.fact("float_text", T.text(api.nvim_win_get_buf(float())))
+  T.armed()
   api.nvim_feedkeys("a", "x", false)
   T.wait_idle(octet)
   T.fact("chat", T.text(s.chat.buf))
@@ -71,6 +72,7 @@ function cases.side_by_side(octet)
   vim.cmd("edit " .. vim.fn.fnameescape(T.ws .. "/notes.txt"))
   vim.cmd("Octet write notes")
   T.wait("the approval float", float)
+  T.armed()
   api.nvim_feedkeys("v", "x", false)
   local sides = {}
   for _, w in ipairs(api.nvim_tabpage_list_wins(0)) do

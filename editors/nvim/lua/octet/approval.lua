@@ -24,11 +24,82 @@ local function changed()
   pcall(vim.api.nvim_exec_autocmds, "User", { pattern = "OctetApproval", modeline = false })
 end
 
+local uv = vim.uv or vim.loop
+
+-- When the last key was typed (vim.on_key): a float that pops up is armed
+-- only once the user has paused typing.
+local last_key = 0
+local on_key_ns
+
+local function watch_keys()
+  if on_key_ns then
+    return
+  end
+  on_key_ns = api.nvim_create_namespace("octet.approval.keys")
+  vim.on_key(function()
+    last_key = uv.now()
+  end, on_key_ns)
+end
+
+-- Takes the user out of what they were doing so the float gets its keys
+-- in normal mode: insert, replace and terminal mode end (the float's text
+-- is never typed into), visual mode ends. Returns where to go back to, or
+-- nil when the float must wait (command line, an operator, a prompt).
+local function leave_mode()
+  local mode = api.nvim_get_mode()
+  local m = mode.mode
+  if mode.blocking then
+    return nil
+  end
+  local from = { win = api.nvim_get_current_win(), cursor = api.nvim_win_get_cursor(0) }
+  local c = m:sub(1, 1)
+  if c == "i" or c == "R" or c == "t" then
+    from.insert = c == "i" or c == "R"
+    vim.cmd("stopinsert")
+  elseif c == "v" or c == "V" or c == "\22" or c == "s" or c == "S" or c == "\19" then
+    vim.cmd("normal! \27")
+  elseif m ~= "n" then
+    return nil -- "c", "no", "r", "!": wait until it is over
+  end
+  return from
+end
+
+-- Back where the user was when a float took the focus: their window, and
+-- insert mode at the same place when they were typing.
+local function go_back(from)
+  if not from or not api.nvim_win_is_valid(from.win) then
+    return
+  end
+  api.nvim_set_current_win(from.win)
+  if from.insert then
+    local buf = api.nvim_win_get_buf(from.win)
+    local row = math.min(from.cursor[1], api.nvim_buf_line_count(buf))
+    local line = api.nvim_buf_get_lines(buf, row - 1, row, false)[1] or ""
+    if from.cursor[2] >= #line then
+      api.nvim_win_set_cursor(from.win, { row, #line })
+      vim.cmd("startinsert!")
+    else
+      api.nvim_win_set_cursor(from.win, { row, from.cursor[2] })
+      vim.cmd("startinsert")
+    end
+  end
+end
+
 local function close_float(a)
+  local was_current = a.win and api.nvim_get_current_win() == a.win
   if a.win and api.nvim_win_is_valid(a.win) then
     api.nvim_win_close(a.win, true)
   end
   a.win = nil
+  if a.timer and not a.timer:is_closing() then
+    a.timer:stop()
+    a.timer:close()
+  end
+  a.timer = nil
+  if was_current then
+    go_back(a.from)
+  end
+  a.from = nil
 end
 
 local function remove(a, text, approved)
@@ -166,14 +237,58 @@ function M.side_by_side(a)
   scratch(patched(cur, p.diff), "octet://after/" .. path)
 end
 
---- Shows approval a (the first pending one without a).
-function M.show(a)
+-- Arms the float's keys of approval a once the user has not typed for
+-- config approval_delay ms (the float shown as long at least): keys typed
+-- as a float pops up were meant for something else.
+local function arm_later(a)
+  local delay = tonumber(config.options.approval_delay) or 0
+  local function arm()
+    a.armed = true
+    if a.buf and api.nvim_buf_is_valid(a.buf) then
+      vim.b[a.buf].octet_armed = true
+    end
+  end
+  if delay <= 0 then
+    return arm()
+  end
+  watch_keys()
+  local shown = uv.now()
+  a.timer = uv.new_timer()
+  a.timer:start(50, 50, vim.schedule_wrap(function()
+    if a.timer and uv.now() - math.max(shown, last_key) >= delay then
+      a.timer:stop()
+      a.timer:close()
+      a.timer = nil
+      arm()
+    end
+  end))
+end
+
+--- Shows approval a (the first pending one without a). popup: the float
+--- opens by itself (a new request), not because the user asked: it takes
+--- the user out of insert or visual mode first, and its keys work once
+--- the user pauses typing; closing it goes back where the user was.
+function M.show(a, popup)
   a = a or pending[1]
   if not a then
     return vim.notify("octet: no approval is pending", vim.log.levels.INFO)
   end
   if a.win and api.nvim_win_is_valid(a.win) then
     return api.nvim_set_current_win(a.win)
+  end
+  if popup then
+    local from = leave_mode()
+    if not from then
+      -- The command line or an operator is going: show it when it is over.
+      return vim.defer_fn(function()
+        if find(function(x)
+          return x == a
+        end) and not a.win then
+          M.show(a, true)
+        end
+      end, 200)
+    end
+    a.from = from
   end
   local lines = body(a.p)
   local buf = api.nvim_create_buf(false, true)
@@ -216,9 +331,22 @@ function M.show(a)
   })
   vim.wo[a.win].wrap = true
   vim.b[buf].octet_approval = a.p.digest
+  a.armed = false
+  if popup then
+    arm_later(a)
+  else
+    a.armed = true
+    vim.b[buf].octet_armed = true
+  end
   local k = config.options.keymaps
   local function map(key, fn)
-    vim.keymap.set("n", key, fn, { buffer = buf, nowait = true, silent = true })
+    vim.keymap.set("n", key, function()
+      if not a.armed then
+        return api.nvim_echo({ { "octet: a key typed as the approval appeared is ignored; press it again to answer",
+          "WarningMsg" } }, false, {})
+      end
+      fn()
+    end, { buffer = buf, nowait = true, silent = true })
   end
   map(k.approve, function()
     M.decide(a, "approve")
@@ -237,6 +365,7 @@ function M.show(a)
     end)
   end)
   map(k.side_by_side, function()
+    a.from = nil -- to the new tab, not back
     close_float(a)
     M.side_by_side(a)
   end)
@@ -266,7 +395,7 @@ function M.request(chat, p, respond, id)
       return x == a
     end) then
       a.mark = chat and chat:approval(p)
-      M.show(a)
+      M.show(a, true)
     end
   end, 50)
 end

@@ -7,11 +7,29 @@ local M = {}
 
 local api = vim.api
 local text = require("octet.text")
+local attach = require("octet.attach")
 local ns = api.nvim_create_namespace("octet.chat")
 local chats = {} -- bufnr -> Chat
 
 local Chat = {}
 Chat.__index = Chat
+
+--- Makes buf a markdown buffer. An error of a FileType handler (a
+--- markdown ftplugin whose tree-sitter parser is missing) does not stop
+--- the chat: the buffer is still markdown, without what failed.
+function M.markdown(buf)
+  -- Through :setlocal, so the handler's error is this call's, caught
+  -- here (set as an option, some versions report it at the next API
+  -- call instead).
+  local ok, err = pcall(api.nvim_buf_call, buf, function()
+    vim.cmd("setlocal filetype=markdown")
+  end)
+  if not ok then
+    vim.schedule(function()
+      text.notify("the markdown filetype of the chat failed: " .. tostring(err), vim.log.levels.WARN)
+    end)
+  end
+end
 
 --- Creates the chat buffer of session sid.
 function M.new(sid, title)
@@ -20,7 +38,7 @@ function M.new(sid, title)
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
-  vim.bo[buf].filetype = "markdown"
+  M.markdown(buf)
   vim.b[buf].octet_session = sid
   local self = setmetatable({ buf = buf, sid = sid, blocks = {}, calls = {}, cur = nil, provisional = {} }, Chat)
   chats[buf] = self
@@ -50,7 +68,7 @@ function Chat:clear()
   self:set_lines(0, -1, title)
   self.blocks, self.calls, self.cur, self.provisional = {}, {}, nil, {}
   self.answer_header, self.changed, self.fold_tick = false, nil, nil
-  self.plan_region = nil
+  self.plan_region, self.retrying = nil, nil
 end
 
 --- Sets the title line.
@@ -59,10 +77,35 @@ function Chat:set_title(title)
   self:set_lines(0, 1, { "# octet · " .. text.line(title) })
 end
 
+-- The windows showing the chat with the cursor on its last line: they
+-- follow the stream (a window whose cursor was moved up stays put).
+function Chat:at_end()
+  local last, wins = api.nvim_buf_line_count(self.buf), {}
+  for _, win in ipairs(api.nvim_list_wins()) do
+    if api.nvim_win_get_buf(win) == self.buf and api.nvim_win_get_cursor(win)[1] >= last then
+      table.insert(wins, win)
+    end
+  end
+  return wins
+end
+
+-- Moves the cursor of wins (Chat:at_end before a change) to the last line.
+function Chat:follow(wins)
+  local last = api.nvim_buf_line_count(self.buf)
+  for _, win in ipairs(wins) do
+    if api.nvim_win_is_valid(win) and api.nvim_win_get_buf(win) == self.buf then
+      api.nvim_win_set_cursor(win, { last, 0 })
+    end
+  end
+end
+
+-- Every change of the chat's text goes through here or Chat:write.
 function Chat:set_lines(s, e, lines)
+  local wins = self:at_end()
   vim.bo[self.buf].modifiable = true
   api.nvim_buf_set_lines(self.buf, s, e, false, lines)
   vim.bo[self.buf].modifiable = false
+  self:follow(wins)
 end
 
 function Chat:last_row()
@@ -78,7 +121,6 @@ function Chat:append(lines)
     return 0
   end
   self:set_lines(n, n, lines)
-  self:follow()
   return n
 end
 
@@ -118,12 +160,13 @@ function Chat:write(b, chunk)
   for i = 2, #lines do
     lines[i] = b.prefix .. lines[i]
   end
+  local wins = self:at_end()
   vim.bo[self.buf].modifiable = true
   api.nvim_buf_set_text(self.buf, pos[1], pos[2], pos[1], pos[2], lines)
   vim.bo[self.buf].modifiable = false
+  self:follow(wins)
   b.empty = false
   self.fold_tick = nil
-  self:follow()
 end
 
 --- Replaces the header line of block b.
@@ -171,7 +214,6 @@ function Chat:set_region(r, lines)
   api.nvim_buf_set_extmark(self.buf, ns, s, 0, { id = r.start, right_gravity = false })
   api.nvim_buf_set_extmark(self.buf, ns, s + #lines - 1, 0, { id = r.stop, right_gravity = false })
   self.fold_tick = nil
-  self:follow()
   return s
 end
 
@@ -213,27 +255,18 @@ function Chat:remove(b)
   self.fold_tick = nil
 end
 
--- Keeps windows whose cursor was at the end of the chat at its end (a
--- window scrolled up to read stays where it is).
-function Chat:follow()
-  local last = api.nvim_buf_line_count(self.buf)
-  local before = self.followed or last
-  for _, win in ipairs(api.nvim_list_wins()) do
-    if api.nvim_win_get_buf(win) == self.buf and api.nvim_win_get_cursor(win)[1] >= before - 1 then
-      api.nvim_win_set_cursor(win, { last, 0 })
-    end
-  end
-  self.followed = last
-end
-
---- A user prompt (or steering / follow-up input).
-function Chat:user(prompt, label)
+--- A user prompt (or steering / follow-up input), and the names of its
+--- attachments under it.
+function Chat:user(prompt, label, attachments)
   if not self.titled then
     -- As the server titles an untitled session: its first prompt's line.
     self:set_title(text.line((vim.trim(prompt):gsub("\n.*", "")), 80))
   end
   self:append({ "", "## " .. (label or "You"), "" })
   self:append(vim.split(prompt, "\n", { plain = true }))
+  if attachments and #attachments > 0 then
+    self:append({ "", "> Attached: " .. text.line(table.concat(attachments, " · ")) })
+  end
   self.cur = nil
   self.answer_header = false
 end
@@ -247,6 +280,7 @@ end
 
 --- Streams answer text (channel "text") or reasoning.
 function Chat:delta(channel, delta)
+  self:retried()
   self:ensure_answer_header()
   local kind = channel == "reasoning" and "reasoning" or "text"
   if not self.cur or self.cur.kind ~= kind then
@@ -310,6 +344,7 @@ end
 
 --- A tool call starts: its block holds the output, folded.
 function Chat:tool_start(id, tool)
+  self:retried()
   self:ensure_answer_header()
   local c = self:call(id)
   c.tool = tool
@@ -401,6 +436,29 @@ function Chat:recovered(channel, output, attempt)
   self.cur = nil
 end
 
+--- A provider retry event e ("retrying 3/29 in 4 s: …", text.retry) with
+--- the key that cancels: one line, replaced in place by the next retry
+--- until the answer goes on.
+function Chat:retry(e, key)
+  local lines = { "> " .. text.retry(e) .. (key and (" — " .. key .. " or :OctetCancel cancels") or "") }
+  if self.retrying and self:region_rows(self.retrying.region) then
+    self:set_region(self.retrying.region, lines)
+  else
+    self.retrying = { region = self:region(lines) }
+  end
+  self.retrying.event = e
+end
+
+-- The retries are over (the answer goes on, or the run ended): the line
+-- says how many there were ("retried 3 times: …").
+function Chat:retried()
+  local r = self.retrying
+  self.retrying = nil
+  if r and self:region_rows(r.region) then
+    self:set_region(r.region, { "> " .. text.retry(r.event, true) })
+  end
+end
+
 --- A notice (retry, info): one quoted line.
 function Chat:notice(notice)
   self:append({ "", "> " .. text.line(notice) })
@@ -419,6 +477,7 @@ end
 
 --- The run ended.
 function Chat:run_end(outcome, err)
+  self:retried()
   self:commit()
   if outcome == "failed" then
     self:error(err or "the run failed", "fix the cause above, then send the prompt again (:Octet)")
@@ -441,15 +500,43 @@ local function rpc_text(v)
   return v
 end
 
---- Renders a transcript page (octet/session/resume's, oldest first).
-function Chat:transcript(entries, recovered)
-  for _, e in ipairs(entries or {}) do
+--- Renders a transcript page (octet/session/resume's, oldest first);
+--- runs ([{runId, outcome, error?}]) are how its runs that did not
+--- complete ended, marked after their last entry as the live chat did.
+function Chat:transcript(entries, recovered, runs)
+  local ended = {}
+  for _, r in ipairs(type(runs) == "table" and runs or {}) do
+    if type(r) == "table" and type(r.runId) == "string" then
+      ended[r.runId] = r
+    end
+  end
+  entries = entries or {}
+  for i, e in ipairs(entries) do
+    self:entry(e)
+    local next_run = entries[i + 1] and entries[i + 1].runId
+    local r = e.runId and ended[e.runId]
+    if r and next_run ~= e.runId then
+      self:run_end(r.outcome, rpc_text(r.error) ~= "" and r.error or nil)
+    end
+  end
+  for _, r in ipairs(recovered or {}) do
+    self:recovered(r.channel, r.text, r.attempt)
+  end
+  self.answer_header = false
+end
+
+-- Renders one transcript entry.
+function Chat:entry(e)
+  do
     if e.type == "user" or e.type == "steering" or e.type == "follow_up" then
       local label = ({ steering = "You (steering)", follow_up = "You (follow-up)" })[e.type]
-      self:user(rpc_text(e.text), label)
+      -- The recorded text has the attachments appended: their titles
+      -- are shown, not their text.
+      local prompt, names = attach.split(rpc_text(e.text))
       for _, im in ipairs(type(e.images) == "table" and e.images or {}) do
-        self:append({ "", "[image: " .. text.line(im.mimeType or "?", 40) .. ", " .. tostring(tonumber(im.bytes) or 0) .. " bytes]" })
+        table.insert(names, "image (" .. text.line(im.mimeType or "?", 40) .. ", " .. tostring(tonumber(im.bytes) or 0) .. " bytes)")
       end
+      self:user(prompt, label, names)
     elseif e.type == "assistant" then
       for _, it in ipairs(e.items or {}) do
         if it.type == "text" or it.type == "reasoning" then
@@ -468,8 +555,13 @@ function Chat:transcript(entries, recovered)
       local id = e.result.callId
       self:tool_start(id, e.result.tool)
       self:write(self.calls[id].block, rpc_text(e.result.text))
-      self:tool_status(id, e.result.isError and "error" or "done")
       local details = e.result.details
+      if type(details) == "table" and type(details.policy_denial) == "string" then
+        -- Denied, not failed: its text says why.
+        self:tool_status(id, "denied")
+      else
+        self:tool_status(id, e.result.isError and "error" or "done")
+      end
       if type(details) == "table" and type(details.changes) == "table" then
         for _, ch in ipairs(details.changes) do
           if type(ch) == "table" and type(ch.path) == "string" then
@@ -482,10 +574,6 @@ function Chat:transcript(entries, recovered)
       self:notice("Context compacted.")
     end
   end
-  for _, r in ipairs(recovered or {}) do
-    self:recovered(r.channel, r.text, r.attempt)
-  end
-  self.answer_header = false
 end
 
 --- The chat of buffer buf.

@@ -51,6 +51,10 @@ M.defaults = {
     side_by_side = "v",
     stop_agent = "gX",
   },
+  -- An approval float that opens by itself takes its keys once no key was
+  -- typed for this many ms (keys typed as it pops up were meant for
+  -- something else); 0 takes them at once.
+  approval_delay = 500,
   -- Server log level sent as window/logMessage to :messages (nil: none).
   log_level = nil,
 }

@@ -11,7 +11,7 @@ local approval = require("octet.approval")
 local documents = require("octet.documents")
 local agents = require("octet.agents")
 local text = require("octet.text")
-local image = require("octet.image")
+local attach = require("octet.attach")
 
 local state = {
   conn = nil,
@@ -117,6 +117,58 @@ local function progress(s, value)
   redraw()
 end
 
+local function policy_value(p)
+  return type(p) == "table" and type(p.effect_policy) == "table" and p.effect_policy or {}
+end
+
+--- The OS sandbox an EffectiveToolPolicy p states, in a few words for the
+--- statusline ("workspace-write sandbox", "no sandbox", "no OS sandbox"
+--- when the host has none), or nil when p says nothing of it.
+local function sandbox_label(p)
+  local sb = type(p) == "table" and type(p.sandbox) == "table" and p.sandbox.value
+  if type(sb) ~= "table" then
+    return nil
+  end
+  if sb.mechanism == "unavailable" then
+    return "no OS sandbox"
+  elseif sb.profile == "none" or type(sb.profile) ~= "string" then
+    return "no sandbox"
+  end
+  return sb.profile .. " sandbox"
+end
+M._sandbox_label = sandbox_label
+
+-- A usage event: the session's totals when the server sends them
+-- (usage.session, every run and child included), else the run's usage,
+-- added to the totals when the run ends (add_usage).
+local function usage_event(s, e)
+  s.context = e
+  if e.complete == false or rpc.nn(e.costMicros) == nil then
+    s.uncertain = true -- a request not priced, or not known
+  end
+  if type(e.session) == "table" then
+    s.totals, s.run_usage, s.server_totals = e.session, nil, true
+  else
+    s.run_usage = e
+  end
+end
+
+-- Adds a run's usage (octet/prompt's, or its last usage event) to the
+-- session's totals, unless the server's usage events carry them; the
+-- run's own usage is then no longer shown apart.
+local function add_usage(s, u)
+  s.run_usage = nil
+  if type(u) ~= "table" or s.server_totals then
+    return
+  end
+  local t = s.totals or {}
+  local cost = rpc.nn(u.costMicros)
+  s.totals = {
+    costMicros = cost and (rpc.nn(t.costMicros) or 0) + cost or rpc.nn(t.costMicros),
+    complete = t.complete ~= false and u.complete ~= false and cost ~= nil,
+  }
+end
+
 local function on_event(p)
   if type(p.parentSessionId) == "string" then
     -- A delegated child's own event: its block in the parent's chat.
@@ -129,6 +181,9 @@ local function on_event(p)
   end
   local e, c = p.event or {}, s.chat
   local k = e.kind
+  if k == "output_delta" or k == "tool_call_started" or k == "tool_started" or k == "run_finished" then
+    s.retry = nil -- the answer goes on (or the run ended)
+  end
   if k == "agent_updated" then
     agents.updated(p.sessionId, e, state.sessions)
   elseif k == "run_started" then
@@ -143,7 +198,10 @@ local function on_event(p)
     if rpc.nn(e.operation) == nil then
       c:discard()
     end
-    s.message = "retrying: " .. tostring(e.cause)
+    -- The statusline says it in these words until the answer goes on
+    -- (the server's progress message says it in its own).
+    s.retry = text.retry(e)
+    c:retry(e, config.options.keymaps.cancel)
   elseif k == "tool_policy_decision" then
     local reason = rpc.nn(e.reason)
     if s.cancelling and e.decision == "denied" then
@@ -184,13 +242,18 @@ local function on_event(p)
       end)
     end
   elseif k == "usage" then
-    s.usage = e
+    usage_event(s, e)
   elseif k == "session_state" then
     s.state = e.state
     s.run_id = rpc.nn(e.activeRunId) or s.run_id
   elseif k == "compaction_started" then
     c:notice("Compacting context…")
   elseif k == "run_finished" then
+    if not s.sending then
+      -- A run this Neovim did not prompt: no octet/prompt answer brings
+      -- its usage, the events did.
+      add_usage(s, s.run_usage)
+    end
     c:run_end(e.outcome, rpc.nn(e.error))
     s.state, s.run_id, s.cancelling = "idle", nil, nil
     approval.clear(p.sessionId)
@@ -238,6 +301,8 @@ local function on_request(method, p, respond, id)
     approval.request(s and s.chat, p, respond, id)
   elseif method == "workspace/applyEdit" then
     documents.apply_edit(p, respond)
+  elseif method == "octet/saveDocuments" then
+    documents.save_documents(p, respond)
   elseif method == "window/workDoneProgress/create" then
     respond(vim.NIL)
   elseif method == "window/showMessageRequest" then
@@ -278,7 +343,9 @@ local function capabilities()
     window = { workDoneProgress = true, showMessage = vim.empty_dict() },
     workspace = { applyEdit = true, workspaceEdit = { documentChanges = true }, workspaceFolders = true },
     textDocument = { synchronization = { didSave = true, dynamicRegistration = false } },
-    experimental = { octet = { confirmEffect = true, events = true, recoveredOutput = true } },
+    experimental = {
+      octet = { confirmEffect = true, events = true, recoveredOutput = true, saveDocuments = true, diagnostics = true },
+    },
   }
 end
 
@@ -380,7 +447,12 @@ function M.request(method, params, cb)
 end
 
 local function new_session_object(sid, title)
-  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title) }
+  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title), totals = {} }
+  if config.options.keymaps.cancel then
+    vim.keymap.set("n", config.options.keymaps.cancel, function()
+      M.cancel()
+    end, { buffer = s.chat.buf, desc = "octet: cancel the run" })
+  end
   if config.options.keymaps.stop_agent then
     vim.keymap.set("n", config.options.keymaps.stop_agent, function()
       M.stop_agent_at_cursor()
@@ -389,27 +461,6 @@ local function new_session_object(sid, title)
   state.sessions[sid] = s
   return s
 end
-
-local function policy_value(p)
-  return type(p) == "table" and type(p.effect_policy) == "table" and p.effect_policy or {}
-end
-
---- The OS sandbox an EffectiveToolPolicy p states, in a few words for the
---- statusline ("workspace-write sandbox", "no sandbox", "no OS sandbox"
---- when the host has none), or nil when p says nothing of it.
-local function sandbox_label(p)
-  local sb = type(p) == "table" and type(p.sandbox) == "table" and p.sandbox.value
-  if type(sb) ~= "table" then
-    return nil
-  end
-  if sb.mechanism == "unavailable" then
-    return "no OS sandbox"
-  elseif sb.profile == "none" or type(sb.profile) ~= "string" then
-    return "no sandbox"
-  end
-  return sb.profile .. " sandbox"
-end
-M._sandbox_label = sandbox_label
 
 --- Creates a session in the configured mode; cb(err, session).
 function M.new_session(cb, title)
@@ -446,7 +497,7 @@ function M.resume(sid, cb)
       if rpc.nn(res.transcriptNextBefore) then
         s.chat:notice("Earlier entries are not shown here (octet sessions show " .. sid .. " prints them all).")
       end
-      s.chat:transcript(res.transcript, res.recoveredOutput)
+      s.chat:transcript(res.transcript, res.recoveredOutput, res.runs)
       if type(res.plan) == "table" then
         -- The page may not reach back to the plan's call.
         s.chat:plan(res.plan)
@@ -455,7 +506,8 @@ function M.resume(sid, cb)
     end
     s.run_id = rpc.nn(res.activeRunId)
     s.state = s.run_id and "running" or "idle"
-    s.usage = res.usage
+    s.totals, s.run_usage = type(res.usage) == "table" and res.usage or {}, nil
+    s.uncertain = rpc.nn(res.usageUncertain) or s.totals.complete == false
     state.current = sid
     write_last(state.root, sid)
     -- A session that was never switched by a person starts in the
@@ -515,37 +567,6 @@ function M.current(cb)
   end)
 end
 
--- Attachments named in the text: #buffer (the last file buffer),
--- #file:path, #image:path. Returns nil and why when an image cannot be
--- attached.
-local function attachments(text, context)
-  context = context or {}
-  for path in text:gmatch("#image:(%S+)") do
-    local abs = path:match("^[/~]") and path or state.root .. "/" .. path
-    local item, why = image.attachment(vim.fn.fnamemodify(abs, ":p"))
-    if not item then
-      return nil, why
-    end
-    table.insert(context, item)
-  end
-  if text:find("#buffer", 1, true) and state.last_file and api.nvim_buf_is_valid(state.last_file) then
-    local uri = documents.uri(state.last_file)
-    if uri then
-      table.insert(context, { uri = uri })
-    end
-  end
-  for path in text:gmatch("#file:(%S+)") do
-    local abs = vim.fn.fnamemodify(path, ":p")
-    if path:sub(1, 1) ~= "/" then
-      abs = state.root .. "/" .. path
-    end
-    local b = documents.buf_named(abs)
-    local uri = b and documents.uri(b) or vim.uri_from_fname(abs)
-    table.insert(context, { uri = uri })
-  end
-  return context
-end
-
 --- Sends text: a prompt when the session is idle, else steering input
 --- (opts.follow_up queues it for when the run ends instead). opts.context
 --- is the attachments ([{uri, range?}]).
@@ -575,11 +596,11 @@ function M.send(text, opts)
         end, 20)
       end
     end
-    local context, why = attachments(text, opts.context)
+    local context, names = attach.parse(text, opts.context)
     if not context then
-      return notify("the prompt was not sent: " .. why, vim.log.levels.ERROR)
+      return notify("the prompt was not sent: " .. names, vim.log.levels.ERROR)
     end
-    s.chat:user(text)
+    s.chat:user(text, nil, names)
     s.state, s.sending = "running", true
     redraw()
     M.request("octet/prompt", { sessionId = s.id, text = text, context = #context > 0 and context or nil },
@@ -592,7 +613,7 @@ function M.send(text, opts)
           redraw()
           return
         end
-        s.totals = res.usage
+        add_usage(s, res.usage)
         if res.outcome == "failed" and s.run_id then
           s.chat:run_end("failed", res.error)
         end
@@ -710,7 +731,7 @@ local function input_buffer()
   pcall(api.nvim_buf_set_name, buf, "octet://input")
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
-  vim.bo[buf].filetype = "markdown"
+  chat.markdown(buf)
   local k = config.options.keymaps
   local function take()
     local text = table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "\n")
@@ -727,8 +748,28 @@ local function input_buffer()
     M.send(take(), { follow_up = true })
   end, { buffer = buf, desc = "octet: queue a follow-up" })
   vim.keymap.set("n", k.cancel, M.cancel, { buffer = buf, desc = "octet: cancel the run" })
+  attach.setup_buffer(buf)
+  local hint_ns = api.nvim_create_namespace("octet.input.hint")
+  local function hint()
+    api.nvim_buf_clear_namespace(buf, hint_ns, 0, -1)
+    local lines = api.nvim_buf_get_lines(buf, 0, -1, false)
+    if #lines == 1 and lines[1] == "" then
+      api.nvim_buf_set_extmark(buf, hint_ns, 0, 0, {
+        virt_text = { { M.input_hint(), "Comment" } },
+        virt_text_pos = "overlay",
+      })
+    end
+  end
+  api.nvim_create_autocmd({ "TextChanged", "TextChangedI", "BufEnter" }, { buffer = buf, callback = hint })
+  hint()
   state.input = buf
   return buf
+end
+
+--- The key hint the empty input window shows.
+function M.input_hint()
+  local k = config.options.keymaps
+  return string.format("%s send · %s queue · %s cancel · # attach", k.send, k.follow_up, k.cancel)
 end
 
 local function show_buf(buf)
@@ -781,6 +822,43 @@ function M.open(cb)
   end)
 end
 
+-- The session's known cost so far ("$0.42"), the running run's included;
+-- "+" when some of it is not known (a request not priced or cancelled
+-- after it was sent); nil before anything was priced.
+local function session_cost(s)
+  local t, r = s.totals or {}, s.run_usage or {}
+  local total, run = rpc.nn(t.costMicros), rpc.nn(r.costMicros)
+  if not total and not run then
+    return nil
+  end
+  local known = not s.uncertain and t.complete ~= false
+  return string.format("$%.2f%s", ((total or 0) + (run or 0)) / 1e6, known and "" or "+")
+end
+
+--- Closes the current session's chat and input windows when they are
+--- shown in this tab, else opens them (:OctetToggle).
+function M.toggle()
+  local s = M.session()
+  local wins = {}
+  for _, b in ipairs({ s and s.chat.buf, state.input }) do
+    local w = b and api.nvim_buf_is_valid(b) and show_buf(b)
+    if w then
+      table.insert(wins, w)
+    end
+  end
+  if #wins == 0 then
+    return M.open()
+  end
+  for _, w in ipairs(wins) do
+    if #api.nvim_tabpage_list_wins(0) > 1 then
+      api.nvim_win_close(w, false)
+    else
+      -- The last window of the tab: show another buffer in it.
+      vim.cmd("enew")
+    end
+  end
+end
+
 --- A statusline component: "octet ask · workspace-write sandbox · running ·
 --- gpt-5 · $0.01 · 12% ctx",
 --- as a 'statusline' format: the text the server, the model or the
@@ -801,8 +879,8 @@ function M.statusline()
   local n = approval.pending(s.id)
   if n > 0 then
     table.insert(parts, "APPROVAL PENDING" .. (n > 1 and (" ×" .. n) or ""))
-  elseif s.message and s.state ~= "idle" then
-    table.insert(parts, text.line(s.message, 80))
+  elseif (s.retry or s.message) and s.state ~= "idle" then
+    table.insert(parts, text.line(s.retry or s.message, 80))
   else
     table.insert(parts, text.line(s.state, 20))
   end
@@ -813,11 +891,12 @@ function M.statusline()
   if s.model or state.default_model then
     table.insert(parts, text.line(s.model or state.default_model, 60))
   end
-  local u = s.usage
+  local cost = session_cost(s)
+  if cost then
+    table.insert(parts, cost)
+  end
+  local u = s.context
   if type(u) == "table" then
-    if rpc.nn(u.costMicros) then
-      table.insert(parts, string.format("$%.2f", u.costMicros / 1e6))
-    end
     if rpc.nn(u.contextWindow) and u.contextWindow > 0 and rpc.nn(u.contextTokens) then
       table.insert(parts, string.format("%d%% ctx", math.floor(100 * u.contextTokens / u.contextWindow + 0.5)))
     end
@@ -908,6 +987,12 @@ local function augroup()
       documents.detach(a.buf)
     end,
   })
+  api.nvim_create_autocmd("DiagnosticChanged", {
+    group = g,
+    callback = function(a)
+      documents.diagnostics_changed(a.buf)
+    end,
+  })
   api.nvim_create_autocmd("ColorScheme", {
     group = g,
     callback = agents.define_highlights,
@@ -935,14 +1020,7 @@ function M.ask(l1, l2, text)
     end
     -- The range ends at the end of line l2, in the negotiated encoding.
     local last = api.nvim_buf_get_lines(buf, l2 - 1, l2, false)[1] or ""
-    local width = #last
-    if documents.encoding() ~= "utf-8" then
-      if vim.fn.has("nvim-0.11") == 1 then
-        width = vim.str_utfindex(last, "utf-16")
-      else
-        width = select(2, vim.str_utfindex(last))
-      end
-    end
+    local width = documents.character(last, #last)
     local range = { start = { line = l1 - 1, character = 0 }, ["end"] = { line = l2 - 1, character = width } }
     if text == nil or vim.trim(text) == "" then
       text = "Explain this code."

@@ -153,7 +153,7 @@ function M.rerender(s)
     table.insert(entries, page.entries[i])
   end
   s.chat:clear()
-  s.chat:transcript(entries)
+  s.chat:transcript(entries, nil, page.runs)
 end
 
 --- :OctetRewind — pick an entry of the chat, then what to take back.

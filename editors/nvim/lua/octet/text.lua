@@ -168,6 +168,46 @@ function M.statusline(s)
   return (s:gsub("%%", "%%%%"))
 end
 
+-- A duration in words, as octet's VS Code extension says it: whole
+-- seconds rounded up ("1 s", "4 s"), then minutes ("6 min"), then hours.
+local function duration(ms)
+  local s = math.max(0, math.ceil((tonumber(ms) or 0) / 1000))
+  if s < 60 then
+    return s .. " s"
+  end
+  local m = math.ceil(s / 60)
+  if m < 60 then
+    return m .. " min"
+  end
+  return math.floor(m / 60) .. " h" .. (m % 60 == 0 and "" or (" " .. m % 60 .. " min"))
+end
+
+local function nn(v)
+  if v == vim.NIL then
+    return nil
+  end
+  return v
+end
+
+--- A provider_retry event in the words both editors use: "retrying 3/29
+--- in 4 s: <cause>" ("retrying 3 in 4 s: …" while octet waits for the
+--- network with no attempt limit; "retrying compaction 1/5 …" for an
+--- auxiliary operation; "(gives up in 6 min)" when octet knows). done:
+--- the run went on or ended: "retried 3 times: <cause>".
+function M.retry(e, done)
+  local op = nn(e.operation)
+  local what = op and (" " .. M.line(op, 40)) or ""
+  local cause = M.line(nn(e.cause) or nn(e.reason) or "", 300)
+  local attempt = tonumber(nn(e.attempt)) or 0
+  if done then
+    return string.format("retried%s %d %s: %s", what, attempt, attempt == 1 and "time" or "times", cause)
+  end
+  local max = tonumber(nn(e.maxAttempts))
+  local give = tonumber(nn(e.giveUpInMs))
+  return string.format("retrying%s %s in %s: %s%s", what, max and (attempt .. "/" .. max) or tostring(attempt),
+    duration(e.delayMs), cause, give and (" (gives up in " .. duration(give) .. ")") or "")
+end
+
 --- vim.notify of msg with the "octet: " prefix, its text shown as it is.
 function M.notify(msg, level)
   vim.notify("octet: " .. M.lines(msg), level or vim.log.levels.INFO)

@@ -1,4 +1,13 @@
-package main
+// Package stack builds octet's runtime from configuration: a [Stack] is
+// one workspace's provider transport and model, its tools with their
+// change recorder, confinement and redaction, its MCP servers and context
+// files, and it builds the agents of the workspace's sessions (each with
+// its effect broker and, under unsafe_host, its delegated children).
+// [Workspaces] is the host.Runtime of the editor dialects over every
+// workspace they open, one configuration and one watched set of context
+// files each. The configuration stays data (internal/config); this
+// package assembles it, for the host and the CLI alike.
+package stack
 
 import (
 	"context"
@@ -22,11 +31,23 @@ import (
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
+	"github.com/octet-agent/octet/tools/mcp"
 )
 
-// stack is the runtime built from configuration, shared by the sessions of
-// one command: provider transport, model, tool host and instructions.
-type stack struct {
+// Stack is the runtime built from configuration for one workspace,
+// shared by the sessions of one command (octet exec, octet demo) or by
+// one session of an editor: provider transport, model, tool host and
+// instructions.
+type Stack struct {
+	// MaxTurns bounds each run (0: the agent's default).
+	MaxTurns int
+	// Delegation, when set, adds observers (events, status, approvals)
+	// to the team configuration of a session's children.
+	Delegation func(sess *session.Session, cfg *team.Config)
+	// Editor, when set, is the dialect's view of the editor for the
+	// environment context (host.AgentSpec.Editor).
+	Editor func() (client string, open []string)
+
 	cfg            *config.Config
 	workspace      string
 	transport      provider.Transport
@@ -37,8 +58,6 @@ type stack struct {
 	shellSelection tools.ShellSelection
 	context        *config.ContextSet
 	log            *slog.Logger
-	// maxTurns bounds each run (0: the agent's default).
-	maxTurns int
 	// endpoint is the route's endpoint features (host configuration).
 	endpoint provider.ResponsesFeatures
 	// key is the provider credential (for each agent's WebSocket).
@@ -58,17 +77,12 @@ type stack struct {
 	buffers *tools.BufferGuard
 	// ext are the MCP servers whose tools are in host.
 	ext *extensions
-	// delegation, when set, adds observers (events, status, approvals)
-	// to the team configuration of sess's children.
-	delegation func(sess *session.Session, cfg *team.Config)
-	// editor, when set, is the dialect's view of the editor for the
-	// environment context (host.AgentSpec.Editor).
-	editor func() (client string, open []string)
 }
 
-// loadConfig resolves configuration for workspace and prints its warnings.
-func loadConfig(e env, workspace string, flags config.Flags, log *slog.Logger) (*config.Config, error) {
-	cfg, err := config.Load(config.Options{Workspace: workspace, LookupEnv: e.lookup, Flags: flags})
+// LoadConfig resolves configuration for workspace (lookup reads the
+// environment) and logs its warnings.
+func LoadConfig(lookup func(string) (string, bool), workspace string, flags config.Flags, log *slog.Logger) (*config.Config, error) {
+	cfg, err := config.Load(config.Options{Workspace: workspace, LookupEnv: lookup, Flags: flags})
 	if err != nil {
 		return nil, err
 	}
@@ -78,29 +92,29 @@ func loadConfig(e env, workspace string, flags config.Flags, log *slog.Logger) (
 	return cfg, nil
 }
 
-// loadAPIKey returns the selected provider's key (config.LoadProviderKey),
+// LoadAPIKey returns the selected provider's key (config.LoadProviderKey),
 // or none when the provider needs none or is on loopback (a scripted or
 // local server) and no key is configured.
-func loadAPIKey(e env, cfg *config.Config) (config.Secret, error) {
-	key, _, err := config.LoadProviderKey(cfg.Home, cfg.Provider(), e.lookup)
+func LoadAPIKey(lookup func(string) (string, bool), cfg *config.Config) (config.Secret, error) {
+	key, _, err := config.LoadProviderKey(cfg.Home, cfg.Provider(), lookup)
 	if _, missing := errors.AsType[*config.MissingKeyError](err); missing && provider.IsLoopbackURL(cfg.BaseURL.Value) {
 		return config.Secret{}, nil
 	}
 	return key, err
 }
 
-// newStack builds the shared runtime for workspace (an absolute path),
-// loading its context files.
-func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger) (*stack, error) {
-	return newStackWith(cfg, key, workspace, log, nil, nil, nil)
+// New builds the runtime of workspace (an absolute path) with the
+// provider key key, loading its context files. The caller closes it.
+func New(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger) (*Stack, error) {
+	return newWith(cfg, key, workspace, log, nil, nil, nil)
 }
 
-// newStackWith is newStack with the context files already loaded (and
-// watched) by the caller; a nil contextSet loads them. docs, when set, is
-// the editor's document overlay the file tools consult; clientMCP are the
+// newWith is New with the context files already loaded (and watched) by
+// the caller; a nil contextSet loads them. docs, when set, is the
+// editor's document overlay the file tools consult; clientMCP are the
 // MCP servers the client handed in for the session.
-func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []host.MCPServer) (*stack, error) {
-	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
+func newWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []host.MCPServer) (*Stack, error) {
+	st := &Stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
 	route := cfg.Provider()
 	// The host asserts the route (configuration, never inferred from a
 	// name): the endpoint side of every Responses feature, recovery's
@@ -196,8 +210,20 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	return st, nil
 }
 
+// Config is the configuration the stack was built from.
+func (st *Stack) Config() *config.Config { return st.cfg }
+
+// Logger is where the stack logs.
+func (st *Stack) Logger() *slog.Logger { return st.log }
+
+// Model is the model the stack's agents start with.
+func (st *Stack) Model() provider.Model { return st.model }
+
+// MCPServers are the stack's MCP servers as they started (or did not).
+func (st *Stack) MCPServers() []mcp.ServerInfo { return st.ext.m.List() }
+
 // Close stops the MCP servers and releases the tools' resources.
-func (st *stack) Close() error {
+func (st *Stack) Close() error {
 	if st.ext != nil {
 		st.ext.Close()
 	}
@@ -209,28 +235,28 @@ func (st *stack) Close() error {
 
 // instructions is the system prompt with the current context files, and
 // the plan section when update_plan is among the tools.
-func (st *stack) instructions() string {
+func (st *Stack) instructions() string {
 	_, plan := st.host.Lookup(tools.UpdatePlanTool{}.Name())
 	return harness.Instructions(harness.Options{Plan: plan, ContextFiles: st.context.Instructions()})
 }
 
 // facts are what the environment context tells the model of the
 // stack's workspace (harness.Facts.Environment is the agent's hook).
-func (st *stack) facts() harness.Facts {
+func (st *Stack) facts() harness.Facts {
 	return harness.Facts{
 		Workspace:     st.workspace,
 		Shell:         st.shellPath,
 		FilesConfined: func() bool { return !st.cfg.AllowExternalPaths.Value || st.confine.On() },
 		Network:       "not restricted by octet: commands reach the network as the user can",
 		Sandbox:       host.EffectiveToolPolicy(st.cfg, st.shellSelection).Sandbox,
-		Editor:        st.editor,
+		Editor:        st.Editor,
 	}
 }
 
 // reasoning is the reasoning selection agents start with: the configured
 // effort and reasoning_summary (requests carry it only for models that
 // reason).
-func (st *stack) reasoning() *provider.Reasoning {
+func (st *Stack) reasoning() *provider.Reasoning {
 	r := provider.Reasoning{Effort: st.cfg.Reasoning.Value, Summary: st.cfg.ReasoningSummary.Value}
 	if r.Summary == "none" || r.Effort == "none" {
 		r.Summary = ""
@@ -245,7 +271,7 @@ func (st *stack) reasoning() *provider.Reasoning {
 // octet's table says were trained on its format (apply_patch = "auto"),
 // or to every model ("on"); view_image to the models that take image
 // input; every other tool to every model.
-func (st *stack) offer(m provider.Model, name string) bool {
+func (st *Stack) offer(m provider.Model, name string) bool {
 	switch name {
 	case "apply_patch":
 		return st.cfg.ApplyPatch.Value == "on" || (st.cfg.ApplyPatch.Value == "auto" && m.ApplyPatch)
@@ -257,7 +283,7 @@ func (st *stack) offer(m provider.Model, name string) bool {
 
 // qualified reports whether the host asserts the Codex runtime profile on
 // a Responses route: the only route provider recovery may qualify.
-func (st *stack) qualified() bool {
+func (st *Stack) qualified() bool {
 	return st.cfg.RuntimeProfile.Value == "codex" && st.cfg.Provider().WireAPI == config.WireResponses
 }
 
@@ -265,7 +291,7 @@ func (st *stack) qualified() bool {
 // profile of a Responses route, and no retry otherwise (an unqualified
 // route never replays a request body). Both price usage and enforce the
 // hard ceilings.
-func (st *stack) retryPolicy() agent.RetryPolicy {
+func (st *Stack) retryPolicy() agent.RetryPolicy {
 	if !st.qualified() {
 		return meteredNoRetry{budget: host.Budget(st.cfg)}
 	}
@@ -316,7 +342,7 @@ func httpConfig(p config.Provider, key config.Secret, endpoint provider.Response
 // or with transport = "websocket" the agent's own Responses WebSocket (it
 // carries one response at a time) that falls back to HTTP when the
 // recovery policy decides so. close releases the socket.
-func (st *stack) agentTransport() (tr provider.Transport, close func()) {
+func (st *Stack) agentTransport() (tr provider.Transport, close func()) {
 	if !st.webSocket {
 		return st.transport, func() {}
 	}
@@ -331,17 +357,17 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 	return agent.NewFallbackTransport(ws, st.transport), func() { _ = ws.Close() }
 }
 
-// newAgent opens an agent on sess with approvals from approver and
+// NewAgent opens an agent on sess with approvals from approver and
 // standing approvals in rules (nil: none), at the session's effect policy
 // policy (nil, or looser than the launch policy: the launch policy). The
 // session's MCP servers run only while its policy admits them. The agent
 // follows context file reloads (SetInstructions) until release is
 // called; release also closes its WebSocket, if any.
-func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore, policy *tools.Policy) (a *agent.Agent, release func(), err error) {
+func (st *Stack) NewAgent(sess *session.Session, approver tools.Approver, rules tools.RuleStore, policy *tools.Policy) (a *agent.Agent, release func(), err error) {
 	// Children of earlier runs that were never mirrored (the process was
 	// killed during delegation) count before any ceiling is checked.
 	// Not counting them would let a ceiling pass what they cost.
-	if n, err := team.Reconcile(sess, teamsDir(filepath.Dir(sess.Path())), st.log); err != nil {
+	if n, err := team.Reconcile(sess, host.TeamsDir(filepath.Dir(sess.Path())), st.log); err != nil {
 		return nil, nil, err
 	} else if n > 0 {
 		st.log.Info("delegated usage reconciled from child sessions", "session", sess.Header().ID, "records", n)
@@ -362,7 +388,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 			return nil, nil, err
 		}
 	}
-	host, owner, err := st.delegationHost(sess)
+	th, owner, err := st.delegationHost(sess)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -371,14 +397,14 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		Session:      sess,
 		Transport:    tr,
 		Model:        st.model,
-		Host:         host,
+		Host:         th,
 		Broker:       broker,
 		Instructions: st.instructions(),
 		Reasoning:    st.reasoning(),
 		Environment:  st.facts().Environment,
 		Offer:        st.offer,
 		Retry:        st.retryPolicy(),
-		MaxTurns:     st.maxTurns,
+		MaxTurns:     st.MaxTurns,
 		Logger:       st.log,
 		Principal:    sess.Header().ID,
 		Intents:      st.changes.Store,
@@ -419,9 +445,9 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 // (tools.Broker.Offers). The owner (nil without delegation) manages the
 // run's children: their teams live beside the session file, each
 // child's agent gets its own transport and a clone of the retry policy,
-// and st.delegation observes them. A stack drives one session, so its
+// and st.Delegation observes them. A stack drives one session, so its
 // host is that session's.
-func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner, error) {
+func (st *Stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner, error) {
 	if host.ToolPolicy(st.cfg) != tools.UnsafeHost || st.cfg.Tools.Source != config.SourceDefault {
 		return st.host, nil, nil
 	}
@@ -429,9 +455,9 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 	for _, tl := range st.host.Tools() {
 		names = append(names, tl.Name())
 	}
-	host := st.host
+	th := st.host
 	tcfg := team.Config{
-		Dir:     teamsDir(filepath.Dir(sess.Path())),
+		Dir:     host.TeamsDir(filepath.Dir(sess.Path())),
 		Service: &team.ProductService,
 		Logger:  st.log,
 		NewAgent: func(cfg agent.Config) (*agent.Agent, func(), error) {
@@ -445,27 +471,27 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 			return a, closeTransport, nil
 		},
 	}
-	if st.delegation != nil {
-		st.delegation(sess, &tcfg)
+	if st.Delegation != nil {
+		st.Delegation(sess, &tcfg)
 	}
 	owner := team.NewOwner(tcfg)
 	for _, tl := range team.ServiceTools(owner, names) {
-		if err := host.Register(tl); err != nil {
+		if err := th.Register(tl); err != nil {
 			return nil, nil, fmt.Errorf("register delegation tools: %w", err)
 		}
 	}
-	return host, owner, nil
+	return th, owner, nil
 }
 
-// endpointModels lists the models the selected provider's endpoint
+// EndpointModels lists the models the selected provider's endpoint
 // serves (GET …/models, with the route's headers, key and query).
-func endpointModels(ctx context.Context, cfg *config.Config, key config.Secret, log *slog.Logger) ([]string, error) {
+func EndpointModels(ctx context.Context, cfg *config.Config, key config.Secret, log *slog.Logger) ([]string, error) {
 	return provider.NewHTTP(httpConfig(cfg.Provider(), key, 0, log)).ListModels(ctx)
 }
 
-// providerHint turns a provider failure into an actionable sentence
-// naming the selected provider's settings.
-func providerHint(err error, cfg *config.Config) string {
+// ProviderHint turns a provider failure into an actionable sentence
+// naming the selected provider's settings ("" for another failure).
+func ProviderHint(err error, cfg *config.Config) string {
 	pe, ok := errors.AsType[*provider.Error](err)
 	if !ok {
 		return ""
@@ -540,12 +566,12 @@ func logSandbox(s tools.Setting[tools.SandboxValue], log *slog.Logger) {
 	}
 }
 
-// settleSelection settles the model and reasoning selection of sess's
+// SettleSelection settles the model and reasoning selection of sess's
 // agent a before a run of octet exec: a continued session gets back the
 // selection it recorded last (host.RestoreSelection) unless --model or
 // --reasoning choose anew; what was chosen by a flag is recorded, so a
 // later continuation without the flag keeps it.
-func (st *stack) settleSelection(a *agent.Agent, sess *session.Session) error {
+func (st *Stack) SettleSelection(a *agent.Agent, sess *session.Session) error {
 	err := host.RestoreSelection(a, sess, func(name string) (provider.Model, error) {
 		if m, ok := provider.LookupModel(name); ok {
 			return m, nil

@@ -1,7 +1,7 @@
-package main
+package stack
 
 import (
-	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,7 +24,7 @@ func TestLSPContextReloads(t *testing.T) {
 	if err := os.WriteFile(agents, []byte("rule one"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ws := &workspaces{log: newLogger(io.Discard, func(string) (string, bool) { return "", false }), contexts: map[string]*watchedContext{}}
+	ws := NewWorkspaces(func(string) (string, bool) { return "", false }, config.Flags{}, slog.New(slog.DiscardHandler))
 	cfg := &config.Config{Home: home}
 	set := ws.contextFor(cfg, root)
 	if again := ws.contextFor(cfg, root); again != set {
@@ -43,7 +43,7 @@ func TestLSPContextReloads(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	ws.close() // must return: the watcher goroutine ends
+	ws.Close() // must return: the watcher goroutine ends
 }
 
 // runToEnd prompts a and waits for the run, draining its events.
@@ -59,7 +59,7 @@ func runToEnd(t *testing.T, a *agent.Agent, prompt string) agent.RunResult {
 }
 
 // TestLSPContextReloadReachesOpenSession builds an agent exactly as the
-// lsp runtime does (workspaces.newAgent), changes AGENTS.md while the
+// lsp runtime does (Workspaces.newAgent), changes AGENTS.md while the
 // session is idle, and checks that the next provider request carries the
 // new text; after the server closes the session, reloads no longer reach
 // the agent.
@@ -73,8 +73,8 @@ func TestLSPContextReloadReachesOpenSession(t *testing.T) {
 	}
 	vars := map[string]string{"OCTET_HOME": home, "OPENAI_BASE_URL": srv.URL()}
 	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
-	ws := &workspaces{e: env{lookup: lookup}, log: newLogger(io.Discard, lookup), contexts: map[string]*watchedContext{}}
-	defer ws.close()
+	ws := NewWorkspaces(lookup, config.Flags{}, slog.New(slog.DiscardHandler))
+	defer ws.Close()
 	sess, err := session.Create(filepath.Join(home, "sessions"), session.Header{Cwd: root})
 	if err != nil {
 		t.Fatal(err)
@@ -130,5 +130,60 @@ func waitUntil(t *testing.T, cond func() bool) {
 			t.Fatal("condition not reached within 10s")
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestModelResolver: octet lsp allows the model table and the configured
+// model (a proxy's own name, say); any other name is refused with the list.
+func TestModelResolver(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Model.Value = "my-proxy-model"
+	cfg.Models = map[string]config.ModelSpec{"llama3.2": {ContextWindow: ptrTo(int64(131072))}}
+	resolve := modelResolver(&cfg)
+	if m, err := resolve("llama3.2"); err != nil || m.ContextWindow != 131072 || m.Assumed {
+		t.Errorf("declared model: %+v, %v", m, err)
+	}
+	if m, err := resolve("my-proxy-model"); err != nil || m.ContextWindow == 0 {
+		t.Errorf("configured model: %+v, %v", m, err)
+	}
+	if m, err := resolve("gpt-5"); err != nil || m.Name != "gpt-5" {
+		t.Errorf("gpt-5: %+v, %v", m, err)
+	}
+	_, err := resolve("gpt-nope")
+	if err == nil || !strings.Contains(err.Error(), "gpt-5.1-codex") || !strings.Contains(err.Error(), "my-proxy-model (configured)") || !strings.Contains(err.Error(), "llama3.2 (declared)") {
+		t.Errorf("gpt-nope: %v, want a refusal listing the allowed names", err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+// TestLSPKeyFollowsTheWorkspacesProvider: octet lsp serves workspaces
+// whose project configs may select different providers of the user's;
+// each gets its own provider's key. (It used to read one key, for the
+// first configuration, and send it to every workspace's provider.)
+func TestLSPKeyFollowsTheWorkspacesProvider(t *testing.T) {
+	home := t.TempDir()
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte("[model_providers.gw]\nbase_url = \"https://gw.example/v1\"\nwire_api = \"chat\"\nenv_key = \"GW_KEY\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	plain, gw := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(gw, ".octet"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(gw, ".octet", "config.toml"), []byte("model_provider = \"gw\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	vars := map[string]string{"OCTET_HOME": home, "OPENAI_API_KEY": "sk-openai-key", "GW_KEY": "gw-key"}
+	lookup := func(k string) (string, bool) { v, ok := vars[k]; return v, ok }
+	ws := NewWorkspaces(lookup, config.Flags{}, slog.New(slog.DiscardHandler))
+	for _, c := range []struct{ dir, want string }{{plain, "sk-openai-key"}, {gw, "gw-key"}, {plain, "sk-openai-key"}} {
+		cfg, err := LoadConfig(lookup, c.dir, config.Flags{}, ws.log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		key, err := ws.credentials(cfg)
+		if err != nil || key.Reveal() != c.want {
+			t.Errorf("workspace with provider %s got key %q (%v), want %q", cfg.Provider().Name, key.Reveal(), err, c.want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package stack
 
 import (
 	"context"
@@ -282,54 +282,4 @@ func (x *extensions) Close() error {
 		err = errors.Join(err, os.RemoveAll(x.tmp))
 	}
 	return err
-}
-
-// checkToolsFlag refuses, before anything starts, a --tools name
-// mcp__<server>__<tool> whose server is not configured.
-func checkToolsFlag(cfg *config.Config) error {
-	if cfg.Tools.Source != config.SourceFlag {
-		return nil
-	}
-	for _, n := range cfg.Tools.Value {
-		server, _, ok := config.SplitMCPToolName(n)
-		if ok && !slices.ContainsFunc(cfg.MCPServers, func(s config.MCPServer) bool { return s.Name == server }) {
-			return usageErrorf("--tools %s: no MCP server %q is configured (octet mcp list shows the servers; an [mcp_servers.NAME] table in %s defines one)",
-				n, server, filepath.Join(cfg.Home, "config.toml"))
-		}
-	}
-	return nil
-}
-
-// checkListedTools refuses a --tools name of a running server's tool
-// that the server does not list, once it has listed its tools; a tool of
-// a server that is not running cannot be known, and is warned about.
-func (x *extensions) checkListedTools(cfg *config.Config, log *slog.Logger) error {
-	if cfg.Tools.Source != config.SourceFlag {
-		return nil
-	}
-	infos := x.m.List()
-	for _, n := range cfg.Tools.Value {
-		server, _, ok := config.SplitMCPToolName(n)
-		i := slices.IndexFunc(infos, func(s mcp.ServerInfo) bool { return s.Name == server })
-		if !ok || i < 0 {
-			continue
-		}
-		si := infos[i]
-		if si.State != mcp.StateRunning {
-			why := si.State
-			if si.Reason != "" {
-				why += ": " + si.Reason
-			}
-			log.Warn(fmt.Sprintf("--tools names %s, but MCP server %s is not running (%s), so that tool is not offered", n, server, why))
-			continue
-		}
-		if !slices.ContainsFunc(si.Tools, func(t mcp.ToolInfo) bool { return t.Name == n }) {
-			names := make([]string, len(si.Tools))
-			for i, t := range si.Tools {
-				names[i] = t.Name
-			}
-			return usageErrorf("--tools %s: MCP server %s has no such tool; it lists %s", n, server, strings.Join(names, ", "))
-		}
-	}
-	return nil
 }
