@@ -221,3 +221,38 @@ func TestAsyncJobsSettleAtRunEnd(t *testing.T) {
 		t.Errorf("%d tool_finished events, want 2", finished)
 	}
 }
+
+// TestAsyncJobsDisableCompaction: "pending jobs disable compaction". The
+// request that overlaps the async calls is past the compaction threshold
+// but is sent uncompacted (the calls' results are not on the branch
+// yet); once they are, the next request compacts first.
+func TestAsyncJobsDisableCompaction(t *testing.T) {
+	checkLeaks(t)
+	small := asyncModel
+	small.ContextWindow = 36_000 // past the threshold once a response reports 20000 tokens
+	probe := &probeTool{name: "probe", effect: tools.Pure, conc: tools.Parallel}
+	h := newHarness(t, harnessOpt{model: small, extra: []tools.Tool{probe}})
+	big := provider.Usage{InputTokens: 20_000, OutputTokens: 10}
+	h.srv.Enqueue(
+		pt.Reply(pt.AsyncFunctionCall("a1", "probe", `{"n":1}`)).WithUsage(big),
+		pt.Text("meanwhile").WithUsage(big),
+		pt.Text("THE SUMMARY"),
+		pt.Text("done"),
+	)
+	// A prompt the verbatim tail cannot keep (its budget is 7200 tokens
+	// here), so a compaction has something to summarize.
+	reqs := h.completed(t, drainWait(t, h.prompt(strings.Repeat("word ", 8000), PromptOptions{})))
+	if len(reqs) != 4 {
+		t.Fatalf("%d requests, want 4", len(reqs))
+	}
+	isSummary := func(q pt.Request) bool { return q.Body["instructions"] == compactionInstructions }
+	if isSummary(reqs[1]) {
+		t.Errorf("a compaction ran while the async call was pending")
+	}
+	if calls, outputs := callsAndOutputs(reqs[1]); len(calls) != 1 || len(outputs) != 0 {
+		t.Errorf("the overlapping request: calls %v outputs %v", calls, outputs)
+	}
+	if !isSummary(reqs[2]) {
+		t.Errorf("no compaction once the results were durable: request 3 is %v", reqs[2].Body["instructions"])
+	}
+}

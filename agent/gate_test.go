@@ -214,9 +214,15 @@ func TestTerminalGateRecovery(t *testing.T) {
 
 // TestChildInheritsCompletionPolicy: a delegated child inherits the
 // completion policy (and the retry hook) with the rest of the run
-// configuration.
+// configuration, and "new workers inherit the effective selection, and
+// existing workers retain their pinned model and reasoning": a child's
+// configuration is the selection at its spawn, untouched by a later
+// change of the parent's.
 func TestChildInheritsCompletionPolicy(t *testing.T) {
-	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1"}})
+	h := newHarness(t, harnessOpt{model: provider.Model{Name: "m1", Reasoning: true}})
+	if _, err := h.agent.SetReasoning("high"); err != nil {
+		t.Fatal(err)
+	}
 	gate := testGate()
 	h.agent.cfg.Completion = gate
 	h.agent.cfg.RetryHook = func(context.Context, ProviderRetryContext) RetryHookResult { return RetryHookResult{} }
@@ -226,6 +232,19 @@ func TestChildInheritsCompletionPolicy(t *testing.T) {
 	}
 	if cfg.Completion != gate || cfg.RetryHook == nil {
 		t.Fatalf("child config: completion %p (want %p), retry hook set %v", cfg.Completion, gate, cfg.RetryHook != nil)
+	}
+	if err := h.agent.SetSelection(provider.Model{Name: "m2"}, "low"); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Model.Name != "m1" || cfg.Reasoning == nil || cfg.Reasoning.Effort != "high" {
+		t.Errorf("the child's selection %s %+v, want the one at its spawn (m1 high)", cfg.Model.Name, cfg.Reasoning)
+	}
+	later, err := h.agent.Inherit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if later.Model.Name != "m2" || later.Reasoning == nil || later.Reasoning.Effort != "low" {
+		t.Errorf("a new child's selection %s %+v, want the effective m2 low", later.Model.Name, later.Reasoning)
 	}
 }
 
