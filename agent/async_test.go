@@ -3,6 +3,7 @@ package agent
 import (
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/octet-agent/octet/provider"
@@ -254,5 +255,38 @@ func TestAsyncJobsDisableCompaction(t *testing.T) {
 	}
 	if !isSummary(reqs[2]) {
 		t.Errorf("no compaction once the results were durable: request 3 is %v", reqs[2].Body["instructions"])
+	}
+}
+
+// flipTool classifies its first call as Pure and every later one as a
+// workspace mutation: a classification that changes between the cheap
+// static check and admission.
+type flipTool struct {
+	probeTool
+	seen atomic.Int32
+}
+
+func (f *flipTool) Classify(json.RawMessage) (tools.Effect, error) {
+	if f.seen.Add(1) == 1 {
+		return tools.Pure, nil
+	}
+	return tools.WorkspaceMutation, nil
+}
+
+// TestAsyncAdmissionDecides: eligibility is decided by admission, not
+// the static check alone. A call the static check saw as an observation
+// but the broker admitted as a mutation makes its batch a barrier: its
+// result is in the very next request.
+func TestAsyncAdmissionDecides(t *testing.T) {
+	checkLeaks(t)
+	flip := &flipTool{probeTool: probeTool{name: "flip", conc: tools.Parallel}}
+	h := newHarness(t, harnessOpt{model: asyncModel, extra: []tools.Tool{flip}, policy: tools.UnsafeHost})
+	h.srv.Enqueue(pt.Reply(pt.AsyncFunctionCall("f1", "flip", `{"n":1}`)), pt.Text("done"))
+	reqs := h.completed(t, drainWait(t, h.prompt("go", PromptOptions{})))
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	if _, outputs := callsAndOutputs(reqs[1]); len(outputs) != 1 {
+		t.Errorf("the call admitted as a mutation overlapped the next request (outputs %v)", outputs)
 	}
 }
