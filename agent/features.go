@@ -25,16 +25,16 @@ import "github.com/octet-agent/octet/provider"
 // route generating with locally dispatched function tools) every
 // feature octet implements; any other profile (an endpoint that only
 // borrows the wire format, a chat or anthropic route) the controls every
-// such wire format has — the reasoning effort the person configured and
-// parallel function calls (which the model side still decides, e.g. a
-// [models] table's parallel_tool_calls) — and none of OpenAI's
-// extensions (prompt_cache_key, encrypted reasoning), the WebSocket or
-// recovery.
+// such wire format has — the reasoning effort the person configured —
+// and nothing else: parallel_tool_calls is not sent (the endpoint's
+// default applies), nor OpenAI's extensions (prompt_cache_key,
+// encrypted reasoning), the WebSocket or recovery. A chat or anthropic
+// route maps parallel calls itself, as the model side declares them.
 func EndpointGrant(profile RuntimeProfile) provider.ResponsesFeatures {
 	if profile == ProfileCodex {
 		return provider.AllFeatures
 	}
-	return provider.FeatureReasoning | provider.FeatureParallelToolCalls
+	return provider.FeatureReasoning
 }
 
 // WebSocketGranted reports whether a run of model on an endpoint

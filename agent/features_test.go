@@ -85,13 +85,14 @@ func testRun(a *Agent) *Run {
 }
 
 // TestEndpointGrant: the Codex profile grants every declared feature on
-// the endpoint side; any other profile only the reasoning controls and
-// parallel function calls.
+// the endpoint side; any other profile only the reasoning controls (so
+// parallel_tool_calls, prompt_cache_key and the encrypted-reasoning
+// include are not sent: the endpoint's own defaults apply).
 func TestEndpointGrant(t *testing.T) {
 	if g := EndpointGrant(ProfileCodex); g != provider.AllFeatures {
 		t.Errorf("codex grants %s", g)
 	}
-	if g := EndpointGrant("none"); g != provider.FeatureReasoning|provider.FeatureParallelToolCalls {
+	if g := EndpointGrant("none"); g != provider.FeatureReasoning {
 		t.Errorf("none grants %s", g)
 	}
 }

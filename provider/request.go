@@ -227,7 +227,7 @@ type wireHead struct {
 type wireTail struct {
 	Tools             []wireTool     `json:"tools,omitempty"`
 	ToolChoice        string         `json:"tool_choice"`
-	ParallelToolCalls bool           `json:"parallel_tool_calls"`
+	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
 	Reasoning         *wireReasoning `json:"reasoning,omitempty"`
 	Store             bool           `json:"store"`
 	Stream            *bool          `json:"stream,omitempty"`

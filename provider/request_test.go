@@ -18,7 +18,7 @@ type legacyWire struct {
 	Input             []wireInputItem `json:"input"`
 	Tools             []wireTool      `json:"tools,omitempty"`
 	ToolChoice        string          `json:"tool_choice"`
-	ParallelToolCalls bool            `json:"parallel_tool_calls"`
+	ParallelToolCalls bool            `json:"parallel_tool_calls,omitempty"`
 	Reasoning         *wireReasoning  `json:"reasoning,omitempty"`
 	Store             bool            `json:"store"`
 	Stream            *bool           `json:"stream,omitempty"`

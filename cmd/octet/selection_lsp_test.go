@@ -128,8 +128,9 @@ func TestExecFeaturesNeedTheRoute(t *testing.T) {
 				t.Errorf("reasoning %v, want the configured high on every route", b["reasoning"])
 			}
 			want := profile == "codex"
-			if b["parallel_tool_calls"] != true || cacheKey != want || include != want {
-				t.Errorf("parallel_tool_calls %v, prompt_cache_key %v, include %v; want true, %v, %v on a %s route", b["parallel_tool_calls"], cacheKey, include, want, want, profile)
+			_, parallel := b["parallel_tool_calls"]
+			if parallel != want || (want && b["parallel_tool_calls"] != true) || cacheKey != want || include != want {
+				t.Errorf("parallel_tool_calls %v, prompt_cache_key %v, include %v; want each sent: %v on a %s route", b["parallel_tool_calls"], cacheKey, include, want, profile)
 			}
 		})
 	}
