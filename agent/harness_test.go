@@ -45,6 +45,7 @@ type harnessOpt struct {
 	maxTurns  int
 	sessDir   string
 	transport provider.Transport
+	websocket bool // the Responses WebSocket transport against the scripted server
 	maxResult int // the broker's MaxResultBytes (0: default)
 	changes   *changes.Recorder
 }
@@ -89,6 +90,11 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 		h.model = provider.Model{Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000, Features: provider.FeatureParallelToolCalls}
 	}
 	tr := o.transport
+	if o.websocket {
+		ws := provider.NewWebSocket(provider.WSConfig{BaseURL: h.srv.URL()})
+		t.Cleanup(func() { ws.Close() })
+		tr = ws
+	}
 	if tr == nil {
 		tr = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL()})
 	}
