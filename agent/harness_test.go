@@ -46,7 +46,7 @@ type harnessOpt struct {
 	sessDir   string
 	transport provider.Transport
 	websocket bool // the Responses WebSocket transport against the scripted server
-	maxResult int // the broker's MaxResultBytes (0: default)
+	maxResult int  // the broker's MaxResultBytes (0: default)
 	changes   *changes.Recorder
 }
 
