@@ -45,7 +45,8 @@ type harnessOpt struct {
 	maxTurns  int
 	sessDir   string
 	transport provider.Transport
-	maxResult int // the broker's MaxResultBytes (0: default)
+	websocket bool // the Responses WebSocket transport against the scripted server
+	maxResult int  // the broker's MaxResultBytes (0: default)
 	// endpoint, when set, is what the scripted route grants (default:
 	// every feature).
 	endpoint *provider.ResponsesFeatures
@@ -92,11 +93,16 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 		h.model = provider.Model{Name: "scripted", ContextWindow: 400_000, MaxOutputTokens: 128_000, Features: provider.FeatureParallelToolCalls}
 	}
 	tr := o.transport
+	features := provider.AllFeatures
+	if o.endpoint != nil {
+		features = *o.endpoint
+	}
+	if o.websocket {
+		ws := provider.NewWebSocket(provider.WSConfig{BaseURL: h.srv.URL(), Features: features})
+		t.Cleanup(func() { ws.Close() })
+		tr = ws
+	}
 	if tr == nil {
-		features := provider.AllFeatures
-		if o.endpoint != nil {
-			features = *o.endpoint
-		}
 		tr = provider.NewHTTP(provider.HTTPConfig{BaseURL: h.srv.URL(), Features: features})
 	}
 	h.agent, err = New(Config{

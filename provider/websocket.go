@@ -71,9 +71,10 @@ type WebSocket struct {
 	noAuth bool
 	log    *slog.Logger
 
-	mu   sync.Mutex
-	conn *wsConn
-	busy bool
+	mu     sync.Mutex
+	conn   *wsConn
+	busy   bool
+	active *wsStream // the stream that holds busy, if Open returned one
 }
 
 var (
@@ -161,6 +162,13 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}
 	}
 	w.mu.Lock()
+	if s := w.active; w.busy && s != nil && s.abandoned() {
+		// A cancelled stream is abandoned even if its owner has not
+		// closed it yet: it never holds the transport.
+		w.mu.Unlock()
+		s.release(false)
+		w.mu.Lock()
+	}
 	if w.busy {
 		w.mu.Unlock()
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrBusy}
@@ -196,11 +204,12 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 		}
 		return nil, &Error{Phase: Opening, Class: Connect, RequestID: c.requestID, Err: fmt.Errorf("write response.create: %w", err)}
 	}
+	s := &wsStream{w: w, c: c, idle: w.cfg.IdleTimeout}
 	w.mu.Lock()
-	w.conn = c
+	w.conn, w.active = c, s
 	w.mu.Unlock()
 	w.log.Debug("provider websocket send", "url", redactURL(w.url), "model", req.Model, "bytes", len(frame))
-	return &wsStream{w: w, c: c, idle: w.cfg.IdleTimeout}, nil
+	return s, nil
 }
 
 // setIdle ends the busy state, keeping c (nil retires) for the next Open.
@@ -208,6 +217,7 @@ func (w *WebSocket) setIdle(c *wsConn) {
 	w.mu.Lock()
 	w.conn = c
 	w.busy = false
+	w.active = nil
 	w.mu.Unlock()
 }
 
@@ -439,6 +449,7 @@ type wsStream struct {
 	err      error
 	finished bool
 	released atomic.Bool
+	release1 sync.Once // concurrent releases wait for the first to finish
 
 	watched  context.Context
 	mu       sync.Mutex
@@ -468,8 +479,23 @@ func (s *wsStream) watch(ctx context.Context) {
 		s.unwatch = context.AfterFunc(ctx, func() {
 			s.canceled.Store(true)
 			s.c.c.NetConn().SetReadDeadline(time.Unix(1, 0))
+			// Cancelling aborts the stream: the connection is retired
+			// and the transport freed now, whether or not the owner
+			// calls Next or Close again.
+			s.release(false)
 		})
 	}
+}
+
+// abandoned reports that the stream's context was cancelled: at once,
+// not only once context.AfterFunc's callback has run in its goroutine.
+func (s *wsStream) abandoned() bool {
+	if s.canceled.Load() {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.watched != nil && s.watched.Err() != nil
 }
 
 // Next returns the next event; see [Stream].
@@ -541,10 +567,15 @@ func (s *wsStream) fail(e *Error) error {
 
 // release ends the stream: a completed response keeps the connection for
 // the next turn, anything else retires it.
+//
+// It may run from Next, Close, the cancel callback and Open at once; every
+// call returns only after the transport is free again.
 func (s *wsStream) release(reuse bool) {
-	if !s.released.CompareAndSwap(false, true) {
-		return
-	}
+	s.release1.Do(func() { s.releaseOnce(reuse) })
+}
+
+func (s *wsStream) releaseOnce(reuse bool) {
+	s.released.Store(true)
 	s.mu.Lock()
 	if s.unwatch != nil {
 		s.unwatch()

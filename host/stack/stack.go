@@ -347,12 +347,16 @@ func (st *Stack) agentTransport() (tr provider.Transport, close func()) {
 		return st.transport, func() {}
 	}
 	route := st.cfg.Provider()
+	// The route's bounds hold on the socket as on HTTP: a silent response
+	// ends after stream_idle_timeout_secs, a dial after open_timeout_secs.
 	ws := provider.NewWebSocket(provider.WSConfig{
-		BaseURL:  route.BaseURL,
-		Headers:  httpConfig(route, config.Secret{}, 0, nil).Headers,
-		APIKey:   st.key.Reveal(),
-		Features: st.endpoint,
-		Logger:   st.log,
+		BaseURL:        route.BaseURL,
+		Headers:        httpConfig(route, config.Secret{}, 0, nil).Headers,
+		APIKey:         st.key.Reveal(),
+		IdleTimeout:    route.StreamIdleTimeout,
+		ConnectTimeout: route.OpenTimeout,
+		Features:       st.endpoint,
+		Logger:         st.log,
 	})
 	return agent.NewFallbackTransport(ws, st.transport), func() { _ = ws.Close() }
 }

@@ -474,8 +474,10 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			c.WriteMessage(websocket.CloseMessage, websocket.FormatCloseMessage(websocket.CloseNormalClosure, "scripted end"))
 			return
 		case endStall:
-			c.ReadMessage() // returns when the client closes or the server does
-			return
+			// The stalled response never ends, but the connection stays
+			// served: a later response.create on it is recorded and played
+			// as the next request, never read and dropped.
+			continue
 		}
 	}
 }

@@ -176,3 +176,40 @@ func TestForRequestContaining(t *testing.T) {
 		t.Fatalf("matched turn not served: %s", b)
 	}
 }
+
+// TestWebSocketStallKeepsServingTheConnection: a response.create sent on
+// a connection whose response stalls is recorded and answered as the
+// next request. The stall used to read it and drop it, so the request
+// never reached the script and its client waited until shutdown.
+func TestWebSocketStallKeepsServingTheConnection(t *testing.T) {
+	s := New(t)
+	s.Enqueue(Stall(), Text("second"))
+	c, _, err := websocket.DefaultDialer.Dial(strings.Replace(s.URL(), "http", "ws", 1)+"/responses", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	for _, body := range []string{`{"type":"response.create","model":"one"}`, `{"type":"response.create","model":"two"}`} {
+		if err := c.WriteMessage(websocket.TextMessage, []byte(body)); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := c.ReadMessage(); err != nil { // response.created
+			t.Fatal(err)
+		}
+	}
+	for {
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("the second request was not answered: %v (requests %d)", err, len(s.Requests()))
+		}
+		var ev struct{ Type string }
+		json.Unmarshal(msg, &ev)
+		if ev.Type == "response.completed" {
+			break
+		}
+	}
+	if reqs := s.Requests(); len(reqs) != 2 || reqs[1].Body["model"] != "two" {
+		t.Fatalf("recorded %+v", reqs)
+	}
+}

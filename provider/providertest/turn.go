@@ -273,6 +273,8 @@ func (t Turn) DropAfter(n int) Turn { t.cut, t.end = n, endDrop; return t }
 func (t Turn) EOFAfter(n int) Turn { t.cut, t.end = n, endEOF; return t }
 
 // StallAfter sends n frames and then nothing until the client gives up.
+// Over WebSocket the stalled response never ends but the connection is
+// still served: a later response.create on it is the next request.
 func (t Turn) StallAfter(n int) Turn { t.cut, t.end = n, endStall; return t }
 
 // MalformedAt replaces frame n (0-based) with truncated JSON, whichever
