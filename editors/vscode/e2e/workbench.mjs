@@ -1,5 +1,9 @@
-// Shared by the code-server drivers (drive.mjs, drive-agents.mjs): open
-// the workbench on a workspace, show the octet chat and find its webview.
+// Shared by the code-server drivers (drive*.mjs): run a driver, open the
+// workbench on a workspace, show the octet chat and find its webview, and
+// the waits and clicks several drivers make.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
 
 // timeout bounds each wait of a driver.
 export const timeout = 120000;
@@ -62,4 +66,116 @@ export async function reloadChat(page) {
     await icon.click();
   }
   return chatFrame(page);
+}
+
+// chatText waits for the chat to show text (what says when, in the error).
+export async function chatText(frame, text, what) {
+  try {
+    await frame.waitForFunction((t) => document.getElementById("log").innerText.includes(t), { timeout }, text);
+  } catch {
+    const got = await frame.evaluate(() => document.getElementById("log").innerText).catch(() => "?");
+    throw new Error(`${what}: the chat never showed ${JSON.stringify(text)}; it shows:\n${got}`);
+  }
+}
+
+// notification waits for the toast whose message includes text and
+// returns its message, its buttons' labels and the links in its message.
+export async function notification(page, text) {
+  const h = await page.waitForFunction(
+    (t) => [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((n) => n.innerText.includes(t)),
+    { timeout },
+    text,
+  );
+  return page.evaluate((n) => ({
+    message: n.querySelector(".notification-list-item-message").innerText,
+    buttons: [...n.querySelectorAll(".monaco-button")].map((b) => b.textContent.trim()).filter((l) => l !== ""),
+    links: [...n.querySelectorAll(".notification-list-item-message a")].map((a) => a.getAttribute("href")),
+  }), h);
+}
+
+// clickCard clicks the button of the pending approval card in the chat
+// whose data-decision is decision.
+export async function clickCard(frame, decision) {
+  const b = await frame.waitForSelector(`.approval.state-pending button[data-decision="${decision}"]`, { timeout });
+  await b.click();
+}
+
+// clickNotification clicks the button labelled label of a notification toast.
+export async function clickNotification(page, label) {
+  const h = await page.waitForFunction(
+    (l) => [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => b.textContent.trim() === l),
+    { timeout },
+    label,
+  );
+  const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
+  await h.asElement().click();
+  return text;
+}
+
+// waitForDiffEditor waits for the diff editor that the card's View diff
+// opens; while none appears (a click on a loaded machine can land while
+// the chat redraws), View diff is clicked again (opening a diff twice
+// shows the same one).
+export async function waitForDiffEditor(page, frame) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const left = end - Date.now();
+    const ok = await page
+      .waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout: Math.max(1, Math.min(15000, left)) })
+      .then(() => true, () => false);
+    if (ok) {
+      return;
+    }
+    if (Date.now() >= end) {
+      throw new Error("View Diff opened no diff editor in " + timeout + " ms");
+    }
+    await clickCard(frame, "view_diff").catch(() => {});
+  }
+}
+
+// runDriver runs main({cfg, seen, browser, shot}) with the config named
+// on the command line (written by ../e2e_test.go) and a headless
+// Chromium, and prints one JSON object: seen, what main saw, with
+// "failed" when it threw (after a screenshot failure-<name>.png).
+// ctx.page is the page main works in (set it for the failure shot).
+export async function runDriver(name, main) {
+  const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
+  const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
+  const puppeteer = require("puppeteer-core");
+  const ctx = { cfg, seen: {}, browser: undefined, page: undefined };
+  ctx.shot = (file) => ctx.page.screenshot({ path: path.join(cfg.shots, file) });
+  try {
+    ctx.browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+    await main(ctx);
+    process.stdout.write(JSON.stringify(ctx.seen));
+  } catch (e) {
+    if (ctx.page) await ctx.shot(`failure-${name}.png`).catch(() => undefined);
+    process.stdout.write(JSON.stringify({ ...ctx.seen, failed: String(e && e.stack ? e.stack : e) }));
+  } finally {
+    await ctx.browser?.close();
+  }
+}
+
+// command runs a command of the command palette by its label.
+export async function command(page, label) {
+  await page.keyboard.press("F1");
+  const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+  await quick.evaluate((e) => { e.value = ">"; });
+  await quick.type(label);
+  await page.waitForFunction(
+    (l) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.innerText.includes(l)),
+    { timeout },
+    label,
+  );
+  await quick.press("Enter");
+}
+
+// logText is what the chat shows.
+export function logText(frame) {
+  return frame.evaluate(() => document.getElementById("log").innerText);
+}
+
+// sleep waits ms milliseconds.
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
 }

@@ -32,7 +32,13 @@ export interface ToolItem {
   args: string;
   output: string;
   status: ToolStatus;
+  /** reason is a denial's reason code (tool_policy_decision). */
   reason?: string;
+  /**
+   * result is the result text of a call that failed or was denied: why,
+   * in the tool's words (the transcript's tool_result).
+   */
+  result?: string;
   changes?: FileChange[];
 }
 
@@ -678,8 +684,12 @@ export class ChatModel {
           }
           const t = tools.get(r.callId);
           if (t) {
-            t.output = r.text;
-            t.status = r.isError ? "error" : "ok";
+            t.status = r.isError ? (r.details?.policy_denial !== undefined ? "denied" : "error") : "ok";
+            if (r.isError) {
+              t.result = r.text;
+            } else {
+              t.output = r.text;
+            }
             t.changes = r.details?.changes;
           }
           break;
@@ -696,6 +706,18 @@ export class ChatModel {
     }
     this.state = "idle";
     this.reset = true;
+  }
+
+  /**
+   * setToolResult shows why a failed or denied call of the chat's
+   * session ended (its result text, which tool_finished does not carry).
+   */
+  setToolResult(runId: string, callId: string, text: string): void {
+    const t = this.items.find((i): i is ToolItem => i.kind === "tool" && i.callId === callId && i.runId === runId);
+    if (t && (t.status === "error" || t.status === "denied")) {
+      t.result = text;
+      this.touch(t);
+    }
   }
 
   /** runChanges are the changes listed for a finished run. */

@@ -10,7 +10,7 @@ import type { ViewMessage } from "./chatView";
 import { ChatView } from "./chatView";
 import { createClient } from "./client";
 import { diffPath } from "./diff";
-import { DiffDocuments, showChange, showProposed } from "./diffDocs";
+import { DiffDocuments, octetEditor, proposedScheme, scheme, showChange, showProposed } from "./diffDocs";
 import { changePicks, modelPicks, rewindPicks } from "./format";
 import { addImage, imageLabel, type PromptImage, promptContext } from "./images";
 import { modeOf, modes, policyOf, sandboxLabel } from "./policy";
@@ -78,7 +78,8 @@ export class Octet implements vscode.Disposable {
     this.view = new ChatView(ctx.extensionUri, this.model, (m) => void this.onView(m));
     this.tree = new SessionsTree(() => this.listSessions(), () => this.sessionId);
     this.disposables.push(
-      vscode.workspace.registerTextDocumentContentProvider("octet-diff", this.docs),
+      vscode.workspace.registerTextDocumentContentProvider(scheme, this.docs),
+      vscode.workspace.registerTextDocumentContentProvider(proposedScheme, this.docs),
       vscode.window.registerWebviewViewProvider(ChatView.viewId, this.view, { webviewOptions: { retainContextWhenHidden: true } }),
       vscode.window.createTreeView("octet.sessions", { treeDataProvider: this.tree }),
       this.docs,
@@ -104,6 +105,8 @@ export class Octet implements vscode.Disposable {
       "octet.renameSession": (n: SessionNode) => this.rename(n),
       "octet.forkSession": (n: SessionNode) => this.fork(n),
       "octet.deleteSession": (n: SessionNode) => this.deleteSession(n),
+      "octet.approveInDiff": (uri?: vscode.Uri) => this.decideInDiff(uri, "approve"),
+      "octet.denyInDiff": (uri?: vscode.Uri) => this.decideInDiff(uri, "deny"),
     };
   }
 
@@ -213,7 +216,27 @@ export class Octet implements vscode.Disposable {
     if (p.event.kind === "run_finished") {
       this.tree.refresh();
     }
+    if (p.event.kind === "tool_finished" && p.event.isError === true && typeof p.event.callId === "string") {
+      void this.showWhy(p.sessionId, p.runId, p.event.callId);
+    }
     this.refresh();
+  }
+
+  /**
+   * showWhy shows why a call failed or was denied: its result text, from
+   * the transcript (durable by its tool_finished, which does not carry it).
+   */
+  private async showWhy(sessionId: string, runId: string, callId: string): Promise<void> {
+    try {
+      const t = await this.request<{ entries: TranscriptEntry[] }>("octet/session/transcript", { sessionId, limit: 20 });
+      const r = t.entries.find((e) => e.type === "tool_result" && e.result?.callId === callId)?.result;
+      if (r && sessionId === this.sessionId) {
+        this.model.setToolResult(runId, callId, r.text);
+        this.refresh();
+      }
+    } catch (e) {
+      this.output.warn(`could not read why ${callId} failed: ${message(e)}`);
+    }
   }
 
   // --- sessions -------------------------------------------------------------
@@ -646,6 +669,21 @@ export class Octet implements vscode.Disposable {
     }
   }
 
+  /**
+   * decideInDiff decides the approval whose proposed content uri shows
+   * (the diff editor's title actions; without uri, the active editor's).
+   */
+  private async decideInDiff(uri: vscode.Uri | undefined, decision: "approve" | "deny"): Promise<void> {
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    const shown = uri ?? (input instanceof vscode.TabInputTextDiff ? input.modified : undefined);
+    const key = [...this.approvalDiffs].find(([, u]) => u === shown?.toString())?.[0];
+    if (key === undefined || !this.pending.has(key)) {
+      void vscode.window.showInformationMessage("octet: this diff's approval was already decided.");
+      return;
+    }
+    await this.decide(key, decision);
+  }
+
   /** closeDiffs closes the diff editor of a decided approval. */
   private closeDiffs(key: string): void {
     const uri = this.approvalDiffs.get(key);
@@ -904,7 +942,7 @@ export class Octet implements vscode.Disposable {
         const uri = this.fileUri(m.path);
         if (uri) {
           const line = m.line ? Math.max(0, m.line - 1) : 0;
-          await vscode.window.showTextDocument(uri, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+          await vscode.window.showTextDocument(uri, { ...octetEditor, selection: new vscode.Range(line, 0, line, 0) });
         }
         break;
       }

@@ -141,7 +141,8 @@ export interface TranscriptEntry {
     tool: string;
     text: string;
     isError: boolean;
-    details?: { changes?: FileChange[]; plan?: PlanStep[]; explanation?: string };
+    /** details.policy_denial is the reason code of a call that was denied. */
+    details?: { changes?: FileChange[]; plan?: PlanStep[]; explanation?: string; policy_denial?: string };
   };
   summary?: string;
 }

@@ -2,7 +2,7 @@
 // script only wires the data-* attributes to messages to the extension.
 
 import { scopeText } from "./approvals";
-import type { AgentItem, ChatItem, ErrorAction, PlanItem } from "./chatModel";
+import type { AgentItem, ChatItem, ErrorAction, PlanItem, ToolItem, ToolStatus } from "./chatModel";
 import { formatCost, formatTokens } from "./format";
 import { escapeHtml, renderMarkdown } from "./markdown";
 import type { FileChange } from "./protocol";
@@ -205,6 +205,28 @@ export function attachmentsHtml(labels: string[]): string {
     .join("");
 }
 
+const toolStatusText: Partial<Record<ToolStatus, string>> = { error: "failed", waiting: "waiting for approval" };
+
+/**
+ * toolHtml is a tool call's row: its name, the gist of its arguments and
+ * its status; a failed or denied call says why in its own words (the
+ * arguments and output fold away under the row).
+ */
+function toolHtml(item: ToolItem): string {
+  const failed = item.status === "error" || item.status === "denied";
+  const why = failed ? (item.result ?? "") : "";
+  const output = item.output === "" ? "" : `<pre class="output">${escapeHtml(item.output)}</pre>`;
+  const args = item.args === "" ? "" : `<pre class="args">${escapeHtml(item.args)}</pre>`;
+  return (
+    `<div id="${escapeHtml(item.id)}" class="item tool status-${escapeHtml(item.status)}"><details>` +
+    `<summary><span class="icon">${toolIcon[item.status] ?? ""}</span> <strong>${escapeHtml(toolName(item.name))}</strong> ` +
+    `<span class="arg">${escapeHtml(argSummary(item.args))}</span> <span class="status">${escapeHtml(toolStatusText[item.status] ?? item.status)}</span></summary>` +
+    `${args}${output}</details>` +
+    (why !== "" ? `<div class="why">${escapeHtml(displayText(why, "block", 1000))}</div>` : "") +
+    `${changesHtml(item.runId, item.changes ?? [])}</div>`
+  );
+}
+
 /** renderItem returns the HTML of one chat item (its outer element has id). */
 export function renderItem(item: ChatItem): string {
   const id = escapeHtml(item.id);
@@ -219,17 +241,8 @@ export function renderItem(item: ChatItem): string {
       const cls = item.committed ? "" : " streaming";
       return `<div id="${id}" class="item assistant${cls}">${reasoning}<div class="answer">${renderMarkdown(item.text)}</div></div>`;
     }
-    case "tool": {
-      const status = item.status === "denied" && item.reason ? `denied (${item.reason})` : item.status;
-      const output = item.output === "" ? "" : `<pre class="output">${escapeHtml(item.output)}</pre>`;
-      const args = item.args === "" ? "" : `<pre class="args">${escapeHtml(item.args)}</pre>`;
-      return (
-        `<div id="${id}" class="item tool status-${escapeHtml(item.status)}"><details>` +
-        `<summary><span class="icon">${toolIcon[item.status] ?? ""}</span> <strong>${escapeHtml(toolName(item.name))}</strong> ` +
-        `<span class="arg">${escapeHtml(argSummary(item.args))}</span> <span class="status">${escapeHtml(status)}</span></summary>` +
-        `${args}${output}</details>${changesHtml(item.runId, item.changes ?? [])}</div>`
-      );
-    }
+    case "tool":
+      return toolHtml(item);
     case "agent":
       return agentHtml(item);
     case "plan":

@@ -128,15 +128,45 @@ test("a resumed transcript shows prompts, answers and tool calls with their resu
   m.loadTranscript(
     [
       { id: "1", type: "user", text: "fix it" },
-      { id: "2", type: "assistant", runId: "r", items: [{ type: "reasoning", text: "hmm" }, { type: "text", text: "ok" }, { type: "function_call", callId: "c1", name: "edit", arguments: "{}" }] },
-      { id: "3", type: "tool_result", runId: "r", result: { callId: "c1", tool: "edit", text: "denied", isError: true } },
+      {
+        id: "2", type: "assistant", runId: "r",
+        items: [
+          { type: "reasoning", text: "hmm" }, { type: "text", text: "ok" },
+          { type: "function_call", callId: "c1", name: "edit", arguments: "{}" },
+          { type: "function_call", callId: "c2", name: "bash", arguments: "{}" },
+          { type: "function_call", callId: "c3", name: "read", arguments: "{}" },
+        ],
+      },
+      { id: "3", type: "tool_result", runId: "r", result: { callId: "c1", tool: "edit", text: "old_text not found in a.go", isError: true } },
+      {
+        id: "4", type: "tool_result", runId: "r",
+        result: { callId: "c2", tool: "bash", text: "Tool call was not approved. The user's reason: no", isError: true, details: { policy_denial: "approval_denied" } },
+      },
+      { id: "5", type: "tool_result", runId: "r", result: { callId: "c3", tool: "read", text: "1: package a", isError: false } },
     ],
     [{ sessionId: "s", runId: "r", channel: "text", text: "lost" }],
   );
-  assert.deepEqual(kinds(m), ["user", "assistant", "tool", "recovered"]);
-  const t = m.items[2];
-  assert.ok(t.kind === "tool" && t.status === "error" && t.output === "denied");
+  assert.deepEqual(kinds(m), ["user", "assistant", "tool", "tool", "tool", "recovered"]);
+  const [failed, denied, read] = m.items.slice(2, 5);
+  assert.ok(failed.kind === "tool" && failed.status === "error" && failed.result === "old_text not found in a.go" && failed.output === "");
+  assert.ok(denied.kind === "tool" && denied.status === "denied" && denied.result?.startsWith("Tool call was not approved."), "a denial is shown as denied");
+  assert.ok(read.kind === "tool" && read.status === "ok" && read.output === "1: package a" && read.result === undefined);
   assert.equal(m.takeChanges().reset, true);
+});
+
+test("why a live call failed or was denied is shown once its result is read", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "tool_call_started", callId: "c1", name: "edit" });
+  ev(m, { kind: "tool_finished", callId: "c1", isError: true });
+  ev(m, { kind: "tool_call_started", callId: "c2", name: "read" });
+  ev(m, { kind: "tool_finished", callId: "c2", isError: false });
+  m.takeChanges();
+  m.setToolResult("run_1", "c1", "file changed after the change was shown for approval; nothing was written");
+  m.setToolResult("run_1", "c2", "1: ok");
+  const [t1, t2] = m.items;
+  assert.ok(t1.kind === "tool" && t1.result?.startsWith("file changed after"));
+  assert.ok(t2.kind === "tool" && t2.result === undefined, "a call that succeeded has no reason to show");
+  assert.deepEqual(m.takeChanges().ids, [t1.id]);
 });
 
 test("the plan is one card updated in place; update_plan calls get no tool item", () => {

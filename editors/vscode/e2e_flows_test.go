@@ -1,0 +1,92 @@
+//go:build linux
+
+// End-to-end tests of the chat's everyday flows in code-server (see
+// e2e_test.go for the stack and its helpers).
+package vscode_test
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/octet-agent/octet/provider/providertest"
+)
+
+// TestVSCodePreviewTabApprovals approves edits of a file open in a
+// preview tab, as one click in the Explorer opens it: the card's View
+// diff opens the diff beside it (the preview tab stays, so the document
+// stays open and the approved edit lands in its buffer), and the diff
+// editor's title offers Approve and Deny, which decide as the card does.
+// A failed edit's tool row says why it failed.
+func TestVSCodePreviewTabApprovals(t *testing.T) {
+	e := newE2E(t)
+	writeFile(t, filepath.Join(e.ws, "a.txt"), "one\ntwo\nthree\n")
+	e.settings(map[string]any{"files.autoSave": "off"}, map[string]any{"octet.path": e.bin})
+	edit := func(id, old, neu string) providertest.Turn {
+		return providertest.Reply(providertest.FunctionCall(id, "edit", `{"path":"a.txt","old_text":"`+old+`","new_text":"`+neu+`"}`))
+	}
+	prov := providertest.New(t)
+	prov.Enqueue(
+		edit("c1", "one", "ONE"), providertest.Text("Approved in the card."),
+		edit("c2", "two", "TWO"), providertest.Text("Approved in the diff editor."),
+		edit("c3", "three", "THREE"), providertest.Text("Denied in the diff editor."),
+		edit("c4", "four", "FOUR"), providertest.Text("That edit failed."),
+	)
+	url := e.launch(prov)
+	type tab struct {
+		Label   string
+		Preview bool
+	}
+	var seen struct {
+		TabsBefore, TabsWithDiff                        []tab
+		LogAfterCard, BufferAfterCard, BufferAfterTitle string
+		TitleActions, Settled                           []string
+		FailedRow, LogAfterAll                          string
+	}
+	e.drive("drive-preview.mjs", url, map[string]string{
+		"cardPrompt": "Capitalize one", "cardAnswer": "Approved in the card.",
+		"titlePrompt": "Capitalize two", "titleAnswer": "Approved in the diff editor.",
+		"denyPrompt": "Capitalize three", "denyAnswer": "Denied in the diff editor.",
+		"failPrompt": "Capitalize four", "failAnswer": "That edit failed.",
+	}, 5*time.Minute, &seen)
+
+	if !slices.ContainsFunc(seen.TabsBefore, func(t tab) bool { return t.Label == "a.txt" && t.Preview }) {
+		t.Errorf("tabs before %v: a.txt is not open in a preview tab", seen.TabsBefore)
+	}
+	if !slices.ContainsFunc(seen.TabsWithDiff, func(t tab) bool { return t.Label == "a.txt" }) {
+		t.Errorf("View diff replaced a.txt's preview tab: tabs %v", seen.TabsWithDiff)
+	}
+	if strings.Contains(seen.LogAfterAll, "file changed after") {
+		t.Errorf("an approved edit was refused as changed since shown:\n%s", seen.LogAfterAll)
+	}
+	if !strings.Contains(seen.BufferAfterCard, "ONE") {
+		t.Errorf("a.txt's buffer after approving in the card: %q, want ONE", seen.BufferAfterCard)
+	}
+	if !slices.ContainsFunc(seen.TitleActions, func(s string) bool { return strings.HasPrefix(s, "Approve") }) ||
+		!slices.ContainsFunc(seen.TitleActions, func(s string) bool { return strings.HasPrefix(s, "Deny") }) {
+		t.Errorf("the approval's diff editor offers %q, want Approve and Deny", seen.TitleActions)
+	}
+	if !strings.Contains(seen.BufferAfterTitle, "TWO") || strings.Contains(seen.BufferAfterTitle, "THREE") {
+		t.Errorf("a.txt's buffer after approving in the diff editor: %q, want TWO", seen.BufferAfterTitle)
+	}
+	if !slices.Equal(seen.Settled, []string{"approved", "approved", "denied"}) {
+		t.Errorf("approval cards settled %q, want approved, approved, denied", seen.Settled)
+	}
+	if !strings.Contains(seen.FailedRow, "old_text not found in a.txt") || strings.Contains(seen.FailedRow, `"old_text"`) {
+		t.Errorf("the failed edit's row shows %q, want the reason and not the JSON arguments", seen.FailedRow)
+	}
+	reqs := prov.Requests()
+	if len(reqs) != 8 {
+		t.Fatalf("provider got %d requests, want 8", len(reqs))
+	}
+	if raw := string(reqs[5].Raw); !strings.Contains(raw, "Tool call was not approved.") {
+		t.Errorf("the request after the denial does not say so: %s", raw)
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.ws, "a.txt")); string(got) != "one\ntwo\nthree\n" {
+		t.Errorf("a.txt on disk = %q: the edits belong to its open buffer", got)
+	}
+	t.Logf("screenshots in %s", e.shots)
+}
