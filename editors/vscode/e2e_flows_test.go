@@ -90,3 +90,68 @@ func TestVSCodePreviewTabApprovals(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", e.shots)
 }
+
+// markdownAnswer is an answer with what Markdown in a chat must show: a
+// table, a nested list and code in a language.
+const markdownAnswer = "Here is what changes:\n\n" +
+	"| file | change |\n|---|---|\n| `main.go` | adds **greet** |\n| `main_test.go` | tests it |\n\n" +
+	"- Steps\n  - parse the name\n  - print the greeting\n\n" +
+	"```go\nfunc greet(name string) string {\n\treturn \"hello, \" + name // greet\n}\n```\n\nThat is all."
+
+// TestVSCodeMarkdown streams an answer with a table, a nested list and a
+// Go code block: the table and the nesting are drawn, the code is
+// highlighted and is one block on its background (in the dark theme too,
+// where each line used to be a chip of its own), Copy puts it on the
+// clipboard and Insert at the cursor of the open file. Its screenshots
+// (light and dark) are the README's.
+func TestVSCodeMarkdown(t *testing.T) {
+	e := newE2E(t)
+	writeFile(t, filepath.Join(e.ws, "main.go"), "package main\n")
+	e.settings(map[string]any{"files.autoSave": "off", "workbench.colorTheme": "Default Light Modern"}, map[string]any{"octet.path": e.bin})
+	prov := providertest.New(t)
+	prov.Enqueue(providertest.Text(markdownAnswer))
+	url := e.launch(prov)
+	type drawn struct {
+		Theme                 string
+		Cells, Nested, Tokens []string
+		CodeBoxes             int
+		CodeBackground        string
+		Buttons               []string
+	}
+	var seen struct {
+		Light, Dark       drawn
+		Clipboard, Buffer string
+	}
+	const codeLine = `return "hello, " + name // greet`
+	e.drive("drive-markdown.mjs", url, map[string]string{
+		"file": "main.go", "prompt": "Show me the plan", "answerEnd": "That is all.", "codeLine": codeLine,
+	}, 4*time.Minute, &seen)
+
+	for _, d := range []drawn{seen.Light, seen.Dark} {
+		if !slices.Equal(d.Cells, []string{"file", "change", "main.go", "adds greet", "main_test.go", "tests it"}) {
+			t.Errorf("%s: table cells %q", d.Theme, d.Cells)
+		}
+		if !slices.Equal(d.Nested, []string{"parse the name", "print the greeting"}) {
+			t.Errorf("%s: nested list items %q", d.Theme, d.Nested)
+		}
+		if !slices.Contains(d.Tokens, "hljs-keyword:func") || !slices.Contains(d.Tokens, `hljs-string:"hello, "`) || !slices.Contains(d.Tokens, "hljs-comment:// greet") {
+			t.Errorf("%s: highlighted tokens %q", d.Theme, d.Tokens)
+		}
+		if d.CodeBoxes != 1 || d.CodeBackground != "none" {
+			t.Errorf("%s: the code block's code is %d boxes with background %s, want one box on the block's background", d.Theme, d.CodeBoxes, d.CodeBackground)
+		}
+		if !slices.Equal(d.Buttons, []string{"Copy", "Insert"}) {
+			t.Errorf("%s: code block buttons %q", d.Theme, d.Buttons)
+		}
+	}
+	if !strings.Contains(seen.Light.Theme, "vscode-light") || !strings.Contains(seen.Dark.Theme, "vscode-dark") {
+		t.Errorf("themes %q and %q, want light then dark", seen.Light.Theme, seen.Dark.Theme)
+	}
+	if want := "func greet(name string) string {\n\t" + codeLine + "\n}"; seen.Clipboard != want {
+		t.Errorf("Copy put %q on the clipboard, want %q", seen.Clipboard, want)
+	}
+	if !strings.Contains(seen.Buffer, codeLine) {
+		t.Errorf("main.go's buffer after Insert: %q", seen.Buffer)
+	}
+	t.Logf("screenshots in %s", e.shots)
+}

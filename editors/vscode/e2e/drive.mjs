@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { chatText, clickCard, clickNotification, notification, openChat, reloadChat, send, timeout, waitForDiffEditor } from "./workbench.mjs";
+import { chatText, clickCard, clickNotification, notification, openChat, openFile, reloadChat, send, timeout, waitForDiffEditor } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -136,17 +136,7 @@ async function main() {
     await shot(page, "reloaded.png");
     // Case 4: an edit of a file open in the editor, approved in the chat,
     // lands in its buffer (workspace/applyEdit), not on disk; undo reverts it.
-    await page.keyboard.press("F1");
-    const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
-    await quick.evaluate((e) => { e.value = ""; });
-    await quick.type(cfg.openFile);
-    await page.waitForFunction(
-      (f) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.innerText.includes(f)),
-      { timeout },
-      cfg.openFile,
-    );
-    await quick.press("Enter");
-    await page.waitForFunction((f) => document.title.includes(f), { timeout }, cfg.openFile);
+    await openFile(page, cfg.openFile);
     await send(frame, cfg.bufferPrompt);
     const approve = await frame.waitForSelector('.approval.state-pending button[data-decision="approve"]', { timeout });
     await approve.click();

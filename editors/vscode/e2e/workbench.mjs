@@ -156,18 +156,54 @@ export async function runDriver(name, main) {
   }
 }
 
-// command runs a command of the command palette by its label.
-export async function command(page, label) {
-  await page.keyboard.press("F1");
-  const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
-  await quick.evaluate((e) => { e.value = ">"; });
-  await quick.type(label);
-  await page.waitForFunction(
-    (l) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.innerText.includes(l)),
+// pickRow picks the row of the open quick input labelled text (the
+// first row that shows it when none is labelled exactly text).
+async function pickRow(page, text) {
+  const row = await page.waitForFunction(
+    (t) => {
+      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
+      return rows.find((r) => r.querySelector(".label-name")?.innerText.trim() === t) ?? rows.find((r) => r.innerText.includes(t));
+    },
     { timeout },
-    label,
+    text,
   );
-  await quick.press("Enter");
+  await row.asElement().click();
+}
+
+// quickPick types text into the quick input (F1; prefix ">" for a
+// command, "" for a file) and picks its row.
+async function quickPick(page, prefix, text) {
+  // F1 can be lost while the focus moves (to an editor, from a webview):
+  // press it until the palette has the focus.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("F1");
+    const open = await page
+      .waitForFunction(() => document.activeElement?.closest(".quick-input-widget") != null, { timeout: 5000 })
+      .then(() => true, () => false);
+    if (open) break;
+    if (attempt === 5) throw new Error("F1 did not open the command palette");
+  }
+  const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+  await quick.evaluate((e, p) => { e.value = p; }, prefix);
+  await quick.type(text);
+  await pickRow(page, text);
+}
+
+// command runs a command of the command palette by its label.
+export function command(page, label) {
+  return quickPick(page, ">", label);
+}
+
+// setTheme switches the color theme (Preferences: Color Theme).
+export async function setTheme(page, name) {
+  await command(page, "Preferences: Color Theme");
+  await pickRow(page, name);
+}
+
+// openFile opens a workspace file by its name (Quick Open).
+export async function openFile(page, file) {
+  await quickPick(page, "", file);
+  await page.waitForFunction((f) => document.title.includes(f), { timeout }, file);
 }
 
 // logText is what the chat shows.

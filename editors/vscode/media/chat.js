@@ -129,7 +129,17 @@
     const t = e.target.closest("a, button");
     if (!t) return;
     const d = t.dataset;
-    if (d.agentStop) {
+    if (d.codeAction) {
+      // A code block's Copy or Insert: the extension does it (the
+      // clipboard, the editor), with the block's text as shown.
+      e.preventDefault();
+      const code = t.closest(".code-block")?.querySelector("pre code");
+      if (code) vscode.postMessage({ type: "code", action: d.codeAction, text: code.textContent });
+      if (d.codeAction === "copy") {
+        t.textContent = "Copied";
+        setTimeout(() => (t.textContent = "Copy"), 1500);
+      }
+    } else if (d.agentStop) {
       e.preventDefault();
       vscode.postMessage({ type: "cancelAgent", runId: d.agentStop });
     } else if (d.approval) {

@@ -19,7 +19,8 @@ export type ViewMessage =
   | { type: "cancelAgent"; runId: string }
   | { type: "attachImage"; name: string; data: string }
   | { type: "attachUri"; uri: string }
-  | { type: "removeImage"; index: number };
+  | { type: "removeImage"; index: number }
+  | { type: "code"; action: "copy" | "insert"; text: string };
 
 /** ChatView draws the model in the octet.chat webview view. */
 export class ChatView implements vscode.WebviewViewProvider {

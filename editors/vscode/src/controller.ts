@@ -946,6 +946,9 @@ export class Octet implements vscode.Disposable {
         }
         break;
       }
+      case "code":
+        await this.codeAction(m.action, m.text);
+        break;
       case "openHref":
         if (/^https?:\/\//i.test(m.href)) {
           await vscode.env.openExternal(vscode.Uri.parse(m.href));
@@ -961,6 +964,25 @@ export class Octet implements vscode.Disposable {
       default:
         break;
     }
+  }
+
+  /** codeAction copies a code block of the chat, or inserts it at the editor's cursor. */
+  private async codeAction(action: "copy" | "insert", text: string): Promise<void> {
+    if (action === "copy") {
+      await vscode.env.clipboard.writeText(text);
+      return;
+    }
+    const ed = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === "file");
+    if (!ed) {
+      void vscode.window.showInformationMessage("octet: open a file to insert the code into (Copy puts it on the clipboard).");
+      return;
+    }
+    await ed.edit((b) => {
+      for (const sel of ed.selections) {
+        b.replace(sel, text);
+      }
+    });
+    await vscode.window.showTextDocument(ed.document, { viewColumn: ed.viewColumn, preserveFocus: false });
   }
 
   async dispose(): Promise<void> {
