@@ -155,3 +155,107 @@ func TestVSCodeMarkdown(t *testing.T) {
 	}
 	t.Logf("screenshots in %s", e.shots)
 }
+
+// TestVSCodeComposer checks what the composer offers: an empty chat's
+// welcome, a side bar where the Sessions pane leaves the chat most of the
+// height, Ctrl+Alt+O back to the chat, Ctrl+Alt+K adding the editor's
+// selection, @-mentions of a file and of a symbol (its whole declaration)
+// completed in the prompt, chips for all three that go with the prompt as
+// context, the effort and mode pickers (for the new session, before its
+// first prompt) and the model and effort pickers (for the session), and a
+// reloaded chat showing the prompt with chips instead of the attached
+// text.
+func TestVSCodeComposer(t *testing.T) {
+	e := newE2E(t)
+	writeFile(t, filepath.Join(e.ws, "src", "greet.ts"),
+		"export function greetAll(names: string[]): string {\n  return names.map((n) => `hello, ${n}`).join(\"\\n\");\n}\n\nexport const version = 1;\nexport const owner = \"octet\";\n")
+	writeFile(t, filepath.Join(e.ws, "notes.md"), "# Notes\nrelease on friday\n")
+	e.settings(nil, map[string]any{"octet.path": e.bin})
+	prov := providertest.New(t)
+	prov.Enqueue(providertest.Text("I see three attachments."), providertest.Text("Now with another model."))
+	url := e.launch(prov)
+	type pane struct {
+		Title  string
+		Height float64
+	}
+	var seen struct {
+		Welcome, PromptText, Status, ReloadedUser       string
+		Panes                                           []pane
+		FocusedByKey                                    bool
+		FileRows, SymbolRows                            []string
+		Chips, ChipsAfterSend, UserChips, ReloadedChips []string
+		Pickers                                         struct{ Model, Effort, Mode string }
+	}
+	e.drive("drive-composer.mjs", url, map[string]string{
+		"file": "greet.ts", "fileMention": "Compare @note", "fileLabel": "notes.md",
+		"symbolMention": "with @greetA", "symbolLabel": "greetAll()",
+		"effort": "high", "mode": "controlled", "modeLabel": "Auto-read", "answer": "I see three attachments.",
+		"model": "gpt-5.2", "effort2": "low", "prompt2": "Again", "answer2": "Now with another model.",
+	}, 5*time.Minute, &seen)
+
+	for _, w := range []string{"Ask octet", "@", "Ctrl+Alt+K", "Ctrl+Alt+O"} {
+		if !strings.Contains(seen.Welcome, w) {
+			t.Errorf("the empty chat's welcome lacks %q:\n%s", w, seen.Welcome)
+		}
+	}
+	var chat, sessions float64
+	for _, p := range seen.Panes {
+		switch {
+		case strings.HasPrefix(p.Title, "Chat"):
+			chat = p.Height
+		case strings.HasPrefix(p.Title, "Sessions"):
+			sessions = p.Height
+		}
+	}
+	if chat == 0 || sessions == 0 || sessions*3 > chat {
+		t.Errorf("side bar panes %+v: the Sessions pane should leave the chat at least three quarters", seen.Panes)
+	}
+	if !seen.FocusedByKey {
+		t.Errorf("Ctrl+Alt+O did not bring the focus to the chat's prompt")
+	}
+	if !slices.ContainsFunc(seen.FileRows, func(r string) bool { return strings.Contains(r, "notes.md") }) ||
+		!slices.ContainsFunc(seen.SymbolRows, func(r string) bool { return strings.Contains(r, "greetAll") && strings.Contains(r, "src/greet.ts:1") }) {
+		t.Errorf("@-mention completions: files %q, symbols %q", seen.FileRows, seen.SymbolRows)
+	}
+	wantChips := []string{"src/greet.ts:5-6", "notes.md", "greetAll() · src/greet.ts:1-3"}
+	chipsAre := func(got []string) bool {
+		return len(got) == len(wantChips) && !slices.ContainsFunc(wantChips, func(w string) bool {
+			return !slices.ContainsFunc(got, func(g string) bool { return strings.HasSuffix(g, w) })
+		})
+	}
+	if !chipsAre(seen.Chips) || !chipsAre(seen.UserChips) || len(seen.ChipsAfterSend) != 0 {
+		t.Errorf("chips %q, on the prompt %q, left after sending %q; want %q", seen.Chips, seen.UserChips, seen.ChipsAfterSend, wantChips)
+	}
+	if !strings.Contains(seen.PromptText, "Compare @notes.md with @greetAll() ") {
+		t.Errorf("the prompt reads %q after the mentions", seen.PromptText)
+	}
+	if !strings.Contains(seen.Status, "Auto-read") {
+		t.Errorf("status bar %q after picking Auto-read", seen.Status)
+	}
+	reqs := prov.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	first, second := string(reqs[0].Raw), string(reqs[1].Raw)
+	for _, w := range []string{
+		`"effort":"high"`, `"model":"gpt-5.1-codex"`,
+		"--- attachment 1: src/greet.ts lines 5-6", "export const version = 1;",
+		"--- attachment 2: notes.md", "release on friday",
+		"--- attachment 3: src/greet.ts lines 1-3", "export function greetAll",
+	} {
+		if !strings.Contains(first, w) {
+			t.Errorf("the first request lacks %s", w)
+		}
+	}
+	if !strings.Contains(second, `"effort":"low"`) || !strings.Contains(second, `"model":"gpt-5.2"`) {
+		t.Errorf("the second request is not with gpt-5.2 at low effort: %s", second[:min(len(second), 400)])
+	}
+	if seen.Pickers.Model != "gpt-5.2" || seen.Pickers.Effort != "low" || seen.Pickers.Mode != "controlled" {
+		t.Errorf("pickers show %+v", seen.Pickers)
+	}
+	// octet keeps a symbol's lines, not its name.
+	if strings.Contains(seen.ReloadedUser, "attached this context") || !slices.Equal(seen.ReloadedChips, []string{"src/greet.ts:5-6", "notes.md", "src/greet.ts:1-3"}) {
+		t.Errorf("the reloaded prompt shows %q with chips %q", seen.ReloadedUser, seen.ReloadedChips)
+	}
+	t.Logf("screenshots in %s", e.shots)
+}

@@ -25,16 +25,6 @@ async function main() {
   try {
     let frame;
     ({ page, frame } = await openChat(browser, cfg));
-    // And a taller chat: the Sessions pane gets the bottom quarter.
-    const sessions = await page.$$eval(".part.sidebar .pane-header", (hs) => {
-      const h = hs.find((e) => e.innerText.includes("Sessions"));
-      const r = h.getBoundingClientRect();
-      return { x: r.left + r.width / 2, y: r.top - 1 };
-    });
-    await page.mouse.move(sessions.x, sessions.y);
-    await page.mouse.down();
-    await page.mouse.move(sessions.x, sessions.y + 230, { steps: 10 });
-    await page.mouse.up();
     await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
     seen.statusBefore = await page.$eval(".statusbar", (e) => e.innerText);
 

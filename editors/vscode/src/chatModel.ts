@@ -15,6 +15,7 @@ import type {
   TranscriptEntry,
   Usage,
 } from "./protocol";
+import { type Chip, splitAttached } from "./attachments";
 import { imageLabel } from "./images";
 
 /** An action offered with an error. */
@@ -98,8 +99,29 @@ export interface PlanItem {
 /** planTool is the tool whose calls the plan card stands for. */
 export const planTool = "update_plan";
 
+/**
+ * A provider retry of a run, as it happens: one row per run, updated by
+ * each retry (provider_retry) and done once the run goes on or ends.
+ */
+export interface RetryItem {
+  id: string;
+  kind: "retry";
+  runId: string;
+  attempt: number;
+  /** maxAttempts is undefined while octet waits for the network (no limit but time). */
+  maxAttempts?: number;
+  delayMs: number;
+  /** giveUpInMs is how long until octet gives up, when it knows. */
+  giveUpInMs?: number;
+  /** operation is an auxiliary operation's name (compaction), "" for the answer. */
+  operation: string;
+  cause: string;
+  done: boolean;
+}
+
 export type ChatItem =
-  | { id: string; kind: "user"; text: string; images?: string[] }
+  | { id: string; kind: "user"; text: string; attached?: Chip[] }
+  | RetryItem
   | PlanItem
   | { id: string; kind: "assistant"; runId: string; text: string; reasoning: string; committed: boolean }
   | ToolItem
@@ -195,9 +217,34 @@ export class ChatModel {
     return c;
   }
 
-  /** addUser shows a prompt (images: the labels of its images). */
-  addUser(text: string, images?: string[]): void {
-    this.add({ id: this.nextId(), kind: "user", text, ...(images && images.length > 0 ? { images } : {}) });
+  /** addUser shows a prompt with the chips of what it carries. */
+  addUser(text: string, attached: Chip[] = []): void {
+    this.add({ id: this.nextId(), kind: "user", text, ...(attached.length > 0 ? { attached } : {}) });
+  }
+
+  /** retry shows a provider retry in the run's retry row (made or updated in place). */
+  private retry(runId: string, e: Record<string, unknown>): void {
+    const num = (k: string): number | undefined => (typeof e[k] === "number" ? (e[k] as number) : undefined);
+    const str = (k: string): string => (typeof e[k] === "string" ? (e[k] as string) : "");
+    let r = this.items.find((i): i is RetryItem => i.kind === "retry" && i.runId === runId && !i.done);
+    r ??= this.add<RetryItem>({ id: this.nextId(), kind: "retry", runId, attempt: 0, delayMs: 0, operation: "", cause: "", done: false });
+    r.attempt = num("attempt") ?? r.attempt + 1;
+    r.maxAttempts = num("maxAttempts");
+    r.delayMs = num("delayMs") ?? 0;
+    r.giveUpInMs = num("giveUpInMs");
+    r.operation = str("operation");
+    r.cause = str("cause") || str("reason");
+    this.touch(r);
+  }
+
+  /** retried marks the run's retry row done: the run went on, or ended. */
+  private retried(runId: string): void {
+    for (const i of this.items) {
+      if (i.kind === "retry" && i.runId === runId && !i.done) {
+        i.done = true;
+        this.touch(i);
+      }
+    }
   }
 
   addInfo(text: string): void {
@@ -465,6 +512,9 @@ export class ChatModel {
       }
       return;
     }
+    if (e.kind === "output_delta" || e.kind === "tool_call_started" || e.kind === "tool_started" || e.kind === "run_finished") {
+      this.retried(runId);
+    }
     switch (e.kind) {
       case "plan":
         this.setPlan(e as unknown as Plan);
@@ -550,6 +600,7 @@ export class ChatModel {
         if (e.operation === null || e.operation === undefined || e.operation === "") {
           this.discardProvisional(runId);
         }
+        this.retry(runId, e);
         break;
       case "usage":
         this.runUsage = e as Usage;
@@ -643,9 +694,14 @@ export class ChatModel {
       switch (e.type) {
         case "user":
         case "steering":
-        case "follow_up":
-          this.addUser(e.text ?? "", (e.images ?? []).map((i) => imageLabel(i.mimeType, i.bytes)));
+        case "follow_up": {
+          const { text, titles } = splitAttached(e.text ?? "");
+          this.addUser(text, [
+            ...(e.images ?? []).map((i): Chip => ({ label: imageLabel(i.mimeType, i.bytes), kind: "image" })),
+            ...titles.map((t): Chip => ({ label: t, kind: /:\d+(-\d+)?$/.test(t) ? "range" : "file" })),
+          ]);
           break;
+        }
         case "assistant": {
           let text = "";
           let reasoning = "";

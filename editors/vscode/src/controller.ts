@@ -12,7 +12,9 @@ import { createClient } from "./client";
 import { diffPath } from "./diff";
 import { DiffDocuments, octetEditor, proposedScheme, scheme, showChange, showProposed } from "./diffDocs";
 import { changePicks, modelPicks, rewindPicks } from "./format";
-import { addImage, imageLabel, type PromptImage, promptContext } from "./images";
+import type { Attachments } from "./attachments";
+import { Composer } from "./composer";
+import { pickers } from "./pickers";
 import { modeOf, modes, policyOf, sandboxLabel } from "./policy";
 import {
   ErrorCodes,
@@ -58,10 +60,19 @@ export class Octet implements vscode.Disposable {
   private policy: string | undefined;
   /** The OS sandbox the session's commands run in (sandboxLabel). */
   private sandbox: string | undefined;
+  /** effort is the session's reasoning effort ("" the provider's default). */
+  private effort = "";
+  /**
+   * efforts are the efforts this window set, by session (octet does not
+   * say a resumed session's; a session it opens afresh has the default).
+   */
+  private efforts = new Map<string, string>();
+  /** models is the catalog (octet/models), for the model picker. */
+  private models: ModelInfo[] = [];
   private lastPrompt: string | undefined;
-  private lastImages: PromptImage[] = [];
-  /** images wait for the next prompt (pasted or dropped into the chat). */
-  private images: PromptImage[] = [];
+  private lastAttached: Attachments | undefined;
+  /** composer holds what waits for the next prompt. */
+  private readonly composer: Composer;
   private pending = new Map<string, Pending>();
   /** approvalDiffs maps a pending approval to its proposed-content URI. */
   private approvalDiffs = new Map<string, string>();
@@ -77,6 +88,7 @@ export class Octet implements vscode.Disposable {
   ) {
     this.view = new ChatView(ctx.extensionUri, this.model, (m) => void this.onView(m));
     this.tree = new SessionsTree(() => this.listSessions(), () => this.sessionId);
+    this.composer = new Composer(this.view, () => this.workspaceRoot());
     this.disposables.push(
       vscode.workspace.registerTextDocumentContentProvider(scheme, this.docs),
       vscode.workspace.registerTextDocumentContentProvider(proposedScheme, this.docs),
@@ -105,6 +117,8 @@ export class Octet implements vscode.Disposable {
       "octet.renameSession": (n: SessionNode) => this.rename(n),
       "octet.forkSession": (n: SessionNode) => this.fork(n),
       "octet.deleteSession": (n: SessionNode) => this.deleteSession(n),
+      "octet.focusChat": () => this.view.focusPrompt(),
+      "octet.addSelection": () => this.composer.addSelection(),
       "octet.approveInDiff": (uri?: vscode.Uri) => this.decideInDiff(uri, "approve"),
       "octet.denyInDiff": (uri?: vscode.Uri) => this.decideInDiff(uri, "deny"),
     };
@@ -114,6 +128,7 @@ export class Octet implements vscode.Disposable {
     this.view.update();
     const configured = policyOf(vscode.workspace.getConfiguration("octet").get<string>("policyMode", "ask"));
     this.status.update(this.model, this.modelName, this.policy ?? configured, this.sandbox);
+    this.view.setPickers(pickers(this.models, this.modelName, this.effort, this.policy ?? configured));
   }
 
   // --- the server ---------------------------------------------------------
@@ -195,6 +210,7 @@ export class Octet implements vscode.Disposable {
       if (this.modelName === "") {
         this.modelName = vscode.workspace.getConfiguration("octet").get<string>("model", "") || r.default;
       }
+      this.models = r.models;
       return r.models;
     } catch (e) {
       this.output.warn(`octet/models: ${message(e)}`);
@@ -268,12 +284,18 @@ export class Octet implements vscode.Disposable {
     if (m !== "") {
       params.model = m;
     }
+    const effort = cfg.get<string>("reasoningEffort", "");
+    if (effort !== "") {
+      params.reasoning = effort;
+    }
     try {
       const r = await this.request<{ sessionId: string; effectiveToolPolicy: EffectiveToolPolicy }>("octet/session/new", params);
       this.model.clear();
       this.policy = r.effectiveToolPolicy.effect_policy?.value;
       this.sandbox = sandboxLabel(r.effectiveToolPolicy);
       this.modelName = m !== "" ? m : this.modelName;
+      this.effort = effort;
+      this.efforts.set(r.sessionId, effort);
       this.setSession(r.sessionId);
       this.refresh();
       await this.view.reveal();
@@ -289,6 +311,7 @@ export class Octet implements vscode.Disposable {
     try {
       const r = await this.request<ResumeResult>("octet/session/resume", { sessionId: id });
       this.sessionId = id;
+      this.effort = this.efforts.get(id) ?? "";
       this.model.loadTranscript(r.transcript, r.recoveredOutput ?? []);
       if (r.transcriptNextBefore) {
         this.model.addInfo("Older messages are in the session file (octet sessions show).");
@@ -388,37 +411,6 @@ export class Octet implements vscode.Disposable {
 
   // --- runs -----------------------------------------------------------------
 
-  /** attach adds an image for the next prompt, or says why it cannot. */
-  private attach(name: string, bytes: Uint8Array): void {
-    const r = addImage(this.images, name, bytes);
-    if (typeof r === "string") {
-      void vscode.window.showWarningMessage(`octet: ${r}`);
-      return;
-    }
-    this.images = r;
-    this.showImages();
-  }
-
-  private showImages(): void {
-    this.view.setAttachments(this.images.map((i) => imageLabel(i.name, i.bytes)));
-  }
-
-  /** attachUri attaches an image file dropped from VS Code's explorer. */
-  private async attachUri(raw: string): Promise<void> {
-    let uri: vscode.Uri;
-    try {
-      uri = vscode.Uri.parse(raw, true);
-      const stat = await vscode.workspace.fs.stat(uri);
-      if (stat.size > 20 * 1024 * 1024) {
-        void vscode.window.showWarningMessage(`octet: ${path.basename(uri.path)} is over 20 MiB; attach a smaller image.`);
-        return;
-      }
-      this.attach(path.basename(uri.path), await vscode.workspace.fs.readFile(uri));
-    } catch (e) {
-      void vscode.window.showWarningMessage(`octet: cannot attach ${displayText(raw, "line", 200)}: ${message(e)}`);
-    }
-  }
-
   /** send sends the chat input: a prompt, or input for the running run. */
   async send(text: string, mode: "prompt" | "steer" | "followUp"): Promise<void> {
     const runId = this.model.runId;
@@ -442,28 +434,24 @@ export class Octet implements vscode.Disposable {
   }
 
   /**
-   * prompt runs text with the images waiting for it (images: these
+   * prompt runs text with what waits in the composer (attached: this
    * instead, when the prompt is sent again).
    */
-  private async prompt(text: string, images?: PromptImage[]): Promise<void> {
+  private async prompt(text: string, attached?: Attachments): Promise<void> {
     const id = this.sessionId ?? (await this.newSession());
     if (!id) {
       return;
     }
-    if (images === undefined) {
-      images = this.images;
-      this.images = [];
-      this.showImages();
-    }
+    attached ??= this.composer.take();
     this.lastPrompt = text;
-    this.lastImages = images;
-    this.model.addUser(text, images.map((i) => imageLabel(i.name, i.bytes)));
+    this.lastAttached = attached;
+    this.model.addUser(text, attached.chips());
     this.model.state = "running";
     this.refresh();
     try {
       const params: Record<string, unknown> = { sessionId: id, text };
-      if (images.length > 0) {
-        params.context = promptContext(images);
+      if (!attached.empty()) {
+        params.context = attached.context();
       }
       const r = await this.request<PromptResult>("octet/prompt", params);
       if (r.outcome === "failed" && !this.model.items.some((i) => i.kind === "error")) {
@@ -797,22 +785,40 @@ export class Octet implements vscode.Disposable {
       return;
     }
     const pick = (await vscode.window.showQuickPick(modelPicks(models, this.modelName), { title: "octet model" }))?.value;
-    if (pick === undefined) {
-      return;
+    if (pick !== undefined) {
+      await this.setModel(pick);
     }
-    if (!this.sessionId) {
-      await vscode.workspace.getConfiguration("octet").update("model", pick, vscode.ConfigurationTarget.Workspace);
-      this.modelName = pick;
-      this.refresh();
-      return;
-    }
+  }
+
+  /** setModel selects the session's model (without a session, new sessions' model). */
+  private async setModel(model: string): Promise<void> {
     try {
-      const r = await this.request<{ effective: string }>("octet/setModel", { sessionId: this.sessionId, model: pick });
-      this.modelName = r.effective;
-      this.refresh();
+      if (!this.sessionId) {
+        await vscode.workspace.getConfiguration("octet").update("model", model, vscode.ConfigurationTarget.Workspace);
+        this.modelName = model;
+      } else {
+        this.modelName = (await this.request<{ effective: string }>("octet/setModel", { sessionId: this.sessionId, model })).effective;
+      }
     } catch (e) {
       this.showError(`octet could not select the model: ${message(e)}`, []);
     }
+    this.refresh();
+  }
+
+  /** setEffort selects the session's reasoning effort (without a session, new sessions'). */
+  private async setEffort(effort: string): Promise<void> {
+    try {
+      if (!this.sessionId) {
+        await vscode.workspace.getConfiguration("octet").update("reasoningEffort", effort, vscode.ConfigurationTarget.Workspace);
+        this.effort = effort;
+      } else {
+        this.effort = (await this.request<{ effective: string }>("octet/setReasoning", { sessionId: this.sessionId, effort })).effective;
+        this.efforts.set(this.sessionId, this.effort);
+      }
+    } catch (e) {
+      this.showError(`octet could not set the reasoning effort: ${message(e)}`, []);
+    }
+    this.refresh();
   }
 
   private async pickPolicy(): Promise<void> {
@@ -821,26 +827,43 @@ export class Octet implements vscode.Disposable {
       modes.map((m) => ({ label: m.label, description: m.mode === cur ? "current" : "", detail: m.description, mode: m })),
       { title: "octet policy mode" },
     );
-    if (!pick) {
-      return;
+    if (pick) {
+      await this.setMode(pick.mode);
     }
-    if (!this.sessionId) {
-      // Machine-scoped: a user setting (a workspace cannot hold it).
-      await vscode.workspace.getConfiguration("octet").update("policyMode", pick.mode.mode, vscode.ConfigurationTarget.Global);
-      this.policy = pick.mode.policy;
-      this.refresh();
-      return;
-    }
+  }
+
+  /** setMode switches the session's policy mode (without a session, new sessions'). */
+  private async setMode(mode: (typeof modes)[number]): Promise<void> {
     try {
-      const r = await this.request<EffectiveToolPolicy>("octet/session/setPolicy", { sessionId: this.sessionId, effectPolicy: pick.mode.policy });
-      this.policy = r.effect_policy?.value;
-      this.sandbox = sandboxLabel(r);
-      this.refresh();
+      if (!this.sessionId) {
+        // Machine-scoped: a user setting (a workspace cannot hold it).
+        await vscode.workspace.getConfiguration("octet").update("policyMode", mode.mode, vscode.ConfigurationTarget.Global);
+        this.policy = mode.policy;
+      } else {
+        const r = await this.request<EffectiveToolPolicy>("octet/session/setPolicy", { sessionId: this.sessionId, effectPolicy: mode.policy });
+        this.policy = r.effect_policy?.value;
+        this.sandbox = sandboxLabel(r);
+      }
     } catch (e) {
       this.showError(
-        `octet could not switch to ${pick.label}: ${message(e)}. A session can only be as loose as octet lsp's launch policy (see octet.args).`,
+        `octet could not switch to ${mode.label}: ${message(e)}. A session can only be as loose as octet lsp's launch policy (see octet.args).`,
         ["openSettings"],
       );
+    }
+    this.refresh();
+  }
+
+  /** pick acts on a picker under the chat's prompt. */
+  private async pick(what: "model" | "effort" | "mode", value: string): Promise<void> {
+    if (what === "model") {
+      await this.setModel(value);
+    } else if (what === "effort") {
+      await this.setEffort(value);
+    } else {
+      const mode = modeOf(value);
+      if (mode) {
+        await this.setMode(mode);
+      }
     }
   }
 
@@ -890,7 +913,7 @@ export class Octet implements vscode.Disposable {
     switch (a) {
       case "retry":
         if (this.lastPrompt) {
-          await this.prompt(this.lastPrompt, this.lastImages);
+          await this.prompt(this.lastPrompt, this.lastAttached);
         }
         break;
       case "newSession":
@@ -929,14 +952,22 @@ export class Octet implements vscode.Disposable {
         await this.cancelAgent(m.runId);
         break;
       case "attachImage":
-        this.attach(m.name, Buffer.from(m.data, "base64"));
+        this.composer.addImage(m.name, Buffer.from(m.data, "base64"));
         break;
       case "attachUri":
-        await this.attachUri(m.uri);
+        await this.composer.addImageUri(m.uri);
         break;
-      case "removeImage":
-        this.images = this.images.filter((_, i) => i !== m.index);
-        this.showImages();
+      case "removeAttachment":
+        this.composer.remove(m.index);
+        break;
+      case "mention":
+        await this.composer.mentions(m.id, m.query);
+        break;
+      case "pickMention":
+        await this.composer.pickMention(m.key);
+        break;
+      case "pick":
+        await this.pick(m.what, m.value);
         break;
       case "openFile": {
         const uri = this.fileUri(m.path);

@@ -20,6 +20,32 @@ export function formatCost(micros: number | undefined): string {
   return `$${d.toFixed(4)}`;
 }
 
+/** formatDuration formats milliseconds as "4 s", "2 min" or "1 h 5 min" (rounded up). */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  if (s < 60) {
+    return `${s} s`;
+  }
+  const m = Math.ceil(s / 60);
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h${m % 60 === 0 ? "" : ` ${m % 60} min`}`;
+}
+
+/**
+ * retryText is how the chat says a provider retry (both plugins use these
+ * words): "retrying 3/29 in 4 s: <cause>" ("retrying 3 in 4 s" while octet
+ * waits for the network, with no attempt limit), "(gives up in 6 min)"
+ * when octet knows; once the run went on, "retried 3 times: <cause>".
+ */
+export function retryText(r: { attempt: number; maxAttempts?: number; delayMs: number; giveUpInMs?: number; operation: string; cause: string; done: boolean }): string {
+  const what = r.operation === "" ? "" : ` ${r.operation}`;
+  if (r.done) {
+    return `retried${what} ${r.attempt} ${r.attempt === 1 ? "time" : "times"}: ${r.cause}`;
+  }
+  const of = r.maxAttempts === undefined ? `${r.attempt}` : `${r.attempt}/${r.maxAttempts}`;
+  const giveUp = r.giveUpInMs === undefined ? "" : ` (gives up in ${formatDuration(r.giveUpInMs)})`;
+  return `retrying${what} ${of} in ${formatDuration(r.delayMs)}: ${r.cause}${giveUp}`;
+}
+
 /** formatTokens formats a token count ("950", "12.3k", "1.2M"). */
 export function formatTokens(n: number): string {
   if (n < 1000) {

@@ -1,6 +1,7 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
 import { actionsFor, ChatModel } from "../chatModel";
+import { retryText } from "../format";
 import type { ConfirmEffectParams, OctetEvent } from "../protocol";
 
 let seq = 0;
@@ -40,12 +41,12 @@ test("a main-request retry drops the provisional output; recovered output stays 
   ev(m, { kind: "tool_call_started", callId: "c9", name: "read" });
   m.takeChanges();
   ev(m, { kind: "provider_retry", attempt: 1, operation: null, retryKind: "interrupted_inference" });
-  assert.deepEqual(kinds(m), []);
-  assert.equal(m.takeChanges().ids.length, 2, "the dropped items are redrawn (removed)");
+  assert.deepEqual(kinds(m), ["retry"]);
+  assert.equal(m.takeChanges().ids.length, 3, "the dropped items are redrawn (removed), the retry row drawn");
   m.addRecovered({ sessionId: "s1", runId: "run_1", channel: "text", text: "partial" });
   ev(m, { kind: "output_delta", channel: "text", text: "answer" });
-  assert.deepEqual(kinds(m), ["recovered", "assistant"]);
-  const a = m.items[1];
+  assert.deepEqual(kinds(m), ["retry", "recovered", "assistant"]);
+  const a = m.items[2];
   assert.ok(a.kind === "assistant" && a.text === "answer", "recovered text is never part of the answer");
 });
 
@@ -53,7 +54,30 @@ test("an auxiliary retry (compaction) keeps the answer", () => {
   const m = new ChatModel();
   ev(m, { kind: "output_delta", channel: "text", text: "kept" });
   ev(m, { kind: "provider_retry", attempt: 1, operation: "compaction" });
-  assert.deepEqual(kinds(m), ["assistant"]);
+  assert.deepEqual(kinds(m), ["assistant", "retry"]);
+});
+
+test("retries show as they happen: one row per run, updated in place, done once the run goes on", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "run_started", runId: "run_1" });
+  const cause = "cannot connect to the provider: connection refused";
+  ev(m, { kind: "provider_retry", attempt: 1, maxAttempts: 29, delayMs: 1000, operation: null, reason: "connect", cause });
+  ev(m, { kind: "provider_retry", attempt: 3, maxAttempts: 29, delayMs: 3500, operation: null, reason: "connect", cause, giveUpInMs: 355_000 });
+  assert.deepEqual(kinds(m), ["retry"]);
+  const r = m.items[0];
+  assert.ok(r.kind === "retry" && !r.done);
+  assert.equal(retryText(r), `retrying 3/29 in 4 s: ${cause} (gives up in 6 min)`);
+  ev(m, { kind: "provider_retry", attempt: 4, maxAttempts: null, delayMs: 60_000, operation: null, reason: "connect", cause });
+  assert.equal(retryText(r), `retrying 4 in 1 min: ${cause}`, "while octet waits for the network there is no attempt limit");
+  ev(m, { kind: "output_delta", channel: "text", text: "back" });
+  assert.ok(r.done);
+  assert.equal(retryText(r), `retried 4 times: ${cause}`);
+  ev(m, { kind: "provider_retry", attempt: 1, maxAttempts: 5, delayMs: 200, operation: "compaction", cause: "HTTP 503" });
+  assert.deepEqual(kinds(m), ["retry", "assistant", "retry"], "a later retry gets a row of its own");
+  const c = m.items[2];
+  assert.ok(c.kind === "retry" && retryText(c) === "retrying compaction 1/5 in 1 s: HTTP 503");
+  ev(m, { kind: "run_finished", outcome: "failed", error: "gave up" });
+  assert.ok(c.done, "the run's end ends its retries");
 });
 
 test("a tool call goes from streaming to waiting to done, with output and changes", () => {
