@@ -5,8 +5,10 @@
 package vscode_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -256,6 +258,101 @@ func TestVSCodeComposer(t *testing.T) {
 	// octet keeps a symbol's lines, not its name.
 	if strings.Contains(seen.ReloadedUser, "attached this context") || !slices.Equal(seen.ReloadedChips, []string{"src/greet.ts:5-6", "notes.md", "src/greet.ts:1-3"}) {
 		t.Errorf("the reloaded prompt shows %q with chips %q", seen.ReloadedUser, seen.ReloadedChips)
+	}
+	t.Logf("screenshots in %s", e.shots)
+}
+
+// TestVSCodeRetries sends a prompt to a provider nobody listens for: the
+// chat shows octet's retries as they happen, in one row updated in place
+// with the attempt, the wait and the cause ("retrying 2 in 2 s: cannot
+// connect to the provider: connection refused"), and the row's Cancel
+// ends the run. (The extension used to show only "running" in the status
+// bar until octet gave up, minutes later.)
+func TestVSCodeRetries(t *testing.T) {
+	e := newE2E(t)
+	e.settings(nil, map[string]any{"octet.path": e.bin})
+	url := e.launchAt(fmt.Sprintf("http://127.0.0.1:%d/v1", freePort(t)))
+	var seen struct {
+		First, Second, AfterCancel, Log string
+		Rows                            int
+		FirstRetryAfterMs               int
+	}
+	e.drive("drive-retry.mjs", url, map[string]string{"prompt": "Hello?"}, 4*time.Minute, &seen)
+	retrying := regexp.MustCompile(`^⟳ retrying (\d+)(/\d+)? in \d+ (s|min): cannot connect to the provider: .*connection refused.*Cancel$`)
+	words := func(s string) string { return strings.Join(strings.Fields(s), " ") }
+	if !retrying.MatchString(words(seen.First)) || !retrying.MatchString(words(seen.Second)) {
+		t.Errorf("retry row %q, then %q; want %s", seen.First, seen.Second, retrying)
+	}
+	if seen.Rows != 1 {
+		t.Errorf("%d retry rows, want one updated in place", seen.Rows)
+	}
+	if !strings.Contains(seen.AfterCancel, "retried") || strings.Contains(seen.AfterCancel, "Cancel") {
+		t.Errorf("after Cancel the row reads %q", seen.AfterCancel)
+	}
+	t.Logf("first retry shown after %d ms; screenshots in %s", seen.FirstRetryAfterMs, e.shots)
+}
+
+// TestVSCodeResumeAndRewind runs four prompts — an approved edit, a
+// denied command, a run the provider fails, a run cancelled — and reloads
+// the window: the resumed chat shows the denial as denied (with octet's
+// words) and keeps the failed and cancelled runs' markers. octet: Rewind
+// then offers every prompt, the first included, dated in words, and
+// rewinding to before the first takes its edit back.
+func TestVSCodeResumeAndRewind(t *testing.T) {
+	e := newE2E(t)
+	writeFile(t, filepath.Join(e.ws, "a.txt"), "hello\n")
+	e.settings(nil, map[string]any{"octet.path": e.bin})
+	prov := providertest.New(t)
+	prov.Enqueue(
+		providertest.Reply(providertest.FunctionCall("c1", "edit", `{"path":"a.txt","old_text":"hello","new_text":"hello, world"}`)),
+		providertest.Text("Edited."),
+		providertest.Reply(providertest.FunctionCall("c2", "bash", `{"command":"rm -rf build"}`)),
+		providertest.Text("I will not remove it."),
+		providertest.Status(400, "invalid_request_error", "bad_request", "the request is malformed"),
+		providertest.Stall(),
+	)
+	url := e.launch(prov)
+	type row struct{ Label, Description string }
+	var seen struct {
+		Live, Resumed, RewindDialog, AfterRewind string
+		ResumedTools                             []string
+		RewindRows                               []row
+	}
+	e.drive("drive-resume.mjs", url, map[string]string{
+		"editPrompt": "First, greet the world", "editAnswer": "Edited.",
+		"denyPrompt": "Second, clean the build", "denyAnswer": "I will not remove it.",
+		"failPrompt": "Third, fail", "cancelPrompt": "Fourth, take your time",
+	}, 5*time.Minute, &seen)
+
+	if !slices.ContainsFunc(seen.ResumedTools, func(s string) bool {
+		return strings.Contains(s, "bash") && strings.Contains(s, "denied") && strings.Contains(s, "Tool call was not approved.")
+	}) {
+		t.Errorf("the resumed chat's tool rows %q: the denied command is not shown as denied", seen.ResumedTools)
+	}
+	for _, w := range []string{"Run failed", "the request is malformed", "Run cancelled"} {
+		if !strings.Contains(seen.Live, w) {
+			t.Errorf("the live chat lacks %q:\n%s", w, seen.Live)
+		}
+		if !strings.Contains(seen.Resumed, w) {
+			t.Errorf("the resumed chat lacks %q:\n%s", w, seen.Resumed)
+		}
+	}
+	var labels []string
+	iso := regexp.MustCompile(`\d{4}-\d\d-\d\dT`)
+	for _, r := range seen.RewindRows {
+		labels = append(labels, r.Label)
+		if iso.MatchString(r.Description) || r.Description == "" {
+			t.Errorf("rewind offers %q dated %q, want a date in words", r.Label, r.Description)
+		}
+	}
+	if !slices.Equal(labels, []string{"Fourth, take your time", "Third, fail", "Second, clean the build", "First, greet the world"}) {
+		t.Errorf("rewind offers %q, want every prompt, newest first", labels)
+	}
+	if got, _ := os.ReadFile(filepath.Join(e.ws, "a.txt")); string(got) != "hello\n" {
+		t.Errorf("a.txt = %q after rewinding to before the first prompt", got)
+	}
+	if strings.Contains(seen.AfterRewind, "First, greet the world") {
+		t.Errorf("the chat after rewinding to before the first prompt still shows it:\n%s", seen.AfterRewind)
 	}
 	t.Logf("screenshots in %s", e.shots)
 }

@@ -236,6 +236,13 @@
     }
   });
   const composer = document.getElementById("composer");
+  // The composer is fixed at the bottom: the log ends above it, whatever
+  // its height (chips, a taller prompt, wrapped pickers).
+  new ResizeObserver(() => {
+    const stick = atBottom();
+    document.body.style.paddingBottom = `${composer.offsetHeight + 12}px`;
+    if (stick) window.scrollTo(0, document.body.scrollHeight);
+  }).observe(composer);
   composer.addEventListener("dragover", (e) => e.preventDefault());
   composer.addEventListener("drop", (e) => {
     e.preventDefault();
