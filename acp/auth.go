@@ -29,14 +29,14 @@ func authMethods(caps clientCapabilities) []map[string]any {
 	var ms []map[string]any
 	if caps.Auth.Terminal {
 		ms = append(ms, map[string]any{
-			"type": "terminal", "id": authLogin, "name": "Log in with an OpenAI API key",
-			"description": "Runs octet login, which asks for the key without echoing it and saves it in octet's credentials file, private to you.",
+			"type": "terminal", "id": authLogin, "name": "Log in with an API key",
+			"description": "Runs octet login, which asks for the selected provider's API key (OpenAI's unless model_provider names another) without echoing it and saves it in octet's credentials file, private to you.",
 			"args":        []string{"login"},
 		})
 	}
 	return append(ms, map[string]any{
 		"id": authCredentials, "name": "Use the key octet login saved",
-		"description": "Reads the OpenAI API key again: OPENAI_API_KEY, or the credentials file `octet login` writes (run it in a terminal first).",
+		"description": "Reads the provider's API key again: its variable (OPENAI_API_KEY for OpenAI), or the credentials file `octet login` writes (run it in a terminal first).",
 	})
 }
 

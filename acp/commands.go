@@ -78,11 +78,11 @@ func slashCommand(blocks []contentBlock) (*command, string) {
 func modelCommand(name string) func(*acpSession, context.Context, string, []contentBlock) (any, error) {
 	return func(as *acpSession, ctx context.Context, arg string, rest []contentBlock) (any, error) {
 		prompt, _ := harness.CommandPrompt(name, arg)
-		text, err := promptText(as.cwd, append([]contentBlock{{Type: "text", Text: prompt}}, rest...))
+		in, err := readPrompt(as.cwd, append([]contentBlock{{Type: "text", Text: prompt}}, rest...))
 		if err != nil {
 			return nil, err
 		}
-		return as.runText(ctx, text)
+		return as.runInput(ctx, in)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/fsroot"
+	"github.com/octet-agent/octet/provider"
 )
 
 // contentBlock is one ACP ContentBlock of a prompt.
@@ -17,6 +18,8 @@ type contentBlock struct {
 	Text     string `json:"text"`
 	URI      string `json:"uri"`
 	Name     string `json:"name"`
+	Data     string `json:"data"`
+	MimeType string `json:"mimeType"`
 	Resource *struct {
 		URI      string  `json:"uri"`
 		Text     *string `json:"text"`
@@ -25,15 +28,26 @@ type contentBlock struct {
 	} `json:"resource"`
 }
 
-// promptText builds the user's message from a prompt's blocks: the text
+// promptInput is what a prompt's blocks give the model: the user's
+// message and the images attached to it.
+type promptInput struct {
+	text   string
+	images []provider.Image
+}
+
+// readPrompt builds the user's message from a prompt's blocks: the text
 // blocks in order, then each resource_link (a workspace file's content,
 // read without following links; any other URI is named only) and each
 // embedded resource as an attachment, the same delimited blocks, count
-// and size bounds as octet/prompt's context attachments.
-func promptText(cwd string, blocks []contentBlock) (string, error) {
+// and size bounds as octet/prompt's context attachments. Image blocks
+// (and embedded resources whose blob is an image octet takes) are the
+// prompt's images, checked by their bytes (host.DecodeImage); audio is
+// refused, as promptCapabilities says.
+func readPrompt(cwd string, blocks []contentBlock) (promptInput, error) {
 	if len(blocks) == 0 {
-		return "", invalidParams("prompt has no content blocks")
+		return promptInput{}, invalidParams("prompt has no content blocks")
 	}
+	var in promptInput
 	var text strings.Builder
 	var atts []host.Attachment
 	for i, b := range blocks {
@@ -45,30 +59,61 @@ func promptText(cwd string, blocks []contentBlock) (string, error) {
 			text.WriteString(b.Text)
 		case "resource_link":
 			if b.URI == "" {
-				return "", invalidParams("prompt[%d]: resource_link without uri", i)
+				return promptInput{}, invalidParams("prompt[%d]: resource_link without uri", i)
 			}
 			atts = append(atts, linkAttachment(cwd, b.URI, b.Name))
 		case "resource":
-			r := b.Resource
-			if r == nil || r.URI == "" {
-				return "", invalidParams("prompt[%d]: resource without resource.uri", i)
+			att, img, err := embeddedResource(i, b)
+			if err != nil {
+				return promptInput{}, err
 			}
-			switch {
-			case r.Text != nil:
-				atts = append(atts, host.Attachment{Title: r.URI, Body: *r.Text})
-			default:
-				atts = append(atts, host.Attachment{Title: r.URI, Body: fmt.Sprintf("[binary resource (%s) not shown]", firstNonEmpty(r.MimeType, "unknown type"))})
+			if img != nil {
+				in.images = append(in.images, *img)
+			} else {
+				atts = append(atts, att)
 			}
-		case "image", "audio":
-			return "", invalidParams("prompt[%d]: octet does not take %s content (promptCapabilities says so)", i, b.Type)
+		case "image":
+			img, err := host.DecodeImage(b.MimeType, b.Data)
+			if err != nil {
+				return promptInput{}, invalidParams("prompt[%d]: %v", i, err)
+			}
+			in.images = append(in.images, img)
+		case "audio":
+			return promptInput{}, invalidParams("prompt[%d]: octet does not take audio content (promptCapabilities says so)", i)
 		default:
-			return "", invalidParams("prompt[%d]: unknown content type %q", i, truncate(b.Type, 40))
+			return promptInput{}, invalidParams("prompt[%d]: unknown content type %q", i, truncate(b.Type, 40))
 		}
 	}
 	if len(atts) > host.MaxAttachments {
-		return "", invalidParams("prompt has %d resources; at most %d are allowed", len(atts), host.MaxAttachments)
+		return promptInput{}, invalidParams("prompt has %d resources; at most %d are allowed", len(atts), host.MaxAttachments)
 	}
-	return host.WithAttachments(text.String(), atts), nil
+	if err := host.CheckImages(in.images); err != nil {
+		return promptInput{}, invalidParams("%v", err)
+	}
+	in.text = host.WithAttachments(text.String(), atts)
+	return in, nil
+}
+
+// embeddedResource reads an embedded resource block: text is an
+// attachment; a blob that is an image octet takes is an image; any other
+// blob is named without its content.
+func embeddedResource(i int, b contentBlock) (host.Attachment, *provider.Image, error) {
+	r := b.Resource
+	if r == nil || r.URI == "" {
+		return host.Attachment{}, nil, invalidParams("prompt[%d]: resource without resource.uri", i)
+	}
+	switch {
+	case r.Text != nil:
+		return host.Attachment{Title: r.URI, Body: *r.Text}, nil, nil
+	case r.Blob != nil && strings.HasPrefix(r.MimeType, "image/"):
+		img, err := host.DecodeImage(r.MimeType, *r.Blob)
+		if err != nil {
+			return host.Attachment{Title: r.URI, Body: fmt.Sprintf("[image resource (%s) not included: %v]", r.MimeType, err)}, nil, nil
+		}
+		return host.Attachment{}, &img, nil
+	default:
+		return host.Attachment{Title: r.URI, Body: fmt.Sprintf("[binary resource (%s) not shown]", firstNonEmpty(r.MimeType, "unknown type"))}, nil, nil
+	}
 }
 
 // clip cuts s to at most n bytes at a rune boundary.

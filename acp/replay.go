@@ -1,6 +1,9 @@
 package acp
 
 import (
+	"encoding/base64"
+	"fmt"
+
 	"github.com/octet-agent/octet/session"
 )
 
@@ -15,6 +18,7 @@ func (as *acpSession) replay() {
 		switch e.Type {
 		case session.EntryUser, session.EntrySteering:
 			as.srv.update(as.id, chunk("user_message_chunk", e.ID, e.Text))
+			as.replayImages(e.ID, e.PromptImages())
 		case session.EntryAssistant:
 			for _, it := range e.Items {
 				as.replayItem(e.ID, it)
@@ -72,6 +76,20 @@ func (as *acpSession) replayResult(r *session.ToolResult) {
 }
 
 // chunk is a ContentChunk update of text.
+// replayImages sends a prompt's images as image content of the user's
+// message; an image gone from the image store is said in text.
+func (as *acpSession) replayImages(entryID string, imgs []session.Image) {
+	for _, im := range imgs {
+		data, err := as.hs.Image(im)
+		if err != nil {
+			as.srv.update(as.id, chunk("user_message_chunk", entryID, fmt.Sprintf("[an image (%s) no longer in octet's image store]", im.MimeType)))
+			continue
+		}
+		as.srv.update(as.id, map[string]any{"sessionUpdate": "user_message_chunk", "messageId": entryID,
+			"content": map[string]any{"type": "image", "mimeType": im.MimeType, "data": base64.StdEncoding.EncodeToString(data)}})
+	}
+}
+
 func chunk(kind, messageID, text string) map[string]any {
 	return map[string]any{"sessionUpdate": kind, "messageId": messageID, "content": map[string]any{"type": "text", "text": text}}
 }

@@ -236,10 +236,13 @@ func TestSDKSlashCommands(t *testing.T) {
 // key.
 func TestSDKAuthentication(t *testing.T) {
 	w := newWorld(t)
-	// A loopback provider named by an address octet does not take for
-	// loopback (which needs no key): the same server, through its
-	// IPv4-mapped IPv6 address.
-	w.env = append(w.env, "OPENAI_BASE_URL="+strings.Replace(w.prov.URL(), "127.0.0.1", "[::ffff:127.0.0.1]", 1))
+	// A provider that is not on loopback (a loopback one needs no key):
+	// a name under the reserved .test domain, reached through the
+	// scripted server acting as the HTTP proxy (it serves the absolute
+	// request URI's path).
+	proxy := strings.TrimSuffix(w.prov.URL(), "/v1")
+	w.env = append(w.env, "OPENAI_BASE_URL=http://provider.octet.test/v1",
+		"HTTP_PROXY="+proxy, "http_proxy="+proxy, "NO_PROXY=", "no_proxy=")
 	w.prov.Enqueue(providertest.Text("Authenticated."))
 	var got struct {
 		sdkOut

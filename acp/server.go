@@ -203,7 +203,7 @@ func (s *Server) initialize(raw json.RawMessage) (any, error) {
 				"list": map[string]any{}, "resume": map[string]any{}, "close": map[string]any{}, "delete": map[string]any{},
 			},
 			"promptCapabilities": map[string]any{
-				"image": false, "audio": false, "embeddedContext": true,
+				"image": true, "audio": false, "embeddedContext": true,
 			},
 			"mcpCapabilities": map[string]any{"http": true, "sse": false},
 		},

@@ -99,19 +99,24 @@ func (s *Server) prompt(ctx context.Context, raw json.RawMessage) (any, error) {
 		s.log.Info("slash command", "session", as.id, "command", cmd.name)
 		return cmd.run(as, ctx, arg, p.Prompt[1:])
 	}
-	text, err := promptText(as.cwd, p.Prompt)
+	in, err := readPrompt(as.cwd, p.Prompt)
 	if err != nil {
 		return nil, err
 	}
-	return as.runText(ctx, text)
+	return as.runInput(ctx, in)
 }
 
-// runText runs text as the user's prompt; the session's first prompt
-// gives it its title (session_info_update).
-func (as *acpSession) runText(ctx context.Context, text string) (any, error) {
+// runInput runs in as the user's prompt; the session's first prompt gives it
+// its title (session_info_update). Images the session's model does not
+// take are refused (invalid params) before anything is kept or sent.
+func (as *acpSession) runInput(ctx context.Context, in promptInput) (any, error) {
+	if err := as.hs.CheckImages(in.images); err != nil {
+		return nil, invalidParams("%v", err)
+	}
+	text := in.text
 	return as.runPrompt(ctx, func(ctx context.Context) (*agent.Run, error) {
 		untitled := as.hs.Title() == ""
-		r, err := as.hs.Prompt(ctx, text, agent.PromptOptions{})
+		r, err := as.hs.Prompt(ctx, text, agent.PromptOptions{Images: in.images})
 		if err == nil && untitled {
 			if err := as.hs.TitleFromPrompt(text); err != nil {
 				as.srv.log.Warn("could not set the session's automatic title", "session", as.id, "error", err)

@@ -90,6 +90,7 @@ func (st *runStream) event(ev agent.Event) {
 	case *agent.ProviderRetry:
 		st.ext("_octet/providerRetry", map[string]any{
 			"discardedMessageId": st.messageID(), "attempt": e.Attempt, "retryKind": e.RetryKind, "reason": e.Reason, "cause": e.Cause, "delayMs": e.DelayMs,
+			"giveUpInMs": e.GiveUpInMs,
 		})
 		st.attempt++
 	case *agent.RecoveredOutput:

@@ -26,7 +26,7 @@ func (b *Budget) Cost(model string, u provider.Usage) (cost Picodollars, ok bool
 	if b == nil || b.Prices == nil {
 		return 0, false
 	}
-	c, err := b.Prices.Cost(model, TokenUsage{Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens})
+	c, err := b.Prices.Cost(model, TokenUsage{Input: u.InputTokens, CachedInput: u.CachedTokens, Output: u.OutputTokens, Reasoning: u.ReasoningTokens, CacheWrite: u.CacheWriteTokens})
 	return c, err == nil
 }
 

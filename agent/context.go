@@ -201,8 +201,9 @@ func sessionItems(out []provider.Item) (items []session.Item, bad string) {
 const (
 	bytesPerToken   = 4
 	perItemOverhead = 8
-	// imageTokens is what one image is estimated to cost: a detailed
-	// image is a little over a thousand tokens to the models octet knows.
+	// imageTokens is what one image is estimated at: above what OpenAI
+	// (a high-detail 1024×1024 image) and Anthropic (a 1.15 megapixel
+	// image) count.
 	imageTokens = 1600
 )
 

@@ -523,7 +523,11 @@ func commit(res tools.Result, durable bool) {
 // not durable) and reports it to the observer.
 func (r *Run) callFinished(i int, res tools.Result, executed bool, start time.Time, recorded bool) {
 	call := r.pending[i].item
-	r.emit(&ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded, Changes: wireChanges(res.Changes), CannotUndo: res.CannotUndo})
+	fin := &ToolFinished{CallID: call.CallID, IsError: res.IsError, Unrecorded: !recorded, Changes: wireChanges(res.Changes), CannotUndo: res.CannotUndo}
+	if res.IsError {
+		fin.Error = clipText(res.Text, MaxToolErrorEventBytes)
+	}
+	r.emit(fin)
 	name := call.Name
 	if _, ok := r.a.cfg.Host.Lookup(name); !ok {
 		name = "" // a name no tool has is model text, not a host name

@@ -212,7 +212,7 @@ func TestDispatchRecordFailureSendsNothing(t *testing.T) {
 	a, err := New(Config{
 		Session: sess, Transport: closingTransport{provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL()}), sess},
 		Model: provider.Model{Name: "scripted"}, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}),
-		Retry: NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: provider.Model{Name: "scripted"}}),
+		Retry: NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Wire: provider.WireResponses, Model: provider.Model{Name: "scripted"}}),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/jsonstr"
+	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -183,8 +184,12 @@ type ToolOutput struct {
 // call is indeterminate when the session is resumed).
 type ToolFinished struct {
 	header
-	CallID     string `json:"callId"`
-	IsError    bool   `json:"isError"`
+	CallID  string `json:"callId"`
+	IsError bool   `json:"isError"`
+	// Error is a failed call's result as the model sees it (a denial's
+	// reason, the tool's failure), bounded (MaxToolErrorEventBytes); it
+	// is empty for a call that succeeded.
+	Error      string `json:"error,omitempty"`
 	Unrecorded bool   `json:"unrecorded,omitempty"`
 	// Changes lists the files the call changed (edit, write, a
 	// checkpointed bash call), each with its bounded unified diff;
@@ -218,6 +223,11 @@ type ProviderRetry struct {
 	// Cause names the failure as it is, for people ("cannot connect to
 	// the provider: connection refused"); bounded and secret-free.
 	Cause string `json:"cause"`
+	// GiveUpInMs is how long from now the turn may still spend retrying
+	// before it fails (max_retry_wait_secs, or max_network_wait_secs
+	// while waiting for the network); null when only the attempt budget
+	// bounds it.
+	GiveUpInMs *int64 `json:"giveUpInMs"`
 }
 
 // ProviderUsageUncertain reports that the session's usage totals are no
@@ -246,6 +256,23 @@ type Usage struct {
 	// of the compacted context. ContextWindow is the model's window.
 	ContextTokens int64 `json:"contextTokens"`
 	ContextWindow int64 `json:"contextWindow"`
+	// Session is the session's known totals after this request: every
+	// run so far and its delegated children (a status line's session
+	// figure; the fields above are this run's).
+	Session SessionUsage `json:"session"`
+}
+
+// SessionUsage is a session's known usage totals, as a Usage event
+// carries them (SessionUsageOf).
+type SessionUsage struct {
+	Input       int64 `json:"input"`
+	CachedInput int64 `json:"cachedInput"`
+	Output      int64 `json:"output"`
+	Reasoning   int64 `json:"reasoning"`
+	// CostMicros is the known cost of the priced requests (those of a
+	// model without prices add none).
+	CostMicros int64 `json:"costMicros"`
+	Requests   int   `json:"requests"`
 }
 
 // CompactionStarted reports autonomous compaction began.
@@ -457,4 +484,12 @@ func (e *RunFinished) MarshalJSON() ([]byte, error) {
 func (e *RecoveredOutput) MarshalJSON() ([]byte, error) {
 	type a RecoveredOutput
 	return withKind(e.Kind(), (*a)(e))
+}
+
+// SessionUsageOf is the known usage of a session's totals.
+func SessionUsageOf(t session.Totals) SessionUsage {
+	return SessionUsage{
+		Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output, Reasoning: t.Known.Reasoning,
+		CostMicros: t.Known.CostPicodollars / 1_000_000, Requests: t.Requests,
+	}
 }

@@ -78,6 +78,10 @@ func (a *Agent) imagesFor(m provider.Model) imageRefs {
 	}
 }
 
+// Image reads a kept image's bytes from the image store (an error when
+// it is gone or there is no store).
+func (a *Agent) Image(ref session.Image) ([]byte, error) { return a.getImage(ref.SHA256) }
+
 func (a *Agent) getImage(name string) ([]byte, error) {
 	if a.cfg.Images == nil {
 		return nil, ErrNoImageStore

@@ -156,6 +156,10 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 		kind = RetryInterruptedInference
 	}
 	ev := &ProviderRetry{Attempt: dec.Attempt, MaxAttempts: dec.MaxAttempts, DelayMs: dec.Delay.Milliseconds(), RetryKind: kind, Reason: dec.Reason, Cause: describeFailure(err)}
+	if dec.GiveUpIn != nil {
+		ms := dec.GiveUpIn.Milliseconds()
+		ev.GiveUpInMs = &ms
+	}
 	if op != "" {
 		o := op
 		ev.Operation = &o
@@ -248,6 +252,12 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 		if maxOut <= 0 || maxOut > avail {
 			maxOut = avail
 		}
+	}
+	if model.Assumed && model.MaxOutputTokens <= 0 {
+		// The window is a guess and the model's own bound unknown: a
+		// bound computed from them could exceed what the server allows
+		// and fail the request, so it is left to the server.
+		maxOut = 0
 	}
 	req.MaxOutputTokens = max(maxOut, 0)
 	return req, est, nil
@@ -464,10 +474,12 @@ func (r *Run) addUsage(u *provider.Usage, cost int64, priced bool) {
 	if priced {
 		r.priced = true
 	}
+	t := r.a.sess.Totals()
 	ev := &Usage{
 		Input: r.usage.Input, CachedInput: r.usage.CachedInput, Output: r.usage.Output, Reasoning: r.usage.Reasoning,
-		Complete:      !r.a.sess.Totals().Uncertain,
+		Complete:      !t.Uncertain,
 		ContextTokens: r.contextTokens, ContextWindow: int64(r.a.Model().ContextWindow),
+		Session: SessionUsageOf(t),
 	}
 	if r.priced {
 		micros := r.usage.CostPicodollars / 1_000_000

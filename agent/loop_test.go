@@ -441,7 +441,7 @@ func TestEventJSON(t *testing.T) {
 		{&OutputDelta{Channel: "text", Text: "hi"}, `{"kind":"output_delta","channel":"text","text":"hi"}`},
 		{&RunFinished{Outcome: OutcomeCancelled}, `{"kind":"run_finished","outcome":"cancelled"}`},
 		{&ProviderRetry{Attempt: 1, DelayMs: 5000, RetryKind: RetryWaitingForNetwork, Reason: "x", Cause: "the network is unavailable: network is unreachable"},
-			`{"kind":"provider_retry","attempt":1,"maxAttempts":null,"delayMs":5000,"retryKind":"waiting_for_network","operation":null,"reason":"x","cause":"the network is unavailable: network is unreachable"}`},
+			`{"kind":"provider_retry","attempt":1,"maxAttempts":null,"delayMs":5000,"retryKind":"waiting_for_network","operation":null,"reason":"x","cause":"the network is unavailable: network is unreachable","giveUpInMs":null}`},
 		{&AssistantCommitted{EntryID: "e1"}, `{"kind":"assistant_committed","entryId":"e1"}`},
 		{&ToolFinished{CallID: "c", IsError: false}, `{"kind":"tool_finished","callId":"c","isError":false}`},
 		{&TurnFinished{Turn: 2}, `{"kind":"turn_finished","turn":2}`},

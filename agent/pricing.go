@@ -22,6 +22,9 @@ type TokenUsage struct {
 	CachedInput int64
 	Output      int64
 	Reasoning   int64
+	// CacheWrite is the part of Input written to a prompt cache
+	// (Anthropic's cache_creation_input_tokens).
+	CacheWrite int64
 }
 
 // Price is the per-token price of one model in each billed category.
@@ -30,6 +33,8 @@ type Price struct {
 	Input       Picodollars
 	CachedInput Picodollars
 	Output      Picodollars
+	// CacheWrite prices input tokens written to a prompt cache.
+	CacheWrite Picodollars
 }
 
 // PriceSpec is the configuration form of a [Price]: exact decimal US
@@ -71,7 +76,11 @@ func NewPriceTable(specs map[string]PriceSpec) (PriceTable, error) {
 		if err != nil {
 			return nil, fmt.Errorf("price of model %q %w", model, err)
 		}
-		t[model] = Price{Input: in, CachedInput: cached, Output: out}
+		cw, err := s.CacheWritePrice(in)
+		if err != nil {
+			return nil, fmt.Errorf("price of model %q %w", model, err)
+		}
+		t[model] = Price{Input: in, CachedInput: cached, Output: out, CacheWrite: cw}
 	}
 	return t, nil
 }
@@ -89,13 +98,14 @@ func (t PriceTable) Cost(model string, u TokenUsage) (Picodollars, error) {
 	if !ok {
 		return 0, fmt.Errorf("%w %q", ErrPriceUnknown, model)
 	}
-	if u.Input < 0 || u.CachedInput < 0 || u.Output < 0 || u.CachedInput > u.Input {
+	if u.Input < 0 || u.CachedInput < 0 || u.CacheWrite < 0 || u.Output < 0 || u.CachedInput > u.Input-u.CacheWrite {
 		return 0, fmt.Errorf("price usage of model %q: inconsistent token counts", model)
 	}
 	var total uint64
 	for _, part := range [][2]uint64{
-		{uint64(u.Input - u.CachedInput), uint64(p.Input)},
+		{uint64(u.Input - u.CachedInput - u.CacheWrite), uint64(p.Input)},
 		{uint64(u.CachedInput), uint64(p.CachedInput)},
+		{uint64(u.CacheWrite), uint64(p.CacheWrite)},
 		{uint64(u.Output), uint64(p.Output)},
 	} {
 		hi, lo := bits.Mul64(part[0], part[1])

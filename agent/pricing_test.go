@@ -144,3 +144,31 @@ func TestCeilingsCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheWritesPricedApart: input written to a prompt cache is priced
+// at cache_write (Anthropic bills it at 1.25× input), and at the input
+// price when the table says nothing of it; cached reads at cached_input.
+func TestCacheWritesPricedApart(t *testing.T) {
+	table, err := NewPriceTable(map[string]PriceSpec{
+		"claude": {Input: "3", CachedInput: "0.3", Output: "15", CacheWrite: "3.75"},
+		"plain":  {Input: "3", CachedInput: "0.3", Output: "15"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := TokenUsage{Input: 1_000_000, CachedInput: 200_000, CacheWrite: 300_000, Output: 100_000}
+	// 500k input at $3/M, 200k reads at $0.30/M, 300k writes at $3.75/M, 100k output at $15/M.
+	want := map[string]string{"claude": "$4.185", "plain": "$3.96"}
+	for model, w := range want {
+		c, err := table.Cost(model, u)
+		if err != nil || c.String() != w {
+			t.Errorf("%s: cost %s, %v; want %s", model, c, err, w)
+		}
+	}
+	if _, err := table.Cost("claude", TokenUsage{Input: 10, CachedInput: 6, CacheWrite: 6}); err == nil {
+		t.Error("reads and writes above the input were priced")
+	}
+	if _, err := NewPriceTable(map[string]PriceSpec{"m": {Input: "1", CachedInput: "1", Output: "1", CacheWrite: "x"}}); err == nil || !strings.Contains(err.Error(), "cache_write") {
+		t.Errorf("bad cache_write: %v", err)
+	}
+}

@@ -42,6 +42,9 @@ const (
 type RecoveryConfig struct {
 	// Profile is the host-selected runtime profile (configuration).
 	Profile RuntimeProfile
+	// Wire is the route's wire format (configuration); only
+	// provider.WireResponses can be qualified, and empty fails closed.
+	Wire provider.WireAPI
 	// Model is the model of the first request; [CodexRecovery.Prepared]
 	// follows model changes.
 	Model provider.Model
@@ -56,6 +59,12 @@ type RecoveryConfig struct {
 	// MaxNetworkWait bounds the elapsed time of one outage; zero means
 	// unbounded (cancellation still wins at once).
 	MaxNetworkWait time.Duration
+	// MaxRetryWait bounds all the time one logical turn spends on
+	// replacements, from its first failure (the failed attempts, outage
+	// waiting and backoff alike); zero means only the attempt budgets
+	// bound it. A replacement whose delay would end past the bound is not
+	// made: the turn fails at once with *RetryWaitLimit.
+	MaxRetryWait time.Duration
 	// InitialBackoff is the first inference backoff (zero: 200 ms, as
 	// Codex); it doubles per replacement up to the cap. Tests on real
 	// sockets shorten it; Retry-After and hints still apply in full.
@@ -83,12 +92,14 @@ type CodexRecovery struct {
 	mu        sync.Mutex
 	cfg       RecoveryConfig // as given, for CloneRetry
 	profile   RuntimeProfile
+	wire      provider.WireAPI
 	endpoint  provider.ResponsesFeatures
 	webSocket bool // the configured transport is the WebSocket
 	route     Route
 	qualErr   error
 	budget    *Budget
 	maxWait   time.Duration
+	maxRetry  time.Duration // bound on one turn's retrying (0: none)
 	backoff0  time.Duration // first inference backoff
 	seed      uint64        // the configured (or random) seed; runs mix in their id
 	rng       *rand.Rand
@@ -103,6 +114,7 @@ type CodexRecovery struct {
 	waits       int // network waits in the current outage
 	inOutage    bool
 	outageStart time.Time
+	retryStart  time.Time // the turn's first replaced failure (zero: none yet)
 }
 
 var (
@@ -123,10 +135,12 @@ func NewCodexRecovery(cfg RecoveryConfig) *CodexRecovery {
 	p := &CodexRecovery{
 		cfg:       cfg,
 		profile:   cfg.Profile,
+		wire:      cfg.Wire,
 		endpoint:  cfg.Endpoint,
 		webSocket: cfg.WebSocket,
 		budget:    cfg.Budget,
 		maxWait:   max(cfg.MaxNetworkWait, 0),
+		maxRetry:  max(cfg.MaxRetryWait, 0),
 		backoff0:  cmp.Or(max(cfg.InitialBackoff, 0), inferenceBackoffInitial),
 		seed:      seed,
 		rng:       rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -134,7 +148,7 @@ func NewCodexRecovery(cfg RecoveryConfig) *CodexRecovery {
 	}
 	// Until the loop reports a prepared request, the route is the host's
 	// configuration with an empty request.
-	p.setRoute(RouteFor(cfg.Profile, cfg.Model, cfg.Endpoint, cfg.WebSocket, &provider.Request{}))
+	p.setRoute(RouteFor(cfg.Profile, cfg.Wire, cfg.Model, cfg.Endpoint, cfg.WebSocket, &provider.Request{}))
 	return p
 }
 
@@ -159,7 +173,7 @@ func (p *CodexRecovery) setRoute(r Route) {
 func (p *CodexRecovery) Prepared(model provider.Model, req *provider.Request) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.setRoute(RouteFor(p.profile, model, p.endpoint, p.webSocket, req))
+	p.setRoute(RouteFor(p.profile, p.wire, model, p.endpoint, p.webSocket, req))
 }
 
 // SetMaxNetworkWait bounds the elapsed time of one outage for embedding
@@ -168,6 +182,14 @@ func (p *CodexRecovery) SetMaxNetworkWait(d time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.maxWait = max(d, 0)
+}
+
+// SetMaxRetryWait bounds all the time one logical turn spends retrying;
+// zero removes the bound.
+func (p *CodexRecovery) SetMaxRetryWait(d time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.maxRetry = max(d, 0)
 }
 
 // OutageDeadline reports the instant the current outage stops being
@@ -217,6 +239,7 @@ func (p *CodexRecovery) TurnCompleted() {
 
 func (p *CodexRecovery) resetTurn() {
 	p.stream, p.admission, p.wsFails = 0, 0, 0
+	p.retryStart = time.Time{}
 	p.endOutage()
 }
 
@@ -257,10 +280,40 @@ func (p *CodexRecovery) Decide(f Failure) RetryDecision {
 	default:
 		d.Err = f.Err
 	}
+	if d.Retry {
+		p.boundRetry(&d, now, c.usageUnknown, f.Err)
+	}
 	// A refusal resets nothing: a main refusal ends the run (the next run
 	// starts a fresh turn, RunStarted), and an auxiliary one must not hand
 	// the main request a fresh envelope or a fresh outage.
 	return d
+}
+
+// boundRetry applies MaxRetryWait to a replacement the policy decided:
+// it says when the turn gives up (RetryDecision.GiveUpIn, also the
+// outage bound's), and refuses a replacement whose delay ends past it.
+func (p *CodexRecovery) boundRetry(d *RetryDecision, now time.Time, unknown bool, err error) {
+	left, bounded := time.Duration(0), false
+	if d.Kind == RetryWaitingForNetwork && p.maxWait > 0 {
+		left, bounded = p.outageStart.Add(p.maxWait).Sub(now), true
+	}
+	if p.maxRetry > 0 {
+		if p.retryStart.IsZero() {
+			p.retryStart = now
+		}
+		r := p.retryStart.Add(p.maxRetry).Sub(now)
+		if r <= 0 || d.Delay > r {
+			*d = RetryDecision{UsageUnknown: d.UsageUnknown, Reason: d.Reason,
+				Err: &RetryWaitLimit{Elapsed: now.Sub(p.retryStart), Limit: p.maxRetry, Delay: d.Delay, UsageUnknown: unknown, Err: err}}
+			return
+		}
+		if !bounded || r < left {
+			left, bounded = r, true
+		}
+	}
+	if bounded {
+		d.GiveUpIn = &left
+	}
 }
 
 // outageExpired reports whether a bounded outage ran past its deadline.
@@ -419,14 +472,38 @@ func (e *NetworkWaitLimit) Error() string {
 // Unwrap returns the last failure.
 func (e *NetworkWaitLimit) Unwrap() error { return e.Err }
 
+// RetryWaitLimit ends a turn whose retrying would outlast MaxRetryWait
+// (max_retry_wait_secs): the next replacement's delay (a backoff, or the
+// provider's Retry-After, which is never shortened) ends past the bound.
+type RetryWaitLimit struct {
+	// Elapsed is how long the turn has retried; Limit the bound.
+	Elapsed, Limit time.Duration
+	// Delay is the wait the next replacement needed.
+	Delay time.Duration
+	// UsageUnknown is true when the last attempt may have been accepted.
+	UsageUnknown bool
+	// Err is the last failure.
+	Err error
+}
+
+func (e *RetryWaitLimit) Error() string {
+	return fmt.Sprintf("gave up retrying after %s: the next attempt would wait %s, past the %s bound (max_retry_wait_secs): %v",
+		e.Elapsed.Round(time.Millisecond), e.Delay.Round(time.Millisecond), e.Limit, e.Err)
+}
+
+// Unwrap returns the last failure.
+func (e *RetryWaitLimit) Unwrap() error { return e.Err }
+
 // IsRecoveryTerminal reports whether err is one of the policy's own
-// terminal errors (permanent code, exhaustion, outage limit, ceiling).
+// terminal errors (permanent code, exhaustion, outage or retry limit,
+// ceiling).
 func IsRecoveryTerminal(err error) bool {
 	var (
 		pe *PermanentError
 		ee *ExhaustedError
 		nw *NetworkWaitLimit
+		rw *RetryWaitLimit
 		ce *CeilingError
 	)
-	return errors.As(err, &pe) || errors.As(err, &ee) || errors.As(err, &nw) || errors.As(err, &ce)
+	return errors.As(err, &pe) || errors.As(err, &ee) || errors.As(err, &nw) || errors.As(err, &rw) || errors.As(err, &ce)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"strings"
@@ -36,6 +37,11 @@ func describeFailure(err error) string {
 		s = "the provider credential is unavailable" + detail(pe.Message, pe.Err)
 	case provider.Connect:
 		s = "cannot connect to the provider: " + netCause(pe.Err)
+		if pe.LocalRefused {
+			s += "; " + pe.Message
+		}
+	case provider.NotEventStream:
+		s = pe.Message
 	case provider.ResponseHeaders:
 		s = "the provider did not answer the request: " + netCause(pe.Err)
 	case provider.HTTPStatus:
@@ -75,6 +81,9 @@ func netCause(err error) string {
 	if errno, ok := errors.AsType[syscall.Errno](err); ok {
 		return errno.Error()
 	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "the connection was closed"
+	}
 	if errors.Is(err, context.DeadlineExceeded) || os.IsTimeout(err) || strings.Contains(err.Error(), "timeout") {
 		return "timed out"
 	}
@@ -105,12 +114,18 @@ func detail(msg string, err error) string {
 }
 
 // bound keeps s to maxCauseBytes on a rune boundary, on one line.
-func bound(s string) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if len(s) <= maxCauseBytes {
+func bound(s string) string { return clipText(strings.Join(strings.Fields(s), " "), maxCauseBytes) }
+
+// MaxToolErrorEventBytes bounds a failed call's result in its
+// tool_finished event (the whole result is in the session).
+const MaxToolErrorEventBytes = 1 << 10
+
+// clipText keeps s to n bytes on a rune boundary, marking a cut with "…".
+func clipText(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	cut := maxCauseBytes
+	cut := n
 	for cut > 0 && s[cut]&0xC0 == 0x80 {
 		cut--
 	}

@@ -134,7 +134,16 @@ func classifyProviderError(pe *provider.Error) (failureClass, string) {
 		}
 		return classFatal, "auth_unavailable_after_send"
 	case provider.Connect:
+		if pe.LocalRefused {
+			// Nothing listens on this machine's port: a local server
+			// that is not running. Waiting cannot help.
+			return classFatal, "connection_refused_local"
+		}
 		return classAdmission, "connect"
+	case provider.NotEventStream:
+		// The base URL names something other than the route's API: a
+		// configuration error no retry can fix.
+		return classFatal, "not_event_stream"
 	case provider.ResponseHeaders:
 		return classAdmission, "response_headers"
 	case provider.HTTPStatus:
@@ -211,6 +220,11 @@ func failedReason(prefix, detail string) string {
 // definite refusal status. HTTP 5xx and 408 always carry unknown usage: a
 // gateway failure can hide accepted upstream work.
 func usageUnknown(f Failure, pe *provider.Error) bool {
+	if pe.Class == provider.NotEventStream {
+		// A web page is not billed; a JSON document could be a completion
+		// the server did not stream.
+		return strings.Contains(pe.ContentType, "json")
+	}
 	if pe.Class == provider.HTTPStatus {
 		return pe.Status >= 500 || pe.Status == http.StatusRequestTimeout || pe.Phase == provider.Body
 	}

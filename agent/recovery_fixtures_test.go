@@ -314,7 +314,7 @@ func newCredentialFallbackRig(t *testing.T, srv *providertest.Server, outage int
 	hc := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile, Credential: cred,
 		RoundTripper: &http.Transport{DisableKeepAlives: true}})
 	fb := NewFallbackTransport(ws, hc)
-	f.policy = NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, Seed: 11})
+	f.policy = NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Wire: provider.WireResponses, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, Seed: 11})
 	f.agent, err = New(Config{Session: f.sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: f.policy, Principal: "test"})
 	if err != nil {
 		t.Fatal(err)

@@ -28,7 +28,7 @@ func FuzzDecide(f *testing.F) {
 		}
 		clk := &testClock{t: time.Unix(0, 0)}
 		p := NewCodexRecovery(RecoveryConfig{
-			Profile: ProfileCodex, Model: provider.Model{Name: "m", Features: provider.FeatureCodexProfile},
+			Profile: ProfileCodex, Wire: provider.WireResponses, Model: provider.Model{Name: "m", Features: provider.FeatureCodexProfile},
 			Endpoint: provider.FeatureCodexProfile, Seed: 1, Now: clk.now, MaxNetworkWait: time.Hour,
 		})
 		replacements := 0

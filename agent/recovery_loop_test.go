@@ -82,7 +82,7 @@ func newRecRig(t *testing.T, o recRigOpt) *recRig {
 	}
 	t.Cleanup(func() { g.sess.Close() })
 	model := cmp.Or(o.model, codexModel)
-	rc := RecoveryConfig{Profile: ProfileCodex, Model: model, Endpoint: cfg.Features, Budget: o.budget, Seed: 7}
+	rc := RecoveryConfig{Profile: ProfileCodex, Wire: provider.WireResponses, Model: model, Endpoint: cfg.Features, Budget: o.budget, Seed: 7}
 	if o.noProfile {
 		rc.Profile = ""
 	}
@@ -547,7 +547,7 @@ func TestLoopHardCeilingWithUncertaintyRefuses(t *testing.T) {
 		srv := providertest.NewInProcess(t)
 		srv.Enqueue(providertest.Text("never reached"))
 		tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), RoundTripper: srv.RoundTripper(), Features: provider.FeatureCodexProfile})
-		pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: provider.FeatureCodexProfile, Budget: budget})
+		pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Wire: provider.WireResponses, Model: codexModel, Endpoint: provider.FeatureCodexProfile, Budget: budget})
 		a, err := New(Config{Session: s, Transport: tr, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
 		if err != nil {
 			t.Fatal(err)
@@ -647,7 +647,7 @@ func newLoopbackFallback(t *testing.T, wsFeatures provider.ResponsesFeatures, re
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { sess.Close() })
-	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
+	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Wire: provider.WireResponses, Model: codexModel, Endpoint: fb.EndpointFeatures(), WebSocket: true, InitialBackoff: time.Millisecond})
 	a, err := New(Config{Session: sess, Transport: fb, Model: codexModel, Host: tools.NewHost(), Broker: tools.NewBroker(tools.BrokerConfig{}), Retry: pol, Principal: "test"})
 	if err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func newTestPolicy(t *testing.T, mutate func(*RecoveryConfig)) (*CodexRecovery, 
 	t.Helper()
 	clk := &testClock{t: time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)}
 	cfg := RecoveryConfig{
-		Profile: ProfileCodex, Model: provider.Model{Name: "m", Features: provider.FeatureCodexProfile},
+		Profile: ProfileCodex, Wire: provider.WireResponses, Model: provider.Model{Name: "m", Features: provider.FeatureCodexProfile},
 		Endpoint: provider.FeatureCodexProfile | provider.FeatureWebSocket, Seed: 42, Now: clk.now,
 	}
 	if mutate != nil {
@@ -67,26 +67,34 @@ func TestRouteFor(t *testing.T) {
 		Input: []provider.Item{{Type: provider.ItemMessage, Role: "user", Text: "hi"}, {Type: provider.ItemReasoning}, {Type: provider.ItemFunctionCall}, {Type: provider.ItemFunctionCallOutput}},
 		Tools: []provider.FunctionTool{{Name: "read"}},
 	}
-	if err := RouteFor(ProfileCodex, m, provider.FeatureCodexProfile, false, req).Qualify(); err != nil {
+	if err := RouteFor(ProfileCodex, provider.WireResponses, m, provider.FeatureCodexProfile, false, req).Qualify(); err != nil {
 		t.Fatalf("codex model on a codex endpoint: %v", err)
 	}
 	// Names grant nothing: a codex-named model on an endpoint that did not
 	// grant the profile, and a model without the feature.
-	if err := RouteFor(ProfileCodex, m, 0, false, req).Qualify(); err == nil {
+	if err := RouteFor(ProfileCodex, provider.WireResponses, m, 0, false, req).Qualify(); err == nil {
 		t.Fatal("endpoint without features qualified")
 	}
 	plain, _ := provider.LookupModel("gpt-4.1")
-	if err := RouteFor(ProfileCodex, plain, provider.FeatureCodexProfile, false, req).Qualify(); err == nil {
+	if err := RouteFor(ProfileCodex, provider.WireResponses, plain, provider.FeatureCodexProfile, false, req).Qualify(); err == nil {
 		t.Fatal("model without the codex feature qualified")
 	}
-	if err := RouteFor("", m, provider.FeatureCodexProfile, false, req).Qualify(); err == nil {
+	if err := RouteFor("", provider.WireResponses, m, provider.FeatureCodexProfile, false, req).Qualify(); err == nil {
 		t.Fatal("route without the host-selected profile qualified")
 	}
+	// Qualification follows the route: the Codex profile and a Codex
+	// model on a Chat Completions or Anthropic route, or a route whose
+	// wire format nobody said, are not qualified.
+	for _, w := range []provider.WireAPI{provider.WireChat, provider.WireAnthropic, ""} {
+		if err := RouteFor(ProfileCodex, w, m, provider.FeatureCodexProfile, false, req).Qualify(); err == nil {
+			t.Fatalf("wire %q qualified", w)
+		}
+	}
 	req.Input = append(req.Input, provider.Item{Type: provider.ItemCustomToolCall})
-	if err := RouteFor(ProfileCodex, m, provider.FeatureCodexProfile, false, req).Qualify(); err == nil {
+	if err := RouteFor(ProfileCodex, provider.WireResponses, m, provider.FeatureCodexProfile, false, req).Qualify(); err == nil {
 		t.Fatal("custom tool call input qualified")
 	}
-	if err := RouteFor(ProfileCodex, m, provider.FeatureCodexProfile, false, nil).Qualify(); err == nil {
+	if err := RouteFor(ProfileCodex, provider.WireResponses, m, provider.FeatureCodexProfile, false, nil).Qualify(); err == nil {
 		t.Fatal("nil request qualified")
 	}
 }
@@ -373,6 +381,7 @@ func TestUnqualifiedRouteNeverReplays(t *testing.T) {
 		"no profile":              {Responses: true, Granted: provider.FeatureCodexProfile, ToolKinds: []string{"function"}},
 		"store":                   {Responses: true, Profile: ProfileCodex, Granted: provider.FeatureCodexProfile, Store: true},
 		"endpoint grants nothing": {Responses: true, Profile: ProfileCodex},
+		"chat route":              {Responses: false, Profile: ProfileCodex, Granted: provider.FeatureCodexProfile, ToolKinds: []string{"function"}},
 	}
 	for name, r := range routes {
 		t.Run(name, func(t *testing.T) {

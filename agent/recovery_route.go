@@ -36,7 +36,9 @@ var qualifiedItems = map[provider.ItemType]bool{
 // authorize recovery; the zero Route is unqualified.
 type Route struct {
 	// Responses is true when the request goes to an OpenAI Responses
-	// endpoint (HTTP SSE or WebSocket).
+	// endpoint (HTTP SSE or WebSocket): the route's wire format, as the
+	// host configured it. Chat Completions and Anthropic Messages routes
+	// are never qualified, whatever their profile or model.
 	Responses bool
 	// Profile is the host-selected runtime profile from configuration.
 	Profile RuntimeProfile
@@ -62,14 +64,16 @@ type Route struct {
 }
 
 // RouteFor describes a prepared request for qualification: profile is the
-// host's configured runtime profile, model the request's model, endpoint
-// the transport's endpoint features (zero when the transport does not
-// report any, which fails closed), webSocket whether the request goes over
-// the Responses WebSocket. provider.Request always sends store:false and no
-// continuation id, and advertises only function tools.
-func RouteFor(profile RuntimeProfile, model provider.Model, endpoint provider.ResponsesFeatures, webSocket bool, req *provider.Request) Route {
+// host's configured runtime profile, wire the route's wire format (only
+// provider.WireResponses can qualify; empty fails closed), model the
+// request's model, endpoint the transport's endpoint features (zero when
+// the transport does not report any, which fails closed), webSocket
+// whether the request goes over the Responses WebSocket. provider.Request
+// always sends store:false and no continuation id, and advertises only
+// function tools.
+func RouteFor(profile RuntimeProfile, wire provider.WireAPI, model provider.Model, endpoint provider.ResponsesFeatures, webSocket bool, req *provider.Request) Route {
 	r := Route{
-		Responses: true,
+		Responses: wire == provider.WireResponses,
 		Profile:   profile,
 		Granted:   provider.Granted(model.Features, endpoint),
 		WebSocket: webSocket,
@@ -97,7 +101,7 @@ var ErrUnqualifiedRoute = errors.New("route not qualified for provider recovery"
 func (r Route) Qualify() error {
 	switch {
 	case !r.Responses:
-		return fmt.Errorf("%w: not an OpenAI Responses route", ErrUnqualifiedRoute)
+		return fmt.Errorf("%w: not an OpenAI Responses route (the route's wire format is not the Responses API)", ErrUnqualifiedRoute)
 	case r.Profile != ProfileCodex:
 		return fmt.Errorf("%w: runtime profile %q is not the Codex profile", ErrUnqualifiedRoute, r.Profile)
 	case !r.Granted.Has(provider.FeatureCodexProfile):

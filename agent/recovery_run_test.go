@@ -107,7 +107,7 @@ func TestLoopMisalignmentKeepsCompletedEffects(t *testing.T) {
 	}
 	srv := providertest.New(t)
 	tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL(), Features: provider.FeatureCodexProfile})
-	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Model: codexModel, Endpoint: provider.FeatureCodexProfile, InitialBackoff: time.Millisecond})
+	pol := NewCodexRecovery(RecoveryConfig{Profile: ProfileCodex, Wire: provider.WireResponses, Model: codexModel, Endpoint: provider.FeatureCodexProfile, InitialBackoff: time.Millisecond})
 	h = newHarness(t, harnessOpt{extra: []tools.Tool{probe}, retry: pol, transport: tr, model: codexModel})
 	srv.Enqueue(
 		providertest.Reply(providertest.FunctionCall("call_1", "probe", `{"n":1}`)),

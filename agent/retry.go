@@ -50,6 +50,10 @@ type RetryDecision struct {
 	UsageUnknown bool
 	// Reason is a short, secret-free diagnostic for provider_retry.
 	Reason string
+	// GiveUpIn, when set, is how long from now the turn may still spend
+	// retrying (MaxRetryWait, or the outage bound while waiting for the
+	// network): shown with the retry.
+	GiveUpIn *time.Duration
 	// FallbackHTTP asks the transport to reopen over HTTP (WebSocket
 	// refused); the loop passes it on when the transport supports it.
 	FallbackHTTP bool

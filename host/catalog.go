@@ -3,6 +3,8 @@ package host
 import (
 	"context"
 	"fmt"
+	"maps"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -45,12 +47,62 @@ type CatalogModel struct {
 	Listed bool
 }
 
-// AssumedModel is how octet runs a model it knows nothing about: a
-// 128K-token context window and a 16K-token output limit, without the
-// reasoning controls, image input or any Responses feature it cannot
-// know the model has.
+// AssumedModel is how octet runs a model it knows nothing about
+// (provider.Model.Assumed): an AssumedContextWindow (128K tokens) context
+// window, the output bound left to the server, without the reasoning
+// controls, image input or any Responses feature it cannot know the
+// model has. It does carry the model side of the Codex profile:
+// qualification for provider recovery follows the host-selected profile
+// and route, never the model's name, so on a qualified route a model
+// octet does not know keeps the route's recovery rules.
 func AssumedModel(name string) provider.Model {
-	return provider.Model{Name: name, ContextWindow: 128_000, MaxOutputTokens: 16_384}
+	return provider.Model{Name: name, ContextWindow: provider.AssumedContextWindow, Assumed: true,
+		Features: provider.FeatureCodexProfile | provider.FeatureParallelToolCalls}
+}
+
+// Model is the model cfg knows by name: octet's table entry with what a
+// [models."NAME"] table declares over it, a model only such a table
+// describes, or, for any other name, AssumedModel. A declared model
+// without a context_window is still Assumed.
+func Model(cfg *config.Config, name string) provider.Model {
+	m, known := provider.LookupModel(name)
+	if !known {
+		m = AssumedModel(name)
+	}
+	spec, declared := cfg.Models[name]
+	if !declared {
+		return m
+	}
+	if spec.ContextWindow != nil {
+		m.ContextWindow, m.Assumed = int(*spec.ContextWindow), false
+	}
+	if spec.MaxOutputTokens != nil {
+		m.MaxOutputTokens = int(*spec.MaxOutputTokens)
+	}
+	if spec.Reasoning != nil {
+		m.Reasoning = *spec.Reasoning
+	}
+	if spec.Images != nil {
+		m.Images = *spec.Images
+	}
+	if spec.ParallelToolCalls != nil {
+		if *spec.ParallelToolCalls {
+			m.Features |= provider.FeatureParallelToolCalls
+		} else {
+			m.Features &^= provider.FeatureParallelToolCalls
+		}
+	}
+	return m
+}
+
+// ModelWarning is what to tell the user about the model cfg selects, or
+// "": that its context window is assumed, and where to declare it.
+func ModelWarning(cfg *config.Config, m provider.Model) string {
+	if !m.Assumed {
+		return ""
+	}
+	return fmt.Sprintf("model %q: context window unknown; assuming %d tokens (declare context_window and max_output_tokens in [models.%q] of %s)",
+		m.Name, m.ContextWindow, m.Name, filepath.Join(cfg.Home, "config.toml"))
 }
 
 // DefaultCatalog is the catalog of a Runtime without one: the provider's
@@ -65,16 +117,36 @@ func DefaultCatalog() Catalog {
 }
 
 // CatalogFor is the catalog of a configuration: octet's model table with
-// cfg's prices, its model the default and listed first when the table
-// does not know it (as a dated snapshot of one it knows, or assumed).
+// what cfg's [models."NAME"] tables declare over it and cfg's prices; its
+// model the default and listed first when the table does not know it (as
+// a dated snapshot of one it knows, or assumed); then the models only
+// cfg declares, by name.
 func CatalogFor(cfg *config.Config) Catalog {
 	cat := DefaultCatalog()
 	cat.Default = cfg.Model.Value
 	cat.Prices = Prices(cfg)
-	if cat.Default != "" && !slices.ContainsFunc(cat.Models, func(m CatalogModel) bool { return m.Name == cat.Default }) {
-		cat.Models = append([]CatalogModel{lookupOrAssume(cat.Default)}, cat.Models...)
+	for i := range cat.Models {
+		cat.Models[i] = catalogModel(cfg, cat.Models[i].Name)
+	}
+	has := func(name string) bool {
+		return slices.ContainsFunc(cat.Models, func(m CatalogModel) bool { return m.Name == name })
+	}
+	if cat.Default != "" && !has(cat.Default) {
+		cat.Models = append([]CatalogModel{catalogModel(cfg, cat.Default)}, cat.Models...)
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.Models)) {
+		if !has(name) {
+			cat.Models = append(cat.Models, catalogModel(cfg, name))
+		}
 	}
 	return cat
+}
+
+// catalogModel is name as cfg knows it (Model): known unless its context
+// window is assumed.
+func catalogModel(cfg *config.Config, name string) CatalogModel {
+	m := Model(cfg, name)
+	return CatalogModel{Model: m, Known: !m.Assumed}
 }
 
 // lookupOrAssume is name as the provider's table knows it (exactly or as
@@ -163,7 +235,10 @@ func (c Catalog) Views() []ModelView {
 	for _, m := range c.Models {
 		v := ModelView{ID: m.Name}
 		if m.Known {
-			v.ContextWindow, v.MaxOutputTokens = &m.ContextWindow, &m.MaxOutputTokens
+			v.ContextWindow = &m.ContextWindow
+			if m.MaxOutputTokens > 0 { // 0: a declared model's bound left to the server
+				v.MaxOutputTokens = &m.MaxOutputTokens
+			}
 			v.Reasoning, v.Images = &m.Reasoning, &m.Images
 		}
 		if pr, ok := c.Prices[m.Name]; ok {

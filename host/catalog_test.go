@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/provider"
 )
 
 // TestCatalogWithListing: listed models first (the catalog's in its
@@ -78,5 +81,41 @@ func TestListModelsNeverHoldsTheCatalog(t *testing.T) {
 	}
 	if m, ok := h.Catalog().Lookup("local"); !ok || !m.Listed {
 		t.Errorf("the list was not kept: %+v %v", m, ok)
+	}
+}
+
+// TestCatalogForDeclaredModels: the catalog is octet's table with the
+// [models."NAME"] tables over it: the configured model first with what
+// its table declares, a table model's declared window, a model only a
+// table names last; a model whose window nobody declared stays assumed
+// (its facts unknown to front doors) and keeps the Codex profile's model
+// side, as any model octet does not know.
+func TestCatalogForDeclaredModels(t *testing.T) {
+	cfg := config.Defaults()
+	cfg.Model.Value = "local-x"
+	window, yes := int64(32768), true
+	bigger := int64(272_000)
+	cfg.Models = map[string]config.ModelSpec{
+		"local-x": {ContextWindow: &window, Images: &yes},
+		"gpt-5":   {ContextWindow: &bigger},
+		"zeta":    {Reasoning: &yes},
+	}
+	cat := CatalogFor(&cfg)
+	first, last := cat.Models[0], cat.Models[len(cat.Models)-1]
+	if first.Name != "local-x" || !first.Known || first.Assumed || first.ContextWindow != 32768 || !first.Images || cat.Default != "local-x" {
+		t.Errorf("the configured declared model: %+v", first)
+	}
+	if m, _ := cat.Lookup("gpt-5"); m.ContextWindow != 272_000 || !m.Known || !m.Images {
+		t.Errorf("a table model with a declared window: %+v", m)
+	}
+	if last.Name != "zeta" || last.Known || !last.Assumed || !last.Reasoning || !last.Features.Has(provider.FeatureCodexProfile) {
+		t.Errorf("a declared model without a window: %+v", last)
+	}
+	v := cat.Views()
+	if v[0].MaxOutputTokens != nil || v[0].ContextWindow == nil || v[len(v)-1].ContextWindow != nil {
+		t.Errorf("views: %+v, %+v", v[0], v[len(v)-1])
+	}
+	if Model(&cfg, "nobody-knows") != AssumedModel("nobody-knows") {
+		t.Errorf("an unknown model: %+v", Model(&cfg, "nobody-knows"))
 	}
 }

@@ -64,6 +64,7 @@ func SandboxPaths(cfg *config.Config) tools.SandboxConfig {
 func ToolsConfig(cfg *config.Config, root string) tools.Config {
 	return tools.Config{
 		Root:               root,
+		ScrubEnv:           cfg.KeyVariables(),
 		AllowExternalPaths: cfg.AllowExternalPaths.Value,
 		BashTimeout:        cfg.BashTimeout.Value,
 		BashMaxOutputBytes: int(cfg.MaxOutputBytes.Value),

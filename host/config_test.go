@@ -72,7 +72,7 @@ func TestEffectiveToolPolicySnapshot(t *testing.T) {
 	if strings.Contains(string(b), "/bin/sh") {
 		t.Error("snapshot leaks the shell path")
 	}
-	if diff := cmp.Diff([]string{"read", "search", "edit", "bash", "view_image", "update_plan"}, c.EnabledTools()); diff != "" {
+	if diff := cmp.Diff([]string{"read", "search", "edit", "bash", "view_image", "update_plan", "diagnostics"}, c.EnabledTools()); diff != "" {
 		t.Errorf("enabled tools (-want +got):\n%s", diff)
 	}
 }
@@ -89,7 +89,7 @@ func TestPrices(t *testing.T) {
 local-model = { input = "0", cached_input = "0", output = "0" }
 `, "[prices.gpt-5-mini]\ninput = \"0\"\ncached_input = \"0\"\noutput = \"0\"\n", nil)
 	got := host.Prices(c)
-	if want := (agent.Price{Input: 2_000_000, CachedInput: 200_000, Output: 16_000_001}); got["gpt-5.1-codex"] != want {
+	if want := (agent.Price{Input: 2_000_000, CachedInput: 200_000, Output: 16_000_001, CacheWrite: 2_000_000}); got["gpt-5.1-codex"] != want {
 		t.Errorf("overridden price = %+v, want %+v", got["gpt-5.1-codex"], want)
 	}
 	if p, ok := got["local-model"]; !ok || p != (agent.Price{}) {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/octet-agent/octet/internal/images"
 	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/session"
 )
 
 // Bounds of a prompt's images (internal/images): each at most 20 MiB,
@@ -28,6 +29,13 @@ func DecodeImage(mimeType, data string) (provider.Image, error) {
 	if err != nil {
 		return provider.Image{}, inputErrorf("the image's data is not standard base64: %v", err)
 	}
+	return NewImage(raw, mimeType)
+}
+
+// NewImage checks an image's bytes (a file's, say): a PNG, JPEG, GIF or
+// WebP image of at most 20 MiB of mimeType ("" takes the type the bytes
+// say). The error is an *InputError saying what is wrong with it.
+func NewImage(raw []byte, mimeType string) (provider.Image, error) {
 	mime, err := images.Check(raw, mimeType)
 	if err != nil {
 		return provider.Image{}, &InputError{Msg: err.Error()}
@@ -60,7 +68,7 @@ func (s *Session) takesImages() error {
 	if cm, ok := s.catalog().Lookup(m.Name); ok && cm.Known {
 		return inputErrorf("model %s does not take image input: choose a model that does (octet/models and octet models say which: images true), or send the prompt without images", m.Name)
 	}
-	return inputErrorf("octet does not know whether model %s takes image input (it is not in octet's model table), so it sends it none: choose a model octet knows takes images (octet/models and octet models: images true), or send the prompt without images", m.Name)
+	return inputErrorf("octet does not know whether model %s takes image input (neither octet's model table nor a [models.%q] table of config.toml says), so it sends it none: declare images = true in that table if it does, choose a model octet knows takes images (octet/models and octet models: images true), or send the prompt without images", m.Name, m.Name)
 }
 
 // CheckImages checks the images of a prompt for the session: within the
@@ -84,3 +92,7 @@ func (s *Session) CheckImages(imgs []provider.Image) error {
 	}
 	return nil
 }
+
+// Image reads one of the session's kept images (a prompt's or a tool
+// result's) from the image store; an error when it is no longer there.
+func (s *Session) Image(ref session.Image) ([]byte, error) { return s.built.Agent.Image(ref) }

@@ -162,13 +162,8 @@ func (s *Session) SetEffectPolicy(p tools.Policy) (tools.EffectiveToolPolicy, er
 
 // Usage is a session's (or a run's) usage as the dialects report it.
 type Usage struct {
-	Input       int64 `json:"input"`
-	CachedInput int64 `json:"cachedInput"`
-	Output      int64 `json:"output"`
-	Reasoning   int64 `json:"reasoning"`
-	CostMicros  int64 `json:"costMicros"`
-	Requests    int   `json:"requests"`
-	Complete    bool  `json:"complete"`
+	agent.SessionUsage
+	Complete bool `json:"complete"`
 	// Uncertainty says why usage is not complete; Refusal is the error a
 	// hard ceiling gives the next prompt (both omitted when empty).
 	Uncertainty string `json:"uncertainty,omitempty"`
@@ -177,11 +172,7 @@ type Usage struct {
 
 // UsageOf is the usage of a session's totals.
 func UsageOf(t session.Totals) Usage {
-	u := Usage{
-		Input: t.Known.Input, CachedInput: t.Known.CachedInput, Output: t.Known.Output,
-		Reasoning: t.Known.Reasoning, CostMicros: t.Known.CostPicodollars / 1_000_000,
-		Requests: t.Requests, Complete: !t.Uncertain,
-	}
+	u := Usage{SessionUsage: agent.SessionUsageOf(t), Complete: !t.Uncertain}
 	if t.Uncertain {
 		u.Uncertainty = agent.DescribeUncertainty(t.Cause)
 	}
@@ -190,10 +181,10 @@ func UsageOf(t session.Totals) Usage {
 
 // RunUsage is the usage of one settled run.
 func RunUsage(u agent.RunUsage) Usage {
-	return Usage{
+	return Usage{SessionUsage: agent.SessionUsage{
 		Input: u.Input, CachedInput: u.CachedInput, Output: u.Output, Reasoning: u.Reasoning,
-		CostMicros: u.CostPicodollars / 1_000_000, Requests: u.Requests, Complete: u.Complete,
-	}
+		CostMicros: u.CostPicodollars / 1_000_000, Requests: u.Requests,
+	}, Complete: u.Complete}
 }
 
 // Usage is the session's known usage totals and, with Refusal, the error

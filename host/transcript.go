@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -106,6 +107,45 @@ type PagedEntry struct {
 type TranscriptPage struct {
 	Entries    []PagedEntry `json:"entries"`
 	NextBefore string       `json:"nextBefore,omitempty"`
+	// Runs are how the runs of the page's entries ended, for those that
+	// did not complete (failed, cancelled, max_turns): what a resumed
+	// view marks, as run_finished did live.
+	Runs []RunEnd `json:"runs,omitempty"`
+}
+
+// RunEnd is how one run ended, as its checkpoint recorded it.
+type RunEnd struct {
+	RunID   string `json:"runId"`
+	Outcome string `json:"outcome"`
+	Error   string `json:"error,omitempty"`
+}
+
+// withRunEnds sets page.Runs from the session's checkpoints: the last one
+// of each run on the page that did not complete.
+func withRunEnds(page TranscriptPage, checkpoints []session.Checkpoint) TranscriptPage {
+	on := map[string]bool{}
+	for _, e := range page.Entries {
+		if e.RunID != "" {
+			on[e.RunID] = true
+		}
+	}
+	last := map[string]session.Checkpoint{}
+	var order []string
+	for _, c := range checkpoints {
+		if !on[c.RunID] {
+			continue
+		}
+		if _, seen := last[c.RunID]; !seen {
+			order = append(order, c.RunID)
+		}
+		last[c.RunID] = c
+	}
+	for _, id := range order {
+		if c := last[id]; c.Outcome != "completed" {
+			page.Runs = append(page.Runs, RunEnd{RunID: id, Outcome: c.Outcome, Error: c.Error})
+		}
+	}
+	return page
 }
 
 // OldestFirst returns the page's entries oldest first.
@@ -120,7 +160,8 @@ func (p TranscriptPage) OldestFirst() []PagedEntry {
 // Transcript returns a page of the session's active branch: see
 // PageTranscript.
 func (s *Session) Transcript(beforeID string, limit int) (TranscriptPage, error) {
-	return PageTranscript(s.ID(), s.Branch(), beforeID, limit)
+	page, err := PageTranscript(s.ID(), s.Branch(), beforeID, limit)
+	return withRunEnds(page, s.sess.Checkpoints()), err
 }
 
 // ReadTranscript returns a page of session id's active branch read from
@@ -139,7 +180,8 @@ func (h *Host) ReadTranscript(id, beforeID string, limit int) (TranscriptPage, e
 		return TranscriptPage{}, fmt.Errorf("read session %s: %w", id, err)
 	}
 	defer sess.Close()
-	return PageTranscript(id, sess.Branch(), beforeID, limit)
+	page, err := PageTranscript(id, sess.Branch(), beforeID, limit)
+	return withRunEnds(page, sess.Checkpoints()), err
 }
 
 // PageTranscript returns the entries of branch (session sessionID's)
@@ -230,4 +272,28 @@ func encodedLen(v any) int {
 		return 0
 	}
 	return len(b)
+}
+
+// FinalAnswer is the text of the last assistant message with text that
+// run runID committed to sess's branch ("" when it committed none): what
+// a client that shows no events (octet exec's -o, an LSP client's
+// octet.prompt) gets as the run's answer.
+func FinalAnswer(sess *session.Session, runID string) string {
+	br := sess.Branch()
+	for i := len(br) - 1; i >= 0; i-- {
+		en := br[i]
+		if en.RunID != runID || en.Type != session.EntryAssistant {
+			continue
+		}
+		var b strings.Builder
+		for _, it := range en.Items {
+			if it.Type == session.ItemText {
+				b.WriteString(it.Text)
+			}
+		}
+		if b.Len() > 0 {
+			return b.String()
+		}
+	}
+	return ""
 }

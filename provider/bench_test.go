@@ -143,7 +143,7 @@ func benchStream(b *testing.B, noFast bool) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		st.(*httpStream).dec.noFast = noFast
+		st.(*httpStream).dec.(*decoder).noFast = noFast
 		n := 0
 		for {
 			ev, err := st.Next(ctx)

@@ -1,6 +1,9 @@
 // Package provider owns octet's model wire formats: the OpenAI Responses API
 // streamed over HTTP server-sent events ([HTTP]) and over a persistent
-// WebSocket ([WebSocket]).
+// WebSocket ([WebSocket]), and, over the same HTTP transport, the OpenAI
+// Chat Completions and Anthropic Messages APIs ([HTTPConfig.Wire]). Every
+// route yields the same [Event] types and the same typed failures; only a
+// Responses route reports [ResponsesFeatures].
 //
 // The package translates a neutral [Request] into wire bytes and wire bytes
 // back into a sequence of [Event] values, and it reports every failure as a

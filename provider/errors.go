@@ -82,6 +82,10 @@ const (
 	// ProtocolViolation: a well-formed frame broke the event protocol (for
 	// example response.completed without a response object).
 	ProtocolViolation
+	// NotEventStream: the server answered 2xx with a body that is not an
+	// event stream (ContentType says what it is): the base URL names
+	// something other than the route's API. A configuration error.
+	NotEventStream
 )
 
 var classNames = [...]string{
@@ -101,6 +105,7 @@ var classNames = [...]string{
 	InvalidRequest:      "invalid request",
 	LimitExceeded:       "limit exceeded",
 	ProtocolViolation:   "protocol violation",
+	NotEventStream:      "not an event stream",
 }
 
 // String returns a short lower-case name such as "body interrupted".
@@ -163,6 +168,12 @@ type Error struct {
 	RequestID string
 	// RateLimits are the rate-limit headers that came with the failure.
 	RateLimits RateLimits
+	// LocalRefused is set on a Connect error when the endpoint is on
+	// this machine (a loopback address) and refused the connection:
+	// nothing listens there, which waiting does not change.
+	LocalRefused bool
+	// ContentType is the Content-Type of a NotEventStream answer.
+	ContentType string
 	// Err is the underlying cause, if any.
 	Err error
 }

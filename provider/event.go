@@ -91,6 +91,9 @@ type Usage struct {
 	CachedTokens    int64
 	OutputTokens    int64
 	ReasoningTokens int64
+	// CacheWriteTokens is the part of InputTokens written to a prompt
+	// cache, which some providers (Anthropic) bill above input.
+	CacheWriteTokens int64
 }
 
 // Stream is one in-flight response. It is owned by one goroutine: Next is not
@@ -125,7 +128,7 @@ type FeatureReporter interface {
 // header returns a copy of h with sensitive values removed, for debugging.
 func redactHeader(h http.Header) http.Header {
 	out := h.Clone()
-	for _, k := range []string{"Authorization", "Proxy-Authorization", "Api-Key", "Openai-Api-Key", "Cookie"} {
+	for _, k := range credentialHeaders {
 		if _, ok := out[k]; ok {
 			out[k] = []string{"[REDACTED]"}
 		}

@@ -51,16 +51,7 @@ func FuzzDecodeEvent(f *testing.F) {
 				t.Fatalf("fast and general decoders disagree on %q:\nfast %+v %+v %v\nslow %+v %+v %v", payload, ev, st, err, sev, sst, serr)
 			}
 			if err != nil {
-				statusFrame := err.Class == HTTPStatus && err.Phase == Opening
-				if (err.Phase != Body && !statusFrame) || !err.Dispatched || err.Class == 0 {
-					t.Fatalf("untyped failure %+v", err)
-				}
-				if err.Class == StreamFailure && err.Decode == DecodeNone {
-					t.Fatalf("stream failure without decode kind")
-				}
-				if err.Decode == DecodeInvalidUTF8 && utf8.Valid(payload) {
-					t.Fatalf("valid UTF-8 reported invalid")
-				}
+				checkFailure(t, err, payload)
 				return
 			}
 			if st.emit && (ev.Type < EventCreated || ev.Type > EventCompleted) {
@@ -74,4 +65,68 @@ func FuzzDecodeEvent(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzRouteDecoders feeds the chat and anthropic decoders any sequence
+// of frame payloads (one per line): they never panic, every failure is a
+// typed, dispatched body-phase error, and a completed response carries
+// only calls with an id and a name.
+func FuzzRouteDecoders(f *testing.F) {
+	f.Add([]byte("{\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"f\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n[DONE]"))
+	f.Add([]byte("{\"type\":\"message_start\",\"message\":{\"id\":\"m\"}}\n{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n{\"type\":\"content_block_stop\",\"index\":0}\n{\"type\":\"message_stop\"}"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		for _, d := range []frameDecoder{&chatDecoder{}, &anthropicDecoder{}} {
+			var out []Event
+			ended := false
+			for _, payload := range bytes.Split(in, []byte("\n")) {
+				var final bool
+				var err *Error
+				out, final, err = d.frame(&SSEEvent{Data: payload}, out[:0])
+				if err == nil && !final {
+					continue
+				}
+				checkRouteOutcome(t, out, final, err, payload)
+				ended = true
+				break
+			}
+			if !ended {
+				out, err := d.end(out[:0])
+				checkRouteOutcome(t, out, err == nil, err, nil)
+			}
+		}
+	})
+}
+
+func checkRouteOutcome(t *testing.T, out []Event, final bool, err *Error, payload []byte) {
+	t.Helper()
+	if err != nil {
+		checkFailure(t, err, payload)
+		return
+	}
+	if !final || len(out) == 0 || out[len(out)-1].Type != EventCompleted || out[len(out)-1].Response == nil {
+		t.Fatalf("a stream ended without its completed event: %+v", out)
+	}
+	for _, it := range out[len(out)-1].Response.Output {
+		if it.Type == ItemFunctionCall && (it.CallID == "" || it.Name == "" || it.Arguments == "") {
+			t.Fatalf("completed call without id, name or arguments: %+v", it)
+		}
+	}
+}
+
+// checkFailure fails t unless err is a typed decoder failure: a body-phase
+// (or, for a WebSocket error frame with a status, an opening-phase),
+// dispatched failure of a known class, a stream failure naming its codec
+// step, invalid UTF-8 only for a payload that is not UTF-8.
+func checkFailure(t *testing.T, err *Error, payload []byte) {
+	t.Helper()
+	statusFrame := err.Class == HTTPStatus && err.Phase == Opening
+	if (err.Phase != Body && !statusFrame) || !err.Dispatched || err.Class == 0 {
+		t.Fatalf("untyped failure %+v", err)
+	}
+	if err.Class == StreamFailure && err.Decode == DecodeNone {
+		t.Fatalf("stream failure without decode kind")
+	}
+	if err.Decode == DecodeInvalidUTF8 && utf8.Valid(payload) {
+		t.Fatalf("valid UTF-8 reported invalid")
+	}
 }

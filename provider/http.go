@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -34,9 +35,20 @@ const (
 // HTTPConfig configures the HTTP SSE transport.
 type HTTPConfig struct {
 	// BaseURL is the API root, e.g. "https://api.openai.com/v1"
-	// (OPENAI_BASE_URL); requests go to BaseURL + "/responses".
+	// (OPENAI_BASE_URL); requests go to BaseURL + "/responses" (or the
+	// path of Wire).
 	BaseURL string
-	// APIKey is the bearer credential. It never appears in errors or logs.
+	// Wire is the route's wire format, WireResponses when empty: it picks
+	// the path ("/responses", "/chat/completions", "/messages"), the
+	// request body and the stream decoder.
+	Wire WireAPI
+	// Query is added to the request URL (Azure's api-version).
+	Query url.Values
+	// KeyHeader is where the key is sent: KeyAuthorization (as a bearer
+	// token), KeyAPIKey or KeyXAPIKey; empty means the wire format's own
+	// (x-api-key for Anthropic, Authorization otherwise).
+	KeyHeader string
+	// APIKey is the credential. It never appears in errors or logs.
 	APIKey string
 	// Credential, when set, is asked for the key before every request
 	// instead of APIKey; an error or empty key is AuthUnavailable.
@@ -60,18 +72,23 @@ type HTTPConfig struct {
 	// OpenTimeout bounds connecting, sending and awaiting headers
 	// (DefaultOpenTimeout); a negative value disables it.
 	OpenTimeout time.Duration
-	// Headers are added to every request (never Authorization).
+	// Headers are added to every request; they never set a credential
+	// header (Authorization, api-key, x-api-key, …): the key has its own
+	// source.
 	Headers http.Header
-	// Features are the endpoint side of Responses qualification.
+	// Features are the endpoint side of Responses qualification. Only a
+	// Responses route has any: on other wire formats they are ignored.
 	Features ResponsesFeatures
 	// Logger receives debug records (never credentials); nil discards.
 	Logger *slog.Logger
 }
 
-// HTTP is the Responses transport over HTTP server-sent events. It is safe
-// for concurrent use; every Open sends exactly one POST.
+// HTTP is the transport over HTTP server-sent events, for every wire
+// format (HTTPConfig.Wire). It is safe for concurrent use; every Open
+// sends exactly one POST.
 type HTTP struct {
 	cfg      HTTPConfig
+	codec    codec
 	url      string
 	client   *http.Client
 	logURL   string // url without userinfo, for logs
@@ -83,6 +100,7 @@ type HTTP struct {
 var (
 	_ Transport       = (*HTTP)(nil)
 	_ FeatureReporter = (*HTTP)(nil)
+	_ WireReporter    = (*HTTP)(nil)
 	_ Stream          = (*httpStream)(nil)
 )
 
@@ -103,7 +121,17 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 	if cfg.OpenTimeout == 0 {
 		cfg.OpenTimeout = DefaultOpenTimeout
 	}
-	h := &HTTP{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/responses", log: cfg.Logger}
+	if cfg.Wire == "" {
+		cfg.Wire = WireResponses
+	}
+	if cfg.Wire != WireResponses {
+		cfg.Features = 0 // only a Responses endpoint grants Responses features
+	}
+	h := &HTTP{cfg: cfg, codec: codecFor(cfg.Wire), log: cfg.Logger}
+	if h.cfg.KeyHeader == "" {
+		h.cfg.KeyHeader = h.codec.keyHeader()
+	}
+	h.url = requestURL(cfg.BaseURL, h.codec.path(), cfg.Query)
 	h.logURL = redactURL(h.url)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -124,23 +152,26 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 	case nil, *http.Transport:
 		h.reliable = true
 	}
-	h.noAuth = cfg.NoAuth || isLoopbackURL(cfg.BaseURL)
+	h.noAuth = cfg.NoAuth || IsLoopbackURL(cfg.BaseURL)
 	return h
 }
 
-// setHeaders adds the configured headers (never Authorization) and the
-// bearer key, when there is one, to hr.
+// setHeaders adds the route's own headers, the configured headers
+// (which may replace those, but never set a credential header) and the
+// key, when there is one, where the route sends it.
 func (h *HTTP) setHeaders(hr *http.Request, key string) {
+	h.codec.header(hr.Header)
 	for k, vs := range h.cfg.Headers {
-		if http.CanonicalHeaderKey(k) == "Authorization" {
+		if IsCredentialHeader(k) {
 			continue
 		}
+		hr.Header.Del(k)
 		for _, v := range vs {
 			hr.Header.Add(k, v)
 		}
 	}
 	if key != "" {
-		hr.Header.Set("Authorization", "Bearer "+key)
+		setKey(hr.Header, h.cfg.KeyHeader, key)
 	}
 }
 
@@ -155,22 +186,49 @@ func defaultHTTPTransport() *http.Transport {
 	}
 }
 
-// isLoopbackURL reports whether raw names a loopback host.
-func isLoopbackURL(raw string) bool {
+// IsLoopbackURL reports whether raw names a loopback host: localhost (in
+// any case, with or without the root's dot) or a loopback address
+// (127.0.0.0/8, ::1, and IPv4-mapped ::ffff:127.x).
+func IsLoopbackURL(raw string) bool {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return false
 	}
 	host := u.Hostname()
-	if host == "localhost" {
+	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
 }
 
-// EndpointFeatures returns the configured endpoint features.
+// EndpointFeatures returns the configured endpoint features (none on a
+// route that is not the Responses API).
 func (h *HTTP) EndpointFeatures() ResponsesFeatures { return h.cfg.Features }
+
+// WireAPI returns the route's wire format.
+func (h *HTTP) WireAPI() WireAPI { return h.cfg.Wire }
+
+// requestURL is base with path appended to its path and query merged into
+// its query.
+func requestURL(base, path string, query url.Values) string {
+	u, err := url.Parse(strings.TrimRight(base, "/"))
+	if err != nil {
+		return strings.TrimRight(base, "/") + path // refused when the request is built
+	}
+	u.Path = strings.TrimRight(u.Path, "/") + path
+	if u.RawPath != "" {
+		u.RawPath = strings.TrimRight(u.RawPath, "/") + path
+	}
+	if len(query) > 0 {
+		q := u.Query()
+		for k, vs := range query {
+			q[k] = append(q[k], vs...)
+		}
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
 
 // URL returns the request URL with any userinfo password redacted.
 func (h *HTTP) URL() string { return h.logURL }
@@ -178,11 +236,27 @@ func (h *HTTP) URL() string { return h.logURL }
 // CloseIdleConnections closes pooled keep-alive connections.
 func (h *HTTP) CloseIdleConnections() { h.client.CloseIdleConnections() }
 
-// redactURL hides a password in raw's userinfo.
+// shownQuery are the query parameters whose values logs and errors show;
+// any other value (a gateway may take its key as ?key=) is redacted.
+var shownQuery = map[string]bool{"api-version": true}
+
+// redactURL hides a password in raw's userinfo and the values of query
+// parameters other than shownQuery's.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "[unparsable URL]"
+	}
+	if u.RawQuery != "" {
+		q := u.Query()
+		for k, vs := range q {
+			if !shownQuery[k] {
+				for i := range vs {
+					vs[i] = "REDACTED"
+				}
+			}
+		}
+		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
 }
@@ -223,7 +297,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	body, err := req.EncodeHTTP()
+	body, err := h.codec.encode(req)
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}
 	}
@@ -304,14 +378,20 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		}
 		return nil, canceledError(Opening, true, ctx.Err())
 	}
+	if e := h.notEventStream(resp); e != nil {
+		resp.Body.Close()
+		cancel(nil)
+		return nil, e
+	}
 	s := &httpStream{
 		resp:      resp,
 		reqCtx:    reqCtx,
 		cancel:    cancel,
 		idle:      h.cfg.IdleTimeout,
 		maxBody:   h.cfg.MaxBodyBytes,
-		requestID: resp.Header.Get("X-Request-Id"),
+		requestID: requestID(resp.Header),
 		rl:        ParseRateLimits(resp.Header),
+		dec:       h.codec.newDecoder(),
 	}
 	s.body = &limitedBody{r: resp.Body, n: h.cfg.MaxBodyBytes}
 	s.sse = NewSSEReader(s.body, int(min(h.cfg.MaxFrameBytes, int64(^uint(0)>>1))))
@@ -341,6 +421,11 @@ func (h *HTTP) openError(ctx context.Context, cause, err error, wrote bool, key 
 	switch {
 	case !wrote && isNetUnreachable(err):
 		return &Error{Phase: PreSend, Class: NetworkUnavailable, Err: err}
+	case dialFailed && isRefused(err) && IsLoopbackURL(h.cfg.BaseURL):
+		// Nothing listens on this machine's port: a local server that is
+		// not running. Waiting cannot help, so this is said at once.
+		return &Error{Phase: Opening, Class: Connect, LocalRefused: true, Err: err,
+			Message: fmt.Sprintf("nothing is listening at %s: is the server running?", h.logURL)}
 	case dialFailed || (!dispatched && isTLSError(err)):
 		return &Error{Phase: Opening, Class: Connect, Err: err}
 	case !dispatched:
@@ -407,24 +492,61 @@ func statusError(resp *http.Response, key string) *Error {
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
 	resp.Body.Close()
 	e := &Error{Phase: Opening, Class: HTTPStatus, Dispatched: true, Status: resp.StatusCode,
-		RequestID: resp.Header.Get("X-Request-Id"), RateLimits: ParseRateLimits(resp.Header)}
+		RequestID: requestID(resp.Header), RateLimits: ParseRateLimits(resp.Header)}
 	e.RetryAfter, e.HasRetryAfter = RetryAfterFromHeader(resp.Header, nowFunc())
 	parseErrorBody(e, b)
 	e.Message = scrub(e.Message, key)
 	return e
 }
 
+// requestID is the server's id of the request: x-request-id (OpenAI), or
+// request-id (Anthropic).
+func requestID(h http.Header) string {
+	if id := h.Get("X-Request-Id"); id != "" {
+		return id
+	}
+	return h.Get("Request-Id")
+}
+
+// notEventStream reports a 2xx answer whose Content-Type says it is not
+// an event stream (an HTML page or a JSON document from a base URL that
+// is not the route's API): a configuration error no retry can fix. A
+// missing Content-Type is read as a stream.
+func (h *HTTP) notEventStream(resp *http.Response) *Error {
+	ct := resp.Header.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err == nil && mt == "text/event-stream" {
+		return nil
+	}
+	ct = strings.ToValidUTF8(ct, "?")
+	if len(ct) > 100 {
+		ct = ct[:100]
+	}
+	return &Error{Phase: Opening, Class: NotEventStream, Dispatched: true, Status: resp.StatusCode,
+		RequestID: requestID(resp.Header), ContentType: ct,
+		Message: fmt.Sprintf("%s answered with Content-Type %q, not an event stream: check base_url (it must name the API root, such as https://api.openai.com/v1)", h.logURL, ct)}
+}
+
 // parseErrorBody fills Type/Code/Message from {"error":{...}} or keeps a
 // bounded text excerpt.
 func parseErrorBody(e *Error, b []byte) {
 	var body struct {
-		Error   *wireError `json:"error"`
-		Message flexString `json:"message"`
+		Error   json.RawMessage `json:"error"`
+		Message flexString      `json:"message"`
 	}
-	if err := json.Unmarshal(b, &body); err == nil && (body.Error != nil || body.Message != "") {
-		if body.Error != nil {
-			e.Type, e.Code, e.Message = string(body.Error.Type), string(body.Error.Code), string(body.Error.Message)
-		} else {
+	if err := json.Unmarshal(b, &body); err == nil && (len(body.Error) > 0 || body.Message != "") {
+		var we wireError
+		var msg flexString
+		switch {
+		case json.Unmarshal(body.Error, &we) == nil:
+			e.Type, e.Code, e.Message = string(we.Type), string(we.Code), string(we.Message)
+		case json.Unmarshal(body.Error, &msg) == nil: // {"error":"model not found"} (Ollama)
+			e.Message = string(msg)
+		}
+		if e.Message == "" {
 			e.Message = string(body.Message)
 		}
 		return
@@ -481,7 +603,10 @@ type httpStream struct {
 	mu        sync.Mutex // guards unwatch against a concurrent Close
 	unwatch   func() bool
 
-	dec       decoder
+	dec       frameDecoder
+	queue     []Event // events of the last frame, returned from qi on
+	qi        int
+	final     bool // the queue ends with the terminal event
 	err       error
 	finished  atomic.Bool // set by Next; read by a concurrent Close
 	requestID string
@@ -515,6 +640,9 @@ func (s *httpStream) watch(ctx context.Context) {
 
 // Next returns the next event; see [Stream].
 func (s *httpStream) Next(ctx context.Context) (Event, error) {
+	if s.qi < len(s.queue) {
+		return s.pop(), nil
+	}
 	if s.err != nil {
 		return Event{}, s.err
 	}
@@ -529,25 +657,44 @@ func (s *httpStream) Next(ctx context.Context) (Event, error) {
 		s.idleTimer.Reset(s.idle)
 		frame, err := s.sse.Next()
 		s.idleTimer.Stop()
-		if err != nil {
+		var (
+			final bool
+			derr  *Error
+		)
+		switch {
+		case err == io.EOF && context.Cause(s.reqCtx) == nil:
+			s.queue, derr = s.dec.end(s.queue[:0])
+			final = derr == nil
+		case err != nil:
 			return Event{}, s.fail(s.bodyError(ctx, err))
+		default:
+			s.queue, final, derr = s.dec.frame(&frame, s.queue[:0])
 		}
-		if len(frame.Data) == 6 && string(frame.Data) == "[DONE]" {
-			return Event{}, s.fail(&Error{Phase: Body, Class: TerminalEOF, Dispatched: true, Message: "[DONE] before response.completed"})
-		}
-		ev, st, derr := s.dec.decode(frame.Data)
 		if derr != nil {
 			return Event{}, s.fail(derr)
 		}
-		if !st.emit {
-			continue
+		s.qi = 0
+		s.final = final
+		if len(s.queue) > 0 {
+			return s.pop(), nil
 		}
-		if st.final {
-			s.finished.Store(true)
-			s.release()
+		if final { // a terminal frame always carries its event
+			return Event{}, s.fail(violation("terminal frame without an event"))
 		}
-		return ev, nil
 	}
+}
+
+// pop returns the next queued event; returning the terminal one finishes
+// the stream.
+func (s *httpStream) pop() Event {
+	ev := s.queue[s.qi]
+	s.queue[s.qi] = Event{}
+	s.qi++
+	if s.qi == len(s.queue) && s.final {
+		s.finished.Store(true)
+		s.release()
+	}
+	return ev
 }
 
 // bodyError classifies a body read failure.

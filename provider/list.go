@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
+	"net/url"
 	"time"
 	"unicode/utf8"
 )
@@ -22,9 +22,11 @@ const (
 )
 
 // ListModels asks the endpoint which models it serves: GET BaseURL +
-// "/models", the OpenAI list format ({"data": [{"id": …}]}) that
-// OpenAI-compatible servers (Azure, OpenRouter, Ollama, LM Studio, vLLM)
-// also answer. It returns the ids in the endpoint's order, without
+// "/models" with the route's headers, key and query parameters (and, on
+// the Anthropic route, limit=1000: its list comes in pages), the OpenAI
+// list format ({"data": [{"id": …}]}) that OpenAI-compatible servers
+// (Azure, OpenRouter, Ollama, LM Studio, vLLM) and Anthropic's Messages
+// API also answer. It returns the ids in the endpoint's order, without
 // duplicates or names no request could carry (empty, over 200 bytes,
 // invalid UTF-8 or control characters). A failure is an [*Error] (an HTTP
 // status, say 404 for an endpoint without a list) or the body's decoding
@@ -36,8 +38,17 @@ func (h *HTTP) ListModels(ctx context.Context) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, listTimeout)
 	defer cancel()
-	url := strings.TrimRight(h.cfg.BaseURL, "/") + "/models"
-	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	query := h.cfg.Query
+	if h.cfg.Wire == WireAnthropic {
+		// Anthropic pages its list, 20 models by default: one page of
+		// the most it gives.
+		query = url.Values{"limit": {"1000"}}
+		for k, v := range h.cfg.Query {
+			query[k] = v
+		}
+	}
+	listURL := requestURL(h.cfg.BaseURL, "/models", query)
+	hr, err := http.NewRequestWithContext(ctx, http.MethodGet, listURL, nil)
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: scrubErr(fmt.Errorf("build model list request: %w", err), key)}
 	}
@@ -57,10 +68,10 @@ func (h *HTTP) ListModels(ctx context.Context) ([]string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("read the model list from %s: %w", redactURL(url), scrubErr(err, key))
+		return nil, fmt.Errorf("read the model list from %s: %w", redactURL(listURL), scrubErr(err, key))
 	}
 	if len(body) > maxListBody {
-		return nil, fmt.Errorf("the model list from %s is over %d bytes", redactURL(url), maxListBody)
+		return nil, fmt.Errorf("the model list from %s is over %d bytes", redactURL(listURL), maxListBody)
 	}
 	return parseModelList(body)
 }

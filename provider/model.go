@@ -88,9 +88,19 @@ type Model struct {
 	// patch format (Codex's), so it is offered that tool by default.
 	ApplyPatch bool
 	// Images reports that the model takes image input (input_image
-	// parts): prompts may carry images and it is offered view_image.
+	// parts, image_url parts, image blocks): prompts may carry images and
+	// it is offered view_image.
 	Images bool
+	// Assumed is true when neither octet's table nor the configuration
+	// knows the model's context window: ContextWindow is
+	// AssumedContextWindow, a guess, and MaxOutputTokens is unknown
+	// (requests leave the output bound to the server).
+	Assumed bool
 }
+
+// AssumedContextWindow is the context window assumed for a model whose
+// window nobody declared.
+const AssumedContextWindow = 128_000
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
 	FeatureAsyncTools | FeatureWebSocket | FeatureNativeSteering | FeatureNativeCompaction |

@@ -125,8 +125,14 @@ func (im Image) dataURL() string {
 	return "data:" + im.MimeType + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 }
 
-// EncodeItem returns the JSON an item is sent as in a request's input.
+// EncodeItem returns the JSON an item is sent as in a request's input on
+// the Responses route, or nil for an item the route leaves out (the
+// opaque reasoning state of another wire format, which the Responses API
+// cannot read).
 func EncodeItem(it *Item) ([]byte, error) {
+	if it.Type == ItemReasoning && foreignReasoning(it, WireResponses) {
+		return nil, nil
+	}
 	w, err := wireItem(it)
 	if err != nil {
 		return nil, err
@@ -271,29 +277,21 @@ func (r *Request) EncodeWebSocket() ([]byte, error) {
 }
 
 func (r *Request) wire() (*wireRequest, error) {
-	if r.Model == "" {
-		return nil, errors.New("encode request: empty model")
+	tools, choice, err := checkRequest(r)
+	if err != nil {
+		return nil, err
 	}
 	w := &wireRequest{
 		head:  wireHead{Model: r.Model, Instructions: r.Instructions},
 		input: make([][]byte, 0, len(r.Input)),
 		tail: wireTail{
-			ToolChoice:        r.ToolChoice,
+			ToolChoice:        choice,
 			ParallelToolCalls: r.ParallelToolCalls,
 			PromptCacheKey:    r.PromptCacheKey,
 			MaxOutputTokens:   r.MaxOutputTokens,
 		},
 	}
 	t := &w.tail
-	if t.ToolChoice == "" {
-		t.ToolChoice = "none"
-		if len(r.Tools) > 0 {
-			t.ToolChoice = "auto"
-		}
-	}
-	if t.ToolChoice != "auto" && t.ToolChoice != "none" {
-		return nil, fmt.Errorf("encode request: tool_choice %q is not auto or none", t.ToolChoice)
-	}
 	for i := range r.Input {
 		it := &r.Input[i]
 		enc := it.Encoded
@@ -302,26 +300,71 @@ func (r *Request) wire() (*wireRequest, error) {
 			if enc, err = EncodeItem(it); err != nil {
 				return nil, fmt.Errorf("encode request: input %d: %w", i, err)
 			}
+			if enc == nil {
+				continue
+			}
 		}
 		w.input = append(w.input, enc)
 	}
-	for i, ft := range r.Tools {
-		if ft.Name == "" {
-			return nil, fmt.Errorf("encode request: tool %d has no name", i)
-		}
-		params := ft.Parameters
-		if len(params) == 0 {
-			params = json.RawMessage(`{"type":"object","properties":{}}`)
-		} else if !json.Valid(params) {
-			return nil, fmt.Errorf("encode request: tool %s: parameters are not valid JSON", ft.Name)
-		}
-		t.Tools = append(t.Tools, wireTool{Type: "function", Name: ft.Name, Description: ft.Description, Parameters: params, Strict: ft.Strict})
+	for _, ft := range tools {
+		t.Tools = append(t.Tools, wireTool{Type: "function", Name: ft.Name, Description: ft.Description, Parameters: ft.Parameters, Strict: ft.Strict})
 	}
 	if r.Reasoning != nil {
 		t.Reasoning = &wireReasoning{Effort: r.Reasoning.Effort, Summary: r.Reasoning.Summary}
 		t.Include = []string{"reasoning.encrypted_content"}
 	}
 	return w, nil
+}
+
+// checkRequest checks what every route needs of a request: a model, tools
+// with names and parameters that are valid JSON (an empty object schema
+// when none), tool_choice auto or none. It returns the tools and the
+// tool choice to send.
+func checkRequest(r *Request) ([]FunctionTool, string, error) {
+	if r.Model == "" {
+		return nil, "", errors.New("encode request: empty model")
+	}
+	choice := r.ToolChoice
+	if choice == "" {
+		choice = "none"
+		if len(r.Tools) > 0 {
+			choice = "auto"
+		}
+	}
+	if choice != "auto" && choice != "none" {
+		return nil, "", fmt.Errorf("encode request: tool_choice %q is not auto or none", choice)
+	}
+	out := make([]FunctionTool, 0, len(r.Tools))
+	for i, ft := range r.Tools {
+		if ft.Name == "" {
+			return nil, "", fmt.Errorf("encode request: tool %d has no name", i)
+		}
+		if len(ft.Parameters) == 0 {
+			ft.Parameters = json.RawMessage(`{"type":"object","properties":{}}`)
+		} else if !json.Valid(ft.Parameters) {
+			return nil, "", fmt.Errorf("encode request: tool %s: parameters are not valid JSON", ft.Name)
+		}
+		out = append(out, ft)
+	}
+	return out, choice, nil
+}
+
+// checkImageRole refuses images on a message that is not the user's:
+// on every route only user messages carry images.
+func checkImageRole(it *Item) error {
+	if len(it.Images) > 0 && it.Role != "user" {
+		return fmt.Errorf("images in a %s message (only user messages carry images)", it.Role)
+	}
+	return nil
+}
+
+// replayedText is the text an assistant message is sent back as on a
+// route without refusal parts: its text, or its refusal when it has none.
+func replayedText(it *Item) string {
+	if it.Text == "" {
+		return it.Refusal
+	}
+	return it.Text
 }
 
 // appendImageParts appends an input_image part per image.
@@ -350,12 +393,10 @@ func wireItem(it *Item) (wireInputItem, error) {
 		if it.Role != "assistant" || text != "" || refusal == "" {
 			w.Content = []wireContent{{Type: part, Text: &text}}
 		}
-		if len(it.Images) > 0 {
-			if it.Role != "user" {
-				return w, fmt.Errorf("a %s message cannot carry images", it.Role)
-			}
-			w.Content = appendImageParts(w.Content, it.Images)
+		if err := checkImageRole(it); err != nil {
+			return w, err
 		}
+		w.Content = appendImageParts(w.Content, it.Images)
 		if it.Role == "assistant" && refusal != "" {
 			w.Content = append(w.Content, wireContent{Type: "refusal", Refusal: &refusal})
 		}

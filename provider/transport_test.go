@@ -425,3 +425,28 @@ func TestAPIKeyNeverLeaks(t *testing.T) {
 		t.Error("invalid_api_key is not permanent")
 	}
 }
+
+// TestIsLoopbackURL: every way of naming this machine's loopback is
+// loopback (127.0.0.0/8, ::1, the IPv4-mapped ::ffff:127.x, localhost),
+// and nothing else is.
+func TestIsLoopbackURL(t *testing.T) {
+	for raw, want := range map[string]bool{
+		"http://127.0.0.1:8080/v1":        true,
+		"http://127.0.0.2/v1":             true,
+		"http://[::1]:11434/v1":           true,
+		"http://[::ffff:127.0.0.1]:1/v1":  true,
+		"http://localhost:1234/v1":        true,
+		"http://LOCALHOST/v1":             true,
+		"http://localhost./v1":            true,
+		"http://192.0.2.1/v1":             false,
+		"http://[::ffff:192.0.2.1]/v1":    false,
+		"https://api.openai.com/v1":       false,
+		"http://localhost.example.com/v1": false,
+		"http://127.0.0.1.nip.io/v1":      false,
+		"::not a url":                     false,
+	} {
+		if got := provider.IsLoopbackURL(raw); got != want {
+			t.Errorf("IsLoopbackURL(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}

@@ -99,7 +99,7 @@ func NewWebSocket(cfg WSConfig) *WebSocket {
 	if cfg.PingInterval <= 0 {
 		cfg.PingInterval = DefaultPingInterval
 	}
-	w := &WebSocket{cfg: cfg, url: WebSocketURL(cfg.BaseURL), noAuth: cfg.NoAuth || isLoopbackURL(cfg.BaseURL), log: cfg.Logger}
+	w := &WebSocket{cfg: cfg, url: WebSocketURL(cfg.BaseURL), noAuth: cfg.NoAuth || IsLoopbackURL(cfg.BaseURL), log: cfg.Logger}
 	if w.log == nil {
 		w.log = slog.New(slog.DiscardHandler)
 	}

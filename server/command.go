@@ -12,7 +12,8 @@ import (
 // executeCommand handles workspace/executeCommand for plain LSP clients:
 //
 //   - octet.prompt [{sessionId?, text, withoutTools?}] or ["text"]: like
-//     octet/prompt; without a sessionId it uses this connection's default
+//     octet/prompt, and the answer's text is the run's final answer (a
+//     stock client shows no octet/event); without a sessionId it uses this connection's default
 //     session, created in the workspace on first use. The command's own
 //     workDoneToken (ExecuteCommandParams) carries its progress.
 //   - octet.cancel [{runId?}]: cancels the run, or every active run.
@@ -81,6 +82,7 @@ func (s *Server) commandPrompt(ctx context.Context, req *jsonrpc2.Request, arg, 
 	} else if err := decodeParams(arg, &p); err != nil {
 		return nil, err
 	}
+	p.withText = true
 	if len(p.WorkDoneToken) == 0 {
 		// ExecuteCommandParams carries the LSP work-done token itself.
 		p.WorkDoneToken = token

@@ -58,7 +58,18 @@ type documents struct {
 	roots     []string // workspace roots, longest first
 	enc       positionEncoding
 	applyEdit bool // the client applies workspace/applyEdit with documentChanges
-	overlays  map[string]*overlay
+	// saveDocuments: the client answers octet/saveDocuments
+	// (experimental.octet.saveDocuments).
+	saveDocuments bool
+	// forwardsDiagnostics: the client sends octet/diagnostics
+	// (experimental.octet.diagnostics); diags are the latest per file,
+	// stamped from diagStamp, and diagChanged is closed and replaced
+	// whenever they change (diagnostics.go).
+	forwardsDiagnostics bool
+	diags               map[string]*fileDiagnostics
+	diagStamp           uint64
+	diagChanged         chan struct{}
+	overlays            map[string]*overlay
 	// docs and untracked hold every root's documents (by absolute path),
 	// so nested roots see the same documents; each overlay shows those
 	// within its root.
@@ -77,11 +88,19 @@ type document struct {
 	uri     string
 	version int32
 	text    []byte // replaced, never modified in place
+	// unsaved: the text may differ from the file (opened, or changed
+	// since the last didSave); cleared by didSave, or when it was found
+	// equal to the file (buffers.go).
+	unsaved bool
+	// agent: octet changed it through workspace/applyEdit since it was
+	// last saved.
+	agent bool
 }
 
 func newDocuments(s *Server) *documents {
 	return &documents{srv: s, enc: encUTF16, overlays: map[string]*overlay{}, changed: make(chan struct{}),
-		docs: map[string]*document{}, untracked: map[string]bool{}}
+		docs: map[string]*document{}, untracked: map[string]bool{},
+		diags: map[string]*fileDiagnostics{}, diagChanged: make(chan struct{})}
 }
 
 // overlay is the open documents of one workspace root; it implements
@@ -102,6 +121,12 @@ type docClientCaps struct {
 	encodings       []string
 	applyEdit       bool
 	documentChanges bool
+	// octetApprovals: the client takes octet's approvals itself
+	// (experimental.octet.confirmEffect).
+	octetApprovals bool
+	// saveDocuments and diagnostics: experimental.octet.saveDocuments
+	// and experimental.octet.diagnostics.
+	saveDocuments, diagnostics bool
 }
 
 func parseDocCaps(raw []byte) docClientCaps {
@@ -110,6 +135,9 @@ func parseDocCaps(raw []byte) docClientCaps {
 	_ = json.Unmarshal(lookup(caps, "general", "positionEncodings"), &c.encodings)
 	c.applyEdit = lookupBool(caps, "workspace", "applyEdit")
 	c.documentChanges = lookupBool(caps, "workspace", "workspaceEdit", "documentChanges")
+	c.octetApprovals = lookupBool(caps, "experimental", "octet", "confirmEffect")
+	c.saveDocuments = lookupBool(caps, "experimental", "octet", "saveDocuments")
+	c.diagnostics = lookupBool(caps, "experimental", "octet", "diagnostics")
 	// Resource operations exist only in documentChanges, so a client
 	// that offers them takes documentChanges (Neovim says only this).
 	var ops []string
@@ -138,7 +166,16 @@ func (d *documents) configure(raw []byte, p initializeParams) positionEncoding {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.roots = roots
-	d.applyEdit = c.applyEdit && c.documentChanges
+	// One person, one question: the approval octet asked admitted the
+	// edit, so it goes through workspace/applyEdit only to a client that
+	// applies it without asking again. A stock client may put its own
+	// question first (eglot's "Proceed?") while the request waits for a
+	// machine's answer; a client that takes octet's approvals itself
+	// (the octet plugins) does not. Every other client keeps the disk
+	// path, which refuses to write behind a buffer with unsaved changes.
+	d.applyEdit = c.applyEdit && c.documentChanges && c.octetApprovals
+	d.saveDocuments = c.saveDocuments
+	d.forwardsDiagnostics = c.diagnostics
 	if slices.Contains(c.encodings, string(encUTF8)) {
 		d.enc = encUTF8
 	}
@@ -249,7 +286,7 @@ type contentChange struct {
 }
 
 // handleDocument handles the textDocument/* sync notifications and
-// reports whether method was one. Problems are logged, never returned.
+// octet/diagnostics, and reports whether method was one. Problems are logged, never returned.
 func (s *Server) handleDocument(method string, raw jsonrpc2.RawMessage) bool {
 	var err error
 	switch method {
@@ -274,7 +311,14 @@ func (s *Server) handleDocument(method string, raw jsonrpc2.RawMessage) bool {
 	case "textDocument/didSave":
 		var p struct{ TextDocument versionedID }
 		if err = decodeParams(raw, &p); err == nil {
-			s.log.Debug("document saved", "uri", p.TextDocument.URI)
+			s.docs.saved(p.TextDocument.URI)
+		}
+	case "octet/diagnostics":
+		var p diagnosticsParams
+		if err = decodeParams(raw, &p); err == nil {
+			if why := s.docs.diagnostics(p); why != "" {
+				s.log.Debug("diagnostics not kept: "+why, "uri", p.URI)
+			}
 		}
 	default:
 		return false
@@ -308,7 +352,7 @@ func (d *documents) openLocked(item textDocumentItem) (string, slog.Level) {
 		d.untrackLocked(o, path)
 		return "document not overlaid: " + why + "; octet's tools read the file on disk and refuse to edit it", slog.LevelWarn
 	}
-	o.docs[path] = &document{uri: item.URI, version: item.Version, text: []byte(item.Text)}
+	o.docs[path] = &document{uri: item.URI, version: item.Version, text: []byte(item.Text), unsaved: true}
 	d.count++
 	d.bytes += int64(len(item.Text))
 	d.changedLocked()
@@ -383,7 +427,7 @@ func (d *documents) changeLocked(id versionedID, changes []contentChange) (strin
 		return "document no longer overlaid: it grew past the overlay's bounds; octet's tools read the file on disk and refuse to edit it", slog.LevelWarn
 	}
 	d.bytes += int64(len(text) - len(doc.text))
-	o.docs[path] = &document{uri: doc.uri, version: id.Version, text: text}
+	o.docs[path] = &document{uri: doc.uri, version: id.Version, text: text, unsaved: true, agent: doc.agent}
 	d.changedLocked()
 	return "", 0
 }
@@ -555,7 +599,11 @@ func (o *overlay) Apply(ctx context.Context, path string, base tools.Document, u
 		}
 		return fmt.Errorf("the editor refused it (%s); read the file again", reason)
 	}
-	return o.awaitChange(ctx, path, base, timeout)
+	if err := o.awaitChange(ctx, path, base, timeout); err != nil {
+		return err
+	}
+	o.d.agentChanged(path)
+	return nil
 }
 
 // awaitChange waits until the document's version moves past base (the

@@ -634,3 +634,39 @@ func FuzzApplyChange(f *testing.F) {
 		}
 	})
 }
+
+// TestApprovedEditOfBufferClosedMeanwhile: VS Code's "View diff" replaced
+// a preview tab, which closed its document while the approval was open;
+// approving then answered "file changed after the change was shown",
+// although the file held exactly the text the diff was shown for. What
+// was approved is that change of those bytes: it is made where the file
+// is now (on disk, the buffer being closed). A buffer whose text changed
+// is still refused.
+func TestApprovedEditOfBufferClosedMeanwhile(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	file := filepath.Join(st.Workspace, "a.txt")
+	writeFile(t, file, "hello world\n")
+	editScript(st)
+	e := newEditor(t, Options{Runtime: st.Runtime})
+	e.initializeWith(st.Workspace, docCaps())
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	b := e.openBuffer(file, "hello world\n")
+	e.respond("workspace/applyEdit", b.applyEdits)
+	awaitOverlay(t, e, st.Workspace, file, "hello world\n")
+	e.respond("octet/confirmEffect", func(params json.RawMessage) (any, error) {
+		e.notify("textDocument/didClose", map[string]any{"textDocument": map[string]any{"uri": b.uri}})
+		awaitClosed := func() bool { _, ok := e.srv.docs.forWorkspace(st.Workspace).Document(file); return !ok }
+		for !awaitClosed() {
+			time.Sleep(5 * time.Millisecond)
+		}
+		return confirmAnswer("approve", "")(params)
+	})
+	sid := e.newSession()
+	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"}))
+	if res := lastToolOutputs(st); len(res) != 1 || !strings.HasPrefix(res[0], "Edited a.txt") {
+		t.Errorf("tool result %q", res)
+	}
+	if got := readFile(t, file); got != "goodbye world\n" {
+		t.Errorf("a.txt = %q after the approved edit of a buffer closed meanwhile", got)
+	}
+}

@@ -35,6 +35,8 @@ var features = []string{"octet/session/close",
 	"octet/extensions/list", "octet/extensions/enable", "extensions_changed",
 	"agent_updated", "octet/session/rewind.paths",
 	"child_sessions", "plan", "octet/models.listed", "octet/prompt.images",
+	"octet.prompt.text", "octet/saveDocuments", "octet/diagnostics",
+	"tool_finished.error", "usage.session", "transcript.runs",
 }
 
 // Commands offered through workspace/executeCommand for plain LSP clients.

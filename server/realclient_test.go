@@ -69,6 +69,25 @@ func (w *realWorld) runNvim(t *testing.T, nvim, script string) (result string, o
 	return string(res), out
 }
 
+// runClient runs a real client (the command name with args) in the
+// world's directory and environment, plus extra, and returns what it
+// wrote to $OCTET_TEST_RESULT.
+func (w *realWorld) runClient(t *testing.T, name string, args []string, extra ...string) []byte {
+	t.Helper()
+	result := filepath.Join(w.tmp, "result.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Dir = w.tmp
+	cmd.Env = w.env(append(extra, "OCTET_TEST_RESULT="+result)...)
+	out, err := cmd.CombinedOutput()
+	res, rerr := os.ReadFile(result)
+	if rerr != nil {
+		t.Fatalf("%s wrote no result (err %v): %s", filepath.Base(name), err, out)
+	}
+	return res
+}
+
 // vscodeClient returns node and the testdata/vscode directory, skipping
 // the test unless node is installed and `npm ci` has been run there
 // (.ci/run does both when npm is available).

@@ -104,6 +104,9 @@ type promptParams struct {
 	WithoutTools  bool            `json:"withoutTools"`
 	// Context is what the user attached (attachments.go).
 	Context []attachment `json:"context"`
+	// withText puts the run's final answer in the result's text
+	// (octet.prompt: a stock client sees no octet/event).
+	withText bool
 }
 
 // promptResult is the final answer to octet/prompt.
@@ -112,6 +115,9 @@ type promptResult struct {
 	Outcome string `json:"outcome"`
 	Usage   any    `json:"usage"`
 	Error   string `json:"error,omitempty"`
+	// Text is the run's final answer, for octet.prompt only (present,
+	// possibly empty, there; absent from octet/prompt's answer).
+	Text *string `json:"text,omitempty"`
 }
 
 // prompt handles octet/prompt.
@@ -246,6 +252,10 @@ func (s *Server) runPrompt(ctx context.Context, reqID jsonrpc2.ID, ss *sessionSt
 		close(r.done)
 	}()
 	res := s.driveRun(r, p.WorkDoneToken)
+	if p.withText {
+		text := host.FinalAnswer(ss.handle.Ledger(), r.id)
+		res.Text = &text
+	}
 	settled = true
 	return rawResult(res)
 }

@@ -528,13 +528,10 @@ func (s *Server) call(ctx context.Context, timeout time.Duration, method string,
 	return json.RawMessage(raw), nil
 }
 
+// cancelParams are the params of $/cancelRequest for the server's own
+// request id, as the client saw it (wireRequestID).
 func cancelParams(id jsonrpc2.ID) json.RawMessage {
-	if n, ok := id.Number(); ok {
-		return json.RawMessage(fmt.Sprintf(`{"id":%d}`, n))
-	}
-	str, _ := id.StringValue()
-	b, _ := json.Marshal(map[string]string{"id": str})
-	return b
+	return json.RawMessage(fmt.Sprintf(`{"id":%d}`, wireRequestID(id)))
 }
 
 // rwc joins a reader and a writer into the ReadWriteCloser jsonrpc2 wants.

@@ -214,6 +214,9 @@ func resumeTranscript(transcript func(before string, limit int) (host.Transcript
 	if page.NextBefore != "" {
 		res["transcriptNextBefore"] = page.NextBefore
 	}
+	if len(page.Runs) > 0 {
+		res["runs"] = page.Runs
+	}
 	return nil
 }
 

@@ -381,7 +381,8 @@ func (t *ApplyPatchTool) Execute(ctx context.Context, inv Invocation) (Result, e
 	if refusal != "" {
 		return errorResult(refusal + "; nothing was written (the patch applies whole or not at all)"), nil
 	}
-	steps, recs, err := t.steps(pl, bound)
+	watch := t.cfg.watchDiagnostics()
+	steps, recs, err := t.steps(pl, bound, watch)
 	if err != nil {
 		return errorResult(stageErrorText(err)), nil
 	}
@@ -402,7 +403,7 @@ func (t *ApplyPatchTool) Execute(ctx context.Context, inv Invocation) (Result, e
 			t.cfg.Files.record(c.tg.key, c.updated)
 		}
 	}
-	return Result{Text: patchSummary(pl), Details: map[string]any{"files": patchDetails(pl)}, Changes: recs}, nil
+	return Result{Text: patchSummary(pl) + watch.note(ctx), Details: map[string]any{"files": patchDetails(pl)}, Changes: recs}, nil
 }
 
 // patchStep is one commit of a patch and how to take it back.
@@ -414,7 +415,7 @@ type patchStep struct {
 
 // steps stages every change's images and returns the commits in patch
 // order (a move is two: write the destination, remove the source).
-func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool) ([]patchStep, []changes.Record, error) {
+func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool, watch *diagWatch) ([]patchStep, []changes.Record, error) {
 	var steps []patchStep
 	var all []changes.Record
 	stage := func(display string, before, after *changes.File) ([]changes.Record, error) {
@@ -438,7 +439,7 @@ func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool) ([]patchStep, []change
 				t.cfg.Changes.Release(all...)
 				return nil, nil, err
 			}
-			steps = append(steps, t.writeStep(c.dest, nil, nil, c.updated, c.mode, bound, recs))
+			steps = append(steps, t.writeStep(c.dest, nil, nil, c.updated, c.mode, bound, recs, watch))
 			if recs, err = stage(c.tg.display, before, nil); err != nil {
 				t.cfg.Changes.Release(all...)
 				return nil, nil, err
@@ -453,7 +454,7 @@ func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool) ([]patchStep, []change
 			if c.f.op == opDelete {
 				steps = append(steps, t.removeStep(c, bound, recs))
 			} else {
-				steps = append(steps, t.writeStep(c.tg, c.doc, c.old, c.updated, c.mode, bound, recs))
+				steps = append(steps, t.writeStep(c.tg, c.doc, c.old, c.updated, c.mode, bound, recs, watch))
 			}
 		}
 	}
@@ -461,9 +462,9 @@ func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool) ([]patchStep, []change
 }
 
 // writeStep writes updated over old (nil: absent) at tg, through the
-// editor when doc is set; its undo writes old back (or removes the file)
-// if the file still holds what the step wrote.
-func (t *ApplyPatchTool) writeStep(tg *target, doc *Document, old, updated []byte, mode fs.FileMode, bound bool, recs []changes.Record) patchStep {
+// editor when doc is set (followed by watch); its undo writes old back
+// (or removes the file) if the file still holds what the step wrote.
+func (t *ApplyPatchTool) writeStep(tg *target, doc *Document, old, updated []byte, mode fs.FileMode, bound bool, recs []changes.Record, watch *diagWatch) patchStep {
 	prior := fsroot.Absent
 	opts := fsroot.WriteOptions{CreateParents: old == nil, Mode: mode}
 	if old != nil {
@@ -476,7 +477,7 @@ func (t *ApplyPatchTool) writeStep(tg *target, doc *Document, old, updated []byt
 	return patchStep{
 		display: tg.display, recs: recs,
 		do: func(ctx context.Context) string {
-			return t.cfg.commitChange(ctx, tg, doc, updated, prior, opts, bound)
+			return t.cfg.commitWatched(ctx, watch, tg, doc, updated, prior, opts, bound)
 		},
 		undo: func(ctx context.Context) string {
 			if doc != nil {

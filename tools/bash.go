@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -243,7 +244,7 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
 	spillFrom := t.cfg.MaxOutputBytes
 	capt := newCapture(t.spills, headCap, headCap, spillFrom, inv.Progress != nil)
-	env := commandEnv(os.Environ())
+	env := commandEnv(os.Environ(), t.cfg.ScrubEnv)
 	var spec *sandbox.Spec
 	if inv.Sandbox.confined() {
 		tmp, cleanup, err := privateTemp(t.cfg.SpillDir)
@@ -374,14 +375,15 @@ func (t *BashTool) run(ctx context.Context, command string, env []string, spec *
 // their values would otherwise reach tool results and session files.
 var scrubbedEnv = map[string]bool{"OPENAI_API_KEY": true}
 
-// commandEnv returns env without scrubbed variables or any OCTET_*
+// commandEnv returns env without scrubbed variables, the variables named
+// in scrub (the configured providers' key variables), or any OCTET_*
 // variable whose name says it is a key, token or secret.
-func commandEnv(env []string) []string {
+func commandEnv(env, scrub []string) []string {
 	out := make([]string, 0, len(env))
 	for _, kv := range env {
 		name, _, _ := strings.Cut(kv, "=")
 		upper := strings.ToUpper(name)
-		if scrubbedEnv[upper] || (strings.HasPrefix(upper, "OCTET_") &&
+		if scrubbedEnv[upper] || slices.ContainsFunc(scrub, func(s string) bool { return strings.EqualFold(s, name) }) || (strings.HasPrefix(upper, "OCTET_") &&
 			(strings.Contains(upper, "KEY") || strings.Contains(upper, "TOKEN") || strings.Contains(upper, "SECRET"))) {
 			continue
 		}

@@ -627,9 +627,10 @@ func TestBashScrubsCredentialsAndHonoursEarlyCancel(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
 	t.Setenv("OCTET_GRANT_TOKEN", "tok-test")
 	t.Setenv("OCTET_VISIBLE", "visible")
-	b := newBash(t, Config{})
+	t.Setenv("GW_KEY", "gw-test-key")
+	b := newBash(t, Config{ScrubEnv: []string{"GW_KEY"}})
 	res := runBash(t, b, context.Background(), "env", 0)
-	if strings.Contains(res.Text, "sk-test") || strings.Contains(res.Text, "tok-test") || !strings.Contains(res.Text, "OCTET_VISIBLE=visible") {
+	if strings.Contains(res.Text, "sk-test") || strings.Contains(res.Text, "tok-test") || strings.Contains(res.Text, "gw-test-key") || !strings.Contains(res.Text, "OCTET_VISIBLE=visible") {
 		t.Errorf("environment: %q", res.Text)
 	}
 	ws := t.TempDir()

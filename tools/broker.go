@@ -132,6 +132,12 @@ type BrokerConfig struct {
 	// Confine is the file tools' confinement switch (their
 	// Config.Confine), turned on by SetPolicy below unsafe_host.
 	Confine *Confinement
+	// Buffers, when set, keeps commands and the editor's buffers in
+	// agreement: before a call that reads the disk (a process, an
+	// extension) is confirmed or run, the editor is asked to save the
+	// agent's edits, and the files that still differ are named in its
+	// approval and its result.
+	Buffers *BufferGuard
 }
 
 // Broker is the deterministic admission reference monitor: it classifies,
@@ -152,6 +158,7 @@ type Broker struct {
 	redact          *Redactor
 	rules           RuleStore
 	confine         *Confinement
+	buffers         *BufferGuard
 	setMu           *sync.Mutex // serializes SetPolicy (shared with clones)
 	watch           *policyWatchers
 }
@@ -204,6 +211,7 @@ func NewBroker(cfg BrokerConfig) *Broker {
 		redact:          cfg.Redactor,
 		rules:           cfg.Rules,
 		confine:         cfg.Confine,
+		buffers:         cfg.Buffers,
 	}
 	b.state.Store(b.launch)
 	if b.approvalTimeout <= 0 {
@@ -328,7 +336,7 @@ func (b *Broker) Clone(principal string, approver Approver) *Broker {
 	c := &Broker{
 		launch: b.launch, state: b.state, setMu: b.setMu, watch: b.watch, approver: b.approver, approvalTimeout: b.approvalTimeout,
 		hooks: b.hooks, maxResult: b.maxResult, principal: b.principal,
-		grants: b.grants, log: b.log, redact: b.redact, rules: b.rules, confine: b.confine,
+		grants: b.grants, log: b.log, redact: b.redact, rules: b.rules, confine: b.confine, buffers: b.buffers,
 	}
 	if principal != "" {
 		c.principal = principal
@@ -451,6 +459,11 @@ func (b *Broker) Admit(ctx context.Context, host *Host, req DispatchRequest, obs
 		sb, _ := ps.callSandbox(v == verdictAdmit && reason == ReasonReadOnlyCommand, facts.esc)
 		adm.sandbox = &sb
 	}
+	if v != verdictDeny && readsDisk(eff) {
+		// Before anyone is asked and before it runs: the editor saves
+		// the agent's edits, and the approval names what still differs.
+		adm.unsaved = b.buffers.before(ctx, tool.Name())
+	}
 	switch v {
 	case verdictAdmit:
 		adm.reason = reason
@@ -482,7 +495,7 @@ func (b *Broker) admitConfirmed(ctx context.Context, ps *policyState, adm *Admis
 		}
 		sp = &scope
 	}
-	c := b.confirm(ctx, adm.tool, adm.intent, adm.digest, sp, adm.sandbox, adm.obs)
+	c := b.confirm(ctx, adm, sp)
 	if c.reason != ReasonApproved {
 		d := ps.decision(adm.intent.CallID, DecisionDenied, c.reason, f.effect)
 		d.Note = c.note
@@ -580,7 +593,8 @@ type confirmed struct {
 // (an escalation plainly: "runs WITHOUT the sandbox: full disk and
 // network access") and the digest is bound to it, so an approval of the
 // call in its sandbox never grants it without.
-func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, digest string, scope *ApprovalScope, sb *CallSandbox, obs DispatchObserver) confirmed {
+func (b *Broker) confirm(ctx context.Context, adm *Admission, scope *ApprovalScope) confirmed {
+	tool, intent, digest, sb, obs := adm.tool, adm.intent, adm.digest, adm.sandbox, adm.obs
 	deny := func(reason string) confirmed { return confirmed{reason: reason} }
 	if b.approver == nil {
 		return deny(ReasonApprovalUnavailable)
@@ -592,6 +606,13 @@ func (b *Broker) confirm(ctx context.Context, tool Tool, intent EffectIntent, di
 	var whole bool
 	var binding string
 	req.Title, req.Detail, req.Diff, binding, whole = b.preview(actx, tool, intent)
+	if note := unsavedNote(adm.unsaved); note != "" {
+		if req.Detail != "" {
+			req.Detail += "\n\n"
+		}
+		req.Detail += approvalText(note)
+		whole = whole && len(req.Detail) <= MaxPreviewDetail
+	}
 	if binding != "" {
 		digest = BindDigest(digest, binding)
 	}

@@ -87,7 +87,7 @@ func (t shellProbe) ShellCommand(args json.RawMessage) (ShellCall, error) {
 	}
 	err := json.Unmarshal(args, &a)
 	shell, _ := ResolveShell("")
-	return ShellCall{Command: a.Command, Dir: os.TempDir(), Env: commandEnv(os.Environ()), Shell: shell}, err
+	return ShellCall{Command: a.Command, Dir: os.TempDir(), Env: commandEnv(os.Environ(), nil), Shell: shell}, err
 }
 
 // scriptedApprover answers every request with a function of it and

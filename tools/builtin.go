@@ -40,6 +40,10 @@ type Config struct {
 	// BashMaxOutputBytes bounds the in-memory capture of one bash command
 	// (DefaultBashMaxOutputBytes when zero).
 	BashMaxOutputBytes int
+	// ScrubEnv names more environment variables that hold credentials
+	// of the octet process (every model provider's key variable): bash
+	// commands never get them, like OPENAI_API_KEY.
+	ScrubEnv []string
 	// ShellPath is an explicitly configured shell; empty selects /bin/bash,
 	// then bash on PATH, then sh (see ResolveShell).
 	ShellPath string
@@ -98,7 +102,8 @@ func (c Config) normalized() (Config, error) {
 }
 
 // Builtins constructs read, search, edit, write, apply_patch, bash,
-// view_image and update_plan over one shared
+// view_image, update_plan and, for an editor that forwards its
+// diagnostics (EditorDiagnostics), diagnostics over one shared
 // configuration and read-tracking state. The returned close function
 // removes the bash tool's retained spill files; call it when the host that
 // owns the tools shuts down.
@@ -135,7 +140,15 @@ func Builtins(cfg Config) ([]Tool, func() error, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	return []Tool{read, search, edit, write, patch, bash, view, UpdatePlanTool{}}, bash.Close, nil
+	all := []Tool{read, search, edit, write, patch, bash, view, UpdatePlanTool{}}
+	diag, err := NewDiagnostics(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if diag != nil {
+		all = append(all, diag)
+	}
+	return all, bash.Close, nil
 }
 
 // FileTracker remembers, per file, the content hash the model last saw

@@ -37,6 +37,9 @@ type Admission struct {
 	// shell call).
 	sandbox *CallSandbox
 	obs     DispatchObserver
+	// unsaved are the files whose editor text differed from the disk
+	// when a call that reads the disk was admitted (see BufferGuard).
+	unsaved []string
 
 	mu        sync.Mutex
 	state     admissionState
@@ -283,6 +286,10 @@ func (a *Admission) run(ctx context.Context) Result {
 		progress = a.b.redact.Stream(func(b []byte) { emit(string(b)) })
 		inv.Progress = func(text string) { progress.Write([]byte(text)) }
 	}
+	var unsaved []string
+	if readsDisk(a.intent.Effect) {
+		unsaved = a.b.buffers.unsaved() // as the call starts
+	}
 	res, err := safeExecute(ctx, a.tool, inv)
 	if progress != nil {
 		progress.Flush()
@@ -291,6 +298,7 @@ func (a *Admission) run(ctx context.Context) Result {
 		a.b.log.Debug("tool failed", "tool", a.intent.Tool, "call_id", a.intent.CallID, "err", err)
 		res = Result{Text: "Tool failed: " + boundText(err.Error(), maxToolErrorText), IsError: true}
 	}
+	res = withUnsaved(res, unsaved)
 	return boundResult(a.b.redact.Result(res), a.b.maxResult)
 }
 

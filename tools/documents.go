@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +116,7 @@ func editorBinding(tg *target, doc Document) string {
 
 // editorState is the fileState of an open editor document.
 func editorState(doc Document) fileState {
-	return fileState{prior: fsroot.PriorOf(doc.Text), readable: true, editor: true, version: doc.Version}
+	return fileState{prior: fsroot.PriorOf(doc.Text), readable: true}
 }
 
 // readForChange reads what an edit changes: the open editor document
@@ -129,7 +130,27 @@ func (c *Config) readForChange(tg *target) (data []byte, doc *Document, err erro
 		return d.Text, &d, nil
 	}
 	data, _, err = tg.root.ReadFile(tg.rel, MaxFileBytes)
+	if (err == nil || fsroot.IsNotExist(err)) && c.unsavedBehind(tg, data, err == nil) {
+		return nil, nil, errUnsavedInEditor
+	}
 	return data, nil, err
+}
+
+// errUnsavedInEditor refuses a disk change of a file whose editor buffer
+// holds unsaved changes, for an editor octet does not change through
+// (Documents.AppliesEdits false): the write would go behind the buffer,
+// and saving it would then undo the change or lose the user's text.
+var errUnsavedInEditor = errors.New("it is open in the editor with unsaved changes, and octet does not change this editor's buffers: ask the user to save (or revert) it, then read it again")
+
+// unsavedBehind reports whether tg is open in an editor that does not
+// apply octet's edits with text other than the disk's (data, or no file
+// when !exists).
+func (c *Config) unsavedBehind(tg *target, data []byte, exists bool) bool {
+	if c.Documents == nil || c.Documents.AppliesEdits() || !overlayable(tg) {
+		return false
+	}
+	d, ok := c.Documents.Document(tg.key)
+	return ok && !d.Untracked && (!exists || !bytes.Equal(d.Text, data))
 }
 
 // readForRead reads what read and search show: an open editor document's
@@ -157,6 +178,20 @@ func (c *Config) commitChange(ctx context.Context, tg *target, doc *Document, up
 		return commitErrorText(tg.display, err, bound)
 	}
 	return ""
+}
+
+// commitWatched is commitChange followed by the call's diagnostics watch
+// w (nil: none): a change through the editor is noted before it is made
+// and once the editor has applied it.
+func (c *Config) commitWatched(ctx context.Context, w *diagWatch, tg *target, doc *Document, updated []byte, prior fsroot.Prior, opts fsroot.WriteOptions, bound bool) string {
+	if doc != nil {
+		w.changing(tg.key)
+	}
+	msg := c.commitChange(ctx, tg, doc, updated, prior, opts, bound)
+	if msg == "" && doc != nil {
+		w.applied(tg.key)
+	}
+	return msg
 }
 
 // previewBinding adds the editor version to an approval preview of a

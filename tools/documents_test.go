@@ -137,12 +137,30 @@ func TestEditAndWriteRouteOpenDocuments(t *testing.T) {
 	if !res.IsError || !strings.Contains(res.Text, "too large (or one of too many open documents) for octet to track") || readTestFile(t, untracked) != "on disk\n" {
 		t.Errorf("write of an untracked document: %q", res.Text)
 	}
+	// An editor octet does not change through: a saved buffer keeps the
+	// disk path; one with unsaved text (also a buffer with no file yet)
+	// is never written behind.
 	docs.applies = false
+	saved := filepath.Join(ws, "s.txt")
+	writeTestFile(t, saved, "same\n")
+	docs.open(saved, "same\n", 1)
+	res, _ = wr.Execute(ctx, Invocation{CallID: "w4", Arguments: argsJSON(t, map[string]any{"path": "s.txt", "content": "disk\n"})})
+	if res.IsError || readTestFile(t, saved) != "disk\n" {
+		t.Errorf("without AppliesEdits, a saved buffer: %q, disk %q", res.Text, readTestFile(t, saved))
+	}
 	other := filepath.Join(ws, "c.txt")
 	docs.open(other, "buffer\n", 1)
-	res, _ = wr.Execute(ctx, Invocation{CallID: "w2", Arguments: argsJSON(t, map[string]any{"path": "c.txt", "content": "disk\n"})})
-	if res.IsError || readTestFile(t, other) != "disk\n" || string(docs.docs[other].Text) != "buffer\n" {
-		t.Errorf("without AppliesEdits: %q, disk %q", res.Text, readTestFile(t, other))
+	for _, args := range []map[string]any{
+		{"path": "c.txt", "content": "disk\n"},
+		{"path": "a.txt", "content": "disk\n"},
+	} {
+		res, _ = wr.Execute(ctx, Invocation{CallID: "w2", Arguments: argsJSON(t, args)})
+		if !res.IsError || !strings.Contains(res.Text, "open in the editor with unsaved changes") {
+			t.Errorf("without AppliesEdits, write of an unsaved buffer %v: %q", args["path"], res.Text)
+		}
+	}
+	if _, err := os.Stat(other); !os.IsNotExist(err) || readTestFile(t, path) != "hello\n" {
+		t.Errorf("written behind unsaved buffers: c.txt %v, a.txt %q", err, readTestFile(t, path))
 	}
 }
 

@@ -191,12 +191,13 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if bound {
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
-	if msg := t.cfg.commitChange(ctx, p.tg, p.doc, []byte(p.updated), prior, fsroot.WriteOptions{}, bound); msg != "" {
+	watch := t.cfg.watchDiagnostics()
+	if msg := t.cfg.commitWatched(ctx, watch, p.tg, p.doc, []byte(p.updated), prior, fsroot.WriteOptions{}, bound); msg != "" {
 		return errorResult(msg), nil
 	}
 	t.cfg.Files.record(p.tg.key, []byte(p.updated))
 	return Result{
-		Text:    fmt.Sprintf("Edited %s (%s).", p.tg.display, plural(p.count, "replacement")),
+		Text:    fmt.Sprintf("Edited %s (%s).", p.tg.display, plural(p.count, "replacement")) + watch.note(ctx),
 		Details: map[string]any{"path": p.tg.display, "replacements": p.count},
 		Changes: recs,
 	}, nil

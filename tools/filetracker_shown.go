@@ -41,13 +41,10 @@ func previewCallID(ctx context.Context) string {
 // fileState is what a file tool observed of its target: its content hash
 // (or absence) as an fsroot.Prior, or readable false when it could not be
 // read for another reason (a directory, a symlink, too large, no access).
+// An open editor document's state is its text's (editorState).
 type fileState struct {
 	prior    fsroot.Prior
 	readable bool
-	// editor is set when the target was an open editor document, at
-	// version (see Documents).
-	editor  bool
-	version int32
 }
 
 // stateOf classifies the outcome of reading a target.
@@ -62,13 +59,19 @@ func stateOf(data []byte, err error) fileState {
 }
 
 // changedFrom reports whether the current state cur differs from the
-// shown state. An unreadable current state is not reported here: the tool
-// refuses it with its own file error and writes nothing.
+// shown state: whether the target no longer holds the bytes the shown
+// diff was computed against. Where those bytes are (an editor buffer at
+// some version, or the file) does not matter: the same change of the
+// same bytes is what was approved, and it goes where the target is now
+// (a buffer closed since, with its file holding the same text, is
+// changed on disk; one opened since goes through the editor). An
+// unreadable current state is not reported here: the tool refuses it
+// with its own file error and writes nothing.
 func (shown fileState) changedFrom(cur fileState) bool {
 	if !cur.readable {
 		return false
 	}
-	return !shown.readable || shown.prior != cur.prior || shown.editor != cur.editor || shown.version != cur.version
+	return !shown.readable || shown.prior != cur.prior
 }
 
 // shownPriors remembers, per call (provider call id plus a hash of the

@@ -88,10 +88,7 @@ func (t *ReadTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.externalPaths() {
-		return HostRead, nil
-	}
-	return WorkspaceRead, nil
+	return t.cfg.readEffect(), nil
 }
 
 // Execute reads the file and formats the requested lines.

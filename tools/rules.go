@@ -231,6 +231,16 @@ func (c *Confinement) Set(on bool) {
 // externalPaths reports whether the file tools accept external paths now.
 func (c *Config) externalPaths() bool { return c.AllowExternalPaths && !c.Confine.On() }
 
+// readEffect is the effect of a file tool's read: WorkspaceRead, or
+// HostRead for every call when external paths are allowed (a
+// path-resolution race must not lower admission authority).
+func (c *Config) readEffect() Effect {
+	if c.externalPaths() {
+		return HostRead
+	}
+	return WorkspaceRead
+}
+
 // mutationEffect is the classification of every call of a file-changing
 // tool: WorkspaceMutation, or HostMutation whenever external paths are
 // allowed (a path-resolution race must not lower admission authority).

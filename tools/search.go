@@ -133,10 +133,7 @@ func (t *SearchTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.externalPaths() {
-		return HostRead, nil
-	}
-	return WorkspaceRead, nil
+	return t.cfg.readEffect(), nil
 }
 
 // Execute runs the search.

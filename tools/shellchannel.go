@@ -34,5 +34,5 @@ func (t *BashTool) ShellCommand(args json.RawMessage) (ShellCall, error) {
 	if err != nil {
 		return ShellCall{}, err
 	}
-	return ShellCall{Command: *a.Command, Dir: t.cfg.Root, Env: commandEnv(os.Environ()), Shell: t.shell}, nil
+	return ShellCall{Command: *a.Command, Dir: t.cfg.Root, Env: commandEnv(os.Environ(), t.cfg.ScrubEnv), Shell: t.shell}, nil
 }

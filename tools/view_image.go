@@ -78,10 +78,7 @@ func (t *ViewImageTool) Classify(args json.RawMessage) (Effect, error) {
 	if _, err := t.parse(args); err != nil {
 		return Unknown, err
 	}
-	if t.cfg.externalPaths() {
-		return HostRead, nil
-	}
-	return WorkspaceRead, nil
+	return t.cfg.readEffect(), nil
 }
 
 // Execute reads the image (no links followed, at most 20 MiB) and

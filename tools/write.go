@@ -157,7 +157,8 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
 	content := []byte(*a.Content)
-	if msg := t.cfg.commitChange(ctx, tg, doc, content, prior, fsroot.WriteOptions{CreateParents: true}, bound); msg != "" {
+	watch := t.cfg.watchDiagnostics()
+	if msg := t.cfg.commitWatched(ctx, watch, tg, doc, content, prior, fsroot.WriteOptions{CreateParents: true}, bound); msg != "" {
 		return errorResult(msg), nil
 	}
 	t.cfg.Files.record(tg.key, content)
@@ -166,7 +167,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 		verb = "Replaced"
 	}
 	return Result{
-		Text:    fmt.Sprintf("%s %s (%d bytes).", verb, tg.display, len(content)),
+		Text:    fmt.Sprintf("%s %s (%d bytes).", verb, tg.display, len(content)) + watch.note(ctx),
 		Details: map[string]any{"path": tg.display, "bytes": len(content), "created": !exists},
 		Changes: recs,
 	}, nil

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main
 
 import (
@@ -7,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -160,4 +163,59 @@ func (c *lspClient) callError(method string, params any) map[string]any {
 		c.t.Fatalf("%s succeeded: %v", method, m["result"])
 	}
 	return e
+}
+
+// TestModelsFromTheProvidersEndpoint: octet models lists what the
+// selected provider's endpoint serves, asked the way its route asks
+// (Anthropic's key in x-api-key with anthropic-version, a chat gateway's
+// bearer key, Azure's api-key and api-version), merged with the
+// [models."NAME"] tables: a declared model with what its table says, a
+// listed model nobody describes with its facts unknown.
+func TestModelsFromTheProvidersEndpoint(t *testing.T) {
+	azure := routeCase{name: "azure", keyVar: "AZURE_OPENAI_API_KEY", config: `model_provider = "azure"
+model = "scripted-model"
+[model_providers.azure]
+base_url = "%s"
+`}
+	for _, c := range append(routeCases[:len(routeCases):len(routeCases)], azure) {
+		t.Run(c.name, func(t *testing.T) {
+			x := routeEnv(t, c)
+			x.srv.SetModels("scripted-model", "served-only")
+			r := runBin(t, x.ws, x.vars, "", "models", "--json")
+			var cat catalogResult
+			if err := json.Unmarshal([]byte(r.stdout), &cat); r.code != 0 || err != nil || cat.ListError != "" {
+				t.Fatalf("octet models --json: exit %d, %v, listError %q\nstderr: %s", r.code, err, cat.ListError, r.stderr)
+			}
+			if m := cat.model(t, "scripted-model"); cat.Default != "scripted-model" || m.ContextWindow == nil || *m.ContextWindow != 200000 ||
+				m.Images == nil || !*m.Images || m.Listed == nil || !*m.Listed {
+				t.Errorf("the declared model: %+v (default %q), want its table's facts, listed", m, cat.Default)
+			}
+			if m := cat.model(t, "served-only"); m.ContextWindow != nil || m.Images != nil || m.Listed == nil || !*m.Listed {
+				t.Errorf("a model only the endpoint lists: %+v, want unknown facts, listed", m)
+			}
+			lists := x.srv.ModelLists()
+			if len(lists) != 1 {
+				t.Fatalf("%d model list requests, want 1", len(lists))
+			}
+			h, q := lists[0].Header, lists[0].Query
+			switch c.name {
+			case "anthropic":
+				if h.Get("X-Api-Key") != "[REDACTED]" || h.Get("Anthropic-Version") != provider.AnthropicVersion || h.Get("Authorization") != "" {
+					t.Errorf("anthropic list request headers %v", h)
+				}
+				if q.Get("limit") != "1000" { // a page holds 20 models by default
+					t.Errorf("anthropic list request query %v, want limit=1000", q)
+				}
+			case "chat":
+				if h.Get("Authorization") != "[REDACTED]" {
+					t.Errorf("chat list request headers %v", h)
+				}
+			case "azure":
+				if h.Get("Api-Key") != "[REDACTED]" || h.Get("Authorization") != "" || q.Get("api-version") != "2025-04-01-preview" {
+					t.Errorf("azure list request headers %v, query %v", h, q)
+				}
+			}
+			assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)
+		})
+	}
 }

@@ -83,7 +83,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	}
 	fmt.Fprintf(e.stdout, "\n> %s\n\n", demoPrompt)
 
-	res, err := drive(ctx, st, sess, ap, demoPrompt, false, e)
+	res, err := drive(ctx, st, sess, ap, demoPrompt, nil, false, e)
 	if err != nil {
 		return err
 	}

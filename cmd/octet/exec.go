@@ -16,6 +16,7 @@ import (
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -41,6 +42,8 @@ type execOptions struct {
 	// output is the absolute path -o names ("": none).
 	output string
 	prompt string
+	// images are the --image files, read and checked.
+	images []provider.Image
 }
 
 func runExec(ctx context.Context, args []string, e env) error {
@@ -101,6 +104,10 @@ func runExec(ctx context.Context, args []string, e env) error {
 		return err
 	}
 	defer st.Close()
+	if len(opts.images) > 0 && !st.model.Images {
+		return usageErrorf("--image: model %s is not known to accept images; if it does, declare images = true in [models.%q] of %s",
+			visible(st.model.Name), st.model.Name, filepath.Join(cfg.Home, "config.toml"))
+	}
 	ap := &termApprover{mode: askTerminal, open: e.tty, notice: e.stderr}
 	switch {
 	case opts.approve:
@@ -130,7 +137,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 	out, ctx, cancel := watchOutput(ctx, e.stdout)
 	defer cancel(nil)
 	e.stdout = out
-	res, err := drive(ctx, st, sess, ap, prompt, opts.json, e)
+	res, err := drive(ctx, st, sess, ap, prompt, opts.images, opts.json, e)
 	if werr := out.failed(); werr != nil {
 		return outputError(werr, sess.Header().ID)
 	}
@@ -188,6 +195,17 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 	fs.BoolVar(&opts.last, "last", false, "continue the most recently updated session started in the working directory")
 	fs.BoolVar(&opts.ephemeral, "ephemeral", false, "do not keep the session: it is written to a private temporary directory and removed when the run ends")
 	cd := fs.String("cd", "", "run in `dir` instead of the current directory")
+	fs.Func("image", fmt.Sprintf("attach the image `file` (PNG, JPEG, GIF or WebP, at most 20 MiB) to the prompt; repeatable, at most %d times", host.MaxImages), func(name string) error {
+		if len(opts.images) == host.MaxImages {
+			return fmt.Errorf("at most %d images", host.MaxImages)
+		}
+		im, err := readImage(e.cwd, name)
+		if err != nil {
+			return err
+		}
+		opts.images = append(opts.images, im)
+		return host.CheckImages(opts.images)
+	})
 	output := ""
 	fs.StringVar(&output, "o", "", "write the final answer (the run's last assistant message) to `file`, even when the run fails (then what it has, possibly nothing)")
 	err := parseFlags(fs, args)
@@ -221,6 +239,29 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 		return flags, opts, err
 	}
 	return flags, opts, nil
+}
+
+// readImage reads an --image file, relative to cwd: a regular file that
+// host.NewImage takes (a PNG, JPEG, GIF or WebP image, recognized by its
+// bytes, of at most host.MaxImageBytes).
+func readImage(cwd, name string) (provider.Image, error) {
+	path := name
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(cwd, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return provider.Image{}, pathError(err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return provider.Image{}, errors.New("not a regular file")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, host.MaxImageBytes+1))
+	if err != nil {
+		return provider.Image{}, err
+	}
+	return host.NewImage(data, "")
 }
 
 // execDir resolves --cd against the process's directory cwd: it must be
@@ -385,7 +426,7 @@ type execResult struct {
 // (text, or JSON lines with asJSON) until the run has settled. The loop
 // that renders is the only writer of the terminal: ap's notices and
 // prompts are written by it, after the events that came before them.
-func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, asJSON bool, e env) (execResult, error) {
+func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprover, prompt string, images []provider.Image, asJSON bool, e env) (execResult, error) {
 	term := newTerminal()
 	defer term.stop()
 	ap.term = term
@@ -420,7 +461,7 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		// A continued session's plan, before its run (runId "" in --json).
 		render(&agent.PlanUpdate{Explanation: p.Explanation, Plan: p.Steps})
 	}
-	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{})
+	run, err := a.Prompt(ctx, prompt, agent.PromptOptions{Images: images})
 	if err != nil {
 		return execResult{}, fmt.Errorf("start run: %w", err)
 	}
@@ -435,33 +476,11 @@ func drive(ctx context.Context, st *stack, sess *session.Session, ap *termApprov
 		render(ev)
 	}, endLine)
 	res.RunResult = run.Wait()
-	res.answer = finalAnswer(sess, res.RunID)
+	res.answer = host.FinalAnswer(sess, res.RunID)
 	if jr != nil && jr.err != nil {
 		st.log.Warn(fmt.Sprintf("could not write every event to stdout: %v", jr.err))
 	}
 	return res, nil
-}
-
-// finalAnswer is the text of the last assistant message with text that
-// run runID committed to sess's branch ("" when it committed none).
-func finalAnswer(sess *session.Session, runID string) string {
-	br := sess.Branch()
-	for i := len(br) - 1; i >= 0; i-- {
-		en := br[i]
-		if en.RunID != runID || en.Type != session.EntryAssistant {
-			continue
-		}
-		var b strings.Builder
-		for _, it := range en.Items {
-			if it.Type == session.ItemText {
-				b.WriteString(it.Text)
-			}
-		}
-		if b.Len() > 0 {
-			return b.String()
-		}
-	}
-	return ""
 }
 
 // ownTerminal renders events until the stream closes and runs term's
@@ -533,7 +552,7 @@ func outcomeError(res agent.RunResult, cfg *config.Config) error {
 	if res.Err != nil {
 		msg += ": " + res.Err.Error()
 	}
-	if hint := providerHint(res.Err, cfg.BaseURL.Value, cfg.Model.Value); hint != "" {
+	if hint := providerHint(res.Err, cfg); hint != "" {
 		msg += "\n  " + hint
 	}
 	if advice := session.WriteFailureAdvice(res.Err); advice != "" {

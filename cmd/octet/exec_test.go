@@ -204,11 +204,10 @@ func TestExecOutcomeExitCodes(t *testing.T) {
 	t.Run("unreachable", func(t *testing.T) {
 		x := newExecEnv(t)
 		x.vars["OPENAI_BASE_URL"] = "http://127.0.0.1:1/v1"
-		// Without recovery authority the refused connection ends the run
-		// at once (the Codex route would spend its opening allowance).
-		x.writeGlobalConfig(t, "runtime_profile = \"none\"\n")
+		// A refused connection to a loopback endpoint ends the run at
+		// once on every route: nothing listens there.
 		r := runCLI(t, x.ws, x.vars, "exec", "hi")
-		if r.code != exitFailed || !strings.Contains(r.stderr, "cannot reach the provider at http://127.0.0.1:1/v1") {
+		if r.code != exitFailed || !strings.Contains(r.stderr, "no server is listening at http://127.0.0.1:1/v1: start it, or check OPENAI_BASE_URL") {
 			t.Errorf("exit %d stderr %q", r.code, r.stderr)
 		}
 		assertNoSecret(t, []string{r.stdout, r.stderr}, x.home)

@@ -97,7 +97,7 @@ func TestWarningsArePlainSentences(t *testing.T) {
 	}
 	for _, want := range []string{
 		"octet: warning: " + filepath.Join(x.ws, ".octet", "config.toml") + ":1: base_url ignored: ",
-		`octet: warning: model "local-model" is not in octet's model table; assuming a 128K context window` + "\n",
+		`octet: warning: model "local-model": context window unknown; assuming 128000 tokens (declare context_window and max_output_tokens in [models."local-model"] of `,
 		"octet: warning: shell_path /nonexistent/zsh (from config): no such file, so every bash call will fail; fix shell_path or remove it\n",
 	} {
 		if !strings.Contains(r.stderr, want) {

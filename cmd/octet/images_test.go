@@ -3,11 +3,8 @@
 package main
 
 import (
-	"bytes"
 	"encoding/base64"
-	"image"
 	"image/color"
-	"image/png"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,20 +13,6 @@ import (
 
 	"github.com/octet-agent/octet/provider/providertest"
 )
-
-// pngImage is a small real PNG image.
-func pngImage(t *testing.T, c color.Color) []byte {
-	t.Helper()
-	img := image.NewRGBA(image.Rect(0, 0, 3, 2))
-	for x := range 3 {
-		img.Set(x, 1, c)
-	}
-	var b bytes.Buffer
-	if err := png.Encode(&b, img); err != nil {
-		t.Fatal(err)
-	}
-	return b.Bytes()
-}
 
 // inputImages returns the image URLs of a request's input, in order: of
 // user messages' content and of function call outputs.

@@ -24,7 +24,7 @@ func TestLicenseDeclared(t *testing.T) {
 	if !strings.Contains(string(readme), "[MIT License](LICENSE)") {
 		t.Error("README does not name the licence")
 	}
-	for _, dir := range []string{"editors/vscode", "acp/testdata/client", "server/testdata/vscode"} {
+	for _, dir := range []string{"editors/vscode", "acp/testdata/client", "server/testdata/vscode", "provider/testdata/sdk"} {
 		for _, name := range []string{"package.json", "package-lock.json"} {
 			b, err := os.ReadFile(filepath.Join(root, dir, name))
 			if err != nil {

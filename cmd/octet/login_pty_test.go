@@ -43,7 +43,7 @@ func TestLoginOnTerminal(t *testing.T) {
 	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("%s: %v %v", path, err, st.Mode())
 	}
-	if !bytes.Contains(out.Bytes(), []byte("Saved the key in "+path)) {
+	if !bytes.Contains(out.Bytes(), []byte("Saved the OpenAI API key in "+path)) {
 		t.Errorf("the terminal does not say where the key went:\n%s", out.String())
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -112,26 +114,33 @@ func startDialect(name, usage string, args []string, e env) (*dialect, error) {
 }
 
 // modelResolver maps a model name (octet/setModel, octet/session/new) to
-// the provider's model table. The configured model is allowed whatever its
-// name (with a conservative 128K window when the table does not know it);
-// any other unknown name is refused with the list of known ones, at the
-// call rather than at the run's first provider request.
-func modelResolver(configured string) func(string) (provider.Model, error) {
+// a provider model (host.Model): the model table, the models cfg
+// declares ([models."NAME"]) and the configured model are allowed (one
+// octet does not know with an assumed window); any other name is refused
+// with the list of allowed ones, at the call rather than at the run's
+// first provider request.
+func modelResolver(cfg *config.Config) func(string) (provider.Model, error) {
 	return func(name string) (provider.Model, error) {
 		if name == "" {
 			return provider.Model{}, errors.New("empty model name")
 		}
-		if m, ok := provider.LookupModel(name); ok {
-			return m, nil
+		_, known := provider.LookupModel(name)
+		_, declared := cfg.Models[name]
+		if known || declared || name == cfg.Model.Value {
+			return host.Model(cfg, name), nil
 		}
-		if name != configured {
-			var extra []string
-			if configured != "" {
-				extra = append(extra, configured+" (configured)")
+		var extra []string
+		if cfg.Model.Value != "" {
+			if _, ok := provider.LookupModel(cfg.Model.Value); !ok {
+				extra = append(extra, cfg.Model.Value+" (configured)")
 			}
-			return provider.Model{}, host.UnknownModelError(name, extra...)
 		}
-		return host.AssumedModel(name), nil
+		for _, n := range slices.Sorted(maps.Keys(cfg.Models)) {
+			if n != cfg.Model.Value {
+				extra = append(extra, n+" (declared)")
+			}
+		}
+		return provider.Model{}, host.UnknownModelError(name, extra...)
 	}
 }
 
@@ -144,15 +153,26 @@ type workspaces struct {
 	log   *slog.Logger
 
 	mu sync.Mutex
-	// global is the last configuration without a workspace that loaded,
-	// key and keyErr the credentials read with it (keyErr: missing, an
-	// unsafe or broken credentials file; every session creation reports
-	// it). keyLoaded is false until a configuration has loaded.
-	global    *config.Config
-	key       config.Secret
-	keyErr    error
-	keyLoaded bool
-	contexts  map[string]*watchedContext
+	// global is the last configuration that loaded; keys are the
+	// credentials read for each key source a configuration's provider
+	// named (an error: missing, an unsafe or broken credentials file;
+	// every session creation reports it), each read once.
+	global   *config.Config
+	keys     map[keySource]loadedKey
+	contexts map[string]*watchedContext
+}
+
+// keySource is where a provider's key comes from: a workspace whose
+// project selects another of the user's providers gets that provider's
+// key, never the one read for another provider.
+type keySource struct {
+	envKey, entry string
+	loopback      bool // a missing key is no error
+}
+
+type loadedKey struct {
+	key config.Secret
+	err error
 }
 
 // loadGlobal loads the configuration without a workspace and, the first
@@ -167,21 +187,27 @@ func (ws *workspaces) loadGlobal() error {
 }
 
 // credentials records cfg as the current global configuration and returns
-// the API key, reading it the first time and again while there is none
-// (a person may have run octet login since). A missing key is
-// host.ErrAuthRequired.
+// the key of its provider, reading it the first time that key source is
+// named and again while there is none (a person may have run octet login
+// since). A missing key is host.ErrAuthRequired.
 func (ws *workspaces) credentials(cfg *config.Config) (config.Secret, error) {
 	ws.mu.Lock()
 	defer ws.mu.Unlock()
 	ws.global = cfg
-	if !ws.keyLoaded || errors.Is(ws.keyErr, host.ErrAuthRequired) {
-		ws.key, ws.keyErr = loadAPIKey(ws.e, cfg)
-		if _, missing := errors.AsType[*config.MissingKeyError](ws.keyErr); missing {
-			ws.keyErr = fmt.Errorf("%w: %w", host.ErrAuthRequired, ws.keyErr)
+	p := cfg.Provider()
+	src := keySource{envKey: p.EnvKey, entry: p.Credentials, loopback: provider.IsLoopbackURL(p.BaseURL)}
+	k, ok := ws.keys[src]
+	if !ok || errors.Is(k.err, host.ErrAuthRequired) {
+		k.key, k.err = loadAPIKey(ws.e, cfg)
+		if _, missing := errors.AsType[*config.MissingKeyError](k.err); missing {
+			k.err = fmt.Errorf("%w: %w", host.ErrAuthRequired, k.err)
 		}
-		ws.keyLoaded = true
+		if ws.keys == nil {
+			ws.keys = map[keySource]loadedKey{}
+		}
+		ws.keys[src] = k
 	}
-	return ws.key, ws.keyErr
+	return k.key, k.err
 }
 
 // authenticate is Runtime.Authenticate: the configuration and the
@@ -192,7 +218,7 @@ func (ws *workspaces) authenticate(context.Context) error {
 		return err
 	}
 	ws.mu.Lock()
-	ws.keyLoaded = false
+	ws.keys = nil
 	ws.mu.Unlock()
 	_, err = ws.credentials(cfg)
 	return err
@@ -211,17 +237,18 @@ func (ws *workspaces) explain(err error) string {
 	if cfg == nil {
 		return ""
 	}
-	return providerHint(err, cfg.BaseURL.Value, cfg.Model.Value)
+	return providerHint(err, cfg)
 }
 
 // resolveModel is Runtime.ResolveModel: the model table plus the
-// configured model.
+// configured and declared models.
 func (ws *workspaces) resolveModel(name string) (provider.Model, error) {
-	configured := ""
-	if cfg := ws.current(); cfg != nil {
-		configured = cfg.Model.Value
+	cfg := ws.current()
+	if cfg == nil {
+		c := config.Defaults()
+		cfg = &c
 	}
-	return modelResolver(configured)(name)
+	return modelResolver(cfg)(name)
 }
 
 // catalog is Runtime.Catalog: the catalog of the current configuration.
@@ -240,9 +267,10 @@ func (ws *workspaces) listModels(ctx context.Context) ([]string, error) {
 	if cfg == nil {
 		return nil, errors.New("no configuration has loaded")
 	}
-	ws.mu.Lock()
-	key := ws.key
-	ws.mu.Unlock()
+	key, err := ws.credentials(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return endpointModels(ctx, cfg, key, ws.log)
 }
 
@@ -281,7 +309,7 @@ func (ws *workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.
 	case spec.Resolved.Name != "":
 		st.model = spec.Resolved
 	case spec.Model != "":
-		m, err := modelResolver(cfg.Model.Value)(spec.Model)
+		m, err := modelResolver(cfg)(spec.Model)
 		if err != nil {
 			st.Close()
 			return nil, err

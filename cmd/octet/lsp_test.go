@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 )
@@ -518,7 +519,7 @@ func TestLSPUnreachableProviderExplained(t *testing.T) {
 	sid, _ := c.call("octet/session/new", map[string]any{}, nil, nil)["sessionId"].(string)
 	var notes []map[string]any
 	res := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "hi"}, nil, &notes)
-	const hint = "cannot reach the provider at http://127.0.0.1:9/v1: check your network and OPENAI_BASE_URL"
+	const hint = "no server is listening at http://127.0.0.1:9/v1: start it, or check OPENAI_BASE_URL"
 	if msg, _ := res["error"].(string); res["outcome"] != "failed" || !strings.Contains(msg, hint) {
 		t.Errorf("prompt result %v, want failed with %q", res, hint)
 	}
@@ -542,7 +543,13 @@ func TestLSPUnreachableProviderExplained(t *testing.T) {
 // TestModelResolver: octet lsp allows the model table and the configured
 // model (a proxy's own name, say); any other name is refused with the list.
 func TestModelResolver(t *testing.T) {
-	resolve := modelResolver("my-proxy-model")
+	cfg := config.Defaults()
+	cfg.Model.Value = "my-proxy-model"
+	cfg.Models = map[string]config.ModelSpec{"llama3.2": {ContextWindow: ptrTo(int64(131072))}}
+	resolve := modelResolver(&cfg)
+	if m, err := resolve("llama3.2"); err != nil || m.ContextWindow != 131072 || m.Assumed {
+		t.Errorf("declared model: %+v, %v", m, err)
+	}
 	if m, err := resolve("my-proxy-model"); err != nil || m.ContextWindow == 0 {
 		t.Errorf("configured model: %+v, %v", m, err)
 	}
@@ -550,7 +557,9 @@ func TestModelResolver(t *testing.T) {
 		t.Errorf("gpt-5: %+v, %v", m, err)
 	}
 	_, err := resolve("gpt-nope")
-	if err == nil || !strings.Contains(err.Error(), "gpt-5.1-codex") || !strings.Contains(err.Error(), "my-proxy-model (configured)") {
+	if err == nil || !strings.Contains(err.Error(), "gpt-5.1-codex") || !strings.Contains(err.Error(), "my-proxy-model (configured)") || !strings.Contains(err.Error(), "llama3.2 (declared)") {
 		t.Errorf("gpt-nope: %v, want a refusal listing the allowed names", err)
 	}
 }
+
+func ptrTo[T any](v T) *T { return &v }

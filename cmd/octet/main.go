@@ -108,8 +108,8 @@ commands:
                             delete the sessions not updated for <age> (30d, 12h)
   models [--json]           list the models: octet's table merged with the
                             endpoint's own list (what octet does not know: unknown)
-  login                     ask for an OpenAI API key (not echoed) and save it
-                            in octet's credentials file, private to you
+  login [--provider NAME]   ask for the selected provider's API key (not echoed)
+                            and save it in octet's credentials file, private to you
   mcp list                  list the configured MCP servers (starts none)
   mcp unpin <server>        forget a server's pinned tool definitions
   version                   print the version

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/session"
@@ -307,8 +308,12 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 		clear(r.args)
 		r.pending.Reset() // never committed: not part of the answer
 	}
+	giveUp := ""
+	if e.GiveUpInMs != nil {
+		giveUp = fmt.Sprintf(" (gives up in %s)", (time.Duration(*e.GiveUpInMs) * time.Millisecond).Round(time.Second))
+	}
 	if e.RetryKind == agent.RetryWaitingForNetwork {
-		r.note("↻ %s; waiting for the network, next try in %dms", what, e.DelayMs)
+		r.note("↻ %s; waiting for the network, next try in %dms%s", what, e.DelayMs, giveUp)
 		return
 	}
 	maxA := "∞"
@@ -316,14 +321,14 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 		maxA = fmt.Sprint(*e.MaxAttempts)
 	}
 	if e.Operation != nil {
-		r.note("↻ %s; retrying %d/%s in %dms", what, e.Attempt, maxA, e.DelayMs)
+		r.note("↻ %s; retrying %d/%s in %dms%s", what, e.Attempt, maxA, e.DelayMs, giveUp)
 		return
 	}
 	discarded := "output of the failed attempt is discarded"
 	if r.live {
 		discarded = "answer text already written from the failed attempt is discarded"
 	}
-	r.note("↻ %s; retrying %d/%s in %dms — %s", what, e.Attempt, maxA, e.DelayMs, discarded)
+	r.note("↻ %s; retrying %d/%s in %dms%s — %s", what, e.Attempt, maxA, e.DelayMs, giveUp, discarded)
 }
 
 // execResultLine is the last line of `octet exec --json`: how the run

@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
-	"net"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/octet-agent/octet/agent"
+	"github.com/octet-agent/octet/provider/providertest"
 )
 
 // cancelOnWrite is a stderr that cancels the command once a line
@@ -37,21 +37,15 @@ func (w *cancelOnWrite) String() string {
 	return w.buf.String()
 }
 
-// TestExecNamesConnectionFailureAtFirstRetry: with the provider unreachable
-// (a closed loopback port) `octet exec` names the failure as it is at the
-// very first retry, not as a stream interruption, and the --json
-// provider_retry event carries the same cause.
+// TestExecNamesConnectionFailureAtFirstRetry: with the provider closing
+// every connection before it answers `octet exec` names the failure as it
+// is at the very first retry, not as a stream interruption, and the --json
+// provider_retry event carries the same cause. (A refused loopback port
+// is not retried at all: TestExecLocalServerNotRunning.)
 func TestExecNamesConnectionFailureAtFirstRetry(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close() // nothing listens there now: connection refused
-	const want = "cannot connect to the provider: connection refused"
+	const want = "the provider did not answer the request: the connection was closed"
 	for _, jsonOut := range []bool{false, true} {
-		x := newExecEnv(t)
-		x.vars["OPENAI_BASE_URL"] = "http://" + addr + "/v1"
+		x := newExecEnv(t, providertest.Refuse(), providertest.Refuse(), providertest.Refuse())
 		x.writeGlobalConfig(t, "runtime_profile = \"codex\"\n")
 		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 		stdout := &cancelOnWrite{marker: "\x00never", cancel: cancel}

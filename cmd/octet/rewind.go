@@ -38,7 +38,8 @@ func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
 }
 
 // changeRecorder returns the recorder of workspace's change store under
-// home, redacting the configured API key (when there is one) from diffs.
+// home, redacting every provider key octet can find (config.KnownKeys)
+// from diffs.
 // With readOnly the store is only read (changes.InspectWorkspace).
 func changeRecorder(home, workspace string, lookup func(string) (string, bool), readOnly bool) (*changes.Recorder, error) {
 	open := changes.OpenWorkspace
@@ -50,8 +51,12 @@ func changeRecorder(home, workspace string, lookup func(string) (string, bool), 
 		return nil, err
 	}
 	rec := &changes.Recorder{Store: store}
-	if creds, err := config.LoadCredentials(home, lookup); err == nil {
-		rec.Redact = tools.NewRedactor(creds.APIKey.Reveal()).String
+	var keys []string
+	for _, k := range config.KnownKeys(home, lookup) {
+		keys = append(keys, k.Reveal())
+	}
+	if len(keys) > 0 {
+		rec.Redact = tools.NewRedactor(keys...).String
 	}
 	return rec, nil
 }

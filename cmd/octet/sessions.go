@@ -343,6 +343,7 @@ func showEntry(out io.Writer, en session.Entry, idLen int) {
 	switch en.Type {
 	case session.EntryUser, session.EntrySteering, session.EntryFollowUp:
 		fmt.Fprintf(out, "\n%s [%s] %s\n", id, en.Type, visible(clip(en.Text, maxShownText)))
+		showImages(out, pad, en.PromptImages())
 	case session.EntryAssistant:
 		lead := "\n" + id
 		for _, it := range en.Items {
@@ -369,11 +370,20 @@ func showEntry(out io.Writer, en session.Entry, idLen int) {
 				}
 			}
 			fmt.Fprintf(out, "%s [result %s %s] %s\n", id, visible(r.CallID), status, visible(oneLine(r.Text, 300)))
+			showImages(out, pad, r.ResultImages())
 		}
 	case session.EntryCompaction:
 		fmt.Fprintf(out, "\n%s [compaction]\n", id)
 	case session.EntryRewind:
 		fmt.Fprintf(out, "\n%s [rewind] %s\n", id, visible(oneLine(en.Text, 300)))
+	}
+}
+
+// showImages prints a line per image of a prompt or a tool result: its
+// type, size and name in octet's image store.
+func showImages(out io.Writer, pad string, imgs []session.Image) {
+	for _, im := range imgs {
+		fmt.Fprintf(out, "%s [image] %s, %d bytes, %s\n", pad, visible(im.MimeType), im.Bytes, visible(clip(im.SHA256, 12)))
 	}
 }
 

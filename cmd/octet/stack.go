@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/agent/team"
@@ -51,6 +53,9 @@ type stack struct {
 	// confine is the file tools' confinement switch, which the broker
 	// turns on when a session tightens its policy below unsafe_host.
 	confine *tools.Confinement
+	// buffers keeps commands and the editor's buffers in agreement (nil
+	// without an editor that tracks them).
+	buffers *tools.BufferGuard
 	// ext are the MCP servers whose tools are in host.
 	ext *extensions
 	// delegation, when set, adds observers (events, status, approvals)
@@ -73,26 +78,15 @@ func loadConfig(e env, workspace string, flags config.Flags, log *slog.Logger) (
 	return cfg, nil
 }
 
-// loadAPIKey returns the API key, or "" when the provider is on loopback
-// (a scripted or local server) and no key is configured.
+// loadAPIKey returns the selected provider's key (config.LoadProviderKey),
+// or none when the provider needs none or is on loopback (a scripted or
+// local server) and no key is configured.
 func loadAPIKey(e env, cfg *config.Config) (config.Secret, error) {
-	creds, err := config.LoadCredentials(cfg.Home, e.lookup)
-	if _, missing := errors.AsType[*config.MissingKeyError](err); missing && isLoopback(cfg.BaseURL.Value) {
+	key, _, err := config.LoadProviderKey(cfg.Home, cfg.Provider(), e.lookup)
+	if _, missing := errors.AsType[*config.MissingKeyError](err); missing && provider.IsLoopbackURL(cfg.BaseURL.Value) {
 		return config.Secret{}, nil
 	}
-	if err != nil {
-		return config.Secret{}, err
-	}
-	return creds.APIKey, nil
-}
-
-func isLoopback(raw string) bool {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	h := u.Hostname()
-	return h == "localhost" || h == "127.0.0.1" || h == "::1"
+	return key, err
 }
 
 // newStack builds the shared runtime for workspace (an absolute path),
@@ -107,24 +101,23 @@ func newStack(cfg *config.Config, key config.Secret, workspace string, log *slog
 // MCP servers the client handed in for the session.
 func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *slog.Logger, contextSet *config.ContextSet, docs tools.Documents, clientMCP []host.MCPServer) (*stack, error) {
 	st := &stack{cfg: cfg, workspace: workspace, log: log, key: key, context: contextSet}
-	if cfg.RuntimeProfile.Value == "codex" {
+	route := cfg.Provider()
+	if st.qualified() {
 		// The host asserts the Codex route (configuration, never inferred
 		// from a name): the endpoint side of recovery qualification.
 		st.endpoint = provider.FeatureCodexProfile
 	}
-	st.transport = provider.NewHTTP(provider.HTTPConfig{
-		BaseURL:  cfg.BaseURL.Value,
-		APIKey:   key.Reveal(),
-		Features: st.endpoint,
-		Logger:   log,
-	})
-	m, ok := provider.LookupModel(cfg.Model.Value)
-	if !ok {
-		log.Warn(fmt.Sprintf("model %q is not in octet's model table; assuming a 128K context window", cfg.Model.Value))
-		m = host.AssumedModel(cfg.Model.Value)
+	st.transport = provider.NewHTTP(httpConfig(route, key, st.endpoint, log))
+	m := host.Model(cfg, cfg.Model.Value)
+	if w := host.ModelWarning(cfg, m); w != "" {
+		log.Warn(w)
 	}
 	st.model = m
 	st.webSocket = cfg.Transport.Value == config.TransportWebSocket
+	if st.webSocket && (route.WireAPI != config.WireResponses || route.KeyHeader != "" && route.KeyHeader != provider.KeyAuthorization || len(route.QueryParams) > 0) {
+		log.Warn(fmt.Sprintf("transport = websocket is not used: provider %s is not a Responses route that takes its key as a bearer token without query parameters; using http", route.Name))
+		st.webSocket = false
+	}
 	if st.webSocket && !provider.Granted(m.Features, st.endpoint).Has(provider.FeatureCodexProfile) {
 		// The WebSocket→HTTP fallback (a 426 handshake, repeated socket
 		// failures) is a decision of the recovery policy, which only a
@@ -145,6 +138,7 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 	tc := host.ToolsConfig(cfg, workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
+	st.buffers = tools.NewBufferGuard(docs, workspace)
 	store, err := changes.OpenWorkspace(cfg.Home, workspace, 0)
 	if err != nil {
 		return nil, fmt.Errorf("set up tools: %w", err)
@@ -172,7 +166,9 @@ func newStackWith(cfg *config.Config, key config.Secret, workspace string, log *
 			return true // registered when its server lists it
 		}
 		if !slices.Contains(have, n) {
-			log.Warn(fmt.Sprintf("tool %q is not available in this build", n))
+			if n != "diagnostics" { // built only for an editor that forwards them
+				log.Warn(fmt.Sprintf("tool %q is not available in this build", n))
+			}
 			return true
 		}
 		return false
@@ -256,22 +252,61 @@ func (st *stack) offer(m provider.Model, name string) bool {
 	return true
 }
 
+// qualified reports whether the host asserts the Codex runtime profile on
+// a Responses route: the only route provider recovery may qualify.
+func (st *stack) qualified() bool {
+	return st.cfg.RuntimeProfile.Value == "codex" && st.cfg.Provider().WireAPI == config.WireResponses
+}
+
 // retryPolicy is the agent's recovery envelope on the Codex runtime
-// profile, and no retry otherwise (an unqualified route never replays a
-// request body). Both price usage and enforce the hard ceilings.
+// profile of a Responses route, and no retry otherwise (an unqualified
+// route never replays a request body). Both price usage and enforce the
+// hard ceilings.
 func (st *stack) retryPolicy() agent.RetryPolicy {
-	if st.cfg.RuntimeProfile.Value != "codex" {
+	if !st.qualified() {
 		return meteredNoRetry{budget: host.Budget(st.cfg)}
 	}
 	p := agent.NewCodexRecovery(agent.RecoveryConfig{
 		Profile:   agent.ProfileCodex,
+		Wire:      provider.WireResponses,
 		Model:     st.model,
 		Endpoint:  st.endpoint,
 		WebSocket: st.webSocket,
 		Budget:    host.Budget(st.cfg),
 	})
 	p.SetMaxNetworkWait(st.cfg.MaxNetworkWait.Value)
+	p.SetMaxRetryWait(st.cfg.MaxRetryWait.Value)
 	return p
+}
+
+// httpConfig is the transport configuration of a provider route: its
+// wire format, URL, key and where the key goes, headers, query
+// parameters and timeouts. A provider with no key source sends none.
+func httpConfig(p config.Provider, key config.Secret, endpoint provider.ResponsesFeatures, log *slog.Logger) provider.HTTPConfig {
+	hc := provider.HTTPConfig{
+		BaseURL:     p.BaseURL,
+		Wire:        provider.WireAPI(p.WireAPI),
+		APIKey:      key.Reveal(),
+		KeyHeader:   p.KeyHeader,
+		NoAuth:      p.EnvKey == "" && p.Credentials == "",
+		IdleTimeout: p.StreamIdleTimeout,
+		OpenTimeout: p.OpenTimeout,
+		Features:    endpoint,
+		Logger:      log,
+	}
+	if len(p.Headers) > 0 {
+		hc.Headers = http.Header{}
+		for k, v := range p.Headers {
+			hc.Headers.Set(k, v)
+		}
+	}
+	if len(p.QueryParams) > 0 {
+		hc.Query = url.Values{}
+		for k, v := range p.QueryParams {
+			hc.Query.Set(k, v)
+		}
+	}
+	return hc
 }
 
 // agentTransport is the transport of one agent: the shared HTTP transport,
@@ -282,8 +317,10 @@ func (st *stack) agentTransport() (tr provider.Transport, close func()) {
 	if !st.webSocket {
 		return st.transport, func() {}
 	}
+	route := st.cfg.Provider()
 	ws := provider.NewWebSocket(provider.WSConfig{
-		BaseURL:  st.cfg.BaseURL.Value,
+		BaseURL:  route.BaseURL,
+		Headers:  httpConfig(route, config.Secret{}, 0, nil).Headers,
 		APIKey:   st.key.Reveal(),
 		Features: st.endpoint,
 		Logger:   st.log,
@@ -311,6 +348,7 @@ func (st *stack) newAgent(sess *session.Session, approver tools.Approver, rules 
 		Approver:        approver,
 		Rules:           rules,
 		Confine:         st.confine,
+		Buffers:         st.buffers,
 		EffectivePolicy: host.EffectiveToolPolicy(st.cfg, st.shellSelection),
 		Principal:       sess.Header().ID,
 		Logger:          st.log,
@@ -416,28 +454,72 @@ func (st *stack) delegationHost(sess *session.Session) (*tools.Host, *team.Owner
 	return host, owner, nil
 }
 
-// endpointModels lists the models cfg's endpoint serves (GET /models).
+// endpointModels lists the models the selected provider's endpoint
+// serves (GET …/models, with the route's headers, key and query).
 func endpointModels(ctx context.Context, cfg *config.Config, key config.Secret, log *slog.Logger) ([]string, error) {
-	return provider.NewHTTP(provider.HTTPConfig{BaseURL: cfg.BaseURL.Value, APIKey: key.Reveal(), Logger: log}).ListModels(ctx)
+	return provider.NewHTTP(httpConfig(cfg.Provider(), key, 0, log)).ListModels(ctx)
 }
 
-// providerHint turns a provider failure into an actionable sentence.
-func providerHint(err error, baseURL, model string) string {
+// providerHint turns a provider failure into an actionable sentence
+// naming the selected provider's settings.
+func providerHint(err error, cfg *config.Config) string {
 	pe, ok := errors.AsType[*provider.Error](err)
 	if !ok {
 		return ""
 	}
+	p := cfg.Provider()
+	where := "base_url of [model_providers." + p.Name + "]"
+	if p.Name == config.DefaultProvider {
+		where = "OPENAI_BASE_URL"
+	}
+	keySource := keySources(p)
+	api := map[string]string{config.WireResponses: "Responses", config.WireChat: "Chat Completions", config.WireAnthropic: "Messages"}[p.WireAPI]
 	switch {
+	case pe.Class == provider.Connect && pe.LocalRefused:
+		return fmt.Sprintf("no server is listening at %s: start it, or check %s", p.BaseURL, where)
 	case pe.Class == provider.Connect || pe.Class == provider.NetworkUnavailable:
-		return fmt.Sprintf("cannot reach the provider at %s: check your network and OPENAI_BASE_URL", baseURL)
+		return fmt.Sprintf("cannot reach the provider at %s: check your network and %s", p.BaseURL, where)
+	case pe.Class == provider.NotEventStream:
+		return fmt.Sprintf("%s does not look like a %s API root: check %s", p.BaseURL, api, where)
 	case pe.Class == provider.AuthUnavailable:
-		return "no API key: set OPENAI_API_KEY or write the credentials file"
+		return "no API key: " + keySource
 	case pe.Class == provider.HTTPStatus && (pe.Status == 401 || pe.Status == 403):
-		return fmt.Sprintf("the provider refused the API key (HTTP %d): check OPENAI_API_KEY or $OCTET_HOME/credentials", pe.Status)
+		return fmt.Sprintf("the provider refused the API key (HTTP %d): check %s", pe.Status, keySource)
 	case pe.Class == provider.HTTPStatus && pe.Status == 404:
-		return fmt.Sprintf("the provider at %s has no Responses endpoint or model %q (HTTP 404): check OPENAI_BASE_URL and --model", baseURL, model)
+		return fmt.Sprintf("the provider at %s has no %s endpoint or model %q (HTTP 404): check %s and --model", p.BaseURL, api, cfg.Model.Value, where)
+	case pe.Class == provider.HTTPStatus && (pe.Status == 429 || pe.Status >= 500):
+		what := "is overloaded or failing"
+		if pe.Status == 429 {
+			what = "rate-limited the request"
+		}
+		s := fmt.Sprintf("the provider %s (HTTP %d)", what, pe.Status)
+		if pe.HasRetryAfter {
+			s += fmt.Sprintf("; it asks to wait %s before trying again", pe.RetryAfter.Round(time.Second))
+		}
+		if cfg.RuntimeProfile.Value != "codex" || p.WireAPI != config.WireResponses {
+			s += fmt.Sprintf("; provider %s is not a qualified route, so octet never resends a request on its own: run the prompt again", p.Name)
+		}
+		return s
 	}
 	return ""
+}
+
+// keySources says where provider p's key comes from, for a message.
+func keySources(p config.Provider) string {
+	var s []string
+	if p.EnvKey != "" {
+		s = append(s, p.EnvKey)
+	}
+	switch {
+	case p.Credentials == "openai":
+		s = append(s, "openai_api_key in $OCTET_HOME/credentials")
+	case p.Credentials != "":
+		s = append(s, p.Credentials+" under [api_keys] in $OCTET_HOME/credentials")
+	}
+	if len(s) == 0 {
+		return "provider " + p.Name + " has no key source (env_key or credentials)"
+	}
+	return strings.Join(s, " or ")
 }
 
 // logSandbox states the OS sandbox on stderr when a stack starts: a

@@ -87,11 +87,12 @@ func TestExecWebSocketNeedsCodexRoute(t *testing.T) {
 	}
 }
 
-// TestExecWebSocketNeedsQualifiedModel: on the Codex profile with a model
-// octet does not know to qualify for recovery (so no fallback), a server
-// refusing the WebSocket does not fail the run: octet warns and uses HTTP,
-// as the README says.
-func TestExecWebSocketNeedsQualifiedModel(t *testing.T) {
+// TestExecWebSocketUnknownModelKeepsTheRoute: a model octet's table does
+// not know keeps the route's recovery rules (qualification follows the
+// host-selected profile and route, never the model's name), so on the
+// Codex profile it uses the WebSocket, and a server refusing it moves the
+// run to HTTP through the recovery policy.
+func TestExecWebSocketUnknownModelKeepsTheRoute(t *testing.T) {
 	x := newExecEnv(t, providertest.Text("ok"))
 	x.srv.RejectWebSocket(http.StatusUpgradeRequired)
 	x.writeGlobalConfig(t, "transport = \"websocket\"\n")
@@ -99,11 +100,14 @@ func TestExecWebSocketNeedsQualifiedModel(t *testing.T) {
 	if r.code != exitOK {
 		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
 	}
-	if got := strings.Join(transports(x.srv.Requests()), ","); got != "http" {
-		t.Errorf("transports = %s, want http", got)
+	if !strings.Contains(r.stderr, "switching to HTTP") || strings.Contains(r.stderr, "transport = websocket is not used") {
+		t.Errorf("the unknown model lost the WebSocket fallback:\n%s", r.stderr)
 	}
-	if !strings.Contains(r.stderr, "octet: warning: transport = websocket is not used: model local-model does not qualify for provider recovery") {
-		t.Errorf("stderr does not explain: %s", r.stderr)
+	if !strings.Contains(r.stderr, `model "local-model": context window unknown; assuming 128000 tokens`) {
+		t.Errorf("stderr does not say the window is assumed:\n%s", r.stderr)
+	}
+	if got := x.srv.Requests(); len(got) != 1 || got[0].Transport != "http" {
+		t.Errorf("requests = %v, want the one HTTP request after the refused handshake", transports(got))
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/internal/images"
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
@@ -96,7 +97,7 @@ func (o Options) retry(model provider.Model) agent.RetryPolicy {
 	if backoff == 0 {
 		backoff = 20 * time.Millisecond
 	}
-	return agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Model: model, Endpoint: model.Features, InitialBackoff: backoff})
+	return agent.NewCodexRecovery(agent.RecoveryConfig{Profile: agent.ProfileCodex, Wire: provider.WireResponses, Model: model, Endpoint: model.Features, InitialBackoff: backoff})
 }
 
 // builder is the runtime's NewAgent.
@@ -144,6 +145,7 @@ func (st *Stack) builder(o Options) func(context.Context, host.AgentSpec) (*host
 		broker := tools.NewBroker(tools.BrokerConfig{
 			Policy: o.Policy, Approver: spec.Approver, EffectivePolicy: tools.DefaultToolPolicy(o.Policy, "system_bash"),
 			Principal: spec.Principal, Rules: spec.Rules, Hooks: st.Hooks,
+			Buffers: tools.NewBufferGuard(spec.Documents, spec.Workspace),
 		})
 		if p := spec.Policy; p != nil && *p != broker.Policy() && p.NoLooserThan(broker.LaunchPolicy()) {
 			if _, err := broker.SetPolicy(*p); err != nil {
@@ -158,7 +160,7 @@ func (st *Stack) builder(o Options) func(context.Context, host.AgentSpec) (*host
 		cfg := agent.Config{
 			Session: spec.Session, Transport: transport, Model: model, Host: toolHost, Broker: broker,
 			Instructions: "You are a test agent.", Principal: spec.Principal, Retry: o.retry(model),
-			MaxTurns: o.MaxTurns, Intents: intents,
+			MaxTurns: o.MaxTurns, Intents: intents, Images: images.Open(filepath.Join(st.Home, "images")),
 		}
 		if owner != nil {
 			cfg.RunEnd, cfg.Ledger = owner.RunEnd, owner.Ledger

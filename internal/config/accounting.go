@@ -46,7 +46,11 @@ func (fc *fileConfig) priceTable() (map[string]price.Spec, error) {
 	t := map[string]price.Spec{}
 	for _, model := range slices.Sorted(maps.Keys(fc.Prices)) {
 		spec := fc.Prices[model]
-		if _, _, _, err := spec.Parse(); err != nil {
+		in, _, _, err := spec.Parse()
+		if err == nil {
+			_, err = spec.CacheWritePrice(in)
+		}
+		if err != nil {
 			errs = append(errs, &FileError{Path: fc.path, Line: tableLine(fc.data, "prices", model),
 				Msg: fmt.Sprintf("prices.%s: price of model %q %v (every model needs input, cached_input and output as decimal strings of US dollars per million tokens, e.g. input = \"1.25\")", model, model, err)})
 			continue
@@ -101,6 +105,9 @@ func (fc *fileConfig) validateAccounting() []error {
 	}
 	if fc.MaxNetworkWaitSecs != nil && (*fc.MaxNetworkWaitSecs < 0 || *fc.MaxNetworkWaitSecs > int64(MaxNetworkWaitLimit/time.Second)) {
 		errs = append(errs, fc.errAt("max_network_wait_secs", "%d is out of range 0..%d (0 means no bound)", *fc.MaxNetworkWaitSecs, int64(MaxNetworkWaitLimit/time.Second)))
+	}
+	if fc.MaxRetryWaitSecs != nil && (*fc.MaxRetryWaitSecs < 0 || *fc.MaxRetryWaitSecs > int64(MaxNetworkWaitLimit/time.Second)) {
+		errs = append(errs, fc.errAt("max_retry_wait_secs", "%d is out of range 0..%d (0 means no bound)", *fc.MaxRetryWaitSecs, int64(MaxNetworkWaitLimit/time.Second)))
 	}
 	return errs
 }

@@ -53,6 +53,34 @@ var keySpecs = map[string]keySpec{
 	"max_session_cost_usd":  {kindText, "an exact decimal amount of US dollars, written as a string", `"5"`},
 	"max_network_wait_secs": {kindInt, "a whole number of seconds", "600"},
 	"mcp_servers":           {kindText, "a table of MCP server tables", `{ docs = { command = "docs-mcp", enabled = true } }`},
+	"max_retry_wait_secs":   {kindInt, "a whole number of seconds", "600"},
+	"model_provider":        {kindText, "a provider name", `"anthropic"`},
+	"model_providers":       {kindText, "a table of provider tables", `{ local = { base_url = "http://localhost:8080/v1", wire_api = "chat" } }`},
+	"models":                {kindText, "a table of model tables", `{ "llama3.2" = { context_window = 131072 } }`},
+}
+
+// providerFieldSpecs describe the keys of [model_providers.NAME].
+var providerFieldSpecs = map[string]keySpec{
+	"base_url":                 {kindText, "a URL", `"http://localhost:8080/v1"`},
+	"wire_api":                 {kindText, "a wire format (responses, chat or anthropic)", `"chat"`},
+	"env_key":                  {kindText, "an environment variable name", `"MY_GATEWAY_KEY"`},
+	"credentials":              {kindText, "an [api_keys] entry name of the credentials file", `"gateway"`},
+	"key_header":               {kindText, "a key header (authorization, api-key or x-api-key)", `"api-key"`},
+	"headers":                  {kindText, "a table of header names and values", `{ "X-Team" = "core" }`},
+	"query_params":             {kindText, "a table of query parameter names and values", `{ api-version = "2025-04-01-preview" }`},
+	"runtime_profile":          {kindText, "a runtime profile name", `"none"`},
+	"stream_idle_timeout_secs": {kindInt, "a whole number of seconds", "300"},
+	"open_timeout_secs":        {kindInt, "a whole number of seconds", "120"},
+}
+
+// modelFieldSpecs describe the keys of [models."NAME"].
+var modelFieldSpecs = map[string]keySpec{
+	"context_window":      {kindInt, "a whole number of tokens", "131072"},
+	"max_output_tokens":   {kindInt, "a whole number of tokens", "8192"},
+	"reasoning":           {kindBool, "true or false", "true"},
+	"images":              {kindBool, "true or false", "true"},
+	"parallel_tool_calls": {kindBool, "true or false", "true"},
+	"price":               {kindText, "a price table", `{ input = "0.15", cached_input = "0.075", output = "0.6" }`},
 }
 
 // priceFieldSpec describes input, cached_input and output of [prices.<model>].
@@ -117,10 +145,21 @@ func specOf(key string) (keySpec, string, bool) {
 	if spec, ok := keySpecs[key]; ok {
 		return spec, key, true
 	}
-	if rest, ok := strings.CutPrefix(key, "prices."); ok {
-		for _, f := range []string{"input", "cached_input", "output"} {
-			if strings.HasSuffix(rest, "."+f) {
-				return priceFieldSpec, key, true
+	for _, table := range []string{"prices.", "models."} {
+		if rest, ok := strings.CutPrefix(key, table); ok {
+			for _, f := range []string{"input", "cached_input", "output", "cache_write"} {
+				if strings.HasSuffix(rest, "."+f) && (table == "prices." || strings.HasSuffix(rest, ".price."+f)) {
+					return priceFieldSpec, key, true
+				}
+			}
+		}
+	}
+	for table, specs := range map[string]map[string]keySpec{"model_providers.": providerFieldSpecs, "models.": modelFieldSpecs} {
+		if rest, ok := strings.CutPrefix(key, table); ok {
+			if i := strings.LastIndexByte(rest, '.'); i >= 0 {
+				if spec, ok := specs[rest[i+1:]]; ok {
+					return spec, key, true
+				}
 			}
 		}
 	}

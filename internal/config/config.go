@@ -66,7 +66,8 @@ const (
 )
 
 // BuiltinTools is the full built-in tool surface, in advertising order.
-var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash", "view_image", "update_plan"}
+// diagnostics is there only for an editor that forwards its diagnostics.
+var BuiltinTools = []string{"read", "search", "edit", "write", "apply_patch", "bash", "view_image", "update_plan", "diagnostics"}
 
 // RuntimeProfiles lists the accepted runtime_profile values.
 var RuntimeProfiles = []string{"codex", "none"}
@@ -151,6 +152,22 @@ type Config struct {
 	// MaxNetworkWait bounds how long one network outage is waited out
 	// before the run fails (0: unbounded; cancellation always wins).
 	MaxNetworkWait Setting[time.Duration]
+	// MaxRetryWait bounds all the time one turn spends replacing failed
+	// provider requests (the failed attempts and the waits between them)
+	// before the run fails (0: only the attempt budgets bound it).
+	MaxRetryWait Setting[time.Duration]
+
+	// ModelProvider is the selected provider's name (model_provider).
+	ModelProvider Setting[string]
+	// Providers are the built-in presets with the global config's
+	// [model_providers.NAME] tables applied, by name (Provider returns
+	// the selected one).
+	Providers map[string]Provider
+	// Models are the global config's [models."NAME"] tables.
+	Models map[string]ModelSpec
+	// userProviders are the providers the global config has a table
+	// for: the ones a project may select.
+	userProviders []string
 
 	// ContextFiles is false under --no-context-files.
 	ContextFiles Setting[bool]
@@ -283,6 +300,9 @@ func Defaults() Config {
 	set(&c.MaxSessionTokens, 0, SourceDefault)
 	set(&c.MaxSessionCost, 0, SourceDefault)
 	set(&c.MaxNetworkWait, 0, SourceDefault)
+	set(&c.MaxRetryWait, 0, SourceDefault)
+	set(&c.ModelProvider, DefaultProvider, SourceDefault)
+	c.Providers = ProviderPresets()
 	set(&c.ContextFiles, true, SourceDefault)
 	set(&c.Offline, false, SourceDefault)
 	return c
@@ -321,6 +341,9 @@ func Load(opts Options) (*Config, error) {
 		return nil, err
 	}
 	if global != nil {
+		if err := global.checkModelProvider(); err != nil {
+			return nil, err
+		}
 		global.apply(&c, SourceConfig)
 		if err := global.applyMCP(&c, lookup); err != nil {
 			return nil, err
@@ -341,6 +364,9 @@ func Load(opts Options) (*Config, error) {
 		if err := applyProjectFiles(&c, ws, known); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.resolveProvider(); err != nil {
+		return nil, err
 	}
 	enforceControlled(&c)
 	if why := shellProblem(c.ShellPath.Value); c.ShellPath.Value != "" && why != "" && c.ShellPath.Source != SourceFlag {

@@ -54,6 +54,9 @@ type Credentials struct {
 	APIKey Secret
 	// From says where the key came from: "OPENAI_API_KEY" or the file path.
 	From string
+	// Keys are the credentials file's [api_keys] entries, by name: the
+	// keys a provider's credentials entry names.
+	Keys map[string]Secret
 }
 
 // MaxCredentialsBytes bounds the credentials file.
@@ -63,10 +66,28 @@ const MaxCredentialsBytes = 64 << 10
 func CredentialsPath(home string) string { return filepath.Join(home, "credentials") }
 
 // MissingKeyError says no API key was found and where octet looked.
-type MissingKeyError struct{ Path string }
+type MissingKeyError struct {
+	Path string
+	// Provider, EnvKey and Entry name the provider whose key is missing
+	// and where it may come from; empty Provider is OpenAI's.
+	Provider, EnvKey, Entry string
+}
 
 func (e *MissingKeyError) Error() string {
-	return fmt.Sprintf("no OpenAI API key: run octet login, set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
+	if e.Provider == "" || e.Provider == "openai" && e.EnvKey == "OPENAI_API_KEY" && e.Entry == "openai" {
+		return fmt.Sprintf("no OpenAI API key: run octet login, set OPENAI_API_KEY, or write openai_api_key = \"sk-...\" to %s and %s (octet demo needs no key)", e.Path, privateHint(e.Path))
+	}
+	var where []string
+	if e.Entry != "" {
+		where = append(where, "run octet login")
+	}
+	if e.EnvKey != "" {
+		where = append(where, "set "+e.EnvKey)
+	}
+	if e.Entry != "" {
+		where = append(where, fmt.Sprintf("write %s = \"...\" under [api_keys] in %s and %s", e.Entry, e.Path, privateHint(e.Path)))
+	}
+	return fmt.Sprintf("no API key for provider %s: %s", e.Provider, strings.Join(where, ", or "))
 }
 
 // ModeError refuses a credentials file that others can read or write.
@@ -107,45 +128,119 @@ func LoadCredentials(home string, lookup func(string) (string, bool)) (Credentia
 		return Credentials{APIKey: NewSecret(strings.TrimSpace(v)), From: "OPENAI_API_KEY"}, nil
 	}
 	path := CredentialsPath(home)
-	key, err := readCredentialsFile(path)
+	f, err := readCredentialsFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Credentials{}, &MissingKeyError{Path: path}
 	}
 	if err != nil {
 		return Credentials{}, err
 	}
-	return Credentials{APIKey: key, From: path}, nil
+	if f.openai.IsZero() {
+		return Credentials{Keys: f.keys}, &MissingKeyError{Path: path}
+	}
+	return Credentials{APIKey: f.openai, From: path, Keys: f.keys}, nil
 }
 
-func readCredentialsFile(path string) (Secret, error) {
+// LoadProviderKey returns the key of provider p and where it came from:
+// the environment variable p.EnvKey when it is set, else the credentials
+// file's entry p.Credentials ([api_keys] NAME; for the entry "openai"
+// also openai_api_key), read as LoadCredentials reads the file. A
+// provider with neither source needs no key: (zero, "", nil). Errors
+// never contain a key.
+func LoadProviderKey(home string, p Provider, lookup func(string) (string, bool)) (Secret, string, error) {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if p.EnvKey == "" && p.Credentials == "" {
+		return Secret{}, "", nil
+	}
+	if p.EnvKey != "" {
+		if v, ok := lookup(p.EnvKey); ok && strings.TrimSpace(v) != "" {
+			return NewSecret(strings.TrimSpace(v)), p.EnvKey, nil
+		}
+	}
+	path := CredentialsPath(home)
+	missing := &MissingKeyError{Path: path, Provider: p.Name, EnvKey: p.EnvKey, Entry: p.Credentials}
+	if p.Credentials == "" {
+		return Secret{}, "", missing
+	}
+	f, err := readCredentialsFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return Secret{}, "", missing
+	}
+	if err != nil {
+		return Secret{}, "", err
+	}
+	if k, ok := f.keys[p.Credentials]; ok {
+		return k, path, nil
+	}
+	if p.Credentials == "openai" && !f.openai.IsZero() {
+		return f.openai, path, nil
+	}
+	return Secret{}, "", missing
+}
+
+// KnownKeys returns every provider key octet can find without a
+// configuration, for redaction: the values of the presets' key
+// variables and every key of the credentials file (an unreadable or
+// unsafe file contributes none).
+func KnownKeys(home string, lookup func(string) (string, bool)) []Secret {
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	var out []Secret
+	for _, p := range ProviderPresets() {
+		if v, ok := lookup(p.EnvKey); ok && p.EnvKey != "" && strings.TrimSpace(v) != "" {
+			out = append(out, NewSecret(strings.TrimSpace(v)))
+		}
+	}
+	if f, err := readCredentialsFile(CredentialsPath(home)); err == nil {
+		if !f.openai.IsZero() {
+			out = append(out, f.openai)
+		}
+		for _, k := range f.keys {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// credentialsFile is a parsed credentials file.
+type credentialsFile struct {
+	openai Secret
+	keys   map[string]Secret
+}
+
+func readCredentialsFile(path string) (credentialsFile, error) {
 	// Non-blocking, so a FIFO is refused below instead of hanging.
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return Secret{}, err
+			return credentialsFile{}, err
 		}
-		return Secret{}, fmt.Errorf("open credentials %s: %w", path, err)
+		return credentialsFile{}, fmt.Errorf("open credentials %s: %w", path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return Secret{}, fmt.Errorf("stat credentials %s: %w", path, err)
+		return credentialsFile{}, fmt.Errorf("stat credentials %s: %w", path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return Secret{}, fmt.Errorf("credentials %s is not a regular file", path)
+		return credentialsFile{}, fmt.Errorf("credentials %s is not a regular file", path)
 	}
 	if err := checkPrivate(f, path, fi); err != nil {
-		return Secret{}, err
+		return credentialsFile{}, err
 	}
 	data, err := io.ReadAll(io.LimitReader(f, MaxCredentialsBytes+1))
 	if err != nil {
-		return Secret{}, fmt.Errorf("read credentials %s: %w", path, err)
+		return credentialsFile{}, fmt.Errorf("read credentials %s: %w", path, err)
 	}
 	if len(data) > MaxCredentialsBytes {
-		return Secret{}, fmt.Errorf("credentials %s is larger than %d bytes", path, MaxCredentialsBytes)
+		return credentialsFile{}, fmt.Errorf("credentials %s is larger than %d bytes", path, MaxCredentialsBytes)
 	}
 	var v struct {
-		OpenAIAPIKey string `toml:"openai_api_key"`
+		OpenAIAPIKey string            `toml:"openai_api_key"`
+		APIKeys      map[string]string `toml:"api_keys"`
 	}
 	md, err := toml.Decode(string(data), &v)
 	if err != nil {
@@ -154,13 +249,29 @@ func readCredentialsFile(path string) (Secret, error) {
 		if pe, ok := errors.AsType[toml.ParseError](err); ok {
 			line = pe.Position.Line
 		}
-		return Secret{}, &FileError{Path: path, Line: line, Msg: `not valid TOML; expected openai_api_key = "sk-..."`}
+		return credentialsFile{}, &FileError{Path: path, Line: line, Msg: `not valid TOML; expected openai_api_key = "sk-..." or an [api_keys] table of name = "key"`}
 	}
 	if und := md.Undecoded(); len(und) > 0 {
-		return Secret{}, &FileError{Path: path, Line: keyLine(data, und[0]), Msg: "unknown key (not echoed, it may be a secret); the only key is openai_api_key"}
+		return credentialsFile{}, &FileError{Path: path, Line: keyLine(data, und[0]), Msg: "unknown key (not echoed, it may be a secret); the keys are openai_api_key and the [api_keys] table"}
 	}
-	if strings.TrimSpace(v.OpenAIAPIKey) == "" {
-		return Secret{}, &FileError{Path: path, Msg: `openai_api_key is missing or empty`}
+	cf := credentialsFile{openai: NewSecret(strings.TrimSpace(v.OpenAIAPIKey))}
+	if md.IsDefined("openai_api_key") && cf.openai.IsZero() {
+		return credentialsFile{}, &FileError{Path: path, Msg: `openai_api_key is empty`}
 	}
-	return NewSecret(strings.TrimSpace(v.OpenAIAPIKey)), nil
+	for name, k := range v.APIKeys {
+		if !providerName.MatchString(name) {
+			return credentialsFile{}, &FileError{Path: path, Line: keyLine(data, toml.Key{"api_keys"}), Msg: "an [api_keys] entry name (not echoed) is not letters, digits, '-' and '_'"}
+		}
+		if strings.TrimSpace(k) == "" {
+			return credentialsFile{}, &FileError{Path: path, Line: keyLine(data, toml.Key{"api_keys"}), Msg: "an [api_keys] entry (not echoed) is empty"}
+		}
+		if cf.keys == nil {
+			cf.keys = map[string]Secret{}
+		}
+		cf.keys[name] = NewSecret(strings.TrimSpace(k))
+	}
+	if cf.openai.IsZero() && len(cf.keys) == 0 {
+		return credentialsFile{}, &FileError{Path: path, Msg: `no key in it: write openai_api_key = "sk-..." or an [api_keys] table of name = "key"`}
+	}
+	return cf, nil
 }

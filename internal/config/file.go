@@ -65,6 +65,11 @@ type fileConfig struct {
 	MaxSessionCostUSD  *string               `toml:"max_session_cost_usd"`
 	MaxNetworkWaitSecs *int64                `toml:"max_network_wait_secs"`
 	MCPServers         map[string]mcpFile    `toml:"mcp_servers"`
+	MaxRetryWaitSecs   *int64                `toml:"max_retry_wait_secs"`
+
+	ModelProvider *string                  `toml:"model_provider"`
+	Providers     map[string]*providerFile `toml:"model_providers"`
+	Models        map[string]ModelSpec     `toml:"models"`
 
 	// Parsed by validate.
 	policy  *EffectPolicy
@@ -132,7 +137,19 @@ func parseFile(path string, data []byte, known []string) (*fileConfig, error) {
 			msg = fmt.Sprintf("unknown key %q of an MCP server; valid keys are %s", k.String(), strings.Join(mcpKeys, ", "))
 		}
 		if len(k) == 3 && k[0] == "prices" {
-			msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output", k.String())
+			msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output, cache_write", k.String())
+		}
+		if len(k) == 3 && k[0] == "model_providers" {
+			msg = fmt.Sprintf("unknown key %q of a provider; valid keys are %s", k.String(), strings.Join(providerKeys, ", "))
+			if advice, ok := providerKeyAdvice[k[2]]; ok {
+				msg += " (" + advice + ")"
+			}
+		}
+		if len(k) >= 3 && k[0] == "models" {
+			msg = fmt.Sprintf("unknown key %q of a model; valid keys are %s", k.String(), strings.Join(modelKeys, ", "))
+			if len(k) == 4 && k[2] == "price" {
+				msg = fmt.Sprintf("unknown price field %q; valid fields are input, cached_input, output, cache_write", k.String())
+			}
 		}
 		if k.String() == "yolo" {
 			msg = `"yolo" is no longer accepted; full access is effect_policy = "unsafe_host" (the default)`
@@ -154,7 +171,7 @@ var validKeys = []string{
 	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
 	"sandbox", "sandbox_read_paths", "sandbox_write_paths",
 	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
-	"mcp_servers",
+	"max_retry_wait_secs", "mcp_servers", "model_provider", "model_providers", "models",
 }
 
 // decodeError turns a decoder error into a FileError with its line; a
@@ -284,6 +301,7 @@ func (fc *fileConfig) validate(known []string) error {
 		}
 	}
 	errs = append(errs, fc.validateAccounting()...)
+	errs = append(errs, fc.validateProviders()...)
 	if err := fc.validateMCP(); err != nil {
 		errs = append(errs, err)
 	}
@@ -318,6 +336,7 @@ func (fc *fileConfig) apply(c *Config, src Source) {
 	}
 	setIf(&c.RuntimeProfile, fc.RuntimeProfile, src)
 	fc.applyAccounting(c, src)
+	fc.applyProviders(c, src)
 }
 
 func setIf[T any](s *Setting[T], v *T, src Source) {

@@ -28,6 +28,7 @@ func FuzzParseConfig(f *testing.F) {
 // reader and that no error ever quotes the file's content.
 func FuzzCredentials(f *testing.F) {
 	f.Add([]byte("openai_api_key = \"sk-abc\"\n"))
+	f.Add([]byte("[api_keys]\nanthropic = \"sk-ant-abc\"\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		home := t.TempDir()
 		path := CredentialsPath(home)

@@ -3,8 +3,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -29,29 +32,60 @@ func CheckKey(key string) error {
 	return nil
 }
 
-// SaveCredentials writes key as the credentials file in home (creating
-// home, private to the user, when it does not exist) and returns its
-// path. The file is written whole under a temporary name created private
-// to the user (on Unix mode 0600, on Windows a protected DACL granting
-// only the user), synced and renamed over the old one, so a reader sees
-// the old key or the new one, never a partial file, and the key is never
-// readable by anyone else, not even for a moment. It is read back with
-// LoadCredentials's own checks.
-func SaveCredentials(home string, key Secret) (string, error) {
+// SaveCredentials writes key as the credentials file's entry (a
+// provider's credentials: "openai" is openai_api_key, any other an
+// [api_keys] entry) in home (creating home, private to the user, when it
+// does not exist) and returns the file's path. The file is written whole
+// under a temporary name created private to the user (on Unix mode 0600,
+// on Windows a protected DACL granting only the user), synced and renamed
+// over the old one, so a reader sees the old key or the new one, never a
+// partial file, and the key is never readable by anyone else, not even
+// for a moment. The old file's other keys are kept. It is read back with
+// LoadCredentials's own checks. An old file that cannot be read (unsafe
+// mode, not TOML) is left as it is and nothing is saved.
+func SaveCredentials(home, entry string, key Secret) (string, error) {
 	if err := CheckKey(key.Reveal()); err != nil {
 		return "", err
+	}
+	if !providerName.MatchString(entry) {
+		return "", fmt.Errorf("%q is not a credentials entry name (letters, digits, '-' and '_')", entry)
 	}
 	if err := os.MkdirAll(home, 0o700); err != nil {
 		return "", fmt.Errorf("create %s: %w", home, err)
 	}
 	path := CredentialsPath(home)
+	old, err := readCredentialsFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		// Writing over it would lose the keys it holds.
+		return "", fmt.Errorf("the credentials file cannot be kept as it is, so nothing is saved: %w", err)
+	}
+	openai, keys := old.openai, maps.Clone(old.keys)
+	if keys == nil {
+		keys = map[string]Secret{}
+	}
+	if entry == "openai" {
+		// An [api_keys] openai entry would win over openai_api_key.
+		openai = key
+		delete(keys, entry)
+	} else {
+		keys[entry] = key
+	}
 	tmp, err := createPrivate(filepath.Join(home, ".credentials-new"))
 	if err != nil {
 		return "", fmt.Errorf("create the credentials file in %s: %w", home, err)
 	}
 	name := tmp.Name()
 	defer os.Remove(name) // gone after the rename; removes a failed write
-	body := "# Written by octet login.\nopenai_api_key = " + tomlString(key.Reveal()) + "\n"
+	body := "# Written by octet login.\n"
+	if !openai.IsZero() {
+		body += "openai_api_key = " + tomlString(openai.Reveal()) + "\n"
+	}
+	if len(keys) > 0 {
+		body += "\n[api_keys]\n"
+		for _, name := range slices.Sorted(maps.Keys(keys)) {
+			body += name + " = " + tomlString(keys[name].Reveal()) + "\n"
+		}
+	}
 	_, err = tmp.WriteString(body)
 	if err == nil {
 		err = osfile.Sync(tmp)
@@ -68,7 +102,7 @@ func SaveCredentials(home string, key Secret) (string, error) {
 	if err := osfile.SyncDir(home); err != nil {
 		return "", fmt.Errorf("sync %s: %w", home, err)
 	}
-	got, err := readCredentialsFile(path)
+	got, _, err := LoadProviderKey(home, Provider{Name: entry, Credentials: entry}, func(string) (string, bool) { return "", false })
 	if err != nil {
 		return "", err
 	}
@@ -78,8 +112,23 @@ func SaveCredentials(home string, key Secret) (string, error) {
 	return path, nil
 }
 
-// tomlString is s as a TOML basic string (a checked key has no control
-// characters; quotes and backslashes are escaped).
+// tomlString is s as a TOML basic string: quotes and backslashes are
+// escaped, and so is any control character (a checked key has none; a
+// kept [api_keys] value might).
 func tomlString(s string) string {
-	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(s) + `"`
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }

@@ -86,6 +86,7 @@ func (fc *fileConfig) tighten(c *Config) {
 		warn("runtime_profile", "only the global config may assert the provider route's runtime profile")
 	}
 	fc.tightenAccounting(c, warn)
+	fc.tightenProviders(c, warn)
 	fc.tightenMCP(c, warn)
 	if fc.Model != nil && weakerThanProject(c.Model.Source) {
 		if m := *fc.Model; c.knownModel(m) {
@@ -120,6 +121,9 @@ func (c *Config) knownModel(name string) bool {
 		return true
 	}
 	if _, priced := c.Prices.Value[name]; priced {
+		return true
+	}
+	if _, declared := c.Models[name]; declared {
 		return true
 	}
 	return name == c.Model.Value && c.Model.Source != SourceDefault

@@ -47,10 +47,26 @@ type Spec struct {
 	Input       string `toml:"input" json:"input"`
 	CachedInput string `toml:"cached_input" json:"cached_input"`
 	Output      string `toml:"output" json:"output"`
+	// CacheWrite is the price of input tokens written to a prompt cache
+	// (Anthropic bills them above input); empty means the input price.
+	CacheWrite string `toml:"cache_write,omitempty" json:"cache_write,omitempty"`
+}
+
+// CacheWritePrice returns the price per token of cache writes: the
+// cache_write field, or input when it is empty.
+func (s Spec) CacheWritePrice(input Picodollars) (Picodollars, error) {
+	if s.CacheWrite == "" {
+		return input, nil
+	}
+	v, err := ParseUSDPerMillion(s.CacheWrite)
+	if err != nil {
+		return 0, fmt.Errorf("field cache_write: %w", err)
+	}
+	return v, nil
 }
 
 // Parse returns the spec's prices per token, naming the field of the
-// first invalid one.
+// first invalid one (CacheWritePrice checks cache_write).
 func (s Spec) Parse() (input, cachedInput, output Picodollars, err error) {
 	for _, f := range []struct {
 		name string

@@ -1,7 +1,11 @@
-// Package providertest is a scripted OpenAI Responses server for tests and
-// for `octet demo`. It is a real HTTP + WebSocket server on 127.0.0.1 that
-// plays scripted turns, plus an in-process [http.RoundTripper] that plays
-// the same scripts without sockets so tests can run under testing/synctest.
+// Package providertest is a scripted model server for tests and for `octet
+// demo`. It is a real HTTP + WebSocket server on 127.0.0.1 that plays
+// scripted turns, plus an in-process [http.RoundTripper] that plays the
+// same scripts without sockets so tests can run under testing/synctest.
+// It serves the OpenAI Responses API (…/responses, HTTP and WebSocket),
+// Chat Completions (…/chat/completions) and Anthropic Messages
+// (…/messages): a turn is played as the service the request's path names
+// streams it, so one script drives every route.
 //
 // Usage:
 //
@@ -48,6 +52,7 @@ package providertest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -55,6 +60,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -74,6 +80,8 @@ type Request struct {
 	Transport string
 	Method    string
 	Path      string
+	// Query is the request URL's query (Azure's api-version, say).
+	Query url.Values
 	// Header has Authorization (and similar) replaced by "[REDACTED]";
 	// for WebSocket it is the upgrade handshake's header.
 	Header http.Header
@@ -104,9 +112,9 @@ type Server struct {
 	closed    chan struct{}
 	closeOnce sync.Once
 	// models is the model list GET …/models answers (nil: 404);
-	// listed counts those requests.
+	// lists are those requests.
 	models []string
-	listed int
+	lists  []Request
 
 	ln  net.Listener
 	srv *http.Server
@@ -116,10 +124,20 @@ type Server struct {
 // New starts a server on 127.0.0.1 (random port). With a non-nil tb the
 // server closes at the end of the test; otherwise call Close.
 func New(tb TB) *Server {
-	s := newServer()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s, err := NewAt(tb, "127.0.0.1:0")
 	if err != nil {
-		panic(fmt.Sprintf("providertest: listen: %v", err))
+		panic(fmt.Sprintf("providertest: %v", err))
+	}
+	return s
+}
+
+// NewAt starts a server listening on addr (a local server's default
+// port, say), or fails when addr cannot be listened on.
+func NewAt(tb TB, addr string) (*Server, error) {
+	s := newServer()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	s.ln = ln
 	s.url = "http://" + ln.Addr().String() + "/v1"
@@ -128,7 +146,7 @@ func New(tb TB) *Server {
 	if tb != nil {
 		tb.Cleanup(s.Close)
 	}
-	return s
+	return s, nil
 }
 
 // NewInProcess returns a server without sockets: only RoundTripper plays
@@ -191,13 +209,21 @@ func (s *Server) SetModels(ids ...string) {
 func (s *Server) ModelListRequests() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.listed
+	return len(s.lists)
+}
+
+// ModelLists returns the GET …/models requests received (headers
+// redacted as Requests' are), in order.
+func (s *Server) ModelLists() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.lists...)
 }
 
 // serveModels answers GET …/models.
-func (s *Server) serveModels(w http.ResponseWriter) {
+func (s *Server) serveModels(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
-	s.listed++
+	s.lists = append(s.lists, Request{Transport: "http", Method: r.Method, Path: r.URL.Path, Query: r.URL.Query(), Header: redact(r.Header), RemoteAddr: r.RemoteAddr})
 	ids := s.models
 	s.mu.Unlock()
 	if ids == nil {
@@ -244,8 +270,8 @@ func (s *Server) Close() {
 }
 
 // next records a request and pops the next turn (nil when exhausted).
-func (s *Server) next(transport, method, path, remote string, h http.Header, raw []byte) (*Turn, int) {
-	r := Request{Transport: transport, Method: method, Path: path, Header: redact(h), Raw: bytes.Clone(raw), RemoteAddr: remote}
+func (s *Server) next(transport, method string, u *url.URL, remote string, h http.Header, raw []byte) (*Turn, int) {
+	r := Request{Transport: transport, Method: method, Path: u.Path, Query: u.Query(), Header: redact(h), Raw: bytes.Clone(raw), RemoteAddr: remote}
 	var body map[string]any
 	if json.Unmarshal(raw, &body) == nil {
 		r.Body = body
@@ -270,7 +296,7 @@ func redact(h http.Header) http.Header {
 	if out == nil {
 		out = http.Header{}
 	}
-	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key"} {
+	for _, k := range []string{"Authorization", "Proxy-Authorization", "Cookie", "Api-Key", "X-Api-Key"} {
 		if _, ok := out[k]; ok {
 			out[k] = []string{"[REDACTED]"}
 		}
@@ -278,18 +304,19 @@ func redact(h http.Header) http.Header {
 	return out
 }
 
-// ServeHTTP serves POST …/responses (SSE), GET …/responses upgrades and
-// GET …/models (SetModels).
+// ServeHTTP serves POST …/responses (SSE), GET …/responses upgrades,
+// POST …/chat/completions, POST …/messages and GET …/models (SetModels).
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/models") && r.Method == http.MethodGet {
-		s.serveModels(w)
+		s.serveModels(w, r)
 		return
 	}
-	if !strings.HasSuffix(r.URL.Path, "/responses") {
+	route, ok := wireOf(r.URL.Path)
+	if !ok {
 		http.Error(w, "providertest: unknown path", http.StatusNotFound)
 		return
 	}
-	if websocket.IsWebSocketUpgrade(r) {
+	if route == wireResponses && websocket.IsWebSocketUpgrade(r) {
 		s.serveWebSocket(w, r)
 		return
 	}
@@ -301,7 +328,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		return
 	}
-	turn, n := s.next("http", r.Method, r.URL.Path, r.RemoteAddr, r.Header, raw)
+	turn, n := s.next("http", r.Method, r.URL, r.RemoteAddr, r.Header, raw)
 	if turn == nil {
 		turn = &exhausted
 	}
@@ -317,11 +344,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for k, vs := range turn.header {
 		w.Header()[k] = vs
 	}
-	w.Header().Set("X-Request-Id", "req_"+strconv.Itoa(n))
+	w.Header().Set(route.requestIDHeader(), "req_"+strconv.Itoa(n))
 	if turn.status != 0 {
-		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Type", cmp.Or(turn.contentType, "application/json"))
 		w.WriteHeader(turn.status)
-		w.Write(turn.errBody)
+		w.Write(route.errorBody(turn, n))
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -333,7 +360,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	rc := http.NewResponseController(w)
 	rc.Flush()
 	var buf bytes.Buffer
-	end := play(turn, func(f frame) error {
+	end := play(turn, route, func(f frame) error {
 		buf.Reset()
 		writeSSE(&buf, f)
 		if _, err := w.Write(buf.Bytes()); err != nil {
@@ -353,9 +380,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// play writes the turn's frames up to its cut and returns how it ends.
-func play(t *Turn, write func(frame) error) ending {
-	frames := t.rendered()
+// play writes the turn's frames for route up to its cut and returns how
+// it ends.
+func play(t *Turn, route wire, write func(frame) error) ending {
+	frames := t.framesFor(route)
 	n := len(frames)
 	if t.cut >= 0 && t.cut < n {
 		n = t.cut
@@ -426,7 +454,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return
 		}
-		turn, _ := s.next("websocket", "WS", r.URL.Path, r.RemoteAddr, hdr, msg)
+		turn, _ := s.next("websocket", "WS", r.URL, r.RemoteAddr, hdr, msg)
 		if turn == nil {
 			turn = &exhausted
 		}
@@ -439,7 +467,7 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		switch play(turn, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
+		switch play(turn, wireResponses, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
 		case endDrop:
 			return
 		case endEOF:
@@ -504,7 +532,12 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 			tr.WroteRequest(httptrace.WroteRequestInfo{})
 		}
 	}
-	turn, n := rt.s.next("inprocess", req.Method, req.URL.Path, "", req.Header, raw)
+	route, ok := wireOf(req.URL.Path)
+	if !ok {
+		return &http.Response{Status: "404 Not Found", StatusCode: http.StatusNotFound, Header: http.Header{},
+			Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req, Body: io.NopCloser(strings.NewReader("providertest: unknown path"))}, nil
+	}
+	turn, n := rt.s.next("inprocess", req.Method, req.URL, "", req.Header, raw)
 	if turn == nil {
 		turn = &exhausted
 	}
@@ -515,13 +548,14 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if h == nil {
 		h = http.Header{}
 	}
-	h.Set("X-Request-Id", "req_"+strconv.Itoa(n))
+	h.Set(route.requestIDHeader(), "req_"+strconv.Itoa(n))
 	resp := &http.Response{Status: http.StatusText(turn.status), StatusCode: turn.status, Header: h,
 		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1, Request: req}
 	if turn.status != 0 {
-		h.Set("Content-Type", "application/json")
-		resp.Body = io.NopCloser(bytes.NewReader(turn.errBody))
-		resp.ContentLength = int64(len(turn.errBody))
+		h.Set("Content-Type", cmp.Or(turn.contentType, "application/json"))
+		body := route.errorBody(turn, n)
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		resp.ContentLength = int64(len(body))
 		return resp, nil
 	}
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
@@ -539,7 +573,7 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		defer stop()
 		bw := bufio.NewWriterSize(pw, 4<<10)
 		var buf bytes.Buffer
-		end := play(turn, func(f frame) error {
+		end := play(turn, route, func(f frame) error {
 			buf.Reset()
 			writeSSE(&buf, f)
 			if _, err := bw.Write(buf.Bytes()); err != nil {

@@ -37,24 +37,38 @@ const (
 type Turn struct {
 	status  int
 	errBody []byte
-	header  http.Header
-	frames  []frame
-	cut     int // frames written before the ending applies; -1 = all
-	end     ending
-	refuse  bool
-	id      string
-	items   []Output
-	usage   *provider.Usage
-	noUsage bool
-	final   string // "completed", "incomplete", "failed"
-	reason  string
-	code    string
-	message string
-	raw     bool
-	rawSSE  []byte
-	pace    time.Duration
-	hold    <-chan struct{} // the first frame waits until it is closed (nil: no wait)
-	match   string
+	// contentType is a status turn's Content-Type (application/json
+	// when empty).
+	contentType string
+	header      http.Header
+	frames      []frame
+	cut         int // frames written before the ending applies; -1 = all
+	end         ending
+	refuse      bool
+	id          string
+	items       []Output
+	usage       *provider.Usage
+	noUsage     bool
+	final       string // "completed", "incomplete", "failed"
+	reason      string
+	code        string
+	message     string
+	raw         bool
+	rawSSE      []byte
+	pace        time.Duration
+	hold        <-chan struct{} // the first frame waits until it is closed (nil: no wait)
+	match       string
+	patches     []patch // frames replaced after rendering for the route
+	// chatReasoning is the Chat Completions delta field reasoning
+	// streams in ("reasoning_content" unless set).
+	chatReasoning string
+}
+
+// patch replaces frame n of the rendered turn (appends when n is past
+// the end).
+type patch struct {
+	n    int
+	data []byte
 }
 
 // Output is one scripted output item; see [Message], [Reasoning],
@@ -104,6 +118,13 @@ func Status(code int, errType, errCode, message string) Turn {
 	body, _ := json.Marshal(map[string]any{"error": map[string]any{
 		"type": errType, "code": nullable(errCode), "message": message, "param": nil}})
 	return Turn{status: code, errBody: body, cut: -1}
+}
+
+// NotEventStream is a turn answering 200 with a body that is not an event
+// stream (an HTML page, a JSON document): what a base URL naming the
+// wrong server gets.
+func NotEventStream(contentType, body string) Turn {
+	return Turn{status: 200, contentType: contentType, errBody: []byte(body), cut: -1}
 }
 
 // StatusBody is a turn answering with an HTTP status and a raw body.
@@ -245,7 +266,8 @@ func (t Turn) EOFAfter(n int) Turn { t.cut, t.end = n, endEOF; return t }
 // StallAfter sends n frames and then nothing until the client gives up.
 func (t Turn) StallAfter(n int) Turn { t.cut, t.end = n, endStall; return t }
 
-// MalformedAt replaces frame n (0-based) with truncated JSON.
+// MalformedAt replaces frame n (0-based) with truncated JSON, whichever
+// route plays the turn.
 func (t Turn) MalformedAt(n int) Turn {
 	return t.replaceAt(n, []byte(`{"type":"response.output_text.delta","delta":"trunc`))
 }
@@ -257,24 +279,52 @@ func (t Turn) InvalidUTF8At(n int) Turn {
 }
 
 func (t Turn) replaceAt(n int, data []byte) Turn {
-	fr := t.rendered()
-	if n < 0 || n >= len(fr) {
-		n = len(fr)
-		fr = append(fr, frame{})
-	}
-	fr = append([]frame(nil), fr...)
-	fr[n] = frame{typ: "response.output_text.delta", data: data}
-	t.frames, t.raw = fr, true
+	t.patches = append(append([]patch(nil), t.patches...), patch{n: n, data: data})
 	return t
 }
 
-// rendered returns the turn's frames; the default response id is
-// "resp_scripted".
-func (t Turn) rendered() []frame {
-	if t.raw {
-		return t.frames
+// ChatReasoningField makes a Chat Completions turn stream reasoning in
+// the delta field name: "reasoning_content" (llama.cpp, vLLM, LM Studio,
+// DeepSeek; the default) or "reasoning" (Ollama, OpenRouter).
+func (t Turn) ChatReasoningField(name string) Turn { t.chatReasoning = name; return t }
+
+// rendered returns the turn's frames as the Responses route plays them;
+// the default response id is "resp_scripted".
+func (t Turn) rendered() []frame { return t.framesFor(wireResponses) }
+
+// framesFor returns the turn's frames as route w plays them, patched.
+func (t Turn) framesFor(w wire) []frame {
+	var fr []frame
+	switch {
+	case t.raw:
+		fr = t.frames
+	case w == wireChat:
+		fr = renderChat(&t)
+	case w == wireAnthropic:
+		fr = renderAnthropic(&t)
+	default:
+		fr = render(&t)
 	}
-	return render(&t)
+	if len(t.patches) == 0 {
+		return fr
+	}
+	fr = append([]frame(nil), fr...)
+	for _, p := range t.patches {
+		n := p.n
+		if n < 0 || n >= len(fr) {
+			n = len(fr)
+			fr = append(fr, frame{})
+		}
+		typ := "response.output_text.delta"
+		switch w {
+		case wireChat:
+			typ = ""
+		case wireAnthropic:
+			typ = "content_block_delta"
+		}
+		fr[n] = frame{typ: typ, data: p.data}
+	}
+	return fr
 }
 
 // FrameCount is the number of frames the turn writes when not cut.
