@@ -23,7 +23,8 @@ await runDriver("retry", async (ctx) => {
   seen.rows = await frame.$$eval(".item.retry", (es) => es.length);
   await sleep(300);
   await ctx.shot("retry.png");
-  await (await frame.$(".item.retry button[data-retry-cancel]")).click();
+  // The row is drawn again at each retry: click the one there now.
+  await frame.evaluate(() => document.querySelector(".item.retry button[data-retry-cancel]").click());
   await chatText(frame, "Run cancelled", "after Cancel");
   seen.afterCancel = await retryRow(frame);
   seen.log = await logText(frame);

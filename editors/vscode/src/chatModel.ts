@@ -12,6 +12,7 @@ import type {
   Plan,
   PlanStep,
   RecoveredOutputParams,
+  RunEnd,
   TranscriptEntry,
   Usage,
 } from "./protocol";
@@ -144,6 +145,11 @@ export class ChatModel {
   sessionUsage: Usage = {};
   /** runUsage is the current run's usage so far (its usage events). */
   runUsage: Usage = {};
+  /**
+   * sessionTotals are the session's known totals as the last usage event
+   * said them (delegated children included), while a run goes on.
+   */
+  private sessionTotals: Usage | undefined;
   private n = 0;
   private dirty = new Set<string>();
   private reset = false;
@@ -172,6 +178,7 @@ export class ChatModel {
     this.runId = undefined;
     this.sessionUsage = {};
     this.runUsage = {};
+    this.sessionTotals = undefined;
     this.dirty.clear();
     this.planCalls.clear();
     this.reset = true;
@@ -590,6 +597,9 @@ export class ChatModel {
         if (t.status !== "denied") {
           t.status = e.isError === true ? "error" : "ok";
         }
+        if (e.isError === true && str("error") !== "") {
+          t.result = str("error");
+        }
         if (Array.isArray(e.changes)) {
           t.changes = e.changes as FileChange[];
         }
@@ -604,6 +614,9 @@ export class ChatModel {
         break;
       case "usage":
         this.runUsage = e as Usage;
+        if (e.session !== null && typeof e.session === "object") {
+          this.sessionTotals = e.session as Usage;
+        }
         break;
       case "run_finished":
         this.finishRun(runId, str("outcome"), str("error"));
@@ -623,6 +636,10 @@ export class ChatModel {
   usage(): Usage {
     const a = this.sessionUsage;
     const b = this.runUsage;
+    const t = this.sessionTotals;
+    if (t) {
+      return { ...t, complete: a.complete !== false && b.complete !== false, contextTokens: b.contextTokens ?? a.contextTokens, contextWindow: b.contextWindow ?? a.contextWindow };
+    }
     const sum = (x?: number, y?: number) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
     return {
       input: sum(a.input, b.input),
@@ -639,6 +656,7 @@ export class ChatModel {
   private finishRun(runId: string, outcome: string, error: string): void {
     this.sessionUsage = this.usage();
     this.runUsage = {};
+    this.sessionTotals = undefined;
     this.state = "idle";
     this.runId = undefined;
     for (const i of this.items) {
@@ -686,9 +704,11 @@ export class ChatModel {
   }
 
   /** loadTranscript replaces the transcript with a resumed session's. */
-  loadTranscript(entries: TranscriptEntry[], recovered: RecoveredOutputParams[] = []): void {
+  loadTranscript(entries: TranscriptEntry[], recovered: RecoveredOutputParams[] = [], runs: RunEnd[] = []): void {
     this.clear();
     const tools = new Map<string, ToolItem>();
+    /** ends is where each run's items end, for the marker of a run that did not complete. */
+    const ends = new Map<string, number>();
     for (const e of entries) {
       const runId = e.runId ?? "";
       switch (e.type) {
@@ -744,7 +764,7 @@ export class ChatModel {
             if (r.isError) {
               t.result = r.text;
             } else {
-              t.output = r.text;
+              t.output = clipOutput(r.text);
             }
             t.changes = r.details?.changes;
           }
@@ -756,7 +776,11 @@ export class ChatModel {
         default:
           break;
       }
+      if (runId !== "") {
+        ends.set(runId, this.items.length);
+      }
     }
+    this.markRuns(runs, ends);
     for (const r of recovered) {
       this.addRecovered(r);
     }
@@ -764,15 +788,33 @@ export class ChatModel {
     this.reset = true;
   }
 
-  /**
-   * setToolResult shows why a failed or denied call of the chat's
-   * session ended (its result text, which tool_finished does not carry).
-   */
+  /** needsResult reports whether a finished call of the chat shows no result yet. */
+  needsResult(runId: string, callId: string): boolean {
+    const t = this.items.find((i): i is ToolItem => i.kind === "tool" && i.callId === callId && i.runId === runId);
+    return t !== undefined && t.status === "ok" && t.output === "";
+  }
+
+  /** setToolResult shows a finished call's result text (cut to a bound) as its output. */
   setToolResult(runId: string, callId: string, text: string): void {
     const t = this.items.find((i): i is ToolItem => i.kind === "tool" && i.callId === callId && i.runId === runId);
-    if (t && (t.status === "error" || t.status === "denied")) {
-      t.result = text;
+    if (t && t.output === "") {
+      t.output = clipOutput(text);
       this.touch(t);
+    }
+  }
+
+  /**
+   * markRuns puts, after a resumed run's last item (ends), the marker of a
+   * run that did not complete and its error, as the live chat showed them.
+   */
+  private markRuns(runs: RunEnd[], ends: Map<string, number>): void {
+    const at = runs.flatMap((r) => (ends.has(r.runId) ? [{ r, i: ends.get(r.runId) as number }] : [])).sort((a, b) => b.i - a.i);
+    for (const { r, i } of at) {
+      const marker: ChatItem[] = [{ id: this.nextId(), kind: "run", runId: r.runId, outcome: r.outcome, changes: [] }];
+      if (r.outcome === "failed") {
+        marker.push({ id: this.nextId(), kind: "error", text: r.error || "The run failed.", actions: ["showLog"] });
+      }
+      this.items.splice(i, 0, ...marker);
     }
   }
 
@@ -787,6 +829,14 @@ interface TranscriptItemCall {
   callId: string;
   name: string;
   args: string;
+}
+
+/** The most of a call's result the chat keeps (the session file holds all of it). */
+export const outputLimit = 20_000;
+
+/** clipOutput cuts a call's result to outputLimit characters, saying how much is left out. */
+export function clipOutput(text: string): string {
+  return text.length > outputLimit ? `${text.slice(0, outputLimit)}\n[… ${text.length - outputLimit} more characters in the session file]` : text;
 }
 
 /** clip shortens text to at most n characters, marking the cut. */

@@ -27,11 +27,14 @@ import {
   type PromptResult,
   type RecoveredOutputParams,
   type ResumeResult,
+  type SaveDocumentsParams,
   type SessionInfo,
   type ShowMessageParams,
   type TranscriptEntry,
+  type TranscriptPage,
 } from "./protocol";
 import { SessionNode, SessionsTree } from "./sessionsTree";
+import { EditorSync } from "./sync";
 import { Status } from "./status";
 import { displayText } from "./text";
 
@@ -73,6 +76,8 @@ export class Octet implements vscode.Disposable {
   private lastAttached: Attachments | undefined;
   /** composer holds what waits for the next prompt. */
   private readonly composer: Composer;
+  /** sync sends the editor's diagnostics and saves octet's edits before commands. */
+  private readonly sync = new EditorSync(() => this.workspaceRoot());
   private pending = new Map<string, Pending>();
   /** approvalDiffs maps a pending approval to its proposed-content URI. */
   private approvalDiffs = new Map<string, string>();
@@ -96,6 +101,7 @@ export class Octet implements vscode.Disposable {
       vscode.window.createTreeView("octet.sessions", { treeDataProvider: this.tree }),
       this.docs,
       this.status,
+      this.sync,
     );
     this.refresh();
   }
@@ -135,7 +141,7 @@ export class Octet implements vscode.Disposable {
 
   /** start starts octet lsp and restores the workspace's last session. */
   async start(): Promise<void> {
-    const made = createClient(this.output);
+    const made = createClient(this.output, { workspace: { handleApplyEdit: this.sync.applyEdit } });
     if ("error" in made) {
       this.output.error(made.error);
       this.status.problem(made.error);
@@ -158,6 +164,7 @@ export class Octet implements vscode.Disposable {
       }
     });
     c.onRequest("octet/confirmEffect", (p: ConfirmEffectParams, token: CancellationToken) => this.confirm(p, token));
+    c.onRequest("octet/saveDocuments", (p: SaveDocumentsParams) => this.sync.saveDocuments(p));
     // vscode-languageclient would put the server's messages into
     // notifications as they are, and approve from one that shows the
     // approval's text folded and cut: these handlers replace its own.
@@ -173,6 +180,7 @@ export class Octet implements vscode.Disposable {
       this.refresh();
       return;
     }
+    this.sync.attach(c);
     await this.loadModels();
     const last = this.ctx.workspaceState.get<string>(lastSessionKey);
     if (last) {
@@ -232,26 +240,27 @@ export class Octet implements vscode.Disposable {
     if (p.event.kind === "run_finished") {
       this.tree.refresh();
     }
-    if (p.event.kind === "tool_finished" && p.event.isError === true && typeof p.event.callId === "string") {
-      void this.showWhy(p.sessionId, p.runId, p.event.callId);
+    if (p.event.kind === "tool_finished" && typeof p.event.callId === "string" && this.model.needsResult(p.runId, p.event.callId)) {
+      void this.showResult(p.sessionId, p.runId, p.event.callId);
     }
     this.refresh();
   }
 
   /**
-   * showWhy shows why a call failed or was denied: its result text, from
-   * the transcript (durable by its tool_finished, which does not carry it).
+   * showResult shows a finished call's result (what the model was told),
+   * which its events do not carry unless it streamed output: from the
+   * transcript, where it is durable by its tool_finished.
    */
-  private async showWhy(sessionId: string, runId: string, callId: string): Promise<void> {
+  private async showResult(sessionId: string, runId: string, callId: string): Promise<void> {
     try {
-      const t = await this.request<{ entries: TranscriptEntry[] }>("octet/session/transcript", { sessionId, limit: 20 });
+      const t = await this.request<TranscriptPage>("octet/session/transcript", { sessionId, limit: 20 });
       const r = t.entries.find((e) => e.type === "tool_result" && e.result?.callId === callId)?.result;
       if (r && sessionId === this.sessionId) {
         this.model.setToolResult(runId, callId, r.text);
         this.refresh();
       }
     } catch (e) {
-      this.output.warn(`could not read why ${callId} failed: ${message(e)}`);
+      this.output.warn(`could not read the result of ${callId}: ${message(e)}`);
     }
   }
 
@@ -312,7 +321,7 @@ export class Octet implements vscode.Disposable {
       const r = await this.request<ResumeResult>("octet/session/resume", { sessionId: id });
       this.sessionId = id;
       this.effort = this.efforts.get(id) ?? "";
-      this.model.loadTranscript(r.transcript, r.recoveredOutput ?? []);
+      this.model.loadTranscript(r.transcript, r.recoveredOutput ?? [], r.runs ?? []);
       if (r.transcriptNextBefore) {
         this.model.addInfo("Older messages are in the session file (octet sessions show).");
       }
@@ -735,8 +744,7 @@ export class Octet implements vscode.Disposable {
       return;
     }
     try {
-      const t = await this.request<{ entries: TranscriptEntry[] }>("octet/session/transcript", { sessionId: id, limit: 200 });
-      const targets = t.entries.filter((e) => e.type === "user" && e.parent);
+      const targets = (await this.prompts(id)).filter((e) => e.parent);
       if (targets.length === 0) {
         void vscode.window.showInformationMessage("octet: nothing to rewind: the session has no earlier prompt to go back before.");
         return;
@@ -777,6 +785,25 @@ export class Octet implements vscode.Disposable {
     } catch (e) {
       this.showError(`octet could not rewind: ${message(e)}`, []);
     }
+  }
+
+  /**
+   * prompts are the session's prompts on its active branch, newest first:
+   * every page of its transcript (a long session's first prompt is many
+   * pages back).
+   */
+  private async prompts(sessionId: string): Promise<TranscriptEntry[]> {
+    const out: TranscriptEntry[] = [];
+    let before: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const t = await this.request<TranscriptPage>("octet/session/transcript", { sessionId, limit: 500, ...(before ? { beforeEntryId: before } : {}) });
+      out.push(...t.entries.filter((e) => e.type === "user"));
+      before = t.nextBefore;
+      if (!before) {
+        break;
+      }
+    }
+    return out;
   }
 
   private async selectModel(): Promise<void> {

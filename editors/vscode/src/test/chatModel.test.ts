@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
-import { actionsFor, ChatModel } from "../chatModel";
+import { actionsFor, ChatModel, outputLimit } from "../chatModel";
 import { retryText } from "../format";
 import type { ConfirmEffectParams, OctetEvent } from "../protocol";
 
@@ -178,19 +178,70 @@ test("a resumed transcript shows prompts, answers and tool calls with their resu
   assert.equal(m.takeChanges().reset, true);
 });
 
-test("why a live call failed or was denied is shown once its result is read", () => {
+test("why a live call failed or was denied is what its tool_finished says", () => {
   const m = new ChatModel();
   ev(m, { kind: "tool_call_started", callId: "c1", name: "edit" });
-  ev(m, { kind: "tool_finished", callId: "c1", isError: true });
-  ev(m, { kind: "tool_call_started", callId: "c2", name: "read" });
+  ev(m, { kind: "tool_finished", callId: "c1", isError: true, error: "file changed after the change was shown for approval; nothing was written" });
+  ev(m, { kind: "tool_call_started", callId: "c2", name: "bash" });
+  ev(m, { kind: "tool_policy_decision", callId: "c2", decision: "denied", reason: "approval_denied" });
+  ev(m, { kind: "tool_finished", callId: "c2", isError: true, error: "Tool call was not approved. The user's reason: not now" });
+  ev(m, { kind: "tool_call_started", callId: "c3", name: "read" });
+  ev(m, { kind: "tool_finished", callId: "c3", isError: false });
+  const [t1, t2, t3] = m.items;
+  assert.ok(t1.kind === "tool" && t1.status === "error" && t1.result?.startsWith("file changed after"));
+  assert.ok(t2.kind === "tool" && t2.status === "denied" && t2.result?.endsWith("not now"));
+  assert.ok(t3.kind === "tool" && t3.result === undefined, "a call that succeeded has no reason to show");
+});
+
+test("a finished call without streamed output shows its result once read, cut to a bound", () => {
+  const m = new ChatModel();
+  ev(m, { kind: "tool_call_started", callId: "c1", name: "diagnostics" });
+  ev(m, { kind: "tool_finished", callId: "c1", isError: false });
+  ev(m, { kind: "tool_call_started", callId: "c2", name: "bash" });
+  ev(m, { kind: "tool_output", callId: "c2", text: "streamed" });
   ev(m, { kind: "tool_finished", callId: "c2", isError: false });
-  m.takeChanges();
-  m.setToolResult("run_1", "c1", "file changed after the change was shown for approval; nothing was written");
-  m.setToolResult("run_1", "c2", "1: ok");
+  assert.ok(m.needsResult("run_1", "c1") && !m.needsResult("run_1", "c2"));
+  m.setToolResult("run_1", "c1", "a.ts:1:14: error: Type 'string' is not assignable to type 'number'. [ts 2322]");
+  m.setToolResult("run_1", "c2", "the result");
   const [t1, t2] = m.items;
-  assert.ok(t1.kind === "tool" && t1.result?.startsWith("file changed after"));
-  assert.ok(t2.kind === "tool" && t2.result === undefined, "a call that succeeded has no reason to show");
-  assert.deepEqual(m.takeChanges().ids, [t1.id]);
+  assert.ok(t1.kind === "tool" && t1.output.startsWith("a.ts:1:14: error"));
+  assert.ok(t2.kind === "tool" && t2.output === "streamed", "streamed output stays");
+  assert.ok(!m.needsResult("run_1", "c1"));
+  m.setToolResult("run_1", "c1", "x");
+  ev(m, { kind: "tool_call_started", callId: "c3", name: "read" });
+  ev(m, { kind: "tool_finished", callId: "c3", isError: false });
+  m.setToolResult("run_1", "c3", "y".repeat(outputLimit + 5));
+  const t3 = m.items[2];
+  assert.ok(t3.kind === "tool" && t3.output.endsWith("[… 5 more characters in the session file]"));
+});
+
+test("a resumed session keeps the markers of runs that failed or were cancelled, where they ended", () => {
+  const m = new ChatModel();
+  m.loadTranscript(
+    [
+      { id: "1", type: "user", runId: "r1", text: "one" },
+      { id: "2", type: "assistant", runId: "r1", items: [{ type: "text", text: "done" }] },
+      { id: "3", type: "user", runId: "r2", text: "two" },
+      { id: "4", type: "user", runId: "r3", text: "three" },
+      { id: "5", type: "assistant", runId: "r3", items: [{ type: "text", text: "partial" }] },
+      { id: "6", type: "user", runId: "r4", text: "four" },
+    ],
+    [],
+    [{ runId: "r2", outcome: "failed", error: "the provider refused the API key (HTTP 401)" }, { runId: "r3", outcome: "cancelled" }, { runId: "gone", outcome: "failed" }],
+  );
+  assert.deepEqual(
+    m.items.map((i) => (i.kind === "run" ? `run:${i.outcome}` : i.kind === "error" ? `error:${i.text}` : i.kind)),
+    ["user", "assistant", "user", "run:failed", "error:the provider refused the API key (HTTP 401)", "user", "assistant", "run:cancelled", "user"],
+  );
+});
+
+test("with the session's totals in usage events, the status counts children and earlier runs once", () => {
+  const m = new ChatModel();
+  m.sessionUsage = { input: 100, output: 10, costMicros: 50, complete: true };
+  ev(m, { kind: "usage", input: 20, output: 2, costMicros: 5, complete: true, contextTokens: 22, contextWindow: 1000, session: { input: 900, output: 90, costMicros: 700 } });
+  assert.deepEqual({ i: m.usage().input, c: m.usage().costMicros, ctx: m.usage().contextTokens, ok: m.usage().complete }, { i: 900, c: 700, ctx: 22, ok: true });
+  ev(m, { kind: "run_finished", outcome: "completed" });
+  assert.equal(m.usage().costMicros, 700, "the totals stay after the run");
 });
 
 test("the plan is one card updated in place; update_plan calls get no tool item", () => {
