@@ -6,7 +6,7 @@
 // prompt shown with chips, not the attached text.
 // Run by ../e2e_test.go (TestVSCodeComposer):  node drive-composer.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, openChat, openFile, reloadChat, runDriver, sleep, timeout } from "./workbench.mjs";
+import { chatText, openFile, reloadChat, runDriver, sleep, startChat, timeout } from "./workbench.mjs";
 
 // chord presses modifiers+key (e.g. ["Control", "Alt"], "o").
 async function chord(page, mods, key) {
@@ -58,9 +58,7 @@ async function mention(frame, text, label) {
 
 await runDriver("composer", async (ctx) => {
   const { cfg, seen } = ctx;
-  const { page, frame } = await openChat(ctx.browser, cfg);
-  ctx.page = page;
-  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+  const { page, frame } = await startChat(ctx);
   // The empty chat welcomes; the Sessions pane leaves the chat most of the side bar.
   await frame.waitForFunction(() => !document.getElementById("welcome").hidden && document.getElementById("welcome").innerText.includes("Ask octet"), { timeout });
   seen.welcome = await frame.$eval("#welcome", (e) => e.innerText);

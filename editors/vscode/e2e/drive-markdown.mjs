@@ -4,7 +4,7 @@
 // clipboard) and Insert (at the cursor of the open file).
 // Run by ../e2e_test.go (TestVSCodeMarkdown):  node drive-markdown.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, openChat, openFile, runDriver, send, setTheme, sleep, timeout } from "./workbench.mjs";
+import { chatText, openFile, runDriver, send, setTheme, sleep, startChat, timeout } from "./workbench.mjs";
 
 // answer is what the chat drew of the answer: its table, lists and the
 // code block (its highlighted tokens, and whether its code is one box on
@@ -29,9 +29,7 @@ function answer(frame) {
 await runDriver("markdown", async (ctx) => {
   const { cfg, seen } = ctx;
   await ctx.browser.defaultBrowserContext().overridePermissions(cfg.url, ["clipboard-read", "clipboard-write", "clipboard-sanitized-write"]);
-  const { page, frame } = await openChat(ctx.browser, cfg);
-  ctx.page = page;
-  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+  const { page, frame } = await startChat(ctx);
   await openFile(page, cfg.file);
   await send(frame, cfg.prompt);
   await chatText(frame, cfg.answerEnd, "the streamed answer");
@@ -39,7 +37,7 @@ await runDriver("markdown", async (ctx) => {
   seen.light = await answer(frame);
   await frame.evaluate(() => window.scrollTo(0, 0));
   await sleep(500);
-  await ctx.shot("markdown-light.png");
+  await ctx.shot("answer-light.png");
 
   // Copy puts the block's code on the clipboard; Insert puts it at the
   // cursor of the open file.
@@ -60,5 +58,5 @@ await runDriver("markdown", async (ctx) => {
   await frame.evaluate(() => window.scrollTo(0, 0));
   await sleep(800);
   seen.dark = await answer(frame);
-  await ctx.shot("markdown-dark.png");
+  await ctx.shot("answer-dark.png");
 });

@@ -5,7 +5,7 @@
 // edit, whose tool row says why.
 // Run by ../e2e_test.go (TestVSCodePreviewTabApprovals):  node drive-preview.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, clickCard, logText, openChat, runDriver, send, sleep, timeout, waitForDiffEditor } from "./workbench.mjs";
+import { chatText, clickCard, logText, runDriver, send, shotBoth, sleep, startChat, timeout, waitForDiffEditor } from "./workbench.mjs";
 
 // openInPreview opens file with one click in the Explorer (a preview
 // tab), then shows the octet view again.
@@ -48,9 +48,7 @@ async function titleAction(page, label) {
 
 await runDriver("preview", async (ctx) => {
   const { cfg, seen } = ctx;
-  const { page, frame } = await openChat(ctx.browser, cfg);
-  ctx.page = page;
-  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+  const { page, frame } = await startChat(ctx);
   await openInPreview(page, "a.txt");
   seen.tabsBefore = await tabs(page);
 
@@ -71,7 +69,7 @@ await runDriver("preview", async (ctx) => {
   await waitForDiffEditor(page, frame);
   seen.titleActions = await page.$$eval(".editor-actions .action-label", (as) => as.map((a) => a.getAttribute("aria-label") ?? ""));
   await sleep(300);
-  await ctx.shot("approval-title-actions.png");
+  await shotBoth(page, cfg.shots, "approval");
   await titleAction(page, "Approve");
   await chatText(frame, cfg.titleAnswer, "after approving in the diff editor");
   await page.waitForFunction(() => document.querySelector(".monaco-diff-editor") === null, { timeout });

@@ -6,7 +6,7 @@
 // in words, and takes the first one back.
 // Run by ../e2e_test.go (TestVSCodeResumeAndRewind):  node drive-resume.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, clickCard, command, logText, openChat, reloadChat, runDriver, send, timeout } from "./workbench.mjs";
+import { chatText, command, dialogButton, logText, promptAndDecide, reloadChat, runDriver, send, startChat, timeout } from "./workbench.mjs";
 
 // pickQuick waits for the quick pick's row that shows text and returns
 // every row's label and description, after picking it.
@@ -25,15 +25,9 @@ async function pickQuick(page, text) {
 
 await runDriver("resume", async (ctx) => {
   const { cfg, seen } = ctx;
-  const { page, frame } = await openChat(ctx.browser, cfg);
-  ctx.page = page;
-  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
-  await send(frame, cfg.editPrompt);
-  await clickCard(frame, "approve");
-  await chatText(frame, cfg.editAnswer, "after the edit");
-  await send(frame, cfg.denyPrompt);
-  await clickCard(frame, "deny");
-  await chatText(frame, cfg.denyAnswer, "after the denial");
+  const { page, frame } = await startChat(ctx);
+  await promptAndDecide(frame, cfg.editPrompt, "approve", cfg.editAnswer);
+  await promptAndDecide(frame, cfg.denyPrompt, "deny", cfg.denyAnswer);
   await send(frame, cfg.failPrompt);
   await chatText(frame, "Run failed", "the failed run");
   await send(frame, cfg.cancelPrompt);
@@ -51,12 +45,7 @@ await runDriver("resume", async (ctx) => {
   await command(page, "octet: Rewind");
   seen.rewindRows = await pickQuick(page, cfg.editPrompt);
   await pickQuick(page, "Files and conversation");
-  const ok = await page.waitForFunction(
-    () => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((b) => b.textContent.trim() === "Rewind"),
-    { timeout },
-  );
-  seen.rewindDialog = await page.$eval(".monaco-dialog-box", (e) => e.innerText);
-  await ok.asElement().click();
+  seen.rewindDialog = await dialogButton(page, "Rewind");
   await again.waitForFunction((t) => !document.getElementById("log").innerText.includes(t), { timeout }, cfg.editAnswer);
   seen.afterRewind = await logText(again);
 });

@@ -3,15 +3,13 @@
 // as they happen (one row, updated in place), and the row's Cancel.
 // Run by ../e2e_test.go (TestVSCodeRetries):  node drive-retry.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, logText, openChat, runDriver, send, sleep, timeout } from "./workbench.mjs";
+import { chatText, logText, runDriver, send, sleep, startChat, timeout } from "./workbench.mjs";
 
 const retryRow = (frame) => frame.$eval(".item.retry", (e) => e.innerText);
 
 await runDriver("retry", async (ctx) => {
   const { cfg, seen } = ctx;
-  const { page, frame } = await openChat(ctx.browser, cfg);
-  ctx.page = page;
-  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+  const { page, frame } = await startChat(ctx);
   await send(frame, cfg.prompt);
   const started = Date.now();
   await frame.waitForSelector(".item.retry:not(.done) button[data-retry-cancel]", { timeout });

@@ -6,32 +6,16 @@
 // the command's approval says it reads the file on disk.
 // Run by ../e2e_test.go (TestVSCodeSaveDocuments):  node drive-save.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, clickCard, openChat, openFile, runDriver, send, sleep, timeout } from "./workbench.mjs";
-
-// dialog waits for the modal dialog and returns its text, after clicking label.
-async function dialog(page, label) {
-  const b = await page.waitForFunction(
-    (l) => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((x) => x.textContent.trim() === l),
-    { timeout },
-    label,
-  );
-  const text = await page.$eval(".monaco-dialog-box", (e) => e.innerText);
-  await b.asElement().click();
-  return text;
-}
+import { chatText, clickCard, dialogButton, openFile, promptAndDecide, runDriver, send, sleep, startChat, timeout } from "./workbench.mjs";
 
 await runDriver("save", async (ctx) => {
   const { cfg, seen } = ctx;
-  const { page, frame } = await openChat(ctx.browser, cfg);
-  ctx.page = page;
-  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+  const { page, frame } = await startChat(ctx);
   await openFile(page, cfg.first);
   await openFile(page, cfg.second);
 
   // octet's edit of the first file, then a command: saved without asking.
-  await send(frame, cfg.editFirst);
-  await clickCard(frame, "approve");
-  await chatText(frame, cfg.editFirstAnswer, "after the first edit");
+  await promptAndDecide(frame, cfg.editFirst, "approve", cfg.editFirstAnswer);
   seen.dirtyBefore = await page.$$eval(".tabs-container .tab.dirty", (ts) => ts.map((t) => t.getAttribute("aria-label")));
   await send(frame, cfg.readFirst);
   await frame.waitForSelector(".approval.state-pending", { timeout });
@@ -42,9 +26,7 @@ await runDriver("save", async (ctx) => {
 
   // octet's edit of the second file, the user's own edit, then a command:
   // the user is asked, and declines.
-  await send(frame, cfg.editSecond);
-  await clickCard(frame, "approve");
-  await chatText(frame, cfg.editSecondAnswer, "after the second edit");
+  await promptAndDecide(frame, cfg.editSecond, "approve", cfg.editSecondAnswer);
   await openFile(page, cfg.second);
   await page.click(".editor-instance .monaco-editor .view-lines");
   await page.keyboard.down("Control");
@@ -53,7 +35,7 @@ await runDriver("save", async (ctx) => {
   await page.keyboard.type(cfg.userText);
   await sleep(300);
   await send(frame, cfg.readSecond);
-  seen.question = await dialog(page, "Don't Save");
+  seen.question = await dialogButton(page, "Don't Save");
   await frame.waitForSelector(".approval.state-pending", { timeout });
   seen.secondCard = await frame.$eval(".approval.state-pending", (e) => e.innerText);
   await sleep(300);

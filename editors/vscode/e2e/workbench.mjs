@@ -100,6 +100,14 @@ export async function clickCard(frame, decision) {
   await b.click();
 }
 
+// promptAndDecide sends text, decides its approval card (decision: the
+// card's data-decision) and waits for the chat to show answer.
+export async function promptAndDecide(frame, text, decision, answer) {
+  await send(frame, text);
+  await clickCard(frame, decision);
+  await chatText(frame, answer, `after deciding (${decision}) the approval of ${JSON.stringify(text)}`);
+}
+
 // clickNotification clicks the button labelled label of a notification toast.
 export async function clickNotification(page, label) {
   const h = await page.waitForFunction(
@@ -189,6 +197,28 @@ async function quickPick(page, prefix, text) {
   await pickRow(page, text);
 }
 
+// startChat opens the chat (openChat) for a runDriver main, once octet's
+// status bar item is there, and returns the page and the chat's frame.
+export async function startChat(ctx) {
+  const { page, frame } = await openChat(ctx.browser, ctx.cfg);
+  ctx.page = page;
+  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+  return { page, frame };
+}
+
+// dialogButton waits for the modal dialog with a button labelled label,
+// clicks it, and returns the dialog's text.
+export async function dialogButton(page, label) {
+  const b = await page.waitForFunction(
+    (l) => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((x) => x.textContent.trim() === l),
+    { timeout },
+    label,
+  );
+  const text = await page.$eval(".monaco-dialog-box", (e) => e.innerText);
+  await b.asElement().click();
+  return text;
+}
+
 // command runs a command of the command palette by its label.
 export function command(page, label) {
   return quickPick(page, ">", label);
@@ -198,6 +228,20 @@ export function command(page, label) {
 export async function setTheme(page, name) {
   await command(page, "Preferences: Color Theme");
   await pickRow(page, name);
+}
+
+// shotBoth saves <base>-light.png and <base>-dark.png of page in dir: as
+// it is (light), then in the dark theme, then light again.
+export async function shotBoth(page, dir, base) {
+  const theme = async (name, cls) => {
+    await setTheme(page, name);
+    await page.waitForFunction((c) => document.querySelector(".monaco-workbench")?.classList.contains(c), { timeout }, cls);
+    await sleep(1000); // the webviews restyle
+  };
+  await page.screenshot({ path: path.join(dir, `${base}-light.png`) });
+  await theme("Dark Modern", "vs-dark");
+  await page.screenshot({ path: path.join(dir, `${base}-dark.png`) });
+  await theme("Light Modern", "vs");
 }
 
 // openFile opens a workspace file by its name (Quick Open).

@@ -817,33 +817,36 @@ export class Octet implements vscode.Disposable {
     }
   }
 
-  /** setModel selects the session's model (without a session, new sessions' model). */
-  private async setModel(model: string): Promise<void> {
+  /**
+   * sessionSetting sets one of the session's settings with method (params
+   * plus the session), or without a session the setting key of new
+   * sessions, to value; it returns the value in effect, or undefined when
+   * it could not (what: what it was doing, for the error).
+   */
+  private async sessionSetting(key: string, method: string, params: object, value: string, what: string): Promise<string | undefined> {
     try {
       if (!this.sessionId) {
-        await vscode.workspace.getConfiguration("octet").update("model", model, vscode.ConfigurationTarget.Workspace);
-        this.modelName = model;
-      } else {
-        this.modelName = (await this.request<{ effective: string }>("octet/setModel", { sessionId: this.sessionId, model })).effective;
+        await vscode.workspace.getConfiguration("octet").update(key, value, vscode.ConfigurationTarget.Workspace);
+        return value;
       }
+      return (await this.request<{ effective: string }>(method, { sessionId: this.sessionId, ...params })).effective;
     } catch (e) {
-      this.showError(`octet could not select the model: ${message(e)}`, []);
+      this.showError(`octet could not ${what}: ${message(e)}`, []);
+      return undefined;
     }
+  }
+
+  /** setModel selects the session's model (without a session, new sessions' model). */
+  private async setModel(model: string): Promise<void> {
+    this.modelName = (await this.sessionSetting("model", "octet/setModel", { model }, model, "select the model")) ?? this.modelName;
     this.refresh();
   }
 
   /** setEffort selects the session's reasoning effort (without a session, new sessions'). */
   private async setEffort(effort: string): Promise<void> {
-    try {
-      if (!this.sessionId) {
-        await vscode.workspace.getConfiguration("octet").update("reasoningEffort", effort, vscode.ConfigurationTarget.Workspace);
-        this.effort = effort;
-      } else {
-        this.effort = (await this.request<{ effective: string }>("octet/setReasoning", { sessionId: this.sessionId, effort })).effective;
-        this.efforts.set(this.sessionId, this.effort);
-      }
-    } catch (e) {
-      this.showError(`octet could not set the reasoning effort: ${message(e)}`, []);
+    this.effort = (await this.sessionSetting("reasoningEffort", "octet/setReasoning", { effort }, effort, "set the reasoning effort")) ?? this.effort;
+    if (this.sessionId) {
+      this.efforts.set(this.sessionId, this.effort);
     }
     this.refresh();
   }
