@@ -105,7 +105,7 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.postReset();
     this.setAttachments(this.attachments);
     if (this.pickers) {
-      this.setPickers(this.pickers);
+      this.setPickers(this.pickers, true);
     }
     this.postReveal();
   }
@@ -134,8 +134,15 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.post({ type: "attachments", html: attachmentsHtml(chips), count: chips.length });
   }
 
-  /** setPickers shows the model, effort and mode pickers' choices and values. */
-  setPickers(p: Pickers): void {
+  /**
+   * setPickers shows the model, effort and mode pickers' choices and
+   * values when they changed (drawing them again closes a picker the user
+   * has open) or when the webview is drawn afresh (redraw).
+   */
+  setPickers(p: Pickers, redraw = false): void {
+    if (!redraw && JSON.stringify(p) === JSON.stringify(this.pickers)) {
+      return;
+    }
     const modeChanged = p.mode !== this.pickers?.mode;
     this.pickers = p;
     this.post({ type: "pickers", ...p });
