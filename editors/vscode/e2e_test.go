@@ -191,9 +191,14 @@ func newE2E(t *testing.T) *e2e {
 // launch installs the packaged extension into code-server and starts it
 // on the workspace, octet talking to prov; it returns the URL.
 func (e *e2e) launch(prov *providertest.Server) string {
+	return e.launchAt(prov.URL())
+}
+
+// launchAt is launch with octet's provider at baseURL.
+func (e *e2e) launchAt(baseURL string) string {
 	e.env = append(os.Environ(),
 		"PATH="+e.s.node24+string(os.PathListSeparator)+os.Getenv("PATH"),
-		"OCTET_HOME="+e.home, "OPENAI_BASE_URL="+prov.URL(), "OPENAI_API_KEY=test-not-a-key",
+		"OCTET_HOME="+e.home, "OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY=test-not-a-key",
 		"XDG_CONFIG_HOME="+e.tmp, "XDG_DATA_HOME="+e.tmp, "XDG_CACHE_HOME="+e.tmp, "HOME="+e.tmp,
 	)
 	vsix := packageVSIX(e.t, e.s, e.tmp)

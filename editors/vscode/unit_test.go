@@ -27,6 +27,13 @@ func TestExtensionUnit(t *testing.T) {
 		t.Fatalf("tsc: %v\n%s", err, b)
 	}
 	test := exec.Command(node, "--test", filepath.Join(out, "test"))
+	// The compiled tests are outside this directory: they find its
+	// npm packages (markdown-it, highlight.js) through NODE_PATH.
+	modules, err := filepath.Abs("node_modules")
+	if err != nil {
+		t.Fatal(err)
+	}
+	test.Env = append(os.Environ(), "NODE_PATH="+modules)
 	if b, err := test.CombinedOutput(); err != nil {
 		t.Fatalf("node --test: %v\n%s", err, b)
 	} else {

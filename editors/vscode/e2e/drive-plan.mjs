@@ -7,7 +7,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { openChat, reloadChat, send, timeout } from "./workbench.mjs";
+import { openChat, reloadChat, send, shotBoth, timeout } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -61,7 +61,7 @@ async function main() {
     seen.toolItems = await frame.$$eval(".item.tool", (es) => es.map((e) => e.innerText));
     await frame.evaluate(() => window.scrollTo(0, 0));
     await new Promise((r) => setTimeout(r, 500));
-    await page.screenshot({ path: path.join(cfg.shots, "plan.png") });
+    await shotBoth(page, cfg.shots, "plan");
 
     // A reload restores the session: the plan card comes back.
     frame = await reloadChat(page);

@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { openChat, reloadChat, send, timeout } from "./workbench.mjs";
+import { chatText, clickCard, clickNotification, notification, openChat, openFile, reloadChat, send, timeout, waitForDiffEditor } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -20,85 +20,11 @@ function shot(page, name) {
   return page.screenshot({ path: path.join(cfg.shots, name) });
 }
 
-async function chatText(frame, text, what) {
-  try {
-    await frame.waitForFunction((t) => document.getElementById("log").innerText.includes(t), { timeout }, text);
-  } catch {
-    const got = await frame.evaluate(() => document.getElementById("log").innerText).catch(() => "?");
-    throw new Error(`${what}: the chat never showed ${JSON.stringify(text)}; it shows:\n${got}`);
-  }
-}
-
-// notification waits for the toast whose message includes text and
-// returns its message, its buttons' labels and the links in its message.
-async function notification(page, text) {
-  const h = await page.waitForFunction(
-    (t) => [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((n) => n.innerText.includes(t)),
-    { timeout },
-    text,
-  );
-  return page.evaluate((n) => ({
-    message: n.querySelector(".notification-list-item-message").innerText,
-    buttons: [...n.querySelectorAll(".monaco-button")].map((b) => b.textContent.trim()).filter((l) => l !== ""),
-    links: [...n.querySelectorAll(".notification-list-item-message a")].map((a) => a.getAttribute("href")),
-  }), h);
-}
-
-// clickCard clicks the button of the pending approval card in the chat
-// whose data-decision is decision.
-async function clickCard(frame, decision) {
-  const b = await frame.waitForSelector(`.approval.state-pending button[data-decision="${decision}"]`, { timeout });
-  await b.click();
-}
-
-// clickNotification clicks the button labelled label of a notification toast.
-async function clickNotification(page, label) {
-  const h = await page.waitForFunction(
-    (l) => [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => b.textContent.trim() === l),
-    { timeout },
-    label,
-  );
-  const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
-  await h.asElement().click();
-  return text;
-}
-
-// waitForDiffEditor waits for the diff editor that the card's View diff
-// opens; while none appears (a click on a loaded machine can land while
-// the chat redraws), View diff is clicked again (opening a diff twice
-// shows the same one).
-async function waitForDiffEditor(page, frame) {
-  const end = Date.now() + timeout;
-  for (;;) {
-    const left = end - Date.now();
-    const ok = await page
-      .waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout: Math.max(1, Math.min(15000, left)) })
-      .then(() => true, () => false);
-    if (ok) {
-      return;
-    }
-    if (Date.now() >= end) {
-      throw new Error("View Diff opened no diff editor in " + timeout + " ms");
-    }
-    await clickCard(frame, "view_diff").catch(() => {});
-  }
-}
-
 async function main() {
   const browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
   try {
     let frame;
     ({ page, frame } = await openChat(browser, cfg));
-    // And a taller chat: the Sessions pane gets the bottom quarter.
-    const sessions = await page.$$eval(".part.sidebar .pane-header", (hs) => {
-      const h = hs.find((e) => e.innerText.includes("Sessions"));
-      const r = h.getBoundingClientRect();
-      return { x: r.left + r.width / 2, y: r.top - 1 };
-    });
-    await page.mouse.move(sessions.x, sessions.y);
-    await page.mouse.down();
-    await page.mouse.move(sessions.x, sessions.y + 230, { steps: 10 });
-    await page.mouse.up();
     await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
     seen.statusBefore = await page.$eval(".statusbar", (e) => e.innerText);
 
@@ -200,17 +126,7 @@ async function main() {
     await shot(page, "reloaded.png");
     // Case 4: an edit of a file open in the editor, approved in the chat,
     // lands in its buffer (workspace/applyEdit), not on disk; undo reverts it.
-    await page.keyboard.press("F1");
-    const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
-    await quick.evaluate((e) => { e.value = ""; });
-    await quick.type(cfg.openFile);
-    await page.waitForFunction(
-      (f) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].some((r) => r.innerText.includes(f)),
-      { timeout },
-      cfg.openFile,
-    );
-    await quick.press("Enter");
-    await page.waitForFunction((f) => document.title.includes(f), { timeout }, cfg.openFile);
+    await openFile(page, cfg.openFile);
     await send(frame, cfg.bufferPrompt);
     const approve = await frame.waitForSelector('.approval.state-pending button[data-decision="approve"]', { timeout });
     await approve.click();

@@ -1,5 +1,9 @@
-// Shared by the code-server drivers (drive.mjs, drive-agents.mjs): open
-// the workbench on a workspace, show the octet chat and find its webview.
+// Shared by the code-server drivers (drive*.mjs): run a driver, open the
+// workbench on a workspace, show the octet chat and find its webview, and
+// the waits and clicks several drivers make.
+import { readFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import path from "node:path";
 
 // timeout bounds each wait of a driver.
 export const timeout = 120000;
@@ -62,4 +66,196 @@ export async function reloadChat(page) {
     await icon.click();
   }
   return chatFrame(page);
+}
+
+// chatText waits for the chat to show text (what says when, in the error).
+export async function chatText(frame, text, what) {
+  try {
+    await frame.waitForFunction((t) => document.getElementById("log").innerText.includes(t), { timeout }, text);
+  } catch {
+    const got = await frame.evaluate(() => document.getElementById("log").innerText).catch(() => "?");
+    throw new Error(`${what}: the chat never showed ${JSON.stringify(text)}; it shows:\n${got}`);
+  }
+}
+
+// notification waits for the toast whose message includes text and
+// returns its message, its buttons' labels and the links in its message.
+export async function notification(page, text) {
+  const h = await page.waitForFunction(
+    (t) => [...document.querySelectorAll(".notifications-toasts .notification-toast")].find((n) => n.innerText.includes(t)),
+    { timeout },
+    text,
+  );
+  return page.evaluate((n) => ({
+    message: n.querySelector(".notification-list-item-message").innerText,
+    buttons: [...n.querySelectorAll(".monaco-button")].map((b) => b.textContent.trim()).filter((l) => l !== ""),
+    links: [...n.querySelectorAll(".notification-list-item-message a")].map((a) => a.getAttribute("href")),
+  }), h);
+}
+
+// clickCard clicks the button of the pending approval card in the chat
+// whose data-decision is decision.
+export async function clickCard(frame, decision) {
+  const b = await frame.waitForSelector(`.approval.state-pending button[data-decision="${decision}"]`, { timeout });
+  await b.click();
+}
+
+// promptAndDecide sends text, decides its approval card (decision: the
+// card's data-decision) and waits for the chat to show answer.
+export async function promptAndDecide(frame, text, decision, answer) {
+  await send(frame, text);
+  await clickCard(frame, decision);
+  await chatText(frame, answer, `after deciding (${decision}) the approval of ${JSON.stringify(text)}`);
+}
+
+// clickNotification clicks the button labelled label of a notification toast.
+export async function clickNotification(page, label) {
+  const h = await page.waitForFunction(
+    (l) => [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => b.textContent.trim() === l),
+    { timeout },
+    label,
+  );
+  const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
+  await h.asElement().click();
+  return text;
+}
+
+// waitForDiffEditor waits for the diff editor that the card's View diff
+// opens; while none appears (a click on a loaded machine can land while
+// the chat redraws), View diff is clicked again (opening a diff twice
+// shows the same one).
+export async function waitForDiffEditor(page, frame) {
+  const end = Date.now() + timeout;
+  for (;;) {
+    const left = end - Date.now();
+    const ok = await page
+      .waitForSelector(".monaco-diff-editor .modified .view-lines", { timeout: Math.max(1, Math.min(15000, left)) })
+      .then(() => true, () => false);
+    if (ok) {
+      return;
+    }
+    if (Date.now() >= end) {
+      throw new Error("View Diff opened no diff editor in " + timeout + " ms");
+    }
+    await clickCard(frame, "view_diff").catch(() => {});
+  }
+}
+
+// runDriver runs main({cfg, seen, browser, shot}) with the config named
+// on the command line (written by ../e2e_test.go) and a headless
+// Chromium, and prints one JSON object: seen, what main saw, with
+// "failed" when it threw (after a screenshot failure-<name>.png).
+// ctx.page is the page main works in (set it for the failure shot).
+export async function runDriver(name, main) {
+  const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
+  const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
+  const puppeteer = require("puppeteer-core");
+  const ctx = { cfg, seen: {}, browser: undefined, page: undefined };
+  ctx.shot = (file) => ctx.page.screenshot({ path: path.join(cfg.shots, file) });
+  try {
+    ctx.browser = await puppeteer.launch({ executablePath: cfg.chromium, headless: true, args: ["--no-sandbox", "--disable-gpu"] });
+    await main(ctx);
+    process.stdout.write(JSON.stringify(ctx.seen));
+  } catch (e) {
+    if (ctx.page) await ctx.shot(`failure-${name}.png`).catch(() => undefined);
+    process.stdout.write(JSON.stringify({ ...ctx.seen, failed: String(e && e.stack ? e.stack : e) }));
+  } finally {
+    await ctx.browser?.close();
+  }
+}
+
+// pickRow picks the row of the open quick input labelled text (the
+// first row that shows it when none is labelled exactly text).
+async function pickRow(page, text) {
+  const row = await page.waitForFunction(
+    (t) => {
+      const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
+      return rows.find((r) => r.querySelector(".label-name")?.innerText.trim() === t) ?? rows.find((r) => r.innerText.includes(t));
+    },
+    { timeout },
+    text,
+  );
+  await row.asElement().click();
+}
+
+// quickPick types text into the quick input (F1; prefix ">" for a
+// command, "" for a file) and picks its row.
+async function quickPick(page, prefix, text) {
+  // F1 can be lost while the focus moves (to an editor, from a webview):
+  // press it until the palette has the focus.
+  for (let attempt = 1; ; attempt++) {
+    await page.keyboard.press("F1");
+    const open = await page
+      .waitForFunction(() => document.activeElement?.closest(".quick-input-widget") != null, { timeout: 5000 })
+      .then(() => true, () => false);
+    if (open) break;
+    if (attempt === 5) throw new Error("F1 did not open the command palette");
+  }
+  const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+  await quick.evaluate((e, p) => { e.value = p; }, prefix);
+  await quick.type(text);
+  await pickRow(page, text);
+}
+
+// startChat opens the chat (openChat) for a runDriver main, once octet's
+// status bar item is there, and returns the page and the chat's frame.
+export async function startChat(ctx) {
+  const { page, frame } = await openChat(ctx.browser, ctx.cfg);
+  ctx.page = page;
+  await page.waitForFunction(() => document.querySelector(".statusbar")?.innerText.includes("octet:"), { timeout });
+  return { page, frame };
+}
+
+// dialogButton waits for the modal dialog with a button labelled label,
+// clicks it, and returns the dialog's text.
+export async function dialogButton(page, label) {
+  const b = await page.waitForFunction(
+    (l) => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((x) => x.textContent.trim() === l),
+    { timeout },
+    label,
+  );
+  const text = await page.$eval(".monaco-dialog-box", (e) => e.innerText);
+  await b.asElement().click();
+  return text;
+}
+
+// command runs a command of the command palette by its label.
+export function command(page, label) {
+  return quickPick(page, ">", label);
+}
+
+// setTheme switches the color theme (Preferences: Color Theme).
+export async function setTheme(page, name) {
+  await command(page, "Preferences: Color Theme");
+  await pickRow(page, name);
+}
+
+// shotBoth saves <base>-light.png and <base>-dark.png of page in dir: as
+// it is (light), then in the dark theme, then light again.
+export async function shotBoth(page, dir, base) {
+  const theme = async (name, cls) => {
+    await setTheme(page, name);
+    await page.waitForFunction((c) => document.querySelector(".monaco-workbench")?.classList.contains(c), { timeout }, cls);
+    await sleep(1000); // the webviews restyle
+  };
+  await page.screenshot({ path: path.join(dir, `${base}-light.png`) });
+  await theme("Dark Modern", "vs-dark");
+  await page.screenshot({ path: path.join(dir, `${base}-dark.png`) });
+  await theme("Light Modern", "vs");
+}
+
+// openFile opens a workspace file by its name (Quick Open).
+export async function openFile(page, file) {
+  await quickPick(page, "", file);
+  await page.waitForFunction((f) => document.title.includes(f), { timeout }, file);
+}
+
+// logText is what the chat shows.
+export function logText(frame) {
+  return frame.evaluate(() => document.getElementById("log").innerText);
+}
+
+// sleep waits ms milliseconds.
+export function sleep(ms) {
+  return new Promise((r) => setTimeout(r, ms));
 }

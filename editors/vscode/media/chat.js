@@ -1,5 +1,6 @@
 // The chat webview's script: draws the HTML the extension sends and posts
-// the user's actions back. It renders no text itself.
+// the user's actions back. It renders no Markdown or HTML of its own; the
+// @-mention list and the pickers' options are text (textContent).
 (function () {
   const vscode = acquireVsCodeApi();
   const log = document.getElementById("log");
@@ -9,6 +10,9 @@
   const followUp = document.getElementById("followUp");
   const stateEl = document.getElementById("state");
   const attachments = document.getElementById("attachments");
+  const welcome = document.getElementById("welcome");
+  const mentions = document.getElementById("mentions");
+  const pickers = { model: document.getElementById("model"), effort: document.getElementById("effort"), mode: document.getElementById("mode") };
   let running = false;
 
   function atBottom() {
@@ -41,6 +45,7 @@
     if (m.type === "reset") {
       log.textContent = "";
       for (const html of m.items) log.appendChild(fromHtml(html));
+      welcome.innerHTML = m.welcome;
       setState(m.state);
     } else if (m.type === "upsert") {
       const el = fromHtml(m.html);
@@ -57,6 +62,15 @@
     } else if (m.type === "attachments") {
       attachments.innerHTML = m.html;
       return;
+    } else if (m.type === "pickers") {
+      setPickers(m);
+      return;
+    } else if (m.type === "mentions") {
+      if (m.id === mentionId) showMentions(m.items);
+      return;
+    } else if (m.type === "focus") {
+      prompt.focus();
+      return;
     } else if (m.type === "reveal") {
       // An approval's notification asked to show its card: bring it into
       // view and focus the card itself (never one of its buttons).
@@ -69,8 +83,104 @@
       }
       return;
     }
+    welcome.hidden = log.childElementCount > 0;
     if (stick) window.scrollTo(0, document.body.scrollHeight);
   });
+
+  // The pickers under the prompt: the extension fills them and applies a
+  // change (and fills them again with what is in effect).
+  function setPickers(p) {
+    const fill = (sel, choices, value) => {
+      sel.textContent = "";
+      for (const c of choices) {
+        const o = document.createElement("option");
+        o.value = c.value;
+        o.textContent = c.label;
+        if (c.title) o.title = c.title;
+        sel.appendChild(o);
+      }
+      sel.value = value;
+    };
+    fill(pickers.model, p.models, p.model);
+    fill(pickers.effort, p.efforts, p.effort);
+    fill(pickers.mode, p.modes, p.mode);
+    pickers.effort.disabled = p.effortNote !== "";
+    pickers.effort.title = p.effortNote || "Reasoning effort";
+  }
+  for (const [what, sel] of Object.entries(pickers)) {
+    sel.addEventListener("change", () => vscode.postMessage({ type: "pick", what, value: sel.value }));
+  }
+
+  // @-mentions: the word after an @ before the caret is a query the
+  // extension completes with files and symbols; picking one puts its name
+  // in the text and attaches it.
+  let mentionId = 0;
+  let mentionItems = [];
+  let selected = 0;
+  function mentionQuery() {
+    const before = prompt.value.slice(0, prompt.selectionStart);
+    const m = /(?:^|\s)@([^\s@]*)$/.exec(before);
+    return m ? { query: m[1], at: before.length - m[1].length - 1 } : undefined;
+  }
+  function hideMentions() {
+    mentions.hidden = true;
+    mentionItems = [];
+    mentionId++;
+  }
+  function showMentions(items) {
+    mentionItems = items;
+    selected = 0;
+    mentions.textContent = "";
+    if (items.length === 0) {
+      mentions.hidden = true;
+      return;
+    }
+    items.forEach((it, i) => {
+      const row = document.createElement("div");
+      row.className = `mention mention-${it.kind}`;
+      row.setAttribute("role", "option");
+      row.dataset.index = String(i);
+      const label = document.createElement("span");
+      label.className = "label";
+      label.textContent = it.label;
+      const detail = document.createElement("span");
+      detail.className = "detail";
+      detail.textContent = it.detail;
+      row.append(label, detail);
+      mentions.appendChild(row);
+    });
+    mentions.hidden = false;
+    markSelected();
+  }
+  function markSelected() {
+    [...mentions.children].forEach((r, i) => r.setAttribute("aria-selected", String(i === selected)));
+    mentions.children[selected]?.scrollIntoView({ block: "nearest" });
+  }
+  function pickMention(i) {
+    const it = mentionItems[i];
+    const q = mentionQuery();
+    if (!it || !q) return hideMentions();
+    const end = prompt.selectionStart;
+    const name = "@" + it.label + " ";
+    prompt.value = prompt.value.slice(0, q.at) + name + prompt.value.slice(end);
+    prompt.selectionStart = prompt.selectionEnd = q.at + name.length;
+    vscode.postMessage({ type: "pickMention", key: it.key });
+    hideMentions();
+    prompt.focus();
+  }
+  prompt.addEventListener("input", () => {
+    const q = mentionQuery();
+    if (!q) return hideMentions();
+    vscode.postMessage({ type: "mention", id: ++mentionId, query: q.query });
+  });
+  mentions.addEventListener("mousedown", (e) => {
+    const row = e.target.closest(".mention");
+    if (row) {
+      e.preventDefault();
+      pickMention(Number(row.dataset.index));
+    }
+  });
+  prompt.addEventListener("blur", () => setTimeout(hideMentions, 150));
   function submit(mode) {
     const text = prompt.value.trim();
     if (text === "") return;
@@ -82,9 +192,27 @@
     submit(running ? "steer" : "prompt");
   });
   prompt.addEventListener("keydown", (e) => {
+    if (!mentions.hidden && mentionItems.length > 0) {
+      if (e.key === "ArrowDown" || e.key === "ArrowUp") {
+        e.preventDefault();
+        selected = (selected + (e.key === "ArrowDown" ? 1 : mentionItems.length - 1)) % mentionItems.length;
+        markSelected();
+        return;
+      }
+      if ((e.key === "Enter" || e.key === "Tab") && !e.isComposing) {
+        e.preventDefault();
+        pickMention(selected);
+        return;
+      }
+      if (e.key === "Escape") {
+        e.preventDefault();
+        hideMentions();
+        return;
+      }
+    }
     if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
       e.preventDefault();
-      submit(running ? "steer" : "prompt");
+      submit(running && e.altKey ? "followUp" : running ? "steer" : "prompt");
     }
   });
   followUp.addEventListener("click", () => submit("followUp"));
@@ -108,6 +236,13 @@
     }
   });
   const composer = document.getElementById("composer");
+  // The composer is fixed at the bottom: the log ends above it, whatever
+  // its height (chips, a taller prompt, wrapped pickers).
+  new ResizeObserver(() => {
+    const stick = atBottom();
+    document.body.style.paddingBottom = `${composer.offsetHeight + 12}px`;
+    if (stick) window.scrollTo(0, document.body.scrollHeight);
+  }).observe(composer);
   composer.addEventListener("dragover", (e) => e.preventDefault());
   composer.addEventListener("drop", (e) => {
     e.preventDefault();
@@ -121,15 +256,28 @@
     for (const uri of uris) vscode.postMessage({ type: "attachUri", uri });
   });
   attachments.addEventListener("click", (e) => {
-    const b = e.target.closest("button[data-remove-image]");
-    if (b) vscode.postMessage({ type: "removeImage", index: Number(b.dataset.removeImage) });
+    const b = e.target.closest("button[data-remove-attachment]");
+    if (b) vscode.postMessage({ type: "removeAttachment", index: Number(b.dataset.removeAttachment) });
   });
   cancel.addEventListener("click", () => vscode.postMessage({ type: "cancel" }));
   log.addEventListener("click", (e) => {
     const t = e.target.closest("a, button");
     if (!t) return;
     const d = t.dataset;
-    if (d.agentStop) {
+    if (d.codeAction) {
+      // A code block's Copy or Insert: the extension does it (the
+      // clipboard, the editor), with the block's text as shown.
+      e.preventDefault();
+      const code = t.closest(".code-block")?.querySelector("pre code");
+      if (code) vscode.postMessage({ type: "code", action: d.codeAction, text: code.textContent });
+      if (d.codeAction === "copy") {
+        t.textContent = "Copied";
+        setTimeout(() => (t.textContent = "Copy"), 1500);
+      }
+    } else if (d.retryCancel) {
+      e.preventDefault();
+      vscode.postMessage({ type: "cancel" });
+    } else if (d.agentStop) {
       e.preventDefault();
       vscode.postMessage({ type: "cancelAgent", runId: d.agentStop });
     } else if (d.approval) {

@@ -12,9 +12,11 @@ import type {
   Plan,
   PlanStep,
   RecoveredOutputParams,
+  RunEnd,
   TranscriptEntry,
   Usage,
 } from "./protocol";
+import { type Chip, splitAttached } from "./attachments";
 import { imageLabel } from "./images";
 
 /** An action offered with an error. */
@@ -32,7 +34,13 @@ export interface ToolItem {
   args: string;
   output: string;
   status: ToolStatus;
+  /** reason is a denial's reason code (tool_policy_decision). */
   reason?: string;
+  /**
+   * result is the result text of a call that failed or was denied: why,
+   * in the tool's words (the transcript's tool_result).
+   */
+  result?: string;
   changes?: FileChange[];
 }
 
@@ -92,8 +100,29 @@ export interface PlanItem {
 /** planTool is the tool whose calls the plan card stands for. */
 export const planTool = "update_plan";
 
+/**
+ * A provider retry of a run, as it happens: one row per run, updated by
+ * each retry (provider_retry) and done once the run goes on or ends.
+ */
+export interface RetryItem {
+  id: string;
+  kind: "retry";
+  runId: string;
+  attempt: number;
+  /** maxAttempts is undefined while octet waits for the network (no limit but time). */
+  maxAttempts?: number;
+  delayMs: number;
+  /** giveUpInMs is how long until octet gives up, when it knows. */
+  giveUpInMs?: number;
+  /** operation is an auxiliary operation's name (compaction), "" for the answer. */
+  operation: string;
+  cause: string;
+  done: boolean;
+}
+
 export type ChatItem =
-  | { id: string; kind: "user"; text: string; images?: string[] }
+  | { id: string; kind: "user"; text: string; attached?: Chip[] }
+  | RetryItem
   | PlanItem
   | { id: string; kind: "assistant"; runId: string; text: string; reasoning: string; committed: boolean }
   | ToolItem
@@ -116,6 +145,11 @@ export class ChatModel {
   sessionUsage: Usage = {};
   /** runUsage is the current run's usage so far (its usage events). */
   runUsage: Usage = {};
+  /**
+   * sessionTotals are the session's known totals as the last usage event
+   * said them (delegated children included), while a run goes on.
+   */
+  private sessionTotals: Usage | undefined;
   private n = 0;
   private dirty = new Set<string>();
   private reset = false;
@@ -144,6 +178,7 @@ export class ChatModel {
     this.runId = undefined;
     this.sessionUsage = {};
     this.runUsage = {};
+    this.sessionTotals = undefined;
     this.dirty.clear();
     this.planCalls.clear();
     this.reset = true;
@@ -189,9 +224,34 @@ export class ChatModel {
     return c;
   }
 
-  /** addUser shows a prompt (images: the labels of its images). */
-  addUser(text: string, images?: string[]): void {
-    this.add({ id: this.nextId(), kind: "user", text, ...(images && images.length > 0 ? { images } : {}) });
+  /** addUser shows a prompt with the chips of what it carries. */
+  addUser(text: string, attached: Chip[] = []): void {
+    this.add({ id: this.nextId(), kind: "user", text, ...(attached.length > 0 ? { attached } : {}) });
+  }
+
+  /** retry shows a provider retry in the run's retry row (made or updated in place). */
+  private retry(runId: string, e: Record<string, unknown>): void {
+    const num = (k: string): number | undefined => (typeof e[k] === "number" ? (e[k] as number) : undefined);
+    const str = (k: string): string => (typeof e[k] === "string" ? (e[k] as string) : "");
+    let r = this.items.find((i): i is RetryItem => i.kind === "retry" && i.runId === runId && !i.done);
+    r ??= this.add<RetryItem>({ id: this.nextId(), kind: "retry", runId, attempt: 0, delayMs: 0, operation: "", cause: "", done: false });
+    r.attempt = num("attempt") ?? r.attempt + 1;
+    r.maxAttempts = num("maxAttempts");
+    r.delayMs = num("delayMs") ?? 0;
+    r.giveUpInMs = num("giveUpInMs");
+    r.operation = str("operation");
+    r.cause = str("cause") || str("reason");
+    this.touch(r);
+  }
+
+  /** retried marks the run's retry row done: the run went on, or ended. */
+  private retried(runId: string): void {
+    for (const i of this.items) {
+      if (i.kind === "retry" && i.runId === runId && !i.done) {
+        i.done = true;
+        this.touch(i);
+      }
+    }
   }
 
   addInfo(text: string): void {
@@ -459,6 +519,9 @@ export class ChatModel {
       }
       return;
     }
+    if (e.kind === "output_delta" || e.kind === "tool_call_started" || e.kind === "tool_started" || e.kind === "run_finished") {
+      this.retried(runId);
+    }
     switch (e.kind) {
       case "plan":
         this.setPlan(e as unknown as Plan);
@@ -534,6 +597,9 @@ export class ChatModel {
         if (t.status !== "denied") {
           t.status = e.isError === true ? "error" : "ok";
         }
+        if (e.isError === true && str("error") !== "") {
+          t.result = str("error");
+        }
         if (Array.isArray(e.changes)) {
           t.changes = e.changes as FileChange[];
         }
@@ -544,9 +610,13 @@ export class ChatModel {
         if (e.operation === null || e.operation === undefined || e.operation === "") {
           this.discardProvisional(runId);
         }
+        this.retry(runId, e);
         break;
       case "usage":
         this.runUsage = e as Usage;
+        if (e.session !== null && typeof e.session === "object") {
+          this.sessionTotals = e.session as Usage;
+        }
         break;
       case "run_finished":
         this.finishRun(runId, str("outcome"), str("error"));
@@ -566,6 +636,10 @@ export class ChatModel {
   usage(): Usage {
     const a = this.sessionUsage;
     const b = this.runUsage;
+    const t = this.sessionTotals;
+    if (t) {
+      return { ...t, complete: a.complete !== false && b.complete !== false, contextTokens: b.contextTokens ?? a.contextTokens, contextWindow: b.contextWindow ?? a.contextWindow };
+    }
     const sum = (x?: number, y?: number) => (x === undefined && y === undefined ? undefined : (x ?? 0) + (y ?? 0));
     return {
       input: sum(a.input, b.input),
@@ -582,6 +656,7 @@ export class ChatModel {
   private finishRun(runId: string, outcome: string, error: string): void {
     this.sessionUsage = this.usage();
     this.runUsage = {};
+    this.sessionTotals = undefined;
     this.state = "idle";
     this.runId = undefined;
     for (const i of this.items) {
@@ -629,17 +704,24 @@ export class ChatModel {
   }
 
   /** loadTranscript replaces the transcript with a resumed session's. */
-  loadTranscript(entries: TranscriptEntry[], recovered: RecoveredOutputParams[] = []): void {
+  loadTranscript(entries: TranscriptEntry[], recovered: RecoveredOutputParams[] = [], runs: RunEnd[] = []): void {
     this.clear();
     const tools = new Map<string, ToolItem>();
+    /** ends is where each run's items end, for the marker of a run that did not complete. */
+    const ends = new Map<string, number>();
     for (const e of entries) {
       const runId = e.runId ?? "";
       switch (e.type) {
         case "user":
         case "steering":
-        case "follow_up":
-          this.addUser(e.text ?? "", (e.images ?? []).map((i) => imageLabel(i.mimeType, i.bytes)));
+        case "follow_up": {
+          const { text, titles } = splitAttached(e.text ?? "");
+          this.addUser(text, [
+            ...(e.images ?? []).map((i): Chip => ({ label: imageLabel(i.mimeType, i.bytes), kind: "image" })),
+            ...titles.map((t): Chip => ({ label: t, kind: /:\d+(-\d+)?$/.test(t) ? "range" : "file" })),
+          ]);
           break;
+        }
         case "assistant": {
           let text = "";
           let reasoning = "";
@@ -678,8 +760,12 @@ export class ChatModel {
           }
           const t = tools.get(r.callId);
           if (t) {
-            t.output = r.text;
-            t.status = r.isError ? "error" : "ok";
+            t.status = r.isError ? (r.details?.policy_denial !== undefined ? "denied" : "error") : "ok";
+            if (r.isError) {
+              t.result = r.text;
+            } else {
+              t.output = clipOutput(r.text);
+            }
             t.changes = r.details?.changes;
           }
           break;
@@ -690,12 +776,46 @@ export class ChatModel {
         default:
           break;
       }
+      if (runId !== "") {
+        ends.set(runId, this.items.length);
+      }
     }
+    this.markRuns(runs, ends);
     for (const r of recovered) {
       this.addRecovered(r);
     }
     this.state = "idle";
     this.reset = true;
+  }
+
+  /** needsResult reports whether a finished call of the chat shows no result yet. */
+  needsResult(runId: string, callId: string): boolean {
+    const t = this.items.find((i): i is ToolItem => i.kind === "tool" && i.callId === callId && i.runId === runId);
+    return t !== undefined && t.status === "ok" && t.output === "";
+  }
+
+  /** setToolResult shows a finished call's result text (cut to a bound) as its output. */
+  setToolResult(runId: string, callId: string, text: string): void {
+    const t = this.items.find((i): i is ToolItem => i.kind === "tool" && i.callId === callId && i.runId === runId);
+    if (t && t.output === "") {
+      t.output = clipOutput(text);
+      this.touch(t);
+    }
+  }
+
+  /**
+   * markRuns puts, after a resumed run's last item (ends), the marker of a
+   * run that did not complete and its error, as the live chat showed them.
+   */
+  private markRuns(runs: RunEnd[], ends: Map<string, number>): void {
+    const at = runs.flatMap((r) => (ends.has(r.runId) ? [{ r, i: ends.get(r.runId) as number }] : [])).sort((a, b) => b.i - a.i);
+    for (const { r, i } of at) {
+      const marker: ChatItem[] = [{ id: this.nextId(), kind: "run", runId: r.runId, outcome: r.outcome, changes: [] }];
+      if (r.outcome === "failed") {
+        marker.push({ id: this.nextId(), kind: "error", text: r.error || "The run failed.", actions: ["showLog"] });
+      }
+      this.items.splice(i, 0, ...marker);
+    }
   }
 
   /** runChanges are the changes listed for a finished run. */
@@ -709,6 +829,14 @@ interface TranscriptItemCall {
   callId: string;
   name: string;
   args: string;
+}
+
+/** The most of a call's result the chat keeps (the session file holds all of it). */
+export const outputLimit = 20_000;
+
+/** clipOutput cuts a call's result to outputLimit characters, saying how much is left out. */
+export function clipOutput(text: string): string {
+  return text.length > outputLimit ? `${text.slice(0, outputLimit)}\n[… ${text.length - outputLimit} more characters in the session file]` : text;
 }
 
 /** clip shortens text to at most n characters, marking the cut. */

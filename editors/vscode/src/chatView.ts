@@ -4,7 +4,10 @@
 import * as crypto from "node:crypto";
 import * as vscode from "vscode";
 import type { ChatModel } from "./chatModel";
-import { attachmentsHtml, renderItem } from "./render";
+import type { Chip } from "./attachments";
+import type { Pickers } from "./pickers";
+import { modes } from "./policy";
+import { attachmentsHtml, renderItem, welcomeHtml } from "./render";
 
 /** A message from the webview's script. */
 export type ViewMessage =
@@ -19,13 +22,28 @@ export type ViewMessage =
   | { type: "cancelAgent"; runId: string }
   | { type: "attachImage"; name: string; data: string }
   | { type: "attachUri"; uri: string }
-  | { type: "removeImage"; index: number };
+  | { type: "removeAttachment"; index: number }
+  | { type: "mention"; id: number; query: string }
+  | { type: "pickMention"; key: string }
+  | { type: "pick"; what: "model" | "effort" | "mode"; value: string }
+  | { type: "code"; action: "copy" | "insert"; text: string };
+
+/** A completion of an @-mention: a file or a symbol (key names it to the extension). */
+export interface MentionItem {
+  key: string;
+  label: string;
+  detail: string;
+  kind: "file" | "symbol";
+}
 
 /** ChatView draws the model in the octet.chat webview view. */
 export class ChatView implements vscode.WebviewViewProvider {
   static readonly viewId = "octet.chat";
   private view: vscode.WebviewView | undefined;
   private ready = false;
+  /** attachments and pickers are drawn again when the webview is. */
+  private attachments: Chip[] = [];
+  private pickers: Pickers | undefined;
   /** revealId is an item to bring into view once the webview is ready. */
   private revealId: string | undefined;
 
@@ -84,7 +102,11 @@ export class ChatView implements vscode.WebviewViewProvider {
   /** redraw draws every item again. */
   redraw(): void {
     this.model.takeChanges();
-    this.post({ type: "reset", items: this.model.items.map(renderItem), state: this.model.state });
+    this.postReset();
+    this.setAttachments(this.attachments);
+    if (this.pickers) {
+      this.setPickers(this.pickers, true);
+    }
     this.postReveal();
   }
 
@@ -95,7 +117,7 @@ export class ChatView implements vscode.WebviewViewProvider {
     }
     const c = this.model.takeChanges();
     if (c.reset) {
-      this.post({ type: "reset", items: this.model.items.map(renderItem), state: this.model.state });
+      this.postReset();
       return;
     }
     const byId = new Map(this.model.items.map((i) => [i.id, i]));
@@ -106,9 +128,45 @@ export class ChatView implements vscode.WebviewViewProvider {
     this.post({ type: "state", state: this.model.state });
   }
 
-  /** setAttachments shows the images waiting for the next prompt. */
-  setAttachments(labels: string[]): void {
-    this.post({ type: "attachments", html: attachmentsHtml(labels), count: labels.length });
+  /** setAttachments shows what waits for the next prompt. */
+  setAttachments(chips: Chip[]): void {
+    this.attachments = chips;
+    this.post({ type: "attachments", html: attachmentsHtml(chips), count: chips.length });
+  }
+
+  /**
+   * setPickers shows the model, effort and mode pickers' choices and
+   * values when they changed (drawing them again closes a picker the user
+   * has open) or when the webview is drawn afresh (redraw).
+   */
+  setPickers(p: Pickers, redraw = false): void {
+    if (!redraw && JSON.stringify(p) === JSON.stringify(this.pickers)) {
+      return;
+    }
+    const modeChanged = p.mode !== this.pickers?.mode;
+    this.pickers = p;
+    this.post({ type: "pickers", ...p });
+    if (modeChanged && this.model.items.length === 0) {
+      this.postReset(); // the welcome names the mode
+    }
+  }
+
+  /** showMentions answers the webview's @-mention query id. */
+  showMentions(id: number, items: MentionItem[]): void {
+    this.post({ type: "mentions", id, items });
+  }
+
+  /** focusPrompt shows the chat with the focus in its prompt. */
+  async focusPrompt(): Promise<void> {
+    await this.reveal();
+    this.view?.show(false);
+    this.post({ type: "focus" });
+  }
+
+  /** postReset draws every item again, and the welcome an empty chat shows. */
+  private postReset(): void {
+    const mode = this.pickers?.modes.find((m) => m.value === this.pickers?.mode) ?? { label: "Ask", title: modes[0].description };
+    this.post({ type: "reset", items: this.model.items.map(renderItem), state: this.model.state, welcome: welcomeHtml(mode.label, mode.title ?? "") });
   }
 
   private post(m: unknown): void {
@@ -125,11 +183,18 @@ export class ChatView implements vscode.WebviewViewProvider {
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <link rel="stylesheet" href="${css}"><title>octet</title></head>
 <body>
+<div id="welcome"></div>
 <div id="log" role="log" aria-live="polite"></div>
 <form id="composer">
-  <div id="attachments" aria-label="Images for the next prompt"></div>
-  <textarea id="prompt" rows="3" placeholder="Ask octet… (Enter to send, Shift+Enter for a new line; paste or drop images)" aria-label="Prompt"></textarea>
+  <div id="mentions" role="listbox" aria-label="Files and symbols to mention" hidden></div>
+  <div id="attachments" aria-label="Attached to the next prompt"></div>
+  <textarea id="prompt" rows="3" placeholder="Ask octet… (@ mentions a file or symbol; Enter sends, Shift+Enter starts a new line)" aria-label="Prompt"></textarea>
   <div class="row">
+    <span class="pickers">
+      <select id="model" title="Model" aria-label="Model"></select>
+      <select id="effort" title="Reasoning effort" aria-label="Reasoning effort"></select>
+      <select id="mode" title="Policy mode" aria-label="Policy mode"></select>
+    </span>
     <span id="state"></span>
     <button type="button" id="cancel" class="secondary" hidden>Cancel</button>
     <button type="button" id="followUp" class="secondary" hidden title="Deliver when the run would end">Queue follow-up</button>

@@ -6,6 +6,7 @@ import {
   type ClientCapabilities,
   type FeatureState,
   type LanguageClientOptions,
+  type Middleware,
   type ServerOptions,
   type StaticFeature,
 } from "vscode-languageclient/node";
@@ -24,8 +25,11 @@ class OctetFeature implements StaticFeature {
   clear(): void {}
 }
 
-/** createClient returns a client for `octet lsp`, or the reason it cannot start. */
-export function createClient(output: vscode.LogOutputChannel): { client: LanguageClient } | { error: string } {
+/**
+ * createClient returns a client for `octet lsp` (with middleware), or the
+ * reason it cannot start.
+ */
+export function createClient(output: vscode.LogOutputChannel, middleware: Middleware = {}): { client: LanguageClient } | { error: string } {
   const cfg = vscode.workspace.getConfiguration("octet");
   const bin = resolveBinary(cfg.get<string>("path", ""), process.env.PATH);
   if ("error" in bin) {
@@ -42,6 +46,7 @@ export function createClient(output: vscode.LogOutputChannel): { client: Languag
     initializationOptions: { logLevel: cfg.get<string>("logLevel", "info") },
     // octet's approvals and failures are shown by the extension.
     connectionOptions: { maxRestartCount: 3 },
+    middleware,
   };
   const client = new LanguageClient("octet", "octet", server, options);
   client.registerFeature(new OctetFeature());

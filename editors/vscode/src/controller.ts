@@ -10,9 +10,11 @@ import type { ViewMessage } from "./chatView";
 import { ChatView } from "./chatView";
 import { createClient } from "./client";
 import { diffPath } from "./diff";
-import { DiffDocuments, showChange, showProposed } from "./diffDocs";
+import { DiffDocuments, octetEditor, proposedScheme, scheme, showChange, showProposed } from "./diffDocs";
 import { changePicks, modelPicks, rewindPicks } from "./format";
-import { addImage, imageLabel, type PromptImage, promptContext } from "./images";
+import type { Attachments } from "./attachments";
+import { Composer } from "./composer";
+import { pickers } from "./pickers";
 import { modeOf, modes, policyOf, sandboxLabel } from "./policy";
 import {
   ErrorCodes,
@@ -25,11 +27,14 @@ import {
   type PromptResult,
   type RecoveredOutputParams,
   type ResumeResult,
+  type SaveDocumentsParams,
   type SessionInfo,
   type ShowMessageParams,
   type TranscriptEntry,
+  type TranscriptPage,
 } from "./protocol";
 import { SessionNode, SessionsTree } from "./sessionsTree";
+import { EditorSync } from "./sync";
 import { Status } from "./status";
 import { displayText } from "./text";
 
@@ -58,10 +63,21 @@ export class Octet implements vscode.Disposable {
   private policy: string | undefined;
   /** The OS sandbox the session's commands run in (sandboxLabel). */
   private sandbox: string | undefined;
+  /** effort is the session's reasoning effort ("" the provider's default). */
+  private effort = "";
+  /**
+   * efforts are the efforts this window set, by session (octet does not
+   * say a resumed session's; a session it opens afresh has the default).
+   */
+  private efforts = new Map<string, string>();
+  /** models is the catalog (octet/models), for the model picker. */
+  private models: ModelInfo[] = [];
   private lastPrompt: string | undefined;
-  private lastImages: PromptImage[] = [];
-  /** images wait for the next prompt (pasted or dropped into the chat). */
-  private images: PromptImage[] = [];
+  private lastAttached: Attachments | undefined;
+  /** composer holds what waits for the next prompt. */
+  private readonly composer: Composer;
+  /** sync sends the editor's diagnostics and saves octet's edits before commands. */
+  private readonly sync = new EditorSync(() => this.workspaceRoot());
   private pending = new Map<string, Pending>();
   /** approvalDiffs maps a pending approval to its proposed-content URI. */
   private approvalDiffs = new Map<string, string>();
@@ -77,12 +93,15 @@ export class Octet implements vscode.Disposable {
   ) {
     this.view = new ChatView(ctx.extensionUri, this.model, (m) => void this.onView(m));
     this.tree = new SessionsTree(() => this.listSessions(), () => this.sessionId);
+    this.composer = new Composer(this.view, () => this.workspaceRoot());
     this.disposables.push(
-      vscode.workspace.registerTextDocumentContentProvider("octet-diff", this.docs),
+      vscode.workspace.registerTextDocumentContentProvider(scheme, this.docs),
+      vscode.workspace.registerTextDocumentContentProvider(proposedScheme, this.docs),
       vscode.window.registerWebviewViewProvider(ChatView.viewId, this.view, { webviewOptions: { retainContextWhenHidden: true } }),
       vscode.window.createTreeView("octet.sessions", { treeDataProvider: this.tree }),
       this.docs,
       this.status,
+      this.sync,
     );
     this.refresh();
   }
@@ -104,6 +123,10 @@ export class Octet implements vscode.Disposable {
       "octet.renameSession": (n: SessionNode) => this.rename(n),
       "octet.forkSession": (n: SessionNode) => this.fork(n),
       "octet.deleteSession": (n: SessionNode) => this.deleteSession(n),
+      "octet.focusChat": () => this.view.focusPrompt(),
+      "octet.addSelection": () => this.composer.addSelection(),
+      "octet.approveInDiff": (uri?: vscode.Uri) => this.decideInDiff(uri, "approve"),
+      "octet.denyInDiff": (uri?: vscode.Uri) => this.decideInDiff(uri, "deny"),
     };
   }
 
@@ -111,13 +134,14 @@ export class Octet implements vscode.Disposable {
     this.view.update();
     const configured = policyOf(vscode.workspace.getConfiguration("octet").get<string>("policyMode", "ask"));
     this.status.update(this.model, this.modelName, this.policy ?? configured, this.sandbox);
+    this.view.setPickers(pickers(this.models, this.modelName, this.effort, this.policy ?? configured));
   }
 
   // --- the server ---------------------------------------------------------
 
   /** start starts octet lsp and restores the workspace's last session. */
   async start(): Promise<void> {
-    const made = createClient(this.output);
+    const made = createClient(this.output, { workspace: { handleApplyEdit: this.sync.applyEdit } });
     if ("error" in made) {
       this.output.error(made.error);
       this.status.problem(made.error);
@@ -140,6 +164,7 @@ export class Octet implements vscode.Disposable {
       }
     });
     c.onRequest("octet/confirmEffect", (p: ConfirmEffectParams, token: CancellationToken) => this.confirm(p, token));
+    c.onRequest("octet/saveDocuments", (p: SaveDocumentsParams) => this.sync.saveDocuments(p));
     // vscode-languageclient would put the server's messages into
     // notifications as they are, and approve from one that shows the
     // approval's text folded and cut: these handlers replace its own.
@@ -155,6 +180,7 @@ export class Octet implements vscode.Disposable {
       this.refresh();
       return;
     }
+    this.sync.attach(c);
     await this.loadModels();
     const last = this.ctx.workspaceState.get<string>(lastSessionKey);
     if (last) {
@@ -192,6 +218,7 @@ export class Octet implements vscode.Disposable {
       if (this.modelName === "") {
         this.modelName = vscode.workspace.getConfiguration("octet").get<string>("model", "") || r.default;
       }
+      this.models = r.models;
       return r.models;
     } catch (e) {
       this.output.warn(`octet/models: ${message(e)}`);
@@ -213,7 +240,28 @@ export class Octet implements vscode.Disposable {
     if (p.event.kind === "run_finished") {
       this.tree.refresh();
     }
+    if (p.event.kind === "tool_finished" && typeof p.event.callId === "string" && this.model.needsResult(p.runId, p.event.callId)) {
+      void this.showResult(p.sessionId, p.runId, p.event.callId);
+    }
     this.refresh();
+  }
+
+  /**
+   * showResult shows a finished call's result (what the model was told),
+   * which its events do not carry unless it streamed output: from the
+   * transcript, where it is durable by its tool_finished.
+   */
+  private async showResult(sessionId: string, runId: string, callId: string): Promise<void> {
+    try {
+      const t = await this.request<TranscriptPage>("octet/session/transcript", { sessionId, limit: 20 });
+      const r = t.entries.find((e) => e.type === "tool_result" && e.result?.callId === callId)?.result;
+      if (r && sessionId === this.sessionId) {
+        this.model.setToolResult(runId, callId, r.text);
+        this.refresh();
+      }
+    } catch (e) {
+      this.output.warn(`could not read the result of ${callId}: ${message(e)}`);
+    }
   }
 
   // --- sessions -------------------------------------------------------------
@@ -245,12 +293,18 @@ export class Octet implements vscode.Disposable {
     if (m !== "") {
       params.model = m;
     }
+    const effort = cfg.get<string>("reasoningEffort", "");
+    if (effort !== "") {
+      params.reasoning = effort;
+    }
     try {
       const r = await this.request<{ sessionId: string; effectiveToolPolicy: EffectiveToolPolicy }>("octet/session/new", params);
       this.model.clear();
       this.policy = r.effectiveToolPolicy.effect_policy?.value;
       this.sandbox = sandboxLabel(r.effectiveToolPolicy);
       this.modelName = m !== "" ? m : this.modelName;
+      this.effort = effort;
+      this.efforts.set(r.sessionId, effort);
       this.setSession(r.sessionId);
       this.refresh();
       await this.view.reveal();
@@ -266,7 +320,8 @@ export class Octet implements vscode.Disposable {
     try {
       const r = await this.request<ResumeResult>("octet/session/resume", { sessionId: id });
       this.sessionId = id;
-      this.model.loadTranscript(r.transcript, r.recoveredOutput ?? []);
+      this.effort = this.efforts.get(id) ?? "";
+      this.model.loadTranscript(r.transcript, r.recoveredOutput ?? [], r.runs ?? []);
       if (r.transcriptNextBefore) {
         this.model.addInfo("Older messages are in the session file (octet sessions show).");
       }
@@ -365,37 +420,6 @@ export class Octet implements vscode.Disposable {
 
   // --- runs -----------------------------------------------------------------
 
-  /** attach adds an image for the next prompt, or says why it cannot. */
-  private attach(name: string, bytes: Uint8Array): void {
-    const r = addImage(this.images, name, bytes);
-    if (typeof r === "string") {
-      void vscode.window.showWarningMessage(`octet: ${r}`);
-      return;
-    }
-    this.images = r;
-    this.showImages();
-  }
-
-  private showImages(): void {
-    this.view.setAttachments(this.images.map((i) => imageLabel(i.name, i.bytes)));
-  }
-
-  /** attachUri attaches an image file dropped from VS Code's explorer. */
-  private async attachUri(raw: string): Promise<void> {
-    let uri: vscode.Uri;
-    try {
-      uri = vscode.Uri.parse(raw, true);
-      const stat = await vscode.workspace.fs.stat(uri);
-      if (stat.size > 20 * 1024 * 1024) {
-        void vscode.window.showWarningMessage(`octet: ${path.basename(uri.path)} is over 20 MiB; attach a smaller image.`);
-        return;
-      }
-      this.attach(path.basename(uri.path), await vscode.workspace.fs.readFile(uri));
-    } catch (e) {
-      void vscode.window.showWarningMessage(`octet: cannot attach ${displayText(raw, "line", 200)}: ${message(e)}`);
-    }
-  }
-
   /** send sends the chat input: a prompt, or input for the running run. */
   async send(text: string, mode: "prompt" | "steer" | "followUp"): Promise<void> {
     const runId = this.model.runId;
@@ -419,28 +443,24 @@ export class Octet implements vscode.Disposable {
   }
 
   /**
-   * prompt runs text with the images waiting for it (images: these
+   * prompt runs text with what waits in the composer (attached: this
    * instead, when the prompt is sent again).
    */
-  private async prompt(text: string, images?: PromptImage[]): Promise<void> {
+  private async prompt(text: string, attached?: Attachments): Promise<void> {
     const id = this.sessionId ?? (await this.newSession());
     if (!id) {
       return;
     }
-    if (images === undefined) {
-      images = this.images;
-      this.images = [];
-      this.showImages();
-    }
+    attached ??= this.composer.take();
     this.lastPrompt = text;
-    this.lastImages = images;
-    this.model.addUser(text, images.map((i) => imageLabel(i.name, i.bytes)));
+    this.lastAttached = attached;
+    this.model.addUser(text, attached.chips());
     this.model.state = "running";
     this.refresh();
     try {
       const params: Record<string, unknown> = { sessionId: id, text };
-      if (images.length > 0) {
-        params.context = promptContext(images);
+      if (!attached.empty()) {
+        params.context = attached.context();
       }
       const r = await this.request<PromptResult>("octet/prompt", params);
       if (r.outcome === "failed" && !this.model.items.some((i) => i.kind === "error")) {
@@ -646,6 +666,21 @@ export class Octet implements vscode.Disposable {
     }
   }
 
+  /**
+   * decideInDiff decides the approval whose proposed content uri shows
+   * (the diff editor's title actions; without uri, the active editor's).
+   */
+  private async decideInDiff(uri: vscode.Uri | undefined, decision: "approve" | "deny"): Promise<void> {
+    const input = vscode.window.tabGroups.activeTabGroup.activeTab?.input;
+    const shown = uri ?? (input instanceof vscode.TabInputTextDiff ? input.modified : undefined);
+    const key = [...this.approvalDiffs].find(([, u]) => u === shown?.toString())?.[0];
+    if (key === undefined || !this.pending.has(key)) {
+      void vscode.window.showInformationMessage("octet: this diff's approval was already decided.");
+      return;
+    }
+    await this.decide(key, decision);
+  }
+
   /** closeDiffs closes the diff editor of a decided approval. */
   private closeDiffs(key: string): void {
     const uri = this.approvalDiffs.get(key);
@@ -709,8 +744,7 @@ export class Octet implements vscode.Disposable {
       return;
     }
     try {
-      const t = await this.request<{ entries: TranscriptEntry[] }>("octet/session/transcript", { sessionId: id, limit: 200 });
-      const targets = t.entries.filter((e) => e.type === "user" && e.parent);
+      const targets = (await this.prompts(id)).filter((e) => e.parent);
       if (targets.length === 0) {
         void vscode.window.showInformationMessage("octet: nothing to rewind: the session has no earlier prompt to go back before.");
         return;
@@ -753,28 +787,68 @@ export class Octet implements vscode.Disposable {
     }
   }
 
+  /**
+   * prompts are the session's prompts on its active branch, newest first:
+   * every page of its transcript (a long session's first prompt is many
+   * pages back).
+   */
+  private async prompts(sessionId: string): Promise<TranscriptEntry[]> {
+    const out: TranscriptEntry[] = [];
+    let before: string | undefined;
+    for (let page = 0; page < 100; page++) {
+      const t = await this.request<TranscriptPage>("octet/session/transcript", { sessionId, limit: 500, ...(before ? { beforeEntryId: before } : {}) });
+      out.push(...t.entries.filter((e) => e.type === "user"));
+      before = t.nextBefore;
+      if (!before) {
+        break;
+      }
+    }
+    return out;
+  }
+
   private async selectModel(): Promise<void> {
     const models = await this.loadModels();
     if (models.length === 0) {
       return;
     }
     const pick = (await vscode.window.showQuickPick(modelPicks(models, this.modelName), { title: "octet model" }))?.value;
-    if (pick === undefined) {
-      return;
+    if (pick !== undefined) {
+      await this.setModel(pick);
     }
-    if (!this.sessionId) {
-      await vscode.workspace.getConfiguration("octet").update("model", pick, vscode.ConfigurationTarget.Workspace);
-      this.modelName = pick;
-      this.refresh();
-      return;
-    }
+  }
+
+  /**
+   * sessionSetting sets one of the session's settings with method (params
+   * plus the session), or without a session the setting key of new
+   * sessions, to value; it returns the value in effect, or undefined when
+   * it could not (what: what it was doing, for the error).
+   */
+  private async sessionSetting(key: string, method: string, params: object, value: string, what: string): Promise<string | undefined> {
     try {
-      const r = await this.request<{ effective: string }>("octet/setModel", { sessionId: this.sessionId, model: pick });
-      this.modelName = r.effective;
-      this.refresh();
+      if (!this.sessionId) {
+        await vscode.workspace.getConfiguration("octet").update(key, value, vscode.ConfigurationTarget.Workspace);
+        return value;
+      }
+      return (await this.request<{ effective: string }>(method, { sessionId: this.sessionId, ...params })).effective;
     } catch (e) {
-      this.showError(`octet could not select the model: ${message(e)}`, []);
+      this.showError(`octet could not ${what}: ${message(e)}`, []);
+      return undefined;
     }
+  }
+
+  /** setModel selects the session's model (without a session, new sessions' model). */
+  private async setModel(model: string): Promise<void> {
+    this.modelName = (await this.sessionSetting("model", "octet/setModel", { model }, model, "select the model")) ?? this.modelName;
+    this.refresh();
+  }
+
+  /** setEffort selects the session's reasoning effort (without a session, new sessions'). */
+  private async setEffort(effort: string): Promise<void> {
+    this.effort = (await this.sessionSetting("reasoningEffort", "octet/setReasoning", { effort }, effort, "set the reasoning effort")) ?? this.effort;
+    if (this.sessionId) {
+      this.efforts.set(this.sessionId, this.effort);
+    }
+    this.refresh();
   }
 
   private async pickPolicy(): Promise<void> {
@@ -783,26 +857,43 @@ export class Octet implements vscode.Disposable {
       modes.map((m) => ({ label: m.label, description: m.mode === cur ? "current" : "", detail: m.description, mode: m })),
       { title: "octet policy mode" },
     );
-    if (!pick) {
-      return;
+    if (pick) {
+      await this.setMode(pick.mode);
     }
-    if (!this.sessionId) {
-      // Machine-scoped: a user setting (a workspace cannot hold it).
-      await vscode.workspace.getConfiguration("octet").update("policyMode", pick.mode.mode, vscode.ConfigurationTarget.Global);
-      this.policy = pick.mode.policy;
-      this.refresh();
-      return;
-    }
+  }
+
+  /** setMode switches the session's policy mode (without a session, new sessions'). */
+  private async setMode(mode: (typeof modes)[number]): Promise<void> {
     try {
-      const r = await this.request<EffectiveToolPolicy>("octet/session/setPolicy", { sessionId: this.sessionId, effectPolicy: pick.mode.policy });
-      this.policy = r.effect_policy?.value;
-      this.sandbox = sandboxLabel(r);
-      this.refresh();
+      if (!this.sessionId) {
+        // Machine-scoped: a user setting (a workspace cannot hold it).
+        await vscode.workspace.getConfiguration("octet").update("policyMode", mode.mode, vscode.ConfigurationTarget.Global);
+        this.policy = mode.policy;
+      } else {
+        const r = await this.request<EffectiveToolPolicy>("octet/session/setPolicy", { sessionId: this.sessionId, effectPolicy: mode.policy });
+        this.policy = r.effect_policy?.value;
+        this.sandbox = sandboxLabel(r);
+      }
     } catch (e) {
       this.showError(
-        `octet could not switch to ${pick.label}: ${message(e)}. A session can only be as loose as octet lsp's launch policy (see octet.args).`,
+        `octet could not switch to ${mode.label}: ${message(e)}. A session can only be as loose as octet lsp's launch policy (see octet.args).`,
         ["openSettings"],
       );
+    }
+    this.refresh();
+  }
+
+  /** pick acts on a picker under the chat's prompt. */
+  private async pick(what: "model" | "effort" | "mode", value: string): Promise<void> {
+    if (what === "model") {
+      await this.setModel(value);
+    } else if (what === "effort") {
+      await this.setEffort(value);
+    } else {
+      const mode = modeOf(value);
+      if (mode) {
+        await this.setMode(mode);
+      }
     }
   }
 
@@ -852,7 +943,7 @@ export class Octet implements vscode.Disposable {
     switch (a) {
       case "retry":
         if (this.lastPrompt) {
-          await this.prompt(this.lastPrompt, this.lastImages);
+          await this.prompt(this.lastPrompt, this.lastAttached);
         }
         break;
       case "newSession":
@@ -891,23 +982,34 @@ export class Octet implements vscode.Disposable {
         await this.cancelAgent(m.runId);
         break;
       case "attachImage":
-        this.attach(m.name, Buffer.from(m.data, "base64"));
+        this.composer.addImage(m.name, Buffer.from(m.data, "base64"));
         break;
       case "attachUri":
-        await this.attachUri(m.uri);
+        await this.composer.addImageUri(m.uri);
         break;
-      case "removeImage":
-        this.images = this.images.filter((_, i) => i !== m.index);
-        this.showImages();
+      case "removeAttachment":
+        this.composer.remove(m.index);
+        break;
+      case "mention":
+        await this.composer.mentions(m.id, m.query);
+        break;
+      case "pickMention":
+        await this.composer.pickMention(m.key);
+        break;
+      case "pick":
+        await this.pick(m.what, m.value);
         break;
       case "openFile": {
         const uri = this.fileUri(m.path);
         if (uri) {
           const line = m.line ? Math.max(0, m.line - 1) : 0;
-          await vscode.window.showTextDocument(uri, { selection: new vscode.Range(line, 0, line, 0), preview: true });
+          await vscode.window.showTextDocument(uri, { ...octetEditor, selection: new vscode.Range(line, 0, line, 0) });
         }
         break;
       }
+      case "code":
+        await this.codeAction(m.action, m.text);
+        break;
       case "openHref":
         if (/^https?:\/\//i.test(m.href)) {
           await vscode.env.openExternal(vscode.Uri.parse(m.href));
@@ -923,6 +1025,25 @@ export class Octet implements vscode.Disposable {
       default:
         break;
     }
+  }
+
+  /** codeAction copies a code block of the chat, or inserts it at the editor's cursor. */
+  private async codeAction(action: "copy" | "insert", text: string): Promise<void> {
+    if (action === "copy") {
+      await vscode.env.clipboard.writeText(text);
+      return;
+    }
+    const ed = vscode.window.activeTextEditor ?? vscode.window.visibleTextEditors.find((e) => e.document.uri.scheme === "file");
+    if (!ed) {
+      void vscode.window.showInformationMessage("octet: open a file to insert the code into (Copy puts it on the clipboard).");
+      return;
+    }
+    await ed.edit((b) => {
+      for (const sel of ed.selections) {
+        b.replace(sel, text);
+      }
+    });
+    await vscode.window.showTextDocument(ed.document, { viewColumn: ed.viewColumn, preserveFocus: false });
   }
 
   async dispose(): Promise<void> {

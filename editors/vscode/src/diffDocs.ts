@@ -9,6 +9,22 @@ import { displayText } from "./text";
 /** The URI scheme of octet's virtual documents. */
 export const scheme = "octet-diff";
 
+/**
+ * The URI scheme of an approval's proposed content, the right side of its
+ * diff editor: the editor's title offers Approve and Deny for it
+ * (package.json's editor/title menu).
+ */
+export const proposedScheme = "octet-proposed";
+
+/**
+ * octetEditor is how octet opens its editors: pinned, never in the preview
+ * tab. A preview editor replaces the group's preview tab, closing its
+ * document (textDocument/didClose), and an approval shown against that
+ * open buffer is then refused when approved ("file changed after the
+ * change was shown for approval").
+ */
+export const octetEditor = { preview: false } as const;
+
 /** DiffDocuments keeps the contents of the virtual documents it opened. */
 export class DiffDocuments implements vscode.TextDocumentContentProvider {
   private docs = new Map<string, string>();
@@ -20,8 +36,12 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider {
     return this.docs.get(uri.query) ?? "";
   }
 
-  /** add stores content under a new URI whose path ends like path (for highlighting). */
-  add(path: string, side: string, content: string): vscode.Uri {
+  /**
+   * add stores content under a new URI whose path ends like path (for
+   * highlighting), of scheme (octet-diff, or octet-proposed for an
+   * approval's proposed content).
+   */
+  add(path: string, side: string, content: string, uriScheme: string = scheme): vscode.Uri {
     const key = `${side}-${++this.n}`;
     this.docs.set(key, content);
     if (this.docs.size > 200) {
@@ -30,7 +50,7 @@ export class DiffDocuments implements vscode.TextDocumentContentProvider {
         this.docs.delete(first);
       }
     }
-    return vscode.Uri.from({ scheme, path: "/" + path.replace(/^\/+/, ""), query: key });
+    return vscode.Uri.from({ scheme: uriScheme, path: "/" + path.replace(/^\/+/, ""), query: key });
   }
 
   dispose(): void {
@@ -55,7 +75,7 @@ export async function currentContent(uri: vscode.Uri): Promise<{ text: string; e
 /** showUnifiedDiff opens a unified diff as a read-only diff-language document. */
 export async function showUnifiedDiff(diff: string): Promise<void> {
   const doc = await vscode.workspace.openTextDocument({ content: diff, language: "diff" });
-  await vscode.window.showTextDocument(doc, { preview: true });
+  await vscode.window.showTextDocument(doc, octetEditor);
 }
 
 /**
@@ -77,9 +97,9 @@ export async function showProposed(
     return undefined;
   }
   const left = docs.add(relPath, "current", cur.text);
-  const right = docs.add(relPath, "proposed", proposed);
+  const right = docs.add(relPath, "proposed", proposed, proposedScheme);
   const label = `${displayText(relPath, "line", 200)}: current ↔ proposed (${displayText(title, "line", 120)})`;
-  await vscode.commands.executeCommand("vscode.diff", left, right, label, { preview: true });
+  await vscode.commands.executeCommand("vscode.diff", left, right, label, octetEditor);
   return right;
 }
 
@@ -100,5 +120,5 @@ export async function showChange(docs: DiffDocuments, file: vscode.Uri, change: 
   }
   const left = docs.add(change.path, "before", before);
   const right = cur.exists ? file : docs.add(change.path, "after", "");
-  await vscode.commands.executeCommand("vscode.diff", left, right, `${displayText(change.path, "line", 200)}: octet's change`, { preview: true });
+  await vscode.commands.executeCommand("vscode.diff", left, right, `${displayText(change.path, "line", 200)}: octet's change`, octetEditor);
 }

@@ -1,6 +1,7 @@
 // Formatting for the status bar, quick picks and the chat: costs, token
 // counts, states. Untrusted text goes through displayText (text.ts).
 
+import { splitAttached } from "./attachments";
 import type { SessionState } from "./chatModel";
 import type { FileChange, ModelInfo, TranscriptEntry, Usage } from "./protocol";
 import { displayText } from "./text";
@@ -18,6 +19,32 @@ export function formatCost(micros: number | undefined): string {
     return `$${d.toFixed(2)}`;
   }
   return `$${d.toFixed(4)}`;
+}
+
+/** formatDuration formats milliseconds as "4 s", "2 min" or "1 h 5 min" (rounded up). */
+export function formatDuration(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000));
+  if (s < 60) {
+    return `${s} s`;
+  }
+  const m = Math.ceil(s / 60);
+  return m < 60 ? `${m} min` : `${Math.floor(m / 60)} h${m % 60 === 0 ? "" : ` ${m % 60} min`}`;
+}
+
+/**
+ * retryText is how the chat says a provider retry (both plugins use these
+ * words): "retrying 3/29 in 4 s: <cause>" ("retrying 3 in 4 s" while octet
+ * waits for the network, with no attempt limit), "(gives up in 6 min)"
+ * when octet knows; once the run went on, "retried 3 times: <cause>".
+ */
+export function retryText(r: { attempt: number; maxAttempts?: number; delayMs: number; giveUpInMs?: number; operation: string; cause: string; done: boolean }): string {
+  const what = r.operation === "" ? "" : ` ${r.operation}`;
+  if (r.done) {
+    return `retried${what} ${r.attempt} ${r.attempt === 1 ? "time" : "times"}: ${r.cause}`;
+  }
+  const of = r.maxAttempts === undefined ? `${r.attempt}` : `${r.attempt}/${r.maxAttempts}`;
+  const giveUp = r.giveUpInMs === undefined ? "" : ` (gives up in ${formatDuration(r.giveUpInMs)})`;
+  return `retrying${what} ${of} in ${formatDuration(r.delayMs)}: ${r.cause}${giveUp}`;
 }
 
 /** formatTokens formats a token count ("950", "12.3k", "1.2M"). */
@@ -112,6 +139,33 @@ export function relativeTime(iso: string | undefined, now: number = Date.now()):
   return `${Math.floor(s / 86400)} d ago`;
 }
 
+const months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+
+/**
+ * formatWhen says when an RFC 3339 time was, in local time: "just now",
+ * "5 min ago · 14:05", "3 h ago · 09:12", "yesterday 09:12", "3 Dec
+ * 14:05" (with the year when it is not this one); "" when it is not a time.
+ */
+export function formatWhen(iso: string | undefined, now: Date = new Date()): string {
+  const t = iso ? new Date(iso) : undefined;
+  if (!t || Number.isNaN(t.getTime())) {
+    return "";
+  }
+  const two = (n: number) => String(n).padStart(2, "0");
+  const clock = `${two(t.getHours())}:${two(t.getMinutes())}`;
+  const day = (d: Date) => new Date(d.getFullYear(), d.getMonth(), d.getDate()).getTime();
+  const days = Math.round((day(now) - day(t)) / 86_400_000);
+  if (days === 0) {
+    const rel = relativeTime(iso, now.getTime());
+    return rel === "just now" ? rel : `${rel} · ${clock}`;
+  }
+  if (days === 1) {
+    return `yesterday ${clock}`;
+  }
+  const year = t.getFullYear() === now.getFullYear() ? "" : ` ${t.getFullYear()}`;
+  return `${t.getDate()} ${months[t.getMonth()]}${year} ${clock}`;
+}
+
 /** A quick pick item carrying the value it stands for. */
 export interface Pick<T> {
   label: string;
@@ -125,8 +179,8 @@ export function changePicks(changes: FileChange[]): Pick<FileChange>[] {
 }
 
 /** rewindPicks are the prompts a session can be rewound to before (their text on one line). */
-export function rewindPicks(entries: TranscriptEntry[]): Pick<TranscriptEntry>[] {
-  return entries.map((e) => ({ label: displayText(e.text ?? "", "label", 120), description: displayText(e.time ?? "", "label", 40), value: e }));
+export function rewindPicks(entries: TranscriptEntry[], now: Date = new Date()): Pick<TranscriptEntry>[] {
+  return entries.map((e) => ({ label: displayText(splitAttached(e.text ?? "").text, "label", 120), description: formatWhen(e.time, now), value: e }));
 }
 
 /** modelPicks are the models to choose from, the current one marked. */

@@ -1,7 +1,16 @@
-// A small Markdown renderer for the chat view. Everything is escaped
-// first; the only markup it emits is its own (no raw HTML passes through),
-// and links never navigate the webview: they carry data-href (http, https)
-// or data-file (a workspace path) for the extension to open.
+// Markdown for the chat view, rendered by markdown-it (CommonMark with
+// GitHub's tables and strikethrough) in the extension host; the webview
+// only inserts the HTML. Raw HTML in the text is escaped, never passed
+// through; links never navigate the webview: they carry data-href (http,
+// https) or data-file (a workspace path) for the extension to open, and
+// anything else stays text; images are never loaded (their alt text
+// stands for them). Fenced code is highlighted by highlight.js (its
+// common languages) and gets Copy and Insert buttons.
+
+import hljs from "highlight.js/lib/common";
+import MarkdownIt = require("markdown-it");
+
+type Token = MarkdownIt.Token;
 
 /** escapeHtml escapes text for HTML element content and attribute values. */
 export function escapeHtml(s: string): string {
@@ -28,119 +37,100 @@ export function parseFileRef(s: string): { path: string; line?: number } | undef
   return m[2] === undefined ? { path: m[1] } : { path: m[1], line: Number(m[2]) };
 }
 
-function fileLink(ref: { path: string; line?: number }, label: string): string {
+function fileLinkOpen(ref: { path: string; line?: number }): string {
   const line = ref.line === undefined ? "" : ` data-line="${ref.line}"`;
-  return `<a href="#" class="file" data-file="${escapeHtml(ref.path)}"${line}>${label}</a>`;
+  return `<a href="#" class="file" data-file="${escapeHtml(ref.path)}"${line}>`;
 }
 
-function inline(text: string): string {
-  // Split out code spans first: nothing inside them is formatted.
-  const parts = text.split(/(`+[^`]*`+)/);
-  return parts
-    .map((part, i) => {
-      if (i % 2 === 1) {
-        const code = part.replace(/^`+|`+$/g, "");
-        const ref = parseFileRef(code);
-        const html = `<code>${escapeHtml(code)}</code>`;
-        return ref ? fileLink(ref, html) : html;
-      }
-      return formatSpan(part);
-    })
-    .join("");
-}
-
-function formatSpan(text: string): string {
-  let out = "";
-  const link = /\[([^\]]+)\]\(([^)\s]+)\)/g;
-  let last = 0;
-  for (let m = link.exec(text); m !== null; m = link.exec(text)) {
-    out += emphasis(escapeHtml(text.slice(last, m.index)));
-    out += linkHtml(m[1], m[2]);
-    last = m.index + m[0].length;
-  }
-  return out + emphasis(escapeHtml(text.slice(last)));
-}
-
-function linkHtml(label: string, target: string): string {
-  const l = emphasis(escapeHtml(label));
+/** linkOpen is the opening tag a link target gets, or "" to keep it text. */
+function linkOpen(target: string): string {
   if (/^https?:\/\//i.test(target)) {
-    return `<a href="#" data-href="${escapeHtml(target)}">${l}</a>`;
+    return `<a href="#" data-href="${escapeHtml(target)}">`;
   }
-  const ref = parseFileRef(target.replace(/^file:\/\//, ""));
-  return ref ? fileLink(ref, l) : l;
+  const ref = parseFileRef(target);
+  return ref ? fileLinkOpen(ref) : "";
 }
 
-function emphasis(escaped: string): string {
-  return escaped
-    .replace(/\*\*([^*]+)\*\*/g, "<strong>$1</strong>")
-    .replace(/(^|[^\w*])\*([^*\s][^*]*)\*(?!\w)/g, "$1<em>$2</em>")
-    .replace(/(^|[^\w])_([^_\s][^_]*)_(?!\w)/g, "$1<em>$2</em>");
+// highlighted keeps the last highlighted code blocks: while an answer
+// streams it is rendered again at each delta, its finished blocks unchanged.
+const highlighted = new Map<string, string>();
+const highlightedMax = 64;
+
+/** highlight returns code as HTML, highlighted when lang is a language highlight.js knows. */
+export function highlight(code: string, lang: string): string {
+  if (lang === "" || hljs.getLanguage(lang) === undefined) {
+    return escapeHtml(code);
+  }
+  const key = `${lang}\u0000${code}`;
+  let html = highlighted.get(key);
+  if (html === undefined) {
+    html = hljs.highlight(code, { language: lang, ignoreIllegals: true }).value;
+    highlighted.set(key, html);
+    if (highlighted.size > highlightedMax) {
+      highlighted.delete(highlighted.keys().next().value as string);
+    }
+  }
+  return html;
 }
+
+/** codeBlock is a code block with its language, Copy and Insert buttons. */
+function codeBlock(code: string, info: string): string {
+  const lang = /^[\w+\-.#]*/.exec(info.trim())?.[0] ?? "";
+  const cls = lang === "" ? "hljs" : `hljs language-${escapeHtml(lang)}`;
+  return (
+    `<div class="code-block"><div class="code-head"><span class="code-lang">${escapeHtml(lang)}</span>` +
+    `<button type="button" class="code-action" data-code-action="copy" title="Copy the code">Copy</button>` +
+    `<button type="button" class="code-action" data-code-action="insert" title="Insert the code at the cursor of the editor">Insert</button></div>` +
+    `<pre><code class="${cls}">${highlight(code.replace(/\n$/, ""), lang)}</code></pre></div>\n`
+  );
+}
+
+/** closing finds the index of the token closing tokens[open]. */
+function closing(tokens: Token[], open: number, type: string): number {
+  for (let i = open + 1; i < tokens.length; i++) {
+    if (tokens[i].type === type && tokens[i].level === tokens[open].level) {
+      return i;
+    }
+  }
+  return -1;
+}
+
+function newRenderer(): MarkdownIt {
+  const md = new MarkdownIt({ html: false, linkify: true, breaks: true });
+  const r = md.renderer.rules;
+  r.fence = (tokens, i) => codeBlock(tokens[i].content, tokens[i].info);
+  r.code_block = (tokens, i) => codeBlock(tokens[i].content, "");
+  r.code_inline = (tokens, i) => {
+    const code = tokens[i].content;
+    const html = `<code>${escapeHtml(code)}</code>`;
+    const ref = parseFileRef(code);
+    return ref ? `${fileLinkOpen(ref)}${html}</a>` : html;
+  };
+  r.link_open = (tokens, i) => {
+    const open = linkOpen(tokens[i].attrGet("href") ?? "");
+    if (open === "") {
+      const end = closing(tokens, i, "link_close");
+      if (end >= 0) {
+        tokens[end].meta = { text: true };
+      }
+    }
+    return open;
+  };
+  r.link_close = (tokens, i) => (tokens[i].meta?.text ? "" : "</a>");
+  r.image = (tokens, i) => {
+    const t = tokens[i];
+    const alt = escapeHtml(t.children ? md.renderer.renderInlineAsText(t.children, md.options, {}) : t.content);
+    const src = t.attrGet("src") ?? "";
+    return /^https?:\/\//i.test(src) ? `<a href="#" data-href="${escapeHtml(src)}">${alt || escapeHtml(src)}</a>` : alt;
+  };
+  r.table_open = () => `<div class="table-wrap"><table>\n`;
+  r.table_close = () => `</table></div>\n`;
+  return md;
+}
+
+const md = newRenderer();
 
 /** renderMarkdown renders Markdown text (possibly incomplete, while streaming) as HTML. */
 export function renderMarkdown(src: string): string {
-  const lines = src.replace(/\r\n/g, "\n").split("\n");
-  const out: string[] = [];
-  let para: string[] = [];
-  let list: { ordered: boolean; items: string[] } | undefined;
-  const flushPara = () => {
-    if (para.length > 0) {
-      out.push(`<p>${para.map(inline).join("<br>")}</p>`);
-      para = [];
-    }
-  };
-  const flushList = () => {
-    if (list) {
-      const tag = list.ordered ? "ol" : "ul";
-      out.push(`<${tag}>${list.items.map((i) => `<li>${inline(i)}</li>`).join("")}</${tag}>`);
-      list = undefined;
-    }
-  };
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i];
-    const fence = /^\s*(```+|~~~+)\s*([\w+\-.]*)/.exec(line);
-    if (fence) {
-      flushPara();
-      flushList();
-      const body: string[] = [];
-      i++;
-      while (i < lines.length && !lines[i].trimStart().startsWith(fence[1])) {
-        body.push(lines[i]);
-        i++;
-      }
-      const lang = fence[2] ? ` class="language-${escapeHtml(fence[2])}"` : "";
-      out.push(`<pre><code${lang}>${escapeHtml(body.join("\n"))}</code></pre>`);
-      continue;
-    }
-    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
-    const bullet = /^\s*[-*+]\s+(.*)$/.exec(line);
-    const numbered = /^\s*\d+[.)]\s+(.*)$/.exec(line);
-    if (heading) {
-      flushPara();
-      flushList();
-      const n = heading[1].length;
-      out.push(`<h${n}>${inline(heading[2])}</h${n}>`);
-    } else if (bullet || numbered) {
-      flushPara();
-      const ordered = numbered !== null && bullet === null;
-      if (list && list.ordered !== ordered) {
-        flushList();
-      }
-      list ??= { ordered, items: [] };
-      list.items.push((bullet ?? numbered)![1]);
-    } else if (/^\s*>\s?/.test(line)) {
-      flushPara();
-      flushList();
-      out.push(`<blockquote>${inline(line.replace(/^\s*>\s?/, ""))}</blockquote>`);
-    } else if (line.trim() === "") {
-      flushPara();
-      flushList();
-    } else {
-      flushList();
-      para.push(line);
-    }
-  }
-  flushPara();
-  flushList();
-  return out.join("\n");
+  return md.render(src);
 }

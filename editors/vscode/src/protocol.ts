@@ -114,6 +114,8 @@ export interface Usage {
   contextWindow?: number;
   uncertainty?: string;
   refusal?: string;
+  /** session is, in a usage event, the session's known totals after the request (every run and child). */
+  session?: Usage;
 }
 
 /** An assistant item of a transcript entry. */
@@ -141,7 +143,8 @@ export interface TranscriptEntry {
     tool: string;
     text: string;
     isError: boolean;
-    details?: { changes?: FileChange[]; plan?: PlanStep[]; explanation?: string };
+    /** details.policy_denial is the reason code of a call that was denied. */
+    details?: { changes?: FileChange[]; plan?: PlanStep[]; explanation?: string; policy_denial?: string };
   };
   summary?: string;
 }
@@ -158,11 +161,48 @@ export interface Plan {
   plan: PlanStep[];
 }
 
+/** How a run of a transcript ended when it did not complete (resume's and transcript's runs). */
+export interface RunEnd {
+  runId: string;
+  outcome: "failed" | "cancelled" | "max_turns";
+  error?: string;
+}
+
+/** The result of octet/session/transcript. */
+export interface TranscriptPage {
+  /** entries are newest first. */
+  entries: TranscriptEntry[];
+  nextBefore?: string;
+  runs?: RunEnd[];
+}
+
+/** The params of octet/saveDocuments (server → client). */
+export interface SaveDocumentsParams {
+  uris: string[];
+  reason: string;
+}
+
+/** The result of octet/saveDocuments. */
+export interface SaveDocumentsResult {
+  saved: string[];
+  declined: string[];
+}
+
+/** An LSP Diagnostic as octet/diagnostics carries it. */
+export interface LspDiagnostic {
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  severity?: 1 | 2 | 3 | 4;
+  code?: string | number;
+  source?: string;
+  message: string;
+}
+
 /** The result of octet/session/resume. */
 export interface ResumeResult {
   sessionId: string;
   head: string;
   transcript: TranscriptEntry[];
+  runs?: RunEnd[];
   transcriptNextBefore?: string;
   usage?: Usage;
   recoveredOutput?: RecoveredOutputParams[];
@@ -219,7 +259,10 @@ export interface ShowMessageParams {
  * status bar item show the run instead.
  */
 export function clientCapabilities(caps: { experimental?: unknown; window?: { workDoneProgress?: boolean } }): void {
-  caps.experimental = { ...(caps.experimental as object | undefined), octet: { confirmEffect: true, events: true, recoveredOutput: true } };
+  caps.experimental = {
+    ...(caps.experimental as object | undefined),
+    octet: { confirmEffect: true, events: true, recoveredOutput: true, saveDocuments: true, diagnostics: true },
+  };
   caps.window = { ...caps.window, workDoneProgress: false };
 }
 

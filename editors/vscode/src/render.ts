@@ -2,8 +2,9 @@
 // script only wires the data-* attributes to messages to the extension.
 
 import { scopeText } from "./approvals";
-import type { AgentItem, ChatItem, ErrorAction, PlanItem } from "./chatModel";
-import { formatCost, formatTokens } from "./format";
+import type { Chip } from "./attachments";
+import type { AgentItem, ChatItem, ErrorAction, PlanItem, RetryItem, ToolItem, ToolStatus } from "./chatModel";
+import { formatCost, formatTokens, retryText } from "./format";
 import { escapeHtml, renderMarkdown } from "./markdown";
 import type { FileChange } from "./protocol";
 import { displayText } from "./text";
@@ -183,26 +184,85 @@ export function planHtml(item: PlanItem): string {
   );
 }
 
-/** imagesHtml shows a prompt's images as labelled chips. */
-function imagesHtml(labels: string[]): string {
-  if (labels.length === 0) {
-    return "";
-  }
-  return `<div class="images">${labels.map((l) => `<span class="image-chip">${escapeHtml(displayText(l, "line", 120))}</span>`).join("")}</div>`;
+const chipTitle: Record<Chip["kind"], string> = { image: "an image", file: "a file", range: "lines of a file" };
+
+/** chipHtml is one chip (remove: a button that removes it). */
+function chipHtml(c: Chip, remove = ""): string {
+  return (
+    `<span class="chip chip-${c.kind}${c.kind === "image" ? " image-chip" : ""}" title="${chipTitle[c.kind]}">` +
+    `${escapeHtml(displayText(c.label, "line", 120))}${remove}</span>`
+  );
+}
+
+/** chipsHtml shows what a prompt carried as chips. */
+function chipsHtml(chips: Chip[]): string {
+  return chips.length === 0 ? "" : `<div class="chips">${chips.map((c) => chipHtml(c)).join("")}</div>`;
 }
 
 /**
- * attachmentsHtml is the composer's images waiting for the next prompt,
- * each with a button that removes it.
+ * attachmentsHtml is the composer's chips: what waits for the next prompt
+ * (images, files, selections, symbols), each with a button that removes it.
  */
-export function attachmentsHtml(labels: string[]): string {
-  return labels
-    .map(
-      (l, i) =>
-        `<span class="image-chip">${escapeHtml(displayText(l, "line", 120))} ` +
-        `<button type="button" class="secondary remove-image" data-remove-image="${i}" title="Remove this image" aria-label="Remove this image">×</button></span>`,
+export function attachmentsHtml(chips: Chip[]): string {
+  return chips
+    .map((c, i) =>
+      chipHtml(
+        c,
+        ` <button type="button" class="secondary remove-attachment" data-remove-attachment="${i}" title="Remove" aria-label="Remove ${escapeHtml(displayText(c.label, "line", 120))}">×</button>`,
+      ),
     )
     .join("");
+}
+
+/**
+ * welcomeHtml is what an empty chat shows: what octet does here and how
+ * to talk to it (the keys are the extension's keybindings).
+ */
+export function welcomeHtml(mode: string, description: string): string {
+  const hint = (k: string, what: string) => `<li><kbd>${escapeHtml(k)}</kbd> ${escapeHtml(what)}</li>`;
+  return (
+    `<div class="welcome"><h2>Ask octet</h2>` +
+    `<p>octet reads, searches and edits this workspace and runs commands. ` +
+    `Mode <strong>${escapeHtml(mode)}</strong>: ${escapeHtml(description)} (the picker under the prompt changes it).</p>` +
+    `<ul class="hints">` +
+    hint("@", "mentions a file or a symbol: it goes with the prompt") +
+    hint("Ctrl+Alt+K", "adds the editor's selection (⌘⌥K on macOS)") +
+    hint("Ctrl+Alt+O", "comes back to this chat from anywhere (⌘⌥O)") +
+    hint("Enter", "sends; Shift+Enter starts a new line; while a run works, Enter steers it and Alt+Enter queues a follow-up") +
+    hint("Paste / drop", "images go with the prompt too") +
+    `</ul><p class="try">Try: “Explain what this project does”, “Find where errors are logged”, “Add a test for @main.go”.</p></div>`
+  );
+}
+
+/** retryHtml is a run's provider retries: what failed, when octet tries again, and Cancel. */
+function retryHtml(item: RetryItem): string {
+  const cancel = item.done ? "" : ` <button class="secondary" data-retry-cancel="${escapeHtml(item.runId)}" title="Cancel the run">Cancel</button>`;
+  return (
+    `<div id="${escapeHtml(item.id)}" class="item retry${item.done ? " done" : ""}"><span class="icon">${item.done ? "↻" : "⟳"}</span> ` +
+    `<span class="text">${escapeHtml(displayText(retryText(item), "line", 400))}</span>${cancel}</div>`
+  );
+}
+
+const toolStatusText: Partial<Record<ToolStatus, string>> = { error: "failed", waiting: "waiting for approval" };
+
+/**
+ * toolHtml is a tool call's row: its name, the gist of its arguments and
+ * its status; a failed or denied call says why in its own words (the
+ * arguments and output fold away under the row).
+ */
+function toolHtml(item: ToolItem): string {
+  const failed = item.status === "error" || item.status === "denied";
+  const why = failed ? (item.result ?? "") : "";
+  const output = item.output === "" ? "" : `<pre class="output">${escapeHtml(item.output)}</pre>`;
+  const args = item.args === "" ? "" : `<pre class="args">${escapeHtml(item.args)}</pre>`;
+  return (
+    `<div id="${escapeHtml(item.id)}" class="item tool status-${escapeHtml(item.status)}"><details>` +
+    `<summary><span class="icon">${toolIcon[item.status] ?? ""}</span> <strong>${escapeHtml(toolName(item.name))}</strong> ` +
+    `<span class="arg">${escapeHtml(argSummary(item.args))}</span> <span class="status">${escapeHtml(toolStatusText[item.status] ?? item.status)}</span></summary>` +
+    `${args}${output}</details>` +
+    (why !== "" ? `<div class="why">${escapeHtml(displayText(why, "block", 1000))}</div>` : "") +
+    `${changesHtml(item.runId, item.changes ?? [])}</div>`
+  );
 }
 
 /** renderItem returns the HTML of one chat item (its outer element has id). */
@@ -210,7 +270,9 @@ export function renderItem(item: ChatItem): string {
   const id = escapeHtml(item.id);
   switch (item.kind) {
     case "user":
-      return `<div id="${id}" class="item user">${renderMarkdown(item.text)}${imagesHtml(item.images ?? [])}</div>`;
+      return `<div id="${id}" class="item user">${renderMarkdown(item.text)}${chipsHtml(item.attached ?? [])}</div>`;
+    case "retry":
+      return retryHtml(item);
     case "assistant": {
       const reasoning =
         item.reasoning === ""
@@ -219,17 +281,8 @@ export function renderItem(item: ChatItem): string {
       const cls = item.committed ? "" : " streaming";
       return `<div id="${id}" class="item assistant${cls}">${reasoning}<div class="answer">${renderMarkdown(item.text)}</div></div>`;
     }
-    case "tool": {
-      const status = item.status === "denied" && item.reason ? `denied (${item.reason})` : item.status;
-      const output = item.output === "" ? "" : `<pre class="output">${escapeHtml(item.output)}</pre>`;
-      const args = item.args === "" ? "" : `<pre class="args">${escapeHtml(item.args)}</pre>`;
-      return (
-        `<div id="${id}" class="item tool status-${escapeHtml(item.status)}"><details>` +
-        `<summary><span class="icon">${toolIcon[item.status] ?? ""}</span> <strong>${escapeHtml(toolName(item.name))}</strong> ` +
-        `<span class="arg">${escapeHtml(argSummary(item.args))}</span> <span class="status">${escapeHtml(status)}</span></summary>` +
-        `${args}${output}</details>${changesHtml(item.runId, item.changes ?? [])}</div>`
-      );
-    }
+    case "tool":
+      return toolHtml(item);
     case "agent":
       return agentHtml(item);
     case "plan":

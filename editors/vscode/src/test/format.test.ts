@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
-import { contextFill, formatCost, formatTokens, relativeTime, statusText } from "../format";
+import { contextFill, formatCost, formatTokens, formatWhen, relativeTime, rewindPicks, statusText } from "../format";
 import { modeOf, policyOf, sandboxLabel } from "../policy";
 
 test("costs, tokens and context fill", () => {
@@ -34,6 +34,20 @@ test("relative times", () => {
   assert.equal(relativeTime("2026-12-01T11:30:00Z", now), "30 min ago");
   assert.equal(relativeTime("2026-11-29T12:00:00Z", now), "2 d ago");
   assert.equal(relativeTime("garbage", now), "");
+});
+
+test("rewind dates its prompts in words, in local time, and names them as typed", () => {
+  const now = new Date(2026, 11, 5, 14, 30);
+  const at = (...a: [number, number, number, number, number]) => new Date(...a).toISOString();
+  assert.equal(formatWhen(new Date(2026, 11, 5, 14, 29, 40).toISOString(), now), "just now");
+  assert.equal(formatWhen(at(2026, 11, 5, 14, 5), now), "25 min ago · 14:05");
+  assert.equal(formatWhen(at(2026, 11, 4, 9, 12), now), "yesterday 09:12");
+  assert.equal(formatWhen(at(2026, 10, 3, 8, 0), now), "3 Nov 08:00");
+  assert.equal(formatWhen(at(2025, 11, 31, 23, 59), now), "31 Dec 2025 23:59");
+  assert.equal(formatWhen("2026-12-05T14:29:30.123456789Z", new Date("2026-12-05T14:30:00Z")), "just now", "octet's nanoseconds");
+  assert.equal(formatWhen("garbage", now), "");
+  const [p] = rewindPicks([{ id: "e", parent: "p", type: "user", time: at(2026, 11, 4, 9, 12), text: "Fix @a.go\n\nThe user attached this context:\n\n--- attachment 1: a.go ---\nx\n--- end of attachment 1 ---\n" }], now);
+  assert.deepEqual({ label: p.label, description: p.description }, { label: "Fix @a.go", description: "yesterday 09:12" });
 });
 
 test("the sandbox label says which OS sandbox commands run in, or that there is none", () => {

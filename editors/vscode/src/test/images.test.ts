@@ -35,12 +35,12 @@ test("a prompt's images: checked, bounded, sent as image context", () => {
 });
 
 test("attached images are chips (escaped) with a remove button; a prompt shows its images", () => {
-  const html = attachmentsHtml(["<b>x</b>.png, 1 KB"]);
+  const html = attachmentsHtml([{ label: "<b>x</b>.png, 1 KB", kind: "image" }]);
   assert.match(html, /&lt;b&gt;x&lt;\/b&gt;\.png/);
-  assert.match(html, /data-remove-image="0"/);
+  assert.match(html, /data-remove-attachment="0"/);
   const m = new ChatModel();
   m.loadTranscript([{ id: "e1", type: "user", text: "look", images: [{ mimeType: "image/png", bytes: 2048, sha256: "ab" }] }]);
   const u = m.items[0];
   assert.ok(u.kind === "user");
-  assert.match(renderItem(u), /image-chip">image\/png, 2 KB/);
+  assert.match(renderItem(u), /image-chip"[^>]*>image\/png, 2 KB/);
 });

@@ -48,3 +48,15 @@ test("the plan card is a checklist with its progress, its text escaped", () => {
   assert.match(html, /&lt;b&gt;why&lt;\/b&gt;/);
   assert.doesNotMatch(html, /<b>/);
 });
+
+test("a failed or denied call's row says why in words; its JSON arguments stay folded", () => {
+  const args = '{"path":"a.txt","old_text":"x","new_text":"y"}';
+  const t = renderItem({ id: "i6", kind: "tool", runId: "r", callId: "c", name: "edit", args, output: "", status: "error", result: "old_text not found in <a.txt>" });
+  assert.match(t, /<span class="status">failed<\/span>/);
+  assert.ok(t.includes('<div class="why">old_text not found in &lt;a.txt&gt;</div>'), t);
+  assert.ok(t.indexOf("why") > t.indexOf("</details>"), "the reason is outside the folded part");
+  const d = renderItem({ id: "i7", kind: "tool", runId: "r", callId: "c", name: "bash", args: "{}", output: "", status: "denied", result: "Tool call was not approved." });
+  assert.ok(d.includes('<span class="status">denied</span>') && d.includes("Tool call was not approved."), d);
+  const ok = renderItem({ id: "i8", kind: "tool", runId: "r", callId: "c", name: "read", args: "{}", output: "text", status: "ok" });
+  assert.ok(!ok.includes('class="why"'), ok);
+});
