@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -74,13 +75,13 @@ func BenchmarkSnapshot10k(b *testing.B) {
 		b.Skip("no snapshots on this platform")
 	}
 	start := time.Now()
-	first, err := s.take()
+	first, err := s.take(context.Background(), takeOptions{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("first snapshot: %d entries, %d files read and kept, %v", len(first.entries), first.hashed, time.Since(start))
-	if len(first.entries) != 10_101 {
-		b.Fatalf("snapshot has %d entries, want 10,101", len(first.entries))
+	b.Logf("first snapshot: %d entries, %d files read and kept, %v", s.entries, first.hashed, time.Since(start))
+	if s.entries != 10_101 {
+		b.Fatalf("snapshot has %d entries, want 10,101", s.entries)
 	}
 
 	// Each iteration takes a snapshot and runs git status, alternately,
@@ -89,7 +90,7 @@ func BenchmarkSnapshot10k(b *testing.B) {
 		var snaps, gits []time.Duration
 		for b.Loop() {
 			t := time.Now()
-			snap, err := s.take()
+			snap, err := s.take(context.Background(), takeOptions{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -116,7 +117,7 @@ func BenchmarkSnapshot10k(b *testing.B) {
 			if err := os.WriteFile(p, fmt.Appendf(nil, "change %d\n", i), 0o644); err != nil {
 				b.Fatal(err)
 			}
-			if _, err := s.take(); err != nil {
+			if _, err := s.take(context.Background(), takeOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		})
