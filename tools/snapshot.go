@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -128,6 +129,10 @@ type pathChange struct {
 // snapshot is one snapshot a snapshotter took: what it changed since the
 // previous one, and what it could not keep.
 type snapshot struct {
+	// by and epoch name the snapshotter (and its life: close ends one)
+	// that took it; seq numbers its snapshots.
+	by    *snapshotter
+	epoch uint64
 	seq   uint64
 	taken time.Time
 	// delta is what changed since the snapshotter's previous snapshot,
@@ -176,7 +181,8 @@ type snapshotter struct {
 	lastSeen time.Time // the store's expiry time when the tree was verified
 	history  []*snapshot
 	chain    manifestChain
-	users    int // bash tools sharing it (sharedSnapshotter)
+	epoch    uint64 // counts closes: snapshots of an earlier life are read back
+	users    int    // bash tools sharing it (sharedSnapshotter)
 }
 
 // newSnapshotter returns a snapshotter of cfg's workspace, or nil when
@@ -228,7 +234,7 @@ func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error
 	if err := s.hashAll(ctx, root, batch, u, prog); err != nil {
 		return nil, err
 	}
-	snap := &snapshot{seq: s.nextSeq(), taken: now, hashed: len(u.work), walked: u.walked}
+	snap := &snapshot{by: s, epoch: s.epoch, seq: s.nextSeq(), taken: now, hashed: len(u.work), walked: u.walked}
 	snap.delta = s.commit(u)
 	s.cats.fill(snap)
 	snap.partial = u.partial
@@ -310,6 +316,11 @@ func (s *snapshotter) close() {
 		s.store.Unpin(sums)
 	}
 	s.tree, s.last = nil, nil
+	s.entries, s.kept = 0, 0
+	s.cats = newCategories()
+	clear(s.recheck)
+	clear(s.pending)
+	s.epoch++
 }
 
 // addRedactor makes s also keep out files holding r's secrets. Files it
@@ -912,16 +923,19 @@ func (c *categories) fill(snap *snapshot) {
 }
 
 // changesBetween returns the records of what changed from pre to post,
-// sorted by path, described by rec. A path only in pre that still exists
-// (a .gitignore written by the command now ignores it) is not a
-// deletion; one only in post that was not changed after pre was taken
-// (no longer ignored) is not a creation.
+// sorted by path, described by rec. A path only in pre is not a deletion
+// when it is still a regular file (unreadable now) or is ignored by the
+// .gitignore rules post has (the command wrote a rule); a path only in
+// post is not a creation when the rules pre had ignored it (the command
+// removed a rule). Everything else is a change: a directory renamed
+// moves its files, whatever their times.
 func (s *snapshotter) changesBetween(rec *changes.Recorder, pre, post *snapshot) []changes.Record {
 	spans, err := s.between(pre, post)
 	if err != nil {
 		return []changes.Record{{Change: changes.Change{Path: ".", Kind: changes.Modify, DiffOmitted: true,
 			Diff: "the workspace's changes could not be compared: " + err.Error()}}}
 	}
+	rules := s.rulesBetween(pre, post, spans)
 	var out []changes.Record
 	for _, c := range spans {
 		a, b := c.old, c.new
@@ -931,17 +945,12 @@ func (s *snapshotter) changesBetween(rec *changes.Recorder, pre, post *snapshot)
 		case !c.hadOld && !c.has:
 			continue
 		case c.hadOld && !c.has:
-			if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(c.path))); err == nil {
+			if st, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(c.path))); err == nil &&
+				(st.Mode().IsRegular() || rules.ignored(c.path, st.IsDir(), false)) {
 				continue
 			}
 		case !c.hadOld && c.has:
-			changed := max(b.mtime, b.ctime)
-			if b.dir { // a directory's entry holds no times
-				if st, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(c.path))); err == nil {
-					changed = st.ModTime().UnixNano()
-				}
-			}
-			if changed != 0 && changed < pre.taken.UnixNano() {
+			if rules.ignored(c.path, b.dir, true) {
 				continue
 			}
 		}
@@ -960,6 +969,107 @@ func (s *snapshotter) changesBetween(rec *changes.Recorder, pre, post *snapshot)
 	return out
 }
 
+// ruleFiles gives the content of the workspace's .gitignore files as pre
+// and as post had them.
+type ruleFiles struct {
+	s       *snapshotter
+	changed map[string]pathChange // the .gitignore files that changed
+	post    func(rel string) (snapEntry, bool)
+}
+
+// rulesBetween returns the .gitignore files of pre and post.
+func (s *snapshotter) rulesBetween(pre, post *snapshot, spans []pathChange) *ruleFiles {
+	r := &ruleFiles{s: s, changed: map[string]pathChange{}}
+	for _, c := range spans {
+		if path.Base(c.path) == ".gitignore" {
+			r.changed[c.path] = c
+		}
+	}
+	var postEntries map[string]snapEntry
+	r.post = func(rel string) (snapEntry, bool) {
+		if postEntries == nil {
+			s.mu.Lock()
+			postEntries, _ = s.entriesOf(post)
+			s.mu.Unlock()
+			if postEntries == nil {
+				postEntries = map[string]snapEntry{}
+			}
+		}
+		e, ok := postEntries[rel]
+		return e, ok
+	}
+	if post == s.lastSnapshot() {
+		r.post = s.treeEntry
+	}
+	return r
+}
+
+// lastSnapshot returns the last snapshot taken.
+func (s *snapshotter) lastSnapshot() *snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// treeEntry returns the tree's entry of rel.
+func (s *snapshotter) treeEntry(rel string) (snapEntry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := lookup(s.tree, rel)
+	if n == nil || !n.entry() {
+		return snapEntry{}, false
+	}
+	return n.e, true
+}
+
+// content returns the .gitignore rel as pre (atPre) or post had it.
+func (r *ruleFiles) content(rel string, atPre bool) []byte {
+	c, changed := r.changed[rel]
+	switch {
+	case changed && atPre && !c.hadOld, changed && !atPre && !c.has:
+		return nil
+	case changed && atPre:
+		return r.s.content(c.old)
+	case changed:
+		return r.s.content(c.new)
+	}
+	e, ok := r.post(rel) // unchanged: as pre had it
+	if !ok {
+		return nil
+	}
+	return r.s.content(e)
+}
+
+// ignored reports whether the .gitignore rules pre (atPre) or post had
+// ignored path rel, as a walk would have: rel or a directory above it
+// matched, with the rules of every directory from the root down.
+func (r *ruleFiles) ignored(rel string, isDir, atPre bool) bool {
+	parts := strings.Split(rel, "/")
+	affected := false
+	for g := range r.changed {
+		if d := path.Dir(g); d == "." || strings.HasPrefix(rel, d+"/") {
+			affected = true
+		}
+	}
+	if !affected && atPre {
+		return false // its rules did not change, and post has it
+	}
+	var d *ignoreDir
+	for i := range parts {
+		if data := r.content(path.Join(path.Join(parts[:i]...), ".gitignore"), atPre); data != nil {
+			d = d.with(data, parts[:i])
+		}
+		if i == len(parts)-1 {
+			break
+		}
+		if d.Match(parts[:i+1], true) {
+			return true
+		}
+		d = d.child(parts[:i+1], parts[i])
+	}
+	return d.Match(parts, isDir)
+}
+
 // between returns, by path, each path's entry in pre and in post that
 // differs: folded from the deltas of the snapshots between them when
 // they are remembered, otherwise compared in full (read back from the
@@ -967,7 +1077,7 @@ func (s *snapshotter) changesBetween(rec *changes.Recorder, pre, post *snapshot)
 func (s *snapshotter) between(pre, post *snapshot) ([]pathChange, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pre.entries == nil && post.entries == nil && pre.seq <= post.seq {
+	if pre.entries == nil && post.entries == nil && pre.seq <= post.seq && s.ours(pre) && s.ours(post) {
 		if spans, ok := s.fold(pre.seq, post.seq); ok {
 			return spans, nil
 		}
@@ -995,6 +1105,9 @@ func (s *snapshotter) between(pre, post *snapshot) ([]pathChange, error) {
 	slices.SortFunc(out, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
 	return out, nil
 }
+
+// ours reports whether snap was taken by s in its current life.
+func (s *snapshotter) ours(snap *snapshot) bool { return snap.by == s && snap.epoch == s.epoch }
 
 // fold folds the remembered deltas of the snapshots after seq from up to
 // seq to: each path's entry before the first and after the last.
@@ -1036,7 +1149,7 @@ func (s *snapshotter) entriesOf(snap *snapshot) (map[string]snapEntry, error) {
 	switch {
 	case snap.entries != nil:
 		return snap.entries, nil
-	case snap == s.last && s.tree != nil:
+	case snap == s.last && s.tree != nil && s.ours(snap):
 		out := make(map[string]snapEntry, s.entries)
 		s.tree.each(".", func(rel string, n *node) {
 			if n.entry() && n.parent != nil {

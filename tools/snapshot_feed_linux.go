@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -35,7 +36,7 @@ type feed struct {
 	// maxWatches, when positive, is a watch limit below the kernel's
 	// (tests): past it a watch fails as the kernel's limit does.
 	maxWatches int
-	watches    int
+	watches    atomic.Int64 // added by the walk's goroutines
 
 	mu      sync.Mutex
 	pending map[int32]map[string]struct{} // "" = the watched object itself
@@ -46,8 +47,13 @@ type feed struct {
 }
 
 // feedMaxPending bounds the (watch, name) pairs a feed holds between
-// drains; past it the feed is lost and the next snapshot walks.
-const feedMaxPending = 1 << 17
+// drains; past it the feed is lost and the next snapshot walks. (A
+// variable for tests.)
+var feedMaxPending = 1 << 17
+
+// feedReads turns the feed's reading goroutine on (tests turn it off to
+// let the kernel's queue overflow).
+var feedReads = true
 
 // Watch masks. A directory's watch reports names created, removed and
 // renamed in it, attribute changes of the directory and of names changed
@@ -82,7 +88,11 @@ func newFeed(maxWatches int) (*feed, error) {
 		file: os.NewFile(uintptr(fd), "inotify"), fd: fd, mounts: mounts, maxWatches: maxWatches,
 		pending: map[int32]map[string]struct{}{}, done: make(chan struct{}),
 	}
-	go f.read()
+	if feedReads {
+		go f.read()
+	} else {
+		close(f.done)
+	}
 	return f, nil
 }
 
@@ -223,24 +233,27 @@ func (f *feed) watchFile(dirfd int, name string) (int32, error) {
 }
 
 func (f *feed) add(path string, mask uint32) (int32, error) {
-	if f.maxWatches > 0 && f.watches >= f.maxWatches {
+	if f.maxWatches > 0 && f.watches.Add(1) > int64(f.maxWatches) {
+		f.watches.Add(-1)
 		return -1, errWatchLimit
 	}
 	wd, err := unix.InotifyAddWatch(f.fd, path, mask)
+	if err != nil && f.maxWatches > 0 {
+		f.watches.Add(-1)
+	}
 	if err == unix.ENOSPC {
 		return -1, errWatchLimit
 	}
 	if err != nil {
 		return -1, err
 	}
-	f.watches++
 	return int32(wd), nil
 }
 
 // unwatch removes watch wd (gone already is fine).
 func (f *feed) unwatch(wd int32) {
-	if _, err := unix.InotifyRmWatch(f.fd, uint32(wd)); err == nil {
-		f.watches--
+	if _, err := unix.InotifyRmWatch(f.fd, uint32(wd)); err == nil && f.maxWatches > 0 {
+		f.watches.Add(-1)
 	}
 }
 
