@@ -55,7 +55,7 @@ func (p *checkpointProgress) say() {
 	p.mu.Lock()
 	text := fmt.Sprintf("[checkpointing %s files…]\n", groupDigits(p.entries))
 	if p.toHash > 0 {
-		text = fmt.Sprintf("[checkpointing: reading %s of %s changed files…]\n", groupDigits(p.hashedN), groupDigits(p.toHash))
+		text = fmt.Sprintf("[checkpointing %s files: %s of %s changed files read…]\n", groupDigits(p.entries), groupDigits(p.hashedN), groupDigits(p.toHash))
 	}
 	if text == p.said {
 		text = ""
