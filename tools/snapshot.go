@@ -165,6 +165,15 @@ type snapshotter struct {
 	// noFeed turns the change feed off (tests, benchmarks of the walk).
 	noFeed bool
 
+	// takes holds the snapshot under way (a channel, so a call can stop
+	// waiting for it); counts is its progress.
+	takes  chan struct{}
+	counts takeCounters
+	// warm is the first snapshot, taken ahead of the first call
+	// (prewarm): its cancel and its end.
+	warmCancel context.CancelFunc
+	warmDone   chan struct{}
+
 	mu       sync.Mutex
 	redactor *Redactor // a file holding a secret it knows is not kept
 	tree     *node     // nil before the first snapshot
@@ -195,6 +204,7 @@ func newSnapshotter(cfg Config) *snapshotter {
 		root: filepath.Clean(cfg.Root), store: cfg.Changes.Store, redactor: cfg.Redactor,
 		maxEntries: DefaultSnapshotMaxEntries, racy: racyWindow,
 		cats: newCategories(), wds: map[int32]*node{}, pending: map[string]struct{}{}, recheck: map[string]struct{}{},
+		takes: make(chan struct{}, 1),
 	}
 }
 
@@ -213,17 +223,24 @@ type takeOptions struct {
 // manifest (synced). An error means the snapshot is not durable; a done
 // ctx stops it within about 100 ms, changing nothing.
 func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error) {
+	prog := startCheckpointProgress(o.progress, &s.counts)
+	defer prog.stop()
+	select {
+	case s.takes <- struct{}{}: // one snapshot at a time (the first may be under way)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.takes }()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	prog := startCheckpointProgress(o.progress)
-	defer prog.stop()
+	s.counts.reset()
 	root, err := fsroot.Open(s.root)
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
 	now := time.Now()
-	u, err := s.update(ctx, root, now, o, prog)
+	u, err := s.update(ctx, root, now, o)
 	if err != nil {
 		return nil, err
 	}
@@ -231,7 +248,7 @@ func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error
 	s.budget(u)
 	batch := s.store.Batch()
 	defer batch.Release()
-	if err := s.hashAll(ctx, root, batch, u, prog); err != nil {
+	if err := s.hashAll(ctx, root, batch, u); err != nil {
 		return nil, err
 	}
 	snap := &snapshot{by: s, epoch: s.epoch, seq: s.nextSeq(), taken: now, hashed: len(u.work), walked: u.walked}
@@ -292,8 +309,27 @@ func (s *snapshotter) release(snap *snapshot) {
 	s.store.Unpin(sums)
 }
 
+// prewarm takes the first snapshot now, in the background, so the first
+// call finds the tree and the feed ready (a call that comes sooner waits
+// for it, or stops waiting when cancelled).
+func (s *snapshotter) prewarm() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.warmCancel, s.warmDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.warmDone)
+		if _, err := s.take(ctx, takeOptions{}); err != nil && ctx.Err() == nil {
+			slog.Warn("checkpoint: the first snapshot of the workspace failed; the first bash call takes it again", "workspace", s.root, "err", err)
+		}
+	}()
+}
+
 // close releases the feed and every pin.
 func (s *snapshotter) close() {
+	if s.warmCancel != nil {
+		s.warmCancel()
+		<-s.warmDone
+		s.warmCancel = nil
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.feed != nil {
@@ -380,7 +416,7 @@ func (u *update) close() {
 
 // update finds what changed: from the feed when it can vouch for the
 // tree, by a walk otherwise.
-func (s *snapshotter) update(ctx context.Context, root *fsroot.Root, now time.Time, o takeOptions, prog *checkpointProgress) (*update, error) {
+func (s *snapshotter) update(ctx context.Context, root *fsroot.Root, now time.Time, o takeOptions) (*update, error) {
 	verify := false
 	if exp := s.store.ExpiredAt(); !exp.Equal(s.lastSeen) {
 		if !exp.Equal(s.store.OwnExpiry()) {
@@ -401,7 +437,7 @@ func (s *snapshotter) update(ctx context.Context, root *fsroot.Root, now time.Ti
 			return nil, err
 		}
 	}
-	return s.walkAll(ctx, root, now, verify, prog)
+	return s.walkAll(ctx, root, now, verify)
 }
 
 // errNeedWalk is fedUpdate's answer when the feed cannot vouch for the
@@ -410,14 +446,14 @@ var errNeedWalk = errors.New("the workspace must be walked")
 
 // walkAll reads the whole workspace into a new tree, with a new feed
 // watching it when one can be had.
-func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.Time, verify bool, prog *checkpointProgress) (*update, error) {
+func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.Time, verify bool) (*update, error) {
 	old, base := s.tree, (*node)(nil)
 	if old == nil {
 		base, verify = s.seed()
 	}
 	s.loseFeed("walking the workspace")
 	u := &update{walked: true}
-	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify, prog: prog}
+	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify}
 	if !s.noFeed && now.After(s.retry) {
 		f, err := newFeed(s.maxWatches)
 		if err == nil {
@@ -597,7 +633,7 @@ const hashWorkers = 4
 // hashAll reads, hashes and keeps the files of u.work. A file that
 // vanished or became something else meanwhile is left out of the tree
 // (the command has not run yet, or has ended).
-func (s *snapshotter) hashAll(ctx context.Context, root *fsroot.Root, batch *changes.Batch, u *update, prog *checkpointProgress) error {
+func (s *snapshotter) hashAll(ctx context.Context, root *fsroot.Root, batch *changes.Batch, u *update) error {
 	type done struct {
 		job     hashJob
 		sum     string
@@ -607,7 +643,7 @@ func (s *snapshotter) hashAll(ctx context.Context, root *fsroot.Root, batch *cha
 		secret  bool
 		err     error
 	}
-	prog.hashing(len(u.work))
+	s.counts.toHash.Store(int64(len(u.work)))
 	jobs := make(chan hashJob)
 	results := make(chan done)
 	var wg sync.WaitGroup
@@ -653,7 +689,7 @@ func (s *snapshotter) hashAll(ctx context.Context, root *fsroot.Root, batch *cha
 	go func() { wg.Wait(); close(results) }()
 	var errs []error
 	for d := range results {
-		prog.hashed()
+		s.counts.hashed.Add(1)
 		n := d.job.n
 		switch {
 		case d.err != nil:
@@ -693,56 +729,24 @@ func (s *snapshotter) commit(u *update) []pathChange {
 		s.feed = u.feed
 		u.feed = nil
 	}
-	var delta []pathChange
-	var unwatch []int32
-	var pinSums []string
+	a := &commitAcc{}
 	for _, r := range u.repls {
 		if r.new != nil && r.new.kind == nodeMissing {
 			r.new = nil // vanished before it could be read
 		}
-		prior := r.old
-		if prior == nil {
-			prior = r.base
+		prior, live := r.old, true
+		if prior == nil && r.base != nil {
+			prior, live = r.base, false
 		}
-		olds := map[string]*node{}
-		if prior != nil {
-			prior.each(r.rel, func(rel string, n *node) { olds[rel] = n })
-		}
-		live := func(n *node) *node {
-			if r.old == nil {
-				return nil // base is only compared with
-			}
-			return n
-		}
-		if r.new != nil {
-			r.new.each(r.rel, func(rel string, n *node) {
-				o := olds[rel]
-				delete(olds, rel)
-				s.track(rel, live(o), n)
-				if c, ok := nodeChange(rel, o, n); ok {
-					delta = append(delta, c)
-					if c.has && c.new.sum != "" {
-						pinSums = append(pinSums, c.new.sum)
-					}
-				}
-				s.bind(n)
-			})
-		}
-		for rel, o := range olds {
-			s.track(rel, live(o), nil)
-			if c, ok := nodeChange(rel, o, nil); ok {
-				delta = append(delta, c)
+		dir, name := ".", ""
+		if r.parent != nil {
+			dir, name = path.Split(r.rel)
+			dir = strings.TrimSuffix(dir, "/")
+			if dir == "" {
+				dir = "."
 			}
 		}
-		if r.old != nil {
-			r.old.each(r.rel, func(_ string, n *node) {
-				if s.unbind(n) {
-					unwatch = append(unwatch, n.wd)
-				}
-			})
-		}
-		s.entries += countEntries(r.new) - countEntries(r.old)
-		s.kept += keptBytes(r.new) - keptBytes(r.old)
+		s.diffNode(dir, name, prior, r.new, live, a)
 		switch {
 		case r.parent == nil:
 			s.tree = r.new
@@ -753,8 +757,10 @@ func (s *snapshotter) commit(u *update) []pathChange {
 			r.parent.kids[r.name] = r.new
 		}
 	}
+	s.entries += a.entries
+	s.kept += a.kept
 	if s.feed != nil {
-		for _, wd := range unwatch {
+		for _, wd := range a.unwatch {
 			if s.wds[wd] == nil {
 				s.feed.unwatch(wd)
 			}
@@ -762,10 +768,103 @@ func (s *snapshotter) commit(u *update) []pathChange {
 	}
 	// The tree's images are pinned while it names them; a prior image
 	// stays pinned while the snapshot whose delta names it is remembered.
-	s.store.Pin(pinSums)
+	s.store.Pin(a.pins)
 	clear(s.pending)
-	slices.SortFunc(delta, func(a, b pathChange) int { return strings.Compare(a.path, b.path) })
-	return delta
+	slices.SortFunc(a.delta, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
+	return a.delta
+}
+
+// commitAcc is what a commit gathers.
+type commitAcc struct {
+	delta   []pathChange
+	pins    []string
+	unwatch []int32
+	entries int   // entries added less entries removed
+	kept    int64 // likewise, bytes of files within the per-file limit
+}
+
+// diffNode compares the node name of directory dir, o before (nil:
+// none; a node of the snapshot head's tree unless live) and n after,
+// and everything below them: it records the changes, binds n's watches
+// and releases o's, and keeps the counts, categories and pins. Paths are
+// made only for what changed, or is not kept.
+func (s *snapshotter) diffNode(dir, name string, o, n *node, live bool, a *commitAcc) {
+	rel := dir
+	if name != "" {
+		rel = joinRel(dir, name)
+	}
+	lo := o
+	if !live {
+		lo = nil
+	}
+	if n != nil {
+		s.bind(n)
+		if n.parent != nil {
+			a.entries += entryCount(n)
+			a.kept += keptSize(n)
+		}
+		if !live && n.kind == nodeFile && n.e.sum != "" {
+			a.pins = append(a.pins, n.e.sum) // enters the tree now
+		}
+	}
+	if lo != nil {
+		if s.unbind(lo) {
+			a.unwatch = append(a.unwatch, lo.wd)
+		}
+		if lo.parent != nil {
+			a.entries -= entryCount(lo)
+			a.kept -= keptSize(lo)
+		}
+	}
+	if tracked(lo) || tracked(n) {
+		s.track(rel, lo, n)
+	}
+	if c, ok := nodeChange(rel, o, n); ok {
+		a.delta = append(a.delta, c)
+		if c.has && c.new.sum != "" && live {
+			a.pins = append(a.pins, c.new.sum)
+		}
+		if c.hadOld && c.old.sum != "" && !live {
+			a.pins = append(a.pins, c.old.sum) // the history's, like a live one's
+		}
+	}
+	var okids, nkids map[string]*node
+	if o != nil && o.kind == nodeDir {
+		okids = o.kids
+	}
+	if n != nil && n.kind == nodeDir {
+		nkids = n.kids
+	}
+	for k, nk := range nkids {
+		s.diffNode(rel, k, okids[k], nk, live, a)
+	}
+	for k, ok := range okids {
+		if _, still := nkids[k]; !still {
+			s.diffNode(rel, k, ok, nil, live, a)
+		}
+	}
+}
+
+// entryCount is 1 for a checkpointed entry, 0 otherwise.
+func entryCount(n *node) int {
+	if n.entry() {
+		return 1
+	}
+	return 0
+}
+
+// keptSize is the size of a file within the per-file limit (what the
+// budget counts), 0 for anything else.
+func keptSize(n *node) int64 {
+	if n.kind == nodeFile && n.e.skip != skipLarge {
+		return n.e.size
+	}
+	return 0
+}
+
+// tracked reports whether n is in a category or examined every time.
+func tracked(n *node) bool {
+	return n != nil && n.parent != nil && (n.kind == nodeSpecial || n.kind == nodeFailed || n.unwatched || n.kind == nodeFile && n.e.skip != skipNone)
 }
 
 // track moves path rel from node o (nil: none) to node n in the
@@ -794,20 +893,6 @@ func nodeChange(rel string, o, n *node) (pathChange, bool) {
 		return c, true
 	}
 	return c, c.has && (!c.old.sameStat(c.new) || c.old.sum != c.new.sum || c.old.skip != c.new.skip || c.old.racy != c.new.racy)
-}
-
-// countEntries returns the checkpointed entries below n (n included).
-func countEntries(n *node) int {
-	if n == nil {
-		return 0
-	}
-	count := 0
-	n.each(".", func(_ string, k *node) {
-		if k.entry() && k.parent != nil {
-			count++
-		}
-	})
-	return count
 }
 
 // bind records n under its watch.

@@ -18,6 +18,15 @@ import (
 // path holds now, so the order of events, a path named twice or a watch
 // whose path moved since only cost an extra examination.
 
+// feedMaxPending bounds the (watch, name) pairs a feed holds between
+// drains; past it the feed is lost and the next snapshot walks. (A
+// variable for tests.)
+var feedMaxPending = 1 << 17
+
+// feedReads turns the feed's reading goroutine on (tests turn it off to
+// let the kernel's queue overflow).
+var feedReads = true
+
 // fedUpdate returns what changed according to the feed, or errNeedWalk.
 func (s *snapshotter) fedUpdate(ctx context.Context, root *fsroot.Root, now time.Time) (*update, error) {
 	events, lost := s.feed.drain()
@@ -94,12 +103,27 @@ func (s *snapshotter) fedUpdate(ctx context.Context, root *fsroot.Root, now time
 	for _, r := range u.repls {
 		entries += countEntries(r.new) - countEntries(r.old)
 	}
+
 	if entries > s.maxEntries {
 		u.close()
 		s.loseFeed("the workspace is over the entry bound")
 		return nil, errNeedWalk
 	}
 	return u, nil
+}
+
+// countEntries returns the checkpointed entries below n (n included).
+func countEntries(n *node) int {
+	if n == nil {
+		return 0
+	}
+	count := 0
+	n.each(".", func(_ string, k *node) {
+		if k.entry() && k.parent != nil {
+			count++
+		}
+	})
+	return count
 }
 
 // underAny reports whether rel is below one of the paths in dirs.
@@ -181,7 +205,7 @@ func (s *snapshotter) classify(w *snapWalker, dir *os.File, parent *node, name s
 		case parent.ign != nil && parent.ign.Match(parts, isDir):
 			return nil
 		}
-		k := w.entry(dir, parent, name, isDir)
+		k := w.entry(dir, nil, parent, name, isDir)
 		if k != nil && (k.kind == nodeDir) != isDir {
 			continue // replaced between the two stats: look again
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -45,15 +46,6 @@ type feed struct {
 	closed  bool
 	done    chan struct{}
 }
-
-// feedMaxPending bounds the (watch, name) pairs a feed holds between
-// drains; past it the feed is lost and the next snapshot walks. (A
-// variable for tests.)
-var feedMaxPending = 1 << 17
-
-// feedReads turns the feed's reading goroutine on (tests turn it off to
-// let the kernel's queue overflow).
-var feedReads = true
 
 // Watch masks. A directory's watch reports names created, removed and
 // renamed in it, attribute changes of the directory and of names changed
@@ -227,9 +219,49 @@ func (f *feed) watchDir(dirfd int) (int32, error) {
 }
 
 // watchFile watches name in the directory open as dirfd, not following
-// a symbolic link.
-func (f *feed) watchFile(dirfd int, name string) (int32, error) {
+// a symbolic link: by its name in the working directory when t has
+// entered dirfd, else through /proc/self/fd.
+func (f *feed) watchFile(t *watchThread, dirfd int, name string) (int32, error) {
+	if t != nil && t.in == dirfd {
+		return f.add(name, feedFileMask)
+	}
 	return f.add("/proc/self/fd/"+strconv.Itoa(dirfd)+"/"+name, feedFileMask)
+}
+
+// A watchThread is a walk worker's OS thread with a working directory of
+// its own (CLONE_FS unshared), so a file's watch is added by its name in
+// the directory entered: half the cost of a lookup through
+// /proc/self/fd/N/name. The thread is locked to its goroutine for good
+// and ends with it.
+type watchThread struct {
+	private bool
+	in      int // the directory entered (-1: none)
+}
+
+// newWatchThread makes the calling goroutine's thread a watchThread; call
+// it only from a goroutine that ends when done with it.
+func newWatchThread() *watchThread {
+	runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+	return &watchThread{private: unix.Unshare(unix.CLONE_FS) == nil, in: -1}
+}
+
+// enter makes dirfd t's working directory (when t has its own).
+func (t *watchThread) enter(dirfd int) {
+	if t == nil {
+		return
+	}
+	t.in = -1
+	if t.private && unix.Fchdir(dirfd) == nil {
+		t.in = dirfd
+	}
+}
+
+// leave forgets the directory entered (its descriptor is about to be
+// closed, and its number reused).
+func (t *watchThread) leave() {
+	if t != nil {
+		t.in = -1
+	}
 }
 
 func (f *feed) add(path string, mask uint32) (int32, error) {

@@ -182,8 +182,10 @@ func appendJSONString(b []byte, s string) []byte {
 	return append(b, '"')
 }
 
-// manifestLine is one decoded line.
+// manifestLine is one decoded line. The fast decoder leaves the path in
+// pb (a slice of the line), the general one in P.
 type manifestLine struct {
+	pb  []byte
 	P   string      `json:"p"`
 	D   bool        `json:"d"`
 	M   fs.FileMode `json:"m"`
@@ -226,7 +228,11 @@ func decodeLine(line []byte, m *manifestLine) error {
 		return nil
 	}
 	*m = manifestLine{}
-	return json.Unmarshal(line, m)
+	if err := json.Unmarshal(line, m); err != nil {
+		return err
+	}
+	m.pb = []byte(m.P)
+	return nil
 }
 
 // fastLine decodes a line of the shape appendEntryLine writes, without
@@ -245,7 +251,7 @@ func fastLine(b []byte, m *manifestLine) bool {
 			return false
 		}
 	}
-	m.P = string(b[:end])
+	m.pb = b[:end]
 	b = b[end+1:]
 	for len(b) > 0 {
 		if len(b) < 5 || b[0] != ',' || b[1] != '"' {
@@ -341,41 +347,18 @@ func (s *snapshotter) load(sum string) (*snapshot, error) {
 // loadChain reads back the snapshot whose manifest is sum, and where its
 // chain stands.
 func (s *snapshotter) loadChain(sum string) (*snapshot, manifestChain, error) {
-	names, parts, err := s.store.ReadManifest(sum)
-	if err != nil {
-		return nil, manifestChain{}, fmt.Errorf("read the snapshot before the command: %w", err)
-	}
 	snap := &snapshot{entries: map[string]snapEntry{}, manifest: sum}
-	chain := manifestChain{sums: names, whole: int64(len(parts[0]))}
-	var m manifestLine
-	for i, data := range parts {
-		snap.manifestSize = int64(len(data))
-		if i > 0 {
-			line, rest, _ := bytes.Cut(data, []byte("\n"))
-			var h deltaHeader
-			if err := json.Unmarshal(line, &h); err != nil {
-				return nil, manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
-			}
-			chain.depth, chain.bytes = h.Depth, h.Bytes
-			data = rest
+	chain, err := s.readChain(sum, func(p []byte, m *manifestLine) {
+		if m.Del {
+			delete(snap.entries, string(p))
+			return
 		}
-		for len(data) > 0 {
-			line, rest, _ := bytes.Cut(data, []byte("\n"))
-			data = rest
-			if len(line) == 0 {
-				continue
-			}
-			if err := decodeLine(line, &m); err != nil {
-				return nil, manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
-			}
-			if m.Del {
-				delete(snap.entries, m.P)
-				continue
-			}
-			snap.entries[m.P] = m.entry()
-		}
+		snap.entries[string(p)] = m.entry()
+	})
+	if err != nil {
+		return nil, manifestChain{}, err
 	}
-	chain.headSize = snap.manifestSize
+	snap.manifestSize = chain.headSize
 	for p, e := range snap.entries {
 		switch e.skip {
 		case skipLarge:
@@ -392,6 +375,40 @@ func (s *snapshotter) loadChain(sum string) (*snapshot, manifestChain, error) {
 	return snap, chain, nil
 }
 
+// readChain calls fn with each line of manifest sum and the manifests it
+// builds on, the whole one first, and returns where its chain stands.
+func (s *snapshotter) readChain(sum string, fn func(path []byte, m *manifestLine)) (manifestChain, error) {
+	names, parts, err := s.store.ReadManifest(sum)
+	if err != nil {
+		return manifestChain{}, fmt.Errorf("read the snapshot before the command: %w", err)
+	}
+	chain := manifestChain{sums: names, whole: int64(len(parts[0])), headSize: int64(len(parts[len(parts)-1]))}
+	var m manifestLine
+	for i, data := range parts {
+		if i > 0 {
+			line, rest, _ := bytes.Cut(data, []byte("\n"))
+			var h deltaHeader
+			if err := json.Unmarshal(line, &h); err != nil {
+				return manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
+			}
+			chain.depth, chain.bytes = h.Depth, h.Bytes
+			data = rest
+		}
+		for len(data) > 0 {
+			line, rest, _ := bytes.Cut(data, []byte("\n"))
+			data = rest
+			if len(line) == 0 {
+				continue
+			}
+			if err := decodeLine(line, &m); err != nil {
+				return manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
+			}
+			fn(m.pb, &m)
+		}
+	}
+	return chain, nil
+}
+
 // seed returns the tree the store's snapshot head recorded (the previous
 // process's last snapshot), to compare the first walk's stat fields
 // with, and whether its hashes must be checked against the store (blobs
@@ -401,7 +418,41 @@ func (s *snapshotter) seed() (*node, bool) {
 	if !ok {
 		return nil, false
 	}
-	snap, chain, err := s.loadChain(h.Manifest)
+	top := newNode("", nil, nodeDir)
+	top.kids = map[string]*node{}
+	dirs := map[string]*node{".": top}
+	chain, err := s.readChain(h.Manifest, func(p []byte, m *manifestLine) {
+		dir, name := []byte("."), p
+		if i := bytes.LastIndexByte(p, '/'); i >= 0 {
+			dir, name = p[:i], p[i+1:]
+		}
+		parent := dirs[string(dir)]
+		if m.Del {
+			if parent != nil { // else its directory went first
+				delete(parent.kids, string(name))
+			}
+			delete(dirs, string(p))
+			return
+		}
+		if parent == nil {
+			if parent = ensureDir(top, string(dir), dirs); parent == nil {
+				return
+			}
+		}
+		n := parent.kids[string(name)]
+		if n == nil {
+			n = newNode(string(name), parent, nodeFile)
+			parent.kids[n.name] = n
+		}
+		n.e = m.entry()
+		if n.e.dir {
+			n.kind = nodeDir
+			if n.kids == nil {
+				n.kids = map[string]*node{}
+			}
+			dirs[string(p)] = n
+		}
+	})
 	if err != nil {
 		slog.Info("checkpoint: the previous snapshot cannot be read; every file is read again", "workspace", s.root, "err", err)
 		return nil, false
@@ -409,48 +460,12 @@ func (s *snapshotter) seed() (*node, bool) {
 	s.store.Unpin(s.chain.sums)
 	s.chain = chain
 	s.store.Pin(chain.sums)
-	return treeOf(snap.entries), s.store.ExpiredAt().After(h.Written)
-}
-
-// treeOf builds a tree of entries (by path).
-func treeOf(entries map[string]snapEntry) *node {
-	top := newNode("", nil, nodeDir)
-	top.kids = map[string]*node{}
-	paths := make([]string, 0, len(entries))
-	for p := range entries {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	for _, p := range paths {
-		parent := top
-		dir, name := "", p
-		if i := strings.LastIndexByte(p, '/'); i >= 0 {
-			dir, name = p[:i], p[i+1:]
-			parent = ensureDir(top, dir)
-		}
-		if parent == nil {
-			continue
-		}
-		e := entries[p]
-		n := parent.kids[name]
-		if n == nil {
-			n = newNode(name, parent, nodeFile)
-			parent.kids[name] = n
-		}
-		n.e = e
-		if e.dir {
-			n.kind = nodeDir
-			if n.kids == nil {
-				n.kids = map[string]*node{}
-			}
-		}
-	}
-	return top
+	return top, s.store.ExpiredAt().After(h.Written)
 }
 
 // ensureDir returns the directory node rel below top, made as needed
-// (nil when a file is in the way).
-func ensureDir(top *node, rel string) *node {
+// and recorded in dirs (nil when a file is in the way).
+func ensureDir(top *node, rel string, dirs map[string]*node) *node {
 	n := top
 	for name := range strings.SplitSeq(rel, "/") {
 		k := n.kids[name]
@@ -465,5 +480,6 @@ func ensureDir(top *node, rel string) *node {
 		}
 		n = k
 	}
+	dirs[rel] = n
 	return n
 }

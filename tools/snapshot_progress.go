@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -14,26 +15,38 @@ const (
 	checkpointProgressEvery = time.Second
 )
 
-// checkpointProgress reports a long snapshot's progress as tool output
-// ("[checkpointing 12,000 files…]"). A nil one reports nothing.
-type checkpointProgress struct {
-	emit func(string)
-	done chan struct{}
-	wg   sync.WaitGroup
-
-	mu      sync.Mutex
-	entries int // entries walked
-	toHash  int // files to read
-	hashedN int // files read
-	said    string
+// takeCounters are what the snapshot in progress has done so far: a call
+// waiting for another's snapshot (the first one, taken ahead) reports it
+// too.
+type takeCounters struct {
+	entries atomic.Int64 // entries walked
+	toHash  atomic.Int64 // files to read
+	hashed  atomic.Int64 // files read
 }
 
-// startCheckpointProgress starts reporting to emit (nil: never).
-func startCheckpointProgress(emit func(string)) *checkpointProgress {
+// reset starts a snapshot's counts.
+func (c *takeCounters) reset() {
+	c.entries.Store(0)
+	c.toHash.Store(0)
+	c.hashed.Store(0)
+}
+
+// checkpointProgress reports the progress of a long snapshot as tool
+// output ("[checkpointing 12,000 files…]"). A nil one reports nothing.
+type checkpointProgress struct {
+	emit func(string)
+	c    *takeCounters
+	done chan struct{}
+	wg   sync.WaitGroup
+	said string
+}
+
+// startCheckpointProgress starts reporting c to emit (nil: never).
+func startCheckpointProgress(emit func(string), c *takeCounters) *checkpointProgress {
 	if emit == nil {
 		return nil
 	}
-	p := &checkpointProgress{emit: emit, done: make(chan struct{})}
+	p := &checkpointProgress{emit: emit, c: c, done: make(chan struct{})}
 	p.wg.Go(func() {
 		t := time.NewTimer(checkpointProgressDelay)
 		defer t.Stop()
@@ -52,18 +65,13 @@ func startCheckpointProgress(emit func(string)) *checkpointProgress {
 
 // say emits the current progress when it changed.
 func (p *checkpointProgress) say() {
-	p.mu.Lock()
-	text := fmt.Sprintf("[checkpointing %s files…]\n", groupDigits(p.entries))
-	if p.toHash > 0 {
-		text = fmt.Sprintf("[checkpointing %s files: %s of %s changed files read…]\n", groupDigits(p.entries), groupDigits(p.hashedN), groupDigits(p.toHash))
+	entries := groupDigits(int(p.c.entries.Load()))
+	text := fmt.Sprintf("[checkpointing %s files…]\n", entries)
+	if n := p.c.toHash.Load(); n > 0 {
+		text = fmt.Sprintf("[checkpointing %s files: %s of %s changed files read…]\n", entries, groupDigits(int(p.c.hashed.Load())), groupDigits(int(n)))
 	}
-	if text == p.said {
-		text = ""
-	} else {
+	if text != p.said {
 		p.said = text
-	}
-	p.mu.Unlock()
-	if text != "" {
 		p.emit(text)
 	}
 }
@@ -75,36 +83,6 @@ func (p *checkpointProgress) stop() {
 	}
 	close(p.done)
 	p.wg.Wait()
-}
-
-// walked records that n entries were walked so far.
-func (p *checkpointProgress) walked(n int) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	p.entries = n
-	p.mu.Unlock()
-}
-
-// hashing records that n files are to be read.
-func (p *checkpointProgress) hashing(n int) {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	p.toHash, p.hashedN = n, 0
-	p.mu.Unlock()
-}
-
-// hashed records one more file read.
-func (p *checkpointProgress) hashed() {
-	if p == nil {
-		return
-	}
-	p.mu.Lock()
-	p.hashedN++
-	p.mu.Unlock()
 }
 
 // groupDigits formats n with thousands separators: 12,000.

@@ -14,6 +14,10 @@ var shared struct {
 	byKey map[string]*snapshotter
 }
 
+// prewarmSnapshots makes a new shared snapshotter take its first
+// snapshot at once (benchmarks of the first call turn it off).
+var prewarmSnapshots = true
+
 // sharedSnapshotter returns the snapshotter of cfg's workspace and change
 // store, made on first use (nil when cfg keeps none); release it with
 // releaseSnapshotter. Each user's redactor is added to it.
@@ -35,6 +39,9 @@ func sharedSnapshotter(cfg Config) *snapshotter {
 	}
 	s.users = 1
 	shared.byKey[key] = s
+	if prewarmSnapshots {
+		s.prewarm()
+	}
 	return s
 }
 

@@ -121,7 +121,6 @@ type snapWalker struct {
 	racyBefore int64
 	maxBlob    int64
 	verify     bool // a reused hash must name a blob the store still holds
-	prog       *checkpointProgress
 
 	mu       sync.Mutex
 	work     []hashJob
@@ -150,10 +149,17 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 	jobs := make(chan snapDir)
 	results := make(chan []snapDir)
 	var wg sync.WaitGroup
+	if len(dirs) == 0 {
+		return ctx.Err()
+	}
 	for range walkWorkers {
 		wg.Go(func() {
+			var t *watchThread
+			if w.feed != nil {
+				t = newWatchThread()
+			}
 			for job := range jobs {
-				results <- w.readDir(ctx, job)
+				results <- w.readDir(ctx, job, t)
 			}
 		})
 	}
@@ -190,7 +196,7 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 // A directory that cannot be opened (gone, not a directory any more, no
 // permission) is left empty and, when it exists, examined again next
 // time.
-func (w *snapWalker) readDir(ctx context.Context, job snapDir) []snapDir {
+func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) []snapDir {
 	n := job.n
 	n.kids = map[string]*node{}
 	if ctx.Err() != nil {
@@ -205,6 +211,8 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir) []snapDir {
 	}
 	defer dir.Close()
 	dirfd := int(dir.Fd())
+	t.enter(dirfd)
+	defer t.leave()
 	// The directory's entry is the directory opened (it may have been
 	// replaced since its parent listed it).
 	if st, ok := fstatEntry(dir); ok {
@@ -250,7 +258,7 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir) []snapDir {
 		if n.ign != nil && n.ign.Match(parts, isDir) {
 			continue
 		}
-		k := w.entry(dir, n, name, isDir)
+		k := w.entry(dir, t, n, name, isDir)
 		if k == nil {
 			continue
 		}
@@ -276,12 +284,12 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir) []snapDir {
 // entry makes the node of name, an entry of dir (node n) whose type the
 // directory listing gave: a file is watched, then stat'ed; nil when it
 // vanished meanwhile.
-func (w *snapWalker) entry(dir *os.File, n *node, name string, isDir bool) *node {
+func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, isDir bool) *node {
 	k := newNode(name, n, nodeFile)
 	if isDir {
 		k.kind = nodeDir
 	} else if w.feed != nil {
-		if wd, err := w.feed.watchFile(int(dir.Fd()), name); err == nil {
+		if wd, err := w.feed.watchFile(t, int(dir.Fd()), name); err == nil {
 			k.wd = wd
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			w.noteWatchError(k, err)
@@ -342,7 +350,7 @@ func (w *snapWalker) count(n int) {
 	}
 	entries := w.entries
 	w.mu.Unlock()
-	w.prog.walked(entries)
+	w.s.counts.entries.Store(int64(entries))
 }
 
 // compare gives the new file node k the hash of old, the node its path
