@@ -31,7 +31,7 @@ type ckptTree struct {
 }
 
 var (
-	tree10k  = ckptTree{"10k", 100, 100, 20 << 10} // 10,000 files, 200 MB
+	tree10k  = ckptTree{"10k", 100, 100, 20 << 10}  // 10,000 files, 200 MB
 	tree100k = ckptTree{"100k", 1000, 100, 2 << 10} // 100,000 files, 200 MB
 )
 
