@@ -267,6 +267,7 @@ func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, er
 		if sp != nil {
 			sp.finish(s.ix.ents)
 		}
+		s.ix.trim()
 		if err != nil {
 			return err
 		}
