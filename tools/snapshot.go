@@ -1125,6 +1125,15 @@ func (r *ruleFiles) content(rel string, atPre bool) []byte {
 	return r.s.content(e)
 }
 
+// rules returns the .gitignore rel as pre (atPre) or post had it, within
+// the bound a walk reads.
+func (r *ruleFiles) rules(rel string, atPre bool) []byte {
+	if data := r.content(rel, atPre); len(data) <= maxIgnoreFileBytes {
+		return data
+	}
+	return nil
+}
+
 // ignored reports whether the .gitignore rules pre (atPre) or post had
 // ignored path rel, as a walk would have: rel or a directory above it
 // matched, with the rules of every directory from the root down.
@@ -1141,7 +1150,7 @@ func (r *ruleFiles) ignored(rel string, isDir, atPre bool) bool {
 	}
 	var d *ignoreDir
 	for i := range parts {
-		if data := r.content(path.Join(path.Join(parts[:i]...), ".gitignore"), atPre); data != nil {
+		if data := r.rules(path.Join(path.Join(parts[:i]...), ".gitignore"), atPre); data != nil {
 			d = d.with(data, parts[:i])
 		}
 		if i == len(parts)-1 {

@@ -606,3 +606,37 @@ func TestSnapshotDeltaManifests(t *testing.T) {
 		_ = first
 	})
 }
+
+// TestSnapshotOddNames: names a JSON string cannot hold as they are (not
+// UTF-8), or holds only escaped (quotes, newlines, tabs), survive the
+// manifest: read back, they are the same names, so the next process's
+// first snapshot reads none of them again and crash recovery finds no
+// change.
+func TestSnapshotOddNames(t *testing.T) {
+	s, ws := newTestSnapshotter(t, false)
+	names := []string{"bad\xff\xfe.txt", "new\nline", "quote\"d", "tab\tä", "plain.txt"}
+	for _, n := range names {
+		put(t, filepath.Join(ws, n), "content of a file\n")
+	}
+	time.Sleep(3 * s.racy)
+	first := take(t, s)
+	loaded, err := s.load(first.manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		if _, ok := loaded.entries[n]; !ok {
+			t.Errorf("%q is not in the manifest read back: %v", n, slices.Collect(maps.Keys(loaded.entries)))
+		}
+	}
+	s.close()
+	next := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: s.store}})
+	t.Cleanup(next.close)
+	if snap := take(t, next); snap.hashed != 0 {
+		t.Errorf("the next process read %d files again", snap.hashed)
+	}
+	b := &BashTool{snaps: next, cfg: Config{Changes: recorder(next)}}
+	if recs, _, err := b.RecoverChanges(changes.Intent{Snapshot: first.manifest}); err != nil || len(recs) != 0 {
+		t.Errorf("recovered %v, %v", kindsOf(recs), err)
+	}
+}

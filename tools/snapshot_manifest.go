@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/octet-agent/octet/changes"
 )
@@ -18,6 +20,8 @@ import (
 //	{"p":path,"m":mode,"d":true,"i":ino}                    a directory
 //	{"p":path,"m":mode,"s":size,"h":sum,"t":mtime,"c":ctime,"i":ino}   a file
 //
+// ("p64" in place of "p", the path's bytes in base64, for a path that is
+// not UTF-8),
 // with "x":true for a file not kept (and "why":"secret" or "budget" when
 // that is not its size), "r":true for a file whose stat was too recent to
 // be trusted, and no "h" for a file not kept. A delta manifest begins
@@ -122,17 +126,28 @@ func encodeDelta(delta []pathChange) []byte {
 			b = appendEntryLine(b, c.path, c.new)
 			continue
 		}
-		b = append(b, `{"p":`...)
-		b = appendJSONString(b, c.path)
+		b = appendPath(b, c.path)
 		b = append(b, `,"del":true}`+"\n"...)
 	}
 	return b
 }
 
+// appendPath appends the "p" member of path p: as a JSON string, or, for
+// a name that is not UTF-8 (which a JSON string cannot hold as it is),
+// "p64" with its bytes in base64.
+func appendPath(b []byte, p string) []byte {
+	if !utf8.ValidString(p) {
+		b = append(b, `{"p64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, []byte(p))
+		return append(b, '"')
+	}
+	b = append(b, `{"p":`...)
+	return appendJSONString(b, p)
+}
+
 // appendEntryLine appends the manifest line of path p with entry e.
 func appendEntryLine(b []byte, p string, e snapEntry) []byte {
-	b = append(b, `{"p":`...)
-	b = appendJSONString(b, p)
+	b = appendPath(b, p)
 	b = append(b, `,"m":`...)
 	b = strconv.AppendUint(b, uint64(e.mode), 10)
 	if e.dir {
@@ -187,6 +202,7 @@ func appendJSONString(b []byte, s string) []byte {
 type manifestLine struct {
 	pb  []byte
 	P   string      `json:"p"`
+	P64 []byte      `json:"p64"` // a path that is not UTF-8
 	D   bool        `json:"d"`
 	M   fs.FileMode `json:"m"`
 	S   int64       `json:"s"`
@@ -232,6 +248,9 @@ func decodeLine(line []byte, m *manifestLine) error {
 		return err
 	}
 	m.pb = []byte(m.P)
+	if m.P64 != nil {
+		m.pb = m.P64
+	}
 	return nil
 }
 

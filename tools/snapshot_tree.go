@@ -228,56 +228,60 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 			w.loseFeed("the workspace has a directory (" + job.rel + ") on a file system whose changes the kernel may not report (" + fsName + ")")
 		}
 	}
-	ents, _ := dir.ReadDir(-1)
 	n.ign = n.inh
-	for _, e := range ents {
-		if e.Name() == ".gitignore" && e.Type().IsRegular() {
-			if data, err := readNoFollow(dir, ".gitignore", 1<<20); err == nil {
-				n.ign = n.inh.with(data, job.parts)
-			}
-			break
-		}
+	// Unlike a listing's, a symbolic link named .gitignore is not read.
+	if data, err := readNoFollow(dir, ".gitignore", maxIgnoreFileBytes); err == nil {
+		n.ign = n.inh.with(data, job.parts)
 	}
 	var subdirs []snapDir
 	read := 0
-	for i, e := range ents {
-		if i%256 == 255 && ctx.Err() != nil {
+	// In chunks: a directory of millions of names is read only up to the
+	// entry bound.
+	for !w.over() {
+		ents, err := dir.ReadDir(dirChunk)
+		if ctx.Err() != nil {
 			return nil
 		}
-		name := e.Name()
-		typ := e.Type()
-		isDir := typ.IsDir()
-		if isDir && name == ".git" {
-			continue
+		for _, e := range ents {
+			name := e.Name()
+			typ := e.Type()
+			isDir := typ.IsDir()
+			if isDir && name == ".git" {
+				continue
+			}
+			if !isDir && !typ.IsRegular() {
+				n.kids[name] = newNode(name, n, nodeSpecial)
+				continue
+			}
+			parts := append(slices.Clip(job.parts), name)
+			if n.ign != nil && n.ign.Match(parts, isDir) {
+				continue
+			}
+			k := w.entry(dir, t, n, name, isDir)
+			if k == nil {
+				continue
+			}
+			n.kids[name] = k
+			read++
+			rel := joinRel(job.rel, name)
+			var old *node
+			if job.old != nil && job.old.kind == nodeDir {
+				old = job.old.kids[name]
+			}
+			switch k.kind {
+			case nodeDir:
+				k.inh = n.ign.child(parts, name)
+				subdirs = append(subdirs, snapDir{n: k, rel: rel, parts: parts, old: old})
+			case nodeFile:
+				w.compare(rel, k, old)
+			}
 		}
-		if !isDir && !typ.IsRegular() {
-			n.kids[name] = newNode(name, n, nodeSpecial)
-			continue
-		}
-		parts := append(slices.Clip(job.parts), name)
-		if n.ign != nil && n.ign.Match(parts, isDir) {
-			continue
-		}
-		k := w.entry(dir, t, n, name, isDir)
-		if k == nil {
-			continue
-		}
-		n.kids[name] = k
-		read++
-		rel := joinRel(job.rel, name)
-		var old *node
-		if job.old != nil && job.old.kind == nodeDir {
-			old = job.old.kids[name]
-		}
-		switch k.kind {
-		case nodeDir:
-			k.inh = n.ign.child(parts, name)
-			subdirs = append(subdirs, snapDir{n: k, rel: rel, parts: parts, old: old})
-		case nodeFile:
-			w.compare(rel, k, old)
+		w.count(read)
+		read = 0
+		if err != nil || len(ents) < dirChunk {
+			break
 		}
 	}
-	w.count(read)
 	return subdirs
 }
 
@@ -339,6 +343,20 @@ func (w *snapWalker) loseFeed(why string) {
 	if w.feedLost == "" {
 		w.feedLost = why
 	}
+}
+
+// dirChunk is how many names of a directory a walk reads at once.
+const dirChunk = 4096
+
+// maxIgnoreFileBytes bounds a .gitignore file a snapshot reads: a larger
+// one is not read (as search does), and ignores nothing.
+const maxIgnoreFileBytes = 1 << 20
+
+// over reports whether the walk is past the entry bound.
+func (w *snapWalker) over() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.partial
 }
 
 // count adds n entries read, marking the walk partial past the bound.
