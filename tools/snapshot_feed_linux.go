@@ -64,15 +64,31 @@ const (
 // watches (the per-user limit, fs.inotify.max_user_watches).
 var errWatchLimit = errors.New("the inotify watch limit is reached (fs.inotify.max_user_watches)")
 
+// maxFeeds bounds the feeds (inotify instances) a process keeps: the
+// kernel's limit on instances is per user (fs.inotify.max_user_instances,
+// 128 by default) and shared with every other program the user runs. A
+// process has a feed per workspace it checkpoints; past the bound, the
+// snapshots of a further workspace walk it.
+const maxFeeds = 8
+
+// feeds counts the feeds open in this process.
+var feeds atomic.Int32
+
 // newFeed starts an empty feed. An error means there is none: the
 // caller walks the tree on every snapshot.
 func newFeed(maxWatches int) (*feed, error) {
+	if feeds.Add(1) > maxFeeds {
+		feeds.Add(-1)
+		return nil, fmt.Errorf("change feed: this process already watches %d workspaces", maxFeeds)
+	}
 	mounts, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
+		feeds.Add(-1)
 		return nil, fmt.Errorf("change feed: %w", err)
 	}
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
+		feeds.Add(-1)
 		mounts.Close()
 		return nil, fmt.Errorf("change feed: inotify: %w", err)
 	}
@@ -297,6 +313,7 @@ func (f *feed) close() {
 	f.file.Close() // wakes read
 	<-f.done
 	f.mounts.Close()
+	feeds.Add(-1)
 }
 
 // feedFilesystems are the file systems whose changes inotify reports

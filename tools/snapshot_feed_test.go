@@ -640,3 +640,35 @@ func TestSnapshotOddNames(t *testing.T) {
 		t.Errorf("recovered %v, %v", kindsOf(recs), err)
 	}
 }
+
+// TestSnapshotFeedsPerProcess: a process keeps at most maxFeeds inotify
+// instances (the kernel's limit on them is per user): the snapshots of a
+// further workspace walk it, and record its changes as well.
+func TestSnapshotFeedsPerProcess(t *testing.T) {
+	requireFeed(t)
+	var fed []*snapshotter
+	for range maxFeeds - int(feeds.Load()) {
+		s, _ := newTestSnapshotter(t, false)
+		take(t, s)
+		if s.feed == nil {
+			t.Fatalf("no feed below the bound: %s", s.feedOff)
+		}
+		fed = append(fed, s)
+	}
+	s, ws := newTestSnapshotter(t, false)
+	pre := take(t, s)
+	if s.feed != nil || !strings.Contains(s.feedOff, "already watches") {
+		t.Fatalf("a feed past the bound: %v (%s)", s.feed != nil, s.feedOff)
+	}
+	put(t, filepath.Join(ws, "a.txt"), "a\n")
+	if post, got := changed(t, s, pre); !post.walked || got["a.txt"] != changes.Add {
+		t.Errorf("walked %v, changes %v", post.walked, got)
+	}
+	fed[0].close()
+	s.retry = time.Time{}
+	put(t, filepath.Join(ws, "b.txt"), "b\n")
+	take(t, s)
+	if s.feed == nil {
+		t.Errorf("no feed once one was given back: %s", s.feedOff)
+	}
+}
