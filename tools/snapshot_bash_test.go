@@ -186,3 +186,48 @@ func TestSnapshotEntryBound(t *testing.T) {
 		t.Errorf("changes past the bound: %v (walked %v)", got, post.walked)
 	}
 }
+
+// TestBashChangesAroundCalls: what a command's children would write
+// after it exits never happens (the guard ends them with it), and a file
+// changed between two calls by someone else is in neither call's changes:
+// the next call's first snapshot holds it, so a rewind of that call does
+// not undo it.
+func TestBashChangesAroundCalls(t *testing.T) {
+	ws := t.TempDir()
+	put(t, filepath.Join(ws, "a.txt"), "a\n")
+	b := storeBash(t, ws)
+	res := runBash(t, b, context.Background(), "(sleep 0.3; echo late > late.txt) & echo now > now.txt", 0)
+	if got := kindsOf(res.Changes); len(got) != 1 || got["now.txt"] != changes.Add {
+		t.Errorf("the first call's changes: %v", got)
+	}
+	time.Sleep(600 * time.Millisecond)
+	if _, err := os.Stat(filepath.Join(ws, "late.txt")); err == nil {
+		t.Fatal("a child of the command wrote after it ended")
+	}
+	put(t, filepath.Join(ws, "a.txt"), "changed by the user\n")
+	res = runBash(t, b, context.Background(), "echo b > b.txt", 0)
+	if got := kindsOf(res.Changes); len(got) != 1 || got["b.txt"] != changes.Add {
+		t.Errorf("the second call's changes: %v (the user's change is not the command's)", got)
+	}
+}
+
+// TestSnapshotBindMount: a file system mounted over a workspace directory
+// changes what its paths hold without an event; the mount table's change
+// makes the next snapshot walk, and it records the difference.
+func TestSnapshotBindMount(t *testing.T) {
+	requireFeed(t)
+	s, ws := newTestSnapshotter(t, false)
+	other := t.TempDir()
+	put(t, filepath.Join(ws, "sub/mine.txt"), "mine\n")
+	put(t, filepath.Join(other, "theirs.txt"), "theirs\n")
+	pre := take(t, s)
+	if err := unix.Mount(other, filepath.Join(ws, "sub"), "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount here: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(filepath.Join(ws, "sub"), unix.MNT_DETACH) })
+	post := take(t, s)
+	got := kindsOf(s.changesBetween(recorder(s), pre, post))
+	if !post.walked || got["sub/mine.txt"] != changes.Delete || got["sub/theirs.txt"] != changes.Add {
+		t.Errorf("after a bind mount: walked %v, changes %v", post.walked, got)
+	}
+}
