@@ -181,7 +181,8 @@ type snapshotter struct {
 	kept     int64     // bytes of the tree's files within the per-file limit
 	cats     categories
 	wds      map[int32]*node
-	feed     *feed               // nil: none (unsupported, refused, or lost)
+	feed     *feed               // nil: none (unsupported, refused, or dropped)
+	stale    string              // why the feed cannot vouch for the tree ("": it can)
 	feedOff  string              // why there is no feed, when it was refused
 	retry    time.Time           // when a refused feed may be tried again
 	pending  map[string]struct{} // paths to examine, drained from the feed
@@ -332,10 +333,7 @@ func (s *snapshotter) close() {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.feed != nil {
-		s.feed.close()
-		s.feed = nil
-	}
+	s.dropFeed()
 	for _, h := range s.history {
 		s.release(h)
 	}
@@ -376,12 +374,22 @@ func (s *snapshotter) addRedactor(r *Redactor) {
 	}
 }
 
-// loseFeed drops the feed: the next snapshot walks.
+// loseFeed records that the feed cannot vouch for the tree: the next
+// snapshot walks (keeping the feed's instance and its watches: adding a
+// watch to a watched file finds the one it has, and an instance closed
+// gives its watches back to the per-user limit only some time later).
 func (s *snapshotter) loseFeed(why string) {
-	if s.feed != nil {
+	if s.feed != nil && s.stale == "" {
 		slog.Debug("checkpoint: walking the workspace", "workspace", s.root, "why", why)
+		s.stale = why
+	}
+}
+
+// dropFeed closes the feed (its watches go).
+func (s *snapshotter) dropFeed() {
+	if s.feed != nil {
 		s.feed.close()
-		s.feed = nil
+		s.feed, s.stale = nil, ""
 		clear(s.wds)
 	}
 }
@@ -428,7 +436,7 @@ func (s *snapshotter) update(ctx context.Context, root *fsroot.Root, now time.Ti
 		}
 		s.lastSeen = exp
 	}
-	if s.feed != nil && !o.walk && s.tree != nil {
+	if s.feed != nil && s.stale == "" && !o.walk && s.tree != nil {
 		u, err := s.fedUpdate(ctx, root, now)
 		if err == nil {
 			return u, nil
@@ -454,10 +462,15 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 	s.loseFeed("walking the workspace")
 	u := &update{walked: true}
 	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify}
-	if !s.noFeed && now.After(s.retry) {
+	fresh := false // a new instance (else the feed's own, reset)
+	switch {
+	case s.feed != nil:
+		s.feed.reset() // what it queued so far: the walk looks at everything
+		w.feed = s.feed
+	case !s.noFeed && now.After(s.retry):
 		f, err := newFeed(s.maxWatches)
 		if err == nil {
-			w.feed = f
+			w.feed, fresh = f, true
 		} else {
 			s.feedOff, s.retry = err.Error(), now.Add(feedRetry)
 		}
@@ -468,7 +481,7 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 		compared = base
 	}
 	if err := w.walk(ctx, []snapDir{{n: top, rel: ".", old: compared}}); err != nil {
-		if w.feed != nil {
+		if fresh {
 			w.feed.close()
 		}
 		return nil, err
@@ -482,7 +495,11 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 	switch {
 	case w.feed == nil:
 	case w.feedLost != "":
-		w.feed.close()
+		if fresh {
+			w.feed.close()
+		} else {
+			s.dropFeed()
+		}
 		s.feedOff, s.retry = w.feedLost, now.Add(feedRetry)
 		slog.Info("checkpoint: no change feed; every bash call walks the workspace", "workspace", s.root, "why", w.feedLost)
 	default:
@@ -725,8 +742,11 @@ func (s *snapshotter) hashAll(ctx context.Context, root *fsroot.Root, batch *cha
 // subtree's released, the categories, counts and pins kept.
 func (s *snapshotter) commit(u *update) []pathChange {
 	if u.feed != nil {
-		clear(s.wds)
-		s.feed = u.feed
+		if u.feed != s.feed { // a new instance: the old one's watches went with it
+			clear(s.wds)
+			s.feed = u.feed
+		}
+		s.stale = ""
 		u.feed = nil
 	}
 	a := &commitAcc{}

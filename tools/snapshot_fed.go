@@ -6,6 +6,7 @@ import (
 	"path"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -22,6 +23,16 @@ import (
 // drains; past it the feed is lost and the next snapshot walks. (A
 // variable for tests.)
 var feedMaxPending = 1 << 17
+
+// maxFeeds bounds the feeds (inotify instances) a process keeps: the
+// kernel's limit on instances is per user (fs.inotify.max_user_instances,
+// 128 by default) and shared with every other program the user runs. A
+// process has a feed per workspace it checkpoints; past the bound, the
+// snapshots of a further workspace walk it.
+const maxFeeds = 8
+
+// feeds counts the feeds open in this process.
+var feeds atomic.Int32
 
 // feedReads turns the feed's reading goroutine on (tests turn it off to
 // let the kernel's queue overflow).

@@ -32,7 +32,7 @@ import (
 type feed struct {
 	file   *os.File // the inotify instance
 	fd     int
-	mounts *os.File // /proc/self/mountinfo: readable with POLLPRI once the mount table changed
+	mounts []byte // /proc/self/mountinfo as last read
 
 	// maxWatches, when positive, is a watch limit below the kernel's
 	// (tests): past it a watch fails as the kernel's limit does.
@@ -64,16 +64,6 @@ const (
 // watches (the per-user limit, fs.inotify.max_user_watches).
 var errWatchLimit = errors.New("the inotify watch limit is reached (fs.inotify.max_user_watches)")
 
-// maxFeeds bounds the feeds (inotify instances) a process keeps: the
-// kernel's limit on instances is per user (fs.inotify.max_user_instances,
-// 128 by default) and shared with every other program the user runs. A
-// process has a feed per workspace it checkpoints; past the bound, the
-// snapshots of a further workspace walk it.
-const maxFeeds = 8
-
-// feeds counts the feeds open in this process.
-var feeds atomic.Int32
-
 // newFeed starts an empty feed. An error means there is none: the
 // caller walks the tree on every snapshot.
 func newFeed(maxWatches int) (*feed, error) {
@@ -81,7 +71,7 @@ func newFeed(maxWatches int) (*feed, error) {
 		feeds.Add(-1)
 		return nil, fmt.Errorf("change feed: this process already watches %d workspaces", maxFeeds)
 	}
-	mounts, err := os.Open("/proc/self/mountinfo")
+	mounts, err := readMounts()
 	if err != nil {
 		feeds.Add(-1)
 		return nil, fmt.Errorf("change feed: %w", err)
@@ -89,7 +79,6 @@ func newFeed(maxWatches int) (*feed, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 	if err != nil {
 		feeds.Add(-1)
-		mounts.Close()
 		return nil, fmt.Errorf("change feed: inotify: %w", err)
 	}
 	f := &feed{
@@ -217,15 +206,36 @@ func (f *feed) drain() (map[int32]map[string]struct{}, string) {
 	return out, ""
 }
 
+// reset forgets what the feed queued and why it was lost (a walk of the
+// whole tree is about to look at everything); what happens from now on
+// is reported as before.
+func (f *feed) reset() {
+	f.mountsChanged()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.readLocked(f.fd, make([]byte, 64<<10))
+	clear(f.pending)
+	f.npend, f.lost = 0, ""
+}
+
 // mountsChanged reports whether the mount table changed since it was
-// last asked (a file system mounted over a workspace directory changes
-// what its paths name without an event). Polling the table is what
-// re-arms the check (the kernel remembers the table's generation each
-// poll saw).
+// last asked: a file system mounted over a workspace directory changes
+// what its paths name without an event. The table is read and compared
+// (a few kilobytes; polling it for POLLPRI, as the kernel offers, missed
+// mounts in testing).
 func (f *feed) mountsChanged() bool {
-	fds := []unix.PollFd{{Fd: int32(f.mounts.Fd()), Events: unix.POLLPRI}}
-	n, err := unix.Poll(fds, 0)
-	return err != nil || (n > 0 && fds[0].Revents&(unix.POLLPRI|unix.POLLERR) != 0)
+	now, err := readMounts()
+	if err != nil {
+		return true
+	}
+	changed := !bytes.Equal(now, f.mounts)
+	f.mounts = now
+	return changed
+}
+
+// readMounts reads this process's mount table.
+func readMounts() ([]byte, error) {
+	return os.ReadFile("/proc/self/mountinfo")
 }
 
 // watchDir watches the directory open as dirfd (the very directory: by
@@ -312,7 +322,6 @@ func (f *feed) close() {
 	f.mu.Unlock()
 	f.file.Close() // wakes read
 	<-f.done
-	f.mounts.Close()
 	feeds.Add(-1)
 }
 

@@ -16,6 +16,7 @@ func (*feed) drain() (map[int32]map[string]struct{}, string)     { return nil, "
 func (*feed) watchDir(int) (int32, error)                        { return -1, errWatchLimit }
 func (*feed) watchFile(*watchThread, int, string) (int32, error) { return -1, errWatchLimit }
 func (*feed) unwatch(int32)                                      {}
+func (*feed) reset()                                             {}
 func (*feed) close()                                             {}
 
 func feedFilesystem(int) (bool, string) { return false, "" }
