@@ -65,24 +65,12 @@ func runExec(ctx context.Context, args []string, e env) error {
 	if err != nil {
 		return err
 	}
-	// A continued session keeps its own workspace; a new one uses the
-	// working directory.
-	ws := opts.dir
-	var sess *session.Session
-	if opts.last {
-		if opts.sessionID, err = lastSession(session.Dir(home), ws); err != nil {
-			return err
-		}
+	ws, sess, err := continuedSession(home, &opts, e)
+	if err != nil {
+		return err
 	}
-	if opts.sessionID != "" {
-		if sess, err = openSession(session.Dir(home), opts.sessionID); err != nil {
-			return err
-		}
+	if sess != nil {
 		defer sess.Close()
-		ws = sess.Header().Cwd
-		if filepath.Clean(ws) != opts.dir {
-			fmt.Fprintf(e.stderr, "continuing session %s in its own directory %s\n", sess.Header().ID, visible(ws))
-		}
 	}
 	cfg, err := stack.LoadConfig(e.lookup, ws, flags, log)
 	if err != nil {
@@ -104,13 +92,7 @@ func runExec(ctx context.Context, args []string, e env) error {
 		return usageErrorf("--image: model %s is not known to accept images; if it does, declare images = true in [models.%q] of %s",
 			visible(st.Model().Name), st.Model().Name, filepath.Join(cfg.Home, "config.toml"))
 	}
-	ap := &termApprover{mode: askTerminal, open: e.tty, notice: e.stderr}
-	switch {
-	case opts.approve:
-		ap.mode, ap.why = approveAll, "--approve"
-	case opts.deny:
-		ap.mode = denyAll
-	}
+	ap := execApprover(opts, e)
 	created := false
 	if sess == nil {
 		dir := cfg.SessionsDir()
@@ -171,6 +153,46 @@ func runExec(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stderr, "octet: %v\n", writeErr)
 	}
 	return outErr
+}
+
+// continuedSession opens the session exec continues (--session, or
+// --last: the newest of the working directory), if any, with the
+// workspace it runs in: a continued session keeps its own workspace; a
+// new one uses the working directory.
+func continuedSession(home string, opts *execOptions, e env) (string, *session.Session, error) {
+	ws := opts.dir
+	if opts.last {
+		id, err := lastSession(session.Dir(home), ws)
+		if err != nil {
+			return "", nil, err
+		}
+		opts.sessionID = id
+	}
+	if opts.sessionID == "" {
+		return ws, nil, nil
+	}
+	sess, err := openSession(session.Dir(home), opts.sessionID)
+	if err != nil {
+		return "", nil, err
+	}
+	ws = sess.Header().Cwd
+	if filepath.Clean(ws) != opts.dir {
+		fmt.Fprintf(e.stderr, "continuing session %s in its own directory %s\n", sess.Header().ID, visible(ws))
+	}
+	return ws, sess, nil
+}
+
+// execApprover answers exec's approvals: on the terminal, or all of them
+// as --approve or --deny says.
+func execApprover(opts execOptions, e env) *termApprover {
+	ap := &termApprover{mode: askTerminal, open: e.tty, notice: e.stderr}
+	switch {
+	case opts.approve:
+		ap.mode, ap.why = approveAll, "--approve"
+	case opts.deny:
+		ap.mode = denyAll
+	}
+	return ap
 }
 
 // execPrompt is the prompt of exec's command line: read from stdin for
