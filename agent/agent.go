@@ -390,14 +390,12 @@ func (a *Agent) writeUnwritten() error {
 	return nil
 }
 
-// release clears the active run if it is r; the agent is then idle and
-// keeps no encoded context.
+// release clears the active run if it is r.
 func (a *Agent) release(r *Run) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.active == r {
 		a.active = nil
-		a.encoded.drop()
 	}
 }
 
