@@ -165,36 +165,55 @@ export async function runDriver(name, main) {
 }
 
 // pickRow picks the row of the open quick input labelled text (the
-// first row that shows it when none is labelled exactly text).
-async function pickRow(page, text) {
+// first row that shows it when none is labelled exactly text), waiting
+// at most wait ms for it.
+async function pickRow(page, text, wait = timeout) {
   const row = await page.waitForFunction(
     (t) => {
       const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
       return rows.find((r) => r.querySelector(".label-name")?.innerText.trim() === t) ?? rows.find((r) => r.innerText.includes(t));
     },
-    { timeout },
+    { timeout: wait },
     text,
   );
   await row.asElement().click();
 }
 
-// quickPick types text into the quick input (F1; prefix ">" for a
-// command, "" for a file) and picks its row.
-async function quickPick(page, prefix, text) {
-  // F1 can be lost while the focus moves (to an editor, from a webview):
-  // press it until the palette has the focus.
+// openPalette presses F1 until the quick input has the focus: F1 can be
+// lost while the focus moves (to an editor, from a webview).
+async function openPalette(page) {
   for (let attempt = 1; ; attempt++) {
     await page.keyboard.press("F1");
     const open = await page
       .waitForFunction(() => document.activeElement?.closest(".quick-input-widget") != null, { timeout: 5000 })
       .then(() => true, () => false);
-    if (open) break;
+    if (open) return;
     if (attempt === 5) throw new Error("F1 did not open the command palette");
   }
-  const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
-  await quick.evaluate((e, p) => { e.value = p; }, prefix);
-  await quick.type(text);
-  await pickRow(page, text);
+}
+
+// quickPick types text into the quick input (F1; prefix ">" for a
+// command, "" for a file) and picks its row. Keys typed while the
+// palette is still taking the focus can be lost, leaving a filter that
+// matches nothing: when the row does not come, the palette is closed
+// and the whole pick made again.
+async function quickPick(page, prefix, text) {
+  for (let attempt = 1; ; attempt++) {
+    await openPalette(page);
+    const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
+    await quick.evaluate((e, p) => { e.value = p; }, prefix);
+    await quick.type(text);
+    try {
+      await pickRow(page, text, attempt === 3 ? timeout : 20000);
+      return;
+    } catch (e) {
+      if (attempt === 3) {
+        const typed = await quick.evaluate((e) => e.value).catch(() => "?");
+        throw new Error(`no quick input row ${JSON.stringify(text)} (input holds ${JSON.stringify(typed)}): ${e}`);
+      }
+      await page.keyboard.press("Escape");
+    }
+  }
 }
 
 // startChat opens the chat (openChat) for a runDriver main, once octet's
