@@ -390,12 +390,14 @@ func (a *Agent) writeUnwritten() error {
 	return nil
 }
 
-// release clears the active run if it is r.
+// release clears the active run if it is r; the agent is then idle and
+// keeps no encoded context.
 func (a *Agent) release(r *Run) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.active == r {
 		a.active = nil
+		a.encoded.drop()
 	}
 }
 

@@ -55,9 +55,13 @@ func contextView(branch []session.Entry) view {
 
 // itemCache keeps the provider items of committed entries, by entry id,
 // with their request encoding (provider.Item.Encoded): a committed entry
-// never changes, so each request encodes only the entries added since the
-// last one and copies the rest. It holds the entries of the latest view
-// (and at most as many more, dropped when it grows past that).
+// never changes, so each request of a run encodes only the entries added
+// since the last one and copies the rest. It holds the entries of the
+// latest view (and at most as many more, dropped when it grows past
+// that), and nothing while the agent is idle (drop): the encoding is a
+// copy of the whole context, and an open session waiting for its next
+// prompt would hold it twice. The next run's first request encodes the
+// context again (about 10 ms for 2 MB), once per prompt, not per turn.
 type itemCache struct {
 	mu   sync.Mutex
 	byID map[string][]provider.Item
@@ -100,6 +104,13 @@ func (c *itemCache) items(v view, mode string, imgs imageRefs) []provider.Item {
 		c.byID[e.ID] = slices.Clone(out[start:]) // the request may be changed
 	}
 	return out
+}
+
+// drop forgets every cached item (the agent is idle).
+func (c *itemCache) drop() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byID, c.mode = nil, ""
 }
 
 // userMessage returns a user-role message item.

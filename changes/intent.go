@@ -86,8 +86,9 @@ func (s *Store) Intent(key string) (Intent, error) {
 func (s *Store) DropIntent(key string) { _ = os.Remove(s.intentPath(key)) }
 
 // intentBlobs returns the blobs the kept intents name (their records'
-// images, a snapshot's manifest): a call's images are needed from its
-// intent on, before its checkpoint is committed, so they do not expire.
+// images, a snapshot's manifest and the manifests it builds on): a
+// call's images are needed from its intent on, before its checkpoint is
+// committed, so they do not expire.
 func (s *Store) intentBlobs() []string {
 	ents, _ := os.ReadDir(s.intents())
 	var out []string
@@ -108,7 +109,8 @@ func (s *Store) intentBlobs() []string {
 			}
 		}
 		if validSum(in.Snapshot) {
-			out = append(out, in.Snapshot)
+			chain, _ := s.ManifestChain(in.Snapshot) // a delta needs its bases
+			out = append(out, chain...)
 		}
 	}
 	return out

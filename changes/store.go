@@ -54,6 +54,7 @@ type Store struct {
 	maxTotal int64
 	total    int64          // the blobs' total size; -1 until first needed
 	pinned   map[string]int // blobs that must not expire (Pin)
+	expired  time.Time      // the expiry marker's time after this Store's last expiry
 }
 
 // WorkspaceDir returns the store directory of workspace (an absolute path)
@@ -254,15 +255,27 @@ func (s *Store) reuse(final string, size int64) bool {
 // the workspace at once. A blob put through a batch is durable only once
 // Sync has returned nil; a crash before that may leave it empty or
 // missing, which Has (by size) and Get (by content) see, so it is written
-// again or reported, never used wrong.
+// again or reported, never used wrong. Every blob put through a batch is
+// pinned (it does not expire, whatever else is written) until Release:
+// the caller pins what it keeps of them before releasing the batch.
 type Batch struct {
 	s       *Store
 	mu      sync.Mutex
 	written []string // blobs since the last Sync, for platforms without syncfs
+	pinned  []string // every blob put, until Release
 }
 
 // Batch starts a batch of blobs.
 func (s *Store) Batch() *Batch { return &Batch{s: s} }
+
+// Release unpins the blobs put through b.
+func (b *Batch) Release() {
+	b.mu.Lock()
+	pinned := b.pinned
+	b.pinned = nil
+	b.mu.Unlock()
+	b.s.Unpin(pinned)
+}
 
 // Put keeps data as [Store.Put] does, durable once Sync returns.
 func (b *Batch) Put(data []byte) (sum string, stored bool, err error) {
@@ -271,6 +284,12 @@ func (b *Batch) Put(data []byte) (sum string, stored bool, err error) {
 	if int64(len(data)) > b.s.maxBlob {
 		return sum, false, nil
 	}
+	// Pinned before it is written: another worker's write over the cap
+	// must not expire it before the caller keeps it.
+	b.s.Pin([]string{sum})
+	b.mu.Lock()
+	b.pinned = append(b.pinned, sum)
+	b.mu.Unlock()
 	final := b.s.blobPath(sum)
 	if !b.s.reuse(final, int64(len(data))) {
 		if err := mkdirSynced(filepath.Dir(final)); err != nil {
@@ -296,11 +315,20 @@ func (b *Batch) Sync() error {
 	if len(written) == 0 {
 		return nil
 	}
-	if err := syncAll(b.s.dir, written); err != nil {
+	sync := syncAll
+	if len(written) <= syncEachMax {
+		// A few blobs: their own fsyncs, not a flush of everything else
+		// dirty on the store's file system.
+		sync = func(_ string, files []string) error { return syncEach(files) }
+	}
+	if err := sync(b.s.dir, written); err != nil {
 		return fmt.Errorf("change store: %w", err)
 	}
 	return nil
 }
+
+// syncEachMax is the most blobs a Batch syncs one by one.
+const syncEachMax = 8
 
 // syncEach syncs each file and then each of their directories.
 func syncEach(files []string) error {
@@ -371,8 +399,21 @@ func (s *Store) account(written string, size int64) {
 		return
 	}
 	if s.expire(written) {
-		_ = s.writeSynced(filepath.Join(s.dir, expiredName), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+		marker := filepath.Join(s.dir, expiredName)
+		_ = s.writeSynced(marker, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
+		if st, err := os.Lstat(marker); err == nil {
+			s.expired = st.ModTime()
+		}
 	}
+}
+
+// OwnExpiry returns ExpiredAt as this Store's own last expiry left it
+// (zero if it never expired anything): an expiry that respected its pins.
+// Another ExpiredAt means another process (or Store) expired blobs.
+func (s *Store) OwnExpiry() time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.expired
 }
 
 // expire brings the blobs down to 90% of the cap: first the blobs no
@@ -400,6 +441,9 @@ func (s *Store) expire(written string) bool {
 	}
 	for _, sum := range s.intentBlobs() {
 		refs[sum]++ // held by a call in progress (or one a crash left): never expired here
+	}
+	for _, sum := range s.headBlobs() {
+		refs[sum]++ // the next process's first snapshot starts from it
 	}
 	goal := s.maxTotal / 10 * 9
 	removed := false

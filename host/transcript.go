@@ -158,10 +158,14 @@ func (p TranscriptPage) OldestFirst() []PagedEntry {
 }
 
 // Transcript returns a page of the session's active branch: see
-// PageTranscript.
+// PageTranscript. The page's place is found in the session's index, so a
+// page costs the same wherever it is on the branch.
 func (s *Session) Transcript(beforeID string, limit int) (TranscriptPage, error) {
-	page, err := PageTranscript(s.ID(), s.Branch(), beforeID, limit)
-	return withRunEnds(page, s.sess.Checkpoints()), err
+	branch, end, ok := s.sess.BranchAt(beforeID)
+	if !ok {
+		return TranscriptPage{}, unknownBefore(s.ID(), beforeID)
+	}
+	return withRunEnds(pageBefore(branch, end, limit), s.sess.Checkpoints()), nil
 }
 
 // ReadTranscript returns a page of session id's active branch read from
@@ -180,20 +184,20 @@ func (h *Host) ReadTranscript(id, beforeID string, limit int) (TranscriptPage, e
 		return TranscriptPage{}, fmt.Errorf("read session %s: %w", id, err)
 	}
 	defer sess.Close()
-	page, err := PageTranscript(id, sess.Branch(), beforeID, limit)
-	return withRunEnds(page, sess.Checkpoints()), err
+	branch, end, ok := sess.BranchAt(beforeID)
+	if !ok {
+		return TranscriptPage{}, unknownBefore(id, beforeID)
+	}
+	return withRunEnds(pageBefore(branch, end, limit), sess.Checkpoints()), nil
 }
 
 // PageTranscript returns the entries of branch (session sessionID's)
 // before beforeID (all of them when ""), newest first, at most limit
 // (DefaultTranscriptLimit when 0, at most MaxTranscriptLimit) and about a
 // mebibyte; NextBefore names the oldest entry returned when older ones
-// remain. An unknown beforeID is an *InputError.
+// remain. An unknown beforeID is an *InputError. (A session open in
+// this process pages through its index: Session.Transcript.)
 func PageTranscript(sessionID string, branch []session.Entry, beforeID string, limit int) (TranscriptPage, error) {
-	if limit <= 0 {
-		limit = DefaultTranscriptLimit
-	}
-	limit = min(limit, MaxTranscriptLimit)
 	end := len(branch)
 	if beforeID != "" {
 		end = -1
@@ -204,9 +208,23 @@ func PageTranscript(sessionID string, branch []session.Entry, beforeID string, l
 			}
 		}
 		if end < 0 {
-			return TranscriptPage{}, inputErrorf("no entry %q on the active branch of session %s (the head may have moved): page again from the newest entry, without beforeEntryId", beforeID, sessionID)
+			return TranscriptPage{}, unknownBefore(sessionID, beforeID)
 		}
 	}
+	return pageBefore(branch, end, limit), nil
+}
+
+// unknownBefore is the error for a beforeEntryId not on the branch.
+func unknownBefore(sessionID, beforeID string) error {
+	return inputErrorf("no entry %q on the active branch of session %s (the head may have moved): page again from the newest entry, without beforeEntryId", beforeID, sessionID)
+}
+
+// pageBefore returns the page of branch's entries before position end.
+func pageBefore(branch []session.Entry, end, limit int) TranscriptPage {
+	if limit <= 0 {
+		limit = DefaultTranscriptLimit
+	}
+	limit = min(limit, MaxTranscriptLimit)
 	page := TranscriptPage{Entries: []PagedEntry{}}
 	bytes := 0
 	i := end - 1
@@ -221,7 +239,7 @@ func PageTranscript(sessionID string, branch []session.Entry, beforeID string, l
 	if i >= 0 && len(page.Entries) > 0 {
 		page.NextBefore = page.Entries[len(page.Entries)-1].ID
 	}
-	return page, nil
+	return page
 }
 
 // boundedEntry converts e for a page, cutting its longest texts until it

@@ -72,6 +72,16 @@ func newIndex() *index {
 	return &index{ids: newIDMap(), head: -1}
 }
 
+// trim gives back the room fold reserved for the entries of the file it
+// opened (one per 128 bytes, so that opening never grows the slice) once
+// their number is known: entries are rarely so short, and an open
+// session would keep the rest for good.
+func (ix *index) trim() {
+	if n := len(ix.ents); cap(ix.ents) > 2*n+64 {
+		ix.ents = append(make([]entMeta, 0, n+n/8+16), ix.ents...)
+	}
+}
+
 // foldStats counts what add folded.
 type foldStats struct {
 	records, entries int

@@ -267,6 +267,7 @@ func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, er
 		if sp != nil {
 			sp.finish(s.ix.ents)
 		}
+		s.ix.trim()
 		if err != nil {
 			return err
 		}
@@ -759,6 +760,25 @@ func (s *Session) Branch() []Entry {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return slices.Clip(s.ix.branch)
+}
+
+// BranchAt returns the active branch (as Branch) and the position on it
+// of entry id — the number of entries before it — from the index, in
+// O(log n); "" is the position past the head. ok is false when id is not
+// on the branch.
+func (s *Session) BranchAt(id string) (branch []Entry, pos int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	branch = slices.Clip(s.ix.branch)
+	if id == "" {
+		return branch, len(branch), true
+	}
+	i, found := s.ix.ids.getString(id)
+	if !found {
+		return branch, 0, false
+	}
+	pos, ok = slices.BinarySearch(s.ix.branchIdx, i)
+	return branch, pos, ok
 }
 
 // Entry returns the entry with the given id.

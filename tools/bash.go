@@ -57,6 +57,8 @@ type BashTool struct {
 	selection ShellSelection
 	spills    *spillStore
 	snaps     *snapshotter // nil: no change store, no checkpoints
+	// closeSnaps gives snaps back once.
+	closeSnaps sync.Once
 }
 
 var (
@@ -81,7 +83,7 @@ func NewBash(cfg Config) (*BashTool, error) {
 		shell:     shell,
 		selection: sel,
 		spills:    newSpillStore(cfg.SpillDir),
-		snaps:     newSnapshotter(cfg),
+		snaps:     sharedSnapshotter(cfg),
 	}, nil
 }
 
@@ -89,8 +91,12 @@ func NewBash(cfg Config) (*BashTool, error) {
 func (t *BashTool) ShellSelection() ShellSelection { return t.selection }
 
 // Close removes every retained spill file and the private spill
-// directory. Paths in earlier results stop working.
-func (t *BashTool) Close() error { return t.spills.Close() }
+// directory (paths in earlier results stop working), and gives back the
+// workspace's snapshotter.
+func (t *BashTool) Close() error {
+	t.closeSnaps.Do(func() { releaseSnapshotter(t.snaps) })
+	return t.spills.Close()
+}
 
 type bashArgs struct {
 	Command    *string     `json:"command"`
@@ -216,11 +222,7 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		return errorResult(ShellUnavailableReason()), nil
 	}
 	if ctx.Err() != nil {
-		return Result{
-			Text:    "[cancelled before the command started]",
-			IsError: true,
-			Details: map[string]any{"exit_code": -1, "timed_out": false, "cancelled": true, "truncated": false, "output_bytes": int64(0)},
-		}, nil
+		return cancelledBeforeStart(), nil
 	}
 	var pre *snapshot
 	var noCheckpoint []string
@@ -228,13 +230,18 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		noCheckpoint = []string{"everything: bash calls are not checkpointed on " + runtime.GOOS}
 	}
 	if t.snaps != nil && !inv.ReadOnly {
-		if pre, err = t.snaps.take(); err != nil {
+		// The snapshotter keeps every prior image pinned while it
+		// remembers the snapshot: none expires before the call's
+		// checkpoint names it.
+		if pre, err = t.snaps.take(ctx, takeOptions{progress: inv.Progress}); err != nil {
+			if ctx.Err() != nil {
+				return cancelledBeforeStart(), nil
+			}
 			return errorResult(fmt.Sprintf("could not checkpoint the workspace before the command: %v; nothing was run (octet keeps the workspace's files before a command changes them: free space in $OCTET_HOME or fix its permissions, then try again)", err)), nil
 		}
-		// No prior image may expire before the call's checkpoint names it.
-		pinned := pre.sums()
-		t.snaps.rec.Store.Pin(pinned)
-		defer t.snaps.rec.Store.Unpin(pinned)
+		if ctx.Err() != nil {
+			return cancelledBeforeStart(), nil
+		}
 		if inv.Intent != nil {
 			if err := inv.Intent(changes.Intent{Snapshot: pre.manifest}); err != nil {
 				return errorResult(stageErrorText(err)), nil
@@ -250,7 +257,7 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		tmp, cleanup, err := privateTemp(t.cfg.SpillDir)
 		if err != nil {
 			capt.finish()
-			return t.checkpoint(errorResult(err.Error()+"; nothing was run"), pre), nil
+			return t.checkpoint(errorResult(err.Error()+"; nothing was run"), pre, inv, false), nil
 		}
 		defer cleanup()
 		spec, env = t.spec(inv.Sandbox, tmp), sandboxEnv(env, tmp)
@@ -262,28 +269,41 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		if errors.Is(runErr, proc.ErrGuardLost) {
 			res = errorResult(fmt.Sprintf("the command's supervision failed: %v", runErr))
 		}
-		return t.checkpoint(res, pre), nil
+		return t.checkpoint(res, pre, inv, errors.Is(runErr, proc.ErrGuardLost)), nil
 	}
-	res := t.checkpoint(t.result(capt.finish(), oc, timeout, inv.Sandbox), pre)
+	res := t.checkpoint(t.result(capt.finish(), oc, timeout, inv.Sandbox), pre, inv, oc.supervision != nil)
 	if noCheckpoint != nil {
 		res.CannotUndo = noCheckpoint
 	}
 	return res, nil
 }
 
+// cancelledBeforeStart is the result of a call cancelled before its
+// command started (nothing ran).
+func cancelledBeforeStart() Result {
+	return Result{
+		Text:    "[cancelled before the command started]",
+		IsError: true,
+		Details: map[string]any{"exit_code": -1, "timed_out": false, "cancelled": true, "truncated": false, "output_bytes": int64(0)},
+	}
+}
+
 // checkpoint completes res with what the command changed: the changes
 // between the snapshot pre (nil: none was taken) and one taken now, and
-// what a rewind of them cannot undo.
-func (t *BashTool) checkpoint(res Result, pre *snapshot) Result {
+// what a rewind of them cannot undo. The snapshot runs to its end even
+// when the call was cancelled (what the command did is recorded), and
+// walks the workspace when the command's supervision was lost (processes
+// it started may still write).
+func (t *BashTool) checkpoint(res Result, pre *snapshot, inv Invocation, unsupervised bool) Result {
 	if pre == nil {
 		return res
 	}
-	post, err := t.snaps.take()
+	post, err := t.snaps.take(context.Background(), takeOptions{walk: unsupervised, progress: inv.Progress})
 	if err != nil {
 		res.CannotUndo = []string{fmt.Sprintf("everything: the snapshot after the command failed (%v), so what it changed is not recorded", err)}
 		return res
 	}
-	res.Changes = t.snaps.changesBetween(pre, post)
+	res.Changes = t.snaps.changesBetween(t.cfg.Changes, pre, post)
 	res.CannotUndo = t.snaps.cannotUndo(pre, post)
 	if res.Details == nil {
 		res.Details = map[string]any{}

@@ -77,6 +77,30 @@ func (r *Redactor) Bytes(b []byte) []byte {
 	return b
 }
 
+// union returns a Redactor of the secrets of r and o, and whether o
+// knows one r does not.
+func (r *Redactor) union(o *Redactor) (*Redactor, bool) {
+	if o == nil {
+		return r, false
+	}
+	var all []string
+	grew := false
+	if r != nil {
+		for _, sec := range r.secrets {
+			all = append(all, string(sec))
+		}
+	}
+	for _, sec := range o.secrets {
+		if !slices.Contains(all, string(sec)) {
+			all, grew = append(all, string(sec)), true
+		}
+	}
+	if !grew {
+		return r, false
+	}
+	return NewRedactor(all...), true
+}
+
 // Contains reports whether b holds a secret value.
 func (r *Redactor) Contains(b []byte) bool {
 	if r == nil {

@@ -1,15 +1,16 @@
 package tools
 
 import (
-	"encoding/json"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
+	"path"
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,14 +24,39 @@ import (
 // as a read, whose difference is the call's changes (the same records edit
 // and write produce, so a rewind takes a command back like an edit).
 //
-// A snapshot walks the workspace (not .git, nor what .gitignore files
-// ignore, with search's matcher), lstat-ing every entry. A file whose
-// size, mtime, ctime, inode and mode are those of the previous snapshot
-// keeps that snapshot's hash; any other file is read (no-follow, through
+// A snapshotter keeps a tree of the workspace's checkpointed entries —
+// regular files and directories, not .git nor what .gitignore files
+// ignore (search's matcher), symbolic links and special files counted,
+// not followed — each file with its stat fields and the hash of its
+// content, which the change store keeps. A snapshot brings the tree up to
+// date and records what changed since the previous one:
+//
+//   - With a change feed (inotify, Linux), only the names the feed
+//     reports are examined again; a snapshot of an unchanged workspace
+//     reads no directory. The feed watches every checkpointed directory
+//     and file, so a file written through a hard link outside the
+//     workspace is reported too. Whenever the feed cannot vouch for the
+//     tree — its queue overflowed, a watch could not be added (the
+//     per-user limit), the mount table changed, a directory is on a file
+//     system whose changes the kernel may not report, the tree is over
+//     its entry bound, the command's supervision was lost — the
+//     snapshot walks the whole workspace instead. The feed can cause an
+//     extra walk, never a missed change.
+//   - Without one, the snapshot walks the workspace, lstat-ing every
+//     entry.
+//
+// Either way a file whose size, mtime, ctime, inode and mode are those
+// the tree has keeps its hash; any other file is read (no-follow, through
 // fsroot), hashed and kept in the change store, synced, before the
-// snapshot returns. So the snapshot before a command costs a walk when
-// nothing changed since the last one, and every image a rewind needs is
-// durable before the command runs.
+// snapshot returns, so every image a rewind needs is durable before the
+// command runs. What changed is written as a delta manifest naming the
+// previous one (a whole manifest once the deltas add up to its size),
+// and the latest manifest is the store's snapshot head, from which the
+// next process's first snapshot starts: a persisted stat cache, checked
+// against the store's expiry.
+//
+// One snapshotter serves every bash tool of a process with the same
+// workspace and change store (sharedSnapshotter): one tree, one feed.
 
 // DefaultSnapshotMaxEntries bounds the entries (files and directories) one
 // snapshot covers; past it the rest of the workspace is not checkpointed
@@ -43,17 +69,27 @@ const DefaultSnapshotMaxEntries = 200_000
 // a file this recent is hashed again (git's "racy" entries).
 const racyWindow = 2 * time.Second
 
-// snapEntry is one path of a snapshot.
+// skipKind says why a file's content is not kept.
+type skipKind uint8
+
+const (
+	skipNone   skipKind = iota
+	skipLarge           // over the per-file limit
+	skipSecret          // holds a secret value octet keeps out of its files
+	skipBudget          // past half the store's cap
+)
+
+// snapEntry is the state of one checkpointed path.
 type snapEntry struct {
-	dir     bool
-	mode    fs.FileMode // permission bits
-	size    int64
-	mtime   int64 // ns
-	ctime   int64 // ns; 0 where unknown
-	ino     uint64
-	sum     string // hex SHA-256; "" for a directory or a skipped file
-	skipped bool   // over the per-file limit: neither hashed nor kept
-	racy    bool   // its stat is too recent to be trusted next time
+	dir   bool
+	skip  skipKind
+	racy  bool        // its stat is too recent to be trusted next time
+	mode  fs.FileMode // permission bits
+	size  int64
+	mtime int64 // ns; 0 for a directory
+	ctime int64 // ns; 0 for a directory, or where unknown
+	ino   uint64
+	sum   string // hex SHA-256; "" for a directory or a file not kept
 }
 
 // sameStat reports whether e and o have the same stat fields.
@@ -66,11 +102,11 @@ func (e snapEntry) sameState(o snapEntry) bool {
 	switch {
 	case e.dir || o.dir:
 		return e.dir == o.dir && e.mode == o.mode
-	case e.skipped || o.skipped:
-		if e.mtime == 0 || o.mtime == 0 { // read back from a manifest: no stat
-			return e.skipped == o.skipped && e.size == o.size && e.mode == o.mode
+	case e.skip != skipNone || o.skip != skipNone:
+		if e.mtime == 0 || o.mtime == 0 { // read back from a manifest without stat fields
+			return (e.skip != skipNone) == (o.skip != skipNone) && e.size == o.size && e.mode == o.mode
 		}
-		return e.skipped == o.skipped && e.sameStat(o)
+		return (e.skip != skipNone) == (o.skip != skipNone) && e.sameStat(o)
 	}
 	return e.sum == o.sum && e.mode == o.mode
 }
@@ -80,190 +116,543 @@ func (e snapEntry) image() *changes.Image {
 	if e.dir {
 		return &changes.Image{Dir: true, Mode: e.mode}
 	}
-	return &changes.Image{SHA256: e.sum, Size: e.size, Mode: e.mode, Unstored: e.skipped}
+	return &changes.Image{SHA256: e.sum, Size: e.size, Mode: e.mode, Unstored: e.skip != skipNone}
 }
 
-// snapshot is the state of a workspace's checkpointed files at one time.
+// pathChange is one path whose entry a snapshot changed.
+type pathChange struct {
+	path        string
+	old, new    snapEntry
+	hadOld, has bool
+}
+
+// snapshot is one snapshot a snapshotter took: what it changed since the
+// previous one, and what it could not keep.
 type snapshot struct {
-	taken   time.Time
-	entries map[string]snapEntry // by slash-separated workspace path
-	skipped []string             // files over the per-file limit, sorted
-	secret  []string             // files holding a secret value, sorted
-	failed  []string             // files that could not be read, sorted
-	// overBudget lists the files past half the store's cap, not kept.
-	overBudget []string
-	special    int  // symbolic links, FIFOs, sockets, devices
-	partial    bool // the entry bound was reached
-	hashed     int  // files read and hashed (their stat changed)
-	// manifest is the name of the snapshot's manifest in the store: every
-	// path with its mode and hash, written and synced.
+	// by and epoch name the snapshotter (and its life: close ends one)
+	// that took it; seq numbers its snapshots.
+	by    *snapshotter
+	epoch uint64
+	seq   uint64
+	taken time.Time
+	// delta is what changed since the snapshotter's previous snapshot,
+	// sorted by path (nil for a snapshot read back from its manifest).
+	delta []pathChange
+	// entries, only for a snapshot read back from its manifest (crash
+	// recovery), is every entry.
+	entries map[string]snapEntry
+	// Paths not kept, sorted: over the per-file limit, holding a secret,
+	// past half the store's cap, unreadable.
+	skipped, secret, overBudget, failed []string
+	special                             int  // symbolic links, FIFOs, sockets, devices
+	partial                             bool // the entry bound was reached
+	hashed                              int  // files read and hashed
+	walked                              bool // the whole workspace was walked (no feed)
+	// manifest is the name of the snapshot's manifest in the store,
+	// written and synced.
 	manifest     string
 	manifestSize int64
 }
 
-// snapshotter takes a workspace's snapshots for one bash tool, keeping
-// the last one to compare stat fields with.
+// snapshotter takes a workspace's snapshots: see the top of this file.
 type snapshotter struct {
 	root       string
-	rec        *changes.Recorder
-	redactor   *Redactor // a file holding a secret it knows is not kept
+	store      *changes.Store
 	maxEntries int
 	racy       time.Duration // racyWindow
+	// maxWatches, when positive, bounds the feed's watches (tests).
+	maxWatches int
+	// noFeed turns the change feed off (tests, benchmarks of the walk).
+	noFeed bool
+
+	// takes holds the snapshot under way (a channel, so a call can stop
+	// waiting for it); counts is its progress.
+	takes  chan struct{}
+	counts takeCounters
+	// warm is the first snapshot, taken ahead of the first call
+	// (prewarm): its cancel and its end.
+	warmCancel context.CancelFunc
+	warmDone   chan struct{}
 
 	mu       sync.Mutex
+	redactor *Redactor // a file holding a secret it knows is not kept
+	tree     *node     // nil before the first snapshot
+	entries  int       // checkpointed entries in the tree
+	kept     int64     // bytes of the tree's files within the per-file limit
+	cats     categories
+	wds      map[int32]*node
+	feed     *feed               // nil: none (unsupported, refused, or dropped)
+	stale    string              // why the feed cannot vouch for the tree ("": it can)
+	feedOff  string              // why there is no feed, when it was refused
+	retry    time.Time           // when a refused feed may be tried again
+	pending  map[string]struct{} // paths to examine, drained from the feed
+	recheck  map[string]struct{} // paths the feed cannot watch: examined every time
 	last     *snapshot
-	lastSeen time.Time // the store's expiry time when last was verified
+	lastSeen time.Time // the store's expiry time when the tree was verified
+	history  []*snapshot
+	chain    manifestChain
+	epoch    uint64 // counts closes: snapshots of an earlier life are read back
+	users    int    // bash tools sharing it (sharedSnapshotter)
 }
 
-// newSnapshotter returns the snapshotter of cfg's workspace, or nil when
+// newSnapshotter returns a snapshotter of cfg's workspace, or nil when
 // cfg keeps no change store (or the platform has no no-follow reads).
 func newSnapshotter(cfg Config) *snapshotter {
 	if cfg.Changes == nil || cfg.Changes.Store == nil || runtime.GOOS == "windows" {
 		return nil
 	}
-	return &snapshotter{root: cfg.Root, rec: cfg.Changes, redactor: cfg.Redactor, maxEntries: DefaultSnapshotMaxEntries, racy: racyWindow}
+	return &snapshotter{
+		root: filepath.Clean(cfg.Root), store: cfg.Changes.Store, redactor: cfg.Redactor,
+		maxEntries: DefaultSnapshotMaxEntries, racy: racyWindow,
+		cats: newCategories(), wds: map[int32]*node{}, pending: map[string]struct{}{}, recheck: map[string]struct{}{},
+		takes: make(chan struct{}, 1),
+	}
 }
 
-// take snapshots the workspace: it walks it, hashes and keeps (synced)
-// every file whose stat changed since the last snapshot, and writes the
-// manifest (synced). An error means the snapshot is not durable.
-func (s *snapshotter) take() (*snapshot, error) {
+// takeOptions are a snapshot's options.
+type takeOptions struct {
+	// walk makes the snapshot walk the workspace whatever the feed says
+	// (the command's supervision was lost: something may write unseen).
+	walk bool
+	// progress, when set, receives "[checkpointing …]" lines once the
+	// snapshot takes longer than checkpointProgressDelay.
+	progress func(string)
+}
+
+// take snapshots the workspace: it brings the tree up to date, hashes
+// and keeps (synced) every file whose stat changed, and writes the
+// manifest (synced). An error means the snapshot is not durable; a done
+// ctx stops it within about 100 ms, changing nothing.
+func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error) {
+	prog := startCheckpointProgress(o.progress, &s.counts)
+	defer prog.stop()
+	select {
+	case s.takes <- struct{}{}: // one snapshot at a time (the first may be under way)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	defer func() { <-s.takes }()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	store := s.rec.Store
-	prev := s.last
-	if prev != nil && !store.ExpiredAt().Equal(s.lastSeen) {
-		// Blobs expired since: trust no hash whose blob is gone.
-		prev = s.verified(prev)
-	}
+	s.counts.reset()
 	root, err := fsroot.Open(s.root)
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
-	snap := &snapshot{taken: time.Now(), entries: map[string]snapEntry{}}
-	var work []string
-	same := prev != nil && prev.manifest != "" // every entry as in prev
-	s.walk(snap, func(rel string, e snapEntry) {
-		old, ok := prevEntry(prev, rel)
-		same = same && ok && old.sameStat(e)
-		if ok && !old.racy && !old.skipped && old.sameStat(e) {
-			e.sum = old.sum
-		} else if !e.dir && e.size > store.MaxBlobBytes() {
-			e.skipped = true
-			snap.skipped = append(snap.skipped, rel)
-		} else if !e.dir {
-			work = append(work, rel)
-		}
-		snap.entries[rel] = e
-	})
-	work = s.bound(snap, work)
-	snap.hashed = len(work)
-	if err := s.hashAll(root, snap, work); err != nil {
+	now := time.Now()
+	u, err := s.update(ctx, root, now, o)
+	if err != nil {
 		return nil, err
 	}
-	slices.Sort(snap.skipped)
-	slices.Sort(snap.secret)
-	slices.Sort(snap.failed)
-	if same && len(snap.entries) == len(prev.entries) && sameSums(snap, prev) && store.Has(prev.manifest, prev.manifestSize) {
-		// Nothing changed: the manifest would be the same bytes.
-		snap.manifest, snap.manifestSize = prev.manifest, prev.manifestSize
-	} else {
-		data := snap.encode()
-		if snap.manifest, err = store.PutManifest(data); err != nil {
-			return nil, fmt.Errorf("keep the snapshot's manifest: %w", err)
-		}
-		snap.manifestSize = int64(len(data))
+	defer u.close()
+	s.budget(u)
+	batch := s.store.Batch()
+	defer batch.Release()
+	if err := s.hashAll(ctx, root, batch, u); err != nil {
+		return nil, err
 	}
-	s.last, s.lastSeen = snap, store.ExpiredAt()
+	snap := &snapshot{by: s, epoch: s.epoch, seq: s.nextSeq(), taken: now, hashed: len(u.work), walked: u.walked}
+	snap.delta = s.commit(u)
+	s.cats.fill(snap)
+	snap.partial = u.partial
+	if err := s.writeManifest(snap); err != nil {
+		// The tree is right; only this snapshot is not durable. The next
+		// one writes a whole manifest.
+		s.store.Unpin(s.chain.sums)
+		s.chain = manifestChain{}
+		return nil, err
+	}
+	s.remember(snap)
 	return snap, nil
 }
 
-// bound keeps what a snapshot keeps within half the store's cap: past
+// nextSeq returns the next snapshot's number.
+func (s *snapshotter) nextSeq() uint64 {
+	if s.last == nil {
+		return 1
+	}
+	return s.last.seq + 1
+}
+
+// remember makes snap the last snapshot and keeps its delta (and the
+// prior images it names) for changesBetween.
+func (s *snapshotter) remember(snap *snapshot) {
+	s.last = snap
+	s.history = append(s.history, snap)
+	total := 0
+	for _, h := range s.history {
+		total += len(h.delta)
+	}
+	for len(s.history) > 1 && (len(s.history) > historyMax || total > historyMaxChanges) {
+		total -= len(s.history[0].delta)
+		s.release(s.history[0])
+		s.history = s.history[1:]
+	}
+}
+
+// History bounds: the snapshots whose deltas a snapshotter keeps, and
+// their changes together. Comparing with an older snapshot reads both
+// manifests.
+const (
+	historyMax        = 64
+	historyMaxChanges = 1 << 20
+)
+
+// release unpins the prior images a forgotten snapshot's delta named.
+func (s *snapshotter) release(snap *snapshot) {
+	var sums []string
+	for _, c := range snap.delta {
+		if c.hadOld && c.old.sum != "" {
+			sums = append(sums, c.old.sum)
+		}
+	}
+	s.store.Unpin(sums)
+}
+
+// prewarm takes the first snapshot now, in the background, so the first
+// call finds the tree and the feed ready (a call that comes sooner waits
+// for it, or stops waiting when cancelled).
+func (s *snapshotter) prewarm() {
+	ctx, cancel := context.WithCancel(context.Background())
+	s.warmCancel, s.warmDone = cancel, make(chan struct{})
+	go func() {
+		defer close(s.warmDone)
+		if _, err := s.take(ctx, takeOptions{}); err != nil && ctx.Err() == nil {
+			slog.Warn("checkpoint: the first snapshot of the workspace failed; the first bash call takes it again", "workspace", s.root, "err", err)
+		}
+	}()
+}
+
+// close releases the feed and every pin.
+func (s *snapshotter) close() {
+	if s.warmCancel != nil {
+		s.warmCancel()
+		<-s.warmDone
+		s.warmCancel = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.dropFeed()
+	for _, h := range s.history {
+		s.release(h)
+	}
+	s.history = nil
+	s.store.Unpin(s.chain.sums)
+	s.chain = manifestChain{}
+	if s.tree != nil {
+		var sums []string
+		s.tree.each(".", func(_ string, n *node) {
+			if n.kind == nodeFile && n.e.sum != "" {
+				sums = append(sums, n.e.sum)
+			}
+		})
+		s.store.Unpin(sums)
+	}
+	s.tree, s.last = nil, nil
+	s.entries, s.kept = 0, 0
+	s.cats = newCategories()
+	clear(s.recheck)
+	clear(s.pending)
+	s.epoch++
+}
+
+// addRedactor makes s also keep out files holding r's secrets. Files it
+// kept before are read again when r knows a secret s did not.
+func (s *snapshotter) addRedactor(r *Redactor) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	merged, grew := s.redactor.union(r)
+	s.redactor = merged
+	if grew && s.tree != nil {
+		s.tree.each(".", func(_ string, n *node) {
+			if n.kind == nodeFile {
+				n.e.racy = true // read again by the next walk
+			}
+		})
+		s.loseFeed("a new secret to keep out")
+	}
+}
+
+// loseFeed records that the feed cannot vouch for the tree: the next
+// snapshot walks (keeping the feed's instance and its watches: adding a
+// watch to a watched file finds the one it has, and an instance closed
+// gives its watches back to the per-user limit only some time later).
+func (s *snapshotter) loseFeed(why string) {
+	if s.feed != nil && s.stale == "" {
+		slog.Debug("checkpoint: walking the workspace", "workspace", s.root, "why", why)
+		s.stale = why
+	}
+}
+
+// dropFeed closes the feed (its watches go).
+func (s *snapshotter) dropFeed() {
+	if s.feed != nil {
+		s.feed.close()
+		s.feed, s.stale = nil, ""
+		clear(s.wds)
+	}
+}
+
+// update is what a snapshot changes in the tree: subtrees replaced (each
+// new one read, its files to hash in work), not yet applied.
+type update struct {
+	repls   []repl
+	work    []hashJob
+	walked  bool
+	partial bool
+	feed    *feed // a walk's new feed; nil: none (or the current one)
+	dirs    map[string]*os.File
+}
+
+// repl replaces the node name of parent (the root when parent is nil),
+// old, by new (either may be nil). base, when old is nil, is what the
+// path held as the snapshot head recorded it: compared with, never live.
+type repl struct {
+	parent         *node
+	name           string
+	rel            string
+	old, new, base *node
+}
+
+// close releases the directories the update opened.
+func (u *update) close() {
+	for _, d := range u.dirs {
+		d.Close()
+	}
+}
+
+// update finds what changed: from the feed when it can vouch for the
+// tree, by a walk otherwise.
+func (s *snapshotter) update(ctx context.Context, root *fsroot.Root, now time.Time, o takeOptions) (*update, error) {
+	verify := false
+	if exp := s.store.ExpiredAt(); !exp.Equal(s.lastSeen) {
+		if !exp.Equal(s.store.OwnExpiry()) {
+			// Blobs expired since, by another process (this store
+			// keeps the tree's images pinned): a hash whose blob is
+			// gone is not reused.
+			verify = s.tree != nil
+			s.loseFeed("another process expired images of the change store")
+		}
+		s.lastSeen = exp
+	}
+	if s.feed != nil && s.stale == "" && !o.walk && s.tree != nil {
+		u, err := s.fedUpdate(ctx, root, now)
+		if err == nil {
+			return u, nil
+		}
+		if !errors.Is(err, errNeedWalk) {
+			return nil, err
+		}
+	}
+	return s.walkAll(ctx, root, now, verify)
+}
+
+// errNeedWalk is fedUpdate's answer when the feed cannot vouch for the
+// tree.
+var errNeedWalk = errors.New("the workspace must be walked")
+
+// walkAll reads the whole workspace into a new tree, with a new feed
+// watching it when one can be had.
+func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.Time, verify bool) (*update, error) {
+	old, base := s.tree, (*node)(nil)
+	if old == nil {
+		base, verify = s.seed()
+	}
+	s.loseFeed("walking the workspace")
+	u := &update{walked: true}
+	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify}
+	fresh := false // a new instance (else the feed's own, reset)
+	switch {
+	case s.feed != nil:
+		s.feed.reset() // what it queued so far: the walk looks at everything
+		w.feed = s.feed
+	case !s.noFeed && now.After(s.retry):
+		f, err := newFeed(s.maxWatches)
+		if err == nil {
+			w.feed, fresh = f, true
+		} else {
+			s.feedOff, s.retry = err.Error(), now.Add(feedRetry)
+		}
+	}
+	top := newNode("", nil, nodeDir)
+	compared := old
+	if compared == nil {
+		compared = base
+	}
+	if err := w.walk(ctx, []snapDir{{n: top, rel: ".", old: compared}}); err != nil {
+		if fresh {
+			w.feed.close()
+		}
+		return nil, err
+	}
+	u.repls = []repl{{rel: ".", old: old, new: top, base: base}}
+	u.work, u.partial = w.work, w.partial
+	if u.partial {
+		u.work = trimTree(top, s.maxEntries, u.work)
+		w.loseFeed(fmt.Sprintf("the workspace has more than %d entries", s.maxEntries))
+	}
+	switch {
+	case w.feed == nil:
+	case w.feedLost != "":
+		if fresh {
+			w.feed.close()
+		} else {
+			s.dropFeed()
+		}
+		s.feedOff, s.retry = w.feedLost, now.Add(feedRetry)
+		slog.Info("checkpoint: no change feed; every bash call walks the workspace", "workspace", s.root, "why", w.feedLost)
+	default:
+		u.feed = w.feed
+		s.feedOff = ""
+	}
+	return u, nil
+}
+
+// feedRetry is how long after a refused feed a walk tries again.
+const feedRetry = time.Minute
+
+// trimTree cuts the tree at top to its first max entries in path order
+// (a walk past the entry bound) and returns work without the files cut.
+func trimTree(top *node, max int, work []hashJob) []hashJob {
+	var rels []string
+	byRel := map[string]*node{}
+	top.each(".", func(rel string, n *node) {
+		if n != top && n.entry() {
+			rels = append(rels, rel)
+			byRel[rel] = n
+		}
+	})
+	if len(rels) <= max {
+		return work
+	}
+	slices.Sort(rels)
+	cut := map[*node]bool{}
+	for _, rel := range rels[max:] {
+		n := byRel[rel]
+		cut[n] = true
+		delete(n.parent.kids, n.name)
+	}
+	return slices.DeleteFunc(work, func(j hashJob) bool {
+		for n := j.n; n != nil; n = n.parent {
+			if cut[n] {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// budget keeps what a snapshot keeps within half the store's cap: past
 // it, files (by path order) are not kept, as files over the per-file
 // limit are not, and said to be (overBudget) — so a workspace larger than
 // the store does not make every snapshot read and keep files that then
-// expire. It returns work without those files.
-func (s *snapshotter) bound(snap *snapshot, work []string) []string {
-	budget := s.rec.Store.MaxBytes() / 2
+// expire. While the workspace is within the budget this costs nothing;
+// past it, a pass over every entry.
+func (s *snapshotter) budget(u *update) {
+	limit := s.store.MaxBytes() / 2
+	kept := s.kept
+	for _, r := range u.repls {
+		kept += keptBytes(r.new) - keptBytes(r.old)
+	}
+	if kept <= limit && len(s.cats.sets[skipBudget]) == 0 {
+		return
+	}
+	// Every file of the tree as it will be, by path.
+	type file struct {
+		rel  string
+		n    *node
+		live bool // in the current tree, not in a new subtree
+	}
+	var files []file
+	replaced := map[*node]bool{}
+	for _, r := range u.repls {
+		if r.old != nil {
+			replaced[r.old] = true
+		}
+		if r.new != nil {
+			r.new.each(r.rel, func(rel string, n *node) {
+				if n.kind == nodeFile && n.e.skip != skipLarge {
+					files = append(files, file{rel: rel, n: n})
+				}
+			})
+		}
+	}
+	if s.tree != nil && !replaced[s.tree] {
+		var visit func(rel string, n *node)
+		visit = func(rel string, n *node) {
+			if replaced[n] {
+				return
+			}
+			if n.kind == nodeFile && n.e.skip != skipLarge {
+				files = append(files, file{rel: rel, n: n, live: true})
+			}
+			for name, k := range n.kids {
+				visit(joinRel(rel, name), k)
+			}
+		}
+		visit(".", s.tree)
+	}
+	slices.SortFunc(files, func(a, b file) int { return strings.Compare(a.rel, b.rel) })
+	queued := map[*node]bool{}
+	for _, j := range u.work {
+		queued[j.n] = true
+	}
 	var total int64
-	var files []string
-	for p, e := range snap.entries {
-		if !e.dir && !e.skipped {
-			total += e.size
-			files = append(files, p)
+	for _, f := range files {
+		total += f.n.e.size
+		over := total > limit
+		was := f.n.e.skip == skipBudget
+		switch {
+		case !f.live && over:
+			f.n.e.skip, f.n.e.sum = skipBudget, ""
+			queued[f.n] = false
+		case !f.live && was: // within the budget again
+			f.n.e.skip = skipNone
+			queued[f.n] = true
+			u.work = append(u.work, hashJob{rel: f.rel, n: f.n})
+		case f.live && over != was:
+			// A live file whose budget changed: replaced by a copy.
+			c := *f.n
+			c.kids, c.sameWD = nil, nil
+			c.e.skip, c.e.sum = skipNone, ""
+			if over {
+				c.e.skip = skipBudget
+			} else {
+				u.work = append(u.work, hashJob{rel: f.rel, n: &c})
+				queued[&c] = true
+			}
+			u.repls = append(u.repls, repl{parent: f.n.parent, name: f.n.name, rel: f.rel, old: f.n, new: &c})
 		}
 	}
-	if total <= budget {
-		return work
-	}
-	slices.Sort(files)
-	total = 0
-	over := map[string]bool{}
-	for _, p := range files {
-		e := snap.entries[p]
-		if total += e.size; total > budget {
-			e.skipped, e.sum = true, ""
-			snap.entries[p] = e
-			snap.overBudget = append(snap.overBudget, p)
-			over[p] = true
-		}
-	}
-	return slices.DeleteFunc(work, func(p string) bool { return over[p] })
+	u.work = slices.DeleteFunc(u.work, func(j hashJob) bool { return !queued[j.n] })
 }
 
-// sums returns the names of the blobs snap's files are kept as.
-func (snap *snapshot) sums() []string {
-	out := make([]string, 0, len(snap.entries))
-	for _, e := range snap.entries {
-		if e.sum != "" {
-			out = append(out, e.sum)
+// keptBytes returns the bytes of the files below n within the per-file
+// limit (what the budget counts).
+func keptBytes(n *node) int64 {
+	if n == nil {
+		return 0
+	}
+	var total int64
+	n.each(".", func(_ string, k *node) {
+		if k.kind == nodeFile && k.e.skip != skipLarge {
+			total += k.e.size
 		}
-	}
-	return out
-}
-
-// sameSums reports whether every entry of snap has the hash prev has
-// for it (a racy file read again may have changed in place).
-func sameSums(snap, prev *snapshot) bool {
-	for p, e := range snap.entries {
-		if prev.entries[p].sum != e.sum || prev.entries[p].skipped != e.skipped {
-			return false
-		}
-	}
-	return true
-}
-
-func prevEntry(prev *snapshot, rel string) (snapEntry, bool) {
-	if prev == nil {
-		return snapEntry{}, false
-	}
-	e, ok := prev.entries[rel]
-	return e, ok
-}
-
-// verified returns snap without the entries whose blob is no longer in
-// the store.
-func (s *snapshotter) verified(snap *snapshot) *snapshot {
-	out := &snapshot{entries: make(map[string]snapEntry, len(snap.entries))}
-	for p, e := range snap.entries {
-		if e.dir || e.skipped || s.rec.Store.Has(e.sum, e.size) {
-			out.entries[p] = e
-		}
-	}
-	return out
+	})
+	return total
 }
 
 // hashWorkers is how many files are read, hashed and written at once;
 // they are made durable together at the end (one syncfs on Linux).
 const hashWorkers = 4
 
-// hashAll reads, hashes and keeps the files rels of snap. A file that
-// vanished or became something else meanwhile is left out of the
-// snapshot (the command has not run yet, or has ended).
-func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) error {
+// hashAll reads, hashes and keeps the files of u.work. A file that
+// vanished or became something else meanwhile is left out of the tree
+// (the command has not run yet, or has ended).
+func (s *snapshotter) hashAll(ctx context.Context, root *fsroot.Root, batch *changes.Batch, u *update) error {
 	type done struct {
-		rel     string
+		job     hashJob
 		sum     string
 		stored  bool
 		missing bool // vanished since the walk
@@ -271,66 +660,75 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 		secret  bool
 		err     error
 	}
-	batch := s.rec.Store.Batch()
-	jobs := make(chan string)
+	s.counts.toHash.Store(int64(len(u.work)))
+	jobs := make(chan hashJob)
 	results := make(chan done)
 	var wg sync.WaitGroup
-	for range min(hashWorkers, max(len(rels), 1)) {
+	for range min(hashWorkers, max(len(u.work), 1)) {
 		wg.Go(func() {
-			for rel := range jobs {
-				data, _, err := root.ReadFile(rel, s.rec.Store.MaxBlobBytes())
+			for job := range jobs {
+				if ctx.Err() != nil {
+					results <- done{job: job, err: ctx.Err()}
+					continue
+				}
+				data, _, err := root.ReadFile(job.rel, s.store.MaxBlobBytes())
 				if err != nil {
 					var tl *fsroot.TooLargeError
 					switch {
 					case errors.As(err, &tl):
-						results <- done{rel: rel} // grew past the limit
+						results <- done{job: job} // grew past the limit
 					case fsroot.IsNotExist(err):
-						results <- done{rel: rel, missing: true}
+						results <- done{job: job, missing: true}
 					default:
-						results <- done{rel: rel, failed: true}
+						results <- done{job: job, failed: true}
 					}
 					continue
 				}
 				if s.redactor.Contains(data) {
-					results <- done{rel: rel, secret: true}
+					results <- done{job: job, secret: true}
 					continue
 				}
 				sum, stored, err := batch.Put(data)
-				results <- done{rel: rel, sum: sum, stored: stored, err: err}
+				results <- done{job: job, sum: sum, stored: stored, err: err}
 			}
 		})
 	}
 	go func() {
-		for _, rel := range rels {
-			jobs <- rel
+		defer close(jobs)
+		for _, job := range u.work {
+			select {
+			case jobs <- job:
+			case <-ctx.Done():
+				return
+			}
 		}
-		close(jobs)
-		wg.Wait()
-		close(results)
 	}()
+	go func() { wg.Wait(); close(results) }()
 	var errs []error
 	for d := range results {
-		e := snap.entries[d.rel]
+		s.counts.hashed.Add(1)
+		n := d.job.n
 		switch {
 		case d.err != nil:
-			errs = append(errs, fmt.Errorf("keep %s: %w", d.rel, d.err))
-		case d.missing:
-			delete(snap.entries, d.rel)
+			if !errors.Is(d.err, ctx.Err()) {
+				errs = append(errs, fmt.Errorf("keep %s: %w", d.job.rel, d.err))
+			}
+		case d.missing && n.parent.kids[n.name] == n: // in a new subtree
+			delete(n.parent.kids, n.name)
+		case d.missing: // a file replacing a live node
+			n.kind = nodeMissing
 		case d.failed:
-			delete(snap.entries, d.rel)
-			snap.failed = append(snap.failed, d.rel)
+			n.kind = nodeFailed
 		case d.secret: // never copied into $OCTET_HOME
-			e.skipped = true
-			snap.secret = append(snap.secret, d.rel)
-			snap.entries[d.rel] = e
+			n.e.skip = skipSecret
 		case !d.stored: // grew past the limit since the walk
-			e.skipped = true
-			snap.skipped = append(snap.skipped, d.rel)
-			snap.entries[d.rel] = e
+			n.e.skip = skipLarge
 		default:
-			e.sum = d.sum
-			snap.entries[d.rel] = e
+			n.e.sum = d.sum
 		}
+	}
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	// The images are durable before the snapshot naming them is.
 	if err := batch.Sync(); err != nil {
@@ -339,304 +737,555 @@ func (s *snapshotter) hashAll(root *fsroot.Root, snap *snapshot, rels []string) 
 	return errors.Join(errs...)
 }
 
-// walkWorkers is how many directories a snapshot reads at once.
-const walkWorkers = 4
-
-// walkJob is a directory of the workspace waiting to be read.
-type walkJob struct {
-	rel    string
-	parts  []string
-	ignore *ignoreDir
+// commit applies u to the tree and returns what changed, by path: every
+// new subtree in place of the old one, its watches bound, the old
+// subtree's released, the categories, counts and pins kept.
+func (s *snapshotter) commit(u *update) []pathChange {
+	if u.feed != nil {
+		if u.feed != s.feed { // a new instance: the old one's watches went with it
+			clear(s.wds)
+			s.feed = u.feed
+		}
+		s.stale = ""
+		u.feed = nil
+	}
+	a := &commitAcc{}
+	for _, r := range u.repls {
+		if r.new != nil && r.new.kind == nodeMissing {
+			r.new = nil // vanished before it could be read
+		}
+		prior, live := r.old, true
+		if prior == nil && r.base != nil {
+			prior, live = r.base, false
+		}
+		dir, name := ".", ""
+		if r.parent != nil {
+			dir, name = path.Split(r.rel)
+			dir = strings.TrimSuffix(dir, "/")
+			if dir == "" {
+				dir = "."
+			}
+		}
+		s.diffNode(dir, name, prior, r.new, live, a)
+		switch {
+		case r.parent == nil:
+			s.tree = r.new
+		case r.new == nil:
+			delete(r.parent.kids, r.name)
+		default:
+			r.new.parent = r.parent
+			r.parent.kids[r.name] = r.new
+		}
+	}
+	s.entries += a.entries
+	s.kept += a.kept
+	if s.feed != nil {
+		for _, wd := range a.unwatch {
+			if s.wds[wd] == nil {
+				s.feed.unwatch(wd)
+			}
+		}
+	}
+	// The tree's images are pinned while it names them; a prior image
+	// stays pinned while the snapshot whose delta names it is remembered.
+	s.store.Pin(a.pins)
+	clear(s.pending)
+	slices.SortFunc(a.delta, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
+	return a.delta
 }
 
-// walked is what reading one directory found: its checkpointed entries
-// (by path) and subdirectories, and how many entries it did not follow.
-type walked struct {
-	rels    []string
-	entries []snapEntry
-	subdirs []walkJob
+// commitAcc is what a commit gathers.
+type commitAcc struct {
+	delta   []pathChange
+	pins    []string
+	unwatch []int32
+	entries int   // entries added less entries removed
+	kept    int64 // likewise, bytes of files within the per-file limit
+}
+
+// diffNode compares the node name of directory dir, o before (nil:
+// none; a node of the snapshot head's tree unless live) and n after,
+// and everything below them: it records the changes, binds n's watches
+// and releases o's, and keeps the counts, categories and pins. Paths are
+// made only for what changed, or is not kept.
+func (s *snapshotter) diffNode(dir, name string, o, n *node, live bool, a *commitAcc) {
+	rel := dir
+	if name != "" {
+		rel = joinRel(dir, name)
+	}
+	lo := o
+	if !live {
+		lo = nil
+	}
+	if n != nil {
+		s.bind(n)
+		if n.parent != nil {
+			a.entries += entryCount(n)
+			a.kept += keptSize(n)
+		}
+		if !live && n.kind == nodeFile && n.e.sum != "" {
+			a.pins = append(a.pins, n.e.sum) // enters the tree now
+		}
+	}
+	if lo != nil {
+		if s.unbind(lo) {
+			a.unwatch = append(a.unwatch, lo.wd)
+		}
+		if lo.parent != nil {
+			a.entries -= entryCount(lo)
+			a.kept -= keptSize(lo)
+		}
+	}
+	if tracked(lo) || tracked(n) {
+		s.track(rel, lo, n)
+	}
+	if c, ok := nodeChange(rel, o, n); ok {
+		a.delta = append(a.delta, c)
+		if c.has && c.new.sum != "" && live {
+			a.pins = append(a.pins, c.new.sum)
+		}
+		if c.hadOld && c.old.sum != "" && !live {
+			a.pins = append(a.pins, c.old.sum) // the history's, like a live one's
+		}
+	}
+	var okids, nkids map[string]*node
+	if o != nil && o.kind == nodeDir {
+		okids = o.kids
+	}
+	if n != nil && n.kind == nodeDir {
+		nkids = n.kids
+	}
+	for k, nk := range nkids {
+		s.diffNode(rel, k, okids[k], nk, live, a)
+	}
+	for k, ok := range okids {
+		if _, still := nkids[k]; !still {
+			s.diffNode(rel, k, ok, nil, live, a)
+		}
+	}
+}
+
+// entryCount is 1 for a checkpointed entry, 0 otherwise.
+func entryCount(n *node) int {
+	if n.entry() {
+		return 1
+	}
+	return 0
+}
+
+// keptSize is the size of a file within the per-file limit (what the
+// budget counts), 0 for anything else.
+func keptSize(n *node) int64 {
+	if n.kind == nodeFile && n.e.skip != skipLarge {
+		return n.e.size
+	}
+	return 0
+}
+
+// tracked reports whether n is in a category or examined every time.
+func tracked(n *node) bool {
+	return n != nil && n.parent != nil && (n.kind == nodeSpecial || n.kind == nodeFailed || n.unwatched || n.kind == nodeFile && n.e.skip != skipNone)
+}
+
+// track moves path rel from node o (nil: none) to node n in the
+// categories and in the set of paths examined on every snapshot.
+func (s *snapshotter) track(rel string, o, n *node) {
+	s.cats.move(rel, o, n)
+	if o != nil && o.parent != nil && (o.unwatched || o.kind == nodeFailed) {
+		delete(s.recheck, rel)
+	}
+	if n != nil && n.parent != nil && (n.unwatched || n.kind == nodeFailed) {
+		s.recheck[rel] = struct{}{}
+	}
+}
+
+// nodeChange returns the change of path rel from node o to node n (nil:
+// no entry), and whether there is one: any field of a checkpointed entry.
+func nodeChange(rel string, o, n *node) (pathChange, bool) {
+	c := pathChange{path: rel}
+	if o != nil && o.entry() && o.parent != nil {
+		c.old, c.hadOld = o.e, true
+	}
+	if n != nil && n.entry() && n.parent != nil {
+		c.new, c.has = n.e, true
+	}
+	if c.hadOld != c.has {
+		return c, true
+	}
+	return c, c.has && (!c.old.sameStat(c.new) || c.old.sum != c.new.sum || c.old.skip != c.new.skip || c.old.racy != c.new.racy)
+}
+
+// bind records n under its watch.
+func (s *snapshotter) bind(n *node) {
+	if n.wd < 0 || s.feed == nil {
+		return
+	}
+	n.sameWD = s.wds[n.wd]
+	s.wds[n.wd] = n
+}
+
+// unbind removes n from its watch and reports whether no node is left
+// on it (the watch can go).
+func (s *snapshotter) unbind(n *node) bool {
+	if n.wd < 0 {
+		return false
+	}
+	head := s.wds[n.wd]
+	if head == nil {
+		return false
+	}
+	if head == n {
+		head = n.sameWD
+	} else {
+		for p := head; p.sameWD != nil; p = p.sameWD {
+			if p.sameWD == n {
+				p.sameWD = n.sameWD
+				break
+			}
+		}
+	}
+	n.sameWD = nil
+	if head == nil {
+		delete(s.wds, n.wd)
+		return true
+	}
+	s.wds[n.wd] = head
+	return false
+}
+
+// categories are the paths of the tree that are not kept, by reason,
+// and the special files; fill gives a snapshot sorted lists of them,
+// sharing the previous snapshot's where nothing changed.
+type categories struct {
+	sets    map[skipKind]map[string]struct{} // skipLarge, skipSecret, skipBudget
+	failed  map[string]struct{}
 	special int
+	lists   [4][]string // by skipKind; lists[0] is failed
+	dirty   [4]bool
 }
 
-// walk calls fn, from one goroutine, with every checkpointed entry of the
-// workspace: regular files and directories, not .git, not what a
-// .gitignore ignores, at most maxEntries. Symbolic links and special
-// files are counted, not followed. Directories are read (readdir, then
-// an fstatat per entry) by walkWorkers goroutines.
-func (s *snapshotter) walk(snap *snapshot, fn func(rel string, e snapEntry)) {
-	racyBefore := snap.taken.Add(-s.racy).UnixNano()
-	jobs := make(chan walkJob)
-	results := make(chan walked)
-	var wg sync.WaitGroup
-	for range walkWorkers {
-		wg.Go(func() {
-			for job := range jobs {
-				results <- s.readDir(job, racyBefore)
+func newCategories() categories {
+	return categories{
+		sets:   map[skipKind]map[string]struct{}{skipLarge: {}, skipSecret: {}, skipBudget: {}},
+		failed: map[string]struct{}{},
+		dirty:  [4]bool{true, true, true, true},
+	}
+}
+
+// move moves path rel from node o's category to node n's (nil: none).
+func (c *categories) move(rel string, o, n *node) {
+	for i, k := range []*node{o, n} {
+		if k == nil || k.parent == nil {
+			continue
+		}
+		set, idx := c.setOf(k)
+		switch {
+		case k.kind == nodeSpecial && i == 0:
+			c.special--
+		case k.kind == nodeSpecial:
+			c.special++
+		case set != nil:
+			if i == 0 {
+				delete(set, rel)
+			} else {
+				set[rel] = struct{}{}
 			}
-		})
-	}
-	pending := []walkJob{{rel: "."}}
-	inFlight, n := 0, 0
-	for len(pending) > 0 || inFlight > 0 {
-		var send chan walkJob
-		var next walkJob
-		if len(pending) > 0 {
-			send, next = jobs, pending[len(pending)-1]
-		}
-		select {
-		case send <- next:
-			pending = pending[:len(pending)-1]
-			inFlight++
-		case w := <-results:
-			inFlight--
-			snap.special += w.special
-			for k, rel := range w.rels {
-				if n >= s.maxEntries {
-					snap.partial = true
-					break
-				}
-				n++
-				fn(rel, w.entries[k])
-			}
-			if !snap.partial {
-				pending = append(pending, w.subdirs...)
-			}
+			c.dirty[idx] = true
 		}
 	}
-	close(jobs)
-	wg.Wait()
 }
 
-// readDir reads one directory of the workspace.
-func (s *snapshotter) readDir(job walkJob, racyBefore int64) walked {
-	var w walked
-	abs := filepath.Join(s.root, filepath.FromSlash(job.rel))
-	dir, err := os.Open(abs)
-	if err != nil {
-		return w // vanished or unreadable: not checkpointed
+// setOf returns the set node n's path belongs to, and its index.
+func (c *categories) setOf(n *node) (map[string]struct{}, int) {
+	switch {
+	case n.kind == nodeFailed:
+		return c.failed, 0
+	case n.kind == nodeFile && n.e.skip != skipNone:
+		return c.sets[n.e.skip], int(n.e.skip)
 	}
-	defer dir.Close()
-	ents, _ := dir.ReadDir(-1)
-	matcher := job.ignore
-	for _, e := range ents {
-		if e.Name() == ".gitignore" && e.Type().IsRegular() {
-			if data, err := readBounded(filepath.Join(abs, ".gitignore"), 1<<20); err == nil {
-				matcher = matcher.with(data, job.parts)
-			}
-			break
-		}
-	}
-	for _, e := range ents {
-		name := e.Name()
-		typ := e.Type()
-		isDir := typ.IsDir()
-		if isDir && name == ".git" {
+	return nil, 0
+}
+
+// fill sets snap's lists.
+func (c *categories) fill(snap *snapshot) {
+	for i := range c.lists {
+		if !c.dirty[i] {
 			continue
 		}
-		if !isDir && !typ.IsRegular() {
-			w.special++
-			continue
+		set := c.failed
+		if i > 0 {
+			set = c.sets[skipKind(i)]
 		}
-		parts := append(slices.Clip(job.parts), name)
-		if matcher != nil && matcher.Match(parts, isDir) {
-			continue
+		list := make([]string, 0, len(set))
+		for p := range set {
+			list = append(list, p)
 		}
-		en, ok := statAt(dir, abs, name)
-		if !ok || en.dir != isDir {
-			continue
-		}
-		rel := name
-		if job.rel != "." {
-			rel = job.rel + "/" + name
-		}
-		en.racy = en.mtime >= racyBefore || en.ctime >= racyBefore
-		w.rels = append(w.rels, rel)
-		w.entries = append(w.entries, en)
-		if isDir {
-			w.subdirs = append(w.subdirs, walkJob{rel: rel, parts: parts, ignore: matcher.child(parts, name)})
-		}
+		slices.Sort(list)
+		c.lists[i], c.dirty[i] = list, false
 	}
-	return w
-}
-
-// readBounded reads at most limit bytes of the regular file name.
-func readBounded(name string, limit int64) ([]byte, error) {
-	data, err := os.ReadFile(name)
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%s is over %d bytes", name, limit)
-	}
-	return data, nil
-}
-
-// encode returns the manifest: one JSON object per line and path,
-// sorted, {"p":path,"m":mode,...} with "d":true for a directory, "s" the
-// size and "h" the hex SHA-256 of a file, "x":true for a file not kept.
-// It holds no stat fields, so the same workspace state has the same
-// manifest.
-func (snap *snapshot) encode() []byte {
-	paths := make([]string, 0, len(snap.entries))
-	for p := range snap.entries {
-		paths = append(paths, p)
-	}
-	slices.Sort(paths)
-	b := make([]byte, 0, len(paths)*128)
-	for _, p := range paths {
-		e := snap.entries[p]
-		b = append(b, `{"p":`...)
-		b = appendJSONString(b, p)
-		b = append(b, `,"m":`...)
-		b = strconv.AppendUint(b, uint64(e.mode), 10)
-		if e.dir {
-			b = append(b, `,"d":true`...)
-		} else {
-			b = append(b, `,"s":`...)
-			b = strconv.AppendInt(b, e.size, 10)
-		}
-		if e.sum != "" {
-			b = append(b, `,"h":"`...)
-			b = append(b, e.sum...)
-			b = append(b, '"')
-		}
-		if e.skipped {
-			b = append(b, `,"x":true`...)
-		}
-		b = append(b, "}\n"...)
-	}
-	return b
-}
-
-// appendJSONString appends s as a JSON string: as it is when it needs no
-// escaping (the common case), else through encoding/json (which also
-// replaces invalid UTF-8).
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
-			q, _ := json.Marshal(s)
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
-}
-
-// CrashRecoverer is implemented by tools whose intent is a snapshot
-// (bash): crash recovery asks them what changed since it.
-type CrashRecoverer interface {
-	// RecoverChanges returns what changed in the workspace since the
-	// snapshot in.Snapshot names, and what a rewind of it cannot undo.
-	RecoverChanges(in changes.Intent) ([]changes.Record, []string, error)
-}
-
-var _ CrashRecoverer = (*BashTool)(nil)
-
-// RecoverChanges implements CrashRecoverer: the changes between the
-// snapshot a command killed with octet took before it and the workspace
-// now (which may include what the user did since).
-func (t *BashTool) RecoverChanges(in changes.Intent) ([]changes.Record, []string, error) {
-	if t.snaps == nil || in.Snapshot == "" {
-		return nil, nil, nil
-	}
-	pre, err := t.snaps.load(in.Snapshot)
-	if err != nil {
-		return nil, nil, err
-	}
-	post, err := t.snaps.take()
-	if err != nil {
-		return nil, nil, err
-	}
-	undo := append([]string{"the command was killed with octet: what it did is known only from the workspace's files, which may also hold later changes"}, t.snaps.cannotUndo(pre, post)...)
-	return t.snaps.changesBetween(pre, post), undo, nil
-}
-
-// load reads back the snapshot whose manifest is sum (no stat fields:
-// only what the manifest keeps).
-func (s *snapshotter) load(sum string) (*snapshot, error) {
-	data, err := s.rec.Store.Get(sum)
-	if err != nil {
-		return nil, fmt.Errorf("read the snapshot before the command: %w", err)
-	}
-	snap := &snapshot{entries: map[string]snapEntry{}, manifest: sum, manifestSize: int64(len(data))}
-	for line := range strings.SplitSeq(strings.TrimSuffix(string(data), "\n"), "\n") {
-		if line == "" {
-			continue
-		}
-		var m struct {
-			P string      `json:"p"`
-			D bool        `json:"d"`
-			M fs.FileMode `json:"m"`
-			S int64       `json:"s"`
-			H string      `json:"h"`
-			X bool        `json:"x"`
-		}
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			return nil, fmt.Errorf("the snapshot before the command is damaged: %w", err)
-		}
-		snap.entries[m.P] = snapEntry{dir: m.D, mode: m.M, size: m.S, sum: m.H, skipped: m.X}
-		if m.X {
-			snap.skipped = append(snap.skipped, m.P)
-		}
-	}
-	return snap, nil
+	snap.failed, snap.skipped, snap.secret, snap.overBudget = c.lists[0], c.lists[skipLarge], c.lists[skipSecret], c.lists[skipBudget]
+	snap.special = c.special
 }
 
 // changesBetween returns the records of what changed from pre to post,
-// sorted by path. A path only in pre that still exists (a .gitignore
-// written by the command now ignores it) is not a deletion; one only in
-// post that was not changed after pre was taken (no longer ignored) is
-// not a creation.
-func (s *snapshotter) changesBetween(pre, post *snapshot) []changes.Record {
-	var paths []string
-	for p := range pre.entries {
-		paths = append(paths, p)
+// sorted by path, described by rec. A path only in pre is not a deletion
+// when it is still a regular file (unreadable now) or is ignored by the
+// .gitignore rules post has (the command wrote a rule); a path only in
+// post is not a creation when the rules pre had ignored it (the command
+// removed a rule). Everything else is a change: a directory renamed
+// moves its files, whatever their times.
+func (s *snapshotter) changesBetween(rec *changes.Recorder, pre, post *snapshot) []changes.Record {
+	spans, err := s.between(pre, post)
+	if err != nil {
+		return []changes.Record{{Change: changes.Change{Path: ".", Kind: changes.Modify, DiffOmitted: true,
+			Diff: "the workspace's changes could not be compared: " + err.Error()}}}
 	}
-	for p := range post.entries {
-		if _, ok := pre.entries[p]; !ok {
-			paths = append(paths, p)
-		}
-	}
-	slices.Sort(paths)
+	rules := s.rulesBetween(pre, post, spans)
 	var out []changes.Record
-	for _, p := range paths {
-		a, inPre := pre.entries[p]
-		b, inPost := post.entries[p]
+	for _, c := range spans {
+		a, b := c.old, c.new
 		switch {
-		case inPre && inPost && a.sameState(b):
+		case c.hadOld && c.has && a.sameState(b):
 			continue
-		case inPre && !inPost:
-			if _, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(p))); err == nil {
+		case !c.hadOld && !c.has:
+			continue
+		case c.hadOld && !c.has:
+			if st, err := os.Lstat(filepath.Join(s.root, filepath.FromSlash(c.path))); err == nil &&
+				(st.Mode().IsRegular() || rules.ignored(c.path, st.IsDir(), false)) {
 				continue
 			}
-		case !inPre && inPost:
-			if changed := max(b.mtime, b.ctime); changed != 0 && changed < pre.taken.UnixNano() {
+		case !c.hadOld && c.has:
+			if rules.ignored(c.path, b.dir, true) {
 				continue
 			}
 		}
 		var before, after *changes.Image
 		var old, updated []byte
-		if inPre {
+		if c.hadOld {
 			before = a.image()
 			old = s.content(a)
 		}
-		if inPost {
+		if c.has {
 			after = b.image()
 			updated = s.content(b)
 		}
-		out = append(out, s.rec.Describe(p, before, after, old, updated))
+		out = append(out, rec.Describe(c.path, before, after, old, updated))
 	}
 	return out
+}
+
+// ruleFiles gives the content of the workspace's .gitignore files as pre
+// and as post had them.
+type ruleFiles struct {
+	s       *snapshotter
+	changed map[string]pathChange // the .gitignore files that changed
+	post    func(rel string) (snapEntry, bool)
+}
+
+// rulesBetween returns the .gitignore files of pre and post.
+func (s *snapshotter) rulesBetween(pre, post *snapshot, spans []pathChange) *ruleFiles {
+	r := &ruleFiles{s: s, changed: map[string]pathChange{}}
+	for _, c := range spans {
+		if path.Base(c.path) == ".gitignore" {
+			r.changed[c.path] = c
+		}
+	}
+	var postEntries map[string]snapEntry
+	r.post = func(rel string) (snapEntry, bool) {
+		if postEntries == nil {
+			s.mu.Lock()
+			postEntries, _ = s.entriesOf(post)
+			s.mu.Unlock()
+			if postEntries == nil {
+				postEntries = map[string]snapEntry{}
+			}
+		}
+		e, ok := postEntries[rel]
+		return e, ok
+	}
+	if post == s.lastSnapshot() {
+		r.post = s.treeEntry
+	}
+	return r
+}
+
+// lastSnapshot returns the last snapshot taken.
+func (s *snapshotter) lastSnapshot() *snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.last
+}
+
+// treeEntry returns the tree's entry of rel.
+func (s *snapshotter) treeEntry(rel string) (snapEntry, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := lookup(s.tree, rel)
+	if n == nil || !n.entry() {
+		return snapEntry{}, false
+	}
+	return n.e, true
+}
+
+// content returns the .gitignore rel as pre (atPre) or post had it.
+func (r *ruleFiles) content(rel string, atPre bool) []byte {
+	c, changed := r.changed[rel]
+	switch {
+	case changed && atPre && !c.hadOld, changed && !atPre && !c.has:
+		return nil
+	case changed && atPre:
+		return r.s.content(c.old)
+	case changed:
+		return r.s.content(c.new)
+	}
+	e, ok := r.post(rel) // unchanged: as pre had it
+	if !ok {
+		return nil
+	}
+	return r.s.content(e)
+}
+
+// rules returns the .gitignore rel as pre (atPre) or post had it, within
+// the bound a walk reads.
+func (r *ruleFiles) rules(rel string, atPre bool) []byte {
+	if data := r.content(rel, atPre); len(data) <= maxIgnoreFileBytes {
+		return data
+	}
+	return nil
+}
+
+// ignored reports whether the .gitignore rules pre (atPre) or post had
+// ignored path rel, as a walk would have: rel or a directory above it
+// matched, with the rules of every directory from the root down.
+func (r *ruleFiles) ignored(rel string, isDir, atPre bool) bool {
+	parts := strings.Split(rel, "/")
+	affected := false
+	for g := range r.changed {
+		if d := path.Dir(g); d == "." || strings.HasPrefix(rel, d+"/") {
+			affected = true
+		}
+	}
+	if !affected && atPre {
+		return false // its rules did not change, and post has it
+	}
+	var d *ignoreDir
+	for i := range parts {
+		if data := r.rules(path.Join(path.Join(parts[:i]...), ".gitignore"), atPre); data != nil {
+			d = d.with(data, parts[:i])
+		}
+		if i == len(parts)-1 {
+			break
+		}
+		if d.Match(parts[:i+1], true) {
+			return true
+		}
+		d = d.child(parts[:i+1], parts[i])
+	}
+	return d.Match(parts, isDir)
+}
+
+// between returns, by path, each path's entry in pre and in post that
+// differs: folded from the deltas of the snapshots between them when
+// they are remembered, otherwise compared in full (read back from the
+// manifests as needed).
+func (s *snapshotter) between(pre, post *snapshot) ([]pathChange, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pre.entries == nil && post.entries == nil && pre.seq <= post.seq && s.ours(pre) && s.ours(post) {
+		if spans, ok := s.fold(pre.seq, post.seq); ok {
+			return spans, nil
+		}
+	}
+	a, err := s.entriesOf(pre)
+	if err != nil {
+		return nil, err
+	}
+	b, err := s.entriesOf(post)
+	if err != nil {
+		return nil, err
+	}
+	var out []pathChange
+	for p, e := range a {
+		f, ok := b[p]
+		if !ok || !e.sameState(f) {
+			out = append(out, pathChange{path: p, old: e, hadOld: true, new: f, has: ok})
+		}
+	}
+	for p, f := range b {
+		if _, ok := a[p]; !ok {
+			out = append(out, pathChange{path: p, new: f, has: true})
+		}
+	}
+	slices.SortFunc(out, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
+	return out, nil
+}
+
+// ours reports whether snap was taken by s in its current life.
+func (s *snapshotter) ours(snap *snapshot) bool { return snap.by == s && snap.epoch == s.epoch }
+
+// fold folds the remembered deltas of the snapshots after seq from up to
+// seq to: each path's entry before the first and after the last.
+func (s *snapshotter) fold(from, to uint64) ([]pathChange, bool) {
+	if from == to {
+		return nil, true
+	}
+	i := slices.IndexFunc(s.history, func(h *snapshot) bool { return h.seq == from+1 })
+	if i < 0 || s.history[len(s.history)-1].seq < to {
+		return nil, false
+	}
+	byPath := map[string]*pathChange{}
+	var paths []string
+	for _, h := range s.history[i:] {
+		if h.seq > to {
+			break
+		}
+		for _, c := range h.delta {
+			if f := byPath[c.path]; f != nil {
+				f.new, f.has = c.new, c.has
+				continue
+			}
+			c := c
+			byPath[c.path] = &c
+			paths = append(paths, c.path)
+		}
+	}
+	slices.Sort(paths)
+	out := make([]pathChange, 0, len(paths))
+	for _, p := range paths {
+		out = append(out, *byPath[p])
+	}
+	return out, true
+}
+
+// entriesOf returns every entry of snap: its own, the tree's when it is
+// the last snapshot, or read back from its manifest.
+func (s *snapshotter) entriesOf(snap *snapshot) (map[string]snapEntry, error) {
+	switch {
+	case snap.entries != nil:
+		return snap.entries, nil
+	case snap == s.last && s.tree != nil && s.ours(snap):
+		out := make(map[string]snapEntry, s.entries)
+		s.tree.each(".", func(rel string, n *node) {
+			if n.entry() && n.parent != nil {
+				out[rel] = n.e
+			}
+		})
+		return out, nil
+	}
+	loaded, err := s.load(snap.manifest)
+	if err != nil {
+		return nil, err
+	}
+	return loaded.entries, nil
 }
 
 // content returns the kept bytes of e (nil for a directory or a file not
 // kept).
 func (s *snapshotter) content(e snapEntry) []byte {
-	if e.dir || e.skipped {
+	if e.dir || e.skip != skipNone || e.sum == "" {
 		return nil
 	}
-	data, err := s.rec.Store.Get(e.sum)
+	data, err := s.store.Get(e.sum)
 	if err != nil {
 		return nil
 	}
@@ -665,13 +1314,13 @@ func pathList(a, b []string) string {
 func (s *snapshotter) cannotUndo(pre, post *snapshot) []string {
 	out := []string{"effects outside the workspace's files: network requests, processes the command started or signalled, files outside the workspace, .git, and files .gitignore ignores"}
 	if l := pathList(pre.skipped, post.skipped); l != "" {
-		out = append(out, fmt.Sprintf("file(s) over the %d-byte snapshot limit, not kept: %s", s.rec.Store.MaxBlobBytes(), l))
+		out = append(out, fmt.Sprintf("file(s) over the %d-byte snapshot limit, not kept: %s", s.store.MaxBlobBytes(), l))
 	}
 	if l := pathList(pre.secret, post.secret); l != "" {
 		out = append(out, "file(s) holding a secret octet keeps out of its own files (the API key), not kept: "+l)
 	}
 	if l := pathList(pre.overBudget, post.overBudget); l != "" {
-		out = append(out, fmt.Sprintf("file(s) past the %d bytes a snapshot keeps (half the change store's cap), not kept: %s", s.rec.Store.MaxBytes()/2, l))
+		out = append(out, fmt.Sprintf("file(s) past the %d bytes a snapshot keeps (half the change store's cap), not kept: %s", s.store.MaxBytes()/2, l))
 	}
 	if l := pathList(pre.failed, post.failed); l != "" {
 		out = append(out, "file(s) octet could not read, not kept: "+l)
@@ -680,7 +1329,36 @@ func (s *snapshotter) cannotUndo(pre, post *snapshot) []string {
 		out = append(out, fmt.Sprintf("%d symbolic link(s) or special file(s), not followed or kept", n))
 	}
 	if pre.partial || post.partial {
-		out = append(out, fmt.Sprintf("the workspace has more than %d entries: those past the bound were not checkpointed", s.maxEntries))
+		out = append(out, fmt.Sprintf("the workspace has more than %d entries: those past the bound (in path order) were not checkpointed", s.maxEntries))
 	}
 	return out
+}
+
+// CrashRecoverer is implemented by tools whose intent is a snapshot
+// (bash): crash recovery asks them what changed since it.
+type CrashRecoverer interface {
+	// RecoverChanges returns what changed in the workspace since the
+	// snapshot in.Snapshot names, and what a rewind of it cannot undo.
+	RecoverChanges(in changes.Intent) ([]changes.Record, []string, error)
+}
+
+var _ CrashRecoverer = (*BashTool)(nil)
+
+// RecoverChanges implements CrashRecoverer: the changes between the
+// snapshot a command killed with octet took before it and the workspace
+// now (which may include what the user did since).
+func (t *BashTool) RecoverChanges(in changes.Intent) ([]changes.Record, []string, error) {
+	if t.snaps == nil || in.Snapshot == "" {
+		return nil, nil, nil
+	}
+	pre, err := t.snaps.load(in.Snapshot)
+	if err != nil {
+		return nil, nil, err
+	}
+	post, err := t.snaps.take(context.Background(), takeOptions{walk: true})
+	if err != nil {
+		return nil, nil, err
+	}
+	undo := append([]string{"the command was killed with octet: what it did is known only from the workspace's files, which may also hold later changes"}, t.snaps.cannotUndo(pre, post)...)
+	return t.snaps.changesBetween(t.cfg.Changes, pre, post), undo, nil
 }

@@ -1,6 +1,9 @@
+//go:build unix
+
 package tools
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,19 +15,47 @@ import (
 	"github.com/octet-agent/octet/changes"
 )
 
-// snapshotBenchTree writes a workspace of 10,000 files of 20 KiB (200 MB) in 100
-// directories, committed to a git repository (so git status compares
-// with a full index, as in a real checkout), with a .gitignore.
-func snapshotBenchTree(b *testing.B) string {
+// The checkpoint benchmarks time whole bash calls (the tool's Execute of
+// a command the broker did not admit as a read: snapshot, command,
+// snapshot) beside their baselines in the same iteration, so load hits
+// them alike: the same call in an empty workspace, `bash -c true`
+// started directly, and `git status --porcelain` of the same tree. Trees
+// are generated once and cached under os.TempDir() (octet-bench-trees).
+//
+//	go test ./tools -run '^$' -bench 'BashCheckpoint|BashFirstCall|CheckpointCancel' -benchtime 20x -count 5
+
+// ckptTree describes a generated workspace: dirs × files of size bytes.
+type ckptTree struct {
+	name              string
+	dirs, files, size int
+}
+
+var (
+	tree10k  = ckptTree{"10k", 100, 100, 20 << 10}  // 10,000 files, 200 MB
+	tree100k = ckptTree{"100k", 1000, 100, 2 << 10} // 100,000 files, 200 MB
+)
+
+// cachedTree returns the workspace of tr, committed to a git repository
+// (so git status compares with a full index, as in a checkout), with a
+// .gitignore; generated on first use.
+func cachedTree(b *testing.B, tr ckptTree) string {
 	b.Helper()
-	ws := b.TempDir()
-	block := make([]byte, 20<<10)
-	for d := range 100 {
-		dir := filepath.Join(ws, fmt.Sprintf("pkg%02d", d))
+	if _, err := exec.LookPath("git"); err != nil {
+		b.Skip("git not installed")
+	}
+	ws := filepath.Join(os.TempDir(), "octet-bench-trees", tr.name)
+	stamp := filepath.Join(ws, ".git", "octet-bench-complete")
+	if _, err := os.Stat(stamp); err == nil {
+		return ws
+	}
+	os.RemoveAll(ws)
+	block := make([]byte, tr.size)
+	for d := range tr.dirs {
+		dir := filepath.Join(ws, fmt.Sprintf("pkg%03d", d))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		for f := range 100 {
+		for f := range tr.files {
 			for i := range block {
 				block[i] = byte('a' + (d*7+f*13+i)%26)
 			}
@@ -50,90 +81,215 @@ func snapshotBenchTree(b *testing.B) string {
 	git("commit", "-qm", "tree")
 	// Out of the racy window, for git's index and the snapshots alike.
 	time.Sleep(racyWindow + 100*time.Millisecond)
+	git("status", "--porcelain")
+	if err := os.WriteFile(stamp, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
 	return ws
 }
 
-// BenchmarkSnapshot10k measures the checkpoint a bash call takes of a
-// 10,000-file, 200 MB workspace when nothing changed since the previous
-// one (the common case: the walk and an lstat per entry, no file read),
-// against `git status` of the same tree in the same run. The first,
-// full snapshot (every file read, hashed and kept, synced) is logged.
-//
-//	go test ./tools -run '^$' -bench BenchmarkSnapshot10k -benchtime 20x
-func BenchmarkSnapshot10k(b *testing.B) {
-	if _, err := exec.LookPath("git"); err != nil {
-		b.Skip("git not installed")
-	}
-	ws := snapshotBenchTree(b)
-	store, err := changes.Open(b.TempDir(), 0)
+// benchBash returns a bash tool of ws with a change store in dir.
+func benchBash(b *testing.B, ws, storeDir string) *BashTool {
+	b.Helper()
+	store, err := changes.Open(storeDir, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	s := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: store}})
-	if s == nil {
-		b.Skip("no snapshots on this platform")
-	}
-	start := time.Now()
-	first, err := s.take()
+	bt, err := NewBash(Config{Root: ws, SpillDir: b.TempDir(), Changes: &changes.Recorder{Store: store}})
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("first snapshot: %d entries, %d files read and kept, %v", len(first.entries), first.hashed, time.Since(start))
-	if len(first.entries) != 10_101 {
-		b.Fatalf("snapshot has %d entries, want 10,101", len(first.entries))
+	if bt.snaps == nil {
+		b.Skip("no checkpoints on this platform")
 	}
+	return bt
+}
 
-	// Each iteration takes a snapshot and runs git status, alternately,
-	// so both see the same load on a shared machine.
-	b.Run("unchanged-vs-git-status", func(b *testing.B) {
-		var snaps, gits []time.Duration
-		for b.Loop() {
-			t := time.Now()
-			snap, err := s.take()
-			if err != nil {
-				b.Fatal(err)
-			}
-			snaps = append(snaps, time.Since(t))
-			if snap.hashed != 0 {
-				b.Fatalf("an unchanged tree had %d files read", snap.hashed)
-			}
-			t = time.Now()
-			cmd := exec.Command("git", "status", "--porcelain")
-			cmd.Dir = ws
-			if out, err := cmd.CombinedOutput(); err != nil {
-				b.Fatalf("git status: %v\n%s", err, out)
-			}
-			gits = append(gits, time.Since(t))
+// callTimer runs a non-read bash command through a tool and times it.
+func callTimer(b *testing.B, bt *BashTool, command string) func() time.Duration {
+	return invocationTimer(b, bt, command, false)
+}
+
+// invocationTimer times command through a tool, as a call the broker
+// admitted as a read (no checkpoint) when readOnly.
+func invocationTimer(b *testing.B, bt *BashTool, command string, readOnly bool) func() time.Duration {
+	raw := argsJSON(b, map[string]any{"command": command})
+	return func() time.Duration {
+		start := time.Now()
+		res, err := bt.Execute(context.Background(), Invocation{CallID: "c", Arguments: raw, ReadOnly: readOnly})
+		d := time.Since(start)
+		if err != nil || res.IsError {
+			b.Fatalf("%s: %v %+v", command, err, res)
 		}
-		b.ReportMetric(medianMS(snaps), "snapshot-median-ms")
-		b.ReportMetric(medianMS(gits), "git-status-median-ms")
-	})
-	b.Run("snapshot-one-changed", func(b *testing.B) {
-		p := filepath.Join(ws, "pkg42", "f042.txt")
-		i := 0
-		timed(b, func() {
-			i++
-			if err := os.WriteFile(p, fmt.Appendf(nil, "change %d\n", i), 0o644); err != nil {
-				b.Fatal(err)
+		return d
+	}
+}
+
+// commandTimer times a command started directly in dir.
+func commandTimer(b *testing.B, dir string, name string, args ...string) func() time.Duration {
+	return func() time.Duration {
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		start := time.Now()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+		return time.Since(start)
+	}
+}
+
+// series collects one duration per iteration for each named timing.
+type series map[string][]time.Duration
+
+// report reports each series' median in ms and, for each ratio pair, the
+// median of the per-iteration ratios.
+func (s series) report(b *testing.B, ratios ...[2]string) {
+	for name, ds := range s {
+		b.ReportMetric(medianMS(slices.Clone(ds)), name+"-ms")
+	}
+	for _, r := range ratios {
+		num, den := s[r[0]], s[r[1]]
+		rs := make([]float64, len(num))
+		for i := range num {
+			rs[i] = float64(num[i]) / float64(den[i])
+		}
+		slices.Sort(rs)
+		b.ReportMetric(rs[len(rs)/2], r[0]+"/"+r[1])
+	}
+}
+
+// BenchmarkBashCheckpoint times a non-read bash call in steady state — the
+// snapshot before the command, the command, the snapshot after — in a
+// large workspace, beside the same call in an empty workspace, the call
+// admitted as a read (no checkpoint: "read"), `bash -c true` and git
+// status of the large tree. The target: call/empty ≤ 1.5.
+// With one file changed by the command ("one-changed"), the same for
+// `echo >> file` in both workspaces.
+func BenchmarkBashCheckpoint(b *testing.B) {
+	for _, tr := range []ckptTree{tree10k, tree100k} {
+		b.Run(tr.name, func(b *testing.B) {
+			ws := cachedTree(b, tr)
+			big := benchBash(b, ws, b.TempDir())
+			defer big.Close()
+			emptyWS := b.TempDir()
+			empty := benchBash(b, emptyWS, b.TempDir())
+			defer empty.Close()
+			for _, cmd := range []string{"true", "echo x >> pkg042/f042.txt"} {
+				name := "unchanged"
+				if cmd != "true" {
+					name = "one-changed"
+					os.MkdirAll(filepath.Join(emptyWS, "pkg042"), 0o755)
+				}
+				b.Run(name, func(b *testing.B) {
+					bigCall, emptyCall := callTimer(b, big, cmd), callTimer(b, empty, cmd)
+					bigCall() // the first snapshot of the tree (untimed)
+					emptyCall()
+					bash := commandTimer(b, ws, "bash", "-c", "true")
+					git := commandTimer(b, ws, "git", "status", "--porcelain")
+					read := invocationTimer(b, empty, "true", true)
+					s := series{}
+					for i := 0; b.Loop(); i++ {
+						s["git"] = append(s["git"], git())
+						s["bash"] = append(s["bash"], bash())
+						// Whichever runs right after git status is slower
+						// (caches): the two calls take turns.
+						if i%2 == 0 {
+							s["call"] = append(s["call"], bigCall())
+							s["empty"] = append(s["empty"], emptyCall())
+						} else {
+							s["empty"] = append(s["empty"], emptyCall())
+							s["call"] = append(s["call"], bigCall())
+						}
+						s["read"] = append(s["read"], read())
+					}
+					s.report(b, [2]string{"call", "empty"}, [2]string{"call", "read"}, [2]string{"call", "bash"}, [2]string{"call", "git"})
+				})
 			}
-			if _, err := s.take(); err != nil {
+			if err := exec.Command("git", "-C", ws, "checkout", "-q", "--", ".").Run(); err != nil {
 				b.Fatal(err)
 			}
 		})
-	})
+	}
 }
 
-// timed runs f b.N times and reports, besides the mean, the median
-// iteration (median-ms): on a shared machine the mean is at the mercy of
-// whatever else runs.
-func timed(b *testing.B, f func()) {
-	var ds []time.Duration
-	for b.Loop() {
-		t := time.Now()
-		f()
-		ds = append(ds, time.Since(t))
+// BenchmarkBashFirstCall times the first bash call of a process in a
+// large workspace, beside git status of the same tree: "walk", the first
+// snapshot a process takes (from the store's snapshot head: one walk
+// with the change feed set up, no file read), which a process takes ahead
+// as soon as its first bash tool exists; "call", a call made at once (it
+// waits for that snapshot); "warm", a call made once it is taken. The
+// target: call/git ≤ 1.2.
+func BenchmarkBashFirstCall(b *testing.B) {
+	for _, tr := range []ckptTree{tree10k, tree100k} {
+		b.Run(tr.name, func(b *testing.B) {
+			ws := cachedTree(b, tr)
+			storeDir := b.TempDir()
+			store, err := changes.Open(storeDir, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			walk := func() time.Duration {
+				s := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: store}})
+				defer s.close()
+				start := time.Now()
+				if _, err := s.take(context.Background(), takeOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				return time.Since(start)
+			}
+			b.Logf("the store's first snapshot (every file read and kept): %v", walk())
+			call := func(warm bool) time.Duration {
+				bt := benchBash(b, ws, storeDir)
+				defer bt.Close()
+				if warm {
+					<-bt.snaps.warmDone
+				}
+				return callTimer(b, bt, "true")()
+			}
+			git := commandTimer(b, ws, "git", "status", "--porcelain")
+			s := series{}
+			for i := 0; b.Loop(); i++ {
+				if i%2 == 0 { // taking turns to run first
+					s["git"] = append(s["git"], git())
+					s["walk"] = append(s["walk"], walk())
+				} else {
+					s["walk"] = append(s["walk"], walk())
+					s["git"] = append(s["git"], git())
+				}
+				s["call"] = append(s["call"], call(false))
+				s["warm"] = append(s["warm"], call(true))
+			}
+			s.report(b, [2]string{"call", "git"}, [2]string{"walk", "git"}, [2]string{"warm", "git"})
+		})
 	}
-	b.ReportMetric(medianMS(ds), "median-ms")
+}
+
+// BenchmarkCheckpointCancel measures how long a first checkpoint of the
+// 10k tree (every file read and kept) takes to return once its call is
+// cancelled 100 ms in.
+func BenchmarkCheckpointCancel(b *testing.B) {
+	ws := cachedTree(b, tree10k)
+	var lat []time.Duration
+	for b.Loop() {
+		store, err := changes.Open(b.TempDir(), 0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: store}})
+		ctx, cancel := context.WithCancel(context.Background())
+		var at time.Time
+		timer := time.AfterFunc(100*time.Millisecond, func() { at = time.Now(); cancel() })
+		_, err = s.take(ctx, takeOptions{})
+		if err == nil {
+			b.Fatal("not cancelled")
+		}
+		lat = append(lat, time.Since(at))
+		timer.Stop()
+		s.close()
+	}
+	slices.Sort(lat)
+	b.ReportMetric(medianMS(slices.Clone(lat)), "median-ms")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds())/1000, "max-ms")
 }
 
 // medianMS returns the median of ds in milliseconds.

@@ -15,8 +15,8 @@ import (
 )
 
 // newTestSnapshotter returns a snapshotter of a new workspace with its
-// own store, and the workspace.
-func newTestSnapshotter(t *testing.T) (*snapshotter, string) {
+// own store, and the workspace. With walk it has no change feed.
+func newTestSnapshotter(t *testing.T, walk bool) (*snapshotter, string) {
 	t.Helper()
 	if runtime.GOOS == "windows" {
 		t.Skip("no snapshots on windows")
@@ -30,8 +30,42 @@ func newTestSnapshotter(t *testing.T) (*snapshotter, string) {
 	// ext4 and tmpfs have nanosecond timestamps: a short window, waited
 	// out (settle), lets the test see the stat cache at work.
 	s.racy = 10 * time.Millisecond
+	s.noFeed = walk
+	t.Cleanup(s.close)
 	return s, ws
 }
+
+// bothModes runs f with the change feed (where there is one) and
+// walking every time: the two must find the same changes.
+func bothModes(t *testing.T, f func(t *testing.T, walk bool)) {
+	t.Run("feed", func(t *testing.T) { f(t, false) })
+	t.Run("walk", func(t *testing.T) { f(t, true) })
+}
+
+// take takes a snapshot or fails the test.
+func take(t *testing.T, s *snapshotter) *snapshot {
+	t.Helper()
+	snap, err := s.take(t.Context(), takeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// entriesNow returns every entry of s's tree, by path.
+func entriesNow(t *testing.T, s *snapshotter) map[string]snapEntry {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	es, err := s.entriesOf(s.last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// recorder returns the Recorder of s's store.
+func recorder(s *snapshotter) *changes.Recorder { return &changes.Recorder{Store: s.store} }
 
 // settle waits out the racy window.
 func settle() { time.Sleep(20 * time.Millisecond) }
@@ -57,111 +91,107 @@ func kindsOf(recs []changes.Record) map[string]changes.Kind {
 // TestSnapshotChangeDetection: a second snapshot hashes only the files
 // whose stat changed; a same-size rewrite whose mtime is set back is
 // still found (ctime); what .gitignore ignores and .git are not in a
-// snapshot; a file over the limit is skipped and said to be.
+// snapshot; a file over the limit is skipped and said to be; a file
+// holding a secret is not kept, nor read again while unchanged.
 func TestSnapshotChangeDetection(t *testing.T) {
-	s, ws := newTestSnapshotter(t)
-	for _, p := range []string{"a.txt", "b.txt", "sub/c \"q\"\tä.txt", "build/out.o", ".git/HEAD"} {
-		put(t, filepath.Join(ws, p), "content of "+p+"\n")
-	}
-	put(t, filepath.Join(ws, ".gitignore"), "build/\n")
-	put(t, filepath.Join(ws, "large.bin"), strings.Repeat("x", 2<<10))
-	s.redactor = NewRedactor("sk-test-0123456789")
-	put(t, filepath.Join(ws, "creds"), "KEY=sk-test-0123456789\n")
-	settle()
-	first, err := s.take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if first.hashed != 5 {
-		t.Errorf("first snapshot hashed %d files, want 5", first.hashed)
-	}
-	for _, p := range []string{"build", "build/out.o", ".git", ".git/HEAD"} {
-		if _, ok := first.entries[p]; ok {
-			t.Errorf("snapshot holds %s", p)
+	bothModes(t, func(t *testing.T, walk bool) {
+		s, ws := newTestSnapshotter(t, walk)
+		for _, p := range []string{"a.txt", "b.txt", "sub/c \"q\"\tä.txt", "build/out.o", ".git/HEAD"} {
+			put(t, filepath.Join(ws, p), "content of "+p+"\n")
 		}
-	}
-	if len(first.skipped) != 1 || first.skipped[0] != "large.bin" || len(first.secret) != 1 || first.secret[0] != "creds" {
-		t.Errorf("skipped = %v, secret = %v", first.skipped, first.secret)
-	}
-	if s.rec.Store.Has(first.entries["creds"].sum, first.entries["creds"].size) || first.entries["creds"].sum != "" {
-		t.Errorf("the file holding a secret was kept: %+v", first.entries["creds"])
-	}
-	// The manifest is durable and names every entry.
-	man, err := s.rec.Store.Get(first.manifest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(man), "\n"), "\n")
-	if len(lines) != len(first.entries) {
-		t.Errorf("manifest has %d lines for %d entries", len(lines), len(first.entries))
-	}
-	for _, l := range lines {
-		var m struct {
-			P string `json:"p"`
-			H string `json:"h"`
-			D bool   `json:"d"`
+		put(t, filepath.Join(ws, ".gitignore"), "build/\n")
+		put(t, filepath.Join(ws, "large.bin"), strings.Repeat("x", 2<<10))
+		s.redactor = NewRedactor("sk-test-0123456789")
+		put(t, filepath.Join(ws, "creds"), "KEY=sk-test-0123456789\n")
+		settle()
+		first := take(t, s)
+		if first.hashed != 5 {
+			t.Errorf("first snapshot hashed %d files, want 5", first.hashed)
 		}
-		if err := json.Unmarshal([]byte(l), &m); err != nil {
-			t.Fatalf("manifest line %q: %v", l, err)
+		entries := entriesNow(t, s)
+		for _, p := range []string{"build", "build/out.o", ".git", ".git/HEAD"} {
+			if _, ok := entries[p]; ok {
+				t.Errorf("snapshot holds %s", p)
+			}
 		}
-		if e, ok := first.entries[m.P]; !ok || e.sum != m.H || e.dir != m.D {
-			t.Errorf("manifest line %q does not match the snapshot's %+v", l, e)
+		if len(first.skipped) != 1 || first.skipped[0] != "large.bin" || len(first.secret) != 1 || first.secret[0] != "creds" {
+			t.Errorf("skipped = %v, secret = %v", first.skipped, first.secret)
 		}
-	}
-	second, err := s.take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if second.hashed != 1 || // creds: a file not kept is read each time
-		second.manifest != first.manifest {
-		t.Errorf("unchanged workspace: hashed %d, manifest %s vs %s", second.hashed, second.manifest, first.manifest)
-	}
+		if entries["creds"].sum != "" {
+			t.Errorf("the file holding a secret was kept: %+v", entries["creds"])
+		}
+		// The manifest is durable and names every entry.
+		man, err := s.store.Get(first.manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines := strings.Split(strings.TrimSuffix(string(man), "\n"), "\n")
+		if len(lines) != len(entries) {
+			t.Errorf("manifest has %d lines for %d entries", len(lines), len(entries))
+		}
+		for _, l := range lines {
+			var m struct {
+				P string `json:"p"`
+				H string `json:"h"`
+				D bool   `json:"d"`
+			}
+			if err := json.Unmarshal([]byte(l), &m); err != nil {
+				t.Fatalf("manifest line %q: %v", l, err)
+			}
+			if e, ok := entries[m.P]; !ok || e.sum != m.H || e.dir != m.D {
+				t.Errorf("manifest line %q does not match the snapshot's %+v", l, e)
+			}
+		}
+		second := take(t, s)
+		if second.hashed != 0 || second.manifest != first.manifest || len(second.delta) != 0 {
+			t.Errorf("unchanged workspace: hashed %d, manifest %s vs %s, delta %v", second.hashed, second.manifest, first.manifest, second.delta)
+		}
+		if !walk && runtime.GOOS == "linux" && second.walked {
+			t.Error("the second snapshot walked the workspace: no change feed")
+		}
 
-	// Same size, mtime set back: only the ctime (and content) differ.
-	st, _ := os.Lstat(filepath.Join(ws, "a.txt"))
-	put(t, filepath.Join(ws, "a.txt"), "CONTENT of a.txt\n")
-	if err := os.Chtimes(filepath.Join(ws, "a.txt"), st.ModTime(), st.ModTime()); err != nil {
-		t.Fatal(err)
-	}
-	settle()
-	third, err := s.take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := kindsOf(s.changesBetween(second, third))
-	if len(got) != 1 || got["a.txt"] != changes.Modify {
-		t.Errorf("changes after a same-size rewrite: %v", got)
-	}
-	if third.hashed != 2 {
-		t.Errorf("third snapshot hashed %d files, want 2 (a.txt, creds)", third.hashed)
-	}
-	undo := strings.Join(s.cannotUndo(second, third), "\n")
-	if !strings.Contains(undo, "file(s) over the 1024-byte snapshot limit, not kept: 1: large.bin") {
-		t.Errorf("cannotUndo: %q", undo)
-	}
+		// Same size, mtime set back: only the ctime (and content) differ.
+		st, _ := os.Lstat(filepath.Join(ws, "a.txt"))
+		put(t, filepath.Join(ws, "a.txt"), "CONTENT of a.txt\n")
+		if err := os.Chtimes(filepath.Join(ws, "a.txt"), st.ModTime(), st.ModTime()); err != nil {
+			t.Fatal(err)
+		}
+		settle()
+		third := take(t, s)
+		got := kindsOf(s.changesBetween(recorder(s), second, third))
+		if len(got) != 1 || got["a.txt"] != changes.Modify {
+			t.Errorf("changes after a same-size rewrite: %v", got)
+		}
+		if third.hashed != 1 {
+			t.Errorf("third snapshot hashed %d files, want 1 (a.txt)", third.hashed)
+		}
+		undo := strings.Join(s.cannotUndo(second, third), "\n")
+		if !strings.Contains(undo, "file(s) over the 1024-byte snapshot limit, not kept: 1: large.bin") {
+			t.Errorf("cannotUndo: %q", undo)
+		}
+	})
 }
 
 // TestSnapshotIgnoreChanges: a .gitignore the command writes does not
 // make the files it now ignores look deleted, nor the files a removed
 // rule shows look created.
 func TestSnapshotIgnoreChanges(t *testing.T) {
-	s, ws := newTestSnapshotter(t)
-	put(t, filepath.Join(ws, "keep.log"), "log\n")
-	put(t, filepath.Join(ws, "gen/x.txt"), "x\n")
-	put(t, filepath.Join(ws, ".gitignore"), "gen/\n")
-	pre, err := s.take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	put(t, filepath.Join(ws, ".gitignore"), "*.log\n")
-	post, err := s.take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := kindsOf(s.changesBetween(pre, post))
-	if len(got) != 1 || got[".gitignore"] != changes.Modify {
-		t.Errorf("changes: %v, want only .gitignore modified", got)
-	}
+	bothModes(t, func(t *testing.T, walk bool) {
+		s, ws := newTestSnapshotter(t, walk)
+		put(t, filepath.Join(ws, "keep.log"), "log\n")
+		put(t, filepath.Join(ws, "gen/x.txt"), "x\n")
+		put(t, filepath.Join(ws, ".gitignore"), "gen/\n")
+		pre := take(t, s)
+		put(t, filepath.Join(ws, ".gitignore"), "*.log\n")
+		post := take(t, s)
+		got := kindsOf(s.changesBetween(recorder(s), pre, post))
+		if len(got) != 1 || got[".gitignore"] != changes.Modify {
+			t.Errorf("changes: %v, want only .gitignore modified", got)
+		}
+		if _, ok := entriesNow(t, s)["gen/x.txt"]; !ok {
+			t.Error("gen/x.txt, no longer ignored, is not in the tree")
+		}
+	})
 }
 
 // TestBashCheckpointsAllButReads: under controlled, a command the broker
@@ -191,11 +221,13 @@ func TestBashCheckpointsAllButReads(t *testing.T) {
 		args, _ := json.Marshal(map[string]string{"command": command})
 		return br.Dispatch(context.Background(), mustHost(t, b), req("bash", string(args)), DispatchObserver{})
 	}
+	<-b.snaps.warmDone // the first snapshot, taken ahead of the first call
+	warm := b.snaps.lastSnapshot()
 	res, d := run("cat a.txt")
 	if d.Reason != ReasonReadOnlyCommand || res.IsError {
 		t.Fatalf("cat: %s %+v", d.Reason, res)
 	}
-	if res.Details["checkpoint"] != nil || res.CannotUndo != nil || b.snaps.last != nil {
+	if res.Details["checkpoint"] != nil || res.CannotUndo != nil || b.snaps.lastSnapshot() != warm {
 		t.Errorf("a read took a checkpoint: %+v", res)
 	}
 	res, d = run("echo two >> a.txt")
@@ -211,46 +243,65 @@ func TestBashCheckpointsAllButReads(t *testing.T) {
 }
 
 // TestSnapshotUnreadableFile: a file the snapshot cannot read is left
-// out and named in what the checkpoint cannot undo.
+// out and named in what the checkpoint cannot undo; made readable, it is
+// kept.
 func TestSnapshotUnreadableFile(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("root reads every file")
 	}
-	s, ws := newTestSnapshotter(t)
-	put(t, filepath.Join(ws, "locked"), "x\n")
-	if err := os.Chmod(filepath.Join(ws, "locked"), 0); err != nil {
-		t.Fatal(err)
-	}
-	snap, err := s.take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := snap.entries["locked"]; ok || len(snap.failed) != 1 {
-		t.Errorf("unreadable file: entries %v, failed %v", snap.entries, snap.failed)
-	}
-	if undo := strings.Join(s.cannotUndo(snap, snap), "\n"); !strings.Contains(undo, "could not read, not kept: 1: locked") {
-		t.Errorf("cannotUndo: %q", undo)
-	}
+	bothModes(t, func(t *testing.T, walk bool) {
+		s, ws := newTestSnapshotter(t, walk)
+		put(t, filepath.Join(ws, "locked"), "x\n")
+		if err := os.Chmod(filepath.Join(ws, "locked"), 0); err != nil {
+			t.Fatal(err)
+		}
+		snap := take(t, s)
+		if _, ok := entriesNow(t, s)["locked"]; ok || len(snap.failed) != 1 {
+			t.Errorf("unreadable file: failed %v", snap.failed)
+		}
+		if undo := strings.Join(s.cannotUndo(snap, snap), "\n"); !strings.Contains(undo, "could not read, not kept: 1: locked") {
+			t.Errorf("cannotUndo: %q", undo)
+		}
+		if err := os.Chmod(filepath.Join(ws, "locked"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		next := take(t, s)
+		if e, ok := entriesNow(t, s)["locked"]; !ok || e.sum == "" || len(next.failed) != 0 {
+			t.Errorf("made readable: %+v, failed %v", e, next.failed)
+		}
+	})
 }
 
 // TestSnapshotBudget: a snapshot keeps at most half the store's cap of
-// files (by path order); the rest are not kept, and the checkpoint says
-// so, so a workspace larger than the store is not read and stored in
-// full on every command.
+// files (by path order): at the budget every file is kept, a byte past
+// it the last file is not, and the checkpoint says so, so a workspace
+// larger than the store is not read and stored in full on every command.
+// Back within the budget, the file is kept again.
 func TestSnapshotBudget(t *testing.T) {
-	s, ws := newTestSnapshotter(t)
-	s.rec.Store.SetMaxBytes(40)
-	for _, p := range []string{"a", "b", "c"} {
-		put(t, filepath.Join(ws, p), "123456789\n") // 10 bytes
-	}
-	snap, err := s.take()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if snap.hashed != 2 || len(snap.overBudget) != 1 || snap.overBudget[0] != "c" || !snap.entries["c"].skipped {
-		t.Errorf("hashed %d, over budget %v, c %+v", snap.hashed, snap.overBudget, snap.entries["c"])
-	}
-	if undo := strings.Join(s.cannotUndo(snap, snap), "\n"); !strings.Contains(undo, "past the 20 bytes a snapshot keeps (half the change store's cap), not kept: 1: c") {
-		t.Errorf("cannotUndo: %q", undo)
-	}
+	bothModes(t, func(t *testing.T, walk bool) {
+		s, ws := newTestSnapshotter(t, walk)
+		s.store.SetMaxBytes(60)
+		for _, p := range []string{"a", "b", "c"} {
+			put(t, filepath.Join(ws, p), "123456789\n") // 10 bytes: 30 = the budget
+		}
+		snap := take(t, s)
+		if snap.hashed != 3 || len(snap.overBudget) != 0 {
+			t.Errorf("at the budget: hashed %d, over budget %v", snap.hashed, snap.overBudget)
+		}
+		put(t, filepath.Join(ws, "c"), "123456789\n!") // 31 bytes
+		snap = take(t, s)
+		if len(snap.overBudget) != 1 || snap.overBudget[0] != "c" || entriesNow(t, s)["c"].skip != skipBudget {
+			t.Errorf("a byte past the budget: hashed %d, over budget %v, c %+v", snap.hashed, snap.overBudget, entriesNow(t, s)["c"])
+		}
+		if undo := strings.Join(s.cannotUndo(snap, snap), "\n"); !strings.Contains(undo, "past the 30 bytes a snapshot keeps (half the change store's cap), not kept: 1: c") {
+			t.Errorf("cannotUndo: %q", undo)
+		}
+		if err := os.Remove(filepath.Join(ws, "a")); err != nil {
+			t.Fatal(err)
+		}
+		snap = take(t, s)
+		if len(snap.overBudget) != 0 || entriesNow(t, s)["c"].sum == "" {
+			t.Errorf("back within the budget: over budget %v, c %+v", snap.overBudget, entriesNow(t, s)["c"])
+		}
+	})
 }

@@ -1,0 +1,504 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/octet-agent/octet/changes"
+)
+
+// Manifests: one JSON object per line and path, sorted by path:
+//
+//	{"p":path,"m":mode,"d":true,"i":ino}                    a directory
+//	{"p":path,"m":mode,"s":size,"h":sum,"t":mtime,"c":ctime,"i":ino}   a file
+//
+// ("p64" in place of "p", the path's bytes in base64, for a path that is
+// not UTF-8),
+// with "x":true for a file not kept (and "why":"secret" or "budget" when
+// that is not its size), "r":true for a file whose stat was too recent to
+// be trusted, and no "h" for a file not kept. A delta manifest begins
+// with {"base":sum,"depth":n,"bytes":b,"whole":w} — the manifest it
+// changes, the deltas since the last whole manifest including it, their
+// size, and that whole manifest's size — and holds only the paths that
+// changed, {"p":path,"del":true} for one removed. The stat fields make
+// the latest manifest the next process's stat cache; crash recovery
+// compares states only.
+
+// manifestChain is where the last manifest written stands.
+type manifestChain struct {
+	sums     []string // the last whole manifest and the deltas since, pinned
+	headSize int64
+	depth    int   // deltas since the last whole manifest
+	bytes    int64 // their size together
+	whole    int64 // the last whole manifest's size
+}
+
+// head returns the last manifest ("" before any).
+func (c *manifestChain) head() string {
+	if len(c.sums) == 0 {
+		return ""
+	}
+	return c.sums[len(c.sums)-1]
+}
+
+// maxManifestDepth bounds a chain of deltas (reading a snapshot back
+// reads each); past it, or once the deltas add up to the whole
+// manifest's size, the next manifest is whole. Writing is so amortized
+// at most twice the size of what changed.
+const maxManifestDepth = 256
+
+// writeManifest keeps snap's manifest (synced) and makes it the store's
+// snapshot head. The manifests of the chain stay pinned: the next delta
+// names the head.
+func (s *snapshotter) writeManifest(snap *snapshot) error {
+	c := &s.chain
+	if len(snap.delta) == 0 && c.head() != "" && s.store.Has(c.head(), c.headSize) {
+		snap.manifest, snap.manifestSize = c.head(), c.headSize
+		return nil
+	}
+	var data []byte
+	if c.head() != "" && c.depth < maxManifestDepth {
+		body := encodeDelta(snap.delta)
+		if c.bytes+int64(len(body)) < c.whole {
+			header := fmt.Sprintf(`{"base":%q,"depth":%d,"bytes":%d,"whole":%d}`+"\n", c.head(), c.depth+1, c.bytes+int64(len(body)), c.whole)
+			data = append([]byte(header), body...)
+		}
+	}
+	whole := data == nil
+	if whole {
+		data = s.encodeTree()
+	}
+	sum, err := s.store.PutManifest(data)
+	if err != nil {
+		return fmt.Errorf("keep the snapshot's manifest: %w", err)
+	}
+	s.store.Pin([]string{sum})
+	if whole {
+		s.store.Unpin(c.sums)
+		*c = manifestChain{whole: int64(len(data))}
+	} else {
+		c.depth++
+		c.bytes += int64(len(data))
+	}
+	c.sums, c.headSize = append(c.sums, sum), int64(len(data))
+	snap.manifest, snap.manifestSize = sum, int64(len(data))
+	if err := s.store.SetSnapshotHead(changes.SnapshotHead{Manifest: sum}); err != nil {
+		slog.Warn("checkpoint: the next process will read the workspace's files again", "err", err)
+	}
+	return nil
+}
+
+// encodeTree returns the whole manifest of the tree.
+func (s *snapshotter) encodeTree() []byte {
+	type line struct {
+		rel string
+		e   snapEntry
+	}
+	lines := make([]line, 0, s.entries)
+	if s.tree != nil {
+		s.tree.each(".", func(rel string, n *node) {
+			if n.entry() && n.parent != nil {
+				lines = append(lines, line{rel, n.e})
+			}
+		})
+	}
+	slices.SortFunc(lines, func(a, b line) int { return strings.Compare(a.rel, b.rel) })
+	b := make([]byte, 0, len(lines)*160)
+	for _, l := range lines {
+		b = appendEntryLine(b, l.rel, l.e)
+	}
+	return b
+}
+
+// encodeDelta returns the lines of a delta's changes.
+func encodeDelta(delta []pathChange) []byte {
+	var b []byte
+	for _, c := range delta {
+		if c.has {
+			b = appendEntryLine(b, c.path, c.new)
+			continue
+		}
+		b = appendPath(b, c.path)
+		b = append(b, `,"del":true}`+"\n"...)
+	}
+	return b
+}
+
+// appendPath appends the "p" member of path p: as a JSON string, or, for
+// a name that is not UTF-8 (which a JSON string cannot hold as it is),
+// "p64" with its bytes in base64.
+func appendPath(b []byte, p string) []byte {
+	if !utf8.ValidString(p) {
+		b = append(b, `{"p64":"`...)
+		b = base64.StdEncoding.AppendEncode(b, []byte(p))
+		return append(b, '"')
+	}
+	b = append(b, `{"p":`...)
+	return appendJSONString(b, p)
+}
+
+// appendEntryLine appends the manifest line of path p with entry e.
+func appendEntryLine(b []byte, p string, e snapEntry) []byte {
+	b = appendPath(b, p)
+	b = append(b, `,"m":`...)
+	b = strconv.AppendUint(b, uint64(e.mode), 10)
+	if e.dir {
+		b = append(b, `,"d":true,"i":`...)
+		b = strconv.AppendUint(b, e.ino, 10)
+		return append(b, "}\n"...)
+	}
+	b = append(b, `,"s":`...)
+	b = strconv.AppendInt(b, e.size, 10)
+	if e.sum != "" {
+		b = append(b, `,"h":"`...)
+		b = append(b, e.sum...)
+		b = append(b, '"')
+	}
+	b = append(b, `,"t":`...)
+	b = strconv.AppendInt(b, e.mtime, 10)
+	b = append(b, `,"c":`...)
+	b = strconv.AppendInt(b, e.ctime, 10)
+	b = append(b, `,"i":`...)
+	b = strconv.AppendUint(b, e.ino, 10)
+	switch e.skip {
+	case skipLarge:
+		b = append(b, `,"x":true`...)
+	case skipSecret:
+		b = append(b, `,"x":true,"why":"secret"`...)
+	case skipBudget:
+		b = append(b, `,"x":true,"why":"budget"`...)
+	}
+	if e.racy {
+		b = append(b, `,"r":true`...)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendJSONString appends s as a JSON string: as it is when it needs no
+// escaping (the common case), else through encoding/json (which also
+// replaces invalid UTF-8).
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x80 {
+			q, _ := json.Marshal(s)
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// manifestLine is one decoded line. The fast decoder leaves the path in
+// pb (a slice of the line), the general one in P.
+type manifestLine struct {
+	pb  []byte
+	P   string      `json:"p"`
+	P64 []byte      `json:"p64"` // a path that is not UTF-8
+	D   bool        `json:"d"`
+	M   fs.FileMode `json:"m"`
+	S   int64       `json:"s"`
+	H   string      `json:"h"`
+	T   int64       `json:"t"`
+	C   int64       `json:"c"`
+	I   uint64      `json:"i"`
+	X   bool        `json:"x"`
+	Why string      `json:"why"`
+	R   bool        `json:"r"`
+	Del bool        `json:"del"`
+}
+
+// entry is the snapEntry of a line.
+func (m *manifestLine) entry() snapEntry {
+	e := snapEntry{dir: m.D, mode: m.M & fs.ModePerm, size: m.S, sum: m.H, mtime: m.T, ctime: m.C, ino: m.I, racy: m.R}
+	if m.X {
+		e.sum = ""
+		switch m.Why {
+		case "secret":
+			e.skip = skipSecret
+		case "budget":
+			e.skip = skipBudget
+		default:
+			e.skip = skipLarge
+		}
+	}
+	if e.dir {
+		e.size, e.sum, e.skip = 0, "", skipNone
+	}
+	return e
+}
+
+// decodeLine decodes one manifest line: octet's own shape directly,
+// anything else through encoding/json.
+func decodeLine(line []byte, m *manifestLine) error {
+	*m = manifestLine{}
+	if fastLine(line, m) {
+		return nil
+	}
+	*m = manifestLine{}
+	if err := json.Unmarshal(line, m); err != nil {
+		return err
+	}
+	m.pb = []byte(m.P)
+	if m.P64 != nil {
+		m.pb = m.P64
+	}
+	return nil
+}
+
+// fastLine decodes a line of the shape appendEntryLine writes, without
+// escapes in its path; false for anything else.
+func fastLine(b []byte, m *manifestLine) bool {
+	if !bytes.HasPrefix(b, []byte(`{"p":"`)) || len(b) < 2 || b[len(b)-1] != '}' {
+		return false
+	}
+	b = b[len(`{"p":"`) : len(b)-1]
+	end := bytes.IndexByte(b, '"')
+	if end < 0 || bytes.IndexByte(b[:end], '\\') >= 0 {
+		return false
+	}
+	for _, c := range b[:end] {
+		if c < 0x20 || c >= 0x80 {
+			return false
+		}
+	}
+	m.pb = b[:end]
+	b = b[end+1:]
+	for len(b) > 0 {
+		if len(b) < 5 || b[0] != ',' || b[1] != '"' {
+			return false
+		}
+		q := bytes.IndexByte(b[2:], '"')
+		if q < 0 || len(b) < q+4 || b[q+3] != ':' {
+			return false
+		}
+		key := string(b[2 : q+2])
+		b = b[q+4:]
+		v := b
+		if i := bytes.IndexByte(b, ','); i >= 0 {
+			v, b = b[:i], b[i:]
+		} else {
+			b = nil
+		}
+		if !fastField(key, v, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// fastField sets the field key of m from its raw value v.
+func fastField(key string, v []byte, m *manifestLine) bool {
+	num := func() (int64, bool) {
+		n, err := strconv.ParseInt(string(v), 10, 64)
+		return n, err == nil
+	}
+	ok := true
+	switch key {
+	case "m":
+		var n int64
+		n, ok = num()
+		m.M = fs.FileMode(n)
+	case "s":
+		m.S, ok = num()
+	case "t":
+		m.T, ok = num()
+	case "c":
+		m.C, ok = num()
+	case "i":
+		n, err := strconv.ParseUint(string(v), 10, 64)
+		m.I, ok = n, err == nil
+	case "h":
+		if len(v) != 66 || v[0] != '"' || v[65] != '"' {
+			return false
+		}
+		m.H = string(v[1:65])
+	case "d", "x", "r", "del":
+		if string(v) != "true" {
+			return false
+		}
+		switch key {
+		case "d":
+			m.D = true
+		case "x":
+			m.X = true
+		case "r":
+			m.R = true
+		default:
+			m.Del = true
+		}
+	case "why":
+		switch string(v) {
+		case `"secret"`, `"budget"`:
+			m.Why = string(v[1 : len(v)-1])
+		default:
+			return false
+		}
+	default:
+		return false
+	}
+	return ok
+}
+
+// deltaHeader is a delta manifest's first line.
+type deltaHeader struct {
+	Base  string `json:"base"`
+	Depth int    `json:"depth"`
+	Bytes int64  `json:"bytes"`
+	Whole int64  `json:"whole"`
+}
+
+// load reads back the snapshot whose manifest is sum (the entries and
+// what was not kept; no special files or unreadable ones).
+func (s *snapshotter) load(sum string) (*snapshot, error) {
+	snap, _, err := s.loadChain(sum)
+	return snap, err
+}
+
+// loadChain reads back the snapshot whose manifest is sum, and where its
+// chain stands.
+func (s *snapshotter) loadChain(sum string) (*snapshot, manifestChain, error) {
+	snap := &snapshot{entries: map[string]snapEntry{}, manifest: sum}
+	chain, err := s.readChain(sum, func(p []byte, m *manifestLine) {
+		if m.Del {
+			delete(snap.entries, string(p))
+			return
+		}
+		snap.entries[string(p)] = m.entry()
+	})
+	if err != nil {
+		return nil, manifestChain{}, err
+	}
+	snap.manifestSize = chain.headSize
+	for p, e := range snap.entries {
+		switch e.skip {
+		case skipLarge:
+			snap.skipped = append(snap.skipped, p)
+		case skipSecret:
+			snap.secret = append(snap.secret, p)
+		case skipBudget:
+			snap.overBudget = append(snap.overBudget, p)
+		}
+	}
+	for _, l := range [][]string{snap.skipped, snap.secret, snap.overBudget} {
+		slices.Sort(l)
+	}
+	return snap, chain, nil
+}
+
+// readChain calls fn with each line of manifest sum and the manifests it
+// builds on, the whole one first, and returns where its chain stands.
+func (s *snapshotter) readChain(sum string, fn func(path []byte, m *manifestLine)) (manifestChain, error) {
+	names, parts, err := s.store.ReadManifest(sum)
+	if err != nil {
+		return manifestChain{}, fmt.Errorf("read the snapshot before the command: %w", err)
+	}
+	chain := manifestChain{sums: names, whole: int64(len(parts[0])), headSize: int64(len(parts[len(parts)-1]))}
+	var m manifestLine
+	for i, data := range parts {
+		if i > 0 {
+			line, rest, _ := bytes.Cut(data, []byte("\n"))
+			var h deltaHeader
+			if err := json.Unmarshal(line, &h); err != nil {
+				return manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
+			}
+			chain.depth, chain.bytes = h.Depth, h.Bytes
+			data = rest
+		}
+		for len(data) > 0 {
+			line, rest, _ := bytes.Cut(data, []byte("\n"))
+			data = rest
+			if len(line) == 0 {
+				continue
+			}
+			if err := decodeLine(line, &m); err != nil {
+				return manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
+			}
+			fn(m.pb, &m)
+		}
+	}
+	return chain, nil
+}
+
+// seed returns the tree the store's snapshot head recorded (the previous
+// process's last snapshot), to compare the first walk's stat fields
+// with, and whether its hashes must be checked against the store (blobs
+// expired since it was written). The chain continues from it.
+func (s *snapshotter) seed() (*node, bool) {
+	h, ok := s.store.SnapshotHead()
+	if !ok {
+		return nil, false
+	}
+	top := newNode("", nil, nodeDir)
+	top.kids = map[string]*node{}
+	dirs := map[string]*node{".": top}
+	chain, err := s.readChain(h.Manifest, func(p []byte, m *manifestLine) {
+		dir, name := []byte("."), p
+		if i := bytes.LastIndexByte(p, '/'); i >= 0 {
+			dir, name = p[:i], p[i+1:]
+		}
+		parent := dirs[string(dir)]
+		if m.Del {
+			if parent != nil { // else its directory went first
+				delete(parent.kids, string(name))
+			}
+			delete(dirs, string(p))
+			return
+		}
+		if parent == nil {
+			if parent = ensureDir(top, string(dir), dirs); parent == nil {
+				return
+			}
+		}
+		n := parent.kids[string(name)]
+		if n == nil {
+			n = newNode(string(name), parent, nodeFile)
+			parent.kids[n.name] = n
+		}
+		n.e = m.entry()
+		if n.e.dir {
+			n.kind = nodeDir
+			if n.kids == nil {
+				n.kids = map[string]*node{}
+			}
+			dirs[string(p)] = n
+		}
+	})
+	if err != nil {
+		slog.Info("checkpoint: the previous snapshot cannot be read; every file is read again", "workspace", s.root, "err", err)
+		return nil, false
+	}
+	s.store.Unpin(s.chain.sums)
+	s.chain = chain
+	s.store.Pin(chain.sums)
+	return top, s.store.ExpiredAt().After(h.Written)
+}
+
+// ensureDir returns the directory node rel below top, made as needed
+// and recorded in dirs (nil when a file is in the way).
+func ensureDir(top *node, rel string, dirs map[string]*node) *node {
+	n := top
+	for name := range strings.SplitSeq(rel, "/") {
+		k := n.kids[name]
+		if k == nil {
+			k = newNode(name, n, nodeDir)
+			k.e.dir = true
+			k.kids = map[string]*node{}
+			n.kids[name] = k
+		}
+		if k.kind != nodeDir {
+			return nil
+		}
+		n = k
+	}
+	dirs[rel] = n
+	return n
+}

@@ -1,0 +1,400 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/octet-agent/octet/internal/fsroot"
+)
+
+// This file is the snapshotter's tree: the workspace's checkpointed
+// entries as the last snapshot found them, with the change feed's watch
+// on each, and the walk that reads a directory tree into a new one.
+
+// nodeKind is what a tree node is.
+type nodeKind uint8
+
+const (
+	nodeFile    nodeKind = iota // a regular file (its entry checkpointed)
+	nodeDir                     // a directory (its entry checkpointed, its entries read)
+	nodeSpecial                 // a symbolic link, FIFO, socket or device: counted, not followed or kept
+	nodeFailed                  // a regular file that could not be read: named, not kept
+	nodeMissing                 // a file that vanished before it could be read (never in the tree)
+)
+
+// node is one name of the tree.
+type node struct {
+	name   string
+	parent *node
+	kind   nodeKind
+	e      snapEntry
+	// unwatched marks a file or directory the feed could not watch (no
+	// permission): it is examined again on every snapshot.
+	unwatched bool
+	kids      map[string]*node // a directory's entries
+	inh       *ignoreDir       // a directory: the rules it inherits
+	ign       *ignoreDir       // a directory: the rules for its entries (inh and its .gitignore)
+	wd        int32            // the feed's watch; -1 for none
+	sameWD    *node            // the next node of the same watch (a hard link, a bind mount)
+}
+
+func newNode(name string, parent *node, kind nodeKind) *node {
+	return &node{name: name, parent: parent, kind: kind, wd: -1}
+}
+
+// rel returns n's slash-separated workspace path ("." for the root).
+func (n *node) rel() string {
+	if n.parent == nil {
+		return "."
+	}
+	var parts []string
+	for m := n; m.parent != nil; m = m.parent {
+		parts = append(parts, m.name)
+	}
+	slices.Reverse(parts)
+	return strings.Join(parts, "/")
+}
+
+// parts returns n's path components (none for the root).
+func (n *node) parts() []string {
+	if n.parent == nil {
+		return nil
+	}
+	return strings.Split(n.rel(), "/")
+}
+
+// entry reports whether n is checkpointed (a file or directory).
+func (n *node) entry() bool { return n.kind == nodeFile || n.kind == nodeDir }
+
+// joinRel returns the path of name in the directory rel.
+func joinRel(dir, name string) string {
+	if dir == "." {
+		return name
+	}
+	return dir + "/" + name
+}
+
+// each calls fn with n and every node below it, each with its path
+// (parents before their entries).
+func (n *node) each(rel string, fn func(rel string, n *node)) {
+	fn(rel, n)
+	for name, k := range n.kids {
+		k.each(joinRel(rel, name), fn)
+	}
+}
+
+// lookup returns the node at rel below root (nil when there is none).
+func lookup(root *node, rel string) *node {
+	n := root
+	if rel == "." {
+		return n
+	}
+	for name := range strings.SplitSeq(rel, "/") {
+		if n == nil || n.kind != nodeDir {
+			return nil
+		}
+		n = n.kids[name]
+	}
+	return n
+}
+
+// hashJob is a file of a new subtree whose content must be read.
+type hashJob struct {
+	rel string
+	n   *node
+}
+
+// snapWalker reads directory trees into new nodes, comparing each file's
+// stat with the node of the same path in the old tree: a file whose stat
+// is the same (and was not racy) keeps its hash; every other file is a
+// hashJob. With a feed, every directory is watched before it is read and
+// every file before it is stat'ed, so a change after that is an event.
+type snapWalker struct {
+	s          *snapshotter
+	root       *fsroot.Root
+	feed       *feed // nil: none
+	racyBefore int64
+	maxBlob    int64
+	verify     bool // a reused hash must name a blob the store still holds
+
+	mu       sync.Mutex
+	work     []hashJob
+	entries  int    // entries read so far (files and directories)
+	feedLost string // why the feed cannot vouch for what was read
+	partial  bool   // the entry bound was reached
+}
+
+// snapDir is a directory waiting to be read: n (new, its entry already
+// set), its path and components, and the node of its path in the old
+// tree (nil: none).
+type snapDir struct {
+	n     *node
+	rel   string
+	parts []string
+	old   *node
+}
+
+// walkWorkers is how many directories a walk reads at once.
+const walkWorkers = 4
+
+// walk reads the directories dirs and everything below them, on
+// walkWorkers goroutines, until ctx is done (its error is returned; the
+// nodes read so far are then of no use).
+func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
+	jobs := make(chan snapDir)
+	results := make(chan []snapDir)
+	var wg sync.WaitGroup
+	if len(dirs) == 0 {
+		return ctx.Err()
+	}
+	for range walkWorkers {
+		wg.Go(func() {
+			var t *watchThread
+			if w.feed != nil {
+				t = newWatchThread()
+			}
+			for job := range jobs {
+				results <- w.readDir(ctx, job, t)
+			}
+		})
+	}
+	defer func() { close(jobs); wg.Wait() }()
+	pending := slices.Clone(dirs)
+	inFlight := 0
+	for len(pending) > 0 || inFlight > 0 {
+		var send chan snapDir
+		var next snapDir
+		if len(pending) > 0 {
+			send, next = jobs, pending[len(pending)-1]
+		}
+		select {
+		case send <- next:
+			pending = pending[:len(pending)-1]
+			inFlight++
+		case subdirs := <-results:
+			inFlight--
+			pending = append(pending, subdirs...)
+		case <-ctx.Done():
+			// Let the workers finish the directory they hold.
+			go func() {
+				for ; inFlight > 0; inFlight-- {
+					<-results
+				}
+			}()
+			return ctx.Err()
+		}
+	}
+	return ctx.Err()
+}
+
+// readDir reads one directory into job.n and returns its subdirectories.
+// A directory that cannot be opened (gone, not a directory any more, no
+// permission) is left empty and, when it exists, examined again next
+// time.
+func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) []snapDir {
+	n := job.n
+	n.kids = map[string]*node{}
+	if ctx.Err() != nil {
+		return nil
+	}
+	dir, err := w.root.OpenDir(job.rel)
+	if err != nil {
+		if !fsroot.IsNotExist(err) {
+			n.unwatched = true
+		}
+		return nil
+	}
+	defer dir.Close()
+	dirfd := int(dir.Fd())
+	t.enter(dirfd)
+	defer t.leave()
+	// The directory's entry is the directory opened (it may have been
+	// replaced since its parent listed it).
+	if st, ok := fstatEntry(dir); ok {
+		n.e = st
+	}
+	if w.feed != nil {
+		if wd, err := w.feed.watchDir(dirfd); err == nil {
+			n.wd = wd
+		} else {
+			w.noteWatchError(n, err)
+		}
+		if ok, fsName := feedFilesystem(dirfd); !ok {
+			w.loseFeed("the workspace has a directory (" + job.rel + ") on a file system whose changes the kernel may not report (" + fsName + ")")
+		}
+	}
+	n.ign = n.inh
+	// Unlike a listing's, a symbolic link named .gitignore is not read.
+	if data, err := readNoFollow(dir, ".gitignore", maxIgnoreFileBytes); err == nil {
+		n.ign = n.inh.with(data, job.parts)
+	}
+	var subdirs []snapDir
+	read := 0
+	// In chunks: a directory of millions of names is read only up to the
+	// entry bound.
+	for !w.over() {
+		ents, err := dir.ReadDir(dirChunk)
+		if ctx.Err() != nil {
+			return nil
+		}
+		for _, e := range ents {
+			name := e.Name()
+			typ := e.Type()
+			isDir := typ.IsDir()
+			if isDir && name == ".git" {
+				continue
+			}
+			if !isDir && !typ.IsRegular() {
+				n.kids[name] = newNode(name, n, nodeSpecial)
+				continue
+			}
+			parts := append(slices.Clip(job.parts), name)
+			if n.ign != nil && n.ign.Match(parts, isDir) {
+				continue
+			}
+			k := w.entry(dir, t, n, name, isDir)
+			if k == nil {
+				continue
+			}
+			n.kids[name] = k
+			read++
+			rel := joinRel(job.rel, name)
+			var old *node
+			if job.old != nil && job.old.kind == nodeDir {
+				old = job.old.kids[name]
+			}
+			switch k.kind {
+			case nodeDir:
+				k.inh = n.ign.child(parts, name)
+				subdirs = append(subdirs, snapDir{n: k, rel: rel, parts: parts, old: old})
+			case nodeFile:
+				w.compare(rel, k, old)
+			}
+		}
+		w.count(read)
+		read = 0
+		if err != nil || len(ents) < dirChunk {
+			break
+		}
+	}
+	return subdirs
+}
+
+// entry makes the node of name, an entry of dir (node n) whose type the
+// directory listing gave: a file is watched, then stat'ed; nil when it
+// vanished meanwhile.
+func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, isDir bool) *node {
+	k := newNode(name, n, nodeFile)
+	if isDir {
+		k.kind = nodeDir
+	} else if w.feed != nil {
+		if wd, err := w.feed.watchFile(t, int(dir.Fd()), name); err == nil {
+			k.wd = wd
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			w.noteWatchError(k, err)
+		}
+	}
+	st, ok := statAt(dir, dir.Name(), name)
+	if !ok {
+		if k.wd >= 0 {
+			w.feed.unwatch(k.wd)
+		}
+		return nil
+	}
+	switch {
+	case st.dir != isDir:
+		// Replaced since the listing: by the time the parent's watch
+		// reports it, the next snapshot looks again.
+		if k.wd >= 0 {
+			w.feed.unwatch(k.wd)
+			k.wd = -1
+		}
+		if !st.dir {
+			k.kind = nodeFile
+			k.unwatched = true
+		} else {
+			k.kind = nodeDir
+		}
+	}
+	k.e = st
+	return k
+}
+
+// noteWatchError records why n could not be watched: the watch limit
+// loses the feed (the walk goes on without it); no permission leaves n
+// to be examined on every snapshot.
+func (w *snapWalker) noteWatchError(n *node, err error) {
+	if errors.Is(err, errWatchLimit) {
+		w.loseFeed(err.Error())
+		return
+	}
+	n.unwatched = true
+}
+
+// loseFeed records that the feed cannot vouch for the tree.
+func (w *snapWalker) loseFeed(why string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.feedLost == "" {
+		w.feedLost = why
+	}
+}
+
+// dirChunk is how many names of a directory a walk reads at once.
+const dirChunk = 4096
+
+// maxIgnoreFileBytes bounds a .gitignore file a snapshot reads: a larger
+// one is not read (as search does), and ignores nothing.
+const maxIgnoreFileBytes = 1 << 20
+
+// over reports whether the walk is past the entry bound.
+func (w *snapWalker) over() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.partial
+}
+
+// count adds n entries read, marking the walk partial past the bound.
+func (w *snapWalker) count(n int) {
+	w.mu.Lock()
+	w.entries += n
+	if w.entries > w.s.maxEntries {
+		w.partial = true
+	}
+	entries := w.entries
+	w.mu.Unlock()
+	w.s.counts.entries.Store(int64(entries))
+}
+
+// compare gives the new file node k the hash of old, the node its path
+// had, when their stat fields are the same and old's was not racy;
+// otherwise k is to be read (or, over the per-file limit, skipped).
+func (w *snapWalker) compare(rel string, k, old *node) {
+	k.e.racy = k.e.mtime >= w.racyBefore || k.e.ctime >= w.racyBefore
+	if reuse(k, old) && (!w.verify || old.e.sum == "" || w.s.store.Has(old.e.sum, old.e.size)) {
+		k.e.sum, k.e.skip = old.e.sum, old.e.skip
+		return
+	}
+	if k.e.size > w.maxBlob {
+		k.e.skip = skipLarge
+		return
+	}
+	w.mu.Lock()
+	w.work = append(w.work, hashJob{rel: rel, n: k})
+	w.mu.Unlock()
+}
+
+// reuse reports whether the file node k may keep old's hash (or reason
+// for not keeping it): same stat, not racy, and hashed (or skipped as
+// too large or holding a secret, which its content decided).
+func reuse(k, old *node) bool {
+	if old == nil || old.kind != nodeFile || old.e.racy || !old.e.sameStat(k.e) {
+		return false
+	}
+	return old.e.sum != "" || old.e.skip == skipLarge || old.e.skip == skipSecret
+}
