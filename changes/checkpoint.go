@@ -111,6 +111,39 @@ func (s *Store) expireCheckpoint(c checkpoint, now time.Time) {
 	_ = os.Remove(filepath.Join(s.checkpointsDir(), c.name))
 }
 
+// Hold registers holds, asked about each blob an expiry would remove
+// (with the store's lock held: it must not call the store): a blob it
+// reports held does not expire. Call release when done. A snapshotter
+// holds the images of its snapshots while a command runs.
+func (s *Store) Hold(holds func(sum string) bool) (release func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.nextHold
+	s.nextHold++
+	if s.holds == nil {
+		s.holds = map[int]func(string) bool{}
+	}
+	s.holds[id] = holds
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		delete(s.holds, id)
+	}
+}
+
+// held reports whether a Pin or a Hold keeps sum. The caller holds s.mu.
+func (s *Store) held(sum string) bool {
+	if s.pinned[sum] > 0 {
+		return true
+	}
+	for _, h := range s.holds {
+		if h(sum) {
+			return true
+		}
+	}
+	return false
+}
+
 // Pin keeps the blobs sums from expiring until Unpin (a bash command's
 // prior images, needed before its checkpoint is committed).
 func (s *Store) Pin(sums []string) {

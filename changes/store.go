@@ -54,7 +54,8 @@ type Store struct {
 	maxTotal int64
 	total    int64          // the blobs' total size; -1 until first needed
 	pinned   map[string]int // blobs that must not expire (Pin)
-	expired  time.Time      // the expiry marker's time after this Store's last expiry
+	holds    map[int]func(string) bool
+	nextHold int
 }
 
 // WorkspaceDir returns the store directory of workspace (an absolute path)
@@ -399,21 +400,8 @@ func (s *Store) account(written string, size int64) {
 		return
 	}
 	if s.expire(written) {
-		marker := filepath.Join(s.dir, expiredName)
-		_ = s.writeSynced(marker, []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
-		if st, err := os.Lstat(marker); err == nil {
-			s.expired = st.ModTime()
-		}
+		_ = s.writeSynced(filepath.Join(s.dir, expiredName), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
 	}
-}
-
-// OwnExpiry returns ExpiredAt as this Store's own last expiry left it
-// (zero if it never expired anything): an expiry that respected its pins.
-// Another ExpiredAt means another process (or Store) expired blobs.
-func (s *Store) OwnExpiry() time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.expired
 }
 
 // expire brings the blobs down to 90% of the cap: first the blobs no
@@ -421,7 +409,7 @@ func (s *Store) OwnExpiry() time.Time {
 // of calls whose result never became durable and whose intent was
 // dropped), least recently used first; then whole checkpoints, oldest
 // first, each with the blobs no newer checkpoint needs. Neither the blob
-// just written, nor a pinned one, nor one an intent names is removed. It
+// just written, nor a pinned or held one, nor one an intent names is removed. It
 // reports whether anything was. The caller holds s.mu.
 func (s *Store) expire(written string) bool {
 	blobs := s.scan()
@@ -449,7 +437,7 @@ func (s *Store) expire(written string) bool {
 	removed := false
 	remove := func(sum string) {
 		b, ok := bySum[sum]
-		if !ok || b.path == written || s.pinned[sum] > 0 || os.Remove(b.path) != nil {
+		if !ok || b.path == written || s.held(sum) || os.Remove(b.path) != nil {
 			return
 		}
 		delete(bySum, sum)

@@ -230,9 +230,9 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		noCheckpoint = []string{"everything: bash calls are not checkpointed on " + runtime.GOOS}
 	}
 	if t.snaps != nil && !inv.ReadOnly {
-		// The snapshotter keeps every prior image pinned while it
-		// remembers the snapshot: none expires before the call's
-		// checkpoint names it.
+		// While the call runs the snapshots' images are held: no prior
+		// image expires before the call's checkpoint names it.
+		defer t.snaps.beginCall()()
 		if pre, err = t.snaps.take(ctx, takeOptions{progress: inv.Progress}); err != nil {
 			if ctx.Err() != nil {
 				return cancelledBeforeStart(), nil

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/octet-agent/octet/changes"
@@ -193,6 +194,17 @@ type snapshotter struct {
 	chain    manifestChain
 	epoch    uint64 // counts closes: snapshots of an earlier life are read back
 	users    int    // bash tools sharing it (sharedSnapshotter)
+
+	// held counts, by blob, the images the tree names and the prior
+	// images its remembered deltas name. The store does not expire them
+	// while a bash call runs (calls > 0): a command's prior images must
+	// outlive it until its checkpoint names them. Between calls they
+	// expire like any blob no checkpoint needs, and the next snapshot
+	// checks the tree against the store.
+	heldMu sync.Mutex
+	held   map[string]int32
+	calls  atomic.Int32
+	unhold func()
 }
 
 // newSnapshotter returns a snapshotter of cfg's workspace, or nil when
@@ -201,11 +213,42 @@ func newSnapshotter(cfg Config) *snapshotter {
 	if cfg.Changes == nil || cfg.Changes.Store == nil || runtime.GOOS == "windows" {
 		return nil
 	}
-	return &snapshotter{
+	s := &snapshotter{
 		root: filepath.Clean(cfg.Root), store: cfg.Changes.Store, redactor: cfg.Redactor,
 		maxEntries: DefaultSnapshotMaxEntries, racy: racyWindow,
 		cats: newCategories(), wds: map[int32]*node{}, pending: map[string]struct{}{}, recheck: map[string]struct{}{},
-		takes: make(chan struct{}, 1),
+		takes: make(chan struct{}, 1), held: map[string]int32{},
+	}
+	s.unhold = s.store.Hold(s.holds)
+	return s
+}
+
+// beginCall marks a bash call running until the returned function is
+// called: the snapshots' images are held meanwhile.
+func (s *snapshotter) beginCall() (end func()) {
+	s.calls.Add(1)
+	return func() { s.calls.Add(-1) }
+}
+
+// holds reports whether a call runs and the snapshots name blob sum (the
+// store asks, expiring).
+func (s *snapshotter) holds(sum string) bool {
+	if s.calls.Load() == 0 {
+		return false
+	}
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	return s.held[sum] > 0
+}
+
+// hold adds n to the count of each blob of sums.
+func (s *snapshotter) hold(sums []string, n int32) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	for _, sum := range sums {
+		if s.held[sum] += n; s.held[sum] <= 0 {
+			delete(s.held, sum)
+		}
 	}
 }
 
@@ -235,6 +278,9 @@ func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.counts.reset()
+	if s.unhold == nil { // closed, and taken again
+		s.unhold = s.store.Hold(s.holds)
+	}
 	root, err := fsroot.Open(s.root)
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace: %w", err)
@@ -299,7 +345,8 @@ const (
 	historyMaxChanges = 1 << 20
 )
 
-// release unpins the prior images a forgotten snapshot's delta named.
+// release stops holding the prior images a forgotten snapshot's delta
+// named.
 func (s *snapshotter) release(snap *snapshot) {
 	var sums []string
 	for _, c := range snap.delta {
@@ -307,7 +354,7 @@ func (s *snapshotter) release(snap *snapshot) {
 			sums = append(sums, c.old.sum)
 		}
 	}
-	s.store.Unpin(sums)
+	s.hold(sums, -1)
 }
 
 // prewarm takes the first snapshot now, in the background, so the first
@@ -340,14 +387,12 @@ func (s *snapshotter) close() {
 	s.history = nil
 	s.store.Unpin(s.chain.sums)
 	s.chain = manifestChain{}
-	if s.tree != nil {
-		var sums []string
-		s.tree.each(".", func(_ string, n *node) {
-			if n.kind == nodeFile && n.e.sum != "" {
-				sums = append(sums, n.e.sum)
-			}
-		})
-		s.store.Unpin(sums)
+	s.heldMu.Lock()
+	clear(s.held)
+	s.heldMu.Unlock()
+	if s.unhold != nil {
+		s.unhold()
+		s.unhold = nil
 	}
 	s.tree, s.last = nil, nil
 	s.entries, s.kept = 0, 0
@@ -427,14 +472,10 @@ func (u *update) close() {
 func (s *snapshotter) update(ctx context.Context, root *fsroot.Root, now time.Time, o takeOptions) (*update, error) {
 	verify := false
 	if exp := s.store.ExpiredAt(); !exp.Equal(s.lastSeen) {
-		if !exp.Equal(s.store.OwnExpiry()) {
-			// Blobs expired since, by another process (this store
-			// keeps the tree's images pinned): a hash whose blob is
-			// gone is not reused.
-			verify = s.tree != nil
-			s.loseFeed("another process expired images of the change store")
-		}
-		s.lastSeen = exp
+		// Blobs expired since (between calls the tree's images may go
+		// too): a hash whose blob is gone is not reused.
+		verify, s.lastSeen = s.tree != nil, exp
+		s.loseFeed("the change store expired images")
 	}
 	if s.feed != nil && s.stale == "" && !o.walk && s.tree != nil {
 		u, err := s.fedUpdate(ctx, root, now)
@@ -786,9 +827,9 @@ func (s *snapshotter) commit(u *update) []pathChange {
 			}
 		}
 	}
-	// The tree's images are pinned while it names them; a prior image
-	// stays pinned while the snapshot whose delta names it is remembered.
-	s.store.Pin(a.pins)
+	// The tree's images are held while it names them; a prior image
+	// while the snapshot whose delta names it is remembered.
+	s.hold(a.pins, 1)
 	clear(s.pending)
 	slices.SortFunc(a.delta, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
 	return a.delta
@@ -1351,6 +1392,7 @@ func (t *BashTool) RecoverChanges(in changes.Intent) ([]changes.Record, []string
 	if t.snaps == nil || in.Snapshot == "" {
 		return nil, nil, nil
 	}
+	defer t.snaps.beginCall()()
 	pre, err := t.snaps.load(in.Snapshot)
 	if err != nil {
 		return nil, nil, err

@@ -672,3 +672,44 @@ func TestSnapshotFeedsPerProcess(t *testing.T) {
 		t.Errorf("no feed once one was given back: %s", s.feedOff)
 	}
 }
+
+// TestSnapshotImagesHeldDuringCalls: while a bash call runs, the images
+// its snapshots name do not expire, however much is written to the store;
+// between calls they expire like any image no checkpoint needs, and the
+// next snapshot finds it (the store's expiry) and reads the file again,
+// recording no change.
+func TestSnapshotImagesHeldDuringCalls(t *testing.T) {
+	bothModes(t, func(t *testing.T, walk bool) {
+		s, ws := newTestSnapshotter(t, walk)
+		s.store.SetMaxBytes(2000)
+		put(t, filepath.Join(ws, "a.txt"), strings.Repeat("a", 600))
+		time.Sleep(3 * s.racy)
+		first := take(t, s)
+		sum := entriesNow(t, s)["a.txt"].sum
+		fill := func(c byte) {
+			for i := range 3 {
+				if _, _, err := s.store.Put([]byte(strings.Repeat(string(c+byte(i)), 600))); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		end := s.beginCall()
+		fill('A')
+		if !s.store.Has(sum, 600) {
+			t.Fatal("a snapshot's image expired while a call ran")
+		}
+		end()
+		time.Sleep(20 * time.Millisecond) // the expiry marker's time moves
+		fill('K')
+		if s.store.Has(sum, 600) {
+			t.Fatal("a snapshot's image held between calls")
+		}
+		next := take(t, s)
+		if next.hashed != 1 || !s.store.Has(sum, 600) {
+			t.Errorf("after the expiry: hashed %d, image kept again %v", next.hashed, s.store.Has(sum, 600))
+		}
+		if got := kindsOf(s.changesBetween(recorder(s), first, next)); len(got) != 0 {
+			t.Errorf("changes: %v", got)
+		}
+	})
+}
