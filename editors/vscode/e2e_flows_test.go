@@ -186,6 +186,7 @@ func TestVSCodeComposer(t *testing.T) {
 		FileRows, SymbolRows                            []string
 		Chips, ChipsAfterSend, UserChips, ReloadedChips []string
 		Pickers                                         struct{ Model, Effort, Mode string }
+		ReloadedPickers                                 struct{ Model, Effort string }
 	}
 	e.drive("drive-composer.mjs", url, map[string]string{
 		"file": "greet.ts", "fileMention": "Compare @note", "fileLabel": "notes.md",
@@ -253,6 +254,9 @@ func TestVSCodeComposer(t *testing.T) {
 	}
 	if seen.Pickers.Model != "gpt-5.2" || seen.Pickers.Effort != "low" || seen.Pickers.Mode != "controlled" {
 		t.Errorf("pickers show %+v", seen.Pickers)
+	}
+	if seen.ReloadedPickers.Model != "gpt-5.2" || seen.ReloadedPickers.Effort != "low" {
+		t.Errorf("after a reload the pickers show %+v, want the session's gpt-5.2 at low effort", seen.ReloadedPickers)
 	}
 	// octet keeps a symbol's lines, not its name.
 	if strings.Contains(seen.ReloadedUser, "attached this context") || !slices.Equal(seen.ReloadedChips, []string{"src/greet.ts:5-6", "notes.md", "src/greet.ts:1-3"}) {

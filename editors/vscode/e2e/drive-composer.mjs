@@ -118,4 +118,13 @@ await runDriver("composer", async (ctx) => {
   await chatText(again, cfg.answer2, "after a reload");
   seen.reloadedUser = await again.$eval(".item.user", (e) => e.innerText);
   seen.reloadedChips = await again.$$eval(".item.user:first-child .chip", (es) => es.map((e) => e.innerText.trim()));
+  // The pickers show the resumed session's selection (a new octet
+  // process; octet recorded it), not the defaults.
+  await again
+    .waitForFunction((e) => document.getElementById("effort").value === e, { timeout: 10000 }, cfg.effort2)
+    .catch(() => undefined);
+  seen.reloadedPickers = await again.evaluate(() => ({
+    model: document.getElementById("model").value,
+    effort: document.getElementById("effort").value,
+  }));
 });

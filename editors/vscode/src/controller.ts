@@ -66,8 +66,9 @@ export class Octet implements vscode.Disposable {
   /** effort is the session's reasoning effort ("" the provider's default). */
   private effort = "";
   /**
-   * efforts are the efforts this window set, by session (octet does not
-   * say a resumed session's; a session it opens afresh has the default).
+   * efforts are the efforts this window set, by session: an older octet
+   * does not say a resumed session's (a session it opens afresh has the
+   * default).
    */
   private efforts = new Map<string, string>();
   /** models is the catalog (octet/models), for the model picker. */
@@ -320,7 +321,11 @@ export class Octet implements vscode.Disposable {
     try {
       const r = await this.request<ResumeResult>("octet/session/resume", { sessionId: id });
       this.sessionId = id;
-      this.effort = this.efforts.get(id) ?? "";
+      // The selection the session recorded last, which its next request uses.
+      this.effort = r.reasoning ?? this.efforts.get(id) ?? "";
+      if (r.model) {
+        this.modelName = r.model;
+      }
       this.model.loadTranscript(r.transcript, r.recoveredOutput ?? [], r.runs ?? []);
       if (r.transcriptNextBefore) {
         this.model.addInfo("Older messages are in the session file (octet sessions show).");

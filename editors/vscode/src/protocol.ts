@@ -212,6 +212,10 @@ export interface ResumeResult {
   lastSeq?: number;
   children?: ChildInfo[];
   plan?: Plan;
+  /** model is the model the session's next request uses. */
+  model?: string;
+  /** reasoning is the effort its next request uses ("" the provider's default). */
+  reasoning?: string;
 }
 
 /** One session of octet/session/list. */
