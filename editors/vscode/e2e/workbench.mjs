@@ -108,16 +108,29 @@ export async function promptAndDecide(frame, text, decision, answer) {
   await chatText(frame, answer, `after deciding (${decision}) the approval of ${JSON.stringify(text)}`);
 }
 
-// clickNotification clicks the button labelled label of a notification toast.
+// clickNotification clicks the button labelled label of a notification
+// toast. A toast slides in: its button can be in the DOM before it has
+// a box to click, so the button is looked for (again) until it has one.
 export async function clickNotification(page, label) {
-  const h = await page.waitForFunction(
-    (l) => [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => b.textContent.trim() === l),
-    { timeout },
-    label,
-  );
-  const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
-  await h.asElement().click();
-  return text;
+  const find = (l) =>
+    [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => {
+      const r = b.getBoundingClientRect();
+      return b.textContent.trim() === l && r.width > 0 && r.height > 0;
+    });
+  const end = Date.now() + timeout;
+  for (;;) {
+    const h = await page.waitForFunction(find, { timeout: Math.max(1, end - Date.now()) }, label);
+    const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
+    try {
+      await h.asElement().click();
+      return text;
+    } catch (e) {
+      if (Date.now() > end || !String(e).includes("not clickable")) {
+        throw e;
+      }
+      await sleep(250);
+    }
+  }
 }
 
 // waitForDiffEditor waits for the diff editor that the card's View diff
