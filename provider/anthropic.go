@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/octet-agent/octet/internal/images"
 )
 
 // The Anthropic Messages route (WireAnthropic): POST …/messages with
@@ -243,19 +245,28 @@ func appendAnthropicItem(msgs []anthropicMessage, it *Item, left map[*Image]stri
 // Bounds of the Messages API on images: one image's base64 is at most
 // 5 MiB (3.75 MiB of image, where octet takes up to 20 MiB), a request
 // carries at most 100 images, and a whole request at most 32 MB, of
-// which octet gives images 24 MiB of base64.
+// which octet gives images 24 MiB of base64. An image is at most 8000
+// pixels on a side, and at most 2000 in a request of more than 20
+// images.
 const (
 	AnthropicMaxImageBase64    = 5 << 20
 	AnthropicMaxImages         = 100
 	AnthropicMaxImagesBase64   = 24 << 20
+	AnthropicMaxImageSide      = 8000
+	AnthropicManyImages        = 20
+	AnthropicMaxManyImageSide  = 2000
 	anthropicImageOverBound    = "the Messages API takes images of at most 3.75 MiB"
 	anthropicImagesOverRequest = "the request already carries the newer images the Messages API takes (100, 24 MiB)"
+	anthropicImageUnreadable   = "its size in pixels cannot be read from it"
 )
 
 // anthropicImageBudget decides which images of a request are sent: the
-// newest first, each within AnthropicMaxImageBase64, until
-// AnthropicMaxImages or AnthropicMaxImagesBase64 is reached. It returns
-// why each image left out is (keyed by its address in r.Input).
+// newest first, each within AnthropicMaxImageBase64 and
+// AnthropicMaxImageSide, until AnthropicMaxImages or
+// AnthropicMaxImagesBase64 is reached; then, while more than
+// AnthropicManyImages are sent, the oldest one over
+// AnthropicMaxManyImageSide is left out. It returns why each image left
+// out is (keyed by its address in r.Input).
 func anthropicImageBudget(r *Request) map[*Image]string {
 	var out map[*Image]string
 	skip := func(im *Image, why string) {
@@ -264,20 +275,38 @@ func anthropicImageBudget(r *Request) map[*Image]string {
 		}
 		out[im] = why
 	}
+	var large []*Image // sent, over AnthropicMaxManyImageSide: newest first
 	n, total := 0, 0
 	for i := len(r.Input) - 1; i >= 0; i-- {
 		imgs := r.Input[i].Images
 		for j := len(imgs) - 1; j >= 0; j-- {
-			size := base64.StdEncoding.EncodedLen(len(imgs[j].Data))
+			im := &imgs[j]
+			size := base64.StdEncoding.EncodedLen(len(im.Data))
+			if size > AnthropicMaxImageBase64 {
+				skip(im, anthropicImageOverBound)
+				continue
+			}
+			w, h, err := images.Size(im.Data)
 			switch {
-			case size > AnthropicMaxImageBase64:
-				skip(&imgs[j], anthropicImageOverBound)
+			case err != nil:
+				skip(im, anthropicImageUnreadable)
+			case max(w, h) > AnthropicMaxImageSide:
+				skip(im, fmt.Sprintf("the Messages API takes images of at most %d×%d pixels, and this one is %d×%d", AnthropicMaxImageSide, AnthropicMaxImageSide, w, h))
 			case n == AnthropicMaxImages || total+size > AnthropicMaxImagesBase64:
-				skip(&imgs[j], anthropicImagesOverRequest)
+				skip(im, anthropicImagesOverRequest)
 			default:
 				n, total = n+1, total+size
+				if max(w, h) > AnthropicMaxManyImageSide {
+					large = append(large, im)
+				}
 			}
 		}
+	}
+	for ; n > AnthropicManyImages && len(large) > 0; n-- {
+		oldest := large[len(large)-1]
+		large = large[:len(large)-1]
+		w, h, _ := images.Size(oldest.Data)
+		skip(oldest, fmt.Sprintf("in a request of more than %d images the Messages API takes images of at most %d×%d pixels, and this one is %d×%d", AnthropicManyImages, AnthropicMaxManyImageSide, AnthropicMaxManyImageSide, w, h))
 	}
 	return out
 }

@@ -1,8 +1,12 @@
 package provider_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/jpeg"
+	"image/png"
 	"net"
 	"net/url"
 	"strings"
@@ -405,12 +409,18 @@ func encodeOn(t *testing.T, w provider.WireAPI, req *provider.Request) map[strin
 	return srv.Requests()[0].Body
 }
 
+// onePNG is a 1×1 PNG image, onePNGBase64 its base64.
+const (
+	onePNG       = "\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\b\x00\x00\x00\x00:~\x9bU\x00\x00\x00\x0eIDATx\x9cbb\x00\x04\x00\x00\xff\xff\x00\x06\x00\x03\xfa\xd0Y\xae\x00\x00\x00\x00IEND\xaeB`\x82"
+	onePNGBase64 = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAAAAAA6fptVAAAADklEQVR4nGJiAAQAAP//AAYAA/rQWa4AAAAASUVORK5CYII="
+)
+
 // conversation is a replayed history with every item kind: a user
 // message with an image, an assistant response of reasoning, text and
 // two calls, their results (the second with an image, as view_image's),
 // and the next user message.
 func conversation(reasoning provider.Item) *provider.Request {
-	png := provider.Image{MimeType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")} // iVBORw0KGgo=
+	png := provider.Image{MimeType: "image/png", Data: []byte(onePNG)}
 	return &provider.Request{
 		Model: "m", Instructions: "You are octet.", MaxOutputTokens: 4000,
 		Reasoning: &provider.Reasoning{Effort: "medium"},
@@ -439,7 +449,7 @@ func TestChatRequestShape(t *testing.T) {
 			map[string]any{"role": "system", "content": "You are octet."},
 			map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "text", "text": "What is in the picture?"},
-				map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,iVBORw0KGgo="}},
+				map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + onePNGBase64}},
 			}},
 			map[string]any{"role": "assistant", "content": "Reading both.", "tool_calls": []any{
 				map[string]any{"id": "call_a", "type": "function", "function": map[string]any{"name": "read", "arguments": `{"path":"a"}`}},
@@ -449,7 +459,7 @@ func TestChatRequestShape(t *testing.T) {
 			map[string]any{"role": "tool", "tool_call_id": "call_b", "content": "B"},
 			map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "text", "text": "The images of tool call call_b:"},
-				map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64,iVBORw0KGgo="}},
+				map[string]any{"type": "image_url", "image_url": map[string]any{"url": "data:image/png;base64," + onePNGBase64}},
 			}},
 			map[string]any{"role": "user", "content": "Thanks."},
 		},
@@ -473,7 +483,7 @@ func TestAnthropicRequestShape(t *testing.T) {
 		"messages": []any{
 			map[string]any{"role": "user", "content": []any{
 				map[string]any{"type": "text", "text": "What is in the picture?"},
-				map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+				map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": onePNGBase64}},
 			}},
 			map[string]any{"role": "assistant", "content": []any{
 				map[string]any{"type": "thinking", "thinking": "I should read both.", "signature": "SIG"},
@@ -485,7 +495,7 @@ func TestAnthropicRequestShape(t *testing.T) {
 				map[string]any{"type": "tool_result", "tool_use_id": "call_a", "content": "A"},
 				map[string]any{"type": "tool_result", "tool_use_id": "call_b", "content": []any{
 					map[string]any{"type": "text", "text": "B"},
-					map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}},
+					map[string]any{"type": "image", "source": map[string]any{"type": "base64", "media_type": "image/png", "data": onePNGBase64}},
 				}},
 				map[string]any{"type": "text", "text": "Thanks.", "cache_control": eph},
 			}},
@@ -506,8 +516,8 @@ func TestAnthropicImageBounds(t *testing.T) {
 		return fmt.Sprintf("[a %s image of %d bytes is not shown: %s]", im.MimeType, len(im.Data), why)
 	}
 	const over, full = "the Messages API takes images of at most 3.75 MiB", "the request already carries the newer images the Messages API takes (100, 24 MiB)"
-	big := provider.Image{MimeType: "image/png", Data: make([]byte, provider.AnthropicMaxImageBase64/4*3+1)}
-	small := provider.Image{MimeType: "image/png", Data: []byte("\x89PNG\r\n\x1a\n")}
+	big := provider.Image{MimeType: "image/png", Data: pngOf(t, 1, 1, provider.AnthropicMaxImageBase64/4*3+1)}
+	small := provider.Image{MimeType: "image/png", Data: pngOf(t, 1, 1, 0)}
 	body := encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
 		{Type: provider.ItemMessage, Role: "user", Text: "look", Images: []provider.Image{big, small}},
 		{Type: provider.ItemFunctionCall, CallID: "c1", Name: "view_image", Arguments: `{"path":"a.png"}`},
@@ -521,7 +531,7 @@ func TestAnthropicImageBounds(t *testing.T) {
 	// 101 small images: the oldest one is left out.
 	many := make([]provider.Image, provider.AnthropicMaxImages+1)
 	for i := range many {
-		many[i] = provider.Image{MimeType: "image/png", Data: fmt.Appendf(nil, "\x89PNG\r\n\x1a\n%03d", i)}
+		many[i] = provider.Image{MimeType: "image/png", Data: fmt.Appendf(pngOf(t, 1, 1, 0), "%03d", i)}
 	}
 	body = encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
 		{Type: provider.ItemMessage, Role: "user", Text: "first", Images: many[:1]},
@@ -534,7 +544,7 @@ func TestAnthropicImageBounds(t *testing.T) {
 
 	// Seven 3.75 MiB images (5 MiB of base64 each): the newest four fit
 	// in 24 MiB, the three oldest are notes.
-	mid := provider.Image{MimeType: "image/jpeg", Data: make([]byte, provider.AnthropicMaxImageBase64/4*3)}
+	mid := provider.Image{MimeType: "image/jpeg", Data: jpegOf(t, 1, 1, provider.AnthropicMaxImageBase64/4*3)}
 	seven := []provider.Image{mid, mid, mid, mid, mid, mid, mid}
 	body = encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
 		{Type: provider.ItemMessage, Role: "user", Text: "seven", Images: seven},
@@ -555,6 +565,82 @@ func TestAnthropicImageBounds(t *testing.T) {
 	if strings.Join(kinds, " ") != "text note note note image image image image" {
 		t.Errorf("seven 3.75 MiB images: %v", kinds)
 	}
+}
+
+// TestAnthropicImagePixelBounds: an image over 8000 pixels on a side,
+// or over 2000 in a request of more than 20 images (the oldest such
+// first, until the rest fit), or whose size cannot be read, is a note in
+// its place, saying which bound and its size, so the session it is kept
+// in is not refused on every later request.
+func TestAnthropicImagePixelBounds(t *testing.T) {
+	note := func(im provider.Image, why string) string {
+		return fmt.Sprintf("[a %s image of %d bytes is not shown: %s]", im.MimeType, len(im.Data), why)
+	}
+	count := func(body map[string]any) (images int, raw string) {
+		b, _ := json.Marshal(body["messages"])
+		return strings.Count(string(b), `"type":"image"`), string(b)
+	}
+	huge := provider.Image{MimeType: "image/png", Data: pngOf(t, 8001, 1, 0)}
+	edge := provider.Image{MimeType: "image/png", Data: pngOf(t, 8000, 3000, 0)}
+	broken := provider.Image{MimeType: "image/png", Data: []byte("\x89PNG\r\n\x1a\nnot a header")}
+	n, raw := count(encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
+		{Type: provider.ItemMessage, Role: "user", Text: "look", Images: []provider.Image{huge, edge, broken}},
+	}}))
+	if n != 1 || !strings.Contains(raw, note(huge, "the Messages API takes images of at most 8000×8000 pixels, and this one is 8001×1")) ||
+		!strings.Contains(raw, note(broken, "its size in pixels cannot be read from it")) {
+		t.Errorf("an 8001-pixel, an 8000-pixel and an unreadable image: %d sent\n%s", n, raw)
+	}
+
+	// 22 images, three of them over 2000 pixels (the first and the tenth
+	// 2001 wide, the last 2002): the two oldest large ones are left out,
+	// then 20 remain.
+	var imgs []provider.Image
+	for i := range 22 {
+		side := 10
+		switch i {
+		case 0, 9:
+			side = 2001
+		case 21:
+			side = 2002
+		}
+		imgs = append(imgs, provider.Image{MimeType: "image/png", Data: fmt.Appendf(pngOf(t, side, 1, 0), "%02d", i)})
+	}
+	n, raw = count(encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
+		{Type: provider.ItemMessage, Role: "user", Text: "many", Images: imgs},
+	}}))
+	many := func(im provider.Image, side int) string {
+		return note(im, fmt.Sprintf("in a request of more than 20 images the Messages API takes images of at most 2000×2000 pixels, and this one is %d×1", side))
+	}
+	if n != 20 || strings.Count(raw, many(imgs[0], 2001)) != 2 || strings.Contains(raw, many(imgs[21], 2002)) {
+		t.Errorf("22 images, 3 over 2000 pixels: %d sent\n%.2000s", n, raw)
+	}
+	// Twenty of them: every one is sent.
+	if n, raw := count(encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", Input: []provider.Item{
+		{Type: provider.ItemMessage, Role: "user", Text: "twenty", Images: imgs[2:]},
+	}})); n != 20 {
+		t.Errorf("20 images, 2 over 2000 pixels: %d sent\n%.2000s", n, raw)
+	}
+}
+
+// pngOf returns a w×h PNG followed by pad zero bytes (a header reader
+// stops before them).
+func pngOf(t *testing.T, w, h, pad int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		t.Fatal(err)
+	}
+	return append(b.Bytes(), make([]byte, max(0, pad-b.Len()))...)
+}
+
+// jpegOf is pngOf for a JPEG.
+func jpegOf(t *testing.T, w, h, pad int) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := jpeg.Encode(&b, image.NewGray(image.Rect(0, 0, w, h)), nil); err != nil {
+		t.Fatal(err)
+	}
+	return append(b.Bytes(), make([]byte, max(0, pad-b.Len()))...)
 }
 
 // TestOpaqueReasoningStaysOnItsRoute: a route is never sent another

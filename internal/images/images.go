@@ -13,9 +13,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
 	"io"
 	"os"
 	"path/filepath"
+
+	"golang.org/x/image/webp"
 
 	"github.com/octet-agent/octet/internal/osfile"
 )
@@ -163,4 +169,31 @@ func validName(name string) bool {
 		}
 	}
 	return true
+}
+
+// Size returns an image's width and height in pixels, read from its
+// header (the image is not decoded). An image in none of Types, or whose
+// header cannot be read or gives it no pixels, is an error.
+func Size(data []byte) (width, height int, err error) {
+	var cfg image.Config
+	r := bytes.NewReader(data)
+	switch Sniff(data) {
+	case "image/png":
+		cfg, err = png.DecodeConfig(r)
+	case "image/jpeg":
+		cfg, err = jpeg.DecodeConfig(r)
+	case "image/gif":
+		cfg, err = gif.DecodeConfig(r)
+	case "image/webp":
+		cfg, err = webp.DecodeConfig(r)
+	default:
+		return 0, 0, errors.New("not a PNG, JPEG, GIF or WebP image")
+	}
+	switch {
+	case err != nil:
+		return 0, 0, fmt.Errorf("read the image's size: %w", err)
+	case cfg.Width < 1 || cfg.Height < 1:
+		return 0, 0, fmt.Errorf("the image's header gives it no pixels (%d×%d)", cfg.Width, cfg.Height)
+	}
+	return cfg.Width, cfg.Height, nil
 }
