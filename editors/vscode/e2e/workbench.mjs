@@ -109,23 +109,37 @@ export async function promptAndDecide(frame, text, decision, answer) {
 }
 
 // clickNotification clicks the button labelled label of a notification
-// toast. A toast slides in: its button can be in the DOM before it has
-// a box to click, so the button is looked for (again) until it has one.
+// toast and returns the toast's message.
 export async function clickNotification(page, label) {
-  const find = (l) =>
-    [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => {
-      const r = b.getBoundingClientRect();
-      return b.textContent.trim() === l && r.width > 0 && r.height > 0;
-    });
-  const end = Date.now() + timeout;
+  let text = "";
+  await clickFound(
+    page,
+    (l) => [...document.querySelectorAll(".notifications-toasts .monaco-button")].find((b) => b.textContent.trim() === l),
+    label,
+    timeout,
+    async (h) => {
+      text = await h.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText);
+    },
+  );
+  return text;
+}
+
+// clickFound clicks the element find (a page function of arg) returns,
+// waiting at most wait ms for it; before, when given, is called with the
+// element before the click. The workbench's toasts, dialogs and lists
+// slide in and redraw: an element can be found before it has a box to
+// click, or be replaced while clicked, so after such a failure it is
+// looked for again.
+async function clickFound(page, find, arg, wait = timeout, before = undefined) {
+  const end = Date.now() + wait;
   for (;;) {
-    const h = await page.waitForFunction(find, { timeout: Math.max(1, end - Date.now()) }, label);
-    const text = await page.evaluate((b) => b.closest(".notification-toast").querySelector(".notification-list-item-message").innerText, h);
+    const h = (await page.waitForFunction(find, { timeout: Math.max(1, end - Date.now()) }, arg)).asElement();
     try {
-      await h.asElement().click();
-      return text;
+      await before?.(h);
+      await h.click();
+      return;
     } catch (e) {
-      if (Date.now() > end || !String(e).includes("not clickable")) {
+      if (Date.now() > end || !/not clickable|detached|not attached|Execution context was destroyed/i.test(String(e))) {
         throw e;
       }
       await sleep(250);
@@ -181,15 +195,15 @@ export async function runDriver(name, main) {
 // first row that shows it when none is labelled exactly text), waiting
 // at most wait ms for it.
 async function pickRow(page, text, wait = timeout) {
-  const row = await page.waitForFunction(
+  await clickFound(
+    page,
     (t) => {
       const rows = [...document.querySelectorAll(".quick-input-list .monaco-list-row")];
       return rows.find((r) => r.querySelector(".label-name")?.innerText.trim() === t) ?? rows.find((r) => r.innerText.includes(t));
     },
-    { timeout: wait },
     text,
+    wait,
   );
-  await row.asElement().click();
 }
 
 // openPalette presses F1 until the quick input has the focus: F1 can be
@@ -241,13 +255,16 @@ export async function startChat(ctx) {
 // dialogButton waits for the modal dialog with a button labelled label,
 // clicks it, and returns the dialog's text.
 export async function dialogButton(page, label) {
-  const b = await page.waitForFunction(
+  let text = "";
+  await clickFound(
+    page,
     (l) => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((x) => x.textContent.trim() === l),
-    { timeout },
     label,
+    timeout,
+    async () => {
+      text = await page.$eval(".monaco-dialog-box", (e) => e.innerText);
+    },
   );
-  const text = await page.$eval(".monaco-dialog-box", (e) => e.innerText);
-  await b.asElement().click();
   return text;
 }
 
