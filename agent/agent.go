@@ -202,7 +202,10 @@ type Agent struct {
 	model     provider.Model
 	reasoning *provider.Reasoning
 	active    *Run
-	calib     calibration
+	// warming is closed when the warm-up in flight (Prewarm) has
+	// settled; nil when none is.
+	warming chan struct{}
+	calib   calibration
 	// unwritten holds the end of the last run (its delegated usage and
 	// checkpoint) when it could not be written; the next run writes it
 	// first (see Prompt).

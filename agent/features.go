@@ -16,6 +16,7 @@ import "github.com/octet-agent/octet/provider"
 //	prompt_cache_key     prompt_cache_key: the session id (buildRequest)
 //	websocket            the Responses WebSocket transport (WebSocketGranted)
 //	codex_profile        in-process provider recovery (RouteFor, CodexRecovery)
+//	prewarm              the idle warm-up of the next request (StartPrewarm, prewarm.go)
 //
 // Ordinary routes keep synchronous tools and queued steering (octet
 // does not implement native steering yet).

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/octet-agent/octet/provider"
+	pt "github.com/octet-agent/octet/provider/providertest"
 )
 
 // TestEveryFeatureHasAConsumer: "Model and endpoint ResponsesFeatures
@@ -47,6 +48,20 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 		},
 		provider.FeatureWebSocket: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			return WebSocketGranted(provider.Model{Name: "m", Features: m}, e)
+		},
+		provider.FeaturePrewarm: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			model := provider.Model{Name: "m", ContextWindow: 100_000, MaxOutputTokens: 10_000, Reasoning: true, Features: m}
+			h := newHarness(t, harnessOpt{model: model, websocket: true, endpoint: &e})
+			h.srv.Enqueue(pt.Reply())
+			sent, err := h.agent.Prewarm(context.Background())
+			if err != nil {
+				t.Fatalf("prewarm: %v", err)
+			}
+			reqs := h.srv.Requests()
+			if sent != (len(reqs) == 1 && isWarmup(reqs[0])) {
+				t.Fatalf("Prewarm says sent %v; the server saw %d requests", sent, len(reqs))
+			}
+			return sent
 		},
 		provider.FeatureCodexProfile: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			req := request(t, m, e)

@@ -297,11 +297,21 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 			req, _, est = r.buildRequest()
 		}
 	}
+	if err := clampOutput(req, model, est); err != nil {
+		return nil, 0, err
+	}
+	return req, est, nil
+}
+
+// clampOutput bounds req's max_output_tokens to the model's ceiling and
+// the context space that remains after est tokens of input.
+func clampOutput(req *provider.Request, model provider.Model, est int) error {
+	window := model.ContextWindow
 	maxOut := model.MaxOutputTokens
 	if window > 0 {
 		avail := window - est
 		if avail <= 0 {
-			return nil, 0, fmt.Errorf("context window exhausted: estimated %d tokens of %d", est, window)
+			return fmt.Errorf("context window exhausted: estimated %d tokens of %d", est, window)
 		}
 		if maxOut <= 0 || maxOut > avail {
 			maxOut = avail
@@ -314,7 +324,7 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 		maxOut = 0
 	}
 	req.MaxOutputTokens = max(maxOut, 0)
-	return req, est, nil
+	return nil
 }
 
 // buildRequest reconstructs the canonical provider request from the

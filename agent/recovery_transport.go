@@ -55,6 +55,10 @@ func (t *FallbackTransport) FallbackToHTTP() {
 // OnHTTP reports whether the transport has fallen back to HTTP.
 func (t *FallbackTransport) OnHTTP() bool { return t.onHTTP.Load() }
 
+// SendsWarmups reports whether a warm-up can be sent now: on the
+// WebSocket, before the fallback to HTTP.
+func (t *FallbackTransport) SendsWarmups() bool { return !t.onHTTP.Load() && sendsWarmups(t.ws) }
+
 // EndpointFeatures returns the features both endpoints grant: a feature
 // must survive the fallback to count.
 func (t *FallbackTransport) EndpointFeatures() provider.ResponsesFeatures {

@@ -182,6 +182,7 @@ func (r *Run) drive() {
 		r.uncertainEmitted = true
 		r.emit(&ProviderUsageUncertain{Reason: "session_usage_uncertain"})
 	}
+	r.awaitWarmup()
 	outcome, runErr := r.loopSafe()
 	outcome, runErr = r.finish(outcome, runErr)
 	r.result = RunResult{RunID: r.id, Outcome: outcome, Usage: r.usage, Err: runErr}

@@ -297,6 +297,9 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
+	if req.Warmup { // every route: a warm-up is a WebSocket frame
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrWarmupNotWebSocket}
+	}
 	body, err := h.codec.encode(req)
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}

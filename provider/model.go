@@ -29,6 +29,10 @@ const (
 	// performs generation with locally dispatched function tools; it is
 	// what qualifies in-process provider recovery.
 	FeatureCodexProfile
+	// FeaturePrewarm: a warm-up request (generate: false) on the
+	// Responses WebSocket while the agent is idle, built as the next
+	// run's first request is.
+	FeaturePrewarm
 )
 
 var featureNames = []struct {
@@ -42,11 +46,12 @@ var featureNames = []struct {
 	{FeatureWebSocket, "websocket"},
 	{FeaturePromptCacheKey, "prompt_cache_key"},
 	{FeatureCodexProfile, "codex_profile"},
+	{FeaturePrewarm, "prewarm"},
 }
 
 // AllFeatures are every declared feature.
 const AllFeatures = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm
 
 // DeclaredFeatures returns each declared feature, in declaration order.
 func DeclaredFeatures() []ResponsesFeatures {
@@ -114,12 +119,12 @@ type Model struct {
 const AssumedContextWindow = 128_000
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm
 
 // gpt5Family also carries the model side of the Codex runtime profile:
 // Codex generates with these models and locally dispatched function tools.
 const gpt5Family = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm
 
 var models = []Model{
 	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},

@@ -34,7 +34,17 @@ type Request struct {
 	PromptCacheKey string
 	// MaxOutputTokens bounds the response; zero omits the field.
 	MaxOutputTokens int
+	// Warmup makes the request a warm-up (FeaturePrewarm): the WebSocket
+	// frame carries "generate": false, so the server prepares the
+	// request's state (its prompt prefix) and completes without
+	// generating output. Only the WebSocket sends it; HTTP refuses to
+	// encode a warm-up (InvalidRequest, pre-send).
+	Warmup bool
 }
+
+// ErrWarmupNotWebSocket is the encoding error of a warm-up request on a
+// transport other than the Responses WebSocket.
+var ErrWarmupNotWebSocket = errors.New("encode request: a warm-up (generate: false) is sent only over the Responses WebSocket")
 
 // FunctionTool is a function tool with a JSON-schema parameter object.
 type FunctionTool struct {
@@ -234,6 +244,7 @@ type wireTail struct {
 	Include           []string       `json:"include,omitempty"`
 	PromptCacheKey    string         `json:"prompt_cache_key,omitempty"`
 	MaxOutputTokens   int            `json:"max_output_tokens,omitempty"`
+	Generate          *bool          `json:"generate,omitempty"`
 }
 
 // marshal returns the body: {head fields,"input":[items],tail fields}.
@@ -266,6 +277,9 @@ func (w *wireRequest) marshal() ([]byte, error) {
 
 // EncodeHTTP returns the JSON body of a streaming HTTP request.
 func (r *Request) EncodeHTTP() ([]byte, error) {
+	if r.Warmup {
+		return nil, ErrWarmupNotWebSocket
+	}
 	w, err := r.wire()
 	if err != nil {
 		return nil, err
@@ -284,6 +298,10 @@ func (r *Request) EncodeWebSocket() ([]byte, error) {
 		return nil, err
 	}
 	w.head.Type = "response.create"
+	if r.Warmup {
+		f := false
+		w.tail.Generate = &f
+	}
 	return w.marshal()
 }
 

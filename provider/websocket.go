@@ -130,6 +130,10 @@ func (w *WebSocket) URL() string { return redactURL(w.url) }
 // EndpointFeatures returns the configured endpoint features.
 func (w *WebSocket) EndpointFeatures() ResponsesFeatures { return w.cfg.Features }
 
+// SendsWarmups reports that the transport sends a [Request.Warmup] (the
+// frame's "generate": false).
+func (w *WebSocket) SendsWarmups() bool { return true }
+
 // Close retires the idle connection, if any. An active stream keeps its
 // connection until the stream is closed.
 func (w *WebSocket) Close() error {
