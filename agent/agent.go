@@ -298,6 +298,9 @@ func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*R
 	if text == "" {
 		return nil, ErrEmptyInput
 	}
+	if err := a.checkUnresolved(); err != nil {
+		return nil, err
+	}
 	a.mu.Lock()
 	if a.active != nil {
 		a.mu.Unlock()

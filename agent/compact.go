@@ -204,7 +204,7 @@ func (r *Run) auxRequest(op string, req *provider.Request) (*attemptResult, erro
 		}
 		ar := &attemptResult{estimate: estimateFixed(req) + estimateItems(req.Input), op: op, n: attempt}
 		t0 := time.Now()
-		err := r.attempt(req, false, ar)
+		err := r.attempt(req, ar)
 		r.observeRequest(op, attempt, req, ar, t0, err)
 		if err == nil && !ar.truncated {
 			return ar, nil

@@ -63,6 +63,12 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 			}
 			return sent
 		},
+		provider.FeatureNativeSteering: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			model := provider.Model{Name: "m", ContextWindow: 100_000, MaxOutputTokens: 10_000, Features: m}
+			h := newHarness(t, harnessOpt{model: model, websocket: true, endpoint: &e})
+			r := testRun(h.agent)
+			return r.nativeGranted(model) // TestNativeSteeringNeedsTheGrant: otherwise inputs queue
+		},
 		provider.FeatureCodexProfile: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			req := request(t, m, e)
 			return RouteFor(ProfileCodex, provider.WireResponses, provider.Model{Name: "m", Features: m}, e, false, req).Qualify() == nil

@@ -135,7 +135,7 @@ func (a *Agent) prewarm(ctx context.Context, sel selection) error {
 	}
 	req.Warmup = true
 	ar := &attemptResult{op: OperationPrewarm, estimate: est}
-	err := r.attempt(req, false, ar)
+	err := r.attempt(req, ar)
 	if err := r.settleWarmup(ar, err); err != nil {
 		return fmt.Errorf("prewarm: %w", err)
 	}

@@ -300,6 +300,9 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	if req.Warmup { // every route: a warm-up is a WebSocket frame
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrWarmupNotWebSocket}
 	}
+	if req.PreviousResponseID != "" {
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrContinuationNotWebSocket}
+	}
 	body, err := h.codec.encode(req)
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}

@@ -8,9 +8,9 @@ import "strings"
 type ResponsesFeatures uint64
 
 // Responses features. Each is declared only with a consumer that honours
-// it (agent.TestEveryFeatureHasAConsumer): the native steering and native
-// compaction of the seed's qualified controls are not declared until
-// octet implements them, so no model or endpoint can claim them.
+// it (agent.TestEveryFeatureHasAConsumer): the native compaction of the
+// seed's qualified controls is not declared until octet implements it,
+// so no model or endpoint can claim it.
 const (
 	// FeatureReasoning: reasoning effort/summary controls.
 	FeatureReasoning ResponsesFeatures = 1 << iota
@@ -33,6 +33,10 @@ const (
 	// Responses WebSocket while the agent is idle, built as the next
 	// run's first request is.
 	FeaturePrewarm
+	// FeatureNativeSteering: steering input sent into the response in
+	// progress (response.steer on the Responses WebSocket). No model of
+	// octet's table has it; a [models."NAME"] table declares it.
+	FeatureNativeSteering
 )
 
 var featureNames = []struct {
@@ -47,11 +51,13 @@ var featureNames = []struct {
 	{FeaturePromptCacheKey, "prompt_cache_key"},
 	{FeatureCodexProfile, "codex_profile"},
 	{FeaturePrewarm, "prewarm"},
+	{FeatureNativeSteering, "native_steering"},
 }
 
 // AllFeatures are every declared feature.
 const AllFeatures = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm
+	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm |
+	FeatureNativeSteering
 
 // DeclaredFeatures returns each declared feature, in declaration order.
 func DeclaredFeatures() []ResponsesFeatures {

@@ -40,11 +40,20 @@ type Request struct {
 	// generating output. Only the WebSocket sends it; HTTP refuses to
 	// encode a warm-up (InvalidRequest, pre-send).
 	Warmup bool
+	// PreviousResponseID continues a response on the same WebSocket
+	// connection; octet sends it only to return the tool results an
+	// accepted steering input waits for ([SteeringStream.Continue]).
+	// HTTP refuses to encode it: every other request is self-contained.
+	PreviousResponseID string
 }
 
 // ErrWarmupNotWebSocket is the encoding error of a warm-up request on a
 // transport other than the Responses WebSocket.
 var ErrWarmupNotWebSocket = errors.New("encode request: a warm-up (generate: false) is sent only over the Responses WebSocket")
+
+// ErrContinuationNotWebSocket is the encoding error of a request with a
+// previous_response_id on a transport other than the Responses WebSocket.
+var ErrContinuationNotWebSocket = errors.New("encode request: previous_response_id is sent only on the Responses WebSocket connection that holds the response")
 
 // FunctionTool is a function tool with a JSON-schema parameter object.
 type FunctionTool struct {
@@ -229,9 +238,10 @@ type wireRequest struct {
 }
 
 type wireHead struct {
-	Type         string `json:"type,omitempty"`
-	Model        string `json:"model"`
-	Instructions string `json:"instructions,omitempty"`
+	Type               string `json:"type,omitempty"`
+	Model              string `json:"model"`
+	Instructions       string `json:"instructions,omitempty"`
+	PreviousResponseID string `json:"previous_response_id,omitempty"`
 }
 
 type wireTail struct {
@@ -280,6 +290,9 @@ func (r *Request) EncodeHTTP() ([]byte, error) {
 	if r.Warmup {
 		return nil, ErrWarmupNotWebSocket
 	}
+	if r.PreviousResponseID != "" {
+		return nil, ErrContinuationNotWebSocket
+	}
 	w, err := r.wire()
 	if err != nil {
 		return nil, err
@@ -311,7 +324,7 @@ func (r *Request) wire() (*wireRequest, error) {
 		return nil, err
 	}
 	w := &wireRequest{
-		head:  wireHead{Model: r.Model, Instructions: r.Instructions},
+		head:  wireHead{Model: r.Model, Instructions: r.Instructions, PreviousResponseID: r.PreviousResponseID},
 		input: make([][]byte, 0, len(r.Input)),
 		tail: wireTail{
 			ToolChoice:        choice,

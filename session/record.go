@@ -140,6 +140,12 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 		b = append(b, ']')
 	}
 	b = appendStrField(b, "stop_reason", e.StopReason)
+	if n := e.NativeSteering; n != nil {
+		b = append(appendKey(b, "native_steering"), `{"operation":`...)
+		b = appendString(b, n.Operation)
+		b = appendStrField(b, "local_id", n.LocalID)
+		b = append(b, '}')
+	}
 	if r := e.Result; r != nil {
 		b = append(appendKey(b, "result"), `{"call_id":`...)
 		b = appendString(b, r.CallID)
@@ -732,6 +738,21 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 			e.Items = a.itemSlice(items)
 		case "stop_reason":
 			e.StopReason = a.intern(d.strBytes())
+		case "native_steering":
+			if !d.null() {
+				n := new(NativeSteering)
+				d.obj(func(key []byte) {
+					switch string(key) {
+					case "operation":
+						n.Operation = d.str(a)
+					case "local_id":
+						n.LocalID = d.str(a)
+					default:
+						d.skip(0)
+					}
+				})
+				e.NativeSteering = n
+			}
 		case "result":
 			if !d.null() {
 				e.Result = a.result()

@@ -198,6 +198,19 @@ type Entry struct {
 	Result *ToolResult
 	// Compaction is set for compaction entries.
 	Compaction *Compaction
+	// NativeSteering links a steering entry the provider applied
+	// natively (response.steer) to its operation: the dispatch record of
+	// the operation and the control's local id (nil: not native).
+	NativeSteering *NativeSteering
+}
+
+// NativeSteering is a steering entry's link to its native operation.
+type NativeSteering struct {
+	// Operation is the id of the operation's [Dispatch] record.
+	Operation string
+	// LocalID is the id the run gave the steering input when it
+	// accepted it.
+	LocalID string
 }
 
 // Usage is provider usage of one request, known exactly.

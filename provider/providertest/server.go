@@ -67,6 +67,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/octet-agent/octet/provider"
 )
 
 // TB is the part of testing.TB the server uses (to register Close).
@@ -467,6 +468,12 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
+		if turn.steer != nil {
+			if !s.playSteered(c, r, hdr, turn) {
+				return
+			}
+			continue
+		}
 		switch play(turn, wireResponses, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
 		case endDrop:
 			return
@@ -480,6 +487,98 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 	}
+}
+
+// record records a client event that does not start a turn of the
+// script (a response.steer, a steered response's continuation).
+func (s *Server) record(r *http.Request, h http.Header, raw []byte) map[string]any {
+	req := Request{Transport: "websocket", Method: "WS", Path: r.URL.Path, Query: r.URL.Query(), Header: redact(h), Raw: bytes.Clone(raw), RemoteAddr: r.RemoteAddr}
+	var body map[string]any
+	if json.Unmarshal(raw, &body) == nil {
+		req.Body = body
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, req)
+	s.n++
+	return body
+}
+
+// playSteered plays a steerable turn (Turn.SteerAfter,
+// Turn.SteerRefusedAfter); false: the connection is done.
+func (s *Server) playSteered(c *websocket.Conn, r *http.Request, h http.Header, t *Turn) bool {
+	sc := t.steer
+	write := func(data []byte) bool { return c.WriteMessage(websocket.TextMessage, data) == nil }
+	writeAll := func(frames []frame) bool {
+		for _, f := range frames {
+			if !write(f.data) {
+				return false
+			}
+		}
+		return true
+	}
+	id := t.id
+	if id == "" {
+		id = "resp_scripted"
+	}
+	frames := t.framesFor(wireResponses)
+	n := min(max(sc.after, 1), len(frames))
+	if !writeAll(frames[:n]) {
+		return false
+	}
+	_, msg, err := c.ReadMessage()
+	if err != nil {
+		return false
+	}
+	body := s.record(r, h, msg)
+	steer := map[string]any{"id": "steer_scripted", "previous_response_id": id}
+	if body["type"] != "response.steer" {
+		return write(wsErrorFrame(&exhausted))
+	}
+	if sc.fail != "" {
+		b, _ := json.Marshal(map[string]any{"type": "response.steer.failed", "steer": steer, "input": body["input"],
+			"error": map[string]any{"type": "invalid_request_error", "code": sc.fail, "message": "providertest: steering refused"}})
+		return write(b) && writeAll(frames[n:])
+	}
+	b, _ := json.Marshal(map[string]any{"type": "response.steer.accepted", "steer": steer})
+	if !write(b) {
+		return false
+	}
+	rest := frames[n:]
+	if sc.interrupt {
+		steered := *t
+		steered.final, steered.reason, steered.steer = "incomplete", "steered", nil
+		rest = steered.framesFor(wireResponses)[n:]
+	}
+	if !writeAll(rest) {
+		return false
+	}
+	var calls []any
+	for _, o := range t.items {
+		if o.kind == provider.ItemFunctionCall {
+			calls = append(calls, map[string]any{"type": "function_call_output", "call_id": o.callID, "name": o.name})
+		}
+	}
+	if len(calls) > 0 {
+		b, _ := json.Marshal(map[string]any{"type": "response.steer.pending", "steer": steer,
+			"reason": "waiting_for_required_input", "required_input": calls})
+		if !write(b) {
+			return false
+		}
+		if _, msg, err = c.ReadMessage(); err != nil {
+			return false
+		}
+		s.record(r, h, msg)
+	}
+	next := sc.successor
+	if next.id == "" {
+		next.id = "resp_successor"
+	}
+	switch play(&next, wireResponses, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
+	case endDrop, endEOF:
+		return false
+	}
+	return true
 }
 
 // wsErrorFrame is the WebSocket form of an HTTP error response.

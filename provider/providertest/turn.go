@@ -62,6 +62,40 @@ type Turn struct {
 	// chatReasoning is the Chat Completions delta field reasoning
 	// streams in ("reasoning_content" unless set).
 	chatReasoning string
+	// steer makes the turn wait for a response.steer (WebSocket only).
+	steer *steerScript
+}
+
+// steerScript is how a steerable turn answers the client's
+// response.steer.
+type steerScript struct {
+	after     int    // frames written before the turn waits for the steer
+	fail      string // answer response.steer.failed with this code
+	interrupt bool   // end with response.incomplete, reason "steered"
+	successor Turn   // the continuation the accepted input asks for
+}
+
+// SteerAfter makes the turn, over WebSocket, write its first n frames
+// (frame 0 is response.created), then wait for the client's
+// response.steer. It answers response.steer.accepted, ends the turn
+// (interrupt: the rest of its output, then response.incomplete with
+// reason "steered"; else as scripted) and plays successor on the same
+// connection as the continuation: at once when the turn calls no
+// function; else after response.steer.pending naming the calls, when
+// the client's response.create with previous_response_id returns their
+// outputs. The successor's id is "resp_successor" unless set. Every
+// client event read is recorded as a request.
+func (t Turn) SteerAfter(n int, interrupt bool, successor Turn) Turn {
+	t.steer = &steerScript{after: n, interrupt: interrupt, successor: successor}
+	return t
+}
+
+// SteerRefusedAfter makes the turn wait for the client's response.steer
+// after its first n frames like SteerAfter, answer response.steer.failed
+// with code, and finish as scripted.
+func (t Turn) SteerRefusedAfter(n int, code string) Turn {
+	t.steer = &steerScript{after: n, fail: code}
+	return t
 }
 
 // patch replaces frame n of the rendered turn (appends when n is past
