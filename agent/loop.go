@@ -43,6 +43,11 @@ func (r *Run) loop() (Outcome, error) {
 		}
 		if r.seg != nil { // the successor of a steering input follows
 			r.segCalls = callIDs(calls)
+		} else if err := r.abandonOp("ended_without_successor"); err != nil {
+			// A response that ended without its successor (its stream
+			// failed after it was committed, or ended otherwise): the
+			// input goes as ordinary steering.
+			return OutcomeFailed, err
 		}
 		if len(calls) > 0 {
 			if r.seg == nil && r.asyncEligible(calls, ar.truncated) {

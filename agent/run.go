@@ -254,11 +254,13 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 		if err := r.settlePending(settleText(outcome)); err != nil {
 			errs = append(errs, err)
 		}
-		for _, c := range r.ctl.closeAll() {
-			if err := r.persistControl(c); err != nil {
-				errs = append(errs, err)
-				break
-			}
+	}
+	// Accepted input not delivered (a completed run has none left, but
+	// for an unapplied native input that abandonOp gave back).
+	for _, c := range r.ctl.closeAll() {
+		if err := r.persistControl(c); err != nil {
+			errs = append(errs, err)
+			break
 		}
 	}
 	var recs []session.Record
