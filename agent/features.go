@@ -18,6 +18,7 @@ import "github.com/octet-agent/octet/provider"
 //	codex_profile        in-process provider recovery (RouteFor, CodexRecovery)
 //	prewarm              the idle warm-up of the next request (StartPrewarm, prewarm.go)
 //	native_steering      steering input sent into the response in progress (steering.go)
+//	native_compaction    compaction by the provider's compact endpoint (compact_native.go)
 //
 // Ordinary routes keep synchronous tools and queued steering.
 

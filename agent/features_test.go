@@ -69,6 +69,12 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 			r := testRun(h.agent)
 			return r.nativeGranted(model) // TestNativeSteeringNeedsTheGrant: otherwise inputs queue
 		},
+		provider.FeatureNativeCompaction: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			model := provider.Model{Name: "m", ContextWindow: 100_000, MaxOutputTokens: 10_000, Features: m}
+			tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: "http://127.0.0.1:1/v1", Features: e})
+			h := newHarness(t, harnessOpt{model: model, transport: tr})
+			return testRun(h.agent).nativeCompaction(model) // TestNativeCompaction*: the compact endpoint, else a local summary
+		},
 		provider.FeatureCodexProfile: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			req := request(t, m, e)
 			return RouteFor(ProfileCodex, provider.WireResponses, provider.Model{Name: "m", Features: m}, e, false, req).Qualify() == nil

@@ -322,6 +322,9 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 		return nil, 0, err
 	}
 	req, v, est := r.buildRequest()
+	if err := r.checkContext(v); err != nil {
+		return nil, 0, err
+	}
 	model := r.pin.model
 	window := model.ContextWindow
 	// A pending async job disables compaction: its calls' results are

@@ -33,9 +33,10 @@ func NewFallbackTransport(ws, http provider.Transport) *FallbackTransport {
 	return &FallbackTransport{ws: ws, http: http}
 }
 
-// Open sends req over the current transport.
+// Open sends req over the current transport; a native compaction (an
+// HTTP endpoint) always over HTTP.
 func (t *FallbackTransport) Open(ctx context.Context, req *provider.Request) (provider.Stream, error) {
-	if t.onHTTP.Load() {
+	if t.onHTTP.Load() || req.Compact {
 		return t.http.Open(ctx, req)
 	}
 	return t.ws.Open(ctx, req)

@@ -95,6 +95,7 @@ func Model(cfg *config.Config, name string) provider.Model {
 	}
 	setFeature(&m.Features, provider.FeatureParallelToolCalls, spec.ParallelToolCalls)
 	setFeature(&m.Features, provider.FeatureNativeSteering, spec.NativeSteering)
+	setFeature(&m.Features, provider.FeatureNativeCompaction, spec.NativeCompaction)
 	return m
 }
 

@@ -136,4 +136,11 @@ func TestDeclaredNativeSteering(t *testing.T) {
 	if Model(&cfg, "gpt-5.3-codex").Features.Has(provider.FeatureNativeSteering) {
 		t.Error("a table model has native steering without a declaration")
 	}
+	cfg.Models["astra"] = config.ModelSpec{NativeCompaction: &yes}
+	if m := Model(&cfg, "astra"); !m.Features.Has(provider.FeatureNativeCompaction) || m.Features.Has(provider.FeatureNativeSteering) {
+		t.Errorf("native_compaction = true: %s", m.Features)
+	}
+	if Model(&cfg, "gpt-5.3-codex").Features.Has(provider.FeatureNativeCompaction) {
+		t.Error("a table model has native compaction without a declaration")
+	}
 }

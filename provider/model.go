@@ -8,9 +8,7 @@ import "strings"
 type ResponsesFeatures uint64
 
 // Responses features. Each is declared only with a consumer that honours
-// it (agent.TestEveryFeatureHasAConsumer): the native compaction of the
-// seed's qualified controls is not declared until octet implements it,
-// so no model or endpoint can claim it.
+// it (agent.TestEveryFeatureHasAConsumer).
 const (
 	// FeatureReasoning: reasoning effort/summary controls.
 	FeatureReasoning ResponsesFeatures = 1 << iota
@@ -37,6 +35,10 @@ const (
 	// progress (response.steer on the Responses WebSocket). No model of
 	// octet's table has it; a [models."NAME"] table declares it.
 	FeatureNativeSteering
+	// FeatureNativeCompaction: compaction by the provider's compact
+	// endpoint (…/responses/compact). No model of octet's table has it; a
+	// [models."NAME"] table declares it.
+	FeatureNativeCompaction
 )
 
 var featureNames = []struct {
@@ -52,12 +54,13 @@ var featureNames = []struct {
 	{FeatureCodexProfile, "codex_profile"},
 	{FeaturePrewarm, "prewarm"},
 	{FeatureNativeSteering, "native_steering"},
+	{FeatureNativeCompaction, "native_compaction"},
 }
 
 // AllFeatures are every declared feature.
 const AllFeatures = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
 	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm |
-	FeatureNativeSteering
+	FeatureNativeSteering | FeatureNativeCompaction
 
 // DeclaredFeatures returns each declared feature, in declaration order.
 func DeclaredFeatures() []ResponsesFeatures {

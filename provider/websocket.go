@@ -165,6 +165,9 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 	if req.PreviousResponseID != "" { // only on the connection holding the response
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrContinuationNotWebSocket}
 	}
+	if req.Compact { // an HTTP endpoint
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrCompactNotResponses}
+	}
 	frame, err := req.EncodeWebSocket()
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}

@@ -129,16 +129,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	b = appendStrField(b, "run_id", e.RunID)
 	b = appendStrField(b, "text", e.Text)
 	b = appendImages(b, e.PromptImages())
-	if len(e.Items) > 0 {
-		b = append(appendKey(b, "items"), '[')
-		for i := range e.Items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendItem(b, &e.Items[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendItems(b, e.Items)
 	b = appendStrField(b, "stop_reason", e.StopReason)
 	if n := e.NativeSteering; n != nil {
 		b = append(appendKey(b, "native_steering"), `{"operation":`...)
@@ -169,6 +160,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 		b = appendStrings(b, "readFiles", c.ReadFiles)
 		b = appendStrings(b, "modifiedFiles", c.ModifiedFiles)
 		b = appendIntField(b, "tokens_before", c.TokensBefore)
+		b = appendItems(b, c.Items)
 		b = append(b, '}')
 	}
 	return append(b, '}', '\n'), nil
@@ -189,6 +181,21 @@ func appendImages(b []byte, imgs []Image) []byte {
 		b = appendStrField(b, "sha256", im.SHA256)
 		b = appendIntField(b, "bytes", im.Bytes)
 		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendItems appends the "items" member unless there are none.
+func appendItems(b []byte, items []Item) []byte {
+	if len(items) == 0 {
+		return b
+	}
+	b = append(appendKey(b, "items"), '[')
+	for i := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendItem(b, &items[i])
 	}
 	return append(b, ']')
 }
@@ -877,6 +884,11 @@ func (d *decoder) compaction(c *Compaction, a *strAlloc) {
 			strs(&c.ModifiedFiles)
 		case "tokens_before":
 			c.TokensBefore = d.int()
+		case "items":
+			d.arr(func() {
+				c.Items = append(c.Items, Item{})
+				d.item(&c.Items[len(c.Items)-1], a)
+			})
 		default:
 			d.skip(0)
 		}

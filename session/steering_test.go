@@ -1,6 +1,7 @@
 package session
 
 import (
+	"reflect"
 	"testing"
 )
 
@@ -53,5 +54,32 @@ func TestNativeSteeringRecords(t *testing.T) {
 			t.Fatalf("open %d: unresolved %v, uncertain %v", i, un, w.Totals().Uncertain)
 		}
 		w.Close()
+	}
+}
+
+// TestNativeCompactionItems: a compaction entry's provider items (the
+// user messages a native compaction kept, its opaque item) survive a
+// reopen exactly.
+func TestNativeCompactionItems(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Create(dir, Header{Cwd: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := []Item{{Type: ItemUserText, Text: "first \"question\"\n"}, {Type: ItemCompaction, ID: "cmp_1", EncryptedContent: "gAAAA=="}}
+	c := &Compaction{Items: items, TokensBefore: 1234, ReadFiles: []string{"a.go"}}
+	if _, err := s.AppendEntry(Entry{Type: EntryCompaction, RunID: "run_1", Compaction: c}); err != nil {
+		t.Fatal(err)
+	}
+	path := s.Path()
+	s.Close()
+	r, err := Inspect(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	b := r.Branch()
+	if len(b) != 1 || b[0].Compaction == nil || !reflect.DeepEqual(b[0].Compaction.Items, items) || b[0].Compaction.Summary != "" || b[0].Compaction.TokensBefore != 1234 {
+		t.Fatalf("compaction after reopen: %+v", b[0].Compaction)
 	}
 }

@@ -80,6 +80,11 @@ const (
 	ItemReasoning = "reasoning"
 	// ItemFunctionCall is a tool call.
 	ItemFunctionCall = "function_call"
+	// ItemUserText is a user message a native compaction kept (Text).
+	ItemUserText = "user_text"
+	// ItemCompaction is a native compaction's opaque item
+	// (EncryptedContent), replayed verbatim and never shown.
+	ItemCompaction = "compaction"
 )
 
 // Item is one output item of an assistant response.
@@ -170,6 +175,10 @@ type Compaction struct {
 	ReadFiles, ModifiedFiles []string
 	// TokensBefore is the estimated context size before compaction.
 	TokensBefore int64
+	// Items, set by a native compaction (the provider's), replace the
+	// summary in the context: the user messages it kept (ItemUserText)
+	// and its opaque item (ItemCompaction). Summary is then empty.
+	Items []Item
 }
 
 // Entry is one node of the conversation tree.

@@ -82,6 +82,7 @@ var modelFieldSpecs = map[string]keySpec{
 	"images":              {kindBool, "true or false", "true"},
 	"parallel_tool_calls": {kindBool, "true or false", "true"},
 	"native_steering":     {kindBool, "true or false", "true"},
+	"native_compaction":   {kindBool, "true or false", "true"},
 	"price":               {kindText, "a price table", `{ input = "0.15", cached_input = "0.075", output = "0.6" }`},
 }
 

@@ -352,6 +352,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(route.errorBody(turn, n))
 		return
 	}
+	if strings.HasSuffix(r.URL.Path, "/responses/compact") {
+		s.serveCompact(w, r, turn)
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	if turn.rawSSE != nil {
@@ -379,6 +383,73 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// pipe returns a response body its writer feeds, closed with ctx's cause
+// if ctx ends first; stop ends that watch.
+func pipe(ctx context.Context) (io.ReadCloser, *io.PipeWriter, func() bool) {
+	pr, pw := io.Pipe()
+	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+	return pr, pw, stop
+}
+
+// compact answers a native compaction in process, as serveCompact does.
+func (rt roundTripper) compact(req *http.Request, resp *http.Response, t *Turn) *http.Response {
+	if t.compacted == nil {
+		resp.StatusCode, resp.Status = http.StatusInternalServerError, "500 Internal Server Error"
+		resp.Body = io.NopCloser(strings.NewReader("providertest: a compaction request got a streamed turn"))
+		return resp
+	}
+	resp.Header.Set("Content-Type", "application/json")
+	body := t.compactBody()
+	var pw *io.PipeWriter
+	var stop func() bool
+	resp.Body, pw, stop = pipe(req.Context())
+	go func() {
+		defer stop()
+		if t.hold != nil {
+			<-t.hold
+		}
+		if t.pace > 0 {
+			time.Sleep(t.pace)
+		}
+		if t.cut >= 0 && t.cut < len(body) {
+			pw.Write(body[:t.cut])
+			pw.CloseWithError(io.ErrUnexpectedEOF)
+			return
+		}
+		pw.Write(body)
+		pw.Close()
+	}()
+	return resp
+}
+
+// serveCompact answers a native compaction with a Compacted turn's JSON
+// object (any other turn is a script error: 500).
+func (s *Server) serveCompact(w http.ResponseWriter, r *http.Request, t *Turn) {
+	if t.compacted == nil {
+		http.Error(w, "providertest: a compaction request got a streamed turn", http.StatusInternalServerError)
+		return
+	}
+	body := t.compactBody()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	http.NewResponseController(w).Flush()
+	if t.hold != nil {
+		<-t.hold
+	}
+	if t.pace > 0 {
+		select {
+		case <-time.After(t.pace):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if t.cut >= 0 && t.cut < len(body) {
+		w.Write(body[:t.cut])
+		panic(http.ErrAbortHandler)
+	}
+	w.Write(body)
 }
 
 // play writes the turn's frames for route up to its cut and returns how
@@ -660,16 +731,19 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
-	h.Set("Content-Type", "text/event-stream")
 	resp.ContentLength = -1
+	if strings.HasSuffix(req.URL.Path, "/responses/compact") {
+		return rt.compact(req, resp, turn), nil
+	}
+	h.Set("Content-Type", "text/event-stream")
 	if turn.rawSSE != nil {
 		resp.Body = io.NopCloser(bytes.NewReader(turn.rawSSE))
 		return resp, nil
 	}
-	pr, pw := io.Pipe()
-	resp.Body = pr
 	ctx := req.Context()
-	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+	var pw *io.PipeWriter
+	var stop func() bool
+	resp.Body, pw, stop = pipe(ctx)
 	go func() {
 		defer stop()
 		bw := bufio.NewWriterSize(pw, 4<<10)

@@ -3,6 +3,7 @@ package providertest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -64,6 +65,8 @@ type Turn struct {
 	chatReasoning string
 	// steer makes the turn wait for a response.steer (WebSocket only).
 	steer *steerScript
+	// compacted is the output of a native compaction turn (Compacted).
+	compacted []Output
 }
 
 // steerScript is how a steerable turn answers the client's
@@ -73,6 +76,49 @@ type steerScript struct {
 	fail      string // answer response.steer.failed with this code
 	interrupt bool   // end with response.incomplete, reason "steered"
 	successor Turn   // the continuation the accepted input asks for
+}
+
+// Compacted is the answer to a native compaction (POST
+// …/responses/compact): the JSON compaction object whose output is the
+// user messages kept, then one compaction item with encrypted, and usage
+// (100 input, 10 output tokens unless WithUsage; WithoutUsage omits it).
+// Pace delays the body after the headers; DropAfter(n) cuts it after n
+// bytes.
+func Compacted(encrypted string, kept ...string) Turn {
+	out := make([]Output, 0, len(kept)+1)
+	for _, k := range kept {
+		out = append(out, Output{kind: provider.ItemMessage, text: k})
+	}
+	out = append(out, Output{kind: provider.ItemCompaction, encrypted: encrypted})
+	return Turn{compacted: out, cut: -1}
+}
+
+// compactBody renders a Compacted turn's JSON object.
+func (t Turn) compactBody() []byte {
+	output := make([]any, 0, len(t.compacted))
+	for i, o := range t.compacted {
+		if o.kind == provider.ItemCompaction {
+			output = append(output, map[string]any{"type": "compaction", "id": "cmp_" + strconv.Itoa(i), "encrypted_content": o.encrypted})
+			continue
+		}
+		output = append(output, map[string]any{"type": "message", "role": "user", "id": "msg_" + strconv.Itoa(i),
+			"content": []any{map[string]any{"type": "input_text", "text": o.text}}})
+	}
+	m := map[string]any{"id": cmp.Or(t.id, "resp_compacted"), "object": "response.compaction", "created_at": 1731459200, "output": output}
+	if !t.noUsage {
+		u := provider.Usage{InputTokens: 100, OutputTokens: 10}
+		if t.usage != nil {
+			u = *t.usage
+		}
+		m["usage"] = map[string]any{"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CachedTokens},
+			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
+			"total_tokens": u.InputTokens + u.OutputTokens}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("providertest: render compaction: %v", err)) // only our own maps
+	}
+	return b
 }
 
 // SteerAfter makes the turn, over WebSocket, write its first n frames
