@@ -401,3 +401,107 @@ func TestUnresolvedSteeringRefusesPrompt(t *testing.T) {
 		t.Fatal("usage certain with an unresolved operation")
 	}
 }
+
+// steerWatch wraps a transport's streams so that before each Steer the
+// test looks at what is durable.
+type steerWatch struct {
+	provider.Transport
+	before func(input string)
+}
+
+func (w steerWatch) EndpointFeatures() provider.ResponsesFeatures { return provider.AllFeatures }
+
+func (w steerWatch) Open(ctx context.Context, req *provider.Request) (provider.Stream, error) {
+	s, err := w.Transport.Open(ctx, req)
+	if ss, ok := s.(provider.SteeringStream); ok && err == nil {
+		return watchedStream{ss, w.before}, nil
+	}
+	return s, err
+}
+
+type watchedStream struct {
+	provider.SteeringStream
+	before func(input string)
+}
+
+func (s watchedStream) Steer(ctx context.Context, input string) error {
+	s.before(input)
+	return s.SteeringStream.Steer(ctx, input)
+}
+
+// TestSteeringIntentDurableBeforeDispatch: "prepare a local receipt,
+// persist intent, then dispatch." When response.steer is about to be
+// sent, the session file already holds the intent naming the input and
+// the local id Steer returns.
+func TestSteeringIntentDurableBeforeDispatch(t *testing.T) {
+	srv := pt.New(t)
+	srv.Enqueue(pt.Text("plan").SteerAfter(1, true, pt.Text("short plan")))
+	ws := provider.NewWebSocket(provider.WSConfig{BaseURL: srv.URL(), Features: provider.AllFeatures})
+	t.Cleanup(func() { ws.Close() })
+	var h *harness
+	var seen []record
+	watch := steerWatch{Transport: ws, before: func(input string) {
+		for _, r := range readFile(t, h.sess.Path()) {
+			if r.str("kind") == "dispatch" && r.str("operation") == session.OperationNativeSteering && r.str("input") == input {
+				seen = append(seen, r)
+			}
+		}
+	}}
+	h = newHarness(t, harnessOpt{model: steerModel, transport: watch})
+	r := h.prompt("plan it", PromptOptions{})
+	events := drainLater(t, r)
+	awaitSteerable(t, r)
+	id, err := r.Steer("keep it short")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkRunEvents(t, <-events, OutcomeCompleted)
+	if len(seen) != 1 || seen[0].str("local_id") != id {
+		t.Fatalf("intents durable at dispatch: %v (local id %s)", seen, id)
+	}
+}
+
+// TestFinishNowStaysStickyAcrossTheSuccessor: "FinishNow's tool
+// prohibition remains sticky." A FinishNow accepted while the successor
+// of a steering input is pending does not stop the successor (it is the
+// provider's, with the original settings), but a call the successor makes
+// is paired with an error, never run, and the next request carries no
+// tools.
+func TestFinishNowStaysStickyAcrossTheSuccessor(t *testing.T) {
+	h := steerHarness(t)
+	h.writeFile("notes.txt", "alpha\n")
+	hold := make(chan struct{})
+	h.srv.Enqueue(pt.Text("first").SteerAfter(1, true, pt.Reply(pt.FunctionCall("c1", "read", `{"path":"notes.txt"}`)).HoldUntil(hold)), pt.Text("final"))
+	r := h.prompt("go", PromptOptions{})
+	events := drainLater(t, r)
+	awaitSteerable(t, r)
+	if _, err := r.Steer("one"); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		for _, e := range h.sess.Branch() {
+			if e.StopReason == "steered" {
+				return true
+			}
+		}
+		return false
+	})
+	if err := r.FinishNow("wrap up"); err != nil {
+		t.Fatal(err)
+	}
+	close(hold)
+	checkRunEvents(t, <-events, OutcomeCompleted)
+	var res *session.ToolResult
+	for _, e := range h.sess.Branch() {
+		if e.Type == session.EntryToolResult {
+			res = e.Result
+		}
+	}
+	if res == nil || !res.IsError || strings.Contains(res.Text, "alpha") {
+		t.Fatalf("the successor's call: %+v, want an error without running it", res)
+	}
+	last := h.srv.Requests()[len(h.srv.Requests())-1]
+	if _, ok := last.Body["tools"]; ok || last.Body["tool_choice"] != "none" {
+		t.Fatalf("the request after FinishNow: tools %v, tool_choice %v", last.Body["tools"], last.Body["tool_choice"])
+	}
+}
