@@ -223,7 +223,14 @@ func TestNativeCompactionOpeningBoundedBodyHealthy(t *testing.T) {
 						}
 						return "test-key", nil
 					}
-					g := newRecRig(t, recRigOpt{model: model, native: true, idle: 5 * time.Minute, credential: credential})
+					var hooked atomic.Int32 // retry hooks told of a compaction network wait
+					hook := func(_ context.Context, rc ProviderRetryContext) RetryHookResult {
+						if rc.Operation != nil && *rc.Operation == OperationCompaction && rc.Kind == RetryWaitingForNetwork && rc.MaxAttempts == nil {
+							hooked.Add(1)
+						}
+						return RetryHookResult{}
+					}
+					g := newRecRig(t, recRigOpt{model: model, native: true, idle: 5 * time.Minute, credential: credential, hook: hook})
 					g.srv.Enqueue(first)
 					if res, _ := g.run(context.Background(), text); res.Outcome != OutcomeCompleted {
 						t.Fatalf("first run %s: %v", res.Outcome, res.Err)
@@ -262,6 +269,9 @@ func TestNativeCompactionOpeningBoundedBodyHealthy(t *testing.T) {
 					waits := eventsOf[*ProviderRetry](evs)
 					if len(waits) == 0 || waits[0].Operation == nil || *waits[0].Operation != OperationCompaction || waits[0].RetryKind != RetryWaitingForNetwork {
 						t.Fatalf("retries %+v, want compaction-scoped network waits", waits)
+					}
+					if hooked.Load() == 0 { // "Manual native-compaction calls also use bounded recovery and retry hooks."
+						t.Fatal("the retry hook was not asked about the compaction's waits")
 					}
 					var committed bool
 					for _, rec := range readFile(t, g.sess.Path()) {

@@ -129,9 +129,9 @@ func (a *Agent) prewarm(ctx context.Context, sel selection) error {
 	r := newRun(a, ctx, PromptOptions{})
 	defer r.cancel()
 	r.pin = sel
-	req, _, est := r.buildRequest()
-	if err := clampOutput(req, sel.model, est); err != nil {
-		return errNothingToWarm
+	req, v, est := r.buildRequest()
+	if r.checkContext(v) != nil || clampOutput(req, sel.model, est) != nil {
+		return errNothingToWarm // the next run fails, or compacts first: nothing to warm
 	}
 	req.Warmup = true
 	ar := &attemptResult{op: OperationPrewarm, estimate: est}
