@@ -202,7 +202,10 @@ type Agent struct {
 	model     provider.Model
 	reasoning *provider.Reasoning
 	active    *Run
-	calib     calibration
+	// warming is closed when the warm-up in flight (Prewarm) has
+	// settled; nil when none is.
+	warming chan struct{}
+	calib   calibration
 	// unwritten holds the end of the last run (its delegated usage and
 	// checkpoint) when it could not be written; the next run writes it
 	// first (see Prompt).
@@ -294,6 +297,9 @@ func (a *Agent) Active() *Run {
 func (a *Agent) Prompt(ctx context.Context, text string, opts PromptOptions) (*Run, error) {
 	if text == "" {
 		return nil, ErrEmptyInput
+	}
+	if err := a.checkUnresolved(); err != nil {
+		return nil, err
 	}
 	a.mu.Lock()
 	if a.active != nil {

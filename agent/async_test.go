@@ -14,7 +14,9 @@ import (
 
 // asyncModel grants every feature on the model side; the harness's
 // endpoint grants them all too.
-var asyncModel = provider.Model{Name: "async-model", ContextWindow: 400_000, MaxOutputTokens: 128_000, Features: provider.AllFeatures}
+// asyncModel grants every feature but native compaction (its tests
+// compact locally).
+var asyncModel = provider.Model{Name: "async-model", ContextWindow: 400_000, MaxOutputTokens: 128_000, Features: provider.AllFeatures &^ provider.FeatureNativeCompaction}
 
 // callsAndOutputs lists the call ids of a request's function_call items
 // (with "async" when flagged) and of its function_call_output items.

@@ -99,6 +99,9 @@ func (r *Run) compactNow() (Outcome, error) {
 	if len(v.entries) == 0 {
 		return OutcomeCompleted, nil
 	}
+	if err := r.checkContext(v); err != nil {
+		return OutcomeFailed, err
+	}
 	if err := r.compactTo(v, len(v.entries), est); err != nil {
 		return OutcomeFailed, fmt.Errorf("compact the conversation: %w", err)
 	}
@@ -125,14 +128,40 @@ func keepBoundary(entries []session.Entry, budget int) int {
 	return best
 }
 
-// summarize runs the summary request for v.entries[:k] (plus the previous
-// summary) and persists the compaction entry with the request's usage.
+// summarize compacts v.entries[:k] (after the previous compaction) and
+// persists the compaction entry with the request's usage: natively where
+// the model and the endpoint grant it, falling back to a local summary
+// when the provider's compaction fails short of ending the run.
 func (r *Run) summarize(v view, k int, est int) (string, string, error) {
-	model := r.pin.model
-	var input []provider.Item
-	if v.summary != nil {
-		input = append(input, userMessage(summaryPrefix+v.summary.Summary))
+	var c *session.Compaction
+	var ar *attemptResult
+	var err error
+	if r.nativeCompaction(r.pin.model) {
+		c, ar, err = r.nativeSummary(v, k)
+		if err != nil && !errors.Is(err, errCancelled) && !IsRecoveryTerminal(err) && !errors.Is(err, errPersist) {
+			r.a.log.Warn("agent: native compaction failed; compacting locally", "run", r.id, "err", err)
+			c, ar, err = r.localSummary(v, k)
+		}
+	} else {
+		c, ar, err = r.localSummary(v, k)
 	}
+	if err != nil {
+		return "", "", err
+	}
+	c.TokensBefore = int64(est)
+	if k < len(v.entries) {
+		c.FirstKept = v.entries[k].ID
+	}
+	c.ReadFiles, c.ModifiedFiles = fileSets(v, k)
+	id, err := r.commitCompaction(v, k, c, ar)
+	return id, c.Summary, err
+}
+
+// localSummary asks the model for a summary of v.entries[:k] (after the
+// previous compaction) in an auxiliary request.
+func (r *Run) localSummary(v view, k int) (*session.Compaction, *attemptResult, error) {
+	model := r.pin.model
+	input := summaryItems(v.summary)
 	for i := 0; i < k; i++ {
 		input = appendEntryItems(input, &v.entries[i], describeImages)
 	}
@@ -148,17 +177,19 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 	req := &provider.Request{Model: model.Name, Instructions: compactionInstructions, Input: input, ToolChoice: "none", MaxOutputTokens: maxOut}
 	ar, err := r.auxRequest(OperationCompaction, req)
 	if err != nil {
-		return "", "", err
+		return nil, nil, err
 	}
 	summary := strings.TrimSpace(responseText(ar))
 	if summary == "" {
-		return "", "", errors.New("compaction response had no summary text")
+		return nil, nil, r.settleUnused(ar, errors.New("compaction response had no summary text"))
 	}
-	c := &session.Compaction{Summary: summary, TokensBefore: int64(est)}
-	if k < len(v.entries) {
-		c.FirstKept = v.entries[k].ID
-	}
-	c.ReadFiles, c.ModifiedFiles = fileSets(v, k)
+	return &session.Compaction{Summary: summary}, ar, nil
+}
+
+// commitCompaction persists the compaction c of v.entries[:k] that ar
+// produced, with its usage, in one batch that also rebases the pin.
+func (r *Run) commitCompaction(v view, k int, c *session.Compaction, ar *attemptResult) (string, error) {
+	model := r.pin.model
 	recs := []session.Record{session.EntryRecord(session.Entry{Type: session.EntryCompaction, RunID: r.id, Compaction: c})}
 	var cost int64
 	var priced bool
@@ -168,19 +199,19 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 		recs = append(recs, rec)
 	}
 	if r.ctx.Err() != nil { // cancellation wins: nothing is persisted
-		return "", "", r.settleFailed(errCancelled)
+		return "", r.settleFailed(errCancelled)
 	}
 	recs = append(recs, r.settlement(settledOutcome(ar.resp.Usage))...)
 	// The compaction rebases the retained prefix: the request baseline is
 	// pinned anew in the same batch (a failed compaction leaves it).
 	rebase, pin := r.rebase()
 	if err := r.a.sess.Append(append(recs, rebase...)...); err != nil {
-		return "", "", fmt.Errorf("%w compaction: %w", errPersist, err)
+		return "", fmt.Errorf("%w compaction: %w", errPersist, err)
 	}
 	r.settled()
 	r.pin = *pin
 	// The context now holds the summary and the kept tail.
-	after := estimateText(summaryPrefix + summary)
+	after := estimateItems(summaryItems(c))
 	for i := k; i < len(v.entries); i++ {
 		after += estimateItems(appendEntryItems(nil, &v.entries[i], countImages))
 	}
@@ -188,7 +219,16 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 	if u := ar.resp.Usage; u != nil {
 		r.addUsage(u, cost, priced)
 	}
-	return r.a.sess.Head(), summary, nil
+	return r.a.sess.Head(), nil
+}
+
+// settleUnused records the usage of a completed compaction request whose
+// output cannot be used (it was billed all the same) and returns err.
+func (r *Run) settleUnused(ar *attemptResult, err error) error {
+	if cerr := r.commitAux(OperationCompaction, ar); cerr != nil {
+		return errors.Join(err, cerr)
+	}
+	return err
 }
 
 // auxRequest performs an auxiliary request with the same retry seam as the
@@ -204,7 +244,7 @@ func (r *Run) auxRequest(op string, req *provider.Request) (*attemptResult, erro
 		}
 		ar := &attemptResult{estimate: estimateFixed(req) + estimateItems(req.Input), op: op, n: attempt}
 		t0 := time.Now()
-		err := r.attempt(req, false, ar)
+		err := r.attempt(req, ar)
 		r.observeRequest(op, attempt, req, ar, t0, err)
 		if err == nil && !ar.truncated {
 			return ar, nil

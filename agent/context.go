@@ -74,9 +74,7 @@ type itemCache struct {
 // where it can; imgs resolves the entries' images, as mode names.
 func (c *itemCache) items(v view, mode string, imgs imageRefs) []provider.Item {
 	out := make([]provider.Item, 0, len(v.entries)*2+1)
-	if v.summary != nil {
-		out = append(out, userMessage(summaryPrefix+v.summary.Summary))
-	}
+	out = append(out, summaryItems(v.summary)...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byID == nil || len(c.byID) > 2*len(v.entries)+64 || c.mode != mode {

@@ -73,6 +73,38 @@ func (c *controls) submit(kind controlKind, text string) (string, error) {
 	return ctl.id, nil
 }
 
+// submitSteer accepts a steering input like submit; native, when set, is
+// offered it first (under the lock, so the input keeps its place) when
+// nothing is queued ahead of it and no FinishNow was accepted, and
+// reports whether it took the input (sent it natively).
+func (c *controls) submitSteer(text string, native func(id, text string) bool) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return "", ErrRunEnded
+	}
+	c.next++
+	ctl := control{kind: controlSteer, id: fmt.Sprintf("%s-m%d", c.runID, c.next), text: text}
+	if native != nil && len(c.steering) == 0 && !c.finish && native(ctl.id, text) {
+		return ctl.id, nil
+	}
+	c.steering = append(c.steering, ctl)
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+	return ctl.id, nil
+}
+
+// requeue puts an accepted input back at the front of the steering
+// queue (a native input that was not applied), even after closure: it
+// was accepted before.
+func (c *controls) requeue(ctl control) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.steering = append([]control{ctl}, c.steering...)
+}
+
 // finishRequested reports whether FinishNow was accepted.
 func (c *controls) finishRequested() bool {
 	c.mu.Lock()

@@ -16,9 +16,11 @@ import "github.com/octet-agent/octet/provider"
 //	prompt_cache_key     prompt_cache_key: the session id (buildRequest)
 //	websocket            the Responses WebSocket transport (WebSocketGranted)
 //	codex_profile        in-process provider recovery (RouteFor, CodexRecovery)
+//	prewarm              the idle warm-up of the next request (StartPrewarm, prewarm.go)
+//	native_steering      steering input sent into the response in progress (steering.go)
+//	native_compaction    compaction by the provider's compact endpoint (compact_native.go)
 //
-// Ordinary routes keep synchronous tools and queued steering (octet
-// does not implement native steering yet).
+// Ordinary routes keep synchronous tools and queued steering.
 
 // EndpointGrant is what a route of the host-selected runtime profile
 // authorizes on the endpoint side: ProfileCodex (an OpenAI Responses

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/octet-agent/octet/provider"
+	pt "github.com/octet-agent/octet/provider/providertest"
 )
 
 // TestEveryFeatureHasAConsumer: "Model and endpoint ResponsesFeatures
@@ -47,6 +48,32 @@ func TestEveryFeatureHasAConsumer(t *testing.T) {
 		},
 		provider.FeatureWebSocket: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			return WebSocketGranted(provider.Model{Name: "m", Features: m}, e)
+		},
+		provider.FeaturePrewarm: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			model := provider.Model{Name: "m", ContextWindow: 100_000, MaxOutputTokens: 10_000, Reasoning: true, Features: m}
+			h := newHarness(t, harnessOpt{model: model, websocket: true, endpoint: &e})
+			h.srv.Enqueue(pt.Reply())
+			sent, err := h.agent.Prewarm(context.Background())
+			if err != nil {
+				t.Fatalf("prewarm: %v", err)
+			}
+			reqs := h.srv.Requests()
+			if sent != (len(reqs) == 1 && isWarmup(reqs[0])) {
+				t.Fatalf("Prewarm says sent %v; the server saw %d requests", sent, len(reqs))
+			}
+			return sent
+		},
+		provider.FeatureNativeSteering: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			model := provider.Model{Name: "m", ContextWindow: 100_000, MaxOutputTokens: 10_000, Features: m}
+			h := newHarness(t, harnessOpt{model: model, websocket: true, endpoint: &e})
+			r := testRun(h.agent)
+			return r.nativeGranted(model) // TestNativeSteeringNeedsTheGrant: otherwise inputs queue
+		},
+		provider.FeatureNativeCompaction: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
+			model := provider.Model{Name: "m", ContextWindow: 100_000, MaxOutputTokens: 10_000, Features: m}
+			tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: "http://127.0.0.1:1/v1", Features: e})
+			h := newHarness(t, harnessOpt{model: model, transport: tr})
+			return testRun(h.agent).nativeCompaction(model) // TestNativeCompaction*: the compact endpoint, else a local summary
 		},
 		provider.FeatureCodexProfile: func(t *testing.T, m, e provider.ResponsesFeatures) bool {
 			req := request(t, m, e)

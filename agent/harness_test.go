@@ -44,6 +44,7 @@ type harnessOpt struct {
 	observer  Observer
 	maxTurns  int
 	sessDir   string
+	sessPath  string // an existing session to open writable (instead of creating one)
 	transport provider.Transport
 	websocket bool // the Responses WebSocket transport against the scripted server
 	maxResult int  // the broker's MaxResultBytes (0: default)
@@ -71,7 +72,11 @@ func newHarness(t *testing.T, o harnessOpt) *harness {
 		dir = t.TempDir()
 	}
 	var err error
-	h.sess, err = session.Create(dir, session.Header{Cwd: h.root, Title: "test"})
+	if o.sessPath != "" {
+		h.sess, err = session.Open(o.sessPath)
+	} else {
+		h.sess, err = session.Create(dir, session.Header{Cwd: h.root, Title: "test"})
+	}
 	if err != nil {
 		t.Fatalf("create session: %v", err)
 	}

@@ -41,8 +41,16 @@ func (r *Run) loop() (Outcome, error) {
 		if err := r.settleAsync(false); err != nil {
 			return OutcomeFailed, err
 		}
+		if r.seg != nil { // the successor of a steering input follows
+			r.segCalls = callIDs(calls)
+		} else if err := r.abandonOp("ended_without_successor"); err != nil {
+			// A response that ended without its successor (its stream
+			// failed after it was committed, or ended otherwise): the
+			// input goes as ordinary steering.
+			return OutcomeFailed, err
+		}
 		if len(calls) > 0 {
-			if r.asyncEligible(calls, ar.truncated) {
+			if r.seg == nil && r.asyncEligible(calls, ar.truncated) {
 				err = r.dispatchAsync(calls)
 			} else {
 				err = r.dispatch(calls, ar.truncated)
@@ -53,7 +61,7 @@ func (r *Run) loop() (Outcome, error) {
 			r.emit(&TurnFinished{Turn: r.turn})
 			continue
 		}
-		if settled { // the model has not seen those results yet
+		if settled || r.seg != nil { // the model has not seen those results yet, or a successor follows
 			r.emit(&TurnFinished{Turn: r.turn})
 			continue
 		}
@@ -97,6 +105,15 @@ func (r *Run) loop() (Outcome, error) {
 	}
 }
 
+// callIDs returns the call ids of calls.
+func callIDs(calls []session.Item) []string {
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.CallID
+	}
+	return ids
+}
+
 // deliver persists accepted controls as entries, in order; a FinishNow
 // makes the run tool-free from here on.
 func (r *Run) deliver(ctls []control) error {
@@ -129,6 +146,24 @@ type attemptResult struct {
 // the retry policy decides. Every attempt re-enters the preparation
 // boundary (steering delivery, sticky FinishNow, compaction, limits).
 func (r *Run) mainTurn() (*attemptResult, error) {
+	first := 0
+	if r.seg != nil {
+		// The successor an accepted steering input asked for follows on
+		// the open stream, with the settings of the response it
+		// continues: no preparation boundary, no new pin; controls
+		// queued meanwhile wait until it settles.
+		ar, err := r.successor()
+		if err == nil && ar != nil {
+			r.a.retry.TurnCompleted()
+			return ar, nil
+		}
+		if err != nil {
+			if err := r.handleFailure("", ar, err, 0); err != nil {
+				return nil, err
+			}
+			first = 1
+		}
+	}
 	// A safe response boundary: a selection made since the last one
 	// applies from here; the turn's replacements keep it.
 	reason := session.BaselineBoundary
@@ -138,7 +173,7 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 	if err := r.repin(reason); err != nil {
 		return nil, err
 	}
-	for attempt := 0; ; attempt++ {
+	for attempt := first; ; attempt++ {
 		req, est, err := r.prepareMain()
 		if err != nil {
 			return nil, err
@@ -148,7 +183,7 @@ func (r *Run) mainTurn() (*attemptResult, error) {
 		}
 		ar := &attemptResult{estimate: est, n: attempt}
 		t0 := time.Now()
-		err = r.attempt(req, true, ar)
+		err = r.attempt(req, ar)
 		r.observeRequest("", attempt, req, ar, t0, err)
 		if err == nil {
 			r.a.retry.TurnCompleted()
@@ -171,6 +206,15 @@ func (r *Run) handleFailure(op string, ar *attemptResult, err error, attempt int
 		return ar.logErr
 	}
 	defer func() { ferr = r.settleFailed(ferr) }()
+	if op == "" {
+		if r.seg != nil { // a response that ended for a steering input
+			r.seg.Close()
+			r.seg = nil
+		}
+		if err := r.abandonOp(failureReason(err)); err != nil {
+			return err
+		}
+	}
 	if r.ctx.Err() != nil {
 		if dispatched(err) && op != OperationCompaction {
 			if uerr := r.markUncertain(op, "cancelled_after_dispatch", true, attempt); uerr != nil {
@@ -278,6 +322,9 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 		return nil, 0, err
 	}
 	req, v, est := r.buildRequest()
+	if err := r.checkContext(v); err != nil {
+		return nil, 0, err
+	}
 	model := r.pin.model
 	window := model.ContextWindow
 	// A pending async job disables compaction: its calls' results are
@@ -297,11 +344,21 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 			req, _, est = r.buildRequest()
 		}
 	}
+	if err := clampOutput(req, model, est); err != nil {
+		return nil, 0, err
+	}
+	return req, est, nil
+}
+
+// clampOutput bounds req's max_output_tokens to the model's ceiling and
+// the context space that remains after est tokens of input.
+func clampOutput(req *provider.Request, model provider.Model, est int) error {
+	window := model.ContextWindow
 	maxOut := model.MaxOutputTokens
 	if window > 0 {
 		avail := window - est
 		if avail <= 0 {
-			return nil, 0, fmt.Errorf("context window exhausted: estimated %d tokens of %d", est, window)
+			return fmt.Errorf("context window exhausted: estimated %d tokens of %d", est, window)
 		}
 		if maxOut <= 0 || maxOut > avail {
 			maxOut = avail
@@ -314,7 +371,7 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 		maxOut = 0
 	}
 	req.MaxOutputTokens = max(maxOut, 0)
-	return req, est, nil
+	return nil
 }
 
 // buildRequest reconstructs the canonical provider request from the
@@ -352,10 +409,10 @@ func (r *Run) buildRequest() (*provider.Request, view, int) {
 	return req, v, estimate(req, v, r.a.calibration())
 }
 
-// attempt opens one stream and consumes it to its terminal event. With
-// emitDeltas it forwards provisional output as events. A response that
-// stopped at max_output_tokens is a result (truncated), not a failure.
-func (r *Run) attempt(req *provider.Request, emitDeltas bool, ar *attemptResult) error {
+// attempt opens one stream and consumes it to its terminal event (see
+// consume). A response that stopped at max_output_tokens is a result
+// (truncated), not a failure.
+func (r *Run) attempt(req *provider.Request, ar *attemptResult) error {
 	openCtx := r.ctx
 	if ob, ok := r.a.retry.(OutageBounder); ok {
 		if d, bounded := ob.OutageDeadline(); bounded {
@@ -376,10 +433,36 @@ func (r *Run) attempt(req *provider.Request, emitDeltas bool, ar *attemptResult)
 		}
 		return err
 	}
-	defer stream.Close()
 	if oo, ok := r.a.retry.(OpenObserver); ok {
 		oo.Opened() // an outage in progress is over
 	}
+	return r.consume(stream, ar, false)
+}
+
+// consume reads stream to its terminal event into ar, forwarding
+// provisional output as events when ar is a main attempt's (op ""). A
+// main response on a route granting native steering takes steering
+// inputs once created; one that ends with an accepted input
+// (EventSegmentDone) leaves its stream open in r.seg for the successor.
+// successor says stream is already past such an end: its
+// response.created is the successor's, before which the input is
+// applied.
+func (r *Run) consume(stream provider.Stream, ar *attemptResult, successor bool) error {
+	emitDeltas := ar.op == ""
+	ss, steerable := stream.(provider.SteeringStream)
+	steerable = steerable && emitDeltas && r.nativeGranted(r.pin.model)
+	keep := false
+	defer func() {
+		if steerable {
+			r.nat.detach()
+		}
+		if !keep {
+			stream.Close()
+		}
+	}()
+	r.nat.mu.Lock()
+	r.nat.events = 0
+	r.nat.mu.Unlock()
 	for {
 		ev, err := stream.Next(r.ctx)
 		if r.ctx.Err() != nil { // cancellation wins a same-poll race
@@ -398,6 +481,28 @@ func (r *Run) attempt(req *provider.Request, emitDeltas bool, ar *attemptResult)
 			return err
 		}
 		switch ev.Type {
+		case provider.EventCreated:
+			if successor {
+				if err := r.applySteering(); err != nil {
+					return err
+				}
+			} else if steerable {
+				r.nat.attach(ss, r.pin.model.Name)
+			}
+		case provider.EventSteerAccepted, provider.EventSteerPending, provider.EventSteerFailed:
+			if steerable || successor {
+				if err := r.steerEvent(ev); err != nil {
+					return err
+				}
+			}
+		case provider.EventSegmentDone:
+			if ev.Response == nil || !steerable {
+				return &provider.Error{Phase: provider.Body, Class: provider.ProtocolViolation, Dispatched: true, Message: "a response ended for a steering input octet did not send"}
+			}
+			ar.resp, ar.requestID = ev.Response, stream.RequestID()
+			r.nat.detach() // between the responses new inputs queue
+			r.seg, keep = ss, true
+			return nil
 		case provider.EventTextDelta:
 			ar.text.WriteString(ev.Delta)
 			if emitDeltas {
@@ -450,6 +555,8 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 	switch {
 	case ar.truncated:
 		stop = "max_output_tokens"
+	case ar.resp.IncompleteReason == "steered":
+		stop = "steered" // a steering input the provider took ended it
 	case refused(out):
 		stop = "refusal"
 	}
@@ -464,10 +571,15 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 		recs = append(recs, rec)
 	}
 	recs = append(recs, r.settlement(settledOutcome(u))...)
+	opDone := r.opSettlement()
+	recs = append(recs, opDone...)
 	if err := r.a.sess.Append(recs...); err != nil {
 		return nil, fmt.Errorf("persist assistant message: %w", err)
 	}
 	r.settled()
+	if opDone != nil {
+		r.endOp(false)
+	}
 	id := r.a.sess.Head()
 	if u != nil {
 		r.a.setCalibration(calibration{entryID: id, tokens: int(u.InputTokens + u.OutputTokens)})
@@ -536,7 +648,7 @@ func (r *Run) addUsage(u *provider.Usage, cost int64, priced bool) {
 	t := r.a.sess.Totals()
 	ev := &Usage{
 		Input: r.usage.Input, CachedInput: r.usage.CachedInput, Output: r.usage.Output, Reasoning: r.usage.Reasoning,
-		Complete:      !t.Uncertain,
+		Complete:      !t.Uncertain && r.nat.current() == nil, // a steering input is uncertain until its successor settles
 		ContextTokens: r.contextTokens, ContextWindow: int64(r.pin.model.ContextWindow),
 		Session: SessionUsageOf(t),
 	}

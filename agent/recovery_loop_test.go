@@ -49,6 +49,8 @@ type recRigOpt struct {
 	dir        string
 	model      provider.Model // zero: codexModel
 	noProfile  bool           // the host did not select the Codex runtime profile
+	native     bool           // the endpoint also grants native compaction
+	idle       time.Duration  // the body idle timeout (0: 30 s)
 	// server, when set, is a loopback scripted server started outside the
 	// synctest bubble: the rig talks to it over real 127.0.0.1 sockets
 	// without keep-alive (an idle connection's reader is not durably
@@ -77,7 +79,10 @@ func newRecRig(t *testing.T, o recRigOpt) *recRig {
 		cfg.RoundTripper = recTripper{g: g, next: g.srv.RoundTripper()}
 	}
 	cfg.BaseURL, cfg.Features, cfg.Credential = g.srv.URL(), provider.FeatureCodexProfile, o.credential
-	cfg.IdleTimeout = 30 * time.Second
+	if o.native {
+		cfg.Features |= provider.FeatureNativeCompaction
+	}
+	cfg.IdleTimeout = cmp.Or(o.idle, 30*time.Second)
 	var err error
 	g.sess, err = session.Create(g.dir, session.Header{Cwd: g.dir, Title: "recovery"})
 	if err != nil {

@@ -33,9 +33,10 @@ func NewFallbackTransport(ws, http provider.Transport) *FallbackTransport {
 	return &FallbackTransport{ws: ws, http: http}
 }
 
-// Open sends req over the current transport.
+// Open sends req over the current transport; a native compaction (an
+// HTTP endpoint) always over HTTP.
 func (t *FallbackTransport) Open(ctx context.Context, req *provider.Request) (provider.Stream, error) {
-	if t.onHTTP.Load() {
+	if t.onHTTP.Load() || req.Compact {
 		return t.http.Open(ctx, req)
 	}
 	return t.ws.Open(ctx, req)
@@ -54,6 +55,10 @@ func (t *FallbackTransport) FallbackToHTTP() {
 
 // OnHTTP reports whether the transport has fallen back to HTTP.
 func (t *FallbackTransport) OnHTTP() bool { return t.onHTTP.Load() }
+
+// SendsWarmups reports whether a warm-up can be sent now: on the
+// WebSocket, before the fallback to HTTP.
+func (t *FallbackTransport) SendsWarmups() bool { return !t.onHTTP.Load() && sendsWarmups(t.ws) }
 
 // EndpointFeatures returns the features both endpoints grant: a feature
 // must survive the fallback to count.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
 )
 
@@ -54,6 +55,12 @@ type Run struct {
 	// pin is the model and reasoning selection the run's requests are
 	// sent with (see selection.go).
 	pin selection
+	// nat is the native steering state (steering.go); seg the open
+	// stream of a response that ended with an accepted input, whose
+	// successor follows on it, and segCalls that response's calls.
+	nat      nativeSteering
+	seg      provider.SteeringStream
+	segCalls []string
 }
 
 // newRun prepares a run; drive starts it.
@@ -94,7 +101,7 @@ func (r *Run) Steer(text string) (string, error) {
 	if text == "" {
 		return "", ErrEmptyInput
 	}
-	return r.ctl.submit(controlSteer, text)
+	return r.ctl.submitSteer(text, r.steerNative)
 }
 
 // FollowUp queues text to be delivered when the run would otherwise end;
@@ -182,6 +189,7 @@ func (r *Run) drive() {
 		r.uncertainEmitted = true
 		r.emit(&ProviderUsageUncertain{Reason: "session_usage_uncertain"})
 	}
+	r.awaitWarmup()
 	outcome, runErr := r.loopSafe()
 	outcome, runErr = r.finish(outcome, runErr)
 	r.result = RunResult{RunID: r.id, Outcome: outcome, Usage: r.usage, Err: runErr}
@@ -235,15 +243,24 @@ func (r *Run) finish(outcome Outcome, runErr error) (Outcome, error) {
 	if err := r.settleAtEnd(); err != nil {
 		errs = append(errs, err)
 	}
+	if r.seg != nil {
+		r.seg.Close()
+		r.seg = nil
+	}
+	if err := r.abandonOp("run_ended"); err != nil {
+		errs = append(errs, err)
+	}
 	if outcome != OutcomeCompleted {
 		if err := r.settlePending(settleText(outcome)); err != nil {
 			errs = append(errs, err)
 		}
-		for _, c := range r.ctl.closeAll() {
-			if err := r.persistControl(c); err != nil {
-				errs = append(errs, err)
-				break
-			}
+	}
+	// Accepted input not delivered (a completed run has none left, but
+	// for an unapplied native input that abandonOp gave back).
+	for _, c := range r.ctl.closeAll() {
+		if err := r.persistControl(c); err != nil {
+			errs = append(errs, err)
+			break
 		}
 	}
 	var recs []session.Record

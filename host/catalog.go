@@ -93,14 +93,22 @@ func Model(cfg *config.Config, name string) provider.Model {
 	if spec.Images != nil {
 		m.Images = *spec.Images
 	}
-	if spec.ParallelToolCalls != nil {
-		if *spec.ParallelToolCalls {
-			m.Features |= provider.FeatureParallelToolCalls
-		} else {
-			m.Features &^= provider.FeatureParallelToolCalls
-		}
-	}
+	setFeature(&m.Features, provider.FeatureParallelToolCalls, spec.ParallelToolCalls)
+	setFeature(&m.Features, provider.FeatureNativeSteering, spec.NativeSteering)
+	setFeature(&m.Features, provider.FeatureNativeCompaction, spec.NativeCompaction)
 	return m
+}
+
+// setFeature grants or withdraws the model side of f as on says (nil:
+// as octet's table has it).
+func setFeature(fs *provider.ResponsesFeatures, f provider.ResponsesFeatures, on *bool) {
+	switch {
+	case on == nil:
+	case *on:
+		*fs |= f
+	default:
+		*fs &^= f
+	}
 }
 
 // ModelWarning is what to tell the user about the model cfg selects, or

@@ -119,3 +119,28 @@ func TestCatalogForDeclaredModels(t *testing.T) {
 		t.Errorf("an unknown model: %+v", Model(&cfg, "nobody-knows"))
 	}
 }
+
+// TestDeclaredNativeSteering: native_steering = true in a model's table
+// grants the model side of native steering (no model of octet's table
+// has it); false withdraws it; unset leaves the table's.
+func TestDeclaredNativeSteering(t *testing.T) {
+	cfg := config.Defaults()
+	yes, no := true, false
+	cfg.Models = map[string]config.ModelSpec{"astra": {NativeSteering: &yes}, "gpt-5.1-codex": {NativeSteering: &no}}
+	if !Model(&cfg, "astra").Features.Has(provider.FeatureNativeSteering) {
+		t.Error("native_steering = true did not grant the model side")
+	}
+	if Model(&cfg, "gpt-5.1-codex").Features.Has(provider.FeatureNativeSteering) || !Model(&cfg, "gpt-5.1-codex").Features.Has(provider.FeatureWebSocket) {
+		t.Error("native_steering = false changed other features or kept steering")
+	}
+	if Model(&cfg, "gpt-5.3-codex").Features.Has(provider.FeatureNativeSteering) {
+		t.Error("a table model has native steering without a declaration")
+	}
+	cfg.Models["astra"] = config.ModelSpec{NativeCompaction: &yes}
+	if m := Model(&cfg, "astra"); !m.Features.Has(provider.FeatureNativeCompaction) || m.Features.Has(provider.FeatureNativeSteering) {
+		t.Errorf("native_compaction = true: %s", m.Features)
+	}
+	if Model(&cfg, "gpt-5.3-codex").Features.Has(provider.FeatureNativeCompaction) {
+		t.Error("a table model has native compaction without a declaration")
+	}
+}

@@ -180,6 +180,7 @@ func (h *Host) attach(ctx context.Context, sess *session.Session, model, reasoni
 			return nil, err
 		}
 	}
+	s.startPrewarm(h.log)
 	return s, nil
 }
 

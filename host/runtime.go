@@ -124,6 +124,10 @@ type Built struct {
 	Changes *changes.Recorder
 	// Extensions are the session's MCP servers; nil: none.
 	Extensions Extensions
+	// Prewarm asks the host to start a warm-up of the session's next
+	// request when the session is opened or resumed (the prewarm config
+	// key; agent.StartPrewarm decides whether the route grants it).
+	Prewarm bool
 }
 
 // Extensions is a session's view of its executable extensions (MCP

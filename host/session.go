@@ -36,8 +36,36 @@ type Session struct {
 	// rewindMu serializes rewinds of the session.
 	rewindMu sync.Mutex
 
+	// stopWarm cancels the warm-up started when the session opened and
+	// waits until it has settled (nil: none was started).
+	stopWarm func()
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// startPrewarm starts the agent's warm-up of the next request when the
+// runtime asked for it; Close cancels it and waits for its settlement
+// before the agent and the session file are closed. A failed warm-up
+// is logged and otherwise changes nothing.
+func (s *Session) startPrewarm(log *slog.Logger) {
+	if !s.built.Prewarm {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := s.built.Agent.StartPrewarm(ctx)
+	if done == nil {
+		cancel()
+		return
+	}
+	settled := make(chan struct{})
+	go func() {
+		defer close(settled)
+		if err := <-done; err != nil {
+			log.Warn("warm-up request failed; the next prompt is sent as usual", "session", s.ID(), "error", err)
+		}
+	}()
+	s.stopWarm = func() { cancel(); <-settled }
 }
 
 // ID is the session's id.
@@ -240,6 +268,9 @@ func (s *Session) closeAgent() error {
 // the session's run. Closing twice returns the first close's error.
 func (s *Session) Close() error {
 	s.closeOnce.Do(func() {
+		if s.stopWarm != nil {
+			s.stopWarm()
+		}
 		s.closeErr = errors.Join(s.closeAgent(), s.sess.Close())
 	})
 	return s.closeErr

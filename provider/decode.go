@@ -108,6 +108,19 @@ type wireEvent struct {
 	Headers    map[string]any `json:"headers"`
 }
 
+// wireSteerEvent holds the fields of the steering events (decoded apart,
+// so other events' fields of the same names cannot break their decoding).
+type wireSteerEvent struct {
+	Steer *struct {
+		ID                 string `json:"id"`
+		PreviousResponseID string `json:"previous_response_id"`
+	} `json:"steer"`
+	Reason        string `json:"reason"`
+	RequiredInput []struct {
+		CallID string `json:"call_id"`
+	} `json:"required_input"`
+}
+
 // doneItem is an output item with its output index.
 type doneItem struct {
 	index int
@@ -221,12 +234,44 @@ func (d *decoder) decodeSlow(data []byte) (Event, step, *Error) {
 		return Event{}, step{}, e
 	case "error":
 		return Event{}, step{}, d.errorEvent(w, first)
+	case "response.steer.accepted", "response.steer.pending", "response.steer.failed":
+		return d.steerEvent(w, data)
 	}
 	// Every other event (in_progress, queued, content_part.*, *.done
 	// summaries, annotations, keepalive, rate_limits.updated, hosted-tool
 	// progress, unknown future events) is skipped: output_item.done carries
 	// the authoritative content.
 	return Event{}, step{}, nil
+}
+
+// steerEvent maps a steering event.
+func (d *decoder) steerEvent(w *wireEvent, data []byte) (Event, step, *Error) {
+	var s wireSteerEvent
+	if err := json.Unmarshal(data, &s); err != nil {
+		return Event{}, step{}, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true,
+			Err: fmt.Errorf("decode %s: %w", w.Type, err)}
+	}
+	u := &SteerUpdate{Reason: s.Reason}
+	if s.Steer != nil {
+		u.ID, u.PreviousResponseID = s.Steer.ID, s.Steer.PreviousResponseID
+	}
+	ev := Event{Steer: u}
+	switch w.Type {
+	case "response.steer.accepted":
+		ev.Type = EventSteerAccepted
+	case "response.steer.pending":
+		ev.Type = EventSteerPending
+		for _, in := range s.RequiredInput {
+			u.RequiredCallIDs = append(u.RequiredCallIDs, in.CallID)
+		}
+	default:
+		ev.Type = EventSteerFailed
+		u.Code, u.Message = string(w.Code), string(w.Message)
+		if w.Error != nil {
+			u.Code, u.Message = string(w.Error.Code), string(w.Error.Message)
+		}
+	}
+	return ev, step{emit: true}, nil
 }
 
 func violation(msg string) *Error {

@@ -26,6 +26,20 @@ const (
 	EventItemDone
 	// EventCompleted is the terminal event of a healthy response.
 	EventCompleted
+	// EventSteerAccepted reports response.steer.accepted: the server
+	// queued a steering input (Steer) for the response in progress.
+	EventSteerAccepted
+	// EventSteerPending reports response.steer.pending: an accepted
+	// steering input waits for the tool results the response asked for
+	// (Steer.RequiredCallIDs), which go back with [SteeringStream.Continue].
+	EventSteerPending
+	// EventSteerFailed reports response.steer.failed: the input was not
+	// applied and will not be (Steer.Code, Steer.Message).
+	EventSteerFailed
+	// EventSegmentDone ends one response of a steered stream (Response:
+	// completed, or incomplete with reason "steered"); the stream goes on
+	// with the successor response the accepted steering input asked for.
+	EventSegmentDone
 )
 
 var eventTypeNames = [...]string{
@@ -36,6 +50,10 @@ var eventTypeNames = [...]string{
 	EventToolCallDelta:   "tool_call_delta",
 	EventItemDone:        "item_done",
 	EventCompleted:       "completed",
+	EventSteerAccepted:   "steer_accepted",
+	EventSteerPending:    "steer_pending",
+	EventSteerFailed:     "steer_failed",
+	EventSegmentDone:     "segment_done",
 }
 
 // String returns a short lower-case name such as "text_delta".
@@ -62,8 +80,24 @@ type Event struct {
 	CallID, Name string
 	// Item is the authoritative item of EventItemDone.
 	Item *Item
-	// Response is set on EventCreated (ID only) and EventCompleted.
+	// Response is set on EventCreated (ID only), EventCompleted and
+	// EventSegmentDone.
 	Response *Response
+	// Steer is set on the steering events.
+	Steer *SteerUpdate
+}
+
+// SteerUpdate is what a steering event says about one steering input.
+type SteerUpdate struct {
+	// ID is the server's steering id; PreviousResponseID the response
+	// it was sent to.
+	ID, PreviousResponseID string
+	// Reason and RequiredCallIDs are those of EventSteerPending
+	// ("waiting_for_required_input" and the calls whose outputs it needs).
+	Reason          string
+	RequiredCallIDs []string
+	// Code and Message are the error of EventSteerFailed.
+	Code, Message string
 }
 
 // Response is the outcome of a response: what EventCompleted carries, and

@@ -90,6 +90,7 @@ type HTTP struct {
 	cfg      HTTPConfig
 	codec    codec
 	url      string
+	compact  string // the Responses route's …/responses/compact URL
 	client   *http.Client
 	logURL   string // url without userinfo, for logs
 	reliable bool   // the RoundTripper fires httptrace hooks faithfully
@@ -132,6 +133,7 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 		h.cfg.KeyHeader = h.codec.keyHeader()
 	}
 	h.url = requestURL(cfg.BaseURL, h.codec.path(), cfg.Query)
+	h.compact = requestURL(cfg.BaseURL, "/responses/compact", cfg.Query)
 	h.logURL = redactURL(h.url)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
@@ -205,6 +207,10 @@ func IsLoopbackURL(raw string) bool {
 // EndpointFeatures returns the configured endpoint features (none on a
 // route that is not the Responses API).
 func (h *HTTP) EndpointFeatures() ResponsesFeatures { return h.cfg.Features }
+
+// SendsCompactions reports whether the route sends native compactions
+// (Request.Compact): the Responses route does.
+func (h *HTTP) SendsCompactions() bool { return h.cfg.Wire == WireResponses }
 
 // WireAPI returns the route's wire format.
 func (h *HTTP) WireAPI() WireAPI { return h.cfg.Wire }
@@ -297,7 +303,22 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	body, err := h.codec.encode(req)
+	if req.Warmup { // every route: a warm-up is a WebSocket frame
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrWarmupNotWebSocket}
+	}
+	if req.PreviousResponseID != "" {
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrContinuationNotWebSocket}
+	}
+	url, accept, body, err := h.url, "text/event-stream", []byte(nil), error(nil)
+	if req.Compact {
+		if h.cfg.Wire != WireResponses {
+			return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrCompactNotResponses}
+		}
+		url, accept = h.compact, "application/json"
+		body, err = req.EncodeCompact()
+	} else {
+		body, err = h.codec.encode(req)
+	}
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}
 	}
@@ -324,7 +345,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 			}
 		}
 	}
-	hr, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, h.url, bytes.NewReader(body))
+	hr, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		stop()
 		cancel(nil)
@@ -332,7 +353,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	}
 	h.setHeaders(hr, key)
 	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "text/event-stream")
+	hr.Header.Set("Accept", accept)
 	h.log.Debug("provider http open", "url", h.logURL, "model", req.Model, "bytes", len(body))
 	if hook != nil && !h.reliable {
 		// A custom RoundTripper may never report GotConn: the hook runs
@@ -378,7 +399,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		}
 		return nil, canceledError(Opening, true, ctx.Err())
 	}
-	if e := h.notEventStream(resp); e != nil {
+	if e := h.notEventStream(resp); e != nil && !req.Compact {
 		resp.Body.Close()
 		cancel(nil)
 		return nil, e
@@ -394,7 +415,11 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 		dec:       h.codec.newDecoder(),
 	}
 	s.body = &limitedBody{r: resp.Body, n: h.cfg.MaxBodyBytes}
-	s.sse = NewSSEReader(s.body, int(min(h.cfg.MaxFrameBytes, int64(^uint(0)>>1))))
+	var frames io.Reader = s.body
+	if req.Compact { // one JSON object: read as one event
+		frames, s.dec = asOneEvent(s.body), &compactDecoder{}
+	}
+	s.sse = NewSSEReader(frames, int(min(h.cfg.MaxFrameBytes, int64(^uint(0)>>1))))
 	s.idleTimer = time.AfterFunc(time.Hour, func() { cancel(errIdle) })
 	s.idleTimer.Stop()
 	return s, nil

@@ -8,9 +8,7 @@ import "strings"
 type ResponsesFeatures uint64
 
 // Responses features. Each is declared only with a consumer that honours
-// it (agent.TestEveryFeatureHasAConsumer): the native steering and native
-// compaction of the seed's qualified controls are not declared until
-// octet implements them, so no model or endpoint can claim them.
+// it (agent.TestEveryFeatureHasAConsumer).
 const (
 	// FeatureReasoning: reasoning effort/summary controls.
 	FeatureReasoning ResponsesFeatures = 1 << iota
@@ -29,6 +27,18 @@ const (
 	// performs generation with locally dispatched function tools; it is
 	// what qualifies in-process provider recovery.
 	FeatureCodexProfile
+	// FeaturePrewarm: a warm-up request (generate: false) on the
+	// Responses WebSocket while the agent is idle, built as the next
+	// run's first request is.
+	FeaturePrewarm
+	// FeatureNativeSteering: steering input sent into the response in
+	// progress (response.steer on the Responses WebSocket). No model of
+	// octet's table has it; a [models."NAME"] table declares it.
+	FeatureNativeSteering
+	// FeatureNativeCompaction: compaction by the provider's compact
+	// endpoint (…/responses/compact). No model of octet's table has it; a
+	// [models."NAME"] table declares it.
+	FeatureNativeCompaction
 )
 
 var featureNames = []struct {
@@ -42,11 +52,15 @@ var featureNames = []struct {
 	{FeatureWebSocket, "websocket"},
 	{FeaturePromptCacheKey, "prompt_cache_key"},
 	{FeatureCodexProfile, "codex_profile"},
+	{FeaturePrewarm, "prewarm"},
+	{FeatureNativeSteering, "native_steering"},
+	{FeatureNativeCompaction, "native_compaction"},
 }
 
 // AllFeatures are every declared feature.
 const AllFeatures = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm |
+	FeatureNativeSteering | FeatureNativeCompaction
 
 // DeclaredFeatures returns each declared feature, in declaration order.
 func DeclaredFeatures() []ResponsesFeatures {
@@ -114,12 +128,12 @@ type Model struct {
 const AssumedContextWindow = 128_000
 
 const codexFamily = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureAsyncTools | FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm
 
 // gpt5Family also carries the model side of the Codex runtime profile:
 // Codex generates with these models and locally dispatched function tools.
 const gpt5Family = FeatureReasoning | FeatureEncryptedReasoning | FeatureParallelToolCalls |
-	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile
+	FeatureWebSocket | FeaturePromptCacheKey | FeatureCodexProfile | FeaturePrewarm
 
 var models = []Model{
 	{Name: "gpt-5.3-codex", ContextWindow: 400_000, MaxOutputTokens: 128_000, Reasoning: true, Features: codexFamily, ApplyPatch: true, Images: true},

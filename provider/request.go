@@ -34,7 +34,52 @@ type Request struct {
 	PromptCacheKey string
 	// MaxOutputTokens bounds the response; zero omits the field.
 	MaxOutputTokens int
+	// Warmup makes the request a warm-up (FeaturePrewarm): the WebSocket
+	// frame carries "generate": false, so the server prepares the
+	// request's state (its prompt prefix) and completes without
+	// generating output. Only the WebSocket sends it; HTTP refuses to
+	// encode a warm-up (InvalidRequest, pre-send).
+	Warmup bool
+	// Compact makes the request a native compaction (FeatureNativeCompaction):
+	// HTTP posts model, instructions, input and prompt_cache_key to
+	// …/responses/compact and reads the JSON compaction object as a
+	// stream of its output items and a completion. Only the HTTP
+	// Responses route sends it.
+	Compact bool
+	// PreviousResponseID continues a response on the same WebSocket
+	// connection; octet sends it only to return the tool results an
+	// accepted steering input waits for ([SteeringStream.Continue]).
+	// HTTP refuses to encode it: every other request is self-contained.
+	PreviousResponseID string
 }
+
+// ErrWarmupNotWebSocket is the encoding error of a warm-up request on a
+// transport other than the Responses WebSocket.
+var ErrWarmupNotWebSocket = errors.New("encode request: a warm-up (generate: false) is sent only over the Responses WebSocket")
+
+// ErrCompactNotResponses is the encoding error of a native compaction on
+// a transport other than the HTTP Responses route.
+var ErrCompactNotResponses = errors.New("encode request: native compaction (…/responses/compact) is sent only over HTTP on the Responses route")
+
+// EncodeCompact returns the body of a native compaction: the fields the
+// compact endpoint takes (model, instructions, input, prompt_cache_key).
+func (r *Request) EncodeCompact() ([]byte, error) {
+	w, err := r.wire()
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(struct {
+		PromptCacheKey string `json:"prompt_cache_key,omitempty"`
+	}{r.PromptCacheKey})
+	if err != nil {
+		return nil, err
+	}
+	return w.splice(tail)
+}
+
+// ErrContinuationNotWebSocket is the encoding error of a request with a
+// previous_response_id on a transport other than the Responses WebSocket.
+var ErrContinuationNotWebSocket = errors.New("encode request: previous_response_id is sent only on the Responses WebSocket connection that holds the response")
 
 // FunctionTool is a function tool with a JSON-schema parameter object.
 type FunctionTool struct {
@@ -72,6 +117,9 @@ const (
 	ItemCustomToolCall ItemType = "custom_tool_call"
 	// ItemCustomToolCallOutput answers an ItemCustomToolCall.
 	ItemCustomToolCallOutput ItemType = "custom_tool_call_output"
+	// ItemCompaction is the opaque item of a native compaction
+	// (EncryptedContent): it stands for the conversation it compacted.
+	ItemCompaction ItemType = "compaction"
 )
 
 // Item is one conversation item. Which fields are meaningful depends on Type.
@@ -153,7 +201,7 @@ func EncodeItem(it *Item) ([]byte, error) {
 func (it *Item) Known() bool {
 	switch it.Type {
 	case ItemMessage, ItemReasoning, ItemFunctionCall, ItemFunctionCallOutput,
-		ItemCustomToolCall, ItemCustomToolCallOutput:
+		ItemCustomToolCall, ItemCustomToolCallOutput, ItemCompaction:
 		return true
 	}
 	return false
@@ -219,9 +267,10 @@ type wireRequest struct {
 }
 
 type wireHead struct {
-	Type         string `json:"type,omitempty"`
-	Model        string `json:"model"`
-	Instructions string `json:"instructions,omitempty"`
+	Type               string `json:"type,omitempty"`
+	Model              string `json:"model"`
+	Instructions       string `json:"instructions,omitempty"`
+	PreviousResponseID string `json:"previous_response_id,omitempty"`
 }
 
 type wireTail struct {
@@ -234,15 +283,22 @@ type wireTail struct {
 	Include           []string       `json:"include,omitempty"`
 	PromptCacheKey    string         `json:"prompt_cache_key,omitempty"`
 	MaxOutputTokens   int            `json:"max_output_tokens,omitempty"`
+	Generate          *bool          `json:"generate,omitempty"`
 }
 
 // marshal returns the body: {head fields,"input":[items],tail fields}.
 func (w *wireRequest) marshal() ([]byte, error) {
-	head, err := json.Marshal(&w.head)
+	tail, err := json.Marshal(&w.tail)
 	if err != nil {
 		return nil, err
 	}
-	tail, err := json.Marshal(&w.tail)
+	return w.splice(tail)
+}
+
+// splice returns {head fields,"input":[items],tail's fields}; tail is a
+// marshaled object (maybe empty).
+func (w *wireRequest) splice(tail []byte) ([]byte, error) {
+	head, err := json.Marshal(&w.head)
 	if err != nil {
 		return nil, err
 	}
@@ -259,13 +315,22 @@ func (w *wireRequest) marshal() ([]byte, error) {
 		}
 		b = append(b, it...)
 	}
-	b = append(b, "],"...)
-	b = append(b, tail[1:]...) // without '{': tool_choice is never omitted
+	b = append(b, ']')
+	if len(tail) > 2 { // not {}
+		b = append(b, ',')
+	}
+	b = append(b, tail[1:]...) // without '{'
 	return b, nil
 }
 
 // EncodeHTTP returns the JSON body of a streaming HTTP request.
 func (r *Request) EncodeHTTP() ([]byte, error) {
+	if r.Warmup {
+		return nil, ErrWarmupNotWebSocket
+	}
+	if r.PreviousResponseID != "" {
+		return nil, ErrContinuationNotWebSocket
+	}
 	w, err := r.wire()
 	if err != nil {
 		return nil, err
@@ -284,6 +349,10 @@ func (r *Request) EncodeWebSocket() ([]byte, error) {
 		return nil, err
 	}
 	w.head.Type = "response.create"
+	if r.Warmup {
+		f := false
+		w.tail.Generate = &f
+	}
 	return w.marshal()
 }
 
@@ -293,7 +362,7 @@ func (r *Request) wire() (*wireRequest, error) {
 		return nil, err
 	}
 	w := &wireRequest{
-		head:  wireHead{Model: r.Model, Instructions: r.Instructions},
+		head:  wireHead{Model: r.Model, Instructions: r.Instructions, PreviousResponseID: r.PreviousResponseID},
 		input: make([][]byte, 0, len(r.Input)),
 		tail: wireTail{
 			ToolChoice:        choice,
@@ -413,6 +482,11 @@ func wireItem(it *Item) (wireInputItem, error) {
 		if it.Role == "assistant" && refusal != "" {
 			w.Content = append(w.Content, wireContent{Type: "refusal", Refusal: &refusal})
 		}
+	case ItemCompaction:
+		if it.EncryptedContent == "" {
+			return w, errors.New("compaction item without encrypted_content")
+		}
+		w.EncryptedContent = it.EncryptedContent
 	case ItemReasoning:
 		s := make([]wireSummary, 0, len(it.Summary))
 		for _, t := range it.Summary {

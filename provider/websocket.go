@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -130,6 +131,10 @@ func (w *WebSocket) URL() string { return redactURL(w.url) }
 // EndpointFeatures returns the configured endpoint features.
 func (w *WebSocket) EndpointFeatures() ResponsesFeatures { return w.cfg.Features }
 
+// SendsWarmups reports that the transport sends a [Request.Warmup] (the
+// frame's "generate": false).
+func (w *WebSocket) SendsWarmups() bool { return true }
+
 // Close retires the idle connection, if any. An active stream keeps its
 // connection until the stream is closed.
 func (w *WebSocket) Close() error {
@@ -156,6 +161,12 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 	key, aerr := credential(ctx, w.cfg.APIKey, w.cfg.Credential, w.noAuth)
 	if aerr != nil {
 		return nil, aerr
+	}
+	if req.PreviousResponseID != "" { // only on the connection holding the response
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrContinuationNotWebSocket}
+	}
+	if req.Compact { // an HTTP endpoint
+		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrCompactNotResponses}
 	}
 	frame, err := req.EncodeWebSocket()
 	if err != nil {
@@ -456,6 +467,13 @@ type wsStream struct {
 	unwatch  func() bool
 	canceled atomic.Bool
 	closedBy atomic.Bool
+
+	// Native steering (Steer, Continue), guarded by mu.
+	respID   string // the current response's id, from response.created
+	steers   int    // steering inputs written and not answered yet
+	accepted int    // accepted inputs whose successor has not started
+	between  bool   // a response ended; its successor has not started
+	ended    bool   // no more steering: the stream ended or failed
 }
 
 // RequestID returns the handshake's x-request-id.
@@ -522,17 +540,154 @@ func (s *wsStream) Next(ctx context.Context) (Event, error) {
 		}
 		ev, st, derr := s.dec.decode(data)
 		if derr != nil {
+			if seg, ok := s.steeredAway(derr); ok {
+				return seg, nil
+			}
 			return Event{}, s.fail(derr)
 		}
 		if !st.emit {
 			continue
 		}
-		if st.final {
+		if s.steering(&ev, st.final) {
 			s.finished = true
 			s.release(true)
 		}
 		return ev, nil
 	}
+}
+
+// steering keeps the native steering state for ev and reports whether
+// the stream ends with it. A response's terminal event ends the stream
+// unless a steering input is outstanding (written and not answered, or
+// accepted and its successor not started): it is then EventSegmentDone
+// and the successor follows on the same stream. A failed input that was
+// the last outstanding one after a response ended ends the stream.
+func (s *wsStream) steering(ev *Event, final bool) (end bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch ev.Type {
+	case EventCreated:
+		if ev.Response != nil {
+			s.respID = ev.Response.ID
+		}
+		if s.between { // the successor of an accepted input
+			s.between = false
+			s.accepted = max(s.accepted-1, 0)
+		}
+	case EventSteerAccepted:
+		s.steers = max(s.steers-1, 0)
+		s.accepted++
+	case EventSteerFailed:
+		s.steers = max(s.steers-1, 0)
+		if s.between && s.steers == 0 && s.accepted == 0 {
+			s.ended = true
+			return true
+		}
+	}
+	if !final {
+		return false
+	}
+	if s.steers > 0 || s.accepted > 0 {
+		ev.Type = EventSegmentDone
+		s.segmentEnded()
+		return false
+	}
+	s.ended = true
+	return true
+}
+
+// steeredAway turns a response.incomplete with reason "steered" into
+// EventSegmentDone while a steering input is outstanding.
+func (s *wsStream) steeredAway(e *Error) (Event, bool) {
+	if e.Class != ResponsesIncomplete || e.IncompleteReason != "steered" || e.Response == nil {
+		return Event{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.steers == 0 && s.accepted == 0 {
+		return Event{}, false
+	}
+	s.segmentEnded()
+	return Event{Type: EventSegmentDone, Response: e.Response}, true
+}
+
+// segmentEnded starts waiting for the successor; its events are decoded
+// afresh. Call with mu held.
+func (s *wsStream) segmentEnded() {
+	s.between = true
+	s.dec = decoder{noFast: s.dec.noFast, sawFirst: true}
+}
+
+// ErrSteeringUnavailable: the stream cannot take a steering input now
+// (no response has started, one ended and its successor has not, or the
+// stream ended); nothing was sent.
+var ErrSteeringUnavailable = errors.New("native steering is not available on this stream now")
+
+// SteeringStream is a stream that takes native steering inputs (the
+// Responses WebSocket): Steer sends response.steer for the response in
+// progress; Continue returns the tool results an accepted input waits
+// for, as response.create with previous_response_id on the same
+// connection, without repeating the input.
+type SteeringStream interface {
+	Stream
+	Steer(ctx context.Context, input string) error
+	Continue(ctx context.Context, req *Request) error
+}
+
+var _ SteeringStream = (*wsStream)(nil)
+
+// Steer sends input as a response.steer for the response in progress.
+// ErrSteeringUnavailable (nothing sent) when there is none; an *Error
+// with Dispatched saying whether the frame may have left otherwise.
+func (s *wsStream) Steer(ctx context.Context, input string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || s.between || s.respID == "" || s.released.Load() {
+		return ErrSteeringUnavailable
+	}
+	frame, err := json.Marshal(struct {
+		Type               string `json:"type"`
+		PreviousResponseID string `json:"previous_response_id"`
+		Input              string `json:"input"`
+	}{"response.steer", s.respID, input})
+	if err != nil {
+		return &Error{Phase: PreSend, Class: InvalidRequest, Err: err}
+	}
+	s.steers++
+	return s.send(ctx, frame, "response.steer")
+}
+
+// Continue sends req (its tool results) as the response.create an
+// accepted steering input waits for, continuing the response that
+// ended. ErrSteeringUnavailable (nothing sent) unless a response ended
+// with an accepted input waiting.
+func (s *wsStream) Continue(ctx context.Context, req *Request) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended || !s.between || s.accepted == 0 || s.released.Load() {
+		return ErrSteeringUnavailable
+	}
+	r := *req
+	r.PreviousResponseID = s.respID
+	frame, err := r.EncodeWebSocket()
+	if err != nil {
+		return &Error{Phase: PreSend, Class: InvalidRequest, Err: err}
+	}
+	return s.send(ctx, frame, "response.create")
+}
+
+// send writes a client event on the stream's connection. Call with mu
+// held. A failed write retires the connection: the stream fails at its
+// next read.
+func (s *wsStream) send(ctx context.Context, frame []byte, what string) error {
+	before := s.c.counter.written.Load()
+	handedOff, err := s.c.write(ctx, frame)
+	if err == nil {
+		return nil
+	}
+	dispatched := handedOff && (ctx.Err() != nil || s.c.counter.written.Load() > before)
+	s.c.retire()
+	return &Error{Phase: Body, Class: BodyInterrupted, Dispatched: dispatched, RequestID: s.c.requestID, Err: fmt.Errorf("write %s: %w", what, err)}
 }
 
 // readError classifies a failed read.
@@ -560,6 +715,9 @@ func (s *wsStream) fail(e *Error) error {
 	if e.RequestID == "" {
 		e.RequestID = s.c.requestID
 	}
+	s.mu.Lock()
+	s.ended = true
+	s.mu.Unlock()
 	s.err = e
 	s.release(false)
 	return e

@@ -37,7 +37,17 @@ type Dispatch struct {
 	Model string
 	// Attempt is the attempt number within the logical turn.
 	Attempt int
+	// LocalID and Input are set on the intent of a native steering
+	// operation (Operation "native_steering"): the id the run gave the
+	// steering input and its text. The operation is the request the
+	// provider makes of it (the successor response): it is settled with
+	// SettledSteeringCompleted together with the successor's usage.
+	LocalID, Input string
 }
+
+// OperationNativeSteering is the [Dispatch] operation of a native steering
+// intent.
+const OperationNativeSteering = "native_steering"
 
 // Outcomes of a [DispatchSettled].
 const (
@@ -56,6 +66,19 @@ const (
 	// requires for a cancelled compaction, nothing of the request is
 	// recorded.
 	SettledCancelled = "cancelled"
+	// SettledSteeringCompleted settles a native steering operation: its
+	// successor response completed and was committed with its usage
+	// (the ResponsesSteering.completed marker).
+	SettledSteeringCompleted = "steering_completed"
+	// SettledSteeringFailed: the provider refused the steering input
+	// (response.steer.failed): it was not applied, and nothing of it is
+	// billed; the run delivered it as ordinary steering.
+	SettledSteeringFailed = "steering_failed"
+	// SettledUnresolved: a native steering operation whose writer died
+	// before it settled. Whether the provider applied the input is
+	// unknown; a usage_uncertain marker is in the same batch, and the
+	// session refuses new prompts ([Session.UnresolvedSteering]).
+	SettledUnresolved = "unresolved"
 )
 
 // ReasonUnsettledDispatch is the [UsageUncertain.Reason] of the marker a
@@ -135,6 +158,8 @@ func appendDispatchBody(b []byte, r Record) []byte {
 		b = appendStrField(b, "operation", d.Operation)
 		b = appendStrField(b, "model", d.Model)
 		b = appendIntField(b, "attempt", int64(d.Attempt))
+		b = appendStrField(b, "local_id", d.LocalID)
+		b = appendStrField(b, "input", d.Input)
 	case KindDispatchSettled:
 		d := r.Settled
 		b = appendStrField(b, "id", d.ID)
@@ -169,6 +194,10 @@ func (d *decoder) decodeDispatchBody(kind string, r *Record, a *strAlloc, sc *bo
 				x.Model = d.str(a)
 			case "attempt":
 				x.Attempt = int(d.int())
+			case "local_id":
+				x.LocalID = d.str(a)
+			case "input":
+				x.Input = d.str(a)
 			default:
 				d.skip(0)
 			}
@@ -183,6 +212,12 @@ func (d *decoder) decodeDispatchBody(kind string, r *Record, a *strAlloc, sc *bo
 			case "run_id":
 				x.RunID = d.str(a)
 			case "outcome":
+				if a == nil { // validating: keep only what the index needs
+					if string(d.strBytes()) == SettledUnresolved {
+						x.Outcome = SettledUnresolved
+					}
+					break
+				}
 				x.Outcome = d.str(a)
 			default:
 				d.skip(0)
@@ -236,6 +271,9 @@ func (ix *index) addDispatchLog(r *Record, id string, loc recLoc, own bool) erro
 			ix.totals.UnsettledDispatches++
 		}
 	case KindDispatchSettled:
+		if r.Settled != nil && r.Settled.Outcome == SettledUnresolved {
+			ix.unresolved = append(ix.unresolved, loc)
+		}
 		// A settlement of an unknown dispatch is tolerated: it settles
 		// nothing.
 		if p, ok := ix.dispatches[id]; ok {
@@ -308,9 +346,15 @@ func (s *Session) settleUnsettled() error {
 		}
 		slog.Warn("session: request dispatched but never settled; usage is uncertain",
 			"path", s.path, "line", loc.line, "run", d.RunID, "operation", d.Operation)
+		outcome := SettledUncertain
+		if d.Operation == OperationNativeSteering {
+			// Whether the provider applied the input is unknown: it is
+			// never guessed, and the session takes no new prompt.
+			outcome = SettledUnresolved
+		}
 		recs = append(recs,
 			UncertainRecord(UsageUncertain{RunID: d.RunID, Operation: d.Operation, Reason: ReasonUnsettledDispatch, Dispatched: true, Attempt: d.Attempt}),
-			SettledRecord(DispatchSettled{ID: d.ID, RunID: d.RunID, Outcome: SettledUncertain}))
+			SettledRecord(DispatchSettled{ID: d.ID, RunID: d.RunID, Outcome: outcome}))
 	}
 	// The runs that requests were in flight for, and any other that ended
 	// without its checkpoint, get theirs after the markers.
@@ -323,6 +367,23 @@ func (s *Session) settleUnsettled() error {
 		return fmt.Errorf("session %s: record the end of runs left unsettled by a writer that is gone: %w", s.path, err)
 	}
 	return nil
+}
+
+// UnresolvedSteering returns the native steering operations a writer
+// that died left unsettled ([SettledUnresolved]), in file order, then
+// those another live writer has not settled yet. A session that has any
+// takes no new prompt: whether the provider applied the input is
+// unknown, and octet never guesses it from text or replays it.
+func (s *Session) UnresolvedSteering() []DispatchSettled {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := readRecords(s, KindDispatchSettled, s.ix.unresolved, func(r Record) DispatchSettled { return *r.Settled })
+	for _, loc := range s.ix.unsettled() {
+		if d, err := s.readDispatch(loc); err == nil && d.Operation == OperationNativeSteering {
+			out = append(out, DispatchSettled{ID: d.ID, RunID: d.RunID})
+		}
+	}
+	return out
 }
 
 // RecoveredOutputs returns every recovered-output record in file order.

@@ -41,6 +41,9 @@ type index struct {
 	delegated   []recLoc // delegated_usage records, decoded on demand
 	// dispatches are the dispatches not yet settled, by id.
 	dispatches map[string]pendingDispatch
+	// unresolved are the settlements of native steering operations
+	// whose writer died before they settled (SettledUnresolved).
+	unresolved []recLoc
 	recovered  []recLoc // recovered output, decoded on demand
 	// title is the last title record's title and titleLoc its line;
 	// titled reports that there is one.

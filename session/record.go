@@ -129,17 +129,14 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 	b = appendStrField(b, "run_id", e.RunID)
 	b = appendStrField(b, "text", e.Text)
 	b = appendImages(b, e.PromptImages())
-	if len(e.Items) > 0 {
-		b = append(appendKey(b, "items"), '[')
-		for i := range e.Items {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendItem(b, &e.Items[i])
-		}
-		b = append(b, ']')
-	}
+	b = appendItems(b, e.Items)
 	b = appendStrField(b, "stop_reason", e.StopReason)
+	if n := e.NativeSteering; n != nil {
+		b = append(appendKey(b, "native_steering"), `{"operation":`...)
+		b = appendString(b, n.Operation)
+		b = appendStrField(b, "local_id", n.LocalID)
+		b = append(b, '}')
+	}
 	if r := e.Result; r != nil {
 		b = append(appendKey(b, "result"), `{"call_id":`...)
 		b = appendString(b, r.CallID)
@@ -163,6 +160,7 @@ func appendEntry(b []byte, e *Entry) ([]byte, error) {
 		b = appendStrings(b, "readFiles", c.ReadFiles)
 		b = appendStrings(b, "modifiedFiles", c.ModifiedFiles)
 		b = appendIntField(b, "tokens_before", c.TokensBefore)
+		b = appendItems(b, c.Items)
 		b = append(b, '}')
 	}
 	return append(b, '}', '\n'), nil
@@ -183,6 +181,21 @@ func appendImages(b []byte, imgs []Image) []byte {
 		b = appendStrField(b, "sha256", im.SHA256)
 		b = appendIntField(b, "bytes", im.Bytes)
 		b = append(b, '}')
+	}
+	return append(b, ']')
+}
+
+// appendItems appends the "items" member unless there are none.
+func appendItems(b []byte, items []Item) []byte {
+	if len(items) == 0 {
+		return b
+	}
+	b = append(appendKey(b, "items"), '[')
+	for i := range items {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendItem(b, &items[i])
 	}
 	return append(b, ']')
 }
@@ -732,6 +745,21 @@ func decodeEntry(line []byte, a *strAlloc) (Entry, error) {
 			e.Items = a.itemSlice(items)
 		case "stop_reason":
 			e.StopReason = a.intern(d.strBytes())
+		case "native_steering":
+			if !d.null() {
+				n := new(NativeSteering)
+				d.obj(func(key []byte) {
+					switch string(key) {
+					case "operation":
+						n.Operation = d.str(a)
+					case "local_id":
+						n.LocalID = d.str(a)
+					default:
+						d.skip(0)
+					}
+				})
+				e.NativeSteering = n
+			}
 		case "result":
 			if !d.null() {
 				e.Result = a.result()
@@ -856,6 +884,11 @@ func (d *decoder) compaction(c *Compaction, a *strAlloc) {
 			strs(&c.ModifiedFiles)
 		case "tokens_before":
 			c.TokensBefore = d.int()
+		case "items":
+			d.arr(func() {
+				c.Items = append(c.Items, Item{})
+				d.item(&c.Items[len(c.Items)-1], a)
+			})
 		default:
 			d.skip(0)
 		}

@@ -80,6 +80,11 @@ const (
 	ItemReasoning = "reasoning"
 	// ItemFunctionCall is a tool call.
 	ItemFunctionCall = "function_call"
+	// ItemUserText is a user message a native compaction kept (Text).
+	ItemUserText = "user_text"
+	// ItemCompaction is a native compaction's opaque item
+	// (EncryptedContent), replayed verbatim and never shown.
+	ItemCompaction = "compaction"
 )
 
 // Item is one output item of an assistant response.
@@ -170,6 +175,10 @@ type Compaction struct {
 	ReadFiles, ModifiedFiles []string
 	// TokensBefore is the estimated context size before compaction.
 	TokensBefore int64
+	// Items, set by a native compaction (the provider's), replace the
+	// summary in the context: the user messages it kept (ItemUserText)
+	// and its opaque item (ItemCompaction). Summary is then empty.
+	Items []Item
 }
 
 // Entry is one node of the conversation tree.
@@ -198,6 +207,19 @@ type Entry struct {
 	Result *ToolResult
 	// Compaction is set for compaction entries.
 	Compaction *Compaction
+	// NativeSteering links a steering entry the provider applied
+	// natively (response.steer) to its operation: the dispatch record of
+	// the operation and the control's local id (nil: not native).
+	NativeSteering *NativeSteering
+}
+
+// NativeSteering is a steering entry's link to its native operation.
+type NativeSteering struct {
+	// Operation is the id of the operation's [Dispatch] record.
+	Operation string
+	// LocalID is the id the run gave the steering input when it
+	// accepted it.
+	LocalID string
 }
 
 // Usage is provider usage of one request, known exactly.

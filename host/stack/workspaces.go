@@ -261,7 +261,8 @@ func (ws *Workspaces) newAgent(ctx context.Context, spec host.AgentSpec) (*host.
 		release()
 		return st.Close()
 	}
-	return &host.Built{Agent: a, Policy: host.EffectiveToolPolicy(cfg, st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext}, nil
+	return &host.Built{Agent: a, Policy: host.EffectiveToolPolicy(cfg, st.shellSelection), Close: closeAgent, Changes: st.changes, Extensions: st.ext,
+		Prewarm: st.webSocket && cfg.Prewarm.Value}, nil
 }
 
 // contextFor returns the workspace's watched context set, loading it and

@@ -116,6 +116,7 @@ func (fc *fileConfig) validateAccounting() []error {
 // keys. A [prices.<model>] table replaces that model's built-in price.
 func (fc *fileConfig) applyAccounting(c *Config, src Source) {
 	setIf(&c.Transport, fc.Transport, src)
+	setIf(&c.Prewarm, fc.Prewarm, src)
 	if len(fc.prices) > 0 {
 		t := maps.Clone(c.Prices.Value)
 		if t == nil {
@@ -140,6 +141,9 @@ func (fc *fileConfig) applyAccounting(c *Config, src Source) {
 func (fc *fileConfig) tightenAccounting(c *Config, warn func(key, format string, args ...any)) {
 	if fc.Transport != nil {
 		warn("transport", "only the global config may choose the provider transport")
+	}
+	if fc.Prewarm != nil {
+		warn("prewarm", "only the global config may turn on warm-up requests (they are billed)")
 	}
 	if fc.Prices != nil {
 		warn("prices", "only the global config may set prices (a repository could make usage look cheaper under a cost ceiling)")

@@ -170,3 +170,32 @@ func TestParseUSD(t *testing.T) {
 		}
 	}
 }
+
+// TestPrewarmIsGlobalOnly: prewarm is off by default, the global config
+// turns it on, and a project config cannot (warm-ups are billed).
+func TestPrewarmIsGlobalOnly(t *testing.T) {
+	c, err := load(t, "", "", nil, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Prewarm != (Setting[bool]{false, SourceDefault}) {
+		t.Errorf("default prewarm = %+v", c.Prewarm)
+	}
+	c, err = load(t, "prewarm = true\n", "", nil, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Prewarm != (Setting[bool]{true, SourceConfig}) {
+		t.Errorf("global prewarm = %+v", c.Prewarm)
+	}
+	c, err = load(t, "", "prewarm = true\n", nil, Flags{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Prewarm.Value {
+		t.Error("a project config turned prewarm on")
+	}
+	if all := strings.Join(c.Warnings, "\n"); !strings.Contains(all, "prewarm ignored") {
+		t.Errorf("warnings lack the ignored prewarm:\n%s", all)
+	}
+}

@@ -49,6 +49,7 @@ var keySpecs = map[string]keySpec{
 	"base_url":              {kindText, "a URL", `"https://api.openai.com/v1"`},
 	"runtime_profile":       {kindText, "a runtime profile name", `"codex"`},
 	"transport":             {kindText, "a transport name", `"http"`},
+	"prewarm":               {kindBool, "true or false", "true"},
 	"max_session_tokens":    {kindInt, "a whole number of tokens", "1000000"},
 	"max_session_cost_usd":  {kindText, "an exact decimal amount of US dollars, written as a string", `"5"`},
 	"max_network_wait_secs": {kindInt, "a whole number of seconds", "600"},
@@ -80,6 +81,8 @@ var modelFieldSpecs = map[string]keySpec{
 	"reasoning":           {kindBool, "true or false", "true"},
 	"images":              {kindBool, "true or false", "true"},
 	"parallel_tool_calls": {kindBool, "true or false", "true"},
+	"native_steering":     {kindBool, "true or false", "true"},
+	"native_compaction":   {kindBool, "true or false", "true"},
 	"price":               {kindText, "a price table", `{ input = "0.15", cached_input = "0.075", output = "0.6" }`},
 }
 

@@ -137,6 +137,13 @@ type Config struct {
 	// "websocket" (the Responses WebSocket, falling back to HTTP when the
 	// server asks for it or the socket keeps failing). Global config only.
 	Transport Setting[string]
+	// Prewarm, with transport = "websocket" on a route and model that
+	// grant it, sends a warm-up of the next request (generate: false)
+	// when an editor opens or resumes a session: the provider prepares
+	// the conversation's prefix before the first prompt. The warm-up is
+	// a billed provider request (the prefix's input tokens), so it is
+	// off unless set. Global config only.
+	Prewarm Setting[bool]
 	// Prices are the global config's [prices.<model>] tables, checked:
 	// each replaces that model's built-in price in the table the host
 	// assembles (host.Prices) to turn known usage into exact cost.
@@ -296,6 +303,7 @@ func Defaults() Config {
 	set(&c.SandboxWritePaths, nil, SourceDefault)
 	set(&c.RuntimeProfile, "codex", SourceDefault)
 	set(&c.Transport, TransportHTTP, SourceDefault)
+	set(&c.Prewarm, false, SourceDefault)
 	set(&c.Prices, nil, SourceDefault)
 	set(&c.MaxSessionTokens, 0, SourceDefault)
 	set(&c.MaxSessionCost, 0, SourceDefault)

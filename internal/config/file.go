@@ -60,6 +60,7 @@ type fileConfig struct {
 	RuntimeProfile     *string   `toml:"runtime_profile"`
 
 	Transport          *string               `toml:"transport"`
+	Prewarm            *bool                 `toml:"prewarm"`
 	Prices             map[string]price.Spec `toml:"prices"`
 	MaxSessionTokens   *int64                `toml:"max_session_tokens"`
 	MaxSessionCostUSD  *string               `toml:"max_session_cost_usd"`
@@ -170,7 +171,7 @@ var validKeys = []string{
 	"allow_write", "allow_process", "allow_shell", "shell_path",
 	"bash_timeout_secs", "max_output_bytes", "tools", "base_url", "runtime_profile",
 	"sandbox", "sandbox_read_paths", "sandbox_write_paths",
-	"transport", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
+	"transport", "prewarm", "prices", "max_session_tokens", "max_session_cost_usd", "max_network_wait_secs",
 	"max_retry_wait_secs", "mcp_servers", "model_provider", "model_providers", "models",
 }
 

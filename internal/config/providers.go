@@ -130,11 +130,18 @@ type ModelSpec struct {
 	Reasoning         *bool  `toml:"reasoning"`
 	Images            *bool  `toml:"images"`
 	ParallelToolCalls *bool  `toml:"parallel_tool_calls"`
+	// NativeSteering declares the model side of native steering
+	// (steering input sent into the response in progress over the
+	// Responses WebSocket); the route grants the rest.
+	NativeSteering *bool `toml:"native_steering"`
+	// NativeCompaction declares the model side of native compaction (the
+	// provider's …/responses/compact endpoint); the route grants the rest.
+	NativeCompaction *bool `toml:"native_compaction"`
 	// Price replaces the built-in price, like a [prices.NAME] table.
 	Price *price.Spec `toml:"price"`
 }
 
-var modelKeys = []string{"context_window", "max_output_tokens", "reasoning", "images", "parallel_tool_calls", "price"}
+var modelKeys = []string{"context_window", "max_output_tokens", "reasoning", "images", "parallel_tool_calls", "native_steering", "native_compaction", "price"}
 
 // validateProviders checks the [model_providers.NAME] tables and the
 // model_provider key against the presets and those tables.

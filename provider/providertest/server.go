@@ -67,6 +67,7 @@ import (
 	"time"
 
 	"github.com/gorilla/websocket"
+	"github.com/octet-agent/octet/provider"
 )
 
 // TB is the part of testing.TB the server uses (to register Close).
@@ -351,6 +352,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Write(route.errorBody(turn, n))
 		return
 	}
+	if strings.HasSuffix(r.URL.Path, "/responses/compact") {
+		s.serveCompact(w, r, turn)
+		return
+	}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.WriteHeader(http.StatusOK)
 	if turn.rawSSE != nil {
@@ -378,6 +383,73 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		panic(http.ErrAbortHandler)
 	}
+}
+
+// pipe returns a response body its writer feeds, closed with ctx's cause
+// if ctx ends first; stop ends that watch.
+func pipe(ctx context.Context) (io.ReadCloser, *io.PipeWriter, func() bool) {
+	pr, pw := io.Pipe()
+	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+	return pr, pw, stop
+}
+
+// compact answers a native compaction in process, as serveCompact does.
+func (rt roundTripper) compact(req *http.Request, resp *http.Response, t *Turn) *http.Response {
+	if t.compacted == nil {
+		resp.StatusCode, resp.Status = http.StatusInternalServerError, "500 Internal Server Error"
+		resp.Body = io.NopCloser(strings.NewReader("providertest: a compaction request got a streamed turn"))
+		return resp
+	}
+	resp.Header.Set("Content-Type", "application/json")
+	body := t.compactBody()
+	var pw *io.PipeWriter
+	var stop func() bool
+	resp.Body, pw, stop = pipe(req.Context())
+	go func() {
+		defer stop()
+		if t.hold != nil {
+			<-t.hold
+		}
+		if t.pace > 0 {
+			time.Sleep(t.pace)
+		}
+		if t.cut >= 0 && t.cut < len(body) {
+			pw.Write(body[:t.cut])
+			pw.CloseWithError(io.ErrUnexpectedEOF)
+			return
+		}
+		pw.Write(body)
+		pw.Close()
+	}()
+	return resp
+}
+
+// serveCompact answers a native compaction with a Compacted turn's JSON
+// object (any other turn is a script error: 500).
+func (s *Server) serveCompact(w http.ResponseWriter, r *http.Request, t *Turn) {
+	if t.compacted == nil {
+		http.Error(w, "providertest: a compaction request got a streamed turn", http.StatusInternalServerError)
+		return
+	}
+	body := t.compactBody()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	http.NewResponseController(w).Flush()
+	if t.hold != nil {
+		<-t.hold
+	}
+	if t.pace > 0 {
+		select {
+		case <-time.After(t.pace):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	if t.cut >= 0 && t.cut < len(body) {
+		w.Write(body[:t.cut])
+		panic(http.ErrAbortHandler)
+	}
+	w.Write(body)
 }
 
 // play writes the turn's frames for route up to its cut and returns how
@@ -467,6 +539,12 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
+		if turn.steer != nil {
+			if !s.playSteered(c, r, hdr, turn) {
+				return
+			}
+			continue
+		}
 		switch play(turn, wireResponses, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
 		case endDrop:
 			return
@@ -480,6 +558,98 @@ func (s *Server) serveWebSocket(w http.ResponseWriter, r *http.Request) {
 			continue
 		}
 	}
+}
+
+// record records a client event that does not start a turn of the
+// script (a response.steer, a steered response's continuation).
+func (s *Server) record(r *http.Request, h http.Header, raw []byte) map[string]any {
+	req := Request{Transport: "websocket", Method: "WS", Path: r.URL.Path, Query: r.URL.Query(), Header: redact(h), Raw: bytes.Clone(raw), RemoteAddr: r.RemoteAddr}
+	var body map[string]any
+	if json.Unmarshal(raw, &body) == nil {
+		req.Body = body
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = append(s.reqs, req)
+	s.n++
+	return body
+}
+
+// playSteered plays a steerable turn (Turn.SteerAfter,
+// Turn.SteerRefusedAfter); false: the connection is done.
+func (s *Server) playSteered(c *websocket.Conn, r *http.Request, h http.Header, t *Turn) bool {
+	sc := t.steer
+	write := func(data []byte) bool { return c.WriteMessage(websocket.TextMessage, data) == nil }
+	writeAll := func(frames []frame) bool {
+		for _, f := range frames {
+			if !write(f.data) {
+				return false
+			}
+		}
+		return true
+	}
+	id := t.id
+	if id == "" {
+		id = "resp_scripted"
+	}
+	frames := t.framesFor(wireResponses)
+	n := min(max(sc.after, 1), len(frames))
+	if !writeAll(frames[:n]) {
+		return false
+	}
+	_, msg, err := c.ReadMessage()
+	if err != nil {
+		return false
+	}
+	body := s.record(r, h, msg)
+	steer := map[string]any{"id": "steer_scripted", "previous_response_id": id}
+	if body["type"] != "response.steer" {
+		return write(wsErrorFrame(&exhausted))
+	}
+	if sc.fail != "" {
+		b, _ := json.Marshal(map[string]any{"type": "response.steer.failed", "steer": steer, "input": body["input"],
+			"error": map[string]any{"type": "invalid_request_error", "code": sc.fail, "message": "providertest: steering refused"}})
+		return write(b) && writeAll(frames[n:])
+	}
+	b, _ := json.Marshal(map[string]any{"type": "response.steer.accepted", "steer": steer})
+	if !write(b) {
+		return false
+	}
+	rest := frames[n:]
+	if sc.interrupt {
+		steered := *t
+		steered.final, steered.reason, steered.steer = "incomplete", "steered", nil
+		rest = steered.framesFor(wireResponses)[n:]
+	}
+	if !writeAll(rest) {
+		return false
+	}
+	var calls []any
+	for _, o := range t.items {
+		if o.kind == provider.ItemFunctionCall {
+			calls = append(calls, map[string]any{"type": "function_call_output", "call_id": o.callID, "name": o.name})
+		}
+	}
+	if len(calls) > 0 {
+		b, _ := json.Marshal(map[string]any{"type": "response.steer.pending", "steer": steer,
+			"reason": "waiting_for_required_input", "required_input": calls})
+		if !write(b) {
+			return false
+		}
+		if _, msg, err = c.ReadMessage(); err != nil {
+			return false
+		}
+		s.record(r, h, msg)
+	}
+	next := sc.successor
+	if next.id == "" {
+		next.id = "resp_successor"
+	}
+	switch play(&next, wireResponses, func(f frame) error { return c.WriteMessage(websocket.TextMessage, f.data) }) {
+	case endDrop, endEOF:
+		return false
+	}
+	return true
 }
 
 // wsErrorFrame is the WebSocket form of an HTTP error response.
@@ -561,16 +731,19 @@ func (rt roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, nil
 	}
 	resp.StatusCode, resp.Status = http.StatusOK, "200 OK"
-	h.Set("Content-Type", "text/event-stream")
 	resp.ContentLength = -1
+	if strings.HasSuffix(req.URL.Path, "/responses/compact") {
+		return rt.compact(req, resp, turn), nil
+	}
+	h.Set("Content-Type", "text/event-stream")
 	if turn.rawSSE != nil {
 		resp.Body = io.NopCloser(bytes.NewReader(turn.rawSSE))
 		return resp, nil
 	}
-	pr, pw := io.Pipe()
-	resp.Body = pr
 	ctx := req.Context()
-	stop := context.AfterFunc(ctx, func() { pw.CloseWithError(context.Cause(ctx)) })
+	var pw *io.PipeWriter
+	var stop func() bool
+	resp.Body, pw, stop = pipe(ctx)
 	go func() {
 		defer stop()
 		bw := bufio.NewWriterSize(pw, 4<<10)

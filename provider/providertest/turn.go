@@ -3,6 +3,7 @@ package providertest
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -62,6 +63,85 @@ type Turn struct {
 	// chatReasoning is the Chat Completions delta field reasoning
 	// streams in ("reasoning_content" unless set).
 	chatReasoning string
+	// steer makes the turn wait for a response.steer (WebSocket only).
+	steer *steerScript
+	// compacted is the output of a native compaction turn (Compacted).
+	compacted []Output
+}
+
+// steerScript is how a steerable turn answers the client's
+// response.steer.
+type steerScript struct {
+	after     int    // frames written before the turn waits for the steer
+	fail      string // answer response.steer.failed with this code
+	interrupt bool   // end with response.incomplete, reason "steered"
+	successor Turn   // the continuation the accepted input asks for
+}
+
+// Compacted is the answer to a native compaction (POST
+// …/responses/compact): the JSON compaction object whose output is the
+// user messages kept, then one compaction item with encrypted, and usage
+// (100 input, 10 output tokens unless WithUsage; WithoutUsage omits it).
+// Pace delays the body after the headers; DropAfter(n) cuts it after n
+// bytes.
+func Compacted(encrypted string, kept ...string) Turn {
+	out := make([]Output, 0, len(kept)+1)
+	for _, k := range kept {
+		out = append(out, Output{kind: provider.ItemMessage, text: k})
+	}
+	out = append(out, Output{kind: provider.ItemCompaction, encrypted: encrypted})
+	return Turn{compacted: out, cut: -1}
+}
+
+// compactBody renders a Compacted turn's JSON object.
+func (t Turn) compactBody() []byte {
+	output := make([]any, 0, len(t.compacted))
+	for i, o := range t.compacted {
+		if o.kind == provider.ItemCompaction {
+			output = append(output, map[string]any{"type": "compaction", "id": "cmp_" + strconv.Itoa(i), "encrypted_content": o.encrypted})
+			continue
+		}
+		output = append(output, map[string]any{"type": "message", "role": "user", "id": "msg_" + strconv.Itoa(i),
+			"content": []any{map[string]any{"type": "input_text", "text": o.text}}})
+	}
+	m := map[string]any{"id": cmp.Or(t.id, "resp_compacted"), "object": "response.compaction", "created_at": 1731459200, "output": output}
+	if !t.noUsage {
+		u := provider.Usage{InputTokens: 100, OutputTokens: 10}
+		if t.usage != nil {
+			u = *t.usage
+		}
+		m["usage"] = map[string]any{"input_tokens": u.InputTokens, "input_tokens_details": map[string]any{"cached_tokens": u.CachedTokens},
+			"output_tokens": u.OutputTokens, "output_tokens_details": map[string]any{"reasoning_tokens": u.ReasoningTokens},
+			"total_tokens": u.InputTokens + u.OutputTokens}
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		panic(fmt.Sprintf("providertest: render compaction: %v", err)) // only our own maps
+	}
+	return b
+}
+
+// SteerAfter makes the turn, over WebSocket, write its first n frames
+// (frame 0 is response.created), then wait for the client's
+// response.steer. It answers response.steer.accepted, ends the turn
+// (interrupt: the rest of its output, then response.incomplete with
+// reason "steered"; else as scripted) and plays successor on the same
+// connection as the continuation: at once when the turn calls no
+// function; else after response.steer.pending naming the calls, when
+// the client's response.create with previous_response_id returns their
+// outputs. The successor's id is "resp_successor" unless set. Every
+// client event read is recorded as a request.
+func (t Turn) SteerAfter(n int, interrupt bool, successor Turn) Turn {
+	t.steer = &steerScript{after: n, interrupt: interrupt, successor: successor}
+	return t
+}
+
+// SteerRefusedAfter makes the turn wait for the client's response.steer
+// after its first n frames like SteerAfter, answer response.steer.failed
+// with code, and finish as scripted.
+func (t Turn) SteerRefusedAfter(n int, code string) Turn {
+	t.steer = &steerScript{after: n, fail: code}
+	return t
 }
 
 // patch replaces frame n of the rendered turn (appends when n is past

@@ -23,7 +23,7 @@ const (
 // …/chat/completions or …/messages.
 func wireOf(path string) (wire, bool) {
 	switch {
-	case strings.HasSuffix(path, "/responses"):
+	case strings.HasSuffix(path, "/responses"), strings.HasSuffix(path, "/responses/compact"):
 		return wireResponses, true
 	case strings.HasSuffix(path, "/chat/completions"):
 		return wireChat, true
