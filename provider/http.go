@@ -303,22 +303,7 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	if aerr != nil {
 		return nil, aerr
 	}
-	if req.Warmup { // every route: a warm-up is a WebSocket frame
-		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrWarmupNotWebSocket}
-	}
-	if req.PreviousResponseID != "" {
-		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrContinuationNotWebSocket}
-	}
-	url, accept, body, err := h.url, "text/event-stream", []byte(nil), error(nil)
-	if req.Compact {
-		if h.cfg.Wire != WireResponses {
-			return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: ErrCompactNotResponses}
-		}
-		url, accept = h.compact, "application/json"
-		body, err = req.EncodeCompact()
-	} else {
-		body, err = h.codec.encode(req)
-	}
+	url, accept, body, err := h.encode(req)
 	if err != nil {
 		return nil, &Error{Phase: PreSend, Class: InvalidRequest, Err: err}
 	}
@@ -423,6 +408,24 @@ func (h *HTTP) Open(ctx context.Context, req *Request) (Stream, error) {
 	s.idleTimer = time.AfterFunc(time.Hour, func() { cancel(errIdle) })
 	s.idleTimer.Stop()
 	return s, nil
+}
+
+// encode returns where req is posted, the response type it accepts and
+// its body, or why this transport cannot send it.
+func (h *HTTP) encode(req *Request) (url, accept string, body []byte, err error) {
+	switch {
+	case req.Warmup: // every route: a warm-up is a WebSocket frame
+		return "", "", nil, ErrWarmupNotWebSocket
+	case req.PreviousResponseID != "":
+		return "", "", nil, ErrContinuationNotWebSocket
+	case req.Compact && h.cfg.Wire != WireResponses:
+		return "", "", nil, ErrCompactNotResponses
+	case req.Compact:
+		body, err = req.EncodeCompact()
+		return h.compact, "application/json", body, err
+	}
+	body, err = h.codec.encode(req)
+	return h.url, "text/event-stream", body, err
 }
 
 // openError classifies a failed round trip.
