@@ -48,7 +48,8 @@ func storeBash(t *testing.T, ws string) *BashTool {
 // TestBashCheckpointCancelAndProgress: a first checkpoint of a large
 // workspace, cancelled, stops promptly and its command never starts; the
 // next call's checkpoint says what it is doing as tool output once it
-// takes longer than half a second, and records what its command did.
+// takes longer than half a second (waiting for a snapshot under way),
+// and records what its command did.
 func TestBashCheckpointCancelAndProgress(t *testing.T) {
 	ws := bigWorkspace(t, 10_000)
 	b := storeBash(t, ws)
@@ -68,6 +69,12 @@ func TestBashCheckpointCancelAndProgress(t *testing.T) {
 		t.Errorf("returned %v after the cancel (want well within 100 ms; 250 ms allowed for a loaded machine)", latency)
 	}
 
+	// The next call waits for a snapshot under way (here one that lasts
+	// 800 ms, whatever the machine's speed: a walk of 10,000 files can
+	// take less than the progress delay) and says so once it has waited
+	// longer than that delay.
+	b.snaps.takes <- struct{}{}
+	time.AfterFunc(800*time.Millisecond, func() { <-b.snaps.takes })
 	var mu sync.Mutex
 	var lines []string
 	var first time.Duration
