@@ -14,7 +14,11 @@ type entMeta struct {
 	// key is the entry's id as an integer when hex is set (see idMap),
 	// so that typing can check a decoded id against the indexed one
 	// without a map lookup.
-	key    uint64
+	key uint64
+	// sum is the line's digest (lineSum): typing the entry again from
+	// the file (a released branch) checks that the line is still what
+	// was folded.
+	sum    uint64
 	n      uint32 // line length without the newline
 	parent int32  // index into index.ents, or -1 for a root
 	line   int32
@@ -60,12 +64,12 @@ type index struct {
 	openRuns []string
 	runBuf   []byte
 
-	// branch is the typed active branch, root→head; branchIdx holds the
-	// matching entry indices.
+	// branchIdx holds the entry indices of the active branch, root→head;
+	// branch is the typed branch while it is kept (see
+	// Session.Release), nil while released (cold).
 	branch    []Entry
 	branchIdx []int32
-	// branchOK reports that branch matches head.
-	branchOK bool
+	cold      bool
 }
 
 func newIndex() *index {
@@ -93,7 +97,7 @@ type foldStats struct {
 func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats) error {
 	switch string(m.kind) {
 	case KindEntry:
-		if err := ix.addEntry(m, len(line), off, lineNo, st); err != nil {
+		if err := ix.addEntry(m, line, off, lineNo, st); err != nil {
 			return err
 		}
 	case KindHead:
@@ -174,7 +178,7 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 	return nil
 }
 
-func (ix *index) addEntry(m *meta, n int, off int64, lineNo int, st *foldStats) error {
+func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldStats) error {
 	if len(m.id) == 0 {
 		return fmt.Errorf("entry without id")
 	}
@@ -198,7 +202,7 @@ func (ix *index) addEntry(m *meta, n int, off int64, lineNo int, st *foldStats) 
 		ix.undoDup(key, hex)
 		return fmt.Errorf("duplicate entry id %q", m.id)
 	}
-	ix.ents = append(ix.ents, entMeta{off: off, key: key, n: uint32(n), parent: parent, line: int32(lineNo), hex: hex})
+	ix.ents = append(ix.ents, entMeta{off: off, key: key, sum: lineSum(line), n: uint32(len(line)), parent: parent, line: int32(lineNo), hex: hex})
 	st.entries++
 	ix.setHead(i, m.id, st)
 	return nil
@@ -234,19 +238,19 @@ func (ix *index) setHead(i int32, id []byte, st *foldStats) {
 		st.headMoved = true
 		ix.head = i
 		ix.headID = append(ix.headID[:0], id...)
-		ix.branchOK = false
 	}
 }
 
-// addOwn folds a record this session has just written (n bytes at off,
-// without the newline) from its typed form, sparing a re-parse. The batch
-// was validated before writing.
-func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) error {
+// addOwn folds a record this session has just written (line, without
+// the newline, at off) from its typed form, sparing a re-parse. The
+// batch was validated before writing.
+func (ix *index) addOwn(r *Record, line []byte, off int64, lineNo int, st *foldStats) error {
 	bs := func(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+	n := len(line)
 	switch r.Kind {
 	case KindEntry:
 		m := meta{kind: bs(KindEntry), id: bs(r.Entry.ID), parent: bs(r.Entry.Parent)}
-		if err := ix.addEntry(&m, n, off, lineNo, st); err != nil {
+		if err := ix.addEntry(&m, line, off, lineNo, st); err != nil {
 			return err
 		}
 	case KindHead:
