@@ -317,23 +317,42 @@ func encodedLen(v any) int {
 // FinalAnswer is the text of the last assistant message with text that
 // run runID committed to sess's branch ("" when it committed none): what
 // a client that shows no events (octet exec's -o, an LSP client's
-// octet.prompt) gets as the run's answer.
+// octet.prompt) gets as the run's answer. The branch is read newest
+// first, a page at a time: a session whose run just ended has released
+// its branch, and the answer is at its end.
 func FinalAnswer(sess *session.Session, runID string) string {
-	br := sess.Branch()
-	for i := len(br) - 1; i >= 0; i-- {
-		en := br[i]
-		if en.RunID != runID || en.Type != session.EntryAssistant {
-			continue
+	before := ""
+	for {
+		page, older, ok, err := sess.BranchBefore(before, finalAnswerPage)
+		if err != nil || !ok {
+			return ""
 		}
-		var b strings.Builder
-		for _, it := range en.Items {
-			if it.Type == session.ItemText {
-				b.WriteString(it.Text)
+		for i := len(page) - 1; i >= 0; i-- {
+			if text := answerText(page[i], runID); text != "" {
+				return text
 			}
 		}
-		if b.Len() > 0 {
-			return b.String()
+		if older == 0 || len(page) == 0 {
+			return ""
+		}
+		before = page[0].ID
+	}
+}
+
+// finalAnswerPage is how many entries FinalAnswer reads at a time.
+const finalAnswerPage = 64
+
+// answerText is the text of en when it is an assistant entry of run
+// runID ("" otherwise, or when it has none).
+func answerText(en session.Entry, runID string) string {
+	if en.RunID != runID || en.Type != session.EntryAssistant {
+		return ""
+	}
+	var b strings.Builder
+	for _, it := range en.Items {
+		if it.Type == session.ItemText {
+			b.WriteString(it.Text)
 		}
 	}
-	return ""
+	return b.String()
 }
