@@ -3,14 +3,10 @@ package agent
 import (
 	"bytes"
 	"context"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
 
-	"github.com/octet-agent/octet/provider"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/session"
 )
@@ -87,17 +83,7 @@ func TestPromptRefusedWhenSessionFileChanged(t *testing.T) {
 // (an idle session kept a typed copy of its file). The provider is a
 // loopback server that keeps nothing of the requests.
 func TestIdleAgentReleasesItsBranch(t *testing.T) {
-	answer := pt.Text("done").SSE()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write(answer)
-	}))
-	defer srv.Close()
-	h := newHarness(t, harnessOpt{
-		model:     provider.Model{Name: "scripted", ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-		transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL + "/v1"}),
-	})
+	h := loopbackHarness(t)
 	const size = 2 << 20
 	longBranch(t, h.sess, size)
 	// Kept as a resumed session's is: typed from the file (the appended

@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 // releaseFixture appends turns with large texts (tool outputs with
@@ -181,5 +182,8 @@ func TestReleasedSessionHeap(t *testing.T) {
 	}
 	if released > 0.05 {
 		t.Errorf("a released session holds %.3f of its file in the heap, want ≤ 0.05", released)
+	}
+	if n := unsafe.Sizeof(entMeta{}); n != 32 {
+		t.Errorf("an entry's index slot is %d bytes, want 32 (BenchmarkOpenBranch's peak RSS)", n)
 	}
 }

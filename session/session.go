@@ -730,14 +730,14 @@ func (s *Session) typeEntries(idx []int32, out []Entry, a *strAlloc) error {
 		}
 		line := buf[em.off-bufOff : em.off-bufOff+int64(em.n)]
 		if lineSum(line) != em.sum {
-			return &ChangedError{Path: s.path, Line: int(em.line), Why: "the entry's line no longer holds the bytes that were folded"}
+			return &ChangedError{Path: s.path, Line: int(em.line()), Why: "the entry's line no longer holds the bytes that were folded"}
 		}
 		e, err := decodeEntry(line, a)
 		if err == nil {
 			err = s.checkLinks(&e, i, idx, out, k)
 		}
 		if err != nil {
-			return &CorruptError{Path: s.path, Line: int(em.line), Offset: em.off, Err: err}
+			return &CorruptError{Path: s.path, Line: int(em.line()), Offset: em.off, Err: err}
 		}
 		out[k] = e
 	}
