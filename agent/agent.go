@@ -391,15 +391,13 @@ func (a *Agent) writeUnwritten() error {
 }
 
 // release clears the active run if it is r; the agent is then idle and
-// keeps no encoded context, nor its session a typed branch
-// (session.Session.Release: the next run types it again from the file).
+// keeps no encoded context.
 func (a *Agent) release(r *Run) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.active == r {
 		a.active = nil
 		a.encoded.drop()
-		a.sess.Release()
 	}
 }
 

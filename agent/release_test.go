@@ -11,10 +11,10 @@ import (
 	"github.com/octet-agent/octet/session"
 )
 
-// TestReleasedSessionSendsTheSameRequest: an idle agent's session gives
-// back its typed branch (the next run types it again from the file), and
-// the request built from the branch typed again is byte for byte the
-// request built from the kept one.
+// TestReleasedSessionSendsTheSameRequest: a session that gave back its
+// typed branch (the host releases an idle one; the next run types it
+// again from the file) gives the agent the same request, byte for byte,
+// as the kept branch.
 func TestReleasedSessionSendsTheSameRequest(t *testing.T) {
 	h := newHarness(t, harnessOpt{})
 	longBranch(t, h.sess, 256<<10)
@@ -36,7 +36,7 @@ func TestReleasedSessionSendsTheSameRequest(t *testing.T) {
 	if again := buildAndEncode(t, fresh()); !bytes.Equal(again, kept) {
 		t.Fatalf("the request from the released branch typed again differs (%d vs %d bytes)", len(again), len(kept))
 	}
-	// A run keeps its branch and gives it back when it ends.
+	// A run on the released branch sends it whole.
 	h.srv.Enqueue(pt.Text("ok"))
 	r := h.prompt("go on", PromptOptions{})
 	drain(t, r)
@@ -74,31 +74,5 @@ func TestPromptRefusedWhenSessionFileChanged(t *testing.T) {
 	}
 	if n := len(h.srv.Requests()); n != 0 {
 		t.Fatalf("%d requests sent from a changed session file", n)
-	}
-}
-
-// TestIdleAgentReleasesItsBranch: when its run ends an agent's session
-// gives back its typed branch (the file holds it): the live heap after a
-// run on a 2 MB branch falls by most of the branch, where it used to stay
-// (an idle session kept a typed copy of its file). The provider is a
-// loopback server that keeps nothing of the requests.
-func TestIdleAgentReleasesItsBranch(t *testing.T) {
-	h := loopbackHarness(t)
-	const size = 2 << 20
-	longBranch(t, h.sess, size)
-	// Kept as a resumed session's is: typed from the file (the appended
-	// entries share the caller's strings), then kept by an append.
-	h.sess.Release()
-	if _, err := h.sess.AppendEntry(session.Entry{Type: session.EntryUser, Text: "and now"}); err != nil {
-		t.Fatal(err)
-	}
-	before := liveHeap()
-	if res := h.prompt("go on", PromptOptions{}).Wait(); res.Outcome != OutcomeCompleted {
-		t.Fatalf("run: %+v", res)
-	}
-	grew := int64(liveHeap()) - int64(before)
-	t.Logf("live heap after a run on a %d-byte branch: %+d bytes", size, grew)
-	if grew > -size/2 {
-		t.Errorf("the live heap changed by %+d bytes after a run on a %d-byte branch: the idle session keeps its branch", grew, size)
 	}
 }

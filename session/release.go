@@ -59,8 +59,9 @@ func (s *Session) unreadable(em entMeta, err error) error {
 
 // Release gives back the typed active branch: until something appends an
 // entry, [Session.Branch] and the others type what they return from the
-// file again, without keeping it. An agent releases its session when its
-// run ends; the host, a session it opened for a client.
+// file again, without keeping it (and return nothing once the session is
+// closed). The host releases a session it opened for a client, and again
+// whenever its activity (a run, a rewind) ends.
 func (s *Session) Release() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -95,8 +96,11 @@ func (s *Session) loadBranch() ([]Entry, error) {
 // changed file makes the session refuse appends from then on. The caller
 // holds s.mu.
 func (s *Session) retype(idx []int32, a *strAlloc) ([]Entry, error) {
-	if s.broken != nil {
+	switch {
+	case s.broken != nil:
 		return nil, s.broken
+	case s.closed:
+		return nil, ErrClosed // a released branch is not read after Close
 	}
 	b, err := s.readEntries(idx, a)
 	if ce, ok := errors.AsType[*ChangedError](err); ok {
@@ -127,7 +131,7 @@ func (s *Session) LoadBranch() ([]Entry, error) {
 	defer s.mu.Unlock()
 	b, err := s.loadBranch()
 	if err != nil {
-		if s.broken == nil {
+		if s.broken == nil && !errors.Is(err, ErrClosed) {
 			slog.Error("session: reading the branch", "path", s.path, "err", err)
 		}
 		return nil, err
