@@ -17,9 +17,9 @@ import (
 // its file in the heap — the file holds its branch, typed again for a run
 // or a transcript page — where each used to keep its whole typed branch
 // (about 1.2× its file); after a run (which keeps it while it lasts) the
-// transcript serves the texts in full. (That a run gives it back is
-// TestIdleAgentReleasesItsBranch: the scripted provider here keeps every
-// request.)
+// transcript serves the texts in full. (That the end of a run gives it
+// back is host's TestEndedActivityReleasesBranch: the scripted provider
+// here keeps every request.)
 func TestResumedSessionsHoldLittle(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	e := st.editor(t, Options{MaxSessions: 100}, nil)
