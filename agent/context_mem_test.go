@@ -26,17 +26,7 @@ func liveHeap() uint64 {
 // context, and the cache is empty. (The provider is a loopback server
 // that keeps nothing of the requests, so the heap is octet's.)
 func TestIdleAgentHoldsNoEncodedContext(t *testing.T) {
-	answer := pt.Text("done").SSE()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write(answer)
-	}))
-	defer srv.Close()
-	h := newHarness(t, harnessOpt{
-		model:     provider.Model{Name: "scripted", ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
-		transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL + "/v1"}),
-	})
+	h := loopbackHarness(t)
 	const size = 2 << 20
 	longBranch(t, h.sess, size)
 	before := liveHeap()
@@ -54,4 +44,21 @@ func TestIdleAgentHoldsNoEncodedContext(t *testing.T) {
 	if cached != 0 {
 		t.Errorf("an idle agent caches %d entries' items", cached)
 	}
+}
+
+// loopbackHarness is a harness whose provider is a loopback server that
+// answers every request with text and keeps nothing of it, so the heap
+// is octet's.
+func loopbackHarness(t *testing.T) *harness {
+	answer := pt.Text("done").SSE()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(answer)
+	}))
+	t.Cleanup(srv.Close)
+	return newHarness(t, harnessOpt{
+		model:     provider.Model{Name: "scripted", ContextWindow: 1_000_000, MaxOutputTokens: 128_000},
+		transport: provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL + "/v1"}),
+	})
 }

@@ -206,11 +206,11 @@ func (h *Host) ReadChild(cs team.ChildSession, beforeID string, limit int) (Chil
 		return ChildRead{}, fmt.Errorf("read child session %s: %w", cs.SessionID, err)
 	}
 	defer sess.Close()
-	branch, end, ok := sess.BranchAt(beforeID)
-	if !ok {
-		return ChildRead{}, unknownBefore(cs.SessionID, beforeID)
+	page, err := indexedPage(sess, cs.SessionID, beforeID, limit)
+	if err != nil {
+		return ChildRead{}, err
 	}
-	return ChildRead{Head: sess.Head(), Transcript: pageBefore(branch, end, limit), Usage: UsageOf(sess.Totals())}, nil
+	return ChildRead{Head: sess.Head(), Transcript: page, Usage: UsageOf(sess.Totals())}, nil
 }
 
 // ChildBusyError refuses to change the session of a child whose agent

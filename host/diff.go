@@ -14,7 +14,10 @@ import (
 // the run's tool results on the active branch, folded per path with the
 // images in rec's store.
 func Diff(sess *session.Session, rec *changes.Recorder, runID string) ([]changes.Change, string, error) {
-	branch := sess.Branch()
+	branch, err := sess.LoadBranch()
+	if err != nil {
+		return nil, "", err
+	}
 	id := sess.Header().ID
 	if runID == "" {
 		runID = lastRun(branch)

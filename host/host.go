@@ -180,6 +180,9 @@ func (h *Host) attach(ctx context.Context, sess *session.Session, model, reasoni
 			return nil, err
 		}
 	}
+	// Until its first run the session keeps no typed branch: the file
+	// holds it, and an agent's run types it again.
+	sess.Release()
 	s.startPrewarm(h.log)
 	return s, nil
 }

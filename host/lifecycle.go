@@ -99,7 +99,11 @@ func (s *Session) TitleFromPrompt(text string) error {
 // fork has src's current effect policy: a fork of a session that asks
 // before acting asks too.
 func (h *Host) Fork(ctx context.Context, src *Session, entryID string, b Binding) (*Session, error) {
-	prefix, err := ForkPrefix(src.ID(), src.Branch(), entryID)
+	branch, err := src.sess.LoadBranch()
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := ForkPrefix(src.ID(), branch, entryID)
 	if err != nil {
 		return nil, err
 	}

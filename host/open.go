@@ -129,12 +129,16 @@ func (o *OpenSession) Begin(a Activity) error {
 }
 
 // End ends a, when it is the session's activity, and marks the session
-// used. The activity's owner closes its Done after.
+// used. The activity's owner closes its Done after. The session, idle
+// now, gives back its typed branch (session.Session.Release: the file
+// holds it, and the next activity types it again); no other activity
+// can start in between, so none finds it released while it runs.
 func (o *OpenSession) End(a Activity) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.busy == a {
 		o.busy = nil
+		o.s.sess.Release()
 	}
 	o.lastUsed = time.Now()
 }

@@ -144,7 +144,10 @@ func Rewind(ctx context.Context, sess *session.Session, cfg *tools.Config, p Rew
 // prepareRewind plans the paths to restore to their state at the last
 // entry of target and prepares each (staging its images unless dry).
 func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.Entry, p RewindParams) ([]tools.Restoration, error) {
-	active := sess.Branch()
+	active, err := sess.LoadBranch()
+	if err != nil {
+		return nil, err
+	}
 	common := 0
 	for common < len(active) && common < len(target) && active[common].ID == target[common].ID {
 		common++

@@ -161,11 +161,26 @@ func (p TranscriptPage) OldestFirst() []PagedEntry {
 // PageTranscript. The page's place is found in the session's index, so a
 // page costs the same wherever it is on the branch.
 func (s *Session) Transcript(beforeID string, limit int) (TranscriptPage, error) {
-	branch, end, ok := s.sess.BranchAt(beforeID)
-	if !ok {
-		return TranscriptPage{}, unknownBefore(s.ID(), beforeID)
+	page, err := indexedPage(s.sess, s.ID(), beforeID, limit)
+	if err != nil {
+		return TranscriptPage{}, err
 	}
-	return withRunEnds(pageBefore(branch, end, limit), s.sess.Checkpoints()), nil
+	return withRunEnds(page, s.sess.Checkpoints()), nil
+}
+
+// indexedPage is the page of sess's active branch before beforeID, found
+// through the session's index: only the page's entries are read (when
+// the session released its branch) and converted.
+func indexedPage(sess *session.Session, id, beforeID string, limit int) (TranscriptPage, error) {
+	limit = pageLimit(limit)
+	entries, older, ok, err := sess.BranchBefore(beforeID, limit)
+	if err != nil {
+		return TranscriptPage{}, fmt.Errorf("read the transcript of session %s: %w", id, err)
+	}
+	if !ok {
+		return TranscriptPage{}, unknownBefore(id, beforeID)
+	}
+	return pageBefore(entries, older > 0, limit), nil
 }
 
 // ReadTranscript returns a page of session id's active branch read from
@@ -184,11 +199,11 @@ func (h *Host) ReadTranscript(id, beforeID string, limit int) (TranscriptPage, e
 		return TranscriptPage{}, fmt.Errorf("read session %s: %w", id, err)
 	}
 	defer sess.Close()
-	branch, end, ok := sess.BranchAt(beforeID)
-	if !ok {
-		return TranscriptPage{}, unknownBefore(id, beforeID)
+	page, err := indexedPage(sess, id, beforeID, limit)
+	if err != nil {
+		return TranscriptPage{}, err
 	}
-	return withRunEnds(pageBefore(branch, end, limit), sess.Checkpoints()), nil
+	return withRunEnds(page, sess.Checkpoints()), nil
 }
 
 // PageTranscript returns the entries of branch (session sessionID's)
@@ -211,7 +226,7 @@ func PageTranscript(sessionID string, branch []session.Entry, beforeID string, l
 			return TranscriptPage{}, unknownBefore(sessionID, beforeID)
 		}
 	}
-	return pageBefore(branch, end, limit), nil
+	return pageBefore(branch[:end], false, limit), nil
 }
 
 // unknownBefore is the error for a beforeEntryId not on the branch.
@@ -219,24 +234,31 @@ func unknownBefore(sessionID, beforeID string) error {
 	return inputErrorf("no entry %q on the active branch of session %s (the head may have moved): page again from the newest entry, without beforeEntryId", beforeID, sessionID)
 }
 
-// pageBefore returns the page of branch's entries before position end.
-func pageBefore(branch []session.Entry, end, limit int) TranscriptPage {
+// pageLimit is the number of entries a page asks for at most.
+func pageLimit(limit int) int {
 	if limit <= 0 {
 		limit = DefaultTranscriptLimit
 	}
-	limit = min(limit, MaxTranscriptLimit)
+	return min(limit, MaxTranscriptLimit)
+}
+
+// pageBefore returns the page of the newest of entries (the branch's
+// entries before the page's place, oldest first); older reports that the
+// branch has entries before them.
+func pageBefore(entries []session.Entry, older bool, limit int) TranscriptPage {
+	limit = pageLimit(limit)
 	page := TranscriptPage{Entries: []PagedEntry{}}
 	bytes := 0
-	i := end - 1
+	i := len(entries) - 1
 	for ; i >= 0 && len(page.Entries) < limit; i-- {
-		pe, n := boundedEntry(branch[i])
+		pe, n := boundedEntry(entries[i])
 		if len(page.Entries) > 0 && bytes+n > MaxTranscriptPageBytes {
 			break
 		}
 		bytes += n
 		page.Entries = append(page.Entries, pe)
 	}
-	if i >= 0 && len(page.Entries) > 0 {
+	if (i >= 0 || older) && len(page.Entries) > 0 {
 		page.NextBefore = page.Entries[len(page.Entries)-1].ID
 	}
 	return page
@@ -295,23 +317,42 @@ func encodedLen(v any) int {
 // FinalAnswer is the text of the last assistant message with text that
 // run runID committed to sess's branch ("" when it committed none): what
 // a client that shows no events (octet exec's -o, an LSP client's
-// octet.prompt) gets as the run's answer.
+// octet.prompt) gets as the run's answer. The branch is read newest
+// first, a page at a time: a session whose run just ended has released
+// its branch, and the answer is at its end.
 func FinalAnswer(sess *session.Session, runID string) string {
-	br := sess.Branch()
-	for i := len(br) - 1; i >= 0; i-- {
-		en := br[i]
-		if en.RunID != runID || en.Type != session.EntryAssistant {
-			continue
+	before := ""
+	for {
+		page, older, ok, err := sess.BranchBefore(before, finalAnswerPage)
+		if err != nil || !ok {
+			return ""
 		}
-		var b strings.Builder
-		for _, it := range en.Items {
-			if it.Type == session.ItemText {
-				b.WriteString(it.Text)
+		for i := len(page) - 1; i >= 0; i-- {
+			if text := answerText(page[i], runID); text != "" {
+				return text
 			}
 		}
-		if b.Len() > 0 {
-			return b.String()
+		if older == 0 || len(page) == 0 {
+			return ""
+		}
+		before = page[0].ID
+	}
+}
+
+// finalAnswerPage is how many entries FinalAnswer reads at a time.
+const finalAnswerPage = 64
+
+// answerText is the text of en when it is an assistant entry of run
+// runID ("" otherwise, or when it has none).
+func answerText(en session.Entry, runID string) string {
+	if en.RunID != runID || en.Type != session.EntryAssistant {
+		return ""
+	}
+	var b strings.Builder
+	for _, it := range en.Items {
+		if it.Type == session.ItemText {
+			b.WriteString(it.Text)
 		}
 	}
-	return ""
+	return b.String()
 }

@@ -93,6 +93,9 @@ func (s *Session) appendLocked(recs []Record, fa *ForeignAppend) error {
 	if s.readOnly {
 		return ErrReadOnly
 	}
+	if s.broken != nil {
+		return s.broken
+	}
 	err := s.withLock(lockEx, func() error {
 		var err error
 		*fa, err = s.catchUpForeign()
@@ -120,8 +123,9 @@ func (s *Session) writeBatch(recs []Record) error {
 	// Resolve parents and the resulting head; check references.
 	headID := ""
 	if ix.head >= 0 {
-		headID = s.ix.branch[len(s.ix.branch)-1].ID
+		headID = string(ix.headID)
 	}
+	moves := false // the batch holds entries or head records
 	var newIdx batchIDs
 	next := int32(len(ix.ents))
 	for i := range recs {
@@ -142,12 +146,12 @@ func (s *Session) writeBatch(recs []Record) error {
 			}
 			newIdx = append(newIdx, batchID{e.ID, next, e})
 			next++
-			headID = e.ID
+			headID, moves = e.ID, true
 		case KindHead:
 			if !s.known(r.Head, newIdx) {
 				return fmt.Errorf("head %q: %w", r.Head, ErrUnknownEntry)
 			}
-			headID = r.Head
+			headID, moves = r.Head, true
 		case KindDispatch:
 			if err := ix.checkNewDispatch(r.Dispatch.ID, recs[:i]); err != nil {
 				return fmt.Errorf("record %d: %w", i, err)
@@ -182,10 +186,17 @@ func (s *Session) writeBatch(recs []Record) error {
 	}
 
 	// The branch after the batch, computed before writing so that nothing
-	// can fail once the bytes are durable.
-	branch, branchIdx, err := s.prospectiveBranch(headID, newIdx)
-	if err != nil {
-		return err
+	// can fail once the bytes are durable. A writer moving the branch is
+	// in use: a released branch is typed again and kept.
+	branch, branchIdx := ix.branch, ix.branchIdx
+	if moves {
+		if err := s.keepBranch(); err != nil {
+			return err
+		}
+		var err error
+		if branch, branchIdx, err = s.prospectiveBranch(headID, newIdx); err != nil {
+			return err
+		}
 	}
 
 	if err := s.durableWrite(buf); err != nil {
@@ -196,7 +207,7 @@ func (s *Session) writeBatch(recs []Record) error {
 	var st foldStats
 	start, off := 0, s.size
 	for i, end := range ends {
-		if err := ix.addOwn(&recs[i], end-1-start, off, s.lines+i+1, &st); err != nil {
+		if err := ix.addOwn(&recs[i], buf[start:end-1], off, s.lines+i+1, &st); err != nil {
 			// Unreachable: the batch was validated above.
 			return fmt.Errorf("fold own record %d: %w", i, err)
 		}
@@ -205,7 +216,7 @@ func (s *Session) writeBatch(recs []Record) error {
 	}
 	s.size += int64(len(buf))
 	s.lines += len(recs)
-	ix.branch, ix.branchIdx, ix.branchOK = branch, branchIdx, true
+	ix.branch, ix.branchIdx = branch, branchIdx
 	return nil
 }
 

@@ -1,12 +1,15 @@
 package session
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
-// TestBranchAt: BranchAt gives each entry of the active branch its
-// position (the index of the branch Branch returns), "" the position past
-// the head, and no position to an entry of another branch or an unknown
-// id.
-func TestBranchAt(t *testing.T) {
+// TestBranchBefore: BranchBefore gives the entries of the active branch
+// just before each of its entries ("" the head's end), at most n, with
+// the number of entries before them, kept or released alike; an entry
+// of another branch or an unknown id has no place.
+func TestBranchBefore(t *testing.T) {
 	s, err := Create(t.TempDir(), Header{Cwd: "/ws"})
 	if err != nil {
 		t.Fatal(err)
@@ -23,22 +26,33 @@ func TestBranchAt(t *testing.T) {
 	if err := s.SetHead(ids[5]); err != nil { // ids[6:] leave the branch
 		t.Fatal(err)
 	}
-	other, err := s.AppendEntry(Entry{Type: EntryUser, Text: "fork"})
-	if err != nil {
+	if _, err := s.AppendEntry(Entry{Type: EntryUser, Text: "fork"}); err != nil {
 		t.Fatal(err)
 	}
 	branch := s.Branch()
-	for want, e := range branch {
-		if got, pos, ok := s.BranchAt(e.ID); !ok || pos != want || len(got) != len(branch) {
-			t.Errorf("%s: position %d %v, want %d", e.ID, pos, ok, want)
+	for _, released := range []bool{false, true} {
+		if released {
+			s.Release()
 		}
-	}
-	if _, pos, ok := s.BranchAt(""); !ok || pos != len(branch) || branch[pos-1].ID != other.ID {
-		t.Errorf(`"": position %d %v`, pos, ok)
-	}
-	for _, id := range []string{ids[6], ids[9], "ffffffffffffffff"} {
-		if _, _, ok := s.BranchAt(id); ok {
-			t.Errorf("%s, not on the branch, has a position", id)
+		for end := range len(branch) + 1 {
+			id := ""
+			if end < len(branch) {
+				id = branch[end].ID
+			}
+			for _, n := range []int{1, 3, 50} {
+				page, older, ok, err := s.BranchBefore(id, n)
+				start := max(0, end-n)
+				if err != nil || !ok || older != start || !slices.EqualFunc(page, branch[start:end], sameEntry) {
+					t.Errorf("released %v, before %q, %d: %d entries, %d older, %v %v; want %d, %d older", released, id, n, len(page), older, ok, err, end-start, start)
+				}
+			}
+		}
+		for _, id := range []string{ids[6], ids[9], "ffffffffffffffff"} {
+			if _, _, ok, _ := s.BranchBefore(id, 5); ok {
+				t.Errorf("%s, not on the branch, has a place", id)
+			}
 		}
 	}
 }
+
+func sameEntry(a, b Entry) bool { return a.ID == b.ID && a.Text == b.Text }

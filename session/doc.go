@@ -44,7 +44,10 @@
 // Opening indexes the file with a cheap scanner that reads only the fields
 // it needs (kind, id, parent, head and the small accounting records) and
 // keeps offsets rather than bytes. Entries are decoded into typed values
-// only when [Session.Branch] or [Session.Entry] asks for them.
+// only when [Session.Branch] or [Session.Entry] asks for them; the active
+// branch stays typed while the session is in use, until
+// [Session.Release], and is then typed again from the file (checked
+// against a digest of each line) when asked for.
 //
 // A Session is safe for use by several goroutines; the package never writes
 // to stdout.

@@ -9,16 +9,40 @@ import (
 
 // entMeta locates one entry in the file. Parents always precede their
 // children in the file, so parent indices are smaller than the entry's.
+// It is 32 bytes: a million entries' index fits in 32 MB.
 type entMeta struct {
 	off int64
-	// key is the entry's id as an integer when hex is set (see idMap),
+	// key is the entry's id as an integer when it is hex (see idMap),
 	// so that typing can check a decoded id against the indexed one
 	// without a map lookup.
-	key    uint64
+	key uint64
+	// sum is the line's digest (lineSum): typing the entry again from
+	// the file (a released branch) checks that the line is still what
+	// was folded.
+	sum    uint32
 	n      uint32 // line length without the newline
 	parent int32  // index into index.ents, or -1 for a root
-	line   int32
-	hex    bool
+	// lineHex is the entry's line number, with hexFlag set when its id
+	// is hex (lines are at most MaxRecords).
+	lineHex uint32
+}
+
+// hexFlag marks an entMeta whose id is kept as key.
+const hexFlag = 1 << 31
+
+// line is the entry's line number.
+func (em *entMeta) line() int32 { return int32(em.lineHex &^ hexFlag) }
+
+// hex reports whether the entry's id is kept as key.
+func (em *entMeta) hex() bool { return em.lineHex&hexFlag != 0 }
+
+// newEntMeta returns the entMeta of an entry.
+func newEntMeta(off int64, key uint64, hex bool, line []byte, parent int32, lineNo int) entMeta {
+	em := entMeta{off: off, key: key, sum: lineSum(line), n: uint32(len(line)), parent: parent, lineHex: uint32(lineNo)}
+	if hex {
+		em.lineHex |= hexFlag
+	}
+	return em
 }
 
 // recLoc locates one record line.
@@ -63,12 +87,12 @@ type index struct {
 	openRuns []string
 	runBuf   []byte
 
-	// branch is the typed active branch, root→head; branchIdx holds the
-	// matching entry indices.
+	// branchIdx holds the entry indices of the active branch, root→head;
+	// branch is the typed branch while it is kept (see
+	// Session.Release), nil while released (cold).
 	branch    []Entry
 	branchIdx []int32
-	// branchOK reports that branch matches head.
-	branchOK bool
+	cold      bool
 }
 
 func newIndex() *index {
@@ -96,7 +120,7 @@ type foldStats struct {
 func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats) error {
 	switch string(m.kind) {
 	case KindEntry:
-		if err := ix.addEntry(m, len(line), off, lineNo, st); err != nil {
+		if err := ix.addEntry(m, line, off, lineNo, st); err != nil {
 			return err
 		}
 	case KindHead:
@@ -177,7 +201,7 @@ func (ix *index) add(m *meta, line []byte, off int64, lineNo int, st *foldStats)
 	return nil
 }
 
-func (ix *index) addEntry(m *meta, n int, off int64, lineNo int, st *foldStats) error {
+func (ix *index) addEntry(m *meta, line []byte, off int64, lineNo int, st *foldStats) error {
 	if len(m.id) == 0 {
 		return fmt.Errorf("entry without id")
 	}
@@ -201,7 +225,7 @@ func (ix *index) addEntry(m *meta, n int, off int64, lineNo int, st *foldStats) 
 		ix.undoDup(key, hex)
 		return fmt.Errorf("duplicate entry id %q", m.id)
 	}
-	ix.ents = append(ix.ents, entMeta{off: off, key: key, n: uint32(n), parent: parent, line: int32(lineNo), hex: hex})
+	ix.ents = append(ix.ents, newEntMeta(off, key, hex, line, parent, lineNo))
 	st.entries++
 	ix.setHead(i, m.id, st)
 	return nil
@@ -214,7 +238,7 @@ func (ix *index) undoDup(key uint64, hex bool) {
 		return
 	}
 	for j := range ix.ents {
-		if em := &ix.ents[j]; em.hex && em.key == key {
+		if em := &ix.ents[j]; em.hex() && em.key == key {
 			ix.ids.hex[key] = int32(j)
 			return
 		}
@@ -224,7 +248,7 @@ func (ix *index) undoDup(key uint64, hex bool) {
 // sameID reports whether id is the id entry i was indexed under.
 func (ix *index) sameID(i int32, id string) bool {
 	em := &ix.ents[i]
-	if em.hex {
+	if em.hex() {
 		k, ok := hexID(unsafe.Slice(unsafe.StringData(id), len(id)))
 		return ok && k == em.key
 	}
@@ -237,19 +261,19 @@ func (ix *index) setHead(i int32, id []byte, st *foldStats) {
 		st.headMoved = true
 		ix.head = i
 		ix.headID = append(ix.headID[:0], id...)
-		ix.branchOK = false
 	}
 }
 
-// addOwn folds a record this session has just written (n bytes at off,
-// without the newline) from its typed form, sparing a re-parse. The batch
-// was validated before writing.
-func (ix *index) addOwn(r *Record, n int, off int64, lineNo int, st *foldStats) error {
+// addOwn folds a record this session has just written (line, without
+// the newline, at off) from its typed form, sparing a re-parse. The
+// batch was validated before writing.
+func (ix *index) addOwn(r *Record, line []byte, off int64, lineNo int, st *foldStats) error {
 	bs := func(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+	n := len(line)
 	switch r.Kind {
 	case KindEntry:
 		m := meta{kind: bs(KindEntry), id: bs(r.Entry.ID), parent: bs(r.Entry.Parent)}
-		if err := ix.addEntry(&m, n, off, lineNo, st); err != nil {
+		if err := ix.addEntry(&m, line, off, lineNo, st); err != nil {
 			return err
 		}
 	case KindHead:

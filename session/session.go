@@ -63,6 +63,10 @@ type Session struct {
 	// it indexes them; only open sets it.
 	specOK bool
 	spec   *specTyper
+	// broken is set once the file was found changed behind the session
+	// (a released branch typed again did not match what was folded):
+	// appends are refused with it.
+	broken *ChangedError
 }
 
 // Home returns octet's state directory: $OCTET_HOME, or ~/.octet.
@@ -275,6 +279,9 @@ func openOn(f *os.File, d sessionDir, name string, ro, typed bool) (*Session, er
 			if err := s.syncBranchFrom(sp); err != nil {
 				return err
 			}
+		} else {
+			s.ix.cold = true
+			s.ix.branchIdx = s.ix.idxTo(s.ix.head)
 		}
 		if ro {
 			return nil
@@ -597,34 +604,46 @@ func (s *Session) repairTail() error {
 	return nil
 }
 
-// syncBranchFrom makes the cached typed branch match the head, taking the
-// entries sp typed speculatively if it has all of them.
+// syncBranchFrom makes the branch match the head, taking the entries sp
+// typed speculatively if it has all of them.
 func (s *Session) syncBranchFrom(sp *specTyper) error {
 	if sp != nil {
 		if b, idx, ok := sp.branch(s.ix, s.ix.head); ok {
-			s.ix.branch, s.ix.branchIdx, s.ix.branchOK = b, idx, true
+			s.ix.branch, s.ix.branchIdx, s.ix.cold = b, idx, false
 			return nil
 		}
 	}
 	return s.syncBranch()
 }
 
-// syncBranch makes the cached typed branch match the head.
+// syncBranch makes the branch match the head: the entry indices always,
+// the typed entries while they are kept.
 func (s *Session) syncBranch() error {
+	if s.ix.cold {
+		s.ix.branchIdx = s.ix.idxTo(s.ix.head)
+		return nil
+	}
 	b, idx, err := s.branchTo(s.ix.head)
 	if err != nil {
 		return err
 	}
-	s.ix.branch, s.ix.branchIdx, s.ix.branchOK = b, idx, true
+	s.ix.branch, s.ix.branchIdx = b, idx
 	return nil
 }
 
-// branchTo returns the typed branch root→x, reusing the cached branch. The
-// result never overwrites elements callers of Branch may hold.
-func (s *Session) branchTo(x int32) ([]Entry, []int32, error) {
-	ix := s.ix
-	var up []int32 // entries above the cached branch, head first
-	p := -1
+// idxTo returns the entry indices of the branch root→x, sharing the
+// current branch's where they agree; the result never overwrites
+// elements callers hold.
+func (ix *index) idxTo(x int32) []int32 {
+	p, up := ix.above(x)
+	return slices.Concat(ix.branchIdx[:p+1], up)
+}
+
+// above returns the position p on the current branch of the nearest
+// ancestor of x (or x) that is on it (-1: none), and the indices of the
+// entries between it and x, root first.
+func (ix *index) above(x int32) (p int, up []int32) {
+	p = -1
 	for j := x; j >= 0; j = ix.ents[j].parent {
 		if k, found := slices.BinarySearch(ix.branchIdx, j); found {
 			p = k
@@ -633,7 +652,16 @@ func (s *Session) branchTo(x int32) ([]Entry, []int32, error) {
 		up = append(up, j)
 	}
 	slices.Reverse(up)
-	typed, err := s.readEntries(up)
+	return p, up
+}
+
+// branchTo returns the typed branch root→x, reusing the kept branch (the
+// caller has made sure it is kept: keepBranch). The result never
+// overwrites elements callers of Branch may hold.
+func (s *Session) branchTo(x int32) ([]Entry, []int32, error) {
+	ix := s.ix
+	p, up := ix.above(x)
+	typed, err := s.readEntries(up, &s.alloc)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -647,15 +675,16 @@ func (s *Session) branchTo(x int32) ([]Entry, []int32, error) {
 }
 
 // readEntries decodes the entries at the given indices, which must be in
-// increasing order, reading the file sequentially in large chunks.
-func (s *Session) readEntries(idx []int32) ([]Entry, error) {
+// increasing order, reading the file sequentially in large chunks; one
+// goroutine carves their strings from a.
+func (s *Session) readEntries(idx []int32, a *strAlloc) ([]Entry, error) {
 	if len(idx) == 0 {
 		return nil, nil
 	}
 	out := make([]Entry, len(idx))
 	workers := min(runtime.GOMAXPROCS(0), 4, len(idx)/parallelTypingMin)
 	if workers < 2 {
-		return out, s.typeEntries(idx, out, &s.alloc)
+		return out, s.typeEntries(idx, out, a)
 	}
 	// Long branches (opening a big session) are typed by several
 	// goroutines, each over a contiguous part with its own allocator.
@@ -685,24 +714,30 @@ func (s *Session) typeEntries(idx []int32, out []Entry, a *strAlloc) error {
 	for k, i := range idx {
 		em := s.ix.ents[i]
 		if em.off < bufOff || em.off+int64(em.n) > bufOff+int64(len(buf)) {
-			n := max(int64(em.n), min(readChunk*4, s.size-em.off))
+			// Read up to the last entry asked for (the rest of a branch
+			// of a big file in chunks), not past it.
+			last := s.ix.ents[idx[len(idx)-1]]
+			n := max(int64(em.n), min(readChunk*4, last.off+int64(last.n)-em.off))
 			if int64(cap(buf)) < n {
 				buf = make([]byte, n)
 			}
 			buf = buf[:n]
 			got, err := s.f.ReadAt(buf, em.off)
 			if int64(got) < int64(em.n) {
-				return fmt.Errorf("read session %s entry at line %d: %w", s.path, em.line, err)
+				return s.unreadable(em, err)
 			}
 			buf, bufOff = buf[:got], em.off
 		}
 		line := buf[em.off-bufOff : em.off-bufOff+int64(em.n)]
+		if lineSum(line) != em.sum {
+			return &ChangedError{Path: s.path, Line: int(em.line()), Why: "the entry's line no longer holds the bytes that were folded"}
+		}
 		e, err := decodeEntry(line, a)
 		if err == nil {
 			err = s.checkLinks(&e, i, idx, out, k)
 		}
 		if err != nil {
-			return &CorruptError{Path: s.path, Line: int(em.line), Offset: em.off, Err: err}
+			return &CorruptError{Path: s.path, Line: int(em.line()), Offset: em.off, Err: err}
 		}
 		out[k] = e
 	}
@@ -747,38 +782,10 @@ func (s *Session) Header() Header { return s.hdr }
 func (s *Session) Head() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if n := len(s.ix.branch); n > 0 {
-		return s.ix.branch[n-1].ID
+	if s.ix.head < 0 {
+		return ""
 	}
-	return ""
-}
-
-// Branch returns the active branch from the root to the head. It is
-// maintained incrementally and costs nothing to call; callers must not
-// modify the returned entries.
-func (s *Session) Branch() []Entry {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clip(s.ix.branch)
-}
-
-// BranchAt returns the active branch (as Branch) and the position on it
-// of entry id — the number of entries before it — from the index, in
-// O(log n); "" is the position past the head. ok is false when id is not
-// on the branch.
-func (s *Session) BranchAt(id string) (branch []Entry, pos int, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	branch = slices.Clip(s.ix.branch)
-	if id == "" {
-		return branch, len(branch), true
-	}
-	i, found := s.ix.ids.getString(id)
-	if !found {
-		return branch, 0, false
-	}
-	pos, ok = slices.BinarySearch(s.ix.branchIdx, i)
-	return branch, pos, ok
+	return string(s.ix.headID)
 }
 
 // Entry returns the entry with the given id.
@@ -789,10 +796,10 @@ func (s *Session) Entry(id string) (Entry, bool) {
 	if !ok {
 		return Entry{}, false
 	}
-	if k, found := slices.BinarySearch(s.ix.branchIdx, i); found {
+	if k, found := slices.BinarySearch(s.ix.branchIdx, i); found && !s.ix.cold {
 		return s.ix.branch[k], true
 	}
-	es, err := s.readEntries([]int32{i})
+	es, err := s.readEntries([]int32{i}, new(strAlloc))
 	if err != nil {
 		slog.Error("session: reading entry", "path", s.path, "id", id, "err", err)
 		return Entry{}, false

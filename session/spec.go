@@ -164,7 +164,7 @@ func (t *specTyper) typeChunk(c specChunk, buf []byte, a *strAlloc) []byte {
 // entries of this chunk. Anything else is left to checkLinks.
 func (t *specTyper) linksOK(e *Entry, i int, c specChunk) bool {
 	em := &c.all[i]
-	if !em.hex || !keyIs(e.ID, em.key) {
+	if !em.hex() || !keyIs(e.ID, em.key) {
 		return false
 	}
 	p := int(em.parent)
@@ -180,7 +180,7 @@ func (t *specTyper) linksOK(e *Entry, i int, c specChunk) bool {
 		e.Parent = t.store[p].ID // share the string
 		return true
 	default:
-		return c.all[p].hex && keyIs(e.Parent, c.all[p].key)
+		return c.all[p].hex() && keyIs(e.Parent, c.all[p].key)
 	}
 }
 

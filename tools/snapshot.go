@@ -497,12 +497,20 @@ var errNeedWalk = errors.New("the workspace must be walked")
 // watching it when one can be had.
 func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.Time, verify bool) (*update, error) {
 	old, base := s.tree, (*node)(nil)
+	var seeded chan struct{}
+	var seedVerify bool
 	if old == nil {
-		base, verify = s.seed()
+		// The store's snapshot head is read while the walk runs; the
+		// files walked are compared with it once both are done.
+		seeded = make(chan struct{})
+		go func() {
+			defer close(seeded)
+			base, seedVerify = s.seed()
+		}()
 	}
 	s.loseFeed("walking the workspace")
 	u := &update{walked: true}
-	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify}
+	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify, later: seeded != nil}
 	fresh := false // a new instance (else the feed's own, reset)
 	switch {
 	case s.feed != nil:
@@ -517,15 +525,19 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 		}
 	}
 	top := newNode("", nil, nodeDir)
-	compared := old
-	if compared == nil {
-		compared = base
+	err := w.walk(ctx, []snapDir{{n: top, rel: ".", old: old}})
+	if seeded != nil {
+		<-seeded
+		w.verify = seedVerify
 	}
-	if err := w.walk(ctx, []snapDir{{n: top, rel: ".", old: compared}}); err != nil {
+	if err != nil {
 		if fresh {
 			w.feed.close()
 		}
 		return nil, err
+	}
+	if seeded != nil {
+		w.compareTree(".", top, base)
 	}
 	u.repls = []repl{{rel: ".", old: old, new: top, base: base}}
 	u.work, u.partial = w.work, w.partial

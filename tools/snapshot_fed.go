@@ -24,11 +24,12 @@ import (
 // variable for tests.)
 var feedMaxPending = 1 << 17
 
-// maxFeeds bounds the feeds (inotify instances) a process keeps: the
-// kernel's limit on instances is per user (fs.inotify.max_user_instances,
-// 128 by default) and shared with every other program the user runs. A
-// process has a feed per workspace it checkpoints; past the bound, the
-// snapshots of a further workspace walk it.
+// maxFeeds bounds the feeds a process keeps (each of feedInstances
+// inotify instances on Linux: 16 in all): the kernel's limit on
+// instances is per user (fs.inotify.max_user_instances, 128 by default)
+// and shared with every other program the user runs. A process has a
+// feed per workspace it checkpoints; past the bound, the snapshots of a
+// further workspace walk it.
 const maxFeeds = 8
 
 // feeds counts the feeds open in this process.

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"strconv"
@@ -16,22 +17,26 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// A feed is the change feed of a snapshotter's tree: one inotify
-// instance watching every checkpointed directory (for names created,
-// removed or renamed in it, and its own mode) and every checkpointed
-// file (for its content and metadata, whichever path it is written
-// through: a hard link outside the workspace included). The kernel
-// queues an event inside the system call that makes the change, so every
-// change completed before drain is in what drain returns — or drain
-// reports the feed lost (the queue overflowed, a file system was
-// unmounted, the mount table changed), and the caller walks the tree.
+// A feed is the change feed of a snapshotter's tree: inotify instances
+// watching every checkpointed directory (for names created, removed or
+// renamed in it, and its own mode) and every checkpointed file (for its
+// content and metadata, whichever path it is written through: a hard
+// link outside the workspace included). The kernel queues an event
+// inside the system call that makes the change, so every change
+// completed before drain is in what drain returns — or drain reports the
+// feed lost (a queue overflowed, a file system was unmounted, the mount
+// table changed), and the caller walks the tree.
 //
-// A goroutine reads the queue as events arrive, into a bounded set of
-// (watch, name) pairs, so a command that changes many files does not
-// overflow the kernel's queue (16,384 events by default).
+// The watches are spread over feedInstances instances, each walk worker
+// adding to its own: an instance adds one watch at a time (its marks'
+// lock), so 10,000 watches took as long from four workers as from one.
+// A watch descriptor names its instance (feedWD).
+//
+// A goroutine per instance reads its queue as events arrive, into a
+// bounded set of (watch, name) pairs, so a command that changes many
+// files does not overflow the kernel's queue (16,384 events by default).
 type feed struct {
-	file   *os.File // the inotify instance
-	fd     int
+	insts  []feedInstance
 	mounts []byte // /proc/self/mountinfo as last read
 
 	// maxWatches, when positive, is a watch limit below the kernel's
@@ -44,7 +49,25 @@ type feed struct {
 	npend   int
 	lost    string // why the feed can no longer vouch for the tree ("": it can)
 	closed  bool
-	done    chan struct{}
+}
+
+// feedInstance is one inotify instance of a feed.
+type feedInstance struct {
+	file *os.File
+	fd   int
+	done chan struct{} // closed when its reader has stopped
+}
+
+// feedInstances is how many inotify instances a feed spreads its watches
+// over.
+const feedInstances = 2
+
+// feedWD is the feed's name of watch wd of instance i, and instanceOf
+// its inverse.
+func feedWD(wd, i int) int32 { return int32(wd*feedInstances + i) }
+
+func instanceOf(wd int32) (inst int, kernelWD int) {
+	return int(wd % feedInstances), int(wd / feedInstances)
 }
 
 // Watch masks. A directory's watch reports names created, removed and
@@ -76,27 +99,34 @@ func newFeed(maxWatches int) (*feed, error) {
 		feeds.Add(-1)
 		return nil, fmt.Errorf("change feed: %w", err)
 	}
-	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
-	if err != nil {
-		feeds.Add(-1)
-		return nil, fmt.Errorf("change feed: inotify: %w", err)
+	f := &feed{mounts: mounts, maxWatches: maxWatches, pending: map[int32]map[string]struct{}{}}
+	for range feedInstances {
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			for _, in := range f.insts {
+				in.file.Close()
+			}
+			feeds.Add(-1)
+			return nil, fmt.Errorf("change feed: inotify: %w", err)
+		}
+		f.insts = append(f.insts, feedInstance{file: os.NewFile(uintptr(fd), "inotify"), fd: fd, done: make(chan struct{})})
 	}
-	f := &feed{
-		file: os.NewFile(uintptr(fd), "inotify"), fd: fd, mounts: mounts, maxWatches: maxWatches,
-		pending: map[int32]map[string]struct{}{}, done: make(chan struct{}),
-	}
-	if feedReads {
-		go f.read()
-	} else {
-		close(f.done)
+	for i := range f.insts {
+		if feedReads {
+			go f.read(i)
+		} else {
+			close(f.insts[i].done)
+		}
 	}
 	return f, nil
 }
 
-// read takes events off the queue as they arrive, until the feed closes.
-func (f *feed) read() {
-	defer close(f.done)
-	rc, err := f.file.SyscallConn()
+// read takes instance i's events off its queue as they arrive, until the
+// feed closes.
+func (f *feed) read(i int) {
+	in := &f.insts[i]
+	defer close(in.done)
+	rc, err := in.file.SyscallConn()
 	if err != nil {
 		f.mu.Lock()
 		f.lost = "the change feed cannot be read: " + err.Error()
@@ -110,15 +140,25 @@ func (f *feed) read() {
 		if f.closed {
 			return true
 		}
-		f.readLocked(int(fd), buf)
+		f.readLocked(i, buf)
 		return false // wait for more
 	})
 }
 
-// readLocked reads what is queued now into pending. The caller holds mu.
-func (f *feed) readLocked(fd int, buf []byte) {
+// readAllLocked reads what every instance has queued now into pending.
+// The caller holds mu.
+func (f *feed) readAllLocked() {
+	buf := make([]byte, 64<<10)
+	for i := range f.insts {
+		f.readLocked(i, buf)
+	}
+}
+
+// readLocked reads what instance i has queued now into pending. The
+// caller holds mu.
+func (f *feed) readLocked(i int, buf []byte) {
 	for {
-		n, err := unix.Read(fd, buf)
+		n, err := unix.Read(f.insts[i].fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -128,12 +168,12 @@ func (f *feed) readLocked(fd int, buf []byte) {
 			}
 			return
 		}
-		f.parseLocked(buf[:n])
+		f.parseLocked(i, buf[:n])
 	}
 }
 
-// parseLocked adds the events in b to pending.
-func (f *feed) parseLocked(b []byte) {
+// parseLocked adds the events of instance i in b to pending.
+func (f *feed) parseLocked(i int, b []byte) {
 	for len(b) >= unix.SizeofInotifyEvent {
 		ev := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
 		end := unix.SizeofInotifyEvent + int(ev.Len)
@@ -151,7 +191,7 @@ func (f *feed) parseLocked(b []byte) {
 			f.loseLocked("a watched file system was unmounted")
 			continue
 		}
-		f.addLocked(ev.Wd, name)
+		f.addLocked(feedWD(int(ev.Wd), i), name)
 	}
 }
 
@@ -196,7 +236,7 @@ func (f *feed) drain() (map[int32]map[string]struct{}, string) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.readLocked(f.fd, make([]byte, 64<<10))
+	f.readAllLocked()
 	if f.lost != "" {
 		return nil, f.lost
 	}
@@ -213,7 +253,7 @@ func (f *feed) reset() {
 	f.mountsChanged()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.readLocked(f.fd, make([]byte, 64<<10))
+	f.readAllLocked()
 	clear(f.pending)
 	f.npend, f.lost = 0, ""
 }
@@ -239,19 +279,20 @@ func readMounts() ([]byte, error) {
 }
 
 // watchDir watches the directory open as dirfd (the very directory: by
-// its descriptor, not a path that could have been swapped since).
-func (f *feed) watchDir(dirfd int) (int32, error) {
-	return f.add("/proc/self/fd/"+strconv.Itoa(dirfd), feedDirMask)
+// its descriptor, not a path that could have been swapped since), in t's
+// instance.
+func (f *feed) watchDir(t *watchThread, dirfd int) (int32, error) {
+	return f.add(t.instance(), "/proc/self/fd/"+strconv.Itoa(dirfd), feedDirMask)
 }
 
 // watchFile watches name in the directory open as dirfd, not following
-// a symbolic link: by its name in the working directory when t has
-// entered dirfd, else through /proc/self/fd.
+// a symbolic link, in t's instance: by its name in the working directory
+// when t has entered dirfd, else through /proc/self/fd.
 func (f *feed) watchFile(t *watchThread, dirfd int, name string) (int32, error) {
 	if t != nil && t.in == dirfd {
-		return f.add(name, feedFileMask)
+		return f.add(t.instance(), name, feedFileMask)
 	}
-	return f.add("/proc/self/fd/"+strconv.Itoa(dirfd)+"/"+name, feedFileMask)
+	return f.add(t.instance(), "/proc/self/fd/"+strconv.Itoa(dirfd)+"/"+name, feedFileMask)
 }
 
 // A watchThread is a walk worker's OS thread with a working directory of
@@ -262,13 +303,24 @@ func (f *feed) watchFile(t *watchThread, dirfd int, name string) (int32, error) 
 type watchThread struct {
 	private bool
 	in      int // the directory entered (-1: none)
+	inst    int // the feed instance its watches go to
 }
 
-// newWatchThread makes the calling goroutine's thread a watchThread; call
-// it only from a goroutine that ends when done with it.
-func newWatchThread() *watchThread {
+// newWatchThread makes the calling goroutine's thread walk worker
+// worker's watchThread; call it only from a goroutine that ends when done
+// with it.
+func newWatchThread(worker int) *watchThread {
 	runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-	return &watchThread{private: unix.Unshare(unix.CLONE_FS) == nil, in: -1}
+	return &watchThread{private: unix.Unshare(unix.CLONE_FS) == nil, in: -1, inst: worker % feedInstances}
+}
+
+// instance is the feed instance t's watches go to (the first without a
+// thread).
+func (t *watchThread) instance() int {
+	if t == nil {
+		return 0
+	}
+	return t.inst
 }
 
 // enter makes dirfd t's working directory (when t has its own).
@@ -290,12 +342,18 @@ func (t *watchThread) leave() {
 	}
 }
 
-func (f *feed) add(path string, mask uint32) (int32, error) {
+func (f *feed) add(inst int, path string, mask uint32) (int32, error) {
 	if f.maxWatches > 0 && f.watches.Add(1) > int64(f.maxWatches) {
 		f.watches.Add(-1)
 		return -1, errWatchLimit
 	}
-	wd, err := unix.InotifyAddWatch(f.fd, path, mask)
+	wd, err := unix.InotifyAddWatch(f.insts[inst].fd, path, mask)
+	if err == nil && wd > (math.MaxInt32-feedInstances)/feedInstances {
+		// Past what feedWD can name (after some hundred million
+		// watches): as if it could not be added.
+		_, _ = unix.InotifyRmWatch(f.insts[inst].fd, uint32(wd))
+		err = unix.ENOSPC
+	}
 	if err != nil && f.maxWatches > 0 {
 		f.watches.Add(-1)
 	}
@@ -305,12 +363,13 @@ func (f *feed) add(path string, mask uint32) (int32, error) {
 	if err != nil {
 		return -1, err
 	}
-	return int32(wd), nil
+	return feedWD(wd, inst), nil
 }
 
 // unwatch removes watch wd (gone already is fine).
 func (f *feed) unwatch(wd int32) {
-	if _, err := unix.InotifyRmWatch(f.fd, uint32(wd)); err == nil && f.maxWatches > 0 {
+	inst, kwd := instanceOf(wd)
+	if _, err := unix.InotifyRmWatch(f.insts[inst].fd, uint32(kwd)); err == nil && f.maxWatches > 0 {
 		f.watches.Add(-1)
 	}
 }
@@ -320,8 +379,10 @@ func (f *feed) close() {
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
-	f.file.Close() // wakes read
-	<-f.done
+	for _, in := range f.insts {
+		in.file.Close() // wakes its reader
+		<-in.done
+	}
 	feeds.Add(-1)
 }
 

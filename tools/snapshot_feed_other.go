@@ -13,7 +13,7 @@ var errWatchLimit = errors.New("no change feed on this platform")
 func newFeed(int) (*feed, error) { return nil, errors.New("no change feed on this platform") }
 
 func (*feed) drain() (map[int32]map[string]struct{}, string)     { return nil, "no change feed" }
-func (*feed) watchDir(int) (int32, error)                        { return -1, errWatchLimit }
+func (*feed) watchDir(*watchThread, int) (int32, error)          { return -1, errWatchLimit }
 func (*feed) watchFile(*watchThread, int, string) (int32, error) { return -1, errWatchLimit }
 func (*feed) unwatch(int32)                                      {}
 func (*feed) reset()                                             {}
@@ -25,6 +25,6 @@ func feedFilesystem(int) (bool, string) { return false, "" }
 // directory.
 type watchThread struct{}
 
-func newWatchThread() *watchThread { return nil }
-func (*watchThread) enter(int)     {}
-func (*watchThread) leave()        {}
+func newWatchThread(int) *watchThread { return nil }
+func (*watchThread) enter(int)        {}
+func (*watchThread) leave()           {}

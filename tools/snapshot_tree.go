@@ -121,6 +121,9 @@ type snapWalker struct {
 	racyBefore int64
 	maxBlob    int64
 	verify     bool // a reused hash must name a blob the store still holds
+	// later defers comparing files with the old tree to compareTree (the
+	// old tree is read while the walk runs).
+	later bool
 
 	mu       sync.Mutex
 	work     []hashJob
@@ -152,11 +155,11 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 	if len(dirs) == 0 {
 		return ctx.Err()
 	}
-	for range walkWorkers {
+	for i := range walkWorkers {
 		wg.Go(func() {
 			var t *watchThread
 			if w.feed != nil {
-				t = newWatchThread()
+				t = newWatchThread(i)
 			}
 			for job := range jobs {
 				results <- w.readDir(ctx, job, t)
@@ -219,7 +222,7 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 		n.e = st
 	}
 	if w.feed != nil {
-		if wd, err := w.feed.watchDir(dirfd); err == nil {
+		if wd, err := w.feed.watchDir(t, dirfd); err == nil {
 			n.wd = wd
 		} else {
 			w.noteWatchError(n, err)
@@ -273,7 +276,9 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 				k.inh = n.ign.child(parts, name)
 				subdirs = append(subdirs, snapDir{n: k, rel: rel, parts: parts, old: old})
 			case nodeFile:
-				w.compare(rel, k, old)
+				if !w.later {
+					w.compare(rel, k, old)
+				}
 			}
 		}
 		w.count(read)
@@ -387,6 +392,23 @@ func (w *snapWalker) compare(rel string, k, old *node) {
 	w.mu.Lock()
 	w.work = append(w.work, hashJob{rel: rel, n: k})
 	w.mu.Unlock()
+}
+
+// compareTree compares every file below n, the directory rel of a tree
+// just walked, with the node of its path below old (nil: none).
+func (w *snapWalker) compareTree(rel string, n, old *node) {
+	for name, k := range n.kids {
+		var o *node
+		if old != nil && old.kind == nodeDir {
+			o = old.kids[name]
+		}
+		switch k.kind {
+		case nodeFile:
+			w.compare(joinRel(rel, name), k, o)
+		case nodeDir:
+			w.compareTree(joinRel(rel, name), k, o)
+		}
+	}
 }
 
 // reuse reports whether the file node k may keep old's hash (or reason

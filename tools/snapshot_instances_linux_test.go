@@ -1,0 +1,41 @@
+package tools
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestSnapshotFeedInstances: a feed spreads its watches over its inotify
+// instances (an instance adds one watch at a time, however many walk
+// workers add them), and a change that any of them sees is recorded by
+// the feed's next snapshot, without a walk.
+func TestSnapshotFeedInstances(t *testing.T) {
+	s, ws := newTestSnapshotter(t, false)
+	const dirs = 40
+	for d := range dirs {
+		for f := range 5 {
+			put(t, filepath.Join(ws, fmt.Sprintf("d%02d/f%d.txt", d, f)), fmt.Sprintf("file %d/%d\n", d, f))
+		}
+	}
+	time.Sleep(3 * s.racy)
+	pre := take(t, s)
+	per := map[int]int{}
+	s.mu.Lock()
+	for wd := range s.wds {
+		i, _ := instanceOf(wd)
+		per[i]++
+	}
+	s.mu.Unlock()
+	if len(per) != feedInstances {
+		t.Fatalf("watches by instance %v: want all %d instances used", per, feedInstances)
+	}
+	for d := range dirs {
+		put(t, filepath.Join(ws, fmt.Sprintf("d%02d/f3.txt", d)), "changed\n")
+	}
+	post, kinds := changed(t, s, pre)
+	if post.walked || len(kinds) != dirs {
+		t.Fatalf("after changing a file in each of %d directories: walked %v, %d changes %v", dirs, post.walked, len(kinds), kinds)
+	}
+}
