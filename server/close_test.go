@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/heaptest"
 	"github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -183,12 +183,7 @@ func TestOpenSessionCost(t *testing.T) {
 	e := st.editor(t, Options{MaxSessions: 1000}, nil)
 	e.newSession() // warm up
 	fds := func() int { es, _ := os.ReadDir("/proc/self/fd"); return len(es) }
-	heap := func() uint64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return m.HeapAlloc
-	}
+	heap := heaptest.Live
 	const n = 40
 	h0, f0 := heap(), fds()
 	ids := make([]string, n)
@@ -197,7 +192,7 @@ func TestOpenSessionCost(t *testing.T) {
 	}
 	h1, f1 := heap(), fds()
 	perFD := float64(f1-f0) / n
-	t.Logf("per open session: %d KB heap, %.2f fds", (int64(h1)-int64(h0))/n/1000, perFD)
+	t.Logf("per open session: %d KB heap, %.2f fds", (h1-h0)/n/1000, perFD)
 	if perFD > 1.5 {
 		t.Errorf("%.2f file descriptors per open session, want 1", perFD)
 	}

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+
+	"github.com/octet-agent/octet/internal/heaptest"
 )
 
 // TestOpenMemory opens a generated 40 MB session (typed speculatively):
@@ -25,12 +27,7 @@ func TestOpenMemory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	heap := func() int64 {
-		runtime.GC()
-		var ms runtime.MemStats
-		runtime.ReadMemStats(&ms)
-		return int64(ms.HeapAlloc)
-	}
+	heap := heaptest.Live
 	base := heap()
 	var live []int64
 	for range 3 {

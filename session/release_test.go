@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"github.com/octet-agent/octet/internal/heaptest"
 )
 
 // releaseFixture appends turns with large texts (tool outputs with
@@ -156,15 +157,13 @@ func TestReleasedBranchChangedOnDisk(t *testing.T) {
 // small part of its file in the heap (its index), where a kept branch
 // holds about the file's size.
 func TestReleasedSessionHeap(t *testing.T) {
+	if !heaptest.OwnProcess(t) {
+		return
+	}
 	s := releaseFixture(t, 200)
 	path := s.Path()
 	s.Close()
-	heap := func() int64 {
-		runtime.GC()
-		var m runtime.MemStats
-		runtime.ReadMemStats(&m)
-		return int64(m.HeapAlloc)
-	}
+	heap := heaptest.Live
 	h0 := heap()
 	s, err := Open(path)
 	if err != nil {
