@@ -254,14 +254,7 @@ func TestNativeCompactionOpeningBoundedBodyHealthy(t *testing.T) {
 					var res RunResult
 					var evs []Event
 					if mode != "autonomous" {
-						r, err := g.agent.Compact(context.Background(), PromptOptions{})
-						if err != nil {
-							t.Fatal(err)
-						}
-						for e := range r.Events() {
-							evs = append(evs, e)
-						}
-						res = r.Wait()
+						res, evs = g.compact()
 					} else {
 						g.srv.Enqueue(pt.Text("done"))
 						res, evs = g.run(context.Background(), "next")

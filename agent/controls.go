@@ -47,6 +47,21 @@ func (c *controls) finished() <-chan struct{} { return c.finishCh }
 
 // submit queues c or refuses it after closure.
 func (c *controls) submit(kind controlKind, text string) (string, error) {
+	return c.accept(kind, text, nil)
+}
+
+// submitSteer accepts a steering input like submit; native, when set, is
+// offered it first (under the lock, so the input keeps its place) when
+// nothing is queued ahead of it and no FinishNow was accepted, and
+// reports whether it took the input (sent it natively).
+func (c *controls) submitSteer(text string, native func(id, text string) bool) (string, error) {
+	return c.accept(controlSteer, text, native)
+}
+
+// accept gives an input of kind its id and queues it (or hands a
+// steering input to native, as submitSteer says), or refuses it after
+// closure.
+func (c *controls) accept(kind controlKind, text string, native func(id, text string) bool) (string, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -54,10 +69,12 @@ func (c *controls) submit(kind controlKind, text string) (string, error) {
 	}
 	c.next++
 	ctl := control{kind: kind, id: fmt.Sprintf("%s-m%d", c.runID, c.next), text: text}
-	switch kind {
-	case controlFollowUp:
+	switch {
+	case native != nil && len(c.steering) == 0 && !c.finish && native(ctl.id, text):
+		return ctl.id, nil
+	case kind == controlFollowUp:
 		c.follow = append(c.follow, ctl)
-	case controlFinishNow:
+	case kind == controlFinishNow:
 		if !c.finish {
 			close(c.finishCh)
 		}
@@ -66,29 +83,6 @@ func (c *controls) submit(kind controlKind, text string) (string, error) {
 	default:
 		c.steering = append(c.steering, ctl)
 	}
-	select {
-	case c.wake <- struct{}{}:
-	default:
-	}
-	return ctl.id, nil
-}
-
-// submitSteer accepts a steering input like submit; native, when set, is
-// offered it first (under the lock, so the input keeps its place) when
-// nothing is queued ahead of it and no FinishNow was accepted, and
-// reports whether it took the input (sent it natively).
-func (c *controls) submitSteer(text string, native func(id, text string) bool) (string, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed {
-		return "", ErrRunEnded
-	}
-	c.next++
-	ctl := control{kind: controlSteer, id: fmt.Sprintf("%s-m%d", c.runID, c.next), text: text}
-	if native != nil && len(c.steering) == 0 && !c.finish && native(ctl.id, text) {
-		return ctl.id, nil
-	}
-	c.steering = append(c.steering, ctl)
 	select {
 	case c.wake <- struct{}{}:
 	default:

@@ -155,6 +155,20 @@ func (g *recRig) run(ctx context.Context, text string) (RunResult, []Event) {
 	return r.Wait(), evs
 }
 
+// compact compacts the context now and drains every event.
+func (g *recRig) compact() (RunResult, []Event) {
+	g.t.Helper()
+	r, err := g.agent.Compact(context.Background(), PromptOptions{})
+	if err != nil {
+		g.t.Fatalf("compact: %v", err)
+	}
+	var evs []Event
+	for e := range r.Events() {
+		evs = append(evs, e)
+	}
+	return r.Wait(), evs
+}
+
 func eventsOf[T Event](evs []Event) []T {
 	var out []T
 	for _, e := range evs {

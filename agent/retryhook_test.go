@@ -206,14 +206,7 @@ func TestAuxiliaryOpeningBoundedBodyHealthy(t *testing.T) {
 					var evs []Event
 					if op == OperationCompaction {
 						g.srv.Enqueue(slow("SUMMARY of a slow but healthy compaction"))
-						r, err := g.agent.Compact(context.Background(), PromptOptions{})
-						if err != nil {
-							t.Fatal(err)
-						}
-						for e := range r.Events() {
-							evs = append(evs, e)
-						}
-						res = r.Wait()
+						res, evs = g.compact()
 					} else {
 						g.srv.Enqueue(providertest.Text("second answer"), slow("DONE, slowly but healthily"))
 						g.gate = func(req *http.Request) error {

@@ -35,6 +35,21 @@ func awaitSteerable(t *testing.T, r *Run) {
 	})
 }
 
+// steerDuring starts a run of prompt on h and, once its response can
+// take native steering, steers it with input: it returns the run, the
+// input's id and the run's events to come.
+func steerDuring(t *testing.T, h *harness, prompt, input string) (*Run, string, <-chan []Event) {
+	t.Helper()
+	r := h.prompt(prompt, PromptOptions{})
+	events := drainLater(t, r)
+	awaitSteerable(t, r)
+	id, err := r.Steer(input)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, id, events
+}
+
 // branchSummary renders the active branch as type[:text] items.
 func branchSummary(h *harness) []string {
 	var out []string
@@ -90,13 +105,7 @@ func steerRecords(t *testing.T, h *harness) (intent record, settled []record) {
 func TestNativeSteeringInterrupts(t *testing.T) {
 	h := steerHarness(t)
 	h.srv.Enqueue(pt.Text("a long plan with many steps").SteerAfter(1, true, pt.Text("a short plan")))
-	r := h.prompt("plan it", PromptOptions{})
-	events := drainLater(t, r)
-	awaitSteerable(t, r)
-	id, err := r.Steer("keep it short")
-	if err != nil {
-		t.Fatal(err)
-	}
+	r, id, events := steerDuring(t, h, "plan it", "keep it short")
 	evs := <-events
 	checkRunEvents(t, evs, OutcomeCompleted)
 	res := r.Wait()
@@ -173,12 +182,7 @@ func TestNativeSteeringReturnsToolResults(t *testing.T) {
 	h := steerHarness(t)
 	h.writeFile("notes.txt", "alpha\n")
 	h.srv.Enqueue(pt.Reply(pt.FunctionCall("c1", "read", `{"path":"notes.txt"}`)).SteerAfter(1, false, pt.Text("done")))
-	r := h.prompt("read the notes", PromptOptions{})
-	events := drainLater(t, r)
-	awaitSteerable(t, r)
-	if _, err := r.Steer("and summarize them"); err != nil {
-		t.Fatal(err)
-	}
+	_, _, events := steerDuring(t, h, "read the notes", "and summarize them")
 	checkRunEvents(t, <-events, OutcomeCompleted)
 	reqs := h.srv.Requests()
 	if len(reqs) != 3 {
@@ -210,12 +214,7 @@ func TestNativeSteeringReturnsToolResults(t *testing.T) {
 func TestNativeSteeringRefusedIsQueued(t *testing.T) {
 	h := steerHarness(t)
 	h.srv.Enqueue(pt.Text("plan").SteerRefusedAfter(1, "steering_not_supported"), pt.Text("revised"))
-	r := h.prompt("plan it", PromptOptions{})
-	events := drainLater(t, r)
-	awaitSteerable(t, r)
-	if _, err := r.Steer("keep it short"); err != nil {
-		t.Fatal(err)
-	}
+	_, _, events := steerDuring(t, h, "plan it", "keep it short")
 	checkRunEvents(t, <-events, OutcomeCompleted)
 	reqs := h.srv.Requests()
 	if len(reqs) != 3 || reqs[2].Body["type"] != "response.create" || !strings.Contains(string(reqs[2].Raw), "keep it short") {
@@ -241,12 +240,7 @@ func TestControlsWaitForTheOwnedSuccessor(t *testing.T) {
 	h := steerHarness(t)
 	hold := make(chan struct{})
 	h.srv.Enqueue(pt.Text("first").SteerAfter(1, true, pt.Text("second").HoldUntil(hold)), pt.Text("third"))
-	r := h.prompt("go", PromptOptions{})
-	events := drainLater(t, r)
-	awaitSteerable(t, r)
-	if _, err := r.Steer("one"); err != nil {
-		t.Fatal(err)
-	}
+	r, _, events := steerDuring(t, h, "go", "one")
 	waitFor(t, func() bool { // the steered response is committed: between the two
 		for _, e := range h.sess.Branch() {
 			if e.StopReason == "steered" {
@@ -339,12 +333,7 @@ func TestSteeringBridgeFailsClosed(t *testing.T) {
 func TestNativeSteeringFailureIsUncertain(t *testing.T) {
 	h := steerHarness(t)
 	h.srv.Enqueue(pt.Text("first").SteerAfter(1, true, pt.Text("second half").DropAfter(3)), pt.Text("next"))
-	r := h.prompt("go", PromptOptions{})
-	events := drainLater(t, r)
-	awaitSteerable(t, r)
-	if _, err := r.Steer("one"); err != nil {
-		t.Fatal(err)
-	}
+	_, _, events := steerDuring(t, h, "go", "one")
 	evs := <-events
 	checkRunEvents(t, evs, OutcomeFailed)
 	_, settled := steerRecords(t, h)
@@ -448,13 +437,7 @@ func TestSteeringIntentDurableBeforeDispatch(t *testing.T) {
 		}
 	}}
 	h = newHarness(t, harnessOpt{model: steerModel, transport: watch})
-	r := h.prompt("plan it", PromptOptions{})
-	events := drainLater(t, r)
-	awaitSteerable(t, r)
-	id, err := r.Steer("keep it short")
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, id, events := steerDuring(t, h, "plan it", "keep it short")
 	checkRunEvents(t, <-events, OutcomeCompleted)
 	if len(seen) != 1 || seen[0].str("local_id") != id {
 		t.Fatalf("intents durable at dispatch: %v (local id %s)", seen, id)
@@ -472,12 +455,7 @@ func TestFinishNowStaysStickyAcrossTheSuccessor(t *testing.T) {
 	h.writeFile("notes.txt", "alpha\n")
 	hold := make(chan struct{})
 	h.srv.Enqueue(pt.Text("first").SteerAfter(1, true, pt.Reply(pt.FunctionCall("c1", "read", `{"path":"notes.txt"}`)).HoldUntil(hold)), pt.Text("final"))
-	r := h.prompt("go", PromptOptions{})
-	events := drainLater(t, r)
-	awaitSteerable(t, r)
-	if _, err := r.Steer("one"); err != nil {
-		t.Fatal(err)
-	}
+	r, _, events := steerDuring(t, h, "go", "one")
 	waitFor(t, func() bool {
 		for _, e := range h.sess.Branch() {
 			if e.StopReason == "steered" {

@@ -194,8 +194,7 @@ func checkChildSessionsAfterRestart(t *testing.T, home, ws, sid string, childSes
 	cmd.Dir = t.TempDir()
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:1", "OPENAI_API_KEY="+fakeKey)
 	c, stdin, stderr := startLSP(t, cmd)
-	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}, "trace": nil}, nil, nil)
-	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c.initialize(ws)
 	top, _ := c.call("octet/session/list", map[string]any{}, nil, nil)["sessions"].([]any)
 	if len(top) != 1 {
 		t.Fatalf("top-level sessions after a restart: %v", top)

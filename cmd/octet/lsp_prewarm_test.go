@@ -30,8 +30,7 @@ func TestLSPBinaryPrewarm(t *testing.T) {
 	cmd := lspCommand(t, 60*time.Second)
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
 	c, stdin, stderr := startLSP(t, cmd)
-	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
-	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c.initialize(ws)
 	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
 	if res := c.call("octet/prompt", map[string]any{"sessionId": sid, "text": "hello"}, nil, nil); res["outcome"] != "completed" {
 		t.Fatalf("prompt: %v\nstderr: %s", res, stderr.String())

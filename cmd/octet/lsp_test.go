@@ -31,6 +31,13 @@ func lspCommand(t *testing.T, timeout time.Duration, flags ...string) *exec.Cmd 
 	return exec.CommandContext(ctx, octetBin, append([]string{"lsp"}, flags...)...)
 }
 
+// initialize does the LSP handshake of a client with no capabilities
+// for the workspace ws.
+func (c *lspClient) initialize(ws string) {
+	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
+	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+}
+
 // startLSP starts cmd with piped stdin/stdout, capturing stderr, and
 // returns a client on its pipes.
 func startLSP(t *testing.T, cmd *exec.Cmd) (*lspClient, io.WriteCloser, *strings.Builder) {
@@ -193,8 +200,7 @@ func TestLSPProjectConfigPerWorkspace(t *testing.T) {
 	cmd := lspCommand(t, 60*time.Second, "--safe-mode")
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL=http://127.0.0.1:1/v1")
 	c, stdin, stderr := startLSP(t, cmd)
-	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
-	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c.initialize(ws)
 	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
 	pol, _ := res["effectiveToolPolicy"].(map[string]any)
 	check := func(key string, value any, source string) {
@@ -391,8 +397,7 @@ func TestLSPBinaryWebSocketAndContextReload(t *testing.T) {
 	cmd := lspCommand(t, 60*time.Second)
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
 	c, stdin, stderr := startLSP(t, cmd)
-	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
-	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c.initialize(ws)
 	sid, _ := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)["sessionId"].(string)
 	prompt := func(text string) {
 		t.Helper()

@@ -253,8 +253,7 @@ func TestLSPMCPStartupFailureLogged(t *testing.T) {
 	cmd := lspCommand(t, 60*time.Second)
 	cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
 	c, stdin, stderr := startLSP(t, cmd)
-	c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
-	c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+	c.initialize(ws)
 	res := c.call("octet/session/new", map[string]any{"cwd": ws}, nil, nil)
 	l := &mcpLSP{c: c, sid: res["sessionId"].(string)}
 	if s := l.server(t); s["state"] != "restarting" || !strings.Contains(s["reason"].(string), "missing configuration file") {

@@ -28,8 +28,7 @@ func TestLSPSelectionSurvivesRestart(t *testing.T) {
 		cmd.Dir = t.TempDir()
 		cmd.Env = append(os.Environ(), "OCTET_HOME="+home, "OPENAI_BASE_URL="+srv.URL(), "OPENAI_API_KEY="+fakeKey)
 		c, stdin, stderr := startLSP(t, cmd)
-		c.call("initialize", map[string]any{"processId": nil, "rootUri": "file://" + ws, "capabilities": map[string]any{}}, nil, nil)
-		c.send(map[string]any{"method": "initialized", "params": map[string]any{}})
+		c.initialize(ws)
 		return c, func() {
 			c.call("shutdown", nil, nil, nil)
 			c.send(map[string]any{"method": "exit"})
