@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/provider"
@@ -38,9 +39,19 @@ func TestLiveCostCeilingAcrossChildren(t *testing.T) {
 	}
 	rootUse := provider.Usage{InputTokens: 10, OutputTokens: 3}
 	childUse := provider.Usage{InputTokens: 100_000} // $0.125 each
+	// Child B's response, which crosses the ceiling, comes once the root
+	// has sent its fourth request (the wait): were it first, that request
+	// would be the one refused.
+	rootWaits := make(chan struct{})
+	go func() {
+		defer close(rootWaits)
+		for len(f.rootSrv.Requests()) < 4 && t.Context().Err() == nil {
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
 	f.childSrv.Enqueue(
 		providertest.Text("a done").WithUsage(childUse).ForRequestContaining("CHILD-A"),
-		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"notes.txt"}`)).WithUsage(childUse).ForRequestContaining("CHILD-B"),
+		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"notes.txt"}`)).WithUsage(childUse).ForRequestContaining("CHILD-B").HoldUntil(rootWaits),
 	)
 	f.rootSrv.Enqueue(
 		providertest.Reply(providertest.FunctionCall("c1", ToolSpawn, `{"task":"CHILD-A"}`)).WithUsage(rootUse),
