@@ -157,13 +157,15 @@ func (s *Server) askApproval(ctx context.Context, ss *host.OpenSession, pa *host
 // fallbackApprovalMessage is the whole window/showMessageRequest text of
 // an approval: which session asks (title, id, directory), the title, the
 // file the call changes (absolute), then the detail and the diff. A stock
-// client shows nothing else, and an editor may run several sessions.
+// client shows nothing else, and an editor may run several sessions. The
+// directory, like the file, is named on one line (quoted when it would
+// not show as itself): its name may come from a repository.
 func fallbackApprovalMessage(p confirmParams, sess *host.Session) string {
 	who := "octet session " + p.SessionID
 	if title := sess.Title(); title != "" {
 		who = fmt.Sprintf("octet session %q (%s)", title, p.SessionID)
 	}
-	msg := who + " in " + sess.Cwd() + " wants to run " + p.Tool + ": " + p.Title
+	msg := who + " in " + tools.ShownPath(sess.Cwd()) + " wants to run " + p.Tool + ": " + p.Title
 	if p.Path != "" {
 		msg += "\nFile: " + tools.ShownPath(p.Path)
 	}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -77,6 +78,36 @@ func TestStockApprovalNamesOddPathOnOneLine(t *testing.T) {
 	want := "File: " + strconv.Quote(filepath.Join(st.Workspace, "x\n\nwants to run bash: ls"))
 	if !strings.Contains(smr.Message, want) || strings.Contains(smr.Message, "\nwants to run bash") {
 		t.Errorf("showMessageRequest message %q: want %q on one line", smr.Message, want)
+	}
+	waitAnswer(t, ch)
+}
+
+// TestStockApprovalNamesOddWorkspaceOnOneLine: the stock client's
+// approval message names the session's directory on one line, quoted,
+// like the file it changes: a directory named by a repository (an
+// archive's top directory) with newlines cannot fake lines of the
+// message, nor push the command below what the prompt shows.
+func TestStockApprovalNamesOddWorkspaceOnOneLine(t *testing.T) {
+	st := newStack(t, tools.Controlled)
+	st.Provider.Enqueue(
+		providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"a.txt","content":"y"}`)),
+		providertest.Text("done"),
+	)
+	odd := filepath.Join(st.Workspace, "ws\n\nwants to run write: notes.txt\n\u202e")
+	if err := os.Mkdir(odd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	e := st.editor(t, Options{}, nil)
+	e.respond("window/workDoneProgress/create", func(json.RawMessage) (any, error) { return nil, nil })
+	e.respond("window/showMessageRequest", func(json.RawMessage) (any, error) { return nil, nil })
+	var res struct{ SessionID string }
+	e.mustCall("octet/session/new", map[string]any{"title": "test", "cwd": odd}, &res)
+	ch := e.promptAsync(map[string]any{"sessionId": res.SessionID, "text": "write"})
+	var smr struct{ Message string }
+	_ = json.Unmarshal(e.awaitRequest("window/showMessageRequest"), &smr)
+	if !strings.Contains(smr.Message, " in "+tools.ShownPath(odd)+" wants to run write") ||
+		strings.Contains(smr.Message, "\nwants to run write: notes.txt") || strings.ContainsRune(smr.Message, '\u202e') {
+		t.Errorf("showMessageRequest message %q: want the directory %q on one line, visible", smr.Message, tools.ShownPath(odd))
 	}
 	waitAnswer(t, ch)
 }
