@@ -23,9 +23,10 @@ import (
 // assistant items of one response (text, function calls) are one
 // assistant message with tool_calls; function_call_output items are
 // role tool messages; tools are {type:function, function:{…}};
-// tool_choice, parallel_tool_calls (only when set), max_tokens (only when
-// the request bounds it) and reasoning_effort (only for a reasoning
-// model). What it drops: reasoning items (the route has no opaque
+// tool_choice, parallel_tool_calls (only when set), the output bound
+// (only when the request has one: max_completion_tokens for a reasoning
+// model, which OpenAI refuses max_tokens for, max_tokens otherwise, which
+// every server knows) and reasoning_effort (only for a reasoning model). What it drops: reasoning items (the route has no opaque
 // reasoning state to send back; reasoning_content is shown, not
 // replayed), refusal text of replayed messages (sent as content),
 // prompt_cache_key, and the phase of assistant messages.
@@ -86,9 +87,12 @@ type chatRequest struct {
 	ToolChoice        string        `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool         `json:"parallel_tool_calls,omitempty"`
 	MaxTokens         int           `json:"max_tokens,omitempty"`
-	ReasoningEffort   string        `json:"reasoning_effort,omitempty"`
-	Stream            bool          `json:"stream"`
-	StreamOptions     struct {
+	// MaxCompletionTokens bounds a reasoning model's output: OpenAI
+	// refuses max_tokens for its reasoning models ("unsupported_parameter").
+	MaxCompletionTokens int    `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string `json:"reasoning_effort,omitempty"`
+	Stream              bool   `json:"stream"`
+	StreamOptions       struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
@@ -99,7 +103,12 @@ func (chatCodec) encode(r *Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := chatRequest{Model: r.Model, Stream: true, ToolChoice: choice, MaxTokens: r.MaxOutputTokens}
+	w := chatRequest{Model: r.Model, Stream: true, ToolChoice: choice}
+	if r.Reasoning != nil {
+		w.MaxCompletionTokens = r.MaxOutputTokens
+	} else {
+		w.MaxTokens = r.MaxOutputTokens
+	}
 	w.StreamOptions.IncludeUsage = true
 	if r.Instructions != "" {
 		w.Messages = append(w.Messages, chatMessage{Role: "system", Content: r.Instructions})

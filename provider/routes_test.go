@@ -442,7 +442,7 @@ func TestChatRequestShape(t *testing.T) {
 	body := encodeOn(t, provider.WireChat, conversation(provider.Item{Type: provider.ItemReasoning, Summary: []string{"shown only"}}))
 	want := map[string]any{
 		"model": "m", "stream": true, "stream_options": map[string]any{"include_usage": true},
-		"max_tokens": 4000.0, "reasoning_effort": "medium", "tool_choice": "auto",
+		"max_completion_tokens": 4000.0, "reasoning_effort": "medium", "tool_choice": "auto",
 		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "read", "description": "Read a file.",
 			"parameters": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}}}},
 		"messages": []any{
@@ -466,6 +466,35 @@ func TestChatRequestShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("chat body (-want +got):\n%s", diff)
+	}
+}
+
+// TestChatOutputBound: a reasoning model's output bound goes as
+// max_completion_tokens, since OpenAI answers max_tokens for its reasoning
+// models with 400 "Unsupported parameter: 'max_tokens' is not supported
+// with this model. Use 'max_completion_tokens' instead."; any other
+// model's as max_tokens, which every Chat Completions server knows.
+func TestChatOutputBound(t *testing.T) {
+	for _, tc := range []struct {
+		reasoning *provider.Reasoning
+		field     string
+	}{
+		{&provider.Reasoning{Effort: "high"}, "max_completion_tokens"},
+		{&provider.Reasoning{Effort: "none"}, "max_completion_tokens"},
+		{nil, "max_tokens"},
+	} {
+		req := simpleRequest()
+		req.MaxOutputTokens, req.Reasoning = 2048, tc.reasoning
+		body := encodeOn(t, provider.WireChat, req)
+		var got []string
+		for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+			if _, ok := body[k]; ok {
+				got = append(got, k)
+			}
+		}
+		if len(got) != 1 || got[0] != tc.field || body[tc.field] != 2048.0 {
+			t.Errorf("reasoning %+v: bound sent as %v (%v), want only %s: 2048", tc.reasoning, got, body, tc.field)
+		}
 	}
 }
 
