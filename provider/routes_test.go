@@ -535,6 +535,42 @@ func TestAnthropicRequestShape(t *testing.T) {
 	}
 }
 
+// TestAnthropicToolHistoryWithoutTools: a request that offers no tools
+// (a compaction, a gate question) over a conversation with tool calls
+// still declares the tools its tool_use blocks name, with tool_choice
+// none: the Messages API answers 400 "Requests which include tool_use or
+// tool_result blocks must define tools" otherwise.
+func TestAnthropicToolHistoryWithoutTools(t *testing.T) {
+	req := conversation(provider.Item{Type: provider.ItemReasoning})
+	req.Tools, req.ToolChoice, req.Reasoning = nil, "none", nil
+	req.Input = append(req.Input, provider.Item{Type: provider.ItemFunctionCall, CallID: "call_c", Name: "grep", Arguments: `{}`},
+		provider.Item{Type: provider.ItemFunctionCallOutput, CallID: "call_c", Output: "C"},
+		provider.Item{Type: provider.ItemMessage, Role: "user", Text: "Summarize."})
+	body := encodeOn(t, provider.WireAnthropic, req)
+	var names []string
+	tools, _ := body["tools"].([]any)
+	for _, tl := range tools {
+		m := tl.(map[string]any)
+		if s, _ := m["input_schema"].(map[string]any); s["type"] != "object" {
+			t.Errorf("tool %v: input_schema is not an object schema", m)
+		}
+		names = append(names, m["name"].(string))
+	}
+	if diff := cmp.Diff([]string{"read", "grep"}, names); diff != "" {
+		t.Errorf("declared tools (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"type": "none"}, body["tool_choice"]); diff != "" {
+		t.Errorf("tool_choice (-want +got):\n%s", diff)
+	}
+
+	// Without tool blocks nothing is declared.
+	body = encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", ToolChoice: "none",
+		Input: []provider.Item{{Type: provider.ItemMessage, Role: "user", Text: "hi"}}})
+	if _, ok := body["tools"]; ok {
+		t.Errorf("tools declared for a conversation without tool blocks: %v", body["tools"])
+	}
+}
+
 // TestAnthropicImageBounds: images the Messages API would refuse (one
 // over 5 MiB of base64, which octet takes up to 20 MiB; beyond 100 in a
 // request; beyond 24 MiB of base64 together) are notes in their place,
