@@ -395,8 +395,14 @@ func (d *chatDecoder) end(out []Event) ([]Event, *Error) {
 // complete ends the stream by its finish_reason: "length" is the output
 // limit (an incomplete response with reason max_output_tokens, as the
 // Responses route reports it), "content_filter" an incomplete response
-// with that reason, anything else a completed response.
+// with that reason, a reason that says the server cut the generation
+// short a failed response (code: the reason), anything else a completed
+// response.
 func (d *chatDecoder) complete(out []Event) ([]Event, bool, *Error) {
+	if interruptedFinish[d.finish] {
+		return out, false, &Error{Phase: Body, Class: ResponsesFailed, Dispatched: true, Code: d.finish,
+			Message: "the server ended the response with finish_reason " + d.finish, Response: d.response("failed")}
+	}
 	switch d.finish {
 	case "length":
 		r := d.response("incomplete")
@@ -409,6 +415,12 @@ func (d *chatDecoder) complete(out []Event) ([]Event, bool, *Error) {
 	}
 	return append(out, Event{Type: EventCompleted, Response: d.response("completed")}), true, nil
 }
+
+// interruptedFinish are finish reasons with which a server ends a
+// generation it could not finish: "abort" and "error" (vLLM's engine,
+// OpenRouter) and DeepSeek's "insufficient_system_resource". The output
+// is partial, not an answer.
+var interruptedFinish = map[string]bool{"error": true, "abort": true, "insufficient_system_resource": true}
 
 func (d *chatDecoder) response(status string) *Response {
 	return &Response{ID: d.id, Model: d.model, Status: status, Output: d.items(), Usage: d.usage}

@@ -227,6 +227,46 @@ func TestChatReasoningFields(t *testing.T) {
 	}
 }
 
+// TestChatInterruptedFinish: a stream the server ends with a finish
+// reason that says it cut the generation short (vLLM's "abort" and
+// "error", DeepSeek's "insufficient_system_resource") is a failed
+// response carrying the partial output and the usage, never a completed
+// one: the text stops mid-sentence.
+func TestChatInterruptedFinish(t *testing.T) {
+	for _, reason := range []string{"abort", "error", "insufficient_system_resource"} {
+		t.Run(reason, func(t *testing.T) {
+			srv := providertest.New(t)
+			turn, err := providertest.RawSSE([]byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The answer is"},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"` + reason + `"}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}
+
+data: [DONE]
+
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Enqueue(turn)
+			_, err = run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+			if err == nil {
+				t.Fatalf("finish_reason %s: completed, want a failed response", reason)
+			}
+			pe := asError(t, err)
+			if pe.Class != provider.ResponsesFailed || pe.Code != reason || pe.Response == nil {
+				t.Fatalf("finish_reason %s: %v, want ResponsesFailed with code %s and the partial response", reason, err, reason)
+			}
+			if diff := cmp.Diff([]itemView{{Type: provider.ItemMessage, Text: "The answer is"}}, view(pe.Response.Output)); diff != "" {
+				t.Errorf("partial output (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(&provider.Usage{InputTokens: 12, OutputTokens: 3}, pe.Response.Usage); diff != "" {
+				t.Errorf("usage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestRouteFaults drives every fault the routes report through each
 // wire format: each is a typed failure, and each Open sent exactly one
 // request (the provider package never replays).
