@@ -295,6 +295,9 @@ func (d *chatDecoder) frame(ev *SSEEvent, out []Event) ([]Event, bool, *Error) {
 		return out, false, &Error{Phase: Body, Class: ResponsesFailed, Dispatched: true,
 			Type: string(c.Error.Type), Code: string(c.Error.Code), Message: string(c.Error.Message), Response: d.response("failed")}
 	}
+	if !d.started && c.ID == "" && len(c.Choices) == 0 && c.Usage == nil {
+		return out, false, nil // Azure's prompt_filter_results chunk: no id, nothing of the response
+	}
 	if !d.started {
 		d.started = true
 		d.id, d.model = c.ID, c.Model

@@ -267,6 +267,36 @@ data: [DONE]
 	}
 }
 
+// TestChatAzurePromptFilterChunk: Azure OpenAI opens a stream with a
+// chunk of prompt_filter_results, empty choices and an empty id and
+// model; the response is still the one the following chunks name.
+func TestChatAzurePromptFilterChunk(t *testing.T) {
+	srv := providertest.New(t)
+	turn, err := providertest.RawSSE([]byte(`data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}
+
+data: {"choices":[{"content_filter_results":{},"delta":{"content":"","refusal":null,"role":"assistant"},"finish_reason":null,"index":0,"logprobs":null}],"created":1,"id":"chatcmpl-AZ","model":"gpt-4o-2024-11-20","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}
+
+data: {"choices":[{"content_filter_results":{},"delta":{"content":"Hi."},"finish_reason":null,"index":0,"logprobs":null}],"created":1,"id":"chatcmpl-AZ","model":"gpt-4o-2024-11-20","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}
+
+data: {"choices":[{"content_filter_results":{},"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],"created":1,"id":"chatcmpl-AZ","model":"gpt-4o-2024-11-20","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}
+
+data: [DONE]
+
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(turn)
+	evs, err := run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := completed(t, evs)
+	if evs[0].Type != provider.EventCreated || evs[0].Response.ID != "chatcmpl-AZ" || resp.ID != "chatcmpl-AZ" || resp.Model != "gpt-4o-2024-11-20" {
+		t.Errorf("created %+v, completed id %q model %q; want chatcmpl-AZ and gpt-4o-2024-11-20", evs[0].Response, resp.ID, resp.Model)
+	}
+}
+
 // TestRouteFaults drives every fault the routes report through each
 // wire format: each is a typed failure, and each Open sent exactly one
 // request (the provider package never replays).
