@@ -291,6 +291,13 @@ func (d *chatDecoder) frame(ev *SSEEvent, out []Event) ([]Event, bool, *Error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return out, false, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true, Err: fmt.Errorf("decode chunk: %w", err)}
 	}
+	if c.Error == nil && string(ev.Event) == "error" {
+		// The frame is the error object itself (llama.cpp's "error:" field).
+		c.Error = new(wireError)
+		if err := json.Unmarshal(data, c.Error); err != nil {
+			return out, false, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true, Err: fmt.Errorf("decode error event: %w", err)}
+		}
+	}
 	if c.Error != nil {
 		return out, false, &Error{Phase: Body, Class: ResponsesFailed, Dispatched: true,
 			Type: string(c.Error.Type), Code: string(c.Error.Code), Message: string(c.Error.Message), Response: d.response("failed")}

@@ -297,6 +297,26 @@ data: [DONE]
 	}
 }
 
+// TestChatLlamaCppErrorField: llama.cpp's server (builds before
+// September 2025) reports a failure in the middle of a stream as a
+// non-standard "error:" field, then "data: [DONE]". The failure is the
+// server's, with its message and type, not a stream that ended before a
+// finish_reason.
+func TestChatLlamaCppErrorField(t *testing.T) {
+	srv := providertest.New(t)
+	turn, err := providertest.RawSSE([]byte("error: {\"code\":400,\"message\":\"the request exceeds the available context size. try increasing the context size or enable context shift\",\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(turn)
+	_, err = run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+	pe := asError(t, err)
+	if pe.Class != provider.ResponsesFailed || pe.Type != "invalid_request_error" || pe.Code != "400" ||
+		!strings.Contains(pe.Message, "exceeds the available context size") {
+		t.Errorf("error = %v (class %v, type %q, code %q), want the server's failure", err, pe.Class, pe.Type, pe.Code)
+	}
+}
+
 // TestRouteFaults drives every fault the routes report through each
 // wire format: each is a typed failure, and each Open sent exactly one
 // request (the provider package never replays).
