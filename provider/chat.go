@@ -26,10 +26,11 @@ import (
 // tool_choice, parallel_tool_calls (only when set), the output bound
 // (only when the request has one: max_completion_tokens for a reasoning
 // model, which OpenAI refuses max_tokens for, max_tokens otherwise, which
-// every server knows) and reasoning_effort (only for a reasoning model). What it drops: reasoning items (the route has no opaque
-// reasoning state to send back; reasoning_content is shown, not
-// replayed), refusal text of replayed messages (sent as content),
-// prompt_cache_key, and the phase of assistant messages.
+// every server knows) and reasoning_effort (only for a reasoning model).
+// What it drops: reasoning items (the route has no opaque reasoning state
+// to send back; reasoning_content is shown, not replayed), refusal text
+// of replayed messages (sent as content), prompt_cache_key, and the phase
+// of assistant messages.
 
 type chatCodec struct{}
 
