@@ -23,7 +23,9 @@ import (
 // blocks come first; images are base64 image blocks, in user messages
 // and inside tool_result content (view_image's), the newest within the
 // API's bounds (an image left out is a note); tools carry
-// input_schema; tool_choice auto or none; reasoning effort is an extended
+// input_schema (a request without tools whose conversation has tool_use
+// blocks declares their names, with tool_choice none, as the API
+// requires); tool_choice auto or none; reasoning effort is an extended
 // thinking budget. Thinking blocks are sent back exactly as received, with
 // their signatures (the API verifies them); their opaque state is kept in
 // Item.EncryptedContent tagged with this wire format, so no other route
@@ -154,6 +156,10 @@ func (anthropicCodec) encode(r *Request) ([]byte, error) {
 	for _, t := range tools {
 		w.Tools = append(w.Tools, anthropicTool{Name: t.Name, Description: t.Description, InputSchema: t.Parameters})
 	}
+	if len(w.Tools) == 0 {
+		w.Tools = historyTools(w.Messages)
+		choice = "none"
+	}
 	if len(w.Tools) > 0 {
 		w.Choice = map[string]string{"type": choice}
 	}
@@ -166,6 +172,28 @@ func (anthropicCodec) encode(r *Request) ([]byte, error) {
 		}
 	}
 	return json.Marshal(&w)
+}
+
+// historyTools declares the tools the conversation's tool_use blocks
+// name, for a request that offers none (a compaction or a gate
+// question): the Messages API refuses a request whose messages include
+// tool_use or tool_result blocks without tools ("Requests which include
+// tool_use or tool_result blocks must define tools"). The caller sends
+// them with tool_choice none, so none can be called.
+func historyTools(msgs []anthropicMessage) []anthropicTool {
+	var out []anthropicTool
+	seen := map[string]bool{}
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			if b.Type != "tool_use" || seen[b.Name] {
+				continue
+			}
+			seen[b.Name] = true
+			out = append(out, anthropicTool{Name: b.Name, Description: "Not available in this request.",
+				InputSchema: json.RawMessage(`{"type":"object"}`)})
+		}
+	}
+	return out
 }
 
 // appendAnthropicItem adds one input item's block to the conversation,

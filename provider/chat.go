@@ -23,12 +23,14 @@ import (
 // assistant items of one response (text, function calls) are one
 // assistant message with tool_calls; function_call_output items are
 // role tool messages; tools are {type:function, function:{…}};
-// tool_choice, parallel_tool_calls (only when set), max_tokens (only when
-// the request bounds it) and reasoning_effort (only for a reasoning
-// model). What it drops: reasoning items (the route has no opaque
-// reasoning state to send back; reasoning_content is shown, not
-// replayed), refusal text of replayed messages (sent as content),
-// prompt_cache_key, and the phase of assistant messages.
+// tool_choice, parallel_tool_calls (only when set), the output bound
+// (only when the request has one: max_completion_tokens for a reasoning
+// model, which OpenAI refuses max_tokens for, max_tokens otherwise, which
+// every server knows) and reasoning_effort (only for a reasoning model).
+// What it drops: reasoning items (the route has no opaque reasoning state
+// to send back; reasoning_content is shown, not replayed), refusal text
+// of replayed messages (sent as content), prompt_cache_key, and the phase
+// of assistant messages.
 
 type chatCodec struct{}
 
@@ -86,9 +88,12 @@ type chatRequest struct {
 	ToolChoice        string        `json:"tool_choice,omitempty"`
 	ParallelToolCalls *bool         `json:"parallel_tool_calls,omitempty"`
 	MaxTokens         int           `json:"max_tokens,omitempty"`
-	ReasoningEffort   string        `json:"reasoning_effort,omitempty"`
-	Stream            bool          `json:"stream"`
-	StreamOptions     struct {
+	// MaxCompletionTokens bounds a reasoning model's output: OpenAI
+	// refuses max_tokens for its reasoning models ("unsupported_parameter").
+	MaxCompletionTokens int    `json:"max_completion_tokens,omitempty"`
+	ReasoningEffort     string `json:"reasoning_effort,omitempty"`
+	Stream              bool   `json:"stream"`
+	StreamOptions       struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 }
@@ -99,7 +104,12 @@ func (chatCodec) encode(r *Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w := chatRequest{Model: r.Model, Stream: true, ToolChoice: choice, MaxTokens: r.MaxOutputTokens}
+	w := chatRequest{Model: r.Model, Stream: true, ToolChoice: choice}
+	if r.Reasoning != nil {
+		w.MaxCompletionTokens = r.MaxOutputTokens
+	} else {
+		w.MaxTokens = r.MaxOutputTokens
+	}
 	w.StreamOptions.IncludeUsage = true
 	if r.Instructions != "" {
 		w.Messages = append(w.Messages, chatMessage{Role: "system", Content: r.Instructions})
@@ -282,9 +292,19 @@ func (d *chatDecoder) frame(ev *SSEEvent, out []Event) ([]Event, bool, *Error) {
 	if err := json.Unmarshal(data, &c); err != nil {
 		return out, false, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true, Err: fmt.Errorf("decode chunk: %w", err)}
 	}
+	if c.Error == nil && string(ev.Event) == "error" {
+		// The frame is the error object itself (llama.cpp's "error:" field).
+		c.Error = new(wireError)
+		if err := json.Unmarshal(data, c.Error); err != nil {
+			return out, false, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true, Err: fmt.Errorf("decode error event: %w", err)}
+		}
+	}
 	if c.Error != nil {
 		return out, false, &Error{Phase: Body, Class: ResponsesFailed, Dispatched: true,
 			Type: string(c.Error.Type), Code: string(c.Error.Code), Message: string(c.Error.Message), Response: d.response("failed")}
+	}
+	if !d.started && c.ID == "" && len(c.Choices) == 0 && c.Usage == nil {
+		return out, false, nil // Azure's prompt_filter_results chunk: no id, nothing of the response
 	}
 	if !d.started {
 		d.started = true
@@ -386,8 +406,14 @@ func (d *chatDecoder) end(out []Event) ([]Event, *Error) {
 // complete ends the stream by its finish_reason: "length" is the output
 // limit (an incomplete response with reason max_output_tokens, as the
 // Responses route reports it), "content_filter" an incomplete response
-// with that reason, anything else a completed response.
+// with that reason, a reason that says the server cut the generation
+// short a failed response (code: the reason), anything else a completed
+// response.
 func (d *chatDecoder) complete(out []Event) ([]Event, bool, *Error) {
+	if interruptedFinish[d.finish] {
+		return out, false, &Error{Phase: Body, Class: ResponsesFailed, Dispatched: true, Code: d.finish,
+			Message: "the server ended the response with finish_reason " + d.finish, Response: d.response("failed")}
+	}
 	switch d.finish {
 	case "length":
 		r := d.response("incomplete")
@@ -400,6 +426,12 @@ func (d *chatDecoder) complete(out []Event) ([]Event, bool, *Error) {
 	}
 	return append(out, Event{Type: EventCompleted, Response: d.response("completed")}), true, nil
 }
+
+// interruptedFinish are finish reasons with which a server ends a
+// generation it could not finish: "abort" and "error" (vLLM's engine,
+// OpenRouter) and DeepSeek's "insufficient_system_resource". The output
+// is partial, not an answer.
+var interruptedFinish = map[string]bool{"error": true, "abort": true, "insufficient_system_resource": true}
 
 func (d *chatDecoder) response(status string) *Response {
 	return &Response{ID: d.id, Model: d.model, Status: status, Output: d.items(), Usage: d.usage}

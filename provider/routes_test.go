@@ -227,6 +227,96 @@ func TestChatReasoningFields(t *testing.T) {
 	}
 }
 
+// TestChatInterruptedFinish: a stream the server ends with a finish
+// reason that says it cut the generation short (vLLM's "abort" and
+// "error", DeepSeek's "insufficient_system_resource") is a failed
+// response carrying the partial output and the usage, never a completed
+// one: the text stops mid-sentence.
+func TestChatInterruptedFinish(t *testing.T) {
+	for _, reason := range []string{"abort", "error", "insufficient_system_resource"} {
+		t.Run(reason, func(t *testing.T) {
+			srv := providertest.New(t)
+			turn, err := providertest.RawSSE([]byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The answer is"},"finish_reason":null}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"` + reason + `"}]}
+
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}
+
+data: [DONE]
+
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Enqueue(turn)
+			_, err = run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+			if err == nil {
+				t.Fatalf("finish_reason %s: completed, want a failed response", reason)
+			}
+			pe := asError(t, err)
+			if pe.Class != provider.ResponsesFailed || pe.Code != reason || pe.Response == nil {
+				t.Fatalf("finish_reason %s: %v, want ResponsesFailed with code %s and the partial response", reason, err, reason)
+			}
+			if diff := cmp.Diff([]itemView{{Type: provider.ItemMessage, Text: "The answer is"}}, view(pe.Response.Output)); diff != "" {
+				t.Errorf("partial output (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(&provider.Usage{InputTokens: 12, OutputTokens: 3}, pe.Response.Usage); diff != "" {
+				t.Errorf("usage (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestChatAzurePromptFilterChunk: Azure OpenAI opens a stream with a
+// chunk of prompt_filter_results, empty choices and an empty id and
+// model; the response is still the one the following chunks name.
+func TestChatAzurePromptFilterChunk(t *testing.T) {
+	srv := providertest.New(t)
+	turn, err := providertest.RawSSE([]byte(`data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}
+
+data: {"choices":[{"content_filter_results":{},"delta":{"content":"","refusal":null,"role":"assistant"},"finish_reason":null,"index":0,"logprobs":null}],"created":1,"id":"chatcmpl-AZ","model":"gpt-4o-2024-11-20","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}
+
+data: {"choices":[{"content_filter_results":{},"delta":{"content":"Hi."},"finish_reason":null,"index":0,"logprobs":null}],"created":1,"id":"chatcmpl-AZ","model":"gpt-4o-2024-11-20","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}
+
+data: {"choices":[{"content_filter_results":{},"delta":{},"finish_reason":"stop","index":0,"logprobs":null}],"created":1,"id":"chatcmpl-AZ","model":"gpt-4o-2024-11-20","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}
+
+data: [DONE]
+
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(turn)
+	evs, err := run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := completed(t, evs)
+	if evs[0].Type != provider.EventCreated || evs[0].Response.ID != "chatcmpl-AZ" || resp.ID != "chatcmpl-AZ" || resp.Model != "gpt-4o-2024-11-20" {
+		t.Errorf("created %+v, completed id %q model %q; want chatcmpl-AZ and gpt-4o-2024-11-20", evs[0].Response, resp.ID, resp.Model)
+	}
+}
+
+// TestChatLlamaCppErrorField: llama.cpp's server (builds before
+// September 2025) reports a failure in the middle of a stream as a
+// non-standard "error:" field, then "data: [DONE]". The failure is the
+// server's, with its message and type, not a stream that ended before a
+// finish_reason.
+func TestChatLlamaCppErrorField(t *testing.T) {
+	srv := providertest.New(t)
+	turn, err := providertest.RawSSE([]byte("error: {\"code\":400,\"message\":\"the request exceeds the available context size. try increasing the context size or enable context shift\",\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(turn)
+	_, err = run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+	pe := asError(t, err)
+	if pe.Class != provider.ResponsesFailed || pe.Type != "invalid_request_error" || pe.Code != "400" ||
+		!strings.Contains(pe.Message, "exceeds the available context size") {
+		t.Errorf("error = %v (class %v, type %q, code %q), want the server's failure", err, pe.Class, pe.Type, pe.Code)
+	}
+}
+
 // TestRouteFaults drives every fault the routes report through each
 // wire format: each is a typed failure, and each Open sent exactly one
 // request (the provider package never replays).
@@ -442,7 +532,7 @@ func TestChatRequestShape(t *testing.T) {
 	body := encodeOn(t, provider.WireChat, conversation(provider.Item{Type: provider.ItemReasoning, Summary: []string{"shown only"}}))
 	want := map[string]any{
 		"model": "m", "stream": true, "stream_options": map[string]any{"include_usage": true},
-		"max_tokens": 4000.0, "reasoning_effort": "medium", "tool_choice": "auto",
+		"max_completion_tokens": 4000.0, "reasoning_effort": "medium", "tool_choice": "auto",
 		"tools": []any{map[string]any{"type": "function", "function": map[string]any{"name": "read", "description": "Read a file.",
 			"parameters": map[string]any{"type": "object", "properties": map[string]any{"path": map[string]any{"type": "string"}}}}}},
 		"messages": []any{
@@ -466,6 +556,35 @@ func TestChatRequestShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("chat body (-want +got):\n%s", diff)
+	}
+}
+
+// TestChatOutputBound: a reasoning model's output bound goes as
+// max_completion_tokens, since OpenAI answers max_tokens for its reasoning
+// models with 400 "Unsupported parameter: 'max_tokens' is not supported
+// with this model. Use 'max_completion_tokens' instead."; any other
+// model's as max_tokens, which every Chat Completions server knows.
+func TestChatOutputBound(t *testing.T) {
+	for _, tc := range []struct {
+		reasoning *provider.Reasoning
+		field     string
+	}{
+		{&provider.Reasoning{Effort: "high"}, "max_completion_tokens"},
+		{&provider.Reasoning{Effort: "none"}, "max_completion_tokens"},
+		{nil, "max_tokens"},
+	} {
+		req := simpleRequest()
+		req.MaxOutputTokens, req.Reasoning = 2048, tc.reasoning
+		body := encodeOn(t, provider.WireChat, req)
+		var got []string
+		for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+			if _, ok := body[k]; ok {
+				got = append(got, k)
+			}
+		}
+		if len(got) != 1 || got[0] != tc.field || body[tc.field] != 2048.0 {
+			t.Errorf("reasoning %+v: bound sent as %v (%v), want only %s: 2048", tc.reasoning, got, body, tc.field)
+		}
 	}
 }
 
@@ -503,6 +622,42 @@ func TestAnthropicRequestShape(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, body); diff != "" {
 		t.Errorf("anthropic body (-want +got):\n%s", diff)
+	}
+}
+
+// TestAnthropicToolHistoryWithoutTools: a request that offers no tools
+// (a compaction, a gate question) over a conversation with tool calls
+// still declares the tools its tool_use blocks name, with tool_choice
+// none: the Messages API answers 400 "Requests which include tool_use or
+// tool_result blocks must define tools" otherwise.
+func TestAnthropicToolHistoryWithoutTools(t *testing.T) {
+	req := conversation(provider.Item{Type: provider.ItemReasoning})
+	req.Tools, req.ToolChoice, req.Reasoning = nil, "none", nil
+	req.Input = append(req.Input, provider.Item{Type: provider.ItemFunctionCall, CallID: "call_c", Name: "grep", Arguments: `{}`},
+		provider.Item{Type: provider.ItemFunctionCallOutput, CallID: "call_c", Output: "C"},
+		provider.Item{Type: provider.ItemMessage, Role: "user", Text: "Summarize."})
+	body := encodeOn(t, provider.WireAnthropic, req)
+	var names []string
+	tools, _ := body["tools"].([]any)
+	for _, tl := range tools {
+		m := tl.(map[string]any)
+		if s, _ := m["input_schema"].(map[string]any); s["type"] != "object" {
+			t.Errorf("tool %v: input_schema is not an object schema", m)
+		}
+		names = append(names, m["name"].(string))
+	}
+	if diff := cmp.Diff([]string{"read", "grep"}, names); diff != "" {
+		t.Errorf("declared tools (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]any{"type": "none"}, body["tool_choice"]); diff != "" {
+		t.Errorf("tool_choice (-want +got):\n%s", diff)
+	}
+
+	// Without tool blocks nothing is declared.
+	body = encodeOn(t, provider.WireAnthropic, &provider.Request{Model: "m", ToolChoice: "none",
+		Input: []provider.Item{{Type: provider.ItemMessage, Role: "user", Text: "hi"}}})
+	if _, ok := body["tools"]; ok {
+		t.Errorf("tools declared for a conversation without tool blocks: %v", body["tools"])
 	}
 }
 

@@ -29,7 +29,11 @@ type SSEEvent struct {
 // "retry" fields are understood and others ignored; a single space after the
 // colon is removed; several data lines are joined with "\n"; a blank line
 // dispatches the event unless its data buffer is empty; an event cut short by
-// the end of the stream is discarded.
+// the end of the stream is discarded. One field outside the standard is
+// read: "error", with which llama.cpp's server reported a failure in the
+// middle of a stream until September 2025 ("error: {…}" then "data:
+// [DONE]"), is an event of type "error" with that value as its data, so
+// the server's message is not lost with the ignored field.
 type SSEReader struct {
 	r        io.Reader
 	buf      []byte
@@ -141,6 +145,13 @@ func (s *SSEReader) field(line []byte) error {
 		s.hasData = true
 	case "event":
 		s.event = append(s.event[:0], value...)
+	case "error": // llama.cpp's dialect; see SSEReader
+		if len(value)+1 > s.maxFrame {
+			return errFrameTooLarge
+		}
+		s.event = append(s.event[:0], "error"...)
+		s.data = append(append(s.data[:0], value...), '\n')
+		s.hasData = true
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 && !bytes.Equal(value, s.lastID) {
 			s.lastID = append(s.lastID[:0], value...)

@@ -54,6 +54,7 @@ func TestSSEReaderWHATWG(t *testing.T) {
 		{"DONE sentinel is ordinary data", "data: {}\n\ndata: [DONE]\n\n", []sseOut{{"", "{}", ""}, {"", "[DONE]", ""}}},
 		{"field without colon", "data\nevent\n\n", []sseOut{{"", "", ""}}},
 		{"colon in value", "data: a: b\n\n", []sseOut{{"", "a: b", ""}}},
+		{"llama.cpp error field is an error event", "data: {}\n\nerror: {\"code\":400}\n\ndata: [DONE]\n\n", []sseOut{{"", "{}", ""}, {"error", `{"code":400}`, ""}, {"", "[DONE]", ""}}},
 	}
 	for _, tc := range cases {
 		for _, mode := range []string{"whole", "one-byte", "half"} {

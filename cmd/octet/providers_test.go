@@ -232,8 +232,8 @@ func checkChatRequests(t *testing.T, reqs []providertest.Request) {
 	if reqs[0].Header.Get("Authorization") != "[REDACTED]" {
 		t.Errorf("headers = %v, want the key as a bearer token", reqs[0].Header)
 	}
-	if get(first, "stream_options", "include_usage") != true || get(first, "max_tokens") != 8000.0 || get(first, "reasoning_effort") != "medium" {
-		t.Errorf("request settings: %v %v %v", get(first, "stream_options"), get(first, "max_tokens"), get(first, "reasoning_effort"))
+	if get(first, "stream_options", "include_usage") != true || get(first, "max_completion_tokens") != 8000.0 || get(first, "reasoning_effort") != "medium" {
+		t.Errorf("request settings: %v %v %v", get(first, "stream_options"), get(first, "max_completion_tokens"), get(first, "reasoning_effort"))
 	}
 	if get(first, "messages", 0, "role") != "system" || get(first, "tools", 0, "type") != "function" {
 		t.Errorf("system prompt or tools: %v, %v", get(first, "messages", 0, "role"), get(first, "tools", 0))
@@ -355,8 +355,10 @@ func TestLocalPresetsOnTheirDefaultPaths(t *testing.T) {
 			if len(q[0].Header.Values("Authorization")) != 0 {
 				t.Errorf("a keyless preset sent Authorization: %v", q[0].Header)
 			}
-			if _, bounded := q[0].Body["max_tokens"]; bounded {
-				t.Errorf("max_tokens %v sent for a model whose limits are unknown", q[0].Body["max_tokens"])
+			for _, k := range []string{"max_tokens", "max_completion_tokens"} {
+				if _, bounded := q[0].Body[k]; bounded {
+					t.Errorf("%s %v sent for a model whose limits are unknown", k, q[0].Body[k])
+				}
 			}
 		})
 	}
