@@ -396,3 +396,61 @@ func TestBashAllowAlways(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdatesFollowSessionAnswer: Zed learns a new session's id from
+// session/new's answer (and registers a resumed one once session/resume
+// answers) and drops, as "unknown session", any session/update that
+// arrives before: the slash commands' available_commands_update must
+// follow those answers, or the commands never appear.
+func TestUpdatesFollowSessionAnswer(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.initialize(false)
+	from := p.noteCount()
+	p.raw(rawRequest("new", "session/new", map[string]any{"cwd": p.ws, "mcpServers": []any{}}))
+	var res struct{ SessionID string }
+	if got := p.awaitStray(1); got[0].Error != nil || json.Unmarshal(got[0].Result, &res) != nil {
+		t.Fatalf("session/new answered %+v", got[0])
+	}
+	p.awaitOrder(`"new"`, from)
+	from = p.noteCount()
+	p.raw(rawRequest("resume", "session/resume", map[string]any{"sessionId": res.SessionID, "cwd": p.ws, "mcpServers": []any{}}))
+	p.awaitStray(2)
+	p.awaitOrder(`"resume"`, from)
+}
+
+// noteCount is how many notifications and answers to raw lines the
+// peer has received.
+func (p *peer) noteCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.notes)
+}
+
+// awaitOrder waits for the available_commands_update that follows the
+// answer to raw request id and fails when one came before that answer,
+// after the first from messages received.
+func (p *peer) awaitOrder(id string, from int) {
+	p.t.Helper()
+	isCommands := func(m message) bool {
+		var n struct {
+			Update struct{ SessionUpdate string }
+		}
+		return m.Method == "session/update" && json.Unmarshal(m.Params, &n) == nil && n.Update.SessionUpdate == "available_commands_update"
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		p.mu.Lock()
+		notes := slices.Clone(p.notes[from:])
+		p.mu.Unlock()
+		at := slices.IndexFunc(notes, func(m message) bool { return m.Method == "" && string(m.ID) == id })
+		if at < 0 {
+			continue
+		}
+		if slices.ContainsFunc(notes[:at], isCommands) {
+			p.t.Fatalf("available_commands_update sent before the answer to %s, which the client drops", id)
+		}
+		if slices.ContainsFunc(notes[at:], isCommands) {
+			return
+		}
+	}
+	p.t.Fatalf("no available_commands_update after the answer to %s", id)
+}

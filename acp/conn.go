@@ -294,8 +294,22 @@ func (c *conn) handle(ctx context.Context, m message, h handler) {
 	}()
 }
 
-// reply answers request id with res or err.
+// followed is a handler's result with what must reach the client only
+// after it: then runs once the answer is written. A client learns a new
+// session's id from session/new's answer, and Zed drops (as "unknown
+// session") a session/update that arrives before it.
+type followed struct {
+	result any
+	then   func()
+}
+
+// reply answers request id with res or err; a followed result's then
+// runs after the answer is written.
 func (c *conn) reply(id json.RawMessage, res any, err error) {
+	if f, ok := res.(followed); ok {
+		res = f.result
+		defer f.then()
+	}
 	if err != nil {
 		re, ok := errors.AsType[*rpcError](err)
 		if !ok {

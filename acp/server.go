@@ -287,8 +287,8 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 	}
 	res := as.state()
 	res["sessionId"] = as.ID()
-	as.ready()
-	return res, nil
+	// The client knows the session once it has the answer.
+	return followed{res, as.ready}, nil
 }
 
 // attach opens a session with open (the host's create or open, given
