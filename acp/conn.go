@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+
+	"github.com/octet-agent/octet/host"
 )
 
 // JSON-RPC 2.0 error codes.
@@ -25,8 +27,14 @@ const (
 )
 
 // maxMessage bounds one incoming line; a longer one is refused and the
-// rest of the line skipped.
-const maxMessage = 16 << 20
+// rest of the line skipped. It has room for the largest prompt octet
+// takes: its images (host.MaxImagesBytes, base64) and 8 MiB besides. A
+// variable for the tests.
+var maxMessage = (host.MaxImagesBytes+2)/3*4 + 8<<20
+
+// maxIDPrefix is how much of a line over maxMessage is kept to find the
+// request's id in, for its refusal.
+const maxIDPrefix = 64 << 10
 
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
@@ -167,12 +175,14 @@ func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
+		if errors.Is(err, errLineTooLong) {
+			// The client waits for the answer to its request: refuse it
+			// by its id when the line's start has it.
+			_ = c.write(message{ID: idOf(line), Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message over %d bytes refused", maxMessage)}})
+			continue
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			c.dispatch(ctx, line, h)
-		}
-		if errors.Is(err, errLineTooLong) {
-			_ = c.write(message{ID: json.RawMessage("null"), Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message over %d bytes refused", maxMessage)}})
-			continue
 		}
 		if err == io.EOF {
 			return nil
@@ -189,19 +199,21 @@ func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
 var errLineTooLong = errors.New("line too long")
 
 // readLine returns the next line without its newline; a line over
-// maxMessage is skipped to its end and reported as errLineTooLong.
+// maxMessage is skipped to its end and reported as errLineTooLong with
+// its first maxIDPrefix bytes.
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(buf)+len(chunk) > maxMessage {
+			buf = append(buf, chunk[:min(len(chunk), max(0, maxIDPrefix-len(buf)))]...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = r.ReadSlice('\n')
 			}
 			if err != nil && err != io.EOF {
 				return nil, err
 			}
-			return nil, errLineTooLong
+			return buf[:min(len(buf), maxIDPrefix)], errLineTooLong
 		}
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -209,6 +221,32 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 		}
 		return bytes.TrimRight(buf, "\r\n"), err
 	}
+}
+
+// idOf is the id of the request a line starts with, read from the
+// line's start (prefix) up to its first member that is cut; null when it
+// is not there. The SDKs and Zed write the id before the params, which
+// is what makes a line long.
+func idOf(prefix []byte) json.RawMessage {
+	null := json.RawMessage("null")
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return null
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return null
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return null
+		}
+		if key == "id" && len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+			return v
+		}
+	}
+	return null
 }
 
 // closePending fails every call still waiting: the client is gone.
