@@ -454,3 +454,26 @@ func (p *peer) awaitOrder(id string, from int) {
 	}
 	p.t.Fatalf("no available_commands_update after the answer to %s", id)
 }
+
+// TestCancelRightBehindPrompt: a session/cancel the client sends right
+// behind its session/prompt (in one write: a person pressing Escape as
+// the prompt goes) cancels that prompt, though the prompt's run may not
+// have started when the cancel is read. It was lost, and the prompt ran
+// on (here: for ever, the model's stream stalls).
+func TestCancelRightBehindPrompt(t *testing.T) {
+	for i := range 5 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			p := newPeer(t, stackOpts{policy: tools.Controlled})
+			p.prov.Enqueue(providertest.Text("Once upon a time, and then ").StallAfter(1))
+			p.initialize(false)
+			id := p.newSession()
+			cancel, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": id}})
+			p.raw(rawRequest("p", "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "tell a story"}}}) + "\n" + string(cancel))
+			got := p.awaitStray(1)[0]
+			var res struct{ StopReason string }
+			if got.Error != nil || json.Unmarshal(got.Result, &res) != nil || res.StopReason != stopCancelled {
+				t.Fatalf("prompt answered %s %+v, want stopReason cancelled", got.Result, got.Error)
+			}
+		})
+	}
+}

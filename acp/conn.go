@@ -57,6 +57,20 @@ type message struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   *rpcError       `json:"error,omitempty"`
+
+	// read numbers the client's messages in the order they were read.
+	read int64
+}
+
+// readKey is the context key of the read order of the message a handler
+// handles (readOrder).
+type readKey struct{}
+
+// readOrder is the read order of the message ctx's handler handles: a
+// later one was sent after it.
+func readOrder(ctx context.Context) (int64, bool) {
+	n, ok := ctx.Value(readKey{}).(int64)
+	return n, ok
 }
 
 // handler answers one incoming request (result or error) or, for a
@@ -86,6 +100,8 @@ type conn struct {
 	// waiting for its answer.
 	started bool
 	early   []message
+	// reads counts the messages read (message.read), on the reader.
+	reads int64
 
 	wg sync.WaitGroup
 }
@@ -267,6 +283,8 @@ func (c *conn) dispatch(ctx context.Context, line []byte, h handler) {
 		_ = c.write(message{ID: json.RawMessage("null"), Error: &rpcError{Code: codeParseError, Message: "not a JSON-RPC message: " + err.Error()}})
 		return
 	}
+	c.reads++
+	m.read = c.reads
 	isResponse := m.Method == "" && len(m.ID) > 0
 	switch {
 	case isResponse:
@@ -318,6 +336,7 @@ func isNotification(m message) bool { return len(m.ID) == 0 || string(m.ID) == "
 // does not hold up session/cancel) or one notification in order
 // (session/cancel is quick).
 func (c *conn) handle(ctx context.Context, m message, h handler) {
+	ctx = context.WithValue(ctx, readKey{}, m.read)
 	if isNotification(m) {
 		if _, err := safeHandle(ctx, h, m.Method, m.Params); err != nil {
 			c.log.Warn("notification failed", "method", m.Method, "error", err)
