@@ -477,3 +477,44 @@ func TestCancelRightBehindPrompt(t *testing.T) {
 		})
 	}
 }
+
+// TestCRLFFileThroughClientBuffer: a Neovim client (avante, agentic)
+// reads a CRLF file's buffer as its lines joined with "\n" and writes
+// fs/write_text_file's content to the disk as it is. An edit of such a
+// file keeps its CRLF line endings (it once turned every line of the
+// file to LF, the whole file changed for one edit).
+func TestCRLFFileThroughClientBuffer(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	path := filepath.Join(p.ws, "a.txt")
+	writeFile(t, path, "one\r\ntwo\r\nthree\r\n")
+	var mu sync.Mutex
+	var wrote []string
+	p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
+		var req struct{ Path, Content string }
+		_ = json.Unmarshal(m.Params, &req)
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "fs/read_text_file":
+			b, err := os.ReadFile(req.Path)
+			if err != nil {
+				return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
+			}
+			lines := strings.Split(strings.TrimSuffix(string(b), "\r\n"), "\r\n")
+			return map[string]any{"content": strings.Join(lines, "\n")}, nil
+		case "fs/write_text_file":
+			wrote = append(wrote, req.Content)
+			os.WriteFile(req.Path, []byte(req.Content), 0o600)
+			return map[string]any{}, nil
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	})
+	if out := p.editTwo("2"); !strings.HasPrefix(out, "Edited") {
+		t.Errorf("the edit's result %q", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if b, _ := os.ReadFile(path); string(b) != "one\r\n2\r\nthree\r\n" {
+		t.Errorf("the file is %q after fs/write_text_file calls %q, want its CRLF line endings kept", b, wrote)
+	}
+}
