@@ -489,3 +489,21 @@ func TestPlanUpdate(t *testing.T) {
 		t.Errorf("plan updates after session/load: %v", got)
 	}
 }
+
+// TestOverlongRequestAnswered: a request line over the message bound is
+// refused with an error that carries its id (the client is waiting for
+// that answer), when the id comes before the long params as the SDKs
+// and Zed write it; the connection goes on.
+func TestOverlongRequestAnswered(t *testing.T) {
+	defer func(n int) { maxMessage = n }(maxMessage)
+	maxMessage = 4 << 10
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.initialize(false)
+	id := p.newSession()
+	p.raw(`{"jsonrpc":"2.0","id":"long","method":"session/prompt","params":{"sessionId":"` + id + `","prompt":[{"type":"text","text":"` + strings.Repeat("x", 100<<10) + `"}]}}`)
+	got := p.awaitStray(1)[0]
+	if string(got.ID) != `"long"` || got.Error == nil || got.Error.Code != codeInvalidRequest {
+		t.Fatalf("answer %s %+v, want -32600 for id \"long\"", got.ID, got.Error)
+	}
+	p.ok("session/list", map[string]any{}, nil)
+}

@@ -396,3 +396,125 @@ func TestBashAllowAlways(t *testing.T) {
 		})
 	}
 }
+
+// TestUpdatesFollowSessionAnswer: Zed learns a new session's id from
+// session/new's answer (and registers a resumed one once session/resume
+// answers) and drops, as "unknown session", any session/update that
+// arrives before: the slash commands' available_commands_update must
+// follow those answers, or the commands never appear.
+func TestUpdatesFollowSessionAnswer(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.initialize(false)
+	from := p.noteCount()
+	p.raw(rawRequest("new", "session/new", map[string]any{"cwd": p.ws, "mcpServers": []any{}}))
+	var res struct{ SessionID string }
+	if got := p.awaitStray(1); got[0].Error != nil || json.Unmarshal(got[0].Result, &res) != nil {
+		t.Fatalf("session/new answered %+v", got[0])
+	}
+	p.awaitOrder(`"new"`, from)
+	from = p.noteCount()
+	p.raw(rawRequest("resume", "session/resume", map[string]any{"sessionId": res.SessionID, "cwd": p.ws, "mcpServers": []any{}}))
+	p.awaitStray(2)
+	p.awaitOrder(`"resume"`, from)
+}
+
+// noteCount is how many notifications and answers to raw lines the
+// peer has received.
+func (p *peer) noteCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.notes)
+}
+
+// awaitOrder waits for the available_commands_update that follows the
+// answer to raw request id and fails when one came before that answer,
+// after the first from messages received.
+func (p *peer) awaitOrder(id string, from int) {
+	p.t.Helper()
+	isCommands := func(m message) bool {
+		var n struct {
+			Update struct{ SessionUpdate string }
+		}
+		return m.Method == "session/update" && json.Unmarshal(m.Params, &n) == nil && n.Update.SessionUpdate == "available_commands_update"
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		p.mu.Lock()
+		notes := slices.Clone(p.notes[from:])
+		p.mu.Unlock()
+		at := slices.IndexFunc(notes, func(m message) bool { return m.Method == "" && string(m.ID) == id })
+		if at < 0 {
+			continue
+		}
+		if slices.ContainsFunc(notes[:at], isCommands) {
+			p.t.Fatalf("available_commands_update sent before the answer to %s, which the client drops", id)
+		}
+		if slices.ContainsFunc(notes[at:], isCommands) {
+			return
+		}
+	}
+	p.t.Fatalf("no available_commands_update after the answer to %s", id)
+}
+
+// TestCancelRightBehindPrompt: a session/cancel the client sends right
+// behind its session/prompt (in one write: a person pressing Escape as
+// the prompt goes) cancels that prompt, though the prompt's run may not
+// have started when the cancel is read. It was lost, and the prompt ran
+// on (here: for ever, the model's stream stalls).
+func TestCancelRightBehindPrompt(t *testing.T) {
+	for i := range 5 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			p := newPeer(t, stackOpts{policy: tools.Controlled})
+			p.prov.Enqueue(providertest.Text("Once upon a time, and then ").StallAfter(1))
+			p.initialize(false)
+			id := p.newSession()
+			cancel, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": id}})
+			p.raw(rawRequest("p", "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "tell a story"}}}) + "\n" + string(cancel))
+			got := p.awaitStray(1)[0]
+			var res struct{ StopReason string }
+			if got.Error != nil || json.Unmarshal(got.Result, &res) != nil || res.StopReason != stopCancelled {
+				t.Fatalf("prompt answered %s %+v, want stopReason cancelled", got.Result, got.Error)
+			}
+		})
+	}
+}
+
+// TestCRLFFileThroughClientBuffer: a Neovim client (avante, agentic)
+// reads a CRLF file's buffer as its lines joined with "\n" and writes
+// fs/write_text_file's content to the disk as it is. An edit of such a
+// file keeps its CRLF line endings (it once turned every line of the
+// file to LF, the whole file changed for one edit).
+func TestCRLFFileThroughClientBuffer(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	path := filepath.Join(p.ws, "a.txt")
+	writeFile(t, path, "one\r\ntwo\r\nthree\r\n")
+	var mu sync.Mutex
+	var wrote []string
+	p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
+		var req struct{ Path, Content string }
+		_ = json.Unmarshal(m.Params, &req)
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "fs/read_text_file":
+			b, err := os.ReadFile(req.Path)
+			if err != nil {
+				return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
+			}
+			lines := strings.Split(strings.TrimSuffix(string(b), "\r\n"), "\r\n")
+			return map[string]any{"content": strings.Join(lines, "\n")}, nil
+		case "fs/write_text_file":
+			wrote = append(wrote, req.Content)
+			os.WriteFile(req.Path, []byte(req.Content), 0o600)
+			return map[string]any{}, nil
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	})
+	if out := p.editTwo("2"); !strings.HasPrefix(out, "Edited") {
+		t.Errorf("the edit's result %q", out)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if b, _ := os.ReadFile(path); string(b) != "one\r\n2\r\nthree\r\n" {
+		t.Errorf("the file is %q after fs/write_text_file calls %q, want its CRLF line endings kept", b, wrote)
+	}
+}

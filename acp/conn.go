@@ -11,6 +11,8 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+
+	"github.com/octet-agent/octet/host"
 )
 
 // JSON-RPC 2.0 error codes.
@@ -25,8 +27,14 @@ const (
 )
 
 // maxMessage bounds one incoming line; a longer one is refused and the
-// rest of the line skipped.
-const maxMessage = 16 << 20
+// rest of the line skipped. It has room for the largest prompt octet
+// takes: its images (host.MaxImagesBytes, base64) and 8 MiB besides. A
+// variable for the tests.
+var maxMessage = (host.MaxImagesBytes+2)/3*4 + 8<<20
+
+// maxIDPrefix is how much of a line over maxMessage is kept to find the
+// request's id in, for its refusal.
+const maxIDPrefix = 64 << 10
 
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
@@ -49,6 +57,20 @@ type message struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 	Result  json.RawMessage `json:"result,omitempty"`
 	Error   *rpcError       `json:"error,omitempty"`
+
+	// read numbers the client's messages in the order they were read.
+	read int64
+}
+
+// readKey is the context key of the read order of the message a handler
+// handles (readOrder).
+type readKey struct{}
+
+// readOrder is the read order of the message ctx's handler handles: a
+// later one was sent after it.
+func readOrder(ctx context.Context) (int64, bool) {
+	n, ok := ctx.Value(readKey{}).(int64)
+	return n, ok
 }
 
 // handler answers one incoming request (result or error) or, for a
@@ -78,6 +100,8 @@ type conn struct {
 	// waiting for its answer.
 	started bool
 	early   []message
+	// reads counts the messages read (message.read), on the reader.
+	reads int64
 
 	wg sync.WaitGroup
 }
@@ -167,12 +191,14 @@ func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
+		if errors.Is(err, errLineTooLong) {
+			// The client waits for the answer to its request: refuse it
+			// by its id when the line's start has it.
+			_ = c.write(message{ID: idOf(line), Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message over %d bytes refused", maxMessage)}})
+			continue
+		}
 		if len(bytes.TrimSpace(line)) > 0 {
 			c.dispatch(ctx, line, h)
-		}
-		if errors.Is(err, errLineTooLong) {
-			_ = c.write(message{ID: json.RawMessage("null"), Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message over %d bytes refused", maxMessage)}})
-			continue
 		}
 		if err == io.EOF {
 			return nil
@@ -189,19 +215,21 @@ func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
 var errLineTooLong = errors.New("line too long")
 
 // readLine returns the next line without its newline; a line over
-// maxMessage is skipped to its end and reported as errLineTooLong.
+// maxMessage is skipped to its end and reported as errLineTooLong with
+// its first maxIDPrefix bytes.
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(buf)+len(chunk) > maxMessage {
+			buf = append(buf, chunk[:min(len(chunk), max(0, maxIDPrefix-len(buf)))]...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = r.ReadSlice('\n')
 			}
 			if err != nil && err != io.EOF {
 				return nil, err
 			}
-			return nil, errLineTooLong
+			return buf[:min(len(buf), maxIDPrefix)], errLineTooLong
 		}
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -209,6 +237,32 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 		}
 		return bytes.TrimRight(buf, "\r\n"), err
 	}
+}
+
+// idOf is the id of the request a line starts with, read from the
+// line's start (prefix) up to its first member that is cut; null when it
+// is not there. The SDKs and Zed write the id before the params, which
+// is what makes a line long.
+func idOf(prefix []byte) json.RawMessage {
+	null := json.RawMessage("null")
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return null
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return null
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return null
+		}
+		if key == "id" && len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+			return v
+		}
+	}
+	return null
 }
 
 // closePending fails every call still waiting: the client is gone.
@@ -229,6 +283,8 @@ func (c *conn) dispatch(ctx context.Context, line []byte, h handler) {
 		_ = c.write(message{ID: json.RawMessage("null"), Error: &rpcError{Code: codeParseError, Message: "not a JSON-RPC message: " + err.Error()}})
 		return
 	}
+	c.reads++
+	m.read = c.reads
 	isResponse := m.Method == "" && len(m.ID) > 0
 	switch {
 	case isResponse:
@@ -280,6 +336,7 @@ func isNotification(m message) bool { return len(m.ID) == 0 || string(m.ID) == "
 // does not hold up session/cancel) or one notification in order
 // (session/cancel is quick).
 func (c *conn) handle(ctx context.Context, m message, h handler) {
+	ctx = context.WithValue(ctx, readKey{}, m.read)
 	if isNotification(m) {
 		if _, err := safeHandle(ctx, h, m.Method, m.Params); err != nil {
 			c.log.Warn("notification failed", "method", m.Method, "error", err)
@@ -294,8 +351,22 @@ func (c *conn) handle(ctx context.Context, m message, h handler) {
 	}()
 }
 
-// reply answers request id with res or err.
+// followed is a handler's result with what must reach the client only
+// after it: then runs once the answer is written. A client learns a new
+// session's id from session/new's answer, and Zed drops (as "unknown
+// session") a session/update that arrives before it.
+type followed struct {
+	result any
+	then   func()
+}
+
+// reply answers request id with res or err; a followed result's then
+// runs after the answer is written.
 func (c *conn) reply(id json.RawMessage, res any, err error) {
+	if f, ok := res.(followed); ok {
+		res = f.result
+		defer f.then()
+	}
 	if err != nil {
 		re, ok := errors.AsType[*rpcError](err)
 		if !ok {

@@ -60,9 +60,10 @@ func version(text []byte) int32 { return int32(crc32.ChecksumIEEE(text) & 0x7fff
 // Document implements tools.Documents: the client's text of path. A
 // file that is not on disk is not asked for (octet is creating it; a
 // client may answer "" for a file it does not have, which is not an empty
-// file). A client text that is the disk's without its final newline (a
-// buffer read that joins lines, as avante's does) is the disk's text: the
-// newline is not a change.
+// file). A client text that is the disk's as a buffer read renders it
+// (its lines joined with "\n", as avante's read does: without the final
+// newline, a CRLF file's line endings as LF) is the disk's text: neither
+// is a change, and a change computed on the disk's text keeps them.
 func (f *clientFiles) Document(path string) (tools.Document, bool) {
 	if !f.read || !f.inside(path) {
 		return tools.Document{}, false
@@ -77,7 +78,7 @@ func (f *clientFiles) Document(path string) (tools.Document, bool) {
 		f.s.srv.log.Debug("fs/read_text_file: using the disk", "path", path, "error", err)
 		return tools.Document{}, false
 	}
-	if disk != nil && lacksFinalNewline(text, disk) {
+	if disk != nil && bufferOf(text, disk) {
 		text = disk
 	}
 	return tools.Document{Text: text, Version: version(text)}, true
@@ -106,17 +107,32 @@ func (f *clientFiles) disk(path string) (data []byte, exists bool) {
 	return data, true
 }
 
-// lacksFinalNewline reports whether text is full without its final line
-// ending.
-func lacksFinalNewline(text, full []byte) bool {
-	rest, ok := bytes.CutPrefix(full, text)
-	return ok && (string(rest) == "\n" || string(rest) == "\r\n")
+// bufferOf reports whether text is full as an editor's buffer read
+// renders it: full, or its lines joined with "\n" (a CRLF file's lines
+// read as LF, as Neovim's buffer lines and Zed's buffers have them), with
+// or without its final line ending.
+func bufferOf(text, full []byte) bool {
+	if bytes.Equal(text, full) {
+		return true
+	}
+	forms := [][]byte{full}
+	if bytes.Contains(full, []byte("\r\n")) {
+		forms = append(forms, bytes.ReplaceAll(full, []byte("\r\n"), []byte("\n")))
+	}
+	for _, f := range forms {
+		rest, ok := bytes.CutPrefix(f, text)
+		if ok && (len(rest) == 0 || string(rest) == "\n" || string(rest) == "\r\n") {
+			return true
+		}
+	}
+	return false
 }
 
-// sameText reports whether the client's text a is b, up to the final
-// newline a client's buffer read may drop (or a save may add).
+// sameText reports whether the client's text a is b, up to how a buffer
+// read renders a file (bufferOf): its final newline, which a save may
+// also add, and CRLF line endings read as LF.
 func sameText(a, b []byte) bool {
-	return bytes.Equal(a, b) || lacksFinalNewline(a, b) || lacksFinalNewline(b, a)
+	return bufferOf(a, b) || bufferOf(b, a)
 }
 
 // AppliesEdits implements tools.Documents.

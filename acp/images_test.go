@@ -140,3 +140,30 @@ func TestImagePromptModelWithoutImages(t *testing.T) {
 		t.Errorf("session/load replayed user chunks %q, want only the prompt that ran", users)
 	}
 }
+
+// TestLargeImagePrompt: an image within octet's bounds (here 13 MiB of
+// the 20 MiB one image may have) is over 16 MiB once base64 in its
+// session/prompt line; the line is taken and the image reaches the
+// model. It was refused as too long, answered with id null, so the
+// client waited for its prompt's answer for ever.
+func TestLargeImagePrompt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes a 17 MiB line")
+	}
+	p := newPeer(t, stackOpts{recovery: true})
+	p.initialize(false)
+	id := p.newSession()
+	img := append(pngOf(t, color.RGBA{R: 255, A: 255}), make([]byte, 13<<20)...)
+	p.prov.Enqueue(providertest.Text("a big square"))
+	p.raw(rawRequest("big", "session/prompt", map[string]any{"sessionId": id, "prompt": []any{
+		map[string]any{"type": "text", "text": "what is this?"},
+		map[string]any{"type": "image", "mimeType": "image/png", "data": base64.StdEncoding.EncodeToString(img)},
+	}}))
+	got := p.awaitStray(1)[0]
+	if string(got.ID) != `"big"` || got.Error != nil {
+		t.Fatalf("answer %s %+v, want the prompt's", got.ID, got.Error)
+	}
+	if reqs := p.prov.Requests(); len(reqs) != 1 || len(userImages(reqs[0])) != 1 {
+		t.Fatalf("the model was not given the image (%d requests)", len(reqs))
+	}
+}

@@ -54,9 +54,10 @@ func (s *Server) reopen(ctx context.Context, raw json.RawMessage, replay bool) (
 	if replay {
 		as.replay()
 	}
-	res := as.state()
-	as.ready()
-	return res, nil
+	// The replay goes before the answer (the client shows it as the
+	// session's history); the session's commands after it, once the
+	// client has the session.
+	return followed{as.state(), as.ready}, nil
 }
 
 // load opens session id on this connection with the MCP servers mcp,

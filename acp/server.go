@@ -153,7 +153,7 @@ func (s *Server) handle(ctx context.Context, method string, raw json.RawMessage)
 	case "session/prompt":
 		return s.prompt(ctx, raw)
 	case "session/cancel":
-		return nil, s.cancel(raw)
+		return nil, s.cancel(ctx, raw)
 	case "session/set_mode":
 		return s.setMode(ctx, raw)
 	case "session/set_config_option":
@@ -287,8 +287,8 @@ func (s *Server) sessionNew(ctx context.Context, raw json.RawMessage) (any, erro
 	}
 	res := as.state()
 	res["sessionId"] = as.ID()
-	as.ready()
-	return res, nil
+	// The client knows the session once it has the answer.
+	return followed{res, as.ready}, nil
 }
 
 // attach opens a session with open (the host's create or open, given
@@ -380,7 +380,10 @@ func (s *Server) mcpOf(id string) []host.MCPServer {
 	return s.mcp[id]
 }
 
-func (s *Server) cancel(raw json.RawMessage) error {
+// cancel handles session/cancel: the session's prompt is cancelled,
+// also one the client sent before this cancel whose run has not started
+// yet (acpSession.cancelRead).
+func (s *Server) cancel(ctx context.Context, raw json.RawMessage) error {
 	var p struct {
 		SessionID string `json:"sessionId"`
 	}
@@ -396,6 +399,9 @@ func (s *Server) cancel(raw json.RawMessage) error {
 	as, ok := s.sessions.Lookup(p.SessionID)
 	if !ok {
 		return notOpenError(p.SessionID)
+	}
+	if n, ok := readOrder(ctx); ok {
+		as.cancelRead.Store(n)
 	}
 	as.cancelPrompt()
 	return nil

@@ -47,6 +47,7 @@ async function run(fs, handlers, op) {
   const out = { updates: [], ext: [], permissions: [], reads: [], writes: [] };
   const app = acp.client({ name: 'octet-test' });
   app.onNotification(acp.methods.client.session.update, ({ params }) => {
+    if (params.update.sessionUpdate === 'available_commands_update') commandsSeen.set(params.sessionId, (commandsSeen.get(params.sessionId) || 0) + 1);
     out.updates.push(params.sessionId === out.session?.sessionId || !out.session ? params.update : { ...params.update, onSession: params.sessionId });
     handlers.update?.(params.update, out);
   });
@@ -81,7 +82,19 @@ async function run(fs, handlers, op) {
 }
 
 const select = (kind) => (p) => ({ outcome: { outcome: 'selected', optionId: p.options.find((o) => o.kind === kind).optionId } });
-const newSession = (ctx) => ctx.request(acp.methods.agent.session.new, { cwd: ws, mcpServers: [] });
+// Octet sends a session's available_commands_update once session/new,
+// load or resume has answered (a client knows a new session only from
+// that answer): commandsSeen counts them by session, and waitCommands
+// waits for the n-th of sessionId.
+const commandsSeen = new Map();
+const waitCommands = async (sessionId, n) => {
+  for (let i = 0; i < 2000 && (commandsSeen.get(sessionId) || 0) < n; i++) await new Promise((r) => setTimeout(r, 5));
+};
+const newSession = async (ctx) => {
+  const s = await ctx.request(acp.methods.agent.session.new, { cwd: ws, mcpServers: [] });
+  await waitCommands(s.sessionId, 1);
+  return s;
+};
 const prompt = (ctx, sessionId, text, extra = []) =>
   ctx.request(acp.methods.agent.session.prompt, { sessionId, prompt: [{ type: 'text', text }, ...extra] });
 
@@ -223,7 +236,9 @@ const scenarios = {
       out.close = await call(ctx, acp.methods.agent.session.close, { sessionId: a });
       out.promptClosed = await call(ctx, acp.methods.agent.session.prompt, { sessionId: a, prompt: [{ type: 'text', text: 'x' }] });
       const m4 = out.updates.length;
+      const seen = commandsSeen.get(a) || 0;
       out.resume = await call(ctx, acp.methods.agent.session.resume, { sessionId: a, cwd: ws, mcpServers: [] });
+      await waitCommands(a, seen + 1);
       out.afterResume = since(out, m4);
       out.again = await prompt(ctx, a, 'after resume');
       const m5 = out.updates.length;
