@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { chatText, clickCard, clickNotification, notification, openChat, openFile, reloadChat, send, timeout, waitForDiffEditor } from "./workbench.mjs";
+import { chatText, clickCard, clickNotification, notification, openChat, openFile, reloadChat, send, timeout, waitForDiffEditor, waitForRevealed } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -33,7 +33,7 @@ async function main() {
     await send(frame, cfg.approvePrompt);
     seen.editNotification = await notification(page, "a.txt");
     seen.approvalNotification = await clickNotification(page, "Review…");
-    await frame.waitForSelector(".approval.state-pending.revealed", { timeout });
+    await waitForRevealed(frame);
     await clickCard(frame, "view_diff");
     await waitForDiffEditor(page, frame);
     await page.waitForFunction(
@@ -89,7 +89,7 @@ async function main() {
     await new Promise((r) => setTimeout(r, 500));
     await shot(page, "approval-notification.png");
     await clickNotification(page, "Review…");
-    await frame.waitForSelector(".approval.state-pending.revealed", { timeout });
+    await waitForRevealed(frame);
     seen.bashCard = await frame.$eval(".approval.state-pending", (e) => e.innerText);
     seen.statusWhileWaiting = await page.$eval(".statusbar", (e) => e.innerText);
     await new Promise((r) => setTimeout(r, 300));

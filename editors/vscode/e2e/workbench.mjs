@@ -108,6 +108,17 @@ export async function promptAndDecide(frame, text, decision, answer) {
   await chatText(frame, answer, `after deciding (${decision}) the approval of ${JSON.stringify(text)}`);
 }
 
+// waitForRevealed waits for an approval's notification (Review…) to have
+// shown its pending card: the card focused, or outlined (the outline
+// lasts 2 s, which a loaded machine can let pass before the wait starts;
+// the focus stays).
+export async function waitForRevealed(frame) {
+  await frame.waitForFunction(
+    () => document.activeElement?.matches(".approval.state-pending") || document.querySelector(".approval.state-pending.revealed") !== null,
+    { timeout },
+  );
+}
+
 // clickNotification clicks the button labelled label of a notification
 // toast and returns the toast's message.
 export async function clickNotification(page, label) {
