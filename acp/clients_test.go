@@ -518,3 +518,26 @@ func TestCRLFFileThroughClientBuffer(t *testing.T) {
 		t.Errorf("the file is %q after fs/write_text_file calls %q, want its CRLF line endings kept", b, wrote)
 	}
 }
+
+// TestCancelBehindPromptToReleasedSession: a prompt naming a session the
+// connection released (MaxSessions) opens it again before its run
+// starts; a session/cancel sent right behind the prompt arrives while it
+// is being opened — not open yet — and still cancels the prompt (it
+// once answered "not open" and was dropped, and the prompt ran on).
+func TestCancelBehindPromptToReleasedSession(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled, maxSessions: 1})
+	p.initialize(false)
+	a := p.newSession()
+	p.newSession() // releases a
+	if !p.released(a) {
+		t.Fatalf("two sessions open with MaxSessions 1: %s was not released\n%s", a, p.logs.String())
+	}
+	p.prov.Enqueue(providertest.Text("Once upon a time, and then ").StallAfter(1))
+	cancel, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": a}})
+	p.raw(rawRequest("p", "session/prompt", map[string]any{"sessionId": a, "prompt": []any{map[string]any{"type": "text", "text": "tell a story"}}}) + "\n" + string(cancel))
+	got := p.awaitStray(1)[0]
+	var res struct{ StopReason string }
+	if got.Error != nil || json.Unmarshal(got.Result, &res) != nil || res.StopReason != stopCancelled {
+		t.Fatalf("prompt answered %s %+v, want stopReason cancelled", got.Result, got.Error)
+	}
+}

@@ -226,6 +226,7 @@ func (s *Server) sessionClose(raw json.RawMessage) (any, error) {
 func (s *Server) forget(id string) {
 	s.mu.Lock()
 	delete(s.mcp, id)
+	delete(s.cancels, id)
 	s.mu.Unlock()
 }
 

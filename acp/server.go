@@ -61,6 +61,12 @@ type Server struct {
 	// mcp are the MCP servers each session was opened with, to open it
 	// again with them after the registry released it.
 	mcp map[string][]host.MCPServer
+	// cancels is the read order (conn's readOrder) of the last
+	// session/cancel of each session known to the connection (a key of
+	// mcp): a prompt read before it is cancelled, though its run started
+	// after the cancel was handled — or after the session, released
+	// meanwhile, was opened again for it.
+	cancels map[string]int64
 	// kids interrupt the exposed child sessions still active (the
 	// subagents capability), by child session id.
 	kids map[string]func() error
@@ -123,7 +129,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	s := &Server{opts: opts, log: log, c: newConn(out, log), host: host.New(opts.Runtime, log), mcp: map[string][]host.MCPServer{}, kids: map[string]func() error{}}
+	s := &Server{opts: opts, log: log, c: newConn(out, log), host: host.New(opts.Runtime, log), mcp: map[string][]host.MCPServer{}, cancels: map[string]int64{}, kids: map[string]func() error{}}
 	s.sessions = host.NewRegistry[*acpSession](host.RegistryOptions{MaxOpen: opts.MaxSessions, Logger: log})
 	defer s.host.Close()
 	ctx, cancel := context.WithCancel(ctx)
@@ -382,7 +388,7 @@ func (s *Server) mcpOf(id string) []host.MCPServer {
 
 // cancel handles session/cancel: the session's prompt is cancelled,
 // also one the client sent before this cancel whose run has not started
-// yet (acpSession.cancelRead).
+// yet (Server.cancels), the session's reopening included.
 func (s *Server) cancel(ctx context.Context, raw json.RawMessage) error {
 	var p struct {
 		SessionID string `json:"sessionId"`
@@ -396,15 +402,38 @@ func (s *Server) cancel(ctx context.Context, raw json.RawMessage) error {
 	if s.cancelKid(p.SessionID) {
 		return nil
 	}
+	known := false
+	if n, ok := readOrder(ctx); ok {
+		known = s.noteCancel(p.SessionID, n)
+	}
 	as, ok := s.sessions.Lookup(p.SessionID)
-	if !ok {
+	switch {
+	case ok:
+		as.cancelPrompt()
+	case !known:
 		return notOpenError(p.SessionID)
 	}
-	if n, ok := readOrder(ctx); ok {
-		as.cancelRead.Store(n)
-	}
-	as.cancelPrompt()
 	return nil
+}
+
+// noteCancel records that a cancel of session id was read as message n,
+// when the connection knows the session; it reports whether it does.
+func (s *Server) noteCancel(id string, n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, known := s.mcp[id]; !known {
+		return false
+	}
+	s.cancels[id] = max(s.cancels[id], n)
+	return true
+}
+
+// cancelledAfter reports whether a cancel of session id was read after
+// message n.
+func (s *Server) cancelledAfter(id string, n int64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cancels[id] > n
 }
 
 // cancelAll cancels every session's prompt (the client is gone).

@@ -41,10 +41,6 @@ type acpSession struct {
 	// denials are why octet itself denied a call (an answer without an
 	// option), by session and call id, until its decision update is sent.
 	denials map[[2]string]string
-	// cancelRead is the read order of the last session/cancel of the
-	// session (conn's readOrder): a prompt read before it is cancelled,
-	// though its run started after the cancel was handled.
-	cancelRead atomic.Int64
 	// rejected are the reject_always answers: calls of exactly these
 	// tools and scopes are denied without asking while the session is
 	// open on this connection.
@@ -186,7 +182,7 @@ func (as *acpSession) runPrompt(ctx context.Context, start func(context.Context)
 	}
 	// Read after the turn was registered: a cancel either saw the turn
 	// or is seen here.
-	if n, ok := readOrder(ctx); ok && as.cancelRead.Load() > n {
+	if n, ok := readOrder(ctx); ok && as.srv.cancelledAfter(as.ID(), n) {
 		t.Cancel("session/cancel")
 	}
 	r := t.run
