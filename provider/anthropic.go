@@ -394,6 +394,10 @@ type anthropicEvent struct {
 		Thinking  string `json:"thinking"`
 		Signature string `json:"signature"`
 		Data      string `json:"data"`
+		// Input is a tool_use block's arguments as the block starts:
+		// {} from the Messages API, which streams them as deltas; the
+		// arguments when a server sends no deltas.
+		Input json.RawMessage `json:"input"`
 	} `json:"content_block"`
 	Delta *struct {
 		Type        string `json:"type"`
@@ -415,6 +419,7 @@ type anthropicBlockState struct {
 	text      strings.Builder
 	signature strings.Builder
 	data      string
+	input     json.RawMessage // a tool_use block's input at its start
 	done      bool
 }
 
@@ -512,7 +517,7 @@ func (d *anthropicDecoder) blockStart(e *anthropicEvent, out []Event) ([]Event, 
 		return out, false, violation("content_block_start without an index or a block")
 	}
 	cb := e.ContentBlock
-	b := &anthropicBlockState{index: *e.Index, typ: cb.Type, id: cb.ID, name: cb.Name, data: cb.Data}
+	b := &anthropicBlockState{index: *e.Index, typ: cb.Type, id: cb.ID, name: cb.Name, data: cb.Data, input: cb.Input}
 	b.text.WriteString(cb.Text)
 	b.text.WriteString(cb.Thinking)
 	b.signature.WriteString(cb.Signature)
@@ -584,9 +589,14 @@ func (b *anthropicBlockState) item() (Item, bool) {
 	case "redacted_thinking":
 		return Item{Type: ItemReasoning, EncryptedContent: anthropicRedacted + b.data}, true
 	case "tool_use":
+		// The arguments streamed as deltas; without any, those the
+		// block started with (as the SDKs read a block).
 		args := b.text.String()
 		if strings.TrimSpace(args) == "" {
 			args = "{}"
+			if in := bytes.TrimSpace(b.input); len(in) > 0 && in[0] == '{' {
+				args = string(in)
+			}
 		}
 		return Item{Type: ItemFunctionCall, CallID: b.id, Name: b.name, Arguments: args, Status: "completed"}, true
 	}

@@ -845,3 +845,46 @@ func TestAnthropicUsageCountsCacheWritesAndReads(t *testing.T) {
 		t.Errorf("usage (-want +got):\n%s", diff)
 	}
 }
+
+// TestAnthropicToolInputAtBlockStart: a Messages stream whose tool_use
+// block carries its whole input at content_block_start and sends no
+// input_json_delta (a proxy that does not stream arguments) gives the
+// call those arguments, as the SDKs read the block (they were "{}");
+// deltas, when there are some, are the arguments, as the API sends them
+// after an empty start input.
+func TestAnthropicToolInputAtBlockStart(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		deltas [][]byte
+		want   string
+	}{
+		{"no deltas", nil, `{"path":"a.go"}`},
+		{"deltas", [][]byte{[]byte(`{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"path\":\"b.go\"}"}}`)}, `{"path":"b.go"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := `{"path":"a.go"}`
+			if tc.deltas != nil {
+				start = `{}`
+			}
+			frames := [][]byte{
+				[]byte(`{"type":"message_start","message":{"id":"msg_1","model":"m","usage":{"input_tokens":5,"output_tokens":1}}}`),
+				[]byte(`{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"toolu_1","name":"read","input":` + start + `}}`),
+			}
+			frames = append(frames, tc.deltas...)
+			frames = append(frames,
+				[]byte(`{"type":"content_block_stop","index":0}`),
+				[]byte(`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":9}}`),
+				[]byte(`{"type":"message_stop"}`))
+			srv := providertest.New(t)
+			srv.Enqueue(providertest.Events(frames...))
+			evs, err := run(t, routeTransport(srv, provider.WireAnthropic), simpleRequest())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := completed(t, evs).Output
+			if len(out) != 1 || out[0].Type != provider.ItemFunctionCall || out[0].Arguments != tc.want {
+				t.Errorf("output %+v, want one read call with arguments %s", out, tc.want)
+			}
+		})
+	}
+}
