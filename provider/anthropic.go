@@ -122,7 +122,8 @@ type anthropicRequest struct {
 }
 
 // thinkingBudgets are the extended-thinking budgets of the reasoning
-// efforts; the budget must be at least 1024 and below max_tokens.
+// efforts; the budget must be at least 1024 and below max_tokens (octet
+// keeps it to half of max_tokens).
 var thinkingBudgets = map[string]int{"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384, "xhigh": 32768}
 
 func (anthropicCodec) encode(r *Request) ([]byte, error) {
@@ -165,7 +166,10 @@ func (anthropicCodec) encode(r *Request) ([]byte, error) {
 	}
 	if r.Reasoning != nil {
 		if b, ok := thinkingBudgets[r.Reasoning.Effort]; ok {
-			b = min(b, w.MaxTokens-1)
+			// At most half the output bound: thinking counts against
+			// max_tokens, and a budget just below it left the answer no
+			// room (the response stopped at max_tokens, unanswered).
+			b = min(b, w.MaxTokens/2)
 			if b >= 1024 {
 				w.Thinking = &anthropicThinkingConfig{Type: "enabled", BudgetTokens: b}
 			}

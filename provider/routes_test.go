@@ -594,7 +594,7 @@ func TestAnthropicRequestShape(t *testing.T) {
 	eph := map[string]any{"type": "ephemeral"}
 	want := map[string]any{
 		"model": "m", "stream": true, "max_tokens": 4000.0,
-		"thinking":    map[string]any{"type": "enabled", "budget_tokens": 3999.0},
+		"thinking":    map[string]any{"type": "enabled", "budget_tokens": 2000.0},
 		"system":      []any{map[string]any{"type": "text", "text": "You are octet.", "cache_control": eph}},
 		"tool_choice": map[string]any{"type": "auto"},
 		"tools": []any{map[string]any{"name": "read", "description": "Read a file.",
