@@ -246,6 +246,9 @@ type chatChunk struct {
 		PromptTokensDetails *struct {
 			CachedTokens int64 `json:"cached_tokens"`
 		} `json:"prompt_tokens_details"`
+		// PromptCacheHitTokens is DeepSeek's count of cached prompt
+		// tokens, for a server that has no prompt_tokens_details.
+		PromptCacheHitTokens int64 `json:"prompt_cache_hit_tokens"`
 		CompletionTokensDetails *struct {
 			ReasoningTokens int64 `json:"reasoning_tokens"`
 		} `json:"completion_tokens_details"`
@@ -315,6 +318,8 @@ func (d *chatDecoder) frame(ev *SSEEvent, out []Event) ([]Event, bool, *Error) {
 		u := &Usage{InputTokens: c.Usage.PromptTokens, OutputTokens: c.Usage.CompletionTokens}
 		if c.Usage.PromptTokensDetails != nil {
 			u.CachedTokens = c.Usage.PromptTokensDetails.CachedTokens
+		} else if h := c.Usage.PromptCacheHitTokens; h > 0 && h <= u.InputTokens {
+			u.CachedTokens = h
 		}
 		if c.Usage.CompletionTokensDetails != nil {
 			u.ReasoningTokens = c.Usage.CompletionTokensDetails.ReasoningTokens

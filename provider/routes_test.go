@@ -888,3 +888,34 @@ func TestAnthropicToolInputAtBlockStart(t *testing.T) {
 		})
 	}
 }
+
+// TestChatDeepSeekCacheHits: DeepSeek reports a request's cached prompt
+// tokens as prompt_cache_hit_tokens, without prompt_tokens_details;
+// they are the usage's cached tokens (they were counted as uncached,
+// priced as such). A count above the prompt's is not believed.
+func TestChatDeepSeekCacheHits(t *testing.T) {
+	for _, tc := range []struct {
+		hits, want int64
+	}{{900, 900}, {5000, 0}} {
+		srv := providertest.New(t)
+		turn, err := providertest.RawSSE([]byte(fmt.Sprintf(`data: {"id":"c1","object":"chat.completion.chunk","model":"deepseek-chat","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}
+
+data: {"id":"c1","object":"chat.completion.chunk","model":"deepseek-chat","choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":2,"total_tokens":1002,"prompt_cache_hit_tokens":%d,"prompt_cache_miss_tokens":100}}
+
+data: [DONE]
+
+`, tc.hits)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Enqueue(turn)
+		evs, err := run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &provider.Usage{InputTokens: 1000, CachedTokens: tc.want, OutputTokens: 2}
+		if diff := cmp.Diff(want, completed(t, evs).Usage); diff != "" {
+			t.Errorf("%d hits: usage (-want +got):\n%s", tc.hits, diff)
+		}
+	}
+}
