@@ -295,7 +295,7 @@ func readImage(cwd, name string) (provider.Image, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return provider.Image{}, pathError(err)
+		return provider.Image{}, pathError(err, "file")
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -321,7 +321,7 @@ func execDir(cwd, cd string) (string, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case err != nil:
-		return "", usageErrorf("--cd %s: %v", visible(cd), pathError(err))
+		return "", usageErrorf("--cd %s: %v", visible(cd), pathError(err, "directory"))
 	case !fi.IsDir():
 		return "", usageErrorf("--cd %s: not a directory", visible(cd))
 	}
@@ -345,11 +345,12 @@ func outputPath(cwd, name string) (string, error) {
 	return path, nil
 }
 
-// pathError is err without the path the message already names.
-func pathError(err error) error {
+// pathError is err without the path the message already names; a path
+// that does not exist is "no such " what (a file, a directory).
+func pathError(err error, what string) error {
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		if errors.Is(pe.Err, fs.ErrNotExist) {
-			return errors.New("no such directory")
+			return errors.New("no such " + what)
 		}
 		return pe.Err
 	}
