@@ -121,6 +121,12 @@ func runExec(ctx context.Context, args []string, e env) error {
 	}
 	res, err := drive(ctx, st, sess, ap, start, opts.json, e)
 	if werr := out.failed(); werr != nil {
+		// The run settled: -o gets what it has, as for any run that failed.
+		if opts.output != "" && err == nil {
+			if err := writeAnswer(opts.output, res.answer); err != nil {
+				fmt.Fprintf(e.stderr, "octet: -o: %v\n", err)
+			}
+		}
 		return outputError(werr, sess.Header().ID)
 	}
 	if err != nil {

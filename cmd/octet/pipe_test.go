@@ -74,3 +74,50 @@ func TestExecStdoutClosedSettles(t *testing.T) {
 		t.Errorf("sessions show has no outcome:\n%s", show.stdout)
 	}
 }
+
+// headPipeline runs `octet exec ARGS… | head -c 100` in a real shell while
+// the provider streams a long answer, and returns octet's exit status and
+// stderr.
+func headPipeline(t *testing.T, x *execEnv, args string) (int, string) {
+	t.Helper()
+	words := strings.Repeat("streaming words for a reader that stops early ", 60)
+	x.srv.Enqueue(providertest.Text(words).Pace(20 * time.Millisecond))
+	sh := exec.CommandContext(t.Context(), "bash", "-c", `"$OCTET" exec `+args+` | head -c 100 >/dev/null; echo "${PIPESTATUS[0]}"`)
+	sh.Dir = x.ws
+	sh.Env = append(os.Environ(), "OCTET="+octetBin)
+	for k, v := range x.vars {
+		sh.Env = append(sh.Env, k+"="+v)
+	}
+	var stderr strings.Builder
+	sh.Stderr = &stderr
+	out, err := sh.Output()
+	if err != nil {
+		t.Fatalf("pipeline: %v\nstderr: %s", err, stderr.String())
+	}
+	code, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("pipeline printed %q", out)
+	}
+	return code, stderr.String()
+}
+
+// TestExecStdoutClosedWritesOutputFile: -o FILE is written when the run
+// ends because stdout was closed, as when it fails or is cancelled with
+// Ctrl-C (the README: "even when the run fails"). It was left as it was:
+// a script reading FILE after `octet exec -o FILE … | head` read the
+// answer of an earlier run.
+func TestExecStdoutClosedWritesOutputFile(t *testing.T) {
+	x := newExecEnv(t)
+	answer := filepath.Join(x.ws, "answer.md")
+	if err := os.WriteFile(answer, []byte("the answer of an earlier run\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stderr := headPipeline(t, x, `-o answer.md "write a long answer"`)
+	if code != exitStdoutClosed {
+		t.Fatalf("octet exit status %d, want %d; stderr: %s", code, exitStdoutClosed, stderr)
+	}
+	got, err := os.ReadFile(answer)
+	if err != nil || strings.Contains(string(got), "earlier run") {
+		t.Errorf("-o file after the run: %q, %v", got, err)
+	}
+}
