@@ -127,7 +127,11 @@ func runExec(ctx context.Context, args []string, e env) error {
 				fmt.Fprintf(e.stderr, "octet: -o: %v\n", err)
 			}
 		}
-		return outputError(werr, sess.Header().ID)
+		where := "octet sessions show " + sess.Header().ID + " shows it"
+		if opts.ephemeral {
+			where = "session " + sess.Header().ID + " not kept (--ephemeral)"
+		}
+		return outputError(werr, where)
 	}
 	if err != nil {
 		if created && sess.Len() == 0 {

@@ -121,3 +121,20 @@ func TestExecStdoutClosedWritesOutputFile(t *testing.T) {
 		t.Errorf("-o file after the run: %q, %v", got, err)
 	}
 }
+
+// TestExecStdoutClosedEphemeral: with --ephemeral, the message of a run
+// ended by a closed stdout does not send the user to sessions show for a
+// session that was removed with the run.
+func TestExecStdoutClosedEphemeral(t *testing.T) {
+	x := newExecEnv(t)
+	code, stderr := headPipeline(t, x, `--ephemeral "write a long answer"`)
+	if code != exitStdoutClosed || !strings.Contains(stderr, "the run was cancelled") {
+		t.Fatalf("octet exit status %d, want %d; stderr: %s", code, exitStdoutClosed, stderr)
+	}
+	if strings.Contains(stderr, "sessions show") || !strings.Contains(stderr, "not kept (--ephemeral)") {
+		t.Errorf("stderr names a session that is gone:\n%s", stderr)
+	}
+	if files := x.sessionFiles(t); len(files) != 0 {
+		t.Errorf("sessions kept: %v", files)
+	}
+}
