@@ -3,11 +3,13 @@
 package main
 
 import (
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -136,5 +138,66 @@ func TestExecStdoutClosedEphemeral(t *testing.T) {
 	}
 	if files := x.sessionFiles(t); len(files) != 0 {
 		t.Errorf("sessions kept: %v", files)
+	}
+}
+
+// TestExecSIGHUPSettles: SIGHUP (the terminal octet exec runs in was
+// closed) cancels the run and settles it with its checkpoint, as SIGINT
+// and SIGTERM do. It killed octet mid-run: no checkpoint, the request in
+// flight left unsettled.
+func TestExecSIGHUPSettles(t *testing.T) {
+	words := strings.Repeat("streaming words for a terminal that goes away ", 60)
+	x := newExecEnv(t, providertest.Text(words).Pace(20*time.Millisecond))
+	cmd := x.octetCmd(t, "exec", "write a long answer")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	x.awaitRequests(t, 1)
+	time.Sleep(200 * time.Millisecond) // the answer is streaming
+	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitCancelled {
+		t.Errorf("exit status %d (%v), want %d; stderr: %s", code, cmd.ProcessState, exitCancelled, stderr.String())
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	s, err := session.Inspect(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if cps := s.Checkpoints(); len(cps) != 1 || cps[0].Outcome != "cancelled" {
+		t.Errorf("checkpoints %+v; stderr: %s", cps, stderr.String())
+	}
+	if tot := s.Totals(); tot.UnsettledDispatches != 0 {
+		t.Errorf("%d request(s) left unsettled", tot.UnsettledDispatches)
+	}
+
+	// Under nohup (SIGHUP ignored) the run goes on to its end.
+	x.srv.Enqueue(providertest.Text("still here " + strings.Repeat("and going on ", 20)).Pace(20 * time.Millisecond))
+	sh := exec.CommandContext(t.Context(), "bash", "-c", `trap "" HUP; exec "$OCTET" exec "carry on"`)
+	sh.Dir = x.ws
+	sh.Env = append(os.Environ(), "OCTET="+octetBin)
+	for k, v := range x.vars {
+		sh.Env = append(sh.Env, k+"="+v)
+	}
+	out, err := sh.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	x.awaitRequests(t, 2)
+	sh.Process.Signal(syscall.SIGHUP)
+	answer, _ := io.ReadAll(out)
+	if err := sh.Wait(); err != nil || !strings.Contains(string(answer), "still here") {
+		t.Errorf("under nohup: %v, stdout %q", err, answer)
 	}
 }
