@@ -151,3 +151,35 @@ func readOnlyBind(t *testing.T, dir string) (undo func()) {
 	}
 	return undo
 }
+
+// TestRewindOnReadOnlyHomeSaysWhy: sessions rewind (which writes) on a
+// read-only OCTET_HOME fails saying why and what to do, as exec
+// --session does, and names the step once. It printed the bare error
+// ("open session: open session: … read-only file system").
+func TestRewindOnReadOnlyHomeSaysWhy(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
+		providertest.Text("done"),
+	)
+	if r := x.runOctet(t, "exec", "make a file"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := firstEntry(t, string(raw))
+	readOnlyBind(t, x.home)
+	r := x.runOctet(t, "sessions", "rewind", sid, entry)
+	if r.code != exitFailed || !strings.Contains(r.stderr, "is read-only: make it writable again") || strings.Contains(r.stderr, "open session: open session") {
+		t.Errorf("rewind on a read-only OCTET_HOME: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(x.ws, "made.txt")); err != nil {
+		t.Errorf("the failed rewind changed the workspace: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -179,21 +180,16 @@ func resolveRun(sess *session.Session, id string) (string, error) {
 // writing, or with readOnly for reading only (session.Inspect: shared
 // lock, no repair, nothing recorded).
 func openForRewind(dir, id string, readOnly bool) (*session.Session, error) {
-	resolve := resolveSession
-	if readOnly {
-		resolve = resolveReadable
+	if !readOnly {
+		return openSession(dir, id) // saying why it cannot be written
 	}
-	path, err := resolve(dir, id)
+	path, err := resolveReadable(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	open := session.Open
-	if readOnly {
-		open = session.Inspect
-	}
-	sess, err := open(path)
+	sess, err := session.Inspect(path)
 	if err != nil {
-		return nil, fmt.Errorf("open session: %w", err)
+		return nil, fmt.Errorf("read session %s: %w", strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
 	}
 	return sess, nil
 }
