@@ -186,6 +186,10 @@ func continuedSession(home string, opts *execOptions, e env) (string, *session.S
 		return "", nil, err
 	}
 	ws = sess.Header().Cwd
+	if _, err := os.Stat(ws); errors.Is(err, fs.ErrNotExist) {
+		sess.Close()
+		return "", nil, usageErrorf("session %s started in %s, which no longer exists: create the directory again to continue the session there, or start a new session", sess.Header().ID, visible(ws))
+	}
 	if filepath.Clean(ws) != opts.dir {
 		fmt.Fprintf(e.stderr, "continuing session %s in its own directory %s\n", sess.Header().ID, visible(ws))
 	}
