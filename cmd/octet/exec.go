@@ -271,6 +271,10 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 	case opts.compact:
 	case fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "":
 		return flags, opts, usageErrorf("exec needs exactly one prompt argument: %s", execUsage)
+	case !utf8.ValidString(fs.Arg(0)):
+		// Refused as on stdin: the session would record (and the model
+		// see) U+FFFD in place of each invalid byte.
+		return flags, opts, usageErrorf("the prompt argument is not valid UTF-8 text (set a UTF-8 locale, or pass the prompt on stdin with octet exec -)")
 	default:
 		opts.prompt = fs.Arg(0)
 	}

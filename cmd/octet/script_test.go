@@ -184,6 +184,24 @@ func TestExecSessionDirectoryGone(t *testing.T) {
 	}
 }
 
+// TestExecPromptArgumentNotUTF8: a prompt argument that is not valid
+// UTF-8 is a usage error before anything runs, as the same prompt on
+// stdin is. It was sent with each invalid byte replaced by U+FFFD.
+func TestExecPromptArgumentNotUTF8(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"))
+	r := runBin(t, x.ws, x.vars, "", "exec", "caf\xe9 au lait")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 0 || len(x.sessionFiles(t)) != 0 {
+		t.Errorf("%d requests, sessions %v", n, x.sessionFiles(t))
+	}
+	r = runBin(t, x.ws, x.vars, "caf\xe9 au lait", "exec", "-")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("on stdin: exit %d: %s", r.code, r.stderr)
+	}
+}
+
 // TestExecAppendsStdin: with a prompt argument, piped stdin is appended
 // to it as a <stdin> context block; an empty pipe adds nothing.
 func TestExecAppendsStdin(t *testing.T) {
