@@ -11,7 +11,7 @@
 //	     tool, config file error, missing or unsafe credentials)
 //	3    exec: the run stopped at its turn limit (max_turns)
 //	130  exec: cancelled by SIGINT, SIGTERM or SIGHUP
-//	141  exec: standard output closed (… | head); the run was cancelled
+//	141  exec, demo: standard output closed (… | head); the run was cancelled
 //	     and settled, not killed by SIGPIPE
 package main
 

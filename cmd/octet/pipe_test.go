@@ -201,3 +201,48 @@ func TestExecSIGHUPSettles(t *testing.T) {
 		t.Errorf("under nohup: %v, stdout %q", err, answer)
 	}
 }
+
+// TestDemoStdoutClosedLeavesNothingBehind: `octet demo | head` (a reader
+// that stops early) cancels and settles the demo's run, removes its
+// temporary workspace and home, and exits 141, as exec does. SIGPIPE
+// killed the demo: its /tmp/octet-demo-workspace-* copy (and temporary
+// home) stayed, and its session was left with no checkpoint.
+func TestDemoStdoutClosedLeavesNothingBehind(t *testing.T) {
+	for _, keep := range []bool{false, true} {
+		tmp, home := t.TempDir(), t.TempDir()
+		vars := map[string]string{"TMPDIR": tmp, "OCTET": octetBin}
+		if keep {
+			vars["OCTET_HOME"] = home
+		}
+		sh := exec.CommandContext(t.Context(), "bash", "-c", `"$OCTET" demo | head -c 50 >/dev/null; echo "${PIPESTATUS[0]}"`)
+		sh.Dir, sh.Env = t.TempDir(), binEnv(vars)
+		var stderr strings.Builder
+		sh.Stderr = &stderr
+		out, err := sh.Output()
+		if err != nil {
+			t.Fatalf("pipeline: %v\nstderr: %s", err, stderr.String())
+		}
+		if code := strings.TrimSpace(string(out)); code != strconv.Itoa(exitStdoutClosed) {
+			t.Errorf("OCTET_HOME set %v: demo exit status %s, want %d; stderr: %s", keep, code, exitStdoutClosed, stderr.String())
+		}
+		if left, _ := os.ReadDir(tmp); len(left) != 0 {
+			t.Errorf("OCTET_HOME set %v: the demo left %v in TMPDIR", keep, left)
+		}
+		if !keep {
+			continue
+		}
+		files, _ := filepath.Glob(filepath.Join(home, "sessions", "*.jsonl"))
+		if len(files) != 1 {
+			t.Fatalf("sessions %v", files)
+		}
+		s, err := session.Inspect(files[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		cps, tot := s.Checkpoints(), s.Totals()
+		s.Close()
+		if len(cps) != 1 || tot.UnsettledDispatches != 0 {
+			t.Errorf("checkpoints %+v, %d request(s) unsettled; stderr: %s", cps, tot.UnsettledDispatches, stderr.String())
+		}
+	}
+}
