@@ -48,6 +48,20 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	}
 }
 
+// TestHelpOfHelp: help's own -h or --help, and `octet help help`, print
+// the overview (exit 0) as every other command's -h prints its usage.
+// They were usage errors: no help for "-h": it is not an octet command.
+func TestHelpOfHelp(t *testing.T) {
+	home := t.TempDir()
+	vars := map[string]string{"OCTET_HOME": home}
+	for _, args := range [][]string{{"help", "-h"}, {"help", "--help"}, {"help", "help"}, {"--help", "-h"}} {
+		r := runBin(t, home, vars, "", args...)
+		if r.code != exitOK || !strings.HasPrefix(r.stdout, "usage: octet <command>") || r.stderr != "" {
+			t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
 // TestFlagValuesCheckedAtParse: a bad flag value is a usage error (exit
 // 2) before any request is made or session is kept: --max-turns below 1,
 // a --shell-path that does not exist or is not executable, --tools naming
