@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -58,6 +59,23 @@ func TestHelpOfHelp(t *testing.T) {
 		r := runBin(t, home, vars, "", args...)
 		if r.code != exitOK || !strings.HasPrefix(r.stdout, "usage: octet <command>") || r.stderr != "" {
 			t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestToolsFlagHelpNamesEveryTool: the --tools help of exec, lsp and acp
+// names every built-in tool --tools accepts. It listed five of the nine
+// (read,search,edit,write,bash), as if the others did not exist.
+func TestToolsFlagHelpNamesEveryTool(t *testing.T) {
+	home := t.TempDir()
+	for _, cmd := range []string{"exec", "lsp", "acp"} {
+		r := runBin(t, home, map[string]string{"OCTET_HOME": home}, "", cmd, "-h")
+		_, help, _ := strings.Cut(r.stdout, "--tools")
+		help, _, _ = strings.Cut(help, "\n  -")
+		for _, tool := range config.BuiltinTools {
+			if !strings.Contains(help, tool) {
+				t.Errorf("%s -h: --tools help does not name %s:%s", cmd, tool, help)
+			}
 		}
 	}
 }
