@@ -183,3 +183,53 @@ func TestRewindOnReadOnlyHomeSaysWhy(t *testing.T) {
 		t.Errorf("the failed rewind changed the workspace: %v", err)
 	}
 }
+
+// TestRewindRefusesALiveRun: sessions rewind (files or conversation) of a
+// session whose run another process (here a real octet exec) has in
+// progress is refused (exit 1), as octet/session/rewind is while a run
+// is active, and changes nothing; once the run ended it works. The CLI
+// went ahead: the live run's answer was attached to the rewound entry,
+// under the wrong prompt, and its files could be restored under it.
+func TestRewindRefusesALiveRun(t *testing.T) {
+	long := strings.Repeat("streaming while someone rewinds the session ", 60)
+	x := newExecEnv(t, append(editTurns(), providertest.Text(long).Pace(10*time.Millisecond))...)
+	if r := x.runOctet(t, "exec", "--json", "change beta"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := firstEntry(t, string(raw))
+	live := x.octetCmd(t, "exec", "--session", sid, "go on")
+	var errb bytes.Buffer
+	live.Stderr = &errb
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	x.awaitRequests(t, 4)
+	for _, mode := range []string{"--files", "--conversation"} {
+		before, _ := os.ReadFile(files[0])
+		r := x.runOctet(t, "sessions", "rewind", sid, entry, mode)
+		if r.code != exitFailed || !strings.Contains(r.stderr, "a run in progress in another process") {
+			t.Errorf("rewind %s during a live run: exit %d\n%s%s", mode, r.code, r.stdout, r.stderr)
+		}
+		if after, _ := os.ReadFile(files[0]); !bytes.Equal(after, before) {
+			t.Errorf("rewind %s during a live run changed the session:\n%s", mode, after[len(before):])
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(x.ws, "notes.txt")); string(got) != "alpha\ngamma\n" {
+		t.Errorf("notes.txt %q: restored under the live run", got)
+	}
+	if err := live.Wait(); err != nil {
+		t.Fatalf("the live run: %v\n%s", err, errb.String())
+	}
+	if r := x.runOctet(t, "sessions", "rewind", sid, entry); r.code != exitOK {
+		t.Errorf("rewind after the run ended: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}

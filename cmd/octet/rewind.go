@@ -136,6 +136,12 @@ func sessionsRewind(ctx context.Context, args []string, e env) error {
 	}
 	defer sess.Close()
 	p.SessionID = sess.Header().ID
+	if !p.DryRun && runningElsewhere(sess) {
+		// octet/session/rewind refuses a session with an active run; so
+		// does the CLI, or the run would go on from the rewound entry
+		// (its answer under the wrong prompt) on files restored under it.
+		return &exitError{code: exitFailed, err: fmt.Errorf("session %s has a run in progress in another process (an editor, or a running octet exec); wait for it to end, or stop it, then rewind again", p.SessionID)}
+	}
 	if p.EntryID, err = resolveEntry(sess, pos[1]); err != nil {
 		return err
 	}
@@ -152,6 +158,16 @@ func sessionsRewind(ctx context.Context, args []string, e env) error {
 		return &exitError{code: exitFailed, err: fmt.Errorf("the rewind was not completed (see the paths above); run it again to finish it")}
 	}
 	return nil
+}
+
+// runningElsewhere reports whether sess, open for writing, has a run in
+// progress in another process: one without its checkpoint while another
+// writer has the file open (a writable Open that found itself alone
+// would have recorded the end of a run whose process is gone). Where the
+// platform cannot tell whether another writer is live, it reports false.
+func runningElsewhere(sess *session.Session) bool {
+	live, err := sess.WriterLive()
+	return err == nil && live && len(sess.OpenRuns()) > 0
 }
 
 // resolveEntry maps an entry id of sess, or an unambiguous prefix of one
