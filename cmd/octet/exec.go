@@ -185,6 +185,12 @@ func continuedSession(home string, opts *execOptions, e env) (string, *session.S
 	if err != nil {
 		return "", nil, err
 	}
+	if runningElsewhere(sess) {
+		// octet/prompt refuses a session with an active run; so does exec,
+		// or the two runs would interleave on one branch.
+		sess.Close()
+		return "", nil, &exitError{code: exitFailed, err: fmt.Errorf("session %s has a run in progress in another process (an editor, or a running octet exec); wait for it to end, or stop it, then continue the session", sess.Header().ID)}
+	}
 	ws = sess.Header().Cwd
 	if _, err := os.Stat(ws); errors.Is(err, fs.ErrNotExist) {
 		sess.Close()

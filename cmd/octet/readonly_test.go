@@ -233,3 +233,43 @@ func TestRewindRefusesALiveRun(t *testing.T) {
 		t.Errorf("rewind after the run ended: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestExecRefusesALiveRun: octet exec --session of a session another
+// process (here a real octet exec) has a run of in progress is refused
+// (exit 1) before any request, as octet/prompt is while a run is active.
+// It went ahead: the two runs interleaved on one branch (each run's
+// answer under the other's prompt) and the second reported its usage
+// uncertain because of the first's request in flight.
+func TestExecRefusesALiveRun(t *testing.T) {
+	long := strings.Repeat("streaming while another exec continues the session ", 60)
+	x := newExecEnv(t, providertest.Text("one"), providertest.Text(long).Pace(10*time.Millisecond), providertest.Text("three"))
+	r := x.runOctet(t, "exec", "--json", "first")
+	sid := parseResult(t, r.stdout).SessionID
+	live := x.octetCmd(t, "exec", "--session", sid, "second")
+	var errb bytes.Buffer
+	live.Stderr = &errb
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	x.awaitRequests(t, 2)
+	before, _ := os.ReadFile(x.sessionFiles(t)[0])
+	r = x.runOctet(t, "exec", "--session", sid, "third")
+	if r.code != exitFailed || !strings.Contains(r.stderr, "a run in progress in another process") {
+		t.Fatalf("exec during a live run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 2 {
+		t.Errorf("%d provider requests, want 2", n)
+	}
+	if after, _ := os.ReadFile(x.sessionFiles(t)[0]); !bytes.HasPrefix(after, before) || bytes.Contains(after, []byte(`"third"`)) {
+		t.Errorf("the refused exec wrote to the session:\n%s", after[len(before):])
+	}
+	if err := live.Wait(); err != nil {
+		t.Fatalf("the live run: %v\n%s", err, errb.String())
+	}
+	if strings.Contains(errb.String(), "uncertain") {
+		t.Errorf("the live run reports uncertain usage:\n%s", errb.String())
+	}
+	if r := x.runOctet(t, "exec", "--session", sid, "third"); r.code != exitOK {
+		t.Errorf("exec after the run ended: exit %d\n%s", r.code, r.stderr)
+	}
+}
