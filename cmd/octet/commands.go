@@ -86,7 +86,7 @@ func closestName(name string, names []string) string {
 // runHelp is `octet help [command [subcommand]]`: the overview, or the
 // help of the command named.
 func runHelp(ctx context.Context, args []string, e env) error {
-	if len(args) == 0 {
+	if len(args) == 0 || slices.Contains([]string{"help", "-h", "--help", "-help"}, args[0]) {
 		fmt.Fprint(e.stdout, usageText)
 		return nil
 	}

@@ -64,8 +64,11 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	}
 	defer st.Close()
 	// One stream for the demo: answer, tool activity and approvals stay in
-	// order on the terminal.
-	e.stderr = e.stdout
+	// order on the terminal. A reader that stops early (octet demo | head)
+	// cancels the run, which settles, and the temporary copies go.
+	out, ctx, cancel := watchOutput(ctx, e.stdout)
+	defer cancel(nil)
+	e.stdout, e.stderr = out, out
 	ap := &termApprover{mode: askTerminal, open: e.tty, notice: e.stdout}
 	if !e.stdinIsTerminal {
 		ap.mode, ap.why = approveAll, "stdin is not a terminal, so the demo approves by itself"
@@ -85,6 +88,13 @@ func runDemo(ctx context.Context, args []string, e env) error {
 	fmt.Fprintf(e.stdout, "\n> %s\n\n", demoPrompt)
 
 	res, err := drive(ctx, st, sess, ap, prompting(ctx, demoPrompt, nil), false, e)
+	if werr := out.failed(); werr != nil {
+		where := "octet sessions show " + sess.Header().ID + " shows it"
+		if tempHome {
+			where = "the demo's temporary home and workspace copy are removed"
+		}
+		return outputError(werr, where)
+	}
 	if err != nil {
 		return err
 	}

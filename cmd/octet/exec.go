@@ -121,7 +121,17 @@ func runExec(ctx context.Context, args []string, e env) error {
 	}
 	res, err := drive(ctx, st, sess, ap, start, opts.json, e)
 	if werr := out.failed(); werr != nil {
-		return outputError(werr, sess.Header().ID)
+		// The run settled: -o gets what it has, as for any run that failed.
+		if opts.output != "" && err == nil {
+			if err := writeAnswer(opts.output, res.answer); err != nil {
+				fmt.Fprintf(e.stderr, "octet: -o: %v\n", err)
+			}
+		}
+		where := "octet sessions show " + sess.Header().ID + " shows it"
+		if opts.ephemeral {
+			where = "session " + sess.Header().ID + " not kept (--ephemeral)"
+		}
+		return outputError(werr, where)
 	}
 	if err != nil {
 		if created && sess.Len() == 0 {
@@ -175,7 +185,17 @@ func continuedSession(home string, opts *execOptions, e env) (string, *session.S
 	if err != nil {
 		return "", nil, err
 	}
+	if runningElsewhere(sess) {
+		// octet/prompt refuses a session with an active run; so does exec,
+		// or the two runs would interleave on one branch.
+		sess.Close()
+		return "", nil, &exitError{code: exitFailed, err: fmt.Errorf("session %s has a run in progress in another process (an editor, or a running octet exec); wait for it to end, or stop it, then continue the session", sess.Header().ID)}
+	}
 	ws = sess.Header().Cwd
+	if _, err := os.Stat(ws); errors.Is(err, fs.ErrNotExist) {
+		sess.Close()
+		return "", nil, usageErrorf("session %s started in %s, which no longer exists: create the directory again to continue the session there, or start a new session", sess.Header().ID, visible(ws))
+	}
 	if filepath.Clean(ws) != opts.dir {
 		fmt.Fprintf(e.stderr, "continuing session %s in its own directory %s\n", sess.Header().ID, visible(ws))
 	}
@@ -257,6 +277,10 @@ func parseExec(args []string, e env) (config.Flags, execOptions, error) {
 	case opts.compact:
 	case fs.NArg() != 1 || strings.TrimSpace(fs.Arg(0)) == "":
 		return flags, opts, usageErrorf("exec needs exactly one prompt argument: %s", execUsage)
+	case !utf8.ValidString(fs.Arg(0)):
+		// Refused as on stdin: the session would record (and the model
+		// see) U+FFFD in place of each invalid byte.
+		return flags, opts, usageErrorf("the prompt argument is not valid UTF-8 text (set a UTF-8 locale, or pass the prompt on stdin with octet exec -)")
 	default:
 		opts.prompt = fs.Arg(0)
 	}
@@ -295,7 +319,7 @@ func readImage(cwd, name string) (provider.Image, error) {
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return provider.Image{}, pathError(err)
+		return provider.Image{}, pathError(err, "file")
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
@@ -321,7 +345,7 @@ func execDir(cwd, cd string) (string, error) {
 	fi, err := os.Stat(dir)
 	switch {
 	case err != nil:
-		return "", usageErrorf("--cd %s: %v", visible(cd), pathError(err))
+		return "", usageErrorf("--cd %s: %v", visible(cd), pathError(err, "directory"))
 	case !fi.IsDir():
 		return "", usageErrorf("--cd %s: not a directory", visible(cd))
 	}
@@ -345,11 +369,12 @@ func outputPath(cwd, name string) (string, error) {
 	return path, nil
 }
 
-// pathError is err without the path the message already names.
-func pathError(err error) error {
+// pathError is err without the path the message already names; a path
+// that does not exist is "no such " what (a file, a directory).
+func pathError(err error, what string) error {
 	if pe, ok := errors.AsType[*fs.PathError](err); ok {
 		if errors.Is(pe.Err, fs.ErrNotExist) {
-			return errors.New("no such directory")
+			return errors.New("no such " + what)
 		}
 		return pe.Err
 	}

@@ -49,7 +49,7 @@ func addPolicyFlags(fs *flag.FlagSet, f *config.Flags) {
 	fs.BoolVar(&f.SafeMode, "safe", false, "hidden alias of --safe-mode")
 	fs.BoolVar(&f.Yolo, "yolo", false, "no longer accepted")
 	fs.Func("effect-policy", "`policy`: controlled, controlled_bash_approval or unsafe_host (default unsafe_host; env OCTET_EFFECT_POLICY)", str(&f.EffectPolicy))
-	fs.Func("tools", "comma-separated tool `list` to enable (read,search,edit,write,bash)", str(&f.Tools))
+	fs.Func("tools", "the only tools the model sees: a comma-separated `list` of "+strings.Join(config.BuiltinTools, ",")+" or an MCP server's mcp__<server>__<tool>", str(&f.Tools))
 	fs.BoolVar(&f.NoContextFiles, "no-context-files", false, "do not load AGENTS.md into the instructions")
 	fs.BoolVar(&f.Offline, "offline", false, "turn off optional discovery: no MCP server is listed or started; model requests still go to the provider (it is not a network sandbox)")
 	fs.Func("shell-path", "absolute `path` of the shell bash runs commands with", str(&f.ShellPath))

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -45,6 +46,37 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	}
 	if r := runBin(t, home, vars, "", "sessions", "shw", "x"); !strings.Contains(r.stderr, `did you mean "show"?`) {
 		t.Errorf("no suggestion: %s", r.stderr)
+	}
+}
+
+// TestHelpOfHelp: help's own -h or --help, and `octet help help`, print
+// the overview (exit 0) as every other command's -h prints its usage.
+// They were usage errors: no help for "-h": it is not an octet command.
+func TestHelpOfHelp(t *testing.T) {
+	home := t.TempDir()
+	vars := map[string]string{"OCTET_HOME": home}
+	for _, args := range [][]string{{"help", "-h"}, {"help", "--help"}, {"help", "help"}, {"--help", "-h"}} {
+		r := runBin(t, home, vars, "", args...)
+		if r.code != exitOK || !strings.HasPrefix(r.stdout, "usage: octet <command>") || r.stderr != "" {
+			t.Errorf("%v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+		}
+	}
+}
+
+// TestToolsFlagHelpNamesEveryTool: the --tools help of exec, lsp and acp
+// names every built-in tool --tools accepts. It listed five of the nine
+// (read,search,edit,write,bash), as if the others did not exist.
+func TestToolsFlagHelpNamesEveryTool(t *testing.T) {
+	home := t.TempDir()
+	for _, cmd := range []string{"exec", "lsp", "acp"} {
+		r := runBin(t, home, map[string]string{"OCTET_HOME": home}, "", cmd, "-h")
+		_, help, _ := strings.Cut(r.stdout, "--tools")
+		help, _, _ = strings.Cut(help, "\n  -")
+		for _, tool := range config.BuiltinTools {
+			if !strings.Contains(help, tool) {
+				t.Errorf("%s -h: --tools help does not name %s:%s", cmd, tool, help)
+			}
+		}
 	}
 }
 

@@ -10,8 +10,8 @@
 //	2    usage or configuration error (bad flag, conflicting flags, unknown
 //	     tool, config file error, missing or unsafe credentials)
 //	3    exec: the run stopped at its turn limit (max_turns)
-//	130  exec: cancelled by SIGINT
-//	141  exec: standard output closed (… | head); the run was cancelled
+//	130  exec: cancelled by SIGINT, SIGTERM or SIGHUP
+//	141  exec, demo: standard output closed (… | head); the run was cancelled
 //	     and settled, not killed by SIGPIPE
 package main
 
@@ -70,7 +70,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "octet: %v\n", err)
 		os.Exit(exitFailed)
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), cancelSignals()...)
 	cwd, err := os.Getwd()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "octet: current directory: %v\n", err)
@@ -86,6 +86,17 @@ func main() {
 	code := run(ctx, os.Args[1:], e)
 	stop()
 	os.Exit(code)
+}
+
+// cancelSignals are the signals that cancel the command: a run settles
+// with its checkpoint instead of dying mid-write. SIGHUP (the terminal
+// closed) is one unless it is ignored (nohup): Notify would undo that.
+func cancelSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 const usageText = `usage: octet <command> [flags]

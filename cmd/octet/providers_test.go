@@ -487,6 +487,21 @@ func TestExecImageNeedsAModelThatTakesImages(t *testing.T) {
 	}
 }
 
+// TestExecImageMissingFile: --image naming a file that does not exist is
+// a usage error saying there is no such file (it said "no such
+// directory", which sends the user looking for the wrong thing).
+func TestExecImageMissingFile(t *testing.T) {
+	x := newExecEnv(t)
+	r := runBin(t, x.ws, x.vars, "", "exec", "--image", "shot.png", "hi")
+	if r.code != exitUsage || !strings.Contains(r.stderr, `"shot.png" for flag --image: no such file`) || strings.Contains(r.stderr, "directory") {
+		t.Fatalf("exit %d\nstderr: %s", r.code, r.stderr)
+	}
+	r = runBin(t, x.ws, x.vars, "", "exec", "--cd", "nowhere", "hi")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "--cd nowhere: no such directory") {
+		t.Fatalf("--cd: exit %d\nstderr: %s", r.code, r.stderr)
+	}
+}
+
 // TestProviderKeysNotInCommandEnvironment: a bash command the model runs
 // gets no provider key variable, the selected route's or any other's
 // (before, only OPENAI_API_KEY was kept from commands).

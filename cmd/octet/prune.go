@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -103,17 +104,15 @@ func parseAge(s string) (time.Duration, error) {
 	bad := fmt.Errorf("want a positive age such as 30d, 2w or 12h")
 	var d time.Duration
 	if n, ok := strings.CutSuffix(s, "d"); ok {
-		days, err := strconv.Atoi(n)
-		if err != nil {
-			return 0, bad
+		var err error
+		if d, err = ageIn(n, 24*time.Hour, "d"); err != nil {
+			return 0, err
 		}
-		d = time.Duration(days) * 24 * time.Hour
 	} else if n, ok := strings.CutSuffix(s, "w"); ok {
-		weeks, err := strconv.Atoi(n)
-		if err != nil {
-			return 0, bad
+		var err error
+		if d, err = ageIn(n, 7*24*time.Hour, "w"); err != nil {
+			return 0, err
 		}
-		d = time.Duration(weeks) * 7 * 24 * time.Hour
 	} else {
 		var err error
 		if d, err = time.ParseDuration(s); err != nil {
@@ -124,6 +123,21 @@ func parseAge(s string) (time.Duration, error) {
 		return 0, bad
 	}
 	return d, nil
+}
+
+// ageIn is n (a whole number) units long, unit named by suffix. A count
+// whose duration does not fit is an error, never a product that wrapped
+// around (213504d would be 25 minutes, and prune would delete recent
+// sessions).
+func ageIn(n string, unit time.Duration, suffix string) (time.Duration, error) {
+	count, err := strconv.ParseInt(n, 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) || strings.HasPrefix(n, "-") {
+		return 0, errors.New("want a positive age such as 30d, 2w or 12h")
+	}
+	if most := int64(math.MaxInt64 / unit); err != nil || count > most {
+		return 0, fmt.Errorf("%s%s is too large: want at most %d%s", n, suffix, most, suffix)
+	}
+	return time.Duration(count) * unit, nil
 }
 
 // lastRunIncomplete reports whether the session at path recorded no run,

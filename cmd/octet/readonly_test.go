@@ -151,3 +151,125 @@ func readOnlyBind(t *testing.T, dir string) (undo func()) {
 	}
 	return undo
 }
+
+// TestRewindOnReadOnlyHomeSaysWhy: sessions rewind (which writes) on a
+// read-only OCTET_HOME fails saying why and what to do, as exec
+// --session does, and names the step once. It printed the bare error
+// ("open session: open session: … read-only file system").
+func TestRewindOnReadOnlyHomeSaysWhy(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
+		providertest.Text("done"),
+	)
+	if r := x.runOctet(t, "exec", "make a file"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := firstEntry(t, string(raw))
+	readOnlyBind(t, x.home)
+	r := x.runOctet(t, "sessions", "rewind", sid, entry)
+	if r.code != exitFailed || !strings.Contains(r.stderr, "is read-only: make it writable again") || strings.Contains(r.stderr, "open session: open session") {
+		t.Errorf("rewind on a read-only OCTET_HOME: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(x.ws, "made.txt")); err != nil {
+		t.Errorf("the failed rewind changed the workspace: %v", err)
+	}
+}
+
+// TestRewindRefusesALiveRun: sessions rewind (files or conversation) of a
+// session whose run another process (here a real octet exec) has in
+// progress is refused (exit 1), as octet/session/rewind is while a run
+// is active, and changes nothing; once the run ended it works. The CLI
+// went ahead: the live run's answer was attached to the rewound entry,
+// under the wrong prompt, and its files could be restored under it.
+func TestRewindRefusesALiveRun(t *testing.T) {
+	long := strings.Repeat("streaming while someone rewinds the session ", 60)
+	x := newExecEnv(t, append(editTurns(), providertest.Text(long).Pace(10*time.Millisecond))...)
+	if r := x.runOctet(t, "exec", "--json", "change beta"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	raw, err := os.ReadFile(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	entry := firstEntry(t, string(raw))
+	live := x.octetCmd(t, "exec", "--session", sid, "go on")
+	var errb bytes.Buffer
+	live.Stderr = &errb
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	x.awaitRequests(t, 4)
+	for _, mode := range []string{"--files", "--conversation"} {
+		before, _ := os.ReadFile(files[0])
+		r := x.runOctet(t, "sessions", "rewind", sid, entry, mode)
+		if r.code != exitFailed || !strings.Contains(r.stderr, "a run in progress in another process") {
+			t.Errorf("rewind %s during a live run: exit %d\n%s%s", mode, r.code, r.stdout, r.stderr)
+		}
+		if after, _ := os.ReadFile(files[0]); !bytes.Equal(after, before) {
+			t.Errorf("rewind %s during a live run changed the session:\n%s", mode, after[len(before):])
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(x.ws, "notes.txt")); string(got) != "alpha\ngamma\n" {
+		t.Errorf("notes.txt %q: restored under the live run", got)
+	}
+	if err := live.Wait(); err != nil {
+		t.Fatalf("the live run: %v\n%s", err, errb.String())
+	}
+	if r := x.runOctet(t, "sessions", "rewind", sid, entry); r.code != exitOK {
+		t.Errorf("rewind after the run ended: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestExecRefusesALiveRun: octet exec --session of a session another
+// process (here a real octet exec) has a run of in progress is refused
+// (exit 1) before any request, as octet/prompt is while a run is active.
+// It went ahead: the two runs interleaved on one branch (each run's
+// answer under the other's prompt) and the second reported its usage
+// uncertain because of the first's request in flight.
+func TestExecRefusesALiveRun(t *testing.T) {
+	long := strings.Repeat("streaming while another exec continues the session ", 60)
+	x := newExecEnv(t, providertest.Text("one"), providertest.Text(long).Pace(10*time.Millisecond), providertest.Text("three"))
+	r := x.runOctet(t, "exec", "--json", "first")
+	sid := parseResult(t, r.stdout).SessionID
+	live := x.octetCmd(t, "exec", "--session", sid, "second")
+	var errb bytes.Buffer
+	live.Stderr = &errb
+	if err := live.Start(); err != nil {
+		t.Fatal(err)
+	}
+	x.awaitRequests(t, 2)
+	before, _ := os.ReadFile(x.sessionFiles(t)[0])
+	r = x.runOctet(t, "exec", "--session", sid, "third")
+	if r.code != exitFailed || !strings.Contains(r.stderr, "a run in progress in another process") {
+		t.Fatalf("exec during a live run: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 2 {
+		t.Errorf("%d provider requests, want 2", n)
+	}
+	if after, _ := os.ReadFile(x.sessionFiles(t)[0]); !bytes.HasPrefix(after, before) || bytes.Contains(after, []byte(`"third"`)) {
+		t.Errorf("the refused exec wrote to the session:\n%s", after[len(before):])
+	}
+	if err := live.Wait(); err != nil {
+		t.Fatalf("the live run: %v\n%s", err, errb.String())
+	}
+	if strings.Contains(errb.String(), "uncertain") {
+		t.Errorf("the live run reports uncertain usage:\n%s", errb.String())
+	}
+	if r := x.runOctet(t, "exec", "--session", sid, "third"); r.code != exitOK {
+		t.Errorf("exec after the run ended: exit %d\n%s", r.code, r.stderr)
+	}
+}

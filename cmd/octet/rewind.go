@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -135,6 +136,12 @@ func sessionsRewind(ctx context.Context, args []string, e env) error {
 	}
 	defer sess.Close()
 	p.SessionID = sess.Header().ID
+	if !p.DryRun && runningElsewhere(sess) {
+		// octet/session/rewind refuses a session with an active run; so
+		// does the CLI, or the run would go on from the rewound entry
+		// (its answer under the wrong prompt) on files restored under it.
+		return &exitError{code: exitFailed, err: fmt.Errorf("session %s has a run in progress in another process (an editor, or a running octet exec); wait for it to end, or stop it, then rewind again", p.SessionID)}
+	}
 	if p.EntryID, err = resolveEntry(sess, pos[1]); err != nil {
 		return err
 	}
@@ -151,6 +158,16 @@ func sessionsRewind(ctx context.Context, args []string, e env) error {
 		return &exitError{code: exitFailed, err: fmt.Errorf("the rewind was not completed (see the paths above); run it again to finish it")}
 	}
 	return nil
+}
+
+// runningElsewhere reports whether sess, open for writing, has a run in
+// progress in another process: one without its checkpoint while another
+// writer has the file open (a writable Open that found itself alone
+// would have recorded the end of a run whose process is gone). Where the
+// platform cannot tell whether another writer is live, it reports false.
+func runningElsewhere(sess *session.Session) bool {
+	live, err := sess.WriterLive()
+	return err == nil && live && len(sess.OpenRuns()) > 0
 }
 
 // resolveEntry maps an entry id of sess, or an unambiguous prefix of one
@@ -179,21 +196,16 @@ func resolveRun(sess *session.Session, id string) (string, error) {
 // writing, or with readOnly for reading only (session.Inspect: shared
 // lock, no repair, nothing recorded).
 func openForRewind(dir, id string, readOnly bool) (*session.Session, error) {
-	resolve := resolveSession
-	if readOnly {
-		resolve = resolveReadable
+	if !readOnly {
+		return openSession(dir, id) // saying why it cannot be written
 	}
-	path, err := resolve(dir, id)
+	path, err := resolveReadable(dir, id)
 	if err != nil {
 		return nil, err
 	}
-	open := session.Open
-	if readOnly {
-		open = session.Inspect
-	}
-	sess, err := open(path)
+	sess, err := session.Inspect(path)
 	if err != nil {
-		return nil, fmt.Errorf("open session: %w", err)
+		return nil, fmt.Errorf("read session %s: %w", strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
 	}
 	return sess, nil
 }

@@ -159,6 +159,49 @@ func TestExecSessionSaysWhereItRuns(t *testing.T) {
 	}
 }
 
+// TestExecSessionDirectoryGone: continuing a session whose directory no
+// longer exists is a usage error (exit 2) naming the directory and what
+// to do, before anything runs. It failed with exit 1 and
+// "set up tools: tools config: workspace root: stat …: no such file or
+// directory".
+func TestExecSessionDirectoryGone(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("one"))
+	ws := filepath.Join(t.TempDir(), "project")
+	if err := os.Mkdir(ws, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := runBin(t, ws, x.vars, "", "exec", "--json", "hi")
+	id := parseResult(t, r.stdout).SessionID
+	if err := os.Remove(ws); err != nil {
+		t.Fatal(err)
+	}
+	r = runBin(t, x.ws, x.vars, "", "exec", "--session", id, "more")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "session "+id+" started in "+ws+", which no longer exists") || strings.Contains(r.stderr, "set up tools") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// TestExecPromptArgumentNotUTF8: a prompt argument that is not valid
+// UTF-8 is a usage error before anything runs, as the same prompt on
+// stdin is. It was sent with each invalid byte replaced by U+FFFD.
+func TestExecPromptArgumentNotUTF8(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"))
+	r := runBin(t, x.ws, x.vars, "", "exec", "caf\xe9 au lait")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("exit %d: %s", r.code, r.stderr)
+	}
+	if n := len(x.srv.Requests()); n != 0 || len(x.sessionFiles(t)) != 0 {
+		t.Errorf("%d requests, sessions %v", n, x.sessionFiles(t))
+	}
+	r = runBin(t, x.ws, x.vars, "caf\xe9 au lait", "exec", "-")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "not valid UTF-8") {
+		t.Errorf("on stdin: exit %d: %s", r.code, r.stderr)
+	}
+}
+
 // TestExecAppendsStdin: with a prompt argument, piped stdin is appended
 // to it as a <stdin> context block; an empty pipe adds nothing.
 func TestExecAppendsStdin(t *testing.T) {

@@ -177,3 +177,26 @@ func TestSessionsPrune(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionsPruneAgeOverflow: an age in days or weeks too large for a
+// duration is a usage error. It used to wrap around: --older-than 213504d
+// (about 585 years) became 25 minutes, and prune deleted a session
+// updated an hour ago.
+func TestSessionsPruneAgeOverflow(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("ok"))
+	r := runBin(t, x.ws, x.vars, "", "exec", "--json", "keep me")
+	id := parseResult(t, r.stdout).SessionID
+	hourAgo := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(filepath.Join(x.home, "sessions", id+".jsonl"), hourAgo, hourAgo); err != nil {
+		t.Fatal(err)
+	}
+	for _, age := range []string{"213504d", "30501w", "9223372036854775807d"} {
+		r = runBin(t, x.ws, x.vars, "", "sessions", "prune", "--older-than", age)
+		if r.code != exitUsage || strings.Contains(r.stdout, id) || !strings.Contains(r.stderr, "too large") {
+			t.Errorf("prune --older-than %s: exit %d:\n%s%s", age, r.code, r.stdout, r.stderr)
+		}
+		if len(x.sessionFiles(t)) != 1 {
+			t.Fatalf("prune --older-than %s deleted the session updated an hour ago", age)
+		}
+	}
+}

@@ -63,12 +63,13 @@ func (o *watchedOutput) failed() error {
 }
 
 // outputError is exec's error once its output failed: the run was
-// cancelled and settled (sessionID names where it is).
-func outputError(err error, sessionID string) error {
+// cancelled and settled (where says where to find it, or that the
+// session was not kept).
+func outputError(err error, where string) error {
 	code := exitFailed
 	what := "the output could not be written"
 	if errors.Is(err, syscall.EPIPE) {
 		code, what = exitStdoutClosed, "standard output was closed"
 	}
-	return &exitError{code: code, err: fmt.Errorf("%s (%v): the run was cancelled and settled; octet sessions show %s shows it", what, err, sessionID)}
+	return &exitError{code: code, err: fmt.Errorf("%s (%v): the run was cancelled and settled; %s", what, err, where)}
 }
