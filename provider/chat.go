@@ -248,7 +248,7 @@ type chatChunk struct {
 		} `json:"prompt_tokens_details"`
 		// PromptCacheHitTokens is DeepSeek's count of cached prompt
 		// tokens, for a server that has no prompt_tokens_details.
-		PromptCacheHitTokens int64 `json:"prompt_cache_hit_tokens"`
+		PromptCacheHitTokens    int64 `json:"prompt_cache_hit_tokens"`
 		CompletionTokensDetails *struct {
 			ReasoningTokens int64 `json:"reasoning_tokens"`
 		} `json:"completion_tokens_details"`
