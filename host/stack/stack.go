@@ -557,14 +557,21 @@ func keySources(p config.Provider) string {
 
 // logSandbox states the OS sandbox on stderr when a stack starts: a
 // warning when the host cannot sandbox commands (the controlled policies
-// then only admit them) or enforces less than the profiles say.
+// then only admit them) or enforces less than the profiles say — when
+// the launch's profile sandboxes commands; under none (nothing is
+// sandboxed: octet exec's default) the same is said at Info level, for
+// the sessions that choose a profile later (an editor's ask session).
 func logSandbox(s tools.Setting[tools.SandboxValue], log *slog.Logger) {
 	v := s.Value
+	level := slog.LevelWarn
+	if v.Profile == tools.SandboxNone || v.Profile == "" {
+		level = slog.LevelInfo
+	}
 	switch {
 	case !v.Available():
-		log.Warn("OS sandbox unavailable: commands are admitted by the effect policy but not confined", "reason", v.Note)
+		log.Log(context.Background(), level, "OS sandbox unavailable: commands are admitted by the effect policy but not confined", "reason", v.Note)
 	case v.Note != "":
-		log.Warn("OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "not enforced here", v.Note)
+		log.Log(context.Background(), level, "OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "not enforced here", v.Note)
 	default:
 		log.Debug("OS sandbox", "mechanism", v.Mechanism, "abi", v.ABI, "profile", v.Profile, "source", s.Source)
 	}

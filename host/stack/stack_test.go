@@ -1,6 +1,7 @@
 package stack
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/octet-agent/octet/host"
 	"github.com/octet-agent/octet/internal/config"
 	"github.com/octet-agent/octet/provider"
+	"github.com/octet-agent/octet/tools"
 )
 
 // TestStackMaxNetworkWait: max_network_wait_secs bounds an outage of the
@@ -74,3 +76,38 @@ func TestClientSecrets(t *testing.T) {
 		t.Fatalf("clientSecrets = %q", got)
 	}
 }
+
+// TestSandboxNoteFollowsProfile: what the host's sandbox does not enforce
+// is a warning when the launch's profile sandboxes commands, and only
+// said at Info level under none, where no command is sandboxed (octet
+// exec warned on every run of a host without user namespaces).
+func TestSandboxNoteFollowsProfile(t *testing.T) {
+	note := ".git and .octet are writable under workspace-write (no user namespaces)"
+	for _, tc := range []struct {
+		v    tools.SandboxValue
+		want slog.Level
+	}{
+		{tools.SandboxValue{Profile: tools.SandboxNone, Mechanism: "landlock", ABI: 7, Note: note}, slog.LevelInfo},
+		{tools.SandboxValue{Profile: tools.SandboxWorkspaceWrite, Mechanism: "landlock", ABI: 7, Note: note}, slog.LevelWarn},
+		{tools.SandboxValue{Profile: tools.SandboxNone, Mechanism: "unavailable", Note: "no Landlock"}, slog.LevelInfo},
+		{tools.SandboxValue{Profile: tools.SandboxReadOnly, Mechanism: "unavailable", Note: "no Landlock"}, slog.LevelWarn},
+	} {
+		var got []slog.Level
+		log := slog.New(levelRecorder{&got})
+		logSandbox(tools.Setting[tools.SandboxValue]{Value: tc.v}, log)
+		if len(got) != 1 || got[0] != tc.want {
+			t.Errorf("profile %q, mechanism %s: logged at %v, want once at %v", tc.v.Profile, tc.v.Mechanism, got, tc.want)
+		}
+	}
+}
+
+// levelRecorder is a slog handler that records each record's level.
+type levelRecorder struct{ levels *[]slog.Level }
+
+func (h levelRecorder) Enabled(context.Context, slog.Level) bool { return true }
+func (h levelRecorder) Handle(_ context.Context, r slog.Record) error {
+	*h.levels = append(*h.levels, r.Level)
+	return nil
+}
+func (h levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h levelRecorder) WithGroup(string) slog.Handler      { return h }
