@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/session"
 )
 
 const loginSynopsis = "octet login [--provider NAME]   (asks for the selected provider's API key without echoing it and saves it in octet's credentials file)"
@@ -45,6 +46,9 @@ func runLogin(ctx context.Context, args []string, e env) error {
 	}
 	path, err := config.SaveCredentials(home, p.Credentials, config.NewSecret(key))
 	if err != nil {
+		if advice := session.WriteFailureAdvice(err); advice != "" {
+			return fmt.Errorf("%w (%s)", err, advice)
+		}
 		return err
 	}
 	fmt.Fprintf(e.stdout, "Saved the %s in %s (private to you).\n", keyName(p), visible(path))

@@ -183,6 +183,9 @@ func deleteError(err error) string {
 	if _, ok := errors.AsType[*session.InUseError](err); ok {
 		return "it is open in another process (an editor, or a running octet exec); close it there or wait for the run to end, then delete it again"
 	}
+	if advice := session.WriteFailureAdvice(err); advice != "" {
+		return err.Error() + " (" + advice + ")"
+	}
 	return err.Error()
 }
 

@@ -273,3 +273,30 @@ func TestExecRefusesALiveRun(t *testing.T) {
 		t.Errorf("exec after the run ended: exit %d\n%s", r.code, r.stderr)
 	}
 }
+
+// TestWritesOnReadOnlyHomeSayWhat: sessions delete and login on a
+// read-only OCTET_HOME fail saying what to do, as exec --session does
+// (they printed the bare "read-only file system").
+func TestWritesOnReadOnlyHomeSayWhat(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("done"))
+	if r := x.runOctet(t, "exec", "hello"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v", files)
+	}
+	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	readOnlyBind(t, x.home)
+	const advice = "is read-only: make it writable again"
+	if r := x.runOctet(t, "sessions", "delete", sid); r.code != exitFailed || !strings.Contains(r.stderr, advice) {
+		t.Errorf("sessions delete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if _, err := os.Stat(files[0]); err != nil {
+		t.Errorf("the session is gone: %v", err)
+	}
+	r := runBin(t, x.home, map[string]string{"OCTET_HOME": x.home}, "sk-read-only-1\n", "login")
+	if r.code == exitOK || !strings.Contains(r.stderr, advice) || strings.Contains(r.stdout+r.stderr, "sk-read-only") {
+		t.Errorf("login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
