@@ -86,6 +86,23 @@ var modelFieldSpecs = map[string]keySpec{
 	"price":               {kindText, "a price table", `{ input = "0.15", cached_input = "0.075", output = "0.6" }`},
 }
 
+// mcpFieldSpecs describe the keys of [mcp_servers.NAME] (mcpKeys).
+var mcpFieldSpecs = map[string]keySpec{
+	"command":              {kindText, "a program to start", `"docs-mcp"`},
+	"args":                 {kindList, "a list of arguments", `["--stdio"]`},
+	"env":                  {kindText, "a table of variable names and values", `{ DOCS_DIR = "/srv/docs" }`},
+	"cwd":                  {kindText, "an absolute path", `"/srv/docs"`},
+	"url":                  {kindText, "a URL", `"https://mcp.example.com/mcp"`},
+	"headers":              {kindText, "a table of header names and values", `{ "X-Team" = "core" }`},
+	"bearer_token_env_var": {kindText, "an environment variable name", `"DOCS_TOKEN"`},
+	"enabled":              {kindBool, "true or false", "true"},
+	"startup_timeout_secs": {kindInt, "a whole number of seconds", "10"},
+	"tool_timeout_secs":    {kindInt, "a whole number of seconds", "60"},
+	"enabled_tools":        {kindList, "a list of tool names", `["search"]`},
+	"disabled_tools":       {kindList, "a list of tool names", `["delete"]`},
+	"sandbox":              {kindText, "a sandbox profile (read-only, workspace-write or none)", `"read-only"`},
+}
+
 // priceFieldSpec describes input, cached_input and output of [prices.<model>].
 var priceFieldSpec = keySpec{kindText, "an exact decimal price in US dollars per million tokens, written as a string", `"1.25"`}
 
@@ -157,7 +174,7 @@ func specOf(key string) (keySpec, string, bool) {
 			}
 		}
 	}
-	for table, specs := range map[string]map[string]keySpec{"model_providers.": providerFieldSpecs, "models.": modelFieldSpecs} {
+	for table, specs := range map[string]map[string]keySpec{"model_providers.": providerFieldSpecs, "models.": modelFieldSpecs, "mcp_servers.": mcpFieldSpecs} {
 		if rest, ok := strings.CutPrefix(key, table); ok {
 			if i := strings.LastIndexByte(rest, '.'); i >= 0 {
 				if spec, ok := specs[rest[i+1:]]; ok {

@@ -356,6 +356,9 @@ func TestTypeErrorsSayWhatToWrite(t *testing.T) {
 		{"max_session_tokens = 1.5\n", "max_session_tokens is a whole number of tokens, not a decimal number: for example max_session_tokens = 1000000"},
 		{"tools = \"read, bash\"\n", `tools is a list of tool names, not a string: write it as a list: tools = ["read", "bash"]`},
 		{"model = [\"a\"]\n", "model is a model name, not a list: for example model = \"gpt-5.1-codex\""},
+		{"[mcp_servers.a]\ncommand = 5\n", `/h/config.toml:2: mcp_servers.a.command is a program to start, not a number: quote it: "5"`},
+		{"[mcp_servers.a]\ncommand = \"x\"\nargs = \"--stdio\"\n", `mcp_servers.a.args is a list of arguments, not a string: write it as a list: mcp_servers.a.args = ["--stdio"]`},
+		{"[mcp_servers.a]\ncommand = \"x\"\nstartup_timeout_secs = \"10\"\n", "write it without quotes: mcp_servers.a.startup_timeout_secs = 10"},
 	} {
 		_, err := parseFile("/h/config.toml", []byte(tc.in), nil)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -369,6 +372,11 @@ func TestEveryKeyHasTypeAdvice(t *testing.T) {
 	for _, k := range validKeys {
 		if _, ok := keySpecs[k]; !ok && k != "prices" {
 			t.Errorf("no keySpec for %q", k)
+		}
+	}
+	for _, k := range mcpKeys {
+		if _, ok := mcpFieldSpecs[k]; !ok {
+			t.Errorf("no keySpec for mcp_servers.NAME.%s", k)
 		}
 	}
 }
