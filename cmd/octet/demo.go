@@ -108,7 +108,7 @@ func runDemo(ctx context.Context, args []string, e env) error {
 		fmt.Fprintf(e.stdout, "inspect:   octet sessions show %s   (the workspace copy was temporary and is removed; octet sessions delete %s removes the session)\n", sess.Header().ID, sess.Header().ID)
 	}
 	if res.Outcome != agent.OutcomeCompleted {
-		return outcomeError(res.RunResult, cfg)
+		return outcomeError(res.RunResult, cfg, "")
 	}
 	return nil
 }

@@ -141,7 +141,11 @@ func runExec(ctx context.Context, args []string, e env) error {
 		}
 		return err
 	}
-	outErr := outcomeError(res.RunResult, cfg)
+	kept := sess.Header().ID
+	if opts.ephemeral {
+		kept = ""
+	}
+	outErr := outcomeError(res.RunResult, cfg, kept)
 	var writeErr error
 	if opts.output != "" {
 		if writeErr = writeAnswer(opts.output, res.answer); writeErr != nil {
@@ -618,15 +622,21 @@ func findResult(sess *session.Session, callID string) *session.ToolResult {
 	return nil
 }
 
-// outcomeError maps a run result to the documented exit status.
-func outcomeError(res agent.RunResult, cfg *config.Config) error {
+// outcomeError maps a run result to the documented exit status; sid,
+// when set, is the kept session a run stopped at its turn limit can be
+// continued in.
+func outcomeError(res agent.RunResult, cfg *config.Config, sid string) error {
 	switch res.Outcome {
 	case agent.OutcomeCompleted:
 		return nil
 	case agent.OutcomeCancelled:
 		return &exitError{code: exitCancelled, err: fmt.Errorf("run cancelled")}
 	case agent.OutcomeMaxTurns:
-		return &exitError{code: exitMaxTurns, err: fmt.Errorf("run stopped at its turn limit (max_turns)")}
+		msg := "run stopped at its turn limit (max_turns)"
+		if sid != "" {
+			msg += fmt.Sprintf(": to go on, octet exec --session %s \"continue\" (--max-turns N for a larger limit)", sid)
+		}
+		return &exitError{code: exitMaxTurns, err: errors.New(msg)}
 	}
 	msg := "run failed"
 	if res.Err != nil {

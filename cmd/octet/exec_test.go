@@ -200,6 +200,15 @@ func TestExecOutcomeExitCodes(t *testing.T) {
 		if r.code != exitMaxTurns || !strings.Contains(r.stderr, "max_turns") {
 			t.Errorf("exit %d stderr %q", r.code, r.stderr)
 		}
+		// It says how to go on: the session to continue.
+		files := x.sessionFiles(t)
+		if len(files) != 1 {
+			t.Fatalf("session files %v", files)
+		}
+		sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+		if want := "octet exec --session " + sid + ` "continue"`; !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr %q does not say %s", r.stderr, want)
+		}
 	})
 	t.Run("unreachable", func(t *testing.T) {
 		x := newExecEnv(t)
