@@ -235,21 +235,15 @@ func TestChatReasoningFields(t *testing.T) {
 func TestChatInterruptedFinish(t *testing.T) {
 	for _, reason := range []string{"abort", "error", "insufficient_system_resource"} {
 		t.Run(reason, func(t *testing.T) {
-			srv := providertest.New(t)
-			turn, err := providertest.RawSSE([]byte(`data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The answer is"},"finish_reason":null}]}
+			_, err := runChatStream(t, `data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"The answer is"},"finish_reason":null}]}
 
-data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"` + reason + `"}]}
+data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"`+reason+`"}]}
 
 data: {"id":"chatcmpl-1","object":"chat.completion.chunk","model":"m","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":3,"total_tokens":15}}
 
 data: [DONE]
 
-`))
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv.Enqueue(turn)
-			_, err = run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+`)
 			if err == nil {
 				t.Fatalf("finish_reason %s: completed, want a failed response", reason)
 			}
@@ -271,8 +265,7 @@ data: [DONE]
 // chunk of prompt_filter_results, empty choices and an empty id and
 // model; the response is still the one the following chunks name.
 func TestChatAzurePromptFilterChunk(t *testing.T) {
-	srv := providertest.New(t)
-	turn, err := providertest.RawSSE([]byte(`data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}
+	evs, err := runChatStream(t, `data: {"choices":[],"created":0,"id":"","model":"","object":"","prompt_filter_results":[{"prompt_index":0,"content_filter_results":{"hate":{"filtered":false,"severity":"safe"}}}]}
 
 data: {"choices":[{"content_filter_results":{},"delta":{"content":"","refusal":null,"role":"assistant"},"finish_reason":null,"index":0,"logprobs":null}],"created":1,"id":"chatcmpl-AZ","model":"gpt-4o-2024-11-20","object":"chat.completion.chunk","system_fingerprint":"fp_1","usage":null}
 
@@ -282,12 +275,7 @@ data: {"choices":[{"content_filter_results":{},"delta":{},"finish_reason":"stop"
 
 data: [DONE]
 
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Enqueue(turn)
-	evs, err := run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -303,13 +291,7 @@ data: [DONE]
 // server's, with its message and type, not a stream that ended before a
 // finish_reason.
 func TestChatLlamaCppErrorField(t *testing.T) {
-	srv := providertest.New(t)
-	turn, err := providertest.RawSSE([]byte("error: {\"code\":400,\"message\":\"the request exceeds the available context size. try increasing the context size or enable context shift\",\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv.Enqueue(turn)
-	_, err = run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+	_, err := runChatStream(t, "error: {\"code\":400,\"message\":\"the request exceeds the available context size. try increasing the context size or enable context shift\",\"type\":\"invalid_request_error\"}\n\ndata: [DONE]\n\n")
 	pe := asError(t, err)
 	if pe.Class != provider.ResponsesFailed || pe.Type != "invalid_request_error" || pe.Code != "400" ||
 		!strings.Contains(pe.Message, "exceeds the available context size") {
@@ -897,19 +879,13 @@ func TestChatDeepSeekCacheHits(t *testing.T) {
 	for _, tc := range []struct {
 		hits, want int64
 	}{{900, 900}, {5000, 0}} {
-		srv := providertest.New(t)
-		turn, err := providertest.RawSSE([]byte(fmt.Sprintf(`data: {"id":"c1","object":"chat.completion.chunk","model":"deepseek-chat","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}
+		evs, err := runChatStream(t, fmt.Sprintf(`data: {"id":"c1","object":"chat.completion.chunk","model":"deepseek-chat","choices":[{"index":0,"delta":{"role":"assistant","content":"ok"},"finish_reason":null}]}
 
 data: {"id":"c1","object":"chat.completion.chunk","model":"deepseek-chat","choices":[{"index":0,"delta":{"content":""},"finish_reason":"stop"}],"usage":{"prompt_tokens":1000,"completion_tokens":2,"total_tokens":1002,"prompt_cache_hit_tokens":%d,"prompt_cache_miss_tokens":100}}
 
 data: [DONE]
 
-`, tc.hits)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv.Enqueue(turn)
-		evs, err := run(t, routeTransport(srv, provider.WireChat), simpleRequest())
+`, tc.hits))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -918,4 +894,17 @@ data: [DONE]
 			t.Errorf("%d hits: usage (-want +got):\n%s", tc.hits, diff)
 		}
 	}
+}
+
+// runChatStream runs the simple request on the chat route against a
+// server that answers with the raw SSE stream.
+func runChatStream(t *testing.T, stream string) ([]provider.Event, error) {
+	t.Helper()
+	srv := providertest.New(t)
+	turn, err := providertest.RawSSE([]byte(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(turn)
+	return run(t, routeTransport(srv, provider.WireChat), simpleRequest())
 }

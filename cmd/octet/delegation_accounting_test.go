@@ -85,14 +85,11 @@ func TestExecSIGKILLDelegationAccounting(t *testing.T) {
 		t.Fatalf("children's own usage %+v, %d uncertain; want the three settled child requests priced and one in flight", sum, uncertainChildren)
 	}
 
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("root sessions %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	file := x.oneSession(t)
+	sid := sessionIDOf(file)
 	rootTotals := func() session.Totals {
 		t.Helper()
-		s, err := session.Inspect(files[0])
+		s, err := session.Inspect(file)
 		if err != nil {
 			t.Fatal(err)
 		}

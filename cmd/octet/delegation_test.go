@@ -440,17 +440,14 @@ func TestExecSIGKILLMidDelegation(t *testing.T) {
 	}
 	// The root session reopens; continuing it settles its unresolved wait
 	// as indeterminate without running it.
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("root sessions %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	file := x.oneSession(t)
+	sid := sessionIDOf(file)
 	x.srv.Enqueue(providertest.Text("resumed").ForRequestContaining("continue"))
 	again := runCLI(t, x.ws, x.vars, "exec", "--session", sid, "continue")
 	if again.code != exitOK {
 		t.Fatalf("continue after the kill: exit %d: %s", again.code, again.stderr)
 	}
-	root, err := session.Inspect(files[0])
+	root, err := session.Inspect(file)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,11 +48,8 @@ func TestExecDiskFullCheckpointLater(t *testing.T) {
 	if r := x.runOctet(t, "exec", "first"); r.code != exitOK {
 		t.Fatalf("first exec: exit %d\n%s", r.code, r.stderr)
 	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	path := files[0]
+	file := x.oneSession(t)
+	path := file
 	sid := strings.TrimSuffix(filepath.Base(path), ".jsonl")
 
 	// The second run's prompt entry and dispatch take the file to just

@@ -37,6 +37,22 @@ func (x *execEnv) sessionFiles(t *testing.T) []string {
 	return m
 }
 
+// oneSession returns the path of the one session file under x's home,
+// failing the test when there is none or more than one.
+func (x *execEnv) oneSession(t *testing.T) string {
+	t.Helper()
+	files := x.sessionFiles(t)
+	if len(files) != 1 {
+		t.Fatalf("session files %v, want one", files)
+	}
+	return files[0]
+}
+
+// sessionIDOf is the id of the session file at path.
+func sessionIDOf(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), ".jsonl")
+}
+
 type jsonLine struct {
 	SessionID string          `json:"sessionId"`
 	RunID     string          `json:"runId"`
@@ -118,10 +134,7 @@ func TestExecJSON(t *testing.T) {
 	if !strings.Contains(string(second), "beta") {
 		t.Errorf("second request lacks the read result: %s", second)
 	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files = %v", files)
-	}
+	x.oneSession(t)
 	assertNoSecret(t, []string{r.stdout, r.stderr}, x.home, x.ws)
 	for _, req := range reqs {
 		b, _ := json.Marshal(req)
@@ -201,11 +214,8 @@ func TestExecOutcomeExitCodes(t *testing.T) {
 			t.Errorf("exit %d stderr %q", r.code, r.stderr)
 		}
 		// It says how to go on: the session to continue.
-		files := x.sessionFiles(t)
-		if len(files) != 1 {
-			t.Fatalf("session files %v", files)
-		}
-		sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+		file := x.oneSession(t)
+		sid := sessionIDOf(file)
 		if want := "octet exec --session " + sid + ` "continue"`; !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr %q does not say %s", r.stderr, want)
 		}

@@ -221,11 +221,8 @@ func TestExecMCPCallNotReplayedAfterCrash(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	id := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	file := x.oneSession(t)
+	id := sessionIDOf(file)
 	x.srv.Enqueue(providertest.Text("resumed"))
 	r := runCLI(t, x.ws, x.vars, "exec", "--session", id, "again")
 	if r.code != exitOK {
@@ -234,7 +231,7 @@ func TestExecMCPCallNotReplayedAfterCrash(t *testing.T) {
 	if b, _ := os.ReadFile(calls); strings.Count(string(b), "called") != 1 {
 		t.Errorf("the MCP tool ran %d times", strings.Count(string(b), "called"))
 	}
-	ledger, _ := os.ReadFile(files[0])
+	ledger, _ := os.ReadFile(file)
 	if !strings.Contains(string(ledger), `"crash_recovery":"indeterminate"`) {
 		t.Errorf("no indeterminate result in the ledger:\n%s", ledger)
 	}

@@ -26,37 +26,18 @@ import (
 // mid-run (exit 141 too, from the signal), leaving no checkpoint and the
 // request unsettled.
 func TestExecStdoutClosedSettles(t *testing.T) {
-	words := strings.Repeat("streaming words for a reader that stops early ", 60)
-	x := newExecEnv(t, providertest.Text(words).Pace(20*time.Millisecond))
-	sh := exec.CommandContext(t.Context(), "bash", "-c", `"$OCTET" exec --json "write a long answer" | head -c 100 >/dev/null; echo "${PIPESTATUS[0]}"`)
-	sh.Dir = x.ws
-	sh.Env = append(os.Environ(), "OCTET="+octetBin)
-	for k, v := range x.vars {
-		sh.Env = append(sh.Env, k+"="+v)
-	}
-	var stderr strings.Builder
-	sh.Stderr = &stderr
+	x := newExecEnv(t)
 	began := time.Now()
-	out, err := sh.Output()
-	if err != nil {
-		t.Fatalf("pipeline: %v\nstderr: %s", err, stderr.String())
-	}
-	code, err := strconv.Atoi(strings.TrimSpace(string(out)))
-	if err != nil {
-		t.Fatalf("pipeline printed %q", out)
-	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	s, err := session.Inspect(files[0])
+	code, stderr := headPipeline(t, x, `--json "write a long answer"`)
+	file := x.oneSession(t)
+	s, err := session.Inspect(file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	cps := s.Checkpoints()
 	if len(cps) != 1 || cps[0].Outcome != "cancelled" {
-		t.Fatalf("checkpoints %+v (exit %d, after %s; stderr: %s)", cps, code, time.Since(began), stderr.String())
+		t.Fatalf("checkpoints %+v (exit %d, after %s; stderr: %s)", cps, code, time.Since(began), stderr)
 	}
 	if tot := s.Totals(); tot.UnsettledDispatches != 0 {
 		t.Errorf("%d request(s) left unsettled: %+v", tot.UnsettledDispatches, tot)
@@ -64,13 +45,13 @@ func TestExecStdoutClosedSettles(t *testing.T) {
 	if code != exitStdoutClosed {
 		t.Errorf("octet exit status %d, want %d", code, exitStdoutClosed)
 	}
-	if !strings.Contains(stderr.String(), "standard output was closed") || !strings.Contains(stderr.String(), "the run was cancelled and settled") {
-		t.Errorf("stderr does not say what happened:\n%s", stderr.String())
+	if !strings.Contains(stderr, "standard output was closed") || !strings.Contains(stderr, "the run was cancelled and settled") {
+		t.Errorf("stderr does not say what happened:\n%s", stderr)
 	}
 	if d := time.Since(began); d > 20*time.Second {
 		t.Errorf("the pipeline took %s: the run was not cancelled when its reader left", d)
 	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	sid := sessionIDOf(file)
 	show := runCLI(t, x.ws, x.vars, "sessions", "show", sid)
 	if !strings.Contains(show.stdout, ": cancelled") {
 		t.Errorf("sessions show has no outcome:\n%s", show.stdout)
@@ -163,11 +144,8 @@ func TestExecSIGHUPSettles(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != exitCancelled {
 		t.Errorf("exit status %d (%v), want %d; stderr: %s", code, cmd.ProcessState, exitCancelled, stderr.String())
 	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	s, err := session.Inspect(files[0])
+	file := x.oneSession(t)
+	s, err := session.Inspect(file)
 	if err != nil {
 		t.Fatal(err)
 	}

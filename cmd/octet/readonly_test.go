@@ -43,12 +43,9 @@ func TestInspectionLeavesLiveRunAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	x.awaitRequests(t, 1)
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
-	before, err := os.ReadFile(files[0])
+	file := x.oneSession(t)
+	sid := sessionIDOf(file)
+	before, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +60,7 @@ func TestInspectionLeavesLiveRunAlone(t *testing.T) {
 			t.Errorf("%s during the run: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
 		}
 	}
-	if after, _ := os.ReadFile(files[0]); !bytes.Equal(after, before) {
+	if after, _ := os.ReadFile(file); !bytes.Equal(after, before) {
 		t.Errorf("reading the session changed it: %d bytes before, %d after:\n%s", len(before), len(after), after[len(before):])
 	}
 	if n := len(x.srv.Requests()); n != 1 {
@@ -72,7 +69,7 @@ func TestInspectionLeavesLiveRunAlone(t *testing.T) {
 	if err := live.Wait(); err != nil {
 		t.Fatalf("the live run: %v\nstderr: %s", err, errb.String())
 	}
-	s, err := session.Inspect(files[0])
+	s, err := session.Inspect(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,23 +88,7 @@ func TestInspectionLeavesLiveRunAlone(t *testing.T) {
 // `export` and `rewind --dry-run` still answer; diff failed there on the
 // old code (it opened the session for writing).
 func TestInspectionOnReadOnlyHome(t *testing.T) {
-	x := newExecEnv(t,
-		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
-		providertest.Text("done"),
-	)
-	if r := x.runOctet(t, "exec", "make a file"); r.code != exitOK {
-		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
-	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
-	raw, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := firstEntry(t, string(raw))
+	x, sid, entry := madeFileSession(t)
 	readOnlyBind(t, x.home)
 	for _, tc := range []struct {
 		args []string
@@ -157,23 +138,7 @@ func readOnlyBind(t *testing.T, dir string) (undo func()) {
 // --session does, and names the step once. It printed the bare error
 // ("open session: open session: … read-only file system").
 func TestRewindOnReadOnlyHomeSaysWhy(t *testing.T) {
-	x := newExecEnv(t,
-		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
-		providertest.Text("done"),
-	)
-	if r := x.runOctet(t, "exec", "make a file"); r.code != exitOK {
-		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
-	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
-	raw, err := os.ReadFile(files[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	entry := firstEntry(t, string(raw))
+	x, sid, entry := madeFileSession(t)
 	readOnlyBind(t, x.home)
 	r := x.runOctet(t, "sessions", "rewind", sid, entry)
 	if r.code != exitFailed || !strings.Contains(r.stderr, "is read-only: make it writable again") || strings.Contains(r.stderr, "open session: open session") {
@@ -282,21 +247,37 @@ func TestWritesOnReadOnlyHomeSayWhat(t *testing.T) {
 	if r := x.runOctet(t, "exec", "hello"); r.code != exitOK {
 		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
 	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	file := x.oneSession(t)
+	sid := sessionIDOf(file)
 	readOnlyBind(t, x.home)
 	const advice = "is read-only: make it writable again"
 	if r := x.runOctet(t, "sessions", "delete", sid); r.code != exitFailed || !strings.Contains(r.stderr, advice) {
 		t.Errorf("sessions delete: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	if _, err := os.Stat(files[0]); err != nil {
+	if _, err := os.Stat(file); err != nil {
 		t.Errorf("the session is gone: %v", err)
 	}
 	r := runBin(t, x.home, map[string]string{"OCTET_HOME": x.home}, "sk-read-only-1\n", "login")
 	if r.code == exitOK || !strings.Contains(r.stderr, advice) || strings.Contains(r.stdout+r.stderr, "sk-read-only") {
 		t.Errorf("login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
+}
+
+// madeFileSession runs an octet exec whose model writes made.txt and
+// returns its environment, the session's id and its first entry's.
+func madeFileSession(t *testing.T) (x *execEnv, sid, entry string) {
+	t.Helper()
+	x = newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
+		providertest.Text("done"),
+	)
+	if r := x.runOctet(t, "exec", "make a file"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	file := x.oneSession(t)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x, sessionIDOf(file), firstEntry(t, string(raw))
 }

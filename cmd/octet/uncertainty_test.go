@@ -5,7 +5,6 @@ package main
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -106,11 +105,8 @@ func TestExecKilledMidRequest(t *testing.T) {
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	file := x.oneSession(t)
+	sid := sessionIDOf(file)
 
 	show := runCLI(t, x.ws, x.vars, "sessions", "show", sid)
 	for _, want := range []string{"usage uncertain since a request was in flight when octet stopped", "1 request(s) dispatched and never settled"} {
@@ -158,11 +154,8 @@ func TestSessionsListAgreesWithShowMidRequest(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	files := x.sessionFiles(t)
-	if len(files) != 1 {
-		t.Fatalf("session files %v", files)
-	}
-	sid := strings.TrimSuffix(filepath.Base(files[0]), ".jsonl")
+	file := x.oneSession(t)
+	sid := sessionIDOf(file)
 	agree := func(when string) {
 		t.Helper()
 		show := runCLI(t, x.ws, x.vars, "sessions", "show", sid)
