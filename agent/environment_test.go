@@ -166,3 +166,16 @@ func TestCompactionMidRunResendsEnvironment(t *testing.T) {
 		t.Errorf("request after the compaction carries environment items %q, want the current one", got)
 	}
 }
+
+// TestCompactionMidRunKeepsPlan: the update_plan call that set the plan
+// is summarized away (its result says only "Plan updated"), but the plan
+// is still the session's (the front doors show it): the requests after
+// the compaction carry its steps and their status.
+func TestCompactionMidRunKeepsPlan(t *testing.T) {
+	_, next := compactMidRun(t)
+	for _, want := range []string{"Read big.txt", "Fix the parser", "in_progress", "Run the tests"} {
+		if !strings.Contains(next, want) {
+			t.Errorf("request after the compaction does not carry the plan (%q missing): %s", want, next)
+		}
+	}
+}
