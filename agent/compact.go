@@ -161,7 +161,7 @@ func (r *Run) summarize(v view, k int, est int) (string, string, error) {
 // previous compaction) in an auxiliary request.
 func (r *Run) localSummary(v view, k int) (*session.Compaction, *attemptResult, error) {
 	model := r.pin.model
-	input := summaryItems(v.summary)
+	input := v.head()
 	for i := 0; i < k; i++ {
 		input = appendEntryItems(input, &v.entries[i], describeImages)
 	}
@@ -211,7 +211,11 @@ func (r *Run) commitCompaction(v view, k int, c *session.Compaction, ar *attempt
 	r.settled()
 	r.pin = *pin
 	// The context now holds the summary and the kept tail.
-	after := estimateItems(summaryItems(c))
+	plan := PlanOf(v.entries[:k])
+	if plan == nil {
+		plan = v.plan
+	}
+	after := estimateItems(append(summaryItems(c), planItems(plan)...))
 	for i := k; i < len(v.entries); i++ {
 		after += estimateItems(appendEntryItems(nil, &v.entries[i], countImages))
 	}

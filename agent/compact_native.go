@@ -52,7 +52,7 @@ func (r *Run) nativeCompaction(model provider.Model) bool {
 // the provider's compact endpoint and returns the compaction it made.
 func (r *Run) nativeSummary(v view, k int) (*session.Compaction, *attemptResult, error) {
 	model := r.pin.model
-	input := summaryItems(v.summary)
+	input := v.head()
 	for i := 0; i < k; i++ {
 		input = appendEntryItems(input, &v.entries[i], describeImages)
 	}

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -8,10 +9,14 @@ import (
 
 	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/session"
+	"github.com/octet-agent/octet/tools"
 )
 
 // summaryPrefix introduces a compaction summary in the rebuilt context.
 const summaryPrefix = "Summary of the earlier conversation (it replaces the messages before it; continue from here):\n\n"
+
+// planPrefix introduces the plan restated after a compaction.
+const planPrefix = "Your plan as you last set it with update_plan before the summary (it stands until you update it):\n"
 
 // view is the part of the active branch that forms the provider context:
 // an optional compaction summary followed by the entries replayed verbatim.
@@ -19,6 +24,10 @@ type view struct {
 	summary    *session.Compaction // the latest compaction on the branch, if any
 	entries    []session.Entry     // replayed entries, oldest first
 	compaction int                 // index in the branch of the latest compaction entry, -1 if none
+	// plan is the plan update_plan set in the part of the branch the
+	// summary replaced (nil: none): still the session's plan, which the
+	// model would otherwise know only if the summary said it.
+	plan *tools.Plan
 }
 
 // contextView selects the replayed entries of branch: everything when there
@@ -47,10 +56,52 @@ func contextView(branch []session.Entry) view {
 			}
 		}
 	}
+	v.plan = PlanOf(branch[:start])
 	v.entries = make([]session.Entry, 0, len(branch)-start)
 	v.entries = append(v.entries, branch[start:v.compaction]...)
 	v.entries = append(v.entries, branch[v.compaction+1:]...)
 	return v
+}
+
+// head returns the items that stand for the part of the branch the
+// latest compaction replaced: its summary, then the plan set there.
+func (v view) head() []provider.Item {
+	return append(summaryItems(v.summary), planItems(v.plan)...)
+}
+
+// planItems restates plan p for the model after a compaction (none for
+// nil): the update_plan call that set it was summarized away, and its
+// result says only how many steps are done.
+func planItems(p *tools.Plan) []provider.Item {
+	if p == nil {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString(planPrefix)
+	if p.Explanation != "" {
+		b.WriteString(p.Explanation + "\n")
+	}
+	for i, s := range p.Steps {
+		fmt.Fprintf(&b, "%d. [%s] %s\n", i+1, s.Status, s.Step)
+	}
+	return []provider.Item{userMessage(strings.TrimRight(b.String(), "\n"))}
+}
+
+// PlanOf is the plan of a branch: what its last successful update_plan
+// call set (nil when none did). The plan is durable as that call's
+// result, so a resumed session has it again, and a branch moved before
+// the call has the plan from before it.
+func PlanOf(branch []session.Entry) *tools.Plan {
+	for i := len(branch) - 1; i >= 0; i-- {
+		r := branch[i].Result
+		if branch[i].Type != session.EntryToolResult || r == nil || r.IsError || r.Tool != (tools.UpdatePlanTool{}).Name() {
+			continue
+		}
+		if p, ok := tools.PlanOf(r.Details); ok {
+			return &p
+		}
+	}
+	return nil
 }
 
 // itemCache keeps the provider items of committed entries, by entry id,
@@ -74,7 +125,7 @@ type itemCache struct {
 // where it can; imgs resolves the entries' images, as mode names.
 func (c *itemCache) items(v view, mode string, imgs imageRefs) []provider.Item {
 	out := make([]provider.Item, 0, len(v.entries)*2+1)
-	out = append(out, summaryItems(v.summary)...)
+	out = append(out, v.head()...)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.byID == nil || len(c.byID) > 2*len(v.entries)+64 || c.mode != mode {

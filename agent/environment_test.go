@@ -121,3 +121,61 @@ func TestOfferHidesToolFromModel(t *testing.T) {
 		t.Error("the refused call ran")
 	}
 }
+
+// compactMidRun runs one prompt whose third request compacts: the model
+// sets a plan with update_plan, reads a file too big for the 20K window,
+// and the summary replaces everything. It returns the harness and the
+// input of the request after the summary.
+func compactMidRun(t *testing.T) (*harness, string) {
+	t.Helper()
+	checkLeaks(t)
+	h := newHarness(t, harnessOpt{policy: tools.UnsafeHost, model: provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 8000}})
+	h.agent.cfg.Environment = func(p tools.Policy) string {
+		return "<environment_context>policy: " + p.String() + "</environment_context>"
+	}
+	h.writeFile("big.txt", strings.Repeat("a line of the big file that fills the context\n", 600))
+	h.srv.Enqueue(
+		pt.Reply(pt.FunctionCall("p", "update_plan", `{"plan":[{"step":"Read big.txt","status":"completed"},{"step":"Fix the parser","status":"in_progress"},{"step":"Run the tests","status":"pending"}]}`)),
+		pt.Reply(pt.FunctionCall("r", "read", `{"path":"big.txt"}`)),
+		pt.Text("SUMMARY the user asked for work"),
+		pt.Text("done"),
+	)
+	evs := drain(t, h.prompt("work", PromptOptions{}))
+	checkRunEvents(t, evs, OutcomeCompleted)
+	if !kindSeen(evs, KindCompactionFinished) {
+		t.Fatalf("no compaction: %v", kindsOf(evs))
+	}
+	reqs := h.srv.Requests()
+	if len(reqs) != 4 || reqs[2].Body["instructions"] != compactionInstructions {
+		t.Fatalf("%d requests, want the third to be the summary request", len(reqs))
+	}
+	next := inputText(reqs[3])
+	if !strings.Contains(next, "SUMMARY the user asked") || strings.Contains(next, "a line of the big file") {
+		t.Fatalf("request 4 is not the compacted context: %.300s", next)
+	}
+	return h, next
+}
+
+// TestCompactionMidRunResendsEnvironment: a compaction inside a run
+// summarizes away the environment context sent at the run's start; the
+// requests after it carry the current one again, after the summary (not
+// only from the next prompt on).
+func TestCompactionMidRunResendsEnvironment(t *testing.T) {
+	h, _ := compactMidRun(t)
+	if got := contextTexts(t, h, 3); len(got) != 1 || got[0] != "<environment_context>policy: unsafe_host</environment_context>" {
+		t.Errorf("request after the compaction carries environment items %q, want the current one", got)
+	}
+}
+
+// TestCompactionMidRunKeepsPlan: the update_plan call that set the plan
+// is summarized away (its result says only "Plan updated"), but the plan
+// is still the session's (the front doors show it): the requests after
+// the compaction carry its steps and their status.
+func TestCompactionMidRunKeepsPlan(t *testing.T) {
+	_, next := compactMidRun(t)
+	for _, want := range []string{"Read big.txt", "Fix the parser", "in_progress", "Run the tests"} {
+		if !strings.Contains(next, want) {
+			t.Errorf("request after the compaction does not carry the plan (%q missing): %s", want, next)
+		}
+	}
+}

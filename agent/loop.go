@@ -335,6 +335,12 @@ func (r *Run) prepareMain() (*provider.Request, int, error) {
 			return nil, 0, err
 		}
 		if compacted {
+			// The environment context sent at the run's start may be
+			// in the summarized part: the model gets the current one
+			// again now, not only at the next prompt.
+			if err := r.a.syncEnvironment(r.id); err != nil {
+				return nil, 0, fmt.Errorf("%w environment context: %w", errPersist, err)
+			}
 			// The compaction's settlement is a safe boundary: steering
 			// accepted while the summary request was pending goes into
 			// this request, after the summary.

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"github.com/octet-agent/octet/agent"
 	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
@@ -9,18 +10,7 @@ import (
 // call set (nil when none did). The plan is durable as that call's
 // result, so a resumed session has it again, and a branch moved before
 // the call has the plan from before it.
-func PlanOf(branch []session.Entry) *tools.Plan {
-	for i := len(branch) - 1; i >= 0; i-- {
-		r := branch[i].Result
-		if branch[i].Type != session.EntryToolResult || r == nil || r.IsError || r.Tool != (tools.UpdatePlanTool{}).Name() {
-			continue
-		}
-		if p, ok := tools.PlanOf(r.Details); ok {
-			return &p
-		}
-	}
-	return nil
-}
+func PlanOf(branch []session.Entry) *tools.Plan { return agent.PlanOf(branch) }
 
 // Plan is the session's current plan on its active branch (nil: none).
 func (s *Session) Plan() *tools.Plan { return PlanOf(s.sess.Branch()) }
