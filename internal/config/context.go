@@ -160,11 +160,13 @@ func explainConfined(err error) error {
 }
 
 // Instructions renders context files as one instruction block for the
-// model, each file under a heading naming it.
+// model, each file under a heading naming it. A line of a file that
+// would read as such a heading is escaped: a workspace's AGENTS.md
+// cannot pass part of itself off as the user's global file.
 func Instructions(files []ContextFile) string {
 	var b strings.Builder
 	for _, f := range files {
-		fmt.Fprintf(&b, "# Context from %s\n\n%s", f.Path, f.Text)
+		fmt.Fprintf(&b, "# Context from %s\n\n%s", f.Path, escapeHeadings(f.Text))
 		if !strings.HasSuffix(f.Text, "\n") {
 			b.WriteByte('\n')
 		}
@@ -174,6 +176,25 @@ func Instructions(files []ContextFile) string {
 		b.WriteByte('\n')
 	}
 	return strings.TrimRight(b.String(), "\n")
+}
+
+// escapeHeadings escapes each line of text that Markdown would read as
+// a "Context from" heading (any level, indented up to three spaces, in
+// any case) with a backslash before its first '#'.
+func escapeHeadings(text string) string {
+	lines := strings.SplitAfter(text, "\n")
+	for i, line := range lines {
+		indent := len(line) - len(strings.TrimLeft(line, " "))
+		rest := line[indent:]
+		if indent > 3 || !strings.HasPrefix(rest, "#") {
+			continue
+		}
+		title := strings.TrimSpace(strings.TrimLeft(rest, "#"))
+		if strings.HasPrefix(strings.ToLower(title), "context from") {
+			lines[i] = line[:indent] + "\\" + rest
+		}
+	}
+	return strings.Join(lines, "")
 }
 
 // Watcher reports that watched files may have changed. The editor's
