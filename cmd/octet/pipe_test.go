@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -132,7 +133,7 @@ func TestExecSIGHUPSettles(t *testing.T) {
 	cmd := x.octetCmd(t, "exec", "write a long answer")
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
+	if err := startHangable(cmd); err != nil {
 		t.Fatal(err)
 	}
 	x.awaitRequests(t, 1)
@@ -178,6 +179,19 @@ func TestExecSIGHUPSettles(t *testing.T) {
 	if err := sh.Wait(); err != nil || !strings.Contains(string(answer), "still here") {
 		t.Errorf("under nohup: %v, stdout %q", err, answer)
 	}
+}
+
+// startHangable starts cmd with SIGHUP's default action, also when this
+// test process runs with SIGHUP ignored (under nohup, as CI scripts may
+// run): an ignored signal stays ignored across exec, a caught one is
+// reset to its default, so SIGHUP is caught here while cmd starts.
+func startHangable(cmd *exec.Cmd) error {
+	if signal.Ignored(syscall.SIGHUP) {
+		c := make(chan os.Signal, 1)
+		signal.Notify(c, syscall.SIGHUP)
+		defer signal.Stop(c)
+	}
+	return cmd.Start()
 }
 
 // TestDemoStdoutClosedLeavesNothingBehind: `octet demo | head` (a reader
