@@ -569,22 +569,29 @@ end
 
 --- Sends text: a prompt when the session is idle, else steering input
 --- (opts.follow_up queues it for when the run ends instead). opts.context
---- is the attachments ([{uri, range?}]).
+--- is the attachments ([{uri, range?}]); opts.unsent(text) is called when
+--- the text is not sent (the input window gets it back).
 function M.send(text, opts)
   opts = opts or {}
   if not text or vim.trim(text) == "" then
     return
   end
+  local function unsent()
+    if opts.unsent then
+      opts.unsent(text)
+    end
+  end
   M.current(function(err, s)
     if err then
-      return
+      return unsent()
     end
     if s.run_id then
       if text:find("#image:", 1, true) then
         -- Steering is text only: keep the prompt for when the run ends.
+        unsent()
         return notify("images go with a prompt, not with input to a running run: send it when the run ends", vim.log.levels.WARN)
       end
-      return M.steer(text, opts.follow_up)
+      return M.steer(text, opts.follow_up, opts.unsent)
     end
     if s.sending then
       -- The prompt was sent but its run_started has not arrived: wait
@@ -598,6 +605,7 @@ function M.send(text, opts)
     end
     local context, names = attach.parse(text, opts.context)
     if not context then
+      unsent()
       return notify("the prompt was not sent: " .. names, vim.log.levels.ERROR)
     end
     s.chat:user(text, nil, names)
@@ -624,18 +632,22 @@ function M.send(text, opts)
   end)
 end
 
---- Steers the running run (or with follow_up, queues a follow-up).
-function M.steer(text, follow_up)
+--- Steers the running run (or with follow_up, queues a follow-up);
+--- unsent(text) as for M.send.
+function M.steer(text, follow_up, unsent)
   local s = state.current and session(state.current)
   if not s or not s.run_id then
-    return M.send(text)
+    return M.send(text, { unsent = unsent })
   end
   local method = follow_up and "octet/followUp" or "octet/steer"
   M.request(method, { runId = s.run_id, text = text }, function(err, _, raw)
     if raw and raw.code == -32803 then
-      return M.send(text) -- the run ended meanwhile: a new prompt
+      return M.send(text, { unsent = unsent }) -- the run ended meanwhile: a new prompt
     end
     if err then
+      if unsent then
+        unsent(text)
+      end
       return s.chat:error(err)
     end
     s.chat:user(text, follow_up and "You (follow-up, queued)" or "You (steering)")
@@ -738,14 +750,20 @@ local function input_buffer()
     api.nvim_buf_set_lines(buf, 0, -1, false, {})
     return text
   end
+  -- Text that was not sent comes back, unless something was typed since.
+  local function unsent(text)
+    if api.nvim_buf_is_valid(buf) and table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "") == "" then
+      api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+    end
+  end
   vim.keymap.set({ "n", "i" }, k.send, function()
-    M.send(take())
+    M.send(take(), { unsent = unsent })
   end, { buffer = buf, desc = "octet: send (steer while a run is going)" })
   vim.keymap.set("n", "<CR>", function()
-    M.send(take())
+    M.send(take(), { unsent = unsent })
   end, { buffer = buf, desc = "octet: send" })
   vim.keymap.set({ "n", "i" }, k.follow_up, function()
-    M.send(take(), { follow_up = true })
+    M.send(take(), { follow_up = true, unsent = unsent })
   end, { buffer = buf, desc = "octet: queue a follow-up" })
   vim.keymap.set("n", k.cancel, M.cancel, { buffer = buf, desc = "octet: cancel the run" })
   attach.setup_buffer(buf)
