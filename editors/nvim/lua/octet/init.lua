@@ -508,6 +508,10 @@ function M.resume(sid, cb)
     s.state = s.run_id and "running" or "idle"
     s.totals, s.run_usage = type(res.usage) == "table" and res.usage or {}, nil
     s.uncertain = rpc.nn(res.usageUncertain) or s.totals.complete == false
+    -- The model the session recorded ("": the configured default).
+    if type(res.model) == "string" then
+      s.model = res.model ~= "" and res.model or nil
+    end
     state.current = sid
     write_last(state.root, sid)
     -- A session that was never switched by a person starts in the
