@@ -255,6 +255,10 @@ local function on_event(p)
       add_usage(s, s.run_usage)
     end
     c:run_end(e.outcome, rpc.nn(e.error))
+    if s.redraw_at_end then
+      s.redraw_at_end = nil
+      require("octet.review").rerender(s)
+    end
     s.state, s.run_id, s.cancelling = "idle", nil, nil
     approval.clear(p.sessionId)
     s.message = nil
@@ -446,8 +450,7 @@ function M.request(method, params, cb)
   end)
 end
 
-local function new_session_object(sid, title)
-  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title), totals = {} }
+local function chat_keymaps(s)
   if config.options.keymaps.cancel then
     vim.keymap.set("n", config.options.keymaps.cancel, function()
       M.cancel()
@@ -457,6 +460,25 @@ local function new_session_object(sid, title)
     vim.keymap.set("n", config.options.keymaps.stop_agent, function()
       M.stop_agent_at_cursor()
     end, { buffer = s.chat.buf, desc = "octet: stop the subagent under the cursor" })
+  end
+end
+
+-- Draws session s's chat again from its transcript: the chat buffer was
+-- emptied (:bdelete). The text of a run still going is in the transcript
+-- once committed: drawn again when the run ends.
+local function chat_reloaded(s)
+  chat_keymaps(s)
+  if state.conn then
+    require("octet.review").rerender(s)
+  end
+  s.redraw_at_end = s.run_id ~= nil or s.sending
+end
+
+local function new_session_object(sid, title)
+  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title), totals = {} }
+  chat_keymaps(s)
+  s.chat.reloaded = function()
+    chat_reloaded(s)
   end
   state.sessions[sid] = s
   return s
@@ -741,9 +763,14 @@ end
 -- The input buffer: <C-s> sends (or steers), <C-f> queues a follow-up.
 local function input_buffer()
   if state.input and api.nvim_buf_is_valid(state.input) then
-    return state.input
+    if vim.b[state.input].octet_input then
+      return state.input
+    end
+    -- :bdelete cleared its options and keys: make it anew.
+    api.nvim_buf_delete(state.input, { force = true })
   end
   local buf = api.nvim_create_buf(false, true)
+  vim.b[buf].octet_input = true
   pcall(api.nvim_buf_set_name, buf, "octet://input")
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
