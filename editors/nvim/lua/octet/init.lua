@@ -525,6 +525,15 @@ function M.resume(sid, cb)
         s.chat:plan(res.plan)
       end
       agents.resumed(s, res.children)
+      -- The resume result has no title: a renamed session's is listed.
+      M.request("octet/session/list", { cwd = state.root, limit = 200 }, function(lerr, list)
+        for _, x in ipairs(not lerr and type(list) == "table" and list.sessions or {}) do
+          if x.sessionId == sid and type(x.title) == "string" and x.title ~= "" then
+            s.title = x.title
+            s.chat:set_title(x.title)
+          end
+        end
+      end)
     end
     s.run_id = rpc.nn(res.activeRunId)
     s.state = s.run_id and "running" or "idle"
