@@ -31,31 +31,59 @@ function M.markdown(buf)
   end
 end
 
---- Creates the chat buffer of session sid.
-function M.new(sid, title)
-  local buf = api.nvim_create_buf(false, true)
-  pcall(api.nvim_buf_set_name, buf, "octet://" .. sid)
+-- The chat buffer's options, variables and autocommands (again after
+-- :bdelete, which clears them).
+function Chat:setup_buffer()
+  local buf = self.buf
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
   vim.bo[buf].swapfile = false
   M.markdown(buf)
-  vim.b[buf].octet_session = sid
-  local self = setmetatable({ buf = buf, sid = sid, blocks = {}, calls = {}, cur = nil, provisional = {} }, Chat)
-  chats[buf] = self
+  vim.b[buf].octet_session = self.sid
+  local group = api.nvim_create_augroup("octet.chat." .. buf, { clear = true })
   -- Folding is window-local: every window showing the chat gets it.
   api.nvim_create_autocmd("BufWinEnter", {
+    group = group,
     buffer = buf,
     callback = function()
       M.setup_window(api.nvim_get_current_win())
     end,
   })
   api.nvim_create_autocmd("BufWipeout", {
+    group = group,
     buffer = buf,
     callback = function()
       chats[buf] = nil
     end,
   })
-  self:set_lines(0, -1, { "# octet · " .. text.line(title or sid) })
+  -- :bdelete (or :bunload) empties the buffer and clears its options:
+  -- set it up again and let self.reloaded draw the conversation again.
+  api.nvim_create_autocmd("BufUnload", {
+    group = group,
+    buffer = buf,
+    callback = function()
+      vim.schedule(function()
+        if chats[buf] == self and api.nvim_buf_is_valid(buf) then
+          self:setup_buffer()
+          self:clear()
+          if self.reloaded then
+            self.reloaded(self)
+          end
+        end
+      end)
+    end,
+  })
+end
+
+--- Creates the chat buffer of session sid.
+function M.new(sid, title)
+  local buf = api.nvim_create_buf(false, true)
+  pcall(api.nvim_buf_set_name, buf, "octet://" .. sid)
+  local self = setmetatable({ buf = buf, sid = sid, blocks = {}, calls = {}, cur = nil, provisional = {} }, Chat)
+  chats[buf] = self
+  self:setup_buffer()
+  self.title_line = "# octet · " .. text.line(title or sid)
+  self:set_lines(0, -1, { self.title_line })
   self.titled = title ~= nil
   return self
 end
@@ -64,8 +92,7 @@ end
 --- conversation again.
 function Chat:clear()
   api.nvim_buf_clear_namespace(self.buf, ns, 0, -1)
-  local title = api.nvim_buf_get_lines(self.buf, 0, 1, false)
-  self:set_lines(0, -1, title)
+  self:set_lines(0, -1, { self.title_line })
   self.blocks, self.calls, self.cur, self.provisional = {}, {}, nil, {}
   self.answer_header, self.changed, self.fold_tick = false, nil, nil
   self.plan_region, self.retrying = nil, nil
@@ -74,7 +101,8 @@ end
 --- Sets the title line.
 function Chat:set_title(title)
   self.titled = true
-  self:set_lines(0, 1, { "# octet · " .. text.line(title) })
+  self.title_line = "# octet · " .. text.line(title)
+  self:set_lines(0, 1, { self.title_line })
 end
 
 -- The windows showing the chat with the cursor on its last line: they

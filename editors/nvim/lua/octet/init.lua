@@ -255,6 +255,10 @@ local function on_event(p)
       add_usage(s, s.run_usage)
     end
     c:run_end(e.outcome, rpc.nn(e.error))
+    if s.redraw_at_end then
+      s.redraw_at_end = nil
+      require("octet.review").rerender(s)
+    end
     s.state, s.run_id, s.cancelling = "idle", nil, nil
     approval.clear(p.sessionId)
     s.message = nil
@@ -446,8 +450,7 @@ function M.request(method, params, cb)
   end)
 end
 
-local function new_session_object(sid, title)
-  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title), totals = {} }
+local function chat_keymaps(s)
   if config.options.keymaps.cancel then
     vim.keymap.set("n", config.options.keymaps.cancel, function()
       M.cancel()
@@ -457,6 +460,25 @@ local function new_session_object(sid, title)
     vim.keymap.set("n", config.options.keymaps.stop_agent, function()
       M.stop_agent_at_cursor()
     end, { buffer = s.chat.buf, desc = "octet: stop the subagent under the cursor" })
+  end
+end
+
+-- Draws session s's chat again from its transcript: the chat buffer was
+-- emptied (:bdelete). The text of a run still going is in the transcript
+-- once committed: drawn again when the run ends.
+local function chat_reloaded(s)
+  chat_keymaps(s)
+  if state.conn then
+    require("octet.review").rerender(s)
+  end
+  s.redraw_at_end = s.run_id ~= nil or s.sending
+end
+
+local function new_session_object(sid, title)
+  local s = { id = sid, title = title, state = "idle", chat = chat.new(sid, title), totals = {} }
+  chat_keymaps(s)
+  s.chat.reloaded = function()
+    chat_reloaded(s)
   end
   state.sessions[sid] = s
   return s
@@ -503,11 +525,24 @@ function M.resume(sid, cb)
         s.chat:plan(res.plan)
       end
       agents.resumed(s, res.children)
+      -- The resume result has no title: a renamed session's is listed.
+      M.request("octet/session/list", { cwd = state.root, limit = 200 }, function(lerr, list)
+        for _, x in ipairs(not lerr and type(list) == "table" and list.sessions or {}) do
+          if x.sessionId == sid and type(x.title) == "string" and x.title ~= "" then
+            s.title = x.title
+            s.chat:set_title(x.title)
+          end
+        end
+      end)
     end
     s.run_id = rpc.nn(res.activeRunId)
     s.state = s.run_id and "running" or "idle"
     s.totals, s.run_usage = type(res.usage) == "table" and res.usage or {}, nil
     s.uncertain = rpc.nn(res.usageUncertain) or s.totals.complete == false
+    -- The model the session recorded ("": the configured default).
+    if type(res.model) == "string" then
+      s.model = res.model ~= "" and res.model or nil
+    end
     state.current = sid
     write_last(state.root, sid)
     -- A session that was never switched by a person starts in the
@@ -569,22 +604,29 @@ end
 
 --- Sends text: a prompt when the session is idle, else steering input
 --- (opts.follow_up queues it for when the run ends instead). opts.context
---- is the attachments ([{uri, range?}]).
+--- is the attachments ([{uri, range?}]); opts.unsent(text) is called when
+--- the text is not sent (the input window gets it back).
 function M.send(text, opts)
   opts = opts or {}
   if not text or vim.trim(text) == "" then
     return
   end
+  local function unsent()
+    if opts.unsent then
+      opts.unsent(text)
+    end
+  end
   M.current(function(err, s)
     if err then
-      return
+      return unsent()
     end
     if s.run_id then
       if text:find("#image:", 1, true) then
         -- Steering is text only: keep the prompt for when the run ends.
+        unsent()
         return notify("images go with a prompt, not with input to a running run: send it when the run ends", vim.log.levels.WARN)
       end
-      return M.steer(text, opts.follow_up)
+      return M.steer(text, opts.follow_up, opts.unsent)
     end
     if s.sending then
       -- The prompt was sent but its run_started has not arrived: wait
@@ -598,6 +640,7 @@ function M.send(text, opts)
     end
     local context, names = attach.parse(text, opts.context)
     if not context then
+      unsent()
       return notify("the prompt was not sent: " .. names, vim.log.levels.ERROR)
     end
     s.chat:user(text, nil, names)
@@ -624,18 +667,22 @@ function M.send(text, opts)
   end)
 end
 
---- Steers the running run (or with follow_up, queues a follow-up).
-function M.steer(text, follow_up)
+--- Steers the running run (or with follow_up, queues a follow-up);
+--- unsent(text) as for M.send.
+function M.steer(text, follow_up, unsent)
   local s = state.current and session(state.current)
   if not s or not s.run_id then
-    return M.send(text)
+    return M.send(text, { unsent = unsent })
   end
   local method = follow_up and "octet/followUp" or "octet/steer"
   M.request(method, { runId = s.run_id, text = text }, function(err, _, raw)
     if raw and raw.code == -32803 then
-      return M.send(text) -- the run ended meanwhile: a new prompt
+      return M.send(text, { unsent = unsent }) -- the run ended meanwhile: a new prompt
     end
     if err then
+      if unsent then
+        unsent(text)
+      end
       return s.chat:error(err)
     end
     s.chat:user(text, follow_up and "You (follow-up, queued)" or "You (steering)")
@@ -725,9 +772,14 @@ end
 -- The input buffer: <C-s> sends (or steers), <C-f> queues a follow-up.
 local function input_buffer()
   if state.input and api.nvim_buf_is_valid(state.input) then
-    return state.input
+    if vim.b[state.input].octet_input then
+      return state.input
+    end
+    -- :bdelete cleared its options and keys: make it anew.
+    api.nvim_buf_delete(state.input, { force = true })
   end
   local buf = api.nvim_create_buf(false, true)
+  vim.b[buf].octet_input = true
   pcall(api.nvim_buf_set_name, buf, "octet://input")
   vim.bo[buf].buftype = "nofile"
   vim.bo[buf].bufhidden = "hide"
@@ -738,14 +790,20 @@ local function input_buffer()
     api.nvim_buf_set_lines(buf, 0, -1, false, {})
     return text
   end
+  -- Text that was not sent comes back, unless something was typed since.
+  local function unsent(text)
+    if api.nvim_buf_is_valid(buf) and table.concat(api.nvim_buf_get_lines(buf, 0, -1, false), "") == "" then
+      api.nvim_buf_set_lines(buf, 0, -1, false, vim.split(text, "\n", { plain = true }))
+    end
+  end
   vim.keymap.set({ "n", "i" }, k.send, function()
-    M.send(take())
+    M.send(take(), { unsent = unsent })
   end, { buffer = buf, desc = "octet: send (steer while a run is going)" })
   vim.keymap.set("n", "<CR>", function()
-    M.send(take())
+    M.send(take(), { unsent = unsent })
   end, { buffer = buf, desc = "octet: send" })
   vim.keymap.set({ "n", "i" }, k.follow_up, function()
-    M.send(take(), { follow_up = true })
+    M.send(take(), { follow_up = true, unsent = unsent })
   end, { buffer = buf, desc = "octet: queue a follow-up" })
   vim.keymap.set("n", k.cancel, M.cancel, { buffer = buf, desc = "octet: cancel the run" })
   attach.setup_buffer(buf)

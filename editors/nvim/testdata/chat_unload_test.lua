@@ -1,0 +1,46 @@
+-- :bdelete in the chat window after an answer, then again while the next
+-- answer streams; then :bdelete in the input window and a third
+-- prompt sent from it. Driven by
+-- TestChatSurvivesBdelete.
+local T = dofile(os.getenv("OCTET_TEST_LIB"))
+local api = vim.api
+T.run(function()
+  local octet = T.setup()
+  vim.cmd("Octet first question")
+  T.wait("a session", function()
+    return octet.session() ~= nil
+  end)
+  local s = octet.session()
+  T.wait("the first answer", function()
+    return (s.answers or 0) >= 1
+  end, 60000)
+  vim.cmd("OctetChat")
+  api.nvim_set_current_win(vim.fn.bufwinid(s.chat.buf))
+  vim.cmd("bdelete")
+  vim.cmd("Octet second question")
+  T.wait("the second answer streaming", function()
+    return T.text(s.chat.buf):find("Second answer", 1, true) ~= nil
+  end)
+  vim.cmd("OctetChat")
+  api.nvim_set_current_win(vim.fn.bufwinid(s.chat.buf))
+  vim.cmd("bdelete")
+  T.wait("the second answer", function()
+    return (s.answers or 0) >= 2
+  end, 60000)
+  -- The input window closed with :bdelete too; :OctetChat opens it
+  -- again and <C-s> sends from it.
+  vim.cmd("OctetChat")
+  api.nvim_set_current_win(vim.fn.bufwinid("octet://input"))
+  vim.cmd("bdelete")
+  vim.cmd("OctetChat")
+  local input = vim.fn.bufnr("octet://input")
+  api.nvim_set_current_win(vim.fn.bufwinid(input))
+  api.nvim_buf_set_lines(input, 0, -1, false, { "third question" })
+  api.nvim_feedkeys(api.nvim_replace_termcodes("<C-s>", true, false, true), "x", false)
+  T.wait("the third answer", function()
+    return (s.answers or 0) >= 3
+  end, 60000)
+  T.fact("input_buftype", vim.bo[input].buftype)
+  T.fact("chat", T.text(s.chat.buf))
+  T.done()
+end)
