@@ -331,7 +331,7 @@ func TestSnapshotFeedOverflow(t *testing.T) {
 	requireFeed(t)
 	t.Run("kernel queue", func(t *testing.T) {
 		feedReads = false
-		defer func() { feedReads = true }()
+		t.Cleanup(func() { feedReads = true })
 		s, ws := newTestSnapshotter(t, false)
 		put(t, filepath.Join(ws, "a"), "a\n")
 		put(t, filepath.Join(ws, "b"), "b\n")
@@ -356,7 +356,10 @@ func TestSnapshotFeedOverflow(t *testing.T) {
 		}
 	})
 	t.Run("names held", func(t *testing.T) {
-		defer func(n int) { feedMaxPending = n }(feedMaxPending)
+		// Restored after the snapshotter's cleanup has stopped its feed's
+		// readers, which read it (cleanups run last first).
+		old := feedMaxPending
+		t.Cleanup(func() { feedMaxPending = old })
 		feedMaxPending = 8
 		s, ws := newTestSnapshotter(t, false)
 		pre := take(t, s)
