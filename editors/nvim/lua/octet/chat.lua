@@ -191,10 +191,25 @@ function Chat:write(b, chunk)
   local wins = self:at_end()
   vim.bo[self.buf].modifiable = true
   api.nvim_buf_set_text(self.buf, pos[1], pos[2], pos[1], pos[2], lines)
+  if b.prefix == "" then
+    self:escape_turns(pos[1], pos[1] + #lines - 1)
+  end
   vim.bo[self.buf].modifiable = false
   self:follow(wins)
   b.empty = false
   self.fold_tick = nil
+end
+
+--- Escapes, in rows first..last of an unprefixed block (the model's
+--- text), a line that would read as the chat's own turn heading ("## You",
+--- "## octet"): the model cannot show a prompt the user never sent.
+function Chat:escape_turns(first, last)
+  for row = first, last do
+    local line = api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1] or ""
+    if line:match("^##%s+You") or line:match("^##%s+octet") then
+      api.nvim_buf_set_text(self.buf, row, 0, row, 0, { "\\" })
+    end
+  end
 end
 
 --- Replaces the header line of block b.
