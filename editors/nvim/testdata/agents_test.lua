@@ -10,11 +10,7 @@ local api = vim.api
 T.run(function()
   local octet = T.setup({ cmd = { T.bin, "lsp", "--effect-policy", "unsafe_host" }, mode = "full" })
   local agents = require("octet.agents")
-  vim.cmd("Octet ROOT-PROMPT delegate it")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet ROOT-PROMPT delegate it")
   -- Every child-block line the chat ever showed (activity is transient).
   local seen, seen_list = {}, {}
   api.nvim_buf_attach(s.chat.buf, false, {

@@ -4,11 +4,7 @@
 local T = dofile(os.getenv("OCTET_TEST_LIB"))
 T.run(function()
   local octet = T.setup()
-  vim.cmd("Octet first prompt")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet first prompt")
   local updates = 0
   vim.api.nvim_buf_attach(s.chat.buf, false, {
     on_lines = function()
@@ -36,9 +32,7 @@ T.run(function()
     T.fact("reasoning_fold_end", vim.fn.foldclosedend(row))
   end
   vim.cmd("Octet second prompt")
-  T.wait("the second answer", function()
-    return (s.answers or 0) >= 2
-  end, 60000)
+  T.answered(s, 2, "the second answer")
   T.fact("second_sid", octet.session().id)
   T.fact("chat2", T.text(s.chat.buf))
   -- The input window: text typed there is sent with <C-s>.
@@ -48,9 +42,7 @@ T.run(function()
   vim.api.nvim_buf_set_lines(input, 0, -1, false, { "third prompt", "on two lines" })
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<C-s>", true, false, true), "x", false)
   T.fact("input_after_send", T.text(input))
-  T.wait("the third answer", function()
-    return (s.answers or 0) >= 3
-  end, 60000)
+  T.answered(s, 3, "the third answer")
   T.fact("chat3", T.text(s.chat.buf))
   T.fact("statusline", octet.statusline())
   T.done()

@@ -6,14 +6,8 @@ local T = dofile(os.getenv("OCTET_TEST_LIB"))
 local api = vim.api
 T.run(function()
   local octet = T.setup()
-  vim.cmd("Octet first question")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
-  T.wait("the first answer", function()
-    return (s.answers or 0) >= 1
-  end, 60000)
+  local s = T.start(octet, "Octet first question")
+  T.answered(s, 1, "the first answer")
   vim.cmd("OctetChat")
   api.nvim_set_current_win(vim.fn.bufwinid(s.chat.buf))
   vim.cmd("bdelete")
@@ -24,9 +18,7 @@ T.run(function()
   vim.cmd("OctetChat")
   api.nvim_set_current_win(vim.fn.bufwinid(s.chat.buf))
   vim.cmd("bdelete")
-  T.wait("the second answer", function()
-    return (s.answers or 0) >= 2
-  end, 60000)
+  T.answered(s, 2, "the second answer")
   -- The input window closed with :bdelete too; :OctetChat opens it
   -- again and <C-s> sends from it.
   vim.cmd("OctetChat")
@@ -37,9 +29,7 @@ T.run(function()
   api.nvim_set_current_win(vim.fn.bufwinid(input))
   api.nvim_buf_set_lines(input, 0, -1, false, { "third question" })
   api.nvim_feedkeys(api.nvim_replace_termcodes("<C-s>", true, false, true), "x", false)
-  T.wait("the third answer", function()
-    return (s.answers or 0) >= 3
-  end, 60000)
+  T.answered(s, 3, "the third answer")
   T.fact("input_buftype", vim.bo[input].buftype)
   T.fact("chat", T.text(s.chat.buf))
   T.done()

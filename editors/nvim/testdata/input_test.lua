@@ -10,11 +10,7 @@ T.run(function()
   local octet = T.setup()
   vim.cmd("edit " .. vim.fn.fnameescape(T.ws .. "/a.txt"))
   local file_win = vim.api.nvim_get_current_win()
-  vim.cmd("Octet go")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet go")
   local function answers(n, what)
     T.wait(what, function()
       return (s.answers or 0) >= n

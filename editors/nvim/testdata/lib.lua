@@ -79,6 +79,23 @@ function T.setup(extra)
   return octet
 end
 
+--- Runs the command cmd and returns the session it opens (what: the
+--- wait's name, "a session" by default).
+function T.start(octet, cmd, what)
+  vim.cmd(cmd)
+  T.wait(what or "a session", function()
+    return octet.session() ~= nil
+  end)
+  return octet.session()
+end
+
+--- Waits (up to a minute) until session s has shown n answers.
+function T.answered(s, n, what)
+  T.wait(what, function()
+    return (s.answers or 0) >= n
+  end, 60000)
+end
+
 --- Waits until the current session's run is over.
 function T.wait_idle(octet, what)
   T.wait(what or "the run to end", function()

@@ -3,11 +3,7 @@
 local T = dofile(os.getenv("OCTET_TEST_LIB"))
 T.run(function()
   local octet = T.setup()
-  vim.cmd("OctetChat")
-  T.wait("the resumed session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "OctetChat", "the resumed session")
   T.fact("resumed", s.id)
   -- The default model is known once octet/models answered.
   T.wait("the default model", function()
@@ -15,9 +11,7 @@ T.run(function()
   end)
   T.fact("statusline_resumed", octet.statusline())
   vim.cmd("Octet second")
-  T.wait("the answer", function()
-    return (s.answers or 0) >= 1
-  end, 60000)
+  T.answered(s, 1, "the answer")
   T.fact("statusline_after", octet.statusline())
   T.done()
 end)

@@ -15,21 +15,13 @@ T.run(function()
     T.fact("chat", T.text(octet.session().chat.buf))
     return T.done()
   end
-  vim.cmd("Octet run make")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet run make")
   T.wait("the bash approval", T.float, 60000)
   T.armed()
   api.nvim_feedkeys("rnot now\r", "x", false)
-  T.wait("answer 1", function()
-    return (s.answers or 0) >= 1
-  end, 60000)
+  T.answered(s, 1, "answer 1")
   vim.cmd("Octet break")
-  T.wait("answer 2", function()
-    return (s.answers or 0) >= 2
-  end, 60000)
+  T.answered(s, 2, "answer 2")
   -- Cancelled last: a prompt after a cancelled stalled request can hang
   -- in octet (see the report of issue 31), which is not this test's.
   vim.cmd("Octet wait for it")
@@ -37,9 +29,7 @@ T.run(function()
     return s.run_id ~= nil
   end)
   vim.cmd("OctetCancel")
-  T.wait("answer 3", function()
-    return (s.answers or 0) >= 3
-  end, 60000)
+  T.answered(s, 3, "answer 3")
   T.fact("chat", T.text(s.chat.buf))
   T.done()
 end)

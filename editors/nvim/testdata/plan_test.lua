@@ -16,11 +16,7 @@ T.run(function()
     T.fact("chat", T.text(done.s.chat.buf))
     return T.done()
   end
-  vim.cmd("Octet fix the parser")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet fix the parser")
   -- The chat as it is when a plan first appears (the second may follow
   -- at once: each change is looked at as it happens).
   local first

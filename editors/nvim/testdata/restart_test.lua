@@ -11,14 +11,8 @@ T.run(function()
   local octet = T.setup()
   vim.cmd("edit " .. vim.fn.fnameescape(T.ws .. "/a.txt"))
   local buf = vim.api.nvim_get_current_buf()
-  vim.cmd("Octet hello")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
-  T.wait("the first answer", function()
-    return (s.answers or 0) >= 1
-  end, 60000)
+  local s = T.start(octet, "Octet hello")
+  T.answered(s, 1, "the first answer")
   local old = octet.state.conn
   old.handle:kill(9)
   T.wait("the exit to be noticed", function()
@@ -31,9 +25,7 @@ T.run(function()
   end)
   -- Typed after the restart: the first change since the new didOpen.
   vim.api.nvim_buf_set_lines(buf, 0, 0, false, { "typed after the restart" })
-  T.wait("the second answer", function()
-    return (s.answers or 0) >= 2
-  end, 60000)
+  T.answered(s, 2, "the second answer")
   T.fact("same_session", octet.session().id == s.id)
   T.fact("chat", T.text(s.chat.buf))
   T.done()

@@ -27,18 +27,10 @@ end
 
 T.run(function()
   local octet = T.setup({ mode = "full" })
-  vim.cmd("Octet hello")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
-  T.wait("the first answer", function()
-    return (s.answers or 0) >= 1
-  end, 60000)
+  local s = T.start(octet, "Octet hello")
+  T.answered(s, 1, "the first answer")
   vim.cmd("Octet change both")
-  T.wait("the second answer", function()
-    return (s.answers or 0) >= 2
-  end, 60000)
+  T.answered(s, 2, "the second answer")
   T.fact("policy", s.policy)
   local diffbuf
   require("octet.review").diff(function(b)

@@ -19,11 +19,7 @@ T.run(function()
   vim.cmd("edit " .. vim.fn.fnameescape(T.ws .. "/b.txt"))
   local b = api.nvim_get_current_buf()
   api.nvim_buf_set_lines(b, 1, 1, false, { "typed by the user" })
-  vim.cmd("Octet edit both, then cat them")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet edit both, then cat them")
   for i = 1, 3 do
     T.wait("approval " .. i, T.float, 60000)
     T.armed()
@@ -35,9 +31,7 @@ T.run(function()
       return T.float() == nil
     end)
   end
-  T.wait("the answer", function()
-    return (s.answers or 0) >= 1
-  end, 60000)
+  T.answered(s, 1, "the answer")
   T.fact("asked", asked)
   T.fact("a_modified", vim.bo[a].modified)
   T.fact("b_modified", vim.bo[b].modified)

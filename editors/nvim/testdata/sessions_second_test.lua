@@ -33,14 +33,8 @@ end
 
 T.run(function()
   local octet = T.setup()
-  vim.cmd("Octet continue please")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
-  T.wait("the answer", function()
-    return (s.answers or 0) >= 1
-  end, 60000)
+  local s = T.start(octet, "Octet continue please")
+  T.answered(s, 1, "the answer")
   T.fact("resumed", s.id)
   T.fact("resumed_chat", T.text(s.chat.buf))
 
@@ -53,9 +47,7 @@ T.run(function()
   T.fact("picked_chat", T.text(a.chat.buf))
   T.fact("chat_shown", vim.fn.bufwinid(a.chat.buf) ~= -1)
   vim.cmd("Octet back to alpha")
-  T.wait("the alpha answer", function()
-    return (a.answers or 0) >= 1
-  end, 60000)
+  T.answered(a, 1, "the alpha answer")
 
   pick("alpha task", "Rename")
   T.wait("the rename", function()

@@ -4,11 +4,7 @@
 local T = dofile(os.getenv("OCTET_TEST_LIB"))
 T.run(function()
   local octet = T.setup()
-  vim.cmd("Octet hello")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet hello")
   T.wait_idle(octet)
   T.fact("chat", T.text(s.chat.buf))
   T.done()

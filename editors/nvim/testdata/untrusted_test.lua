@@ -52,11 +52,7 @@ function cases.statusline(octet)
 end
 
 function cases.newline(octet)
-  vim.cmd("Octet write it")
-  T.wait("a session", function()
-    return octet.session() ~= nil
-  end)
-  local s = octet.session()
+  local s = T.start(octet, "Octet write it")
   if not vim.wait(30000, float, 20) then
     T.fact("chat", T.text(s.chat.buf))
     T.fail("timed out waiting for the approval float")
