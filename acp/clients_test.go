@@ -196,28 +196,12 @@ func TestBufferWithoutFinalNewline(t *testing.T) {
 	var mu sync.Mutex
 	opened := false // the buffer, once follow-along opened it
 	var wrote []string
-	ps := p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
-		var req struct{ Path, Content string }
-		_ = json.Unmarshal(m.Params, &req)
-		mu.Lock()
-		defer mu.Unlock()
-		switch m.Method {
-		case "fs/read_text_file":
-			b, err := os.ReadFile(req.Path)
-			if err != nil {
-				return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
-			}
-			if opened {
-				return map[string]any{"content": strings.TrimSuffix(string(b), "\n")}, nil
-			}
-			return map[string]any{"content": string(b)}, nil
-		case "fs/write_text_file":
-			wrote = append(wrote, req.Content)
-			os.WriteFile(req.Path, []byte(req.Content), 0o600) // as the editor saves
-			return map[string]any{}, nil
+	ps := p.answerPermissions("allow_once", diskBuffers(&mu, &wrote, func(disk string) string {
+		if opened {
+			return strings.TrimSuffix(disk, "\n")
 		}
-		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
-	})
+		return disk
+	}))
 	p.afterPermission(func() {
 		mu.Lock()
 		opened = true
@@ -489,26 +473,10 @@ func TestCRLFFileThroughClientBuffer(t *testing.T) {
 	writeFile(t, path, "one\r\ntwo\r\nthree\r\n")
 	var mu sync.Mutex
 	var wrote []string
-	p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
-		var req struct{ Path, Content string }
-		_ = json.Unmarshal(m.Params, &req)
-		mu.Lock()
-		defer mu.Unlock()
-		switch m.Method {
-		case "fs/read_text_file":
-			b, err := os.ReadFile(req.Path)
-			if err != nil {
-				return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
-			}
-			lines := strings.Split(strings.TrimSuffix(string(b), "\r\n"), "\r\n")
-			return map[string]any{"content": strings.Join(lines, "\n")}, nil
-		case "fs/write_text_file":
-			wrote = append(wrote, req.Content)
-			os.WriteFile(req.Path, []byte(req.Content), 0o600)
-			return map[string]any{}, nil
-		}
-		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
-	})
+	p.answerPermissions("allow_once", diskBuffers(&mu, &wrote, func(disk string) string {
+		lines := strings.Split(strings.TrimSuffix(disk, "\r\n"), "\r\n")
+		return strings.Join(lines, "\n")
+	}))
 	if out := p.editTwo("2"); !strings.HasPrefix(out, "Edited") {
 		t.Errorf("the edit's result %q", out)
 	}
@@ -539,5 +507,31 @@ func TestCancelBehindPromptToReleasedSession(t *testing.T) {
 	var res struct{ StopReason string }
 	if got.Error != nil || json.Unmarshal(got.Result, &res) != nil || res.StopReason != stopCancelled {
 		t.Fatalf("prompt answered %s %+v, want stopReason cancelled", got.Result, got.Error)
+	}
+}
+
+// diskBuffers is a client's fs handler over the disk, as an editor with
+// no open buffers: fs/read_text_file answers the file's text as view
+// renders it, fs/write_text_file saves the content (appended to wrote),
+// each under mu.
+func diskBuffers(mu *sync.Mutex, wrote *[]string, view func(disk string) string) func(message) (any, *rpcError) {
+	return func(m message) (any, *rpcError) {
+		var req struct{ Path, Content string }
+		_ = json.Unmarshal(m.Params, &req)
+		mu.Lock()
+		defer mu.Unlock()
+		switch m.Method {
+		case "fs/read_text_file":
+			b, err := os.ReadFile(req.Path)
+			if err != nil {
+				return nil, &rpcError{Code: codeResourceNotFound, Message: err.Error()}
+			}
+			return map[string]any{"content": view(string(b))}, nil
+		case "fs/write_text_file":
+			*wrote = append(*wrote, req.Content)
+			os.WriteFile(req.Path, []byte(req.Content), 0o600) // as the editor saves
+			return map[string]any{}, nil
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
 	}
 }
