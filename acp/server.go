@@ -70,6 +70,9 @@ type Server struct {
 	// kids interrupt the exposed child sessions still active (the
 	// subagents capability), by child session id.
 	kids map[string]func() error
+	// gone is set when the client is gone (end of input, or ctx done):
+	// a prompt whose run starts after that is cancelled at once.
+	gone bool
 }
 
 // clientCapabilities is what the client advertised at initialize.
@@ -134,12 +137,13 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	defer s.host.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	stop := context.AfterFunc(ctx, s.cancelAll)
+	stop := context.AfterFunc(ctx, s.clientGone)
 	defer stop()
 	err := s.c.serve(ctx, in, s.handle)
 	// The client is gone: its runs are cancelled and settled, and their
-	// prompts answered (into the void), before the sessions close.
-	s.cancelAll()
+	// prompts answered (into the void), before the sessions close; so
+	// are the prompts read before the end whose runs start after it.
+	s.clientGone()
 	s.c.wg.Wait()
 	s.sessions.CloseAll()
 	return err
@@ -428,12 +432,23 @@ func (s *Server) noteCancel(id string, n int64) bool {
 	return true
 }
 
-// cancelledAfter reports whether a cancel of session id was read after
-// message n.
-func (s *Server) cancelledAfter(id string, n int64) bool {
+// clientGone records that the client is gone and cancels every
+// session's prompt.
+func (s *Server) clientGone() {
+	s.mu.Lock()
+	s.gone = true
+	s.mu.Unlock()
+	s.cancelAll()
+}
+
+// cancelledAtStart reports whether a prompt read as message n of
+// session id (ok false: its read order is not known) is cancelled before
+// its run goes on: a session/cancel was read after it, or the client is
+// gone.
+func (s *Server) cancelledAtStart(id string, n int64, ok bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.cancels[id] > n
+	return s.gone || ok && s.cancels[id] > n
 }
 
 // cancelAll cancels every session's prompt (the client is gone).

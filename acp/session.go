@@ -180,9 +180,9 @@ func (as *acpSession) runPrompt(ctx context.Context, start func(context.Context)
 	if err != nil {
 		return nil, fmt.Errorf("start prompt: %w", err)
 	}
-	// Read after the turn was registered: a cancel either saw the turn
-	// or is seen here.
-	if n, ok := readOrder(ctx); ok && as.srv.cancelledAfter(as.ID(), n) {
+	// Read after the turn was registered: a cancel (or the client's
+	// going away) either saw the turn or is seen here.
+	if n, ok := readOrder(ctx); as.srv.cancelledAtStart(as.ID(), n, ok) {
 		t.Cancel("session/cancel")
 	}
 	r := t.run

@@ -72,6 +72,20 @@ func (e *CorruptError) Error() string {
 // Unwrap returns what is wrong with the record.
 func (e *CorruptError) Unwrap() error { return e.Err }
 
+// ReadFailureAdvice says what a person can do about err, an error
+// opening or reading a session: a record damaged before the file's end,
+// which no open repairs (the file is left as it is), or a file written
+// by a newer format. It is "" for any other error.
+func ReadFailureAdvice(err error) string {
+	if ce, ok := errors.AsType[*CorruptError](err); ok {
+		return fmt.Sprintf("octet repairs only a torn last record and leaves this file as it is: restore it from a backup, keep the records before the damage by truncating the file to its first %d bytes (truncate -s %d FILE), or delete the session (octet sessions delete)", ce.Offset, ce.Offset)
+	}
+	if _, ok := errors.AsType[*VersionError](err); ok {
+		return "a newer octet wrote it: open it with that version"
+	}
+	return ""
+}
+
 // VersionError reports a session written by an incompatible newer format.
 type VersionError struct {
 	// Path is the session file.

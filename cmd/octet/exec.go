@@ -481,7 +481,7 @@ func openSession(dir, id string) (*session.Session, error) {
 		if advice := session.WriteFailureAdvice(err); advice != "" {
 			return nil, fmt.Errorf("open session %s for writing (%s): %w", id, advice, err)
 		}
-		return nil, fmt.Errorf("open session %s: %w", id, err)
+		return nil, readError("open session "+id, err)
 	}
 	return s, nil
 }

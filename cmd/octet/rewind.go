@@ -205,7 +205,7 @@ func openForRewind(dir, id string, readOnly bool) (*session.Session, error) {
 	}
 	sess, err := session.Inspect(path)
 	if err != nil {
-		return nil, fmt.Errorf("read session %s: %w", strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
+		return nil, readError("read session "+strings.TrimSuffix(filepath.Base(path), ".jsonl"), err)
 	}
 	return sess, nil
 }

@@ -84,10 +84,24 @@ func sessionsShowExport(name string) func(context.Context, []string, env) error 
 			return err
 		}
 		if name == "export" {
-			return session.Export(path, e.stdout)
+			err := session.Export(path, e.stdout)
+			if advice := session.ReadFailureAdvice(err); advice != "" {
+				return fmt.Errorf("%w (%s)", err, advice)
+			}
+			return err
 		}
 		return showSession(path, e.stdout)
 	}
+}
+
+// readError is err, an error of what (such as "show session") reading
+// a session, with what to do about it when the session package knows (a
+// record damaged before the file's end, a newer format).
+func readError(what string, err error) error {
+	if advice := session.ReadFailureAdvice(err); advice != "" {
+		return fmt.Errorf("%s (%s): %w", what, advice, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }
 
 // maxCandidates bounds the ids an ambiguous-prefix error lists.
@@ -204,7 +218,7 @@ func listSessions(dir string, out io.Writer) error {
 func showSession(path string, out io.Writer) error {
 	s, err := session.Inspect(path)
 	if err != nil {
-		return fmt.Errorf("show session: %w", err)
+		return readError("show session", err)
 	}
 	defer s.Close()
 	h := s.Header()

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -198,5 +199,53 @@ func TestSessionsPruneAgeOverflow(t *testing.T) {
 		if len(x.sessionFiles(t)) != 1 {
 			t.Fatalf("prune --older-than %s deleted the session updated an hour ago", age)
 		}
+	}
+}
+
+// TestDamagedSessionSaysWhatToDo: a session file damaged before its last
+// record (here a line that is not JSON followed by another: not a torn
+// tail, which an open repairs) is refused by exec --session, sessions
+// show, export and rewind --dry-run, and each says what to do, not only
+// where the damage is; the file is left byte-identical. Following the
+// advice (truncating the file where the damage begins) makes the session
+// continue. The old messages named the line and "corrupt record" only.
+func TestDamagedSessionSaysWhatToDo(t *testing.T) {
+	x := newExecEnv(t, providertest.Text("first answer"), providertest.Text("continued"))
+	if r := x.runOctet(t, "exec", "first"); r.code != exitOK {
+		t.Fatalf("first exec: exit %d\n%s", r.code, r.stderr)
+	}
+	path := x.sessionFiles(t)[0]
+	sid := strings.TrimSuffix(filepath.Base(path), ".jsonl")
+	good, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := append(append([]byte{}, good...), "garbage\ngarbage\n"...)
+	if err := os.WriteFile(path, damaged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	truncate := "truncate -s " + strconv.Itoa(len(good))
+	for _, args := range [][]string{
+		{"exec", "--session", sid, "again"},
+		{"sessions", "show", sid},
+		{"sessions", "export", sid},
+		{"sessions", "rewind", sid, "0", "--dry-run"},
+	} {
+		r := x.runOctet(t, args...)
+		if r.code == exitOK {
+			t.Errorf("%v: exit 0 on a damaged session", args)
+		}
+		if !strings.Contains(r.stderr, "corrupt record") || !strings.Contains(r.stderr, truncate) || !strings.Contains(r.stderr, "octet sessions delete") {
+			t.Errorf("%v does not say what to do (want %q and octet sessions delete):\n%s", args, truncate, r.stderr)
+		}
+	}
+	if now, _ := os.ReadFile(path); string(now) != string(damaged) {
+		t.Fatalf("the damaged file was changed")
+	}
+	if err := os.Truncate(path, int64(len(good))); err != nil {
+		t.Fatal(err)
+	}
+	if r := x.runOctet(t, "exec", "--session", sid, "again"); r.code != exitOK || !strings.Contains(r.stdout, "continued") {
+		t.Errorf("after truncating as advised: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
