@@ -17,6 +17,7 @@ import (
 
 	"github.com/octet-agent/octet/internal/testbin"
 	"github.com/octet-agent/octet/provider/providertest"
+	"github.com/octet-agent/octet/session"
 	"github.com/octet-agent/octet/tools"
 )
 
@@ -533,5 +534,41 @@ func diskBuffers(mu *sync.Mutex, wrote *[]string, view func(disk string) string)
 			return map[string]any{}, nil
 		}
 		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	}
+}
+
+// TestClientStoppedReading: a client that closes its end of octet's
+// output but not of its input (it stopped reading, its process lives
+// on) is gone: the next write fails, the running prompt is cancelled
+// and settled, and Serve returns without waiting for an end of input
+// that may never come (it kept streaming the answer for nobody, and
+// octet acp kept running).
+func TestClientStoppedReading(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	p.prov.Enqueue(providertest.Text(strings.Repeat("words for nobody ", 400)).Pace(5 * time.Millisecond))
+	p.initialize(false)
+	id := p.newSession()
+	p.raw(rawRequest("p", "session/prompt", map[string]any{"sessionId": id, "prompt": []any{map[string]any{"type": "text", "text": "talk"}}}))
+	deadline := time.Now().Add(10 * time.Second)
+	for len(p.notifications("session/update")) < 3 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	p.out.Close()
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatalf("Serve did not return after the client stopped reading\n%s", p.logs.String())
+	}
+	if logs := p.logs.String(); !strings.Contains(logs, "the client stopped reading") {
+		t.Errorf("the logs do not say why octet stopped:\n%s", logs)
+	}
+	s, err := session.Inspect(filepath.Join(p.home, "sessions", id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if cps := s.Checkpoints(); len(cps) != 1 || cps[0].Outcome != "cancelled" {
+		t.Errorf("the run's checkpoints %+v, want it cancelled", cps)
 	}
 }

@@ -86,6 +86,12 @@ type conn struct {
 
 	wmu sync.Mutex // orders writes: one message per line
 	w   io.Writer
+	// broken is closed when a write to the client failed (brokenErr):
+	// the client no longer reads (a closed stdout is EPIPE, SIGPIPE being
+	// ignored), so it is gone.
+	broken     chan struct{}
+	brokenOnce sync.Once
+	brokenErr  error
 
 	mu      sync.Mutex
 	nextID  int64
@@ -111,7 +117,7 @@ type conn struct {
 const maxEarly = 256
 
 func newConn(w io.Writer, log *slog.Logger) *conn {
-	return &conn{w: w, log: log, pending: map[string]chan message{}}
+	return &conn{w: w, log: log, pending: map[string]chan message{}, broken: make(chan struct{})}
 }
 
 // write sends one message as one line.
@@ -124,7 +130,9 @@ func (c *conn) write(m message) error {
 	b = append(b, '\n')
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err = c.w.Write(b)
+	if _, err = c.w.Write(b); err != nil {
+		c.brokenOnce.Do(func() { c.brokenErr = err; close(c.broken) })
+	}
 	return err
 }
 
@@ -191,6 +199,9 @@ func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(r)
+		if ctx.Err() != nil {
+			return nil // the client is gone (it stopped reading): nothing more is handled
+		}
 		if errors.Is(err, errLineTooLong) {
 			// The client waits for the answer to its request: refuse it
 			// by its id when the line's start has it.

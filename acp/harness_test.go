@@ -63,6 +63,8 @@ type peer struct {
 	wire *wireCheck
 	// readDone is closed when the reader has seen the server's output end.
 	readDone chan struct{}
+	// out is the client's end of the server's output.
+	out *io.PipeReader
 	// logs are the server's logs.
 	logs testlog.Buffer
 }
@@ -79,7 +81,7 @@ func newPeerAt(t *testing.T, o stackOpts, prov *providertest.Server, home, ws st
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := &peer{t: t, w: inW, ws: ws, home: home, prov: prov, done: make(chan error, 1), waiting: map[string]chan message{},
-		wire: newWireCheck(loadSchemas(t)), readDone: make(chan struct{})}
+		wire: newWireCheck(loadSchemas(t)), readDone: make(chan struct{}), out: outR}
 	go func() {
 		err := Serve(context.Background(), inR, outW, Options{Runtime: testRuntime(t, prov, home, o), Logger: slog.New(slog.NewTextHandler(&p.logs, nil)), Version: "test", MaxSessions: o.maxSessions})
 		outW.Close()

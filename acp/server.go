@@ -122,8 +122,9 @@ func (s *Server) caps() clientCapabilities {
 // capability.
 func (c clientCapabilities) subagents() bool { return isObject(c.Subagents) }
 
-// Serve speaks ACP on in and out until in ends or ctx is done, then
-// cancels the runs still going and closes every session.
+// Serve speaks ACP on in and out until in ends, a write to out fails
+// (the client stopped reading) or ctx is done, then cancels the runs
+// still going and closes every session.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error {
 	if opts.Runtime == nil || opts.Runtime.NewAgent == nil {
 		return errors.New("acp: Options.Runtime with a NewAgent is required")
@@ -139,7 +140,19 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, opts Options) error
 	defer cancel()
 	stop := context.AfterFunc(ctx, s.clientGone)
 	defer stop()
-	err := s.c.serve(ctx, in, s.handle)
+	read := make(chan error, 1)
+	go func() { read <- s.c.serve(ctx, in, s.handle) }()
+	var err error
+	select {
+	case err = <-read:
+	case <-s.c.broken:
+		// The client stopped reading: it is gone as surely as when its
+		// input ends (which may never come while its process lives on).
+		// The reader, blocked on the input, handles nothing more.
+		s.log.Warn("the client stopped reading; stopping", "error", s.c.brokenErr)
+		cancel()
+		s.c.closePending()
+	}
 	// The client is gone: its runs are cancelled and settled, and their
 	// prompts answered (into the void), before the sessions close; so
 	// are the prompts read before the end whose runs start after it.
