@@ -134,6 +134,23 @@ func ChildSessions(dir, ownerID string) ([]ChildSession, error) {
 	return out, errors.Join(errs...)
 }
 
+// Owners returns the owning session id of each team under dir
+// (Config.Dir), by the team's directory; a team whose journal cannot be
+// read is left out.
+func Owners(dir string) (map[string]string, error) {
+	dirs, err := teamDirs(dir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(dirs))
+	for _, d := range dirs {
+		if o, err := owner(d); err == nil {
+			out[d] = o
+		}
+	}
+	return out, nil
+}
+
 // FindChildSession finds the delegated child session id under dir
 // (Config.Dir); ok is false when no team holds it.
 func FindChildSession(dir, id string) (ChildSession, bool, error) {

@@ -95,6 +95,9 @@ func sessionsPrune(_ context.Context, args []string, e env) error {
 	if n := removeLeftovers(dir); n > 0 {
 		fmt.Fprintf(e.stdout, "removed %d leftover file(s) of sessions no longer there\n", n)
 	}
+	if n := removeOrphanTeams(dir); n > 0 {
+		fmt.Fprintf(e.stdout, "deleted %d child agent session(s) whose parent session is gone\n", n)
+	}
 	return err
 }
 
@@ -199,6 +202,13 @@ func removeSession(dir, path string) (int, error) {
 	if err := session.Remove(path); err != nil {
 		return 0, err
 	}
+	return removeChildren(kids, kidsErr)
+}
+
+// removeChildren deletes the child sessions kids (found with kidsErr) of
+// a deleted session and, once all of a team's are gone, the team's
+// directory. It returns how many child sessions it deleted.
+func removeChildren(kids []team.ChildSession, kidsErr error) (int, error) {
 	n := 0
 	keep := map[string]bool{}
 	var errs []error
@@ -225,6 +235,51 @@ func removeSession(dir, path string) (int, error) {
 		return n, fmt.Errorf("the session was deleted, but not all of its child agents' sessions: %w", err)
 	}
 	return n, nil
+}
+
+// removeOrphanTeams deletes the teams under dir whose owning session is
+// gone (a delete or prune killed between the parent's file and its
+// children's, or a session file removed by hand), with their child
+// sessions, and returns how many child sessions it deleted. A team
+// owned by a child session goes once that child's team went.
+func removeOrphanTeams(dir string) int {
+	teams := host.TeamsDir(dir)
+	n := 0
+	for range 8 { // nested delegation: a team whose owner was a removed child
+		owners, err := team.Owners(teams)
+		if err != nil {
+			return n
+		}
+		removed := false
+		for d, o := range owners {
+			if sessionExists(dir, teams, o) {
+				continue
+			}
+			k, err := removeChildren(team.ChildSessions(teams, o))
+			n += k
+			if err == nil && os.RemoveAll(d) == nil {
+				removed = true
+			}
+		}
+		if !removed {
+			break
+		}
+	}
+	return n
+}
+
+// sessionExists reports whether session id is a top-level session of dir
+// or a child session of a team under teams (an id that is not a plain
+// name exists, so nothing is removed for it).
+func sessionExists(dir, teams, id string) bool {
+	if id == "" || filepath.Base(id) != id || strings.HasPrefix(id, ".") {
+		return true
+	}
+	if _, err := os.Lstat(filepath.Join(dir, id+".jsonl")); !errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	_, found, err := team.FindChildSession(teams, id)
+	return found || err != nil
 }
 
 // removeLeftovers removes the listing caches, holder files and legacy

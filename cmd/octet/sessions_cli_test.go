@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/agent/team"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -247,5 +248,50 @@ func TestDamagedSessionSaysWhatToDo(t *testing.T) {
 	}
 	if r := x.runOctet(t, "exec", "--session", sid, "again"); r.code != exitOK || !strings.Contains(r.stdout, "continued") {
 		t.Errorf("after truncating as advised: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
+
+// TestPruneRemovesOrphanTeams: a delegated child's session and team
+// whose parent session is gone (a delete or prune killed between the
+// parent's file and its children's) are deleted by the next prune; the
+// team of a session still there is kept. They stayed for good: prune
+// removed only the caches of missing files, and sessions delete takes
+// no child's id.
+func TestPruneRemovesOrphanTeams(t *testing.T) {
+	delegation := func() []providertest.Turn {
+		return []providertest.Turn{
+			providertest.Reply(providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-ONE answer"}`)).ForRequestContaining("ROOT-PROMPT"),
+			providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{"timeout_seconds":600}`)).ForRequestContaining("ROOT-PROMPT"),
+			providertest.Text("child done").ForRequestContaining("CHILD-ONE"),
+			providertest.Text("root done").ForRequestContaining("ROOT-PROMPT"),
+		}
+	}
+	x := newExecEnv(t, delegation()...)
+	if r := x.runOctet(t, "exec", "ROOT-PROMPT delegate it"); r.code != exitOK {
+		t.Fatalf("first exec: exit %d\n%s", r.code, r.stderr)
+	}
+	orphaned := x.oneSession(t)
+	x.srv.Enqueue(delegation()...)
+	if r := x.runOctet(t, "exec", "ROOT-PROMPT delegate it again"); r.code != exitOK {
+		t.Fatalf("second exec: exit %d\n%s", r.code, r.stderr)
+	}
+	teamsGlob := filepath.Join(x.home, "sessions", "teams", "team-*")
+	if teams, _ := filepath.Glob(teamsGlob); len(teams) != 2 {
+		t.Fatalf("team directories %v, want two", teams)
+	}
+	if err := os.Remove(orphaned); err != nil {
+		t.Fatal(err)
+	}
+	r := x.runOctet(t, "sessions", "prune", "--older-than", "100d")
+	if r.code != exitOK || !strings.Contains(r.stdout, "deleted 1 child agent session(s) whose parent session is gone") {
+		t.Errorf("prune: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	teams, _ := filepath.Glob(teamsGlob)
+	if len(teams) != 1 {
+		t.Fatalf("team directories after prune %v, want the kept session's", teams)
+	}
+	kids, _ := filepath.Glob(filepath.Join(teams[0], "*.jsonl"))
+	if len(kids) < 2 { // its journal and its child's session
+		t.Errorf("the kept session's team lost its files: %v", kids)
 	}
 }
