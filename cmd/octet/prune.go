@@ -270,16 +270,18 @@ func removeOrphanTeams(dir string) int {
 
 // sessionExists reports whether session id is a top-level session of dir
 // or a child session of a team under teams (an id that is not a plain
-// name exists, so nothing is removed for it).
+// name, or a glob pattern, exists, so nothing is removed for it).
 func sessionExists(dir, teams, id string) bool {
-	if id == "" || filepath.Base(id) != id || strings.HasPrefix(id, ".") {
+	if id == "" || filepath.Base(id) != id || strings.HasPrefix(id, ".") || strings.ContainsAny(id, `*?[\`) {
 		return true
 	}
 	if _, err := os.Lstat(filepath.Join(dir, id+".jsonl")); !errors.Is(err, fs.ErrNotExist) {
 		return true
 	}
-	_, found, err := team.FindChildSession(teams, id)
-	return found || err != nil
+	// A child session's file in any team, whether or not its team's
+	// journal names it yet (a child being spawned).
+	found, err := filepath.Glob(filepath.Join(teams, "team-*", id+".jsonl"))
+	return len(found) > 0 || err != nil
 }
 
 // removeLeftovers removes the listing caches, holder files and legacy
