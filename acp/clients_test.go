@@ -572,3 +572,53 @@ func TestClientStoppedReading(t *testing.T) {
 		t.Errorf("the run's checkpoints %+v, want it cancelled", cps)
 	}
 }
+
+// TestCancelDuringClientRead: a client that does not answer an
+// fs/read_text_file (an editor busy loading the buffer) does not hold a
+// cancelled prompt: session/cancel ends the read, and the prompt is
+// answered cancelled at once (it waited out the read's 10 s bound).
+func TestCancelDuringClientRead(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.Controlled})
+	writeFile(t, filepath.Join(p.ws, "a.txt"), "one\ntwo\n")
+	reading := make(chan struct{}, 1)
+	release := make(chan struct{})
+	p.answerPermissions("allow_once", func(m message) (any, *rpcError) {
+		if m.Method == "fs/read_text_file" {
+			select {
+			case reading <- struct{}{}:
+			default:
+			}
+			<-release
+		}
+		return nil, &rpcError{Code: codeMethodNotFound, Message: m.Method}
+	})
+	p.prov.Enqueue(providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"two","new_text":"2"}`)), providertest.Text("ok"))
+	p.initialize(true)
+	id := p.newSession()
+	stop := make(chan string, 1)
+	go func() { stop <- p.prompt(id, "edit") }()
+	select {
+	case <-reading:
+	case <-time.After(10 * time.Second):
+		t.Fatal("octet never read the file through the client")
+	}
+	began := time.Now()
+	cancel, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": id}})
+	p.raw(string(cancel))
+	select {
+	case s := <-stop:
+		if s != stopCancelled {
+			t.Errorf("stop reason %q, want cancelled", s)
+		}
+		if d := time.Since(began); d > 3*time.Second {
+			t.Errorf("the cancelled prompt was answered after %v", d)
+		}
+	case <-time.After(8 * time.Second):
+		t.Fatal("the cancelled prompt is still waiting for the client's read")
+	}
+	if b := readFile(t, filepath.Join(p.ws, "a.txt")); b != "one\ntwo\n" {
+		t.Errorf("a.txt = %q after a cancelled edit", b)
+	}
+	close(release)                     // the client answers at last,
+	time.Sleep(200 * time.Millisecond) // before the connection closes
+}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"path/filepath"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -37,10 +38,15 @@ func (f *clientFiles) inside(path string) bool {
 	return err == nil && filepath.IsLocal(rel)
 }
 
-// fetch reads path through the client.
+// fetch reads path through the client; a cancel of the session's prompt
+// ends the read (the tool's Document has no context of its own).
 func (f *clientFiles) fetch(ctx context.Context, path string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, clientReadTimeout)
 	defer cancel()
+	defer f.s.calls.track(cancel)()
+	if t := f.s.current(); t != nil && t.cancelled.Load() {
+		return nil, errPromptCancelled
+	}
 	var resp struct {
 		Content *string `json:"content"`
 	}
@@ -159,4 +165,38 @@ func (f *clientFiles) Apply(ctx context.Context, path string, base tools.Documen
 		return fmt.Errorf("the editor did not write %s: %w", path, err)
 	}
 	return nil
+}
+
+// clientCalls are a session's requests to the client for its tools (fs
+// reads) still waiting: a cancel of the session's prompt ends them.
+type clientCalls struct {
+	mu      sync.Mutex
+	next    int
+	cancels map[int]context.CancelFunc
+}
+
+// track adds a call ended by cancel; done removes it.
+func (c *clientCalls) track(cancel context.CancelFunc) (done func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cancels == nil {
+		c.cancels = map[int]context.CancelFunc{}
+	}
+	c.next++
+	id := c.next
+	c.cancels[id] = cancel
+	return func() {
+		c.mu.Lock()
+		delete(c.cancels, id)
+		c.mu.Unlock()
+	}
+}
+
+// cancelAll ends every call waiting.
+func (c *clientCalls) cancelAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, cancel := range c.cancels {
+		cancel()
+	}
 }

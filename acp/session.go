@@ -38,6 +38,8 @@ type acpSession struct {
 	subagents bool
 
 	mu sync.Mutex
+	// calls are the requests to the client its tools are waiting on.
+	calls clientCalls
 	// denials are why octet itself denied a call (an answer without an
 	// option), by session and call id, until its decision update is sent.
 	denials map[[2]string]string
@@ -250,6 +252,7 @@ func (as *acpSession) cancelPrompt() {
 	if t != nil && t.run != nil {
 		t.cancelled.Store(true)
 	}
+	as.calls.cancelAll()
 	as.CancelPending(errPromptCancelled)
 	if t != nil {
 		t.Cancel("session/cancel")
