@@ -240,12 +240,7 @@ func TestClientGoneMidPrompt(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	p.w.Close()
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatal("Serve did not return after the client left mid-prompt")
-	}
+	p.awaitServe("the client left mid-prompt")
 }
 
 // TestWriteDiff: a write's permission request shows the preview octet's

@@ -554,12 +554,7 @@ func TestClientStoppedReading(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	p.out.Close()
-	select {
-	case err := <-p.done:
-		p.done <- err // for the cleanup
-	case <-time.After(10 * time.Second):
-		t.Fatalf("Serve did not return after the client stopped reading\n%s", p.logs.String())
-	}
+	p.awaitServe("the client stopped reading")
 	if logs := p.logs.String(); !strings.Contains(logs, "the client stopped reading") {
 		t.Errorf("the logs do not say why octet stopped:\n%s", logs)
 	}

@@ -281,6 +281,18 @@ func (p *peer) answerPermissions(optionID string, other func(m message) (any, *r
 	return ps
 }
 
+// awaitServe waits (up to 10 s) for Serve to return after what, and
+// leaves its error for the cleanup.
+func (p *peer) awaitServe(what string) {
+	p.t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(10 * time.Second):
+		p.t.Fatalf("Serve did not return after %s\n%s", what, p.logs.String())
+	}
+}
+
 // notifications returns the notifications of method received so far.
 func (p *peer) notifications(method string) []json.RawMessage {
 	p.mu.Lock()
