@@ -381,11 +381,21 @@ func TestExecSIGKILLMidDelegation(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(30 * time.Second); len(x.srv.Requests()) < 4 || len(markerProcesses(marker)) == 0; {
+	// The root's wait call is durable (its request reaching the server
+	// is not enough: the kill could come before its answer is recorded).
+	rootWaits := func() bool {
+		files := x.sessionFiles(t)
+		if len(files) != 1 {
+			return false
+		}
+		b, _ := os.ReadFile(files[0])
+		return strings.Contains(string(b), `"w1"`)
+	}
+	for deadline := time.Now().Add(30 * time.Second); len(x.srv.Requests()) < 4 || len(markerProcesses(marker)) == 0 || !rootWaits(); {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			cmd.Wait()
-			t.Fatalf("delegation never got under way: %d requests, processes %v", len(x.srv.Requests()), markerProcesses(marker))
+			t.Fatalf("delegation never got under way: %d requests, processes %v, the root's wait recorded %v", len(x.srv.Requests()), markerProcesses(marker), rootWaits())
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

@@ -32,12 +32,15 @@ async function mention(frame, text, label) {
   await box.type(text);
   const end = Date.now() + timeout;
   for (;;) {
+    // How many ArrowDowns from the selected row to the row of label (0:
+    // none offered yet, else steps + 1).
     const offered = await frame
       .waitForFunction(
         (l) => {
           const rows = [...document.querySelectorAll("#mentions .mention")];
           const i = rows.findIndex((r) => r.querySelector(".label").innerText === l);
-          return i >= 0 && !document.getElementById("mentions").hidden ? i + 1 : 0;
+          const at = Math.max(0, rows.findIndex((r) => r.getAttribute("aria-selected") === "true"));
+          return i >= 0 && !document.getElementById("mentions").hidden ? ((i - at + rows.length) % rows.length) + 1 : 0;
         },
         { timeout: 5000 },
         label,
@@ -45,7 +48,15 @@ async function mention(frame, text, label) {
       .then((h) => h.jsonValue(), () => 0);
     if (offered > 0) {
       for (let i = 1; i < offered; i++) await box.press("ArrowDown");
-      break;
+      // The list can be drawn again meanwhile (more results came), which
+      // selects its first row: Enter only once label's row is selected.
+      const selected = await frame.evaluate(
+        (l) => !document.getElementById("mentions").hidden && document.querySelector('#mentions .mention[aria-selected="true"] .label')?.innerText === l,
+        label,
+      );
+      if (selected) break;
+      if (Date.now() > end) throw new Error(`the @-mention row ${label} could not be selected`);
+      continue;
     }
     if (Date.now() > end) throw new Error(`the @-mention completion never offered ${label}`);
     await box.press("Backspace");
