@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,7 +36,29 @@ func newRealWorld(t *testing.T, bin string) *realWorld {
 			t.Fatal(err)
 		}
 	}
+	// Before the directories go: the octet the client started may still
+	// be settling (writing under the home) when the client has exited.
+	t.Cleanup(func() { waitGone("OCTET_HOME="+w.home, 10*time.Second) })
 	return w
+}
+
+// waitGone waits, at most d, until no process has the environment entry
+// entry (where /proc lets it look).
+func waitGone(entry string, d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		envs, _ := filepath.Glob("/proc/[0-9]*/environ")
+		alive := false
+		for _, e := range envs {
+			b, err := os.ReadFile(e)
+			if err == nil && slices.Contains(strings.Split(string(b), "\x00"), entry) {
+				alive = true
+				break
+			}
+		}
+		if !alive {
+			return
+		}
+	}
 }
 
 // env is the client's environment: where octet, the workspace, the home
