@@ -272,32 +272,33 @@ func hasIDMember(body []byte) bool {
 	return ok
 }
 
-// requestIDBase offsets the id of every request the server sends: they
-// are numbered requestIDBase+1, requestIDBase+2, … Clients number their
-// own requests 1, 2, 3…, and some (Vim 9's channel in "lsp" mode, under
-// yegappan/lsp) take any incoming message whose id matches one of their
-// pending requests for its response, so a server request numbered like
-// them is lost. Ids this far up are ones no client reaches, and still
-// LSP integers (int32). They are numbers, not strings, because Vim's
-// channel can only answer numeric ids (ch_sendexpr refuses a string
-// "id", and yegappan/lsp turns one into a number with str2nr, "octet-1"
-// into 0). jsonrpc2 numbers the calls from 1; the stream moves them into
-// this range on the way out (outgoingID) and back (ownResponse).
-const requestIDBase = 1_000_000_000
+// requestIDPrefix starts the id of every request the server sends: they
+// are strings, "octet-1", "octet-2", … (the editor contract). Clients
+// number their own requests 1, 2, 3…, and some (Vim 9's channel in "lsp"
+// mode, under yegappan/lsp) take any incoming message whose id matches
+// one of their pending requests for its response: a server request
+// numbered like them would be lost, a string id never matches.
+// jsonrpc2 numbers the calls from 1; the stream names them on the way
+// out (outgoingID) and back (ownResponse).
+const requestIDPrefix = "octet-"
 
 // wireRequestID is the id the client sees for the server's request id.
-func wireRequestID(id jsonrpc2.ID) int64 {
+func wireRequestID(id jsonrpc2.ID) string {
 	n, _ := id.Number()
-	return requestIDBase + n
+	return requestIDPrefix + strconv.FormatInt(n, 10)
 }
 
 // ownResponse maps a client's response back to jsonrpc2's numbering: id
-// requestIDBase+N answers call N. Any other id cannot answer a request
-// of the server's (a small one would otherwise match jsonrpc2's own
-// numbering), so the response is dropped with a log line.
+// "octet-N" answers call N. Any other id cannot answer a request of the
+// server's (a number would otherwise match jsonrpc2's own numbering), so
+// the response is dropped with a log line.
 func (s *tolerantStream) ownResponse(r *jsonrpc2.Response) (jsonrpc2.Message, bool) {
-	if n, ok := r.ID().Number(); ok && n > requestIDBase {
-		return jsonrpc2.NewResponse(jsonrpc2.NewNumberID(n-requestIDBase), r.Result(), r.Err()), true
+	if str, ok := r.ID().StringValue(); ok {
+		if digits, ok := strings.CutPrefix(str, requestIDPrefix); ok && digits != "" && digits[0] != '0' && digits[0] != '+' {
+			if n, err := strconv.ParseInt(digits, 10, 64); err == nil && n > 0 {
+				return jsonrpc2.NewResponse(jsonrpc2.NewNumberID(n), r.Result(), r.Err()), true
+			}
+		}
 	}
 	s.log.Warn("dropping a response to no request of the server's", "id", fmt.Sprint(r.ID()))
 	return nil, false
@@ -307,9 +308,9 @@ func (s *tolerantStream) ownResponse(r *jsonrpc2.Response) (jsonrpc2.Message, bo
 // call's id is its last member (see outgoingID).
 const callPrefix = `{"jsonrpc":"2.0","method":`
 
-// outgoingID moves the id of an encoded call, its last member
-// (`…,"id":N}`), to requestIDBase+N. A notification cannot end that way:
-// its last member is its params, a whole JSON value.
+// outgoingID renames the id of an encoded call, its last member
+// (`…,"id":N}`), to "octet-N". A notification cannot end that way: its
+// last member is its params, a whole JSON value.
 func outgoingID(body []byte) []byte {
 	if !bytes.HasPrefix(body, []byte(callPrefix)) || len(body) < 2 || body[len(body)-1] != '}' {
 		return body
@@ -320,12 +321,15 @@ func outgoingID(body []byte) []byte {
 		i--
 	}
 	const idKey = `,"id":`
-	n, err := strconv.ParseInt(string(body[i:end]), 10, 64)
-	if i == end || err != nil || !bytes.HasSuffix(body[:i], []byte(idKey)) {
+	if i == end || !bytes.HasSuffix(body[:i], []byte(idKey)) {
 		return body
 	}
-	out := strconv.AppendInt(body[:i:i], requestIDBase+n, 10)
-	return append(out, '}')
+	out := make([]byte, 0, len(body)+len(requestIDPrefix)+2)
+	out = append(out, body[:i]...)
+	out = append(out, '"')
+	out = append(out, requestIDPrefix...)
+	out = append(out, body[i:end]...)
+	return append(out, '"', '}')
 }
 
 // ended is closed once Read has hit the end of the transport.

@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"go.lsp.dev/jsonrpc2"
+
 	"github.com/octet-agent/octet/host"
 )
 
@@ -257,5 +259,50 @@ func TestNullIDRequestAnswered(t *testing.T) {
 	c.write(frame(`{"jsonrpc":"2.0","id":4,"method":"octet/session/list"}`))
 	if m := c.readWithin(5 * time.Second); m["id"] != float64(4) {
 		t.Errorf("after id null: got %v", m)
+	}
+}
+
+// TestServerRequestIDs: requests the server sends carry string ids
+// "octet-N" (the editor contract), and only a response naming one of
+// them reaches the server's pending call: a number, jsonrpc2's own
+// numbering or a look-alike ("octet-01", "octet-+1", "octet-0") would
+// answer the wrong request, so it is dropped.
+func TestServerRequestIDs(t *testing.T) {
+	call := `{"jsonrpc":"2.0","method":"window/showMessageRequest","params":{"message":"x"},"id":7}`
+	if got, want := string(outgoingID([]byte(call))), strings.Replace(call, `"id":7}`, `"id":"octet-7"}`, 1); got != want {
+		t.Errorf("outgoingID = %s, want %s", got, want)
+	}
+	note := `{"jsonrpc":"2.0","method":"octet/event","params":{"id":7}}`
+	if got := string(outgoingID([]byte(note))); got != note {
+		t.Errorf("a notification's params were renamed: %s", got)
+	}
+	s := &tolerantStream{log: testLogger(t)}
+	for body, want := range map[string]int64{
+		`{"jsonrpc":"2.0","id":"octet-7","result":{}}`:                   7,
+		`{"jsonrpc":"2.0","id":"octet-12345678901","result":null}`:       12345678901,
+		`{"jsonrpc":"2.0","id":7,"result":{}}`:                           0,
+		`{"jsonrpc":"2.0","id":1000000007,"result":{}}`:                  0,
+		`{"jsonrpc":"2.0","id":"7","result":{}}`:                         0,
+		`{"jsonrpc":"2.0","id":"octet-07","result":{}}`:                  0,
+		`{"jsonrpc":"2.0","id":"octet-+7","result":{}}`:                  0,
+		`{"jsonrpc":"2.0","id":"octet-0","result":{}}`:                   0,
+		`{"jsonrpc":"2.0","id":"octet-","result":{}}`:                    0,
+		`{"jsonrpc":"2.0","id":"octet-99999999999999999999","result":1}`: 0,
+	} {
+		msg, err := jsonrpc2.DecodeMessage([]byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := s.ownResponse(msg.(*jsonrpc2.Response))
+		var n int64
+		if ok {
+			n, _ = got.(*jsonrpc2.Response).ID().Number()
+		}
+		if n != want {
+			t.Errorf("%s answers call %d, want %d (0: dropped)", body, n, want)
+		}
+	}
+	if got := string(cancelParams(jsonrpc2.NewNumberID(7))); got != `{"id":"octet-7"}` {
+		t.Errorf("$/cancelRequest params %s", got)
 	}
 }

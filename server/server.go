@@ -517,7 +517,7 @@ func (s *Server) call(ctx context.Context, timeout time.Duration, method string,
 // cancelParams are the params of $/cancelRequest for the server's own
 // request id, as the client saw it (wireRequestID).
 func cancelParams(id jsonrpc2.ID) json.RawMessage {
-	return json.RawMessage(fmt.Sprintf(`{"id":%d}`, wireRequestID(id)))
+	return json.RawMessage(fmt.Sprintf(`{"id":%q}`, wireRequestID(id)))
 }
 
 // rwc joins a reader and a writer into the ReadWriteCloser jsonrpc2 wants.

@@ -3,8 +3,10 @@
 " 1, 2, 3… and takes any incoming message whose id is one of its pending
 " request ids for that request's response. Requests from the server are
 " answered from the channel callback (window/showMessageRequest:
-" "Approve"). It runs octet.prompt and writes the command's answer and
-" everything the callback saw to $OCTET_TEST_RESULT as JSON.
+" "Approve"), as yegappan/lsp answers them: a string id raw (Vim 9.0's
+" ch_sendexpr refuses one), a number through the channel. It runs
+" octet.prompt and writes the command's answer and everything the
+" callback saw to $OCTET_TEST_RESULT as JSON.
 let s:log = []
 let s:answer = v:null
 
@@ -14,9 +16,18 @@ func s:OnMessage(ch, msg) abort
     return
   endif
   if a:msg.method ==# 'window/showMessageRequest'
-    call ch_sendexpr(a:ch, {'id': a:msg.id, 'result': {'title': 'Approve'}})
+    call s:Reply(a:ch, {'id': a:msg.id, 'result': {'title': 'Approve'}})
   else
-    call ch_sendexpr(a:ch, {'id': a:msg.id, 'error': {'code': -32601, 'message': 'not handled'}})
+    call s:Reply(a:ch, {'id': a:msg.id, 'error': {'code': -32601, 'message': 'not handled'}})
+  endif
+endfunc
+
+func s:Reply(ch, resp) abort
+  if type(a:resp.id) == v:t_string
+    let l:body = json_encode(extend({'jsonrpc': '2.0'}, a:resp))
+    call ch_sendraw(a:ch, 'Content-Length: ' . len(l:body) . "\r\n\r\n" . l:body)
+  else
+    call ch_sendexpr(a:ch, a:resp)
   endif
 endfunc
 
