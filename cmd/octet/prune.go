@@ -245,7 +245,10 @@ func removeChildren(kids []team.ChildSession, kidsErr error) (int, error) {
 func removeOrphanTeams(dir string) int {
 	teams := host.TeamsDir(dir)
 	n := 0
-	for range 8 { // nested delegation: a team whose owner was a removed child
+	// A pass removes the teams whose owner is gone; a team whose owner was
+	// a child removed by that pass goes in the next: as many passes as
+	// delegation can nest.
+	for range team.MaxDepth + 1 {
 		owners, err := team.Owners(teams)
 		if err != nil {
 			return n
