@@ -10,7 +10,7 @@ import (
 const (
 	MaxMailboxMessages = 64
 	MaxMailboxBytes    = 1 << 20
-	MaxPageBytes       = 16 << 10
+	MaxPageBytes       = 16 << 10 // as the result encodes the text (escapedPrefix)
 )
 
 // Message is one message, or the part of one that a page carries, as a
@@ -129,8 +129,9 @@ type leasedPart struct {
 }
 
 // lease hands out the oldest unleased messages, at most max bytes of
-// text: whole messages while they fit, and a message that alone is larger
-// than the page in UTF-8-safe parts with continuation offsets.
+// text as the wait result encodes it (escapedLen): whole messages while
+// they fit, and a message that alone is larger than the page in
+// UTF-8-safe parts with continuation offsets.
 func (m *mailbox) lease(max int) ([]Message, *lease) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -141,14 +142,11 @@ func (m *mailbox) lease(max int) ([]Message, *lease) {
 		if b.leased {
 			continue
 		}
-		rest := len(b.text) - b.delivered
-		if rest > left && len(page) > 0 {
+		n, cost := escapedPrefix(b.text[b.delivered:], left)
+		if b.delivered+n < len(b.text) && len(page) > 0 || n == 0 {
 			break
 		}
-		end := b.delivered + min(rest, left)
-		for end < len(b.text) && end > b.delivered && !utf8.RuneStart(b.text[end]) {
-			end--
-		}
+		end := b.delivered + n
 		msg := Message{ID: b.id, From: b.from, Automatic: b.auto, Text: b.text[b.delivered:end]}
 		if b.delivered > 0 || end < len(b.text) {
 			msg.Bytes, msg.Offset = len(b.text), b.delivered
@@ -160,7 +158,7 @@ func (m *mailbox) lease(max int) ([]Message, *lease) {
 		b.leased = true
 		page = append(page, msg)
 		l.parts = append(l.parts, leasedPart{b: b, end: end})
-		left -= end - b.delivered
+		left -= cost
 		if left <= 0 || end < len(b.text) {
 			break
 		}
@@ -192,4 +190,34 @@ func (l *lease) resolve(durable bool) {
 			m.signal()
 		}
 	})
+}
+
+// escapedPrefix returns the length n of the longest prefix of s, whole
+// runes, whose text in a JSON string takes at most budget bytes, and
+// that size. A page is bounded by its encoded size, not its raw bytes:
+// a control character takes six bytes in the result, so a page of them
+// bounded by raw bytes could pass the result limit and be cut.
+func escapedPrefix(s string, budget int) (n, size int) {
+	for n < len(s) {
+		r, w := utf8.DecodeRuneInString(s[n:])
+		c := escapedLen(r, w)
+		if size+c > budget {
+			break
+		}
+		n, size = n+w, size+c
+	}
+	return n, size
+}
+
+// escapedLen is an upper bound of the bytes rune r (w bytes in UTF-8)
+// takes in a JSON string as encoding/json writes it, HTML characters not
+// escaped.
+func escapedLen(r rune, w int) int {
+	switch {
+	case r == '"' || r == '\\' || r == '\n' || r == '\r' || r == '\t':
+		return 2
+	case r < 0x20 || r == '\u2028' || r == '\u2029' || r == utf8.RuneError && w == 1:
+		return 6
+	}
+	return w
 }

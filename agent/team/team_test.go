@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -495,5 +496,51 @@ func TestWaitEndsOnMessage(t *testing.T) {
 	}
 	if n := countKind(provenance(t, tm), KindMessage) - before; n != MaxMailboxMessages {
 		t.Fatalf("%d message records, want %d", n, MaxMailboxMessages)
+	}
+}
+
+// TestWaitPagesEscapedMessage: a child's message of control characters,
+// which JSON escapes to six bytes each, reaches the root whole, in wait
+// results the broker never cuts. The page was bounded by the message's
+// raw bytes: its escaped text passed the result limit, the broker cut
+// every wait result and restored the page, and the root never got it.
+func TestWaitPagesEscapedMessage(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	msg := strings.Repeat("\x01", 12000)
+	f.childSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("m1", ToolMessageParent, `{"message":"`+strings.Repeat(`\u0001`, len(msg))+`"}`)),
+		providertest.Text("child done"),
+	)
+	f.rootSrv.Enqueue(providertest.Reply(providertest.FunctionCall("s1", ToolSpawn, `{"task":"ask"}`)))
+	for i := range 7 {
+		f.rootSrv.Enqueue(providertest.Reply(providertest.FunctionCall("w"+strconv.Itoa(i), ToolWait, `{"timeout_seconds":30}`)))
+	}
+	f.rootSrv.Enqueue(providertest.Text("root done"))
+	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("root run %s %v", res.Outcome, res.Err)
+	}
+	var got strings.Builder
+	for _, e := range f.root.Session().Branch() {
+		if e.Result == nil || !strings.HasPrefix(e.Result.CallID, "w") {
+			continue
+		}
+		var res struct{ Messages []Message }
+		if err := json.Unmarshal([]byte(e.Result.Text), &res); err != nil {
+			t.Fatalf("wait %s result is not whole (%d bytes): %v", e.Result.CallID, len(e.Result.Text), err)
+		}
+		for _, m := range res.Messages {
+			if !m.Automatic {
+				got.WriteString(m.Text)
+			}
+		}
+	}
+	if got.String() != msg {
+		t.Fatalf("the root got %d of the message's %d bytes", got.Len(), len(msg))
 	}
 }
