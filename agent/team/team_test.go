@@ -544,3 +544,38 @@ func TestWaitPagesEscapedMessage(t *testing.T) {
 		t.Fatalf("the root got %d of the message's %d bytes", got.Len(), len(msg))
 	}
 }
+
+// TestChildErrorBounded: a child whose provider failed with a very long
+// message is reported to the root with its error clipped, so agents_wait
+// and agents_list results stay whole (the broker never cuts them).
+func TestChildErrorBounded(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.childSrv.Enqueue(providertest.Status(400, "invalid_request_error", "bad", strings.Repeat("why ", 15_000)))
+	f.rootSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("s1", ToolSpawn, `{"task":"fail"}`)),
+		providertest.Reply(providertest.FunctionCall("w1", ToolWait, `{"timeout_seconds":30}`)),
+		providertest.Reply(providertest.FunctionCall("l1", ToolList, `{}`)),
+		providertest.Text("root done"),
+	)
+	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("root run %s %v", res.Outcome, res.Err)
+	}
+	for _, e := range f.root.Session().Branch() {
+		if e.Result == nil || e.Result.CallID == "s1" {
+			continue
+		}
+		var res struct{ Agents []view }
+		if err := json.Unmarshal([]byte(e.Result.Text), &res); err != nil || len(res.Agents) != 1 {
+			t.Fatalf("%s result is not whole (%d bytes): %v", e.Result.CallID, len(e.Result.Text), err)
+		}
+		if a := res.Agents[0]; a.Status != StatusFailed || !strings.Contains(a.Error, "why why") || len(a.Error) > maxErrorBytes+len("…") {
+			t.Fatalf("%s shows the child as %s with a %d-byte error", e.Result.CallID, a.Status, len(a.Error))
+		}
+	}
+}

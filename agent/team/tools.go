@@ -29,6 +29,9 @@ const (
 	MaxWait     = 600 * time.Second
 	// maxFinalBytes bounds one child's answer in a wait result.
 	maxFinalBytes = 8 << 10
+	// maxErrorBytes bounds one child's error in a wait or list result
+	// (a provider's failure message can be tens of KiB).
+	maxErrorBytes = 1 << 10
 )
 
 // ServiceTools returns the subagents service's tools for the root agent
@@ -141,7 +144,15 @@ type view struct {
 }
 
 func viewOf(s Snapshot) view {
-	return view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: s.Error, Queued: s.Queued}
+	return view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: clipError(s.Error), Queued: s.Queued}
+}
+
+// clipError bounds a child's error for the model, marking a cut.
+func clipError(s string) string {
+	if len(s) <= maxErrorBytes {
+		return s
+	}
+	return clipText(s, maxErrorBytes) + "…"
 }
 
 // withPage sets v's answer to the page of final starting at off (moved
@@ -174,13 +185,17 @@ func (v *view) withPage(final string, off, n int) {
 const maxWaitText = 40 << 10
 
 // waitText renders the snapshots with answer pages from off, and the
-// leased messages (whole: the answer pages shrink to make room).
+// leased messages (whole: the answer pages and errors shrink to make
+// room).
 func waitText(snaps []Snapshot, off int, msgs []Message) (string, error) {
 	for per := maxFinalBytes; ; per /= 2 {
 		views := make([]view, 0, len(snaps))
 		for _, s := range snaps {
 			v := viewOf(s)
 			v.withPage(s.Final, off, per)
+			if len(v.Error) > per {
+				v.Error = clipText(v.Error, per) + "…"
+			}
 			views = append(views, v)
 		}
 		res := map[string]any{"agents": views}

@@ -77,3 +77,19 @@ func TestWaitTextFitsTheResultLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitTextBoundsErrors: 32 children failed with long errors and a
+// full message page still make a whole wait result under the limit.
+func TestWaitTextBoundsErrors(t *testing.T) {
+	var snaps []Snapshot
+	for range 32 {
+		snaps = append(snaps, Snapshot{ID: "w", Path: "root/w", Status: StatusFailed, Error: strings.Repeat("provider said no. ", 4000)})
+	}
+	text, err := waitText(snaps, 0, []Message{{ID: 1, From: "root/w", Text: strings.Repeat("m", MaxPageBytes)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(text) > maxWaitText {
+		t.Fatalf("wait text %d bytes > %d", len(text), maxWaitText)
+	}
+}
