@@ -139,6 +139,8 @@ type patchPlan struct {
 	states map[string]fileState
 	// binding names the editor documents the diff was computed against.
 	binding []string
+	// principal is the agent making the call (FileTracker).
+	principal string
 }
 
 func (pl *patchPlan) close() {
@@ -152,11 +154,12 @@ func (pl *patchPlan) close() {
 	}
 }
 
-// plan reads every target and computes every file's new content. A
-// non-empty refusal is the model-visible reason the patch cannot be
-// applied; nothing may be written then.
-func (t *ApplyPatchTool) plan(files []patchFile) (pl *patchPlan, refusal string) {
-	pl = &patchPlan{states: map[string]fileState{}}
+// plan reads every target and computes every file's new content for
+// principal (the agent making the call). A non-empty refusal is the
+// model-visible reason the patch cannot be applied; nothing may be
+// written then.
+func (t *ApplyPatchTool) plan(files []patchFile, principal string) (pl *patchPlan, refusal string) {
+	pl = &patchPlan{states: map[string]fileState{}, principal: principal}
 	for i := range files {
 		c, why := t.planFile(&files[i], pl)
 		pl.changes = append(pl.changes, c)
@@ -193,7 +196,7 @@ func (t *ApplyPatchTool) planFile(f *patchFile, pl *patchPlan) (c patchChange, r
 		}
 		return c, fileErrorText(tg.display, err)
 	}
-	if t.cfg.Files.stale(tg.key, data) {
+	if t.cfg.Files.stale(pl.principal, tg.key, data) {
 		return c, tg.display + ": " + errChangedSinceRead
 	}
 	c.old, c.doc, c.mode = data, doc, tg.mode()
@@ -294,7 +297,7 @@ func (t *ApplyPatchTool) Preview(ctx context.Context, args json.RawMessage) (Pre
 	if err != nil {
 		return Preview{}, err
 	}
-	pl, refusal := t.plan(files)
+	pl, refusal := t.plan(files, previewPrincipal(ctx))
 	defer pl.close()
 	t.shown.remember(previewCallID(ctx), args, maps.Clone(pl.states))
 	title := patchTitle(files)
@@ -373,7 +376,7 @@ func (t *ApplyPatchTool) Execute(ctx context.Context, inv Invocation) (Result, e
 	if err != nil {
 		return errorResult(err.Error() + "; nothing was written"), nil
 	}
-	pl, refusal := t.plan(files)
+	pl, refusal := t.plan(files, inv.Principal)
 	defer pl.close()
 	if bound && changedFromShown(shown, pl.states) {
 		return errorResult(errChangedSinceShown), nil
@@ -398,9 +401,9 @@ func (t *ApplyPatchTool) Execute(ctx context.Context, inv Invocation) (Result, e
 	for _, c := range pl.changes {
 		switch {
 		case c.dest != nil:
-			t.cfg.Files.record(c.dest.key, c.updated)
+			t.cfg.Files.record(inv.Principal, c.dest.key, c.updated)
 		case c.updated != nil:
-			t.cfg.Files.record(c.tg.key, c.updated)
+			t.cfg.Files.record(inv.Principal, c.tg.key, c.updated)
 		}
 	}
 	return Result{Text: patchSummary(pl) + watch.note(ctx), Details: map[string]any{"files": patchDetails(pl)}, Changes: recs}, nil

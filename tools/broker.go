@@ -688,7 +688,7 @@ func (b *Broker) preview(ctx context.Context, tool Tool, intent EffectIntent) (t
 	if pv, ok := tool.(Previewer); ok {
 		// The call id lets a file tool bind what it shows to the call
 		// that executes (see shownPriors).
-		p, err := safePreview(withPreviewCall(ctx, intent.CallID), pv, intent.Arguments)
+		p, err := safePreview(withPreviewCall(ctx, intent.CallID, intent.Principal), pv, intent.Arguments)
 		if errors.Is(err, ErrPreviewTooLarge) {
 			return "", "", "", "", false
 		}

@@ -151,13 +151,19 @@ func Builtins(cfg Config) ([]Tool, func() error, error) {
 	return all, bash.Close, nil
 }
 
-// FileTracker remembers, per file, the content hash the model last saw
-// (through read, or its own edit or write), so edit and write can refuse
-// to act on a file that changed since. It is safe for concurrent use.
+// FileTracker remembers, per agent (principal) and file, the content hash
+// that agent last saw (through read, or its own edit or write), so edit
+// and write can refuse to act on a file that changed since. Agents
+// sharing the tools (a root and its delegated children) each have their
+// own view: one agent's write makes another's earlier read stale. It is
+// safe for concurrent use.
 type FileTracker struct {
 	mu   sync.Mutex
-	seen map[string][32]byte
+	seen map[trackKey][32]byte
 }
+
+// trackKey is one agent's view of one file.
+type trackKey struct{ principal, file string }
 
 // maxTrackedFiles bounds the tracker; the oldest entries are not kept in
 // order, so when full the map is simply cleared (edits then behave as if
@@ -165,22 +171,23 @@ type FileTracker struct {
 const maxTrackedFiles = 100_000
 
 // NewFileTracker returns an empty tracker.
-func NewFileTracker() *FileTracker { return &FileTracker{seen: map[string][32]byte{}} }
+func NewFileTracker() *FileTracker { return &FileTracker{seen: map[trackKey][32]byte{}} }
 
-func (t *FileTracker) record(key string, data []byte) {
+// record notes that principal saw data as file key.
+func (t *FileTracker) record(principal, key string, data []byte) {
 	sum := sha256.Sum256(data)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if len(t.seen) >= maxTrackedFiles {
 		clear(t.seen)
 	}
-	t.seen[key] = sum
+	t.seen[trackKey{principal, key}] = sum
 }
 
-// stale reports whether key was seen with content other than data.
-func (t *FileTracker) stale(key string, data []byte) bool {
+// stale reports whether principal saw key with content other than data.
+func (t *FileTracker) stale(principal, key string, data []byte) bool {
 	t.mu.Lock()
-	sum, ok := t.seen[key]
+	sum, ok := t.seen[trackKey{principal, key}]
 	t.mu.Unlock()
 	return ok && sum != sha256.Sum256(data)
 }

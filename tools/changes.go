@@ -133,6 +133,6 @@ func (c fileChanger) apply(ctx context.Context, inv Invocation, ch fileChange, s
 	if msg := c.cfg.commitWatched(ctx, ch.watch, ch.tg, ch.doc, ch.updated, ch.prior, ch.opts, bound); msg != "" {
 		return nil, msg, nil
 	}
-	c.cfg.Files.record(ch.tg.key, ch.updated)
+	c.cfg.Files.record(inv.Principal, ch.tg.key, ch.updated)
 	return recs, "", nil
 }

@@ -276,7 +276,7 @@ func (a *Admission) commit(ctx context.Context) string {
 // run calls the tool, redacts known secret values from its progress and
 // result, and bounds the result.
 func (a *Admission) run(ctx context.Context) Result {
-	inv := Invocation{CallID: a.intent.CallID, Arguments: a.intent.Arguments, ReadOnly: a.reason == ReasonReadOnlyCommand, Intent: a.obs.OnIntent}
+	inv := Invocation{CallID: a.intent.CallID, Arguments: a.intent.Arguments, ReadOnly: a.reason == ReasonReadOnlyCommand, Intent: a.obs.OnIntent, Principal: a.intent.Principal}
 	if a.sandbox != nil {
 		inv.Sandbox = *a.sandbox
 	}

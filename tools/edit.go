@@ -101,9 +101,10 @@ type editPlan struct {
 	count   int
 }
 
-// plan reads the target and computes the replacement. A non-empty refusal
-// is the model-visible reason the edit cannot be made.
-func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
+// plan reads the target and computes the replacement for principal (the
+// agent making the call, whose reads the staleness check compares with). A
+// non-empty refusal is the model-visible reason the edit cannot be made.
+func (t *EditTool) plan(a editArgs, principal string) (p editPlan, refusal string) {
 	tg, err := t.cfg.open(*a.Path, false)
 	if err != nil {
 		p.state = stateOf(nil, err)
@@ -119,7 +120,7 @@ func (t *EditTool) plan(a editArgs) (p editPlan, refusal string) {
 		return p, fileErrorText(tg.display, err)
 	}
 	p.old = old
-	if t.cfg.Files.stale(tg.key, old) {
+	if t.cfg.Files.stale(principal, tg.key, old) {
 		return p, errChangedSinceRead
 	}
 	content := string(old)
@@ -158,7 +159,7 @@ func (t *EditTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
-	p, refusal := t.plan(a)
+	p, refusal := t.plan(a, inv.Principal)
 	if p.tg != nil {
 		defer p.tg.close()
 	}
@@ -194,7 +195,7 @@ func (t *EditTool) Preview(ctx context.Context, args json.RawMessage) (Preview, 
 	if err != nil {
 		return Preview{}, err
 	}
-	p, refusal := t.plan(a)
+	p, refusal := t.plan(a, previewPrincipal(ctx))
 	if p.tg != nil {
 		defer p.tg.close()
 	}

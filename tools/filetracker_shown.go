@@ -22,20 +22,31 @@ const errChangedSinceShown = "file changed after the change was shown for approv
 const maxShownPriors = 256
 
 // previewCallKey is the context key under which the broker passes the
-// provider call id to Previewer.Preview.
+// provider call id and the principal to Previewer.Preview.
 type previewCallKey struct{}
 
-// withPreviewCall returns ctx carrying callID for a Preview call, so a
-// tool can bind what it shows to the call that later executes.
-func withPreviewCall(ctx context.Context, callID string) context.Context {
-	return context.WithValue(ctx, previewCallKey{}, callID)
+// previewCall is what a Preview context carries.
+type previewCall struct{ callID, principal string }
+
+// withPreviewCall returns ctx carrying callID and principal for a
+// Preview call, so a tool can bind what it shows to the call that later
+// executes and check it against what that agent read.
+func withPreviewCall(ctx context.Context, callID, principal string) context.Context {
+	return context.WithValue(ctx, previewCallKey{}, previewCall{callID, principal})
 }
 
 // previewCallID returns the call id the broker attached to a Preview
 // context, or "" when Preview was called outside an approval.
 func previewCallID(ctx context.Context) string {
-	id, _ := ctx.Value(previewCallKey{}).(string)
-	return id
+	c, _ := ctx.Value(previewCallKey{}).(previewCall)
+	return c.callID
+}
+
+// previewPrincipal returns the principal the broker attached to a
+// Preview context ("" outside an approval).
+func previewPrincipal(ctx context.Context) string {
+	c, _ := ctx.Value(previewCallKey{}).(previewCall)
+	return c.principal
 }
 
 // fileState is what a file tool observed of its target: its content hash

@@ -109,7 +109,7 @@ func (t *ReadTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if err := ctx.Err(); err != nil {
 		return Result{}, err
 	}
-	t.cfg.Files.record(tg.key, data)
+	t.cfg.Files.record(inv.Principal, tg.key, data)
 	details := map[string]any{"path": tg.display, "bytes": len(data)}
 	if doc != nil {
 		details["source"], details["version"] = editorSource, doc.Version

@@ -105,6 +105,10 @@ type Invocation struct {
 	// Sandbox is the OS sandbox the broker decided the call runs under
 	// (shell calls); the zero value runs it unsandboxed.
 	Sandbox CallSandbox
+	// Principal is the agent the call is made for (the intent's; each
+	// delegated child has its own), so that what one agent read is not
+	// taken for what another did (FileTracker).
+	Principal string
 }
 
 // Result is a tool's model-visible outcome.

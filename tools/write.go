@@ -130,7 +130,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	if bound && shown.changedFrom(cur) {
 		return errorResult(errChangedSinceShown), nil
 	}
-	if exists && t.cfg.Files.stale(tg.key, old) {
+	if exists && t.cfg.Files.stale(inv.Principal, tg.key, old) {
 		return errorResult(errChangedSinceRead), nil
 	}
 	content := []byte(*a.Content)

@@ -579,3 +579,43 @@ func TestChildErrorBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestChildWriteMakesParentReadStale: each agent's file reads are its own.
+// The root read a file, a child replaced it, and the root's write from
+// what it had read is refused as stale instead of silently undoing the
+// child's work (the agents shared one tracker of what was read, which
+// the child's write refreshed for everyone).
+func TestChildWriteMakesParentReadStale(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	if err := os.WriteFile(filepath.Join(f.workspace, "f.txt"), []byte("v0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.childSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("c1", "write", `{"path":"f.txt","content":"child\n"}`)),
+		providertest.Text("child wrote"),
+	)
+	f.rootSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("r1", "read", `{"path":"f.txt"}`)),
+		providertest.Reply(providertest.FunctionCall("s1", ToolSpawn, `{"task":"rewrite f.txt"}`)),
+		providertest.Reply(providertest.FunctionCall("w1", ToolWait, `{"timeout_seconds":30}`)),
+		providertest.Reply(providertest.FunctionCall("r2", "write", `{"path":"f.txt","content":"root\n"}`)),
+		providertest.Text("root done"),
+	)
+	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("root run %s %v", res.Outcome, res.Err)
+	}
+	if got, _ := os.ReadFile(filepath.Join(f.workspace, "f.txt")); string(got) != "child\n" {
+		t.Fatalf("f.txt = %q: the root's stale write replaced the child's", got)
+	}
+	for _, e := range f.root.Session().Branch() {
+		if e.Result != nil && e.Result.CallID == "r2" && (!e.Result.IsError || !strings.Contains(e.Result.Text, "read it again")) {
+			t.Fatalf("the root's stale write: %q", e.Result.Text)
+		}
+	}
+}
