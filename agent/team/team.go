@@ -313,8 +313,8 @@ type SpawnRequest struct {
 	Parent string
 	// Task is the child's first prompt (at most MaxTextBytes).
 	Task string
-	// Tools narrows the child's tool scope to these standard tools
-	// (empty: the parent's standard tools).
+	// Tools narrows the child's tool scope to these standard tools (nil:
+	// the parent's standard tools; an empty, non-nil list is refused).
 	Tools []string
 }
 
@@ -526,7 +526,9 @@ func nextRunCtxLocked(n *node) context.Context {
 }
 
 // childScope resolves the child's tool names: the parent's standard tools,
-// narrowed by want (each of which the parent must have).
+// narrowed by want (each of which the parent must have). An empty,
+// non-nil want ("tools": []) is refused: read as "all of them", it gave
+// bash to a child its parent asked to have none.
 func childScope(parent *agent.Agent, want []string) (scope []string, narrowed bool, err error) {
 	have := func(name string) bool {
 		_, ok := parent.Host().Lookup(name)
@@ -537,8 +539,11 @@ func childScope(parent *agent.Agent, want []string) (scope []string, narrowed bo
 			scope = append(scope, s)
 		}
 	}
-	if len(want) == 0 {
+	if want == nil {
 		return scope, false, nil
+	}
+	if len(want) == 0 {
+		return nil, false, fmt.Errorf("delegation: the tool list is empty: omit tools to give the child all of yours (%s), or name the ones it needs", strings.Join(scope, ", "))
 	}
 	var out []string
 	for _, w := range want {

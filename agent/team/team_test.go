@@ -619,3 +619,29 @@ func TestChildWriteMakesParentReadStale(t *testing.T) {
 		}
 	}
 }
+
+// TestSpawnEmptyToolsRefused: a spawn naming no tools ("tools": []) is
+// refused with what to do, rather than read as "all of them": a model
+// asking for a child without tools got one with bash.
+func TestSpawnEmptyToolsRefused(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	f.childSrv.Enqueue(providertest.Text("child done"))
+	f.rootSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("s1", ToolSpawn, `{"task":"think only","tools":[]}`)),
+		providertest.Text("root done"),
+	)
+	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("root run %s %v", res.Outcome, res.Err)
+	}
+	for _, e := range f.root.Session().Branch() {
+		if e.Result != nil && e.Result.CallID == "s1" && (!e.Result.IsError || !strings.Contains(e.Result.Text, "omit")) {
+			t.Fatalf("spawn with an empty tool list: %q", e.Result.Text)
+		}
+	}
+}

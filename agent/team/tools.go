@@ -239,7 +239,7 @@ func (t spawnTool) Schema() json.RawMessage {
 	if len(t.scope) == 0 {
 		enum = []byte("[]")
 	}
-	return json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","minLength":1,"maxLength":131072,"description":"The complete task for the child: goal, relevant files, constraints, and what to report back."},"tools":{"type":"array","items":{"type":"string","enum":` + string(enum) + `},"uniqueItems":true,"description":"Narrow the child's tools to these (default: all of them)."}},"required":["task"],"additionalProperties":false}`)
+	return json.RawMessage(`{"type":"object","properties":{"task":{"type":"string","minLength":1,"maxLength":131072,"description":"The complete task for the child: goal, relevant files, constraints, and what to report back."},"tools":{"type":"array","items":{"type":"string","enum":` + string(enum) + `},"uniqueItems":true,"description":"Narrow the child's tools to these, at least one (omit it for all of them)."}},"required":["task"],"additionalProperties":false}`)
 }
 
 func (t spawnTool) Execute(_ context.Context, inv tools.Invocation) (tools.Result, error) {
