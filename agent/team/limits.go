@@ -72,31 +72,35 @@ var ProductService = Service{ActivePerParent: 8, RetainedPerOwner: 32}
 // spawn narrows them.
 var StandardTools = []string{"read", "search", "edit", "write", "bash"}
 
-// LimitError rejects a spawn at a bound; nothing was written.
+// LimitError rejects work (a spawn, a follow-up, a message, a wait) at a
+// bound; nothing was written.
 type LimitError struct {
-	// Limit is "concurrent", "depth", "total", "active_per_parent",
-	// "retained_per_owner" or "text".
+	// Limit names the bound: one of the keys of limitText.
 	Limit string
 	// Max is the bound.
 	Max int
 }
 
+// limitText is each bound's refusal, with what to do next (%d: Max): the
+// model reads it as a tool result.
+var limitText = map[string]string{
+	"concurrent":                "%d agents already run at once (the root included); wait for a child to finish",
+	"depth":                     "children may be at most %d level(s) below the root; do this part yourself",
+	"total":                     "%d agents (the root included) were already started in this run; give an idle child a follow-up task or do the rest yourself",
+	"active_per_parent":         "this agent already has %d active children; wait for one to finish",
+	"retained_per_owner":        "%d child records are already kept for this session's run; give an idle child a follow-up task or do the rest yourself",
+	"text":                      "the text is larger than %d bytes; shorten it, or write the details to a file in the workspace and name the file",
+	"waits":                     "%d waits are already in progress; let one of them return first",
+	"followup_backlog_messages": "%d follow-up tasks are already queued for this child; wait for it to take them",
+	"followup_backlog_bytes":    "the follow-up tasks queued for this child already hold up to %d bytes; wait for it to take them",
+	"pending_messages":          "%d messages to this child are not delivered yet; wait until it has taken them (at its next step)",
+	"pending_bytes":             "the messages to this child not delivered yet hold up to %d bytes; wait until it has taken them (at its next step)",
+	"mailbox":                   "the recipient's mailbox is full (%d messages, or 1 MiB); wait until it has read them (its next wait) before sending more",
+}
+
 func (e *LimitError) Error() string {
-	switch e.Limit {
-	case "concurrent":
-		return fmt.Sprintf("delegation limit: %d agents already run at once (the root included); wait for a child to finish", e.Max)
-	case "depth":
-		return fmt.Sprintf("delegation limit: children may be at most %d level(s) below the root", e.Max)
-	case "total":
-		return fmt.Sprintf("delegation limit: %d agents (the root included) were already started in this run", e.Max)
-	case "active_per_parent":
-		return fmt.Sprintf("delegation limit: this agent already has %d active children; wait for one to finish", e.Max)
-	case "retained_per_owner":
-		return fmt.Sprintf("delegation limit: %d child records are already kept for this session", e.Max)
-	case "text":
-		return fmt.Sprintf("delegation limit: the text is larger than %d bytes", e.Max)
-	case "waits":
-		return fmt.Sprintf("delegation limit: %d waits are already in progress", e.Max)
+	if f, ok := limitText[e.Limit]; ok {
+		return "delegation limit: " + fmt.Sprintf(f, e.Max)
 	}
 	return "delegation limit: " + e.Limit
 }

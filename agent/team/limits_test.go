@@ -268,3 +268,16 @@ func TestSpawnBeforeParentRunStarted(t *testing.T) {
 	}
 	waitStatus(t, tm, c2.ID, StatusCancelled)
 }
+
+// TestLimitErrorsSayWhatToDo: every bound's refusal, which the model
+// reads as a tool result, names the bound and what to do next (the
+// message and follow-up bounds fell back to "delegation limit: mailbox").
+func TestLimitErrorsSayWhatToDo(t *testing.T) {
+	for _, limit := range []string{"concurrent", "depth", "total", "active_per_parent", "retained_per_owner", "text", "waits",
+		"followup_backlog_messages", "followup_backlog_bytes", "pending_messages", "pending_bytes", "mailbox"} {
+		msg := (&LimitError{Limit: limit, Max: 7}).Error()
+		if msg == "delegation limit: "+limit || !strings.Contains(msg, "7") || !strings.Contains(msg, "; ") {
+			t.Errorf("%s: %q does not say the bound and what to do", limit, msg)
+		}
+	}
+}
