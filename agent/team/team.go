@@ -481,7 +481,9 @@ func (t *Team) build(parent *node, req SpawnRequest) (*node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("delegation: create the child session: %w", err)
 	}
-	principal := t.root.sess.Header().ID + "/" + n.path
+	// The team's id makes the principal unique: a later run's worker1 is
+	// another agent, which has read nothing (tools.FileTracker).
+	principal := t.root.sess.Header().ID + "/" + t.id + "/" + n.path
 	var approver tools.Approver
 	if t.cfg.Approver != nil {
 		approver = t.cfg.Approver(t.snapshotOf(n))

@@ -645,3 +645,43 @@ func TestSpawnEmptyToolsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestNewChildHasNoEarlierReads: a child of a later run, though it has
+// the same agent path (root/worker1) as one of an earlier run, has read
+// nothing: its write is not refused as stale because of what the
+// earlier child read.
+func TestNewChildHasNoEarlierReads(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	file := filepath.Join(f.workspace, "f.txt")
+	if err := os.WriteFile(file, []byte("v0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f.childSrv.Enqueue(
+		providertest.Reply(providertest.FunctionCall("c1", "read", `{"path":"f.txt"}`)).ForRequestContaining("READER"),
+		providertest.Text("read it").ForRequestContaining("READER"),
+		providertest.Reply(providertest.FunctionCall("c2", "write", `{"path":"f.txt","content":"new\n"}`)).ForRequestContaining("WRITER"),
+		providertest.Text("wrote it").ForRequestContaining("WRITER"),
+	)
+	one := f.team()
+	a, err := one.Spawn(SpawnRequest{Parent: "root", Task: "READER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, one, a.ID, StatusCompleted)
+	one.Shutdown(context.Background(), "run_one", SettleTimeout)
+	if err := os.WriteFile(file, []byte("v1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := f.team()
+	b, err := two.Spawn(SpawnRequest{Parent: "root", Task: "WRITER"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Path != a.Path {
+		t.Fatalf("paths %s and %s: the test needs the same one", a.Path, b.Path)
+	}
+	waitStatus(t, two, b.ID, StatusCompleted)
+	if got, _ := os.ReadFile(file); string(got) != "new\n" {
+		t.Fatalf("f.txt = %q: the new child's write was refused", got)
+	}
+}
