@@ -867,7 +867,7 @@ func (t *Team) descendant(callerID, agentID string) (*node, error) {
 			}
 		}
 	}
-	return nil, fmt.Errorf("%w %q below %s", ErrUnknownAgent, agentID, callerID)
+	return nil, fmt.Errorf("%w %q below %s (children of earlier turns have ended; list your children for this turn's ids)", ErrUnknownAgent, agentID, callerID)
 }
 
 // child returns the snapshot of agentID below callerID.

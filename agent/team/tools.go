@@ -86,7 +86,7 @@ func decode(args json.RawMessage, v any) error {
 
 // errNoTeam is what a tool acting on the caller's children says before
 // any was started in the run.
-var errNoTeam = errors.New("no child agent was started in this run")
+var errNoTeam = errors.New("no child agent was started in this turn (children of earlier turns have ended: their answers are in those turns' results); start one first")
 
 // acting decodes a tool's arguments into a T and returns them with the
 // caller's team of this run (errNoTeam before one started).

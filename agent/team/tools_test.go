@@ -2,9 +2,12 @@ package team
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 // TestAnswerPages: a long answer is read in UTF-8-safe pages of at most
@@ -91,5 +94,20 @@ func TestWaitTextBoundsErrors(t *testing.T) {
 	}
 	if len(text) > maxWaitText {
 		t.Fatalf("wait text %d bytes > %d", len(text), maxWaitText)
+	}
+}
+
+// TestUnknownChildSaysWhatToDo: naming a child that is not the caller's
+// in this turn (one of an earlier turn, which has ended) says so and what
+// to do, both before any child was started and after.
+func TestUnknownChildSaysWhatToDo(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	res, err := waitTool{base{caller: "root", team: f.owner.Team, current: f.owner.Current}}.Execute(t.Context(), tools.Invocation{Arguments: []byte(`{"agent_ids":["worker1"]}`)})
+	if err != nil || !res.IsError || !strings.Contains(res.Text, "earlier turns have ended") {
+		t.Fatalf("wait before any spawn: %+v, %v", res, err)
+	}
+	tm := f.team()
+	if _, err := tm.Interrupt("root", "worker9"); err == nil || !errors.Is(err, ErrUnknownAgent) || !strings.Contains(err.Error(), "earlier turns have ended") {
+		t.Fatalf("interrupt of an unknown child: %v", err)
 	}
 }
