@@ -68,12 +68,11 @@ func owner(dir string) (string, error) {
 	return rec.Owner, nil
 }
 
-// children reads the child sessions of the team at dir.
+// children reads the child sessions of the team at dir. A journal with a
+// damaged line still names the children it recorded before that line:
+// they are returned with the error.
 func children(dir string) ([]ChildSession, error) {
 	recs, err := ReadProvenance(filepath.Join(dir, JournalName))
-	if err != nil {
-		return nil, err
-	}
 	var own, run string
 	var out []ChildSession
 	byID := map[string]int{}
@@ -99,13 +98,40 @@ func children(dir string) ([]ChildSession, error) {
 	for i := range out {
 		out[i].Shutdown = shutdown
 	}
-	return out, nil
+	return out, err
+}
+
+// unnamedSessions lists the session files in the team directories of
+// ownerID under dir that known does not name: children whose spawn
+// record a damaged journal lost (their agent and status are unknown).
+func unnamedSessions(dir, ownerID string, known []ChildSession) []ChildSession {
+	named := make(map[string]bool, len(known))
+	for _, c := range known {
+		named[c.Path] = true
+	}
+	dirs, _ := teamDirs(dir)
+	var out []ChildSession
+	for _, d := range dirs {
+		if o, err := owner(d); err != nil || o != ownerID {
+			continue
+		}
+		des, _ := os.ReadDir(d)
+		for _, de := range des {
+			name, p := de.Name(), filepath.Join(d, de.Name())
+			if !de.Type().IsRegular() || name == JournalName || !strings.HasSuffix(name, ".jsonl") || named[p] {
+				continue
+			}
+			out = append(out, ChildSession{SessionID: strings.TrimSuffix(name, ".jsonl"), Path: p, ParentSessionID: ownerID, Team: d})
+		}
+	}
+	return out
 }
 
 // ChildSessions returns the delegated child sessions of the owning
 // session ownerID under dir (Config.Dir), oldest team first, each team's
-// children in spawn order. Teams whose journal cannot be read are
-// skipped and reported in the joined error next to those that could.
+// children in spawn order. Teams whose journal cannot be read (or only in
+// part: their children named before the damage are listed) are reported
+// in the joined error next to those that could.
 func ChildSessions(dir, ownerID string) ([]ChildSession, error) {
 	dirs, err := teamDirs(dir)
 	if err != nil {
@@ -127,7 +153,6 @@ func ChildSessions(dir, ownerID string) ([]ChildSession, error) {
 		cs, err := children(d)
 		if err != nil {
 			errs = append(errs, err)
-			continue
 		}
 		out = append(out, cs...)
 	}
@@ -166,13 +191,13 @@ func FindChildSession(dir, id string) (ChildSession, bool, error) {
 			continue
 		}
 		cs, err := children(d)
-		if err != nil {
-			return ChildSession{}, false, err
-		}
 		for _, c := range cs {
 			if c.SessionID == id {
 				return c, true, nil
 			}
+		}
+		if err != nil {
+			return ChildSession{}, false, err
 		}
 	}
 	return ChildSession{}, false, nil

@@ -22,15 +22,22 @@ import (
 // runs. It does nothing unless root is a writable session that found no
 // other live writer when it was opened (session.Session.Alone): a root
 // driven by another process has live teams, which mirror their own
-// children. It returns the records appended, and an error only when they
-// could not be appended; a journal it cannot read is logged to log.
+// children. A team journal damaged past its first line still counts its
+// children: those it names before the damage and the session files in
+// its directory it does not name (logged to log). It returns the records
+// appended, and an error only when they could not be appended.
 func Reconcile(root *session.Session, dir string, log *slog.Logger) (int, error) {
 	if !root.Alone() {
 		return 0, nil
 	}
 	children, err := ChildSessions(dir, root.Header().ID)
-	if err != nil && log != nil {
-		log.Warn("delegation: a team journal could not be read; its children's usage is not reconciled", "session", root.Header().ID, "err", err)
+	if err != nil {
+		// A damaged journal may have lost spawn records: the session
+		// files it does not name are children too.
+		children = append(children, unnamedSessions(dir, root.Header().ID, children)...)
+		if log != nil {
+			log.Warn("delegation: a team journal could not be read whole; its children are reconciled from the session files in its directory", "session", root.Header().ID, "err", err)
+		}
 	}
 	if len(children) == 0 {
 		return 0, nil

@@ -1,7 +1,10 @@
 package team
 
 import (
+	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -72,5 +75,60 @@ func TestReconcileMirrorsOnlyWhatIsMissing(t *testing.T) {
 	}
 	if after.Delegated.Input != 2*use.InputTokens || after.Delegated.CostPicodollars != 2*costOf(t, use) || after.Uncertain {
 		t.Fatalf("root totals %+v, want both children counted once, known", after)
+	}
+}
+
+// TestReconcileDamagedJournal: a team whose mirror never reached the
+// root and whose journal has a damaged line still has every child
+// reconciled: the ones its journal names before the damage, and the
+// session files in its directory it does not name. The whole team was
+// skipped (only logged): its children's usage never counted in the
+// root, which did not even become uncertain.
+func TestReconcileDamagedJournal(t *testing.T) {
+	f := newFixture(t, fixtureOpt{})
+	use := provider.Usage{InputTokens: 1_000, OutputTokens: 10}
+	f.childSrv.Enqueue(
+		providertest.Text("a done").WithUsage(use).ForRequestContaining("CHILD-A"),
+		providertest.Text("b done").WithUsage(use).ForRequestContaining("CHILD-B"),
+	)
+	root := f.root.Session()
+	tm := f.team()
+	a, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "CHILD-A"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := tm.Spawn(SpawnRequest{Parent: "root", Task: "CHILD-B"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, tm, a.ID, StatusCompleted)
+	waitStatus(t, tm, b.ID, StatusCompleted)
+	tm.Shutdown(context.Background(), "run_x", 5*time.Second) // records dropped
+	journal := filepath.Join(tm.Dir(), JournalName)
+	data, err := os.ReadFile(journal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	damaged := false
+	for i, l := range lines {
+		if bytes.Contains(l, []byte(`"agent_spawned"`)) && bytes.Contains(l, []byte(b.SessionID)) {
+			lines[i], damaged = []byte("{damaged\n"), true
+		}
+	}
+	if !damaged {
+		t.Fatal("no spawn record of the second child")
+	}
+	if err := os.WriteFile(journal, bytes.Join(lines, nil), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := Reconcile(root, f.cfg.Dir, nil); n != 2 || err != nil {
+		t.Fatalf("reconcile of a damaged team: %d records, %v; want 2", n, err)
+	}
+	if got := root.Totals(); got.Delegated.Input != 2*use.InputTokens || got.Delegated.CostPicodollars != 2*costOf(t, use) || got.Uncertain {
+		t.Fatalf("root totals %+v, want both children counted once, known", got)
+	}
+	if n, err := Reconcile(root, f.cfg.Dir, nil); n != 0 || err != nil {
+		t.Fatalf("second reconcile: %d records, %v", n, err)
 	}
 }
