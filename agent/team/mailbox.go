@@ -129,7 +129,7 @@ type leasedPart struct {
 }
 
 // lease hands out the oldest unleased messages, at most max bytes of
-// text as the wait result encodes it (escapedLen): whole messages while
+// text as the wait result encodes it (escapedPrefix): whole messages while
 // they fit, and a message that alone is larger than the page in
 // UTF-8-safe parts with continuation offsets.
 func (m *mailbox) lease(max int) ([]Message, *lease) {

@@ -144,15 +144,15 @@ type view struct {
 }
 
 func viewOf(s Snapshot) view {
-	return view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: clipError(s.Error), Queued: s.Queued}
+	return view{ID: s.ID, Path: s.Path, Status: s.Status, Tools: s.Tools, Error: clipMarked(s.Error, maxErrorBytes), Queued: s.Queued}
 }
 
-// clipError bounds a child's error for the model, marking a cut.
-func clipError(s string) string {
-	if len(s) <= maxErrorBytes {
+// clipMarked bounds s to n bytes on a rune boundary, marking a cut.
+func clipMarked(s string, n int) string {
+	if len(s) <= n {
 		return s
 	}
-	return clipText(s, maxErrorBytes) + "…"
+	return clipText(s, n) + "…"
 }
 
 // withPage sets v's answer to the page of final starting at off (moved
@@ -193,9 +193,7 @@ func waitText(snaps []Snapshot, off int, msgs []Message) (string, error) {
 		for _, s := range snaps {
 			v := viewOf(s)
 			v.withPage(s.Final, off, per)
-			if len(v.Error) > per {
-				v.Error = clipText(v.Error, per) + "…"
-			}
+			v.Error = clipMarked(v.Error, per)
 			views = append(views, v)
 		}
 		res := map[string]any{"agents": views}
