@@ -69,6 +69,20 @@ func childMeta(child team.Snapshot) map[string]any {
 	return map[string]any{"octet": m}
 }
 
+// maxChildError bounds a failed child's error as a client is shown it (a
+// provider's error body can be 64 KB).
+const maxChildError = 4 << 10
+
+// childError is a failed child's error for the client, bounded, a cut
+// marked.
+func childError(child team.Snapshot) string {
+	e := firstNonEmpty(child.Error, "the child agent failed")
+	if len(e) > maxChildError {
+		e = clip(e, maxChildError) + "…"
+	}
+	return e
+}
+
 // updated sends the child's tool_call the first time it is seen, then a
 // tool_call_update for each status change.
 func (c *children) updated(child team.Snapshot) {
@@ -99,7 +113,7 @@ func (c *children) updated(child team.Snapshot) {
 		u["content"] = []map[string]any{textContent(clip(child.Final, maxToolOutput))}
 		u["rawOutput"] = map[string]any{"text": clip(child.Final, maxToolOutput)}
 	case team.StatusFailed:
-		u["content"] = []map[string]any{textContent("Failed: " + firstNonEmpty(child.Error, "the child agent failed"))}
+		u["content"] = []map[string]any{textContent("Failed: " + childError(child))}
 	case team.StatusCancelled:
 		u["content"] = []map[string]any{textContent("Cancelled")}
 	}

@@ -57,7 +57,7 @@ func stateOf(child team.Snapshot) map[string]any {
 		return map[string]any{"state": "idle", "stopReason": stopCancelled}
 	}
 	// Failed: idle, the stop reason not reported, the error in _meta.
-	return map[string]any{"state": "idle", "_meta": map[string]any{"octet": map[string]any{"error": child.Error}}}
+	return map[string]any{"state": "idle", "_meta": map[string]any{"octet": map[string]any{"error": childError(child)}}}
 }
 
 // updated announces the child or sends its new state; with s.mu held.
