@@ -152,11 +152,11 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 	for common < len(active) && common < len(target) && active[common].ID == target[common].ID {
 		common++
 	}
-	as, err := Steps(sess.Header().ID, active)
+	as, err := branchSteps(sess, active, common)
 	if err != nil {
 		return nil, err
 	}
-	ts, err := Steps(sess.Header().ID, target)
+	ts, err := branchSteps(sess, target, common)
 	if err != nil {
 		return nil, err
 	}
@@ -264,6 +264,16 @@ func Steps(sessionID string, branch []session.Entry) ([]changes.Step, error) {
 		out[i] = changes.Step{Records: recs, Rewind: e.Type == session.EntryRewind || intended}
 	}
 	return out, nil
+}
+
+// branchSteps returns the steps a rewind plans with for branch: its
+// entries' and, past the first from entries, its delegated children's.
+func branchSteps(sess *session.Session, branch []session.Entry, from int) ([]changes.Step, error) {
+	steps, err := Steps(sess.Header().ID, branch)
+	if err != nil {
+		return nil, err
+	}
+	return withChildSteps(sess, branch, steps, from)
 }
 
 // branchTo returns the entries from the root to entryID, on any branch.

@@ -4,6 +4,8 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -618,5 +620,57 @@ func TestExecDelegationLiveCostCeiling(t *testing.T) {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, r.stderr)
 		}
+	}
+}
+
+// TestRewindUndoesChildrenChanges: a rewind of the root's prompt undoes
+// what the children its run delegated to changed, as well as the root's
+// own changes, and a second rewind finds nothing left to do. It planned
+// from the root's records alone: the dry run listed root.txt only, and
+// child.txt stayed.
+func TestRewindUndoesChildrenChanges(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("s1", team.ToolSpawn, `{"task":"CHILD-W write the child file"}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("w1", team.ToolWait, `{}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("r1", "write", `{"path":"root.txt","content":"root\n"}`)).ForRequestContaining("ROOT-PROMPT"),
+		providertest.Text("both written").ForRequestContaining("ROOT-PROMPT"),
+		providertest.Reply(providertest.FunctionCall("c1", "write", `{"path":"child.txt","content":"child\n"}`)).ForRequestContaining("CHILD-W"),
+		providertest.Reply(providertest.FunctionCall("c2", "write", `{"path":"notes.txt","content":"child's notes\n"}`)).ForRequestContaining("CHILD-W"),
+		providertest.Text("wrote").ForRequestContaining("CHILD-W"),
+	)
+	if r := x.runOctet(t, "exec", "ROOT-PROMPT write both"); r.code != exitOK {
+		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
+	}
+	for _, f := range []string{"root.txt", "child.txt"} {
+		if _, err := os.Stat(filepath.Join(x.ws, f)); err != nil {
+			t.Fatalf("the run did not write %s: %v", f, err)
+		}
+	}
+	file := x.oneSession(t)
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid, entry := sessionIDOf(file), firstEntry(t, string(raw))
+	dry := x.runOctet(t, "sessions", "rewind", sid, entry, "--dry-run")
+	for _, want := range []string{"delete   root.txt", "delete   child.txt", "notes.txt"} {
+		if !strings.Contains(dry.stdout, want) {
+			t.Errorf("the dry run lacks %q:\n%s%s", want, dry.stdout, dry.stderr)
+		}
+	}
+	if r := x.runOctet(t, "sessions", "rewind", sid, entry, "--files"); r.code != exitOK {
+		t.Fatalf("rewind: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, f := range []string{"root.txt", "child.txt"} {
+		if _, err := os.Stat(filepath.Join(x.ws, f)); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s after the rewind: %v, want it gone", f, err)
+		}
+	}
+	if got, _ := os.ReadFile(filepath.Join(x.ws, "notes.txt")); string(got) != "alpha\nbeta\n" {
+		t.Errorf("notes.txt after the rewind: %q", got)
+	}
+	again := x.runOctet(t, "sessions", "rewind", sid, entry, "--dry-run")
+	if again.code != exitOK || !strings.Contains(again.stdout, ": 0 path(s), 0 conflict(s)") {
+		t.Errorf("a second rewind's dry run: exit %d\n%s%s", again.code, again.stdout, again.stderr)
 	}
 }
