@@ -182,3 +182,38 @@ func TestMCPListAndUnpin(t *testing.T) {
 		t.Errorf("unpin of an unknown server: %d", r.code)
 	}
 }
+
+// TestExecMCPConfiguredSecretsRedacted: the secret-named env values of
+// a configured server never reach the model (the server repeats one in
+// its result) nor octet's log (the server prints it to stderr), as the
+// values of servers an ACP client hands in do not.
+func TestExecMCPConfiguredSecretsRedacted(t *testing.T) {
+	const secret = "ghp_configured0123456789secret"
+	bin := mcpTestServer(t)
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("call_1", "mcp__t__echo", `{"text":"ping"}`)),
+		providertest.Text("done"),
+	)
+	cfg := fmt.Sprintf("[mcp_servers.t]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"echo token $GITHUB_TOKEN >&2; exec %s -echo-env GITHUB_TOKEN\"]\nenv = { GITHUB_TOKEN = %q }\nenabled = true\n", bin, secret)
+	if err := os.WriteFile(filepath.Join(x.home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	x.vars["OCTET_LOG"] = "info"
+	r := runCLI(t, x.ws, x.vars, "exec", "--json", "hi")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	second, _ := json.Marshal(x.srv.Requests()[1].Input())
+	if !strings.Contains(string(second), "echo: ping") {
+		t.Fatalf("second request lacks the MCP result: %s", second)
+	}
+	if strings.Contains(string(second), secret) {
+		t.Errorf("the configured server's token reached the model: %s", second)
+	}
+	if !strings.Contains(r.stderr, "MCP server stderr") {
+		t.Errorf("no stderr line of the server logged:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr+r.stdout, secret) {
+		t.Errorf("the configured server's token reached the log or output:\n%s\n%s", r.stderr, r.stdout)
+	}
+}

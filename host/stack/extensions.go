@@ -89,8 +89,9 @@ func clientSpecs(cfg *config.Config, client []host.MCPServer, log *slog.Logger) 
 
 // startExtensions starts the configured MCP servers that may start, and
 // those the client handed in, registering their tools in host, and logs
-// why the others do not.
-func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger, client []host.MCPServer) *extensions {
+// why the others do not. redact keeps the servers' secrets out of what
+// is logged of them.
+func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log *slog.Logger, client []host.MCPServer, redact func(string) string) *extensions {
 	x := &extensions{offline: cfg.Offline.Value, subs: map[int]func(){}}
 	if cfg.Offline.Value && len(cfg.MCPServers)+len(client) > 0 {
 		log.Info("MCP servers not discovered", "reason", cfg.MCPStartBlocked())
@@ -117,7 +118,7 @@ func startExtensions(cfg *config.Config, host *tools.Host, workspace string, log
 	}
 	x.m = mcp.Start(context.Background(), mcp.Options{
 		Servers: specs, Host: host, Allowed: cfg.MCPToolAllowed, Pins: mcp.OpenPins(cfg.Home),
-		Workspace: workspace, Dir: dir, Logger: log, OnChange: x.changed,
+		Workspace: workspace, Dir: dir, Logger: log, OnChange: x.changed, Redact: redact,
 		Hold: "waiting for the session's effect policy",
 	})
 	return x
@@ -199,25 +200,40 @@ func (x *extensions) apply(ctx context.Context, p tools.Policy) {
 func clientSecrets(client []host.MCPServer) []string {
 	var out []string
 	for _, c := range client {
-		for _, v := range c.Headers {
-			out = append(out, v)
-		}
-		for k, v := range c.Env {
-			u := strings.ToUpper(k)
-			if strings.Contains(u, "TOKEN") || strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "PASSWORD") {
-				out = append(out, v)
-			}
-		}
+		out = append(out, serverSecrets(c.Headers, c.Env)...)
 	}
 	return out
 }
 
-// bearerTokens are the configured servers' tokens, for the redactor.
-func bearerTokens(cfg *config.Config) []string {
+// configuredSecrets are the configured servers' bearer tokens, header
+// values and secret-named environment values, for the redactor, as
+// clientSecrets are the client-supplied servers'.
+func configuredSecrets(cfg *config.Config) []string {
 	var out []string
 	for _, s := range cfg.MCPServers {
 		if !s.BearerToken.IsZero() {
 			out = append(out, s.BearerToken.Reveal())
+		}
+		out = append(out, serverSecrets(s.Headers, s.Env)...)
+	}
+	return out
+}
+
+// serverSecrets are one server's header values (and the credential of a
+// "Scheme credential" value on its own) and its environment values named
+// like a secret.
+func serverSecrets(headers, env map[string]string) []string {
+	var out []string
+	for _, v := range headers {
+		out = append(out, v)
+		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
+			out = append(out, strings.TrimSpace(cred))
+		}
+	}
+	for k, v := range env {
+		u := strings.ToUpper(k)
+		if strings.Contains(u, "TOKEN") || strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "PASSWORD") {
+			out = append(out, v)
 		}
 	}
 	return out

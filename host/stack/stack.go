@@ -151,7 +151,7 @@ func newWith(cfg *config.Config, key config.Secret, workspace string, log *slog.
 	st.shellPath, st.shellSelection = tools.ResolveShell(cfg.ShellPath.Value)
 	// Tool output never carries the key on: results, progress and bash
 	// spill files are redacted of its exact value.
-	st.redactor = tools.NewRedactor(append(append(bearerTokens(cfg), clientSecrets(clientMCP)...), key.Reveal())...)
+	st.redactor = tools.NewRedactor(append(append(configuredSecrets(cfg), clientSecrets(clientMCP)...), key.Reveal())...)
 	tc := host.ToolsConfig(cfg, workspace)
 	tc.Redactor = st.redactor
 	tc.Documents = docs
@@ -194,7 +194,7 @@ func newWith(cfg *config.Config, key config.Secret, workspace string, log *slog.
 		closeTools()
 		return nil, fmt.Errorf("set up tools: %w", err)
 	}
-	st.ext = startExtensions(cfg, st.host, workspace, log, clientMCP)
+	st.ext = startExtensions(cfg, st.host, workspace, log, clientMCP, st.redactor.String)
 	logSandbox(host.EffectiveToolPolicy(cfg, st.shellSelection).Sandbox, log)
 	if st.context != nil {
 		return st, nil

@@ -72,7 +72,7 @@ func TestClientSecrets(t *testing.T) {
 		{Name: "s", Command: "x", Env: map[string]string{"GITHUB_TOKEN": "ghp_0123456789abcdef", "HOME_DIR": "/home/someone/x"}},
 	})
 	slices.Sort(got)
-	if !slices.Equal(got, []string{"Bearer abcdefghijklmnop", "ghp_0123456789abcdef"}) {
+	if !slices.Equal(got, []string{"Bearer abcdefghijklmnop", "abcdefghijklmnop", "ghp_0123456789abcdef"}) {
 		t.Fatalf("clientSecrets = %q", got)
 	}
 }

@@ -102,6 +102,11 @@ type Options struct {
 	// the session's policy is not known, or does not admit them.
 	Hold   string
 	Logger *slog.Logger
+	// Redact replaces known secret values (the servers' tokens, header
+	// values and secret-named environment values) in what the package
+	// logs and lists: a server's stderr and its error messages; nil
+	// redacts nothing.
+	Redact func(string) string
 	// OnChange is told about every change (see the package comment).
 	OnChange func()
 	// Backoff is the first restart delay (default 500ms), doubled per
@@ -178,6 +183,9 @@ func Start(ctx context.Context, opts Options) *Manager {
 	}
 	if opts.Pins == nil {
 		opts.Pins = NewMemoryPins()
+	}
+	if opts.Redact == nil {
+		opts.Redact = func(s string) string { return s }
 	}
 	m := &Manager{opts: opts, log: opts.Logger, hold: opts.Hold}
 	m.ctx, m.cancel = context.WithCancel(context.Background())

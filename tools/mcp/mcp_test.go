@@ -28,6 +28,10 @@ func TestMain(m *testing.M) {
 		runHelper()
 		return
 	}
+	if mode := os.Getenv(hostileEnv); mode != "" {
+		runHostile(mode)
+		return
+	}
 	dir, err := os.MkdirTemp("", "mcptest")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -295,7 +295,7 @@ func (s *server) supervise(ctx context.Context, up func()) {
 // down records the end of a connection (or a failed start) and tells
 // the log and OnChange.
 func (s *server) down(err error, wasUp, giveUp bool) {
-	msg := clip(err.Error(), maxErrorText)
+	msg := clip(s.m.opts.Redact(err.Error()), maxErrorText)
 	s.mu.Lock()
 	s.sess, s.conn = nil, nil
 	if !wasUp || giveUp { // a recycled server that did not come back
@@ -468,7 +468,7 @@ func (s *server) startProcess(c *conn) (sdk.Transport, error) {
 		return nil, fmt.Errorf("start %s: %w", s.spec.Command, err)
 	}
 	c.p = p
-	c.stderr = newStderrLog(s.m.log, s.spec.Name)
+	c.stderr = newStderrLog(s.m.log, s.spec.Name, s.m.opts.Redact)
 	go c.stderr.drain(errR)
 	return &sdk.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxFrameBytes}, nil
 }
@@ -646,7 +646,7 @@ func (s *server) relist() {
 	ctx, cancel := context.WithTimeout(s.m.ctx, s.spec.StartupTimeout)
 	defer cancel()
 	if err := s.list(ctx, cs); err != nil {
-		s.m.log.Warn("MCP server tool list failed", "server", s.spec.Name, "reason", clip(err.Error(), maxErrorText))
+		s.m.log.Warn("MCP server tool list failed", "server", s.spec.Name, "reason", clip(s.m.opts.Redact(err.Error()), maxErrorText))
 		return
 	}
 	s.m.changed()

@@ -23,12 +23,13 @@ const (
 )
 
 // stderrLog drains a server's stderr into the log (Info level, as
-// "MCP server stderr"), bounded per process, keeping a short tail for
-// error messages. The pipe is always read to the end, so a chatty server
+// "MCP server stderr"), redacted and bounded per process, keeping a
+// short tail for error messages. The pipe is always read to the end, so a chatty server
 // never blocks on a full pipe.
 type stderrLog struct {
 	log    *slog.Logger
 	server string
+	redact func(string) string
 
 	done chan struct{} // closed when stderr reached its end
 
@@ -38,8 +39,8 @@ type stderrLog struct {
 	size   int
 }
 
-func newStderrLog(log *slog.Logger, server string) *stderrLog {
-	return &stderrLog{log: log, server: server, done: make(chan struct{})}
+func newStderrLog(log *slog.Logger, server string, redact func(string) string) *stderrLog {
+	return &stderrLog{log: log, server: server, redact: redact, done: make(chan struct{})}
 }
 
 func (l *stderrLog) drain(r io.ReadCloser) {
@@ -64,7 +65,7 @@ func (l *stderrLog) drain(r io.ReadCloser) {
 }
 
 func (l *stderrLog) line(s string) {
-	s = tools.NeutralizeText(strings.TrimRight(clip(s, maxStderrLine), "\r\n"))
+	s = tools.NeutralizeText(strings.TrimRight(clip(l.redact(s), maxStderrLine), "\r\n"))
 	if s == "" {
 		return
 	}

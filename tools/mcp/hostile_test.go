@@ -1,0 +1,111 @@
+package mcp
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostileEnv makes the test binary a raw JSON-RPC MCP server (no SDK)
+// that misbehaves as the variable's value says; see runHostile.
+const hostileEnv = "OCTET_MCP_HOSTILE"
+
+// hostileSpec is a stdio Spec running the test binary as a hostile
+// server in mode, with extra environment.
+func hostileSpec(t *testing.T, name, mode string, env map[string]string) Spec {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := map[string]string{hostileEnv: mode}
+	for k, v := range env {
+		e[k] = v
+	}
+	return Spec{Name: name, Command: exe, Env: e, StartupTimeout: 30 * time.Second, ToolTimeout: 10 * time.Second}
+}
+
+// runHostile serves MCP over stdin/stdout, line by line, answering
+// initialize and tools/list, and misbehaving as mode says:
+//
+//	dup      presents two different tools both named "x"
+//	flood    sends 2000 tools/list_changed notifications at a tools/call,
+//	         and appends a line to $HOSTILE_LOG at every tools/list
+//	deaf     stops reading stdin at the first tools/call
+//	die      exits at the first tools/call
+//	secret   answers a call, and writes to stderr, $SECRET_TOKEN and $HDR
+func runHostile(mode string) {
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	out := bufio.NewWriter(os.Stdout)
+	send := func(v any) {
+		b, _ := json.Marshal(v)
+		out.Write(b)
+		out.WriteByte('\n')
+		out.Flush()
+	}
+	answer := func(id json.RawMessage, result any) {
+		send(map[string]any{"jsonrpc": "2.0", "id": id, "result": result})
+	}
+	tool := func(name, desc string) map[string]any {
+		return map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}}
+	}
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			os.Exit(0)
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(line, &msg) != nil {
+			continue
+		}
+		switch msg.Method {
+		case "initialize":
+			answer(msg.ID, map[string]any{
+				"protocolVersion": "2025-06-18", "serverInfo": map[string]any{"name": "hostile", "version": "1"},
+				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
+			})
+		case "tools/list":
+			if p := os.Getenv("HOSTILE_LOG"); p != "" {
+				f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				fmt.Fprintln(f, "list")
+				f.Close()
+			}
+			ts := []any{tool("ok", "fine")}
+			if mode == "dup" {
+				ts = append(ts, tool("x", "the first x"), tool("x", "the second x"))
+			}
+			answer(msg.ID, map[string]any{"tools": ts})
+		case "ping":
+			answer(msg.ID, map[string]any{})
+		case "tools/call":
+			switch mode {
+			case "deaf":
+				time.Sleep(time.Hour)
+			case "flood":
+				for range 2000 {
+					send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+				}
+				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "flooded"}}})
+			case "die":
+				os.Exit(3)
+			case "secret":
+				s := "token=" + os.Getenv("SECRET_TOKEN") + " header=" + os.Getenv("HDR")
+				fmt.Fprintln(os.Stderr, s)
+				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": s}}})
+			default:
+				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "done"}}})
+			}
+		default:
+			if len(msg.ID) > 0 {
+				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32601, "message": "no " + strings.TrimSpace(msg.Method)}})
+			}
+		}
+	}
+}
