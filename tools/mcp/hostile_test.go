@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -107,5 +108,28 @@ func runHostile(mode string) {
 				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32601, "message": "no " + strings.TrimSpace(msg.Method)}})
 			}
 		}
+	}
+}
+
+// TestToolListChangedFloodCoalesced: a server that sends thousands of
+// tools/list_changed notifications gets a few tools/list requests, not
+// one each (each was a goroutine, a request and a pins file update).
+func TestToolListChangedFloodCoalesced(t *testing.T) {
+	lg := filepath.Join(t.TempDir(), "lists")
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "flood", map[string]string{"HOSTILE_LOG": lg})}})
+	if res, _ := f.call(t, "mcp__h__ok", `{}`); res.IsError || res.Text != "flooded" {
+		t.Fatalf("call: %+v", res)
+	}
+	lists := func() int {
+		b, _ := os.ReadFile(lg)
+		return strings.Count(string(b), "\n")
+	}
+	// Wait until no tools/list arrived for a while.
+	for n := -1; n != lists(); {
+		n = lists()
+		time.Sleep(500 * time.Millisecond)
+	}
+	if n := lists(); n > 10 {
+		t.Errorf("%d tools/list requests for one burst of 2000 notifications, want a few", n)
 	}
 }

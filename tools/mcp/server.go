@@ -70,6 +70,10 @@ type server struct {
 	held      bool // Manager.Hold: registers no tools until started again
 	presented []*definition
 	infos     []ToolInfo
+
+	// relisting: a relist runs; relistAgain: a change was announced
+	// since it began, so it runs once more (notifications coalesce).
+	relisting, relistAgain bool
 }
 
 func newServer(m *Manager, sp Spec) *server {
@@ -379,7 +383,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		// and never changes.
 		Capabilities: &sdk.ClientCapabilities{RootsV2: &sdk.RootCapabilities{}},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
-			go s.relist()
+			s.announceRelist()
 		},
 	})
 	if ws := s.m.opts.Workspace; ws != "" {
@@ -635,6 +639,32 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	return t.base.RoundTrip(r)
+}
+
+// announceRelist re-reads the tool list after the server announced a
+// change, on a goroutine of its own. Announcements made while one
+// re-read runs are coalesced into one more, so a server flooding
+// tools/list_changed gets a few tools/list requests, not one each.
+func (s *server) announceRelist() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.relisting {
+		s.relistAgain = true
+		return
+	}
+	s.relisting = true
+	go func() {
+		for {
+			s.relist()
+			s.mu.Lock()
+			again := s.relistAgain
+			s.relistAgain, s.relisting = false, again
+			s.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
 }
 
 // relist re-reads the tool list after the server announced a change.
