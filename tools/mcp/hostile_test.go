@@ -133,3 +133,20 @@ func TestToolListChangedFloodCoalesced(t *testing.T) {
 		t.Errorf("%d tools/list requests for one burst of 2000 notifications, want a few", n)
 	}
 }
+
+// TestServerDeathMidCallAdvises: a server that exits during a call is a
+// tool error saying so, that the call's effect is unknown, and what
+// octet does about it; the server is restarted.
+func TestServerDeathMidCallAdvises(t *testing.T) {
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "die", nil)}, Backoff: 10 * time.Millisecond})
+	res, _ := f.call(t, "mcp__h__ok", `{}`)
+	if !res.IsError {
+		t.Fatalf("call of a dying server: %+v", res)
+	}
+	for _, want := range []string{`MCP server "h"`, "ended during the call", "unknown", "restarts", "log"} {
+		if !strings.Contains(res.Text, want) {
+			t.Errorf("result lacks %q: %s", want, res.Text)
+		}
+	}
+	waitFor(t, "the restart", func() bool { return f.server(t, "h").Restarts > 0 && f.server(t, "h").State == StateRunning })
+}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -140,17 +141,28 @@ func (t *Tool) Execute(ctx context.Context, inv tools.Invocation) (tools.Result,
 	defer cancel()
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: t.def.name, Arguments: json.RawMessage(inv.Arguments)})
 	if err != nil {
-		msg := fmt.Sprintf("MCP server %q failed the call: %s", sp.Name, clip(err.Error(), maxErrorText))
-		switch {
-		case ctx.Err() != nil:
-			msg = "The call was cancelled."
-		case errors.Is(cctx.Err(), context.DeadlineExceeded):
-			msg = fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
-			t.srv.recycle(cs, fmt.Sprintf("a call of %s did not answer within tool_timeout_secs (%d s)", t.def.name, int(sp.ToolTimeout.Seconds())))
-		}
+		msg := t.callFailure(ctx, cctx, cs, err)
 		return tools.Result{IsError: true, Details: details, Text: tools.NeutralizeText(msg)}, nil
 	}
 	return tools.Result{Text: tools.NeutralizeText(renderResult(res)), IsError: res.IsError, Details: details}, nil
+}
+
+// callFailure says why a call on cs failed with err, and what to do:
+// ctx is the call's, cctx the same bounded by tool_timeout_secs. A call
+// that timed out recycles the server.
+func (t *Tool) callFailure(ctx, cctx context.Context, cs *sdk.ClientSession, err error) string {
+	sp := t.srv.spec
+	switch {
+	case ctx.Err() != nil:
+		return "The call was cancelled."
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		t.srv.recycle(cs, fmt.Sprintf("a call of %s did not answer within tool_timeout_secs (%d s)", t.def.name, int(sp.ToolTimeout.Seconds())))
+		return fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
+	case errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed):
+		return fmt.Sprintf("The connection to MCP server %q ended during the call of %s (%s): the server exited or closed it. Whether the call took effect is unknown: check before repeating it. octet restarts the server; what it wrote to stderr is in octet's log.",
+			sp.Name, t.name, clip(err.Error(), maxErrorText))
+	}
+	return fmt.Sprintf("MCP server %q failed the call: %s", sp.Name, clip(err.Error(), maxErrorText))
 }
 
 // renderResult turns a result's content into model-visible text: text
