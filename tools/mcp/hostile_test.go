@@ -150,3 +150,26 @@ func TestServerDeathMidCallAdvises(t *testing.T) {
 	}
 	waitFor(t, "the restart", func() bool { return f.server(t, "h").Restarts > 0 && f.server(t, "h").State == StateRunning })
 }
+
+// TestDuplicateToolNamesNotRegistered: a server presenting two tools of
+// the same name (which one a call reaches is the server's choice) has
+// neither registered, both listed invalid; its other tools are.
+func TestDuplicateToolNamesNotRegistered(t *testing.T) {
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "dup", nil)}})
+	s := f.server(t, "h")
+	var xs int
+	for _, ti := range s.Tools {
+		if ti.Tool == "x" {
+			xs++
+			if ti.State != ToolInvalid || !strings.Contains(ti.Reason, "more than one tool named") {
+				t.Errorf("duplicate x listed %s (%s)", ti.State, ti.Reason)
+			}
+		}
+	}
+	if xs != 2 || toolState(s, "ok") != ToolActive {
+		t.Errorf("tools: %+v", s.Tools)
+	}
+	if _, ok := f.host.Lookup("mcp__h__x"); ok {
+		t.Error("mcp__h__x registered")
+	}
+}

@@ -697,7 +697,23 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) error {
 		}
 		defs = append(defs, newDefinition(t))
 	}
+	markDuplicates(defs)
 	return s.register(defs)
+}
+
+// markDuplicates makes invalid every definition whose name another one
+// has too: which of them a call would reach is the server's choice, not
+// the one pinned or shown.
+func markDuplicates(defs []*definition) {
+	count := make(map[string]int, len(defs))
+	for _, d := range defs {
+		count[d.name]++
+	}
+	for _, d := range defs {
+		if count[d.name] > 1 {
+			d.invalid = fmt.Sprintf("the server presents more than one tool named %q", d.name)
+		}
+	}
 }
 
 // register decides each presented tool's state and replaces the
@@ -713,10 +729,13 @@ func (s *server) register(defs []*definition) error {
 	}
 	pins, known := s.m.opts.Pins.Server(s.spec.Name)
 	if !known {
-		// First enable: pin every definition as presented.
+		// First enable: pin every valid definition as presented (one
+		// made valid later appears as new).
 		pins = make(map[string]string, len(defs))
 		for _, d := range defs {
-			pins[d.name] = d.digest
+			if d.invalid == "" {
+				pins[d.name] = d.digest
+			}
 		}
 		if err := s.m.opts.Pins.Set(s.spec.Name, pins); err != nil {
 			return fmt.Errorf("pin tool definitions: %w", err)
