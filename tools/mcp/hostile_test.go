@@ -30,6 +30,10 @@ func hostileSpec(t *testing.T, name, mode string, env map[string]string) Spec {
 	return Spec{Name: name, Command: exe, Env: e, StartupTimeout: 30 * time.Second, ToolTimeout: 10 * time.Second}
 }
 
+// evilText is server text a terminal must not interpret: an OSC title,
+// a screen clear, a bell, and 100 KiB.
+var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
+
 // runHostile serves MCP over stdin/stdout, line by line, answering
 // initialize and tools/list, and misbehaving as mode says:
 //
@@ -39,6 +43,8 @@ func hostileSpec(t *testing.T, name, mode string, env map[string]string) Spec {
 //	deaf     stops reading stdin at the first tools/call
 //	die      exits at the first tools/call
 //	secret   answers a call, and writes to stderr, $SECRET_TOKEN and $HDR
+//	evil     presents a tool whose name is huge and holds terminal escapes
+//	initerr  answers initialize with a huge error holding terminal escapes
 func runHostile(mode string) {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -68,6 +74,10 @@ func runHostile(mode string) {
 		}
 		switch msg.Method {
 		case "initialize":
+			if mode == "initerr" {
+				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32000, "message": evilText}})
+				continue
+			}
 			answer(msg.ID, map[string]any{
 				"protocolVersion": "2025-06-18", "serverInfo": map[string]any{"name": "hostile", "version": "1"},
 				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
@@ -79,6 +89,9 @@ func runHostile(mode string) {
 				f.Close()
 			}
 			ts := []any{tool("ok", "fine")}
+			if mode == "evil" {
+				ts = append(ts, tool(evilText, evilText))
+			}
 			if mode == "dup" {
 				ts = append(ts, tool("x", "the first x"), tool("x", "the second x"))
 			}
@@ -172,4 +185,35 @@ func TestDuplicateToolNamesNotRegistered(t *testing.T) {
 	if _, ok := f.host.Lookup("mcp__h__x"); ok {
 		t.Error("mcp__h__x registered")
 	}
+}
+
+// TestServerTextNeutralizedInListing: a tool name and an error message
+// a server sends reach List (octet/extensions/list, --tools errors, the
+// log) bounded and without terminal controls.
+func TestServerTextNeutralizedInListing(t *testing.T) {
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "e", "evil", nil), hostileSpec(t, "i", "initerr", nil)}})
+	clean := func(what, s string) {
+		t.Helper()
+		if strings.ContainsAny(s, "\x1b\x07") || len(s) > 2*maxErrorText {
+			t.Errorf("%s is not neutralized or bounded (%d bytes): %.80q", what, len(s), s)
+		}
+	}
+	var invalid bool
+	for _, ti := range f.server(t, "e").Tools {
+		clean("tool name", ti.Name)
+		clean("server's tool name", ti.Tool)
+		invalid = invalid || ti.State == ToolInvalid
+	}
+	if !invalid {
+		t.Errorf("the evil tool is not listed invalid: %+v", f.server(t, "e").Tools)
+	}
+	i := f.server(t, "i")
+	if i.State == StateRunning || len(i.Errors) == 0 {
+		t.Fatalf("server i: %+v", i)
+	}
+	clean("reason", i.Reason)
+	for _, e := range i.Errors {
+		clean("error", e)
+	}
+	clean("log", f.log.String())
 }

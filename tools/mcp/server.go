@@ -299,7 +299,7 @@ func (s *server) supervise(ctx context.Context, up func()) {
 // down records the end of a connection (or a failed start) and tells
 // the log and OnChange.
 func (s *server) down(err error, wasUp, giveUp bool) {
-	msg := clip(s.m.opts.Redact(err.Error()), maxErrorText)
+	msg := tools.NeutralizeText(clip(s.m.opts.Redact(err.Error()), maxErrorText))
 	s.mu.Lock()
 	s.sess, s.conn = nil, nil
 	if !wasUp || giveUp { // a recycled server that did not come back
@@ -750,7 +750,7 @@ func (s *server) register(defs []*definition) error {
 		switch {
 		case d.invalid != "":
 			in.State, in.Reason = ToolInvalid, d.invalid
-		case len(full) > 64:
+		case len(full) > maxName:
 			in.State, in.Reason = ToolInvalid, "mcp__<server>__<tool> is longer than 64 characters"
 		case !ok:
 			in.State, in.Reason = ToolNew, "not pinned: it appeared after the server was first enabled; re-enable it to use it"

@@ -18,6 +18,8 @@ import (
 const (
 	// maxDescription bounds a tool's model-visible description.
 	maxDescription = 8 << 10
+	// maxName bounds a tool's name (mcp__<server>__<tool> too).
+	maxName = 64
 	// maxSchema bounds a tool's input schema.
 	maxSchema = 64 << 10
 	// maxResultText bounds the text octet assembles from one result
@@ -63,9 +65,16 @@ func newDefinition(t *sdk.Tool) *definition {
 	sum := sha256.Sum256(pinned)
 	d.digest = "sha256:" + hex.EncodeToString(sum[:])
 	if d.invalid == "" {
-		if t.Name == "" || !validToolName(t.Name) {
+		switch {
+		case t.Name == "" || !validToolName(t.Name):
 			d.invalid = "its name is not made of A-Z a-z 0-9 _ -"
+		case len(t.Name) > maxName:
+			d.invalid = "its name is longer than 64 characters"
 		}
+	}
+	if d.invalid != "" {
+		// Never called, only listed: shown bounded and visible.
+		d.name = clip(tools.NeutralizeText(clip(d.name, maxName)), maxName)
 	}
 	return d
 }
