@@ -217,3 +217,25 @@ func TestExecMCPConfiguredSecretsRedacted(t *testing.T) {
 		t.Errorf("the configured server's token reached the log or output:\n%s\n%s", r.stderr, r.stdout)
 	}
 }
+
+// TestExecMCPURLSecretRedacted: a credential in a configured server's
+// URL query (api_key=...) is not logged with the URL when the server
+// cannot be reached.
+func TestExecMCPURLSecretRedacted(t *testing.T) {
+	const secret = "querysecret0123456789"
+	x := newExecEnv(t, providertest.Text("ok"))
+	cfg := fmt.Sprintf("[mcp_servers.u]\nurl = \"http://127.0.0.1:1/mcp?api_key=%s\"\nenabled = true\nstartup_timeout_secs = 5\n", secret)
+	if err := os.WriteFile(filepath.Join(x.home, "config.toml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, x.ws, x.vars, "exec", "hi")
+	if r.code != exitOK {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stderr, "MCP server failed to start") {
+		t.Errorf("the failed start is not logged:\n%s", r.stderr)
+	}
+	if strings.Contains(r.stderr+r.stdout, secret) {
+		t.Errorf("the URL's api_key reached the log or output:\n%s", r.stderr)
+	}
+}

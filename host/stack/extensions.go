@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,7 +201,7 @@ func (x *extensions) apply(ctx context.Context, p tools.Policy) {
 func clientSecrets(client []host.MCPServer) []string {
 	var out []string
 	for _, c := range client {
-		out = append(out, serverSecrets(c.Headers, c.Env)...)
+		out = append(out, serverSecrets(c.URL, c.Headers, c.Env)...)
 	}
 	return out
 }
@@ -214,15 +215,15 @@ func configuredSecrets(cfg *config.Config) []string {
 		if !s.BearerToken.IsZero() {
 			out = append(out, s.BearerToken.Reveal())
 		}
-		out = append(out, serverSecrets(s.Headers, s.Env)...)
+		out = append(out, serverSecrets(s.URL, s.Headers, s.Env)...)
 	}
 	return out
 }
 
 // serverSecrets are one server's header values (and the credential of a
-// "Scheme credential" value on its own) and its environment values named
-// like a secret.
-func serverSecrets(headers, env map[string]string) []string {
+// "Scheme credential" value on its own), its environment values and URL
+// query values named like a secret, and its URL's password.
+func serverSecrets(rawURL string, headers, env map[string]string) []string {
 	var out []string
 	for _, v := range headers {
 		out = append(out, v)
@@ -231,12 +232,30 @@ func serverSecrets(headers, env map[string]string) []string {
 		}
 	}
 	for k, v := range env {
-		u := strings.ToUpper(k)
-		if strings.Contains(u, "TOKEN") || strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "PASSWORD") {
+		if secretName(k) {
 			out = append(out, v)
 		}
 	}
+	if u, err := url.Parse(rawURL); err == nil && rawURL != "" {
+		if p, ok := u.User.Password(); ok {
+			out = append(out, p, url.QueryEscape(p))
+		}
+		for k, vs := range u.Query() {
+			if secretName(k) {
+				for _, v := range vs {
+					out = append(out, v, url.QueryEscape(v))
+				}
+			}
+		}
+	}
 	return out
+}
+
+// secretName reports whether a variable or parameter is named like a
+// secret (…TOKEN, …KEY, …SECRET, …PASSWORD, any case).
+func secretName(name string) bool {
+	u := strings.ToUpper(name)
+	return strings.Contains(u, "TOKEN") || strings.Contains(u, "KEY") || strings.Contains(u, "SECRET") || strings.Contains(u, "PASSWORD")
 }
 
 // List implements host.Extensions.
