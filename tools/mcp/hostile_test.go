@@ -4,9 +4,12 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -236,4 +239,33 @@ func TestServerTextNeutralizedInListing(t *testing.T) {
 		clean("error", e)
 	}
 	clean("log", f.log.String())
+}
+
+// TestHTTPResponseBodyBounded: a streamable HTTP server answering with
+// an endless application/json body fails the read at the frame bound
+// (as a stdio line does), instead of octet buffering all of it.
+func TestHTTPResponseBodyBounded(t *testing.T) {
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			http.Error(w, "no", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		chunk := []byte(strings.Repeat(" ", 64<<10))
+		// At most 64 MiB: the unbounded reader would buffer it all.
+		for written.Load() < 64<<20 {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	f := start(t, Options{Servers: []Spec{{Name: "u", URL: srv.URL, StartupTimeout: 20 * time.Second, ToolTimeout: time.Second}}})
+	s := f.server(t, "u")
+	if s.State == StateRunning || !strings.Contains(s.Reason, "larger than") {
+		t.Errorf("server answering an endless body: %s (%s); %d bytes sent", s.State, s.Reason, written.Load())
+	}
 }

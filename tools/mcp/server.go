@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -30,7 +31,8 @@ const (
 	maxErrors = 8
 	// maxErrorText bounds one error kept or logged.
 	maxErrorText = 1024
-	// maxFrameBytes bounds one JSON-RPC message from a stdio server.
+	// maxFrameBytes bounds one JSON-RPC message from a server: a stdio
+	// line, an HTTP answer, an event of an HTTP event stream.
 	maxFrameBytes = 8 << 20
 	// stableAfter is how long a connection must have lasted for its end
 	// to reset the restart backoff.
@@ -371,7 +373,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		if s.spec.BearerTokenEnv != "" && s.spec.BearerToken == "" {
 			return nil, fmt.Errorf("bearer_token_env_var %s is not set in octet's environment", s.spec.BearerTokenEnv)
 		}
-		tr = &sdk.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.httpClient(), MaxRetries: 1}
+		tr = &sdk.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.httpClient(), MaxRetries: 1, MaxEventSize: maxFrameBytes}
 	} else {
 		var err error
 		if tr, err = s.startProcess(c); err != nil {
@@ -638,8 +640,38 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if t.token != "" {
 		r.Header.Set("Authorization", "Bearer "+t.token)
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && resp.Body != nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		// The SDK reads a JSON answer (or an error body) whole: bound
+		// it as a stdio line is (an event stream is bounded per event).
+		resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxFrameBytes}
+	}
+	return resp, err
 }
+
+// boundedBody fails a read once more than its bound has been read.
+type boundedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *boundedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, errBodyTooLarge
+	}
+	return n, err
+}
+
+// errBodyTooLarge says an HTTP server's answer exceeded maxFrameBytes.
+var errBodyTooLarge = fmt.Errorf("the server's HTTP response is larger than %d MiB", maxFrameBytes>>20)
 
 // announceRelist re-reads the tool list after the server announced a
 // change, on a goroutine of its own. Announcements made while one
