@@ -45,6 +45,9 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 //	         and appends a line to $HOSTILE_LOG at every tools/list
 //	deaf     stops reading stdin at the first tools/call
 //	die      exits at the first tools/call
+//	notjson  answers a tools/call with a line that is not JSON
+//	badresult answers a tools/call with a result the client cannot decode
+//	hugeframe answers a tools/call with a 9 MiB line
 //	secret   answers a call, and writes to stderr, $SECRET_TOKEN and $HDR
 //	evil     presents a tool whose name is huge and holds terminal escapes
 //	initerr  answers initialize with a huge error holding terminal escapes
@@ -130,6 +133,13 @@ func runHostile(mode string) {
 					}
 				}
 				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Join(got, "\n")}}})
+			case "notjson":
+				out.WriteString("not json\n")
+				out.Flush()
+			case "badresult":
+				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "image", "mimeType": "image/png", "data": "!!notbase64"}}})
+			case "hugeframe":
+				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("z", 9<<20)}}})
 			case "die":
 				os.Exit(3)
 			case "secret":
@@ -170,21 +180,28 @@ func TestToolListChangedFloodCoalesced(t *testing.T) {
 	}
 }
 
-// TestServerDeathMidCallAdvises: a server that exits during a call is a
-// tool error saying so, that the call's effect is unknown, and what
-// octet does about it; the server is restarted.
+// TestServerDeathMidCallAdvises: a server that exits during a call, or
+// breaks the protocol in its answer, is a tool error saying so, that the
+// call's effect is unknown, and what octet does about it; a server whose
+// connection ended is restarted.
 func TestServerDeathMidCallAdvises(t *testing.T) {
-	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "die", nil)}, Backoff: 10 * time.Millisecond})
-	res, _ := f.call(t, "mcp__h__ok", `{}`)
-	if !res.IsError {
-		t.Fatalf("call of a dying server: %+v", res)
+	for _, mode := range []string{"die", "notjson", "badresult", "hugeframe"} {
+		t.Run(mode, func(t *testing.T) {
+			f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", mode, nil)}, Backoff: 10 * time.Millisecond})
+			res, _ := f.call(t, "mcp__h__ok", `{}`)
+			if !res.IsError {
+				t.Fatalf("call: %+v", res)
+			}
+			for _, want := range []string{`MCP server "h"`, "no valid answer", "unknown", "restarts", "log"} {
+				if !strings.Contains(res.Text, want) {
+					t.Errorf("result lacks %q: %s", want, res.Text)
+				}
+			}
+			if mode != "badresult" {
+				waitFor(t, "the restart", func() bool { return f.server(t, "h").Restarts > 0 && f.server(t, "h").State == StateRunning })
+			}
+		})
 	}
-	for _, want := range []string{`MCP server "h"`, "ended during the call", "unknown", "restarts", "log"} {
-		if !strings.Contains(res.Text, want) {
-			t.Errorf("result lacks %q: %s", want, res.Text)
-		}
-	}
-	waitFor(t, "the restart", func() bool { return f.server(t, "h").Restarts > 0 && f.server(t, "h").State == StateRunning })
 }
 
 // TestDuplicateToolNamesNotRegistered: a server presenting two tools of

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -167,8 +166,11 @@ func (t *Tool) callFailure(ctx, cctx context.Context, cs *sdk.ClientSession, err
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		t.srv.recycle(cs, fmt.Sprintf("a call of %s did not answer within tool_timeout_secs (%d s)", t.def.name, int(sp.ToolTimeout.Seconds())))
 		return fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
-	case errors.Is(err, io.EOF) || errors.Is(err, sdk.ErrConnectionClosed):
-		return fmt.Sprintf("The connection to MCP server %q ended during the call of %s (%s): the server exited or closed it. Whether the call took effect is unknown: check before repeating it. octet restarts the server; what it wrote to stderr is in octet's log.",
+	case transportFailure(err):
+		// The server exited, closed the connection, or broke the
+		// protocol (a line that is not JSON, a result that does not
+		// decode): it may have acted all the same.
+		return fmt.Sprintf("MCP server %q gave no valid answer to the call of %s (%s): it exited, closed the connection or broke the protocol. Whether the call took effect is unknown: check before repeating it. octet restarts a server whose connection ended; what it wrote to stderr is in octet's log.",
 			sp.Name, t.name, clip(err.Error(), maxErrorText))
 	}
 	return fmt.Sprintf("MCP server %q failed the call: %s", sp.Name, clip(err.Error(), maxErrorText))
