@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/octet-agent/octet/tools"
 )
 
 // hostileEnv makes the test binary a raw JSON-RPC MCP server (no SDK)
@@ -38,11 +40,11 @@ func hostileSpec(t *testing.T, name, mode string, env map[string]string) Spec {
 var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 
 // runHostile serves MCP over stdin/stdout, line by line, answering
-// initialize and tools/list, and misbehaving as mode says:
+// initialize and tools/list (appending "list" to $HOSTILE_LOG, when set,
+// and "call" at every tools/call), and misbehaving as mode says:
 //
 //	dup      presents two different tools both named "x"
-//	flood    sends 2000 tools/list_changed notifications at a tools/call,
-//	         and appends a line to $HOSTILE_LOG at every tools/list
+//	flood    sends 2000 tools/list_changed notifications at a tools/call
 //	deaf     stops reading stdin at the first tools/call
 //	die      exits at the first tools/call
 //	notjson  answers a tools/call with a line that is not JSON
@@ -105,6 +107,11 @@ func runHostile(mode string) {
 		case "ping":
 			answer(msg.ID, map[string]any{})
 		case "tools/call":
+			if p := os.Getenv("HOSTILE_LOG"); p != "" {
+				f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+				fmt.Fprintln(f, "call")
+				f.Close()
+			}
 			switch mode {
 			case "deaf":
 				time.Sleep(time.Hour)
@@ -168,7 +175,7 @@ func TestToolListChangedFloodCoalesced(t *testing.T) {
 	}
 	lists := func() int {
 		b, _ := os.ReadFile(lg)
-		return strings.Count(string(b), "\n")
+		return strings.Count(string(b), "list\n")
 	}
 	// Wait until no tools/list arrived for a while.
 	for n := -1; n != lists(); {
@@ -284,5 +291,45 @@ func TestHTTPResponseBodyBounded(t *testing.T) {
 	s := f.server(t, "u")
 	if s.State == StateRunning || !strings.Contains(s.Reason, "larger than") {
 		t.Errorf("server answering an endless body: %s (%s); %d bytes sent", s.State, s.Reason, written.Load())
+	}
+}
+
+// TestStopDuringCallReturnsPromptly: holding the servers (the session's
+// policy tightened) or closing the manager while a call waits on a
+// server that does not answer stops the server at once and ends the
+// call with a tool error saying its effect is unknown; neither waits
+// for the call's tool_timeout_secs.
+func TestStopDuringCallReturnsPromptly(t *testing.T) {
+	for _, how := range []string{"hold", "close"} {
+		t.Run(how, func(t *testing.T) {
+			lg := filepath.Join(t.TempDir(), "log")
+			sp := hostileSpec(t, "h", "deaf", map[string]string{"HOSTILE_LOG": lg})
+			sp.ToolTimeout = time.Minute
+			f := start(t, Options{Servers: []Spec{sp}})
+			done := make(chan tools.Result, 1)
+			go func() { res, _ := f.call(t, "mcp__h__ok", `{}`); done <- res }()
+			waitFor(t, "the call to reach the server", func() bool {
+				b, _ := os.ReadFile(lg)
+				return strings.Contains(string(b), "call")
+			})
+			stopped := make(chan struct{})
+			go func() {
+				if how == "hold" {
+					f.m.Hold("policy tightened")
+				} else {
+					f.m.Close()
+				}
+				close(stopped)
+			}()
+			select {
+			case <-stopped:
+			case <-time.After(15 * time.Second):
+				t.Fatalf("%s waits for the call (tool_timeout_secs 60)", how)
+			}
+			res := <-done
+			if !res.IsError || !strings.Contains(res.Text, "stopped during the call") || !strings.Contains(res.Text, "unknown") {
+				t.Errorf("call ended by %s: %+v", how, res)
+			}
+		})
 	}
 }

@@ -102,6 +102,21 @@ func (s *server) info() ServerInfo {
 	}
 }
 
+// callContext is ctx, also cancelled when the connection whose session
+// is cs closes (held, stopped or recycled). stop releases it.
+func (s *server) callContext(ctx context.Context, cs *sdk.ClientSession) (cctx context.Context, stop func()) {
+	s.mu.Lock()
+	c := s.conn
+	s.mu.Unlock()
+	cctx, cancel := context.WithCancel(ctx)
+	if c == nil || c.cs != cs {
+		cancel() // closed since cs was current
+		return cctx, cancel
+	}
+	unhook := context.AfterFunc(c.calls, cancel)
+	return cctx, func() { unhook(); cancel() }
+}
+
 // current returns the live session, or why there is none.
 func (s *server) current() (*sdk.ClientSession, string) {
 	s.mu.Lock()
@@ -359,6 +374,11 @@ type conn struct {
 	cleanup func()
 	// stop ends wait with its reason (server.recycle).
 	stop chan string
+	// calls ends when the connection is closed: the calls on it are
+	// cancelled then, since the SDK's Close waits for every call in
+	// flight (up to its tool_timeout_secs) before it closes anything.
+	calls     context.Context
+	stopCalls context.CancelFunc
 }
 
 // connect starts the server (a stdio server's process under its guard),
@@ -368,6 +388,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	sctx, cancel := context.WithTimeout(ctx, s.spec.StartupTimeout)
 	defer cancel()
 	c := &conn{stop: make(chan string, 1)}
+	c.calls, c.stopCalls = context.WithCancel(context.Background())
 	var tr sdk.Transport
 	if s.transport == "http" {
 		if s.spec.BearerTokenEnv != "" && s.spec.BearerToken == "" {
@@ -601,8 +622,10 @@ func transportFailure(err error) bool {
 	return !answered
 }
 
-// close ends the session and stops a stdio server's whole process tree.
+// close cancels the calls in flight, ends the session and stops a stdio
+// server's whole process tree.
 func (c *conn) close() {
+	c.stopCalls()
 	if c.cs != nil {
 		c.cs.Close()
 	}

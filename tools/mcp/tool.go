@@ -145,24 +145,29 @@ func (t *Tool) Execute(ctx context.Context, inv tools.Invocation) (tools.Result,
 			"MCP server %q is not running (%s). octet restarts it automatically; try the call again later, or continue without it.",
 			sp.Name, clip(why, maxErrorText))}, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, sp.ToolTimeout)
+	live, stop := t.srv.callContext(ctx, cs)
+	defer stop()
+	cctx, cancel := context.WithTimeout(live, sp.ToolTimeout)
 	defer cancel()
 	res, err := cs.CallTool(cctx, &sdk.CallToolParams{Name: t.def.name, Arguments: json.RawMessage(inv.Arguments)})
 	if err != nil {
-		msg := t.callFailure(ctx, cctx, cs, err)
+		msg := t.callFailure(ctx, live, cctx, cs, err)
 		return tools.Result{IsError: true, Details: details, Text: tools.NeutralizeText(msg)}, nil
 	}
 	return tools.Result{Text: tools.NeutralizeText(renderResult(res)), IsError: res.IsError, Details: details}, nil
 }
 
 // callFailure says why a call on cs failed with err, and what to do:
-// ctx is the call's, cctx the same bounded by tool_timeout_secs. A call
-// that timed out recycles the server.
-func (t *Tool) callFailure(ctx, cctx context.Context, cs *sdk.ClientSession, err error) string {
+// ctx is the call's, live the same ended when the connection closed,
+// cctx that bounded by tool_timeout_secs. A call that timed out recycles
+// the server.
+func (t *Tool) callFailure(ctx, live, cctx context.Context, cs *sdk.ClientSession, err error) string {
 	sp := t.srv.spec
 	switch {
 	case ctx.Err() != nil:
 		return "The call was cancelled."
+	case live.Err() != nil:
+		return fmt.Sprintf("MCP server %q was stopped during the call of %s (its session's policy changed, the server restarted or octet is closing). Whether the call took effect is unknown: check before repeating it.", sp.Name, t.name)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		t.srv.recycle(cs, fmt.Sprintf("a call of %s did not answer within tool_timeout_secs (%d s)", t.def.name, int(sp.ToolTimeout.Seconds())))
 		return fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
