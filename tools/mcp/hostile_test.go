@@ -46,6 +46,8 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 //	dup      presents two different tools both named "x"
 //	flood    sends 2000 tools/list_changed notifications at a tools/call
 //	deaf     stops reading stdin at the first tools/call
+//	hanglist announces a tool list change at a tools/call and never
+//	         answers a tools/list after the first
 //	die      exits at the first tools/call
 //	notjson  answers a tools/call with a line that is not JSON
 //	badresult answers a tools/call with a result the client cannot decode
@@ -68,6 +70,7 @@ func runHostile(mode string) {
 	tool := func(name, desc string) map[string]any {
 		return map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}}
 	}
+	lists := 0
 	for {
 		line, err := in.ReadBytes('\n')
 		if err != nil {
@@ -95,6 +98,10 @@ func runHostile(mode string) {
 				f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 				fmt.Fprintln(f, "list")
 				f.Close()
+			}
+			lists++
+			if mode == "hanglist" && lists > 1 {
+				continue // never answered
 			}
 			ts := []any{tool("ok", "fine")}
 			if mode == "evil" {
@@ -147,6 +154,9 @@ func runHostile(mode string) {
 				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "image", "mimeType": "image/png", "data": "!!notbase64"}}})
 			case "hugeframe":
 				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": strings.Repeat("z", 9<<20)}}})
+			case "hanglist":
+				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "done"}}})
 			case "die":
 				os.Exit(3)
 			case "secret":
@@ -331,5 +341,29 @@ func TestStopDuringCallReturnsPromptly(t *testing.T) {
 				t.Errorf("call ended by %s: %+v", how, res)
 			}
 		})
+	}
+}
+
+// TestHoldDuringRelistReturnsPromptly: holding the servers while a
+// re-read of a server's tool list waits for an answer stops it at once,
+// not after startup_timeout_secs.
+func TestHoldDuringRelistReturnsPromptly(t *testing.T) {
+	lg := filepath.Join(t.TempDir(), "log")
+	sp := hostileSpec(t, "h", "hanglist", map[string]string{"HOSTILE_LOG": lg})
+	sp.StartupTimeout = time.Minute
+	f := start(t, Options{Servers: []Spec{sp}})
+	if res, _ := f.call(t, "mcp__h__ok", `{}`); res.IsError {
+		t.Fatalf("call: %+v", res)
+	}
+	waitFor(t, "the second tools/list", func() bool {
+		b, _ := os.ReadFile(lg)
+		return strings.Count(string(b), "list\n") >= 2
+	})
+	held := make(chan struct{})
+	go func() { f.m.Hold("policy tightened"); close(held) }()
+	select {
+	case <-held:
+	case <-time.After(15 * time.Second):
+		t.Fatal("Hold waits for the unanswered tools/list (startup_timeout_secs 60)")
 	}
 }

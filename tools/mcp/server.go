@@ -722,15 +722,21 @@ func (s *server) announceRelist() {
 	}()
 }
 
-// relist re-reads the tool list after the server announced a change.
+// relist re-reads the tool list after the server announced a change,
+// until the connection closes (its Close waits for the request).
 func (s *server) relist() {
 	cs, _ := s.current()
 	if cs == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(s.m.ctx, s.spec.StartupTimeout)
+	live, stop := s.callContext(s.m.ctx, cs)
+	defer stop()
+	ctx, cancel := context.WithTimeout(live, s.spec.StartupTimeout)
 	defer cancel()
 	if err := s.list(ctx, cs); err != nil {
+		if live.Err() != nil {
+			return // the connection closed: nothing to list
+		}
 		s.m.log.Warn("MCP server tool list failed", "server", s.spec.Name, "reason", clip(s.m.opts.Redact(err.Error()), maxErrorText))
 		return
 	}
