@@ -367,3 +367,15 @@ func TestHoldDuringRelistReturnsPromptly(t *testing.T) {
 		t.Fatal("Hold waits for the unanswered tools/list (startup_timeout_secs 60)")
 	}
 }
+
+// TestBearerTokenEnvUnsetSaysWhatToDo: an HTTP server whose token
+// variable is not set fails to start saying how to set it.
+func TestBearerTokenEnvUnsetSaysWhatToDo(t *testing.T) {
+	f := start(t, Options{Servers: []Spec{{Name: "u", URL: "http://127.0.0.1:1/mcp", BearerTokenEnv: "OCTET_TEST_UNSET_TOKEN", StartupTimeout: time.Second, ToolTimeout: time.Second}}})
+	s := f.server(t, "u")
+	for _, want := range []string{"OCTET_TEST_UNSET_TOKEN is not set", "export OCTET_TEST_UNSET_TOKEN=", "remove bearer_token_env_var from [mcp_servers.u]"} {
+		if !strings.Contains(s.Reason, want) {
+			t.Errorf("reason lacks %q: %s", want, s.Reason)
+		}
+	}
+}

@@ -392,7 +392,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	var tr sdk.Transport
 	if s.transport == "http" {
 		if s.spec.BearerTokenEnv != "" && s.spec.BearerToken == "" {
-			return nil, fmt.Errorf("bearer_token_env_var %s is not set in octet's environment", s.spec.BearerTokenEnv)
+			return nil, fmt.Errorf("bearer_token_env_var %s is not set in octet's environment: set it (export %s=...) before starting octet, or remove bearer_token_env_var from [mcp_servers.%s]", s.spec.BearerTokenEnv, s.spec.BearerTokenEnv, s.spec.Name)
 		}
 		tr = &sdk.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.httpClient(), MaxRetries: 1, MaxEventSize: maxFrameBytes}
 	} else {
