@@ -48,6 +48,7 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 //	deaf     stops reading stdin at the first tools/call
 //	hanglist announces a tool list change at a tools/call and never
 //	         answers a tools/list after the first
+//	banner   writes a line that is not JSON to stdout when it starts
 //	die      exits at the first tools/call
 //	notjson  answers a tools/call with a line that is not JSON
 //	badresult answers a tools/call with a result the client cannot decode
@@ -69,6 +70,11 @@ func runHostile(mode string) {
 	}
 	tool := func(name, desc string) map[string]any {
 		return map[string]any{"name": name, "description": desc, "inputSchema": map[string]any{"type": "object"}}
+	}
+	if mode == "banner" {
+		// Like a server that logs to stdout.
+		out.WriteString("Starting server v1.2...\n")
+		out.Flush()
 	}
 	lists := 0
 	for {
@@ -377,5 +383,16 @@ func TestBearerTokenEnvUnsetSaysWhatToDo(t *testing.T) {
 		if !strings.Contains(s.Reason, want) {
 			t.Errorf("reason lacks %q: %s", want, s.Reason)
 		}
+	}
+}
+
+// TestStdoutBannerSaysWhatToDo: a server that writes something other
+// than JSON-RPC to stdout (a log line) fails to start saying that
+// stdout is the protocol's and logs belong on stderr.
+func TestStdoutBannerSaysWhatToDo(t *testing.T) {
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "banner", nil)}, Backoff: time.Hour})
+	s := f.server(t, "h")
+	if s.State == StateRunning || !strings.Contains(s.Reason, "not JSON-RPC") || !strings.Contains(s.Reason, "stderr") {
+		t.Errorf("server writing a banner: %s: %s", s.State, s.Reason)
 	}
 }

@@ -370,6 +370,7 @@ type conn struct {
 	cs     *sdk.ClientSession
 	p      *proc.Process
 	stderr *stderrLog
+	stdout *stdoutCheck // a stdio server's stdout
 	// cleanup removes a sandboxed server's private temporary directory.
 	cleanup func()
 	// stop ends wait with its reason (server.recycle).
@@ -439,6 +440,7 @@ func (s *server) startError(c *conn, err error, ctx context.Context) error {
 		default:
 		}
 	}
+	err = c.withStdoutHint(err)
 	if c.stderr != nil {
 		if tail := c.stderr.tail(); tail != "" {
 			err = fmt.Errorf("%w; its stderr ended with: %s", err, tail)
@@ -497,7 +499,8 @@ func (s *server) startProcess(c *conn) (sdk.Transport, error) {
 	c.p = p
 	c.stderr = newStderrLog(s.m.log, s.spec.Name, s.m.opts.Redact)
 	go c.stderr.drain(errR)
-	return &sdk.IOTransport{Reader: outR, Writer: inW, MaxLineLength: maxFrameBytes}, nil
+	c.stdout = newStdoutCheck(outR)
+	return &sdk.IOTransport{Reader: c.stdout, Writer: inW, MaxLineLength: maxFrameBytes}, nil
 }
 
 // sandbox is the sandbox Spec of a stdio server whose configuration asks
@@ -598,7 +601,7 @@ func (c *conn) wait(ctx context.Context, every time.Duration) error {
 			if err == nil {
 				err = errors.New("connection closed")
 			}
-			return fmt.Errorf("connection to the server closed: %w", err)
+			return c.withStdoutHint(fmt.Errorf("connection to the server closed: %w", err))
 		case <-exited:
 			st, _ := c.p.Wait()
 			return fmt.Errorf("the server process ended (%s)", st)
@@ -620,6 +623,18 @@ func (c *conn) wait(ctx context.Context, every time.Duration) error {
 func transportFailure(err error) bool {
 	_, answered := errors.AsType[*jsonrpc.Error](err)
 	return !answered
+}
+
+// withStdoutHint adds to err what to do about a stray stdout line, if
+// the server wrote one.
+func (c *conn) withStdoutHint(err error) error {
+	if c.stdout == nil {
+		return err
+	}
+	if h := c.stdout.hint(); h != "" {
+		return fmt.Errorf("%w; %s", err, h)
+	}
+	return err
 }
 
 // close cancels the calls in flight, ends the session and stops a stdio
