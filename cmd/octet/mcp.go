@@ -56,11 +56,16 @@ func mcpUnpin(_ context.Context, args []string, e env) error {
 }
 
 // listMCP prints each configured server, whether it would start in this
-// directory with no flags and why not, and how many tools are pinned.
+// directory with no flags and why not, and how many tools are pinned (or
+// why the pins cannot be read).
 func listMCP(cfg *config.Config, pins *mcp.PinStore, w io.Writer) {
 	if len(cfg.MCPServers) == 0 {
 		fmt.Fprintln(w, "no MCP servers configured ([mcp_servers.NAME] in config.toml)")
 		return
+	}
+	pinErr := pins.Check()
+	if pinErr != nil {
+		fmt.Fprintf(w, "every MCP tool is withheld: %s\n", visible(pinErr.Error()))
 	}
 	for i := range cfg.MCPServers {
 		s := &cfg.MCPServers[i]
@@ -73,7 +78,9 @@ func listMCP(cfg *config.Config, pins *mcp.PinStore, w io.Writer) {
 			state = "not started: " + why
 		}
 		pinned := "never enabled: not pinned yet"
-		if p, ok := pins.Server(s.Name); ok {
+		if p, ok := pins.Server(s.Name); pinErr != nil {
+			pinned = "pins unreadable (above)"
+		} else if ok {
 			pinned = fmt.Sprintf("%d tool definitions pinned", len(p))
 		}
 		fmt.Fprintf(w, "%s\t%s\n\t%s\n\t%s\n", s.Name, visible(transport), visible(state), pinned)

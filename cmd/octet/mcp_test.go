@@ -239,3 +239,20 @@ func TestExecMCPURLSecretRedacted(t *testing.T) {
 		t.Errorf("the URL's api_key reached the log or output:\n%s", r.stderr)
 	}
 }
+
+// TestMCPListUnreadablePins: octet mcp list says when the pins file
+// cannot be read (every tool is withheld) and what to do, rather than
+// counting no pins.
+func TestMCPListUnreadablePins(t *testing.T) {
+	x, _ := mcpExecEnv(t, true, "", providertest.Text("ok"))
+	if err := os.MkdirAll(filepath.Join(x.home, "mcp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(x.home, "mcp", "pins.json"), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, x.ws, x.vars, "mcp", "list")
+	if r.code != exitOK || !strings.Contains(r.stdout, "every MCP tool is withheld") || !strings.Contains(r.stdout, "remove the file") || strings.Contains(r.stdout, "0 tool definitions pinned") {
+		t.Errorf("mcp list with unreadable pins: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+}

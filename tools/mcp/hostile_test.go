@@ -396,3 +396,24 @@ func TestStdoutBannerSaysWhatToDo(t *testing.T) {
 		t.Errorf("server writing a banner: %s: %s", s.State, s.Reason)
 	}
 }
+
+// TestUnreadablePinsSaysWhy: with a pins file that cannot be read every
+// tool is withheld, listed with that reason and what to do, not as a
+// tool that appeared after the server was first enabled.
+func TestUnreadablePinsSaysWhy(t *testing.T) {
+	home := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(home, "mcp"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, PinsFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "plain", nil)}, Pins: OpenPins(home)})
+	s := f.server(t, "h")
+	if len(s.Tools) != 1 || s.Tools[0].State != ToolNew || !strings.Contains(s.Tools[0].Reason, "read MCP pins") || !strings.Contains(s.Tools[0].Reason, "remove the file") {
+		t.Errorf("tools with unreadable pins: %+v", s.Tools)
+	}
+	if !strings.Contains(f.log.String(), "the pins cannot be read") {
+		t.Errorf("log:\n%s", f.log.String())
+	}
+}

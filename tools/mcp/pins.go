@@ -57,6 +57,15 @@ func (p *PinStore) Server(server string) (map[string]string, bool) {
 	return maps.Clone(pins), ok
 }
 
+// Check returns why the store cannot be read (nil when it can): every
+// tool is withheld meanwhile.
+func (p *PinStore) Check() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, err := p.load()
+	return err
+}
+
 // Set replaces server's pins.
 func (p *PinStore) Set(server string, pins map[string]string) error {
 	p.mu.Lock()

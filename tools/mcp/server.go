@@ -804,6 +804,10 @@ func (s *server) register(defs []*definition) error {
 		return nil
 	}
 	pins, known := s.m.opts.Pins.Server(s.spec.Name)
+	pinErr := s.m.opts.Pins.Check()
+	if pinErr != nil {
+		s.m.log.Warn("MCP tools withheld: the pins cannot be read", "server", s.spec.Name, "reason", pinErr.Error())
+	}
 	if !known {
 		// First enable: pin every valid definition as presented (one
 		// made valid later appears as new).
@@ -828,6 +832,8 @@ func (s *server) register(defs []*definition) error {
 			in.State, in.Reason = ToolInvalid, d.invalid
 		case len(full) > maxName:
 			in.State, in.Reason = ToolInvalid, "mcp__<server>__<tool> is longer than 64 characters"
+		case !ok && pinErr != nil:
+			in.State, in.Reason = ToolNew, "withheld: "+pinErr.Error()
 		case !ok:
 			in.State, in.Reason = ToolNew, "not pinned: it appeared after the server was first enabled; re-enable it to use it"
 		case pinned != d.digest:
