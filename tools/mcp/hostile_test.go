@@ -49,6 +49,7 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 //	hanglist announces a tool list change at a tools/call and never
 //	         answers a tools/list after the first
 //	banner   writes a line that is not JSON to stdout when it starts
+//	notools  has no tools capability (resources only) and no tools/list
 //	die      exits at the first tools/call
 //	notjson  answers a tools/call with a line that is not JSON
 //	badresult answers a tools/call with a result the client cannot decode
@@ -95,11 +96,19 @@ func runHostile(mode string) {
 				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32000, "message": evilText}})
 				continue
 			}
+			caps := map[string]any{"tools": map[string]any{"listChanged": true}}
+			if mode == "notools" {
+				caps = map[string]any{"resources": map[string]any{}}
+			}
 			answer(msg.ID, map[string]any{
 				"protocolVersion": "2025-06-18", "serverInfo": map[string]any{"name": "hostile", "version": "1"},
-				"capabilities": map[string]any{"tools": map[string]any{"listChanged": true}},
+				"capabilities": caps,
 			})
 		case "tools/list":
+			if mode == "notools" {
+				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32601, "message": "Method not found"}})
+				continue
+			}
 			if p := os.Getenv("HOSTILE_LOG"); p != "" {
 				f, _ := os.OpenFile(p, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 				fmt.Fprintln(f, "list")
@@ -417,3 +426,4 @@ func TestUnreadablePinsSaysWhy(t *testing.T) {
 		t.Errorf("log:\n%s", f.log.String())
 	}
 }
+

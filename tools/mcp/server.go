@@ -102,19 +102,24 @@ func (s *server) info() ServerInfo {
 	}
 }
 
+// errStopped is why the calls of a connection octet stopped (held,
+// closed) were cancelled.
+var errStopped = errors.New("the server was stopped")
+
 // callContext is ctx, also cancelled when the connection whose session
-// is cs closes (held, stopped or recycled). stop releases it.
+// is cs closes, with the connection's end as its cause (errStopped when
+// octet stopped it). stop releases it.
 func (s *server) callContext(ctx context.Context, cs *sdk.ClientSession) (cctx context.Context, stop func()) {
 	s.mu.Lock()
 	c := s.conn
 	s.mu.Unlock()
-	cctx, cancel := context.WithCancel(ctx)
+	cctx, cancel := context.WithCancelCause(ctx)
 	if c == nil || c.cs != cs {
-		cancel() // closed since cs was current
-		return cctx, cancel
+		cancel(errStopped) // closed since cs was current
+		return cctx, func() { cancel(nil) }
 	}
-	unhook := context.AfterFunc(c.calls, cancel)
-	return cctx, func() { unhook(); cancel() }
+	unhook := context.AfterFunc(c.calls, func() { cancel(context.Cause(c.calls)) })
+	return cctx, func() { unhook(); cancel(nil) }
 }
 
 // current returns the live session, or why there is none.
@@ -284,7 +289,11 @@ func (s *server) supervise(ctx context.Context, up func()) {
 			err = c.wait(ctx, s.m.opts.PingEvery)
 		}
 		if c != nil {
-			c.close()
+			cause := err
+			if ctx.Err() != nil || cause == nil {
+				cause = errStopped
+			}
+			c.close(cause)
 		}
 		if ctx.Err() != nil {
 			s.setSession(nil)
@@ -379,7 +388,7 @@ type conn struct {
 	// cancelled then, since the SDK's Close waits for every call in
 	// flight (up to its tool_timeout_secs) before it closes anything.
 	calls     context.Context
-	stopCalls context.CancelFunc
+	stopCalls context.CancelCauseFunc
 }
 
 // connect starts the server (a stdio server's process under its guard),
@@ -389,7 +398,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 	sctx, cancel := context.WithTimeout(ctx, s.spec.StartupTimeout)
 	defer cancel()
 	c := &conn{stop: make(chan string, 1)}
-	c.calls, c.stopCalls = context.WithCancel(context.Background())
+	c.calls, c.stopCalls = context.WithCancelCause(context.Background())
 	var tr sdk.Transport
 	if s.transport == "http" {
 		if s.spec.BearerTokenEnv != "" && s.spec.BearerToken == "" {
@@ -637,10 +646,11 @@ func (c *conn) withStdoutHint(err error) error {
 	return err
 }
 
-// close cancels the calls in flight, ends the session and stops a stdio
-// server's whole process tree.
-func (c *conn) close() {
-	c.stopCalls()
+// close cancels the calls in flight (for cause: why the connection
+// ended), ends the session and stops a stdio server's whole process
+// tree.
+func (c *conn) close(cause error) {
+	c.stopCalls(cause)
 	if c.cs != nil {
 		c.cs.Close()
 	}

@@ -163,11 +163,14 @@ func (t *Tool) Execute(ctx context.Context, inv tools.Invocation) (tools.Result,
 // the server.
 func (t *Tool) callFailure(ctx, live, cctx context.Context, cs *sdk.ClientSession, err error) string {
 	sp := t.srv.spec
+	if cause := context.Cause(live); live.Err() != nil && !errors.Is(cause, errStopped) {
+		err = cause // the connection ended before the call's own error: say why
+	}
 	switch {
 	case ctx.Err() != nil:
 		return "The call was cancelled."
-	case live.Err() != nil:
-		return fmt.Sprintf("MCP server %q was stopped during the call of %s (its session's policy changed, the server restarted or octet is closing). Whether the call took effect is unknown: check before repeating it.", sp.Name, t.name)
+	case live.Err() != nil && errors.Is(context.Cause(live), errStopped):
+		return fmt.Sprintf("MCP server %q was stopped during the call of %s (its session's policy changed or octet is closing). Whether the call took effect is unknown: check before repeating it.", sp.Name, t.name)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		t.srv.recycle(cs, fmt.Sprintf("a call of %s did not answer within tool_timeout_secs (%d s)", t.def.name, int(sp.ToolTimeout.Seconds())))
 		return fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
