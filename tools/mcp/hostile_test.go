@@ -427,3 +427,12 @@ func TestUnreadablePinsSaysWhy(t *testing.T) {
 	}
 }
 
+// TestServerWithoutToolsRuns: a server that offers no tools (its
+// capabilities name none, tools/list is not a method of it) runs with
+// no tools rather than failing to start again and again.
+func TestServerWithoutToolsRuns(t *testing.T) {
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "notools", nil)}, Backoff: time.Hour})
+	if s := f.server(t, "h"); s.State != StateRunning || len(s.Tools) != 0 {
+		t.Errorf("server without tools: %+v", s)
+	}
+}

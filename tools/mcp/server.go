@@ -769,13 +769,18 @@ func (s *server) relist() {
 }
 
 // list reads the server's tools, checks them against their pins and
-// registers the admitted ones in the host.
+// registers the admitted ones in the host. A server whose capabilities
+// name no tools (one offering only resources or prompts) and that has
+// no tools/list method has none.
 func (s *server) list(ctx context.Context, cs *sdk.ClientSession) error {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
 	var defs []*definition
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
+			if !offersTools(cs) && methodNotFound(err) {
+				return s.register(nil)
+			}
 			return err
 		}
 		if len(defs) == maxTools {
@@ -800,6 +805,19 @@ func markDuplicates(defs []*definition) {
 			d.invalid = fmt.Sprintf("the server presents more than one tool named %q", d.name)
 		}
 	}
+}
+
+// offersTools reports whether the server's capabilities name tools.
+func offersTools(cs *sdk.ClientSession) bool {
+	ir := cs.InitializeResult()
+	return ir != nil && ir.Capabilities != nil && ir.Capabilities.Tools != nil
+}
+
+// methodNotFound reports whether err is the server's "method not found"
+// answer.
+func methodNotFound(err error) bool {
+	je, ok := errors.AsType[*jsonrpc.Error](err)
+	return ok && je.Code == jsonrpc.CodeMethodNotFound
 }
 
 // register decides each presented tool's state and replaces the
