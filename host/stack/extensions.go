@@ -194,10 +194,9 @@ func (x *extensions) apply(ctx context.Context, p tools.Policy) {
 	x.m.Release(ctx)
 }
 
-// clientSecrets are the values of the client-supplied servers' headers
-// and of their environment variables named like a secret (…TOKEN, …KEY,
-// …SECRET, …PASSWORD), for the redactor: a server echoing them does not
-// hand them to the model.
+// clientSecrets are the client-supplied servers' credentials (their
+// header, environment and URL query values named like one), for the
+// redactor: a server echoing them does not hand them to the model.
 func clientSecrets(client []host.MCPServer) []string {
 	var out []string
 	for _, c := range client {
@@ -220,12 +219,18 @@ func configuredSecrets(cfg *config.Config) []string {
 	return out
 }
 
-// serverSecrets are one server's header values (and the credential of a
-// "Scheme credential" value on its own), its environment values and URL
-// query values named like a secret, and its URL's password.
+// serverSecrets are one server's values named like a credential: its
+// headers' (with the credential of a "Scheme credential" value on its
+// own), its environment's and its URL query's, and its URL's password.
+// Other values are not: the redactor rewrites every tool's output, and
+// an Accept: application/json header would rewrite every file that says
+// application/json.
 func serverSecrets(rawURL string, headers, env map[string]string) []string {
 	var out []string
-	for _, v := range headers {
+	for k, v := range headers {
+		if !secretHeader(k) {
+			continue
+		}
 		out = append(out, v)
 		if _, cred, ok := strings.Cut(strings.TrimSpace(v), " "); ok {
 			out = append(out, strings.TrimSpace(cred))
@@ -249,6 +254,14 @@ func serverSecrets(rawURL string, headers, env map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// secretHeader reports whether an HTTP header carries a credential
+// (Authorization, Proxy-Authorization, Cookie, X-Auth-…, or named like a
+// secret).
+func secretHeader(name string) bool {
+	l := strings.ToLower(name)
+	return strings.Contains(l, "auth") || strings.Contains(l, "cookie") || secretName(name)
 }
 
 // secretName reports whether a variable or parameter is named like a

@@ -111,3 +111,17 @@ func (h levelRecorder) Handle(_ context.Context, r slog.Record) error {
 }
 func (h levelRecorder) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h levelRecorder) WithGroup(string) slog.Handler      { return h }
+
+// TestServerSecretsOnlySecretHeaders: only headers named like a
+// credential are redacted: the redactor rewrites every tool's output,
+// so an Accept: application/json header must not turn a file's
+// "application/json" into [REDACTED] in what the model reads.
+func TestServerSecretsOnlySecretHeaders(t *testing.T) {
+	got := serverSecrets("", map[string]string{
+		"Accept": "application/json", "User-Agent": "my-agent/1.0.0", "X-Api-Key": "k0123456789", "Cookie": "sid=0123456789", "Proxy-Authorization": "Basic dXNlcjpwYXNz",
+	}, nil)
+	slices.Sort(got)
+	if want := []string{"Basic dXNlcjpwYXNz", "dXNlcjpwYXNz", "k0123456789", "sid=0123456789"}; !slices.Equal(got, want) {
+		t.Fatalf("serverSecrets = %q, want %q", got, want)
+	}
+}
