@@ -81,7 +81,7 @@ func clientSpecs(cfg *config.Config, client []host.MCPServer, log *slog.Logger) 
 		}
 		out = append(out, mcp.Spec{
 			Name: c.Name, Command: c.Command, Args: c.Args, Env: c.Env,
-			URL: c.URL, Headers: c.Headers, Blocked: blocked,
+			URL: c.URL, Headers: c.Headers, Blocked: blocked, FromClient: true,
 			StartupTimeout: config.DefaultMCPStartupTimeout, ToolTimeout: config.DefaultMCPToolTimeout,
 		})
 	}

@@ -50,6 +50,7 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 //	         answers a tools/list after the first
 //	banner   writes a line that is not JSON to stdout when it starts
 //	notools  has no tools capability (resources only) and no tools/list
+//	mute     never answers initialize
 //	die      exits at the first tools/call
 //	notjson  answers a tools/call with a line that is not JSON
 //	badresult answers a tools/call with a result the client cannot decode
@@ -92,6 +93,9 @@ func runHostile(mode string) {
 		}
 		switch msg.Method {
 		case "initialize":
+			if mode == "mute" {
+				continue // never answered
+			}
 			if mode == "initerr" {
 				send(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{"code": -32000, "message": evilText}})
 				continue
@@ -434,5 +438,24 @@ func TestServerWithoutToolsRuns(t *testing.T) {
 	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "notools", nil)}, Backoff: time.Hour})
 	if s := f.server(t, "h"); s.State != StateRunning || len(s.Tools) != 0 {
 		t.Errorf("server without tools: %+v", s)
+	}
+}
+
+// TestStartupTimeoutSaysWhatToDo: a server that does not answer
+// initialize within startup_timeout_secs fails saying which setting to
+// raise, and where.
+func TestStartupTimeoutSaysWhatToDo(t *testing.T) {
+	sp := hostileSpec(t, "h", "mute", nil)
+	sp.StartupTimeout = time.Second
+	f := start(t, Options{Servers: []Spec{sp}, Backoff: time.Hour})
+	s := f.server(t, "h")
+	if s.State == StateRunning || !strings.Contains(s.Reason, "startup_timeout_secs 1 exceeded") || !strings.Contains(s.Reason, "raise startup_timeout_secs in [mcp_servers.h]") {
+		t.Errorf("mute server: %s: %s", s.State, s.Reason)
+	}
+	// A client's server has no table to raise it in.
+	sp.Name, sp.FromClient = "c", true
+	f = start(t, Options{Servers: []Spec{sp}, Backoff: time.Hour})
+	if s := f.server(t, "c"); !strings.Contains(s.Reason, "startup_timeout_secs 1 exceeded") || strings.Contains(s.Reason, "mcp_servers") {
+		t.Errorf("client's mute server: %s: %s", s.State, s.Reason)
 	}
 }

@@ -73,6 +73,9 @@ type Spec struct {
 	Offered func(tool string) bool
 	// Blocked says why the server must not start ("" starts it).
 	Blocked string
+	// FromClient: a client handed the server in (ACP mcpServers); no
+	// [mcp_servers.NAME] table configures it.
+	FromClient bool
 	// Sandbox is the OS sandbox a stdio server runs in ("" or none: its
 	// user's own access); SandboxPaths widen it as they widen bash's.
 	Sandbox      tools.SandboxProfile

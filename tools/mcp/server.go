@@ -439,7 +439,11 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 // failed start.
 func (s *server) startError(c *conn, err error, ctx context.Context) error {
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("%w (startup_timeout_secs %d exceeded)", err, int(s.spec.StartupTimeout.Seconds()))
+		advice := fmt.Sprintf(": if the server is only slow to start, raise startup_timeout_secs in [mcp_servers.%s]", s.spec.Name)
+		if s.spec.FromClient {
+			advice = "" // the client's server: no table to raise it in
+		}
+		err = fmt.Errorf("%w (startup_timeout_secs %d exceeded%s)", err, int(s.spec.StartupTimeout.Seconds()), advice)
 	}
 	if c.p != nil {
 		select {
