@@ -796,16 +796,19 @@ func (s *server) list(ctx context.Context, cs *sdk.ClientSession) error {
 	return s.register(defs)
 }
 
-// markDuplicates makes invalid every definition whose name another one
-// has too: which of them a call would reach is the server's choice, not
-// the one pinned or shown.
+// markDuplicates makes invalid every valid definition whose name
+// another one has too: which of them a call would reach is the server's
+// choice, not the one pinned or shown. (An invalid one keeps its reason;
+// its name is only a shown form.)
 func markDuplicates(defs []*definition) {
 	count := make(map[string]int, len(defs))
 	for _, d := range defs {
-		count[d.name]++
+		if d.invalid == "" {
+			count[d.name]++
+		}
 	}
 	for _, d := range defs {
-		if count[d.name] > 1 {
+		if d.invalid == "" && count[d.name] > 1 {
 			d.invalid = fmt.Sprintf("the server presents more than one tool named %q", d.name)
 		}
 	}
