@@ -2,6 +2,7 @@ package mcp
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -457,5 +458,25 @@ func TestStartupTimeoutSaysWhatToDo(t *testing.T) {
 	f = start(t, Options{Servers: []Spec{sp}, Backoff: time.Hour})
 	if s := f.server(t, "c"); !strings.Contains(s.Reason, "startup_timeout_secs 1 exceeded") || strings.Contains(s.Reason, "mcp_servers") {
 		t.Errorf("client's mute server: %s: %s", s.State, s.Reason)
+	}
+}
+
+// TestUnansweredCallSaysEffectUnknown: a call that timed out, or was
+// cancelled, after it reached the server may have acted: the tool error
+// says so, so the model checks before repeating it.
+func TestUnansweredCallSaysEffectUnknown(t *testing.T) {
+	sp := hostileSpec(t, "h", "deaf", nil)
+	sp.ToolTimeout = time.Second
+	f := start(t, Options{Servers: []Spec{sp}, Backoff: 10 * time.Millisecond})
+	res, _ := f.call(t, "mcp__h__ok", `{}`)
+	if !res.IsError || !strings.Contains(res.Text, "tool_timeout_secs") || !strings.Contains(res.Text, "unknown") {
+		t.Errorf("timed-out call: %+v", res)
+	}
+	waitFor(t, "the restart", func() bool { return f.server(t, "h").State == StateRunning })
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	res, _ = f.broker.Dispatch(ctx, f.host, tools.DispatchRequest{RunID: "r", CallID: "c2", Tool: "mcp__h__ok", Arguments: json.RawMessage(`{}`)}, tools.DispatchObserver{})
+	if !res.IsError || !strings.Contains(res.Text, "cancelled") || !strings.Contains(res.Text, "unknown") {
+		t.Errorf("cancelled call: %+v", res)
 	}
 }

@@ -168,12 +168,12 @@ func (t *Tool) callFailure(ctx, live, cctx context.Context, cs *sdk.ClientSessio
 	}
 	switch {
 	case ctx.Err() != nil:
-		return "The call was cancelled."
+		return "The call was cancelled. Whether it took effect on the MCP server is unknown: check before repeating it."
 	case live.Err() != nil && errors.Is(context.Cause(live), errStopped):
 		return fmt.Sprintf("MCP server %q was stopped during the call of %s (its session's policy changed or octet is closing). Whether the call took effect is unknown: check before repeating it.", sp.Name, t.name)
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		t.srv.recycle(cs, fmt.Sprintf("a call of %s did not answer within tool_timeout_secs (%d s)", t.def.name, int(sp.ToolTimeout.Seconds())))
-		return fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
+		return fmt.Sprintf("MCP tool %s did not answer within tool_timeout_secs (%d s); octet is restarting MCP server %q, so a next call reaches a fresh server. Whether this call took effect is unknown: check before repeating it.", t.name, int(sp.ToolTimeout.Seconds()), sp.Name)
 	case transportFailure(err):
 		// The server exited, closed the connection, or broke the
 		// protocol (a line that is not JSON, a result that does not
