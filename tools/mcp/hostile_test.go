@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -52,6 +53,8 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 //	banner   writes a line that is not JSON to stdout when it starts
 //	notools  has no tools capability (resources only) and no tools/list
 //	mute     never answers initialize
+//	drip     sends a tools/list_changed every 5 ms for a second after a
+//	         tools/call, its tools unchanged
 //	die      exits at the first tools/call
 //	notjson  answers a tools/call with a line that is not JSON
 //	badresult answers a tools/call with a result the client cannot decode
@@ -62,8 +65,11 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 func runHostile(mode string) {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
+	var outMu sync.Mutex
 	send := func(v any) {
 		b, _ := json.Marshal(v)
+		outMu.Lock()
+		defer outMu.Unlock()
 		out.Write(b)
 		out.WriteByte('\n')
 		out.Flush()
@@ -177,6 +183,14 @@ func runHostile(mode string) {
 			case "hanglist":
 				send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
 				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "done"}}})
+			case "drip":
+				go func() {
+					for range 200 {
+						send(map[string]any{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"})
+						time.Sleep(5 * time.Millisecond)
+					}
+				}()
+				answer(msg.ID, map[string]any{"content": []any{map[string]any{"type": "text", "text": "dripping"}}})
 			case "die":
 				os.Exit(3)
 			case "secret":
@@ -478,5 +492,34 @@ func TestUnansweredCallSaysEffectUnknown(t *testing.T) {
 	res, _ = f.broker.Dispatch(ctx, f.host, tools.DispatchRequest{RunID: "r", CallID: "c2", Tool: "mcp__h__ok", Arguments: json.RawMessage(`{}`)}, tools.DispatchObserver{})
 	if !res.IsError || !strings.Contains(res.Text, "cancelled") || !strings.Contains(res.Text, "unknown") {
 		t.Errorf("cancelled call: %+v", res)
+	}
+}
+
+// TestUnchangedToolListNotAnnounced: a server announcing tool list
+// changes that change nothing (every 5 ms) does not make octet announce
+// a change (extensions_changed to the editor) or re-register its tools
+// each time.
+func TestUnchangedToolListNotAnnounced(t *testing.T) {
+	lg := filepath.Join(t.TempDir(), "log")
+	var counting atomic.Bool
+	var changes atomic.Int64
+	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "drip", map[string]string{"HOSTILE_LOG": lg})}, OnChange: func() {
+		if counting.Load() {
+			changes.Add(1)
+		}
+	}})
+	time.Sleep(100 * time.Millisecond) // the start's own announcements
+	counting.Store(true)
+	if res, _ := f.call(t, "mcp__h__ok", `{}`); res.IsError {
+		t.Fatalf("call: %+v", res)
+	}
+	lists := func() int {
+		b, _ := os.ReadFile(lg)
+		return strings.Count(string(b), "list\n")
+	}
+	waitFor(t, "a few re-reads", func() bool { return lists() > 5 })
+	time.Sleep(1200 * time.Millisecond)
+	if n := changes.Load(); n > 0 {
+		t.Errorf("%d changes announced for %d re-reads of an unchanged tool list", n, lists())
 	}
 }

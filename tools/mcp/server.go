@@ -427,7 +427,7 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		return c, s.startError(c, fmt.Errorf("initialize: %w", err), sctx)
 	}
 	c.cs = cs
-	if err := s.list(sctx, cs); err != nil {
+	if _, err := s.list(sctx, cs, false); err != nil {
 		return c, s.startError(c, fmt.Errorf("list tools: %w", err), sctx)
 	}
 	s.setSession(c)
@@ -762,38 +762,56 @@ func (s *server) relist() {
 	defer stop()
 	ctx, cancel := context.WithTimeout(live, s.spec.StartupTimeout)
 	defer cancel()
-	if err := s.list(ctx, cs); err != nil {
+	changed, err := s.list(ctx, cs, true)
+	if err != nil {
 		if live.Err() != nil {
 			return // the connection closed: nothing to list
 		}
 		s.m.log.Warn("MCP server tool list failed", "server", s.spec.Name, "reason", clip(s.m.opts.Redact(err.Error()), maxErrorText))
 		return
 	}
-	s.m.changed()
+	if changed {
+		s.m.changed()
+	}
 }
 
 // list reads the server's tools, checks them against their pins and
-// registers the admitted ones in the host. A server whose capabilities
-// name no tools (one offering only resources or prompts) and that has
-// no tools/list method has none.
-func (s *server) list(ctx context.Context, cs *sdk.ClientSession) error {
+// registers the admitted ones in the host; when onlyChanged is set, a
+// list the same as the one presented before is left as registered.
+// changed reports whether the list was registered. A server whose
+// capabilities name no tools (one offering only resources or prompts)
+// and that has no tools/list method has none.
+func (s *server) list(ctx context.Context, cs *sdk.ClientSession, onlyChanged bool) (changed bool, err error) {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
 	var defs []*definition
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			if !offersTools(cs) && methodNotFound(err) {
-				return s.register(nil)
+				break // no tools
 			}
-			return err
+			return false, err
 		}
 		if len(defs) == maxTools {
-			return fmt.Errorf("the server presents more than %d tools", maxTools)
+			return false, fmt.Errorf("the server presents more than %d tools", maxTools)
 		}
 		defs = append(defs, newDefinition(t))
 	}
 	markDuplicates(defs)
-	return s.register(defs)
+	if onlyChanged && s.samePresented(defs) {
+		return false, nil
+	}
+	return true, s.register(defs)
+}
+
+// samePresented reports whether defs are the definitions presented
+// before, in the same order.
+func (s *server) samePresented(defs []*definition) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.presented != nil && slices.EqualFunc(s.presented, defs, func(a, b *definition) bool {
+		return a.name == b.name && a.digest == b.digest && a.invalid == b.invalid
+	})
 }
 
 // markDuplicates makes invalid every valid definition whose name
