@@ -523,3 +523,21 @@ func TestUnchangedToolListNotAnnounced(t *testing.T) {
 		t.Errorf("%d changes announced for %d re-reads of an unchanged tool list", n, lists())
 	}
 }
+
+// TestHTTPRefusedCredentialsSaysWhatToDo: an HTTP server answering 401
+// fails to start saying its credentials were refused and where to set
+// a token.
+func TestHTTPRefusedCredentialsSaysWhatToDo(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcp"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	f := start(t, Options{Servers: []Spec{{Name: "u", URL: srv.URL, StartupTimeout: 5 * time.Second, ToolTimeout: time.Second}}, Backoff: time.Hour})
+	s := f.server(t, "u")
+	for _, want := range []string{"refused octet's credentials (HTTP 401 Unauthorized)", "bearer_token_env_var (or headers) in [mcp_servers.u]", "OAuth"} {
+		if !strings.Contains(s.Reason, want) {
+			t.Errorf("reason lacks %q: %s", want, s.Reason)
+		}
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -380,6 +381,9 @@ type conn struct {
 	p      *proc.Process
 	stderr *stderrLog
 	stdout *stdoutCheck // a stdio server's stdout
+	// refused is the HTTP status with which an HTTP server last refused
+	// octet's credentials (0: never).
+	refused *atomic.Int32
 	// cleanup removes a sandboxed server's private temporary directory.
 	cleanup func()
 	// stop ends wait with its reason (server.recycle).
@@ -404,7 +408,8 @@ func (s *server) connect(ctx context.Context) (*conn, error) {
 		if s.spec.BearerTokenEnv != "" && s.spec.BearerToken == "" {
 			return nil, fmt.Errorf("bearer_token_env_var %s is not set in octet's environment: set it (export %s=...) before starting octet, or remove bearer_token_env_var from [mcp_servers.%s]", s.spec.BearerTokenEnv, s.spec.BearerTokenEnv, s.spec.Name)
 		}
-		tr = &sdk.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.httpClient(), MaxRetries: 1, MaxEventSize: maxFrameBytes}
+		c.refused = new(atomic.Int32)
+		tr = &sdk.StreamableClientTransport{Endpoint: s.spec.URL, HTTPClient: s.httpClient(c.refused), MaxRetries: 1, MaxEventSize: maxFrameBytes}
 	} else {
 		var err error
 		if tr, err = s.startProcess(c); err != nil {
@@ -454,12 +459,27 @@ func (s *server) startError(c *conn, err error, ctx context.Context) error {
 		}
 	}
 	err = c.withStdoutHint(err)
+	if c.refused != nil {
+		if code := c.refused.Load(); code != 0 {
+			err = fmt.Errorf("%w; %s", err, s.credentialsAdvice(int(code)))
+		}
+	}
 	if c.stderr != nil {
 		if tail := c.stderr.tail(); tail != "" {
 			err = fmt.Errorf("%w; its stderr ended with: %s", err, tail)
 		}
 	}
 	return err
+}
+
+// credentialsAdvice says what to do when an HTTP server refused octet's
+// credentials with code.
+func (s *server) credentialsAdvice(code int) string {
+	where := fmt.Sprintf("set bearer_token_env_var (or headers) in [mcp_servers.%s] to a valid token", s.spec.Name)
+	if s.spec.FromClient {
+		where = "the client that handed the server in must send a valid token in its headers"
+	}
+	return fmt.Sprintf("the server refused octet's credentials (HTTP %d %s): %s; octet does not sign in with OAuth", code, http.StatusText(code), where)
 }
 
 // startProcess starts a stdio server under a process guard.
@@ -668,10 +688,11 @@ func (c *conn) close(cause error) {
 }
 
 // httpClient sends the configured headers and bearer token and never
-// follows a redirect (it would carry them elsewhere).
-func (s *server) httpClient() *http.Client {
+// follows a redirect (it would carry them elsewhere). refused keeps the
+// status of the last answer refusing them (401, 403).
+func (s *server) httpClient(refused *atomic.Int32) *http.Client {
 	return &http.Client{
-		Transport: &headerTransport{base: http.DefaultTransport, headers: s.spec.Headers, token: s.spec.BearerToken},
+		Transport: &headerTransport{base: http.DefaultTransport, headers: s.spec.Headers, token: s.spec.BearerToken, refused: refused},
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
@@ -682,6 +703,7 @@ type headerTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
 	token   string
+	refused *atomic.Int32
 }
 
 func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -693,6 +715,9 @@ func (t *headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set("Authorization", "Bearer "+t.token)
 	}
 	resp, err := t.base.RoundTrip(r)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		t.refused.Store(int32(resp.StatusCode))
+	}
 	if err == nil && resp.Body != nil && !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
 		// The SDK reads a JSON answer (or an error body) whole: bound
 		// it as a stdio line is (an event stream is bounded per event).
