@@ -134,7 +134,7 @@ func NewHTTP(cfg HTTPConfig) *HTTP {
 	}
 	h.url = requestURL(cfg.BaseURL, h.codec.path(), cfg.Query)
 	h.compact = requestURL(cfg.BaseURL, "/responses/compact", cfg.Query)
-	h.logURL = redactURL(h.url)
+	h.logURL = RedactURL(h.url)
 	if h.log == nil {
 		h.log = slog.New(slog.DiscardHandler)
 	}
@@ -246,9 +246,9 @@ func (h *HTTP) CloseIdleConnections() { h.client.CloseIdleConnections() }
 // any other value (a gateway may take its key as ?key=) is redacted.
 var shownQuery = map[string]bool{"api-version": true}
 
-// redactURL hides a password in raw's userinfo and the values of query
+// RedactURL hides a password in raw's userinfo and the values of query
 // parameters other than shownQuery's.
-func redactURL(raw string) string {
+func RedactURL(raw string) string {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return "[unparsable URL]"

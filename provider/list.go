@@ -68,10 +68,10 @@ func (h *HTTP) ListModels(ctx context.Context) ([]string, error) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxListBody+1))
 	if err != nil {
-		return nil, fmt.Errorf("read the model list from %s: %w", redactURL(listURL), scrubErr(err, key))
+		return nil, fmt.Errorf("read the model list from %s: %w", RedactURL(listURL), scrubErr(err, key))
 	}
 	if len(body) > maxListBody {
-		return nil, fmt.Errorf("the model list from %s is over %d bytes", redactURL(listURL), maxListBody)
+		return nil, fmt.Errorf("the model list from %s is over %d bytes", RedactURL(listURL), maxListBody)
 	}
 	return parseModelList(body)
 }

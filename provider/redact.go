@@ -39,7 +39,7 @@ func keyState(key string, fn bool) string {
 // String describes the configuration with the API key redacted.
 func (c HTTPConfig) String() string {
 	return fmt.Sprintf("provider.HTTPConfig{BaseURL:%s APIKey:%s MaxFrameBytes:%d MaxBodyBytes:%d IdleTimeout:%v OpenTimeout:%v Features:%v}",
-		redactURL(c.BaseURL), keyState(c.APIKey, c.Credential != nil), c.MaxFrameBytes, c.MaxBodyBytes, c.IdleTimeout, c.OpenTimeout, c.Features)
+		RedactURL(c.BaseURL), keyState(c.APIKey, c.Credential != nil), c.MaxFrameBytes, c.MaxBodyBytes, c.IdleTimeout, c.OpenTimeout, c.Features)
 }
 
 // GoString is String, so %#v redacts too.
@@ -47,14 +47,14 @@ func (c HTTPConfig) GoString() string { return c.String() }
 
 // LogValue logs the configuration with the API key redacted.
 func (c HTTPConfig) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("base_url", redactURL(c.BaseURL)), slog.String("api_key", keyState(c.APIKey, c.Credential != nil)),
+	return slog.GroupValue(slog.String("base_url", RedactURL(c.BaseURL)), slog.String("api_key", keyState(c.APIKey, c.Credential != nil)),
 		slog.Duration("idle_timeout", c.IdleTimeout), slog.String("features", c.Features.String()))
 }
 
 // String describes the configuration with the API key redacted.
 func (c WSConfig) String() string {
 	return fmt.Sprintf("provider.WSConfig{BaseURL:%s APIKey:%s MaxFrameBytes:%d IdleTimeout:%v ConnectTimeout:%v PingInterval:%v Features:%v}",
-		redactURL(c.BaseURL), keyState(c.APIKey, c.Credential != nil), c.MaxFrameBytes, c.IdleTimeout, c.ConnectTimeout, c.PingInterval, c.Features)
+		RedactURL(c.BaseURL), keyState(c.APIKey, c.Credential != nil), c.MaxFrameBytes, c.IdleTimeout, c.ConnectTimeout, c.PingInterval, c.Features)
 }
 
 // GoString is String, so %#v redacts too.
@@ -62,7 +62,7 @@ func (c WSConfig) GoString() string { return c.String() }
 
 // LogValue logs the configuration with the API key redacted.
 func (c WSConfig) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("base_url", redactURL(c.BaseURL)), slog.String("api_key", keyState(c.APIKey, c.Credential != nil)),
+	return slog.GroupValue(slog.String("base_url", RedactURL(c.BaseURL)), slog.String("api_key", keyState(c.APIKey, c.Credential != nil)),
 		slog.Duration("idle_timeout", c.IdleTimeout), slog.String("features", c.Features.String()))
 }
 

@@ -126,7 +126,7 @@ func WebSocketURL(base string) string {
 }
 
 // URL returns the socket URL with any userinfo password redacted.
-func (w *WebSocket) URL() string { return redactURL(w.url) }
+func (w *WebSocket) URL() string { return RedactURL(w.url) }
 
 // EndpointFeatures returns the configured endpoint features.
 func (w *WebSocket) EndpointFeatures() ResponsesFeatures { return w.cfg.Features }
@@ -219,7 +219,7 @@ func (w *WebSocket) Open(ctx context.Context, req *Request) (Stream, error) {
 	w.mu.Lock()
 	w.conn, w.active = c, s
 	w.mu.Unlock()
-	w.log.Debug("provider websocket send", "url", redactURL(w.url), "model", req.Model, "bytes", len(frame))
+	w.log.Debug("provider websocket send", "url", RedactURL(w.url), "model", req.Model, "bytes", len(frame))
 	return s, nil
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/octet-agent/octet/host/stack"
 	"github.com/octet-agent/octet/internal/config"
+	"github.com/octet-agent/octet/provider"
 	"github.com/octet-agent/octet/tools/mcp"
 )
 
@@ -71,7 +72,7 @@ func listMCP(cfg *config.Config, pins *mcp.PinStore, w io.Writer) {
 		s := &cfg.MCPServers[i]
 		transport := "stdio " + s.Command
 		if s.URL != "" {
-			transport = "http " + s.URL
+			transport = "http " + provider.RedactURL(s.URL) // a query may carry a key
 		}
 		state := "starts"
 		if why := cfg.MCPServerBlocked(s); why != "" {

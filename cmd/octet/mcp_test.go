@@ -220,7 +220,8 @@ func TestExecMCPConfiguredSecretsRedacted(t *testing.T) {
 
 // TestExecMCPURLSecretRedacted: a credential in a configured server's
 // URL query (api_key=...) is not logged with the URL when the server
-// cannot be reached.
+// cannot be reached, nor printed by octet mcp list (every query value
+// is hidden there, as provider URLs are in logs).
 func TestExecMCPURLSecretRedacted(t *testing.T) {
 	const secret = "querysecret0123456789"
 	x := newExecEnv(t, providertest.Text("ok"))
@@ -237,6 +238,11 @@ func TestExecMCPURLSecretRedacted(t *testing.T) {
 	}
 	if strings.Contains(r.stderr+r.stdout, secret) {
 		t.Errorf("the URL's api_key reached the log or output:\n%s", r.stderr)
+	}
+	// octet mcp list printed the URL whole.
+	r = runCLI(t, x.ws, x.vars, "mcp", "list")
+	if r.code != exitOK || strings.Contains(r.stdout+r.stderr, secret) || !strings.Contains(r.stdout, "http http://127.0.0.1:1/mcp?api_key=REDACTED") {
+		t.Errorf("mcp list: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
 
