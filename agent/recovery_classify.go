@@ -166,7 +166,7 @@ func classifyProviderError(pe *provider.Error) (failureClass, string) {
 		}
 		return classAdmission, "response_headers_timeout"
 	case provider.ResponsesFailed:
-		if transientFailedCodes[pe.Code] || !isRequestCode(pe.Code) {
+		if transientFailedCodes[pe.Code] || !provider.IsRequestCode(pe.Code) {
 			// Transient and unknown terminal reasons, before assistant
 			// persistence, spend the stream allowance.
 			return classStream, failedReason("response_failed", pe.Code)
@@ -198,14 +198,6 @@ func classifyStatus(pe *provider.Error) (failureClass, string) {
 		return classStream, reason + ":rate_limit_exceeded"
 	}
 	return classFatal, reason
-}
-
-// isRequestCode reports whether a provider code blames the request itself
-// (invalid_image, unsupported_parameter, image_too_large, …): replaying the
-// same body can only repeat it, so it never qualifies.
-func isRequestCode(code string) bool {
-	return strings.HasPrefix(code, "invalid_") || strings.HasPrefix(code, "unsupported_") ||
-		strings.HasSuffix(code, "_too_large") || strings.HasSuffix(code, "_not_found")
 }
 
 func failedReason(prefix, detail string) string {

@@ -278,6 +278,14 @@ func IsPermanentCode(code string) bool {
 	return code != "" && permanentCodes[strings.ToLower(code)]
 }
 
+// IsRequestCode reports whether a provider code blames the request itself
+// (invalid_image, unsupported_parameter, image_too_large, …): sending the
+// same body again can only repeat it.
+func IsRequestCode(code string) bool {
+	return strings.HasPrefix(code, "invalid_") || strings.HasPrefix(code, "unsupported_") ||
+		strings.HasSuffix(code, "_too_large") || strings.HasSuffix(code, "_not_found")
+}
+
 // maxRetryHint bounds a "try again in" hint, like Retry-After.
 const maxRetryHint = maxRetryAfter
 

@@ -283,9 +283,12 @@ func TestProviderRouteFaults(t *testing.T) {
 		{"529 overloaded", providertest.Status(529, "overloaded_error", "", "Overloaded"),
 			[]string{"http status 529", "is overloaded or failing (HTTP 529)"}, true},
 		{"503", providertest.Status(503, "api_error", "", "upstream connect error"), []string{"http status 503"}, true},
-		{"cut body", providertest.Text("a long answer that is cut short").DropAfter(4), []string{"body interrupted"}, true},
-		{"malformed chunk", providertest.Text("a long answer with a broken chunk").MalformedAt(3), []string{"stream failure (decode json)"}, true},
-		{"error event", providertest.FailedAfter("overloaded_error", "Overloaded", providertest.Message("par")), []string{"responses failed", "Overloaded"}, true},
+		{"cut body", providertest.Text("a long answer that is cut short").DropAfter(4), []string{"body interrupted", "broke off", "run the prompt again"}, true},
+		{"malformed chunk", providertest.Text("a long answer with a broken chunk").MalformedAt(3), []string{"stream failure (decode json)", "run the prompt again"}, true},
+		{"error event", providertest.FailedAfter("overloaded_error", "Overloaded", providertest.Message("par")), []string{"responses failed", "Overloaded", "run the prompt again"}, true},
+		{"no answer", providertest.Refuse(), []string{"did not answer the request", "run the prompt again"}, true},
+		{"quota 429", providertest.Status(429, "insufficient_quota", "insufficient_quota", "You exceeded your current quota"),
+			[]string{"http status 429", "no quota for this request (insufficient_quota): check the plan and billing of the key in"}, false},
 	}
 	for _, rc := range routeCases {
 		for _, c := range cases {

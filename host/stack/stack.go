@@ -520,6 +520,9 @@ func ProviderHint(err error, cfg *config.Config) string {
 		return fmt.Sprintf("the provider refused the API key (HTTP %d): check %s", pe.Status, keySource)
 	case pe.Class == provider.HTTPStatus && pe.Status == 404:
 		return fmt.Sprintf("the provider at %s has no %s endpoint or model %q (HTTP 404): check %s and --model", p.BaseURL, api, cfg.Model.Value, where)
+	case pe.Permanent():
+		// Before the status: OpenAI says insufficient_quota with a 429.
+		return permanentHint(pe, keySource)
 	case pe.Class == provider.HTTPStatus && (pe.Status == 429 || pe.Status >= 500):
 		what := "is overloaded or failing"
 		if pe.Status == 429 {
@@ -529,12 +532,77 @@ func ProviderHint(err error, cfg *config.Config) string {
 		if pe.HasRetryAfter {
 			s += fmt.Sprintf("; it asks to wait %s before trying again", pe.RetryAfter.Round(time.Second))
 		}
-		if cfg.RuntimeProfile.Value != "codex" || p.WireAPI != config.WireResponses {
-			s += fmt.Sprintf("; provider %s is not a qualified route, so octet never resends a request on its own: run the prompt again", p.Name)
+		if advice := retryAdvice(err, cfg); advice != "" || pe.Status != 429 {
+			return s + advice
 		}
-		return s
+		return s + "; octet does not resend a rate-limited request: run the prompt again later"
+	}
+	if what := interruption(pe); what != "" {
+		return what + retryAdvice(err, cfg)
 	}
 	return ""
+}
+
+// interruption names a failure that a new request may not repeat (the
+// connection or the stream broke, the provider failed the response for a
+// reason that does not blame the request), or "" for another failure.
+func interruption(pe *provider.Error) string {
+	switch pe.Class {
+	case provider.ResponseHeaders:
+		return "the provider did not answer the request"
+	case provider.BodyInterrupted, provider.TerminalEOF, provider.IdleTimeout, provider.StreamFailure:
+		return "the provider's response stream broke off before the answer was complete"
+	case provider.ResponsesFailed:
+		if provider.IsRequestCode(pe.Code) {
+			return ""
+		}
+		return "the provider failed the response before it was complete"
+	case provider.ResponsesIncomplete:
+		if pe.IncompleteReason == "content_filter" {
+			return "the provider's content filter stopped the answer: rephrase the prompt"
+		}
+	}
+	return ""
+}
+
+// retryAdvice says what to do after a failure a new request may not
+// repeat: the selected route either never resends a request on its own,
+// or already did until its budget ran out.
+func retryAdvice(err error, cfg *config.Config) string {
+	p := cfg.Provider()
+	if cfg.RuntimeProfile.Value != "codex" || p.WireAPI != config.WireResponses {
+		return fmt.Sprintf("; provider %s is not a qualified route, so octet never resends a request on its own: run the prompt again", p.Name)
+	}
+	if ee, ok := errors.AsType[*agent.ExhaustedError](err); ok {
+		return fmt.Sprintf("; octet made %d attempts without success: run the prompt again later", ee.Attempts)
+	}
+	if _, ok := errors.AsType[*agent.RetryWaitLimit](err); ok {
+		return "; octet stopped retrying at max_retry_wait_secs: run the prompt again later, or raise the bound"
+	}
+	return ""
+}
+
+// permanentHint says what to do about an explicit permanent provider
+// code: the key's account (auth, quota), the conversation's size, or
+// the prompt (policy).
+func permanentHint(pe *provider.Error, keySource string) string {
+	code := strings.ToLower(strings.TrimSpace(pe.Code))
+	if !provider.IsPermanentCode(code) {
+		code = strings.ToLower(strings.TrimSpace(pe.Type))
+	}
+	switch {
+	case strings.Contains(code, "quota") || strings.HasPrefix(code, "billing_") || code == "usage_not_included":
+		return fmt.Sprintf("the provider account has no quota for this request (%s): check the plan and billing of the key in %s", code, keySource)
+	case code == "context_length_exceeded":
+		return "the conversation no longer fits the model's context window (context_length_exceeded): compact the session or start a new one"
+	case strings.HasSuffix(code, "_policy") || strings.HasSuffix(code, "policy_violation"):
+		return fmt.Sprintf("the provider refused the request under its usage policy (%s): rephrase the prompt", code)
+	case code == "server_is_overloaded" || code == "slow_down":
+		return fmt.Sprintf("the provider declined the request for lack of capacity (%s): run the prompt again later", code)
+	case code == "invalid_prompt":
+		return "the provider refused the prompt as invalid (invalid_prompt): rephrase it"
+	}
+	return fmt.Sprintf("the provider refused the key's account (%s): check %s", code, keySource)
 }
 
 // keySources says where provider p's key comes from, for a message.

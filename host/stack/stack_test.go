@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -123,5 +124,39 @@ func TestServerSecretsOnlySecretHeaders(t *testing.T) {
 	slices.Sort(got)
 	if want := []string{"Basic dXNlcjpwYXNz", "dXNlcjpwYXNz", "k0123456789", "sid=0123456789"}; !slices.Equal(got, want) {
 		t.Fatalf("serverSecrets = %q, want %q", got, want)
+	}
+}
+
+// TestProviderHintSaysWhatToDo: a failure that ends a run on the
+// qualified route says what to do: run again later once recovery ran out
+// of attempts or of max_retry_wait_secs, check billing for a quota code
+// (even with OpenAI's 429), rephrase after a content filter; a code that
+// blames the request is never told to be sent again.
+func TestProviderHintSaysWhatToDo(t *testing.T) {
+	cfg := config.Defaults()
+	eof := &provider.Error{Phase: provider.Body, Class: provider.TerminalEOF, Dispatched: true}
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string // "" means no hint
+	}{
+		{"exhausted", &agent.ExhaustedError{Budget: "stream", Attempts: 12, Err: eof},
+			"response stream broke off before the answer was complete; octet made 12 attempts without success: run the prompt again later"},
+		{"retry wait", &agent.RetryWaitLimit{Limit: time.Minute, Err: &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 503}},
+			"(HTTP 503); octet stopped retrying at max_retry_wait_secs"},
+		{"quota 429", &agent.PermanentError{Code: "insufficient_quota", Err: &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 429, Code: "insufficient_quota"}},
+			"no quota for this request (insufficient_quota): check the plan and billing of the key in OPENAI_API_KEY"},
+		{"rate limit", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 429, Code: "rate_limit_exceeded"},
+			"rate-limited the request (HTTP 429); octet does not resend a rate-limited request: run the prompt again later"},
+		{"context", &agent.PermanentError{Code: "context_length_exceeded", Err: &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 400, Code: "context_length_exceeded"}},
+			"compact the session or start a new one"},
+		{"content filter", &provider.Error{Phase: provider.Body, Class: provider.ResponsesIncomplete, IncompleteReason: "content_filter"},
+			"content filter stopped the answer: rephrase the prompt"},
+		{"request code", &provider.Error{Phase: provider.Body, Class: provider.ResponsesFailed, Code: "invalid_image"}, ""},
+	} {
+		got := ProviderHint(tc.err, &cfg)
+		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
+			t.Errorf("%s: hint %q, want it to contain %q", tc.name, got, tc.want)
+		}
 	}
 }
