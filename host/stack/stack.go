@@ -594,7 +594,7 @@ func permanentHint(pe *provider.Error, keySource string) string {
 	case strings.Contains(code, "quota") || strings.HasPrefix(code, "billing_") || code == "usage_not_included":
 		return fmt.Sprintf("the provider account has no quota for this request (%s): check the plan and billing of the key in %s", code, keySource)
 	case code == "context_length_exceeded":
-		return "the conversation no longer fits the model's context window (context_length_exceeded): compact the session or start a new one"
+		return "the conversation no longer fits the model's context window (context_length_exceeded): compact the session (/compact, or octet exec --compact --session ID) or start a new one"
 	case strings.HasSuffix(code, "_policy") || strings.HasSuffix(code, "policy_violation"):
 		return fmt.Sprintf("the provider refused the request under its usage policy (%s): rephrase the prompt", code)
 	case code == "server_is_overloaded" || code == "slow_down":

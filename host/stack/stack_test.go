@@ -149,7 +149,7 @@ func TestProviderHintSaysWhatToDo(t *testing.T) {
 		{"rate limit", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 429, Code: "rate_limit_exceeded"},
 			"rate-limited the request (HTTP 429); octet does not resend a rate-limited request: run the prompt again later"},
 		{"context", &agent.PermanentError{Code: "context_length_exceeded", Err: &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 400, Code: "context_length_exceeded"}},
-			"compact the session or start a new one"},
+			"compact the session (/compact, or octet exec --compact --session ID) or start a new one"},
 		{"content filter", &provider.Error{Phase: provider.Body, Class: provider.ResponsesIncomplete, IncompleteReason: "content_filter"},
 			"content filter stopped the answer: rephrase the prompt"},
 		{"request code", &provider.Error{Phase: provider.Body, Class: provider.ResponsesFailed, Code: "invalid_image"}, ""},
