@@ -339,6 +339,26 @@ func FinalAnswer(sess *session.Session, runID string) string {
 	}
 }
 
+// FinalStopReason is the stop reason of the last assistant entry run
+// runID committed to sess's branch ("completed", "max_output_tokens",
+// "refusal", …; "" when it committed none), read like [FinalAnswer].
+func FinalStopReason(sess *session.Session, runID string) string {
+	page, _, ok, err := sess.BranchBefore("", finalAnswerPage)
+	if err != nil || !ok {
+		return ""
+	}
+	for i := len(page) - 1; i >= 0; i-- {
+		en := page[i]
+		if en.RunID != runID {
+			break
+		}
+		if en.Type == session.EntryAssistant {
+			return en.StopReason
+		}
+	}
+	return ""
+}
+
 // finalAnswerPage is how many entries FinalAnswer reads at a time.
 const finalAnswerPage = 64
 

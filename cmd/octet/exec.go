@@ -166,7 +166,20 @@ func runExec(ctx context.Context, args []string, e env) error {
 	if writeErr != nil && writeErr != outErr {
 		fmt.Fprintf(e.stderr, "octet: %v\n", writeErr)
 	}
+	if res.Outcome == agent.OutcomeCompleted && host.FinalStopReason(sess, res.RunID) == "max_output_tokens" {
+		fmt.Fprintf(e.stderr, "octet: %s\n", truncatedNote(kept))
+	}
 	return outErr
+}
+
+// truncatedNote says that a completed run's last answer stopped at the
+// model's output limit, and how to go on in the kept session sid.
+func truncatedNote(sid string) string {
+	s := "the answer stopped at the model's output limit (max_output_tokens): it is incomplete"
+	if sid != "" {
+		s += fmt.Sprintf("; to go on, octet exec --session %s \"continue\"", sid)
+	}
+	return s
 }
 
 // continuedSession opens the session exec continues (--session, or

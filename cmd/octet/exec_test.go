@@ -536,3 +536,30 @@ func TestSessionsShowRenamedTitle(t *testing.T) {
 		t.Errorf("show: %q %q", r.stdout, r.stderr)
 	}
 }
+
+// TestExecTruncatedAnswerSaysSo: an answer that stopped at the model's
+// output limit is printed (it is what the model wrote) but stderr says it
+// is incomplete and how to go on, on every route; a whole answer has no
+// such note.
+func TestExecTruncatedAnswerSaysSo(t *testing.T) {
+	cut := providertest.Incomplete("max_output_tokens", providertest.Message("the first half of"))
+	envs := map[string]*execEnv{"responses": newExecEnv(t, cut, providertest.Text("whole"))}
+	for _, rc := range routeCases {
+		envs[rc.name] = routeEnv(t, rc, cut, providertest.Text("whole"))
+	}
+	for name, x := range envs {
+		r := runCLI(t, x.ws, x.vars, "exec", "hi")
+		if r.code != exitOK || r.stdout != "the first half of\n" {
+			t.Fatalf("%s: exit %d, stdout %q: %s", name, r.code, r.stdout, r.stderr)
+		}
+		sid := sessionIDOf(x.oneSession(t))
+		want := "the answer stopped at the model's output limit (max_output_tokens): it is incomplete; to go on, octet exec --session " + sid + ` "continue"`
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("%s: stderr lacks %q:\n%s", name, want, r.stderr)
+		}
+		r = runCLI(t, x.ws, x.vars, "exec", "again")
+		if r.code != exitOK || strings.Contains(r.stderr, "output limit") {
+			t.Errorf("%s: a whole answer: exit %d, stderr:\n%s", name, r.code, r.stderr)
+		}
+	}
+}
