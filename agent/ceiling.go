@@ -134,6 +134,8 @@ func DescribeUncertainty(u session.UsageUncertain) string {
 		what = "a request was in flight when octet stopped (crash or kill), so it may have been billed unrecorded"
 	case "usage_not_recorded":
 		what = "a completed response's usage could not be recorded"
+	case reasonUsageNotReported:
+		what = "the provider completed a response without reporting its usage, which a hard ceiling cannot count"
 	case "delegated_uncertain":
 		return "a delegated agent's usage is unknown"
 	default:

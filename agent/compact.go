@@ -201,7 +201,8 @@ func (r *Run) commitCompaction(v view, k int, c *session.Compaction, ar *attempt
 	if r.ctx.Err() != nil { // cancellation wins: nothing is persisted
 		return "", r.settleFailed(errCancelled)
 	}
-	recs = append(recs, r.settlement(settledOutcome(ar.resp.Usage))...)
+	settle, uncertain := r.completedSettlement(OperationCompaction, ar.resp.Usage)
+	recs = append(recs, settle...)
 	// The compaction rebases the retained prefix: the request baseline is
 	// pinned anew in the same batch (a failed compaction leaves it).
 	rebase, pin := r.rebase()
@@ -209,6 +210,9 @@ func (r *Run) commitCompaction(v view, k int, c *session.Compaction, ar *attempt
 		return "", fmt.Errorf("%w compaction: %w", errPersist, err)
 	}
 	r.settled()
+	if uncertain {
+		r.noteUncertain(OperationCompaction, reasonUsageNotReported)
+	}
 	r.pin = *pin
 	// The context now holds the summary and the kept tail.
 	plan := PlanOf(v.entries[:k])

@@ -106,6 +106,25 @@ func settledOutcome(u *provider.Usage) string {
 	return session.SettledUsage
 }
 
+// reasonUsageNotReported is the uncertainty reason of a completed
+// response that reported no usage under a hard ceiling.
+const reasonUsageNotReported = "usage_not_reported"
+
+// completedSettlement returns the records that settle the pending
+// dispatch of operation op, whose response completed with usage u, and
+// whether they mark usage uncertain: a response without usage under a
+// hard ceiling cannot be counted against it, so the ceiling fails closed
+// on it as on any unknown usage. Once the records are durable the caller
+// calls r.settled and, when uncertain, r.noteUncertain.
+func (r *Run) completedSettlement(op string, u *provider.Usage) ([]session.Record, bool) {
+	cr, ok := r.a.retry.(CeilingReporter)
+	if u != nil || r.inflight == nil || !ok || !cr.HardCeilings() {
+		return r.settlement(settledOutcome(u)), false
+	}
+	un := session.UsageUncertain{RunID: r.id, Operation: op, Reason: reasonUsageNotReported, Dispatched: true, Attempt: r.inflight.Attempt}
+	return append([]session.Record{session.UncertainRecord(un)}, r.settlement(session.SettledUncertain)...), true
+}
+
 // recoverOutput makes the partial reasoning and text of a replaced main
 // attempt durable (session recovered_output records: never replayed to the
 // provider, never usage) and then emits them as RecoveredOutput events.

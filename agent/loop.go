@@ -303,11 +303,17 @@ func (r *Run) markUncertain(op, reason string, dispatched bool, attempt int) err
 		return fmt.Errorf("%w usage uncertainty: %w", errPersist, err)
 	}
 	r.settled()
+	r.noteUncertain(op, reason)
+	return nil
+}
+
+// noteUncertain emits provider_usage_uncertain the first time in a run
+// that usage became uncertain (its marker already durable).
+func (r *Run) noteUncertain(op, reason string) {
 	if !r.uncertainEmitted {
 		r.uncertainEmitted = true
 		r.emit(&ProviderUsageUncertain{Operation: op, Reason: reason})
 	}
-	return nil
 }
 
 // prepareMain is the safe preparation boundary before every main attempt:
@@ -576,13 +582,17 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 		rec, cost, priced = r.usageRecord("", model.Name, ar)
 		recs = append(recs, rec)
 	}
-	recs = append(recs, r.settlement(settledOutcome(u))...)
+	settle, uncertain := r.completedSettlement("", u)
+	recs = append(recs, settle...)
 	opDone := r.opSettlement()
 	recs = append(recs, opDone...)
 	if err := r.a.sess.Append(recs...); err != nil {
 		return nil, fmt.Errorf("persist assistant message: %w", err)
 	}
 	r.settled()
+	if uncertain {
+		r.noteUncertain("", reasonUsageNotReported)
+	}
 	if opDone != nil {
 		r.endOp(false)
 	}

@@ -931,3 +931,43 @@ func TestLoopCostInPicodollarsAndCostCeiling(t *testing.T) {
 		}
 	})
 }
+
+// TestLoopHardCeilingWithUnreportedUsageRefuses: under a hard ceiling, a
+// completed response that reports no usage leaves the ceiling unable to
+// count what it cost: it is recorded as usage uncertainty, and the next
+// request is refused (fail closed) instead of every later request running
+// uncounted past the ceiling. Without a ceiling it stays certain.
+func TestLoopHardCeilingWithUnreportedUsageRefuses(t *testing.T) {
+	budget := &Budget{Ceilings: Ceilings{MaxTokens: 1_000}, Prices: DefaultPrices()}
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{budget: budget})
+		g.srv.Enqueue(
+			providertest.Reply(providertest.FunctionCall("call_1", "nope", `{}`)).WithoutUsage(),
+			providertest.Text("never reached"),
+		)
+		res, evs := g.run(context.Background(), "first")
+		ce, ok := errors.AsType[*CeilingError](res.Err)
+		if res.Outcome != OutcomeFailed || !ok || !ce.Uncertain {
+			t.Fatalf("outcome %s err %v, want failed with an uncertainty ceiling refusal", res.Outcome, res.Err)
+		}
+		if n := len(g.srv.Requests()); n != 1 {
+			t.Fatalf("%d requests, want 1: the second would run past an uncounted ceiling", n)
+		}
+		if !strings.Contains(res.Err.Error(), "without reporting its usage") {
+			t.Errorf("the refusal does not say why: %v", res.Err)
+		}
+		if len(eventsOf[*ProviderUsageUncertain](evs)) != 1 {
+			t.Errorf("no provider_usage_uncertain event")
+		}
+		if tot := g.sess.Totals(); !tot.Uncertain || tot.UncertainMarkers != 1 {
+			t.Errorf("totals %+v, want one durable marker", tot)
+		}
+	})
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{})
+		g.srv.Enqueue(providertest.Text("hello").WithoutUsage())
+		if res, _ := g.run(context.Background(), "first"); res.Outcome != OutcomeCompleted || !res.Usage.Complete {
+			t.Fatalf("without a ceiling: outcome %s complete %v (%v)", res.Outcome, res.Usage.Complete, res.Err)
+		}
+	})
+}

@@ -571,3 +571,37 @@ func TestProviderRouteOutputLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestCeilingCountsUnreportedUsage: under max_session_tokens, a route
+// whose responses report no usage (a gateway that ignores
+// stream_options.include_usage) cannot be counted: the first such
+// response makes usage uncertain and the next request is refused, on the
+// Responses (qualified) and Chat (unqualified) routes, instead of running
+// uncounted past the ceiling. (Anthropic's message_start always carries
+// usage.)
+func TestCeilingCountsUnreportedUsage(t *testing.T) {
+	for _, rc := range []routeCase{{name: "responses"}, routeCases[1]} {
+		t.Run(rc.name, func(t *testing.T) {
+			turns := []providertest.Turn{
+				providertest.Reply(providertest.FunctionCall("call_1", "read", `{"path":"notes.txt"}`)).WithoutUsage(),
+				providertest.Text("never reached").WithoutUsage(),
+			}
+			var x *execEnv
+			if rc.name == "responses" {
+				x = newExecEnv(t, turns...)
+			} else {
+				x = routeEnv(t, rc, turns...)
+			}
+			// A top-level key goes before the route's tables.
+			old, _ := os.ReadFile(filepath.Join(x.home, "config.toml"))
+			x.writeGlobalConfig(t, "max_session_tokens = 100000\n"+string(old))
+			r := runCLI(t, x.ws, x.vars, "exec", "hi")
+			if r.code != exitFailed || !strings.Contains(r.stderr, "without reporting its usage") {
+				t.Fatalf("exit %d, want a ceiling refusal naming the cause:\n%s", r.code, r.stderr)
+			}
+			if n := len(x.srv.Requests()); n != 1 {
+				t.Fatalf("%d requests, want 1", n)
+			}
+		})
+	}
+}

@@ -17,9 +17,10 @@ type meteredNoRetry struct {
 }
 
 var (
-	_ agent.RetryPolicy = meteredNoRetry{}
-	_ agent.RequestGate = meteredNoRetry{}
-	_ agent.UsagePricer = meteredNoRetry{}
+	_ agent.RetryPolicy     = meteredNoRetry{}
+	_ agent.RequestGate     = meteredNoRetry{}
+	_ agent.UsagePricer     = meteredNoRetry{}
+	_ agent.CeilingReporter = meteredNoRetry{}
 )
 
 // BeforeRequest refuses a request under a reached ceiling or while the
@@ -37,6 +38,10 @@ func (p meteredNoRetry) PriceUsage(model string, u provider.Usage) (int64, bool)
 // CloneRetry implements agent.RetryCloner: the policy is stateless, and a
 // delegated child shares its budget.
 func (p meteredNoRetry) CloneRetry() agent.RetryPolicy { return p }
+
+// HardCeilings implements agent.CeilingReporter: the configured budget's,
+// not agent.NoRetry's none.
+func (p meteredNoRetry) HardCeilings() bool { return p.budget.Active() }
 
 // CheckCeiling reports the ceiling refusal the next request would get.
 func (p meteredNoRetry) CheckCeiling(model string, totals session.Totals) error {
