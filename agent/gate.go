@@ -121,11 +121,15 @@ func (r *Run) commitAux(op string, ar *attemptResult) error {
 		rec, cost, priced = r.usageRecord(op, r.pin.model.Name, ar)
 		recs = append(recs, rec)
 	}
-	recs = append(recs, r.settlement(settledOutcome(u))...)
+	settle, uncertain := r.completedSettlement(op, u)
+	recs = append(recs, settle...)
 	if err := r.a.sess.Append(recs...); err != nil {
 		return fmt.Errorf("%w %s usage: %w", errPersist, op, err)
 	}
 	r.settled()
+	if uncertain {
+		r.noteUncertain(op, reasonUsageNotReported)
+	}
 	if u != nil {
 		r.addUsage(u, cost, priced)
 	}

@@ -290,3 +290,25 @@ func TestTerminalGateHoldsControls(t *testing.T) {
 		last = i
 	}
 }
+
+// TestTerminalGateUnreportedUsageUnderCeiling: under a hard ceiling, a
+// terminal gate's response that reports no usage is durable usage
+// uncertainty with operation terminal_gate, like the main request's.
+func TestTerminalGateUnreportedUsageUnderCeiling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{budget: &Budget{Ceilings: Ceilings{MaxTokens: 1_000_000}, Prices: DefaultPrices()}})
+		g.agent.cfg.Completion = testGate()
+		g.srv.Enqueue(pt.Text("answer"), pt.Text("DONE").WithoutUsage())
+		if res, _ := g.run(context.Background(), "go"); res.Outcome != OutcomeCompleted {
+			t.Fatalf("run %s: %v", res.Outcome, res.Err)
+		}
+		var marker bool
+		for _, rec := range readFile(t, g.sess.Path()) {
+			marker = marker || (rec.str("kind") == session.KindUsageUncertain && rec.str("operation") == OperationTerminalGate &&
+				rec.str("reason") == reasonUsageNotReported)
+		}
+		if !marker || !g.sess.Totals().Uncertain {
+			t.Error("no durable terminal_gate usage_not_reported marker")
+		}
+	})
+}
