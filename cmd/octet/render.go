@@ -313,7 +313,7 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 		giveUp = fmt.Sprintf(" (gives up in %s)", (time.Duration(*e.GiveUpInMs) * time.Millisecond).Round(time.Second))
 	}
 	if e.RetryKind == agent.RetryWaitingForNetwork {
-		r.note("↻ %s; waiting for the network, next try in %dms%s", what, e.DelayMs, giveUp)
+		r.note("↻ %s; waiting for the network, next try in %s%s", what, retryDelay(e.DelayMs), giveUp)
 		return
 	}
 	maxA := "∞"
@@ -321,14 +321,25 @@ func (r *textRenderer) retry(e *agent.ProviderRetry) {
 		maxA = fmt.Sprint(*e.MaxAttempts)
 	}
 	if e.Operation != nil {
-		r.note("↻ %s; retrying %d/%s in %dms%s", what, e.Attempt, maxA, e.DelayMs, giveUp)
+		r.note("↻ %s; retrying %d/%s in %s%s", what, e.Attempt, maxA, retryDelay(e.DelayMs), giveUp)
 		return
 	}
 	discarded := "output of the failed attempt is discarded"
 	if r.live {
 		discarded = "answer text already written from the failed attempt is discarded"
 	}
-	r.note("↻ %s; retrying %d/%s in %dms%s — %s", what, e.Attempt, maxA, e.DelayMs, giveUp, discarded)
+	r.note("↻ %s; retrying %d/%s in %s%s — %s", what, e.Attempt, maxA, retryDelay(e.DelayMs), giveUp, discarded)
+}
+
+// retryDelay shows a retry's delay: milliseconds under a minute, and a
+// longer wait (a provider's Retry-After of hours) as a duration a person
+// reads at once, with how to stop it.
+func retryDelay(ms int64) string {
+	d := time.Duration(ms) * time.Millisecond
+	if d < time.Minute {
+		return fmt.Sprintf("%dms", ms)
+	}
+	return d.Round(time.Second).String() + " (Ctrl-C stops)"
 }
 
 // execResultLine is the last line of `octet exec --json`: how the run

@@ -97,3 +97,26 @@ func TestRenderUnrecordedResult(t *testing.T) {
 		t.Errorf("notes = %q", got)
 	}
 }
+
+// TestRenderLongRetryDelay: a provider's Retry-After of a day is shown
+// as a duration with how to stop it, not as 86400000ms, and cancelling
+// the wait ends the run at once.
+func TestRenderLongRetryDelay(t *testing.T) {
+	x := newExecEnv(t, providertest.Status(503, "server_error", "", "down").WithRetryAfter("86400"))
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	stderr := &cancelOnWrite{marker: "↻", cancel: cancel}
+	start := time.Now()
+	code := run(ctx, []string{"exec", "hi"}, env{
+		stdin: strings.NewReader(""), stdout: &strings.Builder{}, stderr: stderr,
+		lookup: func(k string) (string, bool) { v, ok := x.vars[k]; return v, ok },
+		cwd:    x.ws,
+	})
+	line := firstLineWith(stderr.String(), "↻")
+	if !strings.Contains(line, "retrying 1/29 in 24h0m0s (Ctrl-C stops)") {
+		t.Fatalf("retry line %q, want the day-long delay as a duration", line)
+	}
+	if code != exitCancelled || time.Since(start) > 10*time.Second {
+		t.Fatalf("exit %d after %v, want a prompt cancellation", code, time.Since(start))
+	}
+}
