@@ -181,7 +181,7 @@ func (r *Run) localSummary(v view, k int) (*session.Compaction, *attemptResult, 
 	}
 	summary := strings.TrimSpace(responseText(ar))
 	if summary == "" {
-		return nil, nil, r.settleUnused(ar, errors.New("compaction response had no summary text"))
+		return nil, nil, r.settleUnused(OperationCompaction, ar, errors.New("compaction response had no summary text"))
 	}
 	return &session.Compaction{Summary: summary}, ar, nil
 }
@@ -230,10 +230,11 @@ func (r *Run) commitCompaction(v view, k int, c *session.Compaction, ar *attempt
 	return r.a.sess.Head(), nil
 }
 
-// settleUnused records the usage of a completed compaction request whose
-// output cannot be used (it was billed all the same) and returns err.
-func (r *Run) settleUnused(ar *attemptResult, err error) error {
-	if cerr := r.commitAux(OperationCompaction, ar); cerr != nil {
+// settleUnused records the usage of a completed request of operation op
+// ("" for the main request) whose output cannot be used (it was billed
+// all the same) and returns err.
+func (r *Run) settleUnused(op string, ar *attemptResult, err error) error {
+	if cerr := r.commitAux(op, ar); cerr != nil {
 		return errors.Join(err, cerr)
 	}
 	return err

@@ -66,7 +66,7 @@ func (r *Run) nativeSummary(v view, k int) (*session.Compaction, *attemptResult,
 	}
 	items, bad := nativeItems(ar.resp.Output)
 	if bad != "" {
-		return nil, nil, r.settleUnused(ar, fmt.Errorf("native compaction returned %s", bad))
+		return nil, nil, r.settleUnused(OperationCompaction, ar, fmt.Errorf("native compaction returned %s", bad))
 	}
 	return &session.Compaction{Items: items}, ar, nil
 }

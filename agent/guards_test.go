@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/octet-agent/octet/provider"
@@ -190,22 +191,24 @@ func TestRecoveredOutputNotEmittedUnpersisted(t *testing.T) {
 	}
 }
 
-// TestUncommittedResponseMarkerIsDispatched: the end-of-run marker for a
-// response that could not be committed says the request was dispatched.
+// TestUncommittedResponseMarkerIsDispatched: the marker for a response
+// that could not be committed says the request was dispatched. (Its
+// reported usage is recorded instead, TestUnreplayableOutputKeepsReportedUsage;
+// a marker is left when it reported none under a hard ceiling.)
 func TestUncommittedResponseMarkerIsDispatched(t *testing.T) {
-	h := newHarness(t, harnessOpt{})
-	h.srv.Enqueue(pt.Reply(pt.CustomToolCall("c1", "apply_patch", "*** Begin Patch")))
-	r := h.prompt("go", PromptOptions{})
-	drain(t, r)
-	r.Wait()
-	ro, err := session.Inspect(h.sess.Path())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ro.Close()
-	if c := ro.Totals().Cause; c.Reason != "usage_not_recorded" || !c.Dispatched {
-		t.Fatalf("cause %+v; want usage_not_recorded, dispatched", c)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		g := newRecRig(t, recRigOpt{budget: &Budget{Ceilings: Ceilings{MaxTokens: 1_000_000}, Prices: DefaultPrices()}})
+		g.srv.Enqueue(pt.Reply(pt.CustomToolCall("c1", "apply_patch", "*** Begin Patch")).WithoutUsage())
+		g.run(context.Background(), "go")
+		ro, err := session.Inspect(g.sess.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ro.Close()
+		if c := ro.Totals().Cause; c.Reason != reasonUsageNotReported || !c.Dispatched {
+			t.Fatalf("cause %+v; want usage_not_reported, dispatched", c)
+		}
+	})
 }
 
 // TestDispatchedFailureEndsOutage: a failure after a request left the
@@ -593,5 +596,31 @@ func TestCeilingRefusalCountsTheLedger(t *testing.T) {
 	var ce *CeilingError
 	if err := a.CeilingRefusal(); !errors.As(err, &ce) || !ce.Uncertain {
 		t.Fatalf("CeilingRefusal = %v; want a refusal for the ledger's unknown usage", err)
+	}
+}
+
+// TestUnreplayableOutputKeepsReportedUsage: a completed response whose
+// output octet cannot replay (a provider-hosted item) fails the run
+// closed, but the usage the provider reported for it is recorded, once,
+// as known usage: it was billed, and it is not unknown.
+func TestUnreplayableOutputKeepsReportedUsage(t *testing.T) {
+	h := newHarness(t, harnessOpt{})
+	h.srv.Enqueue(pt.Events(
+		[]byte(`{"type":"response.created","response":{"id":"resp_1"}}`),
+		[]byte(`{"type":"response.output_item.done","output_index":0,"item":{"type":"web_search_call","id":"ws_1","status":"completed"}}`),
+		[]byte(`{"type":"response.completed","response":{"id":"resp_1","status":"completed","usage":{"input_tokens":70,"output_tokens":5}}}`),
+	))
+	r := h.prompt("go", PromptOptions{})
+	drain(t, r)
+	res := r.Wait()
+	if res.Outcome != OutcomeFailed || res.Err == nil || !strings.Contains(res.Err.Error(), "cannot replay") {
+		t.Fatalf("outcome %s: %v, want a fail-closed refusal of the output", res.Outcome, res.Err)
+	}
+	tot := h.sess.Totals()
+	if tot.Uncertain || tot.Own.Input != 70 || tot.Own.Output != 5 || tot.Requests != 1 {
+		t.Fatalf("totals %+v, want the reported 70+5 tokens once and no uncertainty", tot)
+	}
+	if res.Usage.Input != 70 || !res.Usage.Complete {
+		t.Errorf("run usage %+v", res.Usage)
 	}
 }

@@ -561,7 +561,7 @@ func (r *Run) commitAssistant(ar *attemptResult) ([]session.Item, error) {
 	}
 	items, bad := sessionItems(out)
 	if bad != "" {
-		return nil, fmt.Errorf("provider returned an output item octet cannot replay (%s)", bad)
+		return nil, r.settleUnused("", ar, fmt.Errorf("provider returned an output item octet cannot replay (%s)", bad))
 	}
 	stop := "completed"
 	switch {
