@@ -339,6 +339,9 @@ func (d *decoder) added(w *wireEvent) (Event, step, *Error) {
 	if it.Type != string(ItemFunctionCall) && it.Type != string(ItemCustomToolCall) {
 		return Event{}, step{}, nil
 	}
+	if c := d.call(it.ID); it.ID != "" && c != nil && c.callID == it.CallID && c.name == it.Name {
+		return Event{}, step{}, nil // a repeated frame: the call has started
+	}
 	d.calls = append(d.calls, callInfo{itemID: it.ID, callID: it.CallID, name: it.Name})
 	return Event{Type: EventToolCallStarted, ItemID: it.ID, OutputIndex: d.index(w), CallID: it.CallID, Name: it.Name}, step{emit: true}, nil
 }
@@ -352,6 +355,9 @@ func (d *decoder) itemDone(w *wireEvent) (Event, step, *Error) {
 		return Event{}, step{}, &Error{Phase: Body, Class: StreamFailure, Decode: DecodeJSON, Dispatched: true,
 			Err: fmt.Errorf("decode output item: %w", err)}
 	}
+	if d.repeated(&it) {
+		return Event{}, step{}, nil
+	}
 	idx := d.index(w)
 	if idx < 0 {
 		idx = d.nextIdx
@@ -360,6 +366,22 @@ func (d *decoder) itemDone(w *wireEvent) (Event, step, *Error) {
 	d.done = append(d.done, doneItem{index: idx, item: it})
 	item := it
 	return Event{Type: EventItemDone, ItemID: it.ID, OutputIndex: idx, CallID: it.CallID, Name: it.Name, Item: &item}, step{emit: true}, nil
+}
+
+// repeated reports whether it repeats, byte for byte, an item already
+// done: a frame a proxy sent twice. It is dropped rather than listed
+// twice (which would fail the response closed as a duplicate call id);
+// a different item under the same id is kept, and fails closed.
+func (d *decoder) repeated(it *Item) bool {
+	if it.ID == "" {
+		return false
+	}
+	for i := range d.done {
+		if d.done[i].item.ID == it.ID && bytes.Equal(d.done[i].item.Raw, it.Raw) {
+			return true
+		}
+	}
+	return false
 }
 
 // decodeItem converts one wire output item; Raw keeps a copy of the bytes.

@@ -296,3 +296,43 @@ func TestRecordedErrorFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestRepeatedItemFramesDropped: the first recorded response of the
+// encrypted-reasoning fixture with every output_item.added and
+// output_item.done frame sent twice (same sequence_number: a proxy's
+// retransmission) decodes as the original: one reasoning item and one
+// function call, each started and done once.
+func TestRepeatedItemFramesDropped(t *testing.T) {
+	var lines [][]byte
+	for _, line := range bytes.Split(readFixture(t, "vercel-ai__openai-reasoning-encrypted-content.1.jsonl"), []byte("\n")) {
+		if line = bytes.TrimSpace(line); len(line) == 0 {
+			continue
+		}
+		lines = append(lines, line)
+		if bytes.Contains(line, []byte(`"type":"response.output_item.`)) {
+			lines = append(lines, line)
+		}
+		if bytes.Contains(line, []byte(`"type":"response.completed"`)) {
+			break
+		}
+	}
+	srv := providertest.New(t)
+	srv.Enqueue(providertest.Events(lines...))
+	evs, err := run(t, httpTransport(t, srv), simpleRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var started, done int
+	for _, e := range evs {
+		switch e.Type {
+		case provider.EventToolCallStarted:
+			started++
+		case provider.EventItemDone:
+			done++
+		}
+	}
+	out := completed(t, evs).Output
+	if started != 1 || done != 2 || len(out) != 2 || out[1].CallID != "call_AB6AaRZ1FYZB2RwS6A5vbdqn" {
+		t.Fatalf("%d started, %d done, output %+v; want the call started once and two items done once", started, done, out)
+	}
+}
