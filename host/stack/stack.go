@@ -523,6 +523,8 @@ func ProviderHint(err error, cfg *config.Config) string {
 	case pe.Permanent():
 		// Before the status: OpenAI says insufficient_quota with a 429.
 		return permanentHint(pe, keySource)
+	case pe.Class == provider.HTTPStatus && (pe.Status == 400 || pe.Status == 413) && contextOverflow(pe):
+		return fmt.Sprintf("the request is larger than the model or the provider takes (HTTP %d): %s", pe.Status, adviceCompact)
 	case pe.Class == provider.HTTPStatus && (pe.Status == 429 || pe.Status >= 500):
 		what := "is overloaded or failing"
 		if pe.Status == 429 {
@@ -582,6 +584,28 @@ func retryAdvice(err error, cfg *config.Config) string {
 	return ""
 }
 
+// adviceCompact is what to do about a conversation too large to send.
+const adviceCompact = "compact the session (/compact, or octet exec --compact --session ID) or start a new one"
+
+// contextOverflowWords are how providers without a context_length_exceeded
+// code say a request does not fit: Anthropic ("prompt is too long"),
+// llama.cpp (exceed_context_size_error), vLLM and gateways ("maximum
+// context length"), and a 413's request_too_large.
+var contextOverflowWords = []string{"prompt is too long", "exceed_context_size", "exceeds the available context",
+	"context length", "context window", "context_length", "request_too_large", "too many tokens"}
+
+// contextOverflow reports whether a refusal says the request does not
+// fit the model's context or the provider's size bound.
+func contextOverflow(pe *provider.Error) bool {
+	text := strings.ToLower(pe.Code + " " + pe.Type + " " + pe.Message)
+	for _, w := range contextOverflowWords {
+		if strings.Contains(text, w) {
+			return true
+		}
+	}
+	return pe.Status == 413
+}
+
 // permanentHint says what to do about an explicit permanent provider
 // code: the key's account (auth, quota), the conversation's size, or
 // the prompt (policy).
@@ -594,7 +618,7 @@ func permanentHint(pe *provider.Error, keySource string) string {
 	case strings.Contains(code, "quota") || strings.HasPrefix(code, "billing_") || code == "usage_not_included":
 		return fmt.Sprintf("the provider account has no quota for this request (%s): check the plan and billing of the key in %s", code, keySource)
 	case code == "context_length_exceeded":
-		return "the conversation no longer fits the model's context window (context_length_exceeded): compact the session (/compact, or octet exec --compact --session ID) or start a new one"
+		return "the conversation no longer fits the model's context window (context_length_exceeded): " + adviceCompact
 	case strings.HasSuffix(code, "_policy") || strings.HasSuffix(code, "policy_violation"):
 		return fmt.Sprintf("the provider refused the request under its usage policy (%s): rephrase the prompt", code)
 	case code == "server_is_overloaded" || code == "slow_down":

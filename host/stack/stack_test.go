@@ -153,6 +153,13 @@ func TestProviderHintSaysWhatToDo(t *testing.T) {
 		{"content filter", &provider.Error{Phase: provider.Body, Class: provider.ResponsesIncomplete, IncompleteReason: "content_filter"},
 			"content filter stopped the answer: rephrase the prompt"},
 		{"request code", &provider.Error{Phase: provider.Body, Class: provider.ResponsesFailed, Code: "invalid_image"}, ""},
+		{"anthropic too long", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 400, Type: "invalid_request_error", Message: "prompt is too long: 215000 tokens > 200000 maximum"},
+			"larger than the model or the provider takes (HTTP 400): compact the session"},
+		{"llama.cpp", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 400, Type: "exceed_context_size_error", Message: "the request exceeds the available context size"},
+			"compact the session"},
+		{"413", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 413, Type: "request_too_large", Message: "Request exceeds the maximum allowed number of bytes."},
+			"(HTTP 413): compact the session"},
+		{"bad param", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 400, Message: "Unknown parameter: 'foo'"}, ""},
 	} {
 		got := ProviderHint(tc.err, &cfg)
 		if tc.want == "" && got != "" || !strings.Contains(got, tc.want) {
