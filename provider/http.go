@@ -589,6 +589,23 @@ func parseErrorBody(e *Error, b []byte) {
 	}
 }
 
+// strayError improves end, the error of a body that ended without any
+// event, when the body held other text: a JSON error document (a
+// gateway's answer under an event-stream Content-Type) is the provider's
+// own refusal, which a retry of the same request would only repeat, so
+// it is reported with its type, code and message as a protocol
+// violation; other text is quoted in end's message.
+func strayError(end *Error, stray []byte) *Error {
+	e := &Error{Phase: Body, Class: ProtocolViolation, Dispatched: true}
+	parseErrorBody(e, stray)
+	if json.Valid(bytes.TrimSpace(stray)) && e.Message != "" {
+		e.Message = "the stream held no event, only this error: " + e.Message
+		return e
+	}
+	end.Message += "; the body held no event, only: " + e.Message
+	return end
+}
+
 // limitedBody fails with errBodyTooLarge once more than n bytes arrive; a
 // body of exactly n bytes ends normally.
 type limitedBody struct {
@@ -693,6 +710,9 @@ func (s *httpStream) Next(ctx context.Context) (Event, error) {
 		case err == io.EOF && context.Cause(s.reqCtx) == nil:
 			s.queue, derr = s.dec.end(s.queue[:0])
 			final = derr == nil
+			if stray := s.sse.Stray(); stray != nil && derr != nil {
+				derr = strayError(derr, stray)
+			}
 		case err != nil:
 			return Event{}, s.fail(s.bodyError(ctx, err))
 		default:

@@ -33,7 +33,10 @@ type SSEEvent struct {
 // read: "error", with which llama.cpp's server reported a failure in the
 // middle of a stream until September 2025 ("error: {…}" then "data:
 // [DONE]"), is an event of type "error" with that value as its data, so
-// the server's message is not lost with the ignored field.
+// the server's message is not lost with the ignored field. Text that is
+// no event stream at all before the first event (a JSON error document a
+// gateway sent under an event-stream Content-Type) is ignored as the rules
+// say, but its first bytes are kept: see [SSEReader.Stray].
 type SSEReader struct {
 	r        io.Reader
 	buf      []byte
@@ -50,6 +53,34 @@ type SSEReader struct {
 	lastID  []byte
 	id      string
 	retry   time.Duration
+
+	dispatched bool   // an event was dispatched
+	stray      []byte // the first ignored non-field text, before any event
+}
+
+// maxStray bounds what [SSEReader.Stray] keeps.
+const maxStray = 512
+
+// Stray returns the first bytes (at most 512) of the lines that were not
+// event-stream fields and came before any event, including an unfinished
+// last line at the end of the stream; nil when there were none or an
+// event was dispatched.
+func (s *SSEReader) Stray() []byte {
+	if s.dispatched {
+		return nil
+	}
+	return s.stray
+}
+
+// keepStray keeps the start of text that is not an event stream.
+func (s *SSEReader) keepStray(line []byte) {
+	if s.dispatched || len(s.stray) >= maxStray || len(bytes.TrimSpace(line)) == 0 {
+		return
+	}
+	if len(s.stray) > 0 {
+		s.stray = append(s.stray, '\n')
+	}
+	s.stray = append(s.stray, line[:min(len(line), maxStray-len(s.stray))]...)
 }
 
 // DefaultMaxFrameBytes bounds one SSE line or event payload (8 MiB).
@@ -117,6 +148,7 @@ func (s *SSEReader) dispatch() (SSEEvent, bool) {
 		data = data[:n-1]
 	}
 	ev := SSEEvent{Event: s.event, Data: data, ID: s.id}
+	s.dispatched = true
 	s.data = s.data[:0]
 	s.hasData = false
 	s.event = s.event[:0]
@@ -161,8 +193,23 @@ func (s *SSEReader) field(line []byte) error {
 		if n, ok := asciiDigits(value); ok {
 			s.retry = time.Duration(n) * time.Millisecond
 		}
+	default:
+		s.keepStray(line)
 	}
 	return nil
+}
+
+// isField reports whether line is a comment or a field the reader knows.
+func isField(line []byte) bool {
+	if line[0] == ':' {
+		return true
+	}
+	name, _, _ := bytes.Cut(line, []byte(":"))
+	switch string(name) {
+	case "data", "event", "error", "id", "retry":
+		return true
+	}
+	return false
 }
 
 func asciiDigits(b []byte) (int64, bool) {
@@ -210,6 +257,9 @@ func (s *SSEReader) readLine() ([]byte, error) {
 			return nil, errFrameTooLarge
 		}
 		if s.readErr != nil {
+			if s.readErr == io.EOF && len(b) > 0 && !isField(b) {
+				s.keepStray(b) // an unfinished last line
+			}
 			return nil, s.readErr
 		}
 		s.fill()

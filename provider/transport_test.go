@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -447,6 +448,38 @@ func TestIsLoopbackURL(t *testing.T) {
 	} {
 		if got := provider.IsLoopbackURL(raw); got != want {
 			t.Errorf("IsLoopbackURL(%q) = %v, want %v", raw, got, want)
+		}
+	}
+}
+
+// TestErrorDocumentUnderEventStream: a gateway that answers 200 with an
+// event-stream Content-Type but a JSON error document for body (no event)
+// is reported with the document's type, code and message, on every wire,
+// as a protocol violation (a retry would repeat it), not as a stream that
+// merely ended early; other text without any event stays a terminal EOF
+// that quotes it.
+func TestErrorDocumentUnderEventStream(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		class      provider.Class
+		want       string
+	}{
+		{"json", `{"error":{"message":"Invalid model name passed in model=foo","type":"invalid_request_error","code":"400"}}` + "\n",
+			provider.ProtocolViolation, "only this error: Invalid model name passed in model=foo"},
+		{"json without newline", `{"error":"model 'foo' not found"}`, provider.ProtocolViolation, "only this error: model 'foo' not found"},
+		{"html", "<html><body>upstream reset</body></html>\n", provider.TerminalEOF, "only: <html><body>upstream reset</body></html>"},
+	} {
+		for _, wire := range []provider.WireAPI{provider.WireResponses, provider.WireChat, provider.WireAnthropic} {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				io.WriteString(w, tc.body)
+			}))
+			tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL + "/v1", APIKey: testKey, Wire: wire})
+			_, err := run(t, tr, simpleRequest())
+			srv.Close()
+			if e := asError(t, err); e.Class != tc.class || !strings.Contains(e.Message, tc.want) || !e.Dispatched {
+				t.Errorf("%s/%s: %v, want %s with %q", tc.name, wire, err, tc.class, tc.want)
+			}
 		}
 	}
 }
