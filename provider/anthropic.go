@@ -476,7 +476,10 @@ func (d *anthropicDecoder) frame(ev *SSEEvent, out []Event) ([]Event, bool, *Err
 		return out, false, nil
 	case "message_stop":
 		return d.complete(out)
-	case "error":
+	case "error", "": // "": {"error":{…}} without a type, a gateway's error frame
+		if e.Type == "" && e.Error == nil {
+			return out, false, nil
+		}
 		pe := &Error{Phase: Body, Class: ResponsesFailed, Dispatched: true, Response: d.response("failed")}
 		if e.Error != nil {
 			pe.Type, pe.Code, pe.Message = string(e.Error.Type), string(e.Error.Type), string(e.Error.Message)

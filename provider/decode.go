@@ -234,6 +234,10 @@ func (d *decoder) decodeSlow(data []byte) (Event, step, *Error) {
 		return Event{}, step{}, e
 	case "error":
 		return Event{}, step{}, d.errorEvent(w, first)
+	case "":
+		if w.Error != nil { // {"error":{…}} without a type: a gateway's error frame
+			return Event{}, step{}, d.errorEvent(w, first)
+		}
 	case "response.steer.accepted", "response.steer.pending", "response.steer.failed":
 		return d.steerEvent(w, data)
 	}

@@ -452,6 +452,25 @@ func TestIsLoopbackURL(t *testing.T) {
 	}
 }
 
+// TestUntypedErrorFrame: a data frame {"error":{…}} without a "type" (a
+// gateway's error in the middle of a stream) fails the response with the
+// frame's code and message on every wire, instead of being skipped as an
+// unknown event until the stream ends with nothing said.
+func TestUntypedErrorFrame(t *testing.T) {
+	for _, wire := range []provider.WireAPI{provider.WireResponses, provider.WireChat, provider.WireAnthropic} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"error\":{\"message\":\"upstream overloaded\",\"type\":\"server_error\",\"code\":\"server_error\"}}\n\n")
+		}))
+		tr := provider.NewHTTP(provider.HTTPConfig{BaseURL: srv.URL + "/v1", APIKey: testKey, Wire: wire})
+		_, err := run(t, tr, simpleRequest())
+		srv.Close()
+		if e := asError(t, err); e.Class != provider.ResponsesFailed || e.Message != "upstream overloaded" || e.Code != "server_error" {
+			t.Errorf("%s: %v, want responses failed server_error: upstream overloaded", wire, err)
+		}
+	}
+}
+
 // TestErrorDocumentUnderEventStream: a gateway that answers 200 with an
 // event-stream Content-Type but a JSON error document for body (no event)
 // is reported with the document's type, code and message, on every wire,
