@@ -516,12 +516,14 @@ func ProviderHint(err error, cfg *config.Config) string {
 		return fmt.Sprintf("%s does not look like a %s API root: check %s", p.BaseURL, api, where)
 	case pe.Class == provider.AuthUnavailable:
 		return "no API key: " + keySource
+	case pe.Permanent() && !keyRefusal(pe):
+		// Before the status: a 403 for the region, a 429 for the quota.
+		return permanentHint(pe, keySource)
 	case pe.Class == provider.HTTPStatus && (pe.Status == 401 || pe.Status == 403):
 		return fmt.Sprintf("the provider refused the API key (HTTP %d): check %s", pe.Status, keySource)
 	case pe.Class == provider.HTTPStatus && pe.Status == 404:
 		return fmt.Sprintf("the provider at %s has no %s endpoint or model %q (HTTP 404): check %s and --model", p.BaseURL, api, cfg.Model.Value, where)
 	case pe.Permanent():
-		// Before the status: OpenAI says insufficient_quota with a 429.
 		return permanentHint(pe, keySource)
 	case pe.Class == provider.HTTPStatus && (pe.Status == 400 || pe.Status == 413) && contextOverflow(pe):
 		return fmt.Sprintf("the request is larger than the model or the provider takes (HTTP %d): %s", pe.Status, adviceCompact)
@@ -606,6 +608,15 @@ func contextOverflow(pe *provider.Error) bool {
 	return pe.Status == 413
 }
 
+// keyRefusal reports whether a permanent code refuses the key itself.
+func keyRefusal(pe *provider.Error) bool {
+	switch strings.ToLower(strings.TrimSpace(pe.Code)) {
+	case "invalid_api_key", "invalid_authentication", "authentication_error", "permission_denied", "account_deactivated":
+		return true
+	}
+	return pe.Code == "" && strings.EqualFold(pe.Type, "authentication_error")
+}
+
 // permanentHint says what to do about an explicit permanent provider
 // code: the key's account (auth, quota), the conversation's size, or
 // the prompt (policy).
@@ -623,6 +634,8 @@ func permanentHint(pe *provider.Error, keySource string) string {
 		return fmt.Sprintf("the provider refused the request under its usage policy (%s): rephrase the prompt", code)
 	case code == "server_is_overloaded" || code == "slow_down":
 		return fmt.Sprintf("the provider declined the request for lack of capacity (%s): run the prompt again later", code)
+	case code == "unsupported_country_region_territory":
+		return "the provider does not serve requests from this country, region or territory (unsupported_country_region_territory): use a provider available where you are"
 	case code == "invalid_prompt":
 		return "the provider refused the prompt as invalid (invalid_prompt): rephrase it"
 	}

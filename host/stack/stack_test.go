@@ -159,6 +159,10 @@ func TestProviderHintSaysWhatToDo(t *testing.T) {
 			"compact the session"},
 		{"413", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 413, Type: "request_too_large", Message: "Request exceeds the maximum allowed number of bytes."},
 			"(HTTP 413): compact the session"},
+		{"region 403", &agent.PermanentError{Code: "unsupported_country_region_territory", Err: &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 403, Code: "unsupported_country_region_territory"}},
+			"does not serve requests from this country, region or territory"},
+		{"key 401", &agent.PermanentError{Code: "invalid_api_key", Err: &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 401, Code: "invalid_api_key"}},
+			"refused the API key (HTTP 401): check OPENAI_API_KEY"},
 		{"bad param", &provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 400, Message: "Unknown parameter: 'foo'"}, ""},
 	} {
 		got := ProviderHint(tc.err, &cfg)
