@@ -162,3 +162,45 @@ func TestSessionRewindBash(t *testing.T) {
 	wantFile(t, "after the rewind of the rewind", ws("d/e/f.txt"), []byte("new\n"), 0o644)
 	wantFile(t, "after the rewind of the rewind", ws("user.txt"), []byte("user again\n"), 0o644)
 }
+
+// TestSessionRewindBashNamesNotUTF8: a command removes a file and makes
+// one whose names are not valid UTF-8. Their changes are not recorded
+// (JSON would name other files: U+FFFD) but said in cannotUndo, and a
+// rewind neither makes a file that never existed nor reports success
+// for them.
+func TestSessionRewindBashNamesNotUTF8(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	st := newStack(t, tools.UnsafeHost)
+	ws := func(p string) string { return filepath.Join(st.Workspace, p) }
+	writeMode(t, ws("old\xff.txt"), "old\n", 0o644)
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("odd", "bash", `{"command":"rm $'old\\xff.txt' && echo new > $'new\\xfe.txt' && echo ok > ok.txt"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	kinds, undo := bashChanges(e, ans.RunID)
+	if len(kinds["odd"]) != 1 || kinds["odd"]["ok.txt"] != "add" {
+		t.Errorf("changes: %v, want only ok.txt added", kinds["odd"])
+	}
+	if u := strings.Join(undo["odd"], "\n"); !strings.Contains(u, "not valid UTF-8") {
+		t.Errorf("cannotUndo: %q", u)
+	}
+	ids := entryIDs(t, e, sid)
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true}, &rw)
+	wantFile(t, "after the rewind", ws("ok.txt"), nil, 0)
+	wantFile(t, "after the rewind", ws("old\uFFFD.txt"), nil, 0)
+	wantFile(t, "after the rewind", ws("new\xfe.txt"), []byte("new\n"), 0o644)
+	for _, c := range rw.Changes {
+		if c.Path != "ok.txt" {
+			t.Errorf("the rewind planned %q: %+v", c.Path, c)
+		}
+	}
+}

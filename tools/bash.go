@@ -303,8 +303,7 @@ func (t *BashTool) checkpoint(res Result, pre *snapshot, inv Invocation, unsuper
 		res.CannotUndo = []string{fmt.Sprintf("everything: the snapshot after the command failed (%v), so what it changed is not recorded", err)}
 		return res
 	}
-	res.Changes = t.snaps.changesBetween(t.cfg.Changes, pre, post)
-	res.CannotUndo = t.snaps.cannotUndo(pre, post)
+	res.Changes, res.CannotUndo = t.snaps.checkpointChanges(t.cfg.Changes, pre, post)
 	if res.Details == nil {
 		res.Details = map[string]any{}
 	}

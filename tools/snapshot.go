@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -1127,6 +1129,30 @@ func (s *snapshotter) changesBetween(rec *changes.Recorder, pre, post *snapshot)
 	return out
 }
 
+// checkpointChanges returns changesBetween's records of pre and post and
+// what a rewind of them cannot undo (cannotUndo's statements). A path
+// that is not valid UTF-8 is left out of the records and named among
+// those statements: changes reach the session file and the wire as JSON,
+// where such a path becomes another one (U+FFFD) that a rewind would
+// create while leaving the real one as it is.
+func (s *snapshotter) checkpointChanges(rec *changes.Recorder, pre, post *snapshot) ([]changes.Record, []string) {
+	all := s.changesBetween(rec, pre, post)
+	undo := s.cannotUndo(pre, post)
+	out := all[:0:0]
+	var unnamed []string
+	for _, r := range all {
+		if utf8.ValidString(r.Path) {
+			out = append(out, r)
+		} else {
+			unnamed = append(unnamed, strconv.Quote(r.Path))
+		}
+	}
+	if l := pathList(unnamed, nil); l != "" {
+		undo = append(undo, "change(s) of path(s) whose name is not valid UTF-8 (JSON, in which changes are recorded, cannot name them), not recorded: "+l)
+	}
+	return out, undo
+}
+
 // ruleFiles gives the content of the workspace's .gitignore files as pre
 // and as post had them.
 type ruleFiles struct {
@@ -1413,6 +1439,7 @@ func (t *BashTool) RecoverChanges(in changes.Intent) ([]changes.Record, []string
 	if err != nil {
 		return nil, nil, err
 	}
-	undo := append([]string{"the command was killed with octet: what it did is known only from the workspace's files, which may also hold later changes"}, t.snaps.cannotUndo(pre, post)...)
-	return t.snaps.changesBetween(t.cfg.Changes, pre, post), undo, nil
+	recs, undo := t.snaps.checkpointChanges(t.cfg.Changes, pre, post)
+	undo = append([]string{"the command was killed with octet: what it did is known only from the workspace's files, which may also hold later changes"}, undo...)
+	return recs, undo, nil
 }

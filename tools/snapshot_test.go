@@ -305,3 +305,33 @@ func TestSnapshotBudget(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotNamesNotUTF8: a change of a path whose name is not valid
+// UTF-8 is not among a checkpoint's changes — the session file and the
+// wire are JSON, where such a name becomes another one (U+FFFD), so a
+// rewind would make a file that never existed and miss the real one —
+// and its cannotUndo names it.
+func TestSnapshotNamesNotUTF8(t *testing.T) {
+	bothModes(t, func(t *testing.T, walk bool) {
+		s, ws := newTestSnapshotter(t, walk)
+		put(t, filepath.Join(ws, "old\xff.txt"), "old\n")
+		put(t, filepath.Join(ws, "ok.txt"), "ok\n")
+		pre := take(t, s)
+		if err := os.Remove(filepath.Join(ws, "old\xff.txt")); err != nil {
+			t.Fatal(err)
+		}
+		put(t, filepath.Join(ws, "new\xfe.txt"), "new\n")
+		put(t, filepath.Join(ws, "dir\xff/in.txt"), "in\n")
+		put(t, filepath.Join(ws, "ok.txt"), "ok, changed\n")
+		settle()
+		post := take(t, s)
+		recs, undo := s.checkpointChanges(recorder(s), pre, post)
+		if got := kindsOf(recs); len(got) != 1 || got["ok.txt"] != changes.Modify {
+			t.Errorf("changes: %v, want only ok.txt modified", got)
+		}
+		want := `not recorded: 4: "dir\xff", "dir\xff/in.txt", "new\xfe.txt", "old\xff.txt"`
+		if u := strings.Join(undo, "\n"); !strings.Contains(u, want) {
+			t.Errorf("cannotUndo: %q, want it to hold %q", u, want)
+		}
+	})
+}
