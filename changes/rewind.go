@@ -74,6 +74,13 @@ func (r Restore) Expects(cur State) bool {
 	return slices.ContainsFunc(r.Expected, cur.Same)
 }
 
+// Unverified reports whether an expected state of r is a file whose
+// content octet did not hash (over a snapshot's limit, or holding a
+// secret): whether the path changed since octet's change cannot be told.
+func (r Restore) Unverified() bool {
+	return slices.ContainsFunc(r.Expected, func(s State) bool { return s.Exists && !s.Dir && s.SHA256 == "" })
+}
+
 // PlanRewind returns, sorted by path, the paths a rewind from the active
 // branch's state to the target entry's state must restore. active and
 // target are the steps of the two branches from the root (the active one

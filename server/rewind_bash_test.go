@@ -204,3 +204,40 @@ func TestSessionRewindBashNamesNotUTF8(t *testing.T) {
 		}
 	}
 }
+
+// TestSessionRewindBashUnhashedFile: a command creates a file over the
+// snapshot limit, so its content is not kept. A rewind leaves it (octet
+// cannot tell whether it changed since) and says that — not that someone
+// else changed it — and what to do; forced, it is removed.
+func TestSessionRewindBashUnhashedFile(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	st := newStack(t, tools.UnsafeHost)
+	big := filepath.Join(st.Workspace, "big.bin")
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("big", "bash", `{"command":"head -c 9437184 /dev/zero > big.bin"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	ids := entryIDs(t, e, sid)
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true}, &rw)
+	_, _, c := rw.byPath("big.bin")
+	if strings.Contains(c, "not by octet") || !strings.Contains(c, "cannot tell whether it changed since") || !strings.Contains(c, "force this path") {
+		t.Errorf("conflict of big.bin = %q", c)
+	}
+	if st, err := os.Stat(big); err != nil || st.Size() != 9437184 {
+		t.Fatalf("big.bin after the rewind: %v, %v (want it left)", st, err)
+	}
+	var forced rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true, "force": []string{"big.bin"}}, &forced)
+	if _, _, c := forced.byPath("big.bin"); c != "" || !forced.Applied {
+		t.Errorf("forced rewind: %+v", forced)
+	}
+	wantFile(t, "after the forced rewind", big, nil, 0)
+}

@@ -42,6 +42,14 @@ func (rs Restoration) RemovesDir() bool { return rs.rmdir }
 // file open in an editor that applies edits.
 const errUnrewindableOpen = "open in the editor: octet does not delete a file behind its buffer; close it in the editor, then rewind again"
 
+// The conflicts of a path whose present state is not the one octet's
+// ledger expects: changed since (by the user or another program), or not
+// known, its content having not been kept (hashed) when octet changed it.
+const (
+	errChangedSince = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
+	errUnverified   = "octet did not keep this file's content when its command changed it (over the snapshot limit, or holding a secret), so it cannot tell whether it changed since: left as it is; force this path to rewind it anyway"
+)
+
 // PrepareRestore reads r.Path's present state (an open document's buffer
 // when the editor applies edits, as edit and write do) and prepares
 // restoring it to r.Target. needed is false when the path is already in
@@ -98,7 +106,10 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 		return rs, true, nil
 	case !force && !r.Expects(cur):
 		rs.Record.Change = c.Changes.Preview(r.Path, from, rs.target)
-		rs.Conflict = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
+		rs.Conflict = errChangedSince
+		if r.Unverified() {
+			rs.Conflict = errUnverified
+		}
 		return rs, true, nil
 	case !stage:
 		rs.Record.Change = c.Changes.Preview(r.Path, from, rs.target)
@@ -142,7 +153,7 @@ func (c *Config) prepareDir(tg *target, r changes.Restore, force bool, conflict 
 	}
 	rs.Record = c.Changes.Describe(r.Path, img(cur), img(r.Target), nil, nil)
 	if !force && !r.Expects(cur) {
-		rs.Conflict = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
+		rs.Conflict = errChangedSince
 		return rs, true, nil
 	}
 	rs.dir, rs.rmdir, rs.dirMode = true, !r.Target.Exists, r.Target.Mode
