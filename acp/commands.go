@@ -29,7 +29,7 @@ type command struct {
 var commands = []command{
 	{"compact", "Summarize the conversation so far, to free the model's context", "", (*acpSession).compact},
 	{"diff", "Show what octet changed in the files during the last prompt", "", (*acpSession).showDiff},
-	{"rewind", "Undo the last prompt: restore the files octet changed in it and take the conversation back to before it", "", (*acpSession).rewindLast},
+	{"rewind", "Undo the last prompt: restore the files octet changed in it and take the conversation back to before it", "force (optional): overwrite files changed since octet wrote them", (*acpSession).rewindLast},
 	{"init", "Write an AGENTS.md describing this project for coding agents (asks before writing)", "what to focus on (optional)", modelCommand("init")},
 	{"review", "Review the uncommitted changes in this repository", "what to focus on (optional)", modelCommand("review")},
 }
@@ -147,56 +147,93 @@ func (as *acpSession) showDiff(context.Context, string, []contentBlock) (any, er
 // rewindLast undoes the last prompt (/rewind): the files octet changed
 // since just before it are restored and the conversation goes back to
 // before it. Nothing is done when a file was changed since by someone
-// else: the conflicts are listed instead.
-func (as *acpSession) rewindLast(ctx context.Context, _ string, _ []contentBlock) (any, error) {
+// else: the conflicts are listed instead, with how to rewind anyway
+// (`/rewind force`, which overwrites them; a file whose earlier content
+// octet does not have is then left as it is and said to be).
+func (as *acpSession) rewindLast(ctx context.Context, arg string, _ []contentBlock) (any, error) {
 	return as.local(func() (string, error) {
-		branch := as.Session().Branch()
-		last := -1
-		for i := len(branch) - 1; i >= 0; i-- {
-			if branch[i].Type == session.EntryUser {
-				last = i
-				break
-			}
+		force := false
+		switch a := strings.TrimSpace(arg); a {
+		case "":
+		case "force":
+			force = true
+		default:
+			return fmt.Sprintf("Nothing was rewound: /rewind takes no input, or `force` (to overwrite files changed since octet wrote them), not %s.", codeSpan(titleText(a))), nil
 		}
-		if last < 0 {
+		p, prompt, ok := as.rewindParams()
+		if !ok {
 			return "Nothing to rewind: no prompt yet.", nil
-		}
-		// The files as they were before the prompt ran anything: as at
-		// the entry before it, or at the prompt itself when it is the
-		// first entry (the conversation then cannot go back before it).
-		p := host.RewindParams{SessionID: as.ID(), EntryID: branch[last].ID, Files: true, DryRun: true}
-		if last > 0 {
-			p.EntryID, p.Conversation = branch[last-1].ID, true
 		}
 		plan, err := as.Session().Rewind(ctx, p)
 		if err != nil {
 			return "", fmt.Errorf("rewind session %s: %w", as.ID(), err)
 		}
-		prompt := codeSpan(titleText(branch[last].Text))
-		if conflicts := rewindConflicts(plan); conflicts != "" {
-			return "Nothing was rewound: these files changed after octet wrote them, and rewinding would lose that:\n" + conflicts, nil
+		if conflicts := rewindConflicts(plan); conflicts != "" && !force {
+			return "Nothing was rewound: these files are not as octet left them, and rewinding would lose that:\n" + conflicts +
+				"To keep them, nothing more is needed. To rewind anyway, overwriting them, send `/rewind force`.", nil
+		}
+		for _, c := range plan.Changes {
+			if c.Conflict != "" {
+				p.Force = append(p.Force, c.Path)
+			}
 		}
 		p.DryRun = false
 		res, err := as.Session().Rewind(ctx, p)
 		if err != nil {
 			return "", fmt.Errorf("rewind session %s: %w", as.ID(), err)
 		}
-		if conflicts := rewindConflicts(res); conflicts != "" || !res.Applied {
-			return "The rewind was not completed:\n" + conflicts, nil
+		if !res.Applied {
+			return "The rewind was not completed:\n" + rewindConflicts(res), nil
 		}
-		var paths []string
-		for _, c := range res.Changes {
+		return rewoundText(res, prompt, p.Conversation), nil
+	})
+}
+
+// rewindParams returns the dry rewind of the last prompt: the files as
+// they were before the prompt ran anything, as at the entry before it,
+// or at the prompt itself when it is the first entry (the conversation
+// then cannot go back before it), and the prompt as a code span; false
+// when there is no prompt yet.
+func (as *acpSession) rewindParams() (host.RewindParams, string, bool) {
+	branch := as.Session().Branch()
+	last := -1
+	for i := len(branch) - 1; i >= 0; i-- {
+		if branch[i].Type == session.EntryUser {
+			last = i
+			break
+		}
+	}
+	if last < 0 {
+		return host.RewindParams{}, "", false
+	}
+	p := host.RewindParams{SessionID: as.ID(), EntryID: branch[last].ID, Files: true, DryRun: true}
+	if last > 0 {
+		p.EntryID, p.Conversation = branch[last-1].ID, true
+	}
+	return p, codeSpan(titleText(branch[last].Text)), true
+}
+
+// rewoundText says what a rewind of the last prompt did: the files it
+// restored and those it left as they are (the paths a forced rewind
+// could still not restore), and where the conversation is.
+func rewoundText(res host.RewindResult, prompt string, conversation bool) string {
+	var paths []string
+	for _, c := range res.Changes {
+		if c.Conflict == "" {
 			paths = append(paths, codeSpan(titleText(c.Path)))
 		}
-		files := "No file needed restoring."
-		if len(paths) > 0 {
-			files = "Restored " + strings.Join(paths, ", ") + "."
-		}
-		if !p.Conversation {
-			return fmt.Sprintf("Rewound the files of the first prompt (%s). %s The conversation cannot go back before its first prompt: start a new session for a fresh one.", prompt, files), nil
-		}
-		return fmt.Sprintf("Rewound the last prompt (%s). %s The conversation goes on from before it.", prompt, files), nil
-	})
+	}
+	files := "No file needed restoring."
+	if len(paths) > 0 {
+		files = "Restored " + strings.Join(paths, ", ") + "."
+	}
+	if left := rewindConflicts(res); left != "" {
+		files += " Left as they are:\n" + left
+	}
+	if !conversation {
+		return fmt.Sprintf("Rewound the files of the first prompt (%s). %s The conversation cannot go back before its first prompt: start a new session for a fresh one.", prompt, files)
+	}
+	return fmt.Sprintf("Rewound the last prompt (%s). %s The conversation goes on from before it.", prompt, files)
 }
 
 // rewindConflicts lists the paths of a rewind that conflict, one a line.

@@ -206,3 +206,47 @@ func TestOpenSessionBound(t *testing.T) {
 func (p *peer) released(id string) bool {
 	return strings.Contains(p.logs.String(), fmt.Sprintf(`msg="session closed" session=%s why="released for another session (open-session bound)"`, id))
 }
+
+// TestRewindForce: /rewind refused for a file the person changed since
+// says how to rewind anyway, in this client — `/rewind force`, not a
+// "force this path" it has no way to give — and `/rewind force` restores
+// the file and takes the conversation back. An argument it does not know
+// changes nothing and says what it takes.
+func TestRewindForce(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.UnsafeHost})
+	path := filepath.Join(p.ws, "a.txt")
+	writeFile(t, path, "one\n")
+	p.prov.Enqueue(providertest.Text("first"), providertest.Reply(providertest.FunctionCall("call_1", "edit", `{"path":"a.txt","old_text":"one","new_text":"two"}`)),
+		providertest.Text("edited"), providertest.Text("next"))
+	p.initialize(false)
+	id := p.newSession()
+	p.prompt(id, "FIRST PROMPT")
+	p.prompt(id, "EDIT PROMPT")
+	writeFile(t, path, "two, and mine\n")
+	lastSaid := func() string {
+		said := p.updates("agent_message_chunk")
+		return said[len(said)-1]["content"].(map[string]any)["text"].(string)
+	}
+	p.prompt(id, "/rewind")
+	if last := lastSaid(); !strings.Contains(last, "Nothing was rewound") || !strings.Contains(last, "`/rewind force`") {
+		t.Errorf("/rewind said %q", last)
+	}
+	p.prompt(id, "/rewind now")
+	if last := lastSaid(); !strings.Contains(last, "Nothing was rewound") || !strings.Contains(last, "`force`") {
+		t.Errorf("/rewind now said %q", last)
+	}
+	if s := readFile(t, path); s != "two, and mine\n" {
+		t.Fatalf("a.txt = %q before /rewind force", s)
+	}
+	p.prompt(id, "/rewind force")
+	if last := lastSaid(); !strings.Contains(last, "Rewound the last prompt") {
+		t.Errorf("/rewind force said %q", last)
+	}
+	if s := readFile(t, path); s != "one\n" {
+		t.Errorf("a.txt = %q after /rewind force, want it restored", s)
+	}
+	p.prompt(id, "go on")
+	if reqs := p.prov.Requests(); strings.Contains(string(reqs[len(reqs)-1].Raw), "EDIT PROMPT") {
+		t.Error("the conversation still holds the prompt /rewind force undid")
+	}
+}
