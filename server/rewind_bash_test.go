@@ -241,3 +241,65 @@ func TestSessionRewindBashUnhashedFile(t *testing.T) {
 	}
 	wantFile(t, "after the forced rewind", big, nil, 0)
 }
+
+// TestSessionRewindBashTypeChanges: commands replace a file with a
+// directory, a directory with a file, and a file with a symbolic link. A
+// rewind puts back the file and the directory (bytes, modes, the
+// directory's file) — they are as the commands left them — and says of
+// the link what to do; rewinding the rewind makes the commands' state
+// again.
+func TestSessionRewindBashTypeChanges(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	st := newStack(t, tools.UnsafeHost)
+	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
+	writeMode(t, ws("f"), "file f\n", 0o640)
+	writeMode(t, ws("d/x"), "in d\n", 0o600)
+	writeMode(t, ws("d/sub/y"), "in d/sub\n", 0o644)
+	if err := os.Chmod(ws("d"), 0o750); err != nil {
+		t.Fatal(err)
+	}
+	writeMode(t, ws("l"), "file l\n", 0o644)
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("todir", "bash", `{"command":"rm f && mkdir f && echo in > f/in"}`)),
+		pt.Reply(pt.FunctionCall("tofile", "bash", `{"command":"rm -r d && echo now a file > d"}`)),
+		pt.Reply(pt.FunctionCall("tolink", "bash", `{"command":"rm l && ln -s f l"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	ids := entryIDs(t, e, sid)
+	start, end := ids[0], ids[len(ids)-1]
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	for _, p := range []string{"f", "f/in", "d", "d/x", "d/sub", "d/sub/y"} {
+		if _, _, c := rw.byPath(p); c != "" {
+			t.Errorf("rewind of %s: conflict %q", p, c)
+		}
+	}
+	if _, _, c := rw.byPath("l"); !strings.Contains(c, "symbolic link") || !strings.Contains(c, "move it away, then rewind again") {
+		t.Errorf("conflict of l = %q", c)
+	}
+	wantFile(t, "after the rewind", ws("f"), []byte("file f\n"), 0o640)
+	wantDir(t, "after the rewind", ws("d"), 0o750)
+	wantFile(t, "after the rewind", ws("d/x"), []byte("in d\n"), 0o600)
+	wantFile(t, "after the rewind", ws("d/sub/y"), []byte("in d/sub\n"), 0o644)
+	if fi, err := os.Lstat(ws("l")); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("l after the rewind: %v, %v (want the link left)", fi, err)
+	}
+
+	var back rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": end, "files": true}, &back)
+	for _, c := range back.Changes {
+		if c.Conflict != "" && c.Path != "l" {
+			t.Errorf("rewind of the rewind, %s: conflict %q", c.Path, c.Conflict)
+		}
+	}
+	wantDir(t, "after the rewind of the rewind", ws("f"), 0o755)
+	wantFile(t, "after the rewind of the rewind", ws("f/in"), []byte("in\n"), 0o644)
+	wantFile(t, "after the rewind of the rewind", ws("d"), []byte("now a file\n"), 0o644)
+}

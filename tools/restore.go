@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"syscall"
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -28,9 +29,10 @@ type Restoration struct {
 	prior  fsroot.Prior
 	target *changes.File
 	// dir is set for a directory restored to existence (mkdir with
-	// dirMode) or, with rmdir, removed.
-	dir, rmdir bool
-	dirMode    fs.FileMode
+	// dirMode; with unlink, the file in its place is removed first) or,
+	// with rmdir, removed (then, with target, replaced by the file).
+	dir, rmdir, unlink bool
+	dirMode            fs.FileMode
 }
 
 // RemovesDir reports whether rs removes a directory: such restorations
@@ -70,25 +72,21 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 		return conflict(fileErrorText(r.Path, err))
 	}
 	defer tg.close()
-	if kind, _, err := tg.root.Inspect(tg.rel); (err == nil && kind == fsroot.KindDirectory) || r.Target.Dir {
-		return c.prepareDir(tg, r, force, conflict)
+	kind, _, err := tg.root.Inspect(tg.rel)
+	switch {
+	case err == nil && kind != fsroot.KindRegular && kind != fsroot.KindDirectory:
+		return conflict(fmt.Sprintf("%s is a %s now: octet does not replace it; move it away, then rewind again", r.Path, kind))
+	case (err == nil && kind == fsroot.KindDirectory) || r.Target.Dir:
+		return c.prepareDir(tg, r, force, stage, conflict)
 	}
-	data, doc, err := c.readForChange(tg)
-	exists := err == nil
-	if err != nil && !fsroot.IsNotExist(err) {
+	cur, from, doc, err := c.presentFile(tg)
+	if err != nil {
 		return conflict(fileErrorText(r.Path, err))
 	}
-	cur := changes.State{Exists: exists}
-	var from *changes.File
-	rs.prior = fsroot.Absent
-	if exists {
-		mode, _ := tg.root.Mode(tg.rel) // zero (unknown) for a buffer with no file
-		sum := sha256.Sum256(data)
-		cur = changes.State{Exists: true, SHA256: hex.EncodeToString(sum[:]), Mode: mode, Size: int64(len(data))}
-		from = &changes.File{Data: data, Mode: mode}
-		rs.prior = fsroot.PriorOf(data)
+	rs.doc, rs.prior = doc, fsroot.Absent
+	if from != nil {
+		rs.prior = fsroot.PriorOf(from.Data)
 	}
-	rs.doc = doc
 	if cur.Same(r.Target) {
 		return rs, false, nil
 	}
@@ -123,41 +121,100 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 	return rs, true, nil
 }
 
+// presentFile returns the present state of tg's file (an open document's
+// buffer when the editor applies edits) and its bytes and mode (nil when
+// absent: also when a parent is a file now, which a rewind may replace
+// with the directory first).
+func (c *Config) presentFile(tg *target) (changes.State, *changes.File, *Document, error) {
+	data, doc, err := c.readForChange(tg)
+	switch {
+	case fsroot.IsNotExist(err) || errors.Is(err, syscall.ENOTDIR):
+		return changes.State{}, nil, nil, nil
+	case err != nil:
+		return changes.State{}, nil, nil, err
+	}
+	mode, _ := tg.root.Mode(tg.rel) // zero (unknown) for a buffer with no file
+	sum := sha256.Sum256(data)
+	cur := changes.State{Exists: true, SHA256: hex.EncodeToString(sum[:]), Mode: mode, Size: int64(len(data))}
+	return cur, &changes.File{Data: data, Mode: mode}, doc, nil
+}
+
 // prepareDir prepares restoring r.Path when it is a directory now or at
 // the target: a directory is created (with its mode) or removed when
-// empty; a directory never replaces a file, nor the reverse.
-func (c *Config) prepareDir(tg *target, r changes.Restore, force bool, conflict func(string) (Restoration, bool, error)) (Restoration, bool, error) {
-	rs := Restoration{path: r.Path}
+// empty, and one that replaced a file (or a file one) is replaced back
+// when it is as octet left it (or forced), its files being restored
+// first.
+func (c *Config) prepareDir(tg *target, r changes.Restore, force, stage bool, conflict func(string) (Restoration, bool, error)) (Restoration, bool, error) {
+	rs := Restoration{path: r.Path, prior: fsroot.Absent}
 	cur := changes.State{}
+	var from *changes.File
 	kind, _, err := tg.root.Inspect(tg.rel)
 	switch {
 	case err == nil && kind == fsroot.KindDirectory:
 		mode, _ := tg.root.Mode(tg.rel)
 		cur = changes.State{Exists: true, Dir: true, Mode: mode}
-	case err == nil:
-		return conflict(fmt.Sprintf("%s is a %s now, not a directory: octet does not replace it with a directory; move it away, then rewind again", r.Path, kind))
-	case !fsroot.IsNotExist(err):
+	case err == nil: // a regular file: PrepareRestore handles the others
+		var doc *Document
+		if cur, from, doc, err = c.presentFile(tg); err != nil {
+			return conflict(fileErrorText(r.Path, err))
+		}
+		if doc != nil {
+			return conflict(errUnrewindableOpen)
+		}
+		if from != nil {
+			rs.prior = fsroot.PriorOf(from.Data)
+		}
+	case !fsroot.IsNotExist(err) && !errors.Is(err, syscall.ENOTDIR): // a parent that is a file now is absent
 		return conflict(fileErrorText(r.Path, err))
 	}
 	if cur.Same(r.Target) {
 		return rs, false, nil
 	}
-	if r.Target.Exists && !r.Target.Dir {
-		return conflict(fmt.Sprintf("%s is a directory now: octet does not replace a directory with a file; move it away, then rewind again", r.Path))
-	}
-	img := func(s changes.State) *changes.Image {
-		if !s.Exists {
-			return nil
-		}
-		return &changes.Image{Dir: true, Mode: s.Mode}
-	}
-	rs.Record = c.Changes.Describe(r.Path, img(cur), img(r.Target), nil, nil)
 	if !force && !r.Expects(cur) {
+		rs.Record = c.Changes.Describe(r.Path, imageOf(cur), imageOf(r.Target), nil, nil)
 		rs.Conflict = errChangedSince
 		return rs, true, nil
 	}
-	rs.dir, rs.rmdir, rs.dirMode = true, !r.Target.Exists, r.Target.Mode
+	if r.Target.Exists && !r.Target.Dir {
+		body, err := c.Changes.Content(r.Target)
+		if err != nil {
+			return conflict(fmt.Sprintf("%s cannot be rewound: its content at that entry is not available (%v)", r.Path, err))
+		}
+		rs.target = &changes.File{Data: body, Mode: r.Target.Mode}
+	}
+	if rs.Record, err = c.dirRecord(r.Path, cur, from, r.Target, rs.target, stage); err != nil {
+		return Restoration{}, false, err
+	}
+	rs.dir, rs.rmdir, rs.unlink, rs.dirMode = true, cur.Dir && !r.Target.Dir, from != nil, r.Target.Mode
 	return rs, true, nil
+}
+
+// dirRecord returns the record of path going from cur (from: its bytes,
+// when a file) to target (tgt: its bytes, when a file), a directory on
+// one side at least; with stage, a file side's image is kept in the
+// change store (and pinned) first, so the rewind can itself be rewound.
+func (c *Config) dirRecord(path string, cur changes.State, from *changes.File, target changes.State, tgt *changes.File, stage bool) (changes.Record, error) {
+	before, after := imageOf(cur), imageOf(target)
+	if stage && (from != nil || tgt != nil) {
+		rec, _, err := c.Changes.Stage(path, from, tgt)
+		if err != nil {
+			return changes.Record{}, err
+		}
+		if from != nil {
+			before = rec.Before
+		} else {
+			after = rec.After
+		}
+	}
+	return c.Changes.Describe(path, before, after, nil, nil), nil
+}
+
+// imageOf returns the image of state s (nil when absent).
+func imageOf(s changes.State) *changes.Image {
+	if !s.Exists {
+		return nil
+	}
+	return &changes.Image{Dir: s.Dir, Mode: s.Mode, SHA256: s.SHA256, Size: s.Size, Unstored: s.Unstored}
 }
 
 // ApplyRestore restores a prepared path: through the editor (applyEdit
@@ -176,8 +233,15 @@ func (c *Config) ApplyRestore(ctx context.Context, rs Restoration) error {
 	defer tg.close()
 	switch {
 	case rs.rmdir:
-		return tg.root.RemoveDir(tg.rel)
+		if err := tg.root.RemoveDir(tg.rel); err != nil || rs.target == nil {
+			return err
+		}
 	case rs.dir:
+		if rs.unlink {
+			if err := tg.root.Remove(tg.rel, rs.prior); err != nil {
+				return errors.New(commitErrorText(tg.display, err, false))
+			}
+		}
 		return tg.root.Mkdir(tg.rel, rs.dirMode)
 	}
 	if rs.target == nil {
