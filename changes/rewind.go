@@ -89,7 +89,10 @@ func (r Restore) Unverified() bool {
 // on either branch, are planned: the target state of a path is its state
 // after its last change on the target branch (or before its first change
 // anywhere, when the target branch never changed it), the expected state
-// its state after its last change on the active branch.
+// its state after its last change on the active branch (and, when that
+// change is a rewind's, which may have been cut short, its state before
+// it, or its absence for a rewind replacing a file with a directory or
+// the reverse).
 func PlanRewind(active, target []Step, common int) []Restore {
 	touched := map[string]bool{}
 	for _, steps := range [][]Step{active[common:], target[common:]} {
@@ -115,6 +118,11 @@ func PlanRewind(active, target []Step, common int) []Restore {
 			r.Expected = append(r.Expected, cur)
 			if st.rewind {
 				r.Expected = append(r.Expected, st.before)
+				if st.before.Exists && cur.Exists && st.before.Dir != cur.Dir {
+					// Replacing a file with a directory (or the reverse)
+					// removes one before making the other.
+					r.Expected = append(r.Expected, State{})
+				}
 			}
 		} else {
 			r.Expected = append(r.Expected, first)

@@ -131,3 +131,24 @@ func TestStoreCapExpiresLeastRecentlyUsed(t *testing.T) {
 		t.Errorf("reused blob expired: %v", err)
 	}
 }
+
+// TestPlanRewindTypeChange: a rewind that replaces a file with a
+// directory (or the reverse) removes one before making the other; killed
+// in between, it leaves the path absent, which a later rewind (to the
+// same entry, or to the rewind's parent) expects too: it completes or
+// undoes the rewind without a conflict.
+func TestPlanRewindTypeChange(t *testing.T) {
+	file, dir := img("f", 0o644), &Image{Dir: true, Mode: 0o755}
+	cmd := Step{Records: []Record{rec("p", file, dir)}}
+	rw := Step{Rewind: true, Records: []Record{rec("p", dir, file)}}
+	got := PlanRewind([]Step{cmd, rw}, []Step{cmd}, 1)
+	if len(got) != 1 || !got[0].Expects(State{}) || !got[0].Expects(StateOf(file)) || !got[0].Expects(StateOf(dir)) {
+		t.Errorf("plan back to the command: %+v (want the file, the directory and absence expected)", got)
+	}
+	// An ordinary rewind of a file's content does not expect absence.
+	a1, a2 := img("a1", 0o644), img("a2", 0o644)
+	got = PlanRewind([]Step{{Records: []Record{rec("a", a1, a2)}}, {Rewind: true, Records: []Record{rec("a", a2, a1)}}}, []Step{{Records: []Record{rec("a", a1, a2)}}}, 1)
+	if len(got) != 1 || got[0].Expects(State{}) {
+		t.Errorf("plan of a content rewind: %+v (absence must not be expected)", got)
+	}
+}
