@@ -303,3 +303,44 @@ func TestSessionRewindBashTypeChanges(t *testing.T) {
 	wantFile(t, "after the rewind of the rewind", ws("f/in"), []byte("in\n"), 0o644)
 	wantFile(t, "after the rewind of the rewind", ws("d"), []byte("now a file\n"), 0o644)
 }
+
+// TestSessionRewindBashKeepsUsedDir: the user puts a file in a directory
+// a command made. The rewind's plan — its dry run too — says that the
+// directory (and its parent) stays, naming the file, and the rewind
+// removes the command's file and completes, instead of failing part-way
+// on a directory that is not empty.
+func TestSessionRewindBashKeepsUsedDir(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	st := newStack(t, tools.UnsafeHost)
+	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("mk", "bash", `{"command":"mkdir -p d/e && echo x > d/e/f"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	writeMode(t, ws("d/e/mine.txt"), "mine\n", 0o644)
+	ids := entryIDs(t, e, sid)
+	for _, dry := range []bool{true, false} {
+		var rw rewindAnswer
+		e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true, "dryRun": dry}, &rw)
+		if !dry && !rw.Applied {
+			t.Errorf("rewind: %+v (want it applied, the directories left)", rw)
+		}
+		for p, holds := range map[string]string{"d": "(d/e)", "d/e": "(d/e/mine.txt)"} {
+			if _, _, c := rw.byPath(p); !strings.Contains(c, holds) || !strings.Contains(c, "move them away") {
+				t.Errorf("dry run %v: conflict of %s = %q", dry, p, c)
+			}
+		}
+		if _, _, c := rw.byPath("d/e/f"); c != "" {
+			t.Errorf("dry run %v: conflict of d/e/f = %q", dry, c)
+		}
+	}
+	wantFile(t, "after the rewind", ws("d/e/f"), nil, 0)
+	wantFile(t, "after the rewind", ws("d/e/mine.txt"), []byte("mine\n"), 0o644)
+}

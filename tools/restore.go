@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
+	"strings"
 	"syscall"
 
 	"github.com/octet-agent/octet/changes"
@@ -215,6 +217,63 @@ func imageOf(s changes.State) *changes.Image {
 		return nil
 	}
 	return &changes.Image{Dir: s.Dir, Mode: s.Mode, SHA256: s.SHA256, Size: s.Size, Unstored: s.Unstored}
+}
+
+// KeepUsedDirs makes a conflict of each directory preps (sorted by path,
+// as a rewind plans them) would remove that holds an entry they do not
+// remove — a file the user put there, an ignored one — rather than fail
+// on it part-way, after the other paths were restored; its parents are
+// then kept too. staged reports that preps kept their images (released
+// for the paths it keeps).
+func (c *Config) KeepUsedDirs(preps []Restoration, staged bool) {
+	removed := map[string]bool{}
+	for _, rs := range preps {
+		if rs.Conflict == "" && (rs.rmdir || !rs.dir && rs.target == nil) {
+			removed[rs.path] = true
+		}
+	}
+	for i := len(preps) - 1; i >= 0; i-- { // children before parents
+		rs := &preps[i]
+		if !rs.rmdir || rs.Conflict != "" {
+			continue
+		}
+		others := c.otherEntries(rs.path, removed)
+		if len(others) == 0 {
+			continue
+		}
+		rs.Conflict = fmt.Sprintf("directory %s holds entries this rewind does not remove (%s): left in place; move them away, then rewind again", rs.path, strings.Join(others, ", "))
+		delete(removed, rs.path)
+		if staged {
+			c.Changes.Release(rs.Record)
+		}
+	}
+}
+
+// otherEntries returns (at most three of) the entries of directory dir
+// that are not in removed; "?" when it cannot be listed.
+func (c *Config) otherEntries(dir string, removed map[string]bool) []string {
+	tg, err := c.open(dir, false)
+	if err != nil {
+		return nil // ApplyRestore reports it
+	}
+	defer tg.close()
+	f, err := tg.root.OpenDir(tg.rel)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	for {
+		names, err := f.Readdirnames(256)
+		for _, n := range names {
+			if p := path.Join(dir, n); !removed[p] && len(out) < 3 {
+				out = append(out, p)
+			}
+		}
+		if err != nil || len(out) == 3 {
+			return out
+		}
+	}
 }
 
 // ApplyRestore restores a prepared path: through the editor (applyEdit
