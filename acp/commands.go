@@ -169,7 +169,7 @@ func (as *acpSession) rewindLast(ctx context.Context, arg string, _ []contentBlo
 			return "", fmt.Errorf("rewind session %s: %w", as.ID(), err)
 		}
 		if conflicts := rewindConflicts(plan); conflicts != "" && !force {
-			return "Nothing was rewound: these files are not as octet left them, and rewinding would lose that:\n" + conflicts +
+			return "Nothing was rewound: rewinding would lose changes to these files that are not octet's (or that octet cannot check):\n" + conflicts +
 				"To keep them, nothing more is needed. To rewind anyway, overwriting them, send `/rewind force`.", nil
 		}
 		for _, c := range plan.Changes {

@@ -67,6 +67,10 @@ type Restore struct {
 	Path     string
 	Target   State
 	Expected []State
+	// Between reports that the path was changed by someone other than
+	// octet after the shared prefix, between two of octet's changes (or
+	// before its first one there): restoring it discards that change too.
+	Between bool
 }
 
 // Expects reports whether cur is one of the expected states.
@@ -127,10 +131,39 @@ func PlanRewind(active, target []Step, common int) []Restore {
 		} else {
 			r.Expected = append(r.Expected, first)
 		}
+		r.Between = changedBetween(active, common, p)
 		out = append(out, r)
 	}
 	return out
 }
+
+// changedBetween reports whether p's state before one of its changes in
+// active[common:] is not the state octet's previous change of it left:
+// someone else changed it in between. A rewind's step (perhaps cut
+// short) and a state octet did not hash (over a limit) tell nothing.
+func changedBetween(active []Step, common int, p string) bool {
+	var prev *State // the state octet's last change left; nil: unknown
+	for i, st := range active {
+		for _, rec := range st.Records {
+			if rec.Path != p {
+				continue
+			}
+			before, after := StateOf(rec.Before), StateOf(rec.After)
+			if i >= common && prev != nil && !st.Rewind && known(*prev) && known(before) && !prev.Same(before) {
+				return true
+			}
+			prev = &after
+			if st.Rewind {
+				prev = nil
+			}
+		}
+	}
+	return false
+}
+
+// known reports whether s can be compared: absent, a directory, or a
+// file whose content octet hashed.
+func known(s State) bool { return !s.Exists || s.Dir || s.SHA256 != "" }
 
 // firstState returns the state of p before octet first changed it: the
 // prior state of its first change on the active branch, else on the

@@ -152,3 +152,32 @@ func TestPlanRewindTypeChange(t *testing.T) {
 		t.Errorf("plan of a content rewind: %+v (absence must not be expected)", got)
 	}
 }
+
+// TestPlanRewindBetween: a path whose state before one of octet's changes
+// after the shared prefix is not the one octet's previous change left (the
+// user changed it in between) is marked: rewinding it would discard that
+// change too. Rewind steps (cut short, perhaps) and states octet did not
+// hash mark nothing.
+func TestPlanRewindBetween(t *testing.T) {
+	a1, u, a2 := img("a1", 0o644), img("u", 0o644), img("a2", 0o644)
+	first := Step{Records: []Record{rec("a", nil, a1)}}
+	second := Step{Records: []Record{rec("a", u, a2)}}
+	for _, common := range []int{0, 1} {
+		got := PlanRewind([]Step{first, second}, []Step{first, second}[:common], common)
+		if len(got) != 1 || !got[0].Between {
+			t.Errorf("rewind to step %d: %+v, want a marked as changed in between", common, got)
+		}
+	}
+	same := Step{Records: []Record{rec("a", a1, a2)}}
+	if got := PlanRewind([]Step{first, same}, nil, 0); len(got) != 1 || got[0].Between {
+		t.Errorf("octet's changes only: %+v", got)
+	}
+	rw := Step{Rewind: true, Records: []Record{rec("a", u, a2)}}
+	if got := PlanRewind([]Step{first, rw}, nil, 0); len(got) != 1 || got[0].Between {
+		t.Errorf("after a rewind step: %+v", got)
+	}
+	unhashed := Step{Records: []Record{rec("a", &Image{Size: 9, Unstored: true}, a2)}}
+	if got := PlanRewind([]Step{first, unhashed}, nil, 0); len(got) != 1 || got[0].Between {
+		t.Errorf("an unhashed state: %+v", got)
+	}
+}

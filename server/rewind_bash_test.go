@@ -344,3 +344,41 @@ func TestSessionRewindBashKeepsUsedDir(t *testing.T) {
 	wantFile(t, "after the rewind", ws("d/e/f"), nil, 0)
 	wantFile(t, "after the rewind", ws("d/e/mine.txt"), []byte("mine\n"), 0o644)
 }
+
+// TestSessionRewindBashUserBetween: the user changes a file between two
+// of octet's commands. Rewinding past both would discard the user's
+// change too: it is a conflict saying so (what the file held then is in
+// the change store: rewinding to the entry before the second command
+// keeps it), and the file is left; forced, it is rewound.
+func TestSessionRewindBashUserBetween(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	st := newStack(t, tools.UnsafeHost)
+	a := filepath.Join(st.Workspace, "a.txt")
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("one", "bash", `{"command":"echo one > a.txt"}`)),
+		pt.Text("done"),
+		pt.Reply(pt.FunctionCall("two", "bash", `{"command":"echo two >> a.txt"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "first"}))
+	writeMode(t, a, "mine\n", 0o644)
+	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "second"}))
+	wantFile(t, "after the runs", a, []byte("mine\ntwo\n"), 0o644)
+	ids := entryIDs(t, e, sid)
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true}, &rw)
+	if _, _, c := rw.byPath("a.txt"); !strings.Contains(c, "between") || !strings.Contains(c, "force this path") {
+		t.Errorf("conflict of a.txt = %q", c)
+	}
+	wantFile(t, "after the rewind", a, []byte("mine\ntwo\n"), 0o644)
+	var forced rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true, "force": []string{"a.txt"}}, &forced)
+	if _, _, c := forced.byPath("a.txt"); c != "" {
+		t.Errorf("forced: conflict %q", c)
+	}
+	wantFile(t, "after the forced rewind", a, nil, 0)
+}

@@ -50,8 +50,9 @@ const errUnrewindableOpen = "open in the editor: octet does not delete a file be
 // ledger expects: changed since (by the user or another program), or not
 // known, its content having not been kept (hashed) when octet changed it.
 const (
-	errChangedSince = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
-	errUnverified   = "octet did not keep this file's content when its command changed it (over the snapshot limit, or holding a secret), so it cannot tell whether it changed since: left as it is; force this path to rewind it anyway"
+	errChangedSince   = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
+	errChangedBetween = "changed between octet's changes (not by octet), after that entry: rewinding it would discard that change too (the change store keeps it: rewinding to the entry before octet's next change of it restores it); left as it is; force this path to rewind it anyway"
+	errUnverified     = "octet did not keep this file's content when its command changed it (over the snapshot limit, or holding a secret), so it cannot tell whether it changed since: left as it is; force this path to rewind it anyway"
 )
 
 // PrepareRestore reads r.Path's present state (an open document's buffer
@@ -104,11 +105,14 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 		rs.Record.Change = c.Changes.Preview(r.Path, from, nil)
 		rs.Conflict = errUnrewindableOpen
 		return rs, true, nil
-	case !force && !r.Expects(cur):
+	case !force && (!r.Expects(cur) || r.Between):
 		rs.Record.Change = c.Changes.Preview(r.Path, from, rs.target)
 		rs.Conflict = errChangedSince
-		if r.Unverified() {
+		switch {
+		case !r.Expects(cur) && r.Unverified():
 			rs.Conflict = errUnverified
+		case r.Expects(cur):
+			rs.Conflict = errChangedBetween
 		}
 		return rs, true, nil
 	case !stage:
@@ -172,9 +176,12 @@ func (c *Config) prepareDir(tg *target, r changes.Restore, force, stage bool, co
 	if cur.Same(r.Target) {
 		return rs, false, nil
 	}
-	if !force && !r.Expects(cur) {
+	if !force && (!r.Expects(cur) || r.Between) {
 		rs.Record = c.Changes.Describe(r.Path, imageOf(cur), imageOf(r.Target), nil, nil)
 		rs.Conflict = errChangedSince
+		if r.Expects(cur) {
+			rs.Conflict = errChangedBetween
+		}
 		return rs, true, nil
 	}
 	if r.Target.Exists && !r.Target.Dir {
