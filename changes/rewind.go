@@ -92,7 +92,10 @@ func (r Restore) Unverified() bool {
 // common steps are shared. Only paths changed after the shared prefix,
 // on either branch, are planned: the target state of a path is its state
 // after its last change on the target branch (or before its first change
-// anywhere, when the target branch never changed it), the expected state
+// anywhere, when the target branch never changed it) — but, when only the
+// active branch changed it after the shared prefix, its state before the
+// first of those changes, which keeps a change someone else made before
+// it —, the expected state
 // its state after its last change on the active branch (and, when that
 // change is a rewind's, which may have been cut short, its state before
 // it, or its absence for a rewind replacing a file with a directory or
@@ -118,6 +121,14 @@ func PlanRewind(active, target []Step, common int) []Restore {
 		if t, _, ok := lastIn(target, p); ok {
 			r.Target = t
 		}
+		from := common // where a change not octet's is looked for
+		if _, _, ok := lastIn(target[common:], p); !ok {
+			if before, at, ok := beforeFirst(active, common, p); ok {
+				// Octet's state at the entry, or a change someone else
+				// made since, before octet changed the path again: kept.
+				r.Target, from = before, at+1
+			}
+		}
 		if cur, st, ok := lastIn(active, p); ok {
 			r.Expected = append(r.Expected, cur)
 			if st.rewind {
@@ -131,17 +142,33 @@ func PlanRewind(active, target []Step, common int) []Restore {
 		} else {
 			r.Expected = append(r.Expected, first)
 		}
-		r.Between = changedBetween(active, common, p)
+		r.Between = changedBetween(active, from, p)
 		out = append(out, r)
 	}
 	return out
 }
 
+// beforeFirst returns the state of p before its first change in
+// active[common:], and that change's step, when it is known (hashed)
+// and not a rewind's (perhaps cut short).
+func beforeFirst(active []Step, common int, p string) (State, int, bool) {
+	for i := common; i < len(active); i++ {
+		for _, rec := range active[i].Records {
+			if rec.Path != p {
+				continue
+			}
+			before := StateOf(rec.Before)
+			return before, i, !active[i].Rewind && known(before)
+		}
+	}
+	return State{}, 0, false
+}
+
 // changedBetween reports whether p's state before one of its changes in
-// active[common:] is not the state octet's previous change of it left:
+// active[from:] is not the state octet's previous change of it left:
 // someone else changed it in between. A rewind's step (perhaps cut
 // short) and a state octet did not hash (over a limit) tell nothing.
-func changedBetween(active []Step, common int, p string) bool {
+func changedBetween(active []Step, from int, p string) bool {
 	var prev *State // the state octet's last change left; nil: unknown
 	for i, st := range active {
 		for _, rec := range st.Records {
@@ -149,7 +176,7 @@ func changedBetween(active []Step, common int, p string) bool {
 				continue
 			}
 			before, after := StateOf(rec.Before), StateOf(rec.After)
-			if i >= common && prev != nil && !st.Rewind && known(*prev) && known(before) && !prev.Same(before) {
+			if i >= from && prev != nil && !st.Rewind && known(*prev) && known(before) && !prev.Same(before) {
 				return true
 			}
 			prev = &after

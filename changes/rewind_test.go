@@ -154,19 +154,24 @@ func TestPlanRewindTypeChange(t *testing.T) {
 }
 
 // TestPlanRewindBetween: a path whose state before one of octet's changes
-// after the shared prefix is not the one octet's previous change left (the
-// user changed it in between) is marked: rewinding it would discard that
-// change too. Rewind steps (cut short, perhaps) and states octet did not
-// hash mark nothing.
+// after the first one past the shared prefix is not the one octet's
+// previous change left (the user changed it in between) is marked:
+// rewinding it would discard that change too. Before the first one, such
+// a change is the target (kept). Rewind steps (cut short, perhaps) and
+// states octet did not hash mark nothing.
 func TestPlanRewindBetween(t *testing.T) {
 	a1, u, a2 := img("a1", 0o644), img("u", 0o644), img("a2", 0o644)
 	first := Step{Records: []Record{rec("a", nil, a1)}}
 	second := Step{Records: []Record{rec("a", u, a2)}}
-	for _, common := range []int{0, 1} {
-		got := PlanRewind([]Step{first, second}, []Step{first, second}[:common], common)
-		if len(got) != 1 || !got[0].Between {
-			t.Errorf("rewind to step %d: %+v, want a marked as changed in between", common, got)
-		}
+	got := PlanRewind([]Step{first, second}, nil, 0)
+	if len(got) != 1 || !got[0].Between {
+		t.Errorf("rewind past both: %+v, want a marked as changed in between", got)
+	}
+	// Rewinding only the second change restores the state before it: the
+	// user's change is kept, nothing is marked.
+	got = PlanRewind([]Step{first, second}, []Step{first}, 1)
+	if len(got) != 1 || got[0].Between || got[0].Target != StateOf(u) {
+		t.Errorf("rewind of the second change: %+v, want its prior state u as the target", got)
 	}
 	same := Step{Records: []Record{rec("a", a1, a2)}}
 	if got := PlanRewind([]Step{first, same}, nil, 0); len(got) != 1 || got[0].Between {

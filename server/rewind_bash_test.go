@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
 )
@@ -381,4 +382,24 @@ func TestSessionRewindBashUserBetween(t *testing.T) {
 		t.Errorf("forced: conflict %q", c)
 	}
 	wantFile(t, "after the forced rewind", a, nil, 0)
+
+	// Rewinding only the second prompt (the entry before it: the first
+	// prompt's answer) keeps the user's change, made before it.
+	var back rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[len(ids)-1], "files": true}, &back)
+	var page host.TranscriptPage
+	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
+	second := ""
+	for i, en := range page.Entries { // newest first
+		if en.Type == "user" && en.Text == "second" {
+			second = page.Entries[i+1].ID
+			break
+		}
+	}
+	var last rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": second, "files": true}, &last)
+	if len(last.Changes) != 1 || last.Changes[0].Conflict != "" || !last.Applied {
+		t.Errorf("rewind of the second prompt: %+v", last)
+	}
+	wantFile(t, "after the rewind of the second prompt", a, []byte("mine\n"), 0o644)
 }
