@@ -176,7 +176,7 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 			out = append(out, rs)
 		}
 	}
-	cfg.KeepUsedDirs(out, !p.DryRun)
+	cfg.SettlePlan(out, !p.DryRun)
 	return out, nil
 }
 

@@ -403,3 +403,39 @@ func TestSessionRewindBashUserBetween(t *testing.T) {
 	}
 	wantFile(t, "after the rewind of the second prompt", a, []byte("mine\n"), 0o644)
 }
+
+// TestSessionRewindBashParentNowFile: a command removes h/y, then the
+// user replaces the directory h with a file. The rewind cannot make h/y
+// again without replacing the user's file: its plan (and dry run) says
+// so, naming h, and the rewind completes without touching h.
+func TestSessionRewindBashParentNowFile(t *testing.T) {
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	st := newStack(t, tools.UnsafeHost)
+	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
+	writeMode(t, ws("h/y"), "y\n", 0o644)
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("rm", "bash", `{"command":"rm h/y"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
+	if err := os.Remove(ws("h")); err != nil {
+		t.Fatal(err)
+	}
+	writeMode(t, ws("h"), "mine\n", 0o644)
+	ids := entryIDs(t, e, sid)
+	for _, dry := range []bool{true, false} {
+		var rw rewindAnswer
+		e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true, "dryRun": dry}, &rw)
+		if _, _, c := rw.byPath("h/y"); !strings.Contains(c, "h is a regular file now") || !strings.Contains(c, "move h away") {
+			t.Errorf("dry run %v: conflict of h/y = %q", dry, c)
+		}
+		if !dry && !rw.Applied {
+			t.Errorf("rewind: %+v", rw)
+		}
+	}
+	wantFile(t, "after the rewind", ws("h"), []byte("mine\n"), 0o644)
+}

@@ -35,6 +35,9 @@ type Restoration struct {
 	// with rmdir, removed (then, with target, replaced by the file).
 	dir, rmdir, unlink bool
 	dirMode            fs.FileMode
+	// underFile marks a path a parent of which is a file now: it can be
+	// restored only when the rewind replaces that file with a directory.
+	underFile bool
 }
 
 // RemovesDir reports whether rs removes a directory: such restorations
@@ -83,7 +86,10 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 		return c.prepareDir(tg, r, force, stage, conflict)
 	}
 	cur, from, doc, err := c.presentFile(tg)
-	if err != nil {
+	switch {
+	case underFile(err): // absent: the rewind may make the parent a directory first
+		rs.underFile = true
+	case err != nil:
 		return conflict(fileErrorText(r.Path, err))
 	}
 	rs.doc, rs.prior = doc, fsroot.Absent
@@ -129,12 +135,11 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 
 // presentFile returns the present state of tg's file (an open document's
 // buffer when the editor applies edits) and its bytes and mode (nil when
-// absent: also when a parent is a file now, which a rewind may replace
-// with the directory first).
+// absent). An error for which underFile is true means a parent is a file.
 func (c *Config) presentFile(tg *target) (changes.State, *changes.File, *Document, error) {
 	data, doc, err := c.readForChange(tg)
 	switch {
-	case fsroot.IsNotExist(err) || errors.Is(err, syscall.ENOTDIR):
+	case fsroot.IsNotExist(err):
 		return changes.State{}, nil, nil, nil
 	case err != nil:
 		return changes.State{}, nil, nil, err
@@ -170,7 +175,9 @@ func (c *Config) prepareDir(tg *target, r changes.Restore, force, stage bool, co
 		if from != nil {
 			rs.prior = fsroot.PriorOf(from.Data)
 		}
-	case !fsroot.IsNotExist(err) && !errors.Is(err, syscall.ENOTDIR): // a parent that is a file now is absent
+	case underFile(err): // absent: the rewind may make the parent a directory first
+		rs.underFile = true
+	case !fsroot.IsNotExist(err):
 		return conflict(fileErrorText(r.Path, err))
 	}
 	if cur.Same(r.Target) {
@@ -226,13 +233,67 @@ func imageOf(s changes.State) *changes.Image {
 	return &changes.Image{Dir: s.Dir, Mode: s.Mode, SHA256: s.SHA256, Size: s.Size, Unstored: s.Unstored}
 }
 
-// KeepUsedDirs makes a conflict of each directory preps (sorted by path,
+// underFile reports whether err says that a parent of the path is not a
+// directory (a file now).
+func underFile(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
+
+// SettlePlan makes conflicts, before anything is applied, of the paths of
+// preps (sorted by path, as a rewind plans them) that applying would
+// fail on part-way: a directory that holds entries they do not remove
+// (keepUsedDirs), and a path a parent of which
+// is a file that preps do not replace with a directory. staged reports
+// that preps kept their images (released for the paths it leaves).
+func (c *Config) SettlePlan(preps []Restoration, staged bool) {
+	made := map[string]bool{}
+	for _, rs := range preps {
+		if rs.Conflict == "" && rs.dir && rs.unlink {
+			made[rs.path] = true
+		}
+	}
+	for i := range preps {
+		rs := &preps[i]
+		if !rs.underFile || rs.Conflict != "" {
+			continue
+		}
+		if p, kind := fileParent(c, rs.path); p != "" && !made[p] {
+			c.leave(rs, fmt.Sprintf("%s is a %s now, and this rewind does not replace it with a directory: %s is left as it is; move %s away, then rewind again", p, kind, rs.path, p), staged)
+		}
+	}
+	c.keepUsedDirs(preps, staged)
+}
+
+// fileParent returns the nearest parent of p that is not a directory,
+// and what it is ("" when none is found).
+func fileParent(c *Config, p string) (string, fsroot.Kind) {
+	for dir := path.Dir(p); dir != "." && dir != "/" && dir != p; p, dir = dir, path.Dir(dir) {
+		tg, err := c.open(dir, false)
+		if err != nil {
+			return "", 0
+		}
+		kind, _, err := tg.root.Inspect(tg.rel)
+		tg.close()
+		if err == nil && kind != fsroot.KindDirectory {
+			return dir, kind
+		}
+	}
+	return "", 0
+}
+
+// leave makes rs a conflict saying why, releasing its staged images.
+func (c *Config) leave(rs *Restoration, why string, staged bool) {
+	rs.Conflict = why
+	if staged {
+		c.Changes.Release(rs.Record)
+	}
+}
+
+// keepUsedDirs makes a conflict of each directory preps (sorted by path,
 // as a rewind plans them) would remove that holds an entry they do not
 // remove — a file the user put there, an ignored one — rather than fail
 // on it part-way, after the other paths were restored; its parents are
 // then kept too. staged reports that preps kept their images (released
 // for the paths it keeps).
-func (c *Config) KeepUsedDirs(preps []Restoration, staged bool) {
+func (c *Config) keepUsedDirs(preps []Restoration, staged bool) {
 	removed := map[string]bool{}
 	for _, rs := range preps {
 		if rs.Conflict == "" && (rs.rmdir || !rs.dir && rs.target == nil) {
@@ -248,11 +309,8 @@ func (c *Config) KeepUsedDirs(preps []Restoration, staged bool) {
 		if len(others) == 0 {
 			continue
 		}
-		rs.Conflict = fmt.Sprintf("directory %s holds entries this rewind does not remove (%s): left in place; move them away, then rewind again", rs.path, strings.Join(others, ", "))
+		c.leave(rs, fmt.Sprintf("directory %s holds entries this rewind does not remove (%s): left in place; move them away, then rewind again", rs.path, strings.Join(others, ", ")), staged)
 		delete(removed, rs.path)
-		if staged {
-			c.Changes.Release(rs.Record)
-		}
 	}
 }
 
