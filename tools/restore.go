@@ -102,7 +102,7 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 	if r.Target.Exists {
 		body, err := c.Changes.Content(r.Target)
 		if err != nil {
-			return conflict(fmt.Sprintf("%s cannot be rewound: its content at that entry is not available (%v)", r.Path, err))
+			return conflict(unavailable(r.Path, err))
 		}
 		rs.target = &changes.File{Data: body, Mode: r.Target.Mode}
 	}
@@ -194,7 +194,7 @@ func (c *Config) prepareDir(tg *target, r changes.Restore, force, stage bool, co
 	if r.Target.Exists && !r.Target.Dir {
 		body, err := c.Changes.Content(r.Target)
 		if err != nil {
-			return conflict(fmt.Sprintf("%s cannot be rewound: its content at that entry is not available (%v)", r.Path, err))
+			return conflict(unavailable(r.Path, err))
 		}
 		rs.target = &changes.File{Data: body, Mode: r.Target.Mode}
 	}
@@ -231,6 +231,12 @@ func imageOf(s changes.State) *changes.Image {
 		return nil
 	}
 	return &changes.Image{Dir: s.Dir, Mode: s.Mode, SHA256: s.SHA256, Size: s.Size, Unstored: s.Unstored}
+}
+
+// unavailable is the conflict of a path whose content at the entry is
+// not in the change store.
+func unavailable(p string, err error) string {
+	return fmt.Sprintf("%s cannot be rewound: its content at that entry is not available (%v); left as it is: restore it another way (version control, a backup) if you need it", p, err)
 }
 
 // underFile reports whether err says that a parent of the path is not a
