@@ -160,8 +160,12 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 	if err != nil {
 		return nil, err
 	}
+	plan := changes.PlanRewind(as, ts, common)
+	if err := knownPaths(plan, p); err != nil {
+		return nil, err
+	}
 	var out []tools.Restoration
-	for _, r := range changes.PlanRewind(as, ts, common) {
+	for _, r := range plan {
 		if len(p.Paths) > 0 && !slices.Contains(p.Paths, r.Path) {
 			continue
 		}
@@ -178,6 +182,18 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 	}
 	cfg.SettlePlan(out, !p.DryRun)
 	return out, nil
+}
+
+// knownPaths refuses a rewind limited to paths (p.Paths) one of which
+// octet did not change between the two states: answering that nothing
+// needed restoring would tell an editor's revert it was done.
+func knownPaths(plan []changes.Restore, p RewindParams) error {
+	for _, path := range p.Paths {
+		if !slices.ContainsFunc(plan, func(r changes.Restore) bool { return r.Path == path }) {
+			return inputErrorf("paths: octet did not change %q after entry %s (on this branch or the entry's): name paths as the changes of octet/session/diff or a tool_finished do", path, p.EntryID)
+		}
+	}
+	return nil
 }
 
 // restoreConfig is the tools configuration a rewind restores paths with:

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/octet-agent/octet/host"
 	pt "github.com/octet-agent/octet/provider/providertest"
 	"github.com/octet-agent/octet/tools"
+	"go.lsp.dev/jsonrpc2"
 )
 
 // rewindAnswer is octet/session/rewind's result as a client decodes it.
@@ -302,6 +304,33 @@ func TestSessionRewindPaths(t *testing.T) {
 		t.Fatalf("rewind of the rest: %+v", rest)
 	}
 	wantFile(t, "after reverting the rest", a, []byte("one\n"), 0o644)
+}
+
+// TestSessionRewindUnknownPath: a rewind limited to a path octet did not
+// change after the entry (here spelled as the changes do not name it) is
+// refused with -32602 saying so, rather than answered as done with
+// nothing to restore; the file is left as it is.
+func TestSessionRewindUnknownPath(t *testing.T) {
+	st := newStack(t, tools.UnsafeHost)
+	a := filepath.Join(st.Workspace, "a.txt")
+	writeMode(t, a, "one\n", 0o644)
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, nil)
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	start := entryIDs(t, e, sid)[0]
+	var res rewindAnswer
+	err := e.call("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "paths": []string{"./a.txt"}}, &res)
+	var rpcErr *jsonrpc2.Error
+	if !errors.As(err, &rpcErr) || rpcErr.Code != jsonrpc2.InvalidParams || !strings.Contains(rpcErr.Message, `did not change "./a.txt"`) {
+		t.Errorf("rewind of ./a.txt: %+v, %v (want -32602 naming the path)", res, err)
+	}
+	wantFile(t, "after the refused rewind", a, []byte("1\n"), 0o644)
 }
 
 // TestSessionRewindReportsExpired: once the change store's cap expired an
