@@ -229,6 +229,39 @@ func TestSessionRewindOpenDocument(t *testing.T) {
 	}
 }
 
+// TestSessionRewindEditorRefuses: the editor refuses the rewind's
+// applyEdit of an open document. The path's conflict says so and what to
+// do — rewind again, not the model's "read the file again" — and doing
+// so finishes the rewind.
+func TestSessionRewindEditorRefuses(t *testing.T) {
+	_, e, b, _ := docEditStack(t, Options{}, docCaps())
+	calls := 0
+	e.respond("workspace/applyEdit", func(params json.RawMessage) (any, error) {
+		if calls++; calls == 2 { // the rewind's first
+			return map[string]any{"applied": false, "failureReason": "the buffer is locked"}, nil
+		}
+		return b.applyEdits(params)
+	})
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "edit"})); ans.Outcome != "completed" {
+		t.Fatalf("answer %+v\n%s", ans, e.dump())
+	}
+	start := entryIDs(t, e, sid)[0]
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	if _, _, c := rw.byPath("a.txt"); rw.Applied || !strings.Contains(c, "the buffer is locked") || strings.Contains(c, "read the file again") || !strings.Contains(c, "rewind to the same entry again") {
+		t.Fatalf("refused rewind: %+v", rw)
+	}
+	var again rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &again)
+	if !again.Applied || len(again.Changes) != 1 || again.Changes[0].Conflict != "" {
+		t.Fatalf("rewind again: %+v", again)
+	}
+	if text, _ := b.get(); text != "hello world\ntyped 😀 here\nthird\n" {
+		t.Errorf("buffer after the rewind %q", text)
+	}
+}
+
 // TestSessionRewindHoldsTheSession: a rewind holds its session as a run
 // does. While it waits for the editor's applyEdit answer, the session is
 // neither released for being idle (the idle timeout passes meanwhile)

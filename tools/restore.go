@@ -382,6 +382,11 @@ func (c *Config) ApplyRestore(ctx context.Context, rs Restoration) error {
 	}
 	opts := fsroot.WriteOptions{CreateParents: true, Mode: rs.target.Mode}
 	if msg := c.commitChange(ctx, tg, rs.doc, rs.target.Data, rs.prior, opts, false); msg != "" {
+		if rs.doc != nil {
+			// The editor's failure, worded for the model's next edit:
+			// what the person does after a rewind is rewind again.
+			msg = strings.TrimSuffix(msg, "; read the file again") + "; the rewind is recorded: rewind to the same entry again to finish it"
+		}
 		return errors.New(msg)
 	}
 	return nil
