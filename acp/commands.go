@@ -169,8 +169,7 @@ func (as *acpSession) rewindLast(ctx context.Context, arg string, _ []contentBlo
 			return "", fmt.Errorf("rewind session %s: %w", as.ID(), err)
 		}
 		if conflicts := rewindConflicts(plan); conflicts != "" && !force {
-			return "Nothing was rewound: rewinding would lose changes to these files that are not octet's (or that octet cannot check):\n" + conflicts +
-				"To keep them, nothing more is needed. To rewind anyway, overwriting them, send `/rewind force`.", nil
+			return "Nothing was rewound: these files cannot be rewound as they are now:\n" + conflicts + forceAdvice(plan), nil
 		}
 		for _, c := range plan.Changes {
 			if c.Conflict != "" {
@@ -234,6 +233,18 @@ func rewoundText(res host.RewindResult, prompt string, conversation bool) string
 		return fmt.Sprintf("Rewound the files of the first prompt (%s). %s The conversation cannot go back before its first prompt: start a new session for a fresh one.", prompt, files)
 	}
 	return fmt.Sprintf("Rewound the last prompt (%s). %s The conversation goes on from before it.", prompt, files)
+}
+
+// forceAdvice says what `/rewind force` would do with the conflicts of
+// plan: overwrite those that forcing overwrites (changes not octet's),
+// and rewind the rest while leaving the others.
+func forceAdvice(plan host.RewindResult) string {
+	for _, c := range plan.Changes {
+		if tools.Forceable(c.Conflict) {
+			return "To keep them, nothing more is needed. To rewind anyway, overwriting the changes that are not octet's, send `/rewind force`."
+		}
+	}
+	return "Do what each says, then `/rewind` again; or send `/rewind force` to rewind the other files and leave these as they are."
 }
 
 // rewindConflicts lists the paths of a rewind that conflict, one a line.

@@ -250,3 +250,30 @@ func TestRewindForce(t *testing.T) {
 		t.Error("the conversation still holds the prompt /rewind force undid")
 	}
 }
+
+// TestRewindUnforceable: a file octet wrote that is a symbolic link now
+// cannot be rewound even forced: /rewind says to do what its conflict
+// says, and that `/rewind force` would leave it (not overwrite it).
+func TestRewindUnforceable(t *testing.T) {
+	p := newPeer(t, stackOpts{policy: tools.UnsafeHost})
+	p.prov.Enqueue(providertest.Text("first"),
+		providertest.Reply(providertest.FunctionCall("call_1", "write", `{"path":"made.txt","content":"made\n"}`)),
+		providertest.Text("written"))
+	p.initialize(false)
+	id := p.newSession()
+	p.prompt(id, "FIRST PROMPT")
+	p.prompt(id, "WRITE PROMPT")
+	made := filepath.Join(p.ws, "made.txt")
+	if err := os.Remove(made); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("elsewhere", made); err != nil {
+		t.Fatal(err)
+	}
+	p.prompt(id, "/rewind")
+	said := p.updates("agent_message_chunk")
+	last := said[len(said)-1]["content"].(map[string]any)["text"].(string)
+	if !strings.Contains(last, "symbolic link now") || !strings.Contains(last, "leave these as they are") || strings.Contains(last, "overwriting") {
+		t.Errorf("/rewind said %q", last)
+	}
+}

@@ -58,6 +58,13 @@ const (
 	errUnverified     = "octet did not keep this file's content when its command changed it (over the snapshot limit, or holding a secret), so it cannot tell whether it changed since: left as it is; force this path to rewind it anyway"
 )
 
+// forceHint ends every conflict that force overwrites, and only those.
+const forceHint = "force this path"
+
+// Forceable reports whether a rewind's conflict is one that forcing its
+// path overwrites (the others stay conflicts when forced).
+func Forceable(conflict string) bool { return strings.Contains(conflict, forceHint) }
+
 // PrepareRestore reads r.Path's present state (an open document's buffer
 // when the editor applies edits, as edit and write do) and prepares
 // restoring it to r.Target. needed is false when the path is already in

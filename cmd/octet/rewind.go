@@ -223,10 +223,11 @@ func printRewind(out io.Writer, p host.RewindParams, res host.RewindResult) {
 	if p.DryRun {
 		verb = "dry run (nothing changed): would rewind"
 	}
-	conflicts := 0
+	conflicts, forceable := 0, false
 	for _, c := range res.Changes {
 		if c.Conflict != "" {
 			conflicts++
+			forceable = forceable || tools.Forceable(c.Conflict)
 		}
 	}
 	fmt.Fprintf(out, "%s %s of session %s to entry %s: %d path(s), %d conflict(s)\n",
@@ -244,8 +245,8 @@ func printRewind(out io.Writer, p host.RewindParams, res host.RewindResult) {
 		}
 		printChange(out, c.Change, note)
 	}
-	if conflicts > 0 {
-		fmt.Fprintln(out, "\nto overwrite a path in conflict, run the rewind again with --force <path> (repeatable)")
+	if forceable {
+		fmt.Fprintln(out, "\nto overwrite a path whose conflict says to force it, run the rewind again with --force <path> (repeatable)")
 	}
 	if p.Conversation && !p.DryRun {
 		fmt.Fprintf(out, "head: %s\n", visible(res.Head))

@@ -81,3 +81,41 @@ func TestSessionsDiffAndRewind(t *testing.T) {
 		t.Errorf("rewind without an entry: exit %d", r.code)
 	}
 }
+
+// TestSessionsRewindForceHint: `octet sessions rewind` suggests --force
+// only for a conflict forcing overwrites. A file octet wrote that is a
+// symbolic link now is not replaced even forced: its conflict says to
+// move it away, and no --force hint follows; a file the user changed
+// gets the hint.
+func TestSessionsRewindForceHint(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
+		providertest.Text("done"),
+	)
+	if r := runCLI(t, x.ws, x.vars, "exec", "--json", "write it"); r.code != exitOK {
+		t.Fatalf("exec: exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSuffix(filepath.Base(x.oneSession(t)), ".jsonl")
+	entry := firstEntry(t, runCLI(t, x.ws, x.vars, "sessions", "export", id).stdout)
+	made := filepath.Join(x.ws, "made.txt")
+	if err := os.Remove(made); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("notes.txt", made); err != nil {
+		t.Fatal(err)
+	}
+	r := runCLI(t, x.ws, x.vars, "sessions", "rewind", id, entry, "--dry-run")
+	if !strings.Contains(r.stdout, "is a symbolic link now") || strings.Contains(r.stdout, "--force") {
+		t.Errorf("dry run over a link: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	if err := os.Remove(made); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(made, []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = runCLI(t, x.ws, x.vars, "sessions", "rewind", id, entry, "--dry-run")
+	if !strings.Contains(r.stdout, "changed since") || !strings.Contains(r.stdout, "--force <path>") {
+		t.Errorf("dry run over the user's file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
