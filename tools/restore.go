@@ -253,9 +253,9 @@ func underFile(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
 // SettlePlan makes conflicts, before anything is applied, of the paths of
 // preps (sorted by path, as a rewind plans them) that applying would
 // fail on part-way: a directory that holds entries they do not remove
-// (keepUsedDirs), and a path a parent of which
-// is a file that preps do not replace with a directory. staged reports
-// that preps kept their images (released for the paths it leaves).
+// (keepUsedDirs), and a path a parent of which is a file that preps do
+// not replace with a directory. staged reports that preps kept their
+// images (released for the paths it leaves).
 func (c *Config) SettlePlan(preps []Restoration, staged bool) {
 	made := map[string]bool{}
 	for _, rs := range preps {
@@ -328,11 +328,12 @@ func (c *Config) keepUsedDirs(preps []Restoration, staged bool) {
 }
 
 // otherEntries returns (at most three of) the entries of directory dir
-// that are not in removed; "?" when it cannot be listed.
+// that are not in removed; none when it cannot be listed (ApplyRestore
+// then reports why).
 func (c *Config) otherEntries(dir string, removed map[string]bool) []string {
 	tg, err := c.open(dir, false)
 	if err != nil {
-		return nil // ApplyRestore reports it
+		return nil
 	}
 	defer tg.close()
 	f, err := tg.root.OpenDir(tg.rel)
