@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"time"
 
@@ -144,6 +145,9 @@ func Rewind(ctx context.Context, sess *session.Session, cfg *tools.Config, p Rew
 // prepareRewind plans the paths to restore to their state at the last
 // entry of target and prepares each (staging its images unless dry).
 func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.Entry, p RewindParams) ([]tools.Restoration, error) {
+	if fi, err := os.Stat(cfg.Root); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("the workspace of session %s, %s, is not there (moved or removed?): a files rewind restores files in it; put it back, then rewind again (nothing was changed)", sess.Header().ID, cfg.Root)
+	}
 	active, err := sess.LoadBranch()
 	if err != nil {
 		return nil, err

@@ -119,3 +119,28 @@ func TestSessionsRewindForceHint(t *testing.T) {
 		t.Errorf("dry run over the user's file: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestSessionsRewindWorkspaceGone: a files rewind of a session whose
+// workspace was moved away fails (exit 1), saying so and what to do,
+// instead of reporting each of its files as "no such file or directory"
+// and exiting 0.
+func TestSessionsRewindWorkspaceGone(t *testing.T) {
+	x := newExecEnv(t,
+		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
+		providertest.Text("done"),
+	)
+	if r := runCLI(t, x.ws, x.vars, "exec", "--json", "write it"); r.code != exitOK {
+		t.Fatalf("exec: exit %d: %s", r.code, r.stderr)
+	}
+	id := strings.TrimSuffix(filepath.Base(x.oneSession(t)), ".jsonl")
+	entry := firstEntry(t, runCLI(t, x.ws, x.vars, "sessions", "export", id).stdout)
+	moved := x.ws + ".moved"
+	if err := os.Rename(x.ws, moved); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Rename(moved, x.ws) })
+	r := runCLI(t, t.TempDir(), x.vars, "sessions", "rewind", id, entry)
+	if r.code != exitFailed || !strings.Contains(r.stderr, "is not there") || !strings.Contains(r.stderr, "put it back, then rewind again") {
+		t.Errorf("rewind: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+}
