@@ -54,7 +54,7 @@ const errUnrewindableOpen = "open in the editor: octet does not delete a file be
 // known, its content having not been kept (hashed) when octet changed it.
 const (
 	errChangedSince   = "changed since octet last changed it (not by octet): left as it is; force this path to overwrite it"
-	errChangedBetween = "changed between octet's changes (not by octet), after that entry: rewinding it would discard that change too (the change store keeps it: rewinding to the entry before octet's next change of it restores it); left as it is; force this path to rewind it anyway"
+	errChangedBetween = "changed between two of octet's changes on this branch after that entry, by something else (you, another program, or octet on another branch): rewinding it would discard that change too (the change store keeps it: rewinding to the entry before octet's next change of it restores it); left as it is; force this path to rewind it anyway"
 	errUnverified     = "octet did not keep this file's content when its command changed it (over the snapshot limit, or holding a secret), so it cannot tell whether it changed since: left as it is; force this path to rewind it anyway"
 )
 
