@@ -366,3 +366,32 @@ func TestUncertaintyReachesLedgerWhenListingCacheBlocked(t *testing.T) {
 		t.Fatalf("List = %+v, %v; want the session usage-uncertain", infos, err)
 	}
 }
+
+// TestUncommittedResponseMarkerIsDispatched: a response that completed
+// but could not be committed (here its 30 KB answer meets a full disk,
+// with room left for a small record) is settled at the run's end as
+// uncertain usage, usage_not_recorded, marked dispatched: it may have
+// been billed.
+func TestUncommittedResponseMarkerIsDispatched(t *testing.T) {
+	checkLeaks(t)
+	dir := mountTmpfs(t, 256<<10)
+	filler := filepath.Join(dir, "filler")
+	fill := &probeTool{name: "fill", effect: tools.WorkspaceMutation, onExec: func(context.Context, tools.Invocation) (tools.Result, error) {
+		return tools.Result{Text: "filled"}, fillDisk(filler, 8192)
+	}}
+	h := newHarness(t, harnessOpt{sessDir: dir, policy: tools.UnsafeHost, extra: []tools.Tool{fill}})
+	h.srv.Enqueue(pt.Reply(pt.FunctionCall("c1", "fill", `{"n":1}`)), pt.Text(strings.Repeat("a", 30<<10)))
+	r := h.prompt("fill the disk", PromptOptions{})
+	drain(t, r)
+	if res := r.Wait(); !errors.Is(res.Err, unix.ENOSPC) {
+		t.Fatalf("run error %v, want ENOSPC", res.Err)
+	}
+	ro, err := session.Inspect(h.sess.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if c := ro.Totals().Cause; c.Reason != "usage_not_recorded" || !c.Dispatched {
+		t.Fatalf("cause %+v; want usage_not_recorded, dispatched", c)
+	}
+}

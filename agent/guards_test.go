@@ -191,11 +191,11 @@ func TestRecoveredOutputNotEmittedUnpersisted(t *testing.T) {
 	}
 }
 
-// TestUncommittedResponseMarkerIsDispatched: the marker for a response
-// that could not be committed says the request was dispatched. (Its
-// reported usage is recorded instead, TestUnreplayableOutputKeepsReportedUsage;
-// a marker is left when it reported none under a hard ceiling.)
-func TestUncommittedResponseMarkerIsDispatched(t *testing.T) {
+// TestUnreplayableNoUsageMarkerIsDispatched: the marker for a response
+// octet cannot replay says the request was dispatched. (Its reported
+// usage is recorded instead, TestUnreplayableOutputKeepsReportedUsage; a
+// marker is left when it reported none under a hard ceiling.)
+func TestUnreplayableNoUsageMarkerIsDispatched(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		g := newRecRig(t, recRigOpt{budget: &Budget{Ceilings: Ceilings{MaxTokens: 1_000_000}, Prices: DefaultPrices()}})
 		g.srv.Enqueue(pt.Reply(pt.CustomToolCall("c1", "apply_patch", "*** Begin Patch")).WithoutUsage())
