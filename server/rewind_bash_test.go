@@ -50,6 +50,33 @@ func bashChanges(e *fakeEditor, runID string) (map[string]map[string]string, map
 	return kinds, undo
 }
 
+// bashStack is an unsafe_host stack for tests that run real commands
+// through bash (skipped without bash).
+func bashStack(t *testing.T) *stack {
+	t.Helper()
+	if _, err := exec.LookPath("bash"); err != nil {
+		t.Skip("bash not installed")
+	}
+	return newStack(t, tools.UnsafeHost)
+}
+
+// ranGo opens an editor on the stack (its experimental capabilities caps), a
+// session in it, and runs the prompt "go" there to completion.
+func (st *stack) ranGo(t *testing.T, caps map[string]any) (*fakeEditor, string) {
+	t.Helper()
+	e := st.editor(t, Options{}, caps)
+	sid := e.newSession()
+	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	return e, sid
+}
+
+// path is the absolute path of the workspace's slash-separated rel.
+func (st *stack) path(rel string) string {
+	return filepath.Join(st.Workspace, filepath.FromSlash(rel))
+}
+
 // TestSessionRewindBash runs real commands through bash — sed -i, chmod,
 // rm, mv, mkdir with a new file, an append to a file over the snapshot
 // limit, a write of an ignored file — and rewinds them: every
@@ -59,11 +86,8 @@ func bashChanges(e *fakeEditor, runID string) (map[string]map[string]string, map
 // over the limit is reported as not rewindable, and rewinding the rewind
 // restores the commands' state.
 func TestSessionRewindBash(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	st := newStack(t, tools.UnsafeHost)
-	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
+	st := bashStack(t)
+	ws := st.path
 	writeMode(t, ws("a.txt"), "one\ntwo\n", 0o640)
 	writeMode(t, ws("gone.txt"), "bye\n", 0o600)
 	writeMode(t, ws("src/old.txt"), "move me\n", 0o644)
@@ -170,11 +194,8 @@ func TestSessionRewindBash(t *testing.T) {
 // rewind neither makes a file that never existed nor reports success
 // for them.
 func TestSessionRewindBashNamesNotUTF8(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	st := newStack(t, tools.UnsafeHost)
-	ws := func(p string) string { return filepath.Join(st.Workspace, p) }
+	st := bashStack(t)
+	ws := st.path
 	writeMode(t, ws("old\xff.txt"), "old\n", 0o644)
 	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("odd", "bash", `{"command":"rm $'old\\xff.txt' && echo new > $'new\\xfe.txt' && echo ok > ok.txt"}`)),
@@ -211,20 +232,13 @@ func TestSessionRewindBashNamesNotUTF8(t *testing.T) {
 // cannot tell whether it changed since) and says that — not that someone
 // else changed it — and what to do; forced, it is removed.
 func TestSessionRewindBashUnhashedFile(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	st := newStack(t, tools.UnsafeHost)
+	st := bashStack(t)
 	big := filepath.Join(st.Workspace, "big.bin")
 	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("big", "bash", `{"command":"head -c 9437184 /dev/zero > big.bin"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, map[string]any{"events": true})
-	sid := e.newSession()
-	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
+	e, sid := st.ranGo(t, map[string]any{"events": true})
 	ids := entryIDs(t, e, sid)
 	var rw rewindAnswer
 	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": ids[0], "files": true}, &rw)
@@ -250,11 +264,8 @@ func TestSessionRewindBashUnhashedFile(t *testing.T) {
 // the link what to do; rewinding the rewind makes the commands' state
 // again.
 func TestSessionRewindBashTypeChanges(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	st := newStack(t, tools.UnsafeHost)
-	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
+	st := bashStack(t)
+	ws := st.path
 	writeMode(t, ws("f"), "file f\n", 0o640)
 	writeMode(t, ws("d/x"), "in d\n", 0o600)
 	writeMode(t, ws("d/sub/y"), "in d/sub\n", 0o644)
@@ -268,11 +279,7 @@ func TestSessionRewindBashTypeChanges(t *testing.T) {
 		pt.Reply(pt.FunctionCall("tolink", "bash", `{"command":"rm l && ln -s f l"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, map[string]any{"events": true})
-	sid := e.newSession()
-	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
+	e, sid := st.ranGo(t, map[string]any{"events": true})
 	ids := entryIDs(t, e, sid)
 	start, end := ids[0], ids[len(ids)-1]
 	var rw rewindAnswer
@@ -311,20 +318,13 @@ func TestSessionRewindBashTypeChanges(t *testing.T) {
 // removes the command's file and completes, instead of failing part-way
 // on a directory that is not empty.
 func TestSessionRewindBashKeepsUsedDir(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	st := newStack(t, tools.UnsafeHost)
-	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
+	st := bashStack(t)
+	ws := st.path
 	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("mk", "bash", `{"command":"mkdir -p d/e && echo x > d/e/f"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, map[string]any{"events": true})
-	sid := e.newSession()
-	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
+	e, sid := st.ranGo(t, map[string]any{"events": true})
 	writeMode(t, ws("d/e/mine.txt"), "mine\n", 0o644)
 	ids := entryIDs(t, e, sid)
 	for _, dry := range []bool{true, false} {
@@ -352,10 +352,7 @@ func TestSessionRewindBashKeepsUsedDir(t *testing.T) {
 // the change store: rewinding to the entry before the second command
 // keeps it), and the file is left; forced, it is rewound.
 func TestSessionRewindBashUserBetween(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	st := newStack(t, tools.UnsafeHost)
+	st := bashStack(t)
 	a := filepath.Join(st.Workspace, "a.txt")
 	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("one", "bash", `{"command":"echo one > a.txt"}`)),
@@ -409,11 +406,8 @@ func TestSessionRewindBashUserBetween(t *testing.T) {
 // again without replacing the user's file: its plan (and dry run) says
 // so, naming h, and the rewind completes without touching h.
 func TestSessionRewindBashParentNowFile(t *testing.T) {
-	if _, err := exec.LookPath("bash"); err != nil {
-		t.Skip("bash not installed")
-	}
-	st := newStack(t, tools.UnsafeHost)
-	ws := func(p string) string { return filepath.Join(st.Workspace, filepath.FromSlash(p)) }
+	st := bashStack(t)
+	ws := st.path
 	writeMode(t, ws("h/y"), "y\n", 0o644)
 	st.Provider.Enqueue(
 		pt.Reply(pt.FunctionCall("rm", "bash", `{"command":"rm h/y"}`)),

@@ -107,11 +107,7 @@ func TestSessionRewindFiles(t *testing.T) {
 		pt.Reply(pt.FunctionCall("e2", "edit", `{"path":"a.txt","old_text":"two","new_text":"2"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, nil)
-	sid := e.newSession()
-	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
+	e, sid := st.ranGo(t, nil)
 	ids := entryIDs(t, e, sid)
 	start, end := ids[0], ids[len(ids)-1] // the prompt; the final answer
 	wantFile(t, "after the run", a, []byte("1\n2\n"), 0o640)
@@ -318,11 +314,7 @@ func TestSessionRewindPaths(t *testing.T) {
 		),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, nil)
-	sid := e.newSession()
-	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
+	e, sid := st.ranGo(t, nil)
 	start := entryIDs(t, e, sid)[0]
 	var one rewindAnswer
 	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "paths": []string{"b.txt"}}, &one)
@@ -351,11 +343,7 @@ func TestSessionRewindUnknownPath(t *testing.T) {
 		pt.Reply(pt.FunctionCall("e1", "edit", `{"path":"a.txt","old_text":"one","new_text":"1"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, nil)
-	sid := e.newSession()
-	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
+	e, sid := st.ranGo(t, nil)
 	start := entryIDs(t, e, sid)[0]
 	var res rewindAnswer
 	err := e.call("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "paths": []string{"./a.txt"}}, &res)

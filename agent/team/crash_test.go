@@ -189,15 +189,7 @@ func TestRedeliverRemainder(t *testing.T) {
 		providertest.Reply(providertest.FunctionCall("w1", ToolWait, `{"timeout_seconds":30}`)),
 		providertest.Text("root done"),
 	)
-	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
-		t.Fatalf("root %s %v", res.Outcome, res.Err)
-	}
+	f.completeRoot(t, "go")
 	// Another root session sharing the teams directory gets nothing.
 	other := newFixture(t, fixtureOpt{sessions: f.sessions})
 	ot := other.team()

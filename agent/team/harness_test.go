@@ -130,6 +130,21 @@ func newFixture(t *testing.T, o fixtureOpt) *fixture {
 	return f
 }
 
+// completeRoot runs prompt on the root to its end, failing the test
+// unless it completed.
+func (f *fixture) completeRoot(t *testing.T, prompt string) {
+	t.Helper()
+	r, err := f.root.Prompt(context.Background(), prompt, agent.PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
+		t.Fatalf("root run %s %v", res.Outcome, res.Err)
+	}
+}
+
 // team starts a team directly on the root (no root run needed).
 func (f *fixture) team() *Team {
 	f.t.Helper()

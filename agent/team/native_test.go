@@ -40,15 +40,7 @@ func TestNativeSurfaceTwoLevels(t *testing.T) {
 		providertest.Text("child a done").ForRequestContaining("CHILD-A"),
 		providertest.Text("grand done").ForRequestContaining("GRAND-B"),
 	)
-	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
-		t.Fatalf("root %s %v", res.Outcome, res.Err)
-	}
+	f.completeRoot(t, "go")
 	var childTools, grandTools []string
 	for _, q := range f.childSrv.Requests() {
 		raw := string(q.Raw)

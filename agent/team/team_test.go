@@ -427,15 +427,7 @@ func TestMessageParentLeasedOnce(t *testing.T) {
 		providertest.Reply(providertest.FunctionCall("w2", ToolWait, `{"timeout_seconds":30}`)),
 		providertest.Text("root done"),
 	)
-	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
-		t.Fatalf("root run %s %v", res.Outcome, res.Err)
-	}
+	f.completeRoot(t, "go")
 	results := map[string]string{}
 	for _, e := range f.root.Session().Branch() {
 		if e.Result != nil {
@@ -516,15 +508,7 @@ func TestWaitPagesEscapedMessage(t *testing.T) {
 		f.rootSrv.Enqueue(providertest.Reply(providertest.FunctionCall("w"+strconv.Itoa(i), ToolWait, `{"timeout_seconds":30}`)))
 	}
 	f.rootSrv.Enqueue(providertest.Text("root done"))
-	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
-		t.Fatalf("root run %s %v", res.Outcome, res.Err)
-	}
+	f.completeRoot(t, "go")
 	var got strings.Builder
 	for _, e := range f.root.Session().Branch() {
 		if e.Result == nil || !strings.HasPrefix(e.Result.CallID, "w") {
@@ -557,15 +541,7 @@ func TestChildErrorBounded(t *testing.T) {
 		providertest.Reply(providertest.FunctionCall("l1", ToolList, `{}`)),
 		providertest.Text("root done"),
 	)
-	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
-		t.Fatalf("root run %s %v", res.Outcome, res.Err)
-	}
+	f.completeRoot(t, "go")
 	for _, e := range f.root.Session().Branch() {
 		if e.Result == nil || e.Result.CallID == "s1" {
 			continue
@@ -601,15 +577,7 @@ func TestChildWriteMakesParentReadStale(t *testing.T) {
 		providertest.Reply(providertest.FunctionCall("r2", "write", `{"path":"f.txt","content":"root\n"}`)),
 		providertest.Text("root done"),
 	)
-	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
-		t.Fatalf("root run %s %v", res.Outcome, res.Err)
-	}
+	f.completeRoot(t, "go")
 	if got, _ := os.ReadFile(filepath.Join(f.workspace, "f.txt")); string(got) != "child\n" {
 		t.Fatalf("f.txt = %q: the root's stale write replaced the child's", got)
 	}
@@ -630,15 +598,7 @@ func TestSpawnEmptyToolsRefused(t *testing.T) {
 		providertest.Reply(providertest.FunctionCall("s1", ToolSpawn, `{"task":"think only","tools":[]}`)),
 		providertest.Text("root done"),
 	)
-	r, err := f.root.Prompt(context.Background(), "go", agent.PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != agent.OutcomeCompleted {
-		t.Fatalf("root run %s %v", res.Outcome, res.Err)
-	}
+	f.completeRoot(t, "go")
 	for _, e := range f.root.Session().Branch() {
 		if e.Result != nil && e.Result.CallID == "s1" && (!e.Result.IsError || !strings.Contains(e.Result.Text, "omit")) {
 			t.Fatalf("spawn with an empty tool list: %q", e.Result.Text)

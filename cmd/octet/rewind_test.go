@@ -88,15 +88,7 @@ func TestSessionsDiffAndRewind(t *testing.T) {
 // move it away, and no --force hint follows; a file the user changed
 // gets the hint.
 func TestSessionsRewindForceHint(t *testing.T) {
-	x := newExecEnv(t,
-		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
-		providertest.Text("done"),
-	)
-	if r := runCLI(t, x.ws, x.vars, "exec", "--json", "write it"); r.code != exitOK {
-		t.Fatalf("exec: exit %d: %s", r.code, r.stderr)
-	}
-	id := strings.TrimSuffix(filepath.Base(x.oneSession(t)), ".jsonl")
-	entry := firstEntry(t, runCLI(t, x.ws, x.vars, "sessions", "export", id).stdout)
+	x, id, entry := madeFileSession(t)
 	made := filepath.Join(x.ws, "made.txt")
 	if err := os.Remove(made); err != nil {
 		t.Fatal(err)
@@ -125,15 +117,7 @@ func TestSessionsRewindForceHint(t *testing.T) {
 // instead of reporting each of its files as "no such file or directory"
 // and exiting 0.
 func TestSessionsRewindWorkspaceGone(t *testing.T) {
-	x := newExecEnv(t,
-		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
-		providertest.Text("done"),
-	)
-	if r := runCLI(t, x.ws, x.vars, "exec", "--json", "write it"); r.code != exitOK {
-		t.Fatalf("exec: exit %d: %s", r.code, r.stderr)
-	}
-	id := strings.TrimSuffix(filepath.Base(x.oneSession(t)), ".jsonl")
-	entry := firstEntry(t, runCLI(t, x.ws, x.vars, "sessions", "export", id).stdout)
+	x, id, entry := madeFileSession(t)
 	moved := x.ws + ".moved"
 	if err := os.Rename(x.ws, moved); err != nil {
 		t.Fatal(err)
