@@ -62,6 +62,7 @@ var evilText = "\x1b]0;pwned\x07\x1b[2J" + strings.Repeat("A", 100<<10)
 //	secret   answers a call, and writes to stderr, $SECRET_TOKEN and $HDR
 //	evil     presents a tool whose name is huge and holds terminal escapes
 //	initerr  answers initialize with a huge error holding terminal escapes
+//	pages    answers tools/list with an empty page and a next cursor, always
 func runHostile(mode string) {
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -128,6 +129,10 @@ func runHostile(mode string) {
 			lists++
 			if mode == "hanglist" && lists > 1 {
 				continue // never answered
+			}
+			if mode == "pages" {
+				answer(msg.ID, map[string]any{"tools": []any{}, "nextCursor": fmt.Sprint("page", lists)})
+				continue
 			}
 			ts := []any{tool("ok", "fine")}
 			if mode == "evil" {
@@ -453,6 +458,27 @@ func TestServerWithoutToolsRuns(t *testing.T) {
 	f := start(t, Options{Servers: []Spec{hostileSpec(t, "h", "notools", nil)}, Backoff: time.Hour})
 	if s := f.server(t, "h"); s.State != StateRunning || len(s.Tools) != 0 {
 		t.Errorf("server without tools: %+v", s)
+	}
+}
+
+// TestEndlessToolListRefused: a server whose tools/list names a next page
+// on every answer fails its start after maxToolPages pages, saying so —
+// it was asked until the startup timeout, which said only "deadline
+// exceeded".
+func TestEndlessToolListRefused(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "log")
+	sp := hostileSpec(t, "h", "pages", map[string]string{"HOSTILE_LOG": log})
+	began := time.Now()
+	f := start(t, Options{Servers: []Spec{sp}, Backoff: time.Hour})
+	s := f.server(t, "h")
+	if s.State == StateRunning || !strings.Contains(s.Reason, "did not end after") {
+		t.Errorf("endless tool list: %s: %s", s.State, s.Reason)
+	}
+	if took := time.Since(began); took > sp.StartupTimeout/2 {
+		t.Errorf("refused after %v: it waited for the startup timeout", took)
+	}
+	if b, _ := os.ReadFile(log); strings.Count(string(b), "list") > maxToolPages {
+		t.Errorf("%d tools/list requests, want at most %d", strings.Count(string(b), "list"), maxToolPages)
 	}
 }
 

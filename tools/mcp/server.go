@@ -809,24 +809,48 @@ func (s *server) relist() {
 func (s *server) list(ctx context.Context, cs *sdk.ClientSession, onlyChanged bool) (changed bool, err error) {
 	s.listMu.Lock()
 	defer s.listMu.Unlock()
-	var defs []*definition
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			if !offersTools(cs) && methodNotFound(err) {
-				break // no tools
-			}
-			return false, err
-		}
-		if len(defs) == maxTools {
-			return false, fmt.Errorf("the server presents more than %d tools", maxTools)
-		}
-		defs = append(defs, newDefinition(t))
+	defs, err := listTools(ctx, cs)
+	if err != nil {
+		return false, err
 	}
 	markDuplicates(defs)
 	if onlyChanged && s.samePresented(defs) {
 		return false, nil
 	}
 	return true, s.register(defs)
+}
+
+// maxToolPages bounds the pages of one tools/list: a server whose list
+// never ends (a next cursor on every page, its pages empty) would
+// otherwise be asked until the startup timeout.
+const maxToolPages = 64
+
+// listTools reads the server's tools, page by page, at most maxTools of
+// them in maxToolPages pages. A server whose capabilities name no tools
+// and that has no tools/list method has none.
+func listTools(ctx context.Context, cs *sdk.ClientSession) ([]*definition, error) {
+	var defs []*definition
+	params := &sdk.ListToolsParams{}
+	for range maxToolPages {
+		res, err := cs.ListTools(ctx, params)
+		if err != nil {
+			if len(defs) == 0 && params.Cursor == "" && !offersTools(cs) && methodNotFound(err) {
+				return nil, nil // no tools
+			}
+			return nil, err
+		}
+		for _, t := range res.Tools {
+			if len(defs) == maxTools {
+				return nil, fmt.Errorf("the server presents more than %d tools", maxTools)
+			}
+			defs = append(defs, newDefinition(t))
+		}
+		if res.NextCursor == "" {
+			return defs, nil
+		}
+		params = &sdk.ListToolsParams{Cursor: res.NextCursor}
+	}
+	return nil, fmt.Errorf("the server's tool list did not end after %d pages (each tools/list answer named a next page): a server bug; update or fix the server", maxToolPages)
 }
 
 // samePresented reports whether defs are the definitions presented
