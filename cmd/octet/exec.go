@@ -141,6 +141,13 @@ func runExec(ctx context.Context, args []string, e env) error {
 		}
 		return err
 	}
+	return reportExec(e, opts, cfg, sess, res)
+}
+
+// reportExec ends a run that settled: it writes -o, the --json result or
+// where the session is kept, and the note of an answer cut at the output
+// limit, and returns the run's outcome as an error (nil: completed).
+func reportExec(e env, opts execOptions, cfg *config.Config, sess *session.Session, res execResult) error {
 	kept := sess.Header().ID
 	if opts.ephemeral {
 		kept = ""

@@ -262,22 +262,3 @@ func TestWritesOnReadOnlyHomeSayWhat(t *testing.T) {
 		t.Errorf("login: exit %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
 }
-
-// madeFileSession runs an octet exec whose model writes made.txt and
-// returns its environment, the session's id and its first entry's.
-func madeFileSession(t *testing.T) (x *execEnv, sid, entry string) {
-	t.Helper()
-	x = newExecEnv(t,
-		providertest.Reply(providertest.FunctionCall("w1", "write", `{"path":"made.txt","content":"made\n"}`)),
-		providertest.Text("done"),
-	)
-	if r := x.runOctet(t, "exec", "make a file"); r.code != exitOK {
-		t.Fatalf("exec: exit %d\n%s", r.code, r.stderr)
-	}
-	file := x.oneSession(t)
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return x, sessionIDOf(file), firstEntry(t, string(raw))
-}
