@@ -142,8 +142,7 @@ func TestSessionRewindBash(t *testing.T) {
 	writeMode(t, ws("user.txt"), "user again\n", 0o644)
 	ids := entryIDs(t, e, sid)
 	start, end := ids[0], ids[len(ids)-1]
-	var rw rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	rw := e.rewindFiles(sid, start)
 	if !rw.Applied || rw.RewindEntryID == "" {
 		t.Fatalf("rewind: %+v", rw)
 	}
@@ -173,8 +172,7 @@ func TestSessionRewindBash(t *testing.T) {
 	}
 
 	// Rewinding the rewind restores the commands' state.
-	var back rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": end, "files": true}, &back)
+	back := e.rewindFiles(sid, end)
 	if !back.Applied {
 		t.Fatalf("rewind of the rewind: %+v", back)
 	}
@@ -282,8 +280,7 @@ func TestSessionRewindBashTypeChanges(t *testing.T) {
 	e, sid := st.ranGo(t, map[string]any{"events": true})
 	ids := entryIDs(t, e, sid)
 	start, end := ids[0], ids[len(ids)-1]
-	var rw rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	rw := e.rewindFiles(sid, start)
 	for _, p := range []string{"f", "f/in", "d", "d/x", "d/sub", "d/sub/y"} {
 		if _, _, c := rw.byPath(p); c != "" {
 			t.Errorf("rewind of %s: conflict %q", p, c)
@@ -300,8 +297,7 @@ func TestSessionRewindBashTypeChanges(t *testing.T) {
 		t.Errorf("l after the rewind: %v, %v (want the link left)", fi, err)
 	}
 
-	var back rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": end, "files": true}, &back)
+	back := e.rewindFiles(sid, end)
 	for _, c := range back.Changes {
 		if c.Conflict != "" && c.Path != "l" {
 			t.Errorf("rewind of the rewind, %s: conflict %q", c.Path, c.Conflict)
@@ -393,8 +389,7 @@ func TestSessionRewindBashUserBetween(t *testing.T) {
 			break
 		}
 	}
-	var last rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": second, "files": true}, &last)
+	last := e.rewindFiles(sid, second)
 	if len(last.Changes) != 1 || last.Changes[0].Conflict != "" || !last.Applied {
 		t.Errorf("rewind of the second prompt: %+v", last)
 	}

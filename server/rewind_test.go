@@ -31,6 +31,15 @@ type rewindAnswer struct {
 	Expired       []string `json:"expired"`
 }
 
+// rewindFiles rewinds the files of session sid to entry (applied, not
+// dry) and returns the answer.
+func (e *fakeEditor) rewindFiles(sid, entry string) rewindAnswer {
+	e.t.Helper()
+	var a rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": entry, "files": true}, &a)
+	return a
+}
+
 // byPath returns the answer's change of path (kind "" when absent).
 func (a rewindAnswer) byPath(path string) (kind, diff, conflict string) {
 	for _, c := range a.Changes {
@@ -131,8 +140,7 @@ func TestSessionRewindFiles(t *testing.T) {
 
 	// The user changes run.sh after octet's write: a conflict.
 	writeMode(t, sh, "user\n", 0o755)
-	var rw rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	rw := e.rewindFiles(sid, start)
 	if !rw.Applied || rw.RewindEntryID == "" || rw.Head != rw.RewindEntryID {
 		t.Fatalf("rewind: %+v", rw)
 	}
@@ -144,8 +152,7 @@ func TestSessionRewindFiles(t *testing.T) {
 	wantFile(t, "after the rewind", sh, []byte("user\n"), 0o755)
 
 	// Rewinding the rewind restores the later state.
-	var back rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": end, "files": true}, &back)
+	back := e.rewindFiles(sid, end)
 	if !back.Applied || len(back.Changes) != 2 {
 		t.Fatalf("rewind of the rewind: %+v", back)
 	}
@@ -243,13 +250,11 @@ func TestSessionRewindEditorRefuses(t *testing.T) {
 		t.Fatalf("answer %+v\n%s", ans, e.dump())
 	}
 	start := entryIDs(t, e, sid)[0]
-	var rw rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rw)
+	rw := e.rewindFiles(sid, start)
 	if _, _, c := rw.byPath("a.txt"); rw.Applied || !strings.Contains(c, "the buffer is locked") || strings.Contains(c, "read the file again") || !strings.Contains(c, "rewind to the same entry again") {
 		t.Fatalf("refused rewind: %+v", rw)
 	}
-	var again rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &again)
+	again := e.rewindFiles(sid, start)
 	if !again.Applied || len(again.Changes) != 1 || again.Changes[0].Conflict != "" {
 		t.Fatalf("rewind again: %+v", again)
 	}
@@ -323,8 +328,7 @@ func TestSessionRewindPaths(t *testing.T) {
 	}
 	wantFile(t, "after reverting b.txt", a, []byte("1\n"), 0o644)
 	wantFile(t, "after reverting b.txt", b, []byte("bee\n"), 0o644)
-	var rest rewindAnswer
-	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true}, &rest)
+	rest := e.rewindFiles(sid, start)
 	if !rest.Applied || len(rest.Changes) != 1 || rest.Changes[0].Path != "a.txt" {
 		t.Fatalf("rewind of the rest: %+v", rest)
 	}
