@@ -233,7 +233,7 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		// While the call runs the snapshots' images are held: no prior
 		// image expires before the call's checkpoint names it.
 		defer t.snaps.beginCall()()
-		if pre, err = t.snaps.take(ctx, takeOptions{progress: inv.Progress}); err != nil {
+		if pre, err = t.snaps.take(ctx, takeOptions{progress: inv.Progress, before: true}); err != nil {
 			if ctx.Err() != nil {
 				return cancelledBeforeStart(), nil
 			}

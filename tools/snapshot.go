@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"log/slog"
+	"maps"
+	"math"
 	"os"
 	"path"
 	"path/filepath"
@@ -170,12 +173,16 @@ type snapshotter struct {
 
 	// takes holds the snapshot under way (a channel, so a call can stop
 	// waiting for it); counts is its progress.
-	takes  chan struct{}
-	counts takeCounters
+	takes   chan struct{}
+	waiting atomic.Int32 // snapshots waiting for takes (the marker lets them go first)
+	counts  takeCounters
 	// warm is the first snapshot, taken ahead of the first call
 	// (prewarm): its cancel and its end.
 	warmCancel context.CancelFunc
 	warmDone   chan struct{}
+	// marker adds the watches a walk leaves out (snapshot_mark.go): nil
+	// when it is not running.
+	marker *markerRun
 
 	mu       sync.Mutex
 	redactor *Redactor // a file holding a secret it knows is not kept
@@ -190,6 +197,8 @@ type snapshotter struct {
 	retry    time.Time           // when a refused feed may be tried again
 	pending  map[string]struct{} // paths to examine, drained from the feed
 	recheck  map[string]struct{} // paths the feed cannot watch: examined every time
+	marks    []string            // directories whose files a walk left to the marker
+	since    int                 // snapshots begun since the walk that left marks
 	last     *snapshot
 	lastSeen time.Time // the store's expiry time when the tree was verified
 	history  []*snapshot
@@ -204,7 +213,7 @@ type snapshotter struct {
 	// expire like any blob no checkpoint needs, and the next snapshot
 	// checks the tree against the store.
 	heldMu sync.Mutex
-	held   map[string]int32
+	held   map[uint64]int32 // by heldKey
 	calls  atomic.Int32
 	unhold func()
 }
@@ -219,7 +228,7 @@ func newSnapshotter(cfg Config) *snapshotter {
 		root: filepath.Clean(cfg.Root), store: cfg.Changes.Store, redactor: cfg.Redactor,
 		maxEntries: DefaultSnapshotMaxEntries, racy: racyWindow,
 		cats: newCategories(), wds: map[int32]*node{}, pending: map[string]struct{}{}, recheck: map[string]struct{}{},
-		takes: make(chan struct{}, 1), held: map[string]int32{},
+		takes: make(chan struct{}, 1), held: map[uint64]int32{},
 	}
 	s.unhold = s.store.Hold(s.holds)
 	return s
@@ -240,16 +249,37 @@ func (s *snapshotter) holds(sum string) bool {
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	return s.held[sum] > 0
+	return s.held[heldKey(sum)] > 0
+}
+
+// heldKey is the key of blob sum in held: the first 64 bits of the hash
+// (hex), or of the name's FNV-1a hash were it not one. Two blobs with one
+// key are held together: one may outlive its need, never the reverse.
+func heldKey(sum string) uint64 {
+	if len(sum) >= 16 {
+		if k, err := strconv.ParseUint(sum[:16], 16, 64); err == nil {
+			return k
+		}
+	}
+	h := fnv.New64a()
+	h.Write([]byte(sum))
+	return h.Sum64()
 }
 
 // hold adds n to the count of each blob of sums.
 func (s *snapshotter) hold(sums []string, n int32) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
+	if n > 0 && len(sums) > 2*len(s.held) {
+		// Sized once (a first snapshot pins every file), not grown.
+		held := make(map[uint64]int32, len(s.held)+len(sums))
+		maps.Copy(held, s.held)
+		s.held = held
+	}
 	for _, sum := range sums {
-		if s.held[sum] += n; s.held[sum] <= 0 {
-			delete(s.held, sum)
+		k := heldKey(sum)
+		if s.held[k] += n; s.held[k] <= 0 {
+			delete(s.held, k)
 		}
 	}
 }
@@ -262,6 +292,10 @@ type takeOptions struct {
 	// progress, when set, receives "[checkpointing …]" lines once the
 	// snapshot takes longer than checkpointProgressDelay.
 	progress func(string)
+	// before marks a snapshot a command follows: its images are the
+	// command's before-images, so once a command has run since a walk,
+	// the files the walk left to the marker are marked first.
+	before bool
 }
 
 // take snapshots the workspace: it brings the tree up to date, hashes
@@ -271,9 +305,12 @@ type takeOptions struct {
 func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error) {
 	prog := startCheckpointProgress(o.progress, &s.counts)
 	defer prog.stop()
+	s.waiting.Add(1)
 	select {
 	case s.takes <- struct{}{}: // one snapshot at a time (the first may be under way)
+		s.waiting.Add(-1)
 	case <-ctx.Done():
+		s.waiting.Add(-1)
 		return nil, ctx.Err()
 	}
 	defer func() { <-s.takes }()
@@ -288,6 +325,10 @@ func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error
 		return nil, fmt.Errorf("open the workspace: %w", err)
 	}
 	defer root.Close()
+	if o.before && s.since > 0 {
+		s.markSome(ctx, nil, math.MaxInt)
+	}
+	s.since++
 	now := time.Now()
 	u, err := s.update(ctx, root, now, o)
 	if err != nil {
@@ -302,6 +343,9 @@ func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error
 	}
 	snap := &snapshot{by: s, epoch: s.epoch, seq: s.nextSeq(), taken: now, hashed: len(u.work), walked: u.walked}
 	snap.delta = s.commit(u)
+	if u.walked {
+		s.setMarks(u.toMark)
+	}
 	s.cats.fill(snap)
 	snap.partial = u.partial
 	if err := s.writeManifest(snap); err != nil {
@@ -380,8 +424,10 @@ func (s *snapshotter) close() {
 		<-s.warmDone
 		s.warmCancel = nil
 	}
+	s.stopMarker()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.marks = nil
 	s.dropFeed()
 	for _, h := range s.history {
 		s.release(h)
@@ -450,6 +496,8 @@ type update struct {
 	partial bool
 	feed    *feed // a walk's new feed; nil: none (or the current one)
 	dirs    map[string]*os.File
+	toMark  []string // a walk's directories holding files left to the marker
+	kept    int64    // a walk's bytes of files within the per-file limit
 }
 
 // repl replaces the node name of parent (the root when parent is nil),
@@ -517,7 +565,7 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 	switch {
 	case s.feed != nil:
 		s.feed.reset() // what it queued so far: the walk looks at everything
-		w.feed = s.feed
+		w.feed, w.reuse = s.feed, true
 	case !s.noFeed && now.After(s.retry):
 		f, err := newFeed(s.maxWatches)
 		if err == nil {
@@ -526,6 +574,7 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 			s.feedOff, s.retry = err.Error(), now.Add(feedRetry)
 		}
 	}
+	w.markLater = w.feed != nil
 	top := newNode("", nil, nodeDir)
 	err := w.walk(ctx, []snapDir{{n: top, rel: ".", old: old}})
 	if seeded != nil {
@@ -542,7 +591,7 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 		w.compareTree(".", top, base)
 	}
 	u.repls = []repl{{rel: ".", old: old, new: top, base: base}}
-	u.work, u.partial = w.work, w.partial
+	u.work, u.partial, u.toMark, u.kept = w.work, w.partial, w.toMark, w.kept.Load()
 	if u.partial {
 		u.work = trimTree(top, s.maxEntries, u.work)
 		w.loseFeed(fmt.Sprintf("the workspace has more than %d entries", s.maxEntries))
@@ -607,8 +656,12 @@ func trimTree(top *node, max int, work []hashJob) []hashJob {
 func (s *snapshotter) budget(u *update) {
 	limit := s.store.MaxBytes() / 2
 	kept := s.kept
-	for _, r := range u.repls {
-		kept += keptBytes(r.new) - keptBytes(r.old)
+	if u.walked && !u.partial {
+		kept = u.kept // the whole tree, counted by the walk
+	} else {
+		for _, r := range u.repls {
+			kept += keptBytes(r.new) - keptBytes(r.old)
+		}
 	}
 	if kept <= limit && len(s.cats.sets[skipBudget]) == 0 {
 		return
@@ -813,15 +866,7 @@ func (s *snapshotter) commit(u *update) []pathChange {
 		if prior == nil && r.base != nil {
 			prior, live = r.base, false
 		}
-		dir, name := ".", ""
-		if r.parent != nil {
-			dir, name = path.Split(r.rel)
-			dir = strings.TrimSuffix(dir, "/")
-			if dir == "" {
-				dir = "."
-			}
-		}
-		s.diffNode(dir, name, prior, r.new, live, a)
+		s.diffNode(r.rel, prior, r.new, live, a)
 		switch {
 		case r.parent == nil:
 			s.tree = r.new
@@ -858,16 +903,12 @@ type commitAcc struct {
 	kept    int64 // likewise, bytes of files within the per-file limit
 }
 
-// diffNode compares the node name of directory dir, o before (nil:
-// none; a node of the snapshot head's tree unless live) and n after,
-// and everything below them: it records the changes, binds n's watches
-// and releases o's, and keeps the counts, categories and pins. Paths are
-// made only for what changed, or is not kept.
-func (s *snapshotter) diffNode(dir, name string, o, n *node, live bool, a *commitAcc) {
-	rel := dir
-	if name != "" {
-		rel = joinRel(dir, name)
-	}
+// diffNode compares the node at path rel ("": not made yet), o before
+// (nil: none; a node of the snapshot head's tree unless live) and n
+// after, and everything below them: it records the changes, binds n's
+// watches and releases o's, and keeps the counts, categories and pins.
+// Paths are made only for what changed, or is not kept.
+func (s *snapshotter) diffNode(rel string, o, n *node, live bool, a *commitAcc) {
 	lo := o
 	if !live {
 		lo = nil
@@ -892,9 +933,11 @@ func (s *snapshotter) diffNode(dir, name string, o, n *node, live bool, a *commi
 		}
 	}
 	if tracked(lo) || tracked(n) {
+		rel = pathOf(rel, o, n)
 		s.track(rel, lo, n)
 	}
-	if c, ok := nodeChange(rel, o, n); ok {
+	if c, ok := nodeChange(o, n); ok {
+		c.path = pathOf(rel, o, n)
 		a.delta = append(a.delta, c)
 		if c.has && c.new.sum != "" && live {
 			a.pins = append(a.pins, c.new.sum)
@@ -911,13 +954,25 @@ func (s *snapshotter) diffNode(dir, name string, o, n *node, live bool, a *commi
 		nkids = n.kids
 	}
 	for k, nk := range nkids {
-		s.diffNode(rel, k, okids[k], nk, live, a)
+		s.diffNode("", okids[k], nk, live, a)
 	}
 	for k, ok := range okids {
 		if _, still := nkids[k]; !still {
-			s.diffNode(rel, k, ok, nil, live, a)
+			s.diffNode("", ok, nil, live, a)
 		}
 	}
+}
+
+// pathOf returns rel, or when it is "" the path of n (of o when n is
+// nil).
+func pathOf(rel string, o, n *node) string {
+	switch {
+	case rel != "":
+		return rel
+	case n != nil:
+		return n.rel()
+	}
+	return o.rel()
 }
 
 // entryCount is 1 for a checkpointed entry, 0 otherwise.
@@ -954,10 +1009,11 @@ func (s *snapshotter) track(rel string, o, n *node) {
 	}
 }
 
-// nodeChange returns the change of path rel from node o to node n (nil:
-// no entry), and whether there is one: any field of a checkpointed entry.
-func nodeChange(rel string, o, n *node) (pathChange, bool) {
-	c := pathChange{path: rel}
+// nodeChange returns the change from node o to node n (nil: no entry),
+// its path not set, and whether there is one: any field of a
+// checkpointed entry.
+func nodeChange(o, n *node) (pathChange, bool) {
+	var c pathChange
 	if o != nil && o.entry() && o.parent != nil {
 		c.old, c.hadOld = o.e, true
 	}

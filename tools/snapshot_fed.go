@@ -192,7 +192,7 @@ func (s *snapshotter) examine(u *update, w *snapWalker, root *fsroot.Root, rel s
 		return repl{}, false, nil // an event that changed nothing checkpointed
 	}
 	if k != nil && k.kind == nodeFile {
-		w.compare(rel, k, old)
+		w.compare(dirRel, k, old)
 	}
 	if k != nil && k.kind == nodeDir {
 		k.inh = parent.ign.child(parts, name)
@@ -217,7 +217,7 @@ func (s *snapshotter) classify(w *snapWalker, dir *os.File, parent *node, name s
 		case parent.ign != nil && parent.ign.Match(parts, isDir):
 			return nil
 		}
-		k := w.entry(dir, nil, parent, name, isDir)
+		k := w.entry(dir, nil, parent, name, isDir, nil)
 		if k != nil && (k.kind == nodeDir) != isDir {
 			continue // replaced between the two stats: look again
 		}

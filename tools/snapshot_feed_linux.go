@@ -71,13 +71,16 @@ func instanceOf(wd int32) (inst int, kernelWD int) {
 }
 
 // Watch masks. A directory's watch reports names created, removed and
-// renamed in it, attribute changes of the directory and of names changed
-// through it, and the directory itself going away; a file's reports its
-// content and metadata changing (a link made or removed elsewhere
+// renamed in it, the content and attributes of the files in it changed
+// through it (through a path in the directory, however opened: not
+// through a hard link elsewhere), the directory's own attributes, and the
+// directory itself going away; a file's reports its content and metadata
+// changing through any of its names (a link made or removed elsewhere
 // changes its link count: IN_ATTRIB) and its last close after a write
 // (a shared mapping's writes have no event of their own).
 const (
 	feedDirMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+		unix.IN_MODIFY | unix.IN_CLOSE_WRITE |
 		unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_ONLYDIR
 	feedFileMask = unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_CLOSE_WRITE |
 		unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_DONT_FOLLOW
@@ -312,6 +315,13 @@ type watchThread struct {
 func newWatchThread(worker int) *watchThread {
 	runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
 	return &watchThread{private: unix.Unshare(unix.CLONE_FS) == nil, in: -1, inst: worker % feedInstances}
+}
+
+// instanceThread is a walk worker's watchThread that keeps the thread it
+// runs on (no working directory of its own): its watches go to the
+// worker's instance, by /proc/self/fd paths.
+func instanceThread(worker int) *watchThread {
+	return &watchThread{in: -1, inst: worker % feedInstances}
 }
 
 // instance is the feed instance t's watches go to (the first without a

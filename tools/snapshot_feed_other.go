@@ -26,5 +26,6 @@ func feedFilesystem(int) (bool, string) { return false, "" }
 type watchThread struct{}
 
 func newWatchThread(int) *watchThread { return nil }
+func instanceThread(int) *watchThread { return nil }
 func (*watchThread) enter(int)        {}
 func (*watchThread) leave()           {}

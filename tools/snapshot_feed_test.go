@@ -341,7 +341,7 @@ func TestSnapshotFeedOverflow(t *testing.T) {
 		if data, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
 			fmt.Sscan(string(data), &limit)
 		}
-		for i := range limit/2 + 10 { // two events each: the file's watch and its directory's
+		for i := range limit + 10 { // an event each at least: its directory's watch (and the file's, once marked)
 			os.Chmod(filepath.Join(ws, []string{"a", "b"}[i%2]), os.FileMode(0o600|i%2*0o44))
 		}
 		put(t, filepath.Join(ws, "target.txt"), "after\n") // its events are dropped
@@ -419,9 +419,24 @@ func TestSnapshotWatchLimit(t *testing.T) {
 
 // TestSnapshotHardLinks: a file written through a hard link outside the
 // workspace (made before the snapshotter started, or after) is
-// recorded, by the feed itself (no walk).
+// recorded, by the feed itself (no walk) — whether the marker has
+// watched the file since the walk or the snapshot before the next
+// command finishes the marking.
 func TestSnapshotHardLinks(t *testing.T) {
 	requireFeed(t)
+	t.Run("marker", func(t *testing.T) { testSnapshotHardLinks(t, true) })
+	t.Run("no marker", func(t *testing.T) { testSnapshotHardLinks(t, false) })
+}
+
+// withMarker sets markerRuns to on for t.
+func withMarker(t *testing.T, on bool) {
+	old := markerRuns
+	markerRuns = on
+	t.Cleanup(func() { markerRuns = old })
+}
+
+func testSnapshotHardLinks(t *testing.T, marker bool) {
+	withMarker(t, marker)
 	s, ws := newTestSnapshotter(t, false)
 	out := t.TempDir()
 	put(t, filepath.Join(ws, "old.txt"), "old\n")
@@ -449,6 +464,121 @@ func TestSnapshotHardLinks(t *testing.T) {
 	if _, got := changed(t, s, pre); len(got) != 2 {
 		t.Errorf("since the first snapshot: %v", got)
 	}
+}
+
+// TestSnapshotMarker: a walk watches directories, and files with more
+// than one link; the marker watches the rest afterwards. A write through
+// the workspace needs no file watch (its directory's reports it); a
+// write through a hard link made outside the workspace after the walk is
+// seen by a file watch once marked, or — made before its file was marked
+// — by the stat the marker compares after watching, and recorded before
+// the next command runs. At the watch limit the marker gives up the feed
+// and snapshots walk.
+func TestSnapshotMarker(t *testing.T) {
+	requireFeed(t)
+	outsideWrite := func(t *testing.T, file, text string) {
+		t.Helper()
+		link := filepath.Join(t.TempDir(), "link")
+		if err := os.Link(file, link); err != nil {
+			t.Skip(err)
+		}
+		f, err := os.OpenFile(link, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(f, text)
+		f.Close()
+	}
+	watched := func(s *snapshotter, rel string) bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		n := lookup(s.tree, rel)
+		return n != nil && n.wd >= 0
+	}
+	t.Run("workspace writes need no file watch", func(t *testing.T) {
+		withMarker(t, false)
+		s, ws := newTestSnapshotter(t, false)
+		put(t, filepath.Join(ws, "d/a.txt"), "a\n")
+		pre := take(t, s)
+		if watched(s, "d/a.txt") || !watched(s, "d") {
+			t.Fatalf("after the walk: file watched %v, directory watched %v", watched(s, "d/a.txt"), watched(s, "d"))
+		}
+		f, err := os.OpenFile(filepath.Join(ws, "d/a.txt"), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(f, "appended") // a write, no close yet
+		post, got := changed(t, s, pre)
+		f.Close()
+		if post.walked || got["d/a.txt"] != changes.Modify {
+			t.Errorf("a write: walked %v, changes %v", post.walked, got)
+		}
+		if err := os.Chmod(filepath.Join(ws, "d/a.txt"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if next, got := changed(t, s, post); next.walked || got["d/a.txt"] != changes.Modify {
+			t.Errorf("a chmod: walked %v, changes %v", next.walked, got)
+		}
+	})
+	t.Run("marked in the background", func(t *testing.T) {
+		withMarker(t, true)
+		s, ws := newTestSnapshotter(t, false)
+		for i := range 600 { // more than a chunk
+			put(t, filepath.Join(ws, fmt.Sprintf("d%d/f%03d.txt", i%3, i)), "x\n")
+		}
+		pre := take(t, s)
+		deadline := time.Now().Add(10 * time.Second)
+		for !watched(s, "d2/f599.txt") || !watched(s, "d0/f000.txt") {
+			if time.Now().After(deadline) {
+				t.Fatal("the marker did not watch the files")
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		outsideWrite(t, filepath.Join(ws, "d1/f001.txt"), "through a link")
+		post, got := changed(t, s, pre)
+		if post.walked || len(got) != 1 || got["d1/f001.txt"] != changes.Modify {
+			t.Errorf("walked %v, changes %v", post.walked, got)
+		}
+	})
+	t.Run("finished before the next command", func(t *testing.T) {
+		withMarker(t, false)
+		s, ws := newTestSnapshotter(t, false)
+		put(t, filepath.Join(ws, "a.txt"), "a\n")
+		pre := take(t, s) // a command's before, walking
+		outsideWrite(t, filepath.Join(ws, "a.txt"), "by the command")
+		if after := take(t, s); after.walked { // its after: the file has no watch yet
+			t.Error("the snapshot after the command walked")
+		}
+		next := take(t, s) // the next command's before: marks first
+		got := kindsOf(s.changesBetween(recorder(s), pre, next))
+		if next.walked || got["a.txt"] != changes.Modify || !watched(s, "a.txt") {
+			t.Errorf("walked %v, changes %v, watched %v", next.walked, got, watched(s, "a.txt"))
+		}
+		if data := entriesNow(t, s)["a.txt"]; string(s.content(data)) != "a\nby the command\n" {
+			t.Errorf("the next command's before-image: %q", s.content(data))
+		}
+	})
+	t.Run("watch limit", func(t *testing.T) {
+		withMarker(t, false)
+		s, ws := newTestSnapshotter(t, false)
+		s.maxWatches = 3 // the root and two files of four
+		for i := range 4 {
+			put(t, filepath.Join(ws, fmt.Sprintf("f%d.txt", i)), "x\n")
+		}
+		pre := take(t, s)
+		if s.feed == nil {
+			t.Fatalf("no feed after the walk: %s", s.feedOff)
+		}
+		take(t, s)
+		put(t, filepath.Join(ws, "f3.txt"), "changed\n")
+		post := take(t, s) // marks first, past the limit
+		if s.feed != nil || !strings.Contains(s.feedOff, "watch limit") {
+			t.Fatalf("the feed kept past the limit: %v (%s)", s.feed != nil, s.feedOff)
+		}
+		if got := kindsOf(s.changesBetween(recorder(s), pre, post)); !post.walked || len(got) != 1 || got["f3.txt"] != changes.Modify {
+			t.Errorf("walked %v, changes %v", post.walked, got)
+		}
+	})
 }
 
 // TestSnapshotRenamedDirectory: a directory renamed moves its files: they

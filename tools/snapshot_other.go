@@ -10,13 +10,14 @@ import (
 )
 
 // statAt lstats name in the directory dirPath: size, mtime and mode (no
-// inode number or ctime here; they still detect a change).
-func statAt(_ *os.File, dirPath, name string) (snapEntry, bool) {
+// inode number, ctime or link count here; they still detect a change).
+func statAt(_ *os.File, dirPath, name string) (snapEntry, uint64, bool) {
 	info, err := os.Lstat(filepath.Join(dirPath, name))
 	if err != nil {
-		return snapEntry{}, false
+		return snapEntry{}, 0, false
 	}
-	return infoEntry(info)
+	e, ok := infoEntry(info)
+	return e, 1, ok
 }
 
 // typeAt reports what name in the directory dir is: a directory, a

@@ -45,7 +45,7 @@ func bothModes(t *testing.T, f func(t *testing.T, walk bool)) {
 // take takes a snapshot or fails the test.
 func take(t *testing.T, s *snapshotter) *snapshot {
 	t.Helper()
-	snap, err := s.take(t.Context(), takeOptions{})
+	snap, err := s.take(t.Context(), takeOptions{before: true})
 	if err != nil {
 		t.Fatal(err)
 	}

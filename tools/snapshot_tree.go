@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/octet-agent/octet/internal/fsroot"
 )
@@ -125,11 +126,19 @@ type snapWalker struct {
 	// old tree is read while the walk runs).
 	later bool
 
+	// markLater leaves a file with one link to the marker (its
+	// directory's watch sees every change made through the workspace);
+	// reuse lets a file keep the watch its old node had, when the stat
+	// says it is the same file (a walk with the feed it had).
+	markLater, reuse bool
+
 	mu       sync.Mutex
 	work     []hashJob
-	entries  int    // entries read so far (files and directories)
-	feedLost string // why the feed cannot vouch for what was read
-	partial  bool   // the entry bound was reached
+	entries  int          // entries read so far (files and directories)
+	feedLost string       // why the feed cannot vouch for what was read
+	partial  bool         // the entry bound was reached
+	toMark   []string     // directories holding files left to the marker
+	kept     atomic.Int64 // bytes of the files compared within the per-file limit
 }
 
 // snapDir is a directory waiting to be read: n (new, its entry already
@@ -158,8 +167,14 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 	for i := range walkWorkers {
 		wg.Go(func() {
 			var t *watchThread
-			if w.feed != nil {
+			switch {
+			case w.feed != nil && !w.markLater:
+				// A thread of its own for the watch per file (not for the
+				// few a walk that leaves files to the marker adds: a
+				// locked thread's handoffs cost more than they save).
 				t = newWatchThread(i)
+			case w.feed != nil:
+				t = instanceThread(i)
 			}
 			for job := range jobs {
 				results <- w.readDir(ctx, job, t)
@@ -237,7 +252,7 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 		n.ign = n.inh.with(data, job.parts)
 	}
 	var subdirs []snapDir
-	read := 0
+	read, toMark := 0, false
 	// In chunks: a directory of millions of names is read only up to the
 	// entry bound.
 	for !w.over() {
@@ -260,24 +275,24 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 			if n.ign != nil && n.ign.Match(parts, isDir) {
 				continue
 			}
-			k := w.entry(dir, t, n, name, isDir)
+			var old *node
+			if job.old != nil && job.old.kind == nodeDir {
+				old = job.old.kids[name]
+			}
+			k := w.entry(dir, t, n, name, isDir, old)
 			if k == nil {
 				continue
 			}
 			n.kids[name] = k
 			read++
-			rel := joinRel(job.rel, name)
-			var old *node
-			if job.old != nil && job.old.kind == nodeDir {
-				old = job.old.kids[name]
-			}
+			toMark = toMark || w.markLater && k.kind == nodeFile && k.wd < 0 && !k.unwatched
 			switch k.kind {
 			case nodeDir:
 				k.inh = n.ign.child(parts, name)
-				subdirs = append(subdirs, snapDir{n: k, rel: rel, parts: parts, old: old})
+				subdirs = append(subdirs, snapDir{n: k, rel: joinRel(job.rel, name), parts: parts, old: old})
 			case nodeFile:
 				if !w.later {
-					w.compare(rel, k, old)
+					w.compare(job.rel, k, old)
 				}
 			}
 		}
@@ -287,26 +302,39 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 			break
 		}
 	}
+	if toMark {
+		w.mu.Lock()
+		w.toMark = append(w.toMark, job.rel)
+		w.mu.Unlock()
+	}
 	return subdirs
 }
 
 // entry makes the node of name, an entry of dir (node n) whose type the
-// directory listing gave: a file is watched, then stat'ed; nil when it
-// vanished meanwhile.
-func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, isDir bool) *node {
+// directory listing gave, old the node its path had (nil: none): a file
+// is watched, then stat'ed — with markLater, only a file with more than
+// one link is (then stat'ed again); nil when it vanished meanwhile.
+func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, isDir bool, old *node) *node {
 	k := newNode(name, n, nodeFile)
 	if isDir {
 		k.kind = nodeDir
-	} else if w.feed != nil {
-		if wd, err := w.feed.watchFile(t, int(dir.Fd()), name); err == nil {
-			k.wd = wd
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			w.noteWatchError(k, err)
+	} else if w.feed != nil && !w.markLater {
+		w.watchFile(k, t, dir, name)
+	}
+	st, links, ok := statAt(dir, dir.Name(), name)
+	if ok && !isDir && !st.dir && w.markLater {
+		switch {
+		case links > 1:
+			// Its other names may be outside the workspace, where its
+			// directory's watch sees no write.
+			w.watchFile(k, t, dir, name)
+			st, _, ok = statAt(dir, dir.Name(), name)
+		case w.reuse && old != nil && old.kind == nodeFile && old.wd >= 0 && old.e.sameStat(st):
+			k.wd = old.wd // the same file, watched all along
 		}
 	}
-	st, ok := statAt(dir, dir.Name(), name)
 	if !ok {
-		if k.wd >= 0 {
+		if k.wd >= 0 && k.wd != old.watch() {
 			w.feed.unwatch(k.wd)
 		}
 		return nil
@@ -315,10 +343,10 @@ func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, i
 	case st.dir != isDir:
 		// Replaced since the listing: by the time the parent's watch
 		// reports it, the next snapshot looks again.
-		if k.wd >= 0 {
+		if k.wd >= 0 && k.wd != old.watch() {
 			w.feed.unwatch(k.wd)
-			k.wd = -1
 		}
+		k.wd = -1
 		if !st.dir {
 			k.kind = nodeFile
 			k.unwatched = true
@@ -328,6 +356,23 @@ func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, i
 	}
 	k.e = st
 	return k
+}
+
+// watch is n's watch (-1 for none, or no node).
+func (n *node) watch() int32 {
+	if n == nil {
+		return -1
+	}
+	return n.wd
+}
+
+// watchFile watches the file name of dir, node k.
+func (w *snapWalker) watchFile(k *node, t *watchThread, dir *os.File, name string) {
+	if wd, err := w.feed.watchFile(t, int(dir.Fd()), name); err == nil {
+		k.wd = wd
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		w.noteWatchError(k, err)
+	}
 }
 
 // noteWatchError records why n could not be watched: the watch limit
@@ -376,22 +421,25 @@ func (w *snapWalker) count(n int) {
 	w.s.counts.entries.Store(int64(entries))
 }
 
-// compare gives the new file node k the hash of old, the node its path
-// had, when their stat fields are the same and old's was not racy;
-// otherwise k is to be read (or, over the per-file limit, skipped).
-func (w *snapWalker) compare(rel string, k, old *node) {
+// compare gives the new file node k, in directory dir, the hash of old,
+// the node its path had, when their stat fields are the same and old's
+// was not racy; otherwise k is to be read (or, over the per-file limit,
+// skipped).
+func (w *snapWalker) compare(dir string, k, old *node) {
 	k.e.racy = k.e.mtime >= w.racyBefore || k.e.ctime >= w.racyBefore
-	if reuse(k, old) && (!w.verify || old.e.sum == "" || w.s.store.Has(old.e.sum, old.e.size)) {
+	switch {
+	case reuse(k, old) && (!w.verify || old.e.sum == "" || w.s.store.Has(old.e.sum, old.e.size)):
 		k.e.sum, k.e.skip = old.e.sum, old.e.skip
-		return
-	}
-	if k.e.size > w.maxBlob {
+	case k.e.size > w.maxBlob:
 		k.e.skip = skipLarge
-		return
+	default:
+		w.mu.Lock()
+		w.work = append(w.work, hashJob{rel: joinRel(dir, k.name), n: k})
+		w.mu.Unlock()
 	}
-	w.mu.Lock()
-	w.work = append(w.work, hashJob{rel: rel, n: k})
-	w.mu.Unlock()
+	if k.e.skip != skipLarge {
+		w.kept.Add(k.e.size)
+	}
 }
 
 // compareTree compares every file below n, the directory rel of a tree
@@ -404,7 +452,7 @@ func (w *snapWalker) compareTree(rel string, n, old *node) {
 		}
 		switch k.kind {
 		case nodeFile:
-			w.compare(joinRel(rel, name), k, o)
+			w.compare(rel, k, o)
 		case nodeDir:
 			w.compareTree(joinRel(rel, name), k, o)
 		}

@@ -10,13 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// statAt lstats name in the open directory dir (fstatat, no path walk).
-func statAt(dir *os.File, _ string, name string) (snapEntry, bool) {
+// statAt lstats name in the open directory dir (fstatat, no path walk),
+// returning its entry and its link count.
+func statAt(dir *os.File, _ string, name string) (snapEntry, uint64, bool) {
 	var st unix.Stat_t
 	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return snapEntry{}, false
+		return snapEntry{}, 0, false
 	}
-	return statEntry(&st)
+	e, ok := statEntry(&st)
+	return e, uint64(st.Nlink), ok
 }
 
 // typeAt reports what name in the open directory dir is: a directory, a
