@@ -256,14 +256,33 @@ func (s *snapshotter) holds(sum string) bool {
 // (hex), or of the name's FNV-1a hash were it not one. Two blobs with one
 // key are held together: one may outlive its need, never the reverse.
 func heldKey(sum string) uint64 {
-	if len(sum) >= 16 {
-		if k, err := strconv.ParseUint(sum[:16], 16, 64); err == nil {
-			return k
-		}
+	if k, ok := hexPrefix(sum); ok {
+		return k
 	}
 	h := fnv.New64a()
 	h.Write([]byte(sum))
 	return h.Sum64()
+}
+
+// hexPrefix decodes the first 16 characters of s as lower-case hex.
+func hexPrefix(s string) (uint64, bool) {
+	if len(s) < 16 {
+		return 0, false
+	}
+	var k uint64
+	for i := range 16 {
+		c := s[i]
+		switch {
+		case '0' <= c && c <= '9':
+			c -= '0'
+		case 'a' <= c && c <= 'f':
+			c -= 'a' - 10
+		default:
+			return 0, false
+		}
+		k = k<<4 | uint64(c)
+	}
+	return k, true
 }
 
 // hold adds n to the count of each blob of sums.
@@ -588,7 +607,7 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 		return nil, err
 	}
 	if seeded != nil {
-		w.compareTree(".", top, base)
+		w.compareAll(top, base)
 	}
 	u.repls = []repl{{rel: ".", old: old, new: top, base: base}}
 	u.work, u.partial, u.toMark, u.kept = w.work, w.partial, w.toMark, w.kept.Load()

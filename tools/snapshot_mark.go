@@ -16,8 +16,8 @@ import (
 // workspace, and every file with more than one link; a file's own watch,
 // which also reports a write through a hard link made outside the
 // workspace later, is added afterwards by the marker: in the background,
-// a directory at a time between snapshots, so the first bash call of a
-// process does not wait for a watch per file. Each file is stat'ed again
+// while no bash call runs, a chunk at a time between snapshots, so the
+// first bash call of a process does not wait for a watch per file. Each file is stat'ed again
 // once watched and compared with the tree, so a change made before its
 // watch is examined by the next snapshot. A snapshot before a command
 // finishes the marking first once a command has run since the walk: a
@@ -29,6 +29,10 @@ import (
 // markChunk is how many files the marker watches before it lets a
 // snapshot waiting for the tree have it.
 const markChunk = 256
+
+// markIdlePoll is how often a marker waiting for a bash call to end
+// looks again.
+const markIdlePoll = 5 * time.Millisecond
 
 // markerRuns turns the marker's goroutine on (tests turn it off to see
 // what a snapshot before a command finishes itself).
@@ -60,6 +64,16 @@ func (s *snapshotter) runMarker(ctx context.Context, m *markerRun) {
 	defer close(m.done)
 	t := newWatchThread(0)
 	for more := true; more; {
+		// Not while a bash call runs: its command and snapshots have the
+		// CPU (in an editor the files are marked during the model's
+		// turn).
+		for s.calls.Load() > 0 {
+			select {
+			case <-time.After(markIdlePoll):
+			case <-ctx.Done():
+				return
+			}
+		}
 		select {
 		case s.takes <- struct{}{}:
 		case <-ctx.Done():

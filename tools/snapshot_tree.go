@@ -122,7 +122,7 @@ type snapWalker struct {
 	racyBefore int64
 	maxBlob    int64
 	verify     bool // a reused hash must name a blob the store still holds
-	// later defers comparing files with the old tree to compareTree (the
+	// later defers comparing files with the old tree to compareAll (the
 	// old tree is read while the walk runs).
 	later bool
 
@@ -253,6 +253,7 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 	}
 	var subdirs []snapDir
 	read, toMark := 0, false
+	scratch := append(slices.Clip(job.parts), "") // an entry's path, for Match
 	// In chunks: a directory of millions of names is read only up to the
 	// entry bound.
 	for !w.over() {
@@ -271,8 +272,8 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 				n.kids[name] = newNode(name, n, nodeSpecial)
 				continue
 			}
-			parts := append(slices.Clip(job.parts), name)
-			if n.ign != nil && n.ign.Match(parts, isDir) {
+			scratch[len(scratch)-1] = name // Match keeps no path
+			if n.ign != nil && n.ign.Match(scratch, isDir) {
 				continue
 			}
 			var old *node
@@ -288,6 +289,7 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 			toMark = toMark || w.markLater && k.kind == nodeFile && k.wd < 0 && !k.unwatched
 			switch k.kind {
 			case nodeDir:
+				parts := append(slices.Clip(job.parts), name)
 				k.inh = n.ign.child(parts, name)
 				subdirs = append(subdirs, snapDir{n: k, rel: joinRel(job.rel, name), parts: parts, old: old})
 			case nodeFile:
@@ -442,21 +444,56 @@ func (w *snapWalker) compare(dir string, k, old *node) {
 	}
 }
 
-// compareTree compares every file below n, the directory rel of a tree
-// just walked, with the node of its path below old (nil: none).
-func (w *snapWalker) compareTree(rel string, n, old *node) {
-	for name, k := range n.kids {
+// compareAll compares every file of top, a tree just walked, with the
+// node of its path below old (nil: none), a directory at a time on
+// walkWorkers goroutines.
+func (w *snapWalker) compareAll(top, old *node) {
+	var mu sync.Mutex
+	ready := sync.NewCond(&mu)
+	dirs, busy := []snapDir{{n: top, rel: ".", old: old}}, 0
+	var wg sync.WaitGroup
+	for range walkWorkers {
+		wg.Go(func() {
+			mu.Lock()
+			defer mu.Unlock()
+			for {
+				for len(dirs) == 0 && busy > 0 {
+					ready.Wait()
+				}
+				if len(dirs) == 0 {
+					ready.Broadcast()
+					return
+				}
+				d := dirs[len(dirs)-1]
+				dirs, busy = dirs[:len(dirs)-1], busy+1
+				mu.Unlock()
+				sub := w.compareDir(d)
+				mu.Lock()
+				dirs, busy = append(dirs, sub...), busy-1
+				ready.Broadcast()
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// compareDir compares the files of directory d with their nodes below
+// d.old and returns its subdirectories.
+func (w *snapWalker) compareDir(d snapDir) []snapDir {
+	var sub []snapDir
+	for name, k := range d.n.kids {
 		var o *node
-		if old != nil && old.kind == nodeDir {
-			o = old.kids[name]
+		if d.old != nil && d.old.kind == nodeDir {
+			o = d.old.kids[name]
 		}
 		switch k.kind {
 		case nodeFile:
-			w.compare(rel, k, o)
+			w.compare(d.rel, k, o)
 		case nodeDir:
-			w.compareTree(joinRel(rel, name), k, o)
+			sub = append(sub, snapDir{n: k, rel: joinRel(d.rel, name), old: o})
 		}
 	}
+	return sub
 }
 
 // reuse reports whether the file node k may keep old's hash (or reason
