@@ -224,45 +224,42 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if ctx.Err() != nil {
 		return cancelledBeforeStart(), nil
 	}
-	var pre *snapshot
-	var noCheckpoint []string
-	if t.snaps == nil && !inv.ReadOnly && t.cfg.Changes != nil && t.cfg.Changes.Store != nil {
-		noCheckpoint = []string{"everything: bash calls are not checkpointed on " + runtime.GOOS}
-	}
-	if t.snaps != nil && !inv.ReadOnly {
-		// While the call runs the snapshots' images are held: no prior
-		// image expires before the call's checkpoint names it.
-		defer t.snaps.beginCall()()
-		if pre, err = t.snaps.take(ctx, takeOptions{progress: inv.Progress, before: true}); err != nil {
-			if ctx.Err() != nil {
-				return cancelledBeforeStart(), nil
-			}
-			return errorResult(fmt.Sprintf("could not checkpoint the workspace before the command: %v; nothing was run (octet keeps the workspace's files before a command changes them: free space in $OCTET_HOME or fix its permissions, then try again)", err)), nil
-		}
-		if ctx.Err() != nil {
-			return cancelledBeforeStart(), nil
-		}
-		if inv.Intent != nil {
-			if err := inv.Intent(changes.Intent{Snapshot: pre.manifest}); err != nil {
-				return errorResult(stageErrorText(err)), nil
-			}
-		}
-	}
 	headCap := max(t.cfg.BashMaxOutputBytes/2, 1)
-	spillFrom := t.cfg.MaxOutputBytes
-	capt := newCapture(t.spills, headCap, headCap, spillFrom, inv.Progress != nil)
+	capt := newCapture(t.spills, headCap, headCap, t.cfg.MaxOutputBytes, inv.Progress != nil)
 	env := commandEnv(os.Environ(), t.cfg.ScrubEnv)
 	var spec *sandbox.Spec
 	if inv.Sandbox.confined() {
 		tmp, cleanup, err := privateTemp(t.cfg.SpillDir)
 		if err != nil {
 			capt.finish()
-			return t.checkpoint(errorResult(err.Error()+"; nothing was run"), pre, inv, false), nil
+			return errorResult(err.Error() + "; nothing was run"), nil
 		}
 		defer cleanup()
 		spec, env = t.spec(inv.Sandbox, tmp), sandboxEnv(env, tmp)
 	}
-	oc, runErr := t.run(ctx, *a.Command, env, spec, timeout, capt, inv.Progress)
+	// The guard starts now, its own start overlapping the checkpoint; the
+	// command starts once the checkpoint is durable, or never.
+	r, err := t.prepare(*a.Command, env, spec)
+	if err != nil {
+		capt.finish()
+		return errorResult(fmt.Sprintf("could not start the command: %v", err)), nil
+	}
+	if t.snaps != nil && !inv.ReadOnly {
+		// While the call runs the snapshots' images are held: no prior
+		// image expires before the call's checkpoint names it.
+		defer t.snaps.beginCall()()
+	}
+	pre, res, ok := t.checkpointBefore(ctx, inv)
+	if !ok {
+		r.abandon()
+		capt.finish()
+		return res, nil
+	}
+	var noCheckpoint []string
+	if t.snaps == nil && !inv.ReadOnly && t.cfg.Changes != nil && t.cfg.Changes.Store != nil {
+		noCheckpoint = []string{"everything: bash calls are not checkpointed on " + runtime.GOOS}
+	}
+	oc, runErr := t.run(ctx, r, timeout, capt, inv.Progress)
 	if runErr != nil {
 		capt.finish()
 		res := errorResult(fmt.Sprintf("could not start the command: %v", runErr))
@@ -271,11 +268,33 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		}
 		return t.checkpoint(res, pre, inv, errors.Is(runErr, proc.ErrGuardLost)), nil
 	}
-	res := t.checkpoint(t.result(capt.finish(), oc, timeout, inv.Sandbox), pre, inv, oc.supervision != nil)
+	res = t.checkpoint(t.result(capt.finish(), oc, timeout, inv.Sandbox), pre, inv, oc.supervision != nil)
 	if noCheckpoint != nil {
 		res.CannotUndo = noCheckpoint
 	}
 	return res, nil
+}
+
+// checkpointBefore takes the snapshot before a command the broker did not
+// admit as a read (nil: none to take) and records the call's intent;
+// false means the command must not run, for the reason res gives.
+func (t *BashTool) checkpointBefore(ctx context.Context, inv Invocation) (pre *snapshot, res Result, ok bool) {
+	if t.snaps == nil || inv.ReadOnly {
+		return nil, Result{}, true
+	}
+	pre, err := t.snaps.take(ctx, takeOptions{progress: inv.Progress, before: true})
+	switch {
+	case ctx.Err() != nil:
+		return nil, cancelledBeforeStart(), false
+	case err != nil:
+		return nil, errorResult(fmt.Sprintf("could not checkpoint the workspace before the command: %v; nothing was run (octet keeps the workspace's files before a command changes them: free space in $OCTET_HOME or fix its permissions, then try again)", err)), false
+	}
+	if inv.Intent != nil {
+		if err := inv.Intent(changes.Intent{Snapshot: pre.manifest}); err != nil {
+			return nil, errorResult(stageErrorText(err)), false
+		}
+	}
+	return pre, Result{}, true
 }
 
 // cancelledBeforeStart is the result of a call cancelled before its
@@ -311,33 +330,61 @@ func (t *BashTool) checkpoint(res Result, pre *snapshot, inv Invocation, unsuper
 	return res
 }
 
-// run starts the shell under a process guard (internal/proc) with stdin on
-// /dev/null, drains stdout and stderr concurrently into capt, and has the
-// guard stop the command's whole process tree (SIGTERM, then SIGKILL after
-// BashKillGrace) when the shell exits, the timeout fires or ctx is
-// cancelled, so nothing the command started outlives the call — nor
-// octet, should octet die meanwhile. Without a guard nothing runs: a
-// guard that cannot be started is an error.
-func (t *BashTool) run(ctx context.Context, command string, env []string, spec *sandbox.Spec, timeout time.Duration, capt *capture, progress func(string)) (outcome, error) {
+// A pendingRun is a command's guard started ahead of the command
+// (proc.Prepare), with the read ends of the command's output pipes.
+type pendingRun struct {
+	q          *proc.Pending
+	outR, errR *os.File
+}
+
+// prepare starts the guard of command, its stdin on /dev/null and its
+// stdout and stderr on pipes: the command starts with run, or never
+// (abandon).
+func (t *BashTool) prepare(command string, env []string, spec *sandbox.Spec) (*pendingRun, error) {
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return outcome{}, err
+		return nil, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return outcome{}, err
+		return nil, err
 	}
 	growPipe(outW)
 	growPipe(errW)
-	p, startErr := proc.Start(proc.Command{
+	q, err := proc.Prepare(proc.Command{
 		Path: t.shell, Args: []string{t.shell, "-c", command},
 		Dir: t.cfg.Root, Env: env, Sandbox: spec,
 		Stdout: outW, Stderr: errW, Grace: BashKillGrace,
 	})
 	outW.Close()
 	errW.Close()
+	if err != nil {
+		outR.Close()
+		errR.Close()
+		return nil, err
+	}
+	return &pendingRun{q: q, outR: outR, errR: errR}, nil
+}
+
+// abandon ends r's guard without its command.
+func (r *pendingRun) abandon() {
+	r.q.Abandon()
+	r.outR.Close()
+	r.errR.Close()
+}
+
+// run starts the command r's guard waits for, drains stdout and stderr
+// concurrently into capt, and has the guard stop the command's whole
+// process tree (SIGTERM, then SIGKILL after BashKillGrace) when the shell
+// exits, the timeout fires or ctx is cancelled, so nothing the command
+// started outlives the call — nor octet, should octet die meanwhile.
+// Without a guard nothing runs: a guard that cannot be started is an
+// error.
+func (t *BashTool) run(ctx context.Context, r *pendingRun, timeout time.Duration, capt *capture, progress func(string)) (outcome, error) {
+	outR, errR := r.outR, r.errR
+	p, startErr := r.q.Run()
 	if startErr != nil {
 		outR.Close()
 		errR.Close()

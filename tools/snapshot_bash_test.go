@@ -3,10 +3,12 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -63,6 +65,9 @@ func TestBashCheckpointCancelAndProgress(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(ws, "ran")); err == nil {
 		t.Fatal("a cancelled call started its command")
+	}
+	if n := guardsOf(os.Getpid()); n != 0 {
+		t.Errorf("%d process guards left after the cancelled call (its guard, started with the checkpoint, must be gone)", n)
 	}
 	t.Logf("returned %v after the cancel", latency)
 	if latency > 250*time.Millisecond {
@@ -216,4 +221,28 @@ func TestBashChangesAroundCalls(t *testing.T) {
 	if got := kindsOf(res.Changes); len(got) != 1 || got["b.txt"] != changes.Add {
 		t.Errorf("the second call's changes: %v (the user's change is not the command's)", got)
 	}
+}
+
+// guardsOf counts the process guards (argv[0] octet-guard) whose parent
+// is pid (none where there is no /proc).
+func guardsOf(pid int) int {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	n := 0
+	for _, st := range stats {
+		data, err := os.ReadFile(st)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces, not ')'.
+		i := bytes.LastIndexByte(data, ')')
+		f := strings.Fields(string(data[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline"))
+		if bytes.HasPrefix(cmd, []byte("octet-guard\x00")) {
+			n++
+		}
+	}
+	return n
 }

@@ -139,6 +139,27 @@ type Process struct {
 // means the guard ended before reporting the start, so the command may
 // have run; its process group has been killed.
 func Start(c Command) (*Process, error) {
+	q, err := Prepare(c)
+	if err != nil {
+		return nil, err
+	}
+	return q.Run()
+}
+
+// A Pending is a guard started ahead of its command, waiting for it:
+// the command starts when Run is called, and never once Abandon is.
+type Pending struct {
+	p     *Process
+	spec  []byte
+	lines *bufio.Reader
+	used  bool
+}
+
+// Prepare starts c's guard, which waits for the command: the guard's own
+// start (a process of its own) overlaps what the caller does before it
+// calls Run — a checkpoint, say. An error means nothing was started.
+// The caller calls Run or Abandon.
+func Prepare(c Command) (*Pending, error) {
 	exe, err := guardExecutable()
 	if err != nil {
 		return nil, fmt.Errorf("start process guard: %w", err)
@@ -198,20 +219,41 @@ func Start(c Command) (*Process, error) {
 		guard: guard, conn: ours, grace: c.Grace,
 		exited: make(chan struct{}), done: make(chan struct{}), terminating: make(chan struct{}),
 	}
-	lines := bufio.NewReaderSize(ours, maxLine)
-	pid, err := p.hello(spec, lines)
+	return &Pending{p: p, spec: spec, lines: bufio.NewReaderSize(ours, maxLine)}, nil
+}
+
+// Run sends the guard its command and returns once the command runs, as
+// Start does.
+func (q *Pending) Run() (*Process, error) {
+	if q.used {
+		return nil, errors.New("process guard: used twice")
+	}
+	q.used = true
+	p := q.p
+	pid, err := p.hello(q.spec, q.lines)
 	if err != nil {
 		p.killGroup()
-		guard.Process.Kill()
-		ours.Close()
-		guard.Wait()
+		p.guard.Process.Kill()
+		p.conn.Close()
+		p.guard.Wait()
 		return nil, err
 	}
 	p.pid = pid
 	p.helpers.Add(2)
-	go p.read(lines)
+	go p.read(q.lines)
 	go p.watchdog()
 	return p, nil
+}
+
+// Abandon ends the guard without its command, which never starts.
+func (q *Pending) Abandon() {
+	if q.used {
+		return
+	}
+	q.used = true
+	q.p.guard.Process.Kill()
+	q.p.conn.Close()
+	q.p.guard.Wait()
 }
 
 // hello sends the guard its command and reads its first report: the

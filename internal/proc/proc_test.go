@@ -174,6 +174,53 @@ func TestStartFailure(t *testing.T) {
 	}
 }
 
+// TestPrepared: a guard prepared ahead of its command starts nothing
+// until Run — however long the wait — and nothing ever once abandoned:
+// the guard itself is gone when Abandon returns.
+func TestPrepared(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := t.TempDir()
+	prepare := func(name string) *Pending {
+		t.Helper()
+		q, err := Prepare(Command{
+			Path: "/bin/sh", Args: []string{"sh", "-c", "echo ran > " + name}, Dir: dir,
+			Env: os.Environ(), Grace: time.Second,
+		})
+		if err != nil {
+			t.Fatalf("Prepare: %v", err)
+		}
+		return q
+	}
+	ran := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
+	later := prepare("later")
+	dropped := prepare("dropped")
+	time.Sleep(200 * time.Millisecond) // both guards up and waiting
+	if ran("later") || ran("dropped") {
+		t.Fatal("a prepared command ran before Run")
+	}
+	guard := dropped.p.guard
+	dropped.Abandon()
+	if guard.ProcessState == nil {
+		t.Error("the abandoned guard was not waited for")
+	}
+	p, err := later.Run()
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if st, err := p.Wait(); err != nil || st.Code != 0 {
+		t.Fatalf("status %+v (%v)", st, err)
+	}
+	if !ran("later") || ran("dropped") {
+		t.Errorf("ran: later %v, dropped %v", ran("later"), ran("dropped"))
+	}
+	if _, err := later.Run(); err == nil {
+		t.Error("a prepared guard ran twice")
+	}
+}
+
 // TestExitStopsWholeTree: when the command exits by itself, everything it
 // left running — including processes that called setsid or double-forked,
 // which a process-group kill misses — is gone once Wait returns.

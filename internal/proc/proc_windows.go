@@ -33,6 +33,19 @@ type Process struct {
 	waitOnce sync.Once
 }
 
+// A Pending is a command not started yet (Windows has no guard process
+// to start ahead of it).
+type Pending struct{ c Command }
+
+// Prepare returns c to be started by Run (or never, by Abandon).
+func Prepare(c Command) (*Pending, error) { return &Pending{c: c}, nil }
+
+// Run starts the command, as Start does.
+func (q *Pending) Run() (*Process, error) { return Start(q.c) }
+
+// Abandon gives up the command, which never starts.
+func (q *Pending) Abandon() {}
+
 // Start starts c in a new job object that kills every process in it when
 // it is closed. It never runs the command outside a job: if the job
 // cannot be created or the process not assigned, the process is killed
