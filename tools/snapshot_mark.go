@@ -123,7 +123,9 @@ func (s *snapshotter) markSome(ctx context.Context, t *watchThread, budget int) 
 		}
 		rel := s.marks[len(s.marks)-1]
 		s.marks = s.marks[:len(s.marks)-1]
-		budget -= s.markDir(root, t, rel)
+		n := s.markDir(root, t, rel)
+		budget -= n
+		s.counts.entries.Add(int64(n)) // a snapshot marking says how far it is
 	}
 	if s.feed == nil {
 		s.marks = nil
