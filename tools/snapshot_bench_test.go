@@ -184,6 +184,7 @@ func BenchmarkBashCheckpoint(b *testing.B) {
 					bigCall, emptyCall := callTimer(b, big, cmd), callTimer(b, empty, cmd)
 					bigCall() // the first snapshot of the tree (untimed)
 					emptyCall()
+					waitMarked(big.snaps) // steady state: the files' watches in place
 					bash := commandTimer(b, ws, "bash", "-c", "true")
 					git := commandTimer(b, ws, "git", "status", "--porcelain")
 					read := invocationTimer(b, empty, "true", true)
