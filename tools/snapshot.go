@@ -40,8 +40,9 @@ import (
 //   - With a change feed (inotify, Linux), only the names the feed
 //     reports are examined again; a snapshot of an unchanged workspace
 //     reads no directory. The feed watches every checkpointed directory
-//     and file, so a file written through a hard link outside the
-//     workspace is reported too. Whenever the feed cannot vouch for the
+//     and file (a file once the marker has reached it after a walk:
+//     snapshot_mark.go), so a file written through a hard link outside
+//     the workspace is reported too. Whenever the feed cannot vouch for the
 //     tree — its queue overflowed, a watch could not be added (the
 //     per-user limit), the mount table changed, a directory is on a file
 //     system whose changes the kernel may not report, the tree is over

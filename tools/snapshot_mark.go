@@ -17,14 +17,15 @@ import (
 // which also reports a write through a hard link made outside the
 // workspace later, is added afterwards by the marker: in the background,
 // while no bash call runs, a chunk at a time between snapshots, so the
-// first bash call of a process does not wait for a watch per file. Each file is stat'ed again
-// once watched and compared with the tree, so a change made before its
-// watch is examined by the next snapshot. A snapshot before a command
-// finishes the marking first once a command has run since the walk: a
-// before-image is never older than a change that reached the file through
-// a hard link made outside the workspace after the walk. Until the
-// marking ends, such a change is recorded by the snapshot after the
-// marker reached its file (the command's, or the next call's).
+// first bash call of a process does not wait for a watch per file. Each
+// file is stat'ed again once watched and compared with the tree, so a
+// change made before its watch is examined by the next snapshot. A
+// snapshot before a command finishes the marking first once a command
+// has run since the walk: a before-image is never older than a change
+// that reached the file through a hard link made outside the workspace
+// after the walk. Until the marking ends, such a change is recorded by
+// the snapshot after the marker reached its file (the command's, or the
+// next call's).
 
 // markChunk is how many files the marker watches before it lets a
 // snapshot waiting for the tree have it.
