@@ -620,12 +620,9 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 	case w.feed == nil:
 	case w.feedLost != "":
 		if fresh {
-			w.feed.close()
-		} else {
-			s.dropFeed()
+			w.feed.close() // s.feed is nil: giveUpFeed drops nothing
 		}
-		s.feedOff, s.retry = w.feedLost, now.Add(feedRetry)
-		slog.Info("checkpoint: no change feed; every bash call walks the workspace", "workspace", s.root, "why", w.feedLost)
+		s.giveUpFeed(w.feedLost)
 	default:
 		u.feed = w.feed
 		s.feedOff = ""

@@ -557,6 +557,25 @@ func TestSnapshotMarker(t *testing.T) {
 			t.Errorf("the next command's before-image: %q", s.content(data))
 		}
 	})
+	t.Run("a walk keeps the watches", func(t *testing.T) {
+		withMarker(t, false)
+		s, ws := newTestSnapshotter(t, false)
+		put(t, filepath.Join(ws, "a.txt"), "a\n")
+		put(t, filepath.Join(ws, "b.txt"), "b\n")
+		take(t, s)
+		take(t, s)
+		take(t, s) // a command's before: marks
+		put(t, filepath.Join(ws, "b.txt"), "changed\n")
+		s.mu.Lock()
+		s.loseFeed("a test")
+		s.mu.Unlock()
+		if walked := take(t, s); !walked.walked {
+			t.Fatal("no walk after the feed was lost")
+		}
+		if !watched(s, "a.txt") || watched(s, "b.txt") {
+			t.Errorf("after the walk: a.txt (unchanged) watched %v, b.txt (changed) watched %v", watched(s, "a.txt"), watched(s, "b.txt"))
+		}
+	})
 	t.Run("watch limit", func(t *testing.T) {
 		withMarker(t, false)
 		s, ws := newTestSnapshotter(t, false)

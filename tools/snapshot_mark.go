@@ -187,8 +187,9 @@ func (s *snapshotter) markDir(root *fsroot.Root, t *watchThread, rel string) int
 	return tried
 }
 
-// giveUpFeed closes the feed for why: snapshots walk, and one tries a
-// feed again after feedRetry.
+// giveUpFeed closes the feed for why (the watch limit, or whatever a
+// walk found it cannot vouch for): snapshots walk, and one tries a feed
+// again after feedRetry.
 func (s *snapshotter) giveUpFeed(why string) {
 	s.dropFeed()
 	s.feedOff, s.retry = why, time.Now().Add(feedRetry)
