@@ -171,6 +171,9 @@ type snapshotter struct {
 	maxWatches int
 	// noFeed turns the change feed off (tests, benchmarks of the walk).
 	noFeed bool
+	// headOrder, in tests, fixes when a first walk's snapshot head is
+	// read: before the walk (headFirst) or after it (headLast).
+	headOrder int
 
 	// takes holds the snapshot under way (a channel, so a call can stop
 	// waiting for it); counts is its progress.
@@ -288,16 +291,24 @@ func hexPrefix(s string) (uint64, bool) {
 
 // hold adds n to the count of each blob of sums.
 func (s *snapshotter) hold(sums []string, n int32) {
+	keys := make([]uint64, len(sums))
+	for i, sum := range sums {
+		keys[i] = heldKey(sum)
+	}
+	s.holdKeys(keys, n)
+}
+
+// holdKeys adds n to the count of each blob of keys (heldKey).
+func (s *snapshotter) holdKeys(keys []uint64, n int32) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	if n > 0 && len(sums) > 2*len(s.held) {
+	if n > 0 && len(keys) > 2*len(s.held) {
 		// Sized once (a first snapshot pins every file), not grown.
-		held := make(map[uint64]int32, len(s.held)+len(sums))
+		held := make(map[uint64]int32, len(s.held)+len(keys))
 		maps.Copy(held, s.held)
 		s.held = held
 	}
-	for _, sum := range sums {
-		k := heldKey(sum)
+	for _, k := range keys {
 		if s.held[k] += n; s.held[k] <= 0 {
 			delete(s.held, k)
 		}
@@ -518,6 +529,10 @@ type update struct {
 	dirs    map[string]*os.File
 	toMark  []string // a walk's directories holding files left to the marker
 	kept    int64    // a walk's bytes of files within the per-file limit
+	// pre, for a walk with no tree before it, is what its workers
+	// gathered comparing it with the snapshot head (commitAcc.note):
+	// every entry but the files in work. nil once a node changed since.
+	pre *commitAcc
 }
 
 // repl replaces the node name of parent (the root when parent is nil),
@@ -566,21 +581,20 @@ var errNeedWalk = errors.New("the workspace must be walked")
 // walkAll reads the whole workspace into a new tree, with a new feed
 // watching it when one can be had.
 func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.Time, verify bool) (*update, error) {
-	old, base := s.tree, (*node)(nil)
-	var seeded chan struct{}
-	var seedVerify bool
-	if old == nil {
-		// The store's snapshot head is read while the walk runs; the
-		// files walked are compared with it once both are done.
-		seeded = make(chan struct{})
-		go func() {
-			defer close(seeded)
-			base, seedVerify = s.seed()
-		}()
-	}
+	old := s.tree
 	s.loseFeed("walking the workspace")
 	u := &update{walked: true}
-	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify, later: seeded != nil}
+	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify}
+	if old == nil {
+		// The store's snapshot head is read while the walk runs; each
+		// directory walked once it is read is compared with it then,
+		// the others once both are done.
+		w.seeded = make(chan struct{})
+		go func() {
+			defer close(w.seeded)
+			w.head, w.verify = s.seed()
+		}()
+	}
 	fresh := false // a new instance (else the feed's own, reset)
 	switch {
 	case s.feed != nil:
@@ -596,10 +610,12 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 	}
 	w.markLater = w.feed != nil
 	top := newNode("", nil, nodeDir)
+	if w.seeded != nil && s.headOrder == headFirst {
+		<-w.seeded
+	}
 	err := w.walk(ctx, []snapDir{{n: top, rel: ".", old: old}})
-	if seeded != nil {
-		<-seeded
-		w.verify = seedVerify
+	if w.seeded != nil {
+		<-w.seeded
 	}
 	if err != nil {
 		if fresh {
@@ -607,12 +623,13 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 		}
 		return nil, err
 	}
-	if seeded != nil {
-		w.compareAll(top, base)
+	if w.seeded != nil {
+		u.pre = w.compareAll()
 	}
-	u.repls = []repl{{rel: ".", old: old, new: top, base: base}}
+	u.repls = []repl{{rel: ".", old: old, new: top, base: w.head}}
 	u.work, u.partial, u.toMark, u.kept = w.work, w.partial, w.toMark, w.kept.Load()
 	if u.partial {
+		u.pre = nil // gathered before the cut
 		u.work = trimTree(top, s.maxEntries, u.work)
 		w.loseFeed(fmt.Sprintf("the workspace has more than %d entries", s.maxEntries))
 	}
@@ -683,6 +700,7 @@ func (s *snapshotter) budget(u *update) {
 	if kept <= limit && len(s.cats.sets[skipBudget]) == 0 {
 		return
 	}
+	u.pre = nil // gathered before the budget changed the files
 	// Every file of the tree as it will be, by path.
 	type file struct {
 		rel  string
@@ -860,225 +878,6 @@ func (s *snapshotter) hashAll(ctx context.Context, root *fsroot.Root, batch *cha
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// commit applies u to the tree and returns what changed, by path: every
-// new subtree in place of the old one, its watches bound, the old
-// subtree's released, the categories, counts and pins kept.
-func (s *snapshotter) commit(u *update) []pathChange {
-	if u.feed != nil {
-		if u.feed != s.feed { // a new instance: the old one's watches went with it
-			clear(s.wds)
-			s.feed = u.feed
-		}
-		s.stale = ""
-		u.feed = nil
-	}
-	a := &commitAcc{}
-	for _, r := range u.repls {
-		if r.new != nil && r.new.kind == nodeMissing {
-			r.new = nil // vanished before it could be read
-		}
-		prior, live := r.old, true
-		if prior == nil && r.base != nil {
-			prior, live = r.base, false
-		}
-		s.diffNode(r.rel, prior, r.new, live, a)
-		switch {
-		case r.parent == nil:
-			s.tree = r.new
-		case r.new == nil:
-			delete(r.parent.kids, r.name)
-		default:
-			r.new.parent = r.parent
-			r.parent.kids[r.name] = r.new
-		}
-	}
-	s.entries += a.entries
-	s.kept += a.kept
-	if s.feed != nil {
-		for _, wd := range a.unwatch {
-			if s.wds[wd] == nil {
-				s.feed.unwatch(wd)
-			}
-		}
-	}
-	// The tree's images are held while it names them; a prior image
-	// while the snapshot whose delta names it is remembered.
-	s.hold(a.pins, 1)
-	clear(s.pending)
-	slices.SortFunc(a.delta, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
-	return a.delta
-}
-
-// commitAcc is what a commit gathers.
-type commitAcc struct {
-	delta   []pathChange
-	pins    []string
-	unwatch []int32
-	entries int   // entries added less entries removed
-	kept    int64 // likewise, bytes of files within the per-file limit
-}
-
-// diffNode compares the node at path rel ("": not made yet), o before
-// (nil: none; a node of the snapshot head's tree unless live) and n
-// after, and everything below them: it records the changes, binds n's
-// watches and releases o's, and keeps the counts, categories and pins.
-// Paths are made only for what changed, or is not kept.
-func (s *snapshotter) diffNode(rel string, o, n *node, live bool, a *commitAcc) {
-	lo := o
-	if !live {
-		lo = nil
-	}
-	if n != nil {
-		s.bind(n)
-		if n.parent != nil {
-			a.entries += entryCount(n)
-			a.kept += keptSize(n)
-		}
-		if !live && n.kind == nodeFile && n.e.sum != "" {
-			a.pins = append(a.pins, n.e.sum) // enters the tree now
-		}
-	}
-	if lo != nil {
-		if s.unbind(lo) {
-			a.unwatch = append(a.unwatch, lo.wd)
-		}
-		if lo.parent != nil {
-			a.entries -= entryCount(lo)
-			a.kept -= keptSize(lo)
-		}
-	}
-	if tracked(lo) || tracked(n) {
-		rel = pathOf(rel, o, n)
-		s.track(rel, lo, n)
-	}
-	if c, ok := nodeChange(o, n); ok {
-		c.path = pathOf(rel, o, n)
-		a.delta = append(a.delta, c)
-		if c.has && c.new.sum != "" && live {
-			a.pins = append(a.pins, c.new.sum)
-		}
-		if c.hadOld && c.old.sum != "" && !live {
-			a.pins = append(a.pins, c.old.sum) // the history's, like a live one's
-		}
-	}
-	var okids, nkids map[string]*node
-	if o != nil && o.kind == nodeDir {
-		okids = o.kids
-	}
-	if n != nil && n.kind == nodeDir {
-		nkids = n.kids
-	}
-	for k, nk := range nkids {
-		s.diffNode("", okids[k], nk, live, a)
-	}
-	for k, ok := range okids {
-		if _, still := nkids[k]; !still {
-			s.diffNode("", ok, nil, live, a)
-		}
-	}
-}
-
-// pathOf returns rel, or when it is "" the path of n (of o when n is
-// nil).
-func pathOf(rel string, o, n *node) string {
-	switch {
-	case rel != "":
-		return rel
-	case n != nil:
-		return n.rel()
-	}
-	return o.rel()
-}
-
-// entryCount is 1 for a checkpointed entry, 0 otherwise.
-func entryCount(n *node) int {
-	if n.entry() {
-		return 1
-	}
-	return 0
-}
-
-// keptSize is the size of a file within the per-file limit (what the
-// budget counts), 0 for anything else.
-func keptSize(n *node) int64 {
-	if n.kind == nodeFile && n.e.skip != skipLarge {
-		return n.e.size
-	}
-	return 0
-}
-
-// tracked reports whether n is in a category or examined every time.
-func tracked(n *node) bool {
-	return n != nil && n.parent != nil && (n.kind == nodeSpecial || n.kind == nodeFailed || n.unwatched || n.kind == nodeFile && n.e.skip != skipNone)
-}
-
-// track moves path rel from node o (nil: none) to node n in the
-// categories and in the set of paths examined on every snapshot.
-func (s *snapshotter) track(rel string, o, n *node) {
-	s.cats.move(rel, o, n)
-	if o != nil && o.parent != nil && (o.unwatched || o.kind == nodeFailed) {
-		delete(s.recheck, rel)
-	}
-	if n != nil && n.parent != nil && (n.unwatched || n.kind == nodeFailed) {
-		s.recheck[rel] = struct{}{}
-	}
-}
-
-// nodeChange returns the change from node o to node n (nil: no entry),
-// its path not set, and whether there is one: any field of a
-// checkpointed entry.
-func nodeChange(o, n *node) (pathChange, bool) {
-	var c pathChange
-	if o != nil && o.entry() && o.parent != nil {
-		c.old, c.hadOld = o.e, true
-	}
-	if n != nil && n.entry() && n.parent != nil {
-		c.new, c.has = n.e, true
-	}
-	if c.hadOld != c.has {
-		return c, true
-	}
-	return c, c.has && (!c.old.sameStat(c.new) || c.old.sum != c.new.sum || c.old.skip != c.new.skip || c.old.racy != c.new.racy)
-}
-
-// bind records n under its watch.
-func (s *snapshotter) bind(n *node) {
-	if n.wd < 0 || s.feed == nil {
-		return
-	}
-	n.sameWD = s.wds[n.wd]
-	s.wds[n.wd] = n
-}
-
-// unbind removes n from its watch and reports whether no node is left
-// on it (the watch can go).
-func (s *snapshotter) unbind(n *node) bool {
-	if n.wd < 0 {
-		return false
-	}
-	head := s.wds[n.wd]
-	if head == nil {
-		return false
-	}
-	if head == n {
-		head = n.sameWD
-	} else {
-		for p := head; p.sameWD != nil; p = p.sameWD {
-			if p.sameWD == n {
-				p.sameWD = n.sameWD
-				break
-			}
-		}
-	}
-	n.sameWD = nil
-	if head == nil {
-		delete(s.wds, n.wd)
-		return true
-	}
-	s.wds[n.wd] = head
-	return false
 }
 
 // categories are the paths of the tree that are not kept, by reason,

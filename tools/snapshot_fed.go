@@ -192,7 +192,7 @@ func (s *snapshotter) examine(u *update, w *snapWalker, root *fsroot.Root, rel s
 		return repl{}, false, nil // an event that changed nothing checkpointed
 	}
 	if k != nil && k.kind == nodeFile {
-		w.compare(dirRel, k, old)
+		w.compare(dirRel, k, old, false)
 	}
 	if k != nil && k.kind == nodeDir {
 		k.inh = parent.ign.child(parts, name)

@@ -106,8 +106,9 @@ func lookup(root *node, rel string) *node {
 
 // hashJob is a file of a new subtree whose content must be read.
 type hashJob struct {
-	rel string
-	n   *node
+	rel  string
+	n    *node
+	base *node // for a walk with no tree before it, the snapshot head's node of rel
 }
 
 // snapWalker reads directory trees into new nodes, comparing each file's
@@ -122,9 +123,12 @@ type snapWalker struct {
 	racyBefore int64
 	maxBlob    int64
 	verify     bool // a reused hash must name a blob the store still holds
-	// later defers comparing files with the old tree to compareAll (the
-	// old tree is read while the walk runs).
-	later bool
+	// seeded, for a walk with no tree before it, is closed once head
+	// (the snapshot head's tree, nil for none) and verify are set: each
+	// directory walked after that is compared with head at once
+	// (compareDir), the others by compareAll.
+	seeded chan struct{}
+	head   *node
 
 	// markLater leaves a file with one link to the marker (its
 	// directory's watch sees every change made through the workspace);
@@ -139,6 +143,9 @@ type snapWalker struct {
 	partial  bool         // the entry bound was reached
 	toMark   []string     // directories holding files left to the marker
 	kept     atomic.Int64 // bytes of the files compared within the per-file limit
+	unseeded []snapDir    // directories walked before the head was read
+	// accs is what each worker gathered comparing with the head.
+	accs [walkWorkers]commitAcc
 }
 
 // snapDir is a directory waiting to be read: n (new, its entry already
@@ -150,6 +157,14 @@ type snapDir struct {
 	parts []string
 	old   *node
 }
+
+// When a first walk reads the snapshot head (snapshotter.headOrder, in
+// tests): while it walks, before or after.
+const (
+	headAnyTime = iota
+	headFirst
+	headLast
+)
 
 // walkWorkers is how many directories a walk reads at once.
 const walkWorkers = 4
@@ -177,7 +192,7 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 				t = instanceThread(i)
 			}
 			for job := range jobs {
-				results <- w.readDir(ctx, job, t)
+				results <- w.readDir(ctx, job, t, &w.accs[i])
 			}
 		})
 	}
@@ -210,11 +225,40 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 	return ctx.Err()
 }
 
-// readDir reads one directory into job.n and returns its subdirectories.
+// readDir reads one directory into job.n, compares it with the snapshot
+// head's when the walk has one to compare with (gathering in a), and
+// returns its subdirectories.
+func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread, a *commitAcc) []snapDir {
+	subdirs := w.listDir(ctx, job, t)
+	if w.seeded == nil || ctx.Err() != nil {
+		return subdirs
+	}
+	if w.headRead() {
+		w.compareDir(job, a)
+	} else {
+		w.mu.Lock()
+		w.unseeded = append(w.unseeded, job)
+		w.mu.Unlock()
+	}
+	return subdirs
+}
+
+// headRead reports whether the snapshot head is read (w.head and
+// w.verify are set).
+func (w *snapWalker) headRead() bool {
+	select {
+	case <-w.seeded:
+		return w.s.headOrder != headLast
+	default:
+		return false
+	}
+}
+
+// listDir reads one directory into job.n and returns its subdirectories.
 // A directory that cannot be opened (gone, not a directory any more, no
 // permission) is left empty and, when it exists, examined again next
 // time.
-func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) []snapDir {
+func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread) []snapDir {
 	n := job.n
 	n.kids = map[string]*node{}
 	if ctx.Err() != nil {
@@ -293,8 +337,8 @@ func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread) [
 				k.inh = n.ign.child(parts, name)
 				subdirs = append(subdirs, snapDir{n: k, rel: joinRel(job.rel, name), parts: parts, old: old})
 			case nodeFile:
-				if !w.later {
-					w.compare(job.rel, k, old)
+				if w.seeded == nil {
+					w.compare(job.rel, k, old, false)
 				}
 			}
 		}
@@ -424,10 +468,11 @@ func (w *snapWalker) count(n int) {
 }
 
 // compare gives the new file node k, in directory dir, the hash of old,
-// the node its path had, when their stat fields are the same and old's
-// was not racy; otherwise k is to be read (or, over the per-file limit,
-// skipped).
-func (w *snapWalker) compare(dir string, k, old *node) {
+// the node its path had (of the snapshot head's tree when head), when
+// their stat fields are the same and old's was not racy; otherwise k is
+// to be read (or, over the per-file limit, skipped), and compare reports
+// that it is.
+func (w *snapWalker) compare(dir string, k, old *node, head bool) (read bool) {
 	k.e.racy = k.e.mtime >= w.racyBefore || k.e.ctime >= w.racyBefore
 	switch {
 	case reuse(k, old) && (!w.verify || old.e.sum == "" || w.s.store.Has(old.e.sum, old.e.size)):
@@ -435,65 +480,73 @@ func (w *snapWalker) compare(dir string, k, old *node) {
 	case k.e.size > w.maxBlob:
 		k.e.skip = skipLarge
 	default:
+		j := hashJob{rel: joinRel(dir, k.name), n: k}
+		if head {
+			j.base = old
+		}
 		w.mu.Lock()
-		w.work = append(w.work, hashJob{rel: joinRel(dir, k.name), n: k})
+		w.work = append(w.work, j)
 		w.mu.Unlock()
+		read = true
 	}
 	if k.e.skip != skipLarge {
 		w.kept.Add(k.e.size)
 	}
+	return read
 }
 
-// compareAll compares every file of top, a tree just walked, with the
-// node of its path below old (nil: none), a directory at a time on
-// walkWorkers goroutines.
-func (w *snapWalker) compareAll(top, old *node) {
-	var mu sync.Mutex
-	ready := sync.NewCond(&mu)
-	dirs, busy := []snapDir{{n: top, rel: ".", old: old}}, 0
+// compareAll compares the directories walked before the snapshot head
+// was read with the head's (compareDir), on walkWorkers goroutines, and
+// returns what the walk gathered for the commit (commitAcc.note) of
+// every entry but the root and the files to read.
+func (w *snapWalker) compareAll() *commitAcc {
+	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range walkWorkers {
+	for i := range walkWorkers {
 		wg.Go(func() {
-			mu.Lock()
-			defer mu.Unlock()
-			for {
-				for len(dirs) == 0 && busy > 0 {
-					ready.Wait()
-				}
-				if len(dirs) == 0 {
-					ready.Broadcast()
-					return
-				}
-				d := dirs[len(dirs)-1]
-				dirs, busy = dirs[:len(dirs)-1], busy+1
-				mu.Unlock()
-				sub := w.compareDir(d)
-				mu.Lock()
-				dirs, busy = append(dirs, sub...), busy-1
-				ready.Broadcast()
+			for j := next.Add(1) - 1; j < int64(len(w.unseeded)); j = next.Add(1) - 1 {
+				w.compareDir(w.unseeded[j], &w.accs[i])
 			}
 		})
 	}
 	wg.Wait()
+	a := &w.accs[0]
+	for i := 1; i < len(w.accs); i++ {
+		a.merge(&w.accs[i])
+	}
+	return a
 }
 
-// compareDir compares the files of directory d with their nodes below
-// d.old and returns its subdirectories.
-func (w *snapWalker) compareDir(d snapDir) []snapDir {
-	var sub []snapDir
+// compareDir compares directory d, just walked (its entries listed, the
+// directories among them not yet read), and its files with their nodes
+// in the snapshot head, and notes in a what d and each entry of d but a
+// directory (noted when it is read) or a file to read (noted by the
+// commit once it is) changes, with what the head had there that d has
+// not.
+func (w *snapWalker) compareDir(d snapDir, a *commitAcc) {
+	h := lookup(w.head, d.rel)
+	a.note(d.rel, h, d.n, false)
+	var okids map[string]*node
+	if h != nil && h.kind == nodeDir {
+		okids = h.kids
+	}
 	for name, k := range d.n.kids {
-		var o *node
-		if d.old != nil && d.old.kind == nodeDir {
-			o = d.old.kids[name]
+		o := okids[name]
+		if k.kind == nodeDir || k.kind == nodeFile && w.compare(d.rel, k, o, true) {
+			continue
 		}
-		switch k.kind {
-		case nodeFile:
-			w.compare(d.rel, k, o)
-		case nodeDir:
-			sub = append(sub, snapDir{n: k, rel: joinRel(d.rel, name), old: o})
+		a.note("", o, k, false) // its path made only if needed
+		if k.kind != nodeDir && o != nil && o.kind == nodeDir {
+			for _, ok := range o.kids {
+				w.s.diffNode("", ok, nil, false, a)
+			}
 		}
 	}
-	return sub
+	for name, o := range okids {
+		if _, still := d.n.kids[name]; !still {
+			w.s.diffNode(joinRel(d.rel, name), o, nil, false, a)
+		}
+	}
 }
 
 // reuse reports whether the file node k may keep old's hash (or reason

@@ -1,0 +1,283 @@
+package tools
+
+import (
+	"slices"
+	"strings"
+)
+
+// This file is a snapshot's commit: the update applied to the tree, and
+// what changed gathered from it.
+
+// commit applies u to the tree and returns what changed, by path: every
+// new subtree in place of the old one, its watches bound, the old
+// subtree's released, the categories, counts and pins kept.
+func (s *snapshotter) commit(u *update) []pathChange {
+	if u.feed != nil {
+		if u.feed != s.feed { // a new instance: the old one's watches went with it
+			clear(s.wds)
+			s.feed = u.feed
+		}
+		s.stale = ""
+		u.feed = nil
+	}
+	a := &commitAcc{}
+	for _, r := range u.repls {
+		if r.new != nil && r.new.kind == nodeMissing {
+			r.new = nil // vanished before it could be read
+		}
+		prior, live := r.old, true
+		if prior == nil && r.base != nil {
+			prior, live = r.base, false
+		}
+		if u.pre != nil && r.parent == nil && r.old == nil {
+			s.enterWalked(u, a)
+		} else {
+			s.diffNode(r.rel, prior, r.new, live, a)
+		}
+		switch {
+		case r.parent == nil:
+			s.tree = r.new
+		case r.new == nil:
+			delete(r.parent.kids, r.name)
+		default:
+			r.new.parent = r.parent
+			r.parent.kids[r.name] = r.new
+		}
+	}
+	for _, n := range a.bind {
+		s.bind(n)
+	}
+	for _, t := range a.track {
+		s.track(t.rel, t.o, t.n)
+	}
+	s.entries += a.entries
+	s.kept += a.kept
+	if s.feed != nil {
+		for _, wd := range a.unwatch {
+			if s.wds[wd] == nil {
+				s.feed.unwatch(wd)
+			}
+		}
+	}
+	// The tree's images are held while it names them; a prior image
+	// while the snapshot whose delta names it is remembered.
+	s.holdKeys(a.pins, 1)
+	clear(s.pending)
+	slices.SortFunc(a.delta, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
+	return a.delta
+}
+
+// enterWalked is diffNode's work for the tree of a walk with no tree
+// before it, whose entries the walk's workers compared with the snapshot
+// head's (u.pre: every entry but the files read): what is left is the
+// files read, now that they are.
+func (s *snapshotter) enterWalked(u *update, a *commitAcc) {
+	a.merge(u.pre)
+	for _, j := range u.work {
+		n := j.n
+		if n.parent.kids[n.name] != n { // vanished before it could be read
+			n = nil
+		}
+		s.diffNode(j.rel, j.base, n, false, a)
+	}
+}
+
+// commitAcc is what a commit gathers. Watches and categories are the
+// snapshotter's: a commitAcc gathers them (bind, track) for the commit
+// to apply, so that one can be filled on a walk's workers.
+type commitAcc struct {
+	delta   []pathChange
+	pins    []uint64 // heldKey of each image to hold
+	unwatch []int32
+	bind    []*node   // nodes to record under their watch
+	track   []trackMove// paths to move between categories
+	entries int       // entries added less entries removed
+	kept    int64     // likewise, bytes of files within the per-file limit
+}
+
+// trackMove is one path moved from node o to node n in the categories.
+type trackMove struct {
+	rel  string
+	o, n *node
+}
+
+// merge adds b to a.
+func (a *commitAcc) merge(b *commitAcc) {
+	a.delta = append(a.delta, b.delta...)
+	a.pins = append(a.pins, b.pins...)
+	a.unwatch = append(a.unwatch, b.unwatch...)
+	a.bind = append(a.bind, b.bind...)
+	a.track = append(a.track, b.track...)
+	a.entries += b.entries
+	a.kept += b.kept
+}
+
+// diffNode compares the node at path rel ("": not made yet), o before
+// (nil: none; a node of the snapshot head's tree unless live) and n
+// after, and everything below them: it records the changes, releases
+// o's watches, and gathers n's, the counts, categories and pins in a.
+// Paths are made only for what changed, or is not kept.
+func (s *snapshotter) diffNode(rel string, o, n *node, live bool, a *commitAcc) {
+	if live && o != nil && s.unbind(o) {
+		a.unwatch = append(a.unwatch, o.wd)
+	}
+	a.note(rel, o, n, live)
+	var okids, nkids map[string]*node
+	if o != nil && o.kind == nodeDir {
+		okids = o.kids
+	}
+	if n != nil && n.kind == nodeDir {
+		nkids = n.kids
+	}
+	for k, nk := range nkids {
+		s.diffNode("", okids[k], nk, live, a)
+	}
+	for k, ok := range okids {
+		if _, still := nkids[k]; !still {
+			s.diffNode("", ok, nil, live, a)
+		}
+	}
+}
+
+// note gathers in a what node n in place of o at path rel ("": not
+// made yet) changes, not what is below them (diffNode's work for one
+// node but the watch it releases). o is a node of the snapshot head's
+// tree unless live. It changes nothing but a: a walk's workers note the
+// nodes they compare.
+func (a *commitAcc) note(rel string, o, n *node, live bool) {
+	lo := o
+	if !live {
+		lo = nil
+	}
+	if n != nil {
+		if n.wd >= 0 {
+			a.bind = append(a.bind, n)
+		}
+		if n.parent != nil {
+			a.entries += entryCount(n)
+			a.kept += keptSize(n)
+		}
+		if !live && n.kind == nodeFile && n.e.sum != "" {
+			a.pins = append(a.pins, heldKey(n.e.sum)) // enters the tree now
+		}
+	}
+	if lo != nil && lo.parent != nil {
+		a.entries -= entryCount(lo)
+		a.kept -= keptSize(lo)
+	}
+	if tracked(lo) || tracked(n) {
+		rel = pathOf(rel, o, n)
+		a.track = append(a.track, trackMove{rel, lo, n})
+	}
+	if c, ok := nodeChange(o, n); ok {
+		c.path = pathOf(rel, o, n)
+		a.delta = append(a.delta, c)
+		if c.has && c.new.sum != "" && live {
+			a.pins = append(a.pins, heldKey(c.new.sum))
+		}
+		if c.hadOld && c.old.sum != "" && !live {
+			a.pins = append(a.pins, heldKey(c.old.sum)) // the history's, like a live one's
+		}
+	}
+}
+
+// pathOf returns rel, or when it is "" the path of n (of o when n is
+// nil).
+func pathOf(rel string, o, n *node) string {
+	switch {
+	case rel != "":
+		return rel
+	case n != nil:
+		return n.rel()
+	}
+	return o.rel()
+}
+
+// entryCount is 1 for a checkpointed entry, 0 otherwise.
+func entryCount(n *node) int {
+	if n.entry() {
+		return 1
+	}
+	return 0
+}
+
+// keptSize is the size of a file within the per-file limit (what the
+// budget counts), 0 for anything else.
+func keptSize(n *node) int64 {
+	if n.kind == nodeFile && n.e.skip != skipLarge {
+		return n.e.size
+	}
+	return 0
+}
+
+// tracked reports whether n is in a category or examined every time.
+func tracked(n *node) bool {
+	return n != nil && n.parent != nil && (n.kind == nodeSpecial || n.kind == nodeFailed || n.unwatched || n.kind == nodeFile && n.e.skip != skipNone)
+}
+
+// track moves path rel from node o (nil: none) to node n in the
+// categories and in the set of paths examined on every snapshot.
+func (s *snapshotter) track(rel string, o, n *node) {
+	s.cats.move(rel, o, n)
+	if o != nil && o.parent != nil && (o.unwatched || o.kind == nodeFailed) {
+		delete(s.recheck, rel)
+	}
+	if n != nil && n.parent != nil && (n.unwatched || n.kind == nodeFailed) {
+		s.recheck[rel] = struct{}{}
+	}
+}
+
+// nodeChange returns the change from node o to node n (nil: no entry),
+// its path not set, and whether there is one: any field of a
+// checkpointed entry.
+func nodeChange(o, n *node) (pathChange, bool) {
+	var c pathChange
+	if o != nil && o.entry() && o.parent != nil {
+		c.old, c.hadOld = o.e, true
+	}
+	if n != nil && n.entry() && n.parent != nil {
+		c.new, c.has = n.e, true
+	}
+	if c.hadOld != c.has {
+		return c, true
+	}
+	return c, c.has && (!c.old.sameStat(c.new) || c.old.sum != c.new.sum || c.old.skip != c.new.skip || c.old.racy != c.new.racy)
+}
+
+// bind records n under its watch.
+func (s *snapshotter) bind(n *node) {
+	if n.wd < 0 || s.feed == nil {
+		return
+	}
+	n.sameWD = s.wds[n.wd]
+	s.wds[n.wd] = n
+}
+
+// unbind removes n from its watch and reports whether no node is left
+// on it (the watch can go).
+func (s *snapshotter) unbind(n *node) bool {
+	if n.wd < 0 {
+		return false
+	}
+	head := s.wds[n.wd]
+	if head == nil {
+		return false
+	}
+	if head == n {
+		head = n.sameWD
+	} else {
+		for p := head; p.sameWD != nil; p = p.sameWD {
+			if p.sameWD == n {
+				p.sameWD = n.sameWD
+				break
+			}
+		}
+	}
+	n.sameWD = nil
+	if head == nil {
+		delete(s.wds, n.wd)
+		return true
+	}
+	s.wds[n.wd] = head
+	return false
+}

@@ -1,0 +1,138 @@
+//go:build unix
+
+package tools
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/octet-agent/octet/changes"
+)
+
+// TestSnapshotNewProcessMatchesWalk makes random changes of every kind
+// between processes and checks the first snapshot of each new process —
+// the head read while the walk runs, before it, or after it — against
+// what it must be: its tree what a walk of the workspace finds; its
+// delta exactly the difference between the head and that tree, so its
+// manifest reads back as the tree; its counts, categories, watches and
+// held images those of the tree.
+func TestSnapshotNewProcessMatchesWalk(t *testing.T) {
+	for seed := range uint64(3) {
+		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
+			s, ws := newTestSnapshotter(t, false)
+			walked := oracle(t, ws)
+			o := &workspaceOps{t: t, ws: ws, out: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 36))}
+			for i := range 12 {
+				put(t, filepath.Join(ws, fmt.Sprintf("d%d/e%d/f%d.txt", i%3, i%2, i)), fmt.Sprintf("file %d\n", i))
+			}
+			put(t, filepath.Join(ws, "d0/large.bin"), strings.Repeat("x", 2<<10)) // over the store's limit
+			head := take(t, s).manifest
+			take(t, walked)
+			s.close()
+			for round := range 24 {
+				var did []string
+				for range 1 + o.rng.IntN(4) {
+					did = append(did, o.step())
+				}
+				if round%4 == 3 {
+					settle() // no longer racy: kept from the head
+				}
+				what := fmt.Sprintf("round %d (%s)", round, strings.Join(did, "; "))
+				next := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: s.store}})
+				next.racy, next.headOrder = s.racy, round%3
+				snap := take(t, next)
+				take(t, walked)
+				sameEntries(t, what, next, walked)
+				checkFirstSnapshot(t, what, next, snap, head)
+				next.close()
+				if t.Failed() {
+					return
+				}
+				head = snap.manifest
+			}
+		})
+	}
+}
+
+// checkFirstSnapshot fails t unless snap, the first snapshot s took,
+// changed exactly what differs between the manifest head and s's tree,
+// and s's counts, categories, watches and held images are its tree's.
+func checkFirstSnapshot(t *testing.T, what string, s *snapshotter, snap *snapshot, head string) {
+	t.Helper()
+	before, err := s.load(head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := entriesNow(t, s)
+	var want []string
+	for _, p := range slices.Sorted(maps.Keys(before.entries)) {
+		e, f := before.entries[p], tree[p]
+		if _, ok := tree[p]; !ok || !e.sameStat(f) || e.sum != f.sum || e.skip != f.skip || e.racy != f.racy {
+			want = append(want, p)
+		}
+	}
+	for p := range tree {
+		if _, ok := before.entries[p]; !ok {
+			want = append(want, p)
+		}
+	}
+	slices.Sort(want)
+	var got []string
+	for _, c := range snap.delta {
+		got = append(got, c.path)
+		if e, ok := before.entries[c.path]; c.hadOld != ok || ok && e != c.old {
+			t.Errorf("%s: the change of %s has before %v %+v, the head %v %+v", what, c.path, c.hadOld, c.old, ok, e)
+		}
+		if e, ok := tree[c.path]; c.has != ok || ok && e != c.new {
+			t.Errorf("%s: the change of %s has after %v %+v, the tree %v %+v", what, c.path, c.has, c.new, ok, e)
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%s: the first snapshot changed\n%v\nthe head and the tree differ in\n%v", what, got, want)
+	}
+	back, err := s.load(snap.manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(back.entries, tree) {
+		t.Errorf("%s: the manifest reads back as %d entries, the tree has %d", what, len(back.entries), len(tree))
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.beginCall()() // images are held while a call runs
+	var kept int64
+	var large []string
+	s.tree.each(".", func(rel string, n *node) {
+		if n.kind == nodeFile && n.e.skip != skipLarge {
+			kept += n.e.size
+		}
+		if n.kind == nodeFile && n.e.skip == skipLarge {
+			large = append(large, rel)
+		}
+		if n.kind == nodeFile && n.e.sum != "" && !s.holds(n.e.sum) {
+			t.Errorf("%s: %s's image is not held", what, rel)
+		}
+		if n.wd >= 0 && s.feed != nil {
+			found := false
+			for m := s.wds[n.wd]; m != nil && !found; m = m.sameWD {
+				found = m == n
+			}
+			if !found {
+				t.Errorf("%s: %s's watch %d does not name it", what, rel, n.wd)
+			}
+		}
+	})
+	slices.Sort(large)
+	if s.entries != len(tree) || s.kept != kept {
+		t.Errorf("%s: counted %d entries and %d bytes kept; the tree has %d and %d", what, s.entries, s.kept, len(tree), kept)
+	}
+	if !slices.Equal(snap.skipped, large) && len(snap.skipped)+len(large) > 0 {
+		t.Errorf("%s: files over the limit %v, the tree's %v", what, snap.skipped, large)
+	}
+}
