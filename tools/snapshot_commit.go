@@ -89,10 +89,10 @@ type commitAcc struct {
 	delta   []pathChange
 	pins    []uint64 // heldKey of each image to hold
 	unwatch []int32
-	bind    []*node   // nodes to record under their watch
-	track   []trackMove// paths to move between categories
-	entries int       // entries added less entries removed
-	kept    int64     // likewise, bytes of files within the per-file limit
+	bind    []*node     // nodes to record under their watch
+	track   []trackMove // paths to move between categories
+	entries int         // entries added less entries removed
+	kept    int64       // likewise, bytes of files within the per-file limit
 }
 
 // trackMove is one path moved from node o to node n in the categories.
