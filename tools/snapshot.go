@@ -218,6 +218,10 @@ type snapshotter struct {
 	// checks the tree against the store.
 	heldMu sync.Mutex
 	held   map[uint64]int32 // by heldKey
+	// unkeyed are images held whose keys are not yet counted in held:
+	// counted when the store first asks, or a count falls (a first
+	// snapshot holds every file's image, and the store seldom asks).
+	unkeyed [][]string
 	calls  atomic.Int32
 	unhold func()
 }
@@ -253,6 +257,7 @@ func (s *snapshotter) holds(sum string) bool {
 	}
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
+	s.keyHeld()
 	return s.held[heldKey(sum)] > 0
 }
 
@@ -289,26 +294,40 @@ func hexPrefix(s string) (uint64, bool) {
 	return k, true
 }
 
-// hold adds n to the count of each blob of sums.
+// hold adds n to the count of each blob of sums (taking sums, when n
+// is positive, for keyHeld to count later).
 func (s *snapshotter) hold(sums []string, n int32) {
-	keys := make([]uint64, len(sums))
-	for i, sum := range sums {
-		keys[i] = heldKey(sum)
-	}
-	s.holdKeys(keys, n)
-}
-
-// holdKeys adds n to the count of each blob of keys (heldKey).
-func (s *snapshotter) holdKeys(keys []uint64, n int32) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	if n > 0 && len(keys) > 2*len(s.held) {
-		// Sized once (a first snapshot pins every file), not grown.
-		held := make(map[uint64]int32, len(s.held)+len(keys))
+	switch {
+	case n == 1:
+		if len(sums) > 0 {
+			s.unkeyed = append(s.unkeyed, sums)
+		}
+	default:
+		s.keyHeld()
+		s.countHeld(sums, n)
+	}
+}
+
+// keyHeld counts the images held not yet counted; s.heldMu is held.
+func (s *snapshotter) keyHeld() {
+	for _, sums := range s.unkeyed {
+		s.countHeld(sums, 1)
+	}
+	s.unkeyed = nil
+}
+
+// countHeld adds n to the count of each blob of sums; s.heldMu is held.
+func (s *snapshotter) countHeld(sums []string, n int32) {
+	if n > 0 && len(sums) > 2*len(s.held) {
+		// Sized once (a first snapshot holds every file), not grown.
+		held := make(map[uint64]int32, len(s.held)+len(sums))
 		maps.Copy(held, s.held)
 		s.held = held
 	}
-	for _, k := range keys {
+	for _, sum := range sums {
+		k := heldKey(sum)
 		if s.held[k] += n; s.held[k] <= 0 {
 			delete(s.held, k)
 		}
@@ -468,6 +487,7 @@ func (s *snapshotter) close() {
 	s.chain = manifestChain{}
 	s.heldMu.Lock()
 	clear(s.held)
+	s.unkeyed = nil
 	s.heldMu.Unlock()
 	if s.unhold != nil {
 		s.unhold()

@@ -61,7 +61,7 @@ func (s *snapshotter) commit(u *update) []pathChange {
 	}
 	// The tree's images are held while it names them; a prior image
 	// while the snapshot whose delta names it is remembered.
-	s.holdKeys(a.pins, 1)
+	s.hold(a.pins, 1)
 	clear(s.pending)
 	slices.SortFunc(a.delta, func(x, y pathChange) int { return strings.Compare(x.path, y.path) })
 	return a.delta
@@ -87,7 +87,7 @@ func (s *snapshotter) enterWalked(u *update, a *commitAcc) {
 // to apply, so that one can be filled on a walk's workers.
 type commitAcc struct {
 	delta   []pathChange
-	pins    []uint64 // heldKey of each image to hold
+	pins    []string // images to hold
 	unwatch []int32
 	bind    []*node     // nodes to record under their watch
 	track   []trackMove // paths to move between categories
@@ -158,7 +158,7 @@ func (a *commitAcc) note(rel string, o, n *node, live bool) {
 			a.kept += keptSize(n)
 		}
 		if !live && n.kind == nodeFile && n.e.sum != "" {
-			a.pins = append(a.pins, heldKey(n.e.sum)) // enters the tree now
+			a.pins = append(a.pins, n.e.sum) // enters the tree now
 		}
 	}
 	if lo != nil && lo.parent != nil {
@@ -173,10 +173,10 @@ func (a *commitAcc) note(rel string, o, n *node, live bool) {
 		c.path = pathOf(rel, o, n)
 		a.delta = append(a.delta, c)
 		if c.has && c.new.sum != "" && live {
-			a.pins = append(a.pins, heldKey(c.new.sum))
+			a.pins = append(a.pins, c.new.sum)
 		}
 		if c.hadOld && c.old.sum != "" && !live {
-			a.pins = append(a.pins, heldKey(c.old.sum)) // the history's, like a live one's
+			a.pins = append(a.pins, c.old.sum) // the history's, like a live one's
 		}
 	}
 }
