@@ -222,8 +222,8 @@ type snapshotter struct {
 	// counted when the store first asks, or a count falls (a first
 	// snapshot holds every file's image, and the store seldom asks).
 	unkeyed [][]string
-	calls  atomic.Int32
-	unhold func()
+	calls   atomic.Int32
+	unhold  func()
 }
 
 // newSnapshotter returns a snapshotter of cfg's workspace, or nil when
