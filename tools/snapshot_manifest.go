@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -255,77 +256,70 @@ func decodeLine(line []byte, m *manifestLine) error {
 }
 
 // fastLine decodes a line of the shape appendEntryLine writes, without
-// escapes in its path; false for anything else.
+// escapes in its path, in one pass; false for anything else.
 func fastLine(b []byte, m *manifestLine) bool {
-	if !bytes.HasPrefix(b, []byte(`{"p":"`)) || len(b) < 2 || b[len(b)-1] != '}' {
+	const head = `{"p":"`
+	if len(b) <= len(head) || string(b[:len(head)]) != head || b[len(b)-1] != '}' {
 		return false
 	}
-	b = b[len(`{"p":"`) : len(b)-1]
-	end := bytes.IndexByte(b, '"')
-	if end < 0 || bytes.IndexByte(b[:end], '\\') >= 0 {
-		return false
-	}
-	for _, c := range b[:end] {
-		if c < 0x20 || c >= 0x80 {
+	b = b[len(head) : len(b)-1]
+	end := 0
+	for ; end < len(b) && b[end] != '"'; end++ {
+		if c := b[end]; c < 0x20 || c >= 0x80 || c == '\\' {
 			return false
 		}
 	}
-	m.pb = b[:end]
-	b = b[end+1:]
+	if end == len(b) {
+		return false
+	}
+	m.pb, b = b[:end], b[end+1:]
 	for len(b) > 0 {
 		if len(b) < 5 || b[0] != ',' || b[1] != '"' {
 			return false
 		}
-		q := bytes.IndexByte(b[2:], '"')
-		if q < 0 || len(b) < q+4 || b[q+3] != ':' {
+		q := 2
+		for q < len(b) && b[q] != '"' {
+			q++
+		}
+		if q+1 >= len(b) || b[q+1] != ':' {
 			return false
 		}
-		key := string(b[2 : q+2])
-		b = b[q+4:]
-		v := b
-		if i := bytes.IndexByte(b, ','); i >= 0 {
-			v, b = b[:i], b[i:]
-		} else {
-			b = nil
-		}
-		if !fastField(key, v, m) {
+		var ok bool
+		if b, ok = fastField(b[2:q], b[q+2:], m); !ok || len(b) > 0 && b[0] != ',' {
 			return false
 		}
 	}
 	return true
 }
 
-// fastField sets the field key of m from its raw value v.
-func fastField(key string, v []byte, m *manifestLine) bool {
-	num := func() (int64, bool) {
-		n, err := strconv.ParseInt(string(v), 10, 64)
-		return n, err == nil
-	}
+// fastField sets the field key of m from the value b begins with and
+// returns what follows the value.
+func fastField(key, b []byte, m *manifestLine) ([]byte, bool) {
 	ok := true
-	switch key {
+	switch string(key) {
 	case "m":
-		var n int64
-		n, ok = num()
+		var n uint64
+		n, b, ok = fastUint(b)
 		m.M = fs.FileMode(n)
 	case "s":
-		m.S, ok = num()
+		m.S, b, ok = fastInt(b)
 	case "t":
-		m.T, ok = num()
+		m.T, b, ok = fastInt(b)
 	case "c":
-		m.C, ok = num()
+		m.C, b, ok = fastInt(b)
 	case "i":
-		n, err := strconv.ParseUint(string(v), 10, 64)
-		m.I, ok = n, err == nil
+		m.I, b, ok = fastUint(b)
 	case "h":
-		if len(v) != 66 || v[0] != '"' || v[65] != '"' {
-			return false
+		if len(b) < 66 || b[0] != '"' || b[65] != '"' {
+			return nil, false
 		}
-		m.H = string(v[1:65])
+		m.H, b = string(b[1:65]), b[66:]
 	case "d", "x", "r", "del":
-		if string(v) != "true" {
-			return false
+		if len(b) < 4 || string(b[:4]) != "true" {
+			return nil, false
 		}
-		switch key {
+		b = b[4:]
+		switch string(key) {
 		case "d":
 			m.D = true
 		case "x":
@@ -336,16 +330,51 @@ func fastField(key string, v []byte, m *manifestLine) bool {
 			m.Del = true
 		}
 	case "why":
-		switch string(v) {
-		case `"secret"`, `"budget"`:
-			m.Why = string(v[1 : len(v)-1])
+		switch {
+		case bytes.HasPrefix(b, []byte(`"secret"`)):
+			m.Why = "secret"
+		case bytes.HasPrefix(b, []byte(`"budget"`)):
+			m.Why = "budget"
 		default:
-			return false
+			return nil, false
 		}
+		b = b[len(`"secret"`):]
 	default:
-		return false
+		return nil, false
 	}
-	return ok
+	return b, ok
+}
+
+// fastUint decodes the decimal digits b begins with (at least one) as a
+// uint64, and returns what follows them; false on overflow.
+func fastUint(b []byte) (uint64, []byte, bool) {
+	var n uint64
+	i := 0
+	for ; i < len(b) && '0' <= b[i] && b[i] <= '9'; i++ {
+		d := uint64(b[i] - '0')
+		if n >= math.MaxUint64/10 && (n > math.MaxUint64/10 || d > math.MaxUint64%10) {
+			return 0, nil, false
+		}
+		n = n*10 + d
+	}
+	return n, b[i:], i > 0
+}
+
+// fastInt decodes the decimal integer b begins with (a minus sign, then
+// at least one digit) as an int64, and returns what follows it.
+func fastInt(b []byte) (int64, []byte, bool) {
+	neg := len(b) > 0 && b[0] == '-'
+	if neg {
+		b = b[1:]
+	}
+	u, rest, ok := fastUint(b)
+	switch {
+	case !ok || u > math.MaxInt64+1 || u == math.MaxInt64+1 && !neg:
+		return 0, nil, false
+	case neg:
+		return -int64(u), rest, true // math.MinInt64 too: -int64(1<<63) wraps to itself
+	}
+	return int64(u), rest, true
 }
 
 // deltaHeader is a delta manifest's first line.
@@ -440,6 +469,7 @@ func (s *snapshotter) seed() (*node, bool) {
 	top := newNode("", nil, nodeDir)
 	top.kids = map[string]*node{}
 	dirs := map[string]*node{".": top}
+	var slab []node // nodes made a chunk at a time
 	chain, err := s.readChain(h.Manifest, func(p []byte, m *manifestLine) {
 		dir, name := []byte("."), p
 		if i := bytes.LastIndexByte(p, '/'); i >= 0 {
@@ -460,7 +490,11 @@ func (s *snapshotter) seed() (*node, bool) {
 		}
 		n := parent.kids[string(name)]
 		if n == nil {
-			n = newNode(string(name), parent, nodeFile)
+			if len(slab) == 0 {
+				slab = make([]node, 1024)
+			}
+			n, slab = &slab[0], slab[1:]
+			*n = node{name: string(name), parent: parent, wd: -1}
 			parent.kids[n.name] = n
 		}
 		n.e = m.entry()

@@ -49,3 +49,40 @@ func FuzzManifestLine(f *testing.F) {
 		_ = decodeLine(raw, &general)
 	})
 }
+
+// TestManifestNumbers: the fast reader's numbers stop at what their
+// fields hold, as encoding/json's do.
+func TestManifestNumbers(t *testing.T) {
+	for _, c := range []struct {
+		in       string
+		signed   bool
+		want     int64
+		wantU    uint64
+		accepted bool
+	}{
+		{"0", false, 0, 0, true},
+		{"18446744073709551615", false, 0, 18446744073709551615, true},
+		{"18446744073709551616", false, 0, 0, false},
+		{"184467440737095516150", false, 0, 0, false},
+		{"", false, 0, 0, false},
+		{"-1", false, 0, 0, false},
+		{"9223372036854775807", true, 9223372036854775807, 0, true},
+		{"9223372036854775808", true, 0, 0, false},
+		{"-9223372036854775808", true, -9223372036854775808, 0, true},
+		{"-9223372036854775809", true, 0, 0, false},
+		{"-", true, 0, 0, false},
+		{"-0", true, 0, 0, true},
+	} {
+		if c.signed {
+			n, rest, ok := fastInt([]byte(c.in + ","))
+			if ok != c.accepted || ok && (n != c.want || string(rest) != ",") {
+				t.Errorf("fastInt(%q) = %d %q %v", c.in, n, rest, ok)
+			}
+			continue
+		}
+		n, rest, ok := fastUint([]byte(c.in + ","))
+		if ok != c.accepted || ok && (n != c.wantU || string(rest) != ",") {
+			t.Errorf("fastUint(%q) = %d %q %v", c.in, n, rest, ok)
+		}
+	}
+}
