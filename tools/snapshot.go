@@ -479,10 +479,7 @@ func (s *snapshotter) close() {
 	defer s.mu.Unlock()
 	s.marks = nil
 	s.dropFeed()
-	for _, h := range s.history {
-		s.release(h)
-	}
-	s.history = nil
+	s.history = nil // what it held goes with held, below
 	s.store.Unpin(s.chain.sums)
 	s.chain = manifestChain{}
 	s.heldMu.Lock()
