@@ -146,7 +146,8 @@ func TestBashSharedSnapshotter(t *testing.T) {
 // TestSnapshotEntryBound: at exactly DefaultSnapshotMaxEntries entries a
 // snapshot covers the whole workspace; one more and it covers the first
 // DefaultSnapshotMaxEntries in path order, says so, and walks (no feed):
-// a change within the bound is recorded, one past it is not.
+// a change within the bound is recorded, one past it is not; so does a
+// new process's first walk.
 func TestSnapshotEntryBound(t *testing.T) {
 	if testing.Short() {
 		t.Skip("writes 200,000 files")
@@ -197,6 +198,20 @@ func TestSnapshotEntryBound(t *testing.T) {
 	if len(got) != 1 || got["d000/f0000"] != changes.Modify || !post.walked {
 		t.Errorf("changes past the bound: %v (walked %v)", got, post.walked)
 	}
+
+	// A new process's first walk past the bound is cut alike (a
+	// directory past it too, which no file read stands for).
+	s.close()
+	if err := os.Mkdir(filepath.Join(ws, "zzz-dir"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	next := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: store}})
+	t.Cleanup(next.close)
+	first := take(t, next)
+	if !first.partial || next.entries != DefaultSnapshotMaxEntries {
+		t.Errorf("a new process past the bound: partial %v, %d entries", first.partial, next.entries)
+	}
+	checkFirstSnapshot(t, "a new process past the bound", next, first, post.manifest)
 }
 
 // TestBashChangesAroundCalls: what a command's children would write

@@ -59,6 +59,37 @@ func TestSnapshotNewProcessMatchesWalk(t *testing.T) {
 	}
 }
 
+// TestSnapshotNewProcessPastBudget: a new process whose first walk
+// finds the workspace past the budget (files the head kept now over it,
+// and back) records what the budget made of the tree, not what the walk
+// compared.
+func TestSnapshotNewProcessPastBudget(t *testing.T) {
+	s, ws := newTestSnapshotter(t, false)
+	s.store.SetMaxBytes(60)
+	for _, p := range []string{"a", "b", "c"} {
+		put(t, filepath.Join(ws, p), "123456789\n") // 10 bytes: 30 = the budget
+	}
+	settle()
+	head := take(t, s).manifest
+	s.close()
+	for i, change := range []func(){
+		func() { put(t, filepath.Join(ws, "b"), "123456789\n!") }, // c is over the budget
+		func() { put(t, filepath.Join(ws, "b"), "1\n") },          // back within it
+	} {
+		change()
+		settle()
+		next := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: s.store}})
+		next.racy, next.headOrder = s.racy, i%2+1
+		snap := take(t, next)
+		checkFirstSnapshot(t, fmt.Sprint("change ", i), next, snap, head)
+		if want := []string{"c"}[:1-i]; !slices.Equal(snap.overBudget, want) {
+			t.Errorf("change %d: over the budget %v, want %v", i, snap.overBudget, want)
+		}
+		next.close()
+		head = snap.manifest
+	}
+}
+
 // checkFirstSnapshot fails t unless snap, the first snapshot s took,
 // changed exactly what differs between the manifest head and s's tree,
 // and s's counts, categories, watches and held images are its tree's.
@@ -107,8 +138,11 @@ func checkFirstSnapshot(t *testing.T, what string, s *snapshotter, snap *snapsho
 	defer s.mu.Unlock()
 	defer s.beginCall()() // images are held while a call runs
 	var kept int64
-	var large []string
+	var large, over []string
 	s.tree.each(".", func(rel string, n *node) {
+		if n.kind == nodeFile && n.e.skip == skipBudget {
+			over = append(over, rel)
+		}
 		if n.kind == nodeFile && n.e.skip != skipLarge {
 			kept += n.e.size
 		}
@@ -129,6 +163,10 @@ func checkFirstSnapshot(t *testing.T, what string, s *snapshotter, snap *snapsho
 		}
 	})
 	slices.Sort(large)
+	slices.Sort(over)
+	if !slices.Equal(snap.overBudget, over) && len(snap.overBudget)+len(over) > 0 {
+		t.Errorf("%s: files past the budget %v, the tree's %v", what, snap.overBudget, over)
+	}
 	if s.entries != len(tree) || s.kept != kept {
 		t.Errorf("%s: counted %d entries and %d bytes kept; the tree has %d and %d", what, s.entries, s.kept, len(tree), kept)
 	}
