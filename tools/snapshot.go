@@ -546,20 +546,22 @@ type update struct {
 	dirs    map[string]*os.File
 	toMark  []string // a walk's directories holding files left to the marker
 	kept    int64    // a walk's bytes of files within the per-file limit
-	// pre, for a walk with no tree before it, is what its workers
-	// gathered comparing it with the snapshot head (commitAcc.note):
-	// every entry but the files in work. nil once a node changed since.
-	pre *commitAcc
+	// first marks a walk with no tree before it, compared with head
+	// (nil: none); pre is what its workers gathered doing so
+	// (commitAcc.enter): every entry but the files in work; nil once the
+	// budget or the entry bound changed the tree since.
+	first bool
+	head  *headIndex
+	pre   *commitAcc
 }
 
 // repl replaces the node name of parent (the root when parent is nil),
-// old, by new (either may be nil). base, when old is nil, is what the
-// path held as the snapshot head recorded it: compared with, never live.
+// old, by new (either may be nil).
 type repl struct {
-	parent         *node
-	name           string
-	rel            string
-	old, new, base *node
+	parent   *node
+	name     string
+	rel      string
+	old, new *node
 }
 
 // close releases the directories the update opened.
@@ -641,9 +643,9 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 		return nil, err
 	}
 	if w.seeded != nil {
-		u.pre = w.compareAll()
+		u.first, u.head, u.pre = true, w.head, w.compareAll()
 	}
-	u.repls = []repl{{rel: ".", old: old, new: top, base: w.head}}
+	u.repls = []repl{{rel: ".", old: old, new: top}}
 	u.work, u.partial, u.toMark, u.kept = w.work, w.partial, w.toMark, w.kept.Load()
 	if u.partial {
 		u.pre = nil // gathered before the cut

@@ -25,14 +25,10 @@ func (s *snapshotter) commit(u *update) []pathChange {
 		if r.new != nil && r.new.kind == nodeMissing {
 			r.new = nil // vanished before it could be read
 		}
-		prior, live := r.old, true
-		if prior == nil && r.base != nil {
-			prior, live = r.base, false
-		}
-		if u.pre != nil && r.parent == nil && r.old == nil {
+		if u.first && r.parent == nil {
 			s.enterWalked(u, a)
 		} else {
-			s.diffNode(r.rel, prior, r.new, live, a)
+			s.diffNode(r.rel, r.old, r.new, a)
 		}
 		switch {
 		case r.parent == nil:
@@ -68,17 +64,35 @@ func (s *snapshotter) commit(u *update) []pathChange {
 }
 
 // enterWalked is diffNode's work for the tree of a walk with no tree
-// before it, whose entries the walk's workers compared with the snapshot
-// head's (u.pre: every entry but the files read): what is left is the
-// files read, now that they are.
+// before it (u.first), compared with the snapshot head (u.head) on the
+// walk's workers (u.pre: every entry but the files read; gathered again
+// here when the budget or the entry bound changed the tree since): what
+// is left is the files read, now that they are.
 func (s *snapshotter) enterWalked(u *update, a *commitAcc) {
+	if u.pre == nil {
+		u.pre = &commitAcc{}
+		read := make(map[*node]bool, len(u.work))
+		for _, j := range u.work {
+			read[j.n] = true
+		}
+		top := u.repls[0].new
+		top.each(".", func(rel string, n *node) {
+			if n.kind == nodeDir {
+				u.head.noteDir(rel, n, u.pre, func(k *node, _ snapEntry, _ bool) bool { return read[k] })
+			}
+		})
+	}
 	a.merge(u.pre)
 	for _, j := range u.work {
 		n := j.n
 		if n.parent.kids[n.name] != n { // vanished before it could be read
 			n = nil
 		}
-		s.diffNode(j.rel, j.base, n, false, a)
+		o, had := u.head.find(j.rel)
+		a.enter(j.rel, o, had, n)
+		if had && o.dir {
+			u.head.removeBelow(j.rel, a)
+		}
 	}
 }
 
@@ -113,15 +127,14 @@ func (a *commitAcc) merge(b *commitAcc) {
 }
 
 // diffNode compares the node at path rel ("": not made yet), o before
-// (nil: none; a node of the snapshot head's tree unless live) and n
-// after, and everything below them: it records the changes, releases
-// o's watches, and gathers n's, the counts, categories and pins in a.
-// Paths are made only for what changed, or is not kept.
-func (s *snapshotter) diffNode(rel string, o, n *node, live bool, a *commitAcc) {
-	if live && o != nil && s.unbind(o) {
+// (nil: none) and n after, and everything below them: it records the
+// changes, releases o's watches, and gathers n's, the counts, categories
+// and pins in a. Paths are made only for what changed, or is not kept.
+func (s *snapshotter) diffNode(rel string, o, n *node, a *commitAcc) {
+	if o != nil && s.unbind(o) {
 		a.unwatch = append(a.unwatch, o.wd)
 	}
-	a.note(rel, o, n, live)
+	a.note(rel, o, n)
 	var okids, nkids map[string]*node
 	if o != nil && o.kind == nodeDir {
 		okids = o.kids
@@ -130,54 +143,72 @@ func (s *snapshotter) diffNode(rel string, o, n *node, live bool, a *commitAcc) 
 		nkids = n.kids
 	}
 	for k, nk := range nkids {
-		s.diffNode("", okids[k], nk, live, a)
+		s.diffNode("", okids[k], nk, a)
 	}
 	for k, ok := range okids {
 		if _, still := nkids[k]; !still {
-			s.diffNode("", ok, nil, live, a)
+			s.diffNode("", ok, nil, a)
 		}
 	}
 }
 
-// note gathers in a what node n in place of o at path rel ("": not
+// note gathers in a what node n in place of node o at path rel ("": not
 // made yet) changes, not what is below them (diffNode's work for one
-// node but the watch it releases). o is a node of the snapshot head's
-// tree unless live. It changes nothing but a: a walk's workers note the
-// nodes they compare.
-func (a *commitAcc) note(rel string, o, n *node, live bool) {
-	lo := o
-	if !live {
-		lo = nil
+// node but the watch it releases).
+func (a *commitAcc) note(rel string, o, n *node) {
+	a.gather(n)
+	if o != nil && o.parent != nil {
+		a.entries -= entryCount(o)
+		a.kept -= keptSize(o)
 	}
-	if n != nil {
-		if n.wd >= 0 {
-			a.bind = append(a.bind, n)
-		}
-		if n.parent != nil {
-			a.entries += entryCount(n)
-			a.kept += keptSize(n)
-		}
-		if !live && n.kind == nodeFile && n.e.sum != "" {
-			a.pins = append(a.pins, n.e.sum) // enters the tree now
-		}
-	}
-	if lo != nil && lo.parent != nil {
-		a.entries -= entryCount(lo)
-		a.kept -= keptSize(lo)
-	}
-	if tracked(lo) || tracked(n) {
+	if tracked(o) || tracked(n) {
 		rel = pathOf(rel, o, n)
-		a.track = append(a.track, trackMove{rel, lo, n})
+		a.track = append(a.track, trackMove{rel, o, n})
 	}
-	if c, ok := nodeChange(o, n); ok {
+	old, had := entryOf(o)
+	if c, ok := entryChange(old, had, n); ok {
 		c.path = pathOf(rel, o, n)
 		a.delta = append(a.delta, c)
-		if c.has && c.new.sum != "" && live {
+		if c.has && c.new.sum != "" {
 			a.pins = append(a.pins, c.new.sum)
 		}
-		if c.hadOld && c.old.sum != "" && !live {
+	}
+}
+
+// enter gathers in a what node n (nil: none), entering the tree at path
+// rel ("": not made yet; set when n is nil) from a walk with no tree
+// before it, changes from what the snapshot head had there (old, when
+// had), not what is below them. It changes nothing but a: a walk's
+// workers enter the nodes they compare.
+func (a *commitAcc) enter(rel string, old snapEntry, had bool, n *node) {
+	a.gather(n)
+	if n != nil && n.kind == nodeFile && n.e.sum != "" {
+		a.pins = append(a.pins, n.e.sum) // enters the tree now
+	}
+	if tracked(n) {
+		rel = pathOf(rel, nil, n)
+		a.track = append(a.track, trackMove{rel, nil, n})
+	}
+	if c, ok := entryChange(old, had, n); ok {
+		c.path = pathOf(rel, nil, n)
+		a.delta = append(a.delta, c)
+		if c.hadOld && c.old.sum != "" {
 			a.pins = append(a.pins, c.old.sum) // the history's, like a live one's
 		}
+	}
+}
+
+// gather gathers in a node n's watch and counts (nil: none).
+func (a *commitAcc) gather(n *node) {
+	if n == nil {
+		return
+	}
+	if n.wd >= 0 {
+		a.bind = append(a.bind, n)
+	}
+	if n.parent != nil {
+		a.entries += entryCount(n)
+		a.kept += keptSize(n)
 	}
 }
 
@@ -227,13 +258,21 @@ func (s *snapshotter) track(rel string, o, n *node) {
 	}
 }
 
-// nodeChange returns the change from node o to node n (nil: no entry),
-// its path not set, and whether there is one: any field of a
-// checkpointed entry.
-func nodeChange(o, n *node) (pathChange, bool) {
-	var c pathChange
-	if o != nil && o.entry() && o.parent != nil {
-		c.old, c.hadOld = o.e, true
+// entryOf returns node o's checkpointed entry, and whether it has one.
+func entryOf(o *node) (snapEntry, bool) {
+	if o == nil || !o.entry() || o.parent == nil {
+		return snapEntry{}, false
+	}
+	return o.e, true
+}
+
+// entryChange returns the change from entry old (when had) to node n
+// (nil: none), its path not set, and whether there is one: any field of
+// a checkpointed entry.
+func entryChange(old snapEntry, had bool, n *node) (pathChange, bool) {
+	c := pathChange{old: old, hadOld: had}
+	if !had {
+		c.old = snapEntry{}
 	}
 	if n != nil && n.entry() && n.parent != nil {
 		c.new, c.has = n.e, true

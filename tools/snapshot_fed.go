@@ -192,7 +192,8 @@ func (s *snapshotter) examine(u *update, w *snapWalker, root *fsroot.Root, rel s
 		return repl{}, false, nil // an event that changed nothing checkpointed
 	}
 	if k != nil && k.kind == nodeFile {
-		w.compare(dirRel, k, old, false)
+		o, file := fileOf(old)
+		w.compare(dirRel, k, o, file)
 	}
 	if k != nil && k.kind == nodeDir {
 		k.inh = parent.ign.child(parts, name)

@@ -106,9 +106,8 @@ func lookup(root *node, rel string) *node {
 
 // hashJob is a file of a new subtree whose content must be read.
 type hashJob struct {
-	rel  string
-	n    *node
-	base *node // for a walk with no tree before it, the snapshot head's node of rel
+	rel string
+	n   *node
 }
 
 // snapWalker reads directory trees into new nodes, comparing each file's
@@ -128,7 +127,7 @@ type snapWalker struct {
 	// directory walked after that is compared with head at once
 	// (compareDir), the others by compareAll.
 	seeded chan struct{}
-	head   *node
+	head   *headIndex
 
 	// markLater leaves a file with one link to the marker (its
 	// directory's watch sees every change made through the workspace);
@@ -338,7 +337,8 @@ func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread) [
 				subdirs = append(subdirs, snapDir{n: k, rel: joinRel(job.rel, name), parts: parts, old: old})
 			case nodeFile:
 				if w.seeded == nil {
-					w.compare(job.rel, k, old, false)
+					o, file := fileOf(old)
+					w.compare(job.rel, k, o, file)
 				}
 			}
 		}
@@ -468,24 +468,19 @@ func (w *snapWalker) count(n int) {
 }
 
 // compare gives the new file node k, in directory dir, the hash of old,
-// the node its path had (of the snapshot head's tree when head), when
-// their stat fields are the same and old's was not racy; otherwise k is
-// to be read (or, over the per-file limit, skipped), and compare reports
-// that it is.
-func (w *snapWalker) compare(dir string, k, old *node, head bool) (read bool) {
+// the entry of the file its path had (when file), when their stat fields
+// are the same and old's was not racy; otherwise k is to be read (or,
+// over the per-file limit, skipped), and compare reports that it is.
+func (w *snapWalker) compare(dir string, k *node, old snapEntry, file bool) (read bool) {
 	k.e.racy = k.e.mtime >= w.racyBefore || k.e.ctime >= w.racyBefore
 	switch {
-	case reuse(k, old) && (!w.verify || old.e.sum == "" || w.s.store.Has(old.e.sum, old.e.size)):
-		k.e.sum, k.e.skip = old.e.sum, old.e.skip
+	case file && reuse(k.e, old) && (!w.verify || old.sum == "" || w.s.store.Has(old.sum, old.size)):
+		k.e.sum, k.e.skip = old.sum, old.skip
 	case k.e.size > w.maxBlob:
 		k.e.skip = skipLarge
 	default:
-		j := hashJob{rel: joinRel(dir, k.name), n: k}
-		if head {
-			j.base = old
-		}
 		w.mu.Lock()
-		w.work = append(w.work, j)
+		w.work = append(w.work, hashJob{rel: joinRel(dir, k.name), n: k})
 		w.mu.Unlock()
 		read = true
 	}
@@ -517,44 +512,32 @@ func (w *snapWalker) compareAll() *commitAcc {
 	return a
 }
 
-// compareDir compares directory d, just walked (its entries listed, the
-// directories among them not yet read), and its files with their nodes
-// in the snapshot head, and notes in a what d and each entry of d but a
-// directory (noted when it is read) or a file to read (noted by the
-// commit once it is) changes, with what the head had there that d has
-// not.
+// compareDir compares the files of directory d, just walked (its
+// entries listed, the directories among them not yet read), with their
+// entries in the snapshot head, and notes in a what d and its entries
+// change (headIndex.noteDir) but the files to read, which the commit
+// notes once read.
 func (w *snapWalker) compareDir(d snapDir, a *commitAcc) {
-	h := lookup(w.head, d.rel)
-	a.note(d.rel, h, d.n, false)
-	var okids map[string]*node
-	if h != nil && h.kind == nodeDir {
-		okids = h.kids
-	}
-	for name, k := range d.n.kids {
-		o := okids[name]
-		if k.kind == nodeDir || k.kind == nodeFile && w.compare(d.rel, k, o, true) {
-			continue
-		}
-		a.note("", o, k, false) // its path made only if needed
-		if k.kind != nodeDir && o != nil && o.kind == nodeDir {
-			for _, ok := range o.kids {
-				w.s.diffNode("", ok, nil, false, a)
-			}
-		}
-	}
-	for name, o := range okids {
-		if _, still := d.n.kids[name]; !still {
-			w.s.diffNode(joinRel(d.rel, name), o, nil, false, a)
-		}
-	}
+	w.head.noteDir(d.rel, d.n, a, func(k *node, o snapEntry, had bool) bool {
+		return k.kind == nodeFile && w.compare(d.rel, k, o, had && !o.dir)
+	})
 }
 
-// reuse reports whether the file node k may keep old's hash (or reason
-// for not keeping it): same stat, not racy, and hashed (or skipped as
-// too large or holding a secret, which its content decided).
-func reuse(k, old *node) bool {
-	if old == nil || old.kind != nodeFile || old.e.racy || !old.e.sameStat(k.e) {
+// reuse reports whether the file entry k may keep the hash of old, the
+// entry of the file its path had (or its reason for not keeping it):
+// same stat, not racy, and hashed (or skipped as too large or holding a
+// secret, which its content decided).
+func reuse(k, old snapEntry) bool {
+	if old.racy || !old.sameStat(k) {
 		return false
 	}
-	return old.e.sum != "" || old.e.skip == skipLarge || old.e.skip == skipSecret
+	return old.sum != "" || old.skip == skipLarge || old.skip == skipSecret
+}
+
+// fileOf returns the entry of node n when it is a file.
+func fileOf(n *node) (snapEntry, bool) {
+	if n == nil || n.kind != nodeFile {
+		return snapEntry{}, false
+	}
+	return n.e, true
 }

@@ -1,0 +1,179 @@
+package tools
+
+import (
+	"bytes"
+	"log/slog"
+	"slices"
+	"strings"
+)
+
+// This file is the snapshot head as a new process's first walk compares
+// with it: the store's latest manifest (the previous process's last
+// snapshot, with stat fields) read into each directory's entries sorted
+// by name — no tree built — while the walk runs, and compared a
+// directory at a time as the walk reads them.
+
+// headIndex is the snapshot head's entries by directory.
+type headIndex struct {
+	dirs map[string][]headEntry // by directory path ("." for the root), sorted by name
+}
+
+// headEntry is one entry of a directory of the head.
+type headEntry struct {
+	name string
+	e    snapEntry
+	del  bool // while read: a delta removed it
+}
+
+// seed reads the store's snapshot head for a first walk to compare the
+// stat fields it finds with, and reports whether its hashes must be
+// checked against the store (blobs expired since it was written); nil
+// when there is none or it cannot be read. The chain continues from it.
+func (s *snapshotter) seed() (*headIndex, bool) {
+	h, ok := s.store.SnapshotHead()
+	if !ok {
+		return nil, false
+	}
+	b := headBuilder{runs: map[string]*headRun{}}
+	chain, err := s.readChain(h.Manifest, b.add)
+	if err != nil {
+		slog.Info("checkpoint: the previous snapshot cannot be read; every file is read again", "workspace", s.root, "err", err)
+		return nil, false
+	}
+	s.store.Unpin(s.chain.sums)
+	s.chain = chain
+	s.store.Pin(chain.sums)
+	return b.index(), s.store.ExpiredAt().After(h.Written)
+}
+
+// headBuilder gathers a manifest chain's lines by directory.
+type headBuilder struct {
+	runs    map[string]*headRun
+	last    *headRun // the run of the line before (a manifest's lines come a directory at a time)
+	lastDir []byte
+}
+
+// headRun is one directory's lines as read: in name order with no name
+// twice and no removal (the usual whole manifest) unless messy.
+type headRun struct {
+	ents  []headEntry
+	messy bool
+}
+
+// add adds a manifest line, path p.
+func (b *headBuilder) add(p []byte, m *manifestLine) {
+	dir, name := []byte("."), p
+	if i := bytes.LastIndexByte(p, '/'); i >= 0 {
+		dir, name = p[:i], p[i+1:]
+	}
+	r := b.last
+	if r == nil || !bytes.Equal(dir, b.lastDir) {
+		if r = b.runs[string(dir)]; r == nil {
+			r = &headRun{}
+			b.runs[string(dir)] = r
+		}
+		b.last, b.lastDir = r, dir
+	}
+	he := headEntry{name: string(name), e: m.entry(), del: m.Del}
+	if n := len(r.ents); m.Del || n > 0 && r.ents[n-1].name >= he.name {
+		r.messy = true
+	}
+	r.ents = append(r.ents, he)
+}
+
+// index returns the runs, each sorted by name, with a name's last line
+// kept and the names removed left out.
+func (b *headBuilder) index() *headIndex {
+	h := &headIndex{dirs: make(map[string][]headEntry, len(b.runs))}
+	for dir, r := range b.runs {
+		if r.messy {
+			slices.SortStableFunc(r.ents, func(x, y headEntry) int { return strings.Compare(x.name, y.name) })
+			out := r.ents[:0]
+			for i, he := range r.ents {
+				if i+1 < len(r.ents) && r.ents[i+1].name == he.name || he.del {
+					continue // a later line of its name, or removed
+				}
+				out = append(out, he)
+			}
+			r.ents = out
+		}
+		h.dirs[dir] = r.ents
+	}
+	return h
+}
+
+// find returns the head's entry of path rel, and whether it has one
+// (never for the root).
+func (h *headIndex) find(rel string) (snapEntry, bool) {
+	if h == nil || rel == "." {
+		return snapEntry{}, false
+	}
+	dir, name := ".", rel
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		dir, name = rel[:i], rel[i+1:]
+	}
+	if parent, ok := h.find(dir); dir != "." && (!ok || !parent.dir) {
+		return snapEntry{}, false // under a file, or nothing
+	}
+	return findName(h.dirs[dir], name)
+}
+
+// run returns the entries of directory rel in the head, given its entry
+// there (none where it is not a directory).
+func (h *headIndex) run(rel string, self snapEntry, had bool) []headEntry {
+	if h == nil || rel != "." && !(had && self.dir) {
+		return nil
+	}
+	return h.dirs[rel]
+}
+
+// findName returns the entry name of run, sorted by name.
+func findName(run []headEntry, name string) (snapEntry, bool) {
+	i, ok := slices.BinarySearchFunc(run, name, func(he headEntry, name string) int { return strings.Compare(he.name, name) })
+	if !ok {
+		return snapEntry{}, false
+	}
+	return run[i].e, true
+}
+
+// noteDir notes in a what directory d, at path rel in a tree walked with
+// no tree before it, and each of its entries change from the head — but
+// its subdirectories (each noted with its own entries) and the entries
+// pass reports, given the head's entry of their name — with the removal
+// of whatever the head has there that d has not.
+func (h *headIndex) noteDir(rel string, d *node, a *commitAcc, pass func(k *node, o snapEntry, had bool) bool) {
+	self, had := h.find(rel)
+	a.enter(rel, self, had, d)
+	run := h.run(rel, self, had)
+	for name, k := range d.kids {
+		o, ok := findName(run, name)
+		if k.kind == nodeDir || pass(k, o, ok) {
+			continue
+		}
+		a.enter("", o, ok, k) // its path made only if needed
+		if ok && o.dir {
+			h.removeBelow(joinRel(rel, name), a)
+		}
+	}
+	for _, he := range run {
+		if _, still := d.kids[he.name]; !still {
+			p := joinRel(rel, he.name)
+			a.enter(p, he.e, true, nil)
+			if he.e.dir {
+				h.removeBelow(p, a)
+			}
+		}
+	}
+}
+
+// removeBelow notes the removal of every entry the head has below the
+// directory rel.
+func (h *headIndex) removeBelow(rel string, a *commitAcc) {
+	for _, he := range h.dirs[rel] {
+		p := joinRel(rel, he.name)
+		a.enter(p, he.e, true, nil)
+		if he.e.dir {
+			h.removeBelow(p, a)
+		}
+	}
+}
