@@ -1,9 +1,15 @@
 package changes
 
 import (
+	"bufio"
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,9 +141,15 @@ func (s *Store) headBlobs() []string {
 	return chain
 }
 
-// ReadManifest returns manifest sum and the manifests it builds on, the
-// whole one first (what a reader applies in order), with their names.
-func (s *Store) ReadManifest(sum string) (names []string, data [][]byte, err error) {
+// ScanManifest calls fn with each line of manifest sum and of the
+// manifests it builds on — the whole one first, what a reader applies in
+// order — with the index of its manifest in names, which it returns with
+// their sizes. Each manifest is read through a buffer (never whole in
+// memory: a snapshot head of a large workspace is tens of megabytes) and
+// checked against its name once read; a line is valid only during its
+// call. An error, from the store or from fn, means the lines given so far
+// may be damaged: whatever fn made of them is to be thrown away.
+func (s *Store) ScanManifest(sum string, fn func(part int, line []byte) error) (names []string, sizes []int64, err error) {
 	chain, err := s.ManifestChain(sum)
 	if err != nil {
 		return nil, nil, err
@@ -146,14 +158,61 @@ func (s *Store) ReadManifest(sum string) (names []string, data [][]byte, err err
 		return nil, nil, fmt.Errorf("change store: invalid manifest name %q", sum)
 	}
 	slices.Reverse(chain)
-	data = make([][]byte, len(chain))
+	sizes = make([]int64, len(chain))
+	buf := bufio.NewReaderSize(nil, 64<<10)
 	for i, c := range chain {
-		if data[i], err = s.Get(c); err != nil {
+		if sizes[i], err = s.scanBlob(c, buf, i == 0, func(line []byte) error { return fn(i, line) }); err != nil {
 			return nil, nil, err
 		}
 	}
-	if base, delta := ManifestBase(data[0]); delta {
-		return nil, nil, fmt.Errorf("change store: manifest %s builds on %q, which is not kept", sum, base)
+	return chain, sizes, nil
+}
+
+// scanBlob calls fn with each line of blob sum (the last without its
+// newline too) read through buf, checks the blob against its name, and
+// returns its size; whole requires a whole manifest.
+func (s *Store) scanBlob(sum string, buf *bufio.Reader, whole bool, fn func(line []byte) error) (int64, error) {
+	f, err := os.Open(s.blobPath(sum))
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, fmt.Errorf("blob %s: %w", sum, ErrNotStored)
 	}
-	return chain, data, nil
+	if err != nil {
+		return 0, fmt.Errorf("change store: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	buf.Reset(io.TeeReader(f, h))
+	var size int64
+	var long []byte // a line longer than buf
+	for {
+		line, err := buf.ReadSlice('\n')
+		size += int64(len(line))
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			long = append(long, line...)
+			continue
+		case err != nil && err != io.EOF:
+			return 0, fmt.Errorf("change store: read blob %s: %w", sum, err)
+		}
+		if long != nil {
+			line, long = append(long, line...), nil
+		}
+		if size == int64(len(line)) && whole {
+			if base, delta := ManifestBase(line); delta {
+				return 0, fmt.Errorf("change store: manifest %s builds on %q, which is not kept", sum, base)
+			}
+		}
+		if len(line) > 0 {
+			if ferr := fn(bytes.TrimSuffix(line, []byte("\n"))); ferr != nil {
+				return 0, ferr
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+	}
+	if hex.EncodeToString(h.Sum(nil)) != sum {
+		return 0, fmt.Errorf("change store: blob %s is damaged (its content no longer matches its name)", sum)
+	}
+	return size, nil
 }

@@ -50,7 +50,7 @@ func (s *snapshotter) seed() (*headIndex, bool) {
 type headBuilder struct {
 	runs    map[string]*headRun
 	last    *headRun // the run of the line before (a manifest's lines come a directory at a time)
-	lastDir []byte
+	lastDir string
 }
 
 // headRun is one directory's lines as read: in name order with no name
@@ -67,12 +67,13 @@ func (b *headBuilder) add(p []byte, m *manifestLine) {
 		dir, name = p[:i], p[i+1:]
 	}
 	r := b.last
-	if r == nil || !bytes.Equal(dir, b.lastDir) {
-		if r = b.runs[string(dir)]; r == nil {
+	if r == nil || string(dir) != b.lastDir {
+		b.lastDir = string(dir) // p is valid only during the call
+		if r = b.runs[b.lastDir]; r == nil {
 			r = &headRun{}
-			b.runs[string(dir)] = r
+			b.runs[b.lastDir] = r
 		}
-		b.last, b.lastDir = r, dir
+		b.last = r
 	}
 	he := headEntry{name: string(name), e: m.entry(), del: m.Del}
 	if n := len(r.ents); m.Del || n > 0 && r.ents[n-1].name >= he.name {

@@ -424,35 +424,31 @@ func (s *snapshotter) loadChain(sum string) (*snapshot, manifestChain, error) {
 }
 
 // readChain calls fn with each line of manifest sum and the manifests it
-// builds on, the whole one first, and returns where its chain stands.
+// builds on, the whole one first, and returns where its chain stands. A
+// line's path is valid only during its call.
 func (s *snapshotter) readChain(sum string, fn func(path []byte, m *manifestLine)) (manifestChain, error) {
-	names, parts, err := s.store.ReadManifest(sum)
+	var chain manifestChain
+	var m manifestLine
+	part := 0 // the part of the line before
+	names, sizes, err := s.store.ScanManifest(sum, func(i int, line []byte) error {
+		if i != part { // a delta's first line: its header
+			part = i
+			var h deltaHeader
+			if err := json.Unmarshal(line, &h); err != nil {
+				return fmt.Errorf("the snapshot before the command is damaged: %w", err)
+			}
+			chain.depth, chain.bytes = h.Depth, h.Bytes
+			return nil
+		}
+		if err := decodeLine(line, &m); err != nil {
+			return fmt.Errorf("the snapshot before the command is damaged: %w", err)
+		}
+		fn(m.pb, &m)
+		return nil
+	})
 	if err != nil {
 		return manifestChain{}, fmt.Errorf("read the snapshot before the command: %w", err)
 	}
-	chain := manifestChain{sums: names, whole: int64(len(parts[0])), headSize: int64(len(parts[len(parts)-1]))}
-	var m manifestLine
-	for i, data := range parts {
-		if i > 0 {
-			line, rest, _ := bytes.Cut(data, []byte("\n"))
-			var h deltaHeader
-			if err := json.Unmarshal(line, &h); err != nil {
-				return manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
-			}
-			chain.depth, chain.bytes = h.Depth, h.Bytes
-			data = rest
-		}
-		for len(data) > 0 {
-			line, rest, _ := bytes.Cut(data, []byte("\n"))
-			data = rest
-			if len(line) == 0 {
-				continue
-			}
-			if err := decodeLine(line, &m); err != nil {
-				return manifestChain{}, fmt.Errorf("the snapshot before the command is damaged: %w", err)
-			}
-			fn(m.pb, &m)
-		}
-	}
+	chain.sums, chain.whole, chain.headSize = names, sizes[0], sizes[len(sizes)-1]
 	return chain, nil
 }
