@@ -601,6 +601,9 @@ var errNeedWalk = errors.New("the workspace must be walked")
 // watching it when one can be had.
 func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.Time, verify bool) (*update, error) {
 	old := s.tree
+	if old == nil {
+		defer relaxGC()()
+	}
 	s.loseFeed("walking the workspace")
 	u := &update{walked: true}
 	w := &snapWalker{s: s, root: root, racyBefore: now.Add(-s.racy).UnixNano(), maxBlob: s.store.MaxBlobBytes(), verify: verify}
