@@ -278,6 +278,23 @@ func (o *workspaceOps) step() string {
 	}
 }
 
+// randomWorkspace returns a snapshotter of a new workspace with a feed,
+// one that walks it every time (oracle), and random changes to make to
+// it, seeded by seed and stream.
+func randomWorkspace(t *testing.T, seed, stream uint64) (s, walked *snapshotter, o *workspaceOps) {
+	s, ws := newTestSnapshotter(t, false)
+	return s, oracle(t, ws), &workspaceOps{t: t, ws: ws, out: t.TempDir(), rng: rand.New(rand.NewPCG(seed, stream))}
+}
+
+// steps makes one to four random changes and says what they were.
+func (o *workspaceOps) steps() []string {
+	var did []string
+	for range 1 + o.rng.IntN(4) {
+		did = append(did, o.step())
+	}
+	return did
+}
+
 // TestSnapshotFeedMatchesWalk makes random changes of every kind and,
 // after each few, compares the feed's tree with a walk's, and the changes
 // each records between the same two moments.
@@ -285,20 +302,15 @@ func TestSnapshotFeedMatchesWalk(t *testing.T) {
 	requireFeed(t)
 	for seed := range uint64(4) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			fed, ws := newTestSnapshotter(t, false)
-			walked := oracle(t, ws)
-			o := &workspaceOps{t: t, ws: ws, out: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 35))}
+			fed, walked, o := randomWorkspace(t, seed, 35)
+			ws := o.ws
 			for i := range 8 {
 				put(t, filepath.Join(ws, fmt.Sprintf("d%d/f%d.txt", i%3, i)), fmt.Sprintf("file %d\n", i))
 			}
 			preF, preW := take(t, fed), take(t, walked)
 			walks := 0
 			for round := range 40 {
-				var did []string
-				for range 1 + o.rng.IntN(4) {
-					did = append(did, o.step())
-				}
-				what := fmt.Sprintf("round %d (%s)", round, strings.Join(did, "; "))
+				what := fmt.Sprintf("round %d (%s)", round, strings.Join(o.steps(), "; "))
 				postF, postW := take(t, fed), take(t, walked)
 				if postF.walked {
 					walks++

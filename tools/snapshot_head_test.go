@@ -5,7 +5,6 @@ package tools
 import (
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -24,9 +23,8 @@ import (
 func TestSnapshotNewProcessMatchesWalk(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed", seed), func(t *testing.T) {
-			s, ws := newTestSnapshotter(t, false)
-			walked := oracle(t, ws)
-			o := &workspaceOps{t: t, ws: ws, out: t.TempDir(), rng: rand.New(rand.NewPCG(seed, 36))}
+			s, walked, o := randomWorkspace(t, seed, 36)
+			ws := o.ws
 			for i := range 12 {
 				put(t, filepath.Join(ws, fmt.Sprintf("d%d/e%d/f%d.txt", i%3, i%2, i)), fmt.Sprintf("file %d\n", i))
 			}
@@ -35,10 +33,7 @@ func TestSnapshotNewProcessMatchesWalk(t *testing.T) {
 			take(t, walked)
 			s.close()
 			for round := range 24 {
-				var did []string
-				for range 1 + o.rng.IntN(4) {
-					did = append(did, o.step())
-				}
+				did := o.steps()
 				if round%4 == 3 {
 					settle() // no longer racy: kept from the head
 				}
