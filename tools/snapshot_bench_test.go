@@ -243,15 +243,7 @@ func BenchmarkBashFirstCall(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			walk := func() time.Duration {
-				s := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: store}})
-				defer s.close()
-				start := time.Now()
-				if _, err := s.take(context.Background(), takeOptions{}); err != nil {
-					b.Fatal(err)
-				}
-				return time.Since(start)
-			}
+			walk := firstWalkTimer(b, ws, store)
 			b.Logf("the store's first snapshot (every file read and kept): %v", walk())
 			call := func(warm bool) time.Duration {
 				bt := benchBash(b, ws, storeDir)
@@ -276,6 +268,51 @@ func BenchmarkBashFirstCall(b *testing.B) {
 				s["warm"] = append(s["warm"], call(true))
 			}
 			s.report(b, [2]string{"call", "git"}, [2]string{"walk", "git"}, [2]string{"warm", "git"})
+		})
+	}
+}
+
+// firstWalkTimer times the first snapshot of a new snapshotter of ws
+// with store.
+func firstWalkTimer(b *testing.B, ws string, store *changes.Store) func() time.Duration {
+	return func() time.Duration {
+		s := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: store}})
+		defer s.close()
+		start := time.Now()
+		if _, err := s.take(context.Background(), takeOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+}
+
+// BenchmarkFirstWalk times a process's first snapshot of a large
+// workspace alone ("walk", the BenchmarkBashFirstCall series), beside git
+// status, with the store kept between runs (beside the cached tree) and
+// no marker after it, so that a profile of it is the walk's:
+//
+//	go test ./tools -run '^$' -bench 'FirstWalk/100k' -benchtime 30x -cpuprofile cpu.out
+func BenchmarkFirstWalk(b *testing.B) {
+	for _, tr := range []ckptTree{tree10k, tree100k} {
+		b.Run(tr.name, func(b *testing.B) {
+			ws := cachedTree(b, tr)
+			store, err := changes.Open(ws+".store", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			walk := firstWalkTimer(b, ws, store)
+			walk() // the store's own first, when it is new
+			// The marker would watch every file after each walk: its work
+			// is not the walk's.
+			defer func(on bool) { markerRuns = on }(markerRuns)
+			markerRuns = false
+			git := commandTimer(b, ws, "git", "status", "--porcelain")
+			s := series{}
+			for b.Loop() {
+				s["walk"] = append(s["walk"], walk())
+				s["git"] = append(s["git"], git())
+			}
+			s.report(b, [2]string{"walk", "git"})
 		})
 	}
 }
