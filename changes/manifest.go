@@ -174,7 +174,7 @@ func (s *Store) ScanManifest(sum string, fn func(part int, line []byte) error) (
 func (s *Store) scanBlob(sum string, buf *bufio.Reader, whole bool, fn func(line []byte) error) (int64, error) {
 	f, err := os.Open(s.blobPath(sum))
 	if errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("blob %s: %w", sum, ErrNotStored)
+		return 0, s.notStored(sum)
 	}
 	if err != nil {
 		return 0, fmt.Errorf("change store: %w", err)

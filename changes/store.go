@@ -559,10 +559,7 @@ func (s *Store) Get(sum string) ([]byte, error) {
 	}
 	data, err := os.ReadFile(s.blobPath(sum))
 	if errors.Is(err, fs.ErrNotExist) {
-		if _, mErr := os.Lstat(filepath.Join(s.dir, expiredName)); mErr == nil {
-			return nil, fmt.Errorf("blob %s: %w (it may have expired: the store keeps at most %d bytes and removes the least recently used images first)", sum, ErrNotStored, s.maxBytes())
-		}
-		return nil, fmt.Errorf("blob %s: %w", sum, ErrNotStored)
+		return nil, s.notStored(sum)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("change store: %w", err)
@@ -572,6 +569,14 @@ func (s *Store) Get(sum string) ([]byte, error) {
 		return nil, fmt.Errorf("change store: blob %s is damaged (its content no longer matches its name)", sum)
 	}
 	return data, nil
+}
+
+// notStored is the error of blob sum, which the store does not hold.
+func (s *Store) notStored(sum string) error {
+	if _, err := os.Lstat(filepath.Join(s.dir, expiredName)); err == nil {
+		return fmt.Errorf("blob %s: %w (it may have expired: the store keeps at most %d bytes and removes the least recently used images first)", sum, ErrNotStored, s.maxBytes())
+	}
+	return fmt.Errorf("blob %s: %w", sum, ErrNotStored)
 }
 
 // mkdirSynced creates dir (0700) when missing and syncs its parent so the

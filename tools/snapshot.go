@@ -294,8 +294,8 @@ func hexPrefix(s string) (uint64, bool) {
 	return k, true
 }
 
-// hold adds n to the count of each blob of sums (taking sums, when n
-// is positive, for keyHeld to count later).
+// hold adds n to the count of each blob of sums (when n is 1, taking
+// sums for keyHeld to count later).
 func (s *snapshotter) hold(sums []string, n int32) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()

@@ -111,9 +111,9 @@ type hashJob struct {
 }
 
 // snapWalker reads directory trees into new nodes, comparing each file's
-// stat with the node of the same path in the old tree: a file whose stat
-// is the same (and was not racy) keeps its hash; every other file is a
-// hashJob. With a feed, every directory is watched before it is read and
+// stat with the node of the same path in the old tree (a first walk's,
+// with the snapshot head's entry): a file whose stat is the same (and
+// was not racy) keeps its hash; every other file is a hashJob. With a feed, every directory is watched before it is read and
 // every file before it is stat'ed, so a change after that is an event.
 type snapWalker struct {
 	s          *snapshotter
@@ -123,7 +123,7 @@ type snapWalker struct {
 	maxBlob    int64
 	verify     bool // a reused hash must name a blob the store still holds
 	// seeded, for a walk with no tree before it, is closed once head
-	// (the snapshot head's tree, nil for none) and verify are set: each
+	// (the snapshot head's entries, nil for none) and verify are set: each
 	// directory walked after that is compared with head at once
 	// (compareDir), the others by compareAll.
 	seeded chan struct{}
@@ -492,8 +492,8 @@ func (w *snapWalker) compare(dir string, k *node, old snapEntry, file bool) (rea
 
 // compareAll compares the directories walked before the snapshot head
 // was read with the head's (compareDir), on walkWorkers goroutines, and
-// returns what the walk gathered for the commit (commitAcc.note) of
-// every entry but the root and the files to read.
+// returns what the walk gathered for the commit (commitAcc.enter) of
+// every entry but the files to read.
 func (w *snapWalker) compareAll() *commitAcc {
 	var next atomic.Int64
 	var wg sync.WaitGroup
