@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -265,33 +267,15 @@ func (s *snapshotter) holds(sum string) bool {
 // (hex), or of the name's FNV-1a hash were it not one. Two blobs with one
 // key are held together: one may outlive its need, never the reverse.
 func heldKey(sum string) uint64 {
-	if k, ok := hexPrefix(sum); ok {
-		return k
+	var k [8]byte
+	if len(sum) >= 2*len(k) {
+		if _, err := hex.Decode(k[:], []byte(sum[:2*len(k)])); err == nil {
+			return binary.BigEndian.Uint64(k[:])
+		}
 	}
 	h := fnv.New64a()
 	h.Write([]byte(sum))
 	return h.Sum64()
-}
-
-// hexPrefix decodes the first 16 characters of s as lower-case hex.
-func hexPrefix(s string) (uint64, bool) {
-	if len(s) < 16 {
-		return 0, false
-	}
-	var k uint64
-	for i := range 16 {
-		c := s[i]
-		switch {
-		case '0' <= c && c <= '9':
-			c -= '0'
-		case 'a' <= c && c <= 'f':
-			c -= 'a' - 10
-		default:
-			return 0, false
-		}
-		k = k<<4 | uint64(c)
-	}
-	return k, true
 }
 
 // hold adds n to the count of each blob of sums (when n is 1, taking
@@ -299,15 +283,14 @@ func hexPrefix(s string) (uint64, bool) {
 func (s *snapshotter) hold(sums []string, n int32) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
-	switch {
-	case n == 1:
+	if n == 1 {
 		if len(sums) > 0 {
 			s.unkeyed = append(s.unkeyed, sums)
 		}
-	default:
-		s.keyHeld()
-		s.countHeld(sums, n)
+		return
 	}
+	s.keyHeld()
+	s.countHeld(sums, n)
 }
 
 // keyHeld counts the images held not yet counted; s.heldMu is held.
@@ -546,13 +529,13 @@ type update struct {
 	dirs    map[string]*os.File
 	toMark  []string // a walk's directories holding files left to the marker
 	kept    int64    // a walk's bytes of files within the per-file limit
-	// first marks a walk with no tree before it, compared with head
-	// (nil: none); pre is what its workers gathered doing so
-	// (commitAcc.enter): every entry but the files in work; nil once the
-	// budget or the entry bound changed the tree since.
-	first bool
-	head  *headIndex
-	pre   *commitAcc
+	// head, for a walk with no tree before it (its root repl's old is
+	// nil), is the snapshot head it was compared with (nil: none); pre is
+	// what its workers gathered doing so (commitAcc.enter): every entry
+	// but the files in work; nil once the budget or the entry bound
+	// changed the tree since.
+	head *headIndex
+	pre  *commitAcc
 }
 
 // repl replaces the node name of parent (the root when parent is nil),
@@ -646,7 +629,7 @@ func (s *snapshotter) walkAll(ctx context.Context, root *fsroot.Root, now time.T
 		return nil, err
 	}
 	if w.seeded != nil {
-		u.first, u.head, u.pre = true, w.head, w.compareAll()
+		u.head, u.pre = w.head, w.compareAll()
 	}
 	u.repls = []repl{{rel: ".", old: old, new: top}}
 	u.work, u.partial, u.toMark, u.kept = w.work, w.partial, w.toMark, w.kept.Load()

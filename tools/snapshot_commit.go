@@ -25,7 +25,7 @@ func (s *snapshotter) commit(u *update) []pathChange {
 		if r.new != nil && r.new.kind == nodeMissing {
 			r.new = nil // vanished before it could be read
 		}
-		if u.first && r.parent == nil {
+		if r.parent == nil && r.old == nil { // a walk with no tree before it
 			s.enterWalked(u, a)
 		} else {
 			s.diffNode(r.rel, r.old, r.new, a)
@@ -64,7 +64,7 @@ func (s *snapshotter) commit(u *update) []pathChange {
 }
 
 // enterWalked is diffNode's work for the tree of a walk with no tree
-// before it (u.first), compared with the snapshot head (u.head) on the
+// before it, compared with the snapshot head (u.head) on the
 // walk's workers (u.pre: every entry but the files read; gathered again
 // here when the budget or the entry bound changed the tree since): what
 // is left is the files read, now that they are.

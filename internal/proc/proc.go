@@ -233,9 +233,7 @@ func (q *Pending) Run() (*Process, error) {
 	pid, err := p.hello(q.spec, q.lines)
 	if err != nil {
 		p.killGroup()
-		p.guard.Process.Kill()
-		p.conn.Close()
-		p.guard.Wait()
+		p.endGuard()
 		return nil, err
 	}
 	p.pid = pid
@@ -251,9 +249,14 @@ func (q *Pending) Abandon() {
 		return
 	}
 	q.used = true
-	q.p.guard.Process.Kill()
-	q.p.conn.Close()
-	q.p.guard.Wait()
+	q.p.endGuard()
+}
+
+// endGuard kills the guard, closes its socket and reaps it.
+func (p *Process) endGuard() {
+	p.guard.Process.Kill()
+	p.conn.Close()
+	p.guard.Wait()
 }
 
 // hello sends the guard its command and reads its first report: the
