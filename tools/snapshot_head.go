@@ -141,29 +141,46 @@ func findName(run []headEntry, name string) (snapEntry, bool) {
 // no tree before it, and each of its entries change from the head — but
 // its subdirectories (each noted with its own entries) and the entries
 // pass reports, given the head's entry of their name — with the removal
-// of whatever the head has there that d has not.
+// of whatever the head has there that d has not. The head's entries are
+// looked up in d (a map) and only the names the head has not are searched
+// for in the head's.
 func (h *headIndex) noteDir(rel string, d *node, a *commitAcc, pass func(k *node, o snapEntry, had bool) bool) {
 	self, had := h.find(rel)
 	a.enter(rel, self, had, d)
 	run := h.run(rel, self, had)
-	for name, k := range d.kids {
-		o, ok := findName(run, name)
-		if k.kind == nodeDir || pass(k, o, ok) {
-			continue
-		}
-		a.enter("", o, ok, k) // its path made only if needed
-		if ok && o.dir {
-			h.removeBelow(joinRel(rel, name), a)
-		}
-	}
+	found := 0
 	for _, he := range run {
-		if _, still := d.kids[he.name]; !still {
+		k := d.kids[he.name]
+		if k == nil {
 			p := joinRel(rel, he.name)
 			a.enter(p, he.e, true, nil)
 			if he.e.dir {
 				h.removeBelow(p, a)
 			}
+			continue
 		}
+		found++
+		h.noteKid(rel, k, he.e, true, a, pass)
+	}
+	if found == len(d.kids) {
+		return
+	}
+	for name, k := range d.kids {
+		if _, ok := findName(run, name); !ok {
+			h.noteKid(rel, k, snapEntry{}, false, a, pass)
+		}
+	}
+}
+
+// noteKid notes in a what k, an entry of directory rel, changes from o,
+// the head's entry of its name (had: there is one), for noteDir.
+func (h *headIndex) noteKid(rel string, k *node, o snapEntry, had bool, a *commitAcc, pass func(k *node, o snapEntry, had bool) bool) {
+	if k.kind == nodeDir || pass(k, o, had) {
+		return
+	}
+	a.enter("", o, had, k) // its path made only if needed
+	if had && o.dir {
+		h.removeBelow(joinRel(rel, k.name), a)
 	}
 }
 

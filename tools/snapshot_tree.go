@@ -190,8 +190,9 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 			case w.feed != nil:
 				t = instanceThread(i)
 			}
+			var l dirLister
 			for job := range jobs {
-				results <- w.readDir(ctx, job, t, &w.accs[i])
+				results <- w.readDir(ctx, job, t, &l, &w.accs[i])
 			}
 		})
 	}
@@ -227,8 +228,8 @@ func (w *snapWalker) walk(ctx context.Context, dirs []snapDir) error {
 // readDir reads one directory into job.n, compares it with the snapshot
 // head's when the walk has one to compare with (gathering in a), and
 // returns its subdirectories.
-func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread, a *commitAcc) []snapDir {
-	subdirs := w.listDir(ctx, job, t)
+func (w *snapWalker) readDir(ctx context.Context, job snapDir, t *watchThread, l *dirLister, a *commitAcc) []snapDir {
+	subdirs := w.listDir(ctx, job, t, l)
 	if w.seeded == nil || ctx.Err() != nil {
 		return subdirs
 	}
@@ -253,11 +254,18 @@ func (w *snapWalker) headRead() bool {
 	}
 }
 
-// listDir reads one directory into job.n and returns its subdirectories.
+// dirEnt is an entry a directory listing gave: its name and type bits.
+type dirEnt struct {
+	name string
+	typ  fs.FileMode
+}
+
+// listDir reads one directory into job.n (listing it with l) and returns
+// its subdirectories.
 // A directory that cannot be opened (gone, not a directory any more, no
 // permission) is left empty and, when it exists, examined again next
 // time.
-func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread) []snapDir {
+func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread, l *dirLister) []snapDir {
 	n := job.n
 	n.kids = map[string]*node{}
 	if ctx.Err() != nil {
@@ -300,13 +308,12 @@ func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread) [
 	// In chunks: a directory of millions of names is read only up to the
 	// entry bound.
 	for !w.over() {
-		ents, err := dir.ReadDir(dirChunk)
+		ents, err := l.next(dir)
 		if ctx.Err() != nil {
 			return nil
 		}
 		for _, e := range ents {
-			name := e.Name()
-			typ := e.Type()
+			name, typ := e.name, e.typ
 			isDir := typ.IsDir()
 			if isDir && name == ".git" {
 				continue
@@ -344,7 +351,7 @@ func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread) [
 		}
 		w.count(read)
 		read = 0
-		if err != nil || len(ents) < dirChunk {
+		if err != nil || len(ents) == 0 {
 			break
 		}
 	}
@@ -440,9 +447,6 @@ func (w *snapWalker) loseFeed(why string) {
 		w.feedLost = why
 	}
 }
-
-// dirChunk is how many names of a directory a walk reads at once.
-const dirChunk = 4096
 
 // maxIgnoreFileBytes bounds a .gitignore file a snapshot reads: a larger
 // one is not read (as search does), and ignores nothing.

@@ -14,7 +14,7 @@ import (
 // returning its entry and its link count.
 func statAt(dir *os.File, _ string, name string) (snapEntry, uint64, bool) {
 	var st unix.Stat_t
-	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := lstatAt(int(dir.Fd()), name, &st); err != nil {
 		return snapEntry{}, 0, false
 	}
 	e, ok := statEntry(&st)
@@ -25,7 +25,7 @@ func statAt(dir *os.File, _ string, name string) (snapEntry, uint64, bool) {
 // special file (not a regular file nor a directory), or absent (!ok).
 func typeAt(dir *os.File, name string) (isDir, special, ok bool) {
 	var st unix.Stat_t
-	if err := unix.Fstatat(int(dir.Fd()), name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	if err := lstatAt(int(dir.Fd()), name, &st); err != nil {
 		return false, false, false
 	}
 	switch st.Mode & unix.S_IFMT {
