@@ -35,23 +35,33 @@ const (
 )
 
 // next returns the next chunk of dir's entries, but "." and "..", valid
-// until the next call; none at the end.
+// until the next call; none only at the end (a getdents call may return
+// nothing else: tmpfs lists them first, ext4 where their hashes fall).
 func (l *dirLister) next(dir *os.File) ([]dirEnt, error) {
 	if l.buf == nil {
 		l.buf = make([]byte, direntBufSize)
 	}
-	n, err := getdents(int(dir.Fd()), l.buf)
-	if err != nil || n <= 0 {
-		return nil, err
+	for {
+		n, err := getdents(int(dir.Fd()), l.buf)
+		if err != nil || n <= 0 {
+			return nil, err
+		}
+		if err := l.parse(dir, l.buf[:n]); err != nil || len(l.ents) > 0 {
+			return l.ents, err
+		}
 	}
+}
+
+// parse makes l.ents of the entries in b, what a getdents call returned.
+func (l *dirLister) parse(dir *os.File, b []byte) error {
 	l.names, l.ends, l.types, l.ents = l.names[:0], l.ends[:0], l.types[:0], l.ents[:0]
-	for b := l.buf[:n]; len(b) > 0; {
+	for len(b) > 0 {
 		if len(b) < direntName {
-			return nil, fmt.Errorf("list %s: a directory entry of %d bytes", dir.Name(), len(b))
+			return fmt.Errorf("list %s: a directory entry of %d bytes", dir.Name(), len(b))
 		}
 		reclen := int(binary.NativeEndian.Uint16(b[direntReclen:]))
 		if reclen < direntName || reclen > len(b) {
-			return nil, fmt.Errorf("list %s: a directory entry of %d bytes", dir.Name(), reclen)
+			return fmt.Errorf("list %s: a directory entry of %d bytes", dir.Name(), reclen)
 		}
 		name := b[direntName:reclen]
 		if i := bytes.IndexByte(name, 0); i >= 0 {
@@ -70,12 +80,11 @@ func (l *dirLister) next(dir *os.File) ([]dirEnt, error) {
 	for i, end := range l.ends {
 		name := all[start:end]
 		start = end
-		typ, ok := direntMode(dir, name, l.types[i])
-		if ok {
+		if typ, ok := direntMode(dir, name, l.types[i]); ok {
 			l.ents = append(l.ents, dirEnt{name: name, typ: typ})
 		}
 	}
-	return l.ents, nil
+	return nil
 }
 
 // getdents reads directory entries of fd into buf, again when

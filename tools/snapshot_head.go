@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"strings"
+	"unsafe"
 )
 
 // This file is the snapshot head as a new process's first walk compares
@@ -51,6 +52,7 @@ type headBuilder struct {
 	runs    map[string]*headRun
 	last    *headRun // the run of the line before (a manifest's lines come a directory at a time)
 	lastDir string
+	strs    strArena // the entries' names and hashes
 }
 
 // headRun is one directory's lines as read: in name order with no name
@@ -75,11 +77,38 @@ func (b *headBuilder) add(p []byte, m *manifestLine) {
 		}
 		b.last = r
 	}
-	he := headEntry{name: string(name), e: m.entry(), del: m.Del}
+	he := headEntry{name: b.strs.str(name), e: m.entryWith(b.strs.str), del: m.Del}
 	if n := len(r.ents); m.Del || n > 0 && r.ents[n-1].name >= he.name {
 		r.messy = true
 	}
 	r.ents = append(r.ents, he)
+}
+
+// strArena makes strings of bytes copied into shared chunks, one
+// allocation a chunk rather than one a string (a head has two strings an
+// entry: its name and its hash). A chunk's bytes are written once, before
+// the strings that hold them are made, and never again.
+type strArena struct {
+	chunk []byte
+}
+
+// arenaChunk is the size of a strArena's chunks.
+const arenaChunk = 64 << 10
+
+// str returns a string of b's bytes.
+func (a *strArena) str(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	if len(b) > cap(a.chunk)-len(a.chunk) {
+		if len(b) > arenaChunk/4 {
+			return string(b)
+		}
+		a.chunk = make([]byte, 0, arenaChunk)
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return unsafe.String(&a.chunk[start], len(b))
 }
 
 // index returns the runs, each sorted by name, with a name's last line

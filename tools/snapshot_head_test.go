@@ -169,3 +169,29 @@ func checkFirstSnapshot(t *testing.T, what string, s *snapshotter, snap *snapsho
 		t.Errorf("%s: files over the limit %v, the tree's %v", what, snap.skipped, large)
 	}
 }
+
+// TestStrArena: a string the arena made keeps its bytes while later
+// ones are made (in the same chunk, past its end, and ones too large to
+// share a chunk) and while the bytes it was made of are reused.
+func TestStrArena(t *testing.T) {
+	var a strArena
+	var got, want []string
+	buf := make([]byte, 0, arenaChunk)
+	for i := range 5000 {
+		buf = fmt.Appendf(buf[:0], "name-%d-%s", i, strings.Repeat("x", i%40))
+		if i%997 == 0 {
+			buf = append(buf, strings.Repeat("y", arenaChunk/2)...)
+		}
+		got = append(got, a.str(buf))
+		want = append(want, string(buf))
+		clear(buf) // the caller's bytes are reused
+	}
+	for i := range got {
+		if got[i] != want[i] {
+			t.Fatalf("string %d: %.40q, want %.40q", i, got[i], want[i])
+		}
+	}
+	if a.str(nil) != "" {
+		t.Error("empty bytes: not the empty string")
+	}
+}

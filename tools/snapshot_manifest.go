@@ -199,9 +199,10 @@ func appendJSONString(b []byte, s string) []byte {
 }
 
 // manifestLine is one decoded line. The fast decoder leaves the path in
-// pb (a slice of the line), the general one in P.
+// pb and the hash in hb (slices of the line), the general one in P and H.
 type manifestLine struct {
 	pb  []byte
+	hb  []byte
 	P   string      `json:"p"`
 	P64 []byte      `json:"p64"` // a path that is not UTF-8
 	D   bool        `json:"d"`
@@ -219,7 +220,17 @@ type manifestLine struct {
 
 // entry is the snapEntry of a line.
 func (m *manifestLine) entry() snapEntry {
-	e := snapEntry{dir: m.D, mode: m.M & fs.ModePerm, size: m.S, sum: m.H, mtime: m.T, ctime: m.C, ino: m.I, racy: m.R}
+	return m.entryWith(func(b []byte) string { return string(b) })
+}
+
+// entryWith is the snapEntry of a line, its hash made a string by str
+// when the line is still to hold it.
+func (m *manifestLine) entryWith(str func([]byte) string) snapEntry {
+	sum := m.H
+	if m.hb != nil {
+		sum = str(m.hb)
+	}
+	e := snapEntry{dir: m.D, mode: m.M & fs.ModePerm, size: m.S, sum: sum, mtime: m.T, ctime: m.C, ino: m.I, racy: m.R}
 	if m.X {
 		e.sum = ""
 		switch m.Why {
@@ -313,7 +324,7 @@ func fastField(key, b []byte, m *manifestLine) ([]byte, bool) {
 		if len(b) < 66 || b[0] != '"' || b[65] != '"' {
 			return nil, false
 		}
-		m.H, b = string(b[1:65]), b[66:]
+		m.hb, b = b[1:65], b[66:]
 	case "d", "x", "r", "del":
 		if len(b) < 4 || string(b[:4]) != "true" {
 			return nil, false

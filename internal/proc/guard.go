@@ -75,17 +75,20 @@ func runGuard() int {
 	unix.CloseOnExec(guardFD)
 	conn := os.NewFile(guardFD, "octet")
 	g := &guard{self: os.Getpid(), conn: conn, r: bufio.NewReaderSize(conn, maxLine), events: make(chan event, 16)}
+	// What needs no command is done while octet prepares the call (a
+	// guard is started ahead of its command): the command starts as soon
+	// as its description arrives.
+	catchStopSignals()
+	if err := prepareGuard(); err != nil {
+		g.send("failed", fmt.Sprintf("process guard: %v", err))
+		return 1
+	}
 	spec, err := g.readSpec()
 	if err != nil {
 		g.send("failed", fmt.Sprintf("process guard: %v", err))
 		return 2
 	}
 	g.grace = spec.Grace
-	catchStopSignals()
-	if err := prepareGuard(); err != nil {
-		g.send("failed", fmt.Sprintf("process guard: %v", err))
-		return 1
-	}
 	path, args := spec.Path, spec.Args
 	if spec.Sandbox != nil {
 		// From here on this goroutine stays on its thread, which starts
@@ -146,8 +149,9 @@ func (g *guard) readSpec() (guardSpec, error) {
 // its default in the command by exec. Other signals sent to the guard on
 // purpose (SIGKILL, SIGSTOP, which cannot be caught, or SIGUSR1) are the
 // out-of-scope "command kills its guard" case: each caught signal costs
-// the guard's start about 0.1 ms (a round trip to the runtime's signal
-// thread), so the list is kept to these four.
+// the guard about 0.1 ms (a round trip to the runtime's signal thread),
+// before its command arrives when it was started ahead, so the list is
+// kept to these four.
 func catchStopSignals() {
 	ch := make(chan os.Signal, 4)
 	for _, s := range []os.Signal{syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT} {
