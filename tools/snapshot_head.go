@@ -36,7 +36,7 @@ func (s *snapshotter) seed() (*headIndex, bool) {
 		return nil, false
 	}
 	b := headBuilder{runs: map[string]*headRun{}}
-	chain, err := s.readChain(h.Manifest, b.add)
+	chain, err := s.readChain(h.Manifest, h.CRC, b.add)
 	if err != nil {
 		slog.Info("checkpoint: the previous snapshot cannot be read; every file is read again", "workspace", s.root, "err", err)
 		return nil, false

@@ -4,11 +4,13 @@ package tools
 
 import (
 	"fmt"
+	"hash/crc32"
 	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/octet-agent/octet/changes"
 )
@@ -193,5 +195,57 @@ func TestStrArena(t *testing.T) {
 	}
 	if a.str(nil) != "" {
 		t.Error("empty bytes: not the empty string")
+	}
+}
+
+// TestSnapshotHeadCRC: the snapshot head names the CRC-32C of each
+// manifest of its chain; a new process checks the head against them (a
+// CRC-32C that does not match makes it read every file again, as a
+// damaged head does) and reads a head without them (an older octet's)
+// checking the manifests against their names.
+func TestSnapshotHeadCRC(t *testing.T) {
+	s, ws := newTestSnapshotter(t, false)
+	for i := range 10 {
+		put(t, filepath.Join(ws, fmt.Sprintf("d%d/f%d", i%3, i)), fmt.Sprintf("file %d\n", i))
+	}
+	time.Sleep(3 * s.racy)
+	take(t, s)
+	put(t, filepath.Join(ws, "d0/f0"), "changed\n")
+	time.Sleep(3 * s.racy)
+	take(t, s) // a delta on the whole manifest
+	s.close()
+	h, ok := s.store.SnapshotHead()
+	if !ok || len(h.CRC) != 2 {
+		t.Fatalf("head %+v: want the CRC-32C of a whole manifest and a delta", h)
+	}
+	for sum, crc := range h.CRC {
+		data, err := s.store.Get(sum)
+		if err != nil || crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)) != crc {
+			t.Errorf("manifest %s: CRC-32C %08x, want that of its bytes (%v)", sum, crc, err)
+		}
+	}
+	hashedBy := func(h changes.SnapshotHead) int {
+		t.Helper()
+		if err := s.store.SetSnapshotHead(h); err != nil {
+			t.Fatal(err)
+		}
+		next := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: s.store}})
+		next.racy = s.racy
+		defer next.close()
+		return take(t, next).hashed
+	}
+	if n := hashedBy(h); n != 0 {
+		t.Errorf("from the head: %d files read, want none", n)
+	}
+	wrong := maps.Clone(h.CRC)
+	for sum := range wrong {
+		wrong[sum]++
+		break
+	}
+	if n := hashedBy(changes.SnapshotHead{Manifest: h.Manifest, CRC: wrong}); n != 10 {
+		t.Errorf("from a head whose CRC-32C does not match: %d files read, want all 10", n)
+	}
+	if n := hashedBy(changes.SnapshotHead{Manifest: h.Manifest}); n != 0 {
+		t.Errorf("from a head without CRC-32C: %d files read, want none", n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -36,6 +37,7 @@ import (
 // manifestChain is where the last manifest written stands.
 type manifestChain struct {
 	sums     []string // the last whole manifest and the deltas since, pinned
+	crcs     []uint32 // their CRC-32C, for the snapshot head
 	headSize int64
 	depth    int   // deltas since the last whole manifest
 	bytes    int64 // their size together
@@ -90,11 +92,24 @@ func (s *snapshotter) writeManifest(snap *snapshot) error {
 		c.bytes += int64(len(data))
 	}
 	c.sums, c.headSize = append(c.sums, sum), int64(len(data))
+	c.crcs = append(c.crcs, crc32.Checksum(data, castagnoli))
 	snap.manifest, snap.manifestSize = sum, int64(len(data))
-	if err := s.store.SetSnapshotHead(changes.SnapshotHead{Manifest: sum}); err != nil {
+	if err := s.store.SetSnapshotHead(changes.SnapshotHead{Manifest: sum, CRC: c.crcOf()}); err != nil {
 		slog.Warn("checkpoint: the next process will read the workspace's files again", "err", err)
 	}
 	return nil
+}
+
+// castagnoli is the CRC-32C table.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// crcOf returns the CRC-32C of each manifest of the chain, by name.
+func (c *manifestChain) crcOf() map[string]uint32 {
+	m := make(map[string]uint32, len(c.sums))
+	for i, sum := range c.sums {
+		m[sum] = c.crcs[i]
+	}
+	return m
 }
 
 // encodeTree returns the whole manifest of the tree.
@@ -407,7 +422,7 @@ func (s *snapshotter) load(sum string) (*snapshot, error) {
 // chain stands.
 func (s *snapshotter) loadChain(sum string) (*snapshot, manifestChain, error) {
 	snap := &snapshot{entries: map[string]snapEntry{}, manifest: sum}
-	chain, err := s.readChain(sum, func(p []byte, m *manifestLine) {
+	chain, err := s.readChain(sum, nil, func(p []byte, m *manifestLine) {
 		if m.Del {
 			delete(snap.entries, string(p))
 			return
@@ -435,13 +450,15 @@ func (s *snapshotter) loadChain(sum string) (*snapshot, manifestChain, error) {
 }
 
 // readChain calls fn with each line of manifest sum and the manifests it
-// builds on, the whole one first, and returns where its chain stands. A
-// line's path is valid only during its call.
-func (s *snapshotter) readChain(sum string, fn func(path []byte, m *manifestLine)) (manifestChain, error) {
+// builds on, the whole one first, and returns where its chain stands.
+// Each manifest is checked against its CRC-32C in crcs when that has it
+// (a snapshot head's), else against its name. A line's path is valid
+// only during its call.
+func (s *snapshotter) readChain(sum string, crcs map[string]uint32, fn func(path []byte, m *manifestLine)) (manifestChain, error) {
 	var chain manifestChain
 	var m manifestLine
 	part := 0 // the part of the line before
-	names, sizes, err := s.store.ScanManifest(sum, func(i int, line []byte) error {
+	blobs, err := s.store.ScanManifest(sum, crcs, func(i int, line []byte) error {
 		if i != part { // a delta's first line: its header
 			part = i
 			var h deltaHeader
@@ -460,6 +477,9 @@ func (s *snapshotter) readChain(sum string, fn func(path []byte, m *manifestLine
 	if err != nil {
 		return manifestChain{}, fmt.Errorf("read the snapshot before the command: %w", err)
 	}
-	chain.sums, chain.whole, chain.headSize = names, sizes[0], sizes[len(sizes)-1]
+	for _, b := range blobs {
+		chain.sums, chain.crcs = append(chain.sums, b.Name), append(chain.crcs, b.CRC)
+	}
+	chain.whole, chain.headSize = blobs[0].Size, blobs[len(blobs)-1].Size
 	return chain, nil
 }
