@@ -3,9 +3,12 @@ package tools
 import (
 	"bytes"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"unsafe"
+
+	"github.com/octet-agent/octet/changes"
 )
 
 // This file is the snapshot head as a new process's first walk compares
@@ -44,7 +47,26 @@ func (s *snapshotter) seed() (*headIndex, bool) {
 	s.store.Unpin(s.chain.sums)
 	s.chain = chain
 	s.store.Pin(chain.sums)
-	return b.index(), s.store.ExpiredAt().After(h.Written)
+	verify := s.store.ExpiredAt().After(h.Written)
+	s.recordCRC(h, verify)
+	return b.index(), verify
+}
+
+// recordCRC records the CRC-32C of the head's chain in the head h when it
+// lacks them (an older octet wrote it), so the next process checks it
+// the cheap way — unless blobs expired since it was written (rewriting
+// it would hide that from the next process) or it is no longer the head.
+func (s *snapshotter) recordCRC(h changes.SnapshotHead, expired bool) {
+	crcs := s.chain.crcOf()
+	if expired || maps.Equal(h.CRC, crcs) {
+		return
+	}
+	if now, ok := s.store.SnapshotHead(); !ok || now.Manifest != h.Manifest {
+		return
+	}
+	if err := s.store.SetSnapshotHead(changes.SnapshotHead{Manifest: h.Manifest, CRC: crcs}); err != nil {
+		slog.Debug("checkpoint: the snapshot head's CRC-32C not recorded", "err", err)
+	}
 }
 
 // headBuilder gathers a manifest chain's lines by directory.

@@ -202,7 +202,7 @@ func TestStrArena(t *testing.T) {
 // manifest of its chain; a new process checks the head against them (a
 // CRC-32C that does not match makes it read every file again, as a
 // damaged head does) and reads a head without them (an older octet's)
-// checking the manifests against their names.
+// checking the manifests against their names, then records them.
 func TestSnapshotHeadCRC(t *testing.T) {
 	s, ws := newTestSnapshotter(t, false)
 	for i := range 10 {
@@ -247,5 +247,8 @@ func TestSnapshotHeadCRC(t *testing.T) {
 	}
 	if n := hashedBy(changes.SnapshotHead{Manifest: h.Manifest}); n != 0 {
 		t.Errorf("from a head without CRC-32C: %d files read, want none", n)
+	}
+	if again, _ := s.store.SnapshotHead(); again.Manifest != h.Manifest || !maps.Equal(again.CRC, h.CRC) {
+		t.Errorf("a head without CRC-32C read: now %+v, want it recorded with them (%v)", again, h.CRC)
 	}
 }
