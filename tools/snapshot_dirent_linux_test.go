@@ -61,24 +61,10 @@ func TestDirListerSmallBuffer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	l := dirLister{buf: make([]byte, 48)} // "." and ".." (24 bytes each), or one name
+	ents, _ := listAll(t, &dirLister{buf: make([]byte, 48)}, dir) // "." and ".." (24 bytes each), or one name
 	seen := map[string]bool{}
-	for {
-		ents, err := l.next(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(ents) == 0 {
-			break
-		}
-		for _, e := range ents {
-			seen[e.name] = true
-		}
+	for _, e := range ents {
+		seen[e.name] = true
 	}
 	if len(seen) != 50 {
 		t.Errorf("listed %d names, want 50", len(seen))

@@ -37,33 +37,17 @@ func TestDirLister(t *testing.T) {
 	if runtime.GOOS != "windows" {
 		add("link", fs.ModeIrregular, func(p string) error { return os.Symlink("sub", p) })
 	}
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var l dirLister
+	ents, chunks := listAll(t, &dirLister{}, dir)
 	got := map[string]fs.FileMode{}
-	chunks := 0
-	for {
-		ents, err := l.next(f)
-		if err != nil {
-			t.Fatal(err)
+	for _, e := range ents {
+		if _, dup := got[e.name]; dup {
+			t.Errorf("%q listed twice", e.name)
 		}
-		if len(ents) == 0 {
-			break
+		typ := e.typ
+		if !typ.IsDir() && !typ.IsRegular() {
+			typ = fs.ModeIrregular
 		}
-		chunks++
-		for _, e := range ents {
-			if _, dup := got[e.name]; dup {
-				t.Errorf("%q listed twice", e.name)
-			}
-			typ := e.typ
-			if !typ.IsDir() && !typ.IsRegular() {
-				typ = fs.ModeIrregular
-			}
-			got[e.name] = typ
-		}
+		got[e.name] = typ
 	}
 	if chunks < 2 {
 		t.Errorf("listed in %d chunk(s); want the listing to take several", chunks)
@@ -85,5 +69,29 @@ func TestDirLister(t *testing.T) {
 	})
 	if slices.Contains(names, ".") || slices.Contains(names, "..") {
 		t.Error(`"." or ".." listed`)
+	}
+}
+
+// listAll lists directory dir with l to its end and returns its entries
+// and how many chunks they came in.
+func listAll(t *testing.T, l *dirLister, dir string) ([]dirEnt, int) {
+	t.Helper()
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var all []dirEnt
+	chunks := 0
+	for {
+		ents, err := l.next(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(ents) == 0 {
+			return all, chunks
+		}
+		chunks++
+		all = append(all, ents...)
 	}
 }
