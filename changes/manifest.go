@@ -95,6 +95,10 @@ const maxHeadBytes = 128 << 10
 // castagnoli is the CRC-32C table (computed by the CPU where it can).
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
+// ManifestCRC returns the CRC-32C of a manifest's bytes, as a
+// SnapshotHead records it.
+func ManifestCRC(data []byte) uint32 { return crc32.Checksum(data, castagnoli) }
+
 // ManifestBlob is one manifest of a chain as ScanManifest read it.
 type ManifestBlob struct {
 	Name string

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"testing"
 )
@@ -60,14 +59,8 @@ func TestDirLister(t *testing.T) {
 			t.Errorf("%q: listed %v (%v), want %v", name, g, ok, typ)
 		}
 	}
-	names := slices.Sorted(func(yield func(string) bool) {
-		for n := range got {
-			if !yield(n) {
-				return
-			}
-		}
-	})
-	if slices.Contains(names, ".") || slices.Contains(names, "..") {
+	_, dot := got["."]
+	if _, dotdot := got[".."]; dot || dotdot {
 		t.Error(`"." or ".." listed`)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"log/slog"
 	"math"
@@ -92,16 +91,13 @@ func (s *snapshotter) writeManifest(snap *snapshot) error {
 		c.bytes += int64(len(data))
 	}
 	c.sums, c.headSize = append(c.sums, sum), int64(len(data))
-	c.crcs = append(c.crcs, crc32.Checksum(data, castagnoli))
+	c.crcs = append(c.crcs, changes.ManifestCRC(data))
 	snap.manifest, snap.manifestSize = sum, int64(len(data))
 	if err := s.store.SetSnapshotHead(changes.SnapshotHead{Manifest: sum, CRC: c.crcOf()}); err != nil {
 		slog.Warn("checkpoint: the next process will read the workspace's files again", "err", err)
 	}
 	return nil
 }
-
-// castagnoli is the CRC-32C table.
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // crcOf returns the CRC-32C of each manifest of the chain, by name.
 func (c *manifestChain) crcOf() map[string]uint32 {
