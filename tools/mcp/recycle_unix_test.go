@@ -3,6 +3,10 @@
 package mcp
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -25,6 +29,9 @@ func TestTimedOutCallRecyclesServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL) })
+	// kill returns before the process's threads have stopped; a loaded
+	// machine has let one answer the call made right after.
+	waitFor(t, "the server's threads stopped", func() bool { return stopped(pid) })
 	res, _ := f.call(t, "mcp__t__echo", `{"text":"hung"}`)
 	if !res.IsError || !strings.Contains(res.Text, "did not answer within tool_timeout_secs") {
 		t.Fatalf("call to a hung server: %+v", res)
@@ -50,4 +57,22 @@ func TestTimedOutCallRecyclesServer(t *testing.T) {
 	if !strings.Contains(f.log.String(), "MCP server recycled after a timed-out call") {
 		t.Errorf("log:\n%s", f.log.String())
 	}
+}
+
+// stopped reports whether every thread of process pid is stopped (state
+// T in /proc; true where there is no /proc to ask).
+func stopped(pid int) bool {
+	stats, err := filepath.Glob(filepath.Join("/proc", strconv.Itoa(pid), "task", "*", "stat"))
+	if err != nil || len(stats) == 0 {
+		_, err := os.Stat("/proc/self")
+		return err != nil
+	}
+	for _, st := range stats {
+		data, err := os.ReadFile(st)
+		i := bytes.LastIndexByte(data, ')')
+		if err != nil || i < 0 || i+2 >= len(data) || data[i+2] != 'T' {
+			return false
+		}
+	}
+	return true
 }

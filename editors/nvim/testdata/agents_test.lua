@@ -10,6 +10,14 @@ local api = vim.api
 T.run(function()
   local octet = T.setup({ cmd = { T.bin, "lsp", "--effect-policy", "unsafe_host" }, mode = "full" })
   local agents = require("octet.agents")
+  -- The broker's decision on each call (tool_started comes before it).
+  local decided = {}
+  local approval = require("octet.approval")
+  local on_decided = approval.decided
+  approval.decided = function(sid, call_id, decision, reason)
+    decided[call_id] = decision
+    return on_decided(sid, call_id, decision, reason)
+  end
   local s = T.start(octet, "Octet ROOT-PROMPT delegate it")
   -- Every child-block line the chat ever showed (activity is transient).
   local seen, seen_list = {}, {}
@@ -28,10 +36,12 @@ T.run(function()
     -- auto-read (the Go test watches for the gate file): then it asks.
     -- Tightened while the root waits (before, agents_wait would be
     -- refused: delegation is full access only).
-    T.wait("the root's agents_wait", function()
-      local c = s.chat.calls.w1
-      return c and c.tool == "agents_wait"
+    T.wait("the root's agents_wait admitted", function()
+      return decided.w1 ~= nil
     end, 60000)
+    if decided.w1 ~= "allowed" then
+      T.fail("the root's agents_wait was " .. decided.w1)
+    end
     local tightened = false
     octet.set_mode("auto-read", function(err)
       tightened = err == nil
