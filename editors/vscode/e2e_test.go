@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -89,14 +90,48 @@ func run(t *testing.T, dir string, env []string, name string, args ...string) {
 	}
 }
 
-// packageVSIX compiles and packages the extension into dir/octet.vsix.
-func packageVSIX(t *testing.T, s stack, dir string) string {
+// vsix is the extension compiled and packaged once for every test of
+// the run (tsc and vsce take 10–20 s each time on a loaded machine; the
+// tests ran close to go test's 10-minute limit).
+var vsix struct {
+	once sync.Once
+	dir  string // removed by TestMain
+	path string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if vsix.dir != "" {
+		os.RemoveAll(vsix.dir)
+	}
+	os.Exit(code)
+}
+
+// packageVSIX returns the extension compiled and packaged into a .vsix.
+func packageVSIX(t *testing.T, s stack) string {
 	t.Helper()
-	vsix := filepath.Join(dir, "octet.vsix")
-	env := os.Environ()
-	run(t, ".", env, s.npmNode, "node_modules/typescript/bin/tsc", "-p", ".")
-	run(t, ".", env, s.npmNode, "node_modules/@vscode/vsce/vsce", "package", "--allow-missing-repository", "--skip-license", "-o", vsix)
-	return vsix
+	vsix.once.Do(func() {
+		if vsix.dir, vsix.err = os.MkdirTemp("", "octet-vsix-"); vsix.err != nil {
+			return
+		}
+		p := filepath.Join(vsix.dir, "octet.vsix")
+		for _, args := range [][]string{
+			{"node_modules/typescript/bin/tsc", "-p", "."},
+			{"node_modules/@vscode/vsce/vsce", "package", "--allow-missing-repository", "--skip-license", "-o", p},
+		} {
+			cmd := exec.Command(s.npmNode, args...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				vsix.err = fmt.Errorf("%s: %v\n%s", strings.Join(args, " "), err, out)
+				return
+			}
+		}
+		vsix.path = p
+	})
+	if vsix.err != nil {
+		t.Fatal(vsix.err)
+	}
+	return vsix.path
 }
 
 func freePort(t *testing.T) int {
@@ -201,8 +236,7 @@ func (e *e2e) launchAt(baseURL string) string {
 		"OCTET_HOME="+e.home, "OPENAI_BASE_URL="+baseURL, "OPENAI_API_KEY=test-not-a-key",
 		"XDG_CONFIG_HOME="+e.tmp, "XDG_DATA_HOME="+e.tmp, "XDG_CACHE_HOME="+e.tmp, "HOME="+e.tmp,
 	)
-	vsix := packageVSIX(e.t, e.s, e.tmp)
-	run(e.t, e.tmp, e.env, e.s.codeServer, "--user-data-dir", e.userDir, "--extensions-dir", e.extDir, "--install-extension", vsix)
+	run(e.t, e.tmp, e.env, e.s.codeServer, "--user-data-dir", e.userDir, "--extensions-dir", e.extDir, "--install-extension", packageVSIX(e.t, e.s))
 	return startCodeServer(e.t, e.s, e.env, e.userDir, e.extDir, e.ws)
 }
 
@@ -315,6 +349,10 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		BufferAfterEdit, BufferAfterUndo      string
 		BufferDirty, Renamed                  bool
 		ForkRows, RowsAfterDelete             int
+		Redraws                               []struct {
+			Replaced, Outlined, HTML bool
+			Before, After            string
+		}
 	}
 	e.drive("drive.mjs", url, map[string]string{
 		"approvePrompt": "Please greet the world in a.txt", "proposedText": "hello, world",
@@ -353,6 +391,17 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	// The server's progress ("Waiting for approval: bash", "Running bash: …"
 	// with the model's arguments) is not drawn in the status bar, where
 	// $(name) would be an icon.
+	if len(seen.Redraws) != 2 {
+		t.Errorf("the card's redraws after a reveal: %+v, want two", seen.Redraws)
+	}
+	t.Logf("the card redrawn after a reveal: %+v", seen.Redraws)
+	for i, r := range seen.Redraws {
+		// The deny button holds the focus before the second redraw; the
+		// card itself may not get it (a webview that lacks the focus).
+		if !r.Replaced || r.HTML || !r.Outlined || r.After != r.Before || i == 1 && r.Before != "deny" {
+			t.Errorf("the card redrawn after a reveal (redraw %d): %+v, want a new element, still outlined, the focus where it was", i, r)
+		}
+	}
 	if strings.Contains(seen.StatusWhileWaiting, "Waiting for approval:") {
 		t.Errorf("the status bar shows the server's progress: %q", seen.StatusWhileWaiting)
 	}

@@ -5,18 +5,13 @@
 // edit, whose tool row says why.
 // Run by ../e2e_test.go (TestVSCodePreviewTabApprovals):  node drive-preview.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, clickCard, logText, runDriver, send, shotBoth, sleep, startChat, timeout, waitForDiffEditor } from "./workbench.mjs";
+import { chatText, clickCard, clickFound, logText, runDriver, send, shotBoth, sleep, startChat, timeout, waitForDiffEditor } from "./workbench.mjs";
 
 // openInPreview opens file with one click in the Explorer (a preview
 // tab), then shows the octet view again.
 async function openInPreview(page, file) {
   await page.click('.activitybar [aria-label^="Explorer"]');
-  const row = await page.waitForFunction(
-    (f) => [...document.querySelectorAll(".explorer-folders-view .monaco-list-row")].find((r) => r.innerText.trim() === f),
-    { timeout },
-    file,
-  );
-  await row.asElement().click();
+  await clickFound(page, (f) => [...document.querySelectorAll(".explorer-folders-view .monaco-list-row")].find((r) => r.innerText.trim() === f), file);
   await page.waitForFunction((f) => document.title.includes(f), { timeout }, file);
   await page.click('.activitybar [aria-label="octet"]');
 }

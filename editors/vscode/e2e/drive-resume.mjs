@@ -6,20 +6,17 @@
 // in words, and takes the first one back.
 // Run by ../e2e_test.go (TestVSCodeResumeAndRewind):  node drive-resume.mjs <config.json>
 // It prints one JSON object: what it saw, or {"failed": "..."}.
-import { chatText, command, dialogButton, logText, promptAndDecide, reloadChat, runDriver, send, startChat, timeout } from "./workbench.mjs";
+import { chatText, clickFound, command, dialogButton, logText, promptAndDecide, reloadChat, runDriver, send, startChat, timeout } from "./workbench.mjs";
 
 // pickQuick waits for the quick pick's row that shows text and returns
 // every row's label and description, after picking it.
 async function pickQuick(page, text) {
-  const row = await page.waitForFunction(
-    (t) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].find((r) => r.innerText.includes(t)),
-    { timeout },
-    text,
-  );
-  const rows = await page.$$eval(".quick-input-list .monaco-list-row", (rs) =>
-    rs.map((r) => ({ label: r.querySelector(".label-name")?.innerText ?? "", description: r.querySelector(".label-description")?.innerText ?? "" })),
-  );
-  await row.asElement().click();
+  let rows = [];
+  await clickFound(page, (t) => [...document.querySelectorAll(".quick-input-list .monaco-list-row")].find((r) => r.innerText.includes(t)), text, timeout, async () => {
+    rows = await page.$$eval(".quick-input-list .monaco-list-row", (rs) =>
+      rs.map((r) => ({ label: r.querySelector(".label-name")?.innerText ?? "", description: r.querySelector(".label-description")?.innerText ?? "" })),
+    );
+  });
   return rows;
 }
 

@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { chatText, clickCard, clickNotification, notification, openChat, openFile, reloadChat, send, timeout, waitForDiffEditor, waitForRevealed } from "./workbench.mjs";
+import { chatText, clickCard, clickFound, dialogButton, notification, openChat, openFile, reloadChat, review, send, timeout, waitForDiffEditor } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -32,8 +32,7 @@ async function main() {
     // diff opens the diff, and the card approves.
     await send(frame, cfg.approvePrompt);
     seen.editNotification = await notification(page, "a.txt");
-    seen.approvalNotification = await clickNotification(page, "Review…");
-    await waitForRevealed(frame);
+    seen.approvalNotification = await review(page, frame);
     await clickCard(frame, "view_diff");
     await waitForDiffEditor(page, frame);
     await page.waitForFunction(
@@ -88,9 +87,26 @@ async function main() {
     seen.bashNotification = await notification(page, "bash");
     await new Promise((r) => setTimeout(r, 500));
     await shot(page, "approval-notification.png");
-    await clickNotification(page, "Review…");
-    await waitForRevealed(frame);
+    await review(page, frame);
     seen.bashCard = await frame.$eval(".approval.state-pending", (e) => e.innerText);
+    // The card redrawn right after a reveal (the extension's upsert, which
+    // carries no outline) keeps the reveal's outline and the focus, on
+    // the card or on the button that had it.
+    seen.redraws = await frame.evaluate(() => {
+      const post = (data) => window.dispatchEvent(new MessageEvent("message", { data }));
+      const redraw = (focus) => {
+        const card = document.querySelector(".approval.state-pending");
+        post({ type: "reveal", id: card.id });
+        if (focus) card.querySelector(focus).focus();
+        const before = document.activeElement;
+        const html = card.outerHTML.replace(" revealed", "");
+        post({ type: "upsert", id: card.id, html });
+        const now = document.getElementById(card.id);
+        const focused = (el) => (el === card || el === now ? "card" : (el?.dataset.decision ?? el?.tagName ?? ""));
+        return { replaced: now !== card, outlined: now.classList.contains("revealed"), html: html.includes("revealed"), before: focused(before), after: focused(document.activeElement) };
+      };
+      return [redraw(""), redraw('button[data-decision="deny"]')];
+    });
     seen.statusWhileWaiting = await page.$eval(".statusbar", (e) => e.innerText);
     await new Promise((r) => setTimeout(r, 300));
     await shot(page, "approval-card.png");
@@ -158,15 +174,22 @@ async function main() {
     // The Sessions view: rename the session, fork it, delete the fork.
     const rows = (t) =>
       page.evaluate((t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length, t);
+    // A row's actions show on hover; the tree redraws its rows (a
+    // session's time, its title), so a row found can be gone when
+    // clicked: it is looked for again.
     async function rowAction(text, action) {
-      const row = await page.waitForFunction(
+      await clickFound(
+        page,
         (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].find((r) => r.innerText.includes(t)),
-        { timeout },
         text,
+        timeout,
+        async (row) => {
+          await row.hover();
+          const button = await row.waitForSelector(`.action-label[aria-label^="${action}"]`, { visible: true, timeout: 10000 }).catch(() => null);
+          if (!button) throw new Error(`${action} is not clickable on the row (redrawn?)`);
+          return button;
+        },
       );
-      await row.asElement().hover();
-      const button = await row.asElement().waitForSelector(`.action-label[aria-label^="${action}"]`, { visible: true, timeout });
-      await button.click();
     }
     await rowAction(cfg.sessionTitle, "Rename Session");
     const title = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
@@ -191,11 +214,7 @@ async function main() {
     );
     seen.forkRows = await rows(cfg.newTitle);
     await rowAction("●", "Delete Session"); // the fork is the current session
-    const del = await page.waitForFunction(
-      () => [...document.querySelectorAll(".monaco-dialog-box .monaco-button")].find((b) => b.textContent.trim() === "Delete"),
-      { timeout },
-    );
-    await del.asElement().click();
+    await dialogButton(page, "Delete");
     await page.waitForFunction(
       (t) => [...document.querySelectorAll(".pane-body .monaco-list-row")].filter((r) => r.innerText.includes(t)).length === 1,
       { timeout },

@@ -108,15 +108,37 @@ export async function promptAndDecide(frame, text, decision, answer) {
   await chatText(frame, answer, `after deciding (${decision}) the approval of ${JSON.stringify(text)}`);
 }
 
-// waitForRevealed waits for an approval's notification (Review…) to have
-// shown its pending card: the card focused, or outlined (the outline
-// lasts 2 s, which a loaded machine can let pass before the wait starts;
-// the focus stays).
-export async function waitForRevealed(frame) {
-  await frame.waitForFunction(
-    () => document.activeElement?.matches(".approval.state-pending") || document.querySelector(".approval.state-pending.revealed") !== null,
-    { timeout },
-  );
+// review clicks an approval notification's Review… and waits for it to
+// have shown the pending card: the card focused, or outlined — seen by an
+// observer set before the click, since the outline lasts 2 s, which a
+// loaded machine can let pass before a poll. A click that a loaded
+// machine loses (the toast is still there, nothing shown) is made again.
+// It returns the notification's message.
+export async function review(page, frame) {
+  await frame.evaluate(() => {
+    window.octetRevealSeen = false;
+    const seen = () => {
+      if (document.querySelector(".approval.state-pending.revealed")) window.octetRevealSeen = true;
+    };
+    new MutationObserver(seen).observe(document.getElementById("log"), { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
+  });
+  const end = Date.now() + timeout;
+  const message = await clickNotification(page, "Review…");
+  for (;;) {
+    const shown = await frame
+      .waitForFunction(() => document.activeElement?.matches(".approval.state-pending") || window.octetRevealSeen, { timeout: Math.max(1, Math.min(10000, end - Date.now())) })
+      .then(() => true, () => false);
+    if (shown) {
+      return message;
+    }
+    if (Date.now() >= end) {
+      throw new Error(`Review… showed no pending card in ${timeout} ms`);
+    }
+    const still = await page.evaluate(() => [...document.querySelectorAll(".notifications-toasts .monaco-button")].some((b) => b.textContent.trim() === "Review…"));
+    if (still) {
+      await clickNotification(page, "Review…");
+    }
+  }
 }
 
 // clickNotification clicks the button labelled label of a notification
@@ -137,17 +159,18 @@ export async function clickNotification(page, label) {
 
 // clickFound clicks the element find (a page function of arg) returns,
 // waiting at most wait ms for it; before, when given, is called with the
-// element before the click. The workbench's toasts, dialogs and lists
-// slide in and redraw: an element can be found before it has a box to
-// click, or be replaced while clicked, so after such a failure it is
-// looked for again.
-async function clickFound(page, find, arg, wait = timeout, before = undefined) {
+// element before the click, and what it returns (when not undefined) is
+// clicked in its place. The workbench's toasts, dialogs and lists slide
+// in and redraw: an element can be found before it has a box to click,
+// or be replaced while clicked, so after such a failure it is looked for
+// again.
+export async function clickFound(page, find, arg, wait = timeout, before = undefined) {
   const end = Date.now() + wait;
   for (;;) {
     const h = (await page.waitForFunction(find, { timeout: Math.max(1, end - Date.now()) }, arg)).asElement();
     try {
-      await before?.(h);
-      await h.click();
+      const target = (await before?.(h)) ?? h;
+      await target.click();
       return;
     } catch (e) {
       if (Date.now() > end || !/not clickable|detached|not attached|Execution context was destroyed/i.test(String(e))) {

@@ -39,9 +39,33 @@
       if (now[i] && d.open) now[i].open = true;
     });
   }
+  // A redraw replaces items' elements: the focus and a reveal's outline
+  // are put back on the new ones, so a card redrawn while the user reads
+  // or tabs through it keeps both.
+  const focusable = "a[href], button, summary, select, input, textarea, [tabindex]";
+  function focusIn() {
+    const a = document.activeElement;
+    const item = a && log.contains(a) ? a.closest("#log > [id]") : null;
+    if (!item) return undefined;
+    return { id: item.id, index: a === item ? -1 : [...item.querySelectorAll(focusable)].indexOf(a) };
+  }
+  function refocus(f) {
+    const item = f && document.getElementById(f.id);
+    if (!item || item.contains(document.activeElement)) return;
+    const target = f.index >= 0 ? item.querySelectorAll(focusable)[f.index] : undefined;
+    (target || item).focus({ preventScroll: true });
+  }
+  let revealedId; // the item a reveal outlines, for 2 s
+  let revealTimer;
+  function outline(on) {
+    const el = revealedId && document.getElementById(revealedId);
+    if (el) el.classList.toggle("revealed", on);
+  }
+
   window.addEventListener("message", (e) => {
     const m = e.data;
     const stick = atBottom();
+    const f = focusIn();
     if (m.type === "reset") {
       log.textContent = "";
       for (const html of m.items) log.appendChild(fromHtml(html));
@@ -77,12 +101,20 @@
       const el = document.getElementById(m.id);
       if (el) {
         el.scrollIntoView({ block: "center" });
-        el.classList.add("revealed");
+        outline(false);
+        clearTimeout(revealTimer);
+        revealedId = m.id;
+        outline(true);
         el.focus({ preventScroll: true });
-        setTimeout(() => el.classList.remove("revealed"), 2000);
+        revealTimer = setTimeout(() => {
+          outline(false);
+          revealedId = undefined;
+        }, 2000);
       }
       return;
     }
+    refocus(f);
+    outline(revealedId !== undefined);
     welcome.hidden = log.childElementCount > 0;
     if (stick) window.scrollTo(0, document.body.scrollHeight);
   });
