@@ -362,8 +362,9 @@ func TestMarkerAndSocketNotInherited(t *testing.T) {
 // TestEnvironments: the command gets exactly the environment it was given
 // (Go runtime settings included), while its guard runs with that
 // environment minus those settings — so GODEBUG=inittrace=1 adds nothing
-// to the command's output — and holds nothing octet did not give the
-// command (octet's own credentials stay out of /proc/GUARD/environ).
+// to the command's output — plus its own GOMAXPROCS=1, and holds nothing
+// octet did not give the command (octet's own credentials stay out of
+// /proc/GUARD/environ).
 func TestEnvironments(t *testing.T) {
 	t.Setenv("OCTET_TEST_OCTET_ONLY", "octet-only")
 	pr, pw, err := os.Pipe()
@@ -371,8 +372,8 @@ func TestEnvironments(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := Start(Command{
-		Path: "/bin/sh", Args: []string{"sh", "-c", `echo "$FOO|$GODEBUG"; tr '\0' '\n' < /proc/$PPID/environ | sort`},
-		Env:    []string{"PATH=" + os.Getenv("PATH"), "FOO=bar", "GODEBUG=inittrace=1", markerEnv + "=spoofed"},
+		Path: "/bin/sh", Args: []string{"sh", "-c", `echo "$FOO|$GODEBUG|$GOMAXPROCS"; tr '\0' '\n' < /proc/$PPID/environ | sort`},
+		Env:    []string{"PATH=" + os.Getenv("PATH"), "FOO=bar", "GODEBUG=inittrace=1", "GOMAXPROCS=7", markerEnv + "=spoofed"},
 		Stdout: pw, Stderr: pw,
 	})
 	pw.Close()
@@ -384,7 +385,7 @@ func TestEnvironments(t *testing.T) {
 	if _, err := p.Wait(); err != nil {
 		t.Fatal(err)
 	}
-	want := "bar|inittrace=1\nFOO=bar\n" + markerEnv + "=" + markerValue + "\nPATH=" + os.Getenv("PATH") + "\n"
+	want := "bar|inittrace=1|7\nFOO=bar\n" + guardProcs + "\n" + markerEnv + "=" + markerValue + "\nPATH=" + os.Getenv("PATH") + "\n"
 	if string(out) != want {
 		t.Errorf("output:\n%s\nwant:\n%s", out, want)
 	}
