@@ -149,8 +149,13 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 			if recovered == nil || recovered.Details["crash_recovery"] != "indeterminate" || recovered.Details[changes.IntentKey] != true {
 				t.Fatalf("recovered result: %+v", recovered)
 			}
+			// A write creating new/b.txt also records the directory new.
+			wantRecs := map[string]int{"write": 2}[c.tool]
+			if wantRecs == 0 {
+				wantRecs = 1
+			}
 			recs, err := changes.FromDetails(recovered.Details)
-			if err != nil || len(recs) != 1 {
+			if err != nil || len(recs) != wantRecs {
 				t.Fatalf("recovered changes: %v, %v", recs, err)
 			}
 			res := rewindIn(t, st, sid, prompt)
@@ -159,10 +164,15 @@ func TestIntentSurvivesSIGKILL(t *testing.T) {
 					t.Errorf("rewind after the kill: %s: %s", ch.Path, ch.Conflict)
 				}
 			}
-			if wantN := map[string]int{"intent": 0, "effect": 1, "command": 1}[c.mode]; !res.Applied || len(res.Changes) != wantN {
+			if wantN := map[string]int{"intent": 0, "effect": wantRecs, "command": 1}[c.mode]; !res.Applied || len(res.Changes) != wantN {
 				t.Errorf("rewind after the kill: applied %v, %d changes, want %d", res.Applied, len(res.Changes), wantN)
 			}
 			wantFile(t, "after the rewind", file, c.before, 0o644)
+			if c.tool == "write" {
+				if _, err := os.Lstat(filepath.Dir(file)); !os.IsNotExist(err) {
+					t.Errorf("after the rewind, the directory the write created: %v", err)
+				}
+			}
 		})
 	}
 }

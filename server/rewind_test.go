@@ -123,7 +123,7 @@ func TestSessionRewindFiles(t *testing.T) {
 
 	var dry rewindAnswer
 	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "dryRun": true}, &dry)
-	if dry.Applied || len(dry.Changes) != 3 || dry.RewindEntryID != "" {
+	if dry.Applied || len(dry.Changes) != 4 || dry.RewindEntryID != "" {
 		t.Fatalf("dry run: %+v", dry)
 	}
 	if kind, diff, _ := dry.byPath("a.txt"); kind != "modify" || diff != "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n-1\n-2\n+one\n+two\n" {
@@ -131,6 +131,9 @@ func TestSessionRewindFiles(t *testing.T) {
 	}
 	if kind, _, _ := dry.byPath("new/b.txt"); kind != "delete" {
 		t.Errorf("dry run of new/b.txt: %s", kind)
+	}
+	if kind, diff, _ := dry.byPath("new"); kind != "delete" || diff != "directory new removed" {
+		t.Errorf("dry run of new, the directory the write created: %s %q", kind, diff)
 	}
 	wantFile(t, "after the dry run", a, []byte("1\n2\n"), 0o640)
 	wantFile(t, "after the dry run", b, []byte("bee\n"), 0o644)
@@ -149,11 +152,12 @@ func TestSessionRewindFiles(t *testing.T) {
 	}
 	wantFile(t, "after the rewind", a, []byte("one\ntwo\n"), 0o640)
 	wantFile(t, "after the rewind", b, nil, 0)
+	wantFile(t, "after the rewind", filepath.Dir(b), nil, 0)
 	wantFile(t, "after the rewind", sh, []byte("user\n"), 0o755)
 
 	// Rewinding the rewind restores the later state.
 	back := e.rewindFiles(sid, end)
-	if !back.Applied || len(back.Changes) != 2 {
+	if !back.Applied || len(back.Changes) != 3 {
 		t.Fatalf("rewind of the rewind: %+v", back)
 	}
 	wantFile(t, "after the rewind of the rewind", a, []byte("1\n2\n"), 0o640)
@@ -182,7 +186,7 @@ func TestSessionRewindFiles(t *testing.T) {
 	// kept in the forced rewind's own pre-image).
 	var again rewindAnswer
 	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": back.RewindEntryID, "files": true, "conversation": true}, &again)
-	if !again.Applied || again.Head != back.RewindEntryID || len(again.Changes) != 3 {
+	if !again.Applied || again.Head != back.RewindEntryID || len(again.Changes) != 4 {
 		t.Fatalf("rewind to the other branch: %+v", again)
 	}
 	wantFile(t, "back on the other branch", sh, []byte("echo bye\n"), 0o755)

@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"path"
-	"path/filepath"
 	"strings"
 
 	"github.com/aymanbagabas/go-udiff"
@@ -421,10 +419,18 @@ type patchStep struct {
 func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool, watch *diagWatch) ([]patchStep, []changes.Record, error) {
 	var steps []patchStep
 	var all []changes.Record
-	stage := func(display string, before, after *changes.File) ([]changes.Record, error) {
-		recs, err := t.cfg.stageFile(display, before, after)
+	claimed := map[string]bool{} // the directories an earlier step creates
+	// stage keeps one change's images; a file created on disk is preceded
+	// by the directories writing it creates.
+	stage := func(tg *target, doc *Document, before, after *changes.File) ([]changes.Record, []string, error) {
+		recs, err := t.cfg.stageFile(tg.display, before, after)
+		var dirs []string
+		if err == nil && before == nil && after != nil && doc == nil {
+			dirs = newDirs(tg, claimed)
+			recs = append(t.cfg.dirRecords(dirs), recs...)
+		}
 		all = append(all, recs...)
-		return recs, err
+		return recs, dirs, err
 	}
 	for i := range pl.changes {
 		c := &pl.changes[i]
@@ -437,19 +443,19 @@ func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool, watch *diagWatch) ([]p
 		}
 		switch {
 		case c.dest != nil:
-			recs, err := stage(c.dest.display, nil, after)
+			recs, dirs, err := stage(c.dest, nil, nil, after)
 			if err != nil {
 				t.cfg.Changes.Release(all...)
 				return nil, nil, err
 			}
-			steps = append(steps, t.writeStep(c.dest, nil, nil, c.updated, c.mode, bound, recs, watch))
-			if recs, err = stage(c.tg.display, before, nil); err != nil {
+			steps = append(steps, t.writeStep(c.dest, nil, nil, c.updated, c.mode, bound, recs, dirs, watch))
+			if recs, _, err = stage(c.tg, nil, before, nil); err != nil {
 				t.cfg.Changes.Release(all...)
 				return nil, nil, err
 			}
 			steps = append(steps, t.removeStep(c, bound, recs))
 		default:
-			recs, err := stage(c.tg.display, before, after)
+			recs, dirs, err := stage(c.tg, c.doc, before, after)
 			if err != nil {
 				t.cfg.Changes.Release(all...)
 				return nil, nil, err
@@ -457,7 +463,7 @@ func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool, watch *diagWatch) ([]p
 			if c.f.op == opDelete {
 				steps = append(steps, t.removeStep(c, bound, recs))
 			} else {
-				steps = append(steps, t.writeStep(c.tg, c.doc, c.old, c.updated, c.mode, bound, recs, watch))
+				steps = append(steps, t.writeStep(c.tg, c.doc, c.old, c.updated, c.mode, bound, recs, dirs, watch))
 			}
 		}
 	}
@@ -466,16 +472,13 @@ func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool, watch *diagWatch) ([]p
 
 // writeStep writes updated over old (nil: absent) at tg, through the
 // editor when doc is set (followed by watch); its undo writes old back
-// (or removes the file) if the file still holds what the step wrote.
-func (t *ApplyPatchTool) writeStep(tg *target, doc *Document, old, updated []byte, mode fs.FileMode, bound bool, recs []changes.Record, watch *diagWatch) patchStep {
+// (or removes the file, and the directories created, parents first, that
+// writing it created) if the file still holds what the step wrote.
+func (t *ApplyPatchTool) writeStep(tg *target, doc *Document, old, updated []byte, mode fs.FileMode, bound bool, recs []changes.Record, created []string, watch *diagWatch) patchStep {
 	prior := fsroot.Absent
 	opts := fsroot.WriteOptions{CreateParents: old == nil, Mode: mode}
 	if old != nil {
 		prior, opts.Mode = fsroot.PriorOf(old), 0 // an update keeps the file's mode
-	}
-	var created []string // the parent directories the write creates
-	if old == nil {
-		created = missingDirs(tg)
 	}
 	return patchStep{
 		display: tg.display, recs: recs,
@@ -494,9 +497,7 @@ func (t *ApplyPatchTool) writeStep(tg *target, doc *Document, old, updated []byt
 				if err := tg.root.Remove(tg.rel, fsroot.PriorOf(updated)); err != nil {
 					return fileErrorText(tg.display, err)
 				}
-				for _, d := range created {
-					_ = tg.root.RemoveDir(d) // only while empty
-				}
+				removeDirs(tg, created)
 				return ""
 			}
 			return t.cfg.commitChange(ctx, tg, nil, old, fsroot.PriorOf(updated), fsroot.WriteOptions{}, false)
@@ -520,19 +521,6 @@ func (t *ApplyPatchTool) removeStep(c *patchChange, bound bool, recs []changes.R
 			return t.cfg.commitChange(ctx, tg, nil, old, fsroot.Absent, fsroot.WriteOptions{CreateParents: true, Mode: mode}, false)
 		},
 	}
-}
-
-// missingDirs returns tg's parent directories that do not exist yet,
-// deepest first: the ones writing tg creates.
-func missingDirs(tg *target) []string {
-	var out []string
-	for d := path.Dir(filepath.ToSlash(tg.rel)); d != "." && d != "/"; d = path.Dir(d) {
-		if _, _, err := tg.root.Inspect(d); !fsroot.IsNotExist(err) {
-			break
-		}
-		out = append(out, d)
-	}
-	return out
 }
 
 // runSteps commits steps in order. When one fails it takes back the ones

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/octet-agent/octet/changes"
@@ -91,7 +92,7 @@ func TestApplyPatchMultiFile(t *testing.T) {
 	for _, r := range res.Changes {
 		kinds = append(kinds, r.Path+":"+string(r.Kind))
 	}
-	wantKinds := []string{"docs/usage.md:add", "src/app.py:modify", "src/old.py:delete", "src/helpers.py:add", "src/util.py:delete"}
+	wantKinds := []string{"docs:add", "docs/usage.md:add", "src/app.py:modify", "src/old.py:delete", "src/helpers.py:add", "src/util.py:delete"}
 	if !slices.Equal(kinds, wantKinds) {
 		t.Errorf("changes = %v, want %v", kinds, wantKinds)
 	}
@@ -260,7 +261,8 @@ func TestApplyPatchOpenDocuments(t *testing.T) {
 }
 
 // TestApplyPatchRewind: a rewind planned from the patch's records
-// restores every file it added, updated, deleted and moved.
+// restores every file it added, updated, deleted and moved, and removes
+// the directory the add created.
 func TestApplyPatchRewind(t *testing.T) {
 	ws, _, ap := patchWorkspace(t, nil)
 	before := snapshotTree(t, ws)
@@ -268,24 +270,101 @@ func TestApplyPatchRewind(t *testing.T) {
 	if res.IsError {
 		t.Fatal(res.Text)
 	}
-	plan := changes.PlanRewind([]changes.Step{{Records: res.Changes}}, nil, 0)
-	if len(plan) != 5 {
-		t.Fatalf("rewind plan has %d paths: %+v", len(plan), plan)
+	if n := rewindRecords(t, ap.cfg, res.Changes); n != 6 {
+		t.Fatalf("rewind plan has %d paths, want 6 (docs among them): %+v", n, res.Changes)
 	}
+	if after := snapshotTree(t, ws); !maps.Equal(before, after) {
+		t.Errorf("rewind left:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestApplyPatchCreatedDirs: the directories a patch's added and moved
+// files need are recorded once each, parents first and before the file
+// that needs them, with the mode they were given (0755, whatever the
+// umask); a rewind removes them, and keeps a directory that holds a file
+// octet did not write.
+func TestApplyPatchCreatedDirs(t *testing.T) {
+	ws, _, ap := patchWorkspace(t, nil)
+	before := snapshotTree(t, ws)
+	defer syscall.Umask(syscall.Umask(0o077))
+	res := run(t, ap, patchArgs("*** Begin Patch\n*** Add File: docs/guide/a.md\n+a\n*** Add File: docs/guide/b.md\n+b\n"+
+		"*** Update File: src/util.py\n*** Move to: lib/py/util.py\n@@\n-import os\n+import os.path\n*** End Patch"))
+	if res.IsError {
+		t.Fatal(res.Text)
+	}
+	var got []string
+	for _, r := range res.Changes {
+		got = append(got, r.Path)
+		if r.After != nil && r.After.Dir && (r.Before != nil || r.After.Mode != 0o755 || r.Diff != "directory "+r.Path+" created (mode 0755)") {
+			t.Errorf("record of %s: %+v", r.Path, r)
+		}
+	}
+	want := []string{"docs", "docs/guide", "docs/guide/a.md", "docs/guide/b.md", "lib", "lib/py", "lib/py/util.py", "src/util.py"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("records %q, want %q", got, want)
+	}
+	for _, d := range []string{"docs", "docs/guide", "lib/py"} {
+		fi, err := os.Stat(filepath.Join(ws, d))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s has mode %v, want 0755", d, fi.Mode().Perm())
+		}
+	}
+	if n := rewindRecords(t, ap.cfg, res.Changes); n != len(want) {
+		t.Fatalf("rewind restored %d paths, want %d", n, len(want))
+	}
+	if after := snapshotTree(t, ws); !maps.Equal(before, after) {
+		t.Errorf("rewind left:\nbefore %v\nafter  %v", before, after)
+	}
+
+	// A file the user added to a directory the patch created keeps it.
+	res = run(t, ap, patchArgs("*** Begin Patch\n*** Add File: notes/n.md\n+n\n*** End Patch"))
+	if res.IsError {
+		t.Fatal(res.Text)
+	}
+	mustWrite(t, filepath.Join(ws, "notes", "mine.md"), "mine\n")
+	plan := changes.PlanRewind([]changes.Step{{Records: res.Changes}}, nil, 0)
+	var preps []Restoration
 	for _, r := range plan {
-		rs, needed, err := ap.cfg.PrepareRestore(r, false, true)
+		rs, _, err := ap.cfg.PrepareRestore(r, false, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		preps = append(preps, rs)
+	}
+	ap.cfg.SettlePlan(preps, true)
+	if preps[0].Conflict == "" || !strings.Contains(preps[0].Conflict, "notes/mine.md") {
+		t.Errorf("rewind of notes, which holds a file octet did not write: conflict %q", preps[0].Conflict)
+	}
+}
+
+// rewindRecords rewinds the changes recs made, in the order a rewind
+// applies them (directories removed last, children first), and returns
+// how many paths it restored; any conflict fails the test.
+func rewindRecords(t *testing.T, cfg Config, recs []changes.Record) int {
+	t.Helper()
+	plan := changes.PlanRewind([]changes.Step{{Records: recs}}, nil, 0)
+	var preps, rmdirs []Restoration
+	for _, r := range plan {
+		rs, needed, err := cfg.PrepareRestore(r, false, true)
 		if err != nil || !needed || rs.Conflict != "" {
 			t.Fatalf("prepare %s: needed %v conflict %q err %v", r.Path, needed, rs.Conflict, err)
 		}
-		if err := ap.cfg.ApplyRestore(t.Context(), rs); err != nil {
-			t.Fatalf("restore %s: %v", r.Path, err)
+		if rs.RemovesDir() {
+			rmdirs = append(rmdirs, rs)
+		} else {
+			preps = append(preps, rs)
 		}
 	}
-	after := snapshotTree(t, ws)
-	delete(after, "docs/") // the directory the add created stays
-	if !maps.Equal(before, after) {
-		t.Errorf("rewind left:\nbefore %v\nafter  %v", before, after)
+	slices.Reverse(rmdirs)
+	for _, rs := range append(preps, rmdirs...) {
+		if err := cfg.ApplyRestore(t.Context(), rs); err != nil {
+			t.Fatalf("restore %s: %v", rs.Record.Path, err)
+		}
 	}
+	return len(plan)
 }
 
 // snapshotTree maps every path under root to its content and mode.

@@ -3,6 +3,9 @@ package tools
 import (
 	"context"
 	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -36,6 +39,47 @@ func (c *Config) stageFile(display string, before, after *changes.File) ([]chang
 		return nil, err
 	}
 	return []changes.Record{rec}, nil
+}
+
+// newDirs returns tg's parent directories that do not exist yet and are
+// not in claimed, parents first: the ones writing tg creates. Each is
+// added to claimed, so the steps of one patch claim a directory once.
+func newDirs(tg *target, claimed map[string]bool) []string {
+	var out []string
+	for d := path.Dir(filepath.ToSlash(tg.rel)); d != "." && d != "/"; d = path.Dir(d) {
+		if _, _, err := tg.root.Inspect(d); !fsroot.IsNotExist(err) {
+			break
+		}
+		if !claimed[d] {
+			out = append(out, d)
+		}
+	}
+	slices.Reverse(out)
+	for _, d := range out {
+		claimed[d] = true
+	}
+	return out
+}
+
+// dirRecords returns the records of the directories dirs (workspace
+// paths, parents first) that a write creates, each with the mode fsroot
+// gives it: a rewind past the write then removes them (while empty), as
+// it removes the directories a bash command made.
+func (c *Config) dirRecords(dirs []string) []changes.Record {
+	out := make([]changes.Record, 0, len(dirs))
+	for _, d := range dirs {
+		out = append(out, c.Changes.Describe(d, nil, &changes.Image{Dir: true, Mode: fsroot.NewDirMode}, nil, nil))
+	}
+	return out
+}
+
+// removeDirs removes dirs (parents first, as newDirs lists them), deepest
+// first, each only while empty: the directories a write that then failed
+// created.
+func removeDirs(tg *target, dirs []string) {
+	for i := len(dirs) - 1; i >= 0; i-- {
+		_ = tg.root.RemoveDir(dirs[i])
+	}
 }
 
 // mode is tg's file's permission bits, or the mode fsroot gives a file it
@@ -121,6 +165,11 @@ func (c fileChanger) apply(ctx context.Context, inv Invocation, ch fileChange, s
 	if err != nil {
 		return nil, stageErrorText(err), nil
 	}
+	var dirs []string // the parent directories a new file on disk needs
+	if !ch.existed && ch.doc == nil && ch.opts.CreateParents && len(recs) > 0 {
+		dirs = newDirs(ch.tg, map[string]bool{})
+		recs = append(c.cfg.dirRecords(dirs), recs...)
+	}
 	if msg := c.cfg.recordIntent(inv, recs); msg != "" {
 		return nil, msg, nil
 	}
@@ -131,6 +180,7 @@ func (c fileChanger) apply(ctx context.Context, inv Invocation, ch fileChange, s
 		ch.prior = shown.prior // equal to prior here; named so the commit compares with what was shown
 	}
 	if msg := c.cfg.commitWatched(ctx, ch.watch, ch.tg, ch.doc, ch.updated, ch.prior, ch.opts, bound); msg != "" {
+		removeDirs(ch.tg, dirs)
 		return nil, msg, nil
 	}
 	c.cfg.Files.record(inv.Principal, ch.tg.key, ch.updated)

@@ -47,9 +47,22 @@ func TestEditAndWriteCarryChanges(t *testing.T) {
 		}
 	}
 	res = run(t, wr, map[string]any{"path": "new/dir/f.txt", "content": "fresh\n"})
-	if res.IsError || len(res.Changes) != 1 || res.Changes[0].Kind != changes.Add || res.Changes[0].Before != nil ||
-		res.Changes[0].After.Mode != 0o644 || !strings.HasPrefix(res.Changes[0].Diff, "--- /dev/null\n+++ b/new/dir/f.txt\n") {
+	if res.IsError || len(res.Changes) != 3 || res.Changes[2].Kind != changes.Add || res.Changes[2].Before != nil ||
+		res.Changes[2].After.Mode != 0o644 || !strings.HasPrefix(res.Changes[2].Diff, "--- /dev/null\n+++ b/new/dir/f.txt\n") {
 		t.Errorf("write (create) = %+v", res)
+	}
+	// The directories it created come first, parents first.
+	for i, d := range []string{"new", "new/dir"} {
+		if c := res.Changes[i]; c.Path != d || c.Kind != changes.Add || c.Before != nil || !c.After.Dir || c.After.Mode != 0o755 {
+			t.Errorf("write (create), change %d = %+v, want directory %s created", i, c, d)
+		}
+	}
+	// A rewind past the write removes them with the file.
+	if n := rewindRecords(t, wr.cfg, res.Changes); n != 3 {
+		t.Errorf("rewind of the write restored %d paths", n)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "new")); !os.IsNotExist(err) {
+		t.Errorf("after the rewind, new: %v", err)
 	}
 	res = run(t, wr, map[string]any{"path": "hello.txt", "content": "replaced\n"})
 	if res.IsError || len(res.Changes) != 1 || res.Changes[0].Kind != changes.Modify {

@@ -501,7 +501,7 @@ func TestApplyPatchThroughLSP(t *testing.T) {
 			finished = append(finished, ev)
 		}
 	}
-	if len(finished) != 2 || finished[0]["isError"] != true || finished[1]["isError"] != false || len(finished[1]["changes"].([]any)) != 5 {
+	if len(finished) != 2 || finished[0]["isError"] != true || finished[1]["isError"] != false || len(finished[1]["changes"].([]any)) != 6 {
 		t.Errorf("tool_finished events: %v", finished)
 	}
 	rw := c.call("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": entry, "files": true}, nil, nil)
@@ -510,6 +510,9 @@ func TestApplyPatchThroughLSP(t *testing.T) {
 	}
 	if got := tree(t, ws); !maps.Equal(got, before) {
 		t.Errorf("after the rewind: %v, want %v", got, before)
+	}
+	if _, err := os.Lstat(filepath.Join(ws, "docs")); !os.IsNotExist(err) {
+		t.Errorf("after the rewind, docs, which the patch created: %v", err)
 	}
 	c.call("shutdown", nil, nil, nil)
 	c.send(map[string]any{"method": "exit"})

@@ -11,6 +11,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// NewDirMode is the permission bits of a directory fsroot creates as a
+// missing parent (CreateParents), exactly: not filtered by the umask.
+const NewDirMode fs.FileMode = 0o755
+
 // Mkdir makes rel beneath the root a directory with permission bits mode
 // (0755 when zero): missing parents are created (0755) with the same
 // no-follow walk as WriteFile, an existing directory gets mode, and the

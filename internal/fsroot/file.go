@@ -163,11 +163,7 @@ func (r *Root) mkdirWalk(dir string) (int, error) {
 	for _, c := range splitRel(dir) {
 		next, err := openat(cur, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if errors.Is(err, unix.ENOENT) {
-			if mkErr := unix.Mkdirat(cur, c, 0o755); mkErr != nil && !errors.Is(mkErr, unix.EEXIST) {
-				unix.Close(cur)
-				return -1, fmt.Errorf("create directory %s: %w", c, mkErr)
-			}
-			next, err = openat(cur, c, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			next, err = makeDir(cur, c)
 		}
 		unix.Close(cur)
 		if err != nil {
@@ -176,6 +172,37 @@ func (r *Root) mkdirWalk(dir string) (int, error) {
 		cur = next
 	}
 	return cur, nil
+}
+
+// makeDir creates directory name in pfd and opens it. A directory this
+// call creates gets exactly NewDirMode, as a new file gets exactly 0644
+// (Mkdirat's mode is filtered by the umask; a set-group-ID bit inherited
+// from its parent is kept), so the change octet records for it is the
+// state it has; its parent is fsynced so the entry survives a crash. A
+// directory someone else created meanwhile is opened as it is.
+func makeDir(pfd int, name string) (int, error) {
+	mkErr := unix.Mkdirat(pfd, name, uint32(NewDirMode))
+	if mkErr != nil && !errors.Is(mkErr, unix.EEXIST) {
+		return -1, fmt.Errorf("create directory %s: %w", name, mkErr)
+	}
+	fd, err := openat(pfd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil || mkErr != nil {
+		return fd, err
+	}
+	var st unix.Stat_t
+	err = unix.Fstat(fd, &st)
+	if err == nil && uint32(st.Mode)&0o777 != uint32(NewDirMode) {
+		err = unix.Fchmod(fd, uint32(st.Mode)&0o7000|uint32(NewDirMode))
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("set the mode of directory %s: %w", name, err)
+	}
+	if err := sysFsync(pfd); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("fsync the directory holding %s: %w", name, err)
+	}
+	return fd, nil
 }
 
 func splitRel(rel string) []string {

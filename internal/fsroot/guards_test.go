@@ -442,3 +442,31 @@ func TestOpenFailuresAndFallback(t *testing.T) {
 		t.Errorf("mapErr(EXDEV) = %v, want ErrEscape wrapping EXDEV", err)
 	}
 }
+
+// TestCreateParentsModeAndSync: the parent directories WriteFile creates
+// get exactly NewDirMode whatever the umask (a set-group-ID bit inherited
+// from their parent kept), a directory that exists keeps its mode, and
+// each created directory's parent is fsynced before the file is written
+// in it: three directories fsynced for two created, then the file and
+// its directory.
+func TestCreateParentsModeAndSync(t *testing.T) {
+	ws, _ := layout(t)
+	r, err := Open(ws)
+	must(t, err)
+	defer r.Close()
+	defer syscall.Umask(syscall.Umask(0o077))
+	must(t, os.Mkdir(filepath.Join(ws, "shared"), 0o700))
+	must(t, os.Chmod(filepath.Join(ws, "shared"), 0o770|fs.ModeSetgid))
+	log := fsyncLog(t, "")
+	must(t, r.WriteFile("shared/a/b/f.txt", []byte("x"), Absent, WriteOptions{CreateParents: true}))
+	if got := strings.Join(*log, " "); got != "dir dir file dir" {
+		t.Errorf("fsynced %q, want the parents of a and b, then the file and b", got)
+	}
+	for p, want := range map[string]fs.FileMode{"shared": 0o770 | fs.ModeSetgid, "shared/a": 0o755 | fs.ModeSetgid, "shared/a/b": 0o755 | fs.ModeSetgid} {
+		st, err := os.Stat(filepath.Join(ws, p))
+		must(t, err)
+		if got := st.Mode() &^ fs.ModeDir; got != want {
+			t.Errorf("%s has mode %v, want %v", p, got, want)
+		}
+	}
+}

@@ -68,8 +68,8 @@ var Absent = Prior{}
 
 // WriteOptions tune WriteFile.
 type WriteOptions struct {
-	// CreateParents creates missing parent directories (0755) through the
-	// same no-follow walk.
+	// CreateParents creates missing parent directories (NewDirMode) through
+	// the same no-follow walk.
 	CreateParents bool
 	// Mode, when non-zero, is the file's permission bits after the write
 	// (a rewind restores a recorded mode); zero keeps the replaced file's
