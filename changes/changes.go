@@ -72,7 +72,9 @@ type Image struct {
 	SHA256 string `json:"sha256"`
 	// Size is the file's length in bytes.
 	Size int64 `json:"size"`
-	// Mode holds the permission bits; zero when unknown (an editor buffer).
+	// Mode holds the permission bits and the set-user-ID, set-group-ID
+	// and sticky bits, numbered as the kernel numbers them (ModeBits);
+	// zero when unknown (an editor buffer).
 	Mode fs.FileMode `json:"mode,omitempty"`
 	// Unstored reports that the bytes are not in the Store (over its
 	// per-file limit, or no store was configured).
@@ -81,6 +83,13 @@ type Image struct {
 	// SHA256 and Size are empty.
 	Dir bool `json:"dir,omitempty"`
 }
+
+// ModeBits are the bits of a mode octet records and restores: the
+// permission bits and, as the kernel numbers them (0o4000, 0o2000,
+// 0o1000: bits Go's fs.FileMode leaves unused), set-user-ID, set-group-ID
+// and sticky, so that a command's chmod u+s is a change a rewind takes
+// back. Printed in octal they read as chmod(1) takes them.
+const ModeBits fs.FileMode = 0o7777
 
 // Record is one change as the session ledger keeps it (a tool result's
 // details under [DetailsKey]): the wire form plus the images on either
@@ -95,7 +104,7 @@ type Record struct {
 // means the path is absent.
 type File struct {
 	Data []byte
-	Mode fs.FileMode // permission bits; zero when unknown
+	Mode fs.FileMode // ModeBits; zero when unknown
 }
 
 // Recorder stages file changes: it keeps the images in Store and renders
@@ -140,7 +149,7 @@ func (r *Recorder) Stage(path string, before, after *File) (rec Record, ok bool,
 		return Record{}, false, fmt.Errorf("keep the new content of %s: %w", path, err)
 	}
 	r.pin(rec.After)
-	rec.Diff, rec.DiffOmitted = r.render(path, dataOf(before), dataOf(after), before != nil, after != nil)
+	rec.Diff, rec.DiffOmitted = r.render(path, fileSide(before), fileSide(after))
 	rec.Note = r.unstoredNote(rec.Before, rec.After)
 	return rec, true, nil
 }
@@ -158,7 +167,7 @@ func (r *Recorder) Describe(path string, before, after *Image, old, updated []by
 		rec.Diff = fmt.Sprintf("diff of %s omitted: its content was not kept (%s → %s)", path, imageSize(before), imageSize(after))
 		rec.DiffOmitted = true
 	default:
-		rec.Diff, rec.DiffOmitted = r.render(path, old, updated, before != nil, after != nil)
+		rec.Diff, rec.DiffOmitted = r.render(path, imageSide(before, old), imageSide(after, updated))
 	}
 	rec.Note = r.unstoredNote(rec.Before, rec.After)
 	return rec
@@ -215,7 +224,7 @@ func (r *Recorder) keep(f *File) (*Image, error) {
 		return nil, nil
 	}
 	sum := sha256.Sum256(f.Data)
-	img := &Image{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(f.Data)), Mode: f.Mode & fs.ModePerm}
+	img := &Image{SHA256: hex.EncodeToString(sum[:]), Size: int64(len(f.Data)), Mode: f.Mode & ModeBits}
 	var store *Store
 	if r != nil {
 		store = r.Store
@@ -259,9 +268,34 @@ func (r *Recorder) maxDiff() int {
 	return r.MaxDiffBytes
 }
 
-// render returns the bounded, redacted unified diff of old → updated, or
-// a summary line and true when it cannot be shown whole.
-func (r *Recorder) render(path string, old, updated []byte, hadOld, hasNew bool) (string, bool) {
+// side is one side of a change as render shows it: the bytes, whether
+// the path exists, and its mode (zero when unknown or absent).
+type side struct {
+	data    []byte
+	present bool
+	mode    fs.FileMode
+}
+
+// fileSide is the side f describes (nil: absent).
+func fileSide(f *File) side {
+	if f == nil {
+		return side{}
+	}
+	return side{data: f.Data, present: true, mode: f.Mode & ModeBits}
+}
+
+// imageSide is the side of image img (nil: absent) with bytes data.
+func imageSide(img *Image, data []byte) side {
+	if img == nil {
+		return side{}
+	}
+	return side{data: data, present: true, mode: img.Mode}
+}
+
+// render returns the bounded, redacted unified diff of a → b, or a
+// summary line and true when it cannot be shown whole.
+func (r *Recorder) render(path string, a, b side) (string, bool) {
+	old, updated, hadOld, hasNew := a.data, b.data, a.present, b.present
 	limit := r.maxDiff()
 	sizes := fmt.Sprintf("%s → %s", sizeText(old, hadOld), sizeText(updated, hasNew))
 	if isBinary(old) || isBinary(updated) {
@@ -289,6 +323,9 @@ func (r *Recorder) render(path string, old, updated []byte, hadOld, hasNew bool)
 	}
 	if d == "" {
 		// Only the mode changed.
+		if a.mode != 0 && b.mode != 0 {
+			return fmt.Sprintf("mode of %s changed: %04o → %04o; content unchanged", path, a.mode, b.mode), true
+		}
 		return fmt.Sprintf("mode of %s changed; content unchanged", path), true
 	}
 	return d, false
@@ -325,13 +362,6 @@ func kindOf(before, after bool) Kind {
 		return Delete
 	}
 	return Modify
-}
-
-func dataOf(f *File) []byte {
-	if f == nil {
-		return nil
-	}
-	return f.Data
 }
 
 // isBinary reports whether data looks binary: a NUL byte in its first

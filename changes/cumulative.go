@@ -119,7 +119,7 @@ func (r *Recorder) fold(path string, before, after *Image) (c Change, same bool)
 		c.DiffOmitted = true
 		return c, false
 	}
-	c.Diff, c.DiffOmitted = r.render(path, old, updated, before != nil, after != nil)
+	c.Diff, c.DiffOmitted = r.render(path, imageSide(before, old), imageSide(after, updated))
 	return c, false
 }
 

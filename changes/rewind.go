@@ -231,7 +231,7 @@ func lastIn(steps []Step, p string) (State, lastChange, bool) {
 // after (nil = absent) without keeping any image: what a dry run shows.
 func (r *Recorder) Preview(path string, before, after *File) Change {
 	c := Change{Path: path, Kind: kindOf(before != nil, after != nil)}
-	c.Diff, c.DiffOmitted = r.render(path, dataOf(before), dataOf(after), before != nil, after != nil)
+	c.Diff, c.DiffOmitted = r.render(path, fileSide(before), fileSide(after))
 	return c
 }
 

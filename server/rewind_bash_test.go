@@ -428,3 +428,81 @@ func TestSessionRewindBashParentNowFile(t *testing.T) {
 	}
 	wantFile(t, "after the rewind", ws("h"), []byte("mine\n"), 0o644)
 }
+
+// TestSessionRewindBashSpecialBits: a command that sets the set-user-ID
+// and set-group-ID bits of files and the sticky bit of a directory, and
+// clears one that was set, changes their modes: each is in its
+// tool_finished with the modes in octal, and a rewind restores them, and
+// the rewind of the rewind sets them again.
+func TestSessionRewindBashSpecialBits(t *testing.T) {
+	st := bashStack(t)
+	ws := st.path
+	writeMode(t, ws("tool"), "#!/bin/sh\n", 0o755)
+	writeMode(t, ws("group"), "g\n", 0o755)
+	writeMode(t, ws("was-suid"), "s\n", 0o755)
+	if err := os.Chmod(ws("was-suid"), 0o755|os.ModeSetuid); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(ws("drop"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(ws("drop"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("chmod", "bash", `{"command":"chmod u+s tool && chmod g+s group && chmod +t drop && chmod u-s was-suid"}`)),
+		pt.Text("done"),
+	)
+	e := st.editor(t, Options{}, map[string]any{"events": true})
+	sid := e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
+	if ans.Outcome != "completed" {
+		t.Fatalf("run: %+v", ans)
+	}
+	diffs := map[string]string{}
+	for _, ev := range e.eventsOf(ans.RunID) {
+		if ev.Event["kind"] != "tool_finished" {
+			continue
+		}
+		chs, _ := ev.Event["changes"].([]any)
+		for _, c := range chs {
+			m := c.(map[string]any)
+			diffs[m["path"].(string)] = m["diff"].(string)
+		}
+	}
+	want := map[string]string{
+		"tool":     "mode of tool changed: 0755 → 4755; content unchanged",
+		"group":    "mode of group changed: 0755 → 2755; content unchanged",
+		"was-suid": "mode of was-suid changed: 4755 → 0755; content unchanged",
+		"drop":     "mode of directory drop changed: 0777 → 1777",
+	}
+	for p, d := range want {
+		if diffs[p] != d {
+			t.Errorf("change of %s = %q, want %q", p, diffs[p], d)
+		}
+	}
+	modes := func(what string, want map[string]os.FileMode) {
+		t.Helper()
+		for p, m := range want {
+			fi, err := os.Lstat(ws(p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := fi.Mode() &^ os.ModeDir; got != m {
+				t.Errorf("%s: %s has mode %v, want %v", what, p, got, m)
+			}
+		}
+	}
+	after := map[string]os.FileMode{"tool": 0o755 | os.ModeSetuid, "group": 0o755 | os.ModeSetgid, "was-suid": 0o755, "drop": 0o777 | os.ModeSticky}
+	modes("after the command", after)
+	ids := entryIDs(t, e, sid)
+	rw := e.rewindFiles(sid, ids[0])
+	if !rw.Applied || len(rw.Changes) != 4 {
+		t.Fatalf("rewind: %+v", rw)
+	}
+	modes("after the rewind", map[string]os.FileMode{"tool": 0o755, "group": 0o755, "was-suid": 0o755 | os.ModeSetuid, "drop": 0o777})
+	if back := e.rewindFiles(sid, ids[len(ids)-1]); !back.Applied || len(back.Changes) != 4 {
+		t.Fatalf("rewind of the rewind: %+v", back)
+	}
+	modes("after the rewind of the rewind", after)
+}

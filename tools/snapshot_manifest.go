@@ -241,7 +241,7 @@ func (m *manifestLine) entryWith(str func([]byte) string) snapEntry {
 	if m.hb != nil {
 		sum = str(m.hb)
 	}
-	e := snapEntry{dir: m.D, mode: m.M & fs.ModePerm, size: m.S, sum: sum, mtime: m.T, ctime: m.C, ino: m.I, racy: m.R}
+	e := snapEntry{dir: m.D, mode: m.M & changes.ModeBits, size: m.S, sum: sum, mtime: m.T, ctime: m.C, ino: m.I, racy: m.R}
 	if m.X {
 		e.sum = ""
 		switch m.Why {

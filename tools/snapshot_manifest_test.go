@@ -5,6 +5,8 @@ import (
 	"io/fs"
 	"reflect"
 	"testing"
+
+	"github.com/octet-agent/octet/changes"
 )
 
 // FuzzManifestLine: a manifest line decodes back to the path and entry
@@ -17,7 +19,7 @@ func FuzzManifestLine(f *testing.F) {
 	f.Add("dir \"q\"\tä", true, uint8(0), false, uint32(0o755), int64(0), int64(0), int64(0), uint64(7), "", []byte(`{"p":"x","del":true}`))
 	f.Add("bad\xff\xfename", false, uint8(2), true, uint32(0o600), int64(5), int64(1), int64(2), uint64(3), "", []byte(`{"p64":"YWJj","m":1}`))
 	f.Fuzz(func(t *testing.T, p string, dir bool, skip uint8, racy bool, mode uint32, size, mtime, ctime int64, ino uint64, sum string, raw []byte) {
-		e := snapEntry{dir: dir, skip: skipKind(skip % 4), racy: racy, mode: fs.FileMode(mode) & fs.ModePerm, size: size, mtime: mtime, ctime: ctime, ino: ino}
+		e := snapEntry{dir: dir, skip: skipKind(skip % 4), racy: racy, mode: fs.FileMode(mode) & changes.ModeBits, size: size, mtime: mtime, ctime: ctime, ino: ino}
 		if len(sum) == 64 {
 			e.sum = sum
 		}

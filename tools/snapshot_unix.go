@@ -8,6 +8,8 @@ import (
 	"os"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octet-agent/octet/changes"
 )
 
 // statAt lstats name in the open directory dir (fstatat, no path walk),
@@ -50,7 +52,7 @@ func fstatEntry(f *os.File) (snapEntry, bool) {
 // regular file or a directory. A directory's state is its mode (and
 // inode): its size and times change with its entries.
 func statEntry(st *unix.Stat_t) (snapEntry, bool) {
-	e := snapEntry{mode: fs.FileMode(st.Mode & 0o777), size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: uint64(st.Ino)}
+	e := snapEntry{mode: fs.FileMode(st.Mode) & changes.ModeBits, size: st.Size, mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), ino: uint64(st.Ino)}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFDIR:
 		e.dir, e.size, e.mtime, e.ctime = true, 0, 0, 0

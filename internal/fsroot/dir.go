@@ -15,8 +15,8 @@ import (
 // missing parent (CreateParents), exactly: not filtered by the umask.
 const NewDirMode fs.FileMode = 0o755
 
-// Mkdir makes rel beneath the root a directory with permission bits mode
-// (0755 when zero): missing parents are created (0755) with the same
+// Mkdir makes rel beneath the root a directory with mode (ModeBits;
+// 0755 when it has no permission bit set): missing parents are created (0755) with the same
 // no-follow walk as WriteFile, an existing directory gets mode, and the
 // parent directory is fsynced. Anything but a directory in the way is an
 // error; a symbolic link is never followed.
@@ -46,7 +46,7 @@ func (r *Root) Mkdir(rel string, mode fs.FileMode) error {
 	}
 	defer unix.Close(fd)
 	// Mkdirat's mode is filtered by the umask; the recorded mode is exact.
-	if err := unix.Fchmod(fd, uint32(mode&fs.ModePerm)); err != nil {
+	if err := unix.Fchmod(fd, uint32(mode&ModeBits)); err != nil {
 		return fmt.Errorf("set the mode of directory %s: %w", clean, err)
 	}
 	if err := sysFsync(pfd); err != nil {

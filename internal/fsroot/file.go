@@ -63,7 +63,7 @@ func readFD(fd int, name string, limit int64) ([]byte, FileInfo, error) {
 	}
 	info := FileInfo{
 		Size:    st.Size,
-		Mode:    fs.FileMode(uint32(st.Mode) & 0o777),
+		Mode:    fs.FileMode(uint32(st.Mode)) & ModeBits,
 		ModTime: modTime(&st),
 	}
 	if st.Size > limit {
@@ -140,7 +140,7 @@ func (r *Root) WriteFile(rel string, data []byte, prior Prior, opts WriteOptions
 		return fmt.Errorf("open parent of %s: %w", clean, r.explainNotDir(dir, err))
 	}
 	defer unix.Close(pfd)
-	return commitAt(pfd, name, clean, data, prior, uint32(opts.Mode&fs.ModePerm))
+	return commitAt(pfd, name, clean, data, prior, uint32(opts.Mode&ModeBits))
 }
 
 // openParent opens dir (cleaned) as a directory, creating missing

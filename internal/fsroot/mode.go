@@ -9,9 +9,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Mode returns the permission bits of the regular file rel beneath the
-// root, resolved like Inspect (no-follow, without opening it for
-// reading).
+// Mode returns the ModeBits of the regular file rel beneath the root,
+// resolved like Inspect (no-follow, without opening it for reading).
 func (r *Root) Mode(rel string) (fs.FileMode, error) {
 	clean, err := CleanRel(rel)
 	if err != nil {
@@ -21,5 +20,5 @@ func (r *Root) Mode(rel string) (fs.FileMode, error) {
 	if err := r.inspect(clean, &st); err != nil {
 		return 0, fmt.Errorf("inspect %s: %w", clean, err)
 	}
-	return fs.FileMode(uint32(st.Mode) & 0o777), nil
+	return fs.FileMode(uint32(st.Mode)) & ModeBits, nil
 }

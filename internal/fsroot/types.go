@@ -10,7 +10,7 @@ import (
 // FileInfo is the descriptor metadata of a file that was read.
 type FileInfo struct {
 	Size    int64
-	Mode    fs.FileMode // permission bits only
+	Mode    fs.FileMode // ModeBits
 	ModTime time.Time
 }
 
@@ -66,12 +66,19 @@ func PriorOf(data []byte) Prior { return Prior{Exists: true, SHA256: sha256.Sum2
 // Absent is the Prior for a target that must not exist yet.
 var Absent = Prior{}
 
+// ModeBits are the bits of a mode fsroot reports and sets: the permission
+// bits and set-user-ID, set-group-ID and sticky, numbered as the kernel
+// numbers them (0o4000, 0o2000, 0o1000: bits Go's fs.FileMode leaves
+// unused), not as fs.ModeSetuid and its kin. On Windows only the
+// permission bits are ever set.
+const ModeBits fs.FileMode = 0o7777
+
 // WriteOptions tune WriteFile.
 type WriteOptions struct {
 	// CreateParents creates missing parent directories (NewDirMode) through
 	// the same no-follow walk.
 	CreateParents bool
-	// Mode, when non-zero, is the file's permission bits after the write
+	// Mode, when non-zero, is the file's ModeBits after the write
 	// (a rewind restores a recorded mode); zero keeps the replaced file's
 	// mode, or 0644 for a new file.
 	Mode fs.FileMode
