@@ -487,18 +487,25 @@ func TestPlanUpdate(t *testing.T) {
 
 // TestOverlongRequestAnswered: a request line over the message bound is
 // refused with an error that carries its id (the client is waiting for
-// that answer), when the id comes before the long params as the SDKs
-// and Zed write it; the connection goes on.
+// that answer), whether the id comes before the long params, as the SDKs
+// and Zed write it, or after them, as Neovim's encoder may order a Lua
+// table's keys (codecompanion, avante); the connection goes on.
 func TestOverlongRequestAnswered(t *testing.T) {
 	defer func(n int) { maxMessage = n }(maxMessage)
 	maxMessage = 4 << 10
 	p := newPeer(t, stackOpts{policy: tools.Controlled})
 	p.initialize(false)
 	id := p.newSession()
-	p.raw(`{"jsonrpc":"2.0","id":"long","method":"session/prompt","params":{"sessionId":"` + id + `","prompt":[{"type":"text","text":"` + strings.Repeat("x", 100<<10) + `"}]}}`)
-	got := p.awaitStray(1)[0]
-	if string(got.ID) != `"long"` || got.Error == nil || got.Error.Code != codeInvalidRequest {
-		t.Fatalf("answer %s %+v, want -32600 for id \"long\"", got.ID, got.Error)
+	params := `{"sessionId":"` + id + `","prompt":[{"type":"text","text":"` + strings.Repeat("x", 100<<10) + `","id":"inner"}]}`
+	for i, tc := range []struct{ line, id string }{
+		{`{"jsonrpc":"2.0","id":"long","method":"session/prompt","params":` + params + `}`, `"long"`},
+		{`{"params":` + params + `,"method":"session/prompt","jsonrpc":"2.0","id":17}`, `17`},
+	} {
+		p.raw(tc.line)
+		got := p.awaitStray(i + 1)[i]
+		if string(got.ID) != tc.id || got.Error == nil || got.Error.Code != codeInvalidRequest {
+			t.Fatalf("answer %s %+v, want -32600 for id %s", got.ID, got.Error, tc.id)
+		}
+		p.ok("session/list", map[string]any{}, nil)
 	}
-	p.ok("session/list", map[string]any{}, nil)
 }

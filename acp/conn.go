@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/internal/rpcid"
 )
 
 // JSON-RPC 2.0 error codes.
@@ -31,10 +32,6 @@ const (
 // takes: its images (host.MaxImagesBytes, base64) and 8 MiB besides. A
 // variable for the tests.
 var maxMessage = (host.MaxImagesBytes+2)/3*4 + 8<<20
-
-// maxIDPrefix is how much of a line over maxMessage is kept to find the
-// request's id in, for its refusal.
-const maxIDPrefix = 64 << 10
 
 // rpcError is a JSON-RPC error object.
 type rpcError struct {
@@ -202,10 +199,10 @@ func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
 		if ctx.Err() != nil {
 			return nil // the client is gone (it stopped reading): nothing more is handled
 		}
-		if errors.Is(err, errLineTooLong) {
+		if tl := (*lineTooLongError)(nil); errors.As(err, &tl) {
 			// The client waits for the answer to its request: refuse it
-			// by its id when the line's start has it.
-			_ = c.write(message{ID: idOf(line), Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message over %d bytes refused", maxMessage)}})
+			// by its id, wherever in the line it was.
+			_ = c.write(message{ID: tl.id, Error: &rpcError{Code: codeInvalidRequest, Message: fmt.Sprintf("message over %d bytes refused", maxMessage)}})
 			continue
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
@@ -223,24 +220,23 @@ func (c *conn) serve(ctx context.Context, in io.Reader, h handler) error {
 	}
 }
 
-var errLineTooLong = errors.New("line too long")
+// lineTooLongError reports a line over maxMessage, skipped to its end:
+// id is the id of the request it held (null when it had none).
+type lineTooLongError struct{ id json.RawMessage }
+
+func (e *lineTooLongError) Error() string { return "line too long" }
 
 // readLine returns the next line without its newline; a line over
-// maxMessage is skipped to its end and reported as errLineTooLong with
-// its first maxIDPrefix bytes.
+// maxMessage is skipped to its end and reported as a *lineTooLongError
+// with the id of its request, found wherever in the line it comes (the
+// SDKs and Zed write it before the params, an encoder of a Lua table
+// may write it after them).
 func readLine(r *bufio.Reader) ([]byte, error) {
 	var buf []byte
 	for {
 		chunk, err := r.ReadSlice('\n')
 		if len(buf)+len(chunk) > maxMessage {
-			buf = append(buf, chunk[:min(len(chunk), max(0, maxIDPrefix-len(buf)))]...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.ReadSlice('\n')
-			}
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			return buf[:min(len(buf), maxIDPrefix)], errLineTooLong
+			return nil, skipLine(r, buf, chunk, err)
 		}
 		buf = append(buf, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
@@ -250,30 +246,25 @@ func readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// idOf is the id of the request a line starts with, read from the
-// line's start (prefix) up to its first member that is cut; null when it
-// is not there. The SDKs and Zed write the id before the params, which
-// is what makes a line long.
-func idOf(prefix []byte) json.RawMessage {
-	null := json.RawMessage("null")
-	dec := json.NewDecoder(bytes.NewReader(prefix))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return null
+// skipLine reads the rest of a line over maxMessage (buf and chunk, read
+// with err, are its start), looking for its request's id, and returns
+// the *lineTooLongError that refuses it, or the read error that ended it.
+func skipLine(r *bufio.Reader, buf, chunk []byte, err error) error {
+	var sc rpcid.Scanner
+	sc.Feed(buf)
+	sc.Feed(chunk)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		chunk, err = r.ReadSlice('\n')
+		sc.Feed(chunk)
 	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return null
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
-			return null
-		}
-		if key == "id" && len(v) > 0 && (v[0] == '"' || v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
-			return v
-		}
+	if err != nil && err != io.EOF {
+		return err
 	}
-	return null
+	id, ok := sc.ID()
+	if !ok {
+		id = json.RawMessage("null")
+	}
+	return &lineTooLongError{id: id}
 }
 
 // closePending fails every call still waiting: the client is gone.

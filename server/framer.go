@@ -17,6 +17,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/octet-agent/octet/host"
+	"github.com/octet-agent/octet/internal/rpcid"
 	"go.lsp.dev/jsonrpc2"
 )
 
@@ -417,14 +418,9 @@ func (s *tolerantStream) readFrame() ([]byte, int64, error) {
 		return nil, 0, err
 	}
 	if length > s.limit {
-		s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.InvalidRequest,
-			fmt.Sprintf("message of %d bytes exceeds the %d-byte limit; its body is skipped", length, s.limit)))
-		if _, _, err := s.readBody(length, false); err != nil {
-			return nil, 0, err
-		}
-		return nil, 0, errBadFrame
+		return nil, 0, s.refuseOversized(length)
 	}
-	body, complete, err := s.readBody(length, true)
+	body, complete, err := s.readBody(length, true, nil)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -435,23 +431,69 @@ func (s *tolerantStream) readFrame() ([]byte, int64, error) {
 	return body, int64(consumed + length), nil
 }
 
+// refuseOversized answers a frame whose body of length bytes is over the
+// limit and skips the body. The refusal goes out at once — with the
+// request's id when the bytes already received hold it, else with the
+// null id, as a client that announced a length it never sends must not
+// wait for it — and, when the id turns up later in the body (a client
+// whose encoder puts params first), once more with it, so the request it
+// refuses ends rather than waiting forever. It returns errBadFrame, or
+// the transport's error.
+func (s *tolerantStream) refuseOversized(length int) error {
+	e := jsonrpc2.NewError(jsonrpc2.InvalidRequest,
+		fmt.Sprintf("message of %d bytes exceeds the %d-byte limit; its body is skipped", length, s.limit))
+	var early rpcid.Scanner
+	buffered, _ := s.in.Peek(min(s.in.Buffered(), length))
+	early.Feed(buffered)
+	id, known := scannedID(&early)
+	s.reply(id, e)
+	var sc *rpcid.Scanner
+	if !known {
+		sc = &rpcid.Scanner{}
+	}
+	if _, _, err := s.readBody(length, false, sc); err != nil {
+		return err
+	}
+	if sc != nil {
+		if id, ok := scannedID(sc); ok {
+			s.reply(id, e)
+		}
+	}
+	return errBadFrame
+}
+
+// scannedID is the id sc found, and whether it found one.
+func scannedID(sc *rpcid.Scanner) (jsonrpc2.ID, bool) {
+	raw, ok := sc.ID()
+	if !ok {
+		return jsonrpc2.ID{}, false
+	}
+	return decodeIDValue(raw)
+}
+
 // maxHeaderMatch bounds a "Content-Length: N" line readBody recognizes.
 const maxHeaderMatch = 64
 
-// readBody reads (keep) or discards the n bytes of a body. It stops early,
+// readBody reads (keep) or discards the n bytes of a body, feeding them
+// to scan when it is not nil. It stops early,
 // before the bytes of a line that ends in a Content-Length header, and then
 // reports complete == false: such a line cannot occur in a JSON body (the
 // header name would have to sit in a string, and a JSON string holds no raw
 // line break), so it is the next frame, and the peer's length was wrong.
 // It never waits for more input than the body still needs.
-func (s *tolerantStream) readBody(n int, keep bool) (body []byte, complete bool, err error) {
+func (s *tolerantStream) readBody(n int, keep bool, scan *rpcid.Scanner) (body []byte, complete bool, err error) {
 	if keep {
 		body = make([]byte, 0, min(n, 1<<20))
 	}
 	take := func(k int) {
-		if keep {
+		if keep || scan != nil {
 			b, _ := s.in.Peek(k)
-			body = append(body, b...)
+			if keep {
+				body = append(body, b...)
+			}
+			if scan != nil {
+				scan.Feed(b)
+			}
 		}
 		_, _ = s.in.Discard(k)
 		n -= k
@@ -564,14 +606,17 @@ func (s *tolerantStream) readHeader() (length, consumed int, err error) {
 			if bad == "" {
 				bad = "missing Content-Length header"
 			}
+			var sc rpcid.Scanner
 			if have {
 				// The length is known: skip the body with the frame
-				// (up to the next header, if one comes first).
-				if _, _, err := s.readBody(length, false); err != nil {
+				// (up to the next header, if one comes first), and
+				// answer its request by its id when it has one.
+				if _, _, err := s.readBody(length, false, &sc); err != nil {
 					return 0, 0, err
 				}
 			}
-			s.reply(jsonrpc2.ID{}, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
+			id, _ := scannedID(&sc)
+			s.reply(id, jsonrpc2.NewError(jsonrpc2.ParseError, "invalid message header: "+bad))
 			return 0, 0, errBadFrame
 		}
 		// Resynchronize: a header may follow garbage on the same line (a

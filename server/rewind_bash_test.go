@@ -64,12 +64,20 @@ func bashStack(t *testing.T) *stack {
 // session in it, and runs the prompt "go" there to completion.
 func (st *stack) ranGo(t *testing.T, caps map[string]any) (*fakeEditor, string) {
 	t.Helper()
-	e := st.editor(t, Options{}, caps)
-	sid := e.newSession()
-	if ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"})); ans.Outcome != "completed" {
+	e, sid, _ := st.ranGoRun(t, caps)
+	return e, sid
+}
+
+// ranGoRun is ranGo that also returns the run's id.
+func (st *stack) ranGoRun(t *testing.T, caps map[string]any) (e *fakeEditor, sid, runID string) {
+	t.Helper()
+	e = st.editor(t, Options{}, caps)
+	sid = e.newSession()
+	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
+	if ans.Outcome != "completed" {
 		t.Fatalf("run: %+v", ans)
 	}
-	return e, sid
+	return e, sid, ans.RunID
 }
 
 // path is the absolute path of the workspace's slash-separated rel.
@@ -106,13 +114,8 @@ func TestSessionRewindBash(t *testing.T) {
 		pt.Reply(pt.FunctionCall("big", "bash", `{"command":"echo more >> big.bin"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, map[string]any{"events": true})
-	sid := e.newSession()
-	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
-	if ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
-	kinds, undo := bashChanges(e, ans.RunID)
+	e, sid, runID := st.ranGoRun(t, map[string]any{"events": true})
+	kinds, undo := bashChanges(e, runID)
 	want := map[string]map[string]string{
 		"sed":   {"a.txt": "modify"},
 		"rm":    {"gone.txt": "delete"},
@@ -199,13 +202,8 @@ func TestSessionRewindBashNamesNotUTF8(t *testing.T) {
 		pt.Reply(pt.FunctionCall("odd", "bash", `{"command":"rm $'old\\xff.txt' && echo new > $'new\\xfe.txt' && echo ok > ok.txt"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, map[string]any{"events": true})
-	sid := e.newSession()
-	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
-	if ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
-	kinds, undo := bashChanges(e, ans.RunID)
+	e, sid, runID := st.ranGoRun(t, map[string]any{"events": true})
+	kinds, undo := bashChanges(e, runID)
 	if len(kinds["odd"]) != 1 || kinds["odd"]["ok.txt"] != "add" {
 		t.Errorf("changes: %v, want only ok.txt added", kinds["odd"])
 	}
@@ -453,14 +451,9 @@ func TestSessionRewindBashSpecialBits(t *testing.T) {
 		pt.Reply(pt.FunctionCall("chmod", "bash", `{"command":"chmod u+s tool && chmod g+s group && chmod +t drop && chmod u-s was-suid"}`)),
 		pt.Text("done"),
 	)
-	e := st.editor(t, Options{}, map[string]any{"events": true})
-	sid := e.newSession()
-	ans := waitAnswer(t, e.promptAsync(map[string]any{"sessionId": sid, "text": "go"}))
-	if ans.Outcome != "completed" {
-		t.Fatalf("run: %+v", ans)
-	}
+	e, sid, runID := st.ranGoRun(t, map[string]any{"events": true})
 	diffs := map[string]string{}
-	for _, ev := range e.eventsOf(ans.RunID) {
+	for _, ev := range e.eventsOf(runID) {
 		if ev.Event["kind"] != "tool_finished" {
 			continue
 		}
