@@ -342,6 +342,7 @@ func TestVSCodeChatApprovals(t *testing.T) {
 		Failed, ApprovalNotification, DiffTab string
 		RunDiffTab                            string
 		ChatAfterApprove, ChatAfterDeny       string
+		StaleReview                           string
 		StatusBefore, StatusAfter             string
 		SessionListed, Restored               bool
 		ReasoningCollapsed, DiffClosed        bool
@@ -369,6 +370,11 @@ func TestVSCodeChatApprovals(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(ws, "b.txt")); string(got) != "bye\n" {
 		t.Errorf("b.txt = %q after denying, want it unchanged", got)
+	}
+	// Review… on the notification of the approval denied in the chat,
+	// still up, says so (it did nothing before).
+	if !strings.Contains(seen.StaleReview, `"edit b.txt" was already denied`) {
+		t.Errorf("Review… on a decided approval's notification showed %q", seen.StaleReview)
 	}
 	if !strings.Contains(seen.ApprovalNotification, "edit a.txt") {
 		t.Errorf("approval notification %q does not name the edit", seen.ApprovalNotification)

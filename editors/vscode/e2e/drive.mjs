@@ -8,7 +8,7 @@
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import path from "node:path";
-import { chatText, clickCard, clickFound, dialogButton, notification, openChat, openFile, reloadChat, review, send, timeout, waitForDiffEditor } from "./workbench.mjs";
+import { chatText, clickCard, clickFound, clickNotification, dialogButton, notification, openChat, openFile, reloadChat, review, send, timeout, waitForDiffEditor } from "./workbench.mjs";
 
 const cfg = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const require = createRequire(path.join(cfg.codeServerDir, "app") + "/");
@@ -129,6 +129,10 @@ async function main() {
     await input.press("Enter");
     await chatText(frame, cfg.denyAnswer, "after denying");
     await chatText(frame, "denied", "after denying");
+    // Its notification is still up (VS Code cannot take one down): its
+    // Review… says the request was denied already.
+    await clickNotification(page, "Review…");
+    seen.staleReview = (await notification(page, "already")).message;
     await new Promise((r) => setTimeout(r, 500));
     await shot(page, "denied.png");
     seen.chatAfterDeny = await frame.evaluate(() => document.getElementById("log").innerText);

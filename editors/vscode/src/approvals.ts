@@ -40,6 +40,27 @@ export function approvalNotice(p: ConfirmEffectParams): ApprovalNotice {
   return { text: displayText(text, "message"), actions: [reviewAction] };
 }
 
+/** How an approval ended, as the chat's card shows it. */
+export type Settled = "approved" | "denied" | "withdrawn";
+
+/**
+ * decidedText is what Review… answers on the notification of an
+ * approval that is no longer pending (VS Code cannot take a notification
+ * down): how it ended, or that it is gone when that is not known (the
+ * window's record of settled approvals is bounded).
+ */
+export function decidedText(p: ConfirmEffectParams, state: Settled | undefined): string {
+  const what = `"${displayText(p.title, "line", 120)}"`;
+  const how: Record<Settled, string> = {
+    approved: "was already approved.",
+    denied: "was already denied.",
+    withdrawn: "was withdrawn: the call no longer waits for an answer (its run ended or was cancelled).",
+  };
+  const text = `octet: ${what} ${state ? how[state] : "no longer waits for an answer."}`;
+  // One pass over the whole, as approvalNotice: a notification renders links.
+  return displayText(text, "message");
+}
+
 /**
  * scopeText says what Approve for session admits besides this call, for
  * the rest of the session (the server's rule is exact: this path, or this

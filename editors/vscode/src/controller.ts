@@ -4,7 +4,7 @@
 import * as path from "node:path";
 import * as vscode from "vscode";
 import type { CancellationToken, LanguageClient } from "vscode-languageclient/node";
-import { approvalNotice, reviewAction } from "./approvals";
+import { approvalNotice, decidedText, reviewAction, type Settled } from "./approvals";
 import { ChatModel, type ErrorAction } from "./chatModel";
 import type { ViewMessage } from "./chatView";
 import { ChatView } from "./chatView";
@@ -39,6 +39,8 @@ import { Status } from "./status";
 import { displayText } from "./text";
 
 const lastSessionKey = "octet.lastSession";
+/** maxSettled bounds the approvals whose outcome Review… can still tell. */
+const maxSettled = 256;
 
 interface Pending {
   params: ConfirmEffectParams;
@@ -80,6 +82,8 @@ export class Octet implements vscode.Disposable {
   /** sync sends the editor's diagnostics and saves octet's edits before commands. */
   private readonly sync = new EditorSync(() => this.workspaceRoot());
   private pending = new Map<string, Pending>();
+  /** settled remembers how the last approvals ended (bounded), for Review… on a stale notification. */
+  private settled = new Map<string, Settled>();
   /** approvalDiffs maps a pending approval to its proposed-content URI. */
   private approvalDiffs = new Map<string, string>();
   private readonly docs = new DiffDocuments();
@@ -558,12 +562,17 @@ export class Octet implements vscode.Disposable {
     });
   }
 
-  private settle(key: string, r: ConfirmEffectResult, state: "approved" | "denied" | "withdrawn"): void {
+  private settle(key: string, r: ConfirmEffectResult, state: Settled): void {
     const p = this.pending.get(key);
     if (!p) {
       return;
     }
     this.pending.delete(key);
+    this.settled.delete(key);
+    this.settled.set(key, state);
+    if (this.settled.size > maxSettled) {
+      this.settled.delete(this.settled.keys().next().value as string);
+    }
     p.resolve(r);
     this.closeDiffs(key);
     this.model.settleApproval(key, state);
@@ -581,9 +590,16 @@ export class Octet implements vscode.Disposable {
   private async notify(p: ConfirmEffectParams): Promise<void> {
     const n = approvalNotice(p);
     const pick = await vscode.window.showWarningMessage(n.text, ...n.actions);
-    if (pick === reviewAction) {
-      await this.review(p.digest.toLowerCase());
+    if (pick !== reviewAction) {
+      return;
     }
+    const key = p.digest.toLowerCase();
+    if (!this.pending.has(key)) {
+      // Decided in the chat (or withdrawn) while the notification stayed up.
+      void vscode.window.showInformationMessage(decidedText(p, this.settled.get(key)));
+      return;
+    }
+    await this.review(key);
   }
 
   /** review shows a pending approval's card in the chat (its session's, resumed if the chat shows another). */

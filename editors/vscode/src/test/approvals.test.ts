@@ -1,6 +1,6 @@
 import * as assert from "node:assert/strict";
 import { test } from "node:test";
-import { approvalNotice, reviewAction } from "../approvals";
+import { approvalNotice, decidedText, reviewAction } from "../approvals";
 import type { ConfirmEffectParams } from "../protocol";
 import { renderItem } from "../render";
 import { links } from "./vscodeSyntax";
@@ -45,4 +45,15 @@ test("a notification's text makes no link, whatever the model named", () => {
   const p = { ...calls[0], title: "[Approve](command:workbench.action.terminal.sendSequence?x) [Run", detail: "](command:y)" };
   const t = approvalNotice(p).text;
   assert.deepEqual(links(t), [], t);
+});
+
+test("Review… on the notification of an approval no longer pending says how it ended", () => {
+  const p = calls[3];
+  assert.equal(decidedText(p, "approved"), 'octet: "edit a.txt" was already approved.');
+  assert.equal(decidedText(p, "denied"), 'octet: "edit a.txt" was already denied.');
+  assert.match(decidedText(p, "withdrawn"), /^octet: "edit a\.txt" was withdrawn: the call no longer waits/);
+  assert.equal(decidedText(p, undefined), 'octet: "edit a.txt" no longer waits for an answer.');
+  const hostile = decidedText({ ...p, title: "edit [x](command:workbench.action.terminal.new)\nrm -rf ~" }, "approved");
+  assert.deepEqual(links(hostile), [], hostile);
+  assert.ok(!hostile.includes("\n"), hostile);
 });
