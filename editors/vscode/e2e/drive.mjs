@@ -94,18 +94,20 @@ async function main() {
     // the card or on the button that had it.
     seen.redraws = await frame.evaluate(() => {
       const post = (data) => window.dispatchEvent(new MessageEvent("message", { data }));
-      const redraw = (focus) => {
+      const redraw = (focus, insert) => {
         const card = document.querySelector(".approval.state-pending");
         post({ type: "reveal", id: card.id });
         if (focus) card.querySelector(focus).focus();
         const before = document.activeElement;
-        const html = card.outerHTML.replace(" revealed", "");
+        let html = card.outerHTML.replace(" revealed", "");
+        if (insert) html = html.replace("<button", '<button data-extra="1">Extra</button><button');
         post({ type: "upsert", id: card.id, html });
         const now = document.getElementById(card.id);
         const focused = (el) => (el === card || el === now ? "card" : (el?.dataset.decision ?? el?.tagName ?? ""));
         return { replaced: now !== card, outlined: now.classList.contains("revealed"), html: html.includes("revealed"), before: focused(before), after: focused(document.activeElement) };
       };
-      return [redraw(""), redraw('button[data-decision="deny"]')];
+      // The third redraw adds a button before the others: the focus stays on Deny.
+      return [redraw(""), redraw('button[data-decision="deny"]'), redraw('button[data-decision="deny"]', true)];
     });
     seen.statusWhileWaiting = await page.$eval(".statusbar", (e) => e.innerText);
     await new Promise((r) => setTimeout(r, 300));

@@ -117,10 +117,12 @@ export async function promptAndDecide(frame, text, decision, answer) {
 export async function review(page, frame) {
   await frame.evaluate(() => {
     window.octetRevealSeen = false;
+    window.octetRevealObserver?.disconnect(); // the previous review's
     const seen = () => {
       if (document.querySelector(".approval.state-pending.revealed")) window.octetRevealSeen = true;
     };
-    new MutationObserver(seen).observe(document.getElementById("log"), { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
+    window.octetRevealObserver = new MutationObserver(seen);
+    window.octetRevealObserver.observe(document.getElementById("log"), { subtree: true, childList: true, attributes: true, attributeFilter: ["class"] });
   });
   const end = Date.now() + timeout;
   const message = await clickNotification(page, "Review…");
@@ -129,6 +131,7 @@ export async function review(page, frame) {
       .waitForFunction(() => document.activeElement?.matches(".approval.state-pending") || window.octetRevealSeen, { timeout: Math.max(1, Math.min(10000, end - Date.now())) })
       .then(() => true, () => false);
     if (shown) {
+      await frame.evaluate(() => window.octetRevealObserver?.disconnect()).catch(() => {});
       return message;
     }
     if (Date.now() >= end) {

@@ -41,18 +41,35 @@
   }
   // A redraw replaces items' elements: the focus and a reveal's outline
   // are put back on the new ones, so a card redrawn while the user reads
-  // or tabs through it keeps both.
+  // or tabs through it keeps both. The focused element is found again by
+  // what it is (its tag and data attributes: the Deny button, a file's
+  // link), so a button added before it does not take the focus; one with
+  // none by its position.
   const focusable = "a[href], button, summary, select, input, textarea, [tabindex]";
   function focusIn() {
     const a = document.activeElement;
     const item = a && log.contains(a) ? a.closest("#log > [id]") : null;
     if (!item) return undefined;
-    return { id: item.id, index: a === item ? -1 : [...item.querySelectorAll(focusable)].indexOf(a) };
+    if (a === item) return { id: item.id, index: -1 };
+    return { id: item.id, index: [...item.querySelectorAll(focusable)].indexOf(a), key: keyOf(item, a) };
+  }
+  // keyOf is a selector of a's tag and data attributes, with a's rank
+  // among what it selects in item; none when a has no data attribute.
+  function keyOf(item, a) {
+    const attrs = [...a.attributes].filter((x) => x.name.startsWith("data-"));
+    if (attrs.length === 0) return undefined;
+    const sel = a.tagName.toLowerCase() + attrs.map((x) => `[${x.name}="${CSS.escape(x.value)}"]`).join("");
+    return { sel, nth: [...item.querySelectorAll(sel)].indexOf(a) };
   }
   function refocus(f) {
     const item = f && document.getElementById(f.id);
     if (!item || item.contains(document.activeElement)) return;
-    const target = f.index >= 0 ? item.querySelectorAll(focusable)[f.index] : undefined;
+    let target;
+    if (f.key) {
+      const same = item.querySelectorAll(f.key.sel);
+      target = same[f.key.nth] || same[0];
+    }
+    if (!target && f.index >= 0) target = item.querySelectorAll(focusable)[f.index];
     (target || item).focus({ preventScroll: true });
   }
   let revealedId; // the item a reveal outlines, for 2 s
