@@ -209,8 +209,10 @@ func failedReason(prefix, detail string) string {
 
 // usageUnknown reports whether a failure may hide accepted, billable work:
 // any failure after the request may have reached the provider, except a
-// definite refusal status. HTTP 5xx and 408 always carry unknown usage: a
-// gateway failure can hide accepted upstream work.
+// definite refusal status. HTTP 5xx and 408 carry unknown usage, even
+// without a dispatch flag — a gateway failure can hide accepted upstream
+// work — unless they answered a WebSocket handshake, which comes before
+// the request (response.create) is written.
 func usageUnknown(f Failure, pe *provider.Error) bool {
 	if pe.Class == provider.NotEventStream {
 		// A web page is not billed; a JSON document could be a completion
@@ -218,6 +220,9 @@ func usageUnknown(f Failure, pe *provider.Error) bool {
 		return strings.Contains(pe.ContentType, "json")
 	}
 	if pe.Class == provider.HTTPStatus {
+		if pe.Handshake && !f.Dispatched {
+			return false // nothing was sent
+		}
 		return pe.Status >= 500 || pe.Status == http.StatusRequestTimeout || pe.Phase == provider.Body
 	}
 	if pe.Phase == provider.Body {

@@ -729,6 +729,31 @@ func TestLoopLoopbackHandshakeFallback(t *testing.T) {
 	}
 }
 
+// TestLoopLoopbackHandshake5xxKnownUsage: a WebSocket handshake refused
+// with 503 sent no request (response.create goes over the socket once it
+// is open), so it is retried without marking the session's usage
+// uncertain; the retried handshake carries the turn.
+func TestLoopLoopbackHandshake5xxKnownUsage(t *testing.T) {
+	srv, a, sess, _, _ := newLoopbackFallback(t, provider.FeatureCodexProfile|provider.FeatureWebSocket, false)
+	srv.RejectWebSocket(503)
+	srv.Enqueue(providertest.Text("after a refused handshake"))
+	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range r.Events() {
+	}
+	if res := r.Wait(); res.Outcome != OutcomeCompleted {
+		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
+	}
+	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Transport != "websocket" {
+		t.Fatalf("requests %+v, want the one over the reopened WebSocket", reqs)
+	}
+	if tot := sess.Totals(); tot.Uncertain || tot.UncertainMarkers != 0 {
+		t.Fatalf("a handshake refused with 503 made usage uncertain: %+v", tot)
+	}
+}
+
 func TestLoopCompactionRetryIsOperationScoped(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		small := provider.Model{Name: "small", ContextWindow: 20_000, MaxOutputTokens: 100_000, Features: provider.FeatureCodexProfile}

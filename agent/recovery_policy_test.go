@@ -348,6 +348,7 @@ func TestClassification(t *testing.T) {
 		{"incomplete max tokens", pe(provider.Error{Phase: provider.Body, Class: provider.ResponsesIncomplete, IncompleteReason: "max_output_tokens", Dispatched: true}), want{false, true, "response_incomplete:max_output_tokens"}},
 		{"http 408", pe(provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 408}), want{true, true, "http_408"}},
 		{"http 503 not dispatched flag", pe(provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 503}), want{true, true, "http_503"}},
+		{"ws handshake 503", pe(provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 503, Handshake: true}), want{true, false, "http_503"}},
 		{"http 520", pe(provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 520, Dispatched: true}), want{true, true, "http_520"}},
 		{"http 400", pe(provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 400, Dispatched: true}), want{false, false, "http_400"}},
 		{"http 429 admission", pe(provider.Error{Phase: provider.Opening, Class: provider.HTTPStatus, Status: 429, Code: "rate_limit_exceeded", Dispatched: true}), want{false, false, "http_429"}},

@@ -150,6 +150,10 @@ type Error struct {
 	Dispatched bool
 	// Status is the HTTP status (HTTPStatus, or a WebSocket error frame's).
 	Status int
+	// Handshake marks a status that answered a WebSocket handshake: the
+	// request (response.create, written once the socket is open) was not
+	// sent, whatever the status says.
+	Handshake bool
 	// Type, Code and Message come from the provider's error object.
 	Type, Code, Message string
 	// RetryAfter is the server's Retry-After (header, seconds or HTTP-date),

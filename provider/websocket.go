@@ -301,7 +301,7 @@ func (w *WebSocket) dialError(ctx context.Context, resp *http.Response, err erro
 			return &Error{Phase: Opening, Class: FallbackToHTTP, Status: resp.StatusCode, Err: err}
 		}
 		e := statusError(resp, key)
-		e.Dispatched = false
+		e.Dispatched, e.Handshake = false, true
 		e.Err = err
 		return e
 	}
