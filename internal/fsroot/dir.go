@@ -16,9 +16,9 @@ import (
 const NewDirMode fs.FileMode = 0o755
 
 // Mkdir makes rel beneath the root a directory with mode (ModeBits;
-// 0755 when it has no permission bit set): missing parents are created (0755) with the same
-// no-follow walk as WriteFile, an existing directory gets mode, and the
-// parent directory is fsynced. Anything but a directory in the way is an
+// 0755 when it has no permission bit set): missing parents are created
+// (NewDirMode) with the same no-follow walk as WriteFile, an existing
+// directory gets mode, and the parent directory is fsynced. Anything but a directory in the way is an
 // error; a symbolic link is never followed.
 func (r *Root) Mkdir(rel string, mode fs.FileMode) error {
 	clean, err := CleanRel(rel)

@@ -196,12 +196,12 @@ func kindOfHandle(h windows.Handle, info *winat.Info) Kind {
 	return KindOther
 }
 
-// modeOf is the permission bits Go reports on Windows: read-only files
-// are 0444, others 0666, directories 0777.
 // NewDirMode is the mode Mode reports for a directory, one fsroot creates
 // as a missing parent (CreateParents) among them.
 const NewDirMode fs.FileMode = 0o777
 
+// modeOf is the permission bits Go reports on Windows: read-only files
+// are 0444, others 0666, directories 0777.
 func modeOf(info *winat.Info) fs.FileMode {
 	switch {
 	case winat.IsDir(info):
