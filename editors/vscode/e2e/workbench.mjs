@@ -259,20 +259,23 @@ async function openPalette(page) {
 // quickPick types text into the quick input (F1; prefix ">" for a
 // command, "" for a file) and picks its row. Keys typed while the
 // palette is still taking the focus can be lost, leaving a filter that
-// matches nothing: when the row does not come, the palette is closed
-// and the whole pick made again.
+// matches nothing, and a focus that moves late (to an editor an action
+// just changed) closes the palette it opened: when the input or the row
+// does not come, the palette is closed and the whole pick made again.
 async function quickPick(page, prefix, text) {
   for (let attempt = 1; ; attempt++) {
-    await openPalette(page);
-    const quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout });
-    await quick.evaluate((e, p) => { e.value = p; }, prefix);
-    await quick.type(text);
+    const last = attempt === 3;
+    let quick;
     try {
-      await pickRow(page, text, attempt === 3 ? timeout : 20000);
+      await openPalette(page);
+      quick = await page.waitForSelector(".quick-input-widget input", { visible: true, timeout: last ? timeout : 10000 });
+      await quick.evaluate((e, p) => { e.value = p; }, prefix);
+      await quick.type(text);
+      await pickRow(page, text, last ? timeout : 20000);
       return;
     } catch (e) {
-      if (attempt === 3) {
-        const typed = await quick.evaluate((e) => e.value).catch(() => "?");
+      if (last) {
+        const typed = quick ? await quick.evaluate((e) => e.value).catch(() => "?") : "(no input)";
         throw new Error(`no quick input row ${JSON.stringify(text)} (input holds ${JSON.stringify(typed)}): ${e}`);
       }
       await page.keyboard.press("Escape");
