@@ -475,12 +475,12 @@ func scannedID(sc *rpcid.Scanner) (jsonrpc2.ID, bool) {
 const maxHeaderMatch = 64
 
 // readBody reads (keep) or discards the n bytes of a body, feeding them
-// to scan when it is not nil. It stops early,
-// before the bytes of a line that ends in a Content-Length header, and then
-// reports complete == false: such a line cannot occur in a JSON body (the
-// header name would have to sit in a string, and a JSON string holds no raw
-// line break), so it is the next frame, and the peer's length was wrong.
-// It never waits for more input than the body still needs.
+// to scan when it is not nil. It stops early, before the bytes of a line
+// that ends in a Content-Length header, and then reports complete ==
+// false: such a line cannot occur in a JSON body (the header name would
+// have to sit in a string, and a JSON string holds no raw line break), so
+// it is the next frame, and the peer's length was wrong. It never waits
+// for more input than the body still needs.
 func (s *tolerantStream) readBody(n int, keep bool, scan *rpcid.Scanner) (body []byte, complete bool, err error) {
 	if keep {
 		body = make([]byte, 0, min(n, 1<<20))
