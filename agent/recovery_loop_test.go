@@ -678,18 +678,24 @@ func newLoopbackFallback(t *testing.T, wsFeatures provider.ResponsesFeatures, re
 	return srv, a, sess, pol, fb
 }
 
-func TestLoopLoopbackWebSocketFallback(t *testing.T) {
-	srv, a, sess, pol, _ := newLoopbackFallback(t, provider.FeatureCodexProfile|provider.FeatureWebSocket, false)
-	full := providertest.Text("answer after fallback")
-	srv.Enqueue(repeatTurn(full.DropAfter(3), 7)...) // six over the WebSocket, one over HTTP
-	srv.Enqueue(full)
-	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
+// promptDone runs prompt text on a to its end and returns its result.
+func promptDone(t *testing.T, a *Agent, text string) RunResult {
+	t.Helper()
+	r, err := a.Prompt(context.Background(), text, PromptOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range r.Events() {
 	}
-	res := r.Wait()
+	return r.Wait()
+}
+
+func TestLoopLoopbackWebSocketFallback(t *testing.T) {
+	srv, a, sess, pol, _ := newLoopbackFallback(t, provider.FeatureCodexProfile|provider.FeatureWebSocket, false)
+	full := providertest.Text("answer after fallback")
+	srv.Enqueue(repeatTurn(full.DropAfter(3), 7)...) // six over the WebSocket, one over HTTP
+	srv.Enqueue(full)
+	res := promptDone(t, a, "hi")
 	if res.Outcome != OutcomeCompleted {
 		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
 	}
@@ -712,13 +718,7 @@ func TestLoopLoopbackWebSocketFallback(t *testing.T) {
 func TestLoopLoopbackHandshakeFallback(t *testing.T) {
 	srv, a, sess, _, fb := newLoopbackFallback(t, provider.FeatureCodexProfile, true)
 	srv.Enqueue(providertest.Text("over http"))
-	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != OutcomeCompleted || !fb.OnHTTP() {
+	if res := promptDone(t, a, "hi"); res.Outcome != OutcomeCompleted || !fb.OnHTTP() {
 		t.Fatalf("outcome %s (%v), on HTTP %v", res.Outcome, res.Err, fb.OnHTTP())
 	}
 	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Transport != "http" {
@@ -737,13 +737,7 @@ func TestLoopLoopbackHandshake5xxKnownUsage(t *testing.T) {
 	srv, a, sess, _, _ := newLoopbackFallback(t, provider.FeatureCodexProfile|provider.FeatureWebSocket, false)
 	srv.RejectWebSocket(503)
 	srv.Enqueue(providertest.Text("after a refused handshake"))
-	r, err := a.Prompt(context.Background(), "hi", PromptOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range r.Events() {
-	}
-	if res := r.Wait(); res.Outcome != OutcomeCompleted {
+	if res := promptDone(t, a, "hi"); res.Outcome != OutcomeCompleted {
 		t.Fatalf("outcome %s: %v", res.Outcome, res.Err)
 	}
 	if reqs := srv.Requests(); len(reqs) != 1 || reqs[0].Transport != "websocket" {
