@@ -58,9 +58,9 @@ func TestSessionDiffAcrossRestart(t *testing.T) {
 	}
 	for id, kind := range map[string]string{"e1": "modify", "e2": "modify", "w1": "add"} {
 		chs, _ := finished[id]["changes"].([]any)
-		n := map[string]int{"w1": 2}[id] // w1 creates the directory dir first
-		if n == 0 {
-			n = 1
+		n := 1
+		if id == "w1" {
+			n = 2 // w1 creates the directory dir first
 		}
 		if len(chs) != n || chs[n-1].(map[string]any)["kind"] != kind {
 			t.Errorf("tool_finished %s: %v", id, finished[id])

@@ -303,7 +303,7 @@ func TestApplyPatchCreatedDirs(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("records %q, want %q", got, want)
 	}
-	for _, d := range []string{"docs", "docs/guide", "lib/py"} {
+	for _, d := range []string{"docs", "docs/guide", "lib", "lib/py"} {
 		fi, err := os.Stat(filepath.Join(ws, d))
 		if err != nil {
 			t.Fatal(err)

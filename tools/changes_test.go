@@ -49,7 +49,7 @@ func TestEditAndWriteCarryChanges(t *testing.T) {
 	res = run(t, wr, map[string]any{"path": "new/dir/f.txt", "content": "fresh\n"})
 	if res.IsError || len(res.Changes) != 3 || res.Changes[2].Kind != changes.Add || res.Changes[2].Before != nil ||
 		res.Changes[2].After.Mode != 0o644 || !strings.HasPrefix(res.Changes[2].Diff, "--- /dev/null\n+++ b/new/dir/f.txt\n") {
-		t.Errorf("write (create) = %+v", res)
+		t.Fatalf("write (create) = %+v", res)
 	}
 	// The directories it created come first, parents first.
 	for i, d := range []string{"new", "new/dir"} {
