@@ -82,6 +82,34 @@ func TestChatTakesNewlinesInNames(t *testing.T) {
 	})
 }
 
+// TestChatShowsOmittedDiffsOnALine: a write into directories that did not
+// exist records each directory created before the file; the chat shows
+// such a change — whose diff is a summary line, not a diff — as one line
+// after its "Changed" head, not fenced as a diff, and the file's diff as
+// a diff.
+func TestChatShowsOmittedDiffsOnALine(t *testing.T) {
+	eachNvim(t, func(t *testing.T, w *world) {
+		w.prov.Enqueue(
+			providertest.Reply(providertest.FunctionCall("c1", "write", `{"path":"docs/guide/usage.md","content":"# Usage\n"}`)),
+			providertest.Text("Written."),
+		)
+		r := w.run(t, "untrusted_test.lua", "OCTET_TEST_CASE=newline")
+		c := r.str("chat")
+		for _, want := range []string{
+			"**Changed docs** (add): directory docs created (mode 0755)\n",
+			"**Changed docs/guide** (add): directory docs/guide created (mode 0755)\n",
+			"**Changed docs/guide/usage.md** (add)\n```diff\n--- /dev/null\n",
+		} {
+			if !strings.Contains(c, want) {
+				t.Errorf("the chat lacks %q:\n%s", want, c)
+			}
+		}
+		if strings.Contains(c, "```diff\ndirectory") {
+			t.Errorf("a directory's summary is fenced as a diff:\n%s", c)
+		}
+	})
+}
+
 // TestSideBySideFindsTheExactBuffer: the model writes a new file "notes"
 // while notes.txt is open. The side-by-side view of the approval shows
 // the file before the change as empty, not notes.txt (bufnr() would take

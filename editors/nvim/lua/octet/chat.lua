@@ -429,11 +429,18 @@ function Chat:tool_finish(id, is_error, changes)
   self.cur = nil
 end
 
---- One file change: "Changed path (kind)" and its diff.
+--- One file change: "Changed path (kind)" and its diff, or, when the
+--- diff is omitted (a directory, a binary file, one over the bound), the
+--- line saying why after it: it is no diff to fence.
 function Chat:change(ch)
   self.changed = self.changed or {}
   table.insert(self.changed, ch.path)
-  local lines = { "", "**Changed " .. text.line(ch.path) .. "** (" .. text.line(ch.kind) .. ")", "```diff" }
+  local head = "**Changed " .. text.line(ch.path) .. "** (" .. text.line(ch.kind) .. ")"
+  if ch.diffOmitted == true then
+    self:append({ "", head .. ": " .. text.line(ch.diff or "") })
+    return
+  end
+  local lines = { "", head, "```diff" }
   vim.list_extend(lines, vim.split((ch.diff or ""):gsub("\n$", ""), "\n", { plain = true }))
   table.insert(lines, "```")
   self:append(lines)
