@@ -135,6 +135,7 @@ async function main() {
     // Review… says the request was denied already.
     await clickNotification(page, "Review…");
     seen.staleReview = (await notification(page, "already")).message;
+    await shot(page, "stale-review.png");
     await new Promise((r) => setTimeout(r, 500));
     await shot(page, "denied.png");
     seen.chatAfterDeny = await frame.evaluate(() => document.getElementById("log").innerText);
