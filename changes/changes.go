@@ -164,7 +164,7 @@ func (r *Recorder) Describe(path string, before, after *Image, old, updated []by
 	case isDir(before) || isDir(after):
 		rec.Diff, rec.DiffOmitted = dirSummary(path, before, after), true
 	case (before != nil && before.Unstored) || (after != nil && after.Unstored):
-		rec.Diff = fmt.Sprintf("diff of %s omitted: its content was not kept (%s → %s)", path, imageSize(before), imageSize(after))
+		rec.Diff = fmt.Sprintf("diff of %s omitted: its content was not kept (%s → %s)", pathtext.Quote(path), imageSize(before), imageSize(after))
 		rec.DiffOmitted = true
 	default:
 		rec.Diff, rec.DiffOmitted = r.render(path, imageSide(before, old), imageSide(after, updated))
@@ -179,15 +179,15 @@ func isDir(img *Image) bool { return img != nil && img.Dir }
 func dirSummary(path string, before, after *Image) string {
 	switch {
 	case before == nil:
-		return fmt.Sprintf("directory %s created (mode %04o)", path, after.Mode)
+		return fmt.Sprintf("directory %s created (mode %04o)", pathtext.Quote(path), after.Mode)
 	case after == nil:
-		return fmt.Sprintf("directory %s removed", path)
+		return fmt.Sprintf("directory %s removed", pathtext.Quote(path))
 	case before.Dir && after.Dir:
-		return fmt.Sprintf("mode of directory %s changed: %04o → %04o", path, before.Mode, after.Mode)
+		return fmt.Sprintf("mode of directory %s changed: %04o → %04o", pathtext.Quote(path), before.Mode, after.Mode)
 	case before.Dir:
-		return fmt.Sprintf("directory %s replaced by a file (%d bytes)", path, after.Size)
+		return fmt.Sprintf("directory %s replaced by a file (%d bytes)", pathtext.Quote(path), after.Size)
 	}
-	return fmt.Sprintf("file %s (%d bytes) replaced by a directory", path, before.Size)
+	return fmt.Sprintf("file %s (%d bytes) replaced by a directory", pathtext.Quote(path), before.Size)
 }
 
 func imageSize(img *Image) string {
@@ -319,14 +319,14 @@ func (r *Recorder) render(path string, a, b side) (string, bool) {
 	}
 	if len(d) > limit {
 		added, removed := countLines(d)
-		return fmt.Sprintf("diff of %s omitted: %d bytes, over the %d-byte bound (+%d -%d lines; %s)", path, len(d), limit, added, removed, sizes), true
+		return fmt.Sprintf("diff of %s omitted: %d bytes, over the %d-byte bound (+%d -%d lines; %s)", pathtext.Quote(path), len(d), limit, added, removed, sizes), true
 	}
 	if d == "" {
 		// Only the mode changed.
 		if a.mode != 0 && b.mode != 0 {
-			return fmt.Sprintf("mode of %s changed: %04o → %04o; content unchanged", path, a.mode, b.mode), true
+			return fmt.Sprintf("mode of %s changed: %04o → %04o; content unchanged", pathtext.Quote(path), a.mode, b.mode), true
 		}
-		return fmt.Sprintf("mode of %s changed; content unchanged", path), true
+		return fmt.Sprintf("mode of %s changed; content unchanged", pathtext.Quote(path)), true
 	}
 	return d, false
 }

@@ -93,6 +93,37 @@ func TestStageQuotesOddPaths(t *testing.T) {
 	}
 }
 
+// TestSummariesQuoteOddPaths: every summary line that stands for a diff
+// — a directory created, removed or changed, a mode-only change, content
+// not kept — names an odd path quoted, as the diff headers do, so the
+// summary stays one line that says what it is.
+func TestSummariesQuoteOddPaths(t *testing.T) {
+	r := newRecorder(t, 0)
+	const odd = "odd\n+fake"
+	dir := &Image{Dir: true, Mode: 0o755}
+	mode, _, err := r.Stage(odd, &File{Data: []byte("a\n"), Mode: 0o644}, &File{Data: []byte("a\n"), Mode: 0o755})
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := &Image{SHA256: "00", Size: 1, Mode: 0o644}
+	for _, d := range []string{
+		r.Describe(odd, nil, dir, nil, nil).Diff,
+		r.Describe(odd, dir, nil, nil, nil).Diff,
+		r.Describe(odd, dir, &Image{Dir: true, Mode: 0o700}, nil, nil).Diff,
+		r.Describe(odd, dir, file, nil, nil).Diff,
+		r.Describe(odd, file, dir, nil, nil).Diff,
+		r.Describe(odd, &Image{Unstored: true, Size: 9}, file, nil, nil).Diff,
+		mode.Diff,
+	} {
+		if strings.Contains(d, "\n") || !strings.Contains(d, `"odd\n+fake"`) {
+			t.Errorf("summary %q does not name the path quoted on one line", d)
+		}
+	}
+	if mode.Diff != `mode of "odd\n+fake" changed: 0644 → 0755; content unchanged` {
+		t.Errorf("mode-only change: %q", mode.Diff)
+	}
+}
+
 func TestStageDiffBound(t *testing.T) {
 	r := &Recorder{MaxDiffBytes: 1024}
 	big := strings.Repeat("line of text\n", 200) // 2600 bytes
