@@ -184,8 +184,7 @@ func prepareRewind(sess *session.Session, cfg *tools.Config, target []session.En
 			out = append(out, rs)
 		}
 	}
-	cfg.SettlePlan(out, !p.DryRun)
-	return out, nil
+	return cfg.SettlePlan(out, !p.DryRun), nil
 }
 
 // knownPaths refuses a rewind limited to paths (p.Paths) one of which

@@ -418,3 +418,98 @@ func TestSessionRewindReportsExpired(t *testing.T) {
 	wantFile(t, "after the rewind", a, []byte(strings.Repeat("A", 1000)), 0o644)
 	wantFile(t, "after the rewind", b, []byte(strings.Repeat("b", 1000)), 0o644)
 }
+
+// resultEntry returns the id of the entry holding call's tool result.
+func resultEntry(t *testing.T, e *fakeEditor, sid, call string) string {
+	t.Helper()
+	var page host.TranscriptPage
+	e.mustCall("octet/session/transcript", map[string]any{"sessionId": sid}, &page)
+	for _, en := range page.Entries {
+		if en.Result != nil && en.Result.CallID == call {
+			return en.ID
+		}
+	}
+	t.Fatalf("no result of %s in the transcript", call)
+	return ""
+}
+
+// TestSessionRewindRecreatesParents: a (forced) rewind that restores a
+// file into directories removed since (not by octet) creates them and
+// records them, parents first, before the file, so a rewind past that
+// rewind removes them again with the file.
+func TestSessionRewindRecreatesParents(t *testing.T) {
+	st := newStack(t, tools.UnsafeHost)
+	a := filepath.Join(st.Workspace, "lib", "deep", "a.txt")
+	if err := os.MkdirAll(filepath.Dir(a), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("w1", "write", `{"path":"lib/deep/a.txt","content":"v1\n"}`)),
+		pt.Reply(pt.FunctionCall("e1", "edit", `{"path":"lib/deep/a.txt","old_text":"v1","new_text":"v2"}`)),
+		pt.Text("done"),
+	)
+	e, sid := st.ranGo(t, nil)
+	start := entryIDs(t, e, sid)[0]
+	written := resultEntry(t, e, sid, "w1")
+	if err := os.RemoveAll(filepath.Join(st.Workspace, "lib")); err != nil { // the user, not octet
+		t.Fatal(err)
+	}
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": written, "files": true, "force": []string{"lib/deep/a.txt"}}, &rw)
+	if !rw.Applied || len(rw.Changes) != 3 {
+		t.Fatalf("forced rewind: %+v", rw)
+	}
+	for i, d := range []string{"lib", "lib/deep"} {
+		if c := rw.Changes[i]; c.Path != d || c.Kind != "add" || c.Diff != "directory "+d+" created (mode 0755)" || c.Conflict != "" {
+			t.Errorf("forced rewind, change %d = %+v, want directory %s created", i, c, d)
+		}
+	}
+	wantFile(t, "after the forced rewind", a, []byte("v1\n"), 0o644)
+	if fi, err := os.Stat(filepath.Dir(a)); err != nil || fi.Mode().Perm() != 0o755 {
+		t.Errorf("the directory the rewind created: %v, %v", fi, err)
+	}
+
+	// Before the write: the file and the directories the rewind made go.
+	back := e.rewindFiles(sid, start)
+	if !back.Applied || len(back.Changes) != 3 {
+		t.Fatalf("rewind to the start: %+v", back)
+	}
+	if _, err := os.Lstat(filepath.Join(st.Workspace, "lib")); !os.IsNotExist(err) {
+		t.Errorf("after the rewind to the start, lib: %v", err)
+	}
+}
+
+// TestSessionRewindKeepsDirItRestoresInto: a directory a rewind's plan
+// would remove while it restores a file in it (the state octet knew of
+// the directory at the entry is older than the file's: the user removed
+// the directory between two of octet's changes) is kept, without a
+// conflict — the plan needs it.
+func TestSessionRewindKeepsDirItRestoresInto(t *testing.T) {
+	st := newStack(t, tools.UnsafeHost)
+	a := filepath.Join(st.Workspace, "lib", "deep", "a.txt")
+	writeMode(t, a, "one\n", 0o644)
+	st.Provider.Enqueue(
+		pt.Reply(pt.FunctionCall("e1", "edit", `{"path":"lib/deep/a.txt","old_text":"one","new_text":"1"}`)),
+		pt.Text("done"),
+	)
+	e, sid := st.ranGo(t, nil)
+	ids := entryIDs(t, e, sid)
+	start, end := ids[0], ids[len(ids)-1]
+	if err := os.RemoveAll(filepath.Join(st.Workspace, "lib")); err != nil {
+		t.Fatal(err)
+	}
+	var rw rewindAnswer
+	e.mustCall("octet/session/rewind", map[string]any{"sessionId": sid, "entryId": start, "files": true, "force": []string{"lib/deep/a.txt"}}, &rw)
+	if !rw.Applied || len(rw.Changes) != 3 {
+		t.Fatalf("forced rewind: %+v", rw)
+	}
+	wantFile(t, "after the forced rewind", a, []byte("one\n"), 0o644)
+
+	// Back to the end: the file as octet's edit left it; the directories,
+	// absent just before the rewind made them, stay for it.
+	back := e.rewindFiles(sid, end)
+	if !back.Applied || len(back.Changes) != 1 || back.Changes[0].Path != "lib/deep/a.txt" || back.Changes[0].Conflict != "" {
+		t.Fatalf("rewind to the end: %+v", back)
+	}
+	wantFile(t, "after the rewind to the end", a, []byte("1\n"), 0o644)
+}

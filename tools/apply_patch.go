@@ -171,7 +171,7 @@ func (t *ApplyPatchTool) plan(files []patchFile, principal string) (pl *patchPla
 // planFile plans one section, recording the states it read in pl.
 func (t *ApplyPatchTool) planFile(f *patchFile, pl *patchPlan) (c patchChange, refusal string) {
 	c.f = f
-	tg, err := t.cfg.open(f.path, false)
+	tg, err := t.cfg.open(f.path)
 	if err != nil {
 		return c, fileErrorText(f.path, err)
 	}
@@ -238,7 +238,7 @@ func (t *ApplyPatchTool) sameOnDisk(c *patchChange) string {
 
 // planMove opens a move's destination, which must not exist.
 func (t *ApplyPatchTool) planMove(c *patchChange, pl *patchPlan) string {
-	dest, err := t.cfg.open(c.f.moveTo, false)
+	dest, err := t.cfg.open(c.f.moveTo)
 	if err != nil {
 		return fileErrorText(c.f.moveTo, err)
 	}
@@ -304,8 +304,9 @@ func (t *ApplyPatchTool) Preview(ctx context.Context, args json.RawMessage) (Pre
 	}
 	var detail []string
 	var diff strings.Builder
+	claimed := map[string]bool{} // the directories an earlier change creates
 	for _, c := range pl.changes {
-		detail = append(detail, c.summary())
+		detail = append(detail, c.summary(claimed))
 		diff.WriteString(c.diff())
 		if diff.Len() > MaxPreviewDiff {
 			return Preview{}, fmt.Errorf("apply_patch: %w", ErrPreviewTooLarge)
@@ -330,24 +331,34 @@ func patchTitle(files []patchFile) string {
 	return title
 }
 
-// summary is the change's line in the approval's detail.
-func (c *patchChange) summary() string {
+// summary is the change's line in the approval's detail, with the
+// directories it creates that no change before it (claimed) creates.
+func (c *patchChange) summary(claimed map[string]bool) string {
 	name := shownPath(c.tg.display)
 	switch {
 	case c.f.op == opAdd:
-		return fmt.Sprintf("add %s (%d bytes)", name, len(c.updated))
+		return fmt.Sprintf("add %s (%d bytes)", name, len(c.updated)) + c.creating(c.tg, claimed)
 	case c.f.op == opDelete:
 		return fmt.Sprintf("delete %s (%d bytes)", name, len(c.old))
 	case c.dest != nil && bytes.Equal(c.old, c.updated):
-		return fmt.Sprintf("move %s to %s (content unchanged)", name, shownPath(c.dest.display))
+		return fmt.Sprintf("move %s to %s (content unchanged)", name, shownPath(c.dest.display)) + c.creating(c.dest, claimed)
 	case c.dest != nil:
-		return fmt.Sprintf("move %s to %s and change it (%d -> %d bytes)", name, shownPath(c.dest.display), len(c.old), len(c.updated))
+		return fmt.Sprintf("move %s to %s and change it (%d -> %d bytes)", name, shownPath(c.dest.display), len(c.old), len(c.updated)) + c.creating(c.dest, claimed)
 	}
 	s := fmt.Sprintf("update %s (%d -> %d bytes)", name, len(c.old), len(c.updated))
 	if c.doc != nil {
 		s += "; " + editorDetail(*c.doc)
 	}
 	return s
+}
+
+// creating is what the summary says of the directories writing tg, the
+// file c adds or moves to, creates (none through an editor buffer).
+func (c *patchChange) creating(tg *target, claimed map[string]bool) string {
+	if c.doc != nil && tg == c.tg {
+		return ""
+	}
+	return creatingText(tg, newDirs(tg, claimed))
 }
 
 // diff is the change's whole unified diff.
@@ -427,7 +438,7 @@ func (t *ApplyPatchTool) steps(pl *patchPlan, bound bool, watch *diagWatch) ([]p
 		var dirs []string
 		if err == nil && before == nil && after != nil && doc == nil {
 			dirs = newDirs(tg, claimed)
-			recs = append(t.cfg.dirRecords(dirs), recs...)
+			recs = append(t.cfg.dirRecords(tg, dirs), recs...)
 		}
 		all = append(all, recs...)
 		return recs, dirs, err

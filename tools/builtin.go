@@ -224,14 +224,27 @@ type target struct {
 	rel     string
 	display string // what results show: workspace-relative or absolute
 	key     string // absolute path, the FileTracker key
+	// base is the root's absolute path for an external target ("" for
+	// the workspace, whose paths are shown relative to it).
+	base string
+}
+
+// shown returns how results name rel, a path beneath tg's root: as the
+// workspace path, or the absolute path of an external one.
+func (tg *target) shown(rel string) string {
+	if tg.base == "" {
+		return rel
+	}
+	return filepath.Join(tg.base, filepath.FromSlash(rel))
 }
 
 // open resolves p (already validated by pathArg) to a target. Workspace
 // paths, including absolute ones under the root, resolve beneath the
-// workspace root; external absolute paths resolve their final component
-// with no-follow semantics beneath their (trusted) parent directory.
-// mkdirs creates a missing external parent directory.
-func (c *Config) open(p string, mkdirs bool) (*target, error) {
+// workspace root; an external absolute path resolves beneath its nearest
+// existing ancestor directory (trusted: the system resolves it), the
+// components below it — the directories a write creates, then the file —
+// with no-follow semantics, as workspace paths do.
+func (c *Config) open(p string) (*target, error) {
 	if err := c.pathArg(p); err != nil {
 		return nil, err
 	}
@@ -240,17 +253,7 @@ func (c *Config) open(p string, mkdirs bool) (*target, error) {
 		if rel, ok := strings.CutPrefix(abs, c.Root+string(filepath.Separator)); ok {
 			p = rel
 		} else {
-			dir := filepath.Dir(abs)
-			if mkdirs {
-				if err := os.MkdirAll(dir, 0o755); err != nil {
-					return nil, fmt.Errorf("create directory %s: %w", dir, err)
-				}
-			}
-			r, err := fsroot.Open(dir)
-			if err != nil {
-				return nil, err
-			}
-			return &target{root: r, rel: filepath.Base(abs), display: abs, key: abs}, nil
+			return openExternal(abs)
 		}
 	}
 	rel, err := fsroot.CleanRel(p)
@@ -262,6 +265,23 @@ func (c *Config) open(p string, mkdirs bool) (*target, error) {
 		return nil, err
 	}
 	return &target{root: r, rel: rel, display: rel, key: filepath.Join(c.Root, rel)}, nil
+}
+
+// openExternal resolves abs, an external absolute path, beneath its
+// nearest existing ancestor directory.
+func openExternal(abs string) (*target, error) {
+	dir, rel := filepath.Dir(abs), filepath.Base(abs)
+	for {
+		r, err := fsroot.Open(dir)
+		if err == nil {
+			return &target{root: r, rel: rel, display: abs, key: abs, base: dir}, nil
+		}
+		up := filepath.Dir(dir)
+		if !fsroot.IsNotExist(err) || up == dir {
+			return nil, err
+		}
+		dir, rel = up, filepath.Base(dir)+"/"+rel
+	}
 }
 
 func (t *target) close() { t.root.Close() }

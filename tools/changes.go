@@ -6,6 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/fsroot"
@@ -41,36 +42,54 @@ func (c *Config) stageFile(display string, before, after *changes.File) ([]chang
 	return []changes.Record{rec}, nil
 }
 
-// newDirs returns tg's parent directories that do not exist yet and are
-// not in claimed, parents first: the ones writing tg creates. Each is
-// added to claimed, so the steps of one patch claim a directory once.
+// newDirs returns tg's parent directories (paths beneath its root) that
+// do not exist yet and are not in claimed (by the paths results show),
+// parents first: the ones writing tg creates. Each is added to claimed,
+// so the steps of one patch claim a directory once.
 func newDirs(tg *target, claimed map[string]bool) []string {
 	var out []string
 	for d := path.Dir(filepath.ToSlash(tg.rel)); d != "." && d != "/"; d = path.Dir(d) {
 		if _, _, err := tg.root.Inspect(d); !fsroot.IsNotExist(err) {
 			break
 		}
-		if !claimed[d] {
+		if !claimed[tg.shown(d)] {
 			out = append(out, d)
 		}
 	}
 	slices.Reverse(out)
 	for _, d := range out {
-		claimed[d] = true
+		claimed[tg.shown(d)] = true
 	}
 	return out
 }
 
-// dirRecords returns the records of the directories dirs (workspace
-// paths, parents first) that a write creates, each with the mode fsroot
-// gives it: a rewind past the write then removes them (while empty), as
-// it removes the directories a bash command made.
-func (c *Config) dirRecords(dirs []string) []changes.Record {
+// dirRecords returns the records of the directories dirs (paths beneath
+// tg's root, parents first) that writing tg creates, each with the mode
+// fsroot gives it: a rewind past the write then removes them (while
+// empty), as it removes the directories a bash command made.
+func (c *Config) dirRecords(tg *target, dirs []string) []changes.Record {
 	out := make([]changes.Record, 0, len(dirs))
 	for _, d := range dirs {
-		out = append(out, c.Changes.Describe(d, nil, &changes.Image{Dir: true, Mode: fsroot.NewDirMode}, nil, nil))
+		out = append(out, c.Changes.Describe(tg.shown(d), nil, &changes.Image{Dir: true, Mode: fsroot.NewDirMode}, nil, nil))
 	}
 	return out
+}
+
+// creatingText is what an approval's detail says of the directories
+// dirs (paths beneath tg's root) that writing tg creates: "" when none.
+func creatingText(tg *target, dirs []string) string {
+	if len(dirs) == 0 {
+		return ""
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = shownPath(tg.shown(d))
+	}
+	noun := "directory"
+	if len(dirs) > 1 {
+		noun = "directories"
+	}
+	return "; creates " + noun + " " + strings.Join(names, ", ")
 }
 
 // removeDirs removes dirs (parents first, as newDirs lists them), deepest
@@ -168,7 +187,7 @@ func (c fileChanger) apply(ctx context.Context, inv Invocation, ch fileChange, s
 	var dirs []string // the parent directories a new file on disk needs
 	if !ch.existed && ch.doc == nil && ch.opts.CreateParents && len(recs) > 0 {
 		dirs = newDirs(ch.tg, map[string]bool{})
-		recs = append(c.cfg.dirRecords(dirs), recs...)
+		recs = append(c.cfg.dirRecords(ch.tg, dirs), recs...)
 	}
 	if msg := c.cfg.recordIntent(inv, recs); msg != "" {
 		return nil, msg, nil

@@ -105,7 +105,7 @@ type editPlan struct {
 // agent making the call, whose reads the staleness check compares with). A
 // non-empty refusal is the model-visible reason the edit cannot be made.
 func (t *EditTool) plan(a editArgs, principal string) (p editPlan, refusal string) {
-	tg, err := t.cfg.open(*a.Path, false)
+	tg, err := t.cfg.open(*a.Path)
 	if err != nil {
 		p.state = stateOf(nil, err)
 		return p, fileErrorText(*a.Path, err)

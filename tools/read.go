@@ -97,7 +97,7 @@ func (t *ReadTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
-	tg, err := t.cfg.open(*a.Path, false)
+	tg, err := t.cfg.open(*a.Path)
 	if err != nil {
 		return errorResult(fileErrorText(*a.Path, err)), nil
 	}

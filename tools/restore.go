@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -38,6 +39,9 @@ type Restoration struct {
 	// underFile marks a path a parent of which is a file now: it can be
 	// restored only when the rewind replaces that file with a directory.
 	underFile bool
+	// needless marks a directory removal the plan drops: it restores
+	// entries in it (keepUsedDirs).
+	needless bool
 }
 
 // RemovesDir reports whether rs removes a directory: such restorations
@@ -80,7 +84,7 @@ func (c *Config) PrepareRestore(r changes.Restore, force, stage bool) (rs Restor
 		rs.Conflict = why
 		return rs, true, nil
 	}
-	tg, err := c.open(r.Path, false)
+	tg, err := c.open(r.Path)
 	if err != nil {
 		return conflict(fileErrorText(r.Path, err))
 	}
@@ -255,8 +259,10 @@ func underFile(err error) bool { return errors.Is(err, syscall.ENOTDIR) }
 // fail on part-way: a directory that holds entries they do not remove
 // (keepUsedDirs), and a path a parent of which is a file that preps do
 // not replace with a directory. staged reports that preps kept their
-// images (released for the paths it leaves).
-func (c *Config) SettlePlan(preps []Restoration, staged bool) {
+// images (released for the paths it leaves). It returns preps with the
+// directories restoring them creates (parentDirs) before the paths that
+// need them.
+func (c *Config) SettlePlan(preps []Restoration, staged bool) []Restoration {
 	made := map[string]bool{}
 	for _, rs := range preps {
 		if rs.Conflict == "" && rs.dir && rs.unlink {
@@ -273,13 +279,65 @@ func (c *Config) SettlePlan(preps []Restoration, staged bool) {
 		}
 	}
 	c.keepUsedDirs(preps, staged)
+	return c.parentDirs(preps)
+}
+
+// parentDirs returns preps without the removals they do not need and
+// with a restoration before each path restored into a directory that is
+// missing and that no restoration before it makes: the directory,
+// created as fsroot creates a missing parent. The rewind records it, so
+// rewinding the rewind removes it again (while empty), as a rewind past
+// a write removes the directories it made.
+func (c *Config) parentDirs(preps []Restoration) []Restoration {
+	made := map[string]bool{}
+	out := make([]Restoration, 0, len(preps))
+	for _, rs := range preps {
+		if rs.needless {
+			continue
+		}
+		creates := rs.Conflict == "" && !rs.rmdir && rs.doc == nil && (rs.dir || rs.target != nil)
+		if creates {
+			for _, d := range c.missingParents(rs.path, made) {
+				made[d] = true
+				out = append(out, Restoration{path: d, prior: fsroot.Absent, dir: true, dirMode: fsroot.NewDirMode,
+					Record: c.Changes.Describe(d, nil, &changes.Image{Dir: true, Mode: fsroot.NewDirMode}, nil, nil)})
+			}
+			if rs.dir {
+				made[rs.path] = true
+			}
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+// missingParents returns the parent directories of p that do not exist
+// and are not in made, parents first: up to the nearest that exists (or
+// is something else, or cannot be inspected: restoring p then reports
+// it).
+func (c *Config) missingParents(p string, made map[string]bool) []string {
+	var out []string
+	for dir := path.Dir(p); dir != "." && dir != "/" && dir != p && !made[dir]; p, dir = dir, path.Dir(dir) {
+		tg, err := c.open(dir)
+		if err != nil {
+			break
+		}
+		_, _, err = tg.root.Inspect(tg.rel)
+		tg.close()
+		if !fsroot.IsNotExist(err) {
+			break
+		}
+		out = append(out, dir)
+	}
+	slices.Reverse(out)
+	return out
 }
 
 // fileParent returns the nearest parent of p that is not a directory,
 // and what it is ("" when none is found).
 func fileParent(c *Config, p string) (string, fsroot.Kind) {
 	for dir := path.Dir(p); dir != "." && dir != "/" && dir != p; p, dir = dir, path.Dir(dir) {
-		tg, err := c.open(dir, false)
+		tg, err := c.open(dir)
 		if err != nil {
 			return "", 0
 		}
@@ -304,13 +362,21 @@ func (c *Config) leave(rs *Restoration, why string, staged bool) {
 // as a rewind plans them) would remove that holds an entry they do not
 // remove — a file the user put there, an ignored one — rather than fail
 // on it part-way, after the other paths were restored; its parents are
-// then kept too. staged reports that preps kept their images (released
-// for the paths it keeps).
+// then kept too. A directory they would remove that holds only what they
+// restore (or keep) is needed by the plan itself: its removal is dropped
+// without a conflict (the state octet last knew there is older than its
+// entries', as when someone removed it between two of octet's changes).
+// staged reports that preps kept their images (released for the paths
+// it keeps).
 func (c *Config) keepUsedDirs(preps []Restoration, staged bool) {
-	removed := map[string]bool{}
+	removed, kept, used := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, rs := range preps {
-		if rs.Conflict == "" && (rs.rmdir || !rs.dir && rs.target == nil) {
+		switch {
+		case rs.Conflict != "":
+		case rs.rmdir || !rs.dir && rs.target == nil:
 			removed[rs.path] = true
+		default: // restored to a file or a directory
+			kept[rs.path], used[path.Dir(rs.path)] = true, true
 		}
 	}
 	for i := len(preps) - 1; i >= 0; i-- { // children before parents
@@ -318,20 +384,25 @@ func (c *Config) keepUsedDirs(preps []Restoration, staged bool) {
 		if !rs.rmdir || rs.Conflict != "" {
 			continue
 		}
-		others := c.otherEntries(rs.path, removed)
-		if len(others) == 0 {
+		others := c.otherEntries(rs.path, func(p string) bool { return removed[p] || kept[p] })
+		switch {
+		case len(others) == 0 && used[rs.path] && rs.target == nil:
+			rs.needless = true
+			kept[rs.path], used[path.Dir(rs.path)] = true, true
+		case len(others) == 0:
 			continue
+		default:
+			c.leave(rs, fmt.Sprintf("directory %s holds entries this rewind does not remove (%s): left in place; move them away, then rewind again", rs.path, strings.Join(others, ", ")), staged)
 		}
-		c.leave(rs, fmt.Sprintf("directory %s holds entries this rewind does not remove (%s): left in place; move them away, then rewind again", rs.path, strings.Join(others, ", ")), staged)
 		delete(removed, rs.path)
 	}
 }
 
 // otherEntries returns (at most three of) the entries of directory dir
-// that are not in removed; none when it cannot be listed (ApplyRestore
-// then reports why).
-func (c *Config) otherEntries(dir string, removed map[string]bool) []string {
-	tg, err := c.open(dir, false)
+// for which planned is false; none when it cannot be listed
+// (ApplyRestore then reports why).
+func (c *Config) otherEntries(dir string, planned func(string) bool) []string {
+	tg, err := c.open(dir)
 	if err != nil {
 		return nil
 	}
@@ -345,7 +416,7 @@ func (c *Config) otherEntries(dir string, removed map[string]bool) []string {
 	for {
 		names, err := f.Readdirnames(256)
 		for _, n := range names {
-			if p := path.Join(dir, n); !removed[p] && len(out) < 3 {
+			if p := path.Join(dir, n); !planned(p) && len(out) < 3 {
 				out = append(out, p)
 			}
 		}
@@ -364,7 +435,7 @@ func (c *Config) ApplyRestore(ctx context.Context, rs Restoration) error {
 	if rs.Conflict != "" {
 		return errors.New(rs.Conflict)
 	}
-	tg, err := c.open(rs.path, rs.target != nil)
+	tg, err := c.open(rs.path)
 	if err != nil {
 		return errors.New(fileErrorText(rs.path, err))
 	}

@@ -88,7 +88,7 @@ func (t *ViewImageTool) Execute(ctx context.Context, inv Invocation) (Result, er
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
-	tg, err := t.cfg.open(path, false)
+	tg, err := t.cfg.open(path)
 	if err != nil {
 		return errorResult(fileErrorText(path, err)), nil
 	}

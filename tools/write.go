@@ -114,10 +114,7 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	if err != nil {
 		return errorResult(err.Error()), nil
 	}
-	if bound && t.parentChanged(*a.Path, shown) {
-		return errorResult(errChangedSinceShown), nil
-	}
-	tg, err := t.cfg.open(*a.Path, true)
+	tg, err := t.cfg.open(*a.Path)
 	if err != nil {
 		return errorResult(fileErrorText(*a.Path, err)), nil
 	}
@@ -154,18 +151,6 @@ func (t *WriteTool) Execute(ctx context.Context, inv Invocation) (Result, error)
 	}, nil
 }
 
-// parentChanged reports whether p's parent directory is now missing
-// although the preview found the file (or could not read it); it runs
-// before open creates a missing external parent directory.
-func (t *WriteTool) parentChanged(p string, shown fileState) bool {
-	tg, err := t.cfg.open(p, false)
-	if err == nil {
-		tg.close()
-		return false
-	}
-	return fsroot.IsNotExist(err) && shown.changedFrom(stateOf(nil, err))
-}
-
 // Preview shows the diff between the current content (empty when absent)
 // and the new content, without writing. Called for an approval (the
 // broker puts the call id in ctx), it remembers the file state the diff
@@ -178,19 +163,9 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 	}
 	title := "write " + shownPath(*a.Path)
 	callID := previewCallID(ctx)
-	tg, err := t.cfg.open(*a.Path, false)
+	tg, err := t.cfg.open(*a.Path)
 	if err != nil {
 		t.shown.remember(callID, args, stateOf(nil, err))
-	}
-	if fsroot.IsNotExist(err) {
-		// An external parent directory that write would create.
-		if diffTooLarge("", *a.Content) {
-			return Preview{}, fmt.Errorf("write %s: %w", *a.Path, ErrPreviewTooLarge)
-		}
-		return Preview{Title: title, Detail: fmt.Sprintf("create %s (%d bytes)", shownPath(*a.Path), len(*a.Content)),
-			Diff: unifiedDiff(*a.Path, "", *a.Content)}, nil
-	}
-	if err != nil {
 		return Preview{Title: title, Detail: fileErrorText(*a.Path, err)}, nil
 	}
 	defer tg.close()
@@ -201,6 +176,9 @@ func (t *WriteTool) Preview(ctx context.Context, args json.RawMessage) (Preview,
 	}
 	t.shown.remember(callID, args, stateOfCurrent(old, exists, doc))
 	detail := fmt.Sprintf("create %s (%d bytes)", shownPath(tg.display), len(*a.Content))
+	if !exists && doc == nil {
+		detail += creatingText(tg, newDirs(tg, map[string]bool{}))
+	}
 	if exists {
 		detail = fmt.Sprintf("replace %s (%d -> %d bytes)", shownPath(tg.display), len(old), len(*a.Content))
 	}
