@@ -76,6 +76,9 @@ func NewBash(cfg Config) (*BashTool, error) {
 	}
 	shell, sel := ResolveShell(cfg.ShellPath)
 	ms := cfg.BashTimeout.Milliseconds()
+	if shell != "" {
+		proc.Warm() // a guard ready for the first command (internal/proc/spare.go)
+	}
 	return &BashTool{
 		cfg:       cfg,
 		schema:    json.RawMessage(fmt.Sprintf(bashSchemaFormat, ms)),

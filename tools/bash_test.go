@@ -761,9 +761,23 @@ func readString(t *testing.T, p string) string {
 // its process guard) against starting the same shell directly with
 // os/exec — its own process group, stdout and stderr on pipes drained to
 // the end, then Wait — in the same loop. guard-ratio = tool time / direct
-// time.
+// time. "back-to-back" makes the calls one after the other; "after-pause"
+// idles 20 ms (untimed) before each call and each direct start, as a
+// call follows a model's turn, by which time a spare guard is ready
+// (internal/proc/spare.go).
 // Run: go test ./tools -run '^$' -bench BashTrue -count 8
 func BenchmarkBashTrue(b *testing.B) {
+	for _, pause := range []time.Duration{0, 20 * time.Millisecond} {
+		name := "back-to-back"
+		if pause > 0 {
+			name = "after-pause"
+		}
+		b.Run(name, func(b *testing.B) { benchBashTrue(b, pause) })
+	}
+}
+
+// benchBashTrue is BenchmarkBashTrue with pause before each timing.
+func benchBashTrue(b *testing.B, pause time.Duration) {
 	bt, err := NewBash(Config{Root: b.TempDir(), SpillDir: b.TempDir()})
 	if err != nil {
 		b.Fatal(err)
@@ -772,12 +786,14 @@ func BenchmarkBashTrue(b *testing.B) {
 	raw := json.RawMessage(`{"command":"true"}`)
 	var ours, direct time.Duration
 	for b.Loop() {
+		time.Sleep(pause)
 		start := time.Now()
 		res, err := bt.Execute(context.Background(), Invocation{Arguments: raw})
 		ours += time.Since(start)
 		if err != nil || res.IsError {
 			b.Fatalf("true: %v %+v", err, res)
 		}
+		time.Sleep(pause)
 		start = time.Now()
 		if err := runDirect(bt.shell, "true"); err != nil {
 			b.Fatal(err)

@@ -18,7 +18,8 @@ import (
 // with the runtime's default ("default", as they were started before),
 // beside /bin/true started directly. It speaks the guard's start-up
 // protocol itself (internal/proc: the marker variable, the socket on
-// descriptor 3, "spec N" and the command's JSON), as proc.Prepare does.
+// descriptor 3, "spec N" and the command's JSON, no descriptors passed),
+// as proc.Prepare does.
 //
 //	go test ./cmd/octet -run '^$' -bench GuardStartOctet -benchtime 40x -count 6
 func BenchmarkGuardStartOctet(b *testing.B) {
@@ -62,7 +63,7 @@ func guardCPU(b *testing.B, extra ...string) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	spec := `{"path":"/bin/true","args":["true"],"env":[],"grace":1000000000}`
+	spec := `{"path":"/bin/true","args":["true"],"env":[],"grace":1000000000,"dir":"/"}`
 	if _, err := fmt.Fprintf(ours, "spec %d\n%s", len(spec), spec); err != nil {
 		b.Fatal(err)
 	}

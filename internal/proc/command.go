@@ -27,9 +27,10 @@ type Command struct {
 	Dir string
 	// Env is the command's environment.
 	Env []string
-	// Stdin, Stdout and Stderr are handed to the command; nil means
-	// /dev/null. The caller keeps its copies and should close them after
-	// Start.
+	// Stdin, Stdout and Stderr are handed to the command (duplicates,
+	// passed to its guard with the command); nil means /dev/null. The
+	// caller keeps its copies and should close them once Prepare or
+	// Start returned.
 	Stdin, Stdout, Stderr *os.File
 	// Grace is how long the process tree gets between SIGTERM and
 	// SIGKILL when it is stopped.

@@ -4,6 +4,7 @@ package proc
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -74,7 +75,7 @@ type event struct {
 func runGuard() int {
 	unix.CloseOnExec(guardFD)
 	conn := os.NewFile(guardFD, "octet")
-	g := &guard{self: os.Getpid(), conn: conn, r: bufio.NewReaderSize(conn, maxLine), events: make(chan event, 16)}
+	g := &guard{self: os.Getpid(), conn: conn, events: make(chan event, 16)}
 	// What needs no command is done while octet prepares the call (a
 	// guard is started ahead of its command): the command starts as soon
 	// as its description arrives.
@@ -83,7 +84,7 @@ func runGuard() int {
 		g.send("failed", fmt.Sprintf("process guard: %v", err))
 		return 1
 	}
-	spec, err := g.readSpec()
+	spec, stdio, err := g.receive()
 	if err != nil {
 		g.send("failed", fmt.Sprintf("process guard: %v", err))
 		return 2
@@ -99,16 +100,23 @@ func runGuard() int {
 		}
 	}
 	pid, err := syscall.ForkExec(path, args, &syscall.ProcAttr{
+		Dir:   spec.Dir,
 		Env:   spec.Env,
-		Files: []uintptr{0, 1, 2},
+		Files: stdio[:],
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pgid: commandGroup(g.self)},
 	})
+	// Only the command holds octet's pipes, so they reach EOF when its
+	// tree is gone.
+	for _, fd := range stdio {
+		if fd > 2 {
+			unix.Close(int(fd))
+		}
+	}
 	if err != nil {
 		g.send("failed", fmt.Sprintf("%s: %v", spec.Path, err))
 		return 1
 	}
 	g.shell = pid
-	releaseStdio()
 	g.send("started", strconv.Itoa(pid))
 	go g.reap()
 	go g.listen()
@@ -116,8 +124,70 @@ func runGuard() int {
 	return 0
 }
 
-// readSpec reads the command octet sends first: "spec N\n" and N bytes
-// of JSON.
+// receive reads the command octet sends first — "spec N\n" with the
+// command's standard descriptors attached, then N bytes of JSON — and
+// returns it with the descriptors the command gets as 0, 1 and 2 (the
+// guard's own /dev/null for those not passed). It sets g.r, which reads
+// the rest of the socket.
+func (g *guard) receive() (guardSpec, [3]uintptr, error) {
+	stdio := [3]uintptr{0, 1, 2}
+	// The descriptors come with the header's first bytes, which a plain
+	// read would drop (closing them): the first read is a recvmsg.
+	buf := make([]byte, maxLine)
+	oob := make([]byte, unix.CmsgSpace(3*4))
+	n, oobn, _, _, err := unix.Recvmsg(guardFD, buf, oob, 0)
+	for err == unix.EINTR {
+		n, oobn, _, _, err = unix.Recvmsg(guardFD, buf, oob, 0)
+	}
+	if err != nil {
+		return guardSpec{}, stdio, fmt.Errorf("read command: %w", err)
+	}
+	fds, err := rights(oob[:oobn])
+	if err != nil {
+		return guardSpec{}, stdio, err
+	}
+	g.r = bufio.NewReaderSize(io.MultiReader(bytes.NewReader(buf[:n]), g.conn), maxLine)
+	spec, err := g.readSpec()
+	if err != nil {
+		return spec, stdio, err
+	}
+	for i, passed := range spec.Stdio {
+		if !passed {
+			continue
+		}
+		if len(fds) == 0 {
+			return spec, stdio, errors.New("the command's standard descriptors are missing")
+		}
+		stdio[i], fds = uintptr(fds[0]), fds[1:]
+	}
+	if len(fds) > 0 {
+		return spec, stdio, errors.New("more descriptors than the command has")
+	}
+	return spec, stdio, nil
+}
+
+// rights returns the descriptors passed in the control messages oob,
+// each made close-on-exec (the command gets its own through dup2).
+func rights(oob []byte) ([]int, error) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil, fmt.Errorf("read command: %w", err)
+	}
+	var fds []int
+	for _, m := range msgs {
+		got, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			return nil, fmt.Errorf("read command: %w", err)
+		}
+		fds = append(fds, got...)
+	}
+	for _, fd := range fds {
+		unix.CloseOnExec(fd)
+	}
+	return fds, nil
+}
+
+// readSpec reads "spec N\n" and N bytes of JSON through g.r.
 func (g *guard) readSpec() (guardSpec, error) {
 	var spec guardSpec
 	verb, arg, err := readLine(g.r)
@@ -135,7 +205,7 @@ func (g *guard) readSpec() (guardSpec, error) {
 	if err := json.Unmarshal(buf, &spec); err != nil {
 		return spec, fmt.Errorf("decode command: %w", err)
 	}
-	if spec.Path == "" || len(spec.Args) == 0 || spec.Grace < 0 {
+	if spec.Path == "" || len(spec.Args) == 0 || spec.Grace < 0 || spec.Dir == "" {
 		return spec, errors.New("incomplete command")
 	}
 	return spec, nil
@@ -163,20 +233,6 @@ func catchStopSignals() {
 		for range ch {
 		}
 	}()
-}
-
-// releaseStdio points the guard's own standard descriptors at /dev/null:
-// only the command may hold octet's pipes, so they reach EOF when the
-// command's tree is gone.
-func releaseStdio() {
-	fd, err := unix.Open("/dev/null", unix.O_RDWR|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	for i := 0; i <= 2; i++ {
-		unix.Dup2(fd, i)
-	}
-	unix.Close(fd)
 }
 
 // send writes one report line to octet; a dead octet is noticed by the

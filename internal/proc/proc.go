@@ -6,12 +6,13 @@
 // Every command runs under a guard: octet re-executes its own binary
 // (/proc/self/exe on Linux, which works even after the file on disk was
 // replaced) in guard mode, one guard per command, as the leader of a new
-// process group. The guard reads the command from a socket inherited on
-// file descriptor 3 (closed on exec, so the command never sees it), makes
-// itself a child subreaper (so orphaned descendants, including ones that
-// called setsid or double-forked, are reparented to it rather than to
-// init), starts the command in the guard's process group and, over the same
-// socket:
+// process group. The guard makes itself a child subreaper (so orphaned
+// descendants, including ones that called setsid or double-forked, are
+// reparented to it rather than to init), reads the command — its
+// environment, directory and standard descriptors with it — from a
+// socket inherited on file descriptor 3 (closed on exec, so the command
+// never sees it), starts the command in the guard's process group and,
+// over the same socket:
 //
 //   - it reports the command's start and its exit status (code or
 //     signal);
@@ -38,6 +39,11 @@
 // command through sandbox-exec. A guard that cannot apply the Spec
 // reports a failure and starts nothing.
 //
+// A guard needs nothing of its command until the command arrives, so
+// one can be started before it is known: once asked (Warm), the package
+// keeps one spare guard started and idle for the next command
+// (spare.go).
+//
 // Guard mode is entered from this package's init when the environment
 // holds the guard marker, so every binary that imports the package —
 // octet, its test binaries, programs embedding octet's tools — serves as
@@ -56,12 +62,12 @@ package proc
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,22 +106,28 @@ type guardSpec struct {
 	Grace time.Duration `json:"grace"`
 	// Sandbox, when set, confines the command (see internal/sandbox).
 	Sandbox *sandbox.Spec `json:"sandbox,omitempty"`
+	// Dir is the command's working directory (absolute).
+	Dir string `json:"dir"`
+	// Stdio says which of the command's standard input, output and error
+	// come with the description (descriptors passed over the socket, in
+	// that order); the others are /dev/null.
+	Stdio [3]bool `json:"stdio"`
 }
 
-// runtimeEnv names the Go runtime's own settings. The guard is a Go
-// program started with the command's environment (never octet's, which
-// may hold credentials: the command can read its guard's
-// /proc/PID/environ), minus these, so a user's GODEBUG=inittrace=1 cannot
-// make the guard write into the command's output. The command itself gets
-// its environment exactly as given, over the socket.
-var runtimeEnv = []string{"GODEBUG", "GOGC", "GOMEMLIMIT", "GOMAXPROCS", "GOTRACEBACK", "GORACE"}
+// guardEnv is a guard's whole environment: the marker and its one
+// runtime setting. A guard is started before its command is known (a
+// spare: spare.go), so it holds nothing of octet's environment, which may
+// hold credentials, nor of the command's, which arrives over the socket:
+// the command can read its guard's /proc/PID/environ, and a user's
+// GODEBUG=inittrace=1 cannot make the guard write into the command's
+// output.
+var guardEnv = []string{markerEnv + "=" + markerValue, guardProcs}
 
 // guardProcs is the one runtime setting a guard gets: a guard has little
 // to run at once (it waits for its command, reaps and signals), and a
 // runtime with one P starts with less work — no cgroup limits read, one
 // P's caches made, fewer threads: ~6% less CPU per guard of the octet
-// binary (BenchmarkGuardStartOctet in cmd/octet), CPU spent beside the
-// checkpoint of the call that starts it.
+// binary (BenchmarkGuardStartOctet in cmd/octet).
 const guardProcs = "GOMAXPROCS=1"
 
 // Process is a command running under its guard. Its methods are safe for
@@ -154,80 +166,90 @@ func Start(c Command) (*Process, error) {
 	return q.Run()
 }
 
-// A Pending is a guard started ahead of its command, waiting for it:
-// the command starts when Run is called, and never once Abandon is.
+// A Pending is a guard ready for its command: the command starts when
+// Run is called, and never once Abandon is.
 type Pending struct {
 	p     *Process
 	spec  []byte
+	stdio []*os.File // the command's, passed with spec; closed by Run or Abandon
 	lines *bufio.Reader
 	used  bool
 }
 
-// Prepare starts c's guard, which waits for the command: the guard's own
-// start (a process of its own) overlaps what the caller does before it
-// calls Run — a checkpoint, say. An error means nothing was started.
-// The caller calls Run or Abandon.
+// Prepare readies a guard for c, which waits for the command: a spare
+// when one is ready (see Warm), else one started now, whose own start (a
+// process of its own) overlaps what the caller does before it calls Run
+// — a checkpoint, say. An error means nothing was started. The caller
+// calls Run or Abandon, and may close its copies of c's files once
+// Prepare returned.
 func Prepare(c Command) (*Pending, error) {
-	exe, err := guardExecutable()
+	spec, stdio, err := describe(c)
 	if err != nil {
 		return nil, fmt.Errorf("start process guard: %w", err)
 	}
-	if c.Path == "" || len(c.Args) == 0 {
-		return nil, errors.New("start process guard: no command")
+	var g *guardProc
+	if c.Sandbox == nil || !c.Sandbox.NeedsNamespace() {
+		g = takeSpare()
 	}
-	if c.Sandbox != nil {
-		if err := c.Sandbox.Validate(); err != nil {
+	if g == nil {
+		if g, err = startGuard(c.Sandbox); err != nil {
+			closeAll(stdio)
 			return nil, fmt.Errorf("start process guard: %w", err)
 		}
 	}
-	spec, err := json.Marshal(guardSpec{Path: c.Path, Args: c.Args, Env: withoutMarker(c.Env), Grace: c.Grace, Sandbox: c.Sandbox})
-	if err != nil || len(spec) > maxSpec {
-		return nil, fmt.Errorf("start process guard: command description too large (%d bytes)", len(spec))
-	}
-	fds, err := socketPair()
-	if err != nil {
-		return nil, fmt.Errorf("start process guard: socketpair: %w", err)
-	}
-	// Our end is non-blocking, so the runtime poller serves it and read
-	// deadlines work; the guard's end is a separate open file, unaffected.
-	unix.SetNonblock(fds[0], true)
-	ours := os.NewFile(uintptr(fds[0]), "proc-guard")
-	theirs := os.NewFile(uintptr(fds[1]), "proc-guard-peer")
-	guard := &exec.Cmd{
-		Path:       exe,
-		Args:       []string{guardArgv0},
-		Dir:        c.Dir,
-		Env:        append(guardEnv(c.Env), markerEnv+"="+markerValue, guardProcs),
-		ExtraFiles: []*os.File{theirs},
-		// The guard leads a process group of its own (on Linux the
-		// command joins it): octet's fallback kill needs no report.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-	}
-	if c.Sandbox != nil && c.Sandbox.NeedsNamespace() {
-		sandbox.NamespaceAttr(guard.SysProcAttr)
-	}
-	// Leaving a field nil gives the guard /dev/null; a nil *os.File
-	// stored in the io.Reader/io.Writer fields would not.
-	if c.Stdin != nil {
-		guard.Stdin = c.Stdin
-	}
-	if c.Stdout != nil {
-		guard.Stdout = c.Stdout
-	}
-	if c.Stderr != nil {
-		guard.Stderr = c.Stderr
-	}
-	err = guard.Start()
-	theirs.Close()
-	if err != nil {
-		ours.Close()
-		return nil, fmt.Errorf("start process guard: %w", err)
-	}
 	p := &Process{
-		guard: guard, conn: ours, grace: c.Grace,
+		guard: g.cmd, conn: g.conn, grace: c.Grace,
 		exited: make(chan struct{}), done: make(chan struct{}), terminating: make(chan struct{}),
 	}
-	return &Pending{p: p, spec: spec, lines: bufio.NewReaderSize(ours, maxLine)}, nil
+	return &Pending{p: p, spec: spec, stdio: stdio, lines: bufio.NewReaderSize(g.conn, maxLine)}, nil
+}
+
+// describe returns c's description for its guard and the files passed
+// with it: duplicates of c's, which the caller may close.
+func describe(c Command) ([]byte, []*os.File, error) {
+	if c.Path == "" || len(c.Args) == 0 {
+		return nil, nil, errors.New("no command")
+	}
+	if c.Sandbox != nil {
+		if err := c.Sandbox.Validate(); err != nil {
+			return nil, nil, err
+		}
+	}
+	dir := c.Dir
+	if dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, nil, fmt.Errorf("working directory: %w", err)
+		}
+		dir = wd
+	}
+	gs := guardSpec{Path: c.Path, Args: c.Args, Env: withoutMarker(c.Env), Grace: c.Grace, Sandbox: c.Sandbox, Dir: dir}
+	var stdio []*os.File
+	for i, f := range []*os.File{c.Stdin, c.Stdout, c.Stderr} {
+		if f == nil {
+			continue
+		}
+		fd, err := dupCloexec(int(f.Fd()))
+		if err != nil {
+			closeAll(stdio)
+			return nil, nil, fmt.Errorf("duplicate the command's standard descriptor %d: %w", i, err)
+		}
+		stdio = append(stdio, os.NewFile(uintptr(fd), f.Name()))
+		gs.Stdio[i] = true
+	}
+	spec, err := json.Marshal(gs)
+	if err != nil || len(spec) > maxSpec {
+		closeAll(stdio)
+		return nil, nil, fmt.Errorf("command description too large (%d bytes)", len(spec))
+	}
+	return spec, stdio, nil
+}
+
+// closeAll closes files.
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // Run sends the guard its command and returns once the command runs, as
@@ -238,7 +260,8 @@ func (q *Pending) Run() (*Process, error) {
 	}
 	q.used = true
 	p := q.p
-	pid, err := p.hello(q.spec, q.lines)
+	pid, err := p.hello(q.spec, q.stdio, q.lines)
+	closeAll(q.stdio)
 	if err != nil {
 		p.killGroup()
 		p.endGuard()
@@ -257,6 +280,7 @@ func (q *Pending) Abandon() {
 		return
 	}
 	q.used = true
+	closeAll(q.stdio)
 	q.p.endGuard()
 }
 
@@ -267,13 +291,13 @@ func (p *Process) endGuard() {
 	p.guard.Wait()
 }
 
-// hello sends the guard its command and reads its first report: the
-// command's pid, or why it could not be started.
-func (p *Process) hello(spec []byte, lines *bufio.Reader) (int, error) {
+// hello sends the guard its command, with the command's standard
+// descriptors, and reads its first report: the command's pid, or why it
+// could not be started.
+func (p *Process) hello(spec []byte, stdio []*os.File, lines *bufio.Reader) (int, error) {
 	p.conn.SetDeadline(time.Now().Add(startTimeout))
 	defer p.conn.SetDeadline(time.Time{})
-	msg := append([]byte("spec "+strconv.Itoa(len(spec))+"\n"), spec...)
-	if _, err := p.conn.Write(msg); err != nil {
+	if err := sendSpec(p.conn, spec, stdio); err != nil {
 		return 0, fmt.Errorf("process guard: send command: %w", err)
 	}
 	verb, arg, err := readLine(lines)
@@ -293,6 +317,34 @@ func (p *Process) hello(spec []byte, lines *bufio.Reader) (int, error) {
 		return 0, errors.New(arg)
 	}
 	return 0, fmt.Errorf("process guard: unexpected report %q", verb)
+}
+
+// sendSpec writes "spec N\n", with the descriptors of stdio attached,
+// then the N bytes of spec to conn.
+func sendSpec(conn *os.File, spec []byte, stdio []*os.File) error {
+	rc, err := conn.SyscallConn()
+	if err != nil {
+		return err
+	}
+	header := []byte("spec " + strconv.Itoa(len(spec)) + "\n")
+	fds := make([]int, len(stdio))
+	for i, f := range stdio {
+		fds[i] = int(f.Fd())
+	}
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	var serr error
+	werr := rc.Write(func(fd uintptr) bool {
+		serr = unix.Sendmsg(int(fd), header, oob, nil, 0)
+		return serr != unix.EAGAIN
+	})
+	if err := cmp.Or(werr, serr); err != nil {
+		return err
+	}
+	_, err = conn.Write(spec)
+	return err
 }
 
 // readLine reads one protocol line and splits off its verb.
@@ -402,6 +454,7 @@ func (p *Process) Wait() (Status, error) {
 		if !p.clean {
 			p.waitErr = fmt.Errorf("%w (%v)", ErrGuardLost, gerr)
 		}
+		refill() // between calls: the next command's guard
 	})
 	return p.status, p.waitErr
 }
@@ -427,14 +480,4 @@ func withoutMarker(env []string) []string {
 		}
 	}
 	return out
-}
-
-// guardEnv is the guard's own environment: the command's, without the
-// marker and the Go runtime's settings (see runtimeEnv).
-func guardEnv(env []string) []string {
-	out := withoutMarker(env)
-	return slices.DeleteFunc(out, func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(runtimeEnv, name)
-	})
 }

@@ -170,3 +170,11 @@ func signalProcess(k procKey, sig unix.Signal) {
 func confine(s *sandbox.Spec, path string, args []string) (string, []string, error) {
 	return path, args, sandbox.Apply(s)
 }
+
+// alive reports whether g has not exited (a spare someone killed is not
+// used).
+func (g *guardProc) alive() bool {
+	var info unix.Siginfo
+	err := unix.Waitid(unix.P_PID, g.cmd.Process.Pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil)
+	return err == nil && info.Signo == 0 // no state change to report
+}

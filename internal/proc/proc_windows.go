@@ -152,3 +152,6 @@ func (p *Process) Wait() (Status, error) {
 
 // withoutMarker returns env unchanged: there is no guard mode on Windows.
 func withoutMarker(env []string) []string { return env }
+
+// Warm does nothing: Windows starts no guard.
+func Warm() {}

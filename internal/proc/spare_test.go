@@ -1,0 +1,121 @@
+//go:build linux
+
+package proc
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// readySpare waits for the spare Warm started and returns its pid.
+func readySpare(t *testing.T) int {
+	t.Helper()
+	spares.mu.Lock()
+	s := spares.next
+	spares.mu.Unlock()
+	if s == nil {
+		t.Fatal("no spare started")
+	}
+	select {
+	case <-s.ready:
+	case <-time.After(startTimeout):
+		t.Fatal("the spare did not start")
+	}
+	if s.err != nil {
+		t.Fatalf("spare: %v", s.err)
+	}
+	return s.g.cmd.Process.Pid
+}
+
+// TestSpareGuard: once warmed, a command runs under the spare guard
+// started before it was known — in its own directory, with exactly its
+// environment and its own standard descriptors, which the guard does not
+// keep; the spare held none of it (its environment is the marker and
+// GOMAXPROCS, its directory /) —
+// and a new spare is started once that command's guard is reaped. A
+// spare that died idle is not used: the command gets a guard of its own.
+func TestSpareGuard(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer stopSpares()
+	Warm()
+	spare := readySpare(t)
+	var env []byte
+	var err error
+	for deadline := time.Now().Add(10 * time.Second); len(env) == 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		env, err = os.ReadFile("/proc/" + strconv.Itoa(spare) + "/environ") // empty until its exec is done
+	}
+	if want := markerEnv + "=" + markerValue + "\x00" + guardProcs + "\x00"; err != nil || string(env) != want {
+		t.Errorf("the idle spare's environment = %q, %v; want %q", env, err, want)
+	}
+	if wd, err := os.Readlink("/proc/" + strconv.Itoa(spare) + "/cwd"); err != nil || wd != "/" {
+		t.Errorf("the idle spare's directory = %q, %v", wd, err)
+	}
+
+	dir := t.TempDir()
+	run := func(script string) (string, *Process) {
+		t.Helper()
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := Prepare(Command{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Dir: dir,
+			Env: []string{"FOO=bar"}, Stdout: pw, Grace: time.Second})
+		pw.Close() // the caller's copy: the guard gets its own
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := q.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Only the command holds the pipe: the guard closed its copy.
+		pipe, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(pr.Fd())))
+		fds, _ := filepath.Glob("/proc/" + strconv.Itoa(p.guard.Process.Pid) + "/fd/*")
+		for _, fd := range fds {
+			if l, _ := os.Readlink(fd); l == pipe {
+				t.Errorf("the guard holds the command's output pipe: %s (%s)", fd, l)
+			}
+		}
+		out, _ := io.ReadAll(pr)
+		pr.Close()
+		if st, err := p.Wait(); err != nil || st.Code != 0 {
+			t.Fatalf("status %+v, %v", st, err)
+		}
+		return string(out), p
+	}
+	out, p := run(`echo "$FOO $(pwd)"; echo err >&2; sleep 0.2`)
+	if want := "bar " + dir + "\n"; out != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	if p.guard.Process.Pid != spare {
+		t.Errorf("the command ran under guard %d, not the spare %d", p.guard.Process.Pid, spare)
+	}
+
+	next := readySpare(t)
+	if next == spare {
+		t.Fatal("no new spare after the command's guard was reaped")
+	}
+	// A spare that dies idle (killed by hand) is passed over.
+	if err := syscall.Kill(next, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if p, ok := readStat(next); !ok || p.zombie {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed spare did not exit")
+		}
+	}
+	out, p = run(`echo again > ` + filepath.Join(dir, "f") + `; cat ` + filepath.Join(dir, "f"))
+	if out != "again\n" || p.guard.Process.Pid == next {
+		t.Errorf("after the spare died: output %q, guard %d (the dead spare was %d)", out, p.guard.Process.Pid, next)
+	}
+}
