@@ -263,6 +263,7 @@ func (t *BashTool) Execute(ctx context.Context, inv Invocation) (Result, error) 
 		noCheckpoint = []string{"everything: bash calls are not checkpointed on " + runtime.GOOS}
 	}
 	oc, runErr := t.run(ctx, r, timeout, capt, inv.Progress)
+	defer proc.Warm() // the next call's guard, started once this call's result is made
 	if runErr != nil {
 		capt.finish()
 		res := errorResult(fmt.Sprintf("could not start the command: %v", runErr))

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/internal/proc"
 )
 
 // The checkpoint benchmarks time whole bash calls (the tool's Execute of
@@ -162,7 +163,8 @@ func (s series) report(b *testing.B, ratios ...[2]string) {
 // snapshot before the command, the command, the snapshot after — in a
 // large workspace, beside the same call in an empty workspace, the call
 // admitted as a read (no checkpoint: "read"), `bash -c true` and git
-// status of the large tree. The target: call/empty ≤ 1.5.
+// status of the large tree, each call after callPause. The target:
+// call/empty ≤ 1.5.
 // With one file changed by the command ("one-changed"), the same for
 // `echo >> file` in both workspaces.
 func BenchmarkBashCheckpoint(b *testing.B) {
@@ -181,13 +183,13 @@ func BenchmarkBashCheckpoint(b *testing.B) {
 					os.MkdirAll(filepath.Join(emptyWS, "pkg042"), 0o755)
 				}
 				b.Run(name, func(b *testing.B) {
-					bigCall, emptyCall := callTimer(b, big, cmd), callTimer(b, empty, cmd)
+					bigCall, emptyCall := afterPause(callTimer(b, big, cmd)), afterPause(callTimer(b, empty, cmd))
 					bigCall() // the first snapshot of the tree (untimed)
 					emptyCall()
 					waitMarked(big.snaps) // steady state: the files' watches in place
 					bash := commandTimer(b, ws, "bash", "-c", "true")
 					git := commandTimer(b, ws, "git", "status", "--porcelain")
-					read := invocationTimer(b, empty, "true", true)
+					read := afterPause(invocationTimer(b, empty, "true", true))
 					s := series{}
 					for i := 0; b.Loop(); i++ {
 						s["git"] = append(s["git"], git())
@@ -210,6 +212,19 @@ func BenchmarkBashCheckpoint(b *testing.B) {
 				b.Fatal(err)
 			}
 		})
+	}
+}
+
+// callPause is how long a benchmark idles (untimed) before a timed call,
+// as a call follows a model's turn: by then the spare guard the call
+// before started is ready (internal/proc/spare.go), for each call alike.
+const callPause = 20 * time.Millisecond
+
+// afterPause returns timer preceded by callPause.
+func afterPause(timer func() time.Duration) func() time.Duration {
+	return func() time.Duration {
+		time.Sleep(callPause)
+		return timer()
 	}
 }
 
@@ -246,6 +261,12 @@ func BenchmarkBashFirstCall(b *testing.B) {
 			walk := firstWalkTimer(b, ws, store)
 			b.Logf("the store's first snapshot (every file read and kept): %v", walk())
 			call := func(warm bool) time.Duration {
+				// A new process has no spare guard yet: the tool's
+				// starts one beside the walk. The one its call's end
+				// starts is stopped too, not to run beside the next
+				// iteration's git status and walk.
+				proc.StopSpares()
+				defer proc.StopSpares()
 				bt := benchBash(b, ws, storeDir)
 				defer bt.Close()
 				if warm {

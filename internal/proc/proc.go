@@ -454,7 +454,6 @@ func (p *Process) Wait() (Status, error) {
 		if !p.clean {
 			p.waitErr = fmt.Errorf("%w (%v)", ErrGuardLost, gerr)
 		}
-		refill() // between calls: the next command's guard
 	})
 	return p.status, p.waitErr
 }

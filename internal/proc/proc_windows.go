@@ -155,3 +155,6 @@ func withoutMarker(env []string) []string { return env }
 
 // Warm does nothing: Windows starts no guard.
 func Warm() {}
+
+// StopSpares does nothing: Windows starts no guard.
+func StopSpares() {}

@@ -14,16 +14,16 @@ import (
 
 // A guard's own start — a Go program's runtime and package
 // initialization — takes longer than a short command it then runs (about
-// 4 ms of a bash call's 8, BenchmarkBashTrue). A guard needs nothing of
-// its command before the command's description arrives (environment,
-// directory and standard descriptors come with it), so once a caller
-// asks for it (Warm) one guard is kept started and idle, a spare, and
-// the next Prepare takes it; a new spare is started when a command's
-// guard has been reaped (Wait), between calls. A command whose guard
-// must be started in new namespaces (a sandbox's) gets a guard of its
-// own. An idle spare holds a socket and /dev/null; it exits when octet
-// closes the socket or dies (EOF), as a guard that never got its command
-// does.
+// 4 ms of a bash `true` call's 8, BenchmarkBashTrue). A guard needs
+// nothing of its command before the command's description arrives
+// (environment, directory and standard descriptors come with it), so a
+// caller that runs commands often starts one ahead, a spare (Warm): the
+// next Prepare takes it. The bash tool warms one when it is made and
+// after each call, once the call's result is made, so the spare starts
+// while the model works and not beside a call. A command whose guard must
+// be started in new namespaces (a sandbox's) gets a guard of its own. An
+// idle spare holds a socket and /dev/null; it exits when octet closes the
+// socket or dies (EOF), as a guard that never got its command does.
 
 // guardProc is a guard process started and waiting for its command.
 type guardProc struct {
@@ -81,28 +81,15 @@ type spare struct {
 
 var spares struct {
 	mu   sync.Mutex
-	on   bool   // a caller asked for spares (Warm)
 	next *spare // nil: none started
 }
 
-// Warm has a spare guard started, if none is, and one kept from then on:
-// the next Prepare (from any goroutine) takes it rather than start a
-// guard, and a new one is started after each command's guard is reaped.
-// A caller that runs commands often (the bash tool) calls it once.
+// Warm has a spare guard started if none is: the next Prepare (from any
+// goroutine) takes it rather than start a guard.
 func Warm() {
 	spares.mu.Lock()
 	defer spares.mu.Unlock()
-	spares.on = true
 	if spares.next == nil {
-		spares.next = startSpare()
-	}
-}
-
-// refill starts a spare if they are on and none is.
-func refill() {
-	spares.mu.Lock()
-	defer spares.mu.Unlock()
-	if spares.on && spares.next == nil {
 		spares.next = startSpare()
 	}
 }
@@ -143,11 +130,13 @@ func dupCloexec(fd int) (int, error) {
 	return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
 }
 
-// stopSpares turns spares off and ends the one started, if any (tests).
-func stopSpares() {
+// StopSpares ends the spare guard, if one was started: for a caller
+// that will run no more commands, and to measure a command with no spare
+// ready.
+func StopSpares() {
 	spares.mu.Lock()
 	s := spares.next
-	spares.on, spares.next = false, nil
+	spares.next = nil
 	spares.mu.Unlock()
 	if s != nil {
 		<-s.ready
