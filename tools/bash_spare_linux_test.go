@@ -1,9 +1,7 @@
 package tools
 
 import (
-	"bytes"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -17,30 +15,20 @@ import (
 // returns its pid.
 func idleGuard(t *testing.T) int {
 	t.Helper()
-	self := strconv.Itoa(os.Getpid())
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		var guards []string
-		parents := map[string]bool{}
-		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-		for _, st := range stats {
-			data, err := os.ReadFile(st)
-			if err != nil {
+		var guards []int
+		parents := map[int]bool{}
+		for _, p := range procs() {
+			if p.zombie {
 				continue
 			}
-			i := bytes.LastIndexByte(data, ')')
-			f := strings.Fields(string(data[i+1:]))
-			if len(f) < 2 || f[0] == "Z" {
-				continue
-			}
-			pid := filepath.Base(filepath.Dir(st))
-			parents[f[1]] = true
-			if cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline")); f[1] == self && bytes.HasPrefix(cmd, []byte("octet-guard\x00")) {
-				guards = append(guards, pid)
+			parents[p.ppid] = true
+			if p.guard && p.ppid == os.Getpid() {
+				guards = append(guards, p.pid)
 			}
 		}
 		if len(guards) == 1 && !parents[guards[0]] {
-			pid, _ := strconv.Atoi(guards[0])
-			return pid
+			return guards[0]
 		}
 	}
 	t.Fatal("no single idle guard")

@@ -243,8 +243,25 @@ func TestBashChangesAroundCalls(t *testing.T) {
 // when a collection finalizes its socket, which nothing then waits for);
 // none where there is no /proc.
 func guardsOf(pid int) int {
-	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	n := 0
+	for _, p := range procs() {
+		if p.ppid == pid && (p.zombie || p.guard) {
+			n++
+		}
+	}
+	return n
+}
+
+// procStat is what /proc says of one process for the guard tests.
+type procStat struct {
+	pid, ppid     int
+	zombie, guard bool // guard: argv[0] is octet-guard
+}
+
+// procs lists the processes /proc shows (none where there is none).
+func procs() []procStat {
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	var out []procStat
 	for _, st := range stats {
 		data, err := os.ReadFile(st)
 		if err != nil {
@@ -253,13 +270,13 @@ func guardsOf(pid int) int {
 		// pid (comm) state ppid …: comm may hold spaces, not ')'.
 		i := bytes.LastIndexByte(data, ')')
 		f := strings.Fields(string(data[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(pid) {
+		if len(f) < 2 {
 			continue
 		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(st)))
+		ppid, _ := strconv.Atoi(f[1])
 		cmd, _ := os.ReadFile(filepath.Join(filepath.Dir(st), "cmdline"))
-		if f[0] == "Z" || bytes.HasPrefix(cmd, []byte("octet-guard\x00")) {
-			n++
-		}
+		out = append(out, procStat{pid: pid, ppid: ppid, zombie: f[0] == "Z", guard: bytes.HasPrefix(cmd, []byte("octet-guard\x00"))})
 	}
-	return n
+	return out
 }
