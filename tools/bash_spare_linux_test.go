@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/changes"
 	"github.com/octet-agent/octet/internal/proc"
 )
 
@@ -53,5 +54,57 @@ func TestBashCallUsesSpareGuard(t *testing.T) {
 		if res.IsError || !strings.Contains(res.Text, "parent="+strconv.Itoa(spare)+"\n") {
 			t.Fatalf("call %d: %q, want its command's parent to be the spare guard %d", i, res.Text, spare)
 		}
+	}
+}
+
+// TestPrewarmWaitsForStartUp: a new bash tool's first snapshot waits
+// prewarmDelay (the process's start-up work, the first model request,
+// does not share the CPU with it), then is taken in the background; a
+// call that comes sooner takes it itself, and the prewarm then takes
+// none.
+func TestPrewarmWaitsForStartUp(t *testing.T) {
+	ws := t.TempDir()
+	store, err := changes.Open(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newTool := func() *BashTool {
+		bt, err := NewBash(Config{Root: ws, SpillDir: t.TempDir(), Changes: &changes.Recorder{Store: store}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bt
+	}
+	began := func(bt *BashTool) bool {
+		bt.snaps.mu.Lock()
+		defer bt.snaps.mu.Unlock()
+		return bt.snaps.began
+	}
+	bt := newTool()
+	time.Sleep(50 * time.Millisecond) // well inside prewarmDelay
+	if began(bt) {
+		t.Error("the first snapshot began before prewarmDelay")
+	}
+	<-bt.snaps.warmDone
+	if !began(bt) {
+		t.Error("no first snapshot after prewarmDelay")
+	}
+	bt.Close()
+
+	bt = newTool()
+	defer bt.Close()
+	if res := run(t, bt, map[string]any{"command": "echo x > f"}); res.IsError || len(res.Changes) != 1 {
+		t.Fatalf("a call at once: %+v", res)
+	}
+	waitMarked(bt.snaps)
+	bt.snaps.mu.Lock()
+	since := bt.snaps.since
+	bt.snaps.mu.Unlock()
+	<-bt.snaps.warmDone
+	waitMarked(bt.snaps)
+	bt.snaps.mu.Lock()
+	defer bt.snaps.mu.Unlock()
+	if bt.snaps.since != since {
+		t.Errorf("the prewarm took a snapshot after the call had (%d snapshots since the marks, then %d)", since, bt.snaps.since)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -93,6 +94,7 @@ func Read(workspace string) *Summary {
 	}
 	w.ignores = w.excludes(commonDir(gitdir), filepath.ToSlash(prefix))
 	w.walk(filepath.ToSlash(prefix))
+	w.statTracked()
 	w.compare(filepath.ToSlash(prefix))
 	s.Counted = true
 	return s
@@ -185,8 +187,11 @@ type walker struct {
 	s       *Summary
 	tracked map[string]*entry
 	ignores []gitignore.Pattern
-	// seen are the work-tree files found, by slash path from top.
+	// seen are the tracked work-tree files found, by slash path from
+	// top; pending, the directories whose tracked files are still to be
+	// looked at (statTracked).
 	seen    map[string]fs.FileInfo
+	pending []statJob
 	entries int
 	hashed  int
 	bytes   int64
@@ -239,6 +244,7 @@ func (w *walker) walkDir(dir string, ignores []gitignore.Pattern) {
 		return dir + "/" + name
 	}
 	domain := splitPath(dir)
+	job := -1 // dir's tracked files: w.pending[job]
 	ignores = append(ignores[:len(ignores):len(ignores)], parseIgnore(filepath.Join(w.top, filepath.FromSlash(dir), ".gitignore"), domain)...)
 	m := gitignore.NewMatcher(ignores)
 	des, err := os.ReadDir(filepath.Join(w.top, filepath.FromSlash(dir)))
@@ -273,16 +279,71 @@ func (w *walker) walkDir(dir string, ignores []gitignore.Pattern) {
 			}
 			continue
 		}
-		fi, err := de.Info()
-		if err != nil {
-			continue
-		}
 		if _, ok := w.tracked[p]; ok {
-			w.seen[p] = fi
-		} else if fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0 {
-			w.s.Untracked++
+			if job < 0 {
+				job = len(w.pending)
+				w.pending = append(w.pending, statJob{dir: dir})
+			}
+			w.pending[job].names = append(w.pending[job].names, name)
+		} else if t := de.Type(); t.IsRegular() || t&fs.ModeSymlink != 0 {
+			w.s.Untracked++ // the entry's type is enough (getdents')
 		}
 	}
+}
+
+// statJob is a directory's tracked files, to be looked at.
+type statJob struct {
+	dir   string // slash path from top
+	names []string
+}
+
+// statWorkers is how many goroutines look at tracked files: as git's
+// preloaded index, the lstat calls of a large tree run side by side.
+const statWorkers = 4
+
+// statTracked looks at the tracked files found (w.pending) without
+// following links, a directory at a time relative to the directory
+// (os.Root: one path component resolved per file), several directories
+// at once, and records them in w.seen.
+func (w *walker) statTracked() {
+	jobs := make(chan *statJob)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range min(statWorkers, len(w.pending)) {
+		wg.Go(func() {
+			for j := range jobs {
+				found := statDir(filepath.Join(w.top, filepath.FromSlash(j.dir)), j.names)
+				mu.Lock()
+				for name, fi := range found {
+					w.seen[path.Join(j.dir, name)] = fi
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range w.pending {
+		jobs <- &w.pending[i]
+	}
+	close(jobs)
+	wg.Wait()
+	w.pending = nil
+}
+
+// statDir returns what names, entries of directory dir, are (lstat);
+// a name that cannot be looked at is left out, as a file not found.
+func statDir(dir string, names []string) map[string]fs.FileInfo {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil
+	}
+	defer root.Close()
+	out := make(map[string]fs.FileInfo, len(names))
+	for _, name := range names {
+		if fi, err := root.Lstat(name); err == nil {
+			out[name] = fi
+		}
+	}
+	return out
 }
 
 // compare counts the tracked files within prefix whose work-tree state

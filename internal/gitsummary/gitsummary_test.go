@@ -182,3 +182,35 @@ func FuzzParseIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestReadManyDirectories: a tree whose directories hold files before and
+// after their subdirectories, looked at several directories at once,
+// counts as git does — unchanged, then with a file changed, one removed
+// and one added in every tenth directory.
+func TestReadManyDirectories(t *testing.T) {
+	dir := repo(t)
+	for i := range 40 {
+		d := filepath.Join(dir, "pkg", string(rune('a'+i%26))+strings.Repeat("x", i/26))
+		write(t, filepath.Join(d, "a.go"), "a\n")
+		write(t, filepath.Join(d, "m", "inner.go"), "m\n")
+		write(t, filepath.Join(d, "z.go"), "z\n")
+	}
+	git(t, dir, "add", ".")
+	git(t, dir, "commit", "-q", "-m", "many")
+	check := func(what string) {
+		t.Helper()
+		s := Read(dir)
+		m, u := porcelain(t, dir)
+		if s == nil || !s.Counted || s.Partial || s.Modified != m || s.Untracked != u {
+			t.Errorf("%s: summary %+v, git status says %d modified, %d untracked", what, s, m, u)
+		}
+	}
+	check("unchanged")
+	for i := 0; i < 40; i += 10 {
+		d := filepath.Join(dir, "pkg", string(rune('a'+i%26))+strings.Repeat("x", i/26))
+		write(t, filepath.Join(d, "z.go"), "changed\n")
+		os.Remove(filepath.Join(d, "m", "inner.go"))
+		write(t, filepath.Join(d, "m", "new.go"), "n\n")
+	}
+	check("changed")
+}
