@@ -75,11 +75,7 @@ func TestPrewarmWaitsForStartUp(t *testing.T) {
 		}
 		return bt
 	}
-	began := func(bt *BashTool) bool {
-		bt.snaps.mu.Lock()
-		defer bt.snaps.mu.Unlock()
-		return bt.snaps.began
-	}
+	began := func(bt *BashTool) bool { return bt.snaps.began.Load() }
 	bt := newTool()
 	time.Sleep(50 * time.Millisecond) // well inside prewarmDelay
 	if began(bt) {

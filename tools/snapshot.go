@@ -186,6 +186,7 @@ type snapshotter struct {
 	// (prewarm): its cancel and its end.
 	warmCancel context.CancelFunc
 	warmDone   chan struct{}
+	began      atomic.Bool // a snapshot was asked for (prewarm has nothing to do)
 	// marker adds the watches a walk leaves out (snapshot_mark.go): nil
 	// when it is not running.
 	marker *markerRun
@@ -205,7 +206,6 @@ type snapshotter struct {
 	recheck  map[string]struct{} // paths the feed cannot watch: examined every time
 	marks    []string            // directories whose files a walk left to the marker
 	since    int                 // snapshots begun since the walk that left marks
-	began    bool                // a snapshot was begun (prewarm has nothing to do)
 	last     *snapshot
 	lastSeen time.Time // the store's expiry time when the tree was verified
 	history  []*snapshot
@@ -337,6 +337,7 @@ type takeOptions struct {
 // manifest (synced). An error means the snapshot is not durable; a done
 // ctx stops it within about 100 ms, changing nothing.
 func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error) {
+	s.began.Store(true)
 	prog := startCheckpointProgress(o.progress, &s.counts)
 	defer prog.stop()
 	s.waiting.Add(1)
@@ -363,7 +364,6 @@ func (s *snapshotter) take(ctx context.Context, o takeOptions) (*snapshot, error
 		s.markSome(ctx, nil, math.MaxInt)
 	}
 	s.since++
-	s.began = true
 	now := time.Now()
 	u, err := s.update(ctx, root, now, o)
 	if err != nil {
@@ -463,11 +463,8 @@ func (s *snapshotter) prewarm() {
 		case <-ctx.Done():
 			return
 		}
-		s.mu.Lock()
-		taken := s.began
-		s.mu.Unlock()
-		if taken {
-			return
+		if s.began.Load() {
+			return // a call took it
 		}
 		if _, err := s.take(ctx, takeOptions{}); err != nil && ctx.Err() == nil {
 			slog.Warn("checkpoint: the first snapshot of the workspace failed; the first bash call takes it again", "workspace", s.root, "err", err)
