@@ -314,6 +314,13 @@ type watchThread struct {
 // with it.
 func newWatchThread(worker int) *watchThread {
 	runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread never exits (the runtime parks it for good
+		// instead) and its directory is the one the system shows as the
+		// process's (/proc/PID/cwd): it keeps the process's directory.
+		runtime.UnlockOSThread()
+		return instanceThread(worker)
+	}
 	return &watchThread{private: unix.Unshare(unix.CLONE_FS) == nil, in: -1, inst: worker % feedInstances}
 }
 
