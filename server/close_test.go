@@ -182,9 +182,15 @@ func TestOpenSessionBound(t *testing.T) {
 func TestOpenSessionCost(t *testing.T) {
 	st := newStack(t, tools.Controlled)
 	e := st.editor(t, Options{MaxSessions: 1000}, nil)
+	feeds := inotifyFDs()
 	e.newSession() // warm up
-	// The bash tool's spare process guard (a socket and a pidfd) is the
-	// process's, not a session's: none is counted.
+	// The workspace's change feed (its inotify instances, opened by the
+	// first snapshot 200 ms after the first bash tool) and the bash
+	// tool's spare process guard (a socket and a pidfd) are the
+	// process's, not a session's: the feed is opened before counting, and
+	// no spare is counted.
+	for deadline := time.Now().Add(5 * time.Second); inotifyFDs() <= feeds && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	}
 	fds := func() int { proc.StopSpares(); es, _ := os.ReadDir("/proc/self/fd"); return len(es) }
 	heap := heaptest.Live
 	const n = 40
@@ -205,4 +211,16 @@ func TestOpenSessionCost(t *testing.T) {
 	if f2 := fds(); f2 > f0 {
 		t.Errorf("%d file descriptors still open after closing %d sessions", f2-f0, n)
 	}
+}
+
+// inotifyFDs counts this process's inotify instances.
+func inotifyFDs() int {
+	n := 0
+	fds, _ := filepath.Glob("/proc/self/fd/*")
+	for _, fd := range fds {
+		if l, _ := os.Readlink(fd); l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
 }
