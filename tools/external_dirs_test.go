@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/octet-agent/octet/changes"
@@ -119,6 +120,12 @@ func TestPreviewNamesCreatedDirs(t *testing.T) {
 	pv, err := wr.Preview(ctx, argsJSON(t, map[string]any{"path": filepath.Join(ext, "a", "b", "f.txt"), "content": "x\n"}))
 	if want := "create " + filepath.Join(ext, "a", "b", "f.txt") + " (2 bytes); creates directories " + filepath.Join(ext, "a") + ", " + filepath.Join(ext, "a", "b"); err != nil || pv.Detail != want {
 		t.Errorf("write preview detail = %q, %v; want %q", pv.Detail, err, want)
+	}
+	// A directory name the model chose is shown as the diff headers show
+	// it: a newline in it quoted, on the detail's one line.
+	pv, err = wr.Preview(ctx, argsJSON(t, map[string]any{"path": filepath.Join(ext, "odd\ndir", "f.txt"), "content": "x\n"}))
+	if want := `; creates directory "` + filepath.Join(ext, "odd") + `\ndir"`; err != nil || !strings.HasSuffix(pv.Detail, want) {
+		t.Errorf("write preview detail = %q, %v; want it to end %q", pv.Detail, err, want)
 	}
 	writeTestFile(t, filepath.Join(ext, "old.txt"), "o\n")
 	patch := "*** Begin Patch\n*** Add File: " + filepath.Join(ext, "n", "one.txt") + "\n+1\n*** Add File: " + filepath.Join(ext, "n", "two.txt") +
