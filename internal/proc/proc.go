@@ -139,7 +139,7 @@ type Process struct {
 	grace time.Duration
 
 	exited      chan struct{} // closed when the command exited (or the guard was lost)
-	done        chan struct{} // closed when the guard's socket closed
+	done        chan struct{} // closed when the guard reported the tree gone, or its socket closed
 	terminating chan struct{}
 	termOnce    sync.Once
 	helpers     sync.WaitGroup
@@ -360,7 +360,8 @@ func readLine(r *bufio.Reader) (verb, arg string, err error) {
 	return verb, arg, nil
 }
 
-// read consumes the guard's reports until its socket closes.
+// read consumes the guard's reports until it reports the tree gone
+// ("done" after the status) or its socket closes.
 func (p *Process) read(lines *bufio.Reader) {
 	defer p.helpers.Done()
 	exitedClosed := false
@@ -378,6 +379,9 @@ func (p *Process) read(lines *bufio.Reader) {
 			}
 		case "done":
 			p.clean = p.known
+		}
+		if p.clean {
+			break // the guard's last word: it is exiting
 		}
 	}
 	if !exitedClosed {
@@ -439,21 +443,23 @@ func (p *Process) Terminate() {
 
 // Wait waits until the command has exited and the guard has stopped every
 // process the command left behind (after the command exits by itself the
-// guard stops them too: nothing outlives the call), then reaps the guard.
-// It returns the command's status; an error wrapping ErrGuardLost means
-// the guard ended without confirming that (see ErrGuardLost).
+// guard stops them too: nothing outlives the call). It returns the
+// command's status; an error wrapping ErrGuardLost means the guard ended
+// without confirming that (see ErrGuardLost). A guard that confirmed it is
+// reaped in the background — its own exit, a Go program's, takes about a
+// tenth of a short command's call — and a lost one before Wait returns.
 func (p *Process) Wait() (Status, error) {
 	p.waitOnce.Do(func() {
 		<-p.done
 		p.helpers.Wait()
 		p.conn.Close()
-		if !p.clean {
-			p.killGroup() // before the guard is reaped: see killGroup
+		if p.clean {
+			go p.guard.Wait()
+			return
 		}
+		p.killGroup() // before the guard is reaped: see killGroup
 		gerr := p.guard.Wait()
-		if !p.clean {
-			p.waitErr = fmt.Errorf("%w (%v)", ErrGuardLost, gerr)
-		}
+		p.waitErr = fmt.Errorf("%w (%v)", ErrGuardLost, gerr)
 	})
 	return p.status, p.waitErr
 }

@@ -547,3 +547,21 @@ func TestParentDeathKillsTree(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestGuardsReaped: a guard Wait no longer waits for (it said "done") is
+// reaped all the same — no guard of a finished command is left, not even
+// as a zombie.
+func TestGuardsReaped(t *testing.T) {
+	for range 5 {
+		if st, err := start(t, "true", time.Second).wait(t); err != nil || st.Code != 0 {
+			t.Fatalf("status %+v (%v)", st, err)
+		}
+	}
+	var left []procInfo
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if left = descendants(os.Getpid()); len(left) == 0 {
+			return
+		}
+	}
+	t.Errorf("processes left after the commands ended: %+v", left)
+}
