@@ -448,6 +448,9 @@ func (r *Run) attempt(req *provider.Request, ar *attemptResult) error {
 	if oo, ok := r.a.retry.(OpenObserver); ok {
 		oo.Opened() // an outage in progress is over
 	}
+	// The request is out: tools start what their next call needs while
+	// the model works (the bash tool's first snapshot).
+	r.a.cfg.Host.WarmUp()
 	return r.consume(stream, ar, false)
 }
 

@@ -93,6 +93,14 @@ func NewBash(cfg Config) (*BashTool, error) {
 // ShellSelection reports how the shell was chosen (never the path).
 func (t *BashTool) ShellSelection() ShellSelection { return t.selection }
 
+// WarmUp starts the workspace's first snapshot now, if no call has and
+// its prewarmDelay is still running: a model request is out (Warmer).
+func (t *BashTool) WarmUp() {
+	if t.snaps != nil {
+		t.snaps.warmUp()
+	}
+}
+
 // Close removes every retained spill file and the private spill
 // directory (paths in earlier results stop working), and gives back the
 // workspace's snapshotter.

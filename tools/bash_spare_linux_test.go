@@ -104,3 +104,34 @@ func TestPrewarmWaitsForStartUp(t *testing.T) {
 		t.Errorf("the prewarm took a snapshot after the call had (%d snapshots since the marks, then %d)", since, bt.snaps.since)
 	}
 }
+
+// TestWarmUpEndsPrewarmDelay: once told a model request is out
+// (WarmUp, through the host), a new bash tool takes its first snapshot
+// at once rather than after prewarmDelay — and only one.
+func TestWarmUpEndsPrewarmDelay(t *testing.T) {
+	store, err := changes.Open(t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bt, err := NewBash(Config{Root: t.TempDir(), SpillDir: t.TempDir(), Changes: &changes.Recorder{Store: store}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bt.Close()
+	h := NewHost()
+	if err := h.Register(bt); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	h.WarmUp()
+	h.WarmUp() // a second request: nothing more
+	<-bt.snaps.warmDone
+	if took := time.Since(start); took >= prewarmDelay*3/4 {
+		t.Errorf("the first snapshot was taken %v after WarmUp; prewarmDelay is %v", took, prewarmDelay)
+	}
+	bt.snaps.mu.Lock()
+	defer bt.snaps.mu.Unlock()
+	if bt.snaps.tree == nil {
+		t.Error("no first snapshot after WarmUp")
+	}
+}

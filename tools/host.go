@@ -150,6 +150,18 @@ func (h *Host) Tools() []Tool {
 	return out
 }
 
+// WarmUp calls WarmUp on each registered tool that is a Warmer: a model
+// request is out, and the process waits for its answer.
+func (h *Host) WarmUp() {
+	h.mu.RLock()
+	defer h.mu.RUnlock()
+	for _, e := range h.tools {
+		if w, ok := e.tool.(Warmer); ok {
+			w.WarmUp()
+		}
+	}
+}
+
 // Generation returns the tool-catalog generation. It changes on every
 // Register and differs between a host and each host Filter returns.
 func (h *Host) Generation() uint64 {

@@ -186,6 +186,8 @@ type snapshotter struct {
 	// (prewarm): its cancel and its end.
 	warmCancel context.CancelFunc
 	warmDone   chan struct{}
+	warmNow    chan struct{} // closed by warmUp: prewarm waits no longer
+	warmOnce   sync.Once
 	began      atomic.Bool // a snapshot was asked for (prewarm has nothing to do)
 	// marker adds the watches a walk leaves out (snapshot_mark.go): nil
 	// when it is not running.
@@ -439,27 +441,29 @@ func (s *snapshotter) release(snap *snapshot) {
 }
 
 // prewarmDelay is how long a new snapshotter waits before it takes its
-// first snapshot: the start-up work of the process that made it — the
-// first model request, its environment and git summary — does not share
-// the CPU with the walk (in `octet exec` at 10,000 files the request went
-// out ~35 ms sooner, at 100,000 ~100 ms; a model's answer, and so a bash
-// call, comes later than this). A call that comes sooner takes the
+// first snapshot, unless told sooner that a model request is out
+// (warmUp): the start-up work of the process that made it — the first
+// model request, its environment and git summary — does not share the
+// CPU with the walk (in `octet exec` at 10,000 files the request went out
+// ~35 ms sooner, at 100,000 ~100 ms). A call that comes sooner takes the
 // snapshot itself.
 const prewarmDelay = 200 * time.Millisecond
 
-// prewarm takes the first snapshot after prewarmDelay, in the background,
-// so the first call finds the tree and the feed ready (a call that comes
-// while it runs waits for it, or stops waiting when cancelled), unless a
-// call took one first.
+// prewarm takes the first snapshot after prewarmDelay, or once warmUp is
+// called, in the background, so the first call finds the tree and the
+// feed ready (a call that comes while it runs waits for it, or stops
+// waiting when cancelled), unless a call took one first.
 func (s *snapshotter) prewarm() {
 	ctx, cancel := context.WithCancel(context.Background())
 	s.warmCancel, s.warmDone = cancel, make(chan struct{})
+	s.warmNow = make(chan struct{})
 	go func() {
 		defer close(s.warmDone)
 		t := time.NewTimer(prewarmDelay)
 		defer t.Stop()
 		select {
 		case <-t.C:
+		case <-s.warmNow:
 		case <-ctx.Done():
 			return
 		}
@@ -470,6 +474,15 @@ func (s *snapshotter) prewarm() {
 			slog.Warn("checkpoint: the first snapshot of the workspace failed; the first bash call takes it again", "workspace", s.root, "err", err)
 		}
 	}()
+}
+
+// warmUp ends prewarm's delay: a model request is out, and the process
+// waits for its answer with the CPU to spare. Only the first call does
+// anything.
+func (s *snapshotter) warmUp() {
+	if s.warmNow != nil {
+		s.warmOnce.Do(func() { close(s.warmNow) })
+	}
 }
 
 // close releases the feed and every pin.

@@ -260,7 +260,7 @@ func BenchmarkBashFirstCall(b *testing.B) {
 			}
 			walk := firstWalkTimer(b, ws, store)
 			b.Logf("the store's first snapshot (every file read and kept): %v", walk())
-			call := func(warm bool) time.Duration {
+			call := func(wait int) time.Duration {
 				// A new process has no spare guard yet: the tool's
 				// starts one beside the walk. The one its call's end
 				// starts is stopped too, not to run beside the next
@@ -269,7 +269,10 @@ func BenchmarkBashFirstCall(b *testing.B) {
 				defer proc.StopSpares()
 				bt := benchBash(b, ws, storeDir)
 				defer bt.Close()
-				if warm {
+				switch wait {
+				case afterTurn:
+					time.Sleep(modelTurn)
+				case afterMarked:
 					<-bt.snaps.warmDone
 					waitMarked(bt.snaps)
 				}
@@ -285,13 +288,30 @@ func BenchmarkBashFirstCall(b *testing.B) {
 					s["walk"] = append(s["walk"], walk())
 					s["git"] = append(s["git"], git())
 				}
-				s["call"] = append(s["call"], call(false))
-				s["warm"] = append(s["warm"], call(true))
+				s["call"] = append(s["call"], call(atOnce))
+				s["turn"] = append(s["turn"], call(afterTurn))
+				s["warm"] = append(s["warm"], call(afterMarked))
 			}
-			s.report(b, [2]string{"call", "git"}, [2]string{"walk", "git"}, [2]string{"warm", "git"})
+			s.report(b, [2]string{"call", "git"}, [2]string{"turn", "git"}, [2]string{"walk", "git"}, [2]string{"warm", "git"})
 		})
 	}
 }
+
+// When BenchmarkBashFirstCall's call is made: as soon as the tool
+// exists; a model turn after (its spare guard started, its first
+// snapshot not yet: octet exec sends its first request 84 ms after it
+// starts in a 10k-file workspace, prewarmDelay is 200 ms); or once the
+// first snapshot is taken and its files marked.
+const (
+	atOnce = iota
+	afterTurn
+	afterMarked
+)
+
+// modelTurn is the least time a new process's first bash call comes
+// after its tool exists: a model turn (the request sent, the answer
+// streamed) — well under prewarmDelay, past a guard's start.
+const modelTurn = 50 * time.Millisecond
 
 // firstWalkTimer times the first snapshot of a new snapshotter of ws
 // with store.

@@ -167,6 +167,15 @@ type Tool interface {
 	Execute(ctx context.Context, inv Invocation) (Result, error)
 }
 
+// Warmer is implemented by tools with background work their next call
+// needs (the bash tool's first snapshot of the workspace). WarmUp starts
+// it now rather than on the tool's own schedule: the process has just
+// sent a model request and waits for the answer, with nothing better to
+// do. It returns at once and never performs an effect.
+type Warmer interface {
+	WarmUp()
+}
+
 // Previewer is implemented by tools whose calls can be shown to a person
 // before they run (an approval prompt). Preview must not perform the effect.
 type Previewer interface {
