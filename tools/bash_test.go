@@ -22,6 +22,7 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/sys/unix"
 
+	"github.com/octet-agent/octet/internal/proc"
 	"github.com/octet-agent/octet/internal/proc/proctest"
 )
 
@@ -581,6 +582,7 @@ func BenchmarkBashDrain(b *testing.B) {
 		cpu0 := cpuTime(syscall.RUSAGE_SELF) + cpuTime(syscall.RUSAGE_CHILDREN)
 		res, err := bt.Execute(context.Background(), Invocation{Arguments: raw})
 		ours += time.Since(start)
+		proc.WaitReaped() // the guard's and command's CPU time counts once reaped
 		oursCPU += cpuTime(syscall.RUSAGE_SELF) + cpuTime(syscall.RUSAGE_CHILDREN) - cpu0
 		if err != nil || res.Details["output_bytes"] != int64(size) {
 			b.Fatalf("drain: %v %v", err, res.Details)

@@ -454,7 +454,7 @@ func (p *Process) Wait() (Status, error) {
 		p.helpers.Wait()
 		p.conn.Close()
 		if p.clean {
-			go p.guard.Wait()
+			reaping.Go(func() { p.guard.Wait() })
 			return
 		}
 		p.killGroup() // before the guard is reaped: see killGroup
@@ -463,6 +463,14 @@ func (p *Process) Wait() (Status, error) {
 	})
 	return p.status, p.waitErr
 }
+
+// reaping counts the guards being reaped in the background.
+var reaping sync.WaitGroup
+
+// WaitReaped waits until every guard whose Wait has returned is reaped:
+// for a measurement of the CPU time of a process's children, which
+// counts a child only once it is reaped.
+func WaitReaped() { reaping.Wait() }
 
 // killGroup SIGKILLs the command's process group when its guard is lost.
 // On Linux that group is the guard's own, whose id cannot be reused while
