@@ -272,6 +272,7 @@ func BenchmarkBashFirstCall(b *testing.B) {
 				switch wait {
 				case afterTurn:
 					time.Sleep(modelTurn)
+					bt.WarmUp() // the request is out; the model answers at once
 				case afterMarked:
 					<-bt.snaps.warmDone
 					waitMarked(bt.snaps)
@@ -298,19 +299,19 @@ func BenchmarkBashFirstCall(b *testing.B) {
 }
 
 // When BenchmarkBashFirstCall's call is made: as soon as the tool
-// exists; a model turn after (its spare guard started, its first
-// snapshot not yet: octet exec sends its first request 84 ms after it
-// starts in a 10k-file workspace, prewarmDelay is 200 ms); or once the
-// first snapshot is taken and its files marked.
+// exists; as soon as the first model request is out (WarmUp) in a
+// process started a while before — its spare guard started, its first
+// snapshot not begun (octet exec sends its first request 84 ms after it
+// starts in a 10k-file workspace) — as when the model answers at once;
+// or once the first snapshot is taken and its files marked.
 const (
 	atOnce = iota
 	afterTurn
 	afterMarked
 )
 
-// modelTurn is the least time a new process's first bash call comes
-// after its tool exists: a model turn (the request sent, the answer
-// streamed) — well under prewarmDelay, past a guard's start.
+// modelTurn is how long before its first request a process made its
+// bash tool: well under prewarmDelay, past a guard's start.
 const modelTurn = 50 * time.Millisecond
 
 // firstWalkTimer times the first snapshot of a new snapshotter of ws
