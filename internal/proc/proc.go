@@ -469,7 +469,9 @@ var reaping sync.WaitGroup
 
 // WaitReaped waits until every guard whose Wait has returned is reaped:
 // for a measurement of the CPU time of a process's children, which
-// counts a child only once it is reaped.
+// counts a child only once it is reaped. No Wait may return meanwhile
+// (sync.WaitGroup's rule), so it is for a caller that runs its commands
+// one at a time.
 func WaitReaped() { reaping.Wait() }
 
 // killGroup SIGKILLs the command's process group when its guard is lost.
