@@ -107,7 +107,7 @@ func TestPrewarmWaitsForStartUp(t *testing.T) {
 
 // TestWarmUpEndsPrewarmDelay: once told a model request is out
 // (WarmUp, through the host), a new bash tool takes its first snapshot
-// at once rather than after prewarmDelay — and only one.
+// at once rather than after prewarmDelay; told again, nothing more.
 func TestWarmUpEndsPrewarmDelay(t *testing.T) {
 	store, err := changes.Open(t.TempDir(), 0)
 	if err != nil {

@@ -552,6 +552,7 @@ func TestParentDeathKillsTree(t *testing.T) {
 // reaped all the same — no guard of a finished command is left, not even
 // as a zombie.
 func TestGuardsReaped(t *testing.T) {
+	StopSpares() // another test's spare is no guard of these commands
 	for range 5 {
 		if st, err := start(t, "true", time.Second).wait(t); err != nil || st.Code != 0 {
 			t.Fatalf("status %+v (%v)", st, err)
