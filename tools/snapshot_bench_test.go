@@ -4,7 +4,6 @@ package tools
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/octet-agent/octet/changes"
+	"github.com/octet-agent/octet/internal/benchtree"
 	"github.com/octet-agent/octet/internal/proc"
 )
 
@@ -25,68 +25,16 @@ import (
 //
 //	go test ./tools -run '^$' -bench 'BashCheckpoint|BashFirstCall|CheckpointCancel' -benchtime 20x -count 5
 
-// ckptTree describes a generated workspace: dirs × files of size bytes.
-type ckptTree struct {
-	name              string
-	dirs, files, size int
-}
-
 var (
-	tree10k  = ckptTree{"10k", 100, 100, 20 << 10}  // 10,000 files, 200 MB
-	tree100k = ckptTree{"100k", 1000, 100, 2 << 10} // 100,000 files, 200 MB
+	tree10k  = benchtree.Tree{Name: "10k", Dirs: 100, Files: 100, Size: 20 << 10, Ignore: "*.o\nbuild/\n"}  // 10,000 files, 200 MB
+	tree100k = benchtree.Tree{Name: "100k", Dirs: 1000, Files: 100, Size: 2 << 10, Ignore: "*.o\nbuild/\n"} // 100,000 files, 200 MB
 )
 
-// cachedTree returns the workspace of tr, committed to a git repository
-// (so git status compares with a full index, as in a checkout), with a
-// .gitignore; generated on first use.
-func cachedTree(b *testing.B, tr ckptTree) string {
+// cachedTree returns the workspace of tr, committed to git with a
+// .gitignore, out of the snapshots' racy window; made on first use.
+func cachedTree(b *testing.B, tr benchtree.Tree) string {
 	b.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		b.Skip("git not installed")
-	}
-	ws := filepath.Join(os.TempDir(), "octet-bench-trees", tr.name)
-	stamp := filepath.Join(ws, ".git", "octet-bench-complete")
-	if _, err := os.Stat(stamp); err == nil {
-		return ws
-	}
-	os.RemoveAll(ws)
-	block := make([]byte, tr.size)
-	for d := range tr.dirs {
-		dir := filepath.Join(ws, fmt.Sprintf("pkg%03d", d))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for f := range tr.files {
-			for i := range block {
-				block[i] = byte('a' + (d*7+f*13+i)%26)
-			}
-			copy(block, fmt.Sprintf("file %d/%d\n", d, f))
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", f)), block, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	if err := os.WriteFile(filepath.Join(ws, ".gitignore"), []byte("*.o\nbuild/\n"), 0o644); err != nil {
-		b.Fatal(err)
-	}
-	git := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = ws
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=b", "GIT_AUTHOR_EMAIL=b@example.com", "GIT_COMMITTER_NAME=b", "GIT_COMMITTER_EMAIL=b@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	git("init", "-q")
-	git("add", "-A")
-	git("commit", "-qm", "tree")
-	// Out of the racy window, for git's index and the snapshots alike.
-	time.Sleep(racyWindow + 100*time.Millisecond)
-	git("status", "--porcelain")
-	if err := os.WriteFile(stamp, nil, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	return ws
+	return benchtree.Cached(b, tr, racyWindow+100*time.Millisecond)
 }
 
 // benchBash returns a bash tool of ws with a change store in dir.
@@ -168,8 +116,8 @@ func (s series) report(b *testing.B, ratios ...[2]string) {
 // With one file changed by the command ("one-changed"), the same for
 // `echo >> file` in both workspaces.
 func BenchmarkBashCheckpoint(b *testing.B) {
-	for _, tr := range []ckptTree{tree10k, tree100k} {
-		b.Run(tr.name, func(b *testing.B) {
+	for _, tr := range []benchtree.Tree{tree10k, tree100k} {
+		b.Run(tr.Name, func(b *testing.B) {
 			ws := cachedTree(b, tr)
 			big := benchBash(b, ws, b.TempDir())
 			defer big.Close()
@@ -250,8 +198,8 @@ func waitMarked(s *snapshotter) {
 // once it is taken and the marker has watched the files. The target:
 // call/git ≤ 1.2.
 func BenchmarkBashFirstCall(b *testing.B) {
-	for _, tr := range []ckptTree{tree10k, tree100k} {
-		b.Run(tr.name, func(b *testing.B) {
+	for _, tr := range []benchtree.Tree{tree10k, tree100k} {
+		b.Run(tr.Name, func(b *testing.B) {
 			ws := cachedTree(b, tr)
 			storeDir := b.TempDir()
 			store, err := changes.Open(storeDir, 0)
@@ -335,8 +283,8 @@ func firstWalkTimer(b *testing.B, ws string, store *changes.Store) func() time.D
 //
 //	go test ./tools -run '^$' -bench 'FirstWalk/100k' -benchtime 30x -cpuprofile cpu.out
 func BenchmarkFirstWalk(b *testing.B) {
-	for _, tr := range []ckptTree{tree10k, tree100k} {
-		b.Run(tr.name, func(b *testing.B) {
+	for _, tr := range []benchtree.Tree{tree10k, tree100k} {
+		b.Run(tr.Name, func(b *testing.B) {
 			ws := cachedTree(b, tr)
 			store, err := changes.Open(ws+".store", 0)
 			if err != nil {

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/octet-agent/octet/internal/benchtree"
 )
 
 // BenchmarkFirstSnapshotFloor measures what no first snapshot of a
@@ -25,8 +27,8 @@ import (
 // first call made at once can cost. The target for a first call is 1.2×
 // git status.
 func BenchmarkFirstSnapshotFloor(b *testing.B) {
-	for _, tr := range []ckptTree{tree10k, tree100k} {
-		b.Run(tr.name, func(b *testing.B) {
+	for _, tr := range []benchtree.Tree{tree10k, tree100k} {
+		b.Run(tr.Name, func(b *testing.B) {
 			ws := cachedTree(b, tr)
 			dirs := benchDirs(b, ws)
 			git := commandTimer(b, ws, "git", "status", "--porcelain")

@@ -1,17 +1,16 @@
 package main
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/octet-agent/octet/internal/benchtree"
 	"github.com/octet-agent/octet/provider/providertest"
 )
 
@@ -32,11 +31,12 @@ func BenchmarkExecFirstCall(b *testing.B) {
 	if raceEnabled {
 		b.Skip("the race detector's binary is not the one users run")
 	}
-	if _, err := exec.LookPath("git"); err != nil {
-		b.Skip("git not installed")
-	}
+	// Out of octet's and git's racy windows (2 s), so no file is hashed
+	// again for being recently changed.
+	big, empty := b.TempDir(), b.TempDir()
+	benchtree.Make(b, big, benchtree.Tree{Dirs: 100, Files: 100, Size: 20 << 10}, 2100*time.Millisecond)
+	benchtree.Make(b, empty, benchtree.Tree{}, 0)
 	srv, url, between := stampedServer(b)
-	big, empty := committedTree(b, 100, 100), committedTree(b, 0, 0)
 	home := b.TempDir()
 	run := func(ws string, pace time.Duration) float64 {
 		srv.Enqueue(providertest.Reply(providertest.FunctionCall("c1", "bash", `{"command":"true"}`)).Pace(pace), providertest.Text("done"))
@@ -96,29 +96,4 @@ func stampedServer(b *testing.B) (*providertest.Server, string, func() float64) 
 		return float64(st[1].Sub(st[0]).Microseconds()) / 1000
 	}
 	return srv, "http://" + ln.Addr().String() + "/v1", between
-}
-
-// committedTree makes a workspace of dirs directories of files files of
-// 20 KiB each, committed to git.
-func committedTree(b *testing.B, dirs, files int) string {
-	ws := b.TempDir()
-	block := make([]byte, 20<<10)
-	for d := range dirs {
-		dir := filepath.Join(ws, fmt.Sprintf("pkg%03d", d))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		for f := range files {
-			copy(block, fmt.Sprintf("file %d/%d\n", d, f))
-			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("f%03d.txt", f)), block, 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"-c", "user.name=b", "-c", "user.email=b@b", "commit", "-q", "--allow-empty", "-m", "tree"}} {
-		if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	return ws
 }

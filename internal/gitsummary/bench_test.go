@@ -3,13 +3,12 @@
 package gitsummary
 
 import (
-	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/octet-agent/octet/internal/benchtree"
 )
 
 // BenchmarkRead times a summary of a committed 10,000-file tree (100
@@ -18,34 +17,8 @@ import (
 //
 //	go test ./internal/gitsummary -run '^$' -bench Read -benchtime 20x -count 3
 func BenchmarkRead(b *testing.B) {
-	if _, err := exec.LookPath("git"); err != nil {
-		b.Skip("git is not installed")
-	}
 	dir := b.TempDir()
-	gitB := func(args ...string) {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = dir
-		cmd.Env = append(cmd.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	gitB("init", "-q", "-b", "main")
-	for d := range 100 {
-		for f := range 100 {
-			p := filepath.Join(dir, fmt.Sprintf("pkg%03d", d), fmt.Sprintf("f%03d.txt", f))
-			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.WriteFile(p, fmt.Appendf(nil, "file %d/%d\n", d, f), 0o644); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
-	gitB("add", "-A")
-	gitB("commit", "-qm", "tree")
-	time.Sleep(1100 * time.Millisecond) // out of git's racy window
-	gitB("status", "--porcelain")
+	benchtree.Make(b, dir, benchtree.Tree{Dirs: 100, Files: 100}, 1100*time.Millisecond) // out of git's racy window
 	var reads, gits, ratios []float64
 	for b.Loop() {
 		start := time.Now()
@@ -55,7 +28,11 @@ func BenchmarkRead(b *testing.B) {
 			b.Fatalf("summary %+v", s)
 		}
 		start = time.Now()
-		gitB("status", "--porcelain")
+		cmd := exec.Command("git", "status", "--porcelain")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("git status: %v\n%s", err, out)
+		}
 		g := time.Since(start)
 		reads, gits = append(reads, ms(r)), append(gits, ms(g))
 		ratios = append(ratios, float64(r)/float64(g))
