@@ -52,7 +52,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	maxTotal int64
-	total    int64          // the blobs' total size; -1 until first needed
+	total    int64          // the blobs' total size; -1 until counted
+	counting *blobCount     // the count under way, when total is not known
 	pinned   map[string]int // blobs that must not expire (Pin)
 	holds    map[int]func(string) bool
 	nextHold int
@@ -385,16 +386,25 @@ func (s *Store) scan() []blobFile {
 
 // account adds a new blob of size bytes to the total and, over the cap,
 // expires the least recently used blobs (never the one just written).
+// Until the blobs are counted — in the background, begun by the first
+// write — a write waits for the count only when the
+// blobs written since are over the cap by themselves: a process's first
+// write does not wait for a look at every blob in the store.
 func (s *Store) account(written string, size int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.total < 0 {
-		s.total = 0
-		for _, b := range s.scan() {
-			s.total += b.size
-		}
-	} else {
+	switch {
+	case s.total >= 0:
 		s.total += size
+	default:
+		c := s.countLocked()
+		c.add(written, size)
+		if c.bytes <= s.maxTotal {
+			return // checked by the first write after the count
+		}
+		s.mu.Unlock()
+		<-c.done // the count adds what was written since
+		s.mu.Lock()
 	}
 	if s.total <= s.maxTotal {
 		return
@@ -402,6 +412,74 @@ func (s *Store) account(written string, size int64) {
 	if s.expire(written) {
 		_ = s.writeSynced(filepath.Join(s.dir, expiredName), []byte(time.Now().UTC().Format(time.RFC3339Nano)+"\n"))
 	}
+}
+
+// Counted returns a channel closed once the blobs' total size is
+// counted, beginning the count in the background when it is not known
+// and none is under way (the first write begins it otherwise).
+func (s *Store) Counted() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total < 0 {
+		return s.countLocked().done
+	}
+	return closedChan
+}
+
+// closedChan is a closed channel.
+var closedChan = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
+// blobCount is a count of the blobs' total size under way, and the blobs
+// written while it runs (by path), which it adds.
+type blobCount struct {
+	written map[string]int64
+	bytes   int64 // their sizes' sum
+	done    chan struct{}
+}
+
+// add notes a blob written while c runs.
+func (c *blobCount) add(path string, size int64) {
+	if _, again := c.written[path]; !again {
+		c.bytes += size
+	}
+	c.written[path] = size
+}
+
+// countHook, when set (tests), runs as a count begins.
+var countHook func()
+
+// countLocked returns the count under way, begun now if there is none.
+// The caller holds s.mu and the total is not known.
+func (s *Store) countLocked() *blobCount {
+	if s.counting == nil {
+		c := &blobCount{written: map[string]int64{}, done: make(chan struct{})}
+		s.counting = c
+		go s.count(c)
+	}
+	return s.counting
+}
+
+// count counts the blobs' total size into s.total: every blob in the
+// store, each written while it ran once.
+func (s *Store) count(c *blobCount) {
+	defer close(c.done)
+	if countHook != nil {
+		countHook()
+	}
+	blobs := s.scan() // without s.mu: writes go on meanwhile
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	total := c.bytes
+	for _, b := range blobs {
+		if _, seen := c.written[b.path]; !seen {
+			total += b.size
+		}
+	}
+	s.total, s.counting = total, nil
 }
 
 // expire brings the blobs down to 90% of the cap: first the blobs no
