@@ -115,15 +115,38 @@ type trackMove struct {
 	o, n *node
 }
 
-// merge adds b to a.
-func (a *commitAcc) merge(b *commitAcc) {
-	a.delta = append(a.delta, b.delta...)
-	a.pins = append(a.pins, b.pins...)
-	a.unwatch = append(a.unwatch, b.unwatch...)
-	a.bind = append(a.bind, b.bind...)
-	a.track = append(a.track, b.track...)
-	a.entries += b.entries
-	a.kept += b.kept
+// merge adds bs to a, which takes their slices over (they are not used
+// after): each of a's slices grows once, or is one of theirs (a first
+// walk's gathers hold an entry or more a file: copying them again took
+// ~1 ms at 10,000 files, after the walk).
+func (a *commitAcc) merge(bs ...*commitAcc) {
+	a.delta = joined(a.delta, bs, func(b *commitAcc) []pathChange { return b.delta })
+	a.pins = joined(a.pins, bs, func(b *commitAcc) []string { return b.pins })
+	a.unwatch = joined(a.unwatch, bs, func(b *commitAcc) []int32 { return b.unwatch })
+	a.bind = joined(a.bind, bs, func(b *commitAcc) []*node { return b.bind })
+	a.track = joined(a.track, bs, func(b *commitAcc) []trackMove { return b.track })
+	for _, b := range bs {
+		a.entries += b.entries
+		a.kept += b.kept
+	}
+}
+
+// joined returns a followed by each of bs's slice of: a itself or the
+// one slice that is not empty, else a new slice of them all.
+func joined[T any](a []T, bs []*commitAcc, of func(*commitAcc) []T) []T {
+	parts := [][]T{a}
+	for _, b := range bs {
+		if s := of(b); len(s) > 0 {
+			parts = append(parts, s)
+		}
+	}
+	switch {
+	case len(parts) == 1:
+		return a
+	case len(parts) == 2 && len(a) == 0:
+		return parts[1]
+	}
+	return slices.Concat(parts...)
 }
 
 // diffNode compares the node at path rel ("": not made yet), o before

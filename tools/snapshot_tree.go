@@ -510,9 +510,11 @@ func (w *snapWalker) compareAll() *commitAcc {
 	}
 	wg.Wait()
 	a := &w.accs[0]
+	rest := make([]*commitAcc, 0, len(w.accs)-1)
 	for i := 1; i < len(w.accs); i++ {
-		a.merge(&w.accs[i])
+		rest = append(rest, &w.accs[i])
 	}
+	a.merge(rest...)
 	return a
 }
 
