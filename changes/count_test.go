@@ -8,13 +8,13 @@ import (
 	"time"
 )
 
-// heldCount makes the next count of the blobs' total size wait, once
-// begun, until the returned function is called; it reports on began
-// when one begins.
-func heldCount(t *testing.T) (began <-chan struct{}, release func()) {
+// heldCount makes s's count of the blobs' total size wait, once begun,
+// until the returned function is called; it reports on began when the
+// count begins. Call it before s's first write.
+func heldCount(t *testing.T, s *Store) (began <-chan struct{}, release func()) {
 	t.Helper()
 	b, r := make(chan struct{}, 1), make(chan struct{})
-	countHook = func() {
+	s.countHook = func() {
 		b <- struct{}{}
 		<-r
 	}
@@ -25,7 +25,7 @@ func heldCount(t *testing.T) (began <-chan struct{}, release func()) {
 			close(r)
 		}
 	}
-	t.Cleanup(func() { release(); countHook = nil })
+	t.Cleanup(release)
 	return b, release
 }
 
@@ -86,11 +86,11 @@ func putWithin(t *testing.T, s *Store, data []byte, d time.Duration) (sum string
 // though the count finds it on disk too.
 func TestFirstWriteDoesNotWaitForCount(t *testing.T) {
 	dir := filledStore(t, 50, 100)
-	began, release := heldCount(t)
 	s, err := Open(dir, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
+	began, release := heldCount(t, s)
 	sum, returned := putWithin(t, s, []byte("the first write of this process"), 5*time.Second)
 	if sum == "" {
 		t.Fatal("the first write waited for the count of the store's blobs")
@@ -120,11 +120,11 @@ func TestFirstWriteDoesNotWaitForCount(t *testing.T) {
 func TestWriteOverCapWaitsForCount(t *testing.T) {
 	dir := filledStore(t, 20, 100) // 2,000 bytes
 	t.Run("over by itself", func(t *testing.T) {
-		began, release := heldCount(t)
 		s, err := Open(dir, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
+		began, release := heldCount(t, s)
 		s.SetMaxBytes(1000)
 		big := bytes.Repeat([]byte("b"), 1500)
 		sum, returned := putWithin(t, s, big, 100*time.Millisecond)
@@ -143,11 +143,11 @@ func TestWriteOverCapWaitsForCount(t *testing.T) {
 	})
 	t.Run("after the count", func(t *testing.T) {
 		dir := filledStore(t, 20, 100)
-		began, release := heldCount(t)
 		s, err := Open(dir, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
+		began, release := heldCount(t, s)
 		s.SetMaxBytes(1000) // the store is over it already
 		if sum, _ := putWithin(t, s, []byte("small"), 5*time.Second); sum == "" {
 			t.Fatal("a write under the cap by itself waited for the count")

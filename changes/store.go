@@ -52,11 +52,14 @@ type Store struct {
 
 	mu       sync.Mutex
 	maxTotal int64
-	total    int64          // the blobs' total size; -1 until counted
-	counting *blobCount     // the count under way, when total is not known
-	pinned   map[string]int // blobs that must not expire (Pin)
-	holds    map[int]func(string) bool
-	nextHold int
+	total    int64      // the blobs' total size; -1 until counted
+	counting *blobCount // the count under way, when total is not known
+	// countHook, when set (tests, before the first write), runs as a
+	// count begins.
+	countHook func()
+	pinned    map[string]int // blobs that must not expire (Pin)
+	holds     map[int]func(string) bool
+	nextHold  int
 }
 
 // WorkspaceDir returns the store directory of workspace (an absolute path)
@@ -387,9 +390,9 @@ func (s *Store) scan() []blobFile {
 // account adds a new blob of size bytes to the total and, over the cap,
 // expires the least recently used blobs (never the one just written).
 // Until the blobs are counted — in the background, begun by the first
-// write — a write waits for the count only when the
-// blobs written since are over the cap by themselves: a process's first
-// write does not wait for a look at every blob in the store.
+// write — a write waits for the count only when the blobs written since
+// are over the cap by themselves: a process's first write does not wait
+// for a look at every blob in the store.
 func (s *Store) account(written string, size int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -449,9 +452,6 @@ func (c *blobCount) add(path string, size int64) {
 	c.written[path] = size
 }
 
-// countHook, when set (tests), runs as a count begins.
-var countHook func()
-
 // countLocked returns the count under way, begun now if there is none.
 // The caller holds s.mu and the total is not known.
 func (s *Store) countLocked() *blobCount {
@@ -467,8 +467,8 @@ func (s *Store) countLocked() *blobCount {
 // store, each written while it ran once.
 func (s *Store) count(c *blobCount) {
 	defer close(c.done)
-	if countHook != nil {
-		countHook()
+	if s.countHook != nil {
+		s.countHook()
 	}
 	blobs := s.scan() // without s.mu: writes go on meanwhile
 	s.mu.Lock()

@@ -131,8 +131,9 @@ func (a *commitAcc) merge(bs ...*commitAcc) {
 	}
 }
 
-// joined returns a followed by each of bs's slice of: a itself or the
-// one slice that is not empty, else a new slice of them all.
+// joined returns a followed by of(b) for each of bs: a itself when they
+// are all empty, the only one that is not when a is empty, else a new
+// slice holding them all.
 func joined[T any](a []T, bs []*commitAcc, of func(*commitAcc) []T) []T {
 	parts := [][]T{a}
 	for _, b := range bs {
