@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"mvdan.cc/sh/v3/syntax"
@@ -503,7 +504,24 @@ func has(opts []parsedOpt, names ...string) bool {
 
 // Argument validators.
 
-func matches(re string) func(string) bool { return regexp.MustCompile(re).MatchString }
+// matches returns a validator of the strings the regular expression re
+// matches.
+func matches(re string) func(string) bool {
+	compiled := lazyRegexp(re)
+	return func(s string) bool { return compiled().MatchString(s) }
+}
+
+// lazyRegexp returns a function returning re compiled, at its first call:
+// a process compiles only the expressions it uses (compiling every one of
+// this package's at start-up took ~1.4 ms of each octet process's start).
+func lazyRegexp(re string) func() *regexp.Regexp {
+	lazyPatterns = append(lazyPatterns, re)
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(re) })
+}
+
+// lazyPatterns are the expressions lazyRegexp was given, for a test to
+// compile every one.
+var lazyPatterns []string
 
 func oneOf(vals ...string) func(string) bool {
 	return func(v string) bool {
@@ -709,7 +727,7 @@ func uniqCheck(p *readOnlyProgram, args []string) ([]string, error) {
 
 // sedPrintOnly is the only sed program admitted: line-number addresses
 // and ranges with the p command, separated by ";" ("1,20p", "5p;$p").
-var sedPrintOnly = regexp.MustCompile(`^(([0-9]{1,9}|\$)(,([0-9]{1,9}|\$))?p)(;([0-9]{1,9}|\$)(,([0-9]{1,9}|\$))?p){0,15}$`)
+var sedPrintOnly = lazyRegexp(`^(([0-9]{1,9}|\$)(,([0-9]{1,9}|\$))?p)(;([0-9]{1,9}|\$)(,([0-9]{1,9}|\$))?p){0,15}$`)
 
 // sedCheck admits sed -n with print-only programs.
 func sedCheck(p *readOnlyProgram, args []string) ([]string, error) {
@@ -733,7 +751,7 @@ func sedCheck(p *readOnlyProgram, args []string) ([]string, error) {
 		scripts, ops = ops[:1], ops[1:]
 	}
 	for _, s := range scripts {
-		if !sedPrintOnly.MatchString(s) {
+		if !sedPrintOnly().MatchString(s) {
 			return nil, errors.New("the program is not print-only (N[,M]p)")
 		}
 	}
@@ -1368,7 +1386,7 @@ var refusedEnv = map[string]string{
 // safeEnvPath is the character set a BASH_ENV or ENV value may use: bash
 // subjects the value to parameter expansion, command substitution and
 // arithmetic expansion before sourcing it.
-var safeEnvPath = regexp.MustCompile(`^/[A-Za-z0-9._/@+,-]*$`)
+var safeEnvPath = lazyRegexp(`^/[A-Za-z0-9._/@+,-]*$`)
 
 // checkEnv refuses an environment that lets a repository or a
 // configuration change what an allowlisted program does or which code
@@ -1392,7 +1410,7 @@ func checkEnv(env map[string]string, cmds []plannedCommand, ws workspace) error 
 			if val == "" {
 				continue
 			}
-			if !safeEnvPath.MatchString(val) || ws.contains(val) {
+			if !safeEnvPath().MatchString(val) || ws.contains(val) {
 				return fmt.Errorf("%s is not an absolute plain path outside the workspace (the shell sources it)", name)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -1337,5 +1338,18 @@ func TestReadOnlyReasonOnlyInDebugLog(t *testing.T) {
 	}
 	if strings.Contains(res.Text, "BASH_FUNC") || strings.Contains(res.Text, "confirmation") || res.Text != DenialText(ReasonApprovalDenied) {
 		t.Errorf("model-visible result %q is not the static denial", res.Text)
+	}
+}
+
+// TestLazyPatternsCompile: every regular expression the package compiles
+// at its first use compiles (a typo would otherwise panic mid-call).
+func TestLazyPatternsCompile(t *testing.T) {
+	if len(lazyPatterns) < 10 {
+		t.Fatalf("%d lazy patterns; the read-only programs' validators alone have more", len(lazyPatterns))
+	}
+	for _, re := range lazyPatterns {
+		if _, err := regexp.Compile(re); err != nil {
+			t.Errorf("%q: %v", re, err)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package tools
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -110,7 +109,7 @@ func patchErrorf(line int, format string, args ...any) error {
 // unifiedRange matches what follows "@@ " in a unified diff's hunk header
 // ("-12,3 +12,4 @@"): models used to unified diffs write it, and it names
 // no line of the file, so the hunk is treated as having no context line.
-var unifiedRange = regexp.MustCompile(`^-\d+(,\d+)? \+\d+(,\d+)? @@`)
+var unifiedRange = lazyRegexp(`^-\d+(,\d+)? \+\d+(,\d+)? @@`)
 
 // parsePatch parses the text of an apply_patch call. A patch wrapped in a
 // shell here-document (<<'EOF' … EOF), as models that call apply_patch
@@ -293,7 +292,7 @@ func (p *patchParser) hunk(first bool) (patchHunk, error) {
 		if !ok {
 			break
 		}
-		if !unifiedRange.MatchString(strings.TrimSpace(ctx)) {
+		if !unifiedRange().MatchString(strings.TrimSpace(ctx)) {
 			h.context = append(h.context, ctx)
 		}
 		p.i++
