@@ -26,10 +26,10 @@ import (
 // difference between the workspaces is what the first checkpoint adds to
 // the first call; with the model answering at once it is reported beside
 // `git status --porcelain` of the tree, timed in the same iteration
-// ("added/git", the median of the iterations' ratios). It also reports when the first request reached the
-// server, from just before the process started ("first"): the process's
-// start-up, which the work it begins ahead of its first call must not
-// delay:
+// ("added/git", the median of the iterations' ratios). It also reports
+// when the first request reached the server, from just before the
+// process started ("first"): the process's start-up, which the work it
+// begins ahead of its first call must not delay:
 //
 //	go test ./cmd/octet -run '^$' -bench ExecFirstCall -benchtime 8x
 func BenchmarkExecFirstCall(b *testing.B) {
