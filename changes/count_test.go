@@ -58,7 +58,9 @@ func blobBytes(s *Store) int64 {
 	return n
 }
 
-// putWithin puts data into s and reports whether it returned within d.
+// putWithin puts data into s in the background and returns the blob's
+// sum if the put returned within d ("" if not), and a channel closed
+// once it returns.
 func putWithin(t *testing.T, s *Store, data []byte, d time.Duration) (sum string, returned chan struct{}) {
 	t.Helper()
 	returned = make(chan struct{})
