@@ -313,7 +313,7 @@ type watchThread struct {
 // worker's watchThread; call it only from a goroutine that ends when done
 // with it.
 func newWatchThread(worker int) *watchThread {
-	runtime.LockOSThread() // kept, but on the main thread: the thread exits with the goroutine
+	runtime.LockOSThread() // kept, so the thread exits with the goroutine (but the main thread's, below)
 	if unix.Gettid() == unix.Getpid() {
 		// The main thread never exits (the runtime parks it for good
 		// instead) and its directory is the one the system shows as the

@@ -69,7 +69,7 @@ func BenchmarkExecFirstCall(b *testing.B) {
 				s[ws.name+"-first"] = append(s[ws.name+"-first"], first)
 			}
 		}
-		git := gitStatusMS(b, big)
+		git := float64(benchtree.GitStatus(b, big).Microseconds()) / 1000
 		s["git"] = append(s["git"], git)
 		n := len(s["git"]) - 1
 		added = append(added, (s["10k-at-once"][n]-s["empty-at-once"][n])/git)
@@ -80,18 +80,6 @@ func BenchmarkExecFirstCall(b *testing.B) {
 		slices.Sort(xs)
 		b.ReportMetric(xs[len(xs)/2], name+"-ms")
 	}
-}
-
-// gitStatusMS returns how many milliseconds `git status --porcelain`
-// took in dir.
-func gitStatusMS(b *testing.B, dir string) float64 {
-	cmd := exec.Command("git", "status", "--porcelain")
-	cmd.Dir = dir
-	start := time.Now()
-	if out, err := cmd.CombinedOutput(); err != nil {
-		b.Fatalf("git status: %v\n%s", err, out)
-	}
-	return float64(time.Since(start).Microseconds()) / 1000
 }
 
 // stampedServer serves a scripted model on loopback and returns it, its

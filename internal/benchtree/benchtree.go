@@ -60,7 +60,7 @@ func Make(tb testing.TB, dir string, t Tree, settle time.Duration) {
 	git(tb, dir, "add", "-A")
 	git(tb, dir, "commit", "-q", "--allow-empty", "-m", "tree")
 	time.Sleep(settle)
-	git(tb, dir, "status", "--porcelain")
+	GitStatus(tb, dir)
 }
 
 // Cached returns the workspace of t under os.TempDir()
@@ -82,6 +82,19 @@ func Cached(tb testing.TB, t Tree, settle time.Duration) string {
 		tb.Fatal(err)
 	}
 	return ws
+}
+
+// GitStatus runs `git status --porcelain` in dir, the baseline the
+// benchmarks measure beside, and returns how long it took.
+func GitStatus(tb testing.TB, dir string) time.Duration {
+	tb.Helper()
+	cmd := exec.Command("git", "status", "--porcelain")
+	cmd.Dir = dir
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("git status: %v\n%s", err, out)
+	}
+	return time.Since(start)
 }
 
 // git runs git with args in dir, as a fixed author.

@@ -3,7 +3,6 @@
 package gitsummary
 
 import (
-	"os/exec"
 	"slices"
 	"testing"
 	"time"
@@ -27,13 +26,7 @@ func BenchmarkRead(b *testing.B) {
 		if s == nil || !s.Counted || s.Modified != 0 || s.Untracked != 0 {
 			b.Fatalf("summary %+v", s)
 		}
-		start = time.Now()
-		cmd := exec.Command("git", "status", "--porcelain")
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			b.Fatalf("git status: %v\n%s", err, out)
-		}
-		g := time.Since(start)
+		g := benchtree.GitStatus(b, dir)
 		reads, gits = append(reads, ms(r)), append(gits, ms(g))
 		ratios = append(ratios, float64(r)/float64(g))
 	}
