@@ -166,14 +166,19 @@ func Start(c Command) (*Process, error) {
 	return q.Run()
 }
 
+// errGuardGone reports that a guard ended before it had its command
+// (the command was not sent), so the command never started.
+var errGuardGone = errors.New("process guard ended before it had the command")
+
 // A Pending is a guard ready for its command: the command starts when
 // Run is called, and never once Abandon is.
 type Pending struct {
-	p     *Process
-	spec  []byte
-	stdio []*os.File // the command's, passed with spec; closed by Run or Abandon
-	lines *bufio.Reader
-	used  bool
+	p       *Process
+	spec    []byte
+	sandbox *sandbox.Spec // for a guard started in place of one that ended
+	stdio   []*os.File    // the command's, passed with spec; closed by Run or Abandon
+	lines   *bufio.Reader
+	used    bool
 }
 
 // Prepare readies a guard for c, which waits for the command: a spare
@@ -201,7 +206,7 @@ func Prepare(c Command) (*Pending, error) {
 		guard: g.cmd, conn: g.conn, grace: c.Grace,
 		exited: make(chan struct{}), done: make(chan struct{}), terminating: make(chan struct{}),
 	}
-	return &Pending{p: p, spec: spec, stdio: stdio, lines: bufio.NewReaderSize(g.conn, maxLine)}, nil
+	return &Pending{p: p, spec: spec, sandbox: c.Sandbox, stdio: stdio, lines: bufio.NewReaderSize(g.conn, maxLine)}, nil
 }
 
 // describe returns c's description for its guard and the files passed
@@ -261,7 +266,21 @@ func (q *Pending) Run() (*Process, error) {
 	q.used = true
 	p := q.p
 	pid, err := p.hello(q.spec, q.stdio, q.lines)
+	if errors.Is(err, errGuardGone) {
+		// The guard ended before it had the command — a spare killed
+		// after Prepare took it, by a command or by hand — so the
+		// command never started: a guard started now runs it.
+		if err = q.replaceGuard(); err == nil {
+			pid, err = p.hello(q.spec, q.stdio, q.lines)
+		}
+	}
 	closeAll(q.stdio)
+	if errors.Is(err, errGuardGone) {
+		// No command started, so no group to kill (the first guard is
+		// reaped: its pid may be another's now).
+		p.endGuard()
+		return nil, err
+	}
 	if err != nil {
 		p.killGroup()
 		p.endGuard()
@@ -272,6 +291,19 @@ func (q *Pending) Run() (*Process, error) {
 	go p.read(q.lines)
 	go p.watchdog()
 	return p, nil
+}
+
+// replaceGuard reaps q's guard, which ended before it had the command,
+// and starts another in its place. An error wraps errGuardGone.
+func (q *Pending) replaceGuard() error {
+	q.p.endGuard()
+	g, err := startGuard(q.sandbox)
+	if err != nil {
+		return fmt.Errorf("%w; start another: %w", errGuardGone, err)
+	}
+	q.p.guard, q.p.conn = g.cmd, g.conn
+	q.lines = bufio.NewReaderSize(g.conn, maxLine)
+	return nil
 }
 
 // Abandon ends the guard without its command, which never starts.
@@ -298,6 +330,9 @@ func (p *Process) hello(spec []byte, stdio []*os.File, lines *bufio.Reader) (int
 	p.conn.SetDeadline(time.Now().Add(startTimeout))
 	defer p.conn.SetDeadline(time.Time{})
 	if err := sendSpec(p.conn, spec, stdio); err != nil {
+		if errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET) {
+			return 0, fmt.Errorf("%w: %w", errGuardGone, err)
+		}
 		return 0, fmt.Errorf("process guard: send command: %w", err)
 	}
 	verb, arg, err := readLine(lines)

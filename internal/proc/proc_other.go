@@ -80,5 +80,5 @@ func confine(s *sandbox.Spec, path string, args []string) (string, []string, err
 }
 
 // alive reports true: a spare that died is found when its command is
-// sent (the call then fails as for any lost guard).
+// sent, and Run starts another guard in its place.
 func (g *guardProc) alive() bool { return true }

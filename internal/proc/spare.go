@@ -23,7 +23,9 @@ import (
 // while the model works and not beside a call. A command whose guard must
 // be started in new namespaces (a sandbox's) gets a guard of its own. An
 // idle spare holds a socket and /dev/null; it exits when octet closes the
-// socket or dies (EOF), as a guard that never got its command does.
+// socket or dies (EOF), as a guard that never got its command does. A
+// spare found dead when Prepare takes it is passed over; one that dies
+// after (before Run sends the command) is replaced by Run.
 
 // guardProc is a guard process started and waiting for its command.
 type guardProc struct {

@@ -119,3 +119,47 @@ func TestSpareGuard(t *testing.T) {
 		t.Errorf("after the spare died: output %q, guard %d (the dead spare was %d)", out, p.guard.Process.Pid, next)
 	}
 }
+
+// TestSpareKilledAfterPrepare: a spare that dies after Prepare took it —
+// while the caller takes its checkpoint, killed by another command or by
+// hand — never had the command, so Run starts the command under a guard
+// of its own rather than fail the call.
+func TestSpareKilledAfterPrepare(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer StopSpares()
+	Warm()
+	spare := readySpare(t)
+	dir := t.TempDir()
+	f := filepath.Join(dir, "f")
+	q, err := Prepare(Command{Path: "/bin/sh", Args: []string{"sh", "-c", "echo ran >> " + f}, Dir: dir, Grace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.p.guard.Process.Pid != spare {
+		t.Fatalf("Prepare took guard %d, not the spare %d", q.p.guard.Process.Pid, spare)
+	}
+	if err := syscall.Kill(spare, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if p, ok := readStat(spare); !ok || p.zombie {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed spare did not exit")
+		}
+	}
+	p, err := q.Run()
+	if err != nil {
+		t.Fatalf("Run after the spare died: %v", err)
+	}
+	if st, err := p.Wait(); err != nil || st.Code != 0 {
+		t.Fatalf("status %+v, %v", st, err)
+	}
+	if p.guard.Process.Pid == spare {
+		t.Error("the command was sent to the dead spare")
+	}
+	if b, err := os.ReadFile(f); err != nil || string(b) != "ran\n" {
+		t.Errorf("the command's file = %q, %v; want it run once", b, err)
+	}
+}
