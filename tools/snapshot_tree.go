@@ -312,6 +312,12 @@ func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread, l
 		if ctx.Err() != nil {
 			return nil
 		}
+		if len(n.kids) == 0 {
+			// Sized for the first chunk (most directories' whole
+			// listing): growing a map entry by entry rehashes it at
+			// each doubling.
+			n.kids = make(map[string]*node, len(ents))
+		}
 		for _, e := range ents {
 			name, typ := e.name, e.typ
 			isDir := typ.IsDir()
