@@ -218,7 +218,7 @@ func (s *snapshotter) classify(w *snapWalker, dir *os.File, parent *node, name s
 		case parent.ign != nil && parent.ign.Match(parts, isDir):
 			return nil
 		}
-		k := w.entry(dir, nil, parent, name, isDir, nil)
+		k := w.entry(dir, nil, parent, name, isDir, nil, new(node))
 		if k != nil && (k.kind == nodeDir) != isDir {
 			continue // replaced between the two stats: look again
 		}

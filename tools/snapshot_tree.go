@@ -318,25 +318,15 @@ func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread, l
 			// each doubling.
 			n.kids = make(map[string]*node, len(ents))
 		}
-		for _, e := range ents {
-			name, typ := e.name, e.typ
-			isDir := typ.IsDir()
-			if isDir && name == ".git" {
-				continue
-			}
-			if !isDir && !typ.IsRegular() {
-				n.kids[name] = newNode(name, n, nodeSpecial)
-				continue
-			}
-			scratch[len(scratch)-1] = name // Match keeps no path
-			if n.ign != nil && n.ign.Match(scratch, isDir) {
-				continue
-			}
+		kept := w.keep(n, ents, scratch)
+		nodes := make([]node, len(kept)) // one allocation, not one a node
+		for i, e := range kept {
+			name, isDir := e.name, e.typ.IsDir()
 			var old *node
 			if job.old != nil && job.old.kind == nodeDir {
 				old = job.old.kids[name]
 			}
-			k := w.entry(dir, t, n, name, isDir, old)
+			k := w.entry(dir, t, n, name, isDir, old, &nodes[i])
 			if k == nil {
 				continue
 			}
@@ -369,12 +359,40 @@ func (w *snapWalker) listDir(ctx context.Context, job snapDir, t *watchThread, l
 	return subdirs
 }
 
+// keep returns the entries of ents, a chunk of directory n's listing, to
+// be stat'ed — not .git, nor what n's rules ignore — in ents' own array;
+// the others that are not regular files nor directories it enters in n
+// (counted, not followed). scratch is n's path parts and a slot for a
+// name.
+func (w *snapWalker) keep(n *node, ents []dirEnt, scratch []string) []dirEnt {
+	kept := ents[:0]
+	for _, e := range ents {
+		isDir := e.typ.IsDir()
+		switch {
+		case isDir && e.name == ".git":
+			continue
+		case !isDir && !e.typ.IsRegular():
+			n.kids[e.name] = newNode(e.name, n, nodeSpecial)
+			continue
+		}
+		scratch[len(scratch)-1] = e.name // Match keeps no path
+		if n.ign != nil && n.ign.Match(scratch, isDir) {
+			continue
+		}
+		kept = append(kept, e)
+	}
+	return kept
+}
+
 // entry makes the node of name, an entry of dir (node n) whose type the
-// directory listing gave, old the node its path had (nil: none): a file
-// is watched, then stat'ed — with markLater, only a file with more than
-// one link is (then stat'ed again); nil when it vanished meanwhile.
-func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, isDir bool, old *node) *node {
-	k := newNode(name, n, nodeFile)
+// directory listing gave, old the node its path had (nil: none), in k —
+// zeroed memory for it: a walk makes a directory's nodes in one
+// allocation, which lives while any of them does (a node replaced later
+// keeps its siblings' memory; at most the walk's own). A file is
+// watched, then stat'ed — with markLater, only a file with more than one
+// link is (then stat'ed again); nil when it vanished meanwhile.
+func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, isDir bool, old *node, k *node) *node {
+	*k = node{name: name, parent: n, kind: nodeFile, wd: -1}
 	if isDir {
 		k.kind = nodeDir
 	} else if w.feed != nil && !w.markLater {
