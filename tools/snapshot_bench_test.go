@@ -315,6 +315,30 @@ func BenchmarkFirstWalk(b *testing.B) {
 	}
 }
 
+// BenchmarkHeadRead times reading the snapshot head of a large
+// workspace into each directory's entries, as a new process's first walk
+// does beside its listing (the store kept beside the cached tree).
+func BenchmarkHeadRead(b *testing.B) {
+	for _, tr := range []benchtree.Tree{tree10k, tree100k} {
+		b.Run(tr.Name, func(b *testing.B) {
+			ws := cachedTree(b, tr)
+			store, err := changes.Open(ws+".store", 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			firstWalkTimer(b, ws, store)() // the store's own first, when it is new
+			b.ReportAllocs()
+			for b.Loop() {
+				s := newSnapshotter(Config{Root: ws, Changes: &changes.Recorder{Store: store}})
+				if h, _ := s.seed(); h == nil {
+					b.Fatal("no snapshot head")
+				}
+				s.close()
+			}
+		})
+	}
+}
+
 // BenchmarkCheckpointCancel measures how long a first checkpoint of the
 // 10k tree (every file read and kept) takes to return once its call is
 // cancelled 100 ms in.

@@ -75,7 +75,20 @@ type headBuilder struct {
 	last    *headRun // the run of the line before (a manifest's lines come a directory at a time)
 	lastDir string
 	strs    strArena // the entries' names and hashes
+	// free is the unused rest of the chunk the runs' entries are made
+	// in (length 0): the run lines are added to grows into it in place,
+	// so a head's entries are allocated about once, not at each
+	// doubling of each directory's.
+	free      []headEntry
+	chunkSize int // the size of the next chunk
 }
+
+// Bounds of a headBuilder's chunks, in entries: the first is small (a
+// small workspace's head), each next one twice the last.
+const (
+	headChunkMin = 256
+	headChunkMax = 4096
+)
 
 // headRun is one directory's lines as read: in name order with no name
 // twice and no removal (the usual whole manifest) unless messy.
@@ -92,6 +105,7 @@ func (b *headBuilder) add(p []byte, m *manifestLine) {
 	}
 	r := b.last
 	if r == nil || string(dir) != b.lastDir {
+		b.leave()
 		b.lastDir = string(dir) // p is valid only during the call
 		if r = b.runs[b.lastDir]; r == nil {
 			r = &headRun{}
@@ -103,7 +117,52 @@ func (b *headBuilder) add(p []byte, m *manifestLine) {
 	if n := len(r.ents); m.Del || n > 0 && r.ents[n-1].name >= he.name {
 		r.messy = true
 	}
+	b.push(r, he)
+}
+
+// push appends he to r, the run lines are being added to: a new run
+// starts in the chunk's free space and grows there in place; one that
+// fills its chunk moves to a new one unless it is half a chunk or more
+// (then it grows by itself); any other (a run revisited, a messy chain's)
+// grows by itself.
+func (b *headBuilder) push(r *headRun, he headEntry) {
+	switch n := len(r.ents); {
+	case n == 0 && cap(r.ents) == 0:
+		if cap(b.free) == 0 {
+			b.newChunk(0)
+		}
+		r.ents = b.free
+	case n == cap(r.ents) && b.inChunk(r) && n < headChunkMax/2:
+		ents := r.ents
+		b.newChunk(n)
+		r.ents = append(b.free, ents...)
+	}
 	r.ents = append(r.ents, he)
+}
+
+// newChunk makes b.free a new chunk, with room for twice n entries.
+func (b *headBuilder) newChunk(n int) {
+	b.chunkSize = min(max(2*b.chunkSize, headChunkMin), headChunkMax)
+	b.free = make([]headEntry, 0, max(b.chunkSize, 2*n))
+}
+
+// inChunk reports whether r's entries begin the chunk's free space.
+func (b *headBuilder) inChunk(r *headRun) bool {
+	return cap(r.ents) > 0 && cap(b.free) > 0 && &r.ents[:1][0] == &b.free[:1][0]
+}
+
+// leave ends the run of the lines before. When its entries are in the
+// chunk, the chunk's free space starts after them and they keep no spare
+// capacity (a later line of the run appends to a copy, which is the
+// run's own: a directory's lines come back after each of its
+// subdirectories' in a whole manifest).
+func (b *headBuilder) leave() {
+	r := b.last
+	if r == nil || !b.inChunk(r) {
+		return
+	}
+	b.free = b.free[len(r.ents):len(r.ents)]
+	r.ents = slices.Clip(r.ents)
 }
 
 // strArena makes strings of bytes copied into shared chunks, one
@@ -136,6 +195,7 @@ func (a *strArena) str(b []byte) string {
 // index returns the runs, each sorted by name, with a name's last line
 // kept and the names removed left out.
 func (b *headBuilder) index() *headIndex {
+	b.leave()
 	h := &headIndex{dirs: make(map[string][]headEntry, len(b.runs))}
 	for dir, r := range b.runs {
 		if r.messy {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"maps"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -250,5 +251,70 @@ func TestSnapshotHeadCRC(t *testing.T) {
 	}
 	if again, _ := s.store.SnapshotHead(); again.Manifest != h.Manifest || !maps.Equal(again.CRC, h.CRC) {
 		t.Errorf("a head without CRC-32C read: now %+v, want it recorded with them (%v)", again, h.CRC)
+	}
+}
+
+// TestHeadBuilderChunks: the runs a head is read into share chunks —
+// directories small and large (past a chunk, and past half of one),
+// lines of a directory coming back after others (the root's, between
+// its subdirectories'; a delta's, removals among them) — and each
+// directory's entries read back as its lines say: the last line of each
+// name, the removed left out, sorted.
+func TestHeadBuilderChunks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 11))
+	b := headBuilder{runs: map[string]*headRun{}}
+	want := map[string]map[string]snapEntry{}
+	line := func(dir, name string, size int64, del bool) {
+		p := name
+		if dir != "." {
+			p = dir + "/" + name
+		}
+		m := &manifestLine{S: size, H: fmt.Sprintf("%064x", size), Del: del, D: dir == "."}
+		b.add([]byte(p), m)
+		if want[dir] == nil {
+			want[dir] = map[string]snapEntry{}
+		}
+		if del {
+			delete(want[dir], name)
+		} else {
+			want[dir][name] = m.entry()
+		}
+	}
+	dirs := []string{"."}
+	for d := range 60 {
+		dir := fmt.Sprintf("d%02d", d)
+		dirs = append(dirs, dir)
+		line(".", dir, 0, false) // a whole manifest's order: the root's lines come back after each directory's
+		n := rng.IntN(40)
+		switch d {
+		case 7:
+			n = headChunkMax + 100 // past a chunk
+		case 21:
+			n = headChunkMax / 2 // half a chunk: grows by itself
+		case 30:
+			n = headChunkMin - 1 // fills the first chunk but one
+		}
+		for i := range n {
+			line(dir, fmt.Sprintf("f%05d", i), int64(d*100000+i), false)
+		}
+	}
+	for range 300 { // a delta's lines: any directory, out of order
+		dir := dirs[1+rng.IntN(len(dirs)-1)]
+		line(dir, fmt.Sprintf("f%05d", rng.IntN(50)), rng.Int64N(1000), rng.IntN(3) == 0)
+	}
+	h := b.index()
+	for _, dir := range dirs {
+		got := h.dirs[dir]
+		if !slices.IsSortedFunc(got, func(x, y headEntry) int { return strings.Compare(x.name, y.name) }) {
+			t.Fatalf("%s: entries not sorted", dir)
+		}
+		if len(got) != len(want[dir]) {
+			t.Fatalf("%s: %d entries read back, want %d", dir, len(got), len(want[dir]))
+		}
+		for _, he := range got {
+			if w, ok := want[dir][he.name]; !ok || w != he.e {
+				t.Fatalf("%s/%s read back as %+v, want %+v (there: %v)", dir, he.name, he.e, w, ok)
+			}
+		}
 	}
 }
