@@ -385,10 +385,10 @@ func (w *snapWalker) keep(n *node, ents []dirEnt, scratch []string) []dirEnt {
 }
 
 // entry makes the node of name, an entry of dir (node n) whose type the
-// directory listing gave, old the node its path had (nil: none), in k —
-// zeroed memory for it: a walk makes a directory's nodes in one
+// directory listing gave, old the node its path had (nil: none), in k,
+// the memory for it: a walk makes a listing chunk's nodes in one
 // allocation, which lives while any of them does (a node replaced later
-// keeps its siblings' memory; at most the walk's own). A file is
+// keeps its siblings' memory; at most what the walk made). A file is
 // watched, then stat'ed — with markLater, only a file with more than one
 // link is (then stat'ed again); nil when it vanished meanwhile.
 func (w *snapWalker) entry(dir *os.File, t *watchThread, n *node, name string, isDir bool, old *node, k *node) *node {
