@@ -165,6 +165,18 @@ func (f *fixture) stalls(n int) {
 	}
 }
 
+// waitScriptTaken waits until every turn scripted for the children is
+// taken: a child's running status does not say its request reached the
+// server, and a turn scripted after it must not be taken by that request.
+func (f *fixture) waitScriptTaken(t *testing.T) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); f.childSrv.Pending() > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d scripted child turns never taken", f.childSrv.Pending())
+		}
+	}
+}
+
 // spawnConcurrently spawns n children of parent at once and returns the
 // successes and the errors.
 func spawnConcurrently(tm *Team, parent string, n int) (ok []Snapshot, errs []error) {

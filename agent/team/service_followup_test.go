@@ -41,6 +41,7 @@ func TestServiceChildIdleFollowupBound(t *testing.T) {
 	for _, s := range stallers {
 		waitStatus(t, tm, s.ID, StatusRunning)
 	}
+	f.waitScriptTaken(t) // else a late staller could take the follow-up's answer below
 	before := len(provenance(t, tm))
 	if _, err := tm.Followup("root", a.ID, "SECOND-TASK"); limitOf(err) != "active_per_parent" {
 		t.Fatalf("follow-up of an idle child with 8 active siblings: %v, want the active_per_parent limit", err)
