@@ -76,9 +76,9 @@ type headBuilder struct {
 	lastDir string
 	strs    strArena // the entries' names and hashes
 	// free is the unused rest of the chunk the runs' entries are made
-	// in (length 0): the run lines are added to grows into it in place,
-	// so a head's entries are allocated about once, not at each
-	// doubling of each directory's.
+	// in (length 0): the run the lines are being added to grows into it
+	// in place, so a head's entries are allocated about once, not at
+	// each doubling of each directory's.
 	free      []headEntry
 	chunkSize int // the size of the next chunk
 }

@@ -34,6 +34,22 @@ func readySpare(t *testing.T) int {
 	return s.g.cmd.Process.Pid
 }
 
+// killSpare kills the spare guard pid and waits for it to exit.
+func killSpare(t *testing.T, pid int) {
+	t.Helper()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if p, ok := readStat(pid); !ok || p.zombie {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the killed spare did not exit")
+		}
+	}
+}
+
 // TestSpareGuard: once warmed, a command runs under the spare guard
 // started before it was known — in its own directory, with exactly its
 // environment and its own standard descriptors, which the guard does not
@@ -103,17 +119,7 @@ func TestSpareGuard(t *testing.T) {
 		t.Fatal("Warm kept the used spare")
 	}
 	// A spare that dies idle (killed by hand) is passed over.
-	if err := syscall.Kill(next, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if p, ok := readStat(next); !ok || p.zombie {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the killed spare did not exit")
-		}
-	}
+	killSpare(t, next)
 	out, p = run(`echo again > ` + filepath.Join(dir, "f") + `; cat ` + filepath.Join(dir, "f"))
 	if out != "again\n" || p.guard.Process.Pid == next {
 		t.Errorf("after the spare died: output %q, guard %d (the dead spare was %d)", out, p.guard.Process.Pid, next)
@@ -138,17 +144,7 @@ func TestSpareKilledAfterPrepare(t *testing.T) {
 	if q.p.guard.Process.Pid != spare {
 		t.Fatalf("Prepare took guard %d, not the spare %d", q.p.guard.Process.Pid, spare)
 	}
-	if err := syscall.Kill(spare, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		if p, ok := readStat(spare); !ok || p.zombie {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the killed spare did not exit")
-		}
-	}
+	killSpare(t, spare)
 	p, err := q.Run()
 	if err != nil {
 		t.Fatalf("Run after the spare died: %v", err)
